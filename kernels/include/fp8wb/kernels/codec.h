@@ -103,6 +103,25 @@ FP8WB_INLINE uint8_t encode(float x, const CodecSpec& s, Overflow ov,
   return encode_bits(float_bits(x), s, ov, rounding, rnd);
 }
 
+#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+// Encodes an fp64 value correctly rounded (no double rounding through fp32): the value is
+// first rounded to fp32 by round-to-odd, which keeps enough bits for the final rounding
+// to any format of at most 21 mantissa bits to come out as if done in one step.
+// Values beyond the fp32 range become +-FLT_MAX, so they overflow as they should.
+inline uint8_t encode_f64(double x, const CodecSpec& s, Overflow ov) {
+  float f = static_cast<float>(x);
+  if (x == x && static_cast<double>(f) != x) {
+    // Truncate toward zero, then make the last bit sticky.
+    const bool too_big = (f < 0 ? -static_cast<double>(f) : static_cast<double>(f)) >
+                         (x < 0 ? -x : x);
+    uint32_t b = float_bits(f);
+    if (too_big) b -= 1;  // the next fp32 value toward zero (same sign)
+    f = bits_float(b | 1u);
+  }
+  return encode(f, s, ov);
+}
+#endif
+
 // The fp32 bit pattern of the value a code stands for (every value of every format is
 // exact in fp32). NaN codes decode to the canonical quiet NaN of their sign.
 FP8WB_INLINE constexpr uint32_t decode_bits(uint8_t code, const CodecSpec& s) {

@@ -1,0 +1,68 @@
+#include "cli.h"
+
+#include <CLI/CLI.hpp>
+#include <exception>
+
+#include "formats_command.h"
+#include "fp8wb/core/backend_info.h"
+
+namespace fp8wb::cli {
+
+namespace {
+
+std::string version_text() {
+  const BackendInfo b = probe_backend();
+  return "fp8wb " + b.workbench_version + " (LibTorch " + b.torch_version + "; " +
+         b.device_name + "; FP8 GEMM " + b.fp8_gemm + ")";
+}
+
+int run_info(std::ostream& out) {
+  const BackendInfo b = probe_backend();
+  out << "workbench     " << b.workbench_version << "\n"
+      << "LibTorch      " << b.torch_version << (b.torch_cuda_build ? " (CUDA build)" : " (CPU build)")
+      << (b.torch_float8 ? ", float8 dtypes" : ", no float8 dtypes") << "\n"
+      << "device        " << b.device_name << "\n"
+      << "CUDA devices  " << b.cuda_devices << "\n"
+      << "CUDA kernels  " << (b.cuda_kernels_built ? "built" : "not built") << "\n"
+      << "CPU threads   " << b.cpu_threads << "\n"
+      << "FP8 GEMM      " << b.fp8_gemm << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
+            bool color) {
+  CLI::App app{"FP8 Workbench, headless: see what FP8 does to numbers"};
+  app.name("fp8wb");
+  app.require_subcommand(0, 1);
+  bool version = false;
+  app.add_flag("-V,--version", version, "Print the version and the compute backend");
+  FormatsOptions formats;
+  add_formats_command(app, formats);
+  auto* info = app.add_subcommand("info", "Show the compute backend: device, LibTorch, FP8 GEMMs");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e, out, err);
+  }
+  try {
+    init_compute_threads();
+    if (version) {
+      out << version_text() << "\n";
+      return 0;
+    }
+    if (app.got_subcommand("formats")) {
+      formats.color = color;
+      return run_formats(formats, out, err);
+    }
+    if (info->parsed()) return run_info(out);
+    out << app.help();
+    return 0;
+  } catch (const std::exception& e) {
+    err << "fp8wb: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace fp8wb::cli

@@ -1,0 +1,76 @@
+// defines: BitFields, ValueReport, explain_value(), CodeRow, code_table(),
+// representable_values(), parse_value(): the logic behind the format explorer, shared by
+// the CLI (fp8wb formats) and the GUI's Formats tab. Plain structs, no torch, no Qt.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fp8wb/kernels/format.h"
+
+namespace fp8wb {
+
+// A code split into its fields, each as a string of '0' and '1' (sign is empty where the
+// format has none, mantissa is empty for E8M0FNU).
+struct BitFields {
+  std::string sign;
+  std::string exponent;
+  std::string mantissa;
+  std::string joined(char sep = ' ') const;
+};
+
+enum class CodeKind : uint8_t { Zero, Subnormal, Normal, Infinity, NaN };
+std::string_view code_kind_name(CodeKind k);
+
+struct ValueReport {
+  Format format;
+  Overflow overflow;
+  double input = 0;  // the value asked about (fp64)
+  uint8_t code = 0;
+  BitFields bits;
+  CodeKind kind = CodeKind::Zero;
+  double decoded = 0;
+  double abs_error = 0;  // |decoded - input|; NaN where either is NaN, Inf on overflow
+  double rel_error = 0;  // abs_error / |input|; 0 for an exact zero
+  // The representable finite values next to the decoded value, below and above it.
+  std::optional<double> below;
+  std::optional<double> above;
+  bool exact = false;       // decoded == input
+  bool subnormal = false;   // the code is a subnormal
+  bool saturated = false;   // |input| > max finite and the result was clamped to +-max
+  bool overflowed = false;  // |input| > max finite and the result is Inf or NaN (ieee mode)
+  bool underflow = false;   // input finite and != 0, result +-0
+  bool is_nan = false;      // the code is a NaN
+  std::string note;         // one sentence for the unusual cases (NaN, Inf, no zero...)
+};
+
+ValueReport explain_value(double value, Format format, Overflow overflow = Overflow::Saturate);
+
+struct CodeRow {
+  uint8_t code;
+  BitFields bits;
+  CodeKind kind;
+  double value;
+};
+// All 2^bits codes of a format, in code order.
+std::vector<CodeRow> code_table(Format format);
+
+BitFields split_bits(uint8_t code, Format format);
+CodeKind classify_code(uint8_t code, Format format);
+
+// Every finite value of a format, ascending, without duplicates (+0 and -0 are one).
+std::vector<double> representable_values(Format format);
+
+// Parses what a user types: decimal or hex floats (0x1.8p3), "inf", "-inf", "nan", and
+// powers of two written 2^-9. Throws std::invalid_argument with a message for the user.
+double parse_value(std::string_view text);
+
+// The shortest decimal that reads back as the same double ("inf", "nan" for those).
+std::string format_number(double v);
+// Four significant digits, for errors and percentages.
+std::string format_short(double v);
+
+}  // namespace fp8wb

@@ -1,0 +1,65 @@
+// Torch translation unit: backend discovery.
+#include "fp8wb/core/backend_info.h"
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <thread>
+
+#include "fp8wb/core/version.h"
+
+#if defined(FP8WB_WITH_CUDA_KERNELS)
+#include "fp8wb/kernels/codec_cuda.h"
+#endif
+#if defined(FP8WB_TORCH_CUDA)
+#include <ATen/cuda/CUDAContext.h>
+#endif
+
+namespace fp8wb {
+
+std::string workbench_version() { return FP8WB_VERSION; }
+
+int init_compute_threads(int threads) {
+  if (threads <= 0) {
+    const unsigned h = std::thread::hardware_concurrency();
+    threads = h == 0 ? 1 : static_cast<int>(h);
+  }
+  at::set_num_threads(threads);
+  return at::get_num_threads();
+}
+
+BackendInfo probe_backend() {
+  BackendInfo b;
+  b.workbench_version = FP8WB_VERSION;
+  b.torch_version = TORCH_VERSION;
+  b.torch_float8 = TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1);
+  b.cpu_threads = at::get_num_threads();
+#if defined(FP8WB_TORCH_CUDA)
+  b.torch_cuda_build = true;
+  b.cuda_devices = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
+#endif
+#if defined(FP8WB_WITH_CUDA_KERNELS)
+  b.cuda_kernels_built = true;
+#endif
+  if (b.cuda_devices > 0) {
+#if defined(FP8WB_TORCH_CUDA)
+    const cudaDeviceProp* p = at::cuda::getDeviceProperties(0);
+    b.device_name = p->name;
+    b.sm = p->major * 10 + p->minor;
+#endif
+  } else {
+    b.device_name = "CPU (" + std::to_string(b.cpu_threads) + " threads)";
+  }
+  // FP8 tensor cores start with Ada (sm_89) and Hopper (sm_90).
+  b.fp8_gemm_real = b.cuda_devices > 0 && b.torch_float8 && b.sm >= 89;
+  if (b.fp8_gemm_real) {
+    b.fp8_gemm = "real (FP8 tensor cores through cuBLAS, sm_" + std::to_string(b.sm) + ")";
+  } else if (b.cuda_devices > 0) {
+    b.fp8_gemm = "emulated (this GPU or LibTorch has no FP8 GEMM)";
+  } else {
+    b.fp8_gemm = "emulated on the CPU (bit-exact: FP8 codes -> fp32, fp32 GEMM)";
+  }
+  return b;
+}
+
+}  // namespace fp8wb

@@ -1,0 +1,224 @@
+#include "fp8wb/core/value_report.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <stdexcept>
+
+#include "fp8wb/kernels/codec.h"
+
+namespace fp8wb {
+namespace {
+
+std::string bits_of(uint32_t v, int n) {
+  std::string s;
+  for (int i = n - 1; i >= 0; --i) s.push_back(((v >> i) & 1u) ? '1' : '0');
+  return s;
+}
+
+std::string trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+double strict_strtod(const std::string& s, bool& ok) {
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  ok = !s.empty() && end == s.c_str() + s.size();
+  return v;
+}
+
+}  // namespace
+
+std::string BitFields::joined(char sep) const {
+  std::string out = sign;
+  for (const std::string* part : {&exponent, &mantissa}) {
+    if (part->empty()) continue;
+    if (!out.empty()) out.push_back(sep);
+    out += *part;
+  }
+  return out;
+}
+
+std::string_view code_kind_name(CodeKind k) {
+  switch (k) {
+    case CodeKind::Zero: return "zero";
+    case CodeKind::Subnormal: return "subnormal";
+    case CodeKind::Normal: return "normal";
+    case CodeKind::Infinity: return "inf";
+    case CodeKind::NaN: return "nan";
+  }
+  return "?";
+}
+
+BitFields split_bits(uint8_t code, Format format) {
+  const CodecSpec s = codec_spec(format);
+  BitFields b;
+  const uint32_t c = code & ((1u << s.bits) - 1u);
+  if (s.has_sign) b.sign = bits_of(c >> (s.bits - 1), 1);
+  b.exponent = bits_of((c >> s.mbits) & ((1u << s.ebits) - 1u), s.ebits);
+  if (s.mbits > 0) b.mantissa = bits_of(c & ((1u << s.mbits) - 1u), s.mbits);
+  return b;
+}
+
+CodeKind classify_code(uint8_t code, Format format) {
+  const CodecSpec s = codec_spec(format);
+  const float v = decode(code, s);
+  if (std::isnan(v)) return CodeKind::NaN;
+  if (std::isinf(v)) return CodeKind::Infinity;
+  if (v == 0) return CodeKind::Zero;
+  if (s.nan == NanRule::AllOnes) return CodeKind::Normal;  // E8M0: no subnormals
+  const uint32_t mag = code & ((1u << (s.bits - 1)) - 1u);
+  return (mag >> s.mbits) == 0 ? CodeKind::Subnormal : CodeKind::Normal;
+}
+
+std::vector<CodeRow> code_table(Format format) {
+  const int n = format_info(format).code_count;
+  std::vector<CodeRow> rows;
+  rows.reserve(static_cast<size_t>(n));
+  for (int c = 0; c < n; ++c) {
+    const auto code = static_cast<uint8_t>(c);
+    rows.push_back({code, split_bits(code, format), classify_code(code, format),
+                    static_cast<double>(decode(code, codec_spec(format)))});
+  }
+  return rows;
+}
+
+std::vector<double> representable_values(Format format) {
+  std::vector<double> v;
+  for (const auto& r : code_table(format)) {
+    if (std::isfinite(r.value)) v.push_back(r.value == 0 ? 0.0 : r.value);
+  }
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+ValueReport explain_value(double value, Format format, Overflow overflow) {
+  const FormatInfo& info = format_info(format);
+  const CodecSpec s = info.spec;
+  ValueReport r{};
+  r.format = format;
+  r.overflow = overflow;
+  r.input = value;
+  r.code = encode_f64(value, s, overflow);
+  r.bits = split_bits(r.code, format);
+  r.kind = classify_code(r.code, format);
+  r.decoded = decode(r.code, s);
+  r.is_nan = std::isnan(r.decoded);
+  r.subnormal = r.kind == CodeKind::Subnormal;
+
+  const bool finite_in = std::isfinite(value);
+  const double mag = std::fabs(value);
+  if (finite_in && mag > info.max_finite) {
+    r.saturated = std::isfinite(r.decoded);
+    r.overflowed = !r.saturated;
+  }
+  r.underflow = finite_in && value != 0 && r.decoded == 0;
+  if (std::isnan(value) || std::isnan(r.decoded)) {
+    r.abs_error = r.rel_error = std::numeric_limits<double>::quiet_NaN();
+  } else if (std::isinf(value) || std::isinf(r.decoded)) {
+    r.abs_error = r.rel_error = (value == r.decoded) ? 0.0 : INFINITY;
+  } else {
+    r.abs_error = std::fabs(r.decoded - value);
+    r.rel_error = value == 0 ? (r.abs_error == 0 ? 0.0 : INFINITY) : r.abs_error / mag;
+  }
+  r.exact = r.decoded == value;
+
+  if (!r.is_nan) {
+    const auto vals = representable_values(format);
+    const double d = std::isinf(r.decoded) ? std::copysign(info.max_finite * 2, r.decoded) : r.decoded;
+    auto hi = std::upper_bound(vals.begin(), vals.end(), d);
+    auto lo = std::lower_bound(vals.begin(), vals.end(), d);
+    if (hi != vals.end()) r.above = *hi;
+    if (lo != vals.begin()) r.below = *std::prev(lo);
+  }
+
+  if (std::isnan(value)) {
+    r.note = s.nan == NanRule::None
+                 ? std::string(info.name) + " has no NaN: NaN encodes to a zero of the opposite sign (as ml_dtypes does)"
+                 : "NaN stays NaN";
+  } else if (std::isinf(value)) {
+    r.note = s.has_inf && overflow == Overflow::Ieee ? "Inf stays Inf"
+             : r.is_nan ? std::string(info.name) + " has no Inf: Inf becomes NaN in ieee mode"
+                        : "Inf is clamped to the largest finite value";
+  } else if (s.nan == NanRule::AllOnes && !(value > 0)) {
+    r.note = "E8M0FNU holds positive powers of two only: zero and negatives encode as NaN";
+  } else if (r.overflowed) {
+    r.note = "beyond the largest finite value (" + format_number(info.max_finite) + "): " +
+             (std::isinf(r.decoded) ? "overflows to Inf" : "overflows to NaN");
+  } else if (r.saturated) {
+    r.note = "beyond the largest finite value: clamped to " + format_number(r.decoded);
+  } else if (r.underflow) {
+    r.note = "below half the smallest subnormal: flushes to zero";
+  }
+  if (!s.has_neg_zero && s.has_sign && std::signbit(value) && r.decoded == 0) {
+    r.note += std::string(r.note.empty() ? "" : " ") + "(+0: " + std::string(info.name) +
+              " has no -0)";
+  }
+  return r;
+}
+
+double parse_value(std::string_view text) {
+  const std::string t = trim(text);
+  bool ok = false;
+  double v = strict_strtod(t, ok);
+  if (!ok) {
+    // 2^-9, -2^10: the way powers of two are written on a whiteboard.
+    const auto caret = t.find('^');
+    if (caret != std::string::npos) {
+      bool okb = false, oke = false;
+      std::string base = t.substr(0, caret);
+      const std::string ex = t.substr(caret + 1);
+      // -2^10 is -(2^10), as on paper.
+      const bool negative = !base.empty() && base[0] == '-';
+      if (negative || (!base.empty() && base[0] == '+')) base.erase(0, 1);
+      const double b = strict_strtod(base, okb);
+      const double e = strict_strtod(ex, oke);
+      if (okb && oke && b >= 0 && std::fabs(e) <= 2000) {
+        v = negative ? -std::pow(b, e) : std::pow(b, e);
+        ok = true;
+      }
+    }
+  }
+  if (!ok) {
+    throw std::invalid_argument("'" + t +
+                                "' is not a number: type e.g. 0.1, -3e-5, 0x1.8p3, 2^-9, inf or nan");
+  }
+  return v;
+}
+
+std::string format_number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  // The shortest decimal that reads back as the same double.
+  char buf[64];
+  int prec = 1;
+  for (; prec < 17; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  // Whole numbers up to 15 digits print without an exponent (500, not 5e+02).
+  const double mag = std::fabs(v);
+  if (mag >= 1 && mag < 1e15) {
+    prec = std::max(prec, static_cast<int>(std::floor(std::log10(mag))) + 1);
+  }
+  std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+  return buf;
+}
+
+std::string format_short(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+}  // namespace fp8wb

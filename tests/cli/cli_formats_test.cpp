@@ -1,0 +1,109 @@
+// fp8wb's output for known values, run in-process through run_cli().
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+
+namespace {
+
+struct Result {
+  int rc;
+  std::string out, err;
+};
+
+Result run(std::vector<std::string> args) {
+  args.insert(args.begin(), "fp8wb");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  const int rc = fp8wb::cli::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
+  return {rc, out.str(), err.str()};
+}
+
+bool has_line(const std::string& text, const std::string& a, const std::string& b) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find(a) != std::string::npos && line.find(b) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(CliFormats, KnownValueTable) {
+  const Result r = run({"formats", "1", "0.1"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(has_line(r.out, "E4M3FN    0x38  0 0111 000", "exact")) << r.out;
+  EXPECT_TRUE(has_line(r.out, "E5M2      0x3c  0 01111 00", "exact")) << r.out;
+  EXPECT_TRUE(has_line(r.out, "E4M3FN    0x1d  0 0011 101", "0.1015625")) << r.out;
+  EXPECT_TRUE(has_line(r.out, "E4M3FN    0x1d", "1.56%")) << r.out;
+  EXPECT_TRUE(has_line(r.out, "E2M1FN    0x00", "underflow")) << r.out;
+}
+
+TEST(CliFormats, NegativeAndOverflowingValues) {
+  const Result r = run({"formats", "-500", "--format", "e4m3", "-f", "E5M2", "--overflow", "ieee"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(has_line(r.out, "E4M3FN    0xff", "overflow")) << r.out;
+  EXPECT_TRUE(has_line(r.out, "E5M2      0xe0", "-512")) << r.out;
+  const Result s = run({"formats", "1e300", "-f", "e5m2"});
+  EXPECT_TRUE(has_line(s.out, "E5M2      0x7b", "saturated")) << s.out;
+}
+
+TEST(CliFormats, Json) {
+  const Result r = run({"formats", "448.5", "-f", "e4m3", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["code"], "0x7e");
+  EXPECT_EQ(j[0]["decoded"], 448.0);
+  EXPECT_EQ(j[0]["flags"]["saturated"], true);
+  EXPECT_EQ(j[0]["bits"]["exponent"], "1111");
+  const Result n = run({"formats", "nan", "-f", "e5m2", "--json"});
+  EXPECT_EQ(nlohmann::json::parse(n.out)[0]["decoded"], "nan");
+}
+
+TEST(CliFormats, CodeTable) {
+  const Result r = run({"formats", "--table", "E4M3FN"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(has_line(r.out, "0x7e   0 1111 110", "448")) << r.out;
+  EXPECT_TRUE(has_line(r.out, "0x7f   0 1111 111", "nan")) << r.out;
+  EXPECT_TRUE(has_line(r.out, "0x01   0 0000 001", "subnormal")) << r.out;
+  size_t lines = 0;
+  for (char c : r.out) lines += c == '\n';
+  EXPECT_EQ(lines, 256u + 2u);
+  const Result j = run({"formats", "--table", "fp4", "--json"});
+  EXPECT_EQ(nlohmann::json::parse(j.out).size(), 16u);
+  const Result c = run({"formats", "--table", "e5m2", "--csv"});
+  EXPECT_TRUE(has_line(c.out, "0x7c,0 11111 00,inf,inf", "")) << c.out;
+}
+
+TEST(CliFormats, BadInputGetsClearErrors) {
+  Result r = run({"formats", "abc"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("'abc' is not a number"), std::string::npos) << r.err;
+  r = run({"formats", "1", "-f", "e4m4"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("unknown format 'e4m4'"), std::string::npos);
+  EXPECT_NE(r.err.find("E2M3FN"), std::string::npos);
+  r = run({"formats", "--table", "bf16"});
+  EXPECT_EQ(r.rc, 2);
+  r = run({"formats", "1", "--overflow", "wrap"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("saturate or ieee"), std::string::npos);
+  r = run({"formats"});
+  EXPECT_EQ(r.rc, 2);
+  r = run({"no-such-command"});
+  EXPECT_NE(r.rc, 0);
+}
+
+TEST(CliFormats, Version) {
+  const Result r = run({"--version"});
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_NE(r.out.find("fp8wb 0.1.0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FP8 GEMM"), std::string::npos) << r.out;
+}
+
+}  // namespace
