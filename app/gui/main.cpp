@@ -1,0 +1,91 @@
+#include <QApplication>
+#include <QCommandLineParser>
+#include <cstdio>
+#include <cstdlib>
+
+#include "fp8wb/core/backend_info.h"
+#include "main_window.h"
+#include "screenshot.h"
+
+namespace {
+
+bool has_display() {
+  return std::getenv("DISPLAY") != nullptr || std::getenv("WAYLAND_DISPLAY") != nullptr;
+}
+
+bool wants_screenshot(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (QByteArray(argv[i]).startsWith("--screenshot")) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Screenshots work without a display: render offscreen unless told otherwise.
+  if (wants_screenshot(argc, argv) && !has_display() && std::getenv("QT_QPA_PLATFORM") == nullptr) {
+    setenv("QT_QPA_PLATFORM", "offscreen", 1);
+  }
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName(QStringLiteral("fp8wb"));
+  QApplication::setApplicationName(QStringLiteral("FP8 Workbench"));
+  QApplication::setApplicationVersion(QString::fromStdString(fp8wb::workbench_version()));
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription(QStringLiteral("FP8 Workbench: see what FP8 does to numbers"));
+  parser.addHelpOption();
+  parser.addVersionOption();
+  const QCommandLineOption shot({QStringLiteral("screenshot")},
+                                QStringLiteral("Render the window to PATH (.png) and quit."),
+                                QStringLiteral("PATH"));
+  const QCommandLineOption tab({QStringLiteral("tab")}, QStringLiteral("Start on this tab."),
+                               QStringLiteral("NAME"));
+  const QCommandLineOption value({QStringLiteral("value")},
+                                 QStringLiteral("Value to show in the Formats tab."),
+                                 QStringLiteral("VALUE"));
+  const QCommandLineOption all({QStringLiteral("all-formats")},
+                               QStringLiteral("Show every format in the Formats tab."));
+  const QCommandLineOption present({QStringLiteral("presentation")},
+                                   QStringLiteral("Large fonts, for teaching."));
+  const QCommandLineOption size({QStringLiteral("size")}, QStringLiteral("Window size, e.g. 1400x900."),
+                                QStringLiteral("WxH"));
+  parser.addOptions({shot, tab, value, all, present, size});
+  parser.process(app);
+
+  fp8wb::init_compute_threads();
+  fp8wb::GuiOptions o;
+  o.screenshot = parser.value(shot);
+  o.tab = parser.value(tab);
+  o.value = parser.value(value);
+  o.all_formats = parser.isSet(all);
+  o.presentation = parser.isSet(present);
+  if (parser.isSet(size)) {
+    const QStringList wh = parser.value(size).split(QLatin1Char('x'));
+    bool okw = false, okh = false;
+    const int w = wh.size() == 2 ? wh[0].toInt(&okw) : 0;
+    const int h = wh.size() == 2 ? wh[1].toInt(&okh) : 0;
+    if (!okw || !okh || w < 200 || h < 150 || w > 8000 || h > 8000) {
+      std::fprintf(stderr, "fp8-workbench: --size wants WxH such as 1400x900, got '%s'\n",
+                   qPrintable(parser.value(size)));
+      return 2;
+    }
+    o.size = QSize(w, h);
+  }
+
+  fp8wb::MainWindow window(/*remember_layout=*/o.screenshot.isEmpty());
+  if (const QString err = fp8wb::apply_gui_options(window, o); !err.isEmpty()) {
+    std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
+    return 2;
+  }
+  if (!o.screenshot.isEmpty()) {
+    if (const QString err = fp8wb::save_screenshot(window, o.screenshot); !err.isEmpty()) {
+      std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
+      return 1;
+    }
+    std::printf("saved %s (tab %s)\n", qPrintable(o.screenshot), qPrintable(window.currentTabName()));
+    return 0;
+  }
+  window.show();
+  return app.exec();
+}

@@ -1,0 +1,142 @@
+#include "main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTabWidget>
+
+#include "fp8wb/core/backend_info.h"
+#include "fp8wb/views/formats_tab.h"
+#include "fp8wb/views/placeholder_tab.h"
+
+namespace fp8wb {
+
+MainWindow::MainWindow(bool remember_layout, QWidget* parent)
+    : QMainWindow(parent),
+      tabs_(new QTabWidget(this)),
+      formats_(new FormatsTab(this)),
+      remember_layout_(remember_layout),
+      base_point_size_(QApplication::font().pointSize() > 0 ? QApplication::font().pointSize() : 10) {
+  setWindowTitle(tr("FP8 Workbench"));
+  tabs_->setDocumentMode(true);
+  tabs_->addTab(new PlaceholderTab(tr("Overview"),
+                                   tr("The loss of the FP8 run and of its high-precision reference, the "
+                                      "loss gap between them, and throughput, live while a run trains."),
+                                   this),
+                tr("Overview"));
+  tabs_->addTab(new PlaceholderTab(tr("Scaling"),
+                                   tr("Per layer and role (input, weight, grad_output): the amax history "
+                                      "with the delayed-scaling window shaded, the scale on a log axis, "
+                                      "the margin as headroom, and the overflow and underflow counts."),
+                                   this),
+                tr("Scaling"));
+  tabs_->addTab(new PlaceholderTab(tr("Quantization"),
+                                   tr("Underflow %, saturation % and SQNR as layer × step heatmaps, the "
+                                      "exponent histogram against the format's representable band, and "
+                                      "the per-block error heatmap."),
+                                   this),
+                tr("Quantization"));
+  tabs_->addTab(formats_, tr("Formats"));
+  tabs_->addTab(new PlaceholderTab(tr("Checkpoint"),
+                                   tr("Open a .safetensors or PyTorch checkpoint and see, for every tensor "
+                                      "and every recipe × format, the SQNR, underflow, saturation and a "
+                                      "block error map, worst first, with a recommended recipe."),
+                                   this),
+                tr("Checkpoint"));
+  tabs_->addTab(new PlaceholderTab(tr("Sweeps"),
+                                   tr("Run a grid of margin × window × amax algorithm (and formats) and "
+                                      "compare final loss, loss gap, overflow and underflow on a heatmap; "
+                                      "a click opens that run."),
+                                   this),
+                tr("Sweeps"));
+  tabs_->addTab(new PlaceholderTab(tr("Runs"),
+                                   tr("Every run in the database: open, overlay, compare, rename, delete "
+                                      "and export, including runs trained headless on a GPU server."),
+                                   this),
+                tr("Runs"));
+  tabs_->setCurrentWidget(formats_);
+  setCentralWidget(tabs_);
+
+  const BackendInfo b = probe_backend();
+  auto* device = new QLabel(tr("Device: %1").arg(QString::fromStdString(b.device_name)), this);
+  auto* gemm = new QLabel(tr("FP8 GEMM: %1").arg(QString::fromStdString(b.fp8_gemm)), this);
+  gemm->setToolTip(tr("LibTorch %1").arg(QString::fromStdString(b.torch_version)));
+  statusBar()->addWidget(device);
+  statusBar()->addWidget(gemm, 1);
+  buildMenus();
+
+  resize(1400, 900);
+  if (remember_layout_) {
+    QSettings s;
+    restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
+    selectTab(s.value(QStringLiteral("window/tab"), tr("Formats")).toString());
+    setPresentationMode(s.value(QStringLiteral("window/presentation"), false).toBool());
+  }
+}
+
+void MainWindow::buildMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  presentation_action_ = view->addAction(tr("&Presentation mode (large fonts)"));
+  presentation_action_->setCheckable(true);
+  presentation_action_->setShortcut(QKeySequence(Qt::Key_F11));
+  connect(presentation_action_, &QAction::toggled, this, &MainWindow::setPresentationMode);
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&About"), this, [this] {
+    QMessageBox::about(this, tr("About FP8 Workbench"),
+                       tr("<b>FP8 Workbench %1</b><p>See what FP8 does to numbers: formats, "
+                          "scaling recipes and FP8 training, bit for bit.</p><p>%2</p>")
+                           .arg(QString::fromStdString(workbench_version()), statusText()));
+  });
+}
+
+QStringList MainWindow::tabNames() const {
+  QStringList names;
+  for (int i = 0; i < tabs_->count(); ++i) names << tabs_->tabText(i);
+  return names;
+}
+
+bool MainWindow::selectTab(const QString& name) {
+  for (int i = 0; i < tabs_->count(); ++i) {
+    if (tabs_->tabText(i).compare(name, Qt::CaseInsensitive) == 0) {
+      tabs_->setCurrentIndex(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+QString MainWindow::currentTabName() const { return tabs_->tabText(tabs_->currentIndex()); }
+
+void MainWindow::setPresentationMode(bool on) {
+  presentation_ = on;
+  if (presentation_action_ && presentation_action_->isChecked() != on) presentation_action_->setChecked(on);
+  QFont f = font();
+  f.setPointSize(on ? base_point_size_ * 8 / 5 : base_point_size_);
+  setFont(f);
+  formats_->setPresentationMode(on);
+}
+
+QString MainWindow::statusText() const {
+  QStringList parts;
+  for (QLabel* l : statusBar()->findChildren<QLabel*>()) parts << l->text();
+  return parts.join(QStringLiteral(" · "));
+}
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+  if (remember_layout_) {
+    QSettings s;
+    s.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    s.setValue(QStringLiteral("window/tab"), currentTabName());
+    s.setValue(QStringLiteral("window/presentation"), presentation_);
+  }
+  e->accept();
+}
+
+}  // namespace fp8wb

@@ -1,0 +1,43 @@
+#include "screenshot.h"
+
+#include <QApplication>
+#include <QFileInfo>
+#include <QPixmap>
+
+#include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/formats_tab.h"
+#include "main_window.h"
+
+namespace fp8wb {
+
+QString apply_gui_options(MainWindow& w, const GuiOptions& o) {
+  w.resize(o.size);
+  if (!o.tab.isEmpty() && !w.selectTab(o.tab)) {
+    return QStringLiteral("unknown tab '%1': the tabs are %2")
+        .arg(o.tab, w.tabNames().join(QStringLiteral(", ")));
+  }
+  if (o.presentation) w.setPresentationMode(true);
+  if (o.all_formats) w.formatsTab()->setShowAllFormats(true);
+  if (!o.value.isEmpty()) {
+    w.formatsTab()->setValueText(o.value);
+    if (!w.formatsTab()->errorText().isEmpty()) return w.formatsTab()->errorText();
+  }
+  return {};
+}
+
+QString save_screenshot(MainWindow& w, const QString& path) {
+  if (QFileInfo(path).suffix().compare(QLatin1String("png"), Qt::CaseInsensitive) != 0) {
+    return QStringLiteral("screenshot path '%1' must end in .png").arg(path);
+  }
+  w.show();
+  // Let layouts settle and queued replots run before grabbing.
+  for (int i = 0; i < 5; ++i) QApplication::processEvents();
+  for (ExportablePlot* p : w.formatsTab()->plots()) p->replot();
+  QApplication::processEvents();
+  const QPixmap shot = w.grab();
+  if (shot.isNull()) return QStringLiteral("could not render the window");
+  if (!shot.save(path, "PNG")) return QStringLiteral("cannot write %1").arg(path);
+  return {};
+}
+
+}  // namespace fp8wb

@@ -1,0 +1,27 @@
+// defines: GuiOptions, parse_gui_options(), save_screenshot(): the GUI's command line
+// (--screenshot PATH --tab NAME ...) for documentation and tests.
+#pragma once
+
+#include <QSize>
+#include <QString>
+#include <QStringList>
+
+namespace fp8wb {
+
+class MainWindow;
+
+struct GuiOptions {
+  QString screenshot;  // save the window to this PNG and quit
+  QString tab;         // start on this tab
+  QString value;       // value typed into the Formats tab
+  bool all_formats = false;
+  bool presentation = false;
+  QSize size{1400, 900};
+};
+
+// Applies the options to a window; returns an error message, empty when all is well.
+QString apply_gui_options(MainWindow& w, const GuiOptions& o);
+// Renders the window (shown or offscreen) to PNG; returns an error message or empty.
+QString save_screenshot(MainWindow& w, const QString& path);
+
+}  // namespace fp8wb

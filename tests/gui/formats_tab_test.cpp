@@ -1,0 +1,191 @@
+// The Formats tab and the main window, offscreen: known values show known bits.
+#include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QFile>
+#include <QImage>
+#include <QItemSelectionModel>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "fp8wb/views/code_table_model.h"
+#include "fp8wb/views/format_card.h"
+#include "fp8wb/views/format_plots.h"
+#include "fp8wb/views/formats_tab.h"
+#include "main_window.h"
+#include "screenshot.h"
+
+using namespace fp8wb;
+
+class FormatsTabTest : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void knownValuesShowKnownBits();
+  void badInputShowsAMessage();
+  void overflowModes();
+  void allFormats();
+  void codeTableModel();
+  void plotsHoldEveryValue();
+  void plotExport();
+  void mainWindowTabsAndStatus();
+  void presentationMode();
+  void screenshot();
+};
+
+void FormatsTabTest::knownValuesShowKnownBits() {
+  FormatsTab tab;
+  tab.setValueText(QStringLiteral("1"));
+  QCOMPARE(tab.cards().size(), size_t{2});
+  QCOMPARE(tab.card(Format::E4M3FN)->bitsText(), QStringLiteral("0 0111 000"));
+  QCOMPARE(tab.card(Format::E4M3FN)->decodedText(), QStringLiteral("1"));
+  QCOMPARE(tab.card(Format::E4M3FN)->flagsText(), QStringLiteral("exact"));
+  QCOMPARE(tab.card(Format::E5M2)->bitsText(), QStringLiteral("0 01111 00"));
+  tab.setValueText(QStringLiteral("0.1"));
+  QCOMPARE(tab.card(Format::E4M3FN)->bitsText(), QStringLiteral("0 0011 101"));
+  QCOMPARE(tab.card(Format::E4M3FN)->decodedText(), QStringLiteral("0.1015625"));
+  QCOMPARE(tab.card(Format::E5M2)->decodedText(), QStringLiteral("0.09375"));
+  tab.setValueText(QStringLiteral("-2^-9"));
+  QCOMPARE(tab.card(Format::E4M3FN)->bitsText(), QStringLiteral("1 0000 001"));
+  QVERIFY(tab.card(Format::E4M3FN)->flagsText().contains(QStringLiteral("subnormal")));
+}
+
+void FormatsTabTest::badInputShowsAMessage() {
+  FormatsTab tab;
+  tab.setValueText(QStringLiteral("abc"));
+  QVERIFY(tab.errorText().contains(QStringLiteral("not a number")));
+  QVERIFY(!tab.card(Format::E4M3FN)->isEnabled());
+  tab.setValueText(QStringLiteral("2"));
+  QVERIFY(tab.errorText().isEmpty());
+  QVERIFY(tab.card(Format::E4M3FN)->isEnabled());
+  QCOMPARE(tab.card(Format::E4M3FN)->decodedText(), QStringLiteral("2"));
+  tab.setValueText(QStringLiteral("nan"));
+  QVERIFY(tab.card(Format::E4M3FN)->flagsText().contains(QStringLiteral("NaN")));
+}
+
+void FormatsTabTest::overflowModes() {
+  FormatsTab tab;
+  tab.setValueText(QStringLiteral("1000"));
+  QVERIFY(tab.card(Format::E4M3FN)->flagsText().contains(QStringLiteral("saturated")));
+  QCOMPARE(tab.card(Format::E4M3FN)->decodedText(), QStringLiteral("448"));
+  tab.setOverflow(Overflow::Ieee);
+  QVERIFY(tab.card(Format::E4M3FN)->flagsText().contains(QStringLiteral("overflow")));
+  QCOMPARE(tab.card(Format::E4M3FN)->decodedText(), QStringLiteral("nan"));
+  tab.setValueText(QStringLiteral("1e6"));
+  QCOMPARE(tab.card(Format::E5M2)->decodedText(), QStringLiteral("inf"));
+}
+
+void FormatsTabTest::allFormats() {
+  FormatsTab tab;
+  tab.setShowAllFormats(true);
+  tab.setValueText(QStringLiteral("1"));
+  QCOMPARE(tab.cards().size(), size_t{8});
+  QCOMPARE(tab.card(Format::E2M1FN)->bitsText(), QStringLiteral("0 01 0"));
+  QCOMPARE(tab.card(Format::E8M0FNU)->bitsText(), QStringLiteral("01111111"));
+  QCOMPARE(tab.card(Format::E4M3FNUZ)->bitsText(), QStringLiteral("0 1000 000"));
+  tab.setShowAllFormats(false);
+  QCOMPARE(tab.cards().size(), size_t{2});
+  QVERIFY(tab.card(Format::E2M1FN) == nullptr);
+}
+
+void FormatsTabTest::codeTableModel() {
+  CodeTableModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+  QCOMPARE(model.rowCount(), 256);
+  QCOMPARE(model.data(model.index(0x7E, CodeTableModel::ValueColumn), CodeTableModel::RawRole).toDouble(), 448.0);
+  QCOMPARE(model.data(model.index(0x7F, CodeTableModel::KindColumn)).toString(), QStringLiteral("nan"));
+  QCOMPARE(model.data(model.index(0x38, CodeTableModel::BitsColumn)).toString(), QStringLiteral("0 0111 000"));
+  model.setFormat(Format::E2M1FN);
+  QCOMPARE(model.rowCount(), 16);
+  QCOMPARE(model.data(model.index(7, CodeTableModel::ValueColumn)).toString(), QStringLiteral("6"));
+
+  FormatsTab tab;
+  tab.setValueText(QStringLiteral("448"));
+  const auto rows = tab.codeTableView()->selectionModel()->selectedRows();
+  QCOMPARE(rows.size(), 1);
+  QCOMPARE(rows.first().row(), 0x7E);
+  tab.setTableFormat(Format::E5M2);
+  QCOMPARE(tab.codeTableModel()->format(), Format::E5M2);
+  QCOMPARE(tab.codeTableView()->selectionModel()->selectedRows().first().row(), 0x5F);  // 448 in E5M2
+}
+
+void FormatsTabTest::plotsHoldEveryValue() {
+  FormatsTab tab;
+  NumberLinePlot* line = tab.numberLinePlot();
+  QCOMPARE(line->graphCount(), 2);
+  QCOMPARE(line->graph(0)->data()->size(), 126);  // E4M3FN: 0x01..0x7E
+  QCOMPARE(line->graph(1)->data()->size(), 123);  // E5M2: 0x01..0x7B
+  QCOMPARE(tab.spacingPlot()->graphCount(), 2);
+  tab.setShowAllFormats(true);
+  QCOMPARE(line->graphCount(), 8);
+  QCOMPARE(line->graph(5)->data()->size(), 7);  // E2M1FN: 0.5 .. 6
+}
+
+void FormatsTabTest::plotExport() {
+  QTemporaryDir dir;
+  FormatsTab tab;
+  tab.resize(1200, 800);
+  tab.show();
+  NumberLinePlot* plot = tab.numberLinePlot();
+  QVERIFY(plot->exportTo(dir.filePath(QStringLiteral("line.png"))).isEmpty());
+  QVERIFY(!QImage(dir.filePath(QStringLiteral("line.png"))).isNull());
+  QVERIFY(plot->exportTo(dir.filePath(QStringLiteral("line.pdf"))).isEmpty());
+  QVERIFY(QFileInfo(dir.filePath(QStringLiteral("line.pdf"))).size() > 1000);
+  QVERIFY(plot->exportTo(dir.filePath(QStringLiteral("line.csv"))).isEmpty());
+  QFile csv(dir.filePath(QStringLiteral("line.csv")));
+  QVERIFY(csv.open(QIODevice::ReadOnly));
+  const QString text = QString::fromUtf8(csv.readAll());
+  QVERIFY(text.startsWith(QStringLiteral("series,x,y\n")));
+  QVERIFY(text.contains(QStringLiteral("\"E4M3FN\",8,2")));  // log2(256) = 8 in row 2
+  QCOMPARE(text.count(QLatin1Char('\n')), 1 + 126 + 123);
+  QVERIFY(plot->exportTo(dir.filePath(QStringLiteral("line.txt"))).contains(QStringLiteral(".png")));
+  QVERIFY(!plot->exportTo(QStringLiteral("/nonexistent-dir/x.csv")).isEmpty());
+}
+
+void FormatsTabTest::mainWindowTabsAndStatus() {
+  MainWindow w(false);
+  QCOMPARE(w.tabNames(), QStringList({QStringLiteral("Overview"), QStringLiteral("Scaling"),
+                                      QStringLiteral("Quantization"), QStringLiteral("Formats"),
+                                      QStringLiteral("Checkpoint"), QStringLiteral("Sweeps"),
+                                      QStringLiteral("Runs")}));
+  QCOMPARE(w.currentTabName(), QStringLiteral("Formats"));
+  QVERIFY(w.selectTab(QStringLiteral("runs")));
+  QCOMPARE(w.currentTabName(), QStringLiteral("Runs"));
+  QVERIFY(!w.selectTab(QStringLiteral("nope")));
+  QVERIFY(w.statusText().contains(QStringLiteral("FP8 GEMM")));
+  QVERIFY(w.statusText().contains(QStringLiteral("Device")));
+  GuiOptions o;
+  o.tab = QStringLiteral("bogus");
+  QVERIFY(apply_gui_options(w, o).contains(QStringLiteral("Formats")));
+  o.tab.clear();
+  o.value = QStringLiteral("zzz");
+  QVERIFY(apply_gui_options(w, o).contains(QStringLiteral("not a number")));
+}
+
+void FormatsTabTest::presentationMode() {
+  MainWindow w(false);
+  const int before = w.font().pointSize();
+  w.setPresentationMode(true);
+  QVERIFY(w.font().pointSize() > before);
+  QCOMPARE(w.formatsTab()->numberLinePlot()->xAxis->tickLabelFont().pointSize(),
+           ExportablePlot::basePointSize(true));
+  w.setPresentationMode(false);
+  QCOMPARE(w.font().pointSize(), before);
+}
+
+void FormatsTabTest::screenshot() {
+  QTemporaryDir dir;
+  MainWindow w(false);
+  GuiOptions o;
+  o.tab = QStringLiteral("formats");
+  o.value = QStringLiteral("0.3");
+  o.size = QSize(1300, 880);
+  QVERIFY(apply_gui_options(w, o).isEmpty());
+  const QString path = dir.filePath(QStringLiteral("shot.png"));
+  QVERIFY(save_screenshot(w, path).isEmpty());
+  const QImage img(path);
+  QCOMPARE(img.size(), QSize(1300, 880));
+  QVERIFY(save_screenshot(w, dir.filePath(QStringLiteral("shot.jpg"))).contains(QStringLiteral(".png")));
+}
+
+QTEST_MAIN(FormatsTabTest)
+#include "formats_tab_test.moc"

@@ -1,0 +1,34 @@
+// defines: ExportablePlot: a QCustomPlot with zoom/pan, a right-click menu exporting the
+// picture (PNG, PDF) and the data (CSV), and presentation-size fonts on demand.
+#pragma once
+
+#include <qcustomplot.h>
+
+#include "fp8wb/kernels/format.h"
+
+namespace fp8wb {
+
+class ExportablePlot : public QCustomPlot {
+  Q_OBJECT
+ public:
+  explicit ExportablePlot(QWidget* parent = nullptr);
+
+  // Writes PNG, PDF or CSV by the path's suffix. Returns an empty string on success,
+  // else a message naming the problem.
+  QString exportTo(const QString& path);
+  // Every graph's points as CSV: series,x,y.
+  QString toCsv() const;
+  void setPresentationMode(bool on);
+  // Plots' own base font size (points) for normal and presentation mode.
+  static int basePointSize(bool presentation) { return presentation ? 16 : 9; }
+
+ private:
+  void showExportMenu(const QPoint& pos);
+  void applyFonts();
+  bool presentation_ = false;
+};
+
+// The colour of a format across every plot.
+QColor format_color(Format f);
+
+}  // namespace fp8wb

@@ -1,0 +1,76 @@
+// defines: FormatsTab: the classroom format explorer. Type a value and see its bits,
+// decoded value, error and neighbours in E4M3 and E5M2 side by side (all formats on
+// demand), the number line of representable values, spacing against magnitude, and the
+// table of all codes.
+#pragma once
+
+#include <QWidget>
+#include <optional>
+#include <vector>
+
+#include "fp8wb/core/value_report.h"
+
+class QLineEdit;
+class QComboBox;
+class QCheckBox;
+class QLabel;
+class QHBoxLayout;
+class QTableView;
+class QScrollArea;
+
+namespace fp8wb {
+
+class FormatCard;
+class CodeTableModel;
+class NumberLinePlot;
+class SpacingPlot;
+class ExportablePlot;
+
+class FormatsTab : public QWidget {
+  Q_OBJECT
+ public:
+  explicit FormatsTab(QWidget* parent = nullptr);
+
+  // The same as typing into the value field.
+  void setValueText(const QString& text);
+  void setOverflow(Overflow o);
+  void setShowAllFormats(bool all);
+  void setTableFormat(Format f);
+  void setPresentationMode(bool on);
+
+  // The cards shown now, in order; nullptr for a format not shown.
+  std::vector<FormatCard*> cards() const { return cards_; }
+  FormatCard* card(Format f) const;
+  QString errorText() const;
+  std::optional<double> value() const { return value_; }
+  CodeTableModel* codeTableModel() const { return table_model_; }
+  QTableView* codeTableView() const { return table_view_; }
+  NumberLinePlot* numberLinePlot() const { return number_line_; }
+  SpacingPlot* spacingPlot() const { return spacing_; }
+  std::vector<ExportablePlot*> plots() const;
+
+ Q_SIGNALS:
+  void valueChanged(double value);
+
+ private:
+  void rebuildCards();
+  void refresh();
+  std::vector<Format> shownFormats() const;
+
+  QLineEdit* edit_;
+  QComboBox* overflow_;
+  QCheckBox* all_formats_;
+  QLabel* error_;
+  QHBoxLayout* cards_layout_;
+  QScrollArea* cards_scroll_ = nullptr;
+  std::vector<FormatCard*> cards_;
+  NumberLinePlot* number_line_;
+  SpacingPlot* spacing_;
+  QComboBox* table_format_;
+  CodeTableModel* table_model_;
+  QTableView* table_view_;
+  std::optional<double> value_;
+  bool presentation_ = false;
+};
+
+}  // namespace fp8wb

@@ -1,0 +1,109 @@
+#include "fp8wb/views/exportable_plot.h"
+
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMenu>
+#include <QMessageBox>
+#include <QTextStream>
+
+#include "fp8wb/core/value_report.h"
+
+namespace fp8wb {
+
+QColor format_color(Format f) {
+  switch (f) {
+    case Format::E4M3FN: return QColor(0x1f, 0x77, 0xb4);
+    case Format::E5M2: return QColor(0xd6, 0x27, 0x28);
+    case Format::E4M3FNUZ: return QColor(0x17, 0xbe, 0xcf);
+    case Format::E5M2FNUZ: return QColor(0xff, 0x7f, 0x0e);
+    case Format::E8M0FNU: return QColor(0x7f, 0x7f, 0x7f);
+    case Format::E2M1FN: return QColor(0x2c, 0xa0, 0x2c);
+    case Format::E3M2FN: return QColor(0x94, 0x67, 0xbd);
+    case Format::E2M3FN: return QColor(0x8c, 0x56, 0x4b);
+  }
+  return Qt::black;
+}
+
+ExportablePlot::ExportablePlot(QWidget* parent) : QCustomPlot(parent) {
+  setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  setContextMenuPolicy(Qt::CustomContextMenu);
+  connect(this, &QWidget::customContextMenuRequested, this, &ExportablePlot::showExportMenu);
+  setMinimumHeight(180);
+  applyFonts();
+}
+
+void ExportablePlot::setPresentationMode(bool on) {
+  presentation_ = on;
+  applyFonts();
+  replot(QCustomPlot::rpQueuedReplot);
+}
+
+void ExportablePlot::applyFonts() {
+  QFont f = font();
+  f.setPointSize(basePointSize(presentation_));
+  QFont label = f;
+  label.setBold(true);
+  for (QCPAxis* axis : axisRect()->axes()) {
+    axis->setTickLabelFont(f);
+    axis->setLabelFont(label);
+  }
+  legend->setFont(f);
+}
+
+QString ExportablePlot::toCsv() const {
+  QString out;
+  QTextStream s(&out);
+  s << "series,x,y\n";
+  for (int g = 0; g < graphCount(); ++g) {
+    const QCPGraph* graph = this->graph(g);
+    for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it) {
+      s << '"' << graph->name() << "\"," << QString::number(it->key, 'g', 17) << ','
+        << QString::number(it->value, 'g', 17) << '\n';
+    }
+  }
+  return out;
+}
+
+QString ExportablePlot::exportTo(const QString& path) {
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  bool ok = false;
+  if (suffix == QLatin1String("png")) {
+    ok = savePng(path, 0, 0, 2.0);
+  } else if (suffix == QLatin1String("pdf")) {
+    ok = savePdf(path);
+  } else if (suffix == QLatin1String("csv")) {
+    QFile f(path);
+    if (f.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) {
+      const QByteArray bytes = toCsv().toUtf8();
+      ok = f.write(bytes) == bytes.size();
+      ok = f.flush() && ok;
+    }
+    if (!ok) return tr("cannot write %1: %2").arg(path, f.errorString());
+  } else {
+    return tr("cannot export to '%1': use a .png, .pdf or .csv file name").arg(path);
+  }
+  return ok ? QString() : tr("cannot write %1").arg(path);
+}
+
+void ExportablePlot::showExportMenu(const QPoint& pos) {
+  QMenu menu(this);
+  menu.addAction(tr("Reset zoom"), this, [this] {
+    rescaleAxes();
+    replot();
+  });
+  menu.addSeparator();
+  for (const auto& [label, filter] :
+       {std::pair{tr("Export PNG…"), tr("PNG image (*.png)")}, std::pair{tr("Export PDF…"), tr("PDF (*.pdf)")},
+        std::pair{tr("Export data as CSV…"), tr("CSV (*.csv)")}}) {
+    menu.addAction(label, this, [this, filter = filter] {
+      const QString path = QFileDialog::getSaveFileName(this, tr("Export"), QString(), filter);
+      if (path.isEmpty()) return;
+      const QString err = exportTo(path);
+      if (!err.isEmpty()) QMessageBox::warning(this, tr("Export failed"), err);
+    });
+  }
+  menu.exec(mapToGlobal(pos));
+}
+
+}  // namespace fp8wb

@@ -1,0 +1,133 @@
+#include "fp8wb/views/format_plots.h"
+
+#include <cmath>
+
+#include "fp8wb/core/value_report.h"
+
+namespace fp8wb {
+namespace {
+
+QCPItemStraightLine* make_marker(QCustomPlot* plot) {
+  auto* line = new QCPItemStraightLine(plot);
+  line->setPen(QPen(QColor(0, 0, 0, 160), 1.5, Qt::DashLine));
+  line->setVisible(false);
+  return line;
+}
+
+void place_marker(QCPItemStraightLine* line, std::optional<double> x) {
+  if (!x || !std::isfinite(*x)) {
+    line->setVisible(false);
+    return;
+  }
+  line->point1->setCoords(*x, 0);
+  line->point2->setCoords(*x, 1);
+  line->setVisible(true);
+}
+
+std::vector<double> positive_values(Format f) {
+  std::vector<double> out;
+  for (double v : representable_values(f)) {
+    if (v > 0) out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace
+
+NumberLinePlot::NumberLinePlot(QWidget* parent) : ExportablePlot(parent), marker_(make_marker(this)) {
+  xAxis->setLabel(tr("log2 |value|"));
+  yAxis->setLabel(QString());
+  axisRect()->setRangeZoom(Qt::Horizontal);
+  axisRect()->setRangeDrag(Qt::Horizontal);
+}
+
+void NumberLinePlot::setFormats(const std::vector<Format>& formats) {
+  formats_ = formats;
+  clearGraphs();
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  // E8M0FNU spans 2^-127..2^127 and would squeeze the element formats into a dot: the
+  // initial range covers the element formats (pan or zoom out to see E8M0FNU).
+  const bool only_e8m0 = formats.size() == 1 && formats[0] == Format::E8M0FNU;
+  double lo = 0, hi = 0;
+  for (size_t row = 0; row < formats.size(); ++row) {
+    const Format f = formats[row];
+    QCPGraph* g = addGraph();
+    g->setName(QString::fromLatin1(format_info(f).name.data(),
+                                   static_cast<int>(format_info(f).name.size())));
+    g->setLineStyle(QCPGraph::lsNone);
+    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, format_color(f), format_color(f), 4));
+    const double y = static_cast<double>(formats.size() - row);
+    for (double v : positive_values(f)) {
+      const double x = std::log2(v);
+      g->addData(x, y);
+      if (f != Format::E8M0FNU || only_e8m0) {
+        lo = std::min(lo, x);
+        hi = std::max(hi, x);
+      }
+    }
+    ticker->addTick(y, g->name());
+  }
+  yAxis->setTicker(ticker);
+  yAxis->setRange(0.3, static_cast<double>(formats.size()) + 0.7);
+  xAxis->setRange(lo - 1, hi + 1);
+  replot(QCustomPlot::rpQueuedReplot);
+}
+
+void NumberLinePlot::setMarker(std::optional<double> value) {
+  std::optional<double> x;
+  if (value && std::isfinite(*value) && *value != 0) x = std::log2(std::fabs(*value));
+  place_marker(marker_, x);
+  replot(QCustomPlot::rpQueuedReplot);
+}
+
+SpacingPlot::SpacingPlot(QWidget* parent) : ExportablePlot(parent), marker_(make_marker(this)) {
+  xAxis->setLabel(tr("|value|"));
+  yAxis->setLabel(tr("spacing to the next value (ULP)"));
+  for (QCPAxis* a : {xAxis, yAxis}) {
+    a->setScaleType(QCPAxis::stLogarithmic);
+    auto ticker = QSharedPointer<QCPAxisTickerLog>::create();
+    ticker->setLogBase(10);
+    ticker->setSubTickCount(0);
+    a->setTicker(ticker);
+    a->setNumberFormat(QStringLiteral("eb"));
+    a->setNumberPrecision(0);
+  }
+  legend->setVisible(true);
+  axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+}
+
+void SpacingPlot::setFormats(const std::vector<Format>& formats) {
+  clearGraphs();
+  const bool only_e8m0 = formats.size() == 1 && formats[0] == Format::E8M0FNU;
+  double lo = INFINITY, hi = 0, slo = INFINITY, shi = 0;
+  for (Format f : formats) {
+    const auto vals = positive_values(f);
+    if (vals.size() < 2) continue;
+    if (f != Format::E8M0FNU || only_e8m0) {  // as on the number line
+      lo = std::min(lo, vals.front());
+      hi = std::max(hi, vals.back());
+      slo = std::min(slo, vals[1] - vals[0]);
+      shi = std::max(shi, vals.back() - vals[vals.size() - 2]);
+    }
+    QCPGraph* g = addGraph();
+    g->setName(QString::fromLatin1(format_info(f).name.data(),
+                                   static_cast<int>(format_info(f).name.size())));
+    g->setPen(QPen(format_color(f), 2));
+    g->setLineStyle(QCPGraph::lsStepLeft);
+    for (size_t i = 0; i + 1 < vals.size(); ++i) g->addData(vals[i], vals[i + 1] - vals[i]);
+  }
+  if (hi > 0) {
+    xAxis->setRange(lo / 4, hi * 4);
+    yAxis->setRange(slo / 4, shi * 4);
+  }
+  replot(QCustomPlot::rpQueuedReplot);
+}
+
+void SpacingPlot::setMarker(std::optional<double> value) {
+  std::optional<double> x;
+  if (value && std::isfinite(*value) && *value != 0) x = std::fabs(*value);
+  place_marker(marker_, x);
+  replot(QCustomPlot::rpQueuedReplot);
+}
+
+}  // namespace fp8wb

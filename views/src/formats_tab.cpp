@@ -1,0 +1,194 @@
+#include "fp8wb/views/formats_tab.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QScrollArea>
+#include <QSplitter>
+#include <QTableView>
+#include <QVBoxLayout>
+#include <stdexcept>
+
+#include "fp8wb/views/code_table_model.h"
+#include "fp8wb/views/format_card.h"
+#include "fp8wb/views/format_plots.h"
+
+namespace fp8wb {
+namespace {
+
+QString qs(std::string_view s) { return QString::fromLatin1(s.data(), static_cast<int>(s.size())); }
+
+QWidget* titled(const QString& title, QWidget* body, QWidget* parent, QWidget* extra = nullptr) {
+  auto* box = new QWidget(parent);
+  auto* layout = new QVBoxLayout(box);
+  layout->setContentsMargins(0, 0, 0, 0);
+  auto* head = new QHBoxLayout;
+  head->addWidget(new QLabel(QStringLiteral("<b>%1</b>").arg(title), box));
+  head->addStretch(1);
+  if (extra) head->addWidget(extra);
+  layout->addLayout(head);
+  layout->addWidget(body, 1);
+  return box;
+}
+
+}  // namespace
+
+FormatsTab::FormatsTab(QWidget* parent)
+    : QWidget(parent),
+      edit_(new QLineEdit(this)),
+      overflow_(new QComboBox(this)),
+      all_formats_(new QCheckBox(tr("All formats"), this)),
+      error_(new QLabel(this)),
+      cards_layout_(new QHBoxLayout),
+      number_line_(new NumberLinePlot(this)),
+      spacing_(new SpacingPlot(this)),
+      table_format_(new QComboBox(this)),
+      table_model_(new CodeTableModel(this)),
+      table_view_(new QTableView(this)) {
+  auto* layout = new QVBoxLayout(this);
+
+  auto* input_row = new QHBoxLayout;
+  input_row->addWidget(new QLabel(tr("Value:"), this));
+  edit_->setPlaceholderText(tr("a number: 0.1, -3e-5, 0x1.8p3, 2^-9, inf, nan"));
+  edit_->setClearButtonEnabled(true);
+  edit_->setMaximumWidth(380);
+  input_row->addWidget(edit_, 1);
+  input_row->addWidget(new QLabel(tr("Overflow:"), this));
+  overflow_->addItem(tr("saturate (clamp to ±max)"), static_cast<int>(Overflow::Saturate));
+  overflow_->addItem(tr("ieee (Inf / NaN)"), static_cast<int>(Overflow::Ieee));
+  input_row->addWidget(overflow_);
+  all_formats_->setToolTip(tr("Show the fnuz, E8M0, FP6 and FP4 formats next to E4M3 and E5M2"));
+  input_row->addWidget(all_formats_);
+  input_row->addStretch(1);
+  layout->addLayout(input_row);
+  error_->setStyleSheet(QStringLiteral("color: #c62828;"));
+  error_->setVisible(false);
+  layout->addWidget(error_);
+
+  auto* cards_host = new QWidget(this);
+  cards_host->setLayout(cards_layout_);
+  auto* scroll = cards_scroll_ = new QScrollArea(this);
+  scroll->setWidget(cards_host);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setMinimumHeight(250);
+
+  for (Format f : kAllFormats) table_format_->addItem(qs(format_info(f).name), static_cast<int>(f));
+  table_view_->setModel(table_model_);
+  table_view_->verticalHeader()->setVisible(false);
+  table_view_->horizontalHeader()->setStretchLastSection(true);
+  table_view_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_view_->setAlternatingRowColors(true);
+  table_view_->resizeColumnsToContents();
+
+  auto* plots = new QSplitter(Qt::Vertical, this);
+  plots->addWidget(titled(tr("Number line: every representable value"), number_line_, plots));
+  plots->addWidget(titled(tr("Spacing (ULP) against magnitude"), spacing_, plots));
+  auto* bottom = new QSplitter(Qt::Horizontal, this);
+  bottom->addWidget(plots);
+  bottom->addWidget(titled(tr("All codes"), table_view_, bottom, table_format_));
+  bottom->setStretchFactor(0, 3);
+  bottom->setStretchFactor(1, 2);
+
+  auto* main_split = new QSplitter(Qt::Vertical, this);
+  main_split->addWidget(scroll);
+  main_split->addWidget(bottom);
+  main_split->setStretchFactor(0, 2);
+  main_split->setStretchFactor(1, 3);
+  layout->addWidget(main_split, 1);
+
+  connect(edit_, &QLineEdit::textChanged, this, [this] { refresh(); });
+  connect(overflow_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
+  connect(all_formats_, &QCheckBox::toggled, this, [this] { rebuildCards(); });
+  connect(table_format_, &QComboBox::currentIndexChanged, this, [this] {
+    table_model_->setFormat(static_cast<Format>(table_format_->currentData().toInt()));
+    table_view_->resizeColumnsToContents();
+    refresh();
+  });
+
+  rebuildCards();
+  edit_->setText(QStringLiteral("0.1"));
+}
+
+std::vector<Format> FormatsTab::shownFormats() const {
+  if (all_formats_->isChecked()) return {kAllFormats.begin(), kAllFormats.end()};
+  return {Format::E4M3FN, Format::E5M2};
+}
+
+void FormatsTab::rebuildCards() {
+  for (FormatCard* c : cards_) delete c;
+  cards_.clear();
+  for (Format f : shownFormats()) {
+    auto* card = new FormatCard(f, this);
+    cards_layout_->addWidget(card);
+    cards_.push_back(card);
+  }
+  number_line_->setFormats(shownFormats());
+  spacing_->setFormats(shownFormats());
+  setPresentationMode(presentation_);
+  refresh();
+}
+
+void FormatsTab::refresh() {
+  const QString text = edit_->text().trimmed();
+  if (text.isEmpty()) {
+    error_->setVisible(false);
+    return;
+  }
+  try {
+    value_ = parse_value(text.toStdString());
+  } catch (const std::invalid_argument& e) {
+    error_->setText(QString::fromStdString(e.what()));
+    error_->setVisible(true);
+    for (FormatCard* c : cards_) c->setEnabled(false);
+    return;
+  }
+  error_->setVisible(false);
+  const auto ov = static_cast<Overflow>(overflow_->currentData().toInt());
+  for (FormatCard* c : cards_) {
+    c->setEnabled(true);
+    c->showReport(explain_value(*value_, c->format(), ov));
+  }
+  number_line_->setMarker(value_);
+  spacing_->setMarker(value_);
+  // Point at the typed value's code in the table.
+  const ValueReport r = explain_value(*value_, table_model_->format(), ov);
+  table_view_->selectRow(r.code);
+  table_view_->scrollTo(table_model_->index(r.code, 0));
+  Q_EMIT valueChanged(*value_);
+}
+
+void FormatsTab::setValueText(const QString& text) { edit_->setText(text); }
+
+void FormatsTab::setOverflow(Overflow o) {
+  overflow_->setCurrentIndex(overflow_->findData(static_cast<int>(o)));
+}
+
+void FormatsTab::setShowAllFormats(bool all) { all_formats_->setChecked(all); }
+
+void FormatsTab::setTableFormat(Format f) {
+  table_format_->setCurrentIndex(table_format_->findData(static_cast<int>(f)));
+}
+
+void FormatsTab::setPresentationMode(bool on) {
+  presentation_ = on;
+  for (ExportablePlot* p : plots()) p->setPresentationMode(on);
+  cards_scroll_->setMinimumHeight(on ? 400 : 250);
+  table_view_->resizeColumnsToContents();
+}
+
+FormatCard* FormatsTab::card(Format f) const {
+  for (FormatCard* c : cards_) {
+    if (c->format() == f) return c;
+  }
+  return nullptr;
+}
+
+QString FormatsTab::errorText() const { return error_->isHidden() ? QString() : error_->text(); }
+
+std::vector<ExportablePlot*> FormatsTab::plots() const { return {number_line_, spacing_}; }
+
+}  // namespace fp8wb
