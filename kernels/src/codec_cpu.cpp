@@ -20,8 +20,15 @@ FP8WB_INLINE uint32_t input_bits(const uint16_t* in, size_t i) {
   return static_cast<uint32_t>(in[i]) << 16;
 }
 
+// x86-64: an AVX2 clone next to the baseline SSE2 one, picked at load time.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define FP8WB_TARGET_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define FP8WB_TARGET_CLONES
+#endif
+
 template <class In, Format F, Overflow O, Rounding R>
-void encode_range(const In* in, uint8_t* out, size_t begin, size_t end, uint64_t seed) {
+FP8WB_TARGET_CLONES void encode_range(const In* in, uint8_t* out, size_t begin, size_t end, uint64_t seed) {
   constexpr CodecSpec s = codec_spec(F);
   for (size_t i = begin; i < end; ++i) {
     const uint32_t rnd = R == Rounding::Stochastic ? sr_bits(seed, i) : 0u;

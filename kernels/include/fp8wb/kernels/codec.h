@@ -61,13 +61,40 @@ FP8WB_INLINE constexpr uint8_t encode_e8m0(uint32_t u, Overflow ov, bool stochas
 
 }  // namespace codec_detail
 
+// Round to nearest even without branches, so that bulk loops vectorise: normal results
+// round the re-biased fp32 bits with a constant shift; subnormal results scale |x| to
+// units of the smallest subnormal, where the fp32 adder's own nearest-even rounding does
+// the work. Both are exact, and the overflow and NaN cases are selects.
+FP8WB_INLINE uint8_t encode_rne_bits(uint32_t u, const CodecSpec& s, Overflow ov) {
+  using namespace codec_detail;
+  const uint32_t neg = u >> 31;
+  const uint32_t a = u & 0x7FFFFFFFu;
+  const int emin = 1 - s.bias;
+  const uint32_t min_normal_bits = static_cast<uint32_t>(emin + 127) << 23;
+  // Normal range: exponent field becomes (exp + bias), then round away 23 - mbits bits.
+  const uint32_t shift = 23u - s.mbits;
+  const uint32_t t = a - (static_cast<uint32_t>(127 - s.bias) << 23);
+  const uint32_t q_norm = (t + ((1u << (shift - 1)) - 1u) + ((t >> shift) & 1u)) >> shift;
+  // Subnormal range: |x| * 2^(mbits - emin) < 2^mbits; adding 2^23 rounds it to an integer.
+  const float scaled = bits_float(a) * bits_float(static_cast<uint32_t>(127 + s.mbits - emin) << 23);
+  const uint32_t q_sub = float_bits(scaled + 8388608.0f) - 0x4B000000u;
+  uint32_t mag = a >= min_normal_bits ? q_norm : q_sub;
+  const uint8_t sign = static_cast<uint8_t>(neg << (s.bits - 1));
+  const uint8_t over = overflow_code(s, neg != 0, ov);
+  const uint8_t nan = nan_code(s, neg != 0);
+  uint8_t code = static_cast<uint8_t>(mag | sign);
+  code = (mag == 0 && !s.has_neg_zero) ? uint8_t{0} : code;
+  code = mag > s.max_mag ? over : code;  // also +-Inf, whose q_norm is far past max
+  return a > 0x7F800000u ? nan : code;
+}
+
 // Encodes the fp32 value with bit pattern `u`. `rnd` supplies 32 uniform random bits for
 // Rounding::Stochastic and is ignored otherwise.
-FP8WB_INLINE constexpr uint8_t encode_bits(uint32_t u, const CodecSpec& s, Overflow ov,
-                                           Rounding rounding = Rounding::NearestEven,
-                                           uint32_t rnd = 0) {
+FP8WB_INLINE uint8_t encode_bits(uint32_t u, const CodecSpec& s, Overflow ov,
+                                 Rounding rounding = Rounding::NearestEven, uint32_t rnd = 0) {
   using namespace codec_detail;
   if (s.nan == NanRule::AllOnes) return encode_e8m0(u, ov, rounding == Rounding::Stochastic, rnd);
+  if (rounding == Rounding::NearestEven) return encode_rne_bits(u, s, ov);
   const bool negative = (u >> 31) != 0;
   const uint32_t a = u & 0x7FFFFFFFu;
   if (a > 0x7F800000u) return nan_code(s, negative);
@@ -81,15 +108,8 @@ FP8WB_INLINE constexpr uint8_t encode_bits(uint32_t u, const CodecSpec& s, Overf
   const int emin = 1 - s.bias;
   int shift = 23 - s.mbits + (exp < emin ? emin - exp : 0);
   if (shift > 25) shift = 25;  // everything this far down rounds to zero either way
-  uint32_t q = 0;
-  if (rounding == Rounding::Stochastic) {
-    q = (sig + (rnd & ((1u << shift) - 1u))) >> shift;
-  } else {
-    q = sig >> shift;
-    const uint32_t rem = sig & ((1u << shift) - 1u);
-    const uint32_t half = 1u << (shift - 1);
-    q += (rem > half || (rem == half && (q & 1u))) ? 1u : 0u;
-  }
+  // Stochastic: round up with probability (dropped bits) / 2^shift.
+  const uint32_t q = (sig + (rnd & ((1u << shift) - 1u))) >> shift;
   // A carry out of the mantissa moves to the next exponent by itself.
   const uint32_t mag = q + (static_cast<uint32_t>(exp > emin ? exp - emin : 0) << s.mbits);
   if (mag > s.max_mag) return overflow_code(s, negative, ov);

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# On a CUDA machine: build the project against the CUDA LibTorch found by python3, run
+# every test (the GPU ones included), check the golden tables against ml_dtypes, run the
+# benchmarks, write JSON and logs under $OUT, and print a short table last.
+#
+#   OUT=/tmp/out bash tests/gpu/run.sh
+#
+# Missing headers (sqlite3.h on some GPU images) can be supplied under .deps/sqlite
+# (dpkg -x of Debian's libsqlite3-dev).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+BUILD=${BUILD:-build-gpu}
+log() { echo "== $*"; }
+
+TORCH_PREFIX=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
+extra=()
+if [ -f .deps/sqlite/usr/include/sqlite3.h ] && [ ! -f /usr/include/sqlite3.h ]; then
+  lib=$(ls /usr/lib/x86_64-linux-gnu/libsqlite3.so* 2>/dev/null | head -1)
+  extra+=(-DSQLite3_INCLUDE_DIR=$PWD/.deps/sqlite/usr/include -DSQLite3_LIBRARY=$lib)
+fi
+log "configure (LibTorch from $TORCH_PREFIX)"
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFP8WB_GUI=OFF -DFP8WB_CUDA=ON \
+  -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" "${extra[@]}" >"$OUT/configure.log" 2>&1 \
+  || { tail -40 "$OUT/configure.log"; exit 1; }
+grep -E 'fp8wb:' "$OUT/configure.log"
+log "build"
+start=$(date +%s)
+ninja -C "$BUILD" >"$OUT/build.log" 2>&1 || { grep -E 'error|Error' -A3 "$OUT/build.log" | head -60; exit 1; }
+echo "built in $(( $(date +%s) - start )) s"
+
+log "tests"
+ctest --test-dir "$BUILD" -j 8 --output-on-failure >"$OUT/ctest.log" 2>&1
+ctest_rc=$?
+tail -5 "$OUT/ctest.log"
+gpu_skipped=$(grep -c 'Skipped' "$OUT/ctest.log" || true)
+
+log "golden tables against ml_dtypes here"
+python3 tests/gpu/make_golden.py "$OUT/golden-now" >"$OUT/golden.log" 2>&1
+if diff -r -q "$OUT/golden-now" tests/data/golden >/dev/null; then golden=identical; else golden=DIFFERENT; fi
+rm -rf "$OUT/golden-now"
+echo "committed golden tables: $golden"
+
+log "benchmarks"
+"$BUILD/tests/gpu/fp8wb_gpu_bench" --json "$OUT/gpu_codec_bench.json" | tee "$OUT/gpu_codec_bench.txt"
+python3 - "$OUT/torch_cast.json" <<'PY' | tee "$OUT/torch_cast.txt"
+import json, sys, torch
+n = 1 << 28
+x = torch.randn(n, device="cuda") * 30
+def bench(fn, reps=30):
+    for _ in range(3): fn()
+    ts = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record(); fn(); b.record(); torch.cuda.synchronize(); ts.append(a.elapsed_time(b))
+    return sorted(ts)[len(ts) // 2]
+ms = bench(lambda: x.to(torch.float8_e4m3fn))
+ms_cpu = None
+xc = x[: 1 << 24].cpu()
+torch.set_num_threads(1)
+import time
+for _ in range(2): xc.to(torch.float8_e4m3fn)
+t = time.perf_counter(); xc.to(torch.float8_e4m3fn); ms_cpu = (time.perf_counter() - t) * 1e3
+print(f"torch CUDA cast fp32->e4m3fn, n={n}: {ms:.3f} ms, {n*5/ms/1e6:.1f} GB/s")
+print(f"torch CPU cast fp32->e4m3fn, 1 thread, n={1<<24}: {ms_cpu:.1f} ms, {(1<<24)/ms_cpu/1e3:.0f} Melem/s")
+json.dump({"cuda_ms": ms, "cuda_gbs": n * 5 / ms / 1e6, "cpu_1t_ms": ms_cpu, "cpu_1t_melem_s": (1 << 24) / ms_cpu / 1e3}, open(sys.argv[1], "w"))
+PY
+if [ -x "$BUILD/tests/bench/fp8wb_codec_bench" ]; then
+  "$BUILD/tests/bench/fp8wb_codec_bench" --benchmark_format=json --benchmark_out="$OUT/cpu_codec_bench.json" \
+    --benchmark_out_format=json >"$OUT/cpu_codec_bench.txt" 2>&1
+  grep BM_ "$OUT/cpu_codec_bench.txt"
+fi
+"$BUILD/app/fp8wb" info | tee "$OUT/info.txt"
+
+log "summary"
+printf '%-28s %s\n' "ctest" "$(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)"
+printf '%-28s %s\n' "skipped tests" "$gpu_skipped"
+printf '%-28s %s\n' "golden vs ml_dtypes here" "$golden"
+python3 - "$OUT" <<'PY'
+import json, sys
+o = sys.argv[1]
+g = json.load(open(f"{o}/gpu_codec_bench.json"))
+for r in g["rows"]:
+    print(f"{r['what']:<34} {r['ms']:8.3f} ms {r['gbs']:8.1f} GB/s {100*r['of_copy']:6.1f}% of copy")
+t = json.load(open(f"{o}/torch_cast.json"))
+print(f"{'torch cast fp32->e4m3fn':<34} {t['cuda_ms']:8.3f} ms {t['cuda_gbs']:8.1f} GB/s")
+print(f"{'torch CPU cast, 1 thread':<34} {t['cpu_1t_melem_s']:8.0f} Melem/s")
+PY
+exit $ctest_rc
