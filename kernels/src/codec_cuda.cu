@@ -1,5 +1,4 @@
-// The GPU codecs: one thread encodes four values (16-byte loads of fp32, 4-byte stores
-// of codes), with the same inline encode_bits() as the CPU.
+// The GPU codecs, with the same inline encode_bits()/decode() as the CPU.
 #include <algorithm>
 
 #include "fp8wb/kernels/codec.h"
@@ -24,19 +23,49 @@ __device__ __forceinline__ uint8_t encode_one(uint32_t u, uint64_t seed, size_t 
   return encode_bits(u, s, O, R, R == Rounding::Stochastic ? sr_bits(seed, i) : 0u);
 }
 
+// Each thread turns 16 inputs into one 16-byte store of codes: fp32 comes in as four
+// 16-byte loads, bf16 as two, all issued before the first use.
+constexpr size_t kVec = 16;
+
 template <Format F, Overflow O, Rounding R>
-__global__ void encode_f32_vec4_kernel(const float4* __restrict__ in, uchar4* __restrict__ out,
-                                       size_t n4, uint64_t seed) {
-  for (size_t v = blockIdx.x * size_t{blockDim.x} + threadIdx.x; v < n4;
+__global__ void encode_f32_vec_kernel(const float4* __restrict__ in, uint4* __restrict__ out,
+                                      size_t nvec, uint64_t seed) {
+  for (size_t v = blockIdx.x * size_t{blockDim.x} + threadIdx.x; v < nvec;
        v += size_t{gridDim.x} * blockDim.x) {
-    const float4 x = in[v];
-    const size_t i = v * 4;
-    uchar4 c;
-    c.x = encode_one<F, O, R>(float_bits(x.x), seed, i);
-    c.y = encode_one<F, O, R>(float_bits(x.y), seed, i + 1);
-    c.z = encode_one<F, O, R>(float_bits(x.z), seed, i + 2);
-    c.w = encode_one<F, O, R>(float_bits(x.w), seed, i + 3);
-    out[v] = c;
+    float4 x[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) x[k] = in[v * 4 + k];
+    uint32_t words[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const size_t i = v * kVec + k * 4;
+      words[k] = uint32_t{encode_one<F, O, R>(float_bits(x[k].x), seed, i)} |
+                 uint32_t{encode_one<F, O, R>(float_bits(x[k].y), seed, i + 1)} << 8 |
+                 uint32_t{encode_one<F, O, R>(float_bits(x[k].z), seed, i + 2)} << 16 |
+                 uint32_t{encode_one<F, O, R>(float_bits(x[k].w), seed, i + 3)} << 24;
+    }
+    out[v] = make_uint4(words[0], words[1], words[2], words[3]);
+  }
+}
+
+template <Format F, Overflow O, Rounding R>
+__global__ void encode_bf16_vec_kernel(const uint4* __restrict__ in, uint4* __restrict__ out,
+                                       size_t nvec, uint64_t seed) {
+  for (size_t v = blockIdx.x * size_t{blockDim.x} + threadIdx.x; v < nvec;
+       v += size_t{gridDim.x} * blockDim.x) {
+    const uint4 a = in[v * 2], b = in[v * 2 + 1];
+    const uint32_t pairs[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    uint32_t words[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const size_t i = v * kVec + k * 4;
+      const uint32_t lo = pairs[2 * k], hi = pairs[2 * k + 1];
+      words[k] = uint32_t{encode_one<F, O, R>(lo << 16, seed, i)} |
+                 uint32_t{encode_one<F, O, R>(lo & 0xFFFF0000u, seed, i + 1)} << 8 |
+                 uint32_t{encode_one<F, O, R>(hi << 16, seed, i + 2)} << 16 |
+                 uint32_t{encode_one<F, O, R>(hi & 0xFFFF0000u, seed, i + 3)} << 24;
+    }
+    out[v] = make_uint4(words[0], words[1], words[2], words[3]);
   }
 }
 
@@ -49,13 +78,31 @@ __global__ void encode_scalar_kernel(const In* __restrict__ in, uint8_t* __restr
   }
 }
 
-__global__ void decode_kernel(const uint8_t* __restrict__ in, float* __restrict__ out, size_t n,
-                              CodecSpec s) {
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
+// Sixteen codes in one 16-byte load, four 16-byte stores of fp32.
+__global__ void decode_vec_kernel(const uint4* __restrict__ in, float4* __restrict__ out,
+                                  size_t nvec, CodecSpec s) {
+  for (size_t v = blockIdx.x * size_t{blockDim.x} + threadIdx.x; v < nvec;
+       v += size_t{gridDim.x} * blockDim.x) {
+    const uint4 c = in[v];
+    const uint32_t words[4] = {c.x, c.y, c.z, c.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const uint32_t w = words[k];
+      out[v * 4 + k] = make_float4(decode(static_cast<uint8_t>(w), s), decode(static_cast<uint8_t>(w >> 8), s),
+                                   decode(static_cast<uint8_t>(w >> 16), s), decode(static_cast<uint8_t>(w >> 24), s));
+    }
+  }
+}
+
+__global__ void decode_kernel(const uint8_t* __restrict__ in, float* __restrict__ out,
+                              size_t begin, size_t n, CodecSpec s) {
+  for (size_t i = begin + blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
        i += size_t{gridDim.x} * blockDim.x) {
     out[i] = decode(in[i], s);
   }
 }
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 unsigned grid_for(size_t work) {
   const size_t blocks = (work + kThreads - 1) / kThreads;
@@ -67,17 +114,19 @@ void check_launch() { FP8WB_GPU_CHECK(cudaGetLastError()); }
 template <class In, Format F, Overflow O, Rounding R>
 void launch_encode(const In* in, uint8_t* out, size_t n, uint64_t seed, cudaStream_t st) {
   size_t done = 0;
-  if constexpr (std::is_same_v<In, float>) {
-    // The vector path needs 16-byte aligned input and 4-byte aligned output.
-    if (reinterpret_cast<uintptr_t>(in) % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 4 == 0) {
-      const size_t n4 = n / 4;
-      if (n4 > 0) {
-        encode_f32_vec4_kernel<F, O, R><<<grid_for(n4), kThreads, 0, st>>>(
-            reinterpret_cast<const float4*>(in), reinterpret_cast<uchar4*>(out), n4, seed);
-        check_launch();
+  if (aligned16(in) && aligned16(out)) {
+    const size_t nvec = n / kVec;
+    if (nvec > 0) {
+      if constexpr (std::is_same_v<In, float>) {
+        encode_f32_vec_kernel<F, O, R><<<grid_for(nvec), kThreads, 0, st>>>(
+            reinterpret_cast<const float4*>(in), reinterpret_cast<uint4*>(out), nvec, seed);
+      } else {
+        encode_bf16_vec_kernel<F, O, R><<<grid_for(nvec), kThreads, 0, st>>>(
+            reinterpret_cast<const uint4*>(in), reinterpret_cast<uint4*>(out), nvec, seed);
       }
-      done = n4 * 4;
+      check_launch();
     }
+    done = nvec * kVec;
   }
   if (done < n) {
     encode_scalar_kernel<In, F, O, R><<<grid_for(n - done), kThreads, 0, st>>>(in, out, done, n,
@@ -145,9 +194,21 @@ void encode_bf16_cuda(const uint16_t* in, uint8_t* out, size_t n, const EncodeOp
 void decode_f32_cuda(const uint8_t* in, float* out, size_t n, Format format,
                      fp8wb_stream_t stream) {
   if (n == 0) return;
-  decode_kernel<<<grid_for(n), kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(
-      in, out, n, codec_spec(format));
-  check_launch();
+  const auto st = reinterpret_cast<cudaStream_t>(stream);
+  size_t done = 0;
+  if (aligned16(in) && aligned16(out)) {
+    const size_t nvec = n / kVec;
+    if (nvec > 0) {
+      decode_vec_kernel<<<grid_for(nvec), kThreads, 0, st>>>(
+          reinterpret_cast<const uint4*>(in), reinterpret_cast<float4*>(out), nvec, codec_spec(format));
+      check_launch();
+    }
+    done = nvec * kVec;
+  }
+  if (done < n) {
+    decode_kernel<<<grid_for(n - done), kThreads, 0, st>>>(in, out, done, n, codec_spec(format));
+    check_launch();
+  }
 }
 
 }  // namespace fp8wb
