@@ -22,12 +22,12 @@ if [ -f .deps/sqlite/usr/include/sqlite3.h ] && [ ! -f /usr/include/sqlite3.h ];
 fi
 log "configure (LibTorch from $TORCH_PREFIX)"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFP8WB_GUI=OFF -DFP8WB_CUDA=ON \
-  -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" "${extra[@]}" >"$OUT/configure.log" 2>&1 \
-  || { tail -40 "$OUT/configure.log"; exit 1; }
-grep -E 'fp8wb:' "$OUT/configure.log"
+  -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" "${extra[@]}" >"$OUT/build.log" 2>&1 \
+  || { tail -40 "$OUT/build.log"; exit 1; }
+grep -E 'fp8wb:' "$OUT/build.log"
 log "build"
 start=$(date +%s)
-ninja -C "$BUILD" >"$OUT/build.log" 2>&1 || { grep -E 'error|Error' -A3 "$OUT/build.log" | head -60; exit 1; }
+ninja -C "$BUILD" >>"$OUT/build.log" 2>&1 || { grep -E 'error|Error' -A3 "$OUT/build.log" | head -60; exit 1; }
 echo "built in $(( $(date +%s) - start )) s"
 
 log "tests"
@@ -37,14 +37,14 @@ tail -5 "$OUT/ctest.log"
 gpu_skipped=$(grep -c 'Skipped' "$OUT/ctest.log" || true)
 
 log "golden tables against ml_dtypes here"
-python3 tests/gpu/make_golden.py "$OUT/golden-now" >"$OUT/golden.log" 2>&1
+python3 tests/gpu/make_golden.py "$OUT/golden-now" >>"$OUT/ctest.log" 2>&1
 if diff -r -q "$OUT/golden-now" tests/data/golden >/dev/null; then golden=identical; else golden=DIFFERENT; fi
 rm -rf "$OUT/golden-now"
 echo "committed golden tables: $golden"
 
 log "benchmarks"
-"$BUILD/tests/gpu/fp8wb_gpu_bench" --json "$OUT/gpu_codec_bench.json" | tee "$OUT/gpu_codec_bench.txt"
-python3 - "$OUT/torch_cast.json" <<'PY' | tee "$OUT/torch_cast.txt"
+"$BUILD/tests/gpu/fp8wb_gpu_bench" --json "$OUT/gpu_codec_bench.json"
+python3 - "$OUT/torch_cast.json" <<'PY'
 import json, sys, torch
 n = 1 << 28
 x = torch.randn(n, device="cuda") * 30
@@ -67,9 +67,8 @@ print(f"torch CPU cast fp32->e4m3fn, 1 thread, n={1<<24}: {ms_cpu:.1f} ms, {(1<<
 json.dump({"cuda_ms": ms, "cuda_gbs": n * 5 / ms / 1e6, "cpu_1t_ms": ms_cpu, "cpu_1t_melem_s": (1 << 24) / ms_cpu / 1e3}, open(sys.argv[1], "w"))
 PY
 if [ -x "$BUILD/tests/bench/fp8wb_codec_bench" ]; then
-  "$BUILD/tests/bench/fp8wb_codec_bench" --benchmark_format=json --benchmark_out="$OUT/cpu_codec_bench.json" \
-    --benchmark_out_format=json >"$OUT/cpu_codec_bench.txt" 2>&1
-  grep BM_ "$OUT/cpu_codec_bench.txt"
+  "$BUILD/tests/bench/fp8wb_codec_bench" --benchmark_out="$OUT/cpu_codec_bench.json" \
+    --benchmark_out_format=json 2>&1 | grep -E 'BM_|Run on'
 fi
 "$BUILD/app/fp8wb" info | tee "$OUT/info.txt"
 
