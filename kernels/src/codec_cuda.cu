@@ -78,19 +78,17 @@ __global__ void encode_scalar_kernel(const In* __restrict__ in, uint8_t* __restr
   }
 }
 
-// Sixteen codes in one 16-byte load, four 16-byte stores of fp32.
-__global__ void decode_vec_kernel(const uint4* __restrict__ in, float4* __restrict__ out,
+// Four codes in one 4-byte load, one 16-byte store of fp32 (coalesced both ways); the
+// values come from a 256-entry table each block builds in shared memory.
+__global__ void decode_vec_kernel(const uchar4* __restrict__ in, float4* __restrict__ out,
                                   size_t nvec, CodecSpec s) {
+  __shared__ float table[256];
+  for (int c = threadIdx.x; c < 256; c += blockDim.x) table[c] = decode(static_cast<uint8_t>(c), s);
+  __syncthreads();
   for (size_t v = blockIdx.x * size_t{blockDim.x} + threadIdx.x; v < nvec;
        v += size_t{gridDim.x} * blockDim.x) {
-    const uint4 c = in[v];
-    const uint32_t words[4] = {c.x, c.y, c.z, c.w};
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const uint32_t w = words[k];
-      out[v * 4 + k] = make_float4(decode(static_cast<uint8_t>(w), s), decode(static_cast<uint8_t>(w >> 8), s),
-                                   decode(static_cast<uint8_t>(w >> 16), s), decode(static_cast<uint8_t>(w >> 24), s));
-    }
+    const uchar4 c = in[v];
+    out[v] = make_float4(table[c.x], table[c.y], table[c.z], table[c.w]);
   }
 }
 
@@ -196,14 +194,14 @@ void decode_f32_cuda(const uint8_t* in, float* out, size_t n, Format format,
   if (n == 0) return;
   const auto st = reinterpret_cast<cudaStream_t>(stream);
   size_t done = 0;
-  if (aligned16(in) && aligned16(out)) {
-    const size_t nvec = n / kVec;
+  if (reinterpret_cast<uintptr_t>(in) % 4 == 0 && aligned16(out)) {
+    const size_t nvec = n / 4;
     if (nvec > 0) {
       decode_vec_kernel<<<grid_for(nvec), kThreads, 0, st>>>(
-          reinterpret_cast<const uint4*>(in), reinterpret_cast<float4*>(out), nvec, codec_spec(format));
+          reinterpret_cast<const uchar4*>(in), reinterpret_cast<float4*>(out), nvec, codec_spec(format));
       check_launch();
     }
-    done = nvec * kVec;
+    done = nvec * 4;
   }
   if (done < n) {
     decode_kernel<<<grid_for(n - done), kThreads, 0, st>>>(in, out, done, n, codec_spec(format));
