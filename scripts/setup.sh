@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what FP8 Workbench needs from Debian 12's packages and builds it (Release,
+# Ninja, ccache) in ./build. Used by workbench.sh and test.sh; safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config
+  libtorch-dev libopenblas0-pthread         # LibTorch 1.13 (CPU); OpenBLAS, else reference BLAS
+  libsqlite3-dev
+  qt6-base-dev libqcustomplot-dev           # GUI: Qt 6 Widgets + QCustomPlot (Qt 6 build)
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
+  xvfb xauth fonts-dejavu-core              # GUI tests and screenshots without a display
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "== installing ${#missing[@]} Debian packages: ${missing[*]}"
+  $SUDO apt-get update -q
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
+BUILD_DIR="${BUILD_DIR:-build}"
+echo "== configuring ($BUILD_DIR)"
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release ${FP8WB_CMAKE_ARGS:-}
+echo "== building on $(nproc) cores"
+cmake --build "$BUILD_DIR" --parallel "$(nproc)"
