@@ -45,9 +45,3 @@ if(NOT FP8WB_CUDA STREQUAL "OFF")
   endif()
 endif()
 
-if(FP8WB_HIP)
-  # Debian's hipcc is a clang driver: it needs an offload arch and an explicit standard.
-  set(CMAKE_HIP_ARCHITECTURES ${FP8WB_HIP_ARCH})
-  enable_language(HIP)
-  set(CMAKE_HIP_STANDARD 17)
-endif()

@@ -4,6 +4,10 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__HIPCC__)
+#include <hip/hip_runtime.h>  // nvcc includes its runtime header by itself; hipcc does not
+#endif
+
 #if defined(__CUDACC__) || defined(__HIPCC__)
 #define FP8WB_HD __host__ __device__
 #else
