@@ -12,14 +12,15 @@ namespace {
 
 std::string version_text() {
   const BackendInfo b = probe_backend();
-  return "fp8wb " + b.workbench_version + " (LibTorch " + b.torch_version + "; " +
-         b.device_name + "; FP8 GEMM " + b.fp8_gemm + ")";
+  return "fp8wb " + b.workbench_version + " (LibTorch " + b.torch_version + "; " + b.device_name +
+         "; FP8 GEMM " + b.fp8_gemm + ")";
 }
 
 int run_info(std::ostream& out) {
   const BackendInfo b = probe_backend();
   out << "workbench     " << b.workbench_version << "\n"
-      << "LibTorch      " << b.torch_version << (b.torch_cuda_build ? " (CUDA build)" : " (CPU build)")
+      << "LibTorch      " << b.torch_version
+      << (b.torch_cuda_build ? " (CUDA build)" : " (CPU build)")
       << (b.torch_float8 ? ", float8 dtypes" : ", no float8 dtypes") << "\n"
       << "device        " << b.device_name << "\n"
       << "CUDA devices  " << b.cuda_devices << "\n"
@@ -31,8 +32,7 @@ int run_info(std::ostream& out) {
 
 }  // namespace
 
-int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
-            bool color) {
+int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool color) {
   CLI::App app{"FP8 Workbench, headless: see what FP8 does to numbers"};
   app.name("fp8wb");
   app.require_subcommand(0, 1);

@@ -54,7 +54,9 @@ std::string flags_of(const ValueReport& r) {
   return f.empty() ? "-" : f;
 }
 
-std::string opt_number(const std::optional<double>& v) { return v ? format_number(*v) : "-"; }
+std::string opt_number(const std::optional<double>& v) {
+  return v ? format_number(*v) : "-";
+}
 
 std::string percent(double rel) {
   if (std::isnan(rel)) return "nan";
@@ -129,10 +131,11 @@ int print_table(const FormatsOptions& opt, std::ostream& out) {
   if (opt.json) {
     json all = json::array();
     for (const auto& r : rows) {
-      all.push_back({{"code", fmt::format("0x{:02x}", r.code)},
-                     {"bits", r.bits.joined(' ')},
-                     {"kind", std::string(code_kind_name(r.kind))},
-                     {"value", std::isfinite(r.value) ? json(r.value) : json(format_number(r.value))}});
+      all.push_back(
+          {{"code", fmt::format("0x{:02x}", r.code)},
+           {"bits", r.bits.joined(' ')},
+           {"kind", std::string(code_kind_name(r.kind))},
+           {"value", std::isfinite(r.value) ? json(r.value) : json(format_number(r.value))}});
     }
     out << all.dump(2) << "\n";
     return 0;
@@ -147,8 +150,9 @@ int print_table(const FormatsOptions& opt, std::ostream& out) {
   }
   const FormatInfo& info = format_info(*f);
   out << fmt::format("{}: {} codes, bias {}, max {}, min normal {}, min subnormal {}\n", info.name,
-                     info.code_count, static_cast<int>(info.spec.bias), format_number(info.max_finite),
-                     format_number(info.min_normal), format_number(info.min_subnormal));
+                     info.code_count, static_cast<int>(info.spec.bias),
+                     format_number(info.max_finite), format_number(info.min_normal),
+                     format_number(info.min_subnormal));
   out << fmt::format("{:<6} {:<12} {:<10} {}\n", "code", "s exp man", "kind", "value");
   for (const auto& r : rows) {
     const std::string plain = r.bits.joined(' ');
@@ -164,8 +168,7 @@ int print_table(const FormatsOptions& opt, std::ostream& out) {
 void add_formats_command(CLI::App& app, FormatsOptions& opt) {
   auto* cmd = app.add_subcommand(
       "formats", "Show how values encode in every FP8/FP6/FP4 format, or a format's code table");
-  cmd->add_option("values", opt.values,
-                  "Values to explain: 0.1, -3e-5, 0x1.8p3, 2^-9, inf, nan");
+  cmd->add_option("values", opt.values, "Values to explain: 0.1, -3e-5, 0x1.8p3, 2^-9, inf, nan");
   cmd->add_option("-f,--format", opt.formats,
                   "Only these formats (repeatable): E4M3FN, E5M2, E4M3FNUZ, E5M2FNUZ, E8M0FNU, "
                   "E2M1FN, E3M2FN, E2M3FN, or aliases such as e4m3, fp4");

@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
                                QStringLiteral("Show every format in the Formats tab."));
   const QCommandLineOption present({QStringLiteral("presentation")},
                                    QStringLiteral("Large fonts, for teaching."));
-  const QCommandLineOption size({QStringLiteral("size")}, QStringLiteral("Window size, e.g. 1400x900."),
+  const QCommandLineOption size({QStringLiteral("size")},
+                                QStringLiteral("Window size, e.g. 1400x900."),
                                 QStringLiteral("WxH"));
   parser.addOptions({shot, tab, value, all, present, size});
   parser.process(app);
@@ -83,7 +84,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
       return 1;
     }
-    std::printf("saved %s (tab %s)\n", qPrintable(o.screenshot), qPrintable(window.currentTabName()));
+    std::printf("saved %s (tab %s)\n", qPrintable(o.screenshot),
+                qPrintable(window.currentTabName()));
     return 0;
   }
   window.show();

@@ -21,44 +21,51 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
       tabs_(new QTabWidget(this)),
       formats_(new FormatsTab(this)),
       remember_layout_(remember_layout),
-      base_point_size_(QApplication::font().pointSize() > 0 ? QApplication::font().pointSize() : 10) {
+      base_point_size_(QApplication::font().pointSize() > 0 ? QApplication::font().pointSize()
+                                                            : 10) {
   setWindowTitle(tr("FP8 Workbench"));
   tabs_->setDocumentMode(true);
-  tabs_->addTab(new PlaceholderTab(tr("Overview"),
-                                   tr("The loss of the FP8 run and of its high-precision reference, the "
-                                      "loss gap between them, and throughput, live while a run trains."),
-                                   this),
-                tr("Overview"));
-  tabs_->addTab(new PlaceholderTab(tr("Scaling"),
-                                   tr("Per layer and role (input, weight, grad_output): the amax history "
-                                      "with the delayed-scaling window shaded, the scale on a log axis, "
-                                      "the margin as headroom, and the overflow and underflow counts."),
-                                   this),
-                tr("Scaling"));
-  tabs_->addTab(new PlaceholderTab(tr("Quantization"),
-                                   tr("Underflow %, saturation % and SQNR as layer × step heatmaps, the "
-                                      "exponent histogram against the format's representable band, and "
-                                      "the per-block error heatmap."),
-                                   this),
-                tr("Quantization"));
+  tabs_->addTab(
+      new PlaceholderTab(tr("Overview"),
+                         tr("The loss of the FP8 run and of its high-precision reference, the "
+                            "loss gap between them, and throughput, live while a run trains."),
+                         this),
+      tr("Overview"));
+  tabs_->addTab(
+      new PlaceholderTab(tr("Scaling"),
+                         tr("Per layer and role (input, weight, grad_output): the amax history "
+                            "with the delayed-scaling window shaded, the scale on a log axis, "
+                            "the margin as headroom, and the overflow and underflow counts."),
+                         this),
+      tr("Scaling"));
+  tabs_->addTab(
+      new PlaceholderTab(tr("Quantization"),
+                         tr("Underflow %, saturation % and SQNR as layer × step heatmaps, the "
+                            "exponent histogram against the format's representable band, and "
+                            "the per-block error heatmap."),
+                         this),
+      tr("Quantization"));
   tabs_->addTab(formats_, tr("Formats"));
-  tabs_->addTab(new PlaceholderTab(tr("Checkpoint"),
-                                   tr("Open a .safetensors or PyTorch checkpoint and see, for every tensor "
-                                      "and every recipe × format, the SQNR, underflow, saturation and a "
-                                      "block error map, worst first, with a recommended recipe."),
-                                   this),
-                tr("Checkpoint"));
-  tabs_->addTab(new PlaceholderTab(tr("Sweeps"),
-                                   tr("Run a grid of margin × window × amax algorithm (and formats) and "
-                                      "compare final loss, loss gap, overflow and underflow on a heatmap; "
-                                      "a click opens that run."),
-                                   this),
-                tr("Sweeps"));
-  tabs_->addTab(new PlaceholderTab(tr("Runs"),
-                                   tr("Every run in the database: open, overlay, compare, rename, delete "
-                                      "and export, including runs trained headless on a GPU server."),
-                                   this),
-                tr("Runs"));
+  tabs_->addTab(
+      new PlaceholderTab(tr("Checkpoint"),
+                         tr("Open a .safetensors or PyTorch checkpoint and see, for every tensor "
+                            "and every recipe × format, the SQNR, underflow, saturation and a "
+                            "block error map, worst first, with a recommended recipe."),
+                         this),
+      tr("Checkpoint"));
+  tabs_->addTab(
+      new PlaceholderTab(tr("Sweeps"),
+                         tr("Run a grid of margin × window × amax algorithm (and formats) and "
+                            "compare final loss, loss gap, overflow and underflow on a heatmap; "
+                            "a click opens that run."),
+                         this),
+      tr("Sweeps"));
+  tabs_->addTab(
+      new PlaceholderTab(tr("Runs"),
+                         tr("Every run in the database: open, overlay, compare, rename, delete "
+                            "and export, including runs trained headless on a GPU server."),
+                         this),
+      tr("Runs"));
   tabs_->setCurrentWidget(formats_);
   setCentralWidget(tabs_);
 
@@ -112,11 +119,14 @@ bool MainWindow::selectTab(const QString& name) {
   return false;
 }
 
-QString MainWindow::currentTabName() const { return tabs_->tabText(tabs_->currentIndex()); }
+QString MainWindow::currentTabName() const {
+  return tabs_->tabText(tabs_->currentIndex());
+}
 
 void MainWindow::setPresentationMode(bool on) {
   presentation_ = on;
-  if (presentation_action_ && presentation_action_->isChecked() != on) presentation_action_->setChecked(on);
+  if (presentation_action_ && presentation_action_->isChecked() != on)
+    presentation_action_->setChecked(on);
   QFont f = font();
   f.setPointSize(on ? base_point_size_ * 8 / 5 : base_point_size_);
   setFont(f);

@@ -17,7 +17,9 @@
 
 namespace fp8wb {
 
-std::string workbench_version() { return FP8WB_VERSION; }
+std::string workbench_version() {
+  return FP8WB_VERSION;
+}
 
 int init_compute_threads(int threads) {
   if (threads <= 0) {
@@ -32,7 +34,8 @@ BackendInfo probe_backend() {
   BackendInfo b;
   b.workbench_version = FP8WB_VERSION;
   b.torch_version = TORCH_VERSION;
-  b.torch_float8 = TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1);
+  b.torch_float8 =
+      TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1);
   b.cpu_threads = at::get_num_threads();
 #if defined(FP8WB_TORCH_CUDA)
   b.torch_cuda_build = true;

@@ -133,7 +133,8 @@ ValueReport explain_value(double value, Format format, Overflow overflow) {
 
   if (!r.is_nan) {
     const auto vals = representable_values(format);
-    const double d = std::isinf(r.decoded) ? std::copysign(info.max_finite * 2, r.decoded) : r.decoded;
+    const double d =
+        std::isinf(r.decoded) ? std::copysign(info.max_finite * 2, r.decoded) : r.decoded;
     auto hi = std::upper_bound(vals.begin(), vals.end(), d);
     auto lo = std::lower_bound(vals.begin(), vals.end(), d);
     if (hi != vals.end()) r.above = *hi;
@@ -142,7 +143,8 @@ ValueReport explain_value(double value, Format format, Overflow overflow) {
 
   if (std::isnan(value)) {
     r.note = s.nan == NanRule::None
-                 ? std::string(info.name) + " has no NaN: NaN encodes to a zero of the opposite sign (as ml_dtypes does)"
+                 ? std::string(info.name) +
+                       " has no NaN: NaN encodes to a zero of the opposite sign (as ml_dtypes does)"
                  : "NaN stays NaN";
   } else if (std::isinf(value)) {
     r.note = s.has_inf && overflow == Overflow::Ieee ? "Inf stays Inf"
@@ -151,16 +153,16 @@ ValueReport explain_value(double value, Format format, Overflow overflow) {
   } else if (s.nan == NanRule::AllOnes && !(value > 0)) {
     r.note = "E8M0FNU holds positive powers of two only: zero and negatives encode as NaN";
   } else if (r.overflowed) {
-    r.note = "beyond the largest finite value (" + format_number(info.max_finite) + "): " +
-             (std::isinf(r.decoded) ? "overflows to Inf" : "overflows to NaN");
+    r.note = "beyond the largest finite value (" + format_number(info.max_finite) +
+             "): " + (std::isinf(r.decoded) ? "overflows to Inf" : "overflows to NaN");
   } else if (r.saturated) {
     r.note = "beyond the largest finite value: clamped to " + format_number(r.decoded);
   } else if (r.underflow) {
     r.note = "below half the smallest subnormal: flushes to zero";
   }
   if (!s.has_neg_zero && s.has_sign && std::signbit(value) && r.decoded == 0) {
-    r.note += std::string(r.note.empty() ? "" : " ") + "(+0: " + std::string(info.name) +
-              " has no -0)";
+    r.note +=
+        std::string(r.note.empty() ? "" : " ") + "(+0: " + std::string(info.name) + " has no -0)";
   }
   return r;
 }
@@ -188,8 +190,8 @@ double parse_value(std::string_view text) {
     }
   }
   if (!ok) {
-    throw std::invalid_argument("'" + t +
-                                "' is not a number: type e.g. 0.1, -3e-5, 0x1.8p3, 2^-9, inf or nan");
+    throw std::invalid_argument(
+        "'" + t + "' is not a number: type e.g. 0.1, -3e-5, 0x1.8p3, 2^-9, inf or nan");
   }
   return v;
 }

@@ -15,7 +15,9 @@ namespace {
 // Chunks big enough to amortise thread start-up, small enough to balance two cores.
 constexpr size_t kChunk = size_t{1} << 16;
 
-FP8WB_INLINE uint32_t input_bits(const float* in, size_t i) { return float_bits(in[i]); }
+FP8WB_INLINE uint32_t input_bits(const float* in, size_t i) {
+  return float_bits(in[i]);
+}
 FP8WB_INLINE uint32_t input_bits(const uint16_t* in, size_t i) {
   return static_cast<uint32_t>(in[i]) << 16;
 }
@@ -28,7 +30,8 @@ FP8WB_INLINE uint32_t input_bits(const uint16_t* in, size_t i) {
 #endif
 
 template <class In, Format F, Overflow O, Rounding R>
-FP8WB_TARGET_CLONES void encode_range(const In* in, uint8_t* out, size_t begin, size_t end, uint64_t seed) {
+FP8WB_TARGET_CLONES void encode_range(const In* in, uint8_t* out, size_t begin, size_t end,
+                                      uint64_t seed) {
   constexpr CodecSpec s = codec_spec(F);
   for (size_t i = begin; i < end; ++i) {
     const uint32_t rnd = R == Rounding::Stochastic ? sr_bits(seed, i) : 0u;
@@ -82,14 +85,21 @@ void encode_dispatch_overflow(const In* in, uint8_t* out, size_t n, const Encode
 template <class In>
 void encode_any(const In* in, uint8_t* out, size_t n, const EncodeOptions& opt, int threads) {
   switch (opt.format) {
-    case Format::E4M3FN: return encode_dispatch_overflow<In, Format::E4M3FN>(in, out, n, opt, threads);
+    case Format::E4M3FN:
+      return encode_dispatch_overflow<In, Format::E4M3FN>(in, out, n, opt, threads);
     case Format::E5M2: return encode_dispatch_overflow<In, Format::E5M2>(in, out, n, opt, threads);
-    case Format::E4M3FNUZ: return encode_dispatch_overflow<In, Format::E4M3FNUZ>(in, out, n, opt, threads);
-    case Format::E5M2FNUZ: return encode_dispatch_overflow<In, Format::E5M2FNUZ>(in, out, n, opt, threads);
-    case Format::E8M0FNU: return encode_dispatch_overflow<In, Format::E8M0FNU>(in, out, n, opt, threads);
-    case Format::E2M1FN: return encode_dispatch_overflow<In, Format::E2M1FN>(in, out, n, opt, threads);
-    case Format::E3M2FN: return encode_dispatch_overflow<In, Format::E3M2FN>(in, out, n, opt, threads);
-    case Format::E2M3FN: return encode_dispatch_overflow<In, Format::E2M3FN>(in, out, n, opt, threads);
+    case Format::E4M3FNUZ:
+      return encode_dispatch_overflow<In, Format::E4M3FNUZ>(in, out, n, opt, threads);
+    case Format::E5M2FNUZ:
+      return encode_dispatch_overflow<In, Format::E5M2FNUZ>(in, out, n, opt, threads);
+    case Format::E8M0FNU:
+      return encode_dispatch_overflow<In, Format::E8M0FNU>(in, out, n, opt, threads);
+    case Format::E2M1FN:
+      return encode_dispatch_overflow<In, Format::E2M1FN>(in, out, n, opt, threads);
+    case Format::E3M2FN:
+      return encode_dispatch_overflow<In, Format::E3M2FN>(in, out, n, opt, threads);
+    case Format::E2M3FN:
+      return encode_dispatch_overflow<In, Format::E2M3FN>(in, out, n, opt, threads);
   }
 }
 

@@ -92,22 +92,26 @@ __global__ void decode_vec_kernel(const uchar4* __restrict__ in, float4* __restr
   }
 }
 
-__global__ void decode_kernel(const uint8_t* __restrict__ in, float* __restrict__ out,
-                              size_t begin, size_t n, CodecSpec s) {
+__global__ void decode_kernel(const uint8_t* __restrict__ in, float* __restrict__ out, size_t begin,
+                              size_t n, CodecSpec s) {
   for (size_t i = begin + blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
        i += size_t{gridDim.x} * blockDim.x) {
     out[i] = decode(in[i], s);
   }
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
 
 unsigned grid_for(size_t work) {
   const size_t blocks = (work + kThreads - 1) / kThreads;
   return static_cast<unsigned>(std::clamp<size_t>(blocks, 1, 65535u * 8));
 }
 
-void check_launch() { FP8WB_GPU_CHECK(cudaGetLastError()); }
+void check_launch() {
+  FP8WB_GPU_CHECK(cudaGetLastError());
+}
 
 template <class In, Format F, Overflow O, Rounding R>
 void launch_encode(const In* in, uint8_t* out, size_t n, uint64_t seed, cudaStream_t st) {
@@ -127,8 +131,8 @@ void launch_encode(const In* in, uint8_t* out, size_t n, uint64_t seed, cudaStre
     done = nvec * kVec;
   }
   if (done < n) {
-    encode_scalar_kernel<In, F, O, R><<<grid_for(n - done), kThreads, 0, st>>>(in, out, done, n,
-                                                                               seed);
+    encode_scalar_kernel<In, F, O, R>
+        <<<grid_for(n - done), kThreads, 0, st>>>(in, out, done, n, seed);
     check_launch();
   }
 }
@@ -197,8 +201,9 @@ void decode_f32_cuda(const uint8_t* in, float* out, size_t n, Format format,
   if (reinterpret_cast<uintptr_t>(in) % 4 == 0 && aligned16(out)) {
     const size_t nvec = n / 4;
     if (nvec > 0) {
-      decode_vec_kernel<<<grid_for(nvec), kThreads, 0, st>>>(
-          reinterpret_cast<const uchar4*>(in), reinterpret_cast<float4*>(out), nvec, codec_spec(format));
+      decode_vec_kernel<<<grid_for(nvec), kThreads, 0, st>>>(reinterpret_cast<const uchar4*>(in),
+                                                             reinterpret_cast<float4*>(out), nvec,
+                                                             codec_spec(format));
       check_launch();
     }
     done = nvec * 4;

@@ -78,14 +78,14 @@ std::optional<Format> parse_format(std::string_view name) {
     Format format;
   };
   static const Alias aliases[] = {
-      {"e4m3fn", Format::E4M3FN},     {"e4m3", Format::E4M3FN},
-      {"e5m2", Format::E5M2},         {"e4m3fnuz", Format::E4M3FNUZ},
+      {"e4m3fn", Format::E4M3FN},      {"e4m3", Format::E4M3FN},
+      {"e5m2", Format::E5M2},          {"e4m3fnuz", Format::E4M3FNUZ},
       {"e4m3_fnuz", Format::E4M3FNUZ}, {"e5m2fnuz", Format::E5M2FNUZ},
       {"e5m2_fnuz", Format::E5M2FNUZ}, {"e8m0fnu", Format::E8M0FNU},
-      {"e8m0", Format::E8M0FNU},      {"e2m1fn", Format::E2M1FN},
-      {"e2m1", Format::E2M1FN},       {"fp4", Format::E2M1FN},
-      {"e3m2fn", Format::E3M2FN},     {"e3m2", Format::E3M2FN},
-      {"e2m3fn", Format::E2M3FN},     {"e2m3", Format::E2M3FN},
+      {"e8m0", Format::E8M0FNU},       {"e2m1fn", Format::E2M1FN},
+      {"e2m1", Format::E2M1FN},        {"fp4", Format::E2M1FN},
+      {"e3m2fn", Format::E3M2FN},      {"e3m2", Format::E3M2FN},
+      {"e2m3fn", Format::E2M3FN},      {"e2m3", Format::E2M3FN},
   };
   for (const auto& a : aliases) {
     if (n == a.name) return a.format;
@@ -102,7 +102,9 @@ std::string format_names() {
   return out;
 }
 
-std::string_view overflow_name(Overflow o) { return o == Overflow::Saturate ? "saturate" : "ieee"; }
+std::string_view overflow_name(Overflow o) {
+  return o == Overflow::Saturate ? "saturate" : "ieee";
+}
 
 std::optional<Overflow> parse_overflow(std::string_view name) {
   const std::string n = lower(name);

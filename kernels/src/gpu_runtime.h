@@ -18,11 +18,10 @@
 
 #include "fp8wb/kernels/codec_cuda.h"
 
-#define FP8WB_GPU_CHECK(call)                                                          \
-  do {                                                                                 \
-    const cudaError_t fp8wb_err_ = (call);                                             \
-    if (fp8wb_err_ != cudaSuccess) {                                                   \
-      throw ::fp8wb::GpuError(std::string(#call) + " failed: " +                       \
-                              cudaGetErrorString(fp8wb_err_));                         \
-    }                                                                                  \
+#define FP8WB_GPU_CHECK(call)                                                                     \
+  do {                                                                                            \
+    const cudaError_t fp8wb_err_ = (call);                                                        \
+    if (fp8wb_err_ != cudaSuccess) {                                                              \
+      throw ::fp8wb::GpuError(std::string(#call) + " failed: " + cudaGetErrorString(fp8wb_err_)); \
+    }                                                                                             \
   } while (0)

@@ -41,7 +41,8 @@ void BM_EncodeF32(benchmark::State& s) {
     benchmark::DoNotOptimize(out.data());
   }
   s.SetBytesProcessed(static_cast<int64_t>(s.iterations() * kN * 4));
-  s.SetLabel(std::string(fp8wb::format_info(fmt).name) + ", " + std::to_string(threads) + " thread(s)");
+  s.SetLabel(std::string(fp8wb::format_info(fmt).name) + ", " + std::to_string(threads) +
+             " thread(s)");
 }
 
 void BM_EncodeBf16(benchmark::State& s) {

@@ -3,12 +3,12 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstring>
-#include <stdexcept>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,13 +16,13 @@
 
 namespace {
 
-#define CHECK(x)                                                                  \
-  do {                                                                            \
-    cudaError_t e_ = (x);                                                         \
-    if (e_ != cudaSuccess) {                                                      \
-      std::fprintf(stderr, "%s failed: %s\n", #x, cudaGetErrorString(e_));        \
-      throw std::runtime_error("CUDA error");                                     \
-    }                                                                             \
+#define CHECK(x)                                                           \
+  do {                                                                     \
+    cudaError_t e_ = (x);                                                  \
+    if (e_ != cudaSuccess) {                                               \
+      std::fprintf(stderr, "%s failed: %s\n", #x, cudaGetErrorString(e_)); \
+      throw std::runtime_error("CUDA error");                              \
+    }                                                                      \
   } while (0)
 
 double median_ms(const std::function<void()>& fn, int reps = 30) {
@@ -97,8 +97,9 @@ int main(int argc, char** argv) {
   using fp8wb::Overflow;
   using fp8wb::Rounding;
   std::vector<Row> rows;
-  rows.push_back({"d2d copy fp32 (memcpy)", 2.0 * n * 4,
-                  median_ms([&] { CHECK(cudaMemcpyAsync(f32b, f32, n * 4, cudaMemcpyDeviceToDevice)); })});
+  rows.push_back({"d2d copy fp32 (memcpy)", 2.0 * n * 4, median_ms([&] {
+                    CHECK(cudaMemcpyAsync(f32b, f32, n * 4, cudaMemcpyDeviceToDevice));
+                  })});
   rows.push_back({"encode fp32->E4M3FN sat", n * 5.0,
                   median_ms([&] { fp8wb::encode_f32_cuda(f32, codes, n, {Format::E4M3FN}); })});
   rows.push_back({"encode fp32->E5M2 sat", n * 5.0,
@@ -106,8 +107,9 @@ int main(int argc, char** argv) {
   rows.push_back({"encode fp32->E2M1FN sat", n * 5.0,
                   median_ms([&] { fp8wb::encode_f32_cuda(f32, codes, n, {Format::E2M1FN}); })});
   rows.push_back({"encode fp32->E4M3FN stochastic", n * 5.0, median_ms([&] {
-                    fp8wb::encode_f32_cuda(f32, codes, n,
-                                           {Format::E4M3FN, Overflow::Saturate, Rounding::Stochastic, 7});
+                    fp8wb::encode_f32_cuda(
+                        f32, codes, n,
+                        {Format::E4M3FN, Overflow::Saturate, Rounding::Stochastic, 7});
                   })});
   rows.push_back({"encode bf16->E4M3FN sat", n * 3.0,
                   median_ms([&] { fp8wb::encode_bf16_cuda(bf16, codes, n, {Format::E4M3FN}); })});

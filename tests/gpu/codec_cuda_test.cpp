@@ -27,8 +27,9 @@ std::vector<uint8_t> gpu_encode(const std::vector<In>& in, const EncodeOptions& 
                                 size_t offset = 0) {
   DeviceBuffer<In> d_in(in.size() + offset);
   DeviceBuffer<uint8_t> d_out(in.size() + offset);
-  EXPECT_EQ(cudaMemcpy(d_in.ptr + offset, in.data(), in.size() * sizeof(In), cudaMemcpyHostToDevice),
-            cudaSuccess);
+  EXPECT_EQ(
+      cudaMemcpy(d_in.ptr + offset, in.data(), in.size() * sizeof(In), cudaMemcpyHostToDevice),
+      cudaSuccess);
   // Poison the output so that an unwritten element shows.
   EXPECT_EQ(cudaMemset(d_out.ptr, 0xA5, in.size() + offset), cudaSuccess);
   if constexpr (std::is_same_v<In, float>) {
@@ -37,7 +38,8 @@ std::vector<uint8_t> gpu_encode(const std::vector<In>& in, const EncodeOptions& 
     encode_bf16_cuda(d_in.ptr + offset, d_out.ptr + offset, in.size(), opt);
   }
   std::vector<uint8_t> out(in.size());
-  EXPECT_EQ(cudaMemcpy(out.data(), d_out.ptr + offset, out.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(out.data(), d_out.ptr + offset, out.size(), cudaMemcpyDeviceToHost),
+            cudaSuccess);
   return out;
 }
 
@@ -105,7 +107,8 @@ TEST_P(CudaCodec, DecodeEveryCode) {
   ASSERT_EQ(cudaMemcpy(out.data(), d_out.ptr, out.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
   const auto& table = decode_table(GetParam());
   for (size_t i = 0; i < codes.size(); ++i) {
-    ASSERT_EQ(float_bits(out[i]), float_bits(table[codes[i]])) << name() << " code " << int(codes[i]);
+    ASSERT_EQ(float_bits(out[i]), float_bits(table[codes[i]]))
+        << name() << " code " << int(codes[i]);
   }
 }
 

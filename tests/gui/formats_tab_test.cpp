@@ -91,9 +91,13 @@ void FormatsTabTest::codeTableModel() {
   CodeTableModel model;
   QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
   QCOMPARE(model.rowCount(), 256);
-  QCOMPARE(model.data(model.index(0x7E, CodeTableModel::ValueColumn), CodeTableModel::RawRole).toDouble(), 448.0);
-  QCOMPARE(model.data(model.index(0x7F, CodeTableModel::KindColumn)).toString(), QStringLiteral("nan"));
-  QCOMPARE(model.data(model.index(0x38, CodeTableModel::BitsColumn)).toString(), QStringLiteral("0 0111 000"));
+  QCOMPARE(model.data(model.index(0x7E, CodeTableModel::ValueColumn), CodeTableModel::RawRole)
+               .toDouble(),
+           448.0);
+  QCOMPARE(model.data(model.index(0x7F, CodeTableModel::KindColumn)).toString(),
+           QStringLiteral("nan"));
+  QCOMPARE(model.data(model.index(0x38, CodeTableModel::BitsColumn)).toString(),
+           QStringLiteral("0 0111 000"));
   model.setFormat(Format::E2M1FN);
   QCOMPARE(model.rowCount(), 16);
   QCOMPARE(model.data(model.index(7, CodeTableModel::ValueColumn)).toString(), QStringLiteral("6"));
@@ -105,7 +109,8 @@ void FormatsTabTest::codeTableModel() {
   QCOMPARE(rows.first().row(), 0x7E);
   tab.setTableFormat(Format::E5M2);
   QCOMPARE(tab.codeTableModel()->format(), Format::E5M2);
-  QCOMPARE(tab.codeTableView()->selectionModel()->selectedRows().first().row(), 0x5F);  // 448 in E5M2
+  QCOMPARE(tab.codeTableView()->selectionModel()->selectedRows().first().row(),
+           0x5F);  // 448 in E5M2
 }
 
 void FormatsTabTest::plotsHoldEveryValue() {
@@ -137,7 +142,8 @@ void FormatsTabTest::plotExport() {
   QVERIFY(text.startsWith(QStringLiteral("series,x,y\n")));
   QVERIFY(text.contains(QStringLiteral("\"E4M3FN\",8,2")));  // log2(256) = 8 in row 2
   QCOMPARE(text.count(QLatin1Char('\n')), 1 + 126 + 123);
-  QVERIFY(plot->exportTo(dir.filePath(QStringLiteral("line.txt"))).contains(QStringLiteral(".png")));
+  QVERIFY(
+      plot->exportTo(dir.filePath(QStringLiteral("line.txt"))).contains(QStringLiteral(".png")));
   QVERIFY(!plot->exportTo(QStringLiteral("/nonexistent-dir/x.csv")).isEmpty());
 }
 
@@ -184,7 +190,8 @@ void FormatsTabTest::screenshot() {
   QVERIFY(save_screenshot(w, path).isEmpty());
   const QImage img(path);
   QCOMPARE(img.size(), QSize(1300, 880));
-  QVERIFY(save_screenshot(w, dir.filePath(QStringLiteral("shot.jpg"))).contains(QStringLiteral(".png")));
+  QVERIFY(save_screenshot(w, dir.filePath(QStringLiteral("shot.jpg")))
+              .contains(QStringLiteral(".png")));
 }
 
 QTEST_MAIN(FormatsTabTest)

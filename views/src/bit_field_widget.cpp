@@ -5,9 +5,15 @@
 
 namespace fp8wb {
 
-QColor BitFieldWidget::signColor() { return QColor(0xE5, 0x73, 0x73); }
-QColor BitFieldWidget::exponentColor() { return QColor(0x64, 0x95, 0xED); }
-QColor BitFieldWidget::mantissaColor() { return QColor(0x66, 0xBB, 0x6A); }
+QColor BitFieldWidget::signColor() {
+  return QColor(0xE5, 0x73, 0x73);
+}
+QColor BitFieldWidget::exponentColor() {
+  return QColor(0x64, 0x95, 0xED);
+}
+QColor BitFieldWidget::mantissaColor() {
+  return QColor(0x66, 0xBB, 0x6A);
+}
 
 BitFieldWidget::BitFieldWidget(QWidget* parent) : QWidget(parent), grid_(new QGridLayout(this)) {
   grid_->setHorizontalSpacing(2);
@@ -28,14 +34,16 @@ void BitFieldWidget::setBits(const BitFields& bits) {
       auto* box = new QLabel(QString(QChar(b)), this);
       box->setAlignment(Qt::AlignCenter);
       box->setFixedWidth(box->fontMetrics().horizontalAdvance(QStringLiteral("0")) * 2 + 12);
-      box->setStyleSheet(QStringLiteral("QLabel { background: %1; color: black; border: 1px solid "
-                                        "#444; font-family: monospace; font-weight: bold; padding: 2px; }")
-                             .arg(color.name()));
+      box->setStyleSheet(
+          QStringLiteral("QLabel { background: %1; color: black; border: 1px solid "
+                         "#444; font-family: monospace; font-weight: bold; padding: 2px; }")
+              .arg(color.name()));
       grid_->addWidget(box, 0, col++);
     }
     auto* caption = new QLabel(name, this);
     caption->setAlignment(Qt::AlignCenter);
-    grid_->addWidget(caption, 1, col - static_cast<int>(field.size()), 1, static_cast<int>(field.size()));
+    grid_->addWidget(caption, 1, col - static_cast<int>(field.size()), 1,
+                     static_cast<int>(field.size()));
     grid_->setColumnMinimumWidth(col++, 6);  // a gap between fields
   };
   add_field(bits.sign, signColor(), tr("S"));
@@ -44,6 +52,8 @@ void BitFieldWidget::setBits(const BitFields& bits) {
   grid_->setColumnStretch(col, 1);
 }
 
-QString BitFieldWidget::bitsText() const { return QString::fromStdString(bits_.joined(' ')); }
+QString BitFieldWidget::bitsText() const {
+  return QString::fromStdString(bits_.joined(' '));
+}
 
 }  // namespace fp8wb

@@ -33,8 +33,9 @@ QVariant CodeTableModel::data(const QModelIndex& index, int role) const {
       switch (index.column()) {
         case CodeColumn: return QStringLiteral("0x%1").arg(r.code, 2, 16, QLatin1Char('0'));
         case BitsColumn: return QString::fromStdString(r.bits.joined(' '));
-        case KindColumn: return QString::fromLatin1(code_kind_name(r.kind).data(),
-                                                    static_cast<int>(code_kind_name(r.kind).size()));
+        case KindColumn:
+          return QString::fromLatin1(code_kind_name(r.kind).data(),
+                                     static_cast<int>(code_kind_name(r.kind).size()));
         case ValueColumn: return QString::fromStdString(format_number(r.value));
         default: return {};
       }
@@ -50,15 +51,15 @@ QVariant CodeTableModel::data(const QModelIndex& index, int role) const {
           .arg(QString::fromStdString(format_number(r.value)))
           .arg(QString::fromLatin1(code_kind_name(r.kind).data()));
     case Qt::ForegroundRole:
-      if (r.kind == CodeKind::NaN || r.kind == CodeKind::Infinity) return QBrush(QColor(0xC6, 0x28, 0x28));
+      if (r.kind == CodeKind::NaN || r.kind == CodeKind::Infinity)
+        return QBrush(QColor(0xC6, 0x28, 0x28));
       if (r.kind == CodeKind::Subnormal) return QBrush(QColor(0x8E, 0x24, 0xAA));
       return {};
     case Qt::TextAlignmentRole:
-      return index.column() == ValueColumn ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant();
-    case Qt::FontRole:
-      return {};
-    default:
-      return {};
+      return index.column() == ValueColumn ? QVariant(Qt::AlignRight | Qt::AlignVCenter)
+                                           : QVariant();
+    case Qt::FontRole: return {};
+    default: return {};
   }
 }
 

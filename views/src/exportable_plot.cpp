@@ -93,9 +93,9 @@ void ExportablePlot::showExportMenu(const QPoint& pos) {
     replot();
   });
   menu.addSeparator();
-  for (const auto& [label, filter] :
-       {std::pair{tr("Export PNG…"), tr("PNG image (*.png)")}, std::pair{tr("Export PDF…"), tr("PDF (*.pdf)")},
-        std::pair{tr("Export data as CSV…"), tr("CSV (*.csv)")}}) {
+  for (const auto& [label, filter] : {std::pair{tr("Export PNG…"), tr("PNG image (*.png)")},
+                                      std::pair{tr("Export PDF…"), tr("PDF (*.pdf)")},
+                                      std::pair{tr("Export data as CSV…"), tr("CSV (*.csv)")}}) {
     menu.addAction(label, this, [this, filter = filter] {
       const QString path = QFileDialog::getSaveFileName(this, tr("Export"), QString(), filter);
       if (path.isEmpty()) return;

@@ -10,8 +10,12 @@
 namespace fp8wb {
 namespace {
 
-QString qs(const std::string& s) { return QString::fromStdString(s); }
-QString qs(std::string_view s) { return QString::fromLatin1(s.data(), static_cast<int>(s.size())); }
+QString qs(const std::string& s) {
+  return QString::fromStdString(s);
+}
+QString qs(std::string_view s) {
+  return QString::fromLatin1(s.data(), static_cast<int>(s.size()));
+}
 
 QString percent(double rel) {
   if (std::isnan(rel)) return QStringLiteral("nan");
@@ -60,7 +64,8 @@ void FormatCard::showReport(const ValueReport& r) {
                      .arg(r.code, 2, 16, QLatin1Char('0'))
                      .arg(qs(code_kind_name(r.kind))));
   decoded_->setText(qs(format_number(r.decoded)));
-  error_->setText(tr("%1 absolute, %2 relative").arg(qs(format_short(r.abs_error)), percent(r.rel_error)));
+  error_->setText(
+      tr("%1 absolute, %2 relative").arg(qs(format_short(r.abs_error)), percent(r.rel_error)));
   neighbours_->setText(QStringLiteral("%1  <  ·  <  %2")
                            .arg(r.below ? qs(format_number(*r.below)) : QStringLiteral("—"),
                                 r.above ? qs(format_number(*r.above)) : QStringLiteral("—")));
@@ -69,8 +74,12 @@ void FormatCard::showReport(const ValueReport& r) {
   note_->setVisible(!r.note.empty());
 }
 
-QString FormatCard::bitsText() const { return bits_->bitsText(); }
-QString FormatCard::decodedText() const { return decoded_->text(); }
+QString FormatCard::bitsText() const {
+  return bits_->bitsText();
+}
+QString FormatCard::decodedText() const {
+  return decoded_->text();
+}
 
 QString FormatCard::flagsText() const {
   QStringList f;

@@ -34,7 +34,8 @@ std::vector<double> positive_values(Format f) {
 
 }  // namespace
 
-NumberLinePlot::NumberLinePlot(QWidget* parent) : ExportablePlot(parent), marker_(make_marker(this)) {
+NumberLinePlot::NumberLinePlot(QWidget* parent)
+    : ExportablePlot(parent), marker_(make_marker(this)) {
   xAxis->setLabel(tr("log2 |value|"));
   yAxis->setLabel(QString());
   axisRect()->setRangeZoom(Qt::Horizontal);
@@ -55,7 +56,8 @@ void NumberLinePlot::setFormats(const std::vector<Format>& formats) {
     g->setName(QString::fromLatin1(format_info(f).name.data(),
                                    static_cast<int>(format_info(f).name.size())));
     g->setLineStyle(QCPGraph::lsNone);
-    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, format_color(f), format_color(f), 4));
+    g->setScatterStyle(
+        QCPScatterStyle(QCPScatterStyle::ssCircle, format_color(f), format_color(f), 4));
     const double y = static_cast<double>(formats.size() - row);
     for (double v : positive_values(f)) {
       const double x = std::log2(v);

@@ -19,7 +19,9 @@
 namespace fp8wb {
 namespace {
 
-QString qs(std::string_view s) { return QString::fromLatin1(s.data(), static_cast<int>(s.size())); }
+QString qs(std::string_view s) {
+  return QString::fromLatin1(s.data(), static_cast<int>(s.size()));
+}
 
 QWidget* titled(const QString& title, QWidget* body, QWidget* parent, QWidget* extra = nullptr) {
   auto* box = new QWidget(parent);
@@ -161,13 +163,17 @@ void FormatsTab::refresh() {
   Q_EMIT valueChanged(*value_);
 }
 
-void FormatsTab::setValueText(const QString& text) { edit_->setText(text); }
+void FormatsTab::setValueText(const QString& text) {
+  edit_->setText(text);
+}
 
 void FormatsTab::setOverflow(Overflow o) {
   overflow_->setCurrentIndex(overflow_->findData(static_cast<int>(o)));
 }
 
-void FormatsTab::setShowAllFormats(bool all) { all_formats_->setChecked(all); }
+void FormatsTab::setShowAllFormats(bool all) {
+  all_formats_->setChecked(all);
+}
 
 void FormatsTab::setTableFormat(Format f) {
   table_format_->setCurrentIndex(table_format_->findData(static_cast<int>(f)));
@@ -187,8 +193,12 @@ FormatCard* FormatsTab::card(Format f) const {
   return nullptr;
 }
 
-QString FormatsTab::errorText() const { return error_->isHidden() ? QString() : error_->text(); }
+QString FormatsTab::errorText() const {
+  return error_->isHidden() ? QString() : error_->text();
+}
 
-std::vector<ExportablePlot*> FormatsTab::plots() const { return {number_line_, spacing_}; }
+std::vector<ExportablePlot*> FormatsTab::plots() const {
+  return {number_line_, spacing_};
+}
 
 }  // namespace fp8wb

@@ -30,7 +30,7 @@ TEST(ExplainValue, OneInEveryFormat) {
   const struct {
     Format f;
     uint8_t code;
-  } want[] = {{Format::E4M3FN, 0x38},  {Format::E5M2, 0x3C},    {Format::E4M3FNUZ, 0x40},
+  } want[] = {{Format::E4M3FN, 0x38},   {Format::E5M2, 0x3C},    {Format::E4M3FNUZ, 0x40},
               {Format::E5M2FNUZ, 0x40}, {Format::E8M0FNU, 0x7F}, {Format::E2M1FN, 0x2},
               {Format::E3M2FN, 0x0C},   {Format::E2M3FN, 0x08}};
   for (const auto& w : want) {

@@ -47,8 +47,8 @@ TEST_P(CodecProps, NearestEvenPicksTheNearerNeighbour) {
   const double fmax = format_info(GetParam()).max_finite;
   // E8M0FNU follows ml_dtypes, which rounds fp32 subnormals above 2^-127 up to 2^-126
   // (golden-tested); nearest rounding holds from 2^-126 on.
-  const double lowest = GetParam() == Format::E8M0FNU ? -126.0
-                                                      : std::log2(format_info(GetParam()).min_normal) - 3;
+  const double lowest =
+      GetParam() == Format::E8M0FNU ? -126.0 : std::log2(format_info(GetParam()).min_normal) - 3;
   std::uniform_real_distribution<double> logu(lowest, std::log2(fmax));
   for (int i = 0; i < 20000; ++i) {
     const float x = static_cast<float>(std::exp2(logu(rng)));
@@ -67,7 +67,8 @@ TEST_P(CodecProps, NearestEvenPicksTheNearerNeighbour) {
 TEST_P(CodecProps, EncodeIsMonotone) {
   std::vector<float> xs;
   const double fmax = format_info(GetParam()).max_finite;
-  for (double x = -1.5 * fmax; x <= 1.5 * fmax; x += fmax / 997) xs.push_back(static_cast<float>(x));
+  for (double x = -1.5 * fmax; x <= 1.5 * fmax; x += fmax / 997)
+    xs.push_back(static_cast<float>(x));
   double prev = -INFINITY;
   for (float x : xs) {
     const double v = decode(encode(x, spec(), Overflow::Saturate), spec());
@@ -100,8 +101,10 @@ TEST_P(CodecProps, StochasticRoundingIsUnbiasedAndLandsOnNeighbours) {
 
   // Deterministic for a seed, independent of threads; another seed differs.
   std::vector<uint8_t> again(n), other(n);
-  encode_f32(in.data(), again.data(), n, {GetParam(), Overflow::Saturate, Rounding::Stochastic, 42}, 1);
-  encode_f32(in.data(), other.data(), n, {GetParam(), Overflow::Saturate, Rounding::Stochastic, 43}, 2);
+  encode_f32(in.data(), again.data(), n, {GetParam(), Overflow::Saturate, Rounding::Stochastic, 42},
+             1);
+  encode_f32(in.data(), other.data(), n, {GetParam(), Overflow::Saturate, Rounding::Stochastic, 43},
+             2);
   EXPECT_EQ(out, again);
   EXPECT_NE(out, other);
 }

@@ -9,15 +9,15 @@ namespace fp8wb {
 struct BackendInfo {
   std::string workbench_version;
   std::string torch_version;
-  bool torch_cuda_build = false;   // this LibTorch was built with CUDA
-  bool torch_float8 = false;       // this LibTorch has float8 dtypes (>= 2.1)
-  int cuda_devices = 0;            // GPUs LibTorch can use
-  std::string device_name;         // "NVIDIA H200" or "CPU (16 threads)"
-  int sm = 0;                      // compute capability * 10 of device 0 (90 for Hopper)
-  bool cuda_kernels_built = false; // the project's CUDA kernels are linked in
-  bool fp8_gemm_real = false;      // FP8 GEMMs run on FP8 tensor cores (cuBLAS)
-  std::string fp8_gemm;            // one line for users: "real (cuBLAS FP8 on sm_90)" ...
-  int cpu_threads = 0;             // threads LibTorch uses on the CPU
+  bool torch_cuda_build = false;    // this LibTorch was built with CUDA
+  bool torch_float8 = false;        // this LibTorch has float8 dtypes (>= 2.1)
+  int cuda_devices = 0;             // GPUs LibTorch can use
+  std::string device_name;          // "NVIDIA H200" or "CPU (16 threads)"
+  int sm = 0;                       // compute capability * 10 of device 0 (90 for Hopper)
+  bool cuda_kernels_built = false;  // the project's CUDA kernels are linked in
+  bool fp8_gemm_real = false;       // FP8 GEMMs run on FP8 tensor cores (cuBLAS)
+  std::string fp8_gemm;             // one line for users: "real (cuBLAS FP8 on sm_90)" ...
+  int cpu_threads = 0;              // threads LibTorch uses on the CPU
 };
 
 BackendInfo probe_backend();

@@ -23,8 +23,8 @@ FP8WB_INLINE constexpr uint8_t sign_bit(const CodecSpec& s) {
 FP8WB_INLINE constexpr uint8_t nan_code(const CodecSpec& s, bool negative) {
   // ml_dtypes keeps the sign of NaN where the format has a signed NaN, and maps NaN to a
   // zero of the opposite sign where the format has no NaN at all (FP4/FP6).
-  const bool follows_sign = s.nan == NanRule::MantissaAllOnes || s.nan == NanRule::Ieee ||
-                            s.nan == NanRule::None;
+  const bool follows_sign =
+      s.nan == NanRule::MantissaAllOnes || s.nan == NanRule::Ieee || s.nan == NanRule::None;
   return static_cast<uint8_t>(s.nan_code ^ ((follows_sign && negative) ? sign_bit(s) : 0u));
 }
 
@@ -41,8 +41,7 @@ FP8WB_INLINE constexpr uint8_t overflow_code(const CodecSpec& s, bool negative, 
 // E8M0FNU is a pure power of two with no sign and no zero; ml_dtypes rounds a mantissa of
 // one half or more up, maps fp32 subnormals above 2^-127 to 2^-126, and maps zero,
 // negatives and NaN to NaN.
-FP8WB_INLINE constexpr uint8_t encode_e8m0(uint32_t u, Overflow ov, bool stochastic,
-                                           uint32_t rnd) {
+FP8WB_INLINE constexpr uint8_t encode_e8m0(uint32_t u, Overflow ov, bool stochastic, uint32_t rnd) {
   if (u == 0x7F800000u) return ov == Overflow::Saturate ? 0xFE : 0xFF;
   if ((u >> 31) != 0 || u == 0 || u > 0x7F800000u) return 0xFF;
   const uint32_t e = u >> 23;
@@ -76,7 +75,8 @@ FP8WB_INLINE uint8_t encode_rne_bits(uint32_t u, const CodecSpec& s, Overflow ov
   const uint32_t t = a - (static_cast<uint32_t>(127 - s.bias) << 23);
   const uint32_t q_norm = (t + ((1u << (shift - 1)) - 1u) + ((t >> shift) & 1u)) >> shift;
   // Subnormal range: |x| * 2^(mbits - emin) < 2^mbits; adding 2^23 rounds it to an integer.
-  const float scaled = bits_float(a) * bits_float(static_cast<uint32_t>(127 + s.mbits - emin) << 23);
+  const float scaled =
+      bits_float(a) * bits_float(static_cast<uint32_t>(127 + s.mbits - emin) << 23);
   const uint32_t q_sub = float_bits(scaled + 8388608.0f) - 0x4B000000u;
   uint32_t mag = a >= min_normal_bits ? q_norm : q_sub;
   const uint8_t sign = static_cast<uint8_t>(neg << (s.bits - 1));
@@ -118,8 +118,7 @@ FP8WB_INLINE uint8_t encode_bits(uint32_t u, const CodecSpec& s, Overflow ov,
 }
 
 FP8WB_INLINE uint8_t encode(float x, const CodecSpec& s, Overflow ov,
-                                      Rounding rounding = Rounding::NearestEven,
-                                      uint32_t rnd = 0) {
+                            Rounding rounding = Rounding::NearestEven, uint32_t rnd = 0) {
   return encode_bits(float_bits(x), s, ov, rounding, rnd);
 }
 
@@ -132,8 +131,8 @@ inline uint8_t encode_f64(double x, const CodecSpec& s, Overflow ov) {
   float f = static_cast<float>(x);
   if (x == x && static_cast<double>(f) != x) {
     // Truncate toward zero, then make the last bit sticky.
-    const bool too_big = (f < 0 ? -static_cast<double>(f) : static_cast<double>(f)) >
-                         (x < 0 ? -x : x);
+    const bool too_big =
+        (f < 0 ? -static_cast<double>(f) : static_cast<double>(f)) > (x < 0 ? -x : x);
     uint32_t b = float_bits(f);
     if (too_big) b -= 1;  // the next fp32 value toward zero (same sign)
     f = bits_float(b | 1u);
@@ -165,8 +164,7 @@ FP8WB_INLINE constexpr uint32_t decode_bits(uint8_t code, const CodecSpec& s) {
       if (mag > s.max_mag + 1u) return f32_nan(negative);
       if (mag == s.max_mag + 1u) return sign | 0x7F800000u;
       break;
-    default:
-      break;
+    default: break;
   }
   const uint32_t e = mag >> s.mbits;
   const uint32_t m = mag & ((1u << s.mbits) - 1u);

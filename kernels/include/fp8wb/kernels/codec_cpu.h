@@ -18,8 +18,7 @@ struct EncodeOptions {
 };
 
 // threads <= 0: one per hardware thread. Results do not depend on the thread count.
-void encode_f32(const float* in, uint8_t* out, size_t n, const EncodeOptions& opt,
-                int threads = 0);
+void encode_f32(const float* in, uint8_t* out, size_t n, const EncodeOptions& opt, int threads = 0);
 // bf16 given as its 16-bit patterns; the same codes as encoding the widened fp32 values.
 void encode_bf16(const uint16_t* in, uint8_t* out, size_t n, const EncodeOptions& opt,
                  int threads = 0);

@@ -60,16 +60,19 @@ struct CodecSpec {
   bool has_inf;       // E5M2 only
   bool has_neg_zero;  // false for the fnuz formats (and E8M0FNU, which has no zero)
   NanRule nan;
-  uint8_t max_mag;    // magnitude code (sign bit clear) of the largest finite value
-  uint8_t nan_code;   // the code a positive NaN encodes to
+  uint8_t max_mag;   // magnitude code (sign bit clear) of the largest finite value
+  uint8_t nan_code;  // the code a positive NaN encodes to
 };
 
 FP8WB_INLINE constexpr CodecSpec codec_spec(Format f) {
   switch (f) {
-    case Format::E4M3FN: return {8, 4, 3, 7, true, false, true, NanRule::MantissaAllOnes, 0x7E, 0x7F};
+    case Format::E4M3FN:
+      return {8, 4, 3, 7, true, false, true, NanRule::MantissaAllOnes, 0x7E, 0x7F};
     case Format::E5M2: return {8, 5, 2, 15, true, true, true, NanRule::Ieee, 0x7B, 0x7E};
-    case Format::E4M3FNUZ: return {8, 4, 3, 8, true, false, false, NanRule::NegativeZero, 0x7F, 0x80};
-    case Format::E5M2FNUZ: return {8, 5, 2, 16, true, false, false, NanRule::NegativeZero, 0x7F, 0x80};
+    case Format::E4M3FNUZ:
+      return {8, 4, 3, 8, true, false, false, NanRule::NegativeZero, 0x7F, 0x80};
+    case Format::E5M2FNUZ:
+      return {8, 5, 2, 16, true, false, false, NanRule::NegativeZero, 0x7F, 0x80};
     case Format::E8M0FNU: return {8, 8, 0, 127, false, false, false, NanRule::AllOnes, 0xFE, 0xFF};
     case Format::E2M1FN: return {4, 2, 1, 1, true, false, true, NanRule::None, 0x07, 0x08};
     case Format::E3M2FN: return {6, 3, 2, 3, true, false, true, NanRule::None, 0x1F, 0x20};
@@ -81,8 +84,8 @@ FP8WB_INLINE constexpr CodecSpec codec_spec(Format f) {
 // Host-side description of a format: names and the figures users read.
 struct FormatInfo {
   Format format;
-  std::string_view name;        // "E4M3FN"
-  std::string_view ml_dtypes;   // "float8_e4m3fn"
+  std::string_view name;       // "E4M3FN"
+  std::string_view ml_dtypes;  // "float8_e4m3fn"
   std::string_view description;
   CodecSpec spec;
   double max_finite;
