@@ -64,7 +64,7 @@ FP8WB_INLINE constexpr uint8_t encode_e8m0(uint32_t u, Overflow ov, bool stochas
 // round the re-biased fp32 bits with a constant shift; subnormal results scale |x| to
 // units of the smallest subnormal, where the fp32 adder's own nearest-even rounding does
 // the work. Both are exact, and the overflow and NaN cases are selects.
-FP8WB_INLINE uint8_t encode_rne_bits(uint32_t u, const CodecSpec& s, Overflow ov) {
+FP8WB_INLINE uint8_t encode_rne_bits_mag(uint32_t u, const CodecSpec& s, Overflow ov, uint32_t& rounded_mag) {
   using namespace codec_detail;
   const uint32_t neg = u >> 31;
   const uint32_t a = u & 0x7FFFFFFFu;
@@ -75,10 +75,10 @@ FP8WB_INLINE uint8_t encode_rne_bits(uint32_t u, const CodecSpec& s, Overflow ov
   const uint32_t t = a - (static_cast<uint32_t>(127 - s.bias) << 23);
   const uint32_t q_norm = (t + ((1u << (shift - 1)) - 1u) + ((t >> shift) & 1u)) >> shift;
   // Subnormal range: |x| * 2^(mbits - emin) < 2^mbits; adding 2^23 rounds it to an integer.
-  const float scaled =
-      bits_float(a) * bits_float(static_cast<uint32_t>(127 + s.mbits - emin) << 23);
+  const float scaled = bits_float(a) * bits_float(static_cast<uint32_t>(127 + s.mbits - emin) << 23);
   const uint32_t q_sub = float_bits(scaled + 8388608.0f) - 0x4B000000u;
-  uint32_t mag = a >= min_normal_bits ? q_norm : q_sub;
+  const uint32_t mag = a >= min_normal_bits ? q_norm : q_sub;
+  rounded_mag = mag;
   const uint8_t sign = static_cast<uint8_t>(neg << (s.bits - 1));
   const uint8_t over = overflow_code(s, neg != 0, ov);
   const uint8_t nan = nan_code(s, neg != 0);
@@ -86,6 +86,12 @@ FP8WB_INLINE uint8_t encode_rne_bits(uint32_t u, const CodecSpec& s, Overflow ov
   code = (mag == 0 && !s.has_neg_zero) ? uint8_t{0} : code;
   code = mag > s.max_mag ? over : code;  // also +-Inf, whose q_norm is far past max
   return a > 0x7F800000u ? nan : code;
+}
+
+// `rounded_mag` > max_mag tells that a finite input was clamped (saturated) or overflowed.
+FP8WB_INLINE uint8_t encode_rne_bits(uint32_t u, const CodecSpec& s, Overflow ov) {
+  uint32_t mag = 0;
+  return encode_rne_bits_mag(u, s, ov, mag);
 }
 
 // Encodes the fp32 value with bit pattern `u`. `rnd` supplies 32 uniform random bits for

@@ -1,0 +1,379 @@
+// Scaled quantization and its statistics against a plain fp64 recomputation, for every
+// recipe and element format, plus hand-worked cases and bad input.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "fp8wb/kernels/codec.h"
+#include "fp8wb/kernels/quantize_cpu.h"
+
+namespace fp8wb {
+namespace {
+
+struct Reference {
+  std::vector<uint8_t> codes;
+  std::vector<float> scale, scale_inv;
+  StatsBuffer st{};
+  std::vector<double> map_err, map_sum;
+};
+
+// Block extents written out independently of make_layout().
+std::pair<int64_t, int64_t> block_of(ScalingKind k, int64_t rows, int64_t cols) {
+  switch (k) {
+    case ScalingKind::Tensorwise: return {rows, cols};
+    case ScalingKind::Rowwise: return {1, cols};
+    case ScalingKind::Block1x128: return {1, 128};
+    case ScalingKind::Block128x128: return {128, 128};
+    case ScalingKind::MX: return {1, 32};
+    case ScalingKind::NVFP4: return {1, 16};
+  }
+  return {1, 1};
+}
+
+bool ref_saturates(double y, Format f) {
+  const auto& info = format_info(f);
+  double second = 0;
+  for (int c = 0; c < info.code_count; ++c) {
+    const double v = decode(static_cast<uint8_t>(c), info.spec);
+    if (std::isfinite(v) && v < info.max_finite) second = std::max(second, v);
+  }
+  const double t = info.max_finite + (info.max_finite - second) / 2;
+  const bool max_odd = (info.spec.max_mag & 1u) != 0;
+  return std::fabs(y) > t || (std::fabs(y) == t && max_odd);
+}
+
+Reference reference(const std::vector<float>& x, int64_t rows, int64_t cols, const QuantRecipe& r) {
+  const auto [br, bc] = block_of(r.kind, rows, cols);
+  const int64_t gr = (rows + br - 1) / br, gc = (cols + bc - 1) / bc;
+  const auto& info = format_info(r.format);
+  const double fmax = info.max_finite;
+  std::vector<double> amax(static_cast<size_t>(gr * gc), 0.0);
+  double tensor_amax = 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      const double v = x[static_cast<size_t>(i * cols + j)];
+      if (!std::isfinite(v)) continue;
+      double& a = amax[static_cast<size_t>((i / br) * gc + j / bc)];
+      a = std::max(a, std::fabs(v));
+      tensor_amax = std::max(tensor_amax, std::fabs(v));
+    }
+  }
+  Reference ref;
+  const float g = tensor_amax > 0 ? static_cast<float>(448.0 * fmax / tensor_amax) : 1.0f;
+  for (double a : amax) {
+    float s = 1, inv = 1;
+    if (r.kind == ScalingKind::MX) {
+      int e = 0;
+      if (a > 0) {
+        e = r.mx_rounding == MxRounding::Floor ? static_cast<int>(std::floor(std::log2(a))) - info.emax
+                                               : static_cast<int>(std::ceil(std::log2(a / fmax)));
+      }
+      e = std::clamp(e, -127, 127);
+      s = static_cast<float>(std::exp2(-e));
+      inv = static_cast<float>(std::exp2(e));
+    } else if (r.kind == ScalingKind::NVFP4) {
+      const CodecSpec e4 = codec_spec(Format::E4M3FN);
+      const float ds = decode(encode(static_cast<float>(a / fmax) * g, e4, Overflow::Saturate), e4);
+      s = ds > 0 ? g / ds : 0.0f;
+      inv = ds / g;
+    } else {
+      if (a > 0) {
+        s = static_cast<float>(fmax / a);
+        s = static_cast<float>(std::ldexp(static_cast<double>(s), -r.margin));
+        if (r.pow2_scales) s = static_cast<float>(std::exp2(std::floor(std::log2(static_cast<double>(s)))));
+      }
+      inv = 1.0f / s;
+    }
+    ref.scale.push_back(s);
+    ref.scale_inv.push_back(inv);
+  }
+  const MapGrid grid = make_map_grid(make_layout(r, rows, cols), 64);
+  ref.map_err.assign(static_cast<size_t>(grid.cell_count()), 0.0);
+  ref.map_sum.assign(ref.map_err.size(), 0.0);
+  ref.codes.resize(x.size());
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      const size_t k = static_cast<size_t>(i * cols + j);
+      const size_t grp = static_cast<size_t>((i / br) * gc + j / bc);
+      const float v = x[k];
+      const float y = v * ref.scale[grp];
+      const uint8_t code = encode(y, info.spec, Overflow::Saturate);
+      ref.codes[k] = code;
+      ref.st.numel++;
+      if (!std::isfinite(v)) {
+        ref.st.nonfinite++;
+        ref.st.hist[kHistNonfiniteBin]++;
+        continue;
+      }
+      const double d = static_cast<double>(decode(code, info.spec) * ref.scale_inv[grp]);
+      if (v == 0) {
+        ref.st.zeros++;
+        ref.st.hist[kHistZeroBin]++;
+      } else {
+        ref.st.underflow += d == 0;
+        const int e = y == 0 ? -1000 : static_cast<int>(std::floor(std::log2(std::fabs(static_cast<double>(y)))));
+        ref.st.hist[std::clamp(e - kHistMinExp, 0, kHistExpBins - 1)]++;
+      }
+      const float dv = decode(code, info.spec);
+      const auto mag = code & ((1u << (info.spec.bits - 1)) - 1u);
+      ref.st.subnormal += dv != 0 && (mag >> info.spec.mbits) == 0;
+      ref.st.saturated += ref_saturates(y, r.format);
+      const double err = static_cast<double>(v) - d;
+      ref.st.sq_err += err * err;
+      ref.st.sq_sum += static_cast<double>(v) * v;
+      ref.st.amax_bits = std::max(ref.st.amax_bits, float_bits(std::fabs(v)));
+      const size_t cell = static_cast<size_t>((i / grid.cell_rows) * grid.cols + j / grid.cell_cols);
+      ref.map_err[cell] += err * err;
+      ref.map_sum[cell] += static_cast<double>(v) * v;
+    }
+  }
+  return ref;
+}
+
+// Normal data with a few outliers, exact zeros, -0, tiny values, NaN and Inf.
+std::vector<float> test_tensor(int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> x(static_cast<size_t>(rows * cols));
+  for (float& v : x) v = nd(rng);
+  for (size_t i = 0; i < x.size(); i += 97) x[i] *= 300.0f;
+  for (size_t i = 5; i < x.size(); i += 211) x[i] = 0.0f;
+  for (size_t i = 7; i < x.size(); i += 389) x[i] = -0.0f;
+  for (size_t i = 11; i < x.size(); i += 131) x[i] = 1e-9f;
+  x[3] = std::numeric_limits<float>::quiet_NaN();
+  x[x.size() / 2] = -std::numeric_limits<float>::infinity();
+  return x;
+}
+
+void expect_close(double a, double b, const char* what) {
+  EXPECT_NEAR(a, b, 1e-9 * std::max(std::fabs(a), std::fabs(b)) + 1e-300) << what;
+}
+
+struct RecipeCase {
+  QuantRecipe recipe;
+  int64_t rows, cols;
+};
+
+class QuantizeAgainstReference : public ::testing::TestWithParam<RecipeCase> {};
+
+TEST_P(QuantizeAgainstReference, CodesScalesAndEveryStatistic) {
+  const auto [recipe, rows, cols] = GetParam();
+  const auto x = test_tensor(rows, cols, 3);
+  const Reference ref = reference(x, rows, cols, recipe);
+  std::vector<uint8_t> codes(x.size(), 0xAA);
+  const auto cq = quantize_current(TensorRef::of(x.data(), rows, cols), recipe, {codes.data()}, {}, nullptr, 2);
+  EXPECT_EQ(cq.scales.scale, ref.scale);
+  EXPECT_EQ(cq.scales.scale_inv, ref.scale_inv);
+  EXPECT_EQ(codes, ref.codes);
+  const StatsBuffer& s = cq.result.stats.raw;
+  EXPECT_EQ(s.numel, ref.st.numel);
+  EXPECT_EQ(s.zeros, ref.st.zeros);
+  EXPECT_EQ(s.nonfinite, ref.st.nonfinite);
+  EXPECT_EQ(s.underflow, ref.st.underflow);
+  EXPECT_EQ(s.subnormal, ref.st.subnormal);
+  EXPECT_EQ(s.saturated, ref.st.saturated);
+  EXPECT_EQ(s.amax_bits, ref.st.amax_bits);
+  expect_close(s.sq_err, ref.st.sq_err, "sq_err");
+  expect_close(s.sq_sum, ref.st.sq_sum, "sq_sum");
+  for (int b = 0; b < kHistBins; ++b) EXPECT_EQ(s.hist[b], ref.st.hist[b]) << "histogram bin " << b;
+  ASSERT_EQ(cq.result.stats.map_sq_err.size(), ref.map_err.size());
+  for (size_t i = 0; i < ref.map_err.size(); ++i) {
+    expect_close(cq.result.stats.map_sq_err[i], ref.map_err[i], "map err");
+    expect_close(cq.result.stats.map_sq_sum[i], ref.map_sum[i], "map sum");
+  }
+  // Dequantize gives scale_inv * decode(code), element by element.
+  std::vector<float> back(x.size());
+  dequantize(codes.data(), recipe, cq.scales, back.data());
+  for (size_t i = 0; i < x.size(); i += 7) {
+    const auto grp = static_cast<size_t>(cq.scales.layout.group_of(static_cast<int64_t>(i) / cols,
+                                                                   static_cast<int64_t>(i) % cols));
+    EXPECT_EQ(float_bits(back[i]),
+              float_bits(decode(codes[i], codec_spec(recipe.format)) * cq.scales.scale_inv[grp]));
+  }
+}
+
+QuantRecipe R(ScalingKind k, Format f, int margin = 0, bool pow2 = false, MxRounding mx = MxRounding::Floor) {
+  QuantRecipe r;
+  r.kind = k;
+  r.format = f;
+  r.margin = margin;
+  r.pow2_scales = pow2;
+  r.mx_rounding = mx;
+  return r;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Recipes, QuantizeAgainstReference,
+    ::testing::Values(RecipeCase{R(ScalingKind::Tensorwise, Format::E4M3FN), 96, 256},
+                      RecipeCase{R(ScalingKind::Tensorwise, Format::E5M2), 96, 256},
+                      RecipeCase{R(ScalingKind::Tensorwise, Format::E4M3FNUZ, 1), 64, 128},
+                      RecipeCase{R(ScalingKind::Tensorwise, Format::E5M2FNUZ, 0, true), 64, 128},
+                      RecipeCase{R(ScalingKind::Tensorwise, Format::E4M3FN, 3, true), 40, 300},
+                      RecipeCase{R(ScalingKind::Rowwise, Format::E4M3FN), 96, 256},
+                      RecipeCase{R(ScalingKind::Rowwise, Format::E5M2, 2), 33, 200},
+                      RecipeCase{R(ScalingKind::Block1x128, Format::E4M3FN), 64, 512},
+                      RecipeCase{R(ScalingKind::Block1x128, Format::E5M2), 64, 384},
+                      RecipeCase{R(ScalingKind::Block128x128, Format::E4M3FN), 256, 384},
+                      RecipeCase{R(ScalingKind::Block128x128, Format::E4M3FN, 0, true), 128, 128},
+                      RecipeCase{R(ScalingKind::MX, Format::E4M3FN), 64, 256},
+                      RecipeCase{R(ScalingKind::MX, Format::E5M2), 64, 256},
+                      RecipeCase{R(ScalingKind::MX, Format::E4M3FN, 0, false, MxRounding::RCeil), 64, 256},
+                      RecipeCase{R(ScalingKind::MX, Format::E2M1FN), 32, 128},
+                      RecipeCase{R(ScalingKind::MX, Format::E3M2FN, 0, false, MxRounding::RCeil), 32, 128},
+                      RecipeCase{R(ScalingKind::MX, Format::E2M3FN), 32, 128},
+                      RecipeCase{R(ScalingKind::NVFP4, Format::E2M1FN), 64, 256}));
+
+TEST(Quantize, HandWorkedTensorwise) {
+  // amax 4 -> scale 448/4 = 112; 1 -> 112, -2 -> -224, 0.5 -> 56, 4 -> 448: all exact.
+  const std::vector<float> x = {1, -2, 0.5f, 4};
+  std::vector<uint8_t> codes(4);
+  const auto cq = quantize_current(TensorRef::of(x.data(), 1, 4), {}, {codes.data()});
+  EXPECT_EQ(cq.scales.scale[0], 112.0f);
+  EXPECT_EQ(codes, (std::vector<uint8_t>{0x6E, 0xF6, 0x66, 0x7E}));  // 1.75 * 2^6, -1.75 * 2^7, 1.75 * 2^5, max
+  EXPECT_EQ(cq.result.stats.raw.sq_err, 0.0);
+  EXPECT_EQ(cq.result.stats.sqnr_db(), INFINITY);
+  EXPECT_EQ(cq.result.stats.raw.saturated, 0u);  // current scaling never saturates
+
+  QuantRecipe m1;
+  m1.margin = 1;
+  EXPECT_EQ(quantize_current(TensorRef::of(x.data(), 1, 4), m1).scales.scale[0], 56.0f);
+  QuantRecipe p2;
+  p2.pow2_scales = true;
+  EXPECT_EQ(quantize_current(TensorRef::of(x.data(), 1, 4), p2).scales.scale[0], 64.0f);
+}
+
+TEST(Quantize, OneOutlierUnderflowsTheRest) {
+  // numerics.md: [-1, 1] with one 5000, E4M3 per tensor: 0.01 quantizes to 0.
+  std::vector<float> x(1024);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = -1.0f + 2.0f * static_cast<float>(i) / 1023.0f;
+  x[100] = 5000.0f;
+  x[200] = 0.01f;
+  std::vector<uint8_t> codes(x.size());
+  const auto cq = quantize_current(TensorRef::of(x.data(), 1, 1024), {}, {codes.data()});
+  EXPECT_FLOAT_EQ(cq.scales.scale[0], 448.0f / 5000.0f);
+  EXPECT_EQ(decode(codes[200], codec_spec(Format::E4M3FN)), 0.0f);
+  EXPECT_GT(cq.result.stats.raw.underflow, 0u);
+  // |x| * 0.0896 < 2^-10 for |x| < 0.0109: those underflow.
+  uint64_t want = 0;
+  for (size_t i = 0; i < x.size(); ++i) want += x[i] != 0 && std::fabs(x[i] * cq.scales.scale[0]) <= std::ldexp(1.0f, -10);
+  EXPECT_EQ(cq.result.stats.raw.underflow, want);
+}
+
+TEST(Quantize, MxFloorSaturatesAndRceilDoesNot) {
+  // amax 500: FLOOR gives X = 2^(8 - 8) = 1, so 500 clamps to 448; RCEIL gives X = 2.
+  std::vector<float> x(32, 1.0f);
+  x[0] = 500.0f;
+  QuantRecipe floor_r = R(ScalingKind::MX, Format::E4M3FN);
+  const auto f = quantize_current(TensorRef::of(x.data(), 1, 32), floor_r);
+  EXPECT_EQ(f.scales.scale_codes[0], 127);
+  EXPECT_EQ(f.result.stats.raw.saturated, 1u);
+  const auto c = quantize_current(TensorRef::of(x.data(), 1, 32), R(ScalingKind::MX, Format::E4M3FN, 0, false, MxRounding::RCeil));
+  EXPECT_EQ(c.scales.scale_codes[0], 128);
+  EXPECT_EQ(c.result.stats.raw.saturated, 0u);
+}
+
+TEST(Quantize, TransposedCodes) {
+  const auto x = test_tensor(256, 128, 9);
+  for (ScalingKind k : {ScalingKind::Tensorwise, ScalingKind::Block128x128}) {
+    std::vector<uint8_t> codes(x.size()), codes_t(x.size());
+    quantize_current(TensorRef::of(x.data(), 256, 128), R(k, Format::E4M3FN), {codes.data(), codes_t.data()});
+    for (int64_t r = 0; r < 256; ++r) {
+      for (int64_t c = 0; c < 128; ++c) {
+        ASSERT_EQ(codes_t[static_cast<size_t>(c * 256 + r)], codes[static_cast<size_t>(r * 128 + c)]);
+      }
+    }
+  }
+  std::vector<uint8_t> a(x.size()), b(x.size());
+  EXPECT_THROW(quantize_current(TensorRef::of(x.data(), 256, 128), R(ScalingKind::Rowwise, Format::E4M3FN),
+                                {a.data(), b.data()}),
+               std::invalid_argument);
+}
+
+TEST(Quantize, Bf16InputEqualsWidenedFp32) {
+  auto x = test_tensor(64, 256, 4);
+  std::vector<uint16_t> bf(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    bf[i] = static_cast<uint16_t>(float_bits(x[i]) >> 16);
+    x[i] = bits_float(static_cast<uint32_t>(bf[i]) << 16);
+  }
+  std::vector<uint8_t> a(x.size()), b(x.size());
+  const auto qa = quantize_current(TensorRef::of(x.data(), 64, 256), R(ScalingKind::Block1x128, Format::E4M3FN), {a.data()});
+  const auto qb = quantize_current(TensorRef::of(bf.data(), 64, 256), R(ScalingKind::Block1x128, Format::E4M3FN), {b.data()});
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(qa.result.stats.raw.underflow, qb.result.stats.raw.underflow);
+  EXPECT_EQ(qa.result.stats.raw.sq_err, qb.result.stats.raw.sq_err);
+}
+
+TEST(Quantize, ThreadCountDoesNotChangeResults) {
+  const auto x = test_tensor(512, 512, 8);
+  const auto one = quantize_current(TensorRef::of(x.data(), 512, 512), {}, {}, {}, nullptr, 1);
+  const auto two = quantize_current(TensorRef::of(x.data(), 512, 512), {}, {}, {}, nullptr, 2);
+  EXPECT_EQ(one.result.stats.raw.underflow, two.result.stats.raw.underflow);
+  EXPECT_EQ(one.result.stats.raw.subnormal, two.result.stats.raw.subnormal);
+  expect_close(one.result.stats.raw.sq_err, two.result.stats.raw.sq_err, "sq_err");
+}
+
+TEST(Quantize, WhatIfEqualsRunningTheOtherRecipe) {
+  const auto x = test_tensor(128, 256, 6);
+  const QuantRecipe other = R(ScalingKind::Block1x128, Format::E5M2);
+  const auto both = quantize_current(TensorRef::of(x.data(), 128, 256), {}, {}, {}, &other);
+  const auto alone = quantize_current(TensorRef::of(x.data(), 128, 256), other);
+  ASSERT_TRUE(both.result.whatif.has_value());
+  EXPECT_EQ(both.result.whatif->raw.underflow, alone.result.stats.raw.underflow);
+  EXPECT_EQ(both.result.whatif->raw.subnormal, alone.result.stats.raw.subnormal);
+  expect_close(both.result.whatif->raw.sq_err, alone.result.stats.raw.sq_err, "what-if sq_err");
+  EXPECT_NE(both.result.whatif->raw.sq_err, both.result.stats.raw.sq_err);
+}
+
+TEST(Quantize, ErrorMapUsesTheRecipesBlocks) {
+  const auto x = test_tensor(256, 384, 2);
+  const auto q = quantize_current(TensorRef::of(x.data(), 256, 384), R(ScalingKind::Block128x128, Format::E4M3FN));
+  EXPECT_EQ(q.result.stats.map_grid.rows, 2);
+  EXPECT_EQ(q.result.stats.map_grid.cols, 3);
+  const auto t = quantize_current(TensorRef::of(x.data(), 256, 384), {});
+  EXPECT_EQ(t.result.stats.map_grid.rows, 64);  // tensorwise: an even 64 x 64 tiling
+  EXPECT_EQ(t.result.stats.map_grid.cols, 64);
+  EXPECT_EQ(t.result.stats.map_rel_error().size(), 64u * 64u);
+}
+
+TEST(Quantize, BadInput) {
+  std::vector<float> x(100 * 100, 1.0f);
+  try {
+    quantize_current(TensorRef::of(x.data(), 100, 100), R(ScalingKind::Block1x128, Format::E4M3FN));
+    FAIL() << "accepted 100 columns for 1x128 blocks";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("does not divide"), std::string::npos) << e.what();
+  }
+  QuantRecipe partial = R(ScalingKind::Block1x128, Format::E4M3FN);
+  partial.partial_blocks = true;
+  const auto p = quantize_current(TensorRef::of(x.data(), 100, 100), partial);
+  EXPECT_EQ(p.scales.scale.size(), 100u);
+  EXPECT_THROW(quantize_current(TensorRef::of(x.data(), 10, 10), R(ScalingKind::NVFP4, Format::E4M3FN)),
+               std::invalid_argument);
+  EXPECT_THROW(quantize_current(TensorRef::of(x.data(), 10, 10), R(ScalingKind::Tensorwise, Format::E8M0FNU)),
+               std::invalid_argument);
+  EXPECT_THROW(quantize_current(TensorRef::of(x.data(), 32, 32), R(ScalingKind::MX, Format::E4M3FN, 1)),
+               std::invalid_argument);
+  EXPECT_THROW(quantize_current(TensorRef::of(static_cast<const float*>(nullptr), 4, 4), {}), std::invalid_argument);
+  EXPECT_THROW(quantize_current(TensorRef::of(x.data(), -1, 4), {}), std::invalid_argument);
+  // Scales for another shape are refused.
+  const auto small = quantize_current(TensorRef::of(x.data(), 10, 10), {});
+  EXPECT_THROW(quantize(TensorRef::of(x.data(), 20, 10), {}, small.scales, {}), std::invalid_argument);
+  // Empty tensors are fine.
+  const auto empty = quantize_current(TensorRef::of(x.data(), 0, 16), {});
+  EXPECT_EQ(empty.result.stats.raw.numel, 0u);
+  // All non-finite: no amax, scale 1, everything counted as non-finite.
+  std::vector<float> nan(64, std::numeric_limits<float>::quiet_NaN());
+  const auto n = quantize_current(TensorRef::of(nan.data(), 8, 8), {});
+  EXPECT_EQ(n.scales.scale[0], 1.0f);
+  EXPECT_EQ(n.result.stats.raw.nonfinite, 64u);
+  EXPECT_EQ(n.result.stats.raw.sq_err, 0.0);
+}
+
+}  // namespace
+}  // namespace fp8wb
