@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <exception>
 
+#include "demo_command.h"
 #include "formats_command.h"
 #include "fp8wb/core/backend_info.h"
 
@@ -40,6 +41,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   app.add_flag("-V,--version", version, "Print the version and the compute backend");
   FormatsOptions formats;
   add_formats_command(app, formats);
+  DemoOptions demo;
+  add_demo_command(app, demo);
   auto* info = app.add_subcommand("info", "Show the compute backend: device, LibTorch, FP8 GEMMs");
   try {
     app.parse(argc, argv);
@@ -57,6 +60,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       return run_formats(formats, out, err);
     }
     if (info->parsed()) return run_info(out);
+    if (app.got_subcommand("demo")) return run_demo(demo, out, err);
     out << app.help();
     return 0;
   } catch (const std::exception& e) {

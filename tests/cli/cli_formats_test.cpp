@@ -107,3 +107,38 @@ TEST(CliFormats, Version) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CliDemo, OutliersTableAndJson) {
+  const Result r = run({"demo", "outliers"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(has_line(r.out, "30000", "%")) << r.out;
+  const Result j = run({"demo", "outliers", "--json", "-k", "100"});
+  ASSERT_EQ(j.rc, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  ASSERT_EQ(doc["rows"].size(), 1u);
+  EXPECT_NEAR(doc["rows"][0]["block_1x128_error_pct"].get<double>(), 2.6, 0.3);
+}
+
+TEST(CliDemo, GradientsJson) {
+  const Result j = run({"demo", "gradients", "--json"});
+  ASSERT_EQ(j.rc, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  ASSERT_EQ(doc["cases"].size(), 4u);
+  EXPECT_EQ(doc["cases"][3]["format"], "E5M2");
+  EXPECT_EQ(doc["cases"][3]["underflow_pct"], 0.0);
+  EXPECT_GT(doc["cases"][1]["histogram"]["bins"].size(), 10u);
+  const Result t = run({"demo", "gradients"});
+  EXPECT_TRUE(has_line(t.out, "E4M3FN", "per-tensor")) << t.out;
+}
+
+TEST(CliDemo, BadArguments) {
+  EXPECT_NE(run({"demo", "nonsense"}).rc, 0);
+  EXPECT_EQ(run({"demo", "outliers", "--format", "e9m9"}).rc, 2);
+  const Result r = run({"demo", "gradients", "--scale", "-1"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("gradient scale"), std::string::npos);
+}
+
+}  // namespace
