@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "fp8wb/kernels/codec.h"
+#include "fp8wb/kernels/scale_math.h"
 
 namespace fp8wb {
 
@@ -91,33 +92,13 @@ GroupLayout make_layout(const QuantRecipe& r, int64_t rows, int64_t cols) {
 }
 
 float scale_for_amax(float amax, double fmax, int margin, bool pow2) {
-  if (!(amax > 0) || !std::isfinite(amax)) return 1.0f;  // nothing to scale: keep 1
-  double s = static_cast<double>(static_cast<float>(fmax / std::max(static_cast<double>(amax), 1e-12)));
-  s = std::ldexp(s, -margin);
-  float f = s > FLT_MAX ? FLT_MAX : static_cast<float>(s);
-  if (pow2 && f > 0) {
-    int e = 0;
-    std::frexp(f, &e);  // f = m * 2^e, m in [0.5, 1)
-    f = std::ldexp(1.0f, e - 1);
-  }
-  return f;
+  return tensor_scale(amax, fmax, margin, pow2);
 }
 
 uint8_t mx_scale_code(float amax, Format element, MxRounding rounding) {
-  if (!(amax > 0) || !std::isfinite(amax)) return 127;  // X = 1
   const FormatInfo& info = format_info(element);
-  int e = 0;
-  if (rounding == MxRounding::Floor) {
-    int k = 0;
-    std::frexp(amax, &k);  // amax = m * 2^k, m in [0.5, 1): floor(log2 amax) = k - 1
-    e = (k - 1) - info.emax;
-  } else {
-    int k = 0;
-    const double m = std::frexp(static_cast<double>(amax) / info.max_finite, &k);
-    e = m == 0.5 ? k - 1 : k;  // ceil(log2(amax / fmax))
-  }
-  e = std::clamp(e, -127, 127);
-  return static_cast<uint8_t>(e + 127);
+  return static_cast<uint8_t>(
+      mx_scale_exponent(amax, info.emax, info.max_finite, rounding == MxRounding::RCeil) + 127);
 }
 
 ScaleSet compute_scales(const QuantRecipe& r, const GroupLayout& layout, const std::vector<float>& amax,
@@ -143,21 +124,14 @@ ScaleSet compute_scales(const QuantRecipe& r, const GroupLayout& layout, const s
     return s;
   }
   if (r.kind == ScalingKind::NVFP4) {
-    // Global scale maps the tensor amax to E4M3 max * E2M1 max; block scales are E4M3.
-    const double e4 = format_info(Format::E4M3FN).max_finite;
-    const float g = tensor_amax > 0 && std::isfinite(tensor_amax)
-                        ? static_cast<float>(e4 * fmax / static_cast<double>(tensor_amax))
-                        : 1.0f;
+    const float g = nvfp4_global_scale(tensor_amax, fmax);
     s.global_scale = g;
     s.scale_codes.resize(n);
-    const CodecSpec e4m3 = codec_spec(Format::E4M3FN);
     for (size_t b = 0; b < n; ++b) {
-      const float block_decode = static_cast<float>(amax[b] / fmax) * g;
-      const uint8_t code = encode(block_decode, e4m3, Overflow::Saturate);
-      s.scale_codes[b] = code;
-      const float ds = decode(code, e4m3);
-      s.scale[b] = ds > 0 ? g / ds : 0.0f;
-      s.scale_inv[b] = ds / g;
+      const Nvfp4BlockScale bs = nvfp4_block_scale(amax[b], g, fmax);
+      s.scale_codes[b] = bs.code;
+      s.scale[b] = bs.scale;
+      s.scale_inv[b] = bs.scale_inv;
     }
     return s;
   }

@@ -44,6 +44,7 @@ echo "committed golden tables: $golden"
 
 log "benchmarks"
 "$BUILD/tests/gpu/fp8wb_gpu_bench" --json "$OUT/gpu_codec_bench.json"
+"$BUILD/tests/gpu/fp8wb_gpu_quantize_bench" --json "$OUT/gpu_quantize_bench.json"
 python3 - "$OUT/torch_cast.json" <<'PY'
 import json, sys, torch
 n = 1 << 28
@@ -56,6 +57,13 @@ def bench(fn, reps=30):
         a.record(); fn(); b.record(); torch.cuda.synchronize(); ts.append(a.elapsed_time(b))
     return sorted(ts)[len(ts) // 2]
 ms = bench(lambda: x.to(torch.float8_e4m3fn))
+xb = torch.randn(16384, 4096, device="cuda", dtype=torch.bfloat16)
+def torch_current():
+    amax = xb.abs().amax().float()
+    scale = 448.0 / torch.clamp(amax, min=1e-12)
+    return (xb.float() * scale).clamp(-448, 448).to(torch.float8_e4m3fn)
+ms_q = bench(torch_current)
+ms_cast_bf16 = bench(lambda: xb.to(torch.float8_e4m3fn))
 ms_cpu = None
 xc = x[: 1 << 24].cpu()
 torch.set_num_threads(1)
@@ -63,8 +71,11 @@ import time
 for _ in range(2): xc.to(torch.float8_e4m3fn)
 t = time.perf_counter(); xc.to(torch.float8_e4m3fn); ms_cpu = (time.perf_counter() - t) * 1e3
 print(f"torch CUDA cast fp32->e4m3fn, n={n}: {ms:.3f} ms, {n*5/ms/1e6:.1f} GB/s")
+nq = 16384 * 4096
+print(f"torch bf16 16384x4096: plain cast {ms_cast_bf16:.3f} ms; current scaling (amax, scale, cast) {ms_q:.3f} ms")
 print(f"torch CPU cast fp32->e4m3fn, 1 thread, n={1<<24}: {ms_cpu:.1f} ms, {(1<<24)/ms_cpu/1e3:.0f} Melem/s")
-json.dump({"cuda_ms": ms, "cuda_gbs": n * 5 / ms / 1e6, "cpu_1t_ms": ms_cpu, "cpu_1t_melem_s": (1 << 24) / ms_cpu / 1e3}, open(sys.argv[1], "w"))
+json.dump({"cuda_ms": ms, "cuda_gbs": n * 5 / ms / 1e6, "cpu_1t_ms": ms_cpu, "cpu_1t_melem_s": (1 << 24) / ms_cpu / 1e3,
+           "bf16_cast_ms": ms_cast_bf16, "bf16_current_scaling_ms": ms_q}, open(sys.argv[1], "w"))
 PY
 if [ -x "$BUILD/tests/bench/fp8wb_codec_bench" ]; then
   "$BUILD/tests/bench/fp8wb_codec_bench" --benchmark_out="$OUT/cpu_codec_bench.json" \
@@ -82,7 +93,12 @@ o = sys.argv[1]
 g = json.load(open(f"{o}/gpu_codec_bench.json"))
 for r in g["rows"]:
     print(f"{r['what']:<34} {r['ms']:8.3f} ms {r['gbs']:8.1f} GB/s {100*r['of_copy']:6.1f}% of copy")
+q = json.load(open(f"{o}/gpu_quantize_bench.json"))
+for r in q["results"]:
+    print(f"{r['what']:<44} {r['ms']:8.3f} ms {r['gbs']:8.1f} GB/s {100*r['of_copy']:6.1f}% of copy")
 t = json.load(open(f"{o}/torch_cast.json"))
+print(f"{'torch bf16 cast 16384x4096':<44} {t['bf16_cast_ms']:8.3f} ms")
+print(f"{'torch bf16 current scaling 16384x4096':<44} {t['bf16_current_scaling_ms']:8.3f} ms")
 print(f"{'torch cast fp32->e4m3fn':<34} {t['cuda_ms']:8.3f} ms {t['cuda_gbs']:8.1f} GB/s")
 print(f"{'torch CPU cast, 1 thread':<34} {t['cpu_1t_melem_s']:8.0f} Melem/s")
 PY

@@ -1,0 +1,61 @@
+// defines: DeviceTensor, DeviceStatsTargets, group_amax_cuda(), compute_scales_cuda(),
+// zero_stats_cuda(), quantize_cuda(), quantize_current_cuda(): the GPU side of scaled
+// quantization. Statistics land in one small device buffer per call (a StatsBuffer and
+// the error map), so a caller copies them to the host once.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "fp8wb/kernels/codec_cuda.h"
+#include "fp8wb/kernels/quantize_cpu.h"
+
+namespace fp8wb {
+
+// Device pointers to a row-major rows x cols tensor (fp32 or bf16 bit patterns).
+struct DeviceTensor {
+  const float* f32 = nullptr;
+  const uint16_t* bf16 = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+
+struct DeviceStatsTargets {
+  StatsBuffer* stats = nullptr;  // device; zeroed by zero_stats_cuda() before the first call
+  double* map = nullptr;         // device, 2 * grid.cell_count() doubles: sq_err then sq_sum
+  MapGrid grid;                  // make_map_grid(layout, max cells)
+  bool histogram = true;
+};
+
+// Per-group amax over finite values (d_group_amax: layout.group_count() floats) and the
+// tensor amax (one float). Both are overwritten.
+void group_amax_cuda(const DeviceTensor& x, const GroupLayout& layout, float* d_group_amax,
+                     float* d_tensor_amax, fp8wb_stream_t stream = nullptr);
+
+// The recipe's scales from device amaxes, on the device (no host round trip).
+// d_scale_codes (group_count bytes) is written for MX and NVFP4 and may be null otherwise;
+// d_global_scale (one float) is written for NVFP4 and may be null otherwise.
+void compute_scales_cuda(const QuantRecipe& recipe, const GroupLayout& layout, const float* d_group_amax,
+                         const float* d_tensor_amax, float* d_scale, float* d_scale_inv,
+                         uint8_t* d_scale_codes, float* d_global_scale, fp8wb_stream_t stream = nullptr);
+
+void zero_stats_cuda(const DeviceStatsTargets& targets, fp8wb_stream_t stream = nullptr);
+
+// codes (rows x cols) and codes_t (cols x rows, tensorwise and 128x128 only) may be null;
+// statistics are skipped when targets.stats is null.
+void quantize_cuda(const DeviceTensor& x, const QuantRecipe& recipe, const GroupLayout& layout,
+                   const float* d_scale, const float* d_scale_inv, uint8_t* codes, uint8_t* codes_t,
+                   const DeviceStatsTargets& targets, fp8wb_stream_t stream = nullptr);
+
+// Host in, host out: current scaling on the GPU end to end (amax, scales, quantize with
+// statistics), for tests, tools and benchmarks.
+struct GpuQuantization {
+  ScaleSet scales;
+  std::vector<uint8_t> codes;
+  std::vector<uint8_t> codes_t;  // when asked for
+  TensorStats stats;
+};
+GpuQuantization quantize_current_cuda(const TensorRef& host_x, const QuantRecipe& recipe, bool transposed,
+                                      const StatsOptions& stats = {});
+
+}  // namespace fp8wb

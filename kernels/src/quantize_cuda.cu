@@ -1,0 +1,562 @@
+// Scaled quantization on the GPU with every statistic in the same pass.
+//
+// Work is cut into items of one 128-column window x 32 rows; a warp takes an item, each
+// lane four consecutive columns (16-byte fp32 loads, coalesced across the warp), and
+// walks down the rows. Counters and sums stay in registers, the exponent histogram in a
+// warp-private shared array; the error map is flushed with one atomic per cell touched
+// (a segmented warp reduction) when the walk leaves a row of cells. Shapes or pointers
+// the fast path cannot take go to a plain element-per-thread kernel.
+#include <algorithm>
+#include <climits>
+#include <memory>
+
+#include "fp8wb/kernels/quantize_cuda.h"
+#include "fp8wb/kernels/quantize_element.h"
+#include "fp8wb/kernels/scale_math.h"
+#include "gpu_runtime.h"
+
+namespace fp8wb {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kWindow = 128;
+constexpr int kRowChunk = 32;
+constexpr unsigned kFull = 0xFFFFFFFFu;
+
+struct Geometry {
+  int64_t rows, cols, block_rows, block_cols, group_cols;
+  int64_t cell_rows, cell_cols, map_cols, cells;
+  bool map;
+};
+
+Geometry geometry(const GroupLayout& L, const DeviceStatsTargets& t) {
+  Geometry g{L.rows, L.cols, L.block_rows, L.block_cols, L.group_cols, 1, 1, 0, 0, false};
+  if (t.stats && t.map && t.grid.cell_count() > 0) {
+    g.cell_rows = t.grid.cell_rows;
+    g.cell_cols = t.grid.cell_cols;
+    g.map_cols = t.grid.cols;
+    g.cells = t.grid.cell_count();
+    g.map = true;
+  }
+  return g;
+}
+
+__device__ __forceinline__ float load1(const float* f, const uint16_t* b, int64_t i) {
+  return f ? f[i] : __uint_as_float(static_cast<uint32_t>(b[i]) << 16);
+}
+
+__device__ __forceinline__ void load4(const float* f, const uint16_t* b, int64_t i, float v[4]) {
+  if (f) {
+    const float4 q = *reinterpret_cast<const float4*>(f + i);
+    v[0] = q.x;
+    v[1] = q.y;
+    v[2] = q.z;
+    v[3] = q.w;
+  } else {
+    const uint2 q = *reinterpret_cast<const uint2*>(b + i);
+    v[0] = __uint_as_float(q.x << 16);
+    v[1] = __uint_as_float(q.x & 0xFFFF0000u);
+    v[2] = __uint_as_float(q.y << 16);
+    v[3] = __uint_as_float(q.y & 0xFFFF0000u);
+  }
+}
+
+// Inclusive segmented reduction over lanes whose keys are contiguous runs; the last lane
+// of each run ends up with the run's total.
+template <class T, class Op>
+__device__ __forceinline__ T segmented_reduce(int64_t key, T v, Op op) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const T vo = __shfl_up_sync(kFull, v, o);
+    const int64_t ko = __shfl_up_sync(kFull, key, o);
+    if (lane >= o && ko == key) v = op(v, vo);
+  }
+  return v;
+}
+
+__device__ __forceinline__ bool last_of_run(int64_t key) {
+  const int64_t next = __shfl_down_sync(kFull, key, 1);
+  return (threadIdx.x & 31) == 31 || next != key;
+}
+
+struct LaneStats {
+  uint32_t numel = 0, zeros = 0, nonfinite = 0, underflow = 0, subnormal = 0, saturated = 0, amax = 0;
+  double sq_err = 0, sq_sum = 0;
+};
+
+template <class T>
+__device__ __forceinline__ T warp_sum(T v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFull, v, o);
+  return v;
+}
+
+__device__ __forceinline__ uint32_t warp_max(uint32_t v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(kFull, v, o));
+  return v;
+}
+
+// Reduces every lane's counters into the block, then one atomic per counter per block.
+__device__ void flush_block_stats(LaneStats ls, StatsBuffer* out, uint32_t (*hist)[kHistBins]) {
+  __shared__ unsigned long long counts[kWarps][6];
+  __shared__ double sums[kWarps][2];
+  __shared__ uint32_t amax[kWarps];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const uint32_t c[6] = {ls.numel, ls.zeros, ls.nonfinite, ls.underflow, ls.subnormal, ls.saturated};
+#pragma unroll
+  for (int i = 0; i < 6; ++i) {
+    const unsigned long long s = warp_sum(static_cast<unsigned long long>(c[i]));
+    if (lane == 0) counts[warp][i] = s;
+  }
+  const double e = warp_sum(ls.sq_err), q = warp_sum(ls.sq_sum);
+  const uint32_t m = warp_max(ls.amax);
+  if (lane == 0) {
+    sums[warp][0] = e;
+    sums[warp][1] = q;
+    amax[warp] = m;
+  }
+  __syncthreads();
+  if (threadIdx.x < 6) {
+    unsigned long long s = 0;
+    for (int w = 0; w < kWarps; ++w) s += counts[w][threadIdx.x];
+    unsigned long long* dst[6] = {reinterpret_cast<unsigned long long*>(&out->numel),
+                                  reinterpret_cast<unsigned long long*>(&out->zeros),
+                                  reinterpret_cast<unsigned long long*>(&out->nonfinite),
+                                  reinterpret_cast<unsigned long long*>(&out->underflow),
+                                  reinterpret_cast<unsigned long long*>(&out->subnormal),
+                                  reinterpret_cast<unsigned long long*>(&out->saturated)};
+    if (s) atomicAdd(dst[threadIdx.x], s);
+  } else if (threadIdx.x == 32 || threadIdx.x == 33) {
+    double s = 0;
+    for (int w = 0; w < kWarps; ++w) s += sums[w][threadIdx.x - 32];
+    if (s != 0) atomicAdd(threadIdx.x == 32 ? &out->sq_err : &out->sq_sum, s);
+  } else if (threadIdx.x == 64) {
+    uint32_t mm = 0;
+    for (int w = 0; w < kWarps; ++w) mm = max(mm, amax[w]);
+    atomicMax(&out->amax_bits, mm);
+  }
+  if (hist) {
+    for (int b = threadIdx.x; b < kHistBins; b += blockDim.x) {
+      unsigned long long s = 0;
+      for (int w = 0; w < kWarps; ++w) s += hist[w][b];
+      if (s) atomicAdd(reinterpret_cast<unsigned long long*>(&out->hist[b]), s);
+    }
+  }
+}
+
+template <Format F>
+__device__ __forceinline__ void count_element(float v, const QuantizedElement& q, float scale, LaneStats& ls,
+                                              double& cell_err, double& cell_sum, uint32_t* hist) {
+  constexpr CodecSpec s = codec_spec(F);
+  const uint32_t a = __float_as_uint(v) & 0x7FFFFFFFu;
+  ls.numel++;
+  ls.zeros += v == 0.0f;
+  ls.nonfinite += !q.finite;
+  ls.underflow += q.finite && v != 0.0f && q.dequant == 0.0f;
+  ls.subnormal += is_subnormal_code(q.code, s);
+  ls.saturated += q.saturated;
+  if (q.finite) {
+    ls.amax = max(ls.amax, a);
+    const double e = static_cast<double>(v) - static_cast<double>(q.dequant);
+    const double e2 = e * e, x2 = static_cast<double>(v) * v;
+    ls.sq_err += e2;
+    ls.sq_sum += x2;
+    cell_err += e2;
+    cell_sum += x2;
+  }
+  if (hist) {
+    const int bin = !q.finite ? kHistNonfiniteBin : (a == 0 ? kHistZeroBin : hist_bin(v * scale));
+    atomicAdd(&hist[bin], 1u);
+  }
+}
+
+template <Format F, bool kStats>
+__global__ void __launch_bounds__(kThreads) quantize_fast_kernel(const float* xf, const uint16_t* xb, Geometry G,
+                                                                 const float* __restrict__ scale,
+                                                                 const float* __restrict__ scale_inv, Overflow ov,
+                                                                 uint8_t* codes, uint8_t* codes_t, StatsBuffer* stats,
+                                                                 double* map, bool with_hist) {
+  constexpr CodecSpec s = codec_spec(F);
+  __shared__ float lut[256];
+  __shared__ uint32_t hist[kWarps][kHistBins];
+  for (int c = threadIdx.x; c < 256; c += blockDim.x) lut[c] = decode(static_cast<uint8_t>(c), s);
+  if (kStats) {
+    for (int i = threadIdx.x; i < kWarps * kHistBins; i += blockDim.x) (&hist[0][0])[i] = 0;
+  }
+  __syncthreads();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  uint32_t* my_hist = kStats && with_hist ? hist[warp] : nullptr;
+  const int64_t windows = (G.cols + kWindow - 1) / kWindow;
+  const int64_t items = windows * ((G.rows + kRowChunk - 1) / kRowChunk);
+  const bool trans = codes_t != nullptr;
+  LaneStats ls;
+  auto lut_decode = [&](uint8_t c) { return lut[c]; };
+  for (int64_t item = int64_t{blockIdx.x} * kWarps + warp; item < items; item += int64_t{gridDim.x} * kWarps) {
+    const int64_t col = (item % windows) * kWindow + lane * 4;
+    const bool active = col < G.cols;
+    const int64_t r0 = (item / windows) * kRowChunk;
+    const int64_t r1 = min(G.rows, r0 + kRowChunk);
+    int64_t cell_row = -1;
+    double cell_err = 0, cell_sum = 0;
+    auto flush_cells = [&]() {
+      if (!kStats || !G.map) return;
+      const int64_t key = active ? cell_row * G.map_cols + col / G.cell_cols : LLONG_MAX;
+      const double e = segmented_reduce(key, cell_err, [](double a, double b) { return a + b; });
+      const double q = segmented_reduce(key, cell_sum, [](double a, double b) { return a + b; });
+      if (last_of_run(key) && active) {
+        atomicAdd(&map[key], e);
+        atomicAdd(&map[G.cells + key], q);
+      }
+      cell_err = cell_sum = 0;
+    };
+    for (int64_t rb = r0; rb < r1; rb += 16) {
+      uint32_t t[4][4] = {};  // transposed staging: 4 columns x 16 rows of codes
+#pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        const int64_t r = rb + i;
+        if (r < r1) {
+          if (kStats && G.map && r / G.cell_rows != cell_row) {
+            if (cell_row >= 0) flush_cells();
+            cell_row = r / G.cell_rows;
+          }
+          if (active) {
+            float v[4];
+            load4(xf, xb, r * G.cols + col, v);
+            const int64_t g = (r / G.block_rows) * G.group_cols + col / G.block_cols;
+            const float sc = scale[g], si = scale_inv[g];
+            uint32_t word = 0;
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+              const QuantizedElement q = quantize_element(v[k], sc, si, s, ov, lut_decode);
+              word |= static_cast<uint32_t>(q.code) << (8 * k);
+              t[k][i / 4] |= static_cast<uint32_t>(q.code) << (8 * (i % 4));
+              if (kStats) count_element<F>(v[k], q, sc, ls, cell_err, cell_sum, my_hist);
+            }
+            if (codes) *reinterpret_cast<uint32_t*>(codes + r * G.cols + col) = word;
+          }
+        }
+      }
+      if (trans && active) {
+        if (rb + 16 <= r1 && G.rows % 16 == 0) {
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            *reinterpret_cast<uint4*>(codes_t + (col + k) * G.rows + rb) = make_uint4(t[k][0], t[k][1], t[k][2], t[k][3]);
+          }
+        } else {
+          for (int i = 0; i < 16 && rb + i < r1; ++i) {
+            for (int k = 0; k < 4; ++k) {
+              codes_t[(col + k) * G.rows + rb + i] = static_cast<uint8_t>(t[k][i / 4] >> (8 * (i % 4)));
+            }
+          }
+        }
+      }
+    }
+    if (cell_row >= 0) flush_cells();
+  }
+  if (kStats) {
+    __syncthreads();
+    flush_block_stats(ls, stats, with_hist ? hist : nullptr);
+  }
+}
+
+// Any shape, any alignment: one element per thread per step.
+template <Format F>
+__global__ void quantize_generic_kernel(const float* xf, const uint16_t* xb, Geometry G, const float* scale,
+                                        const float* scale_inv, Overflow ov, uint8_t* codes, uint8_t* codes_t,
+                                        StatsBuffer* stats, double* map, bool with_hist) {
+  constexpr CodecSpec s = codec_spec(F);
+  __shared__ uint32_t hist[kWarps][kHistBins];
+  for (int i = threadIdx.x; i < kWarps * kHistBins; i += blockDim.x) (&hist[0][0])[i] = 0;
+  __syncthreads();
+  uint32_t* my_hist = stats && with_hist ? hist[threadIdx.x >> 5] : nullptr;
+  LaneStats ls;
+  const int64_t n = G.rows * G.cols;
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = i / G.cols, c = i % G.cols;
+    const int64_t g = (r / G.block_rows) * G.group_cols + c / G.block_cols;
+    const float v = load1(xf, xb, i);
+    const QuantizedElement q = quantize_element(v, scale[g], scale_inv[g], s, ov, [](uint8_t cc) { return decode(cc, codec_spec(F)); });
+    if (codes) codes[i] = q.code;
+    if (codes_t) codes_t[c * G.rows + r] = q.code;
+    if (stats) {
+      double ce = 0, cs = 0;
+      count_element<F>(v, q, scale[g], ls, ce, cs, my_hist);
+      if (G.map && (ce != 0 || cs != 0)) {
+        const int64_t cell = (r / G.cell_rows) * G.map_cols + c / G.cell_cols;
+        atomicAdd(&map[cell], ce);
+        atomicAdd(&map[G.cells + cell], cs);
+      }
+    }
+  }
+  if (stats) {
+    __syncthreads();
+    flush_block_stats(ls, stats, with_hist ? hist : nullptr);
+  }
+}
+
+template <bool kFast>
+__global__ void amax_kernel(const float* xf, const uint16_t* xb, Geometry G, uint32_t* group_amax,
+                            uint32_t* tensor_amax) {
+  __shared__ uint32_t block_max[kWarps];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  uint32_t total = 0;
+  if (kFast) {
+    const int64_t windows = (G.cols + kWindow - 1) / kWindow;
+    const int64_t items = windows * ((G.rows + kRowChunk - 1) / kRowChunk);
+    for (int64_t item = int64_t{blockIdx.x} * kWarps + warp; item < items; item += int64_t{gridDim.x} * kWarps) {
+      const int64_t col = (item % windows) * kWindow + lane * 4;
+      const bool active = col < G.cols;
+      const int64_t r0 = (item / windows) * kRowChunk, r1 = min(G.rows, r0 + kRowChunk);
+      int64_t group_row = r0 / G.block_rows;
+      uint32_t m = 0;
+      auto flush = [&]() {
+        const int64_t key = active ? group_row * G.group_cols + col / G.block_cols : LLONG_MAX;
+        const uint32_t mm = segmented_reduce(key, m, [](uint32_t a, uint32_t b) { return max(a, b); });
+        if (last_of_run(key) && active && mm) atomicMax(&group_amax[key], mm);
+        m = 0;
+      };
+      for (int64_t r = r0; r < r1; ++r) {
+        if (r / G.block_rows != group_row) {
+          flush();
+          group_row = r / G.block_rows;
+        }
+        if (active) {
+          float v[4];
+          load4(xf, xb, r * G.cols + col, v);
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            const uint32_t a = __float_as_uint(v[k]) & 0x7FFFFFFFu;
+            m = a < 0x7F800000u ? max(m, a) : m;
+          }
+        }
+      }
+      total = max(total, m);
+      flush();
+    }
+  } else {
+    const int64_t n = G.rows * G.cols;
+    for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+      const uint32_t a = __float_as_uint(load1(xf, xb, i)) & 0x7FFFFFFFu;
+      if (a < 0x7F800000u && a) {
+        const int64_t r = i / G.cols, c = i % G.cols;
+        atomicMax(&group_amax[(r / G.block_rows) * G.group_cols + c / G.block_cols], a);
+        total = max(total, a);
+      }
+    }
+  }
+  total = warp_max(total);
+  if (lane == 0) block_max[warp] = total;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    uint32_t mm = 0;
+    for (int w = 0; w < kWarps; ++w) mm = max(mm, block_max[w]);
+    if (mm) atomicMax(tensor_amax, mm);
+  }
+}
+
+__global__ void scales_kernel(ScalingKind kind, int64_t groups, const float* amax, const float* tensor_amax,
+                              double fmax, int emax, int margin, bool pow2, bool rceil, float* scale,
+                              float* scale_inv, uint8_t* codes, float* global_scale) {
+  const int64_t g = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (g >= groups) return;
+  const float a = amax[g];
+  if (kind == ScalingKind::MX) {
+    const int e = mx_scale_exponent(a, emax, fmax, rceil);
+    scale[g] = ldexpf(1.0f, -e);
+    scale_inv[g] = ldexpf(1.0f, e);
+    codes[g] = static_cast<uint8_t>(e + 127);
+  } else if (kind == ScalingKind::NVFP4) {
+    const float gs = nvfp4_global_scale(*tensor_amax, fmax);
+    const Nvfp4BlockScale b = nvfp4_block_scale(a, gs, fmax);
+    scale[g] = b.scale;
+    scale_inv[g] = b.scale_inv;
+    codes[g] = b.code;
+    if (g == 0 && global_scale) *global_scale = gs;
+  } else {
+    const float s = tensor_scale(a, fmax, margin, pow2);
+    scale[g] = s;
+    scale_inv[g] = 1.0f / s;
+  }
+}
+
+unsigned blocks_for(int64_t work, int per_block) {
+  static int sms = [] {
+    int dev = 0, n = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 132;
+    }
+    return n;
+  }();
+  const int64_t want = (work + per_block - 1) / per_block;
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(want, int64_t{sms} * 8)));
+}
+
+bool fast_path_ok(const DeviceTensor& x, const GroupLayout& L, const DeviceStatsTargets& t, const uint8_t* codes,
+                  const uint8_t* codes_t) {
+  const uintptr_t in = reinterpret_cast<uintptr_t>(x.f32 ? static_cast<const void*>(x.f32) : x.bf16);
+  const bool cell_ok = !(t.stats && t.map) || t.grid.cell_cols % 4 == 0;
+  return x.cols % 4 == 0 && in % (x.f32 ? 16 : 8) == 0 && reinterpret_cast<uintptr_t>(codes) % 4 == 0 &&
+         reinterpret_cast<uintptr_t>(codes_t) % 16 == 0 && (L.block_cols % 4 == 0) && cell_ok;
+}
+
+template <Format F>
+void launch_quantize(const DeviceTensor& x, const Geometry& G, bool fast, const float* sc, const float* si,
+                     Overflow ov, uint8_t* codes, uint8_t* codes_t, const DeviceStatsTargets& t, cudaStream_t st) {
+  double* map = G.map ? t.map : nullptr;
+  if (fast) {
+    const int64_t items = ((x.cols + kWindow - 1) / kWindow) * ((x.rows + kRowChunk - 1) / kRowChunk);
+    const unsigned grid = blocks_for(items, kWarps);
+    if (t.stats) {
+      quantize_fast_kernel<F, true><<<grid, kThreads, 0, st>>>(x.f32, x.bf16, G, sc, si, ov, codes, codes_t, t.stats,
+                                                               map, t.histogram);
+    } else {
+      quantize_fast_kernel<F, false><<<grid, kThreads, 0, st>>>(x.f32, x.bf16, G, sc, si, ov, codes, codes_t,
+                                                                nullptr, nullptr, false);
+    }
+  } else {
+    quantize_generic_kernel<F><<<blocks_for(x.rows * x.cols, kThreads), kThreads, 0, st>>>(
+        x.f32, x.bf16, G, sc, si, ov, codes, codes_t, t.stats, map, t.histogram);
+  }
+  FP8WB_GPU_CHECK(cudaGetLastError());
+}
+
+template <class T>
+struct DeviceArray {
+  T* p = nullptr;
+  explicit DeviceArray(size_t n) {
+    if (n) FP8WB_GPU_CHECK(cudaMalloc(&p, n * sizeof(T)));
+  }
+  ~DeviceArray() {
+    if (p) cudaFree(p);
+  }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+};
+
+}  // namespace
+
+void group_amax_cuda(const DeviceTensor& x, const GroupLayout& L, float* d_group_amax, float* d_tensor_amax,
+                     fp8wb_stream_t stream) {
+  const auto st = reinterpret_cast<cudaStream_t>(stream);
+  FP8WB_GPU_CHECK(cudaMemsetAsync(d_group_amax, 0, static_cast<size_t>(L.group_count()) * sizeof(float), st));
+  FP8WB_GPU_CHECK(cudaMemsetAsync(d_tensor_amax, 0, sizeof(float), st));
+  if (x.rows * x.cols == 0) return;
+  const Geometry G = geometry(L, {});
+  const bool fast = fast_path_ok(x, L, {}, nullptr, nullptr);
+  auto* ga = reinterpret_cast<uint32_t*>(d_group_amax);
+  auto* ta = reinterpret_cast<uint32_t*>(d_tensor_amax);
+  if (fast) {
+    const int64_t items = ((x.cols + kWindow - 1) / kWindow) * ((x.rows + kRowChunk - 1) / kRowChunk);
+    amax_kernel<true><<<blocks_for(items, kWarps), kThreads, 0, st>>>(x.f32, x.bf16, G, ga, ta);
+  } else {
+    amax_kernel<false><<<blocks_for(x.rows * x.cols, kThreads), kThreads, 0, st>>>(x.f32, x.bf16, G, ga, ta);
+  }
+  FP8WB_GPU_CHECK(cudaGetLastError());
+}
+
+void compute_scales_cuda(const QuantRecipe& r, const GroupLayout& L, const float* d_group_amax,
+                         const float* d_tensor_amax, float* d_scale, float* d_scale_inv, uint8_t* d_scale_codes,
+                         float* d_global_scale, fp8wb_stream_t stream) {
+  validate_recipe(r);
+  if ((r.kind == ScalingKind::MX || r.kind == ScalingKind::NVFP4) && !d_scale_codes) {
+    throw std::invalid_argument("MX and NVFP4 scales need a buffer for their scale codes");
+  }
+  const int64_t groups = L.group_count();
+  if (groups == 0) return;
+  const FormatInfo& info = format_info(r.format);
+  scales_kernel<<<static_cast<unsigned>((groups + 255) / 256), 256, 0, reinterpret_cast<cudaStream_t>(stream)>>>(
+      r.kind, groups, d_group_amax, d_tensor_amax, info.max_finite, info.emax, r.margin, r.pow2_scales,
+      r.mx_rounding == MxRounding::RCeil, d_scale, d_scale_inv, d_scale_codes, d_global_scale);
+  FP8WB_GPU_CHECK(cudaGetLastError());
+}
+
+void zero_stats_cuda(const DeviceStatsTargets& t, fp8wb_stream_t stream) {
+  const auto st = reinterpret_cast<cudaStream_t>(stream);
+  if (t.stats) FP8WB_GPU_CHECK(cudaMemsetAsync(t.stats, 0, sizeof(StatsBuffer), st));
+  if (t.map && t.grid.cell_count() > 0) {
+    FP8WB_GPU_CHECK(cudaMemsetAsync(t.map, 0, static_cast<size_t>(2 * t.grid.cell_count()) * sizeof(double), st));
+  }
+}
+
+void quantize_cuda(const DeviceTensor& x, const QuantRecipe& recipe, const GroupLayout& L, const float* d_scale,
+                   const float* d_scale_inv, uint8_t* codes, uint8_t* codes_t, const DeviceStatsTargets& t,
+                   fp8wb_stream_t stream) {
+  validate_recipe(recipe);
+  if (codes_t && recipe.kind != ScalingKind::Tensorwise && recipe.kind != ScalingKind::Block128x128) {
+    throw std::invalid_argument("transposed codes need tensorwise or 128x128 scaling, not " + recipe_name(recipe));
+  }
+  if (L.rows != x.rows || L.cols != x.cols) throw std::invalid_argument("quantize_cuda: layout and tensor shapes differ");
+  if (x.rows * x.cols == 0) return;
+  if (!x.f32 && !x.bf16) throw std::invalid_argument("quantize_cuda: null input");
+  const Geometry G = geometry(L, t);
+  const bool fast = fast_path_ok(x, L, t, codes, codes_t);
+  const auto st = reinterpret_cast<cudaStream_t>(stream);
+  switch (recipe.format) {
+    case Format::E4M3FN: return launch_quantize<Format::E4M3FN>(x, G, fast, d_scale, d_scale_inv, recipe.overflow, codes, codes_t, t, st);
+    case Format::E5M2: return launch_quantize<Format::E5M2>(x, G, fast, d_scale, d_scale_inv, recipe.overflow, codes, codes_t, t, st);
+    case Format::E4M3FNUZ: return launch_quantize<Format::E4M3FNUZ>(x, G, fast, d_scale, d_scale_inv, recipe.overflow, codes, codes_t, t, st);
+    case Format::E5M2FNUZ: return launch_quantize<Format::E5M2FNUZ>(x, G, fast, d_scale, d_scale_inv, recipe.overflow, codes, codes_t, t, st);
+    case Format::E2M1FN: return launch_quantize<Format::E2M1FN>(x, G, fast, d_scale, d_scale_inv, recipe.overflow, codes, codes_t, t, st);
+    case Format::E3M2FN: return launch_quantize<Format::E3M2FN>(x, G, fast, d_scale, d_scale_inv, recipe.overflow, codes, codes_t, t, st);
+    case Format::E2M3FN: return launch_quantize<Format::E2M3FN>(x, G, fast, d_scale, d_scale_inv, recipe.overflow, codes, codes_t, t, st);
+    case Format::E8M0FNU: break;
+  }
+  throw std::invalid_argument("E8M0FNU holds scales, not elements");
+}
+
+GpuQuantization quantize_current_cuda(const TensorRef& hx, const QuantRecipe& recipe, bool transposed,
+                                      const StatsOptions& so) {
+  const GroupLayout L = make_layout(recipe, hx.rows, hx.cols);
+  const auto n = static_cast<size_t>(hx.rows * hx.cols);
+  const auto groups = static_cast<size_t>(L.group_count());
+  DeviceArray<float> xf(hx.f32 ? n : 0);
+  DeviceArray<uint16_t> xb(hx.bf16 ? n : 0);
+  if (hx.f32 && n) FP8WB_GPU_CHECK(cudaMemcpy(xf.p, hx.f32, n * 4, cudaMemcpyHostToDevice));
+  if (hx.bf16 && n) FP8WB_GPU_CHECK(cudaMemcpy(xb.p, hx.bf16, n * 2, cudaMemcpyHostToDevice));
+  const DeviceTensor x{xf.p, xb.p, hx.rows, hx.cols};
+  DeviceArray<float> amax(groups + 1), scale(groups + 1), scale_inv(groups + 1), global(1);
+  DeviceArray<uint8_t> scale_codes(groups + 1), codes(n + 16), codes_t(transposed ? n + 16 : 0);
+  DeviceArray<StatsBuffer> stats(1);
+  GpuQuantization out;
+  const MapGrid grid = make_map_grid(L, so.map_max_cells);
+  DeviceArray<double> map(so.error_map ? static_cast<size_t>(2 * grid.cell_count()) + 1 : 0);
+  group_amax_cuda(x, L, amax.p, amax.p + groups, nullptr);
+  compute_scales_cuda(recipe, L, amax.p, amax.p + groups, scale.p, scale_inv.p, scale_codes.p, global.p, nullptr);
+  const DeviceStatsTargets targets{so.enabled ? stats.p : nullptr, so.error_map ? map.p : nullptr, grid, so.histogram};
+  zero_stats_cuda(targets, nullptr);
+  quantize_cuda(x, recipe, L, scale.p, scale_inv.p, codes.p, transposed ? codes_t.p : nullptr, targets, nullptr);
+  FP8WB_GPU_CHECK(cudaDeviceSynchronize());
+  out.scales.layout = L;
+  out.scales.scale.resize(groups);
+  out.scales.scale_inv.resize(groups);
+  FP8WB_GPU_CHECK(cudaMemcpy(out.scales.scale.data(), scale.p, groups * 4, cudaMemcpyDeviceToHost));
+  FP8WB_GPU_CHECK(cudaMemcpy(out.scales.scale_inv.data(), scale_inv.p, groups * 4, cudaMemcpyDeviceToHost));
+  if (recipe.kind == ScalingKind::MX || recipe.kind == ScalingKind::NVFP4) {
+    out.scales.scale_codes.resize(groups);
+    FP8WB_GPU_CHECK(cudaMemcpy(out.scales.scale_codes.data(), scale_codes.p, groups, cudaMemcpyDeviceToHost));
+  }
+  if (recipe.kind == ScalingKind::NVFP4) {
+    FP8WB_GPU_CHECK(cudaMemcpy(&out.scales.global_scale, global.p, 4, cudaMemcpyDeviceToHost));
+  }
+  out.codes.resize(n);
+  if (n) FP8WB_GPU_CHECK(cudaMemcpy(out.codes.data(), codes.p, n, cudaMemcpyDeviceToHost));
+  if (transposed) {
+    out.codes_t.resize(n);
+    if (n) FP8WB_GPU_CHECK(cudaMemcpy(out.codes_t.data(), codes_t.p, n, cudaMemcpyDeviceToHost));
+  }
+  if (so.enabled) FP8WB_GPU_CHECK(cudaMemcpy(&out.stats.raw, stats.p, sizeof(StatsBuffer), cudaMemcpyDeviceToHost));
+  out.stats.map_grid = grid;
+  if (so.error_map && grid.cell_count() > 0) {
+    std::vector<double> m(static_cast<size_t>(2 * grid.cell_count()));
+    FP8WB_GPU_CHECK(cudaMemcpy(m.data(), map.p, m.size() * sizeof(double), cudaMemcpyDeviceToHost));
+    out.stats.map_sq_err.assign(m.begin(), m.begin() + grid.cell_count());
+    out.stats.map_sq_sum.assign(m.begin() + grid.cell_count(), m.end());
+  }
+  return out;
+}
+
+}  // namespace fp8wb

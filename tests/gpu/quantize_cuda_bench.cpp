@@ -1,0 +1,179 @@
+// GPU scaled quantization, with and without statistics, next to a device-to-device copy,
+// in one run (CUDA events, median of repeats). --json PATH writes the figures.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "fp8wb/kernels/quantize_cuda.h"
+
+namespace {
+
+#define CHECK(x)                                                           \
+  do {                                                                     \
+    cudaError_t e_ = (x);                                                  \
+    if (e_ != cudaSuccess) {                                               \
+      std::fprintf(stderr, "%s failed: %s\n", #x, cudaGetErrorString(e_)); \
+      throw std::runtime_error("CUDA error");                              \
+    }                                                                      \
+  } while (0)
+
+double median_ms(const std::function<void()>& fn, int reps = 25) {
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < 3; ++i) fn();
+  std::vector<float> t;
+  for (int i = 0; i < reps; ++i) {
+    CHECK(cudaEventRecord(a));
+    fn();
+    CHECK(cudaEventRecord(b));
+    CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    CHECK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+  }
+  std::sort(t.begin(), t.end());
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return t[t.size() / 2];
+}
+
+struct Row {
+  std::string what;
+  double bytes, ms;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace fp8wb;
+  std::string json_path;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) == "--json") json_path = argv[i + 1];
+  }
+  if (gpu_device_count() == 0) {
+    std::printf("no CUDA device: nothing to measure\n");
+    return 0;
+  }
+  cudaDeviceProp prop{};
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  const int64_t rows = 16384, cols = 4096;
+  const size_t n = static_cast<size_t>(rows * cols);
+  float* f32 = nullptr;
+  uint16_t* bf16 = nullptr;
+  uint16_t* bf16b = nullptr;
+  uint8_t *codes = nullptr, *codes_t = nullptr;
+  CHECK(cudaMalloc(&f32, n * 4));
+  CHECK(cudaMalloc(&bf16, n * 2));
+  CHECK(cudaMalloc(&bf16b, n * 2));
+  CHECK(cudaMalloc(&codes, n));
+  CHECK(cudaMalloc(&codes_t, n));
+  {
+    std::vector<float> h(n);
+    std::mt19937 rng(1);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    for (float& v : h) v = nd(rng);
+    CHECK(cudaMemcpy(f32, h.data(), n * 4, cudaMemcpyHostToDevice));
+    std::vector<uint16_t> hb(n);
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t u;
+      std::memcpy(&u, &h[i], 4);
+      hb[i] = static_cast<uint16_t>(u >> 16);
+    }
+    CHECK(cudaMemcpy(bf16, hb.data(), n * 2, cudaMemcpyHostToDevice));
+  }
+  std::vector<Row> rows_out;
+  rows_out.push_back({"d2d copy of the bf16 tensor", 4.0 * n,
+                      median_ms([&] { CHECK(cudaMemcpyAsync(bf16b, bf16, n * 2, cudaMemcpyDeviceToDevice)); })});
+
+  auto setup = [&](ScalingKind kind, Format f) {
+    QuantRecipe r;
+    r.kind = kind;
+    r.format = f;
+    return r;
+  };
+  struct Bufs {
+    float *amax, *scale, *scale_inv, *global;
+    uint8_t* scale_codes;
+    StatsBuffer* stats;
+    double* map;
+  } b{};
+  const size_t max_groups = n / 16 + 1;
+  CHECK(cudaMalloc(&b.amax, (max_groups + 1) * 4));
+  CHECK(cudaMalloc(&b.scale, max_groups * 4));
+  CHECK(cudaMalloc(&b.scale_inv, max_groups * 4));
+  CHECK(cudaMalloc(&b.global, 4));
+  CHECK(cudaMalloc(&b.scale_codes, max_groups));
+  CHECK(cudaMalloc(&b.stats, sizeof(StatsBuffer)));
+  CHECK(cudaMalloc(&b.map, 2 * 64 * 64 * sizeof(double)));
+
+  auto measure = [&](const std::string& name, ScalingKind kind, Format f, bool fp32_in, bool stats, bool trans,
+                     bool current) {
+    const QuantRecipe r = setup(kind, f);
+    const GroupLayout L = make_layout(r, rows, cols);
+    const DeviceTensor x{fp32_in ? f32 : nullptr, fp32_in ? nullptr : bf16, rows, cols};
+    group_amax_cuda(x, L, b.amax, b.amax + L.group_count());
+    compute_scales_cuda(r, L, b.amax, b.amax + L.group_count(), b.scale, b.scale_inv, b.scale_codes, b.global);
+    DeviceStatsTargets t;
+    if (stats) {
+      t.stats = b.stats;
+      t.map = b.map;
+      t.grid = make_map_grid(L, 64);
+    }
+    const double ms = median_ms([&] {
+      if (current) {
+        group_amax_cuda(x, L, b.amax, b.amax + L.group_count());
+        compute_scales_cuda(r, L, b.amax, b.amax + L.group_count(), b.scale, b.scale_inv, b.scale_codes, b.global);
+      }
+      if (stats) zero_stats_cuda(t);
+      quantize_cuda(x, r, L, b.scale, b.scale_inv, codes, trans ? codes_t : nullptr, t);
+    });
+    const double in_bytes = static_cast<double>(n) * (fp32_in ? 4 : 2);
+    rows_out.push_back({name, in_bytes + static_cast<double>(n) * (trans ? 2 : 1), ms});
+  };
+  measure("tensorwise E4M3, bf16 in, codes only", ScalingKind::Tensorwise, Format::E4M3FN, false, false, false, false);
+  measure("tensorwise E4M3, bf16 in, + all stats", ScalingKind::Tensorwise, Format::E4M3FN, false, true, false, false);
+  measure("tensorwise E4M3, bf16, stats + transposed", ScalingKind::Tensorwise, Format::E4M3FN, false, true, true, false);
+  measure("tensorwise E4M3, fp32 in, + all stats", ScalingKind::Tensorwise, Format::E4M3FN, true, true, false, false);
+  measure("current: amax pass + scales + stats pass", ScalingKind::Tensorwise, Format::E4M3FN, false, true, false, true);
+  measure("rowwise E4M3, bf16, + all stats", ScalingKind::Rowwise, Format::E4M3FN, false, true, false, false);
+  measure("1x128 E4M3, bf16, + all stats", ScalingKind::Block1x128, Format::E4M3FN, false, true, false, false);
+  measure("128x128 E4M3, bf16, stats + transposed", ScalingKind::Block128x128, Format::E4M3FN, false, true, true, false);
+  measure("MX E4M3 1x32, bf16, + all stats", ScalingKind::MX, Format::E4M3FN, false, true, false, false);
+  measure("NVFP4, bf16, + all stats", ScalingKind::NVFP4, Format::E2M1FN, false, true, false, false);
+  {
+    const QuantRecipe r = setup(ScalingKind::Tensorwise, Format::E4M3FN);
+    const GroupLayout L = make_layout(r, rows, cols);
+    const DeviceTensor x{nullptr, bf16, rows, cols};
+    rows_out.push_back({"amax pass alone, bf16 (tensorwise)", 2.0 * n,
+                        median_ms([&] { group_amax_cuda(x, L, b.amax, b.amax + 1); })});
+  }
+  CHECK(cudaDeviceSynchronize());
+  const double copy_gbs = rows_out[0].bytes / rows_out[0].ms / 1e6;
+  std::printf("GPU quantize, %s, %lld x %lld (bytes = read once + written once)\n", prop.name,
+              static_cast<long long>(rows), static_cast<long long>(cols));
+  std::printf("%-44s %9s %9s %8s\n", "what", "ms", "GB/s", "of copy");
+  for (const Row& r : rows_out) {
+    const double gbs = r.bytes / r.ms / 1e6;
+    std::printf("%-44s %9.3f %9.1f %7.1f%%\n", r.what.c_str(), r.ms, gbs, 100 * gbs / copy_gbs);
+  }
+  if (!json_path.empty()) {
+    std::ofstream js(json_path);
+    js << "{\"device\": \"" << prop.name << "\", \"rows\": " << rows << ", \"cols\": " << cols << ", \"results\": [";
+    for (size_t i = 0; i < rows_out.size(); ++i) {
+      const double gbs = rows_out[i].bytes / rows_out[i].ms / 1e6;
+      js << (i ? ", " : "") << "{\"what\": \"" << rows_out[i].what << "\", \"ms\": " << rows_out[i].ms
+         << ", \"gbs\": " << gbs << ", \"of_copy\": " << gbs / copy_gbs << "}";
+    }
+    js << "]}\n";
+  }
+  return 0;
+}
