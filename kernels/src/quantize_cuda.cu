@@ -147,9 +147,11 @@ __device__ void flush_block_stats(LaneStats ls, StatsBuffer* out, uint32_t (*his
   }
 }
 
+// Squares go into per-row fp64 partials (re, rs) that the caller folds into the lane's
+// and the map cell's sums once per row (fp32 squares overflow past 2^64).
 template <Format F>
 __device__ __forceinline__ void count_element(float v, const QuantizedElement& q, float scale, LaneStats& ls,
-                                              double& cell_err, double& cell_sum, uint32_t* hist) {
+                                              double& re, double& rs, uint32_t* hist) {
   constexpr CodecSpec s = codec_spec(F);
   const uint32_t a = __float_as_uint(v) & 0x7FFFFFFFu;
   ls.numel++;
@@ -160,16 +162,15 @@ __device__ __forceinline__ void count_element(float v, const QuantizedElement& q
   ls.saturated += q.saturated;
   if (q.finite) {
     ls.amax = max(ls.amax, a);
-    const double e = static_cast<double>(v) - static_cast<double>(q.dequant);
-    const double e2 = e * e, x2 = static_cast<double>(v) * v;
-    ls.sq_err += e2;
-    ls.sq_sum += x2;
-    cell_err += e2;
-    cell_sum += x2;
+    const double e = static_cast<double>(v - q.dequant);  // the difference in fp32, as on the CPU
+    re = fma(e, e, re);
+    rs = fma(static_cast<double>(v), static_cast<double>(v), rs);
   }
   if (hist) {
     const int bin = !q.finite ? kHistNonfiniteBin : (a == 0 ? kHistZeroBin : hist_bin(v * scale));
-    atomicAdd(&hist[bin], 1u);
+    // Lanes that hit the same bin add once, through their lowest lane.
+    const unsigned peers = __match_any_sync(__activemask(), bin);
+    if ((threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(&hist[bin], static_cast<uint32_t>(__popc(peers)));
   }
 }
 
@@ -215,27 +216,43 @@ __global__ void __launch_bounds__(kThreads) quantize_fast_kernel(const float* xf
     for (int64_t rb = r0; rb < r1; rb += 16) {
       uint32_t t[4][4] = {};  // transposed staging: 4 columns x 16 rows of codes
 #pragma unroll
-      for (int i = 0; i < 16; ++i) {
-        const int64_t r = rb + i;
-        if (r < r1) {
-          if (kStats && G.map && r / G.cell_rows != cell_row) {
-            if (cell_row >= 0) flush_cells();
-            cell_row = r / G.cell_rows;
-          }
-          if (active) {
-            float v[4];
-            load4(xf, xb, r * G.cols + col, v);
-            const int64_t g = (r / G.block_rows) * G.group_cols + col / G.block_cols;
-            const float sc = scale[g], si = scale_inv[g];
-            uint32_t word = 0;
+      for (int half = 0; half < 2; ++half) {
+        // Eight rows' loads in flight before the first use.
+        float v[8][4];
 #pragma unroll
-            for (int k = 0; k < 4; ++k) {
-              const QuantizedElement q = quantize_element(v[k], sc, si, s, ov, lut_decode);
-              word |= static_cast<uint32_t>(q.code) << (8 * k);
-              t[k][i / 4] |= static_cast<uint32_t>(q.code) << (8 * (i % 4));
-              if (kStats) count_element<F>(v[k], q, sc, ls, cell_err, cell_sum, my_hist);
+        for (int j = 0; j < 8; ++j) {
+          const int64_t r = rb + half * 8 + j;
+          if (active && r < r1) load4(xf, xb, r * G.cols + col, v[j]);
+        }
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const int i = half * 8 + j;
+          const int64_t r = rb + i;
+          if (r < r1) {
+            if (kStats && G.map && r / G.cell_rows != cell_row) {
+              if (cell_row >= 0) flush_cells();
+              cell_row = r / G.cell_rows;
             }
-            if (codes) *reinterpret_cast<uint32_t*>(codes + r * G.cols + col) = word;
+            if (active) {
+              const int64_t g = (r / G.block_rows) * G.group_cols + col / G.block_cols;
+              const float sc = scale[g], si = scale_inv[g];
+              uint32_t word = 0;
+              double re = 0, rs = 0;
+#pragma unroll
+              for (int k = 0; k < 4; ++k) {
+                const QuantizedElement q = quantize_element(v[j][k], sc, si, s, ov, lut_decode);
+                word |= static_cast<uint32_t>(q.code) << (8 * k);
+                t[k][i / 4] |= static_cast<uint32_t>(q.code) << (8 * (i % 4));
+                if (kStats) count_element<F>(v[j][k], q, sc, ls, re, rs, my_hist);
+              }
+              if (kStats) {
+                ls.sq_err += re;
+                ls.sq_sum += rs;
+                cell_err += re;
+                cell_sum += rs;
+              }
+              if (codes) *reinterpret_cast<uint32_t*>(codes + r * G.cols + col) = word;
+            }
           }
         }
       }
@@ -284,6 +301,8 @@ __global__ void quantize_generic_kernel(const float* xf, const uint16_t* xb, Geo
     if (stats) {
       double ce = 0, cs = 0;
       count_element<F>(v, q, scale[g], ls, ce, cs, my_hist);
+      ls.sq_err += ce;
+      ls.sq_sum += cs;
       if (G.map && (ce != 0 || cs != 0)) {
         const int64_t cell = (r / G.cell_rows) * G.map_cols + c / G.cell_cols;
         atomicAdd(&map[cell], ce);
@@ -314,6 +333,7 @@ __global__ void amax_kernel(const float* xf, const uint16_t* xb, Geometry G, uin
       uint32_t m = 0;
       auto flush = [&]() {
         const int64_t key = active ? group_row * G.group_cols + col / G.block_cols : LLONG_MAX;
+        total = max(total, m);
         const uint32_t mm = segmented_reduce(key, m, [](uint32_t a, uint32_t b) { return max(a, b); });
         if (last_of_run(key) && active && mm) atomicMax(&group_amax[key], mm);
         m = 0;
@@ -333,7 +353,6 @@ __global__ void amax_kernel(const float* xf, const uint16_t* xb, Geometry G, uin
           }
         }
       }
-      total = max(total, m);
       flush();
     }
   } else {

@@ -35,13 +35,14 @@ void expect_same(const TensorStats& gpu, const TensorStats& cpu) {
   EXPECT_EQ(gpu.raw.subnormal, cpu.raw.subnormal);
   EXPECT_EQ(gpu.raw.saturated, cpu.raw.saturated);
   EXPECT_EQ(gpu.raw.amax_bits, cpu.raw.amax_bits);
-  EXPECT_NEAR(gpu.raw.sq_err, cpu.raw.sq_err, 1e-10 * cpu.raw.sq_err);
-  EXPECT_NEAR(gpu.raw.sq_sum, cpu.raw.sq_sum, 1e-10 * cpu.raw.sq_sum);
+  // Same squares in fp64, summed in another order (and with fused multiply-adds).
+  EXPECT_NEAR(gpu.raw.sq_err, cpu.raw.sq_err, 1e-9 * cpu.raw.sq_err);
+  EXPECT_NEAR(gpu.raw.sq_sum, cpu.raw.sq_sum, 1e-9 * cpu.raw.sq_sum);
   for (int b = 0; b < kHistBins; ++b) EXPECT_EQ(gpu.raw.hist[b], cpu.raw.hist[b]) << "bin " << b;
   ASSERT_EQ(gpu.map_sq_err.size(), cpu.map_sq_err.size());
   for (size_t i = 0; i < cpu.map_sq_err.size(); ++i) {
-    EXPECT_NEAR(gpu.map_sq_err[i], cpu.map_sq_err[i], 1e-10 * cpu.map_sq_err[i] + 1e-300) << "cell " << i;
-    EXPECT_NEAR(gpu.map_sq_sum[i], cpu.map_sq_sum[i], 1e-10 * cpu.map_sq_sum[i] + 1e-300) << "cell " << i;
+    EXPECT_NEAR(gpu.map_sq_err[i], cpu.map_sq_err[i], 1e-9 * cpu.map_sq_err[i] + 1e-300) << "cell " << i;
+    EXPECT_NEAR(gpu.map_sq_sum[i], cpu.map_sq_sum[i], 1e-9 * cpu.map_sq_sum[i] + 1e-300) << "cell " << i;
   }
 }
 
