@@ -200,11 +200,19 @@ __global__ void __launch_bounds__(kThreads) quantize_fast_kernel(const float* xf
     const bool active = col < G.cols;
     const int64_t r0 = (item / windows) * kRowChunk;
     const int64_t r1 = min(G.rows, r0 + kRowChunk);
-    int64_t cell_row = -1;
+    // 64-bit divisions cost ~100 instructions each: work out group and cell once per
+    // item and step them as the rows go by.
+    const int64_t gcol = active ? col / G.block_cols : 0;
+    int64_t grow = r0 / G.block_rows, grow_end = (grow + 1) * G.block_rows;
+    float sc = active ? scale[grow * G.group_cols + gcol] : 1.0f;
+    float si = active ? scale_inv[grow * G.group_cols + gcol] : 1.0f;
+    int64_t cell_row = kStats && G.map ? r0 / G.cell_rows : 0;
+    int64_t cell_end = (cell_row + 1) * G.cell_rows;
+    const int64_t cell_col = kStats && G.map && active ? col / G.cell_cols : 0;
     double cell_err = 0, cell_sum = 0;
     auto flush_cells = [&]() {
       if (!kStats || !G.map) return;
-      const int64_t key = active ? cell_row * G.map_cols + col / G.cell_cols : LLONG_MAX;
+      const int64_t key = active ? cell_row * G.map_cols + cell_col : LLONG_MAX;
       const double e = segmented_reduce(key, cell_err, [](double a, double b) { return a + b; });
       const double q = segmented_reduce(key, cell_sum, [](double a, double b) { return a + b; });
       if (last_of_run(key) && active) {
@@ -229,13 +237,20 @@ __global__ void __launch_bounds__(kThreads) quantize_fast_kernel(const float* xf
           const int i = half * 8 + j;
           const int64_t r = rb + i;
           if (r < r1) {
-            if (kStats && G.map && r / G.cell_rows != cell_row) {
-              if (cell_row >= 0) flush_cells();
-              cell_row = r / G.cell_rows;
+            if (kStats && G.map && r == cell_end) {
+              flush_cells();
+              ++cell_row;
+              cell_end += G.cell_rows;
+            }
+            if (r == grow_end) {
+              ++grow;
+              grow_end += G.block_rows;
+              if (active) {
+                sc = scale[grow * G.group_cols + gcol];
+                si = scale_inv[grow * G.group_cols + gcol];
+              }
             }
             if (active) {
-              const int64_t g = (r / G.block_rows) * G.group_cols + col / G.block_cols;
-              const float sc = scale[g], si = scale_inv[g];
               uint32_t word = 0;
               double re = 0, rs = 0;
 #pragma unroll
@@ -271,7 +286,7 @@ __global__ void __launch_bounds__(kThreads) quantize_fast_kernel(const float* xf
         }
       }
     }
-    if (cell_row >= 0) flush_cells();
+    flush_cells();
   }
   if (kStats) {
     __syncthreads();
@@ -329,27 +344,37 @@ __global__ void amax_kernel(const float* xf, const uint16_t* xb, Geometry G, uin
       const int64_t col = (item % windows) * kWindow + lane * 4;
       const bool active = col < G.cols;
       const int64_t r0 = (item / windows) * kRowChunk, r1 = min(G.rows, r0 + kRowChunk);
-      int64_t group_row = r0 / G.block_rows;
+      int64_t group_row = r0 / G.block_rows, group_end = (group_row + 1) * G.block_rows;
+      const int64_t gcol = active ? col / G.block_cols : 0;
       uint32_t m = 0;
       auto flush = [&]() {
-        const int64_t key = active ? group_row * G.group_cols + col / G.block_cols : LLONG_MAX;
+        const int64_t key = active ? group_row * G.group_cols + gcol : LLONG_MAX;
         total = max(total, m);
         const uint32_t mm = segmented_reduce(key, m, [](uint32_t a, uint32_t b) { return max(a, b); });
         if (last_of_run(key) && active && mm) atomicMax(&group_amax[key], mm);
         m = 0;
       };
-      for (int64_t r = r0; r < r1; ++r) {
-        if (r / G.block_rows != group_row) {
-          flush();
-          group_row = r / G.block_rows;
-        }
-        if (active) {
-          float v[4];
-          load4(xf, xb, r * G.cols + col, v);
+      for (int64_t rb = r0; rb < r1; rb += 8) {
+        float v[8][4];
 #pragma unroll
-          for (int k = 0; k < 4; ++k) {
-            const uint32_t a = __float_as_uint(v[k]) & 0x7FFFFFFFu;
-            m = a < 0x7F800000u ? max(m, a) : m;
+        for (int j = 0; j < 8; ++j) {
+          if (active && rb + j < r1) load4(xf, xb, (rb + j) * G.cols + col, v[j]);
+        }
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const int64_t r = rb + j;
+          if (r >= r1) break;
+          if (r == group_end) {
+            flush();
+            ++group_row;
+            group_end += G.block_rows;
+          }
+          if (active) {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+              const uint32_t a = __float_as_uint(v[j][k]) & 0x7FFFFFFFu;
+              m = a < 0x7F800000u ? max(m, a) : m;
+            }
           }
         }
       }
