@@ -15,8 +15,8 @@ fi
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFP8WB_GUI=OFF -DFP8WB_CUDA=ON \
   -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" "${extra[@]}" >"$OUT/profile-build.log" 2>&1 || exit 1
 ninja -C "$BUILD" fp8wb_gpu_quantize_bench >>"$OUT/profile-build.log" 2>&1 || exit 1
-for which in true false; do
-  ncu --clock-control none --kernel-name-base demangled --kernel-name "regex:quantize_fast_kernel.*$which" \
+for which in 1 0; do
+  ncu --clock-control none --kernel-name-base demangled --kernel-name "regex:quantize_fast_kernel.*Format.0, .bool.$which" \
     --launch-count 1 --section SpeedOfLight --section Occupancy --section WarpStateStats \
     --section LaunchStats --section ComputeWorkloadAnalysis \
     "$BUILD/tests/gpu/fp8wb_gpu_quantize_bench" >"$OUT/ncu-stats-$which.txt" 2>&1
