@@ -44,6 +44,9 @@ int main(int argc, char** argv) {
   const QCommandLineOption value({QStringLiteral("value")},
                                  QStringLiteral("Value to show in the Formats tab."),
                                  QStringLiteral("VALUE"));
+  const QCommandLineOption page({QStringLiteral("page")},
+                                QStringLiteral("Formats tab page: explorer, gradients or outliers."),
+                                QStringLiteral("PAGE"));
   const QCommandLineOption all({QStringLiteral("all-formats")},
                                QStringLiteral("Show every format in the Formats tab."));
   const QCommandLineOption present({QStringLiteral("presentation")},
@@ -51,7 +54,7 @@ int main(int argc, char** argv) {
   const QCommandLineOption size({QStringLiteral("size")},
                                 QStringLiteral("Window size, e.g. 1400x900."),
                                 QStringLiteral("WxH"));
-  parser.addOptions({shot, tab, value, all, present, size});
+  parser.addOptions({shot, tab, value, page, all, present, size});
   parser.process(app);
 
   fp8wb::init_compute_threads();
@@ -59,6 +62,7 @@ int main(int argc, char** argv) {
   o.screenshot = parser.value(shot);
   o.tab = parser.value(tab);
   o.value = parser.value(value);
+  o.page = parser.value(page);
   o.all_formats = parser.isSet(all);
   o.presentation = parser.isSet(present);
   if (parser.isSet(size)) {

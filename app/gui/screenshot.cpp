@@ -16,6 +16,10 @@ QString apply_gui_options(MainWindow& w, const GuiOptions& o) {
     return QStringLiteral("unknown tab '%1': the tabs are %2")
         .arg(o.tab, w.tabNames().join(QStringLiteral(", ")));
   }
+  if (!o.page.isEmpty() && !w.formatsTab()->showPage(o.page)) {
+    return QStringLiteral("unknown Formats page '%1': the pages are %2")
+        .arg(o.page, w.formatsTab()->pageNames().join(QStringLiteral(", ")));
+  }
   if (o.presentation) w.setPresentationMode(true);
   if (o.all_formats) w.formatsTab()->setShowAllFormats(true);
   if (!o.value.isEmpty()) {

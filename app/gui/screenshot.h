@@ -14,6 +14,7 @@ struct GuiOptions {
   QString screenshot;  // save the window to this PNG and quit
   QString tab;         // start on this tab
   QString value;       // value typed into the Formats tab
+  QString page;        // Formats tab page: explorer, gradients, outliers
   bool all_formats = false;
   bool presentation = false;
   QSize size{1400, 900};

@@ -7,8 +7,10 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <cmath>
 
 #include "fp8wb/views/code_table_model.h"
+#include "fp8wb/views/demo_views.h"
 #include "fp8wb/views/format_card.h"
 #include "fp8wb/views/format_plots.h"
 #include "fp8wb/views/formats_tab.h"
@@ -30,6 +32,9 @@ class FormatsTabTest : public QObject {
   void mainWindowTabsAndStatus();
   void presentationMode();
   void screenshot();
+  void gradientDemo();
+  void outlierDemo();
+  void demoPagesAreBuiltOnDemand();
 };
 
 void FormatsTabTest::knownValuesShowKnownBits() {
@@ -192,6 +197,53 @@ void FormatsTabTest::screenshot() {
   QCOMPARE(img.size(), QSize(1300, 880));
   QVERIFY(save_screenshot(w, dir.filePath(QStringLiteral("shot.jpg")))
               .contains(QStringLiteral(".png")));
+}
+
+void FormatsTabTest::gradientDemo() {
+  GradientDemoView view;
+  QCOMPARE(view.result().cases.size(), size_t{4});
+  const double e4_plain = view.result().cases[0].stats.underflow_pct();
+  QVERIFY(e4_plain > 60);  // 1e-8..0.1 cast to E4M3 unscaled: most underflow
+  QCOMPARE(view.histogramPlot()->graphCount(), 2);  // E4M3 and E5M2, unscaled
+  QVERIFY(view.summaryText().contains(QStringLiteral("E5M2")));
+  view.setScaleExponent(16);  // a loss scale of 2^16 brings them into range
+  QVERIFY(view.result().cases[0].stats.underflow_pct() < e4_plain - 30);
+  view.setPerTensorScaling(true);
+  QCOMPARE(view.histogramPlot()->graphCount(), 2);
+  QVERIFY(view.histogramPlot()->graph(0)->name().contains(QStringLiteral("scaled")));
+  QCOMPARE(view.result().cases[3].stats.raw.underflow, uint64_t{0});  // E5M2, per tensor
+}
+
+void FormatsTabTest::outlierDemo() {
+  OutlierDemoView view;
+  view.setFactorStep(16);  // k = 1e4
+  const OutlierDemoRow& row = view.result().rows.front();
+  QCOMPARE(row.factor, 1e4);
+  QVERIFY(row.tensorwise_error_pct > 3.5 && row.tensorwise_error_pct < 6);
+  QVERIFY(row.block_error_pct > 2.3 && row.block_error_pct < 2.9);
+  QVERIFY(view.summaryText().contains(QStringLiteral("1x128")));
+  QCOMPARE(view.errorPlot()->graphCount(), 2);
+  QCOMPARE(view.errorPlot()->graph(0)->data()->size(), 11);
+  view.setFactorStep(8);  // k = 100: both alike
+  QVERIFY(std::fabs(view.result().rows.front().tensorwise_error_pct - view.result().rows.front().block_error_pct) < 0.3);
+  view.setFormat(Format::E5M2);
+  QCOMPARE(view.result().config.format, Format::E5M2);
+  QVERIFY(view.result().rows.front().block_error_pct > 4);
+}
+
+void FormatsTabTest::demoPagesAreBuiltOnDemand() {
+  FormatsTab tab;
+  QCOMPARE(tab.currentPage(), QStringLiteral("explorer"));
+  QCOMPARE(tab.plots().size(), size_t{2});
+  QVERIFY(tab.showPage(QStringLiteral("gradients")));
+  QCOMPARE(tab.currentPage(), QStringLiteral("gradients"));
+  QVERIFY(tab.showPage(QStringLiteral("outliers")));
+  QCOMPARE(tab.plots().size(), size_t{5});
+  QVERIFY(!tab.showPage(QStringLiteral("nope")));
+  MainWindow w(false);
+  GuiOptions o;
+  o.page = QStringLiteral("bogus");
+  QVERIFY(apply_gui_options(w, o).contains(QStringLiteral("outliers")));
 }
 
 QTEST_MAIN(FormatsTabTest)

@@ -44,11 +44,20 @@ void ExportablePlot::applyFonts() {
   f.setPointSize(basePointSize(presentation_));
   QFont label = f;
   label.setBold(true);
-  for (QCPAxis* axis : axisRect()->axes()) {
-    axis->setTickLabelFont(f);
-    axis->setLabelFont(label);
+  for (QCPAxisRect* rect : axisRects()) {
+    for (QCPAxis* axis : rect->axes()) {
+      axis->setTickLabelFont(f);
+      axis->setLabelFont(label);
+    }
   }
-  legend->setFont(f);
+  // A plot that rebuilt its layout (heatmaps with a colour scale) may have no legend.
+  if (legend) legend->setFont(f);
+  for (int i = 0; i < plotLayout()->elementCount(); ++i) {
+    if (auto* scale = qobject_cast<QCPColorScale*>(plotLayout()->elementAt(i))) {
+      scale->axis()->setTickLabelFont(f);
+      scale->axis()->setLabelFont(label);
+    }
+  }
 }
 
 QString ExportablePlot::toCsv() const {

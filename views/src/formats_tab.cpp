@@ -12,7 +12,10 @@
 #include <QVBoxLayout>
 #include <stdexcept>
 
+#include <QTabWidget>
+
 #include "fp8wb/views/code_table_model.h"
+#include "fp8wb/views/demo_views.h"
 #include "fp8wb/views/format_card.h"
 #include "fp8wb/views/format_plots.h"
 
@@ -50,7 +53,12 @@ FormatsTab::FormatsTab(QWidget* parent)
       table_format_(new QComboBox(this)),
       table_model_(new CodeTableModel(this)),
       table_view_(new QTableView(this)) {
-  auto* layout = new QVBoxLayout(this);
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 0);
+  pages_ = new QTabWidget(this);
+  outer->addWidget(pages_);
+  auto* explorer = new QWidget(pages_);
+  auto* layout = new QVBoxLayout(explorer);
 
   auto* input_row = new QHBoxLayout;
   input_row->addWidget(new QLabel(tr("Value:"), this));
@@ -101,6 +109,13 @@ FormatsTab::FormatsTab(QWidget* parent)
   main_split->setStretchFactor(0, 2);
   main_split->setStretchFactor(1, 3);
   layout->addWidget(main_split, 1);
+  pages_->addTab(explorer, tr("Explorer"));
+  pages_->addTab(new QWidget(pages_), tr("Gradients: E4M3 vs E5M2"));
+  pages_->addTab(new QWidget(pages_), tr("Outliers: per tensor vs 1x128"));
+  connect(pages_, &QTabWidget::currentChanged, this, [this](int i) {
+    if (i == 1) gradientDemo();
+    if (i == 2) outlierDemo();
+  });
 
   connect(edit_, &QLineEdit::textChanged, this, [this] { refresh(); });
   connect(overflow_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
@@ -182,6 +197,8 @@ void FormatsTab::setTableFormat(Format f) {
 void FormatsTab::setPresentationMode(bool on) {
   presentation_ = on;
   for (ExportablePlot* p : plots()) p->setPresentationMode(on);
+  if (gradient_demo_) gradient_demo_->setPresentationMode(on);
+  if (outlier_demo_) outlier_demo_->setPresentationMode(on);
   cards_scroll_->setMinimumHeight(on ? 400 : 250);
   table_view_->resizeColumnsToContents();
 }
@@ -198,7 +215,61 @@ QString FormatsTab::errorText() const {
 }
 
 std::vector<ExportablePlot*> FormatsTab::plots() const {
-  return {number_line_, spacing_};
+  std::vector<ExportablePlot*> p = {number_line_, spacing_};
+  if (gradient_demo_) p.push_back(gradient_demo_->histogramPlot());
+  if (outlier_demo_) {
+    p.push_back(outlier_demo_->errorPlot());
+    p.push_back(outlier_demo_->mapPlot());
+  }
+  return p;
+}
+
+QStringList FormatsTab::pageNames() const {
+  return {QStringLiteral("explorer"), QStringLiteral("gradients"), QStringLiteral("outliers")};
+}
+
+bool FormatsTab::showPage(const QString& name) {
+  const int i = static_cast<int>(pageNames().indexOf(name.toLower()));
+  if (i < 0) return false;
+  pages_->setCurrentIndex(i);
+  if (i == 1) gradientDemo();
+  if (i == 2) outlierDemo();
+  return true;
+}
+
+QString FormatsTab::currentPage() const { return pageNames().value(pages_->currentIndex()); }
+
+// Demo pages replace their empty placeholders on first use (each runs its demo at once).
+GradientDemoView* FormatsTab::gradientDemo() {
+  if (!gradient_demo_) {
+    gradient_demo_ = new GradientDemoView(pages_);
+    const int current = pages_->currentIndex();
+    QWidget* old = pages_->widget(1);
+    pages_->blockSignals(true);
+    pages_->removeTab(1);
+    pages_->insertTab(1, gradient_demo_, tr("Gradients: E4M3 vs E5M2"));
+    pages_->setCurrentIndex(current);
+    pages_->blockSignals(false);
+    delete old;
+    gradient_demo_->setPresentationMode(presentation_);
+  }
+  return gradient_demo_;
+}
+
+OutlierDemoView* FormatsTab::outlierDemo() {
+  if (!outlier_demo_) {
+    outlier_demo_ = new OutlierDemoView(pages_);
+    const int current = pages_->currentIndex();
+    QWidget* old = pages_->widget(2);
+    pages_->blockSignals(true);
+    pages_->removeTab(2);
+    pages_->insertTab(2, outlier_demo_, tr("Outliers: per tensor vs 1x128"));
+    pages_->setCurrentIndex(current);
+    pages_->blockSignals(false);
+    delete old;
+    outlier_demo_->setPresentationMode(presentation_);
+  }
+  return outlier_demo_;
 }
 
 }  // namespace fp8wb

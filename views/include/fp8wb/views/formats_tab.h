@@ -17,10 +17,13 @@ class QLabel;
 class QHBoxLayout;
 class QTableView;
 class QScrollArea;
+class QTabWidget;
 
 namespace fp8wb {
 
 class FormatCard;
+class GradientDemoView;
+class OutlierDemoView;
 class CodeTableModel;
 class NumberLinePlot;
 class SpacingPlot;
@@ -49,6 +52,14 @@ class FormatsTab : public QWidget {
   SpacingPlot* spacingPlot() const { return spacing_; }
   std::vector<ExportablePlot*> plots() const;
 
+  // The tab's pages: "explorer", "gradients" (E4M3 vs E5M2 gradients), "outliers"
+  // (per-tensor vs 1x128 scaling). Demo pages are built the first time they are shown.
+  QStringList pageNames() const;
+  bool showPage(const QString& name);
+  QString currentPage() const;
+  GradientDemoView* gradientDemo();
+  OutlierDemoView* outlierDemo();
+
  Q_SIGNALS:
   void valueChanged(double value);
 
@@ -69,6 +80,9 @@ class FormatsTab : public QWidget {
   QComboBox* table_format_;
   CodeTableModel* table_model_;
   QTableView* table_view_;
+  QTabWidget* pages_ = nullptr;
+  GradientDemoView* gradient_demo_ = nullptr;
+  OutlierDemoView* outlier_demo_ = nullptr;
   std::optional<double> value_;
   bool presentation_ = false;
 };
