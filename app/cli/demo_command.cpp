@@ -14,14 +14,18 @@ namespace {
 
 using nlohmann::json;
 
-json number(double v) { return std::isfinite(v) ? json(v) : json(format_number(v)); }
+json number(double v) {
+  return std::isfinite(v) ? json(v) : json(format_number(v));
+}
 
 json hist_json(const TensorStats& s) {
   json bins = json::array();
   for (int b = 0; b < kHistExpBins; ++b) {
     if (s.raw.hist[b] != 0) bins.push_back({{"log2", kHistMinExp + b}, {"count", s.raw.hist[b]}});
   }
-  return {{"bins", bins}, {"zero", s.raw.hist[kHistZeroBin]}, {"nonfinite", s.raw.hist[kHistNonfiniteBin]}};
+  return {{"bins", bins},
+          {"zero", s.raw.hist[kHistZeroBin]},
+          {"nonfinite", s.raw.hist[kHistNonfiniteBin]}};
 }
 
 // One line of block characters: the exponent histogram from 2^-30 to 2^17, and a line
@@ -37,9 +41,12 @@ void print_histogram(std::ostream& out, const TensorStats& s, Format f) {
   const int band_hi = static_cast<int>(std::floor(std::log2(info.max_finite)));
   for (int e = lo; e <= hi; ++e) {
     const uint64_t c = s.raw.hist[e - kHistMinExp];
-    const int level = c == 0 ? 0 : 1 + static_cast<int>(7.0 * static_cast<double>(c) / static_cast<double>(peak));
+    const int level =
+        c == 0 ? 0 : 1 + static_cast<int>(7.0 * static_cast<double>(c) / static_cast<double>(peak));
     bars += kLevels[std::min(level, 8)];
-    band += (e >= band_lo && e <= band_hi) ? (e < static_cast<int>(std::log2(info.min_normal)) ? "s" : "=") : " ";
+    band += (e >= band_lo && e <= band_hi)
+                ? (e < static_cast<int>(std::log2(info.min_normal)) ? "s" : "=")
+                : " ";
   }
   out << fmt::format("    log2|x*scale| 2^{} {} 2^{}\n", lo, bars, hi);
   out << fmt::format("    {:<13} {:>4} {}\n", std::string(info.name) + " range", "", band);
@@ -72,18 +79,21 @@ int outliers(const DemoOptions& opt, Format f, std::ostream& out) {
     return 0;
   }
   out << fmt::format(
-      "Outlier channels: a {}x{} normal tensor, channels 0-{} scaled by k, {} per tensor vs 1x128 blocks.\n"
+      "Outlier channels: a {}x{} normal tensor, channels 0-{} scaled by k, {} per tensor vs 1x128 "
+      "blocks.\n"
       "Error = sqrt(sum err^2 / sum x^2) on the channels outside the first 128-block.\n\n",
       cfg.rows, cfg.cols, cfg.outlier_channels - 1, format_info(f).name);
   out << fmt::format("{:>10}  {:>14}  {:>11}  {:>20}  {:>16}\n", "k", "per-tensor err", "1x128 err",
                      "per-tensor underflow", "1x128 underflow");
   for (const auto& row : r.rows) {
-    out << fmt::format("{:>10}  {:>13.2f}%  {:>10.2f}%  {:>19.2f}%  {:>15.2f}%\n", format_number(row.factor),
-                       row.tensorwise_error_pct, row.block_error_pct, row.tensorwise_underflow_pct,
-                       row.block_underflow_pct);
+    out << fmt::format("{:>10}  {:>13.2f}%  {:>10.2f}%  {:>19.2f}%  {:>15.2f}%\n",
+                       format_number(row.factor), row.tensorwise_error_pct, row.block_error_pct,
+                       row.tensorwise_underflow_pct, row.block_underflow_pct);
   }
-  out << "\nThe source chapter reports, for E4M3: per tensor 2.6% / 4.9% / 14.1% at k = 1e2 / 1e4 / 3e4,\n"
-         "1x128 blocks 2.6% throughout: one outlier channel costs the whole tensor its precision.\n";
+  out << "\nThe source chapter reports, for E4M3: per tensor 2.6% / 4.9% / 14.1% at k = 1e2 / 1e4 "
+         "/ 3e4,\n"
+         "1x128 blocks 2.6% throughout: one outlier channel costs the whole tensor its "
+         "precision.\n";
   return 0;
 }
 
@@ -112,28 +122,36 @@ int gradients(const DemoOptions& opt, std::ostream& out) {
         << "\n";
     return 0;
   }
-  out << fmt::format("Gradients: {} values, |g| log-uniform in [{}, {}], times a gradient scale of {}.\n\n", cfg.n,
-                     format_number(cfg.lo), format_number(cfg.hi), format_number(cfg.gradient_scale));
-  out << fmt::format("{:<8} {:<12} {:>12} {:>10} {:>10} {:>9}\n", "format", "scaling", "scale", "underflow",
-                     "subnormal", "SQNR dB");
+  out << fmt::format(
+      "Gradients: {} values, |g| log-uniform in [{}, {}], times a gradient scale of {}.\n\n", cfg.n,
+      format_number(cfg.lo), format_number(cfg.hi), format_number(cfg.gradient_scale));
+  out << fmt::format("{:<8} {:<12} {:>12} {:>10} {:>10} {:>9}\n", "format", "scaling", "scale",
+                     "underflow", "subnormal", "SQNR dB");
   for (const auto& c : r.cases) {
-    out << fmt::format("{:<8} {:<12} {:>12} {:>9.2f}% {:>9.2f}% {:>9.2f}\n", format_info(c.format).name,
-                       c.scaled ? "per-tensor" : "none (cast)", format_number(c.scale), c.stats.underflow_pct(),
-                       c.stats.subnormal_pct(), c.stats.sqnr_db());
+    out << fmt::format("{:<8} {:<12} {:>12} {:>9.2f}% {:>9.2f}% {:>9.2f}\n",
+                       format_info(c.format).name, c.scaled ? "per-tensor" : "none (cast)",
+                       format_number(c.scale), c.stats.underflow_pct(), c.stats.subnormal_pct(),
+                       c.stats.sqnr_db());
     print_histogram(out, c.stats, c.format);
   }
-  out << "\n'=' marks the normal range, 's' the subnormals: what falls left of them flushes to zero.\n";
+  out << "\n'=' marks the normal range, 's' the subnormals: what falls left of them flushes to "
+         "zero.\n";
   return 0;
 }
 
 }  // namespace
 
 void add_demo_command(CLI::App& app, DemoOptions& opt) {
-  auto* cmd = app.add_subcommand("demo", "Classroom demos: outlier channels, E4M3 vs E5M2 gradients");
-  cmd->add_option("which", opt.which, "outliers or gradients")->required()->check(CLI::IsMember({"outliers", "gradients"}));
-  cmd->add_option("-f,--format", opt.format, "Element format for the outlier demo (default E4M3FN)");
+  auto* cmd =
+      app.add_subcommand("demo", "Classroom demos: outlier channels, E4M3 vs E5M2 gradients");
+  cmd->add_option("which", opt.which, "outliers or gradients")
+      ->required()
+      ->check(CLI::IsMember({"outliers", "gradients"}));
+  cmd->add_option("-f,--format", opt.format,
+                  "Element format for the outlier demo (default E4M3FN)");
   cmd->add_option("-k,--factor", opt.factors, "Outlier factors (repeatable; default 1e2 1e4 3e4)");
-  cmd->add_option("-s,--scale", opt.gradient_scale, "Gradient demo: multiply every gradient by this (a loss scale)");
+  cmd->add_option("-s,--scale", opt.gradient_scale,
+                  "Gradient demo: multiply every gradient by this (a loss scale)");
   cmd->add_option("--seed", opt.seed, "Random seed");
   cmd->add_flag("--json", opt.json, "Machine-readable output");
 }
@@ -141,7 +159,9 @@ void add_demo_command(CLI::App& app, DemoOptions& opt) {
 int run_demo(const DemoOptions& opt, std::ostream& out, std::ostream& err) {
   try {
     const auto f = parse_format(opt.format);
-    if (!f) throw std::invalid_argument("unknown format '" + opt.format + "': known formats are " + format_names());
+    if (!f)
+      throw std::invalid_argument("unknown format '" + opt.format + "': known formats are " +
+                                  format_names());
     return opt.which == "outliers" ? outliers(opt, *f, out) : gradients(opt, out);
   } catch (const std::invalid_argument& e) {
     err << "fp8wb demo: " << e.what() << "\n";

@@ -44,9 +44,9 @@ int main(int argc, char** argv) {
   const QCommandLineOption value({QStringLiteral("value")},
                                  QStringLiteral("Value to show in the Formats tab."),
                                  QStringLiteral("VALUE"));
-  const QCommandLineOption page({QStringLiteral("page")},
-                                QStringLiteral("Formats tab page: explorer, gradients or outliers."),
-                                QStringLiteral("PAGE"));
+  const QCommandLineOption page(
+      {QStringLiteral("page")},
+      QStringLiteral("Formats tab page: explorer, gradients or outliers."), QStringLiteral("PAGE"));
   const QCommandLineOption all({QStringLiteral("all-formats")},
                                QStringLiteral("Show every format in the Formats tab."));
   const QCommandLineOption present({QStringLiteral("presentation")},

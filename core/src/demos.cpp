@@ -8,8 +8,8 @@
 namespace fp8wb {
 namespace {
 
-double error_pct_outside_first_block(const std::vector<float>& x, const std::vector<float>& back, int64_t rows,
-                                     int64_t cols) {
+double error_pct_outside_first_block(const std::vector<float>& x, const std::vector<float>& back,
+                                     int64_t rows, int64_t cols) {
   double err = 0, sum = 0;
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 128; c < cols; ++c) {
@@ -26,8 +26,9 @@ double error_pct_outside_first_block(const std::vector<float>& x, const std::vec
 
 OutlierDemoResult run_outlier_demo(const OutlierDemoConfig& cfg) {
   if (cfg.rows < 1 || cfg.cols < 256 || cfg.cols % 128 != 0) {
-    throw std::invalid_argument("the outlier demo needs at least 1 row and a multiple of 128 columns (>= 256), not " +
-                                std::to_string(cfg.rows) + "x" + std::to_string(cfg.cols));
+    throw std::invalid_argument(
+        "the outlier demo needs at least 1 row and a multiple of 128 columns (>= 256), not " +
+        std::to_string(cfg.rows) + "x" + std::to_string(cfg.cols));
   }
   if (cfg.outlier_channels < 0 || cfg.outlier_channels > 128) {
     throw std::invalid_argument("outlier channels must lie in the first 128-block (0..128), not " +
@@ -42,10 +43,12 @@ OutlierDemoResult run_outlier_demo(const OutlierDemoConfig& cfg) {
   std::vector<uint8_t> codes(base.size());
   std::vector<float> back(base.size());
   for (double k : cfg.factors) {
-    if (!(k > 0) || !std::isfinite(k)) throw std::invalid_argument("outlier factors must be positive and finite");
+    if (!(k > 0) || !std::isfinite(k))
+      throw std::invalid_argument("outlier factors must be positive and finite");
     std::vector<float> x = base;
     for (int64_t r = 0; r < cfg.rows; ++r) {
-      for (int c = 0; c < cfg.outlier_channels; ++c) x[static_cast<size_t>(r * cfg.cols + c)] *= static_cast<float>(k);
+      for (int c = 0; c < cfg.outlier_channels; ++c)
+        x[static_cast<size_t>(r * cfg.cols + c)] *= static_cast<float>(k);
     }
     OutlierDemoRow row;
     row.factor = k;
@@ -53,7 +56,8 @@ OutlierDemoResult run_outlier_demo(const OutlierDemoConfig& cfg) {
       QuantRecipe recipe;
       recipe.kind = kind;
       recipe.format = cfg.format;
-      const auto q = quantize_current(TensorRef::of(x.data(), cfg.rows, cfg.cols), recipe, {codes.data()});
+      const auto q =
+          quantize_current(TensorRef::of(x.data(), cfg.rows, cfg.cols), recipe, {codes.data()});
       dequantize(codes.data(), recipe, q.scales, back.data());
       const double err = error_pct_outside_first_block(x, back, cfg.rows, cfg.cols);
       if (kind == ScalingKind::Tensorwise) {
@@ -73,7 +77,8 @@ OutlierDemoResult run_outlier_demo(const OutlierDemoConfig& cfg) {
 
 GradientDemoResult run_gradient_demo(const GradientDemoConfig& cfg) {
   if (cfg.n < 1 || cfg.n > (int64_t{1} << 28)) {
-    throw std::invalid_argument("the gradient demo takes 1 to 268435456 values, not " + std::to_string(cfg.n));
+    throw std::invalid_argument("the gradient demo takes 1 to 268435456 values, not " +
+                                std::to_string(cfg.n));
   }
   if (!(cfg.lo > 0) || !(cfg.hi > cfg.lo) || !std::isfinite(cfg.hi)) {
     throw std::invalid_argument("gradient magnitudes need 0 < lo < hi");
@@ -87,7 +92,8 @@ GradientDemoResult run_gradient_demo(const GradientDemoConfig& cfg) {
   std::uniform_real_distribution<double> u(std::log(cfg.lo), std::log(cfg.hi));
   std::bernoulli_distribution sign(0.5);
   std::vector<float> g(static_cast<size_t>(cfg.n));
-  for (float& v : g) v = static_cast<float>((sign(rng) ? -1.0 : 1.0) * std::exp(u(rng)) * cfg.gradient_scale);
+  for (float& v : g)
+    v = static_cast<float>((sign(rng) ? -1.0 : 1.0) * std::exp(u(rng)) * cfg.gradient_scale);
   for (Format f : cfg.formats) {
     QuantRecipe recipe;
     recipe.format = f;
@@ -97,7 +103,8 @@ GradientDemoResult run_gradient_demo(const GradientDemoConfig& cfg) {
     unit.layout = layout;
     unit.scale = {1.0f};
     unit.scale_inv = {1.0f};
-    GradientDemoCase plain{f, false, 1.0f, quantize(TensorRef::of(g.data(), 1, cfg.n), recipe, unit, {}).stats};
+    GradientDemoCase plain{f, false, 1.0f,
+                           quantize(TensorRef::of(g.data(), 1, cfg.n), recipe, unit, {}).stats};
     res.cases.push_back(std::move(plain));
     const auto cq = quantize_current(TensorRef::of(g.data(), 1, cfg.n), recipe);
     res.cases.push_back({f, true, cq.scales.scale[0], cq.result.stats});

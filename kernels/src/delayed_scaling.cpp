@@ -10,11 +10,14 @@
 
 namespace fp8wb {
 
-std::string_view amax_algo_name(AmaxAlgo a) { return a == AmaxAlgo::Max ? "max" : "most_recent"; }
+std::string_view amax_algo_name(AmaxAlgo a) {
+  return a == AmaxAlgo::Max ? "max" : "most_recent";
+}
 
 std::optional<AmaxAlgo> parse_amax_algo(std::string_view name) {
   if (name == "max") return AmaxAlgo::Max;
-  if (name == "most_recent" || name == "most-recent" || name == "recent") return AmaxAlgo::MostRecent;
+  if (name == "most_recent" || name == "most-recent" || name == "recent")
+    return AmaxAlgo::MostRecent;
   return std::nullopt;
 }
 
@@ -24,10 +27,12 @@ void validate_delayed_config(const DelayedScalingConfig& c) {
                                 " is invalid: the amax history needs at least 1 entry");
   }
   if (c.window > (1 << 24)) {
-    throw std::invalid_argument("window " + std::to_string(c.window) + " is too large (at most 16777216)");
+    throw std::invalid_argument("window " + std::to_string(c.window) +
+                                " is too large (at most 16777216)");
   }
   if (c.margin < -64 || c.margin > 64) {
-    throw std::invalid_argument("margin " + std::to_string(c.margin) + " is out of range [-64, 64]");
+    throw std::invalid_argument("margin " + std::to_string(c.margin) +
+                                " is out of range [-64, 64]");
   }
 }
 
@@ -58,16 +63,20 @@ void DelayedScaler::update(float amax) {
   amax_h_ = amax_h;
   if (!(amax_h > 0) || !std::isfinite(amax_h)) return;  // keep the previous scale
   // In fp32, as Transformer Engine computes it: (fmax / amax_h) / 2^margin.
-  const float s = std::ldexp(static_cast<float>(format_info(format_).max_finite) / amax_h, -config_.margin);
+  const float s =
+      std::ldexp(static_cast<float>(format_info(format_).max_finite) / amax_h, -config_.margin);
   scale_ = std::isinf(s) ? FLT_MAX : s;
 }
 
 std::vector<float> DelayedScaler::history() const {
   std::vector<float> h(ring_.size());
-  for (size_t i = 0; i < ring_.size(); ++i) h[i] = ring_[(static_cast<size_t>(head_) + i) % ring_.size()];
+  for (size_t i = 0; i < ring_.size(); ++i)
+    h[i] = ring_[(static_cast<size_t>(head_) + i) % ring_.size()];
   return h;
 }
 
-float DelayedScaler::history_amax() const { return amax_h_; }
+float DelayedScaler::history_amax() const {
+  return amax_h_;
+}
 
 }  // namespace fp8wb

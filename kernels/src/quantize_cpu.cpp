@@ -5,12 +5,20 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "fp8wb/kernels/codec_cpu.h"
 #include "fp8wb/kernels/quantize_element.h"
 
 #if defined(_OPENMP)
 #include <omp.h>
+#endif
+
+// x86-64: an AVX2 clone next to the baseline SSE2 one, picked at load time.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define FP8WB_TARGET_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define FP8WB_TARGET_CLONES
 #endif
 
 namespace fp8wb {
@@ -28,7 +36,9 @@ void check_input(const TensorRef& x) {
   }
 }
 
-int thread_count(int threads) { return threads > 0 ? threads : hardware_threads(); }
+int thread_count(int threads) {
+  return threads > 0 ? threads : hardware_threads();
+}
 
 // Rows are split into contiguous chunks, one task each; results merge in chunk order so
 // that sums do not depend on scheduling.
@@ -53,23 +63,33 @@ struct Accum {
   std::vector<double> map_err, map_sum;
 };
 
-// One row's share of a group's elements: [c0, c1) of row r, all with one scale.
-template <Format F>
-void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, float scale, float scale_inv,
-                      Overflow ov, const float* lut, uint8_t* codes, uint8_t* codes_t, int64_t rows,
-                      const StatsOptions& so, const MapGrid& grid, Accum& acc, float* err_tmp, float* sq_tmp) {
+struct SegmentCounts {
+  uint32_t zeros = 0, nonfinite = 0, underflow = 0, subnormal = 0, saturated = 0, amax = 0;
+};
+
+FP8WB_INLINE float widen(float v) {
+  return v;
+}
+FP8WB_INLINE float widen(uint16_t b) {
+  return bits_float(static_cast<uint32_t>(b) << 16);
+}
+
+// The hot loop, free of optional outputs and runtime modes: codes, counters, and the
+// error terms that the map and the sums add up afterwards. (The decode-table lookup is a
+// gather, so the loop stays scalar; arithmetic decoding vectorised but ran slower.)
+// The overflow mode is a template parameter: a runtime one leaves branches in the loop
+// body, and GCC then keeps it scalar.
+template <Format F, Overflow ov, class In>
+void segment_stats_loop(const In* __restrict__ in, uint8_t* __restrict__ out,
+                        float* __restrict__ err, float* __restrict__ sq, int64_t n, float scale,
+                        float scale_inv, const float* __restrict__ lut, SegmentCounts& c) {
   constexpr CodecSpec s = codec_spec(F);
-  const int64_t base = r * x.cols;
-  const int64_t n = c1 - c0;
-  uint64_t zeros = 0, nonfinite = 0, underflow = 0, subnormal = 0, saturated = 0;
-  uint32_t amax = acc.buf.amax_bits;
-  auto decoded = [lut](uint8_t c) { return lut[c]; };
+  uint32_t zeros = 0, nonfinite = 0, underflow = 0, subnormal = 0, saturated = 0, amax = c.amax;
+  auto decoded = [lut](uint8_t code) { return lut[code]; };
   for (int64_t j = 0; j < n; ++j) {
-    const float v = load(x, base + c0 + j);
+    const float v = widen(in[j]);
     const QuantizedElement q = quantize_element(v, scale, scale_inv, s, ov, decoded);
-    if (codes) codes[base + c0 + j] = q.code;
-    if (codes_t) codes_t[(c0 + j) * rows + r] = q.code;
-    if (!so.enabled) continue;
+    out[j] = q.code;
     const uint32_t a = float_bits(v) & 0x7FFFFFFFu;
     zeros += v == 0.0f;
     nonfinite += !q.finite;
@@ -77,10 +97,61 @@ void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, flo
     subnormal += is_subnormal_code(q.code, s);
     saturated += q.saturated;
     amax = q.finite && a > amax ? a : amax;
-    const float e = q.finite ? v - q.dequant : 0.0f;
-    // Squares in fp64: the error of an exact zero must stay exactly zero.
-    err_tmp[j] = e;
-    sq_tmp[j] = q.finite ? v : 0.0f;
+    err[j] = q.finite ? v - q.dequant : 0.0f;
+    sq[j] = q.finite ? v : 0.0f;
+  }
+  c.zeros += zeros;
+  c.nonfinite += nonfinite;
+  c.underflow += underflow;
+  c.subnormal += subnormal;
+  c.saturated += saturated;
+  c.amax = amax;
+}
+
+template <Format F, Overflow ov, class In>
+FP8WB_TARGET_CLONES void segment_codes_loop(const In* __restrict__ in, uint8_t* __restrict__ out,
+                                            int64_t n, float scale) {
+  constexpr CodecSpec s = codec_spec(F);
+  for (int64_t j = 0; j < n; ++j) out[j] = encode_rne_bits(float_bits(widen(in[j]) * scale), s, ov);
+}
+
+// One row's share of a group's elements: [c0, c1) of row r, all with one scale.
+template <Format F>
+void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, float scale,
+                      float scale_inv, Overflow ov, const float* lut, uint8_t* code_tmp,
+                      uint8_t* codes, uint8_t* codes_t, int64_t rows, const StatsOptions& so,
+                      const MapGrid& grid, Accum& acc, float* err_tmp, float* sq_tmp) {
+  const int64_t base = r * x.cols;
+  const int64_t n = c1 - c0;
+  uint8_t* row_codes = codes ? codes + base + c0 : code_tmp;
+  SegmentCounts counts;
+  counts.amax = acc.buf.amax_bits;
+  auto run = [&](auto ov_tag) {
+    constexpr Overflow O = decltype(ov_tag)::value;
+    if (so.enabled) {
+      if (x.f32) {
+        segment_stats_loop<F, O>(x.f32 + base + c0, row_codes, err_tmp, sq_tmp, n, scale, scale_inv,
+                                 lut, counts);
+      } else {
+        segment_stats_loop<F, O>(x.bf16 + base + c0, row_codes, err_tmp, sq_tmp, n, scale,
+                                 scale_inv, lut, counts);
+      }
+    } else if (x.f32) {
+      segment_codes_loop<F, O>(x.f32 + base + c0, row_codes, n, scale);
+    } else {
+      segment_codes_loop<F, O>(x.bf16 + base + c0, row_codes, n, scale);
+    }
+  };
+  if (ov == Overflow::Saturate) {
+    run(std::integral_constant<Overflow, Overflow::Saturate>{});
+  } else {
+    run(std::integral_constant<Overflow, Overflow::Ieee>{});
+  }
+  const uint32_t zeros = counts.zeros, nonfinite = counts.nonfinite, underflow = counts.underflow,
+                 subnormal = counts.subnormal, saturated = counts.saturated, amax = counts.amax;
+  if (codes_t) {
+    // The transposed store is strided: a loop of its own keeps the one above vectorised.
+    for (int64_t j = 0; j < n; ++j) codes_t[(c0 + j) * rows + r] = row_codes[j];
   }
   if (!so.enabled) return;
   acc.buf.numel += static_cast<uint64_t>(n);
@@ -114,18 +185,24 @@ void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, flo
   acc.buf.sq_err += se;
   acc.buf.sq_sum += ss;
   if (so.histogram) {
+    // Four interleaved sub-histograms: consecutive values mostly hit the same few bins,
+    // and one counter would serialise on its own store-to-load latency.
+    uint32_t h[4][kHistBins] = {};
     for (int64_t k = 0; k < n; ++k) {
       const float v = load(x, base + c0 + k);
       const uint32_t a = float_bits(v) & 0x7FFFFFFFu;
-      const int bin = a >= 0x7F800000u ? kHistNonfiniteBin : (a == 0 ? kHistZeroBin : hist_bin(v * scale));
-      ++acc.buf.hist[bin];
+      const int bin =
+          a >= 0x7F800000u ? kHistNonfiniteBin : (a == 0 ? kHistZeroBin : hist_bin(v * scale));
+      ++h[k & 3][bin];
     }
+    for (int b = 0; b < kHistBins; ++b)
+      acc.buf.hist[b] += uint64_t{h[0][b]} + h[1][b] + h[2][b] + h[3][b];
   }
 }
 
-using SegmentFn = void (*)(const TensorRef&, int64_t, int64_t, int64_t, float, float, Overflow, const float*,
-                           uint8_t*, uint8_t*, int64_t, const StatsOptions&, const MapGrid&, Accum&, float*,
-                           float*);
+using SegmentFn = void (*)(const TensorRef&, int64_t, int64_t, int64_t, float, float, Overflow,
+                           const float*, uint8_t*, uint8_t*, uint8_t*, int64_t, const StatsOptions&,
+                           const MapGrid&, Accum&, float*, float*);
 
 SegmentFn segment_fn(Format f) {
   switch (f) {
@@ -141,17 +218,19 @@ SegmentFn segment_fn(Format f) {
   throw std::invalid_argument("E8M0FNU holds scales, not elements");
 }
 
-void check_scales(const TensorRef& x, const QuantRecipe& recipe, const ScaleSet& scales, const char* what) {
+void check_scales(const TensorRef& x, const QuantRecipe& recipe, const ScaleSet& scales,
+                  const char* what) {
   const GroupLayout expect = make_layout(recipe, x.rows, x.cols);
   if (scales.layout.rows != x.rows || scales.layout.cols != x.cols ||
-      scales.layout.block_rows != expect.block_rows || scales.layout.block_cols != expect.block_cols ||
+      scales.layout.block_rows != expect.block_rows ||
+      scales.layout.block_cols != expect.block_cols ||
       scales.scale.size() != static_cast<size_t>(expect.group_count()) ||
       scales.scale_inv.size() != scales.scale.size()) {
-    throw std::invalid_argument(std::string(what) + ": the scales were made for a " +
-                                std::to_string(scales.layout.rows) + "x" + std::to_string(scales.layout.cols) +
-                                " tensor with " + std::to_string(scales.scale.size()) +
-                                " groups, not for this " + std::to_string(x.rows) + "x" +
-                                std::to_string(x.cols) + " " + recipe_name(recipe));
+    throw std::invalid_argument(
+        std::string(what) + ": the scales were made for a " + std::to_string(scales.layout.rows) +
+        "x" + std::to_string(scales.layout.cols) + " tensor with " +
+        std::to_string(scales.scale.size()) + " groups, not for this " + std::to_string(x.rows) +
+        "x" + std::to_string(x.cols) + " " + recipe_name(recipe));
   }
 }
 
@@ -169,7 +248,8 @@ MapGrid make_map_grid(const GroupLayout& layout, int max_cells) {
   MapGrid g;
   if (layout.rows == 0 || layout.cols == 0) return g;
   max_cells = std::max(max_cells, 1);
-  if (layout.group_count() > 1 && layout.group_rows <= max_cells && layout.group_cols <= max_cells) {
+  if (layout.group_count() > 1 && layout.group_rows <= max_cells &&
+      layout.group_cols <= max_cells) {
     g.cell_rows = layout.block_rows;
     g.cell_cols = layout.block_cols;
   } else {
@@ -221,18 +301,22 @@ AmaxResult compute_amax(const TensorRef& x, const GroupLayout& layout, int threa
 }
 
 QuantizeResult quantize(const TensorRef& x, const QuantRecipe& recipe, const ScaleSet& scales,
-                        const QuantizeTargets& out, const StatsOptions& so, const WhatIf* whatif, int threads) {
+                        const QuantizeTargets& out, const StatsOptions& so, const WhatIf* whatif,
+                        int threads) {
   check_input(x);
   check_scales(x, recipe, scales, "quantize");
-  if (out.codes_t && recipe.kind != ScalingKind::Tensorwise && recipe.kind != ScalingKind::Block128x128) {
-    throw std::invalid_argument("transposed codes need tensorwise or 128x128 scaling (" + recipe_name(recipe) +
+  if (out.codes_t && recipe.kind != ScalingKind::Tensorwise &&
+      recipe.kind != ScalingKind::Block128x128) {
+    throw std::invalid_argument("transposed codes need tensorwise or 128x128 scaling (" +
+                                recipe_name(recipe) +
                                 " scales along K: quantize the transposed tensor instead)");
   }
   std::vector<Pass> passes;
   passes.push_back({recipe, &scales, segment_fn(recipe.format), decode_table(recipe.format).data(),
                     make_map_grid(scales.layout, so.map_max_cells)});
   if (whatif) {
-    if (!whatif->scales) throw std::invalid_argument("what-if statistics need the what-if recipe's scales");
+    if (!whatif->scales)
+      throw std::invalid_argument("what-if statistics need the what-if recipe's scales");
     check_scales(x, whatif->recipe, *whatif->scales, "what-if");
     passes.push_back({whatif->recipe, whatif->scales, segment_fn(whatif->recipe.format),
                       decode_table(whatif->recipe.format).data(),
@@ -244,6 +328,7 @@ QuantizeResult quantize(const TensorRef& x, const QuantRecipe& recipe, const Sca
   for_row_chunks(x.rows, x.cols, threads, chunks, [&](int64_t chunk, int64_t r0, int64_t r1) {
     std::vector<float> err_tmp(static_cast<size_t>(std::max<int64_t>(x.cols, 1)));
     std::vector<float> sq_tmp(err_tmp.size());
+    std::vector<uint8_t> code_tmp(err_tmp.size());
     for (size_t p = 0; p < passes.size(); ++p) {
       Accum& a = acc[p][static_cast<size_t>(chunk)];
       if (so.error_map) {
@@ -260,8 +345,9 @@ QuantizeResult quantize(const TensorRef& x, const QuantRecipe& recipe, const Sca
         for (int64_t c0 = 0; c0 < x.cols; c0 += L.block_cols) {
           const int64_t c1 = std::min(x.cols, c0 + L.block_cols);
           const auto g = static_cast<size_t>(grow + c0 / L.block_cols);
-          ps.fn(x, r, c0, c1, ps.scales->scale[g], ps.scales->scale_inv[g], ps.recipe.overflow, ps.lut,
-                p == 0 ? out.codes : nullptr, p == 0 ? out.codes_t : nullptr, x.rows, so, ps.grid,
+          ps.fn(x, r, c0, c1, ps.scales->scale[g], ps.scales->scale_inv[g], ps.recipe.overflow,
+                ps.lut, code_tmp.data(), p == 0 ? out.codes : nullptr,
+                p == 0 ? out.codes_t : nullptr, x.rows, so, ps.grid,
                 acc[p][static_cast<size_t>(chunk)], err_tmp.data(), sq_tmp.data());
         }
       }
@@ -296,7 +382,8 @@ QuantizeResult quantize(const TensorRef& x, const QuantRecipe& recipe, const Sca
 void dequantize(const uint8_t* codes, const QuantRecipe& recipe, const ScaleSet& scales, float* out,
                 int threads) {
   const GroupLayout& L = scales.layout;
-  if (L.rows * L.cols > 0 && (!codes || !out)) throw std::invalid_argument("dequantize: null buffer");
+  if (L.rows * L.cols > 0 && (!codes || !out))
+    throw std::invalid_argument("dequantize: null buffer");
   const float* lut = decode_table(recipe.format).data();
   int64_t chunks = 1;
   for_row_chunks(L.rows, L.cols, threads, chunks, [&](int64_t, int64_t r0, int64_t r1) {
@@ -311,8 +398,9 @@ void dequantize(const uint8_t* codes, const QuantRecipe& recipe, const ScaleSet&
   });
 }
 
-CurrentQuantization quantize_current(const TensorRef& x, const QuantRecipe& recipe, const QuantizeTargets& out,
-                                     const StatsOptions& stats, const QuantRecipe* whatif, int threads) {
+CurrentQuantization quantize_current(const TensorRef& x, const QuantRecipe& recipe,
+                                     const QuantizeTargets& out, const StatsOptions& stats,
+                                     const QuantRecipe* whatif, int threads) {
   CurrentQuantization cq;
   const GroupLayout layout = make_layout(recipe, x.rows, x.cols);
   const AmaxResult am = compute_amax(x, layout, threads);

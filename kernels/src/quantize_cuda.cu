@@ -82,7 +82,8 @@ __device__ __forceinline__ bool last_of_run(int64_t key) {
 }
 
 struct LaneStats {
-  uint32_t numel = 0, zeros = 0, nonfinite = 0, underflow = 0, subnormal = 0, saturated = 0, amax = 0;
+  uint32_t numel = 0, zeros = 0, nonfinite = 0, underflow = 0, subnormal = 0, saturated = 0,
+           amax = 0;
   double sq_err = 0, sq_sum = 0;
 };
 
@@ -105,7 +106,8 @@ __device__ void flush_block_stats(LaneStats ls, StatsBuffer* out, uint32_t (*his
   __shared__ double sums[kWarps][2];
   __shared__ uint32_t amax[kWarps];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const uint32_t c[6] = {ls.numel, ls.zeros, ls.nonfinite, ls.underflow, ls.subnormal, ls.saturated};
+  const uint32_t c[6] = {ls.numel,     ls.zeros,     ls.nonfinite,
+                         ls.underflow, ls.subnormal, ls.saturated};
 #pragma unroll
   for (int i = 0; i < 6; ++i) {
     const unsigned long long s = warp_sum(static_cast<unsigned long long>(c[i]));
@@ -150,8 +152,9 @@ __device__ void flush_block_stats(LaneStats ls, StatsBuffer* out, uint32_t (*his
 // Squares go into per-row fp64 partials (re, rs) that the caller folds into the lane's
 // and the map cell's sums once per row (fp32 squares overflow past 2^64).
 template <Format F>
-__device__ __forceinline__ void count_element(float v, const QuantizedElement& q, float scale, LaneStats& ls,
-                                              double& re, double& rs, uint32_t* hist) {
+__device__ __forceinline__ void count_element(float v, const QuantizedElement& q, float scale,
+                                              LaneStats& ls, double& re, double& rs,
+                                              uint32_t* hist) {
   constexpr CodecSpec s = codec_spec(F);
   const uint32_t a = __float_as_uint(v) & 0x7FFFFFFFu;
   ls.numel++;
@@ -170,16 +173,17 @@ __device__ __forceinline__ void count_element(float v, const QuantizedElement& q
     const int bin = !q.finite ? kHistNonfiniteBin : (a == 0 ? kHistZeroBin : hist_bin(v * scale));
     // Lanes that hit the same bin add once, through their lowest lane.
     const unsigned peers = __match_any_sync(__activemask(), bin);
-    if ((threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(&hist[bin], static_cast<uint32_t>(__popc(peers)));
+    if ((threadIdx.x & 31) == __ffs(peers) - 1)
+      atomicAdd(&hist[bin], static_cast<uint32_t>(__popc(peers)));
   }
 }
 
 template <Format F, bool kStats>
-__global__ void __launch_bounds__(kThreads) quantize_fast_kernel(const float* xf, const uint16_t* xb, Geometry G,
-                                                                 const float* __restrict__ scale,
-                                                                 const float* __restrict__ scale_inv, Overflow ov,
-                                                                 uint8_t* codes, uint8_t* codes_t, StatsBuffer* stats,
-                                                                 double* map, bool with_hist) {
+__global__ void __launch_bounds__(kThreads)
+    quantize_fast_kernel(const float* xf, const uint16_t* xb, Geometry G,
+                         const float* __restrict__ scale, const float* __restrict__ scale_inv,
+                         Overflow ov, uint8_t* codes, uint8_t* codes_t, StatsBuffer* stats,
+                         double* map, bool with_hist) {
   constexpr CodecSpec s = codec_spec(F);
   __shared__ float lut[256];
   __shared__ uint32_t hist[kWarps][kHistBins];
@@ -195,7 +199,8 @@ __global__ void __launch_bounds__(kThreads) quantize_fast_kernel(const float* xf
   const bool trans = codes_t != nullptr;
   LaneStats ls;
   auto lut_decode = [&](uint8_t c) { return lut[c]; };
-  for (int64_t item = int64_t{blockIdx.x} * kWarps + warp; item < items; item += int64_t{gridDim.x} * kWarps) {
+  for (int64_t item = int64_t{blockIdx.x} * kWarps + warp; item < items;
+       item += int64_t{gridDim.x} * kWarps) {
     const int64_t col = (item % windows) * kWindow + lane * 4;
     const bool active = col < G.cols;
     const int64_t r0 = (item / windows) * kRowChunk;
@@ -275,12 +280,14 @@ __global__ void __launch_bounds__(kThreads) quantize_fast_kernel(const float* xf
         if (rb + 16 <= r1 && G.rows % 16 == 0) {
 #pragma unroll
           for (int k = 0; k < 4; ++k) {
-            *reinterpret_cast<uint4*>(codes_t + (col + k) * G.rows + rb) = make_uint4(t[k][0], t[k][1], t[k][2], t[k][3]);
+            *reinterpret_cast<uint4*>(codes_t + (col + k) * G.rows + rb) =
+                make_uint4(t[k][0], t[k][1], t[k][2], t[k][3]);
           }
         } else {
           for (int i = 0; i < 16 && rb + i < r1; ++i) {
             for (int k = 0; k < 4; ++k) {
-              codes_t[(col + k) * G.rows + rb + i] = static_cast<uint8_t>(t[k][i / 4] >> (8 * (i % 4)));
+              codes_t[(col + k) * G.rows + rb + i] =
+                  static_cast<uint8_t>(t[k][i / 4] >> (8 * (i % 4)));
             }
           }
         }
@@ -296,9 +303,10 @@ __global__ void __launch_bounds__(kThreads) quantize_fast_kernel(const float* xf
 
 // Any shape, any alignment: one element per thread per step.
 template <Format F>
-__global__ void quantize_generic_kernel(const float* xf, const uint16_t* xb, Geometry G, const float* scale,
-                                        const float* scale_inv, Overflow ov, uint8_t* codes, uint8_t* codes_t,
-                                        StatsBuffer* stats, double* map, bool with_hist) {
+__global__ void quantize_generic_kernel(const float* xf, const uint16_t* xb, Geometry G,
+                                        const float* scale, const float* scale_inv, Overflow ov,
+                                        uint8_t* codes, uint8_t* codes_t, StatsBuffer* stats,
+                                        double* map, bool with_hist) {
   constexpr CodecSpec s = codec_spec(F);
   __shared__ uint32_t hist[kWarps][kHistBins];
   for (int i = threadIdx.x; i < kWarps * kHistBins; i += blockDim.x) (&hist[0][0])[i] = 0;
@@ -306,11 +314,13 @@ __global__ void quantize_generic_kernel(const float* xf, const uint16_t* xb, Geo
   uint32_t* my_hist = stats && with_hist ? hist[threadIdx.x >> 5] : nullptr;
   LaneStats ls;
   const int64_t n = G.rows * G.cols;
-  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t r = i / G.cols, c = i % G.cols;
     const int64_t g = (r / G.block_rows) * G.group_cols + c / G.block_cols;
     const float v = load1(xf, xb, i);
-    const QuantizedElement q = quantize_element(v, scale[g], scale_inv[g], s, ov, [](uint8_t cc) { return decode(cc, codec_spec(F)); });
+    const QuantizedElement q = quantize_element(
+        v, scale[g], scale_inv[g], s, ov, [](uint8_t cc) { return decode(cc, codec_spec(F)); });
     if (codes) codes[i] = q.code;
     if (codes_t) codes_t[c * G.rows + r] = q.code;
     if (stats) {
@@ -340,7 +350,8 @@ __global__ void amax_kernel(const float* xf, const uint16_t* xb, Geometry G, uin
   if (kFast) {
     const int64_t windows = (G.cols + kWindow - 1) / kWindow;
     const int64_t items = windows * ((G.rows + kRowChunk - 1) / kRowChunk);
-    for (int64_t item = int64_t{blockIdx.x} * kWarps + warp; item < items; item += int64_t{gridDim.x} * kWarps) {
+    for (int64_t item = int64_t{blockIdx.x} * kWarps + warp; item < items;
+         item += int64_t{gridDim.x} * kWarps) {
       const int64_t col = (item % windows) * kWindow + lane * 4;
       const bool active = col < G.cols;
       const int64_t r0 = (item / windows) * kRowChunk, r1 = min(G.rows, r0 + kRowChunk);
@@ -350,7 +361,8 @@ __global__ void amax_kernel(const float* xf, const uint16_t* xb, Geometry G, uin
       auto flush = [&]() {
         const int64_t key = active ? group_row * G.group_cols + gcol : LLONG_MAX;
         total = max(total, m);
-        const uint32_t mm = segmented_reduce(key, m, [](uint32_t a, uint32_t b) { return max(a, b); });
+        const uint32_t mm =
+            segmented_reduce(key, m, [](uint32_t a, uint32_t b) { return max(a, b); });
         if (last_of_run(key) && active && mm) atomicMax(&group_amax[key], mm);
         m = 0;
       };
@@ -382,7 +394,8 @@ __global__ void amax_kernel(const float* xf, const uint16_t* xb, Geometry G, uin
     }
   } else {
     const int64_t n = G.rows * G.cols;
-    for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n;
+         i += int64_t{gridDim.x} * blockDim.x) {
       const uint32_t a = __float_as_uint(load1(xf, xb, i)) & 0x7FFFFFFFu;
       if (a < 0x7F800000u && a) {
         const int64_t r = i / G.cols, c = i % G.cols;
@@ -401,9 +414,10 @@ __global__ void amax_kernel(const float* xf, const uint16_t* xb, Geometry G, uin
   }
 }
 
-__global__ void scales_kernel(ScalingKind kind, int64_t groups, const float* amax, const float* tensor_amax,
-                              double fmax, int emax, int margin, bool pow2, bool rceil, float* scale,
-                              float* scale_inv, uint8_t* codes, float* global_scale) {
+__global__ void scales_kernel(ScalingKind kind, int64_t groups, const float* amax,
+                              const float* tensor_amax, double fmax, int emax, int margin,
+                              bool pow2, bool rceil, float* scale, float* scale_inv, uint8_t* codes,
+                              float* global_scale) {
   const int64_t g = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (g >= groups) return;
   const float a = amax[g];
@@ -429,7 +443,8 @@ __global__ void scales_kernel(ScalingKind kind, int64_t groups, const float* ama
 unsigned blocks_for(int64_t work, int per_block) {
   static int sms = [] {
     int dev = 0, n = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
       (void)cudaGetLastError();
       return 132;
     }
@@ -439,27 +454,31 @@ unsigned blocks_for(int64_t work, int per_block) {
   return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(want, int64_t{sms} * 8)));
 }
 
-bool fast_path_ok(const DeviceTensor& x, const GroupLayout& L, const DeviceStatsTargets& t, const uint8_t* codes,
-                  const uint8_t* codes_t) {
-  const uintptr_t in = reinterpret_cast<uintptr_t>(x.f32 ? static_cast<const void*>(x.f32) : x.bf16);
+bool fast_path_ok(const DeviceTensor& x, const GroupLayout& L, const DeviceStatsTargets& t,
+                  const uint8_t* codes, const uint8_t* codes_t) {
+  const uintptr_t in =
+      reinterpret_cast<uintptr_t>(x.f32 ? static_cast<const void*>(x.f32) : x.bf16);
   const bool cell_ok = !(t.stats && t.map) || t.grid.cell_cols % 4 == 0;
-  return x.cols % 4 == 0 && in % (x.f32 ? 16 : 8) == 0 && reinterpret_cast<uintptr_t>(codes) % 4 == 0 &&
+  return x.cols % 4 == 0 && in % (x.f32 ? 16 : 8) == 0 &&
+         reinterpret_cast<uintptr_t>(codes) % 4 == 0 &&
          reinterpret_cast<uintptr_t>(codes_t) % 16 == 0 && (L.block_cols % 4 == 0) && cell_ok;
 }
 
 template <Format F>
-void launch_quantize(const DeviceTensor& x, const Geometry& G, bool fast, const float* sc, const float* si,
-                     Overflow ov, uint8_t* codes, uint8_t* codes_t, const DeviceStatsTargets& t, cudaStream_t st) {
+void launch_quantize(const DeviceTensor& x, const Geometry& G, bool fast, const float* sc,
+                     const float* si, Overflow ov, uint8_t* codes, uint8_t* codes_t,
+                     const DeviceStatsTargets& t, cudaStream_t st) {
   double* map = G.map ? t.map : nullptr;
   if (fast) {
-    const int64_t items = ((x.cols + kWindow - 1) / kWindow) * ((x.rows + kRowChunk - 1) / kRowChunk);
+    const int64_t items =
+        ((x.cols + kWindow - 1) / kWindow) * ((x.rows + kRowChunk - 1) / kRowChunk);
     const unsigned grid = blocks_for(items, kWarps);
     if (t.stats) {
-      quantize_fast_kernel<F, true><<<grid, kThreads, 0, st>>>(x.f32, x.bf16, G, sc, si, ov, codes, codes_t, t.stats,
-                                                               map, t.histogram);
+      quantize_fast_kernel<F, true><<<grid, kThreads, 0, st>>>(x.f32, x.bf16, G, sc, si, ov, codes,
+                                                               codes_t, t.stats, map, t.histogram);
     } else {
-      quantize_fast_kernel<F, false><<<grid, kThreads, 0, st>>>(x.f32, x.bf16, G, sc, si, ov, codes, codes_t,
-                                                                nullptr, nullptr, false);
+      quantize_fast_kernel<F, false><<<grid, kThreads, 0, st>>>(x.f32, x.bf16, G, sc, si, ov, codes,
+                                                                codes_t, nullptr, nullptr, false);
     }
   } else {
     quantize_generic_kernel<F><<<blocks_for(x.rows * x.cols, kThreads), kThreads, 0, st>>>(
@@ -483,10 +502,11 @@ struct DeviceArray {
 
 }  // namespace
 
-void group_amax_cuda(const DeviceTensor& x, const GroupLayout& L, float* d_group_amax, float* d_tensor_amax,
-                     fp8wb_stream_t stream) {
+void group_amax_cuda(const DeviceTensor& x, const GroupLayout& L, float* d_group_amax,
+                     float* d_tensor_amax, fp8wb_stream_t stream) {
   const auto st = reinterpret_cast<cudaStream_t>(stream);
-  FP8WB_GPU_CHECK(cudaMemsetAsync(d_group_amax, 0, static_cast<size_t>(L.group_count()) * sizeof(float), st));
+  FP8WB_GPU_CHECK(
+      cudaMemsetAsync(d_group_amax, 0, static_cast<size_t>(L.group_count()) * sizeof(float), st));
   FP8WB_GPU_CHECK(cudaMemsetAsync(d_tensor_amax, 0, sizeof(float), st));
   if (x.rows * x.cols == 0) return;
   const Geometry G = geometry(L, {});
@@ -494,17 +514,19 @@ void group_amax_cuda(const DeviceTensor& x, const GroupLayout& L, float* d_group
   auto* ga = reinterpret_cast<uint32_t*>(d_group_amax);
   auto* ta = reinterpret_cast<uint32_t*>(d_tensor_amax);
   if (fast) {
-    const int64_t items = ((x.cols + kWindow - 1) / kWindow) * ((x.rows + kRowChunk - 1) / kRowChunk);
+    const int64_t items =
+        ((x.cols + kWindow - 1) / kWindow) * ((x.rows + kRowChunk - 1) / kRowChunk);
     amax_kernel<true><<<blocks_for(items, kWarps), kThreads, 0, st>>>(x.f32, x.bf16, G, ga, ta);
   } else {
-    amax_kernel<false><<<blocks_for(x.rows * x.cols, kThreads), kThreads, 0, st>>>(x.f32, x.bf16, G, ga, ta);
+    amax_kernel<false>
+        <<<blocks_for(x.rows * x.cols, kThreads), kThreads, 0, st>>>(x.f32, x.bf16, G, ga, ta);
   }
   FP8WB_GPU_CHECK(cudaGetLastError());
 }
 
 void compute_scales_cuda(const QuantRecipe& r, const GroupLayout& L, const float* d_group_amax,
-                         const float* d_tensor_amax, float* d_scale, float* d_scale_inv, uint8_t* d_scale_codes,
-                         float* d_global_scale, fp8wb_stream_t stream) {
+                         const float* d_tensor_amax, float* d_scale, float* d_scale_inv,
+                         uint8_t* d_scale_codes, float* d_global_scale, fp8wb_stream_t stream) {
   validate_recipe(r);
   if ((r.kind == ScalingKind::MX || r.kind == ScalingKind::NVFP4) && !d_scale_codes) {
     throw std::invalid_argument("MX and NVFP4 scales need a buffer for their scale codes");
@@ -512,9 +534,11 @@ void compute_scales_cuda(const QuantRecipe& r, const GroupLayout& L, const float
   const int64_t groups = L.group_count();
   if (groups == 0) return;
   const FormatInfo& info = format_info(r.format);
-  scales_kernel<<<static_cast<unsigned>((groups + 255) / 256), 256, 0, reinterpret_cast<cudaStream_t>(stream)>>>(
-      r.kind, groups, d_group_amax, d_tensor_amax, info.max_finite, info.emax, r.margin, r.pow2_scales,
-      r.mx_rounding == MxRounding::RCeil, d_scale, d_scale_inv, d_scale_codes, d_global_scale);
+  scales_kernel<<<static_cast<unsigned>((groups + 255) / 256), 256, 0,
+                  reinterpret_cast<cudaStream_t>(stream)>>>(
+      r.kind, groups, d_group_amax, d_tensor_amax, info.max_finite, info.emax, r.margin,
+      r.pow2_scales, r.mx_rounding == MxRounding::RCeil, d_scale, d_scale_inv, d_scale_codes,
+      d_global_scale);
   FP8WB_GPU_CHECK(cudaGetLastError());
 }
 
@@ -522,38 +546,56 @@ void zero_stats_cuda(const DeviceStatsTargets& t, fp8wb_stream_t stream) {
   const auto st = reinterpret_cast<cudaStream_t>(stream);
   if (t.stats) FP8WB_GPU_CHECK(cudaMemsetAsync(t.stats, 0, sizeof(StatsBuffer), st));
   if (t.map && t.grid.cell_count() > 0) {
-    FP8WB_GPU_CHECK(cudaMemsetAsync(t.map, 0, static_cast<size_t>(2 * t.grid.cell_count()) * sizeof(double), st));
+    FP8WB_GPU_CHECK(cudaMemsetAsync(
+        t.map, 0, static_cast<size_t>(2 * t.grid.cell_count()) * sizeof(double), st));
   }
 }
 
-void quantize_cuda(const DeviceTensor& x, const QuantRecipe& recipe, const GroupLayout& L, const float* d_scale,
-                   const float* d_scale_inv, uint8_t* codes, uint8_t* codes_t, const DeviceStatsTargets& t,
-                   fp8wb_stream_t stream) {
+void quantize_cuda(const DeviceTensor& x, const QuantRecipe& recipe, const GroupLayout& L,
+                   const float* d_scale, const float* d_scale_inv, uint8_t* codes, uint8_t* codes_t,
+                   const DeviceStatsTargets& t, fp8wb_stream_t stream) {
   validate_recipe(recipe);
-  if (codes_t && recipe.kind != ScalingKind::Tensorwise && recipe.kind != ScalingKind::Block128x128) {
-    throw std::invalid_argument("transposed codes need tensorwise or 128x128 scaling, not " + recipe_name(recipe));
+  if (codes_t && recipe.kind != ScalingKind::Tensorwise &&
+      recipe.kind != ScalingKind::Block128x128) {
+    throw std::invalid_argument("transposed codes need tensorwise or 128x128 scaling, not " +
+                                recipe_name(recipe));
   }
-  if (L.rows != x.rows || L.cols != x.cols) throw std::invalid_argument("quantize_cuda: layout and tensor shapes differ");
+  if (L.rows != x.rows || L.cols != x.cols)
+    throw std::invalid_argument("quantize_cuda: layout and tensor shapes differ");
   if (x.rows * x.cols == 0) return;
   if (!x.f32 && !x.bf16) throw std::invalid_argument("quantize_cuda: null input");
   const Geometry G = geometry(L, t);
   const bool fast = fast_path_ok(x, L, t, codes, codes_t);
   const auto st = reinterpret_cast<cudaStream_t>(stream);
   switch (recipe.format) {
-    case Format::E4M3FN: return launch_quantize<Format::E4M3FN>(x, G, fast, d_scale, d_scale_inv, recipe.overflow, codes, codes_t, t, st);
-    case Format::E5M2: return launch_quantize<Format::E5M2>(x, G, fast, d_scale, d_scale_inv, recipe.overflow, codes, codes_t, t, st);
-    case Format::E4M3FNUZ: return launch_quantize<Format::E4M3FNUZ>(x, G, fast, d_scale, d_scale_inv, recipe.overflow, codes, codes_t, t, st);
-    case Format::E5M2FNUZ: return launch_quantize<Format::E5M2FNUZ>(x, G, fast, d_scale, d_scale_inv, recipe.overflow, codes, codes_t, t, st);
-    case Format::E2M1FN: return launch_quantize<Format::E2M1FN>(x, G, fast, d_scale, d_scale_inv, recipe.overflow, codes, codes_t, t, st);
-    case Format::E3M2FN: return launch_quantize<Format::E3M2FN>(x, G, fast, d_scale, d_scale_inv, recipe.overflow, codes, codes_t, t, st);
-    case Format::E2M3FN: return launch_quantize<Format::E2M3FN>(x, G, fast, d_scale, d_scale_inv, recipe.overflow, codes, codes_t, t, st);
+    case Format::E4M3FN:
+      return launch_quantize<Format::E4M3FN>(x, G, fast, d_scale, d_scale_inv, recipe.overflow,
+                                             codes, codes_t, t, st);
+    case Format::E5M2:
+      return launch_quantize<Format::E5M2>(x, G, fast, d_scale, d_scale_inv, recipe.overflow, codes,
+                                           codes_t, t, st);
+    case Format::E4M3FNUZ:
+      return launch_quantize<Format::E4M3FNUZ>(x, G, fast, d_scale, d_scale_inv, recipe.overflow,
+                                               codes, codes_t, t, st);
+    case Format::E5M2FNUZ:
+      return launch_quantize<Format::E5M2FNUZ>(x, G, fast, d_scale, d_scale_inv, recipe.overflow,
+                                               codes, codes_t, t, st);
+    case Format::E2M1FN:
+      return launch_quantize<Format::E2M1FN>(x, G, fast, d_scale, d_scale_inv, recipe.overflow,
+                                             codes, codes_t, t, st);
+    case Format::E3M2FN:
+      return launch_quantize<Format::E3M2FN>(x, G, fast, d_scale, d_scale_inv, recipe.overflow,
+                                             codes, codes_t, t, st);
+    case Format::E2M3FN:
+      return launch_quantize<Format::E2M3FN>(x, G, fast, d_scale, d_scale_inv, recipe.overflow,
+                                             codes, codes_t, t, st);
     case Format::E8M0FNU: break;
   }
   throw std::invalid_argument("E8M0FNU holds scales, not elements");
 }
 
-GpuQuantization quantize_current_cuda(const TensorRef& hx, const QuantRecipe& recipe, bool transposed,
-                                      const StatsOptions& so) {
+GpuQuantization quantize_current_cuda(const TensorRef& hx, const QuantRecipe& recipe,
+                                      bool transposed, const StatsOptions& so) {
   const GroupLayout L = make_layout(recipe, hx.rows, hx.cols);
   const auto n = static_cast<size_t>(hx.rows * hx.cols);
   const auto groups = static_cast<size_t>(L.group_count());
@@ -569,19 +611,24 @@ GpuQuantization quantize_current_cuda(const TensorRef& hx, const QuantRecipe& re
   const MapGrid grid = make_map_grid(L, so.map_max_cells);
   DeviceArray<double> map(so.error_map ? static_cast<size_t>(2 * grid.cell_count()) + 1 : 0);
   group_amax_cuda(x, L, amax.p, amax.p + groups, nullptr);
-  compute_scales_cuda(recipe, L, amax.p, amax.p + groups, scale.p, scale_inv.p, scale_codes.p, global.p, nullptr);
-  const DeviceStatsTargets targets{so.enabled ? stats.p : nullptr, so.error_map ? map.p : nullptr, grid, so.histogram};
+  compute_scales_cuda(recipe, L, amax.p, amax.p + groups, scale.p, scale_inv.p, scale_codes.p,
+                      global.p, nullptr);
+  const DeviceStatsTargets targets{so.enabled ? stats.p : nullptr, so.error_map ? map.p : nullptr,
+                                   grid, so.histogram};
   zero_stats_cuda(targets, nullptr);
-  quantize_cuda(x, recipe, L, scale.p, scale_inv.p, codes.p, transposed ? codes_t.p : nullptr, targets, nullptr);
+  quantize_cuda(x, recipe, L, scale.p, scale_inv.p, codes.p, transposed ? codes_t.p : nullptr,
+                targets, nullptr);
   FP8WB_GPU_CHECK(cudaDeviceSynchronize());
   out.scales.layout = L;
   out.scales.scale.resize(groups);
   out.scales.scale_inv.resize(groups);
   FP8WB_GPU_CHECK(cudaMemcpy(out.scales.scale.data(), scale.p, groups * 4, cudaMemcpyDeviceToHost));
-  FP8WB_GPU_CHECK(cudaMemcpy(out.scales.scale_inv.data(), scale_inv.p, groups * 4, cudaMemcpyDeviceToHost));
+  FP8WB_GPU_CHECK(
+      cudaMemcpy(out.scales.scale_inv.data(), scale_inv.p, groups * 4, cudaMemcpyDeviceToHost));
   if (recipe.kind == ScalingKind::MX || recipe.kind == ScalingKind::NVFP4) {
     out.scales.scale_codes.resize(groups);
-    FP8WB_GPU_CHECK(cudaMemcpy(out.scales.scale_codes.data(), scale_codes.p, groups, cudaMemcpyDeviceToHost));
+    FP8WB_GPU_CHECK(
+        cudaMemcpy(out.scales.scale_codes.data(), scale_codes.p, groups, cudaMemcpyDeviceToHost));
   }
   if (recipe.kind == ScalingKind::NVFP4) {
     FP8WB_GPU_CHECK(cudaMemcpy(&out.scales.global_scale, global.p, 4, cudaMemcpyDeviceToHost));
@@ -592,7 +639,9 @@ GpuQuantization quantize_current_cuda(const TensorRef& hx, const QuantRecipe& re
     out.codes_t.resize(n);
     if (n) FP8WB_GPU_CHECK(cudaMemcpy(out.codes_t.data(), codes_t.p, n, cudaMemcpyDeviceToHost));
   }
-  if (so.enabled) FP8WB_GPU_CHECK(cudaMemcpy(&out.stats.raw, stats.p, sizeof(StatsBuffer), cudaMemcpyDeviceToHost));
+  if (so.enabled)
+    FP8WB_GPU_CHECK(
+        cudaMemcpy(&out.stats.raw, stats.p, sizeof(StatsBuffer), cudaMemcpyDeviceToHost));
   out.stats.map_grid = grid;
   if (so.error_map && grid.cell_count() > 0) {
     std::vector<double> m(static_cast<size_t>(2 * grid.cell_count()));

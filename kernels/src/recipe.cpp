@@ -36,7 +36,8 @@ std::optional<ScalingKind> parse_scaling_kind(std::string_view name) {
 }
 
 std::string recipe_name(const QuantRecipe& r) {
-  std::string s = std::string(format_info(r.format).name) + " " + std::string(scaling_kind_name(r.kind));
+  std::string s =
+      std::string(format_info(r.format).name) + " " + std::string(scaling_kind_name(r.kind));
   if (r.kind == ScalingKind::MX) s += r.mx_rounding == MxRounding::Floor ? " floor" : " rceil";
   if (r.margin != 0) s += " margin " + std::to_string(r.margin);
   if (r.pow2_scales) s += " pow2";
@@ -54,37 +55,59 @@ void validate_recipe(const QuantRecipe& r) {
   if (r.kind == ScalingKind::MX && (r.format == Format::E4M3FNUZ || r.format == Format::E5M2FNUZ)) {
     throw std::invalid_argument("MX scaling is defined for the OCP formats, not " + name);
   }
-  if ((r.kind == ScalingKind::MX || r.kind == ScalingKind::NVFP4) && (r.margin != 0 || r.pow2_scales)) {
-    throw std::invalid_argument("margin and power-of-2 rounding apply to tensorwise, rowwise and "
-                                "block scales, not to MX/NVFP4 (their scales are fixed by the format)");
+  if ((r.kind == ScalingKind::MX || r.kind == ScalingKind::NVFP4) &&
+      (r.margin != 0 || r.pow2_scales)) {
+    throw std::invalid_argument(
+        "margin and power-of-2 rounding apply to tensorwise, rowwise and "
+        "block scales, not to MX/NVFP4 (their scales are fixed by the format)");
   }
   if (r.margin < -64 || r.margin > 64) {
-    throw std::invalid_argument("margin " + std::to_string(r.margin) + " is out of range [-64, 64]");
+    throw std::invalid_argument("margin " + std::to_string(r.margin) +
+                                " is out of range [-64, 64]");
   }
 }
 
 GroupLayout make_layout(const QuantRecipe& r, int64_t rows, int64_t cols) {
   validate_recipe(r);
   if (rows < 0 || cols < 0) {
-    throw std::invalid_argument("tensor shape " + std::to_string(rows) + "x" + std::to_string(cols) +
-                                " is negative");
+    throw std::invalid_argument("tensor shape " + std::to_string(rows) + "x" +
+                                std::to_string(cols) + " is negative");
   }
   GroupLayout g;
   g.rows = rows;
   g.cols = cols;
   switch (r.kind) {
-    case ScalingKind::Tensorwise: g.block_rows = std::max<int64_t>(rows, 1); g.block_cols = std::max<int64_t>(cols, 1); break;
-    case ScalingKind::Rowwise: g.block_rows = 1; g.block_cols = std::max<int64_t>(cols, 1); break;
-    case ScalingKind::Block1x128: g.block_rows = 1; g.block_cols = 128; break;
-    case ScalingKind::Block128x128: g.block_rows = 128; g.block_cols = 128; break;
-    case ScalingKind::MX: g.block_rows = 1; g.block_cols = 32; break;
-    case ScalingKind::NVFP4: g.block_rows = 1; g.block_cols = 16; break;
+    case ScalingKind::Tensorwise:
+      g.block_rows = std::max<int64_t>(rows, 1);
+      g.block_cols = std::max<int64_t>(cols, 1);
+      break;
+    case ScalingKind::Rowwise:
+      g.block_rows = 1;
+      g.block_cols = std::max<int64_t>(cols, 1);
+      break;
+    case ScalingKind::Block1x128:
+      g.block_rows = 1;
+      g.block_cols = 128;
+      break;
+    case ScalingKind::Block128x128:
+      g.block_rows = 128;
+      g.block_cols = 128;
+      break;
+    case ScalingKind::MX:
+      g.block_rows = 1;
+      g.block_cols = 32;
+      break;
+    case ScalingKind::NVFP4:
+      g.block_rows = 1;
+      g.block_cols = 16;
+      break;
   }
-  if (!r.partial_blocks && rows > 0 && cols > 0 && (cols % g.block_cols != 0 || rows % g.block_rows != 0)) {
+  if (!r.partial_blocks && rows > 0 && cols > 0 &&
+      (cols % g.block_cols != 0 || rows % g.block_rows != 0)) {
     throw std::invalid_argument(
         "a " + std::to_string(rows) + "x" + std::to_string(cols) + " tensor does not divide into " +
-        std::string(scaling_kind_name(r.kind)) + " blocks of " + std::to_string(g.block_rows) + "x" +
-        std::to_string(g.block_cols) + ": pad it, or allow partial blocks");
+        std::string(scaling_kind_name(r.kind)) + " blocks of " + std::to_string(g.block_rows) +
+        "x" + std::to_string(g.block_cols) + ": pad it, or allow partial blocks");
   }
   g.group_rows = rows == 0 || cols == 0 ? 0 : (rows + g.block_rows - 1) / g.block_rows;
   g.group_cols = rows == 0 || cols == 0 ? 0 : (cols + g.block_cols - 1) / g.block_cols;
@@ -101,12 +124,12 @@ uint8_t mx_scale_code(float amax, Format element, MxRounding rounding) {
       mx_scale_exponent(amax, info.emax, info.max_finite, rounding == MxRounding::RCeil) + 127);
 }
 
-ScaleSet compute_scales(const QuantRecipe& r, const GroupLayout& layout, const std::vector<float>& amax,
-                        float tensor_amax) {
+ScaleSet compute_scales(const QuantRecipe& r, const GroupLayout& layout,
+                        const std::vector<float>& amax, float tensor_amax) {
   const auto n = static_cast<size_t>(layout.group_count());
   if (amax.size() != n) {
-    throw std::invalid_argument("compute_scales: " + std::to_string(amax.size()) + " amax values for " +
-                                std::to_string(n) + " groups");
+    throw std::invalid_argument("compute_scales: " + std::to_string(amax.size()) +
+                                " amax values for " + std::to_string(n) + " groups");
   }
   ScaleSet s;
   s.layout = layout;

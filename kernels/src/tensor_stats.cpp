@@ -5,7 +5,9 @@
 
 namespace fp8wb {
 
-float TensorStats::amax() const { return bits_float(raw.amax_bits); }
+float TensorStats::amax() const {
+  return bits_float(raw.amax_bits);
+}
 
 double TensorStats::mse() const {
   const uint64_t finite = raw.numel - raw.nonfinite;
@@ -18,27 +20,33 @@ double TensorStats::sqnr_db() const {
   return 10.0 * std::log10(raw.sq_sum / raw.sq_err);
 }
 
-double TensorStats::rel_error() const { return raw.sq_sum == 0 ? 0.0 : std::sqrt(raw.sq_err / raw.sq_sum); }
+double TensorStats::rel_error() const {
+  return raw.sq_sum == 0 ? 0.0 : std::sqrt(raw.sq_err / raw.sq_sum);
+}
 
 double TensorStats::underflow_pct() const {
   const uint64_t nonzero = raw.numel - raw.nonfinite - raw.zeros;
-  return nonzero == 0 ? 0.0 : 100.0 * static_cast<double>(raw.underflow) / static_cast<double>(nonzero);
+  return nonzero == 0 ? 0.0
+                      : 100.0 * static_cast<double>(raw.underflow) / static_cast<double>(nonzero);
 }
 
 double TensorStats::saturated_pct() const {
   const uint64_t finite = raw.numel - raw.nonfinite;
-  return finite == 0 ? 0.0 : 100.0 * static_cast<double>(raw.saturated) / static_cast<double>(finite);
+  return finite == 0 ? 0.0
+                     : 100.0 * static_cast<double>(raw.saturated) / static_cast<double>(finite);
 }
 
 double TensorStats::subnormal_pct() const {
   const uint64_t finite = raw.numel - raw.nonfinite;
-  return finite == 0 ? 0.0 : 100.0 * static_cast<double>(raw.subnormal) / static_cast<double>(finite);
+  return finite == 0 ? 0.0
+                     : 100.0 * static_cast<double>(raw.subnormal) / static_cast<double>(finite);
 }
 
 std::vector<float> TensorStats::map_rel_error() const {
   std::vector<float> out(map_sq_err.size());
   for (size_t i = 0; i < out.size(); ++i) {
-    out[i] = map_sq_sum[i] > 0 ? static_cast<float>(std::sqrt(map_sq_err[i] / map_sq_sum[i])) : 0.0f;
+    out[i] =
+        map_sq_sum[i] > 0 ? static_cast<float>(std::sqrt(map_sq_err[i] / map_sq_sum[i])) : 0.0f;
   }
   return out;
 }

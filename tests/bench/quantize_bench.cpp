@@ -54,17 +54,23 @@ void BM_Quantize(benchmark::State& s) {
   so.enabled = so.histogram = so.error_map = stats;
   std::vector<uint8_t> out(kN);
   for (auto _ : s) {
-    auto res = fp8wb::quantize(fp8wb::TensorRef::of(data().data(), kRows, kCols), r, scales, {out.data()}, so,
-                               nullptr, threads);
+    auto res = fp8wb::quantize(fp8wb::TensorRef::of(data().data(), kRows, kCols), r, scales,
+                               {out.data()}, so, nullptr, threads);
     benchmark::DoNotOptimize(res);
   }
   s.SetBytesProcessed(static_cast<int64_t>(s.iterations() * kN * 4));
-  s.SetLabel(std::string(stats ? "all statistics" : "codes only") + ", " + std::to_string(threads) + " thread(s)");
+  s.SetLabel(std::string(stats ? "all statistics" : "codes only") + ", " + std::to_string(threads) +
+             " thread(s)");
 }
 
 BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PlainEncode)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Quantize)->Args({0, 1})->Args({1, 1})->Args({1, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Quantize)
+    ->Args({0, 1})
+    ->Args({1, 1})
+    ->Args({1, 0})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 

@@ -91,8 +91,9 @@ int main(int argc, char** argv) {
     CHECK(cudaMemcpy(bf16, hb.data(), n * 2, cudaMemcpyHostToDevice));
   }
   std::vector<Row> rows_out;
-  rows_out.push_back({"d2d copy of the bf16 tensor", 4.0 * n,
-                      median_ms([&] { CHECK(cudaMemcpyAsync(bf16b, bf16, n * 2, cudaMemcpyDeviceToDevice)); })});
+  rows_out.push_back({"d2d copy of the bf16 tensor", 4.0 * n, median_ms([&] {
+                        CHECK(cudaMemcpyAsync(bf16b, bf16, n * 2, cudaMemcpyDeviceToDevice));
+                      })});
 
   auto setup = [&](ScalingKind kind, Format f) {
     QuantRecipe r;
@@ -115,13 +116,14 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&b.stats, sizeof(StatsBuffer)));
   CHECK(cudaMalloc(&b.map, 2 * 64 * 64 * sizeof(double)));
 
-  auto measure = [&](const std::string& name, ScalingKind kind, Format f, bool fp32_in, bool stats, bool trans,
-                     bool current, bool hist_and_map = true) {
+  auto measure = [&](const std::string& name, ScalingKind kind, Format f, bool fp32_in, bool stats,
+                     bool trans, bool current, bool hist_and_map = true) {
     const QuantRecipe r = setup(kind, f);
     const GroupLayout L = make_layout(r, rows, cols);
     const DeviceTensor x{fp32_in ? f32 : nullptr, fp32_in ? nullptr : bf16, rows, cols};
     group_amax_cuda(x, L, b.amax, b.amax + L.group_count());
-    compute_scales_cuda(r, L, b.amax, b.amax + L.group_count(), b.scale, b.scale_inv, b.scale_codes, b.global);
+    compute_scales_cuda(r, L, b.amax, b.amax + L.group_count(), b.scale, b.scale_inv, b.scale_codes,
+                        b.global);
     DeviceStatsTargets t;
     if (stats) {
       t.stats = b.stats;
@@ -132,7 +134,8 @@ int main(int argc, char** argv) {
     const double ms = median_ms([&] {
       if (current) {
         group_amax_cuda(x, L, b.amax, b.amax + L.group_count());
-        compute_scales_cuda(r, L, b.amax, b.amax + L.group_count(), b.scale, b.scale_inv, b.scale_codes, b.global);
+        compute_scales_cuda(r, L, b.amax, b.amax + L.group_count(), b.scale, b.scale_inv,
+                            b.scale_codes, b.global);
       }
       if (stats) zero_stats_cuda(t);
       quantize_cuda(x, r, L, b.scale, b.scale_inv, codes, trans ? codes_t : nullptr, t);
@@ -140,18 +143,28 @@ int main(int argc, char** argv) {
     const double in_bytes = static_cast<double>(n) * (fp32_in ? 4 : 2);
     rows_out.push_back({name, in_bytes + static_cast<double>(n) * (trans ? 2 : 1), ms});
   };
-  measure("tensorwise E4M3, bf16 in, codes only", ScalingKind::Tensorwise, Format::E4M3FN, false, false, false, false);
-  measure("tensorwise E4M3, bf16, + counters and sums", ScalingKind::Tensorwise, Format::E4M3FN, false, true, false,
+  measure("tensorwise E4M3, bf16 in, codes only", ScalingKind::Tensorwise, Format::E4M3FN, false,
+          false, false, false);
+  measure("tensorwise E4M3, bf16, + counters and sums", ScalingKind::Tensorwise, Format::E4M3FN,
+          false, true, false, false, false);
+  measure("tensorwise E4M3, bf16 in, + all stats", ScalingKind::Tensorwise, Format::E4M3FN, false,
+          true, false, false);
+  measure("tensorwise E4M3, bf16, stats + transposed", ScalingKind::Tensorwise, Format::E4M3FN,
+          false, true, true, false);
+  measure("tensorwise E4M3, fp32 in, + all stats", ScalingKind::Tensorwise, Format::E4M3FN, true,
+          true, false, false);
+  measure("current: amax pass + scales + stats pass", ScalingKind::Tensorwise, Format::E4M3FN,
+          false, true, false, true);
+  measure("rowwise E4M3, bf16, + all stats", ScalingKind::Rowwise, Format::E4M3FN, false, true,
           false, false);
-  measure("tensorwise E4M3, bf16 in, + all stats", ScalingKind::Tensorwise, Format::E4M3FN, false, true, false, false);
-  measure("tensorwise E4M3, bf16, stats + transposed", ScalingKind::Tensorwise, Format::E4M3FN, false, true, true, false);
-  measure("tensorwise E4M3, fp32 in, + all stats", ScalingKind::Tensorwise, Format::E4M3FN, true, true, false, false);
-  measure("current: amax pass + scales + stats pass", ScalingKind::Tensorwise, Format::E4M3FN, false, true, false, true);
-  measure("rowwise E4M3, bf16, + all stats", ScalingKind::Rowwise, Format::E4M3FN, false, true, false, false);
-  measure("1x128 E4M3, bf16, + all stats", ScalingKind::Block1x128, Format::E4M3FN, false, true, false, false);
-  measure("128x128 E4M3, bf16, stats + transposed", ScalingKind::Block128x128, Format::E4M3FN, false, true, true, false);
-  measure("MX E4M3 1x32, bf16, + all stats", ScalingKind::MX, Format::E4M3FN, false, true, false, false);
-  measure("NVFP4, bf16, + all stats", ScalingKind::NVFP4, Format::E2M1FN, false, true, false, false);
+  measure("1x128 E4M3, bf16, + all stats", ScalingKind::Block1x128, Format::E4M3FN, false, true,
+          false, false);
+  measure("128x128 E4M3, bf16, stats + transposed", ScalingKind::Block128x128, Format::E4M3FN,
+          false, true, true, false);
+  measure("MX E4M3 1x32, bf16, + all stats", ScalingKind::MX, Format::E4M3FN, false, true, false,
+          false);
+  measure("NVFP4, bf16, + all stats", ScalingKind::NVFP4, Format::E2M1FN, false, true, false,
+          false);
   {
     const QuantRecipe r = setup(ScalingKind::Tensorwise, Format::E4M3FN);
     const GroupLayout L = make_layout(r, rows, cols);
@@ -170,11 +183,13 @@ int main(int argc, char** argv) {
   }
   if (!json_path.empty()) {
     std::ofstream js(json_path);
-    js << "{\"device\": \"" << prop.name << "\", \"rows\": " << rows << ", \"cols\": " << cols << ", \"results\": [";
+    js << "{\"device\": \"" << prop.name << "\", \"rows\": " << rows << ", \"cols\": " << cols
+       << ", \"results\": [";
     for (size_t i = 0; i < rows_out.size(); ++i) {
       const double gbs = rows_out[i].bytes / rows_out[i].ms / 1e6;
-      js << (i ? ", " : "") << "{\"what\": \"" << rows_out[i].what << "\", \"ms\": " << rows_out[i].ms
-         << ", \"gbs\": " << gbs << ", \"of_copy\": " << gbs / copy_gbs << "}";
+      js << (i ? ", " : "") << "{\"what\": \"" << rows_out[i].what
+         << "\", \"ms\": " << rows_out[i].ms << ", \"gbs\": " << gbs
+         << ", \"of_copy\": " << gbs / copy_gbs << "}";
     }
     js << "]}\n";
   }

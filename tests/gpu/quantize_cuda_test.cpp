@@ -41,8 +41,10 @@ void expect_same(const TensorStats& gpu, const TensorStats& cpu) {
   for (int b = 0; b < kHistBins; ++b) EXPECT_EQ(gpu.raw.hist[b], cpu.raw.hist[b]) << "bin " << b;
   ASSERT_EQ(gpu.map_sq_err.size(), cpu.map_sq_err.size());
   for (size_t i = 0; i < cpu.map_sq_err.size(); ++i) {
-    EXPECT_NEAR(gpu.map_sq_err[i], cpu.map_sq_err[i], 1e-9 * cpu.map_sq_err[i] + 1e-300) << "cell " << i;
-    EXPECT_NEAR(gpu.map_sq_sum[i], cpu.map_sq_sum[i], 1e-9 * cpu.map_sq_sum[i] + 1e-300) << "cell " << i;
+    EXPECT_NEAR(gpu.map_sq_err[i], cpu.map_sq_err[i], 1e-9 * cpu.map_sq_err[i] + 1e-300)
+        << "cell " << i;
+    EXPECT_NEAR(gpu.map_sq_sum[i], cpu.map_sq_sum[i], 1e-9 * cpu.map_sq_sum[i] + 1e-300)
+        << "cell " << i;
   }
 }
 
@@ -77,7 +79,8 @@ TEST_P(CudaQuantize, MatchesCpuForFp32AndBf16) {
     if (bf16) {
       for (size_t i = 0; i < x.size(); ++i) xb[i] = static_cast<uint16_t>(float_bits(x[i]) >> 16);
     }
-    const TensorRef ref = bf16 ? TensorRef::of(xb.data(), c.rows, c.cols) : TensorRef::of(x.data(), c.rows, c.cols);
+    const TensorRef ref =
+        bf16 ? TensorRef::of(xb.data(), c.rows, c.cols) : TensorRef::of(x.data(), c.rows, c.cols);
     std::vector<uint8_t> codes(x.size()), codes_t(trans ? x.size() : 0);
     const auto cpu = quantize_current(ref, r, {codes.data(), trans ? codes_t.data() : nullptr});
     const auto gpu = quantize_current_cuda(ref, r, trans);
@@ -103,7 +106,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{ScalingKind::Rowwise, Format::E4M3FN, 300, 512},
                       Case{ScalingKind::Rowwise, Format::E5M2FNUZ, 33, 200},
                       Case{ScalingKind::Block1x128, Format::E4M3FN, 256, 1024},
-                      Case{ScalingKind::Block1x128, Format::E5M2, 50, 300, MxRounding::Floor, 0, true},
+                      Case{ScalingKind::Block1x128, Format::E5M2, 50, 300, MxRounding::Floor, 0,
+                           true},
                       Case{ScalingKind::Block128x128, Format::E4M3FN, 384, 512},
                       Case{ScalingKind::MX, Format::E4M3FN, 128, 512},
                       Case{ScalingKind::MX, Format::E5M2, 64, 256, MxRounding::RCeil},
@@ -132,10 +136,12 @@ TEST(CudaQuantizeErrors, BadRequests) {
   std::vector<float> x(64 * 64, 1.0f);
   QuantRecipe rowwise;
   rowwise.kind = ScalingKind::Rowwise;
-  EXPECT_THROW(quantize_current_cuda(TensorRef::of(x.data(), 64, 64), rowwise, true), std::invalid_argument);
+  EXPECT_THROW(quantize_current_cuda(TensorRef::of(x.data(), 64, 64), rowwise, true),
+               std::invalid_argument);
   QuantRecipe blocks;
   blocks.kind = ScalingKind::Block1x128;
-  EXPECT_THROW(quantize_current_cuda(TensorRef::of(x.data(), 64, 64), blocks, false), std::invalid_argument);
+  EXPECT_THROW(quantize_current_cuda(TensorRef::of(x.data(), 64, 64), blocks, false),
+               std::invalid_argument);
   const auto empty = quantize_current_cuda(TensorRef::of(x.data(), 0, 64), {}, false);
   EXPECT_EQ(empty.stats.raw.numel, 0u);
 }

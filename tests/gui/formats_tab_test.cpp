@@ -225,7 +225,8 @@ void FormatsTabTest::outlierDemo() {
   QCOMPARE(view.errorPlot()->graphCount(), 2);
   QCOMPARE(view.errorPlot()->graph(0)->data()->size(), 11);
   view.setFactorStep(8);  // k = 100: both alike
-  QVERIFY(std::fabs(view.result().rows.front().tensorwise_error_pct - view.result().rows.front().block_error_pct) < 0.3);
+  QVERIFY(std::fabs(view.result().rows.front().tensorwise_error_pct -
+                    view.result().rows.front().block_error_pct) < 0.3);
   view.setFormat(Format::E5M2);
   QCOMPARE(view.result().config.format, Format::E5M2);
   QVERIFY(view.result().rows.front().block_error_pct > 4);

@@ -14,7 +14,9 @@
 namespace fp8wb {
 namespace {
 
-QString qs(std::string_view s) { return QString::fromLatin1(s.data(), static_cast<int>(s.size())); }
+QString qs(std::string_view s) {
+  return QString::fromLatin1(s.data(), static_cast<int>(s.size()));
+}
 
 // The representable band of a format on a log2 axis: subnormals light, normals darker.
 void add_band(QCustomPlot* plot, Format f, double y_top, int row) {
@@ -48,10 +50,11 @@ GradientDemoView::GradientDemoView(QWidget* parent)
       hist_(new ExportablePlot(this)),
       summary_(new QLabel(this)) {
   auto* layout = new QVBoxLayout(this);
-  auto* intro = new QLabel(tr("Gradient-like values, |g| log-uniform between 1e-8 and 0.1, cast to E4M3 and E5M2. "
-                              "Without scaling, E4M3's narrow range flushes most of them to zero; a loss scale or "
-                              "per-tensor scaling moves them into range."),
-                           this);
+  auto* intro = new QLabel(
+      tr("Gradient-like values, |g| log-uniform between 1e-8 and 0.1, cast to E4M3 and E5M2. "
+         "Without scaling, E4M3's narrow range flushes most of them to zero; a loss scale or "
+         "per-tensor scaling moves them into range."),
+      this);
   intro->setWordWrap(true);
   layout->addWidget(intro);
   auto* row = new QHBoxLayout;
@@ -76,9 +79,15 @@ GradientDemoView::GradientDemoView(QWidget* parent)
   rerun();
 }
 
-void GradientDemoView::setScaleExponent(int k) { slider_->setValue(k); }
-void GradientDemoView::setPerTensorScaling(bool on) { scaled_->setChecked(on); }
-void GradientDemoView::setPresentationMode(bool on) { hist_->setPresentationMode(on); }
+void GradientDemoView::setScaleExponent(int k) {
+  slider_->setValue(k);
+}
+void GradientDemoView::setPerTensorScaling(bool on) {
+  scaled_->setChecked(on);
+}
+void GradientDemoView::setPresentationMode(bool on) {
+  hist_->setPresentationMode(on);
+}
 
 void GradientDemoView::rerun() {
   GradientDemoConfig cfg;
@@ -92,9 +101,11 @@ void GradientDemoView::rerun() {
   double peak = 1;
   QStringList rows;
   for (const GradientDemoCase& c : result_.cases) {
-    rows << tr("<tr><td><b>%1</b></td><td>%2</td><td align=right>%3%</td><td align=right>%4</td></tr>")
-                .arg(qs(format_info(c.format).name), c.scaled ? tr("per-tensor, scale %1").arg(c.scale, 0, 'g', 4)
-                                                               : tr("none (plain cast)"))
+    rows << tr("<tr><td><b>%1</b></td><td>%2</td><td align=right>%3%</td><td "
+               "align=right>%4</td></tr>")
+                .arg(qs(format_info(c.format).name),
+                     c.scaled ? tr("per-tensor, scale %1").arg(c.scale, 0, 'g', 4)
+                              : tr("none (plain cast)"))
                 .arg(c.stats.underflow_pct(), 0, 'f', 1)
                 .arg(c.stats.sqnr_db(), 0, 'f', 1);
     if (c.scaled != scaled) continue;
@@ -116,12 +127,16 @@ void GradientDemoView::rerun() {
   hist_->xAxis->setRange(-32, 20);
   hist_->yAxis->setRange(0, peak * 1.25);
   hist_->replot(QCustomPlot::rpQueuedReplot);
-  summary_->setText(tr("<table cellspacing=8><tr><th>format</th><th>scaling</th><th>underflow</th><th>SQNR dB</th>"
-                       "</tr>%1</table>")
-                        .arg(rows.join(QString())));
+  summary_->setText(
+      tr("<table cellspacing=8><tr><th>format</th><th>scaling</th><th>underflow</th><th>SQNR "
+         "dB</th>"
+         "</tr>%1</table>")
+          .arg(rows.join(QString())));
 }
 
-QString GradientDemoView::summaryText() const { return summary_->text(); }
+QString GradientDemoView::summaryText() const {
+  return summary_->text();
+}
 
 OutlierDemoView::OutlierDemoView(QWidget* parent)
     : QWidget(parent),
@@ -135,10 +150,11 @@ OutlierDemoView::OutlierDemoView(QWidget* parent)
       color_scale_(nullptr),
       summary_(new QLabel(this)) {
   auto* layout = new QVBoxLayout(this);
-  auto* intro = new QLabel(tr("A 256×1024 normal activation with 4 outlier channels scaled by k. Per-tensor scaling "
-                              "lets the outliers set the scale for everyone; 1x128 blocks keep the damage inside "
-                              "the first block. Error = √(Σ err² / Σ x²) outside the first 128 channels."),
-                           this);
+  auto* intro = new QLabel(
+      tr("A 256×1024 normal activation with 4 outlier channels scaled by k. Per-tensor scaling "
+         "lets the outliers set the scale for everyone; 1x128 blocks keep the damage inside "
+         "the first block. Error = √(Σ err² / Σ x²) outside the first 128 channels."),
+      this);
   intro->setWordWrap(true);
   layout->addWidget(intro);
   auto* row = new QHBoxLayout;
@@ -150,7 +166,8 @@ OutlierDemoView::OutlierDemoView(QWidget* parent)
   row->addWidget(slider_, 1);
   row->addWidget(slider_label_);
   row->addWidget(new QLabel(tr("Format:"), this));
-  for (Format f : {Format::E4M3FN, Format::E5M2, Format::E4M3FNUZ}) format_->addItem(qs(format_info(f).name), static_cast<int>(f));
+  for (Format f : {Format::E4M3FN, Format::E5M2, Format::E4M3FNUZ})
+    format_->addItem(qs(format_info(f).name), static_cast<int>(f));
   row->addWidget(format_);
   layout->addLayout(row);
 
@@ -172,7 +189,8 @@ OutlierDemoView::OutlierDemoView(QWidget* parent)
   color_scale_->axis()->setLabel(tr("log10 relative error"));
   map_tensor_ = new QCPColorMap(left->axis(QCPAxis::atBottom), left->axis(QCPAxis::atLeft));
   map_block_ = new QCPColorMap(right->axis(QCPAxis::atBottom), right->axis(QCPAxis::atLeft));
-  for (const auto& [rect, title] : {std::pair{left, tr("per tensor")}, std::pair{right, tr("1x128 blocks")}}) {
+  for (const auto& [rect, title] :
+       {std::pair{left, tr("per tensor")}, std::pair{right, tr("1x128 blocks")}}) {
     rect->axis(QCPAxis::atBottom)->setLabel(tr("channel (K) — %1").arg(title));
     rect->axis(QCPAxis::atLeft)->setLabel(tr("token"));
     rect->axis(QCPAxis::atLeft)->setRangeReversed(true);
@@ -200,8 +218,12 @@ OutlierDemoView::OutlierDemoView(QWidget* parent)
   rerun();
 }
 
-void OutlierDemoView::setFactorStep(int step) { slider_->setValue(step); }
-void OutlierDemoView::setFormat(Format f) { format_->setCurrentIndex(format_->findData(static_cast<int>(f))); }
+void OutlierDemoView::setFactorStep(int step) {
+  slider_->setValue(step);
+}
+void OutlierDemoView::setFormat(Format f) {
+  format_->setCurrentIndex(format_->findData(static_cast<int>(f)));
+}
 void OutlierDemoView::setPresentationMode(bool on) {
   curve_->setPresentationMode(on);
   maps_->setPresentationMode(on);
@@ -247,11 +269,13 @@ void OutlierDemoView::rerun() {
   curve_->replot(QCustomPlot::rpQueuedReplot);
 
   double lo = 0, hi = -6;
-  for (const auto& [map, stats] : {std::pair{map_tensor_, &row.tensorwise}, std::pair{map_block_, &row.block}}) {
+  for (const auto& [map, stats] :
+       {std::pair{map_tensor_, &row.tensorwise}, std::pair{map_block_, &row.block}}) {
     const MapGrid& g = stats->map_grid;
     const auto rel = stats->map_rel_error();
     map->data()->setSize(static_cast<int>(g.cols), static_cast<int>(g.rows));
-    map->data()->setRange(QCPRange(0, static_cast<double>(cfg.cols)), QCPRange(0, static_cast<double>(cfg.rows)));
+    map->data()->setRange(QCPRange(0, static_cast<double>(cfg.cols)),
+                          QCPRange(0, static_cast<double>(cfg.rows)));
     for (int64_t r = 0; r < g.rows; ++r) {
       for (int64_t c = 0; c < g.cols; ++c) {
         const double e = rel[static_cast<size_t>(r * g.cols + c)];
@@ -264,18 +288,22 @@ void OutlierDemoView::rerun() {
     map->keyAxis()->setRange(0, static_cast<double>(cfg.cols));
     map->valueAxis()->setRange(0, static_cast<double>(cfg.rows));
   }
-  color_scale_->setDataRange(QCPRange(std::floor(std::min(lo, -2.0)), std::ceil(std::max(hi, -1.0))));
+  color_scale_->setDataRange(
+      QCPRange(std::floor(std::min(lo, -2.0)), std::ceil(std::max(hi, -1.0))));
   maps_->replot(QCustomPlot::rpQueuedReplot);
-  summary_->setText(tr("k = %1: per tensor <b>%2%</b> error, %3% underflow; 1x128 blocks <b>%4%</b> error, %5% "
-                       "underflow. (The source chapter: 2.6 / 4.9 / 14.1% per tensor at k = 1e2 / 1e4 / 3e4, "
-                       "2.6% with blocks.)")
-                        .arg(k, 0, 'g', 3)
-                        .arg(row.tensorwise_error_pct, 0, 'f', 2)
-                        .arg(row.tensorwise_underflow_pct, 0, 'f', 2)
-                        .arg(row.block_error_pct, 0, 'f', 2)
-                        .arg(row.block_underflow_pct, 0, 'f', 2));
+  summary_->setText(
+      tr("k = %1: per tensor <b>%2%</b> error, %3% underflow; 1x128 blocks <b>%4%</b> error, %5% "
+         "underflow. (The source chapter: 2.6 / 4.9 / 14.1% per tensor at k = 1e2 / 1e4 / 3e4, "
+         "2.6% with blocks.)")
+          .arg(k, 0, 'g', 3)
+          .arg(row.tensorwise_error_pct, 0, 'f', 2)
+          .arg(row.tensorwise_underflow_pct, 0, 'f', 2)
+          .arg(row.block_error_pct, 0, 'f', 2)
+          .arg(row.block_underflow_pct, 0, 'f', 2));
 }
 
-QString OutlierDemoView::summaryText() const { return summary_->text(); }
+QString OutlierDemoView::summaryText() const {
+  return summary_->text();
+}
 
 }  // namespace fp8wb

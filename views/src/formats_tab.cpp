@@ -237,7 +237,9 @@ bool FormatsTab::showPage(const QString& name) {
   return true;
 }
 
-QString FormatsTab::currentPage() const { return pageNames().value(pages_->currentIndex()); }
+QString FormatsTab::currentPage() const {
+  return pageNames().value(pages_->currentIndex());
+}
 
 // Demo pages replace their empty placeholders on first use (each runs its demo at once).
 GradientDemoView* FormatsTab::gradientDemo() {

@@ -52,12 +52,15 @@ TEST(GradientDemo, E4M3UnderflowsWhereE5M2DoesNot) {
   const auto& e5_scaled = r.cases[3];
   // Unscaled, E4M3 keeps nothing below 2^-10 ~ 9.8e-4: log10(0.1 / 9.8e-4) of 7 decades
   // survive, so about 71% underflow.
-  EXPECT_NEAR(e4_plain.stats.underflow_pct(), 100.0 * (1 - std::log10(0.1 / std::ldexp(1.0, -10)) / 7), 0.5);
+  EXPECT_NEAR(e4_plain.stats.underflow_pct(),
+              100.0 * (1 - std::log10(0.1 / std::ldexp(1.0, -10)) / 7), 0.5);
   // Scaled to amax = 448, E4M3 keeps down to 2^-10 / scale: ~19% still underflow.
   EXPECT_NEAR(e4_scaled.stats.underflow_pct(), 19.1, 0.6);
-  EXPECT_NEAR(e5_plain.stats.underflow_pct(), 100.0 * (1 - std::log10(0.1 / std::ldexp(1.0, -17)) / 7), 0.5);
+  EXPECT_NEAR(e5_plain.stats.underflow_pct(),
+              100.0 * (1 - std::log10(0.1 / std::ldexp(1.0, -17)) / 7), 0.5);
   EXPECT_EQ(e5_scaled.stats.raw.underflow, 0u);
-  EXPECT_GT(e4_scaled.stats.sqnr_db(), e5_scaled.stats.sqnr_db());  // E4M3: more precision where it fits
+  EXPECT_GT(e4_scaled.stats.sqnr_db(),
+            e5_scaled.stats.sqnr_db());  // E4M3: more precision where it fits
   // A loss scale of 2^10 moves gradients into E4M3's range.
   GradientDemoConfig c;
   c.gradient_scale = 1024;

@@ -33,13 +33,14 @@ std::vector<float> amax_trace() {
 }
 
 // TE semantics written out plainly: the scale of step t uses amaxes t-window..t-1.
-std::vector<float> reference_scales(const std::vector<float>& trace, int window, AmaxAlgo algo, int margin,
-                                    bool bootstrap, float fmax) {
+std::vector<float> reference_scales(const std::vector<float>& trace, int window, AmaxAlgo algo,
+                                    int margin, bool bootstrap, float fmax) {
   std::vector<float> out;
   float scale = 1.0f;
   for (size_t t = 0; t < trace.size(); ++t) {
     if (t == 0 && bootstrap) {
-      out.push_back(static_cast<float>(std::ldexp(static_cast<float>(fmax / static_cast<double>(trace[0])), -margin)));
+      out.push_back(static_cast<float>(
+          std::ldexp(static_cast<float>(fmax / static_cast<double>(trace[0])), -margin)));
     } else {
       out.push_back(scale);
     }
@@ -48,7 +49,8 @@ std::vector<float> reference_scales(const std::vector<float>& trace, int window,
     if (algo == AmaxAlgo::MostRecent) {
       amax_h = trace[t];
     } else {
-      const size_t lo = t + 1 >= static_cast<size_t>(window) ? t + 1 - static_cast<size_t>(window) : 0;
+      const size_t lo =
+          t + 1 >= static_cast<size_t>(window) ? t + 1 - static_cast<size_t>(window) : 0;
       for (size_t k = lo; k <= t; ++k) amax_h = std::max(amax_h, trace[k]);
     }
     if (amax_h > 0 && std::isfinite(amax_h)) {
@@ -73,7 +75,8 @@ TEST_P(DelayedTrace, EveryStepMatchesTheReplay) {
   const Case c = GetParam();
   const auto trace = amax_trace();
   DelayedScaler scaler(Format::E4M3FN,
-                       {c.window, c.margin, c.algo, c.bootstrap ? InitialScale::BootstrapCurrent : InitialScale::One});
+                       {c.window, c.margin, c.algo,
+                        c.bootstrap ? InitialScale::BootstrapCurrent : InitialScale::One});
   const auto want = reference_scales(trace, c.window, c.algo, c.margin, c.bootstrap, 448.0f);
   for (size_t t = 0; t < trace.size(); ++t) {
     ASSERT_EQ(scaler.scale_for_step(trace[t]), want[t]) << "step " << t;
@@ -88,14 +91,13 @@ TEST_P(DelayedTrace, EveryStepMatchesTheReplay) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(WindowsAndAlgos, DelayedTrace,
-                         ::testing::Values(Case{1, AmaxAlgo::Max, 0, false}, Case{16, AmaxAlgo::Max, 0, false},
-                                           Case{1024, AmaxAlgo::Max, 0, false},
-                                           Case{1, AmaxAlgo::MostRecent, 0, false},
-                                           Case{16, AmaxAlgo::MostRecent, 0, false},
-                                           Case{1024, AmaxAlgo::MostRecent, 0, false},
-                                           Case{16, AmaxAlgo::Max, 2, false}, Case{1024, AmaxAlgo::Max, 1, true},
-                                           Case{16, AmaxAlgo::MostRecent, 3, true}));
+INSTANTIATE_TEST_SUITE_P(
+    WindowsAndAlgos, DelayedTrace,
+    ::testing::Values(Case{1, AmaxAlgo::Max, 0, false}, Case{16, AmaxAlgo::Max, 0, false},
+                      Case{1024, AmaxAlgo::Max, 0, false}, Case{1, AmaxAlgo::MostRecent, 0, false},
+                      Case{16, AmaxAlgo::MostRecent, 0, false},
+                      Case{1024, AmaxAlgo::MostRecent, 0, false}, Case{16, AmaxAlgo::Max, 2, false},
+                      Case{1024, AmaxAlgo::Max, 1, true}, Case{16, AmaxAlgo::MostRecent, 3, true}));
 
 TEST(DelayedScaler, HandWorkedSteps) {
   DelayedScaler s(Format::E4M3FN, {16, 0, AmaxAlgo::Max, InitialScale::One});
@@ -130,9 +132,12 @@ TEST(DelayedScaler, WindowOneForgetsAtOnce) {
 }
 
 TEST(DelayedScaler, BadConfigurations) {
-  EXPECT_THROW(DelayedScaler(Format::E4M3FN, {0, 0, AmaxAlgo::Max, InitialScale::One}), std::invalid_argument);
-  EXPECT_THROW(DelayedScaler(Format::E4M3FN, {-3, 0, AmaxAlgo::Max, InitialScale::One}), std::invalid_argument);
-  EXPECT_THROW(DelayedScaler(Format::E4M3FN, {16, 65, AmaxAlgo::Max, InitialScale::One}), std::invalid_argument);
+  EXPECT_THROW(DelayedScaler(Format::E4M3FN, {0, 0, AmaxAlgo::Max, InitialScale::One}),
+               std::invalid_argument);
+  EXPECT_THROW(DelayedScaler(Format::E4M3FN, {-3, 0, AmaxAlgo::Max, InitialScale::One}),
+               std::invalid_argument);
+  EXPECT_THROW(DelayedScaler(Format::E4M3FN, {16, 65, AmaxAlgo::Max, InitialScale::One}),
+               std::invalid_argument);
   try {
     validate_delayed_config({0, 0, AmaxAlgo::Max, InitialScale::One});
     FAIL();

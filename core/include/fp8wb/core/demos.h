@@ -13,7 +13,7 @@ namespace fp8wb {
 struct OutlierDemoConfig {
   int64_t rows = 256;
   int64_t cols = 1024;
-  int outlier_channels = 4;                 // columns 0..n-1, inside the first 128-block
+  int outlier_channels = 4;                       // columns 0..n-1, inside the first 128-block
   std::vector<double> factors = {1e2, 1e4, 3e4};  // outlier channels are scaled by these
   Format format = Format::E4M3FN;
   uint32_t seed = 0;

@@ -64,7 +64,8 @@ FP8WB_INLINE constexpr uint8_t encode_e8m0(uint32_t u, Overflow ov, bool stochas
 // round the re-biased fp32 bits with a constant shift; subnormal results scale |x| to
 // units of the smallest subnormal, where the fp32 adder's own nearest-even rounding does
 // the work. Both are exact, and the overflow and NaN cases are selects.
-FP8WB_INLINE uint8_t encode_rne_bits_mag(uint32_t u, const CodecSpec& s, Overflow ov, uint32_t& rounded_mag) {
+FP8WB_INLINE uint8_t encode_rne_bits_mag(uint32_t u, const CodecSpec& s, Overflow ov,
+                                         uint32_t& rounded_mag) {
   using namespace codec_detail;
   const uint32_t neg = u >> 31;
   const uint32_t a = u & 0x7FFFFFFFu;
@@ -75,7 +76,8 @@ FP8WB_INLINE uint8_t encode_rne_bits_mag(uint32_t u, const CodecSpec& s, Overflo
   const uint32_t t = a - (static_cast<uint32_t>(127 - s.bias) << 23);
   const uint32_t q_norm = (t + ((1u << (shift - 1)) - 1u) + ((t >> shift) & 1u)) >> shift;
   // Subnormal range: |x| * 2^(mbits - emin) < 2^mbits; adding 2^23 rounds it to an integer.
-  const float scaled = bits_float(a) * bits_float(static_cast<uint32_t>(127 + s.mbits - emin) << 23);
+  const float scaled =
+      bits_float(a) * bits_float(static_cast<uint32_t>(127 + s.mbits - emin) << 23);
   const uint32_t q_sub = float_bits(scaled + 8388608.0f) - 0x4B000000u;
   const uint32_t mag = a >= min_normal_bits ? q_norm : q_sub;
   rounded_mag = mag;

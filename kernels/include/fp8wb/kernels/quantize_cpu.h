@@ -18,8 +18,12 @@ struct TensorRef {
   const uint16_t* bf16 = nullptr;
   int64_t rows = 0;
   int64_t cols = 0;
-  static TensorRef of(const float* p, int64_t rows, int64_t cols) { return {p, nullptr, rows, cols}; }
-  static TensorRef of(const uint16_t* p, int64_t rows, int64_t cols) { return {nullptr, p, rows, cols}; }
+  static TensorRef of(const float* p, int64_t rows, int64_t cols) {
+    return {p, nullptr, rows, cols};
+  }
+  static TensorRef of(const uint16_t* p, int64_t rows, int64_t cols) {
+    return {nullptr, p, rows, cols};
+  }
   int64_t numel() const { return rows * cols; }
 };
 
@@ -73,7 +77,8 @@ struct CurrentQuantization {
   QuantizeResult result;
 };
 CurrentQuantization quantize_current(const TensorRef& x, const QuantRecipe& recipe,
-                                     const QuantizeTargets& out = {}, const StatsOptions& stats = {},
+                                     const QuantizeTargets& out = {},
+                                     const StatsOptions& stats = {},
                                      const QuantRecipe* whatif = nullptr, int threads = 0);
 
 }  // namespace fp8wb

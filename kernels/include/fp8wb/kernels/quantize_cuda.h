@@ -35,9 +35,10 @@ void group_amax_cuda(const DeviceTensor& x, const GroupLayout& layout, float* d_
 // The recipe's scales from device amaxes, on the device (no host round trip).
 // d_scale_codes (group_count bytes) is written for MX and NVFP4 and may be null otherwise;
 // d_global_scale (one float) is written for NVFP4 and may be null otherwise.
-void compute_scales_cuda(const QuantRecipe& recipe, const GroupLayout& layout, const float* d_group_amax,
-                         const float* d_tensor_amax, float* d_scale, float* d_scale_inv,
-                         uint8_t* d_scale_codes, float* d_global_scale, fp8wb_stream_t stream = nullptr);
+void compute_scales_cuda(const QuantRecipe& recipe, const GroupLayout& layout,
+                         const float* d_group_amax, const float* d_tensor_amax, float* d_scale,
+                         float* d_scale_inv, uint8_t* d_scale_codes, float* d_global_scale,
+                         fp8wb_stream_t stream = nullptr);
 
 void zero_stats_cuda(const DeviceStatsTargets& targets, fp8wb_stream_t stream = nullptr);
 
@@ -55,7 +56,7 @@ struct GpuQuantization {
   std::vector<uint8_t> codes_t;  // when asked for
   TensorStats stats;
 };
-GpuQuantization quantize_current_cuda(const TensorRef& host_x, const QuantRecipe& recipe, bool transposed,
-                                      const StatsOptions& stats = {});
+GpuQuantization quantize_current_cuda(const TensorRef& host_x, const QuantRecipe& recipe,
+                                      bool transposed, const StatsOptions& stats = {});
 
 }  // namespace fp8wb

@@ -32,8 +32,9 @@ FP8WB_INLINE int hist_bin(float y) {
 
 // `decoded` is the value of a code (a table on the CPU, decode() on the GPU).
 template <class DecodeFn>
-FP8WB_INLINE QuantizedElement quantize_element(float x, float scale, float scale_inv, const CodecSpec& s,
-                                               Overflow ov, DecodeFn&& decoded) {
+FP8WB_INLINE QuantizedElement quantize_element(float x, float scale, float scale_inv,
+                                               const CodecSpec& s, Overflow ov,
+                                               DecodeFn&& decoded) {
   QuantizedElement q;
   const uint32_t a = float_bits(x) & 0x7FFFFFFFu;
   q.finite = a < 0x7F800000u;

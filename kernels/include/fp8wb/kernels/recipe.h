@@ -21,9 +21,9 @@ enum class ScalingKind : uint8_t {
   MX,            // OCP MX: 1x32 along K sharing an E8M0 scale
   NVFP4,         // 1x16 E2M1 blocks with E4M3 block scales and an fp32 global scale
 };
-inline constexpr ScalingKind kAllScalingKinds[] = {ScalingKind::Tensorwise,   ScalingKind::Rowwise,
-                                                   ScalingKind::Block1x128,   ScalingKind::Block128x128,
-                                                   ScalingKind::MX,           ScalingKind::NVFP4};
+inline constexpr ScalingKind kAllScalingKinds[] = {
+    ScalingKind::Tensorwise,   ScalingKind::Rowwise, ScalingKind::Block1x128,
+    ScalingKind::Block128x128, ScalingKind::MX,      ScalingKind::NVFP4};
 
 enum class MxRounding : uint8_t {
   Floor,  // OCP spec: X = 2^(floor(log2 amax) - emax_elem)
@@ -34,8 +34,8 @@ struct QuantRecipe {
   ScalingKind kind = ScalingKind::Tensorwise;
   Format format = Format::E4M3FN;
   Overflow overflow = Overflow::Saturate;
-  int margin = 0;             // scale = (fmax / amax) / 2^margin (not for MX/NVFP4)
-  bool pow2_scales = false;   // scale = 2^floor(log2(scale)) (not for MX/NVFP4)
+  int margin = 0;            // scale = (fmax / amax) / 2^margin (not for MX/NVFP4)
+  bool pow2_scales = false;  // scale = 2^floor(log2(scale)) (not for MX/NVFP4)
   MxRounding mx_rounding = MxRounding::Floor;
   bool partial_blocks = false;  // allow a last, smaller block where the shape does not divide
 };
@@ -50,7 +50,9 @@ struct GroupLayout {
   int64_t block_rows = 1, block_cols = 1;  // a group's extent
   int64_t group_rows = 1, group_cols = 1;  // how many groups along each dimension
   int64_t group_count() const { return group_rows * group_cols; }
-  int64_t group_of(int64_t r, int64_t c) const { return (r / block_rows) * group_cols + c / block_cols; }
+  int64_t group_of(int64_t r, int64_t c) const {
+    return (r / block_rows) * group_cols + c / block_cols;
+  }
 };
 
 // Throws std::invalid_argument naming the problem: empty shapes are fine (no groups),
@@ -75,7 +77,7 @@ float scale_for_amax(float amax, double fmax, int margin = 0, bool pow2 = false)
 uint8_t mx_scale_code(float amax, Format element, MxRounding rounding);
 
 // From each group's amax (and, for NVFP4, the tensor's amax).
-ScaleSet compute_scales(const QuantRecipe& r, const GroupLayout& layout, const std::vector<float>& amax,
-                        float tensor_amax);
+ScaleSet compute_scales(const QuantRecipe& r, const GroupLayout& layout,
+                        const std::vector<float>& amax, float tensor_amax);
 
 }  // namespace fp8wb

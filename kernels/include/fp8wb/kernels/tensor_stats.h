@@ -50,12 +50,12 @@ struct TensorStats {
   std::vector<double> map_sq_sum;
 
   float amax() const;
-  double mse() const;          // sq_err / finite elements
-  double sqnr_db() const;      // 10 log10(sq_sum / sq_err); +inf when exact
-  double rel_error() const;    // sqrt(sq_err / sq_sum)
-  double underflow_pct() const;  // % of finite nonzero elements
-  double saturated_pct() const;  // % of finite elements
-  double subnormal_pct() const;  // % of finite elements
+  double mse() const;                        // sq_err / finite elements
+  double sqnr_db() const;                    // 10 log10(sq_sum / sq_err); +inf when exact
+  double rel_error() const;                  // sqrt(sq_err / sq_sum)
+  double underflow_pct() const;              // % of finite nonzero elements
+  double saturated_pct() const;              // % of finite elements
+  double subnormal_pct() const;              // % of finite elements
   std::vector<float> map_rel_error() const;  // sqrt(err / sum) per cell (0 where sum == 0)
 };
 
