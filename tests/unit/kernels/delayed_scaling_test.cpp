@@ -144,6 +144,20 @@ TEST(DelayedScaler, BadConfigurations) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("window 0"), std::string::npos);
   }
+  EXPECT_EQ(parse_margin("2"), 2);
+  EXPECT_EQ(parse_margin("-1"), -1);
+  EXPECT_EQ(parse_window("1024"), 1024);
+  for (const char* bad : {"1.5", "", "two", "2x", "1e3"}) {
+    try {
+      parse_margin(bad);
+      ADD_FAILURE() << "accepted margin " << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("not an integer"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(parse_margin("100"), std::invalid_argument);
+  EXPECT_THROW(parse_window("0"), std::invalid_argument);
+  EXPECT_THROW(parse_window("16.0"), std::invalid_argument);
   EXPECT_EQ(parse_amax_algo("most_recent"), AmaxAlgo::MostRecent);
   EXPECT_FALSE(parse_amax_algo("mean").has_value());
 }

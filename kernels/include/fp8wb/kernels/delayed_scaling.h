@@ -28,6 +28,12 @@ struct DelayedScalingConfig {
   InitialScale initial = InitialScale::One;
 };
 
+// Margins and windows as users type them (configs, command lines): integers only, with a
+// message naming the field ("margin 1.5 is not an integer: ..."). Throws
+// std::invalid_argument.
+int parse_margin(std::string_view text);
+int parse_window(std::string_view text);
+
 // Throws std::invalid_argument for window < 1 or margin outside [-64, 64].
 void validate_delayed_config(const DelayedScalingConfig& c);
 
