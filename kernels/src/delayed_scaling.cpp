@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cfloat>
 #include <climits>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 

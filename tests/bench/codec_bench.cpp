@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "bench_data.h"
 #include "fp8wb/kernels/codec_cpu.h"
 
 namespace {
@@ -13,23 +14,12 @@ namespace {
 constexpr size_t kN = size_t{1} << 24;  // 16 Mi elements: 64 MiB of fp32, past the caches
 
 const std::vector<float>& data() {
-  static const std::vector<float> d = [] {
-    std::vector<float> v(kN);
-    std::mt19937 rng(1);
-    std::normal_distribution<float> nd(0.f, 30.f);
-    for (float& x : v) x = nd(rng);
-    return v;
-  }();
+  static const std::vector<float> d = fp8wb::bench::normal_floats(kN, 30.f);
   return d;
 }
 
 void BM_Memcpy(benchmark::State& s) {
-  std::vector<float> out(kN);
-  for (auto _ : s) {
-    std::memcpy(out.data(), data().data(), kN * 4);
-    benchmark::DoNotOptimize(out.data());
-  }
-  s.SetBytesProcessed(static_cast<int64_t>(s.iterations() * kN * 4));
+  fp8wb::bench::memcpy_benchmark(s, data());
 }
 
 void BM_EncodeF32(benchmark::State& s) {

@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "bench_data.h"
 #include "fp8wb/kernels/codec_cpu.h"
 #include "fp8wb/kernels/quantize_cpu.h"
 
@@ -15,23 +16,12 @@ constexpr int64_t kRows = 4096, kCols = 4096;  // 16 Mi elements, 64 MiB of fp32
 constexpr size_t kN = static_cast<size_t>(kRows * kCols);
 
 const std::vector<float>& data() {
-  static const std::vector<float> d = [] {
-    std::vector<float> v(kN);
-    std::mt19937 rng(1);
-    std::normal_distribution<float> nd(0.f, 1.f);
-    for (float& x : v) x = nd(rng);
-    return v;
-  }();
+  static const std::vector<float> d = fp8wb::bench::normal_floats(kN, 1.f);
   return d;
 }
 
 void BM_Memcpy(benchmark::State& s) {
-  std::vector<float> out(kN);
-  for (auto _ : s) {
-    std::memcpy(out.data(), data().data(), kN * 4);
-    benchmark::DoNotOptimize(out.data());
-  }
-  s.SetBytesProcessed(static_cast<int64_t>(s.iterations() * kN * 4));
+  fp8wb::bench::memcpy_benchmark(s, data());
 }
 
 void BM_PlainEncode(benchmark::State& s) {

@@ -12,52 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "fp8wb/kernels/codec_cuda.h"
 
-namespace {
-
-#define CHECK(x)                                                           \
-  do {                                                                     \
-    cudaError_t e_ = (x);                                                  \
-    if (e_ != cudaSuccess) {                                               \
-      std::fprintf(stderr, "%s failed: %s\n", #x, cudaGetErrorString(e_)); \
-      throw std::runtime_error("CUDA error");                              \
-    }                                                                      \
-  } while (0)
-
-double median_ms(const std::function<void()>& fn, int reps = 30) {
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) fn();
-  std::vector<float> t;
-  for (int i = 0; i < reps; ++i) {
-    CHECK(cudaEventRecord(a));
-    fn();
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  std::sort(t.begin(), t.end());
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return t[t.size() / 2];
-}
-
-struct Row {
-  std::string what;
-  double bytes, ms;
-};
-
-}  // namespace
+using fp8wb::bench::BenchRow;
+using fp8wb::bench::median_ms;
+#define CHECK FP8WB_BENCH_CHECK
 
 int main(int argc, char** argv) {
-  std::string json_path;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::string(argv[i]) == "--json") json_path = argv[i + 1];
-  }
+  const std::string json_path = fp8wb::bench::json_path_arg(argc, argv);
   if (fp8wb::gpu_device_count() == 0) {
     std::printf("no CUDA device: nothing to measure\n");
     return 0;
@@ -96,7 +59,7 @@ int main(int argc, char** argv) {
   using fp8wb::Format;
   using fp8wb::Overflow;
   using fp8wb::Rounding;
-  std::vector<Row> rows;
+  std::vector<BenchRow> rows;
   rows.push_back({"d2d copy fp32 (memcpy)", 2.0 * n * 4, median_ms([&] {
                     CHECK(cudaMemcpyAsync(f32b, f32, n * 4, cudaMemcpyDeviceToDevice));
                   })});
@@ -117,23 +80,9 @@ int main(int argc, char** argv) {
                   median_ms([&] { fp8wb::decode_f32_cuda(codes, f32b, n, Format::E4M3FN); })});
   CHECK(cudaDeviceSynchronize());
 
-  const double copy_gbs = rows[0].bytes / rows[0].ms / 1e6;
-  std::printf("GPU codec throughput, %s, n = %zu (bytes = read + written)\n", prop.name, n);
-  std::printf("%-34s %10s %10s %9s\n", "kernel", "ms", "GB/s", "of copy");
-  for (const Row& r : rows) {
-    const double gbs = r.bytes / r.ms / 1e6;
-    std::printf("%-34s %10.3f %10.1f %8.1f%%\n", r.what.c_str(), r.ms, gbs, 100 * gbs / copy_gbs);
-  }
-  if (!json_path.empty()) {
-    std::ofstream js(json_path);
-    js << "{\"device\": \"" << prop.name << "\", \"n\": " << n << ", \"rows\": [";
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const double gbs = rows[i].bytes / rows[i].ms / 1e6;
-      js << (i ? ", " : "") << "{\"what\": \"" << rows[i].what << "\", \"ms\": " << rows[i].ms
-         << ", \"gbs\": " << gbs << ", \"of_copy\": " << gbs / copy_gbs << "}";
-    }
-    js << "]}\n";
-  }
+  fp8wb::bench::report("GPU codec throughput, " + std::string(prop.name) +
+                           ", n = " + std::to_string(n) + " (bytes = read + written)",
+                       prop.name, rows, json_path, "\"n\": " + std::to_string(n));
   cudaFree(f32);
   cudaFree(f32b);
   cudaFree(bf16);

@@ -12,53 +12,16 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "fp8wb/kernels/quantize_cuda.h"
 
-namespace {
-
-#define CHECK(x)                                                           \
-  do {                                                                     \
-    cudaError_t e_ = (x);                                                  \
-    if (e_ != cudaSuccess) {                                               \
-      std::fprintf(stderr, "%s failed: %s\n", #x, cudaGetErrorString(e_)); \
-      throw std::runtime_error("CUDA error");                              \
-    }                                                                      \
-  } while (0)
-
-double median_ms(const std::function<void()>& fn, int reps = 25) {
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) fn();
-  std::vector<float> t;
-  for (int i = 0; i < reps; ++i) {
-    CHECK(cudaEventRecord(a));
-    fn();
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  std::sort(t.begin(), t.end());
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return t[t.size() / 2];
-}
-
-struct Row {
-  std::string what;
-  double bytes, ms;
-};
-
-}  // namespace
+using fp8wb::bench::BenchRow;
+using fp8wb::bench::median_ms;
+#define CHECK FP8WB_BENCH_CHECK
 
 int main(int argc, char** argv) {
   using namespace fp8wb;
-  std::string json_path;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::string(argv[i]) == "--json") json_path = argv[i + 1];
-  }
+  const std::string json_path = fp8wb::bench::json_path_arg(argc, argv);
   if (gpu_device_count() == 0) {
     std::printf("no CUDA device: nothing to measure\n");
     return 0;
@@ -90,7 +53,7 @@ int main(int argc, char** argv) {
     }
     CHECK(cudaMemcpy(bf16, hb.data(), n * 2, cudaMemcpyHostToDevice));
   }
-  std::vector<Row> rows_out;
+  std::vector<BenchRow> rows_out;
   rows_out.push_back({"d2d copy of the bf16 tensor", 4.0 * n, median_ms([&] {
                         CHECK(cudaMemcpyAsync(bf16b, bf16, n * 2, cudaMemcpyDeviceToDevice));
                       })});
@@ -173,25 +136,10 @@ int main(int argc, char** argv) {
                         median_ms([&] { group_amax_cuda(x, L, b.amax, b.amax + 1); })});
   }
   CHECK(cudaDeviceSynchronize());
-  const double copy_gbs = rows_out[0].bytes / rows_out[0].ms / 1e6;
-  std::printf("GPU quantize, %s, %lld x %lld (bytes = read once + written once)\n", prop.name,
-              static_cast<long long>(rows), static_cast<long long>(cols));
-  std::printf("%-44s %9s %9s %8s\n", "what", "ms", "GB/s", "of copy");
-  for (const Row& r : rows_out) {
-    const double gbs = r.bytes / r.ms / 1e6;
-    std::printf("%-44s %9.3f %9.1f %7.1f%%\n", r.what.c_str(), r.ms, gbs, 100 * gbs / copy_gbs);
-  }
-  if (!json_path.empty()) {
-    std::ofstream js(json_path);
-    js << "{\"device\": \"" << prop.name << "\", \"rows\": " << rows << ", \"cols\": " << cols
-       << ", \"results\": [";
-    for (size_t i = 0; i < rows_out.size(); ++i) {
-      const double gbs = rows_out[i].bytes / rows_out[i].ms / 1e6;
-      js << (i ? ", " : "") << "{\"what\": \"" << rows_out[i].what
-         << "\", \"ms\": " << rows_out[i].ms << ", \"gbs\": " << gbs
-         << ", \"of_copy\": " << gbs / copy_gbs << "}";
-    }
-    js << "]}\n";
-  }
+  fp8wb::bench::report(
+      "GPU quantize, " + std::string(prop.name) + ", " + std::to_string(rows) + " x " +
+          std::to_string(cols) + " (bytes = read once + written once)",
+      prop.name, rows_out, json_path,
+      "\"rows_x_cols\": [" + std::to_string(rows) + ", " + std::to_string(cols) + "]");
   return 0;
 }

@@ -94,7 +94,7 @@ g = json.load(open(f"{o}/gpu_codec_bench.json"))
 for r in g["rows"]:
     print(f"{r['what']:<34} {r['ms']:8.3f} ms {r['gbs']:8.1f} GB/s {100*r['of_copy']:6.1f}% of copy")
 q = json.load(open(f"{o}/gpu_quantize_bench.json"))
-for r in q["results"]:
+for r in q["rows"]:
     print(f"{r['what']:<44} {r['ms']:8.3f} ms {r['gbs']:8.1f} GB/s {100*r['of_copy']:6.1f}% of copy")
 t = json.load(open(f"{o}/torch_cast.json"))
 print(f"{'torch bf16 cast 16384x4096':<44} {t['bf16_cast_ms']:8.3f} ms")

@@ -242,36 +242,29 @@ QString FormatsTab::currentPage() const {
 }
 
 // Demo pages replace their empty placeholders on first use (each runs its demo at once).
-GradientDemoView* FormatsTab::gradientDemo() {
-  if (!gradient_demo_) {
-    gradient_demo_ = new GradientDemoView(pages_);
+template <class View>
+View* FormatsTab::ensurePage(View*& slot, int index, const QString& title) {
+  if (!slot) {
+    slot = new View(pages_);
     const int current = pages_->currentIndex();
-    QWidget* old = pages_->widget(1);
+    QWidget* old = pages_->widget(index);
     pages_->blockSignals(true);
-    pages_->removeTab(1);
-    pages_->insertTab(1, gradient_demo_, tr("Gradients: E4M3 vs E5M2"));
+    pages_->removeTab(index);
+    pages_->insertTab(index, slot, title);
     pages_->setCurrentIndex(current);
     pages_->blockSignals(false);
     delete old;
-    gradient_demo_->setPresentationMode(presentation_);
+    slot->setPresentationMode(presentation_);
   }
-  return gradient_demo_;
+  return slot;
+}
+
+GradientDemoView* FormatsTab::gradientDemo() {
+  return ensurePage(gradient_demo_, 1, tr("Gradients: E4M3 vs E5M2"));
 }
 
 OutlierDemoView* FormatsTab::outlierDemo() {
-  if (!outlier_demo_) {
-    outlier_demo_ = new OutlierDemoView(pages_);
-    const int current = pages_->currentIndex();
-    QWidget* old = pages_->widget(2);
-    pages_->blockSignals(true);
-    pages_->removeTab(2);
-    pages_->insertTab(2, outlier_demo_, tr("Outliers: per tensor vs 1x128"));
-    pages_->setCurrentIndex(current);
-    pages_->blockSignals(false);
-    delete old;
-    outlier_demo_->setPresentationMode(presentation_);
-  }
-  return outlier_demo_;
+  return ensurePage(outlier_demo_, 2, tr("Outliers: per tensor vs 1x128"));
 }
 
 }  // namespace fp8wb

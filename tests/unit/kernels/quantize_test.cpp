@@ -11,6 +11,7 @@
 
 #include "fp8wb/kernels/codec.h"
 #include "fp8wb/kernels/quantize_cpu.h"
+#include "test_tensors.h"
 
 namespace fp8wb {
 namespace {
@@ -140,19 +141,8 @@ Reference reference(const std::vector<float>& x, int64_t rows, int64_t cols, con
   return ref;
 }
 
-// Normal data with a few outliers, exact zeros, -0, tiny values, NaN and Inf.
 std::vector<float> test_tensor(int64_t rows, int64_t cols, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.f, 1.f);
-  std::vector<float> x(static_cast<size_t>(rows * cols));
-  for (float& v : x) v = nd(rng);
-  for (size_t i = 0; i < x.size(); i += 97) x[i] *= 300.0f;
-  for (size_t i = 5; i < x.size(); i += 211) x[i] = 0.0f;
-  for (size_t i = 7; i < x.size(); i += 389) x[i] = -0.0f;
-  for (size_t i = 11; i < x.size(); i += 131) x[i] = 1e-9f;
-  x[3] = std::numeric_limits<float>::quiet_NaN();
-  x[x.size() / 2] = -std::numeric_limits<float>::infinity();
-  return x;
+  return test::mixed_test_tensor(rows, cols, seed);
 }
 
 void expect_close(double a, double b, const char* what) {

@@ -67,6 +67,8 @@ class FormatsTab : public QWidget {
   void rebuildCards();
   void refresh();
   std::vector<Format> shownFormats() const;
+  template <class View>
+  View* ensurePage(View*& slot, int index, const QString& title);
 
   QLineEdit* edit_;
   QComboBox* overflow_;

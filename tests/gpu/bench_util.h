@@ -1,0 +1,83 @@
+// defines: FP8WB_BENCH_CHECK, median_ms(), BenchRow, json_path_arg(), report(): timing and
+// reporting shared by the GPU benchmark programs (CUDA events, median of repeats).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#define FP8WB_BENCH_CHECK(x)                                               \
+  do {                                                                     \
+    cudaError_t e_ = (x);                                                  \
+    if (e_ != cudaSuccess) {                                               \
+      std::fprintf(stderr, "%s failed: %s\n", #x, cudaGetErrorString(e_)); \
+      throw std::runtime_error("CUDA error");                              \
+    }                                                                      \
+  } while (0)
+
+namespace fp8wb::bench {
+
+// Warm-up, then the median of `reps` timed runs, in milliseconds.
+inline double median_ms(const std::function<void()>& fn, int reps = 25) {
+  cudaEvent_t a, b;
+  FP8WB_BENCH_CHECK(cudaEventCreate(&a));
+  FP8WB_BENCH_CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < 3; ++i) fn();
+  std::vector<float> t;
+  for (int i = 0; i < reps; ++i) {
+    FP8WB_BENCH_CHECK(cudaEventRecord(a));
+    fn();
+    FP8WB_BENCH_CHECK(cudaEventRecord(b));
+    FP8WB_BENCH_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    FP8WB_BENCH_CHECK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+  }
+  std::sort(t.begin(), t.end());
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return t[t.size() / 2];
+}
+
+struct BenchRow {
+  std::string what;
+  double bytes;  // read once + written once
+  double ms;
+};
+
+inline std::string json_path_arg(int argc, char** argv) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) == "--json") return argv[i + 1];
+  }
+  return {};
+}
+
+// Prints a table with each row's throughput as a share of the first row's (the copy),
+// and writes {"device", <extra>, "rows": [...]} when json_path is not empty.
+inline void report(const std::string& title, const std::string& device,
+                   const std::vector<BenchRow>& rows, const std::string& json_path,
+                   const std::string& extra_json) {
+  const double copy_gbs = rows.front().bytes / rows.front().ms / 1e6;
+  std::printf("%s\n%-44s %9s %9s %8s\n", title.c_str(), "what", "ms", "GB/s", "of copy");
+  for (const BenchRow& r : rows) {
+    const double gbs = r.bytes / r.ms / 1e6;
+    std::printf("%-44s %9.3f %9.1f %7.1f%%\n", r.what.c_str(), r.ms, gbs, 100 * gbs / copy_gbs);
+  }
+  if (json_path.empty()) return;
+  std::ofstream js(json_path);
+  js << "{\"device\": \"" << device << "\", " << extra_json << ", \"rows\": [";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const double gbs = rows[i].bytes / rows[i].ms / 1e6;
+    js << (i ? ", " : "") << "{\"what\": \"" << rows[i].what << "\", \"ms\": " << rows[i].ms
+       << ", \"gbs\": " << gbs << ", \"of_copy\": " << gbs / copy_gbs << "}";
+  }
+  js << "]}\n";
+}
+
+}  // namespace fp8wb::bench
