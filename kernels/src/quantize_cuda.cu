@@ -440,6 +440,20 @@ __global__ void scales_kernel(ScalingKind kind, int64_t groups, const float* ama
   }
 }
 
+__global__ void dequantize_kernel(const uint8_t* __restrict__ codes, Geometry G,
+                                  const float* __restrict__ scale_inv, CodecSpec s,
+                                  float* __restrict__ out) {
+  __shared__ float lut[256];
+  for (int c = threadIdx.x; c < 256; c += blockDim.x) lut[c] = decode(static_cast<uint8_t>(c), s);
+  __syncthreads();
+  const int64_t n = G.rows * G.cols;
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = i / G.cols, c = i % G.cols;
+    out[i] = lut[codes[i]] * scale_inv[(r / G.block_rows) * G.group_cols + c / G.block_cols];
+  }
+}
+
 unsigned blocks_for(int64_t work, int per_block) {
   static int sms = [] {
     int dev = 0, n = 0;
@@ -592,6 +606,17 @@ void quantize_cuda(const DeviceTensor& x, const QuantRecipe& recipe, const Group
     case Format::E8M0FNU: break;
   }
   throw std::invalid_argument("E8M0FNU holds scales, not elements");
+}
+
+void dequantize_cuda(const uint8_t* codes, const QuantRecipe& recipe, const GroupLayout& L,
+                     const float* d_scale_inv, float* out, fp8wb_stream_t stream) {
+  validate_recipe(recipe);
+  if (L.rows * L.cols == 0) return;
+  const Geometry G = geometry(L, {});
+  dequantize_kernel<<<blocks_for(L.rows * L.cols, kThreads), kThreads, 0,
+                      reinterpret_cast<cudaStream_t>(stream)>>>(codes, G, d_scale_inv,
+                                                                codec_spec(recipe.format), out);
+  FP8WB_GPU_CHECK(cudaGetLastError());
 }
 
 GpuQuantization quantize_current_cuda(const TensorRef& hx, const QuantRecipe& recipe,

@@ -1,6 +1,7 @@
 // GPU quantization against the CPU one: identical scales and codes, equal statistics.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -85,6 +86,12 @@ TEST_P(CudaQuantize, MatchesCpuForFp32AndBf16) {
       EXPECT_EQ(gpu.codes_t, codes_t);
     }
     expect_same(gpu.stats, cpu.result.stats);
+    std::vector<float> back(x.size());
+    dequantize(codes.data(), r, cpu.scales, back.data());
+    ASSERT_EQ(gpu.dequantized.size(), back.size());
+    for (size_t i = 0; i < back.size(); ++i) {
+      ASSERT_EQ(float_bits(gpu.dequantized[i]), float_bits(back[i])) << "element " << i;
+    }
   }
 }
 
@@ -105,7 +112,15 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{ScalingKind::MX, Format::E2M1FN, 64, 256},
                       Case{ScalingKind::MX, Format::E3M2FN, 32, 128, MxRounding::RCeil},
                       Case{ScalingKind::MX, Format::E2M3FN, 32, 128},
-                      Case{ScalingKind::NVFP4, Format::E2M1FN, 128, 512}));
+                      Case{ScalingKind::NVFP4, Format::E2M1FN, 128, 512}),
+    [](const auto& p) {
+      std::string n = std::string(scaling_kind_name(p.param.kind)) + "_" +
+                      std::string(format_info(p.param.format).name) + "_" +
+                      std::to_string(p.param.rows) + "x" + std::to_string(p.param.cols) + "_" +
+                      std::to_string(p.index);
+      for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      return n;
+    });
 
 TEST(CudaQuantizeLarge, TensorwiseAndBlocksOnAFewMillionElements) {
   if (gpu_device_count() == 0) GTEST_SKIP() << "no CUDA device";

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -224,7 +225,12 @@ INSTANTIATE_TEST_SUITE_P(
         RecipeCase{R(ScalingKind::MX, Format::E2M1FN), 32, 128},
         RecipeCase{R(ScalingKind::MX, Format::E3M2FN, 0, false, MxRounding::RCeil), 32, 128},
         RecipeCase{R(ScalingKind::MX, Format::E2M3FN), 32, 128},
-        RecipeCase{R(ScalingKind::NVFP4, Format::E2M1FN), 64, 256}));
+        RecipeCase{R(ScalingKind::NVFP4, Format::E2M1FN), 64, 256}),
+    [](const auto& p) {
+      std::string n = recipe_name(p.param.recipe) + "_" + std::to_string(p.index);
+      for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      return n;
+    });
 
 TEST(Quantize, HandWorkedTensorwise) {
   // amax 4 -> scale 448/4 = 112; 1 -> 112, -2 -> -224, 0.5 -> 56, 4 -> 448: all exact.

@@ -48,6 +48,10 @@ void quantize_cuda(const DeviceTensor& x, const QuantRecipe& recipe, const Group
                    const float* d_scale, const float* d_scale_inv, uint8_t* codes, uint8_t* codes_t,
                    const DeviceStatsTargets& targets, fp8wb_stream_t stream = nullptr);
 
+// out = decode(code) * scale_inv of the code's group, on the device.
+void dequantize_cuda(const uint8_t* codes, const QuantRecipe& recipe, const GroupLayout& layout,
+                     const float* d_scale_inv, float* out, fp8wb_stream_t stream = nullptr);
+
 // Host in, host out: current scaling on the GPU end to end (amax, scales, quantize with
 // statistics), for tests, tools and benchmarks.
 struct GpuQuantization {
@@ -55,6 +59,7 @@ struct GpuQuantization {
   std::vector<uint8_t> codes;
   std::vector<uint8_t> codes_t;  // when asked for
   TensorStats stats;
+  std::vector<float> dequantized;  // decode(code) * scale_inv, computed on the device
 };
 GpuQuantization quantize_current_cuda(const TensorRef& host_x, const QuantRecipe& recipe,
                                       bool transposed, const StatsOptions& stats = {});
