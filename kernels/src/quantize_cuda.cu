@@ -643,7 +643,11 @@ GpuQuantization quantize_current_cuda(const TensorRef& hx, const QuantRecipe& re
   zero_stats_cuda(targets, nullptr);
   quantize_cuda(x, recipe, L, scale.p, scale_inv.p, codes.p, transposed ? codes_t.p : nullptr,
                 targets, nullptr);
+  DeviceArray<float> back(n);
+  dequantize_cuda(codes.p, recipe, L, scale_inv.p, back.p, nullptr);
   FP8WB_GPU_CHECK(cudaDeviceSynchronize());
+  out.dequantized.resize(n);
+  if (n) FP8WB_GPU_CHECK(cudaMemcpy(out.dequantized.data(), back.p, n * 4, cudaMemcpyDeviceToHost));
   out.scales.layout = L;
   out.scales.scale.resize(groups);
   out.scales.scale_inv.resize(groups);
