@@ -90,6 +90,11 @@ TEST_P(CudaQuantize, MatchesCpuForFp32AndBf16) {
     dequantize(codes.data(), r, cpu.scales, back.data());
     ASSERT_EQ(gpu.dequantized.size(), back.size());
     for (size_t i = 0; i < back.size(); ++i) {
+      // NaN codes: the GPU's multiply returns its canonical NaN (0x7fffffff).
+      if (std::isnan(back[i])) {
+        ASSERT_TRUE(std::isnan(gpu.dequantized[i])) << "element " << i;
+        continue;
+      }
       ASSERT_EQ(float_bits(gpu.dequantized[i]), float_bits(back[i])) << "element " << i;
     }
   }
