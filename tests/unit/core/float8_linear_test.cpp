@@ -1,0 +1,226 @@
+// Float8Linear (CPU emulation): forward and backward against fp64 GEMMs of the same
+// dequantized operands, against an fp32 linear within FP8 tolerance, conversion of a
+// model, and a short training run.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "fp8wb/core/torch/float8_linear.h"
+#include "fp8wb/kernels/quantize_cpu.h"
+
+namespace fp8wb {
+namespace {
+
+// decode(code) * scale_inv for an operand quantized along its rows, computed with the
+// kernels directly (fp64 result).
+torch::Tensor fp8_values(const torch::Tensor& t, const QuantRecipe& r) {
+  const torch::Tensor c = t.to(torch::kFloat).contiguous();
+  std::vector<uint8_t> codes(static_cast<size_t>(c.numel()));
+  const auto q =
+      quantize_current(TensorRef::of(c.data_ptr<float>(), c.size(0), c.size(1)), r, {codes.data()});
+  torch::Tensor out = torch::empty(c.sizes(), torch::kFloat);
+  dequantize(codes.data(), r, q.scales, out.data_ptr<float>());
+  return out.to(torch::kDouble);
+}
+
+double rel(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.to(torch::kDouble) - b.to(torch::kDouble)).norm().item<double>() /
+         b.to(torch::kDouble).norm().item<double>();
+}
+
+QuantRecipe R(ScalingKind k, Format f) {
+  QuantRecipe r;
+  r.kind = k;
+  r.format = f;
+  return r;
+}
+
+struct Case {
+  const char* name;
+  ScalingKind x, w, dy;
+};
+
+class Float8LinearRecipes : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Float8LinearRecipes, ForwardAndBackwardMatchFp64OfTheQuantizedOperands) {
+  torch::manual_seed(0);
+  const Case c = GetParam();
+  Float8LinearConfig cfg;
+  cfg.input = R(c.x, Format::E4M3FN);
+  cfg.weight = R(c.w, Format::E4M3FN);
+  cfg.grad_output = R(c.dy, Format::E5M2);
+  Float8Linear layer(256, 128, true, cfg);
+  torch::Tensor x = torch::randn({4, 32, 256}, torch::requires_grad());
+  torch::Tensor y = layer->forward(x);
+  ASSERT_EQ(y.sizes(), (std::vector<int64_t>{4, 32, 128}));
+  const torch::Tensor x2 = x.detach().reshape({-1, 256});
+  const torch::Tensor xq = fp8_values(x2, cfg.input),
+                      wq = fp8_values(layer->weight.detach(), cfg.weight);
+  const torch::Tensor want = xq.matmul(wq.t()) + layer->bias.detach().to(torch::kDouble);
+  // Same operands, fp32 accumulation against fp64: round-off only.
+  EXPECT_LT(rel(y.detach().reshape({-1, 128}), want), 1e-6);
+  // Against the plain fp32 linear: FP8's own error (E4M3: a few percent).
+  const torch::Tensor ref =
+      torch::nn::functional::linear(x2, layer->weight.detach(), layer->bias.detach());
+  EXPECT_LT(rel(y.detach().reshape({-1, 128}), ref), 0.08);
+
+  const torch::Tensor dy = torch::randn({4, 32, 128});
+  y.backward(dy);
+  const torch::Tensor dy2 = dy.reshape({-1, 128});
+  // dgrad: dy along N, w along N; wgrad: both along M (x from its FP8 codes).
+  const torch::Tensor dx_want =
+      fp8_values(dy2, cfg.grad_output)
+          .matmul(fp8_values(layer->weight.detach().t().contiguous(), cfg.weight).t());
+  const torch::Tensor x_fp8 = xq.to(torch::kFloat);
+  const torch::Tensor dw_want = fp8_values(dy2.t().contiguous(), cfg.grad_output)
+                                    .matmul(fp8_values(x_fp8.t().contiguous(), cfg.input).t());
+  EXPECT_LT(rel(x.grad().reshape({-1, 256}), dx_want), 1e-6);
+  EXPECT_LT(rel(layer->weight.grad(), dw_want), 1e-6);
+  EXPECT_LT(rel(layer->bias.grad(), dy2.sum(0).to(torch::kDouble)), 1e-6);
+  // And close to the high-precision gradients (E5M2 gradients: ~10% worst case).
+  EXPECT_LT(rel(x.grad().reshape({-1, 256}), dy2.matmul(layer->weight.detach())), 0.15);
+  EXPECT_LT(rel(layer->weight.grad(), dy2.t().matmul(x2)), 0.15);
+  // The probe saw all three roles.
+  EXPECT_TRUE(layer->probe().input.valid && layer->probe().weight.valid &&
+              layer->probe().grad_output.valid);
+  EXPECT_EQ(layer->probe().input.stats.raw.numel, 4u * 32 * 256);
+  EXPECT_EQ(layer->probe().grad_output.stats.raw.numel, 4u * 32 * 128);
+}
+
+INSTANTIATE_TEST_SUITE_P(Recipes, Float8LinearRecipes,
+                         ::testing::Values(Case{"tensorwise", ScalingKind::Tensorwise,
+                                                ScalingKind::Tensorwise, ScalingKind::Tensorwise},
+                                           Case{"rowwise", ScalingKind::Rowwise,
+                                                ScalingKind::Rowwise, ScalingKind::Rowwise},
+                                           Case{"blockwise", ScalingKind::Block1x128,
+                                                ScalingKind::Block128x128, ScalingKind::Block1x128},
+                                           Case{"mx", ScalingKind::MX, ScalingKind::MX,
+                                                ScalingKind::MX}),
+                         [](const auto& p) { return std::string(p.param.name); });
+
+TEST(Float8Linear, HighPrecisionGemmsAreExact) {
+  torch::manual_seed(1);
+  Float8LinearConfig cfg;
+  cfg.fprop_fp8 = cfg.dgrad_fp8 = cfg.wgrad_fp8 = false;
+  Float8Linear layer(64, 32, false, cfg);
+  torch::Tensor x = torch::randn({16, 64}, torch::requires_grad());
+  torch::Tensor y = layer->forward(x);
+  const torch::Tensor ref = torch::nn::functional::linear(x.detach(), layer->weight.detach());
+  EXPECT_LT(rel(y.detach(), ref), 1e-6);
+  y.sum().backward();
+  EXPECT_LT(rel(x.grad(), torch::ones({16, 32}).matmul(layer->weight.detach())), 1e-6);
+}
+
+TEST(Float8Linear, Bf16InputsKeepTheirDtype) {
+  Float8Linear layer(64, 32);
+  const torch::Tensor y = layer->forward(torch::randn({8, 64}).to(torch::kBFloat16));
+  EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
+}
+
+TEST(Float8Linear, BadInput) {
+  Float8Linear layer(64, 32);
+  EXPECT_THROW(layer->forward(torch::randn({8, 63})), std::invalid_argument);
+  EXPECT_THROW(layer->forward(torch::randn({8, 64}, torch::kDouble)), std::invalid_argument);
+  EXPECT_THROW(Float8Linear(0, 8), std::invalid_argument);
+  Float8LinearConfig bad;
+  bad.grad_output.kind = ScalingKind::NVFP4;  // needs E2M1 elements
+  EXPECT_THROW(Float8Linear(64, 32, true, bad), std::invalid_argument);
+  // A non-contiguous input is fine.
+  const torch::Tensor x = torch::randn({64, 8}).t();
+  EXPECT_EQ(layer->forward(x).size(1), 32);
+}
+
+struct Mlp : torch::nn::Module {
+  Mlp() {
+    fc1 = register_module("fc1", LinearLayer(64, 128));
+    fc2 = register_module("fc2", LinearLayer(128, 64));
+    odd = register_module("odd", LinearLayer(64, 10));
+    head = register_module("head", LinearLayer(10, 1));
+    plain = register_module("plain", torch::nn::Linear(1, 1));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    x = torch::gelu(fc1->forward(x));
+    x = fc2->forward(x);
+    return head->forward(torch::tanh(odd->forward(x)));
+  }
+  LinearLayer fc1{nullptr}, fc2{nullptr}, odd{nullptr}, head{nullptr};
+  torch::nn::Linear plain{nullptr};
+};
+
+TEST(ConvertToFloat8, ConvertsInPlaceAndGradientsFlow) {
+  torch::manual_seed(2);
+  auto model = std::make_shared<Mlp>();
+  const torch::Tensor x = torch::randn({32, 64});
+  const torch::Tensor before = model->forward(x).detach();
+  const torch::Tensor w1 = model->fc1->weight;
+  const ConvertReport report = convert_to_float8(*model, Float8LinearConfig::hybrid());
+  EXPECT_EQ(report.converted, (std::vector<std::string>{"fc1", "fc2"}));
+  EXPECT_EQ(report.skipped.size(), 2u);  // odd (64 -> 10) and head (10 -> 1) do not divide by 16
+  EXPECT_EQ(report.not_convertible, (std::vector<std::string>{"plain"}));
+  EXPECT_TRUE(model->fc1->is_float8() && model->fc2->is_float8() && !model->odd->is_float8());
+  EXPECT_TRUE(model->fc1->weight.is_same(w1));  // the same parameters
+  // The model's own forward now runs FP8: the output moves by FP8's error, not by zero.
+  const torch::Tensor after = model->forward(x);
+  const double moved = ((after.detach() - before).norm() / before.norm()).item<double>();
+  EXPECT_GT(moved, 1e-4);
+  EXPECT_LT(moved, 0.1);
+  after.pow(2).mean().backward();
+  EXPECT_GT(model->fc1->weight.grad().abs().sum().item<double>(), 0.0);
+  EXPECT_TRUE(model->fc2->bias.grad().defined());
+  EXPECT_TRUE(model->fc1->probe().grad_output.valid);
+  model->fc1->to_high_precision();
+  EXPECT_FALSE(model->fc1->is_float8());
+
+  auto other = std::make_shared<Mlp>();
+  ConvertOptions opt;
+  opt.skip_names = {"fc2"};
+  EXPECT_EQ(convert_to_float8(*other, Float8LinearConfig::hybrid(), opt).converted.size(), 1u);
+  auto filtered = std::make_shared<Mlp>();
+  ConvertOptions only_wide;
+  only_wide.filter = [](const std::string&, int64_t in, int64_t) { return in >= 128; };
+  EXPECT_EQ(convert_to_float8(*filtered, Float8LinearConfig::hybrid(), only_wide).converted,
+            (std::vector<std::string>{"fc2"}));
+  auto blocks = std::make_shared<Mlp>();
+  Float8LinearConfig bcfg;
+  bcfg.input.kind = ScalingKind::Block1x128;
+  EXPECT_TRUE(convert_to_float8(*blocks, bcfg).converted.empty());  // 64 is not a multiple of 128
+}
+
+TEST(Float8Linear, TrainingTracksFp32) {
+  // A two-layer regression; FP8 (hybrid, tensorwise) and fp32 from the same start.
+  torch::manual_seed(3);
+  const torch::Tensor x = torch::randn({512, 64});
+  const torch::Tensor target = torch::sin(x.matmul(torch::randn({64, 16})) * 0.5);
+  auto run = [&](bool fp8) {
+    torch::manual_seed(4);
+    torch::nn::Sequential net(LinearLayer(64, 128), torch::nn::GELU(), LinearLayer(128, 16));
+    if (fp8) {
+      EXPECT_EQ(convert_to_float8(*net, Float8LinearConfig::hybrid()).converted.size(), 2u);
+    }
+    torch::optim::Adam opt(net->parameters(), torch::optim::AdamOptions(3e-3));
+    std::vector<double> losses;
+    for (int step = 0; step < 150; ++step) {
+      opt.zero_grad();
+      const torch::Tensor loss = torch::mse_loss(net->forward(x), target);
+      loss.backward();
+      opt.step();
+      losses.push_back(loss.item<double>());
+    }
+    return losses;
+  };
+  const auto f32 = run(false);
+  const auto fp8 = run(true);
+  EXPECT_NE(f32[5], fp8[5]);  // FP8 really ran
+  EXPECT_LT(f32.back(), 0.1 * f32.front());
+  EXPECT_LT(fp8.back(), 0.1 * fp8.front());  // FP8 learns
+  // It tracks fp32 along the way, within 5% of the starting loss; at the end it sits on
+  // FP8's noise floor, a few times the fp32 loss at this small scale.
+  for (size_t step : {10, 25, 50, 100, 149}) {
+    EXPECT_NEAR(fp8[step], f32[step], 0.05 * f32.front()) << "step " << step;
+  }
+}
+
+}  // namespace
+}  // namespace fp8wb
