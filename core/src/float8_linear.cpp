@@ -137,22 +137,33 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
     }
 
     // dgrad: dx = dy w, contracting over N: dy along N as it is, w along N through w^T.
-    at::Tensor dx;
-    if (dgrad_fp8) {
+    // A tensorwise scale does not depend on the axis, so the same FP8 values serve both
+    // ways and only per-row/per-block recipes quantize the transposes again.
+    at::Tensor dx, dy_fp8;
+    if (dgrad_fp8 || (wgrad_fp8 && rdy.kind == ScalingKind::Tensorwise)) {
       Quantized qdy = quantize_operand(dy, rdy, stats);
       if (probe) probe->grad_output = {stats, qdy.stats};
-      Quantized qwt = quantize_operand(w2.t().contiguous(), rw, false);
-      dx = at::matmul(qdy.dequant, qwt.dequant.t());
+      dy_fp8 = qdy.dequant;
+    }
+    if (dgrad_fp8) {
+      const at::Tensor w_fp8 = rw.kind == ScalingKind::Tensorwise
+                                   ? quantize_operand(w2, rw, false).dequant
+                                   : quantize_operand(w2.t().contiguous(), rw, false).dequant.t();
+      dx = at::matmul(dy_fp8, w_fp8);
     } else {
       dx = at::matmul(dy, w2);
     }
-    // wgrad: dw = dy^T x, contracting over M: both quantized along M. Tensorwise codes
-    // come back unchanged; per-row/per-block recipes quantize the FP8 x a second time.
+    // wgrad: dw = dy^T x, contracting over M: both quantized along M. x comes from its FP8
+    // codes; per-row/per-block recipes quantize that FP8 x a second time.
     at::Tensor dw;
     if (wgrad_fp8) {
-      Quantized qdyt = quantize_operand(dy.t().contiguous(), rdy, false);
-      Quantized qxt = quantize_operand(x2.t().contiguous(), rin, false);
-      dw = at::matmul(qdyt.dequant, qxt.dequant.t());
+      const at::Tensor dyt = rdy.kind == ScalingKind::Tensorwise
+                                 ? dy_fp8.t()
+                                 : quantize_operand(dy.t().contiguous(), rdy, false).dequant;
+      const at::Tensor xt = rin.kind == ScalingKind::Tensorwise
+                                ? x2.t()
+                                : quantize_operand(x2.t().contiguous(), rin, false).dequant;
+      dw = at::matmul(dyt, xt.t());
     } else {
       dw = at::matmul(dy.t(), x2);
     }
