@@ -1,4 +1,5 @@
 #include "fp8wb/kernels/codec_cpu.h"
+#include "cpu_target.h"
 
 #include <algorithm>
 #include <thread>
@@ -21,13 +22,6 @@ FP8WB_INLINE uint32_t input_bits(const float* in, size_t i) {
 FP8WB_INLINE uint32_t input_bits(const uint16_t* in, size_t i) {
   return static_cast<uint32_t>(in[i]) << 16;
 }
-
-// x86-64: an AVX2 clone next to the baseline SSE2 one, picked at load time.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define FP8WB_TARGET_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define FP8WB_TARGET_CLONES
-#endif
 
 template <class In, Format F, Overflow O, Rounding R>
 FP8WB_TARGET_CLONES void encode_range(const In* in, uint8_t* out, size_t begin, size_t end,

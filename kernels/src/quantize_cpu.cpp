@@ -1,4 +1,5 @@
 #include "fp8wb/kernels/quantize_cpu.h"
+#include "cpu_target.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,13 +13,6 @@
 
 #if defined(_OPENMP)
 #include <omp.h>
-#endif
-
-// x86-64: an AVX2 clone next to the baseline SSE2 one, picked at load time.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define FP8WB_TARGET_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define FP8WB_TARGET_CLONES
 #endif
 
 namespace fp8wb {
