@@ -31,15 +31,17 @@ Quantized quantize_operand(const at::Tensor& t, const QuantRecipe& recipe, bool 
   Quantized q;
   const int64_t rows = t.size(0), cols = t.size(1);
   q.codes = at::empty({rows, cols}, at::TensorOptions().dtype(at::kByte));
+  q.dequant = at::empty({rows, cols}, at::kFloat);
   StatsOptions so;
   so.enabled = so.histogram = so.error_map = stats;
-  const auto cq = quantize_current(TensorRef::of(t.data_ptr<float>(), rows, cols), recipe,
-                                   {q.codes.data_ptr<uint8_t>()}, so);
+  // Codes and the dequantized values the emulated GEMM multiplies, in one pass.
+  QuantizeTargets out;
+  out.codes = q.codes.data_ptr<uint8_t>();
+  out.dequant = q.dequant.data_ptr<float>();
+  const auto cq = quantize_current(TensorRef::of(t.data_ptr<float>(), rows, cols), recipe, out, so);
   q.scale_inv = at::from_blob(const_cast<float*>(cq.scales.scale_inv.data()),
                               {static_cast<int64_t>(cq.scales.scale_inv.size())}, at::kFloat)
                     .clone();
-  q.dequant = at::empty({rows, cols}, at::kFloat);
-  dequantize(q.codes.data_ptr<uint8_t>(), recipe, cq.scales, q.dequant.data_ptr<float>());
   q.stats = cq.result.stats;
   return q;
 }

@@ -113,8 +113,9 @@ FP8WB_TARGET_CLONES void segment_codes_loop(const In* __restrict__ in, uint8_t* 
 template <Format F>
 void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, float scale,
                       float scale_inv, Overflow ov, const float* lut, uint8_t* code_tmp,
-                      uint8_t* codes, uint8_t* codes_t, int64_t rows, const StatsOptions& so,
-                      const MapGrid& grid, Accum& acc, float* err_tmp, float* sq_tmp) {
+                      uint8_t* codes, uint8_t* codes_t, float* dequant, int64_t rows,
+                      const StatsOptions& so, const MapGrid& grid, Accum& acc, float* err_tmp,
+                      float* sq_tmp) {
   const int64_t base = r * x.cols;
   const int64_t n = c1 - c0;
   uint8_t* row_codes = codes ? codes + base + c0 : code_tmp;
@@ -146,6 +147,11 @@ void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, flo
   if (codes_t) {
     // The transposed store is strided: a loop of its own keeps the one above vectorised.
     for (int64_t j = 0; j < n; ++j) codes_t[(c0 + j) * rows + r] = row_codes[j];
+  }
+  if (dequant) {
+    // From the codes still in cache: no second pass over the input.
+    float* row = dequant + base + c0;
+    for (int64_t j = 0; j < n; ++j) row[j] = lut[row_codes[j]] * scale_inv;
   }
   if (!so.enabled) return;
   acc.buf.numel += static_cast<uint64_t>(n);
@@ -195,8 +201,8 @@ void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, flo
 }
 
 using SegmentFn = void (*)(const TensorRef&, int64_t, int64_t, int64_t, float, float, Overflow,
-                           const float*, uint8_t*, uint8_t*, uint8_t*, int64_t, const StatsOptions&,
-                           const MapGrid&, Accum&, float*, float*);
+                           const float*, uint8_t*, uint8_t*, uint8_t*, float*, int64_t,
+                           const StatsOptions&, const MapGrid&, Accum&, float*, float*);
 
 SegmentFn segment_fn(Format f) {
   switch (f) {
@@ -341,7 +347,7 @@ QuantizeResult quantize(const TensorRef& x, const QuantRecipe& recipe, const Sca
           const auto g = static_cast<size_t>(grow + c0 / L.block_cols);
           ps.fn(x, r, c0, c1, ps.scales->scale[g], ps.scales->scale_inv[g], ps.recipe.overflow,
                 ps.lut, code_tmp.data(), p == 0 ? out.codes : nullptr,
-                p == 0 ? out.codes_t : nullptr, x.rows, so, ps.grid,
+                p == 0 ? out.codes_t : nullptr, p == 0 ? out.dequant : nullptr, x.rows, so, ps.grid,
                 acc[p][static_cast<size_t>(chunk)], err_tmp.data(), sq_tmp.data());
         }
       }

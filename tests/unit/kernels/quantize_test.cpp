@@ -303,6 +303,21 @@ TEST(Quantize, TransposedCodes) {
                std::invalid_argument);
 }
 
+TEST(Quantize, FusedDequantizeEqualsDequantize) {
+  const auto x = test_tensor(128, 256, 12);
+  for (ScalingKind k : {ScalingKind::Tensorwise, ScalingKind::Block1x128, ScalingKind::MX}) {
+    std::vector<uint8_t> codes(x.size());
+    std::vector<float> fused(x.size(), -1.0f), separate(x.size());
+    QuantizeTargets out;
+    out.codes = codes.data();
+    out.dequant = fused.data();
+    const auto q = quantize_current(TensorRef::of(x.data(), 128, 256), R(k, Format::E4M3FN), out);
+    dequantize(codes.data(), R(k, Format::E4M3FN), q.scales, separate.data());
+    for (size_t i = 0; i < x.size(); ++i)
+      ASSERT_EQ(float_bits(fused[i]), float_bits(separate[i])) << i;
+  }
+}
+
 TEST(Quantize, Bf16InputEqualsWidenedFp32) {
   auto x = test_tensor(64, 256, 4);
   std::vector<uint16_t> bf(x.size());

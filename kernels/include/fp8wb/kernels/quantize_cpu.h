@@ -31,6 +31,8 @@ struct QuantizeTargets {
   uint8_t* codes = nullptr;    // rows x cols, row-major (nullptr: statistics only)
   uint8_t* codes_t = nullptr;  // cols x rows: the same codes transposed, for a GEMM operand
                                // that must be column-major (tensorwise and 128x128 only)
+  float* dequant = nullptr;    // rows x cols: decode(code) * scale_inv, written in the same
+                               // pass (what an emulated FP8 GEMM multiplies)
 };
 
 struct StatsOptions {
