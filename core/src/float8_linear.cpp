@@ -220,30 +220,37 @@ void convert_children(torch::nn::Module& m, const std::string& prefix,
   }
 }
 
+void validate_config(const Float8LinearConfig& c) {
+  for (const QuantRecipe* r : {&c.input, &c.weight, &c.grad_output}) validate_recipe(*r);
+}
+
+// Parameters initialised as torch::nn::Linear initialises them.
+void init_linear_parameters(torch::nn::Module& m, int64_t in_features, int64_t out_features,
+                            bool with_bias, torch::Tensor& weight, torch::Tensor& bias) {
+  if (in_features <= 0 || out_features <= 0) {
+    throw std::invalid_argument("a linear layer needs positive dimensions, not " +
+                                std::to_string(in_features) + " -> " +
+                                std::to_string(out_features));
+  }
+  torch::nn::Linear init(torch::nn::LinearOptions(in_features, out_features).bias(with_bias));
+  weight = m.register_parameter("weight", init->weight.detach().clone());
+  if (with_bias) bias = m.register_parameter("bias", init->bias.detach().clone());
+}
+
 }  // namespace
 
 Float8LinearImpl::Float8LinearImpl(int64_t in_features, int64_t out_features, bool with_bias,
                                    Float8LinearConfig config)
     : config_(std::move(config)), probe_(std::make_shared<Float8Probe>()) {
-  if (in_features <= 0 || out_features <= 0) {
-    throw std::invalid_argument("Float8Linear needs positive dimensions, not " +
-                                std::to_string(in_features) + " -> " +
-                                std::to_string(out_features));
-  }
-  // The same initialisation as torch::nn::Linear.
-  torch::nn::Linear init(torch::nn::LinearOptions(in_features, out_features).bias(with_bias));
-  weight = register_parameter("weight", init->weight.detach().clone());
-  if (with_bias) bias = register_parameter("bias", init->bias.detach().clone());
-  for (const QuantRecipe* r : {&config_.input, &config_.weight, &config_.grad_output})
-    validate_recipe(*r);
+  init_linear_parameters(*this, in_features, out_features, with_bias, weight, bias);
+  validate_config(config_);
 }
 
 Float8LinearImpl::Float8LinearImpl(const torch::nn::LinearImpl& linear, Float8LinearConfig config)
     : config_(std::move(config)), probe_(std::make_shared<Float8Probe>()) {
   weight = register_parameter("weight", linear.weight);
   if (linear.bias.defined()) bias = register_parameter("bias", linear.bias);
-  for (const QuantRecipe* r : {&config_.input, &config_.weight, &config_.grad_output})
-    validate_recipe(*r);
+  validate_config(config_);
 }
 
 torch::Tensor Float8LinearImpl::forward(const torch::Tensor& x) {
@@ -271,8 +278,7 @@ torch::Tensor float8_linear(const torch::Tensor& x, const torch::Tensor& weight,
 
 ConvertReport convert_to_float8(torch::nn::Module& root, const Float8LinearConfig& config,
                                 const ConvertOptions& options) {
-  for (const QuantRecipe* r : {&config.input, &config.weight, &config.grad_output})
-    validate_recipe(*r);
+  validate_config(config);
   ConvertReport report;
   convert_children(root, "", config, options, report);
   return report;
@@ -280,14 +286,7 @@ ConvertReport convert_to_float8(torch::nn::Module& root, const Float8LinearConfi
 
 LinearLayerImpl::LinearLayerImpl(int64_t in_features, int64_t out_features, bool with_bias)
     : probe_(std::make_shared<Float8Probe>()) {
-  if (in_features <= 0 || out_features <= 0) {
-    throw std::invalid_argument("a linear layer needs positive dimensions, not " +
-                                std::to_string(in_features) + " -> " +
-                                std::to_string(out_features));
-  }
-  torch::nn::Linear init(torch::nn::LinearOptions(in_features, out_features).bias(with_bias));
-  weight = register_parameter("weight", init->weight.detach().clone());
-  if (with_bias) bias = register_parameter("bias", init->bias.detach().clone());
+  init_linear_parameters(*this, in_features, out_features, with_bias, weight, bias);
 }
 
 torch::Tensor LinearLayerImpl::forward(const torch::Tensor& x) {
@@ -296,8 +295,7 @@ torch::Tensor LinearLayerImpl::forward(const torch::Tensor& x) {
 }
 
 void LinearLayerImpl::to_float8(const Float8LinearConfig& config) {
-  for (const QuantRecipe* r : {&config.input, &config.weight, &config.grad_output})
-    validate_recipe(*r);
+  validate_config(config);
   fp8_ = std::make_shared<Float8LinearConfig>(config);
 }
 
