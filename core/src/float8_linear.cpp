@@ -2,6 +2,7 @@
 // codes -> fp32, fp32 GEMM; products of FP8 values are exact in fp32).
 #include "fp8wb/core/torch/float8_linear.h"
 
+#include <cmath>
 #include <stdexcept>
 
 #include "fp8wb/kernels/quantize_cpu.h"
@@ -69,10 +70,18 @@ QuantRecipe unpack(const std::vector<int64_t>& v) {
   return r;
 }
 
+// 10 log10(sum ref^2 / sum (ref - got)^2) in fp64; +inf when equal.
+double sqnr_db(const at::Tensor& ref, const at::Tensor& got) {
+  const at::Tensor r = ref.to(at::kDouble);
+  const double err = (r - got.to(at::kDouble)).pow(2).sum().item<double>();
+  const double sig = r.pow(2).sum().item<double>();
+  return err == 0 ? INFINITY : 10.0 * std::log10(sig / err);
+}
+
 struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
                             const at::Tensor& bias, const Float8LinearConfig& cfg,
-                            Float8Probe* probe) {
+                            Float8Probe* probe, bool stats, bool sqnr) {
     const int64_t k = weight.size(1), n = weight.size(0);
     const at::Tensor x2 = x.reshape({-1, k}).to(at::kFloat).contiguous();
     const at::Tensor w2 = weight.to(at::kFloat).contiguous();
@@ -80,17 +89,19 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
     at::Tensor saved_x =
         x2;  // high precision only where a GEMM that needs x runs in high precision
     if (cfg.fprop_fp8 || cfg.wgrad_fp8) {
-      Quantized qx = quantize_operand(x2, cfg.input, cfg.collect_stats);
-      if (probe) probe->input = {cfg.collect_stats, qx.stats};
+      Quantized qx = quantize_operand(x2, cfg.input, stats);
+      if (probe && stats) probe->input = {true, qx.stats};
       if (cfg.fprop_fp8) {
-        Quantized qw = quantize_operand(w2, cfg.weight, cfg.collect_stats);
-        if (probe) probe->weight = {cfg.collect_stats, qw.stats};
+        Quantized qw = quantize_operand(w2, cfg.weight, stats);
+        if (probe && stats) probe->weight = {true, qw.stats};
         y = at::matmul(qx.dequant, qw.dequant.t());
       } else {
         y = at::matmul(x2, w2.t());
       }
-      // Backward keeps x as its FP8 codes and scales, not in high precision.
-      if (cfg.wgrad_fp8) saved_x = at::Tensor();
+      if (sqnr && probe && cfg.fprop_fp8) probe->fprop_sqnr_db = sqnr_db(at::matmul(x2, w2.t()), y);
+      // Backward keeps x as its FP8 codes and scales, not in high precision (but for the
+      // wgrad SQNR on sampled steps).
+      if (cfg.wgrad_fp8 && !sqnr) saved_x = at::Tensor();
       ctx->save_for_backward({weight, qx.codes, qx.scale_inv, saved_x});
     } else {
       y = at::matmul(x2, w2.t());
@@ -102,7 +113,7 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
     ctx->saved_data["weight"] = pack(cfg.weight);
     ctx->saved_data["grad_output"] = pack(cfg.grad_output);
     ctx->saved_data["gemms"] =
-        std::vector<int64_t>{cfg.fprop_fp8, cfg.dgrad_fp8, cfg.wgrad_fp8, cfg.collect_stats};
+        std::vector<int64_t>{cfg.fprop_fp8, cfg.dgrad_fp8, cfg.wgrad_fp8, stats, sqnr};
     ctx->saved_data["probe"] = reinterpret_cast<int64_t>(probe);
     ctx->saved_data["has_bias"] = has_bias;
     std::vector<int64_t> out_shape = x.sizes().vec();
@@ -117,16 +128,18 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
     const QuantRecipe rw = unpack(ctx->saved_data["weight"].toIntVector());
     const QuantRecipe rdy = unpack(ctx->saved_data["grad_output"].toIntVector());
     const auto gemms = ctx->saved_data["gemms"].toIntVector();
-    const bool dgrad_fp8 = gemms[1] != 0, wgrad_fp8 = gemms[2] != 0, stats = gemms[3] != 0;
+    const bool dgrad_fp8 = gemms[1] != 0, wgrad_fp8 = gemms[2] != 0, stats = gemms[3] != 0,
+               sqnr = gemms[4] != 0;
     auto* probe = reinterpret_cast<Float8Probe*>(ctx->saved_data["probe"].toInt());
     const int64_t k = weight.size(1), n = weight.size(0);
     const at::Tensor& g = grads[0];
     const at::Tensor dy = g.reshape({-1, n}).to(at::kFloat).contiguous();
     const at::Tensor w2 = weight.to(at::kFloat).contiguous();
 
-    // The x the forward saw: from its codes when it was quantized, else as saved.
+    // The x the forward saw: from its codes when it was quantized (for wgrad), else as saved.
+    const at::Tensor x_hp = saved[3];  // high precision: when a GEMM needs it, or to sample SQNR
     at::Tensor x2 = saved[3];
-    if (!x2.defined()) {
+    if (wgrad_fp8 && saved[1].defined()) {
       const at::Tensor& codes = saved[1];
       const GroupLayout layout = make_layout(rin, codes.size(0), codes.size(1));
       ScaleSet scales;
@@ -144,7 +157,7 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
     at::Tensor dx, dy_fp8;
     if (dgrad_fp8 || (wgrad_fp8 && rdy.kind == ScalingKind::Tensorwise)) {
       Quantized qdy = quantize_operand(dy, rdy, stats);
-      if (probe) probe->grad_output = {stats, qdy.stats};
+      if (probe && stats) probe->grad_output = {true, qdy.stats};
       dy_fp8 = qdy.dequant;
     }
     if (dgrad_fp8) {
@@ -169,11 +182,20 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
     } else {
       dw = at::matmul(dy.t(), x2);
     }
+    if (sqnr && probe) {
+      if (dgrad_fp8) probe->dgrad_sqnr_db = sqnr_db(at::matmul(dy, w2), dx);
+      if (wgrad_fp8 && x_hp.defined()) probe->wgrad_sqnr_db = sqnr_db(at::matmul(dy.t(), x_hp), dw);
+    }
     at::Tensor db;
     if (ctx->saved_data["has_bias"].toBool()) db = dy.sum(0);
     std::vector<int64_t> x_shape = g.sizes().vec();
     x_shape.back() = k;
-    return {dx.reshape(x_shape).to(g.scalar_type()), dw.to(weight.scalar_type()), db, at::Tensor(),
+    return {dx.reshape(x_shape).to(g.scalar_type()),
+            dw.to(weight.scalar_type()),
+            db,
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor(),
             at::Tensor()};
   }
 };
@@ -272,8 +294,13 @@ torch::Tensor float8_linear(const torch::Tensor& x, const torch::Tensor& weight,
   }
   // LibTorch 1.13's custom functions reject undefined tensor inputs: no bias travels as
   // an empty tensor.
+  const int64_t step = probe ? probe->steps++ : 0;
+  const bool stats = config.stats_interval > 0 && step % config.stats_interval == 0;
+  const bool sqnr = config.sqnr_interval > 0 && step % config.sqnr_interval == 0;
+  if (probe && stats) probe->stats_step = step;
+  if (probe && sqnr) probe->sqnr_step = step;
   return Float8LinearFunction::apply(x, weight, bias.defined() ? bias : at::empty({0}), config,
-                                     probe);
+                                     probe, stats, sqnr);
 }
 
 ConvertReport convert_to_float8(torch::nn::Module& root, const Float8LinearConfig& config,

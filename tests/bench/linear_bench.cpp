@@ -18,7 +18,7 @@ void BM_MlpBlock(benchmark::State& s) {
   torch::manual_seed(0);
   fp8wb::LinearLayer up(d, 4 * d), down(4 * d, d);
   fp8wb::Float8LinearConfig cfg;
-  cfg.collect_stats = stats;
+  cfg.stats_interval = stats ? 1 : 0;
   if (fp8) {
     up->to_float8(cfg);
     down->to_float8(cfg);

@@ -100,6 +100,49 @@ INSTANTIATE_TEST_SUITE_P(Recipes, Float8LinearRecipes,
                                                 ScalingKind::MX}),
                          [](const auto& p) { return std::string(p.param.name); });
 
+TEST(Float8Linear, StatisticsAndSqnrOnTheirIntervals) {
+  torch::manual_seed(5);
+  Float8LinearConfig cfg;
+  cfg.stats_interval = 3;
+  cfg.sqnr_interval = 2;
+  LinearLayer layer(128, 64);
+  layer->to_float8(cfg);
+  std::vector<int64_t> stats_steps, sqnr_steps;
+  for (int step = 0; step < 5; ++step) {
+    torch::Tensor x = torch::randn({32, 128}, torch::requires_grad());
+    torch::Tensor y = layer->forward(x);
+    y.backward(torch::randn_like(y));  // a random gradient: E5M2 rounds it
+    stats_steps.push_back(layer->probe().stats_step);
+    sqnr_steps.push_back(layer->probe().sqnr_step);
+    if (step == 4) {
+      // Step 4 is an SQNR step: check the figure against the outputs directly.
+      const torch::Tensor hp =
+          torch::nn::functional::linear(x.detach(), layer->weight.detach(), layer->bias.detach());
+      const double want =
+          10 * std::log10(hp.to(torch::kDouble).pow(2).sum().item<double>() /
+                          (hp - y.detach()).to(torch::kDouble).pow(2).sum().item<double>());
+      EXPECT_NEAR(layer->probe().fprop_sqnr_db, want, 0.05);
+    }
+  }
+  EXPECT_EQ(stats_steps, (std::vector<int64_t>{0, 0, 0, 3, 3}));
+  EXPECT_EQ(sqnr_steps, (std::vector<int64_t>{0, 0, 2, 2, 4}));
+  EXPECT_EQ(layer->probe().steps, 5);
+  // E4M3 operands: about 25-35 dB on the forward; E5M2 gradients: less on the backward.
+  EXPECT_GT(layer->probe().fprop_sqnr_db, 20);
+  EXPECT_LT(layer->probe().fprop_sqnr_db, 40);
+  EXPECT_GT(layer->probe().dgrad_sqnr_db, 12);
+  EXPECT_LT(layer->probe().dgrad_sqnr_db, layer->probe().fprop_sqnr_db);
+  EXPECT_GT(layer->probe().wgrad_sqnr_db, 12);
+
+  Float8LinearConfig off;
+  off.stats_interval = 0;
+  LinearLayer quiet(128, 64);
+  quiet->to_float8(off);
+  quiet->forward(torch::randn({8, 128})).sum().backward();
+  EXPECT_FALSE(quiet->probe().input.valid);
+  EXPECT_EQ(quiet->probe().stats_step, -1);
+}
+
 TEST(Float8Linear, HighPrecisionGemmsAreExact) {
   torch::manual_seed(1);
   Float8LinearConfig cfg;

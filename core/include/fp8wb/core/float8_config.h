@@ -21,7 +21,12 @@ struct Float8LinearConfig {
   bool fprop_fast_accum = true;
   bool dgrad_fast_accum = false;
   bool wgrad_fast_accum = false;
-  bool collect_stats = true;  // gather every statistic in the quantize passes
+  // Every statistic of the quantize passes on every N-th step (a forward and its
+  // backward); 0: never, which costs nothing.
+  int stats_interval = 1;
+  // On every N-th step, the SQNR of each FP8 GEMM's output against the same GEMM in high
+  // precision (three more GEMMs, and x kept in high precision for that step); 0: never.
+  int sqnr_interval = 0;
 
   static Float8LinearConfig hybrid() { return {}; }
   static Float8LinearConfig all_e4m3() {
@@ -36,9 +41,14 @@ struct RoleStats {
   TensorStats stats;
 };
 
-// The statistics of a layer's last forward (input, weight) and backward (grad_output).
+// What a layer saw: the statistics of its last sampled step (input and weight from the
+// forward, grad_output from the backward) and the GEMM-output SQNRs of its last SQNR step.
 struct Float8Probe {
+  int64_t steps = 0;        // forward calls so far
+  int64_t stats_step = -1;  // the step the role statistics come from
   RoleStats input, weight, grad_output;
+  int64_t sqnr_step = -1;   // the step the SQNRs come from
+  double fprop_sqnr_db = 0, dgrad_sqnr_db = 0, wgrad_sqnr_db = 0;  // +inf: exact
 };
 
 }  // namespace fp8wb
