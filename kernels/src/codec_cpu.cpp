@@ -78,23 +78,9 @@ void encode_dispatch_overflow(const In* in, uint8_t* out, size_t n, const Encode
 
 template <class In>
 void encode_any(const In* in, uint8_t* out, size_t n, const EncodeOptions& opt, int threads) {
-  switch (opt.format) {
-    case Format::E4M3FN:
-      return encode_dispatch_overflow<In, Format::E4M3FN>(in, out, n, opt, threads);
-    case Format::E5M2: return encode_dispatch_overflow<In, Format::E5M2>(in, out, n, opt, threads);
-    case Format::E4M3FNUZ:
-      return encode_dispatch_overflow<In, Format::E4M3FNUZ>(in, out, n, opt, threads);
-    case Format::E5M2FNUZ:
-      return encode_dispatch_overflow<In, Format::E5M2FNUZ>(in, out, n, opt, threads);
-    case Format::E8M0FNU:
-      return encode_dispatch_overflow<In, Format::E8M0FNU>(in, out, n, opt, threads);
-    case Format::E2M1FN:
-      return encode_dispatch_overflow<In, Format::E2M1FN>(in, out, n, opt, threads);
-    case Format::E3M2FN:
-      return encode_dispatch_overflow<In, Format::E3M2FN>(in, out, n, opt, threads);
-    case Format::E2M3FN:
-      return encode_dispatch_overflow<In, Format::E2M3FN>(in, out, n, opt, threads);
-  }
+  dispatch_format(opt.format, [&](auto tag) {
+    encode_dispatch_overflow<In, decltype(tag)::value>(in, out, n, opt, threads);
+  });
 }
 
 std::array<std::array<float, 256>, kFormatCount> build_tables() {

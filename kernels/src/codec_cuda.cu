@@ -160,16 +160,8 @@ void dispatch_overflow(const In* in, uint8_t* out, size_t n, const EncodeOptions
 template <class In>
 void encode_any(const In* in, uint8_t* out, size_t n, const EncodeOptions& o, cudaStream_t st) {
   if (n == 0) return;
-  switch (o.format) {
-    case Format::E4M3FN: return dispatch_overflow<In, Format::E4M3FN>(in, out, n, o, st);
-    case Format::E5M2: return dispatch_overflow<In, Format::E5M2>(in, out, n, o, st);
-    case Format::E4M3FNUZ: return dispatch_overflow<In, Format::E4M3FNUZ>(in, out, n, o, st);
-    case Format::E5M2FNUZ: return dispatch_overflow<In, Format::E5M2FNUZ>(in, out, n, o, st);
-    case Format::E8M0FNU: return dispatch_overflow<In, Format::E8M0FNU>(in, out, n, o, st);
-    case Format::E2M1FN: return dispatch_overflow<In, Format::E2M1FN>(in, out, n, o, st);
-    case Format::E3M2FN: return dispatch_overflow<In, Format::E3M2FN>(in, out, n, o, st);
-    case Format::E2M3FN: return dispatch_overflow<In, Format::E2M3FN>(in, out, n, o, st);
-  }
+  dispatch_format(
+      o.format, [&](auto tag) { dispatch_overflow<In, decltype(tag)::value>(in, out, n, o, st); });
 }
 
 }  // namespace

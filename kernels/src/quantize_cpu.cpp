@@ -205,17 +205,8 @@ using SegmentFn = void (*)(const TensorRef&, int64_t, int64_t, int64_t, float, f
                            const StatsOptions&, const MapGrid&, Accum&, float*, float*);
 
 SegmentFn segment_fn(Format f) {
-  switch (f) {
-    case Format::E4M3FN: return &quantize_segment<Format::E4M3FN>;
-    case Format::E5M2: return &quantize_segment<Format::E5M2>;
-    case Format::E4M3FNUZ: return &quantize_segment<Format::E4M3FNUZ>;
-    case Format::E5M2FNUZ: return &quantize_segment<Format::E5M2FNUZ>;
-    case Format::E2M1FN: return &quantize_segment<Format::E2M1FN>;
-    case Format::E3M2FN: return &quantize_segment<Format::E3M2FN>;
-    case Format::E2M3FN: return &quantize_segment<Format::E2M3FN>;
-    case Format::E8M0FNU: break;
-  }
-  throw std::invalid_argument("E8M0FNU holds scales, not elements");
+  return dispatch_element_format(
+      f, [](auto tag) -> SegmentFn { return &quantize_segment<decltype(tag)::value>; });
 }
 
 void check_scales(const TensorRef& x, const QuantRecipe& recipe, const ScaleSet& scales,

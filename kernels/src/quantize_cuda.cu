@@ -581,31 +581,10 @@ void quantize_cuda(const DeviceTensor& x, const QuantRecipe& recipe, const Group
   const Geometry G = geometry(L, t);
   const bool fast = fast_path_ok(x, L, t, codes, codes_t);
   const auto st = reinterpret_cast<cudaStream_t>(stream);
-  switch (recipe.format) {
-    case Format::E4M3FN:
-      return launch_quantize<Format::E4M3FN>(x, G, fast, d_scale, d_scale_inv, recipe.overflow,
-                                             codes, codes_t, t, st);
-    case Format::E5M2:
-      return launch_quantize<Format::E5M2>(x, G, fast, d_scale, d_scale_inv, recipe.overflow, codes,
-                                           codes_t, t, st);
-    case Format::E4M3FNUZ:
-      return launch_quantize<Format::E4M3FNUZ>(x, G, fast, d_scale, d_scale_inv, recipe.overflow,
-                                               codes, codes_t, t, st);
-    case Format::E5M2FNUZ:
-      return launch_quantize<Format::E5M2FNUZ>(x, G, fast, d_scale, d_scale_inv, recipe.overflow,
-                                               codes, codes_t, t, st);
-    case Format::E2M1FN:
-      return launch_quantize<Format::E2M1FN>(x, G, fast, d_scale, d_scale_inv, recipe.overflow,
-                                             codes, codes_t, t, st);
-    case Format::E3M2FN:
-      return launch_quantize<Format::E3M2FN>(x, G, fast, d_scale, d_scale_inv, recipe.overflow,
-                                             codes, codes_t, t, st);
-    case Format::E2M3FN:
-      return launch_quantize<Format::E2M3FN>(x, G, fast, d_scale, d_scale_inv, recipe.overflow,
-                                             codes, codes_t, t, st);
-    case Format::E8M0FNU: break;
-  }
-  throw std::invalid_argument("E8M0FNU holds scales, not elements");
+  dispatch_element_format(recipe.format, [&](auto tag) {
+    launch_quantize<decltype(tag)::value>(x, G, fast, d_scale, d_scale_inv, recipe.overflow, codes,
+                                          codes_t, t, st);
+  });
 }
 
 void dequantize_cuda(const uint8_t* codes, const QuantRecipe& recipe, const GroupLayout& L,

@@ -5,8 +5,11 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 #include "fp8wb/kernels/host_device.h"
 
@@ -79,6 +82,33 @@ FP8WB_INLINE constexpr CodecSpec codec_spec(Format f) {
     case Format::E2M3FN: return {6, 2, 3, 1, true, false, true, NanRule::None, 0x1F, 0x20};
   }
   return {8, 4, 3, 7, true, false, true, NanRule::MantissaAllOnes, 0x7E, 0x7F};
+}
+
+template <Format F>
+using FormatTag = std::integral_constant<Format, F>;
+
+// Calls fn(FormatTag<F>{}) with the runtime format as a compile-time one, so that kernels
+// are instantiated per format. dispatch_element_format() leaves out E8M0FNU, which holds
+// scales, not elements, and throws std::invalid_argument for it.
+template <class Fn>
+decltype(auto) dispatch_element_format(Format f, Fn&& fn) {
+  switch (f) {
+    case Format::E4M3FN: return fn(FormatTag<Format::E4M3FN>{});
+    case Format::E5M2: return fn(FormatTag<Format::E5M2>{});
+    case Format::E4M3FNUZ: return fn(FormatTag<Format::E4M3FNUZ>{});
+    case Format::E5M2FNUZ: return fn(FormatTag<Format::E5M2FNUZ>{});
+    case Format::E2M1FN: return fn(FormatTag<Format::E2M1FN>{});
+    case Format::E3M2FN: return fn(FormatTag<Format::E3M2FN>{});
+    case Format::E2M3FN: return fn(FormatTag<Format::E2M3FN>{});
+    case Format::E8M0FNU: break;
+  }
+  throw std::invalid_argument("E8M0FNU holds scales, not elements: choose an element format");
+}
+
+template <class Fn>
+decltype(auto) dispatch_format(Format f, Fn&& fn) {
+  if (f == Format::E8M0FNU) return fn(FormatTag<Format::E8M0FNU>{});
+  return dispatch_element_format(f, std::forward<Fn>(fn));
 }
 
 // Host-side description of a format: names and the figures users read.
