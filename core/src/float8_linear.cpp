@@ -4,12 +4,17 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
+#include "float8_linear_internal.h"
 #include "fp8wb/kernels/quantize_cpu.h"
 
 namespace fp8wb {
 namespace {
 
+using detail::pack;
+using detail::sqnr_db;
+using detail::unpack;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
@@ -22,13 +27,11 @@ struct Quantized {
   TensorStats stats;
 };
 
-Quantized quantize_operand(const at::Tensor& t, const QuantRecipe& recipe, bool stats) {
-  TORCH_CHECK(t.dim() == 2 && t.scalar_type() == at::kFloat && t.is_contiguous(),
+// Current scaling, or delayed scaling from `delayed` (which then records this step's amax).
+Quantized quantize_operand(const at::Tensor& t, const QuantRecipe& recipe, bool stats,
+                           DelayedScaler* delayed = nullptr) {
+  TORCH_CHECK(t.dim() == 2 && t.scalar_type() == at::kFloat && t.is_contiguous() && t.is_cpu(),
               "internal: bad operand");
-  if (!t.device().is_cpu()) {
-    throw std::invalid_argument("Float8Linear runs on the CPU in this build; the tensor is on " +
-                                t.device().str());
-  }
   Quantized q;
   const int64_t rows = t.size(0), cols = t.size(1);
   q.codes = at::empty({rows, cols}, at::TensorOptions().dtype(at::kByte));
@@ -39,7 +42,23 @@ Quantized quantize_operand(const at::Tensor& t, const QuantRecipe& recipe, bool 
   QuantizeTargets out;
   out.codes = q.codes.data_ptr<uint8_t>();
   out.dequant = q.dequant.data_ptr<float>();
-  const auto cq = quantize_current(TensorRef::of(t.data_ptr<float>(), rows, cols), recipe, out, so);
+    const TensorRef ref = TensorRef::of(t.data_ptr<float>(), rows, cols);
+  if (delayed) {
+    const GroupLayout layout = make_layout(recipe, rows, cols);
+    const bool bootstrap =
+        delayed->steps() == 0 && delayed->config().initial == InitialScale::BootstrapCurrent;
+    const float s = delayed->scale_for_step(bootstrap ? compute_amax(ref, layout).tensor_amax : 0);
+    ScaleSet scales;
+    scales.layout = layout;
+    scales.scale = {s};
+    scales.scale_inv = {1.0f / s};
+    const QuantizeResult r = quantize(ref, recipe, scales, out, so);
+    delayed->update(stats ? r.stats.amax() : compute_amax(ref, layout).tensor_amax);
+    q.scale_inv = at::full({1}, scales.scale_inv[0], at::kFloat);
+    q.stats = r.stats;
+    return q;
+  }
+  const auto cq = quantize_current(ref, recipe, out, so);
   q.scale_inv = at::from_blob(const_cast<float*>(cq.scales.scale_inv.data()),
                               {static_cast<int64_t>(cq.scales.scale_inv.size())}, at::kFloat)
                     .clone();
@@ -47,74 +66,80 @@ Quantized quantize_operand(const at::Tensor& t, const QuantRecipe& recipe, bool 
   return q;
 }
 
-// Recipes travel through the autograd context as integers.
-std::vector<int64_t> pack(const QuantRecipe& r) {
-  return {static_cast<int64_t>(r.kind),
-          static_cast<int64_t>(r.format),
-          static_cast<int64_t>(r.overflow),
-          r.margin,
-          r.pow2_scales,
-          static_cast<int64_t>(r.mx_rounding),
-          r.partial_blocks};
+// The role's host scaler under delayed scaling (made or reset when the config changed),
+// else null.
+DelayedScaler* host_scaler(Float8LinearState* state, int role, const Float8LinearConfig& c,
+                           Format format) {
+  if (!c.delayed || !state) return nullptr;
+  auto& h = state->delayed[static_cast<size_t>(role)].host;
+  if (!h || !detail::same_delayed(h->config(), c.delayed_scaling)) h.emplace(format, c.delayed_scaling);
+  return &*h;
 }
 
-QuantRecipe unpack(const std::vector<int64_t>& v) {
-  QuantRecipe r;
-  r.kind = static_cast<ScalingKind>(v.at(0));
-  r.format = static_cast<Format>(v.at(1));
-  r.overflow = static_cast<Overflow>(v.at(2));
-  r.margin = static_cast<int>(v.at(3));
-  r.pow2_scales = v.at(4) != 0;
-  r.mx_rounding = static_cast<MxRounding>(v.at(5));
-  r.partial_blocks = v.at(6) != 0;
-  return r;
+ScaleSet scale_set(const QuantRecipe& r, int64_t rows, int64_t cols, const at::Tensor& scale_inv) {
+  ScaleSet s;
+  s.layout = make_layout(r, rows, cols);
+  s.scale_inv.assign(scale_inv.data_ptr<float>(), scale_inv.data_ptr<float>() + scale_inv.numel());
+  s.scale.resize(s.scale_inv.size());
+  return s;
 }
 
-// 10 log10(sum ref^2 / sum (ref - got)^2) in fp64; +inf when equal.
-double sqnr_db(const at::Tensor& ref, const at::Tensor& got) {
-  const at::Tensor r = ref.to(at::kDouble);
-  const double err = (r - got.to(at::kDouble)).pow(2).sum().item<double>();
-  const double sig = r.pow(2).sum().item<double>();
-  return err == 0 ? INFINITY : 10.0 * std::log10(sig / err);
+at::Tensor dequantize_codes(const at::Tensor& codes, const QuantRecipe& r,
+                            const at::Tensor& scale_inv) {
+  at::Tensor out = at::empty(codes.sizes(), at::kFloat);
+  dequantize(codes.data_ptr<uint8_t>(), r, scale_set(r, codes.size(0), codes.size(1), scale_inv),
+             out.data_ptr<float>());
+  return out;
 }
 
 struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
                             const at::Tensor& bias, const Float8LinearConfig& cfg,
-                            Float8Probe* probe, bool stats, bool sqnr) {
+                            Float8LinearState* state, bool stats, bool sqnr) {
+    Float8Probe* probe = state ? &state->probe : nullptr;
     const int64_t k = weight.size(1), n = weight.size(0);
     const at::Tensor x2 = x.reshape({-1, k}).to(at::kFloat).contiguous();
     const at::Tensor w2 = weight.to(at::kFloat).contiguous();
     at::Tensor y;
-    at::Tensor saved_x =
-        x2;  // high precision only where a GEMM that needs x runs in high precision
+    // High precision x only where a GEMM that needs it runs in high precision (or to
+    // sample the wgrad SQNR); otherwise backward keeps x as its FP8 codes and scales.
+    at::Tensor saved_x = x2, x_codes, x_scale_inv, w_codes, w_scale_inv;
     if (cfg.fprop_fp8 || cfg.wgrad_fp8) {
-      Quantized qx = quantize_operand(x2, cfg.input, stats);
+      Quantized qx = quantize_operand(x2, cfg.input, stats,
+                                      host_scaler(state, detail::kInputRole, cfg, cfg.input.format));
       if (probe && stats) probe->input = {true, qx.stats};
+      x_codes = qx.codes;
+      x_scale_inv = qx.scale_inv;
       if (cfg.fprop_fp8) {
-        Quantized qw = quantize_operand(w2, cfg.weight, stats);
+        Quantized qw =
+            quantize_operand(w2, cfg.weight, stats,
+                             host_scaler(state, detail::kWeightRole, cfg, cfg.weight.format));
         if (probe && stats) probe->weight = {true, qw.stats};
         y = at::matmul(qx.dequant, qw.dequant.t());
+        if (probe) probe->gemms_emulated++;
+        // A tensorwise weight is the same FP8 tensor along either axis: dgrad reuses it.
+        if (cfg.weight.kind == ScalingKind::Tensorwise) {
+          w_codes = qw.codes;
+          w_scale_inv = qw.scale_inv;
+        }
       } else {
         y = at::matmul(x2, w2.t());
       }
       if (sqnr && probe && cfg.fprop_fp8) probe->fprop_sqnr_db = sqnr_db(at::matmul(x2, w2.t()), y);
-      // Backward keeps x as its FP8 codes and scales, not in high precision (but for the
-      // wgrad SQNR on sampled steps).
       if (cfg.wgrad_fp8 && !sqnr) saved_x = at::Tensor();
-      ctx->save_for_backward({weight, qx.codes, qx.scale_inv, saved_x});
     } else {
       y = at::matmul(x2, w2.t());
-      ctx->save_for_backward({weight, at::Tensor(), at::Tensor(), x2});
     }
+    ctx->save_for_backward({weight, x_codes, x_scale_inv, saved_x, w_codes, w_scale_inv});
     const bool has_bias = bias.defined() && bias.numel() > 0;
     if (has_bias) y = y + bias.to(at::kFloat);
     ctx->saved_data["input"] = pack(cfg.input);
     ctx->saved_data["weight"] = pack(cfg.weight);
     ctx->saved_data["grad_output"] = pack(cfg.grad_output);
-    ctx->saved_data["gemms"] =
-        std::vector<int64_t>{cfg.fprop_fp8, cfg.dgrad_fp8, cfg.wgrad_fp8, stats, sqnr};
-    ctx->saved_data["probe"] = reinterpret_cast<int64_t>(probe);
+    ctx->saved_data["gemms"] = std::vector<int64_t>{cfg.fprop_fp8, cfg.dgrad_fp8, cfg.wgrad_fp8,
+                                                    stats,          sqnr,          cfg.delayed};
+    ctx->saved_data["delayed"] = pack(cfg.delayed_scaling);
+    ctx->saved_data["state"] = reinterpret_cast<int64_t>(state);
     ctx->saved_data["has_bias"] = has_bias;
     std::vector<int64_t> out_shape = x.sizes().vec();
     out_shape.back() = n;
@@ -130,7 +155,11 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
     const auto gemms = ctx->saved_data["gemms"].toIntVector();
     const bool dgrad_fp8 = gemms[1] != 0, wgrad_fp8 = gemms[2] != 0, stats = gemms[3] != 0,
                sqnr = gemms[4] != 0;
-    auto* probe = reinterpret_cast<Float8Probe*>(ctx->saved_data["probe"].toInt());
+    Float8LinearConfig dcfg;  // what the scaler lookup needs
+    dcfg.delayed = gemms[5] != 0;
+    dcfg.delayed_scaling = detail::unpack_delayed(ctx->saved_data["delayed"].toIntVector());
+    auto* state = reinterpret_cast<Float8LinearState*>(ctx->saved_data["state"].toInt());
+    Float8Probe* probe = state ? &state->probe : nullptr;
     const int64_t k = weight.size(1), n = weight.size(0);
     const at::Tensor& g = grads[0];
     const at::Tensor dy = g.reshape({-1, n}).to(at::kFloat).contiguous();
@@ -138,33 +167,30 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
 
     // The x the forward saw: from its codes when it was quantized (for wgrad), else as saved.
     const at::Tensor x_hp = saved[3];  // high precision: when a GEMM needs it, or to sample SQNR
-    at::Tensor x2 = saved[3];
-    if (wgrad_fp8 && saved[1].defined()) {
-      const at::Tensor& codes = saved[1];
-      const GroupLayout layout = make_layout(rin, codes.size(0), codes.size(1));
-      ScaleSet scales;
-      scales.layout = layout;
-      scales.scale_inv.assign(saved[2].data_ptr<float>(),
-                              saved[2].data_ptr<float>() + saved[2].numel());
-      scales.scale.resize(scales.scale_inv.size());
-      x2 = at::empty(codes.sizes(), at::kFloat);
-      dequantize(codes.data_ptr<uint8_t>(), rin, scales, x2.data_ptr<float>());
-    }
+    const at::Tensor x2 =
+        wgrad_fp8 && saved[1].defined() ? dequantize_codes(saved[1], rin, saved[2]) : saved[3];
 
     // dgrad: dx = dy w, contracting over N: dy along N as it is, w along N through w^T.
     // A tensorwise scale does not depend on the axis, so the same FP8 values serve both
     // ways and only per-row/per-block recipes quantize the transposes again.
     at::Tensor dx, dy_fp8;
     if (dgrad_fp8 || (wgrad_fp8 && rdy.kind == ScalingKind::Tensorwise)) {
-      Quantized qdy = quantize_operand(dy, rdy, stats);
+      Quantized qdy = quantize_operand(
+          dy, rdy, stats, host_scaler(state, detail::kGradOutputRole, dcfg, rdy.format));
       if (probe && stats) probe->grad_output = {true, qdy.stats};
       dy_fp8 = qdy.dequant;
     }
     if (dgrad_fp8) {
-      const at::Tensor w_fp8 = rw.kind == ScalingKind::Tensorwise
-                                   ? quantize_operand(w2, rw, false).dequant
-                                   : quantize_operand(w2.t().contiguous(), rw, false).dequant.t();
+      at::Tensor w_fp8;
+      if (saved[4].defined()) {
+        w_fp8 = dequantize_codes(saved[4], rw, saved[5]);
+      } else if (rw.kind == ScalingKind::Tensorwise) {
+        w_fp8 = quantize_operand(w2, rw, false).dequant;
+      } else {
+        w_fp8 = quantize_operand(w2.t().contiguous(), rw, false).dequant.t();
+      }
       dx = at::matmul(dy_fp8, w_fp8);
+      if (probe) probe->gemms_emulated++;
     } else {
       dx = at::matmul(dy, w2);
     }
@@ -179,6 +205,7 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
                                 ? x2.t()
                                 : quantize_operand(x2.t().contiguous(), rin, false).dequant;
       dw = at::matmul(dyt, xt.t());
+      if (probe) probe->gemms_emulated++;
     } else {
       dw = at::matmul(dy.t(), x2);
     }
@@ -227,6 +254,11 @@ void convert_children(torch::nn::Module& m, const std::string& prefix,
         why = std::to_string(in) + " -> " + std::to_string(out) +
               " does not divide into the FP8 GEMM's tiles";
       }
+            if (why.empty() && opt.gpu_min_weight_elements > 0 && layer->weight.is_cuda() &&
+          in * out < opt.gpu_min_weight_elements) {
+        why = std::to_string(in) + " -> " + std::to_string(out) +
+              " is too small for FP8 GEMMs to pay off on a GPU";
+      }
       if (why.empty() && opt.filter && !opt.filter(full, in, out)) why = "skipped by the filter";
       if (why.empty()) {
         layer->to_float8(cfg);
@@ -244,6 +276,21 @@ void convert_children(torch::nn::Module& m, const std::string& prefix,
 
 void validate_config(const Float8LinearConfig& c) {
   for (const QuantRecipe* r : {&c.input, &c.weight, &c.grad_output}) validate_recipe(*r);
+  if (c.stats_interval < 0 || c.sqnr_interval < 0) {
+    throw std::invalid_argument("stats_interval and sqnr_interval must be >= 0 (0: never), not " +
+                                std::to_string(std::min(c.stats_interval, c.sqnr_interval)));
+  }
+  if (!c.delayed) return;
+  validate_delayed_config(c.delayed_scaling);
+  const std::pair<const char*, const QuantRecipe*> roles[] = {
+      {"input", &c.input}, {"weight", &c.weight}, {"grad_output", &c.grad_output}};
+  for (const auto& [name, r] : roles) {
+    if (r->kind != ScalingKind::Tensorwise) {
+      throw std::invalid_argument(std::string("delayed scaling is tensorwise; the ") + name +
+                                  " role uses " + std::string(scaling_kind_name(r->kind)) +
+                                  " scaling");
+    }
+  }
 }
 
 // Parameters initialised as torch::nn::Linear initialises them.
@@ -263,44 +310,77 @@ void init_linear_parameters(torch::nn::Module& m, int64_t in_features, int64_t o
 
 Float8LinearImpl::Float8LinearImpl(int64_t in_features, int64_t out_features, bool with_bias,
                                    Float8LinearConfig config)
-    : config_(std::move(config)), probe_(std::make_shared<Float8Probe>()) {
+    : config_(std::move(config)), state_(std::make_shared<Float8LinearState>()) {
   init_linear_parameters(*this, in_features, out_features, with_bias, weight, bias);
   validate_config(config_);
 }
 
 Float8LinearImpl::Float8LinearImpl(const torch::nn::LinearImpl& linear, Float8LinearConfig config)
-    : config_(std::move(config)), probe_(std::make_shared<Float8Probe>()) {
+    : config_(std::move(config)), state_(std::make_shared<Float8LinearState>()) {
   weight = register_parameter("weight", linear.weight);
   if (linear.bias.defined()) bias = register_parameter("bias", linear.bias);
   validate_config(config_);
 }
 
 torch::Tensor Float8LinearImpl::forward(const torch::Tensor& x) {
-  return float8_linear(x, weight, bias, config_, probe_.get());
+  return float8_linear(x, weight, bias, config_, state_.get());
 }
 
 torch::Tensor float8_linear(const torch::Tensor& x, const torch::Tensor& weight,
                             const torch::Tensor& bias, const Float8LinearConfig& config,
-                            Float8Probe* probe) {
+                            Float8LinearState* state) {
+  if (weight.dim() != 2) {
+    throw std::invalid_argument("an FP8 linear layer's weight is [out, in], not " +
+                                c10::str(weight.sizes()));
+  }
   const int64_t in = weight.size(1);
   if (x.dim() < 1 || x.size(-1) != in) {
     throw std::invalid_argument("an FP8 linear layer expects inputs [..., " + std::to_string(in) +
                                 "], got " + c10::str(x.sizes()));
   }
-  if (x.scalar_type() != at::kFloat && x.scalar_type() != at::kBFloat16) {
-    throw std::invalid_argument(
-        std::string("FP8 linear layers take float32 or bfloat16 inputs, not ") +
-        c10::toString(x.scalar_type()));
+  for (const auto& [what, t] : {std::pair<const char*, const at::Tensor*>{"inputs", &x},
+                                {"weights", &weight}}) {
+    if (t->scalar_type() != at::kFloat && t->scalar_type() != at::kBFloat16) {
+      throw std::invalid_argument(std::string("FP8 linear layers take float32 or bfloat16 ") +
+                                  what + ", not " + c10::toString(t->scalar_type()));
+    }
   }
-  // LibTorch 1.13's custom functions reject undefined tensor inputs: no bias travels as
-  // an empty tensor.
+  if (x.device() != weight.device() || (bias.defined() && bias.device() != weight.device())) {
+    throw std::invalid_argument("an FP8 linear layer's input is on " + x.device().str() +
+                                " but its parameters are on " + weight.device().str());
+  }
+  if (config.delayed && !state) {
+    throw std::invalid_argument(
+        "delayed scaling keeps an amax history per layer: use Float8Linear or LinearLayer, or "
+        "pass a Float8LinearState");
+  }
+  Float8Probe* probe = state ? &state->probe : nullptr;
+  if (state) state->poll();  // statistics of earlier steps that have arrived
   const int64_t step = probe ? probe->steps++ : 0;
   const bool stats = config.stats_interval > 0 && step % config.stats_interval == 0;
   const bool sqnr = config.sqnr_interval > 0 && step % config.sqnr_interval == 0;
   if (probe && stats) probe->stats_step = step;
   if (probe && sqnr) probe->sqnr_step = step;
+  if (x.is_cuda()) return detail::float8_linear_cuda(x, weight, bias, config, state, stats, sqnr);
+  if (!x.is_cpu()) {
+    throw std::invalid_argument("FP8 linear layers run on the CPU or on CUDA GPUs, not on " +
+                                x.device().str());
+  }
+  // LibTorch 1.13's custom functions reject undefined tensor inputs: no bias travels as
+  // an empty tensor.
   return Float8LinearFunction::apply(x, weight, bias.defined() ? bias : at::empty({0}), config,
-                                     probe, stats, sqnr);
+                                     state, stats, sqnr);
+}
+
+std::vector<float> Float8LinearState::amax_history(int role) const {
+  const Float8RoleHistory& h = delayed.at(static_cast<size_t>(role));
+  if (h.host) return h.host->history();
+  if (!h.device.defined()) return {};
+  const int64_t w = h.device.numel() - 4;
+  const at::Tensor ring = h.device.narrow(0, 0, w).to(at::kCPU).contiguous();
+  std::vector<float> out(static_cast<size_t>(w));
+  for (int64_t i = 0; i < w; ++i) out[static_cast<size_t>(i)] = ring.data_ptr<float>()[(h.head + i) % w];
+  return out;
 }
 
 ConvertReport convert_to_float8(torch::nn::Module& root, const Float8LinearConfig& config,
@@ -312,18 +392,19 @@ ConvertReport convert_to_float8(torch::nn::Module& root, const Float8LinearConfi
 }
 
 LinearLayerImpl::LinearLayerImpl(int64_t in_features, int64_t out_features, bool with_bias)
-    : probe_(std::make_shared<Float8Probe>()) {
+    : state_(std::make_shared<Float8LinearState>()) {
   init_linear_parameters(*this, in_features, out_features, with_bias, weight, bias);
 }
 
 torch::Tensor LinearLayerImpl::forward(const torch::Tensor& x) {
-  if (fp8_) return float8_linear(x, weight, bias, *fp8_, probe_.get());
+  if (fp8_) return float8_linear(x, weight, bias, *fp8_, state_.get());
   return torch::nn::functional::linear(x, weight, bias);
 }
 
 void LinearLayerImpl::to_float8(const Float8LinearConfig& config) {
   validate_config(config);
   fp8_ = std::make_shared<Float8LinearConfig>(config);
+  state_->delayed = {};  // a new config starts its amax histories afresh
 }
 
 void LinearLayerImpl::to_high_precision() {
@@ -331,3 +412,15 @@ void LinearLayerImpl::to_high_precision() {
 }
 
 }  // namespace fp8wb
+
+#if !defined(FP8WB_FLOAT8_CUDA)
+namespace fp8wb::detail {
+at::Tensor float8_linear_cuda(const at::Tensor& x, const at::Tensor&, const at::Tensor&,
+                              const Float8LinearConfig&, Float8LinearState*, bool, bool) {
+  throw std::invalid_argument(
+      "the input is on " + x.device().str() +
+      ", but this build runs FP8 linear layers on the CPU only (it needs a CUDA LibTorch >= 2.4 "
+      "and the project's CUDA kernels)");
+}
+}  // namespace fp8wb::detail
+#endif

@@ -7,6 +7,7 @@
 // (a segmented warp reduction) when the walk leaves a row of cells. Shapes or pointers
 // the fast path cannot take go to a plain element-per-thread kernel.
 #include <algorithm>
+#include <cfloat>
 #include <climits>
 #include <memory>
 
@@ -178,12 +179,33 @@ __device__ __forceinline__ void count_element(float v, const QuantizedElement& q
   }
 }
 
-template <Format F, bool kStats>
+// The tensor's amax (finite values) into one device word: a warp and block reduction,
+// then one atomic per block.
+__device__ void flush_block_amax(uint32_t m, uint32_t* out) {
+  __shared__ uint32_t block_max[kWarps];
+  m = warp_max(m);
+  if ((threadIdx.x & 31) == 0) block_max[threadIdx.x >> 5] = m;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    uint32_t mm = 0;
+    for (int w = 0; w < kWarps; ++w) mm = max(mm, block_max[w]);
+    if (mm) atomicMax(out, mm);
+  }
+}
+
+__device__ __forceinline__ uint32_t finite_abs_max(uint32_t m, float v) {
+  const uint32_t a = __float_as_uint(v) & 0x7FFFFFFFu;
+  return a < 0x7F800000u ? max(m, a) : m;
+}
+
+// kStats: every statistic into `stats` (its amax included); else kAmax: only the amax,
+// into amax_out (what delayed scaling records for the next step's scale).
+template <Format F, bool kStats, bool kAmax>
 __global__ void __launch_bounds__(kThreads)
     quantize_fast_kernel(const float* xf, const uint16_t* xb, Geometry G,
                          const float* __restrict__ scale, const float* __restrict__ scale_inv,
                          Overflow ov, uint8_t* codes, uint8_t* codes_t, StatsBuffer* stats,
-                         double* map, bool with_hist) {
+                         double* map, bool with_hist, uint32_t* amax_out) {
   constexpr CodecSpec s = codec_spec(F);
   __shared__ float lut[256];
   __shared__ uint32_t hist[kWarps][kHistBins];
@@ -264,6 +286,7 @@ __global__ void __launch_bounds__(kThreads)
                 word |= static_cast<uint32_t>(q.code) << (8 * k);
                 t[k][i / 4] |= static_cast<uint32_t>(q.code) << (8 * (i % 4));
                 if (kStats) count_element<F>(v[j][k], q, sc, ls, re, rs, my_hist);
+                if (kAmax) ls.amax = finite_abs_max(ls.amax, v[j][k]);
               }
               if (kStats) {
                 ls.sq_err += re;
@@ -295,9 +318,11 @@ __global__ void __launch_bounds__(kThreads)
     }
     flush_cells();
   }
-  if (kStats) {
+    if (kStats) {
     __syncthreads();
     flush_block_stats(ls, stats, with_hist ? hist : nullptr);
+  } else if (kAmax) {
+    flush_block_amax(ls.amax, amax_out);
   }
 }
 
@@ -306,7 +331,7 @@ template <Format F>
 __global__ void quantize_generic_kernel(const float* xf, const uint16_t* xb, Geometry G,
                                         const float* scale, const float* scale_inv, Overflow ov,
                                         uint8_t* codes, uint8_t* codes_t, StatsBuffer* stats,
-                                        double* map, bool with_hist) {
+                                        double* map, bool with_hist, uint32_t* amax_out) {
   constexpr CodecSpec s = codec_spec(F);
   __shared__ uint32_t hist[kWarps][kHistBins];
   for (int i = threadIdx.x; i < kWarps * kHistBins; i += blockDim.x) (&hist[0][0])[i] = 0;
@@ -322,7 +347,8 @@ __global__ void quantize_generic_kernel(const float* xf, const uint16_t* xb, Geo
     const QuantizedElement q = quantize_element(
         v, scale[g], scale_inv[g], s, ov, [](uint8_t cc) { return decode(cc, codec_spec(F)); });
     if (codes) codes[i] = q.code;
-    if (codes_t) codes_t[c * G.rows + r] = q.code;
+        if (codes_t) codes_t[c * G.rows + r] = q.code;
+    if (amax_out && !stats) ls.amax = finite_abs_max(ls.amax, v);
     if (stats) {
       double ce = 0, cs = 0;
       count_element<F>(v, q, scale[g], ls, ce, cs, my_hist);
@@ -335,9 +361,11 @@ __global__ void quantize_generic_kernel(const float* xf, const uint16_t* xb, Geo
       }
     }
   }
-  if (stats) {
+    if (stats) {
     __syncthreads();
     flush_block_stats(ls, stats, with_hist ? hist : nullptr);
+  } else if (amax_out) {
+    flush_block_amax(ls.amax, amax_out);
   }
 }
 
@@ -454,6 +482,34 @@ __global__ void dequantize_kernel(const uint8_t* __restrict__ codes, Geometry G,
   }
 }
 
+// DelayedScaler::update on the device: one block puts the step's amax in the ring at
+// `head`, reduces the window and derives the next scale, as the host does in fp32.
+__global__ void delayed_update_kernel(const uint32_t* amax_bits, float* history, int window,
+                                      int head, float fmax, int margin, bool most_recent,
+                                      float* scale, float* scale_inv, float* amax_h_out) {
+  __shared__ float part[1024];
+  const float amax = __uint_as_float(*amax_bits);
+  if (threadIdx.x == 0) history[head] = amax;
+  __syncthreads();
+  float m = 0;
+  for (int i = threadIdx.x; i < window; i += blockDim.x) m = fmaxf(m, history[i]);
+  part[threadIdx.x] = m;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (static_cast<int>(threadIdx.x) < s)
+      part[threadIdx.x] = fmaxf(part[threadIdx.x], part[threadIdx.x + s]);
+    __syncthreads();
+  }
+  if (threadIdx.x != 0) return;
+  const float amax_h = most_recent ? amax : part[0];
+  if (amax_h_out) *amax_h_out = amax_h;
+  if (!(amax_h > 0) || !isfinite(amax_h)) return;  // keep the previous scale
+  float s = ldexpf(fmax / amax_h, -margin);
+  if (isinf(s)) s = FLT_MAX;
+  *scale = s;
+  *scale_inv = 1.0f / s;
+}
+
 unsigned blocks_for(int64_t work, int per_block) {
   static int sms = [] {
     int dev = 0, n = 0;
@@ -487,16 +543,19 @@ void launch_quantize(const DeviceTensor& x, const Geometry& G, bool fast, const 
     const int64_t items =
         ((x.cols + kWindow - 1) / kWindow) * ((x.rows + kRowChunk - 1) / kRowChunk);
     const unsigned grid = blocks_for(items, kWarps);
-    if (t.stats) {
-      quantize_fast_kernel<F, true><<<grid, kThreads, 0, st>>>(x.f32, x.bf16, G, sc, si, ov, codes,
-                                                               codes_t, t.stats, map, t.histogram);
+        if (t.stats) {
+      quantize_fast_kernel<F, true, false><<<grid, kThreads, 0, st>>>(
+          x.f32, x.bf16, G, sc, si, ov, codes, codes_t, t.stats, map, t.histogram, nullptr);
+    } else if (t.amax_bits) {
+      quantize_fast_kernel<F, false, true><<<grid, kThreads, 0, st>>>(
+          x.f32, x.bf16, G, sc, si, ov, codes, codes_t, nullptr, nullptr, false, t.amax_bits);
     } else {
-      quantize_fast_kernel<F, false><<<grid, kThreads, 0, st>>>(x.f32, x.bf16, G, sc, si, ov, codes,
-                                                                codes_t, nullptr, nullptr, false);
+      quantize_fast_kernel<F, false, false><<<grid, kThreads, 0, st>>>(
+          x.f32, x.bf16, G, sc, si, ov, codes, codes_t, nullptr, nullptr, false, nullptr);
     }
   } else {
     quantize_generic_kernel<F><<<blocks_for(x.rows * x.cols, kThreads), kThreads, 0, st>>>(
-        x.f32, x.bf16, G, sc, si, ov, codes, codes_t, t.stats, map, t.histogram);
+        x.f32, x.bf16, G, sc, si, ov, codes, codes_t, t.stats, map, t.histogram, t.amax_bits);
   }
   FP8WB_GPU_CHECK(cudaGetLastError());
 }
@@ -595,6 +654,18 @@ void dequantize_cuda(const uint8_t* codes, const QuantRecipe& recipe, const Grou
   dequantize_kernel<<<blocks_for(L.rows * L.cols, kThreads), kThreads, 0,
                       reinterpret_cast<cudaStream_t>(stream)>>>(codes, G, d_scale_inv,
                                                                 codec_spec(recipe.format), out);
+  FP8WB_GPU_CHECK(cudaGetLastError());
+}
+
+void delayed_update_cuda(const uint32_t* d_amax_bits, float* d_history, int window, int head,
+                         Format format, const DelayedScalingConfig& config, float* d_scale,
+                         float* d_scale_inv, float* d_amax_h, fp8wb_stream_t stream) {
+  validate_delayed_config(config);
+  if (head < 0 || head >= window || window != config.window)
+    throw std::invalid_argument("delayed_update_cuda: head outside the window");
+  delayed_update_kernel<<<1, 1024, 0, reinterpret_cast<cudaStream_t>(stream)>>>(
+      d_amax_bits, d_history, window, head, static_cast<float>(format_info(format).max_finite),
+      config.margin, config.algo == AmaxAlgo::MostRecent, d_scale, d_scale_inv, d_amax_h);
   FP8WB_GPU_CHECK(cudaGetLastError());
 }
 

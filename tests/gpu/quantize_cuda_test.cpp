@@ -1,6 +1,8 @@
 // GPU quantization against the CPU one: identical scales and codes, equal statistics.
 #include <gtest/gtest.h>
 
+#include <cuda_runtime.h>
+
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -139,6 +141,77 @@ TEST(CudaQuantizeLarge, TensorwiseAndBlocksOnAFewMillionElements) {
     SCOPED_TRACE(recipe_name(r));
     EXPECT_EQ(gpu.codes, codes);
     expect_same(gpu.stats, cpu.result.stats);
+  }
+}
+
+// A device buffer for a few values, freed at scope exit.
+template <class T>
+struct Dev {
+  T* p = nullptr;
+  explicit Dev(size_t n) { EXPECT_EQ(cudaMalloc(&p, n * sizeof(T)), cudaSuccess); }
+  ~Dev() { cudaFree(p); }
+  void put(const std::vector<T>& v) {
+    ASSERT_EQ(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  std::vector<T> get(size_t n) const {
+    std::vector<T> v(n);
+    EXPECT_EQ(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return v;
+  }
+};
+
+// Delayed scaling on the device: a quantize pass that records only the amax, then the
+// ring update, step after step, against the host DelayedScaler (scales bit for bit).
+TEST(CudaDelayedScaling, MatchesTheHostScalerStepByStep) {
+  if (gpu_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  const int64_t rows = 256, cols = 512;
+  for (const DelayedScalingConfig cfg :
+       {DelayedScalingConfig{1, 0, AmaxAlgo::Max}, DelayedScalingConfig{16, 1, AmaxAlgo::Max},
+        DelayedScalingConfig{1024, 2, AmaxAlgo::Max},
+        DelayedScalingConfig{16, 0, AmaxAlgo::MostRecent}}) {
+    SCOPED_TRACE("window " + std::to_string(cfg.window) + " margin " + std::to_string(cfg.margin));
+    const QuantRecipe r{ScalingKind::Tensorwise, Format::E4M3FN};
+    const GroupLayout L = make_layout(r, rows, cols);
+    DelayedScaler host(r.format, cfg);
+    Dev<float> x(static_cast<size_t>(rows * cols)), history(static_cast<size_t>(cfg.window)),
+        scale(1), scale_inv(1), amax_h(1);
+    Dev<uint32_t> amax(1);
+    Dev<uint8_t> codes(static_cast<size_t>(rows * cols));
+    history.put(std::vector<float>(static_cast<size_t>(cfg.window), 0.0f));
+    scale.put({1.0f});
+    scale_inv.put({1.0f});
+    int head = 0;
+    for (int step = 0; step < 40; ++step) {
+      // Activations that drift: amaxes rise, then fall by 2^10, with a zero tensor once.
+      std::vector<float> v = tensor(rows, cols, 100 + static_cast<uint32_t>(step));
+      const float gain = step < 20 ? std::ldexp(1.0f, step / 2) : std::ldexp(1.0f, -10);
+      for (float& e : v) e = step == 25 ? 0.0f : e * gain;
+      x.put(v);
+      const float s = host.scale();
+      ScaleSet ss;
+      ss.layout = L;
+      ss.scale = {s};
+      ss.scale_inv = {1.0f / s};
+      std::vector<uint8_t> want(v.size());
+      const auto cpu = quantize(TensorRef::of(v.data(), rows, cols), r, ss, {want.data()});
+      ASSERT_EQ(cudaMemset(amax.p, 0, 4), cudaSuccess);
+      DeviceStatsTargets t;
+      t.amax_bits = amax.p;
+      quantize_cuda({x.p, nullptr, rows, cols}, r, L, scale.p, scale_inv.p, codes.p, nullptr, t);
+      EXPECT_EQ(codes.get(want.size()), want) << "step " << step;
+      const uint32_t got_amax = amax.get(1)[0];
+      EXPECT_EQ(got_amax, cpu.stats.raw.amax_bits) << "step " << step;
+      head = (head + cfg.window - 1) % cfg.window;
+      delayed_update_cuda(amax.p, history.p, cfg.window, head, r.format, cfg, scale.p,
+                          scale_inv.p, amax_h.p);
+      host.update(cpu.stats.amax());
+      const float gs = scale.get(1)[0];
+      EXPECT_EQ(gs, host.scale()) << "step " << step;
+      EXPECT_EQ(scale_inv.get(1)[0], 1.0f / host.scale()) << "step " << step;
+      EXPECT_EQ(amax_h.get(1)[0], host.history_amax()) << "step " << step;
+    }
+    EXPECT_EQ(history.get(static_cast<size_t>(cfg.window))[static_cast<size_t>(head)],
+              host.history()[0]);
   }
 }
 

@@ -25,6 +25,11 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFP8WB_GUI=OFF -DFP8
   -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" "${extra[@]}" >"$OUT/build.log" 2>&1 \
   || { tail -40 "$OUT/build.log"; exit 1; }
 grep -E 'fp8wb:' "$OUT/build.log"
+log "what at::_scaled_mm takes here"
+python3 tests/gpu/scaled_mm_support.py >"$OUT/scaled_mm.txt" 2>&1
+python3 tests/gpu/mlp_gemms.py >>"$OUT/scaled_mm.txt" 2>&1
+cat "$OUT/scaled_mm.txt"
+
 log "build"
 start=$(date +%s)
 ninja -C "$BUILD" >>"$OUT/build.log" 2>&1 || { grep -E 'error|Error' -A3 "$OUT/build.log" | head -60; exit 1; }
@@ -43,6 +48,7 @@ rm -rf "$OUT/golden-now"
 echo "committed golden tables: $golden"
 
 log "benchmarks"
+"$BUILD/tests/gpu/fp8wb_float8_linear_bench" --json "$OUT/float8_linear_bench.json"
 "$BUILD/tests/gpu/fp8wb_gpu_bench" --json "$OUT/gpu_codec_bench.json"
 "$BUILD/tests/gpu/fp8wb_gpu_quantize_bench" --json "$OUT/gpu_quantize_bench.json"
 python3 - "$OUT/torch_cast.json" <<'PY'
@@ -78,8 +84,7 @@ json.dump({"cuda_ms": ms, "cuda_gbs": n * 5 / ms / 1e6, "cpu_1t_ms": ms_cpu, "cp
            "bf16_cast_ms": ms_cast_bf16, "bf16_current_scaling_ms": ms_q}, open(sys.argv[1], "w"))
 PY
 if [ -x "$BUILD/tests/bench/fp8wb_codec_bench" ]; then
-  "$BUILD/tests/bench/fp8wb_codec_bench" --benchmark_out="$OUT/cpu_codec_bench.json" \
-    --benchmark_out_format=json 2>&1 | grep -E 'BM_|Run on'
+    "$BUILD/tests/bench/fp8wb_codec_bench" 2>&1 | grep -E 'BM_|Run on'
 fi
 "$BUILD/app/fp8wb" info | tee "$OUT/info.txt"
 
@@ -96,6 +101,9 @@ for r in g["rows"]:
 q = json.load(open(f"{o}/gpu_quantize_bench.json"))
 for r in q["rows"]:
     print(f"{r['what']:<44} {r['ms']:8.3f} ms {r['gbs']:8.1f} GB/s {100*r['of_copy']:6.1f}% of copy")
+f = json.load(open(f"{o}/float8_linear_bench.json"))
+for r in f["rows"]:
+    print(f"MLP {r['m']}x{r['d']} {r['variant']:<34} {r['ms']:8.3f} ms {r['speedup']:6.2f}x bf16")
 t = json.load(open(f"{o}/torch_cast.json"))
 print(f"{'torch bf16 cast 16384x4096':<44} {t['bf16_cast_ms']:8.3f} ms")
 print(f"{'torch bf16 current scaling 16384x4096':<44} {t['bf16_current_scaling_ms']:8.3f} ms")

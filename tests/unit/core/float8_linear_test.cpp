@@ -143,6 +143,75 @@ TEST(Float8Linear, StatisticsAndSqnrOnTheirIntervals) {
   EXPECT_EQ(quiet->probe().stats_step, -1);
 }
 
+// Delayed scaling on the CPU: step t quantizes with the scale of the amax history of
+// steps < t (checked against quantize() with that scale, computed here from the amaxes
+// directly), and the layer's history holds the amaxes newest first.
+TEST(Float8LinearDelayed, StepUsesTheHistoryOfEarlierSteps) {
+  torch::manual_seed(6);
+  Float8LinearConfig cfg;
+  cfg.delayed = true;
+  cfg.delayed_scaling = {2, 0, AmaxAlgo::Max, InitialScale::One};
+  Float8Linear layer(128, 64, false, cfg);
+  const torch::Tensor w = layer->weight.detach();
+  const float w_amax = w.abs().max().item<float>();
+  std::vector<float> x_amax;
+  for (int step = 0; step < 4; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    const torch::Tensor x = torch::randn({32, 128}) * std::pow(8.0, step);
+    const torch::Tensor y = layer->forward(x);
+    // The scales that step should use: 1 at step 0, then fmax / max(last two amaxes).
+    float xs = 1.0f, ws = 1.0f;
+    if (step > 0) {
+      const float h = step == 1 ? x_amax[0] : std::max(x_amax[step - 1], x_amax[step - 2]);
+      xs = 448.0f / h;
+      ws = 448.0f / w_amax;
+    }
+    auto with_scale = [](const torch::Tensor& t, float s) {
+      const torch::Tensor c = t.contiguous();
+      ScaleSet ss;
+      ss.layout = make_layout(QuantRecipe{}, c.size(0), c.size(1));
+      ss.scale = {s};
+      ss.scale_inv = {1.0f / s};
+      std::vector<uint8_t> codes(static_cast<size_t>(c.numel()));
+      quantize(TensorRef::of(c.data_ptr<float>(), c.size(0), c.size(1)), QuantRecipe{}, ss,
+               {codes.data()});
+      torch::Tensor out = torch::empty(c.sizes());
+      dequantize(codes.data(), QuantRecipe{}, ss, out.data_ptr<float>());
+      return out.to(torch::kDouble);
+    };
+    const torch::Tensor want = with_scale(x, xs).matmul(with_scale(w, ws).t());
+    EXPECT_LT(rel(y.detach(), want), 1e-6);
+    x_amax.push_back(x.abs().max().item<float>());
+    const std::vector<float> hist = layer->state().amax_history(0);
+    ASSERT_EQ(hist.size(), 2u);
+    EXPECT_EQ(hist[0], x_amax.back());
+  }
+}
+
+TEST(Float8LinearDelayed, BadConfigurations) {
+  Float8LinearConfig rowwise;
+  rowwise.delayed = true;
+  rowwise.weight.kind = ScalingKind::Rowwise;
+  try {
+    Float8Linear l(64, 32, true, rowwise);
+    FAIL() << "a rowwise role under delayed scaling was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("weight"), std::string::npos) << e.what();
+  }
+  Float8LinearConfig window;
+  window.delayed = true;
+  window.delayed_scaling.window = 0;
+  EXPECT_THROW(Float8Linear(64, 32, true, window), std::invalid_argument);
+  Float8LinearConfig interval;
+  interval.stats_interval = -1;
+  EXPECT_THROW(Float8Linear(64, 32, true, interval), std::invalid_argument);
+  // The free function needs a state to keep the history in.
+  Float8LinearConfig d;
+  d.delayed = true;
+  EXPECT_THROW(float8_linear(torch::randn({4, 64}), torch::randn({32, 64}), {}, d),
+               std::invalid_argument);
+}
+
 TEST(Float8Linear, HighPrecisionGemmsAreExact) {
   torch::manual_seed(1);
   Float8LinearConfig cfg;
@@ -166,6 +235,11 @@ TEST(Float8Linear, BadInput) {
   Float8Linear layer(64, 32);
   EXPECT_THROW(layer->forward(torch::randn({8, 63})), std::invalid_argument);
   EXPECT_THROW(layer->forward(torch::randn({8, 64}, torch::kDouble)), std::invalid_argument);
+  EXPECT_THROW(layer->forward(torch::randn({8, 64}, torch::kHalf)), std::invalid_argument);
+  EXPECT_THROW(float8_linear(torch::randn({8, 64}), torch::randn({32, 64}, torch::kDouble), {}, {}),
+               std::invalid_argument);
+  EXPECT_THROW(float8_linear(torch::randn({8, 64}), torch::randn({64}), {}, {}),
+               std::invalid_argument);
   EXPECT_THROW(Float8Linear(0, 8), std::invalid_argument);
   Float8LinearConfig bad;
   bad.grad_output.kind = ScalingKind::NVFP4;  // needs E2M1 elements

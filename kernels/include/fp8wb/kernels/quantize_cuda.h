@@ -1,5 +1,6 @@
 // defines: DeviceTensor, DeviceStatsTargets, group_amax_cuda(), compute_scales_cuda(),
-// zero_stats_cuda(), quantize_cuda(), quantize_current_cuda(): the GPU side of scaled
+// zero_stats_cuda(), quantize_cuda(),
+// delayed_update_cuda(), quantize_current_cuda(): the GPU side of scaled
 // quantization. Statistics land in one small device buffer per call (a StatsBuffer and
 // the error map), so a caller copies them to the host once.
 #pragma once
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "fp8wb/kernels/codec_cuda.h"
+#include "fp8wb/kernels/delayed_scaling.h"
 #include "fp8wb/kernels/quantize_cpu.h"
 
 namespace fp8wb {
@@ -24,7 +26,11 @@ struct DeviceStatsTargets {
   StatsBuffer* stats = nullptr;  // device; zeroed by zero_stats_cuda() before the first call
   double* map = nullptr;         // device, 2 * grid.cell_count() doubles: sq_err then sq_sum
   MapGrid grid;                  // make_map_grid(layout, max cells)
-  bool histogram = true;
+    bool histogram = true;
+  // Device word for max |x| over finite x as fp32 bits (atomicMax: zero it first), filled
+  // by a quantize pass that gathers no statistics (with statistics, stats->amax_bits holds
+  // it): what delayed scaling records without a separate amax pass.
+  uint32_t* amax_bits = nullptr;
 };
 
 // Per-group amax over finite values (d_group_amax: layout.group_count() floats) and the
@@ -47,6 +53,15 @@ void zero_stats_cuda(const DeviceStatsTargets& targets, fp8wb_stream_t stream = 
 void quantize_cuda(const DeviceTensor& x, const QuantRecipe& recipe, const GroupLayout& layout,
                    const float* d_scale, const float* d_scale_inv, uint8_t* codes, uint8_t* codes_t,
                    const DeviceStatsTargets& targets, fp8wb_stream_t stream = nullptr);
+
+// DelayedScaler::update on the device, bit for bit: the amax at d_amax_bits (fp32 bits)
+// goes into the ring d_history[window] at `head` (the caller steps head back by one, mod
+// window, before each update, as the host scaler does), and d_scale / d_scale_inv become
+// the next step's ((fmax / amax_h) / 2^margin; unchanged when amax_h <= 0 or non-finite).
+// d_amax_h (may be null) receives amax_h.
+void delayed_update_cuda(const uint32_t* d_amax_bits, float* d_history, int window, int head,
+                         Format format, const DelayedScalingConfig& config, float* d_scale,
+                         float* d_scale_inv, float* d_amax_h, fp8wb_stream_t stream = nullptr);
 
 // out = decode(code) * scale_inv of the code's group, on the device.
 void dequantize_cuda(const uint8_t* codes, const QuantRecipe& recipe, const GroupLayout& layout,

@@ -6,14 +6,51 @@
 
 #include <torch/torch.h>
 
+#include <array>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "fp8wb/core/float8_config.h"
 
 namespace fp8wb {
+
+// One role's delayed-scaling state: a host scaler for CPU tensors; for CUDA tensors a
+// device tensor [window + 4] holding the history ring, scale, scale_inv, amax_h and the
+// step's amax word, so that no step waits for the host.
+struct Float8RoleHistory {
+  std::optional<DelayedScaler> host;
+  torch::Tensor device;
+  int head = 0;  // the ring's newest entry (device)
+  int64_t steps = 0;
+};
+
+// What a layer carries from step to step: its probe, the delayed-scaling history of each
+// role (input, weight, grad_output), and statistics still on their way from a GPU.
+struct Float8LinearState {
+  Float8Probe probe;
+  std::array<Float8RoleHistory, 3> delayed;
+    // Takes in statistics on their way from a GPU: with wait false only if they have
+  // arrived; returns whether it took them in.
+    std::function<bool(Float8Probe&, bool wait)> pending;
+  // The GPU path's statistics buffer of the latest forward, which its backward completes.
+  std::shared_ptr<void> in_flight;
+
+
+  // The probe, once statistics still in flight from the device have arrived.
+  const Float8Probe& settled() {
+    if (pending && pending(probe, true)) pending = nullptr;
+    return probe;
+  }
+  // Takes in statistics that have arrived, without waiting.
+  void poll() {
+    if (pending && pending(probe, false)) pending = nullptr;
+  }
+  // The amax history of a role (newest first), from the host or the device.
+  std::vector<float> amax_history(int role) const;
+};
 
 class Float8LinearImpl : public torch::nn::Module {
  public:
@@ -25,7 +62,8 @@ class Float8LinearImpl : public torch::nn::Module {
   // x: [..., in_features], float32 or bfloat16 (computed in fp32; y has x's dtype).
   torch::Tensor forward(const torch::Tensor& x);
 
-  const Float8Probe& probe() const { return *probe_; }
+  const Float8Probe& probe() const { return state_->settled(); }
+  Float8LinearState& state() { return *state_; }
   const Float8LinearConfig& config() const { return config_; }
   int64_t in_features() const { return weight.size(1); }
   int64_t out_features() const { return weight.size(0); }
@@ -35,7 +73,7 @@ class Float8LinearImpl : public torch::nn::Module {
 
  private:
   Float8LinearConfig config_;
-  std::shared_ptr<Float8Probe> probe_;
+  std::shared_ptr<Float8LinearState> state_;
 };
 TORCH_MODULE(Float8Linear);
 
@@ -52,7 +90,8 @@ class LinearLayerImpl : public torch::nn::Module {
   void to_float8(const Float8LinearConfig& config);
   void to_high_precision();
   bool is_float8() const { return fp8_ != nullptr; }
-  const Float8Probe& probe() const { return *probe_; }
+  const Float8Probe& probe() const { return state_->settled(); }
+  Float8LinearState& state() { return *state_; }
   const Float8LinearConfig* config() const { return fp8_.get(); }
   int64_t in_features() const { return weight.size(1); }
   int64_t out_features() const { return weight.size(0); }
@@ -62,14 +101,18 @@ class LinearLayerImpl : public torch::nn::Module {
 
  private:
   std::shared_ptr<Float8LinearConfig> fp8_;
-  std::shared_ptr<Float8Probe> probe_;
+  std::shared_ptr<Float8LinearState> state_;
 };
 TORCH_MODULE(LinearLayer);
 
 // The FP8 linear function itself: y = x w^T + b with FP8 operands as the config says.
+// CPU tensors: emulation. CUDA tensors: the project's kernels quantize and
+// at::_scaled_mm multiplies (what it cannot take is emulated on the GPU, with a notice).
+// state (may be null: no probe, and delayed scaling is refused) persists across steps.
+// Throws std::invalid_argument for shapes, dtypes or devices it cannot take.
 torch::Tensor float8_linear(const torch::Tensor& x, const torch::Tensor& weight,
                             const torch::Tensor& bias, const Float8LinearConfig& config,
-                            Float8Probe* probe = nullptr);
+                            Float8LinearState* state = nullptr);
 
 struct ConvertOptions {
   // Convert only layers whose qualified name and sizes pass this (default: all).
@@ -77,7 +120,10 @@ struct ConvertOptions {
   // Qualified names (or their last component) never converted, e.g. the output head.
   std::vector<std::string> skip_names;
   // FP8 GEMMs need both dimensions divisible by 16 (and by the block size for blocks).
-  bool skip_indivisible = true;
+    bool skip_indivisible = true;
+  // Layers whose parameters are on a GPU and whose weight has fewer elements than this
+  // stay in high precision: quantizing costs more than the FP8 GEMM saves (0: none).
+  int64_t gpu_min_weight_elements = int64_t{1} << 20;
 };
 
 struct ConvertReport {

@@ -1,0 +1,526 @@
+// Torch translation unit: Float8Linear on CUDA tensors. The project's kernels quantize
+// (statistics in the same pass, transposed codes for the backward GEMMs) and
+// at::_scaled_mm multiplies FP8 operands on FP8 tensor cores; a format or scaling that
+// this LibTorch or GPU cannot take is emulated on the GPU (codes -> fp32, fp32 GEMM),
+// with a notice. Every GEMM is C[M, N] = A[M, K] B[N, K]^T with both operands K-major,
+// the layout FP8 tensor cores want: B travels to _scaled_mm as its transpose, a
+// column-major view.
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <array>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <set>
+
+#include "float8_linear_internal.h"
+#include "fp8wb/core/notices.h"
+#include "fp8wb/kernels/quantize_cuda.h"
+
+namespace fp8wb::detail {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+constexpr int kMapCells = 64;  // as StatsOptions::map_max_cells
+
+fp8wb_stream_t stream() {
+  return reinterpret_cast<fp8wb_stream_t>(at::cuda::getCurrentCUDAStream().stream());
+}
+
+// Recipes whose transposed codes come out of the same quantize pass.
+bool transposable(const QuantRecipe& r) {
+  return r.kind == ScalingKind::Tensorwise || r.kind == ScalingKind::Block128x128;
+}
+
+// A K-major GEMM operand: codes [rows, K] row-major and the scale_inv of each group of
+// its layout ([group_rows, group_cols], row-major).
+struct Operand {
+  at::Tensor codes;
+  at::Tensor scale_inv;
+  QuantRecipe recipe;
+  GroupLayout layout;
+};
+
+Operand operand(const at::Tensor& codes, const at::Tensor& scale_inv, const QuantRecipe& r) {
+  return {codes, scale_inv, r, make_layout(r, codes.size(0), codes.size(1))};
+}
+
+// A role quantized on the device: row-major codes and/or their transpose.
+struct DevQ {
+  Operand rows;
+  Operand cols;
+};
+
+// Where one role's statistics sit in a step's device buffer.
+struct StatsSlot {
+  int64_t offset = 0;  // bytes
+  MapGrid grid;
+  int64_t bytes() const {
+    return static_cast<int64_t>(sizeof(StatsBuffer)) + 16 * grid.cell_count();
+  }
+};
+
+DeviceStatsTargets targets(const at::Tensor& buf, const StatsSlot& slot) {
+  DeviceStatsTargets t;
+  uint8_t* base = buf.data_ptr<uint8_t>() + slot.offset;
+  t.stats = reinterpret_cast<StatsBuffer*>(base);
+  t.map = slot.grid.cell_count() > 0 ? reinterpret_cast<double*>(base + sizeof(StatsBuffer))
+                                     : nullptr;
+  t.grid = slot.grid;
+  t.histogram = true;
+  return t;
+}
+
+TensorStats read_stats(const uint8_t* host, const StatsSlot& slot) {
+  TensorStats s;
+  std::memcpy(&s.raw, host + slot.offset, sizeof(StatsBuffer));
+  s.map_grid = slot.grid;
+  const int64_t c = slot.grid.cell_count();
+  std::vector<double> m(static_cast<size_t>(2 * c));
+  if (c > 0) std::memcpy(m.data(), host + slot.offset + sizeof(StatsBuffer), m.size() * 8);
+  s.map_sq_err.assign(m.begin(), m.begin() + c);
+  s.map_sq_sum.assign(m.begin() + c, m.end());
+  return s;
+}
+
+// A step's statistics on their way to the host: one device buffer for the three roles,
+// copied once (non-blocking, into pinned memory) when the backward has filled it, or on
+// demand when no backward comes.
+struct StatsInFlight {
+  at::Tensor device;
+  at::Tensor host;
+  std::shared_ptr<at::cuda::CUDAEvent> done;
+  std::array<StatsSlot, 3> slots;
+  std::array<bool, 3> roles{};
+  bool consumed = false;
+
+  void start() {
+    if (host.defined()) return;
+    host = at::empty(device.sizes(), device.options().device(at::kCPU).pinned_memory(true));
+    host.copy_(device, /*non_blocking=*/true);
+    done = std::make_shared<at::cuda::CUDAEvent>();
+    done->record(at::cuda::getCurrentCUDAStream());
+  }
+  void restart() {
+    host = at::Tensor();
+    start();
+  }
+  bool finish(Float8Probe& p, bool wait) {
+    start();
+    if (!wait && !done->query()) return false;
+    done->synchronize();
+    const uint8_t* h = host.data_ptr<uint8_t>();
+    if (roles[0]) p.input = {true, read_stats(h, slots[0])};
+    if (roles[1]) p.weight = {true, read_stats(h, slots[1])};
+    if (roles[2]) p.grad_output = {true, read_stats(h, slots[2])};
+    consumed = true;
+    return true;
+  }
+};
+
+// Queues a flight behind whatever the state still waits for.
+void post(Float8LinearState& state, std::shared_ptr<StatsInFlight> f) {
+  state.pending = [prev = std::move(state.pending), f](Float8Probe& p, bool wait) mutable {
+    if (prev) {
+      if (!prev(p, wait)) return false;
+      prev = nullptr;
+    }
+    return f->finish(p, wait);
+  };
+}
+
+DeviceTensor device_tensor(const at::Tensor& t) {
+  DeviceTensor d;
+  d.rows = t.size(0);
+  d.cols = t.size(1);
+  if (t.scalar_type() == at::kBFloat16) {
+    d.bf16 = reinterpret_cast<const uint16_t*>(t.data_ptr<at::BFloat16>());
+  } else {
+    d.f32 = t.data_ptr<float>();
+  }
+  return d;
+}
+
+// The role's device history under delayed scaling: [ring (window), scale, scale_inv,
+// amax_h, amax word], made on first use or when the window or device changed.
+at::Tensor& device_history(Float8RoleHistory& h, const DelayedScalingConfig& d,
+                           const at::Device& dev) {
+  const int64_t n = int64_t{d.window} + 4;
+  if (!h.device.defined() || h.device.numel() != n || h.device.device() != dev) {
+    h.device = at::zeros({n}, at::TensorOptions().dtype(at::kFloat).device(dev));
+    h.device.narrow(0, d.window, 2).fill_(1.0f);  // InitialScale::One
+    h.head = 0;
+    h.steps = 0;
+    h.host.reset();
+  }
+  return h.device;
+}
+
+// Quantizes t ([rows, cols], fp32 or bf16, contiguous, on the device) along its rows:
+// current scaling, or delayed scaling from `hist` (which then records this step's amax
+// and moves to the next step's scale, all on the device).
+DevQ quantize_role(const at::Tensor& t, const QuantRecipe& recipe, Float8RoleHistory* hist,
+                   const DelayedScalingConfig& dcfg, bool want_rows, bool want_cols,
+                   const at::Tensor* sbuf = nullptr, const StatsSlot* slot = nullptr) {
+  const int64_t rows = t.size(0), cols = t.size(1);
+  const GroupLayout L = make_layout(recipe, rows, cols);
+  const int64_t groups = L.group_count();
+  const auto fopt = t.options().dtype(at::kFloat);
+  const auto bopt = t.options().dtype(at::kByte);
+  DevQ q;
+  q.rows.recipe = q.cols.recipe = recipe;
+  q.rows.layout = L;
+  if (want_rows) q.rows.codes = at::empty({rows, cols}, bopt);
+  if (want_cols) {
+    q.cols.codes = at::empty({cols, rows}, bopt);
+    q.cols.layout = make_layout(recipe, cols, rows);
+  }
+  DeviceStatsTargets tg;
+  if (slot) tg = targets(*sbuf, *slot);
+  const DeviceTensor x = device_tensor(t);
+  at::Tensor scale;
+  uint32_t* amax_word = nullptr;
+  at::Tensor* hd = hist ? &device_history(*hist, dcfg, t.device()) : nullptr;
+  const bool bootstrap =
+      hist && hist->steps == 0 && dcfg.initial == InitialScale::BootstrapCurrent;
+  if (hd && !bootstrap) {
+        // This step's scales (copies: the update below replaces the history's in stream
+    // order; separate allocations keep them 16-byte aligned, as cuBLAS wants its scales).
+    scale = hd->narrow(0, dcfg.window, 1).clone();
+    q.rows.scale_inv = hd->narrow(0, dcfg.window + 1, 1).clone();
+    if (!slot) {
+      hd->narrow(0, dcfg.window + 3, 1).zero_();
+      tg.amax_bits = reinterpret_cast<uint32_t*>(hd->data_ptr<float>() + dcfg.window + 3);
+    }
+  } else {
+        // amax per group and of the tensor, scale, scale_inv, global scale (NVFP4); each
+    // part 16-byte aligned, as cuBLAS wants its scale pointers.
+    const auto up4 = [](int64_t v) { return (v + 3) / 4 * 4; };
+    const int64_t s_off = up4(groups + 1), si_off = s_off + up4(groups),
+                  g_off = si_off + up4(groups);
+    const at::Tensor buf = at::empty({g_off + 4}, fopt);
+    float* b = buf.data_ptr<float>();
+    QuantRecipe rr = recipe;
+    if (bootstrap) {
+      rr.margin = dcfg.margin;
+      rr.pow2_scales = false;
+    }
+    const bool coded = recipe.kind == ScalingKind::MX || recipe.kind == ScalingKind::NVFP4;
+    const at::Tensor scodes = coded ? at::empty({groups}, bopt) : at::Tensor();
+    group_amax_cuda(x, L, b, b + groups, stream());
+        compute_scales_cuda(rr, L, b, b + groups, b + s_off, b + si_off,
+                        coded ? scodes.data_ptr<uint8_t>() : nullptr, b + g_off, stream());
+    scale = buf.narrow(0, s_off, groups);
+    q.rows.scale_inv = buf.narrow(0, si_off, groups);
+    if (bootstrap) amax_word = reinterpret_cast<uint32_t*>(b + groups);
+  }
+  quantize_cuda(x, recipe, L, scale.data_ptr<float>(), q.rows.scale_inv.data_ptr<float>(),
+                want_rows ? q.rows.codes.data_ptr<uint8_t>() : nullptr,
+                want_cols ? q.cols.codes.data_ptr<uint8_t>() : nullptr, tg, stream());
+  if (hd) {
+    if (!amax_word) amax_word = slot ? &tg.stats->amax_bits : tg.amax_bits;
+    hist->head = (hist->head + dcfg.window - 1) % dcfg.window;
+    float* h = hd->data_ptr<float>();
+    const int w = dcfg.window;
+    delayed_update_cuda(amax_word, h, w, hist->head, recipe.format, dcfg, h + w, h + w + 1,
+                        h + w + 2, stream());
+    hist->steps++;
+  }
+  q.rows.scale_inv = q.rows.scale_inv.view({L.group_rows, L.group_cols});
+  if (want_cols) q.cols.scale_inv = q.rows.scale_inv.t().contiguous();
+  return q;
+}
+
+at::Tensor dequant(const Operand& o) {
+  at::Tensor out = at::empty(o.codes.sizes(), o.codes.options().dtype(at::kFloat));
+  dequantize_cuda(o.codes.data_ptr<uint8_t>(), o.recipe, o.layout,
+                  o.scale_inv.contiguous().data_ptr<float>(), out.data_ptr<float>(), stream());
+  return out;
+}
+
+std::optional<at::ScalarType> fp8_dtype(Format f) {
+  if (f == Format::E4M3FN) return at::kFloat8_e4m3fn;
+  if (f == Format::E5M2) return at::kFloat8_e5m2;
+  return std::nullopt;
+}
+
+// _scaled_mm's scale for a K-major operand: A [M, K] as it is, B [N, K] as its transpose.
+std::optional<at::Tensor> scale_arg(const Operand& o, bool is_b) {
+  const at::Tensor& s = o.scale_inv;  // [group_rows, group_cols]
+  switch (o.recipe.kind) {
+    case ScalingKind::Tensorwise:
+      return s.reshape({});
+    case ScalingKind::Rowwise:
+      return is_b ? s.reshape({1, -1}) : s.reshape({-1, 1});
+    case ScalingKind::Block1x128:  // A: [M, K/128] outer-dim-major; B: [K/128, N]
+      return is_b ? s.t().contiguous() : s.t().contiguous().t();
+    case ScalingKind::Block128x128:  // A: [M/128, K/128]; B: [K/128, N/128]
+      return is_b ? s.t() : s;
+    default:
+      return std::nullopt;
+  }
+}
+
+bool scaling_pair_ok(ScalingKind a, ScalingKind b) {
+  using K = ScalingKind;
+  if (a == K::Tensorwise || a == K::Rowwise) return a == b;
+  return (a == K::Block1x128 && (b == K::Block128x128 || b == K::Block1x128)) ||
+         (a == K::Block128x128 && b == K::Block1x128);
+}
+
+// The GEMM on FP8 tensor cores, or nothing (with a notice, once per kind of GEMM) where
+// this LibTorch or GPU cannot take it.
+std::optional<at::Tensor> scaled_mm(const Operand& a, const Operand& b, at::ScalarType out,
+                                    bool fast_accum) {
+  const std::string combo = recipe_name(a.recipe) + " x " + recipe_name(b.recipe);
+  auto refuse = [&](const std::string& why) -> std::optional<at::Tensor> {
+    notice_once("fp8-gemm " + combo + " " + why,
+                "FP8 GEMM " + combo + ": " + why +
+                    "; emulated on the GPU instead (FP8 codes -> fp32, fp32 GEMM)");
+    return std::nullopt;
+  };
+  const auto da = fp8_dtype(a.recipe.format), db = fp8_dtype(b.recipe.format);
+  if (!da || !db) return refuse("FP8 tensor cores here take E4M3FN and E5M2 only");
+  if (a.recipe.format == Format::E5M2 && b.recipe.format == Format::E5M2)
+    return refuse("FP8 tensor cores do not multiply E5M2 by E5M2");
+  if (!scaling_pair_ok(a.recipe.kind, b.recipe.kind))
+    return refuse("at::_scaled_mm has no such scaling pair");
+    const int64_t m = a.codes.size(0), k = a.codes.size(1), n = b.codes.size(0);
+    if (k % 16 != 0 || n % 16 != 0) return refuse("K and N must be multiples of 16");
+  // PyTorch 2.11's block-scaled FP8 GEMM on an H200 returns wrong values when the
+  // contraction is shorter than 512 (K = 128 and 256 measured wrong, 512 and 1024 right:
+  // tests/gpu/scaled_mm_support.py); those GEMMs are emulated.
+  const bool blocks = a.recipe.kind == ScalingKind::Block1x128 ||
+                      a.recipe.kind == ScalingKind::Block128x128;
+  if (blocks && k < 512) return refuse("block-scaled FP8 GEMMs need K >= 512 here");
+  // What cuBLAS refused once (per recipes, shape and output type) is not tried again.
+  const std::string key = combo + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                          std::to_string(k) + " " + c10::toString(out);
+  static std::mutex mu;
+  static std::set<std::string> failed;
+  {
+    const std::lock_guard<std::mutex> lock(mu);
+    if (failed.count(key)) return std::nullopt;
+  }
+  // Per-row and per-block scaling give bf16 out (what cuBLAS's FP8 kernels take).
+  const at::ScalarType want =
+      a.recipe.kind == ScalingKind::Tensorwise ? out : at::ScalarType::BFloat16;
+  try {
+    at::Tensor y = at::_scaled_mm(a.codes.view(*da), b.codes.view(*db).t(), *scale_arg(a, false),
+                                  *scale_arg(b, true), std::nullopt, std::nullopt, want,
+                                  fast_accum);
+    return want == out ? y : y.to(out);
+  } catch (const c10::Error& e) {
+    {
+      const std::lock_guard<std::mutex> lock(mu);
+            failed.insert(key);
+    }
+    std::string what = e.what_without_backtrace();
+    what = what.substr(0, what.find('\n'));
+    return refuse("at::_scaled_mm refused it (" + what + ")");
+  }
+}
+
+at::Tensor fp8_gemm(const Operand& a, const Operand& b, at::ScalarType out, bool fast_accum,
+                    Float8Probe* probe) {
+  if (auto y = scaled_mm(a, b, out, fast_accum)) {
+    if (probe) probe->gemms_real++;
+    return *y;
+  }
+  if (probe) probe->gemms_emulated++;
+  return at::matmul(dequant(a), dequant(b).t()).to(out);
+}
+
+at::Tensor as_operand_dtype(const at::Tensor& t) {
+  at::Tensor c = t.is_contiguous() ? t : t.contiguous();
+  return c.scalar_type() == at::kFloat || c.scalar_type() == at::kBFloat16 ? c : c.to(at::kFloat);
+}
+
+struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearCudaFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
+                            const at::Tensor& bias, const Float8LinearConfig& cfg,
+                            Float8LinearState* state, bool stats, bool sqnr) {
+    const c10::cuda::CUDAGuard guard(x.device());
+    Float8Probe* probe = state ? &state->probe : nullptr;
+    stats = stats && state;
+    const int64_t k = weight.size(1), n = weight.size(0);
+    const at::Tensor x2 = as_operand_dtype(x.reshape({-1, k}));
+    const at::Tensor w2 = as_operand_dtype(weight);
+    const int64_t m = x2.size(0);
+    const at::ScalarType out_t = x.scalar_type();
+    const DelayedScalingConfig& dcfg = cfg.delayed_scaling;
+    auto history = [&](int role) -> Float8RoleHistory* {
+      return cfg.delayed && state ? &state->delayed[static_cast<size_t>(role)] : nullptr;
+    };
+
+    // The step's statistics: one zeroed device buffer for the three roles.
+    std::shared_ptr<StatsInFlight> flight;
+    if (stats) {
+      flight = std::make_shared<StatsInFlight>();
+      const std::array<std::tuple<const QuantRecipe*, int64_t, int64_t>, 3> shapes = {
+          {{&cfg.input, m, k}, {&cfg.weight, n, k}, {&cfg.grad_output, m, n}}};
+      int64_t off = 0;
+      for (size_t r = 0; r < 3; ++r) {
+        const auto& [rec, rows, cols] = shapes[r];
+        flight->slots[r].offset = off;
+        flight->slots[r].grid = make_map_grid(make_layout(*rec, rows, cols), kMapCells);
+        off += flight->slots[r].bytes();
+      }
+      flight->device = at::zeros({off}, x.options().dtype(at::kByte));
+    }
+    const at::Tensor* sbuf = flight ? &flight->device : nullptr;
+    auto slot = [&](int r) { return flight ? &flight->slots[static_cast<size_t>(r)] : nullptr; };
+
+    at::Tensor y, x_codes, x_scale_inv, w_codes_t, w_scale_inv_t;
+    at::Tensor saved_x = x2;  // high precision only where a GEMM needs it (or for SQNR)
+    bool x_transposed = false;
+    if (cfg.fprop_fp8 || cfg.wgrad_fp8) {
+      x_transposed = cfg.wgrad_fp8 && transposable(cfg.input);
+      const bool x_rows = cfg.fprop_fp8 || (cfg.wgrad_fp8 && !x_transposed);
+      DevQ qx = quantize_role(x2, cfg.input, history(kInputRole), dcfg, x_rows, x_transposed, sbuf,
+                              slot(kInputRole));
+      if (flight) flight->roles[kInputRole] = true;
+      if (cfg.fprop_fp8) {
+        const bool w_t = cfg.dgrad_fp8 && transposable(cfg.weight);
+        DevQ qw = quantize_role(w2, cfg.weight, history(kWeightRole), dcfg, true, w_t, sbuf,
+                                slot(kWeightRole));
+        if (flight) flight->roles[kWeightRole] = true;
+        y = fp8_gemm(qx.rows, qw.rows, out_t, cfg.fprop_fast_accum, probe);
+        if (w_t) {
+          w_codes_t = qw.cols.codes;
+          w_scale_inv_t = qw.cols.scale_inv;
+        }
+      } else {
+        y = at::matmul(x2, w2.to(x2.scalar_type()).t()).to(out_t);
+      }
+      if (sqnr && probe && cfg.fprop_fp8)
+        probe->fprop_sqnr_db = sqnr_db(at::matmul(x2.to(at::kFloat), w2.to(at::kFloat).t()), y);
+      const Operand& keep = x_transposed ? qx.cols : qx.rows;
+      x_codes = keep.codes;
+      x_scale_inv = keep.scale_inv;
+      if (cfg.wgrad_fp8 && !sqnr) saved_x = at::Tensor();
+    } else {
+      y = at::matmul(x2, w2.to(x2.scalar_type()).t()).to(out_t);
+    }
+    if (flight) {
+      state->in_flight = flight;
+      post(*state, flight);
+    }
+    const bool has_bias = bias.defined() && bias.numel() > 0;
+    if (has_bias) y = y + bias.to(y.scalar_type());
+    ctx->save_for_backward({weight, x_codes, x_scale_inv, saved_x, w_codes_t, w_scale_inv_t,
+                            flight ? flight->device : at::Tensor()});
+    ctx->saved_data["input"] = pack(cfg.input);
+    ctx->saved_data["weight"] = pack(cfg.weight);
+    ctx->saved_data["grad_output"] = pack(cfg.grad_output);
+    ctx->saved_data["flags"] = std::vector<int64_t>{
+        cfg.fprop_fp8, cfg.dgrad_fp8,        cfg.wgrad_fp8,        stats,       sqnr,
+        cfg.delayed,   cfg.dgrad_fast_accum, cfg.wgrad_fast_accum, x_transposed};
+    ctx->saved_data["delayed"] = pack(dcfg);
+    ctx->saved_data["state"] = reinterpret_cast<int64_t>(state);
+    ctx->saved_data["has_bias"] = has_bias;
+    std::vector<int64_t> out_shape = x.sizes().vec();
+    out_shape.back() = n;
+    return y.reshape(out_shape);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& weight = saved[0];
+    const c10::cuda::CUDAGuard guard(weight.device());
+    const QuantRecipe rin = unpack(ctx->saved_data["input"].toIntVector());
+    const QuantRecipe rw = unpack(ctx->saved_data["weight"].toIntVector());
+    const QuantRecipe rdy = unpack(ctx->saved_data["grad_output"].toIntVector());
+    const auto f = ctx->saved_data["flags"].toIntVector();
+    const bool dgrad_fp8 = f[1] != 0, wgrad_fp8 = f[2] != 0, stats = f[3] != 0, sqnr = f[4] != 0,
+               delayed = f[5] != 0, dgrad_fast = f[6] != 0, wgrad_fast = f[7] != 0,
+               x_transposed = f[8] != 0;
+    const DelayedScalingConfig dcfg = unpack_delayed(ctx->saved_data["delayed"].toIntVector());
+    auto* state = reinterpret_cast<Float8LinearState*>(ctx->saved_data["state"].toInt());
+    Float8Probe* probe = state ? &state->probe : nullptr;
+    const int64_t k = weight.size(1), n = weight.size(0);
+    const at::Tensor& g = grads[0];
+    const at::Tensor dy = as_operand_dtype(g.reshape({-1, n}));
+    const at::Tensor w2 = as_operand_dtype(weight);
+    const at::ScalarType dx_t = g.scalar_type(), dw_t = weight.scalar_type();
+
+    // The grad_output statistics join the forward's buffer (a new one if the forward's
+    // was already taken in).
+    std::shared_ptr<StatsInFlight> flight;
+    if (stats && state) {
+      auto last = std::static_pointer_cast<StatsInFlight>(state->in_flight);
+      if (last && last->device.is_same(saved[6])) flight = last;
+    }
+
+    DevQ qdy;
+    const bool dy_t = wgrad_fp8 && transposable(rdy);
+    if (dgrad_fp8 || dy_t) {
+      Float8RoleHistory* h = delayed && state ? &state->delayed[kGradOutputRole] : nullptr;
+      qdy = quantize_role(dy, rdy, h, dcfg, dgrad_fp8, dy_t, flight ? &flight->device : nullptr,
+                          flight ? &flight->slots[kGradOutputRole] : nullptr);
+      if (flight) {
+        const bool was_consumed = flight->consumed;
+        flight->roles = {!was_consumed && flight->roles[0], !was_consumed && flight->roles[1],
+                         true};
+        flight->consumed = false;
+        flight->restart();
+        if (was_consumed) post(*state, flight);
+      }
+    }
+
+    at::Tensor dx;
+    if (dgrad_fp8) {
+      const Operand wt = saved[4].defined()
+                             ? operand(saved[4], saved[5], rw)
+                             : quantize_role(w2.t().contiguous(), rw, nullptr, dcfg, true, false).rows;
+      dx = fp8_gemm(qdy.rows, wt, dx_t, dgrad_fast, probe);
+    } else {
+      dx = at::matmul(dy, w2.to(dy.scalar_type())).to(dx_t);
+    }
+
+    at::Tensor dw;
+    const at::Tensor& x_hp = saved[3];
+    if (wgrad_fp8) {
+      const Operand a =
+          dy_t ? qdy.cols : quantize_role(dy.t().contiguous(), rdy, nullptr, dcfg, true, false).rows;
+      // x along M: its transposed codes, or its FP8 values quantized again along M.
+      const Operand b =
+          x_transposed
+              ? operand(saved[1], saved[2], rin)
+              : quantize_role(dequant(operand(saved[1], saved[2], rin)).t().contiguous(), rin,
+                              nullptr, dcfg, true, false)
+                    .rows;
+      dw = fp8_gemm(a, b, dw_t, wgrad_fast, probe);
+    } else {
+      dw = at::matmul(dy.t(), x_hp.to(dy.scalar_type())).to(dw_t);
+    }
+    if (sqnr && probe) {
+      const at::Tensor dyf = dy.to(at::kFloat);
+      if (dgrad_fp8) probe->dgrad_sqnr_db = sqnr_db(at::matmul(dyf, w2.to(at::kFloat)), dx);
+      if (wgrad_fp8 && x_hp.defined())
+        probe->wgrad_sqnr_db = sqnr_db(at::matmul(dyf.t(), x_hp.to(at::kFloat)), dw);
+    }
+    at::Tensor db;
+    if (ctx->saved_data["has_bias"].toBool()) db = dy.sum(0).to(weight.scalar_type());
+    std::vector<int64_t> x_shape = g.sizes().vec();
+    x_shape.back() = k;
+    return {dx.reshape(x_shape), dw, db, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor float8_linear_cuda(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                              const Float8LinearConfig& config, Float8LinearState* state,
+                              bool stats, bool sqnr) {
+    // Custom functions take no undefined tensors: no bias travels as an empty one.
+  return Float8LinearCudaFunction::apply(
+      x, weight, bias.defined() ? bias : at::empty({0}, weight.options()), config, state, stats,
+      sqnr);
+}
+
+}  // namespace fp8wb::detail
