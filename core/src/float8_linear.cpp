@@ -66,6 +66,10 @@ Quantized quantize_operand(const at::Tensor& t, const QuantRecipe& recipe, bool 
   return q;
 }
 
+float first_scale(const Quantized& q) {
+  return q.scale_inv.numel() > 0 ? 1.0f / q.scale_inv.data_ptr<float>()[0] : 0.0f;
+}
+
 // The role's host scaler under delayed scaling (made or reset when the config changed),
 // else null.
 DelayedScaler* host_scaler(Float8LinearState* state, int role, const Float8LinearConfig& c,
@@ -107,14 +111,14 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
     if (cfg.fprop_fp8 || cfg.wgrad_fp8) {
       Quantized qx = quantize_operand(x2, cfg.input, stats,
                                       host_scaler(state, detail::kInputRole, cfg, cfg.input.format));
-      if (probe && stats) probe->input = {true, qx.stats};
+      if (probe && stats) probe->input = {true, qx.stats, first_scale(qx)};
       x_codes = qx.codes;
       x_scale_inv = qx.scale_inv;
       if (cfg.fprop_fp8) {
         Quantized qw =
             quantize_operand(w2, cfg.weight, stats,
                              host_scaler(state, detail::kWeightRole, cfg, cfg.weight.format));
-        if (probe && stats) probe->weight = {true, qw.stats};
+        if (probe && stats) probe->weight = {true, qw.stats, first_scale(qw)};
         y = at::matmul(qx.dequant, qw.dequant.t());
         if (probe) probe->gemms_emulated++;
         // A tensorwise weight is the same FP8 tensor along either axis: dgrad reuses it.
@@ -177,7 +181,7 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
     if (dgrad_fp8 || (wgrad_fp8 && rdy.kind == ScalingKind::Tensorwise)) {
       Quantized qdy = quantize_operand(
           dy, rdy, stats, host_scaler(state, detail::kGradOutputRole, dcfg, rdy.format));
-      if (probe && stats) probe->grad_output = {true, qdy.stats};
+      if (probe && stats) probe->grad_output = {true, qdy.stats, first_scale(qdy)};
       dy_fp8 = qdy.dequant;
     }
     if (dgrad_fp8) {
@@ -397,8 +401,10 @@ LinearLayerImpl::LinearLayerImpl(int64_t in_features, int64_t out_features, bool
 }
 
 torch::Tensor LinearLayerImpl::forward(const torch::Tensor& x) {
-  if (fp8_) return float8_linear(x, weight, bias, *fp8_, state_.get());
-  return torch::nn::functional::linear(x, weight, bias);
+    if (fp8_) return float8_linear(x, weight, bias, *fp8_, state_.get());
+  // High precision in x's dtype (bf16 activations with fp32 master weights, say).
+  const auto t = x.scalar_type();
+  return torch::nn::functional::linear(x, weight.to(t), bias.defined() ? bias.to(t) : bias);
 }
 
 void LinearLayerImpl::to_float8(const Float8LinearConfig& config) {

@@ -75,16 +75,24 @@ DeviceStatsTargets targets(const at::Tensor& buf, const StatsSlot& slot) {
   return t;
 }
 
-TensorStats read_stats(const uint8_t* host, const StatsSlot& slot) {
-  TensorStats s;
+// The role's statistics, and the scale it used (its first group's scale_inv travels in
+// the StatsBuffer's spare word).
+RoleStats read_stats(const uint8_t* host, const StatsSlot& slot) {
+  RoleStats rs;
+  rs.valid = true;
+  TensorStats& s = rs.stats;
   std::memcpy(&s.raw, host + slot.offset, sizeof(StatsBuffer));
+  float scale_inv = 0;
+  std::memcpy(&scale_inv, &s.raw.pad, 4);
+  s.raw.pad = 0;
+  rs.scale = scale_inv != 0 ? 1.0f / scale_inv : 0.0f;
   s.map_grid = slot.grid;
   const int64_t c = slot.grid.cell_count();
   std::vector<double> m(static_cast<size_t>(2 * c));
   if (c > 0) std::memcpy(m.data(), host + slot.offset + sizeof(StatsBuffer), m.size() * 8);
-  s.map_sq_err.assign(m.begin(), m.begin() + c);
+    s.map_sq_err.assign(m.begin(), m.begin() + c);
   s.map_sq_sum.assign(m.begin() + c, m.end());
-  return s;
+  return rs;
 }
 
 // A step's statistics on their way to the host: one device buffer for the three roles,
@@ -114,9 +122,9 @@ struct StatsInFlight {
     if (!wait && !done->query()) return false;
     done->synchronize();
     const uint8_t* h = host.data_ptr<uint8_t>();
-    if (roles[0]) p.input = {true, read_stats(h, slots[0])};
-    if (roles[1]) p.weight = {true, read_stats(h, slots[1])};
-    if (roles[2]) p.grad_output = {true, read_stats(h, slots[2])};
+        if (roles[0]) p.input = read_stats(h, slots[0]);
+    if (roles[1]) p.weight = read_stats(h, slots[1]);
+    if (roles[2]) p.grad_output = read_stats(h, slots[2]);
     consumed = true;
     return true;
   }
@@ -229,6 +237,11 @@ DevQ quantize_role(const at::Tensor& t, const QuantRecipe& recipe, Float8RoleHis
     delayed_update_cuda(amax_word, h, w, hist->head, recipe.format, dcfg, h + w, h + w + 1,
                         h + w + 2, stream());
     hist->steps++;
+  }
+    if (slot) {
+    C10_CUDA_CHECK(cudaMemcpyAsync(&tg.stats->pad, q.rows.scale_inv.data_ptr<float>(), 4,
+                                   cudaMemcpyDeviceToDevice,
+                                   reinterpret_cast<cudaStream_t>(stream())));
   }
   q.rows.scale_inv = q.rows.scale_inv.view({L.group_rows, L.group_cols});
   if (want_cols) q.cols.scale_inv = q.rows.scale_inv.t().contiguous();

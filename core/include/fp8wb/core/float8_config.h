@@ -49,6 +49,7 @@ struct Float8LinearConfig {
 struct RoleStats {
   bool valid = false;
   TensorStats stats;
+  float scale = 0;  // the scale the quantization used (its first group's, for blocks)
 };
 
 // What a layer saw: the statistics of its last sampled step (input and weight from the

@@ -31,7 +31,7 @@ struct StatsBuffer {
   double sq_err;       // sum (x - scale_inv * decode(q))^2 over finite x
   double sq_sum;       // sum x^2 over finite x
   uint32_t amax_bits;  // max |x| over finite x, as fp32 bits (ordered like the values)
-  uint32_t pad;
+  uint32_t pad;        // spare: GPU Float8Linear passes the scale_inv it used through it
   uint64_t hist[kHistBins];
 };
 

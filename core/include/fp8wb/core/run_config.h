@@ -1,0 +1,79 @@
+// defines: ModelKind, RunConfig, parse_run_config(), apply_override(), run_config_json(),
+// validate_run_config(), float8_config_of(): what a training run is, as users write it
+// (a flat JSON object, or key=value overrides), checked with messages that name the
+// field and the allowed values. Plain structs, no torch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fp8wb/core/float8_config.h"
+
+namespace fp8wb {
+
+enum class ModelKind : uint8_t {
+  Mlp,  // synthetic regression with outlier channels and heavy-tailed targets
+  Gpt,  // character-level decoder-only transformer on the bundled corpus
+};
+
+struct RunConfig {
+  std::string name = "run";
+  ModelKind model = ModelKind::Gpt;
+  // GPT
+  int d_model = 64;
+  int layers = 2;
+  int heads = 4;
+  int context = 64;
+  // MLP
+  int width = 256;
+  int depth = 3;
+  int features = 64;          // input and output width of the MLP
+  int outlier_channels = 4;   // input channels scaled by outlier_scale
+  double outlier_scale = 50;  // how far outlier channels stand out
+  double target_tail = 3;     // Student-t degrees of freedom of the target noise (heavy tails)
+  // Optimisation
+  int batch = 16;
+  int64_t steps = 300;
+  double lr = 3e-3;
+  int warmup = 20;  // linear warm-up steps, then cosine decay to lr * min_lr_ratio
+  double min_lr_ratio = 0.1;
+  double weight_decay = 0.01;
+  double grad_clip = 1.0;  // global norm; 0: off
+  uint64_t seed = 1;
+  std::string device = "cpu";  // cpu, cuda, cuda:N
+  std::string dtype = "fp32";  // fp32, bf16 (activations; master weights stay fp32)
+  // FP8
+  bool fp8 = true;
+  std::string recipe = "tensorwise";  // tensorwise, rowwise, blockwise (1x128 x 128x128), mx
+  std::string formats = "hybrid";     // hybrid (E4M3, E4M3, E5M2), e4m3, or fnuz variants
+  std::string scaling = "delayed";    // delayed, current (delayed needs tensorwise)
+  int margin = 0;
+  int window = 16;
+  std::string amax_algo = "max";  // max, most_recent
+  bool fprop_fp8 = true, dgrad_fp8 = true, wgrad_fp8 = true;
+  int stats_interval = 10;  // steps between full statistics (0: never)
+  int sqnr_interval = 50;   // steps between GEMM-output SQNR samples (0: never)
+  bool reference = true;    // a high-precision model trained in lockstep
+  std::string on_nonfinite = "stop";  // stop, skip (the step's update)
+  int log_interval = 1;               // steps between scalar records
+};
+
+// The keys users may set, in order (for help texts and error messages).
+const std::vector<std::string>& run_config_keys();
+
+// Throws std::invalid_argument naming the field: unknown keys, wrong types, values out of
+// range or not among the allowed ones.
+RunConfig parse_run_config(std::string_view json_text);
+// key=value (the value as JSON, or a bare word for strings): "window=1024", "fp8=false".
+void apply_override(RunConfig& c, std::string_view assignment);
+void validate_run_config(const RunConfig& c);
+std::string run_config_json(const RunConfig& c);  // every key, pretty-printed
+
+// The Float8Linear configuration a run's FP8 layers use.
+Float8LinearConfig float8_config_of(const RunConfig& c);
+
+std::string_view model_kind_name(ModelKind m);  // "mlp", "gpt"
+
+}  // namespace fp8wb

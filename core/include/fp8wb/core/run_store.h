@@ -1,0 +1,102 @@
+// defines: RunInfo, SeriesPoint, TensorStatRow, BlobRow, StoreError, RunStore: every run
+// in one SQLite file (WAL). One writer thread commits queued batches in transactions;
+// reads use their own connection and never block it. The schema is versioned
+// (PRAGMA user_version) and migrated forward. Plain types, no torch.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "fp8wb/core/metrics.h"
+
+namespace fp8wb {
+
+struct StoreError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct RunInfo {
+  int64_t id = 0;
+  std::string name, kind, status, config_json, device, started_at, ended_at, message;
+  int64_t parent_sweep = 0;  // 0: none
+  int64_t last_step = -1;    // the last step with scalars
+};
+
+struct SeriesPoint {
+  int64_t step;
+  double value;
+};
+
+struct TensorStatRow {
+  int64_t step = 0;
+  std::string layer, role;
+  double amax = 0, scale = 0;
+  int64_t numel = 0, zeros = 0, underflow = 0, saturated = 0, nonfinite = 0, subnormal = 0;
+    double sq_err = 0, sq_sum = 0;
+  std::vector<uint64_t> histogram;  // kHistBins counts (tensor_stats.h)
+};
+
+struct BlobRow {
+  int64_t step = 0;
+  std::string layer, role, kind;  // kind: "error_map" (float per cell, row-major)
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> data;
+};
+
+class RunStore {
+ public:
+  static constexpr int kSchemaVersion = 1;
+
+  // Opens or creates the database (parent folders too) and migrates it; runs left
+  // 'running' or 'paused' by a process that is gone become 'interrupted'. Throws
+  // StoreError naming the file and the problem.
+  static std::unique_ptr<RunStore> open(const std::string& path);
+  // Reads only: no writer thread, nothing migrated or marked.
+  static std::unique_ptr<RunStore> open_read_only(const std::string& path);
+  ~RunStore();  // commits what is queued
+  RunStore(const RunStore&) = delete;
+  RunStore& operator=(const RunStore&) = delete;
+
+  const std::string& path() const;
+
+  // Writes (queued to the writer thread; create_run waits for its id).
+  int64_t create_run(const std::string& name, const std::string& kind,
+                     const std::string& config_json, const std::string& device,
+                     int64_t parent_sweep = 0);
+  void write(const MetricBatch& batch);  // a final batch also sets the run's status
+  void set_status(int64_t run_id, RunStatus status, const std::string& message = {});
+  void rename_run(int64_t run_id, const std::string& name);
+  void delete_run(int64_t run_id);
+  // Waits until everything queued is committed; throws StoreError if a write failed
+  // (a full disk, say), and later writes keep failing with the same message.
+  void flush();
+  // A consumer for the MetricBus that queues every batch here.
+  std::shared_ptr<MetricConsumer> consumer();
+
+  // Reads.
+  std::vector<RunInfo> runs() const;
+  std::optional<RunInfo> run(int64_t id) const;
+  std::vector<std::string> series_names(int64_t run_id) const;
+  std::vector<SeriesPoint> series(int64_t run_id, const std::string& name) const;
+  std::vector<TensorStatRow> tensor_stats(int64_t run_id, const std::string& layer = {},
+                                          const std::string& role = {}) const;
+  std::vector<BlobRow> blobs(int64_t run_id, const std::string& kind = {}) const;
+  std::vector<RunEvent> events(int64_t run_id) const;
+  std::string integrity_check() const;  // "ok" when the file is sound
+  int schema_version() const;
+
+  struct Impl;
+
+ private:
+  explicit RunStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// $XDG_DATA_HOME/fp8-workbench/runs.sqlite (else ~/.local/share/..., else ./runs.sqlite).
+std::string default_database_path();
+
+}  // namespace fp8wb

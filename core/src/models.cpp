@@ -1,0 +1,194 @@
+// Torch translation unit: the trainer's models and data (see models.h).
+#include "models.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "fp8wb/core/corpus.h"
+
+namespace fp8wb::train {
+namespace {
+
+torch::Tensor host_normal(std::mt19937_64& rng, int64_t rows, int64_t cols, double stddev) {
+  std::normal_distribution<float> nd(0.0f, static_cast<float>(stddev));
+  torch::Tensor t = torch::empty({rows, cols});
+  float* p = t.data_ptr<float>();
+  for (int64_t i = 0; i < rows * cols; ++i) p[i] = nd(rng);
+  return t;
+}
+
+// Layer norm in fp32 whatever the compute dtype (its statistics need the range).
+struct NormImpl : torch::nn::Module {
+  explicit NormImpl(int64_t d) {
+    norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
+  }
+  torch::Tensor forward(const torch::Tensor& x) { return norm(x.to(torch::kFloat)).to(x.scalar_type()); }
+  torch::nn::LayerNorm norm{nullptr};
+};
+TORCH_MODULE(Norm);
+
+struct BlockImpl : torch::nn::Module {
+  BlockImpl(int64_t d, int64_t heads) : heads_(heads) {
+    ln1 = register_module("ln1", Norm(d));
+    qkv = register_module("qkv", LinearLayer(d, 3 * d));
+    proj = register_module("proj", LinearLayer(d, d));
+    ln2 = register_module("ln2", Norm(d));
+    fc1 = register_module("fc1", LinearLayer(d, 4 * d));
+    fc2 = register_module("fc2", LinearLayer(4 * d, d));
+  }
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask) {
+    const int64_t b = x.size(0), t = x.size(1), d = x.size(2), dh = d / heads_;
+    const torch::Tensor qkv_out = qkv->forward(ln1->forward(x));
+    auto parts = qkv_out.view({b, t, 3, heads_, dh}).permute({2, 0, 3, 1, 4});  // 3,B,H,T,dh
+    const torch::Tensor q = parts[0], k = parts[1], v = parts[2];
+    torch::Tensor att = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(dh));
+    att = torch::softmax(att.to(torch::kFloat).masked_fill(mask, -INFINITY), -1).to(x.scalar_type());
+    const torch::Tensor y = torch::matmul(att, v).transpose(1, 2).reshape({b, t, d});
+    const torch::Tensor h = x + proj->forward(y);
+    return h + fc2->forward(torch::gelu(fc1->forward(ln2->forward(h))));
+  }
+  int64_t heads_;
+  Norm ln1{nullptr}, ln2{nullptr};
+  LinearLayer qkv{nullptr}, proj{nullptr}, fc1{nullptr}, fc2{nullptr};
+};
+TORCH_MODULE(Block);
+
+class TinyGpt : public TrainModel {
+ public:
+  TinyGpt(const RunConfig& c, int64_t vocab) : context_(c.context) {
+    tok = register_module("tok", torch::nn::Embedding(vocab, c.d_model));
+    pos = register_parameter("pos", torch::randn({c.context, c.d_model}) * 0.02);
+    blocks = register_module("blocks", torch::nn::ModuleList());
+    for (int i = 0; i < c.layers; ++i) blocks->push_back(Block(c.d_model, c.heads));
+    ln_f = register_module("ln_f", Norm(c.d_model));
+    head = register_module("head", LinearLayer(c.d_model, vocab));
+  }
+  torch::Tensor loss(const Batch& b) override {
+    const int64_t t = b.x.size(1);
+    if (t > context_) throw std::invalid_argument("sequence longer than the context");
+    torch::Tensor h = (tok(b.x) + pos.narrow(0, 0, t)).to(compute_dtype);
+    const torch::Tensor mask =
+        torch::ones({t, t}, torch::TensorOptions().dtype(torch::kBool).device(b.x.device()))
+            .triu(1);
+    for (const auto& m : *blocks) h = m->as<BlockImpl>()->forward(h, mask);
+    const torch::Tensor logits = head->forward(ln_f->forward(h)).to(torch::kFloat);
+    return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}),
+                                                b.y.reshape({-1}));
+  }
+
+ private:
+  int64_t context_;
+  torch::nn::Embedding tok{nullptr};
+  torch::Tensor pos;
+  torch::nn::ModuleList blocks{nullptr};
+  Norm ln_f{nullptr};
+  LinearLayer head{nullptr};
+};
+
+class OutlierMlp : public TrainModel {
+ public:
+  explicit OutlierMlp(const RunConfig& c) {
+    layers = register_module("layers", torch::nn::ModuleList());
+    int64_t in = c.features;
+    for (int i = 0; i < c.depth; ++i) {
+      const int64_t out = i + 1 == c.depth ? c.features : c.width;
+      layers->push_back(LinearLayer(in, out));
+      in = out;
+    }
+  }
+  torch::Tensor loss(const Batch& b) override {
+    torch::Tensor h = b.x.to(compute_dtype);
+    const size_t n = layers->size();
+    for (size_t i = 0; i < n; ++i) {
+      h = layers[i]->as<LinearLayerImpl>()->forward(h);
+      if (i + 1 < n) h = torch::gelu(h);
+    }
+    return torch::mse_loss(h.to(torch::kFloat), b.y);
+  }
+
+ private:
+  torch::nn::ModuleList layers{nullptr};
+};
+
+}  // namespace
+
+CharCorpus::CharCorpus(int batch, int context, uint64_t seed)
+    : batch_(batch), context_(context), rng_(seed) {
+  const std::string_view text = bundled_corpus();
+  bool seen[256] = {};
+  for (unsigned char ch : text) seen[ch] = true;
+  for (int i = 0; i < 256; ++i) {
+    if (seen[i]) chars_.push_back(static_cast<char>(i));
+  }
+  int64_t index[256] = {};
+  for (size_t i = 0; i < chars_.size(); ++i) index[static_cast<unsigned char>(chars_[i])] = static_cast<int64_t>(i);
+  ids_ = torch::empty({static_cast<int64_t>(text.size())}, torch::kLong);
+  int64_t* p = ids_.data_ptr<int64_t>();
+  for (size_t i = 0; i < text.size(); ++i) p[i] = index[static_cast<unsigned char>(text[i])];
+  if (ids_.numel() <= context_ + 1) throw std::runtime_error("the bundled corpus is too short");
+}
+
+Batch CharCorpus::next(const torch::Device& device) {
+  std::uniform_int_distribution<int64_t> pick(0, ids_.numel() - context_ - 2);
+  torch::Tensor x = torch::empty({batch_, context_}, torch::kLong);
+  torch::Tensor y = torch::empty({batch_, context_}, torch::kLong);
+  const int64_t* src = ids_.data_ptr<int64_t>();
+  for (int b = 0; b < batch_; ++b) {
+    const int64_t o = pick(rng_);
+    std::copy(src + o, src + o + context_, x.data_ptr<int64_t>() + int64_t{b} * context_);
+    std::copy(src + o + 1, src + o + 1 + context_, y.data_ptr<int64_t>() + int64_t{b} * context_);
+  }
+  return {x.to(device), y.to(device), int64_t{batch_} * context_};
+}
+
+SyntheticRegression::SyntheticRegression(const RunConfig& c)
+    : batch_(c.batch),
+      features_(c.features),
+      outliers_(c.outlier_channels),
+      outlier_scale_(c.outlier_scale),
+      tail_(c.target_tail),
+      rng_(c.seed) {
+  teacher1_ = host_normal(rng_, features_, 2 * features_, 1.0 / std::sqrt(double(features_)));
+  teacher2_ = host_normal(rng_, 2 * features_, features_, 1.0 / std::sqrt(2.0 * features_));
+}
+
+Batch SyntheticRegression::next(const torch::Device& device) {
+  torch::Tensor x = host_normal(rng_, batch_, features_, 1.0);
+  // Outlier channels: a few inputs far larger than the rest (as in LLM activations).
+  if (outliers_ > 0) x.narrow(1, 0, outliers_).mul_(outlier_scale_);
+  const torch::Tensor clean = torch::tanh(x.matmul(teacher1_) / std::max(1.0, outlier_scale_ / 4))
+                                  .matmul(teacher2_);
+  // Student-t noise: heavy tails in the targets give heavy-tailed gradients.
+  std::student_t_distribution<float> t(static_cast<float>(tail_));
+  torch::Tensor noise = torch::empty({batch_, features_});
+  float* p = noise.data_ptr<float>();
+  for (int64_t i = 0; i < noise.numel(); ++i) p[i] = 0.1f * t(rng_);
+  return {x.to(device), (clean + noise).to(device), int64_t{batch_}};
+}
+
+std::shared_ptr<TrainModel> make_model(const RunConfig& c, int64_t vocab) {
+  torch::manual_seed(c.seed);
+  std::shared_ptr<TrainModel> m;
+  if (c.model == ModelKind::Gpt) {
+    m = std::make_shared<TinyGpt>(c, vocab);
+  } else {
+    m = std::make_shared<OutlierMlp>(c);
+  }
+  return m;
+}
+
+std::unique_ptr<DataSource> make_data(const RunConfig& c) {
+  if (c.model == ModelKind::Gpt) return std::make_unique<CharCorpus>(c.batch, c.context, c.seed);
+  return std::make_unique<SyntheticRegression>(c);
+}
+
+std::vector<std::pair<std::string, LinearLayerImpl*>> linear_layers(torch::nn::Module& m) {
+  std::vector<std::pair<std::string, LinearLayerImpl*>> out;
+  for (const auto& item : m.named_modules("", /*include_self=*/false)) {
+    if (auto* l = dynamic_cast<LinearLayerImpl*>(item.value().get())) out.emplace_back(item.key(), l);
+  }
+  return out;
+}
+
+}  // namespace fp8wb::train

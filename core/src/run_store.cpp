@@ -1,0 +1,707 @@
+#include "fp8wb/core/run_store.h"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace fp8wb {
+
+const char* run_status_name(RunStatus s) {
+  switch (s) {
+    case RunStatus::Running: return "running";
+    case RunStatus::Paused: return "paused";
+    case RunStatus::Finished: return "finished";
+    case RunStatus::Stopped: return "stopped";
+    case RunStatus::Diverged: return "diverged";
+    case RunStatus::Failed: return "failed";
+    case RunStatus::Interrupted: return "interrupted";
+  }
+  return "unknown";
+}
+
+bool parse_run_status(const std::string& name, RunStatus& out) {
+  for (RunStatus s : {RunStatus::Running, RunStatus::Paused, RunStatus::Finished,
+                      RunStatus::Stopped, RunStatus::Diverged, RunStatus::Failed,
+                      RunStatus::Interrupted}) {
+    if (name == run_status_name(s)) {
+      out = s;
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+std::string now_utc() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+// A connection and its statements, closed on destruction.
+class Db {
+ public:
+  Db(const std::string& path, bool read_only) : path_(path) {
+    const int flags = read_only ? SQLITE_OPEN_READONLY
+                                : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    if (sqlite3_open_v2(path.c_str(), &db_, flags | SQLITE_OPEN_FULLMUTEX, nullptr) !=
+        SQLITE_OK) {
+      const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw StoreError("cannot open run database " + path + ": " + msg);
+    }
+    sqlite3_busy_timeout(db_, 10000);
+    exec("PRAGMA foreign_keys = ON");
+  }
+  ~Db() { sqlite3_close(db_); }
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+
+  sqlite3* get() const { return db_; }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw StoreError("run database " + path_ + ": " + what + ": " + sqlite3_errmsg(db_));
+  }
+  void exec(const char* sql) const {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      const std::string m = err ? err : "error";
+      sqlite3_free(err);
+      throw StoreError("run database " + path_ + ": " + m + " (in: " + std::string(sql).substr(0, 60) +
+                       ")");
+    }
+  }
+
+ private:
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+class Stmt {
+ public:
+  Stmt(const Db& db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db.get(), sql, -1, &s_, nullptr) != SQLITE_OK) db.fail("prepare");
+  }
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  Stmt& bind(int i, int64_t v) {
+    sqlite3_bind_int64(s_, i, v);
+    return *this;
+  }
+  Stmt& bind(int i, double v) {
+    sqlite3_bind_double(s_, i, v);
+    return *this;
+  }
+  Stmt& bind(int i, const std::string& v) {
+    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Stmt& bind_blob(int i, const void* p, size_t n) {
+    sqlite3_bind_blob(s_, i, p, static_cast<int>(n), SQLITE_TRANSIENT);
+    return *this;
+  }
+  bool step() {
+    const int rc = sqlite3_step(s_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    db_.fail("step");
+  }
+  void run() {
+    step();
+    reset();
+  }
+  void reset() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+  int64_t i(int c) const { return sqlite3_column_int64(s_, c); }
+    double d(int c) const { return sqlite3_column_double(s_, c); }
+  bool null(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
+  std::string s(int c) const {
+    const auto* t = sqlite3_column_text(s_, c);
+    return t ? reinterpret_cast<const char*>(t) : "";
+  }
+  std::vector<uint8_t> blob(int c) const {
+    const auto* p = static_cast<const uint8_t*>(sqlite3_column_blob(s_, c));
+    return p ? std::vector<uint8_t>(p, p + sqlite3_column_bytes(s_, c)) : std::vector<uint8_t>{};
+  }
+
+ private:
+  const Db& db_;
+  sqlite3_stmt* s_ = nullptr;
+};
+
+// Each step of the list takes the schema from version i to i + 1.
+const char* const kMigrations[] = {
+    R"(CREATE TABLE runs(
+         id INTEGER PRIMARY KEY, name TEXT NOT NULL, kind TEXT NOT NULL,
+         status TEXT NOT NULL, config_json TEXT NOT NULL, device TEXT NOT NULL DEFAULT '',
+         started_at TEXT NOT NULL, ended_at TEXT, message TEXT NOT NULL DEFAULT '',
+         parent_sweep INTEGER, owner_host TEXT, owner_pid INTEGER);
+       CREATE TABLE series(
+         id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+         name TEXT NOT NULL, UNIQUE(run_id, name));
+       CREATE TABLE scalars(
+         series_id INTEGER NOT NULL REFERENCES series(id) ON DELETE CASCADE,
+         step INTEGER NOT NULL, value REAL, PRIMARY KEY(series_id, step)) WITHOUT ROWID;
+       CREATE TABLE tensor_stats(
+         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, step INTEGER NOT NULL,
+         layer TEXT NOT NULL, role TEXT NOT NULL, amax REAL, scale REAL, numel INTEGER,
+         zeros INTEGER, underflow INTEGER, saturated INTEGER, nonfinite INTEGER,
+                  subnormal INTEGER, sq_err REAL, sq_sum REAL, histogram BLOB,
+         PRIMARY KEY(run_id, layer, role, step)) WITHOUT ROWID;
+       CREATE TABLE blobs(
+         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, step INTEGER NOT NULL,
+         layer TEXT NOT NULL, role TEXT NOT NULL, kind TEXT NOT NULL, shape TEXT NOT NULL,
+         data BLOB, PRIMARY KEY(run_id, kind, layer, role, step)) WITHOUT ROWID;
+       CREATE TABLE events(
+         id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+         step INTEGER NOT NULL, kind TEXT NOT NULL, message TEXT NOT NULL DEFAULT '');
+       CREATE INDEX events_run ON events(run_id);
+       CREATE TABLE sweeps(
+         id INTEGER PRIMARY KEY, name TEXT NOT NULL, grid_json TEXT NOT NULL,
+         status TEXT NOT NULL, created_at TEXT NOT NULL);)"};
+static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == RunStore::kSchemaVersion);
+
+int user_version(const Db& db) {
+  Stmt s(db, "PRAGMA user_version");
+  return s.step() ? static_cast<int>(s.i(0)) : 0;
+}
+
+const char* kSeriesNames[] = {"loss",     "ref_loss",     "loss_gap", "grad_norm",
+                              "lr",       "tokens_per_s", "step_ms"};
+
+// A histogram as stored: the first nonzero bin (one byte), then the counts up to the
+// last nonzero bin as LEB128 varints (most bins of a tensor are empty, most counts small).
+std::vector<uint8_t> pack_histogram(const uint64_t (&hist)[kHistBins]) {
+  int first = 0, last = kHistBins - 1;
+  while (first < kHistBins && hist[first] == 0) ++first;
+  while (last >= first && hist[last] == 0) --last;
+  std::vector<uint8_t> out(1, static_cast<uint8_t>(first));
+  for (int b = first; b <= last; ++b) {
+    uint64_t v = hist[b];
+    do {
+      out.push_back(static_cast<uint8_t>((v & 0x7F) | (v > 0x7F ? 0x80 : 0)));
+      v >>= 7;
+    } while (v);
+  }
+  return out;
+}
+
+std::vector<uint64_t> unpack_histogram(const std::vector<uint8_t>& blob) {
+  std::vector<uint64_t> h(kHistBins, 0);
+  if (blob.empty()) return h;
+  size_t bin = blob[0], i = 1;
+  while (i < blob.size() && bin < h.size()) {
+    uint64_t v = 0;
+    int shift = 0;
+    while (i < blob.size() && shift < 64) {
+      const uint8_t byte = blob[i++];
+      v |= static_cast<uint64_t>(byte & 0x7F) << shift;
+      shift += 7;
+      if (!(byte & 0x80)) break;
+    }
+    h[bin++] = v;
+  }
+  return h;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s;
+  for (int64_t d : shape) s += (s.empty() ? "" : ",") + std::to_string(d);
+  return s;
+}
+
+std::vector<int64_t> parse_shape(const std::string& s) {
+  std::vector<int64_t> v;
+  size_t i = 0;
+  while (i < s.size()) {
+    const size_t j = s.find(',', i);
+    v.push_back(std::stoll(s.substr(i, j == std::string::npos ? std::string::npos : j - i)));
+    if (j == std::string::npos) break;
+    i = j + 1;
+  }
+  return v;
+}
+
+}  // namespace
+
+struct RunStore::Impl {
+  std::string path;
+  bool read_only = false;
+  std::unique_ptr<Db> reader;  // guarded by read_mutex
+  mutable std::mutex read_mutex;
+
+  // Writer thread state.
+  std::unique_ptr<Db> writer;
+  std::thread thread;
+  std::mutex mutex;
+  std::condition_variable wake, drained;
+  std::deque<std::function<void()>> queue;
+  uint64_t queued = 0, committed = 0;
+  bool stopping = false;
+  std::string error;  // the first failed write
+  std::map<std::pair<int64_t, std::string>, int64_t> series_ids;  // writer thread only
+
+  void enqueue(std::function<void()> job) {
+    if (read_only) throw StoreError("run database " + path + " is open read-only");
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      if (!error.empty()) throw StoreError(error);
+      queue.push_back(std::move(job));
+      ++queued;
+    }
+    wake.notify_one();
+  }
+
+  void loop() {
+    for (;;) {
+      std::deque<std::function<void()>> jobs;
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        wake.wait(lock, [&] { return stopping || !queue.empty(); });
+        if (queue.empty() && stopping) return;
+        jobs.swap(queue);
+      }
+      // One transaction for everything queued since the last one.
+      std::string failure;
+      try {
+        writer->exec("BEGIN IMMEDIATE");
+        for (auto& j : jobs) j();
+        writer->exec("COMMIT");
+      } catch (const std::exception& e) {
+        failure = e.what();
+        sqlite3_exec(writer->get(), "ROLLBACK", nullptr, nullptr, nullptr);
+        series_ids.clear();
+      }
+      {
+        const std::lock_guard<std::mutex> lock(mutex);
+        committed += jobs.size();
+        if (!failure.empty() && error.empty()) error = failure;
+      }
+      drained.notify_all();
+    }
+  }
+
+  int64_t series_id(int64_t run, const std::string& name) {
+    const auto key = std::make_pair(run, name);
+    const auto it = series_ids.find(key);
+    if (it != series_ids.end()) return it->second;
+    Stmt ins(*writer, "INSERT OR IGNORE INTO series(run_id, name) VALUES(?, ?)");
+    ins.bind(1, run).bind(2, name).run();
+    Stmt q(*writer, "SELECT id FROM series WHERE run_id = ? AND name = ?");
+    q.bind(1, run).bind(2, name);
+    if (!q.step()) writer->fail("series id");
+    return series_ids[key] = q.i(0);
+  }
+
+  void write_batch(const MetricBatch& b) {
+    if (!b.steps.empty()) {
+      Stmt ins(*writer, "INSERT OR REPLACE INTO scalars(series_id, step, value) VALUES(?, ?, ?)");
+      for (const StepMetrics& m : b.steps) {
+        const double v[] = {m.loss, m.ref_loss, m.loss_gap, m.grad_norm,
+                            m.lr,   m.tokens_per_s, m.step_ms};
+        for (size_t k = 0; k < 7; ++k) {
+          ins.bind(1, series_id(b.run_id, kSeriesNames[k])).bind(2, m.step);
+          // NaN is stored as NULL (SQLite has no NaN) and read back as NaN.
+          if (v[k] == v[k]) ins.bind(3, v[k]);
+          ins.run();
+        }
+      }
+    }
+    if (!b.tensors.empty()) {
+      Stmt ts(*writer,
+                            "INSERT OR REPLACE INTO tensor_stats VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      Stmt bl(*writer, "INSERT OR REPLACE INTO blobs VALUES(?, ?, ?, ?, ?, ?, ?)");
+      for (const TensorMetrics& t : b.tensors) {
+        const StatsBuffer& r = t.raw;
+        ts.bind(1, b.run_id).bind(2, t.step).bind(3, t.layer).bind(4, t.role);
+        ts.bind(5, static_cast<double>(t.amax)).bind(6, static_cast<double>(t.scale));
+        ts.bind(7, static_cast<int64_t>(r.numel)).bind(8, static_cast<int64_t>(r.zeros));
+        ts.bind(9, static_cast<int64_t>(r.underflow)).bind(10, static_cast<int64_t>(r.saturated));
+        ts.bind(11, static_cast<int64_t>(r.nonfinite)).bind(12, static_cast<int64_t>(r.subnormal));
+                const std::vector<uint8_t> hist = pack_histogram(r.hist);
+        ts.bind(13, r.sq_err).bind(14, r.sq_sum).bind_blob(15, hist.data(), hist.size()).run();
+        if (!t.map_rel_error.empty()) {
+          bl.bind(1, b.run_id).bind(2, t.step).bind(3, t.layer).bind(4, t.role);
+          bl.bind(5, std::string("error_map"));
+          bl.bind(6, shape_text({t.map_grid.rows, t.map_grid.cols}));
+          bl.bind_blob(7, t.map_rel_error.data(), t.map_rel_error.size() * sizeof(float)).run();
+        }
+      }
+    }
+    if (!b.sqnr.empty()) {
+      Stmt ins(*writer, "INSERT OR REPLACE INTO scalars(series_id, step, value) VALUES(?, ?, ?)");
+      for (const SqnrMetrics& q : b.sqnr) {
+        const std::pair<const char*, double> v[] = {
+            {"fprop", q.fprop_db}, {"dgrad", q.dgrad_db}, {"wgrad", q.wgrad_db}};
+        for (const auto& [gemm, db] : v) {
+          ins.bind(1, series_id(b.run_id, "sqnr/" + q.layer + "/" + gemm)).bind(2, q.step);
+          if (db == db) ins.bind(3, db);
+          ins.run();
+        }
+      }
+    }
+    if (!b.events.empty()) {
+      Stmt ev(*writer, "INSERT INTO events(run_id, step, kind, message) VALUES(?, ?, ?, ?)");
+      for (const RunEvent& e : b.events) {
+        ev.bind(1, b.run_id).bind(2, e.step).bind(3, e.kind).bind(4, e.message).run();
+      }
+    }
+    if (b.final) write_status(b.run_id, b.status, b.message);
+  }
+
+  void write_status(int64_t run, RunStatus s, const std::string& message) {
+    const bool ended = s != RunStatus::Running && s != RunStatus::Paused;
+    Stmt u(*writer,
+           ended ? "UPDATE runs SET status = ?, message = ?, ended_at = ? WHERE id = ?"
+                 : "UPDATE runs SET status = ?, message = ? WHERE id = ?");
+    u.bind(1, std::string(run_status_name(s))).bind(2, message);
+    if (ended) {
+      u.bind(3, now_utc()).bind(4, run);
+    } else {
+      u.bind(3, run);
+    }
+    u.run();
+  }
+
+  template <class T>
+  T read(const std::function<T(const Db&)>& fn) const {
+    const std::lock_guard<std::mutex> lock(read_mutex);
+    return fn(*reader);
+  }
+};
+
+namespace {
+
+void migrate(const Db& db, const std::string& path) {
+  const int v = user_version(db);
+  if (v > RunStore::kSchemaVersion) {
+    throw StoreError("run database " + path + " has schema version " + std::to_string(v) +
+                     ", newer than this fp8wb reads (" +
+                     std::to_string(RunStore::kSchemaVersion) + "): update fp8wb");
+  }
+  for (int i = v; i < RunStore::kSchemaVersion; ++i) {
+    db.exec("BEGIN IMMEDIATE");
+    try {
+      db.exec(kMigrations[i]);
+      db.exec(("PRAGMA user_version = " + std::to_string(i + 1)).c_str());
+      db.exec("COMMIT");
+    } catch (...) {
+      sqlite3_exec(db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+  }
+}
+
+// Runs whose writing process is gone: on this host when its pid no longer exists, and
+// always when the file was written on another host (a copied database).
+void mark_interrupted(const Db& db) {
+  const std::string host = host_name();
+  Stmt q(db, "SELECT id, owner_host, owner_pid FROM runs WHERE status IN ('running', 'paused')");
+  std::vector<int64_t> gone;
+  while (q.step()) {
+    const auto pid = static_cast<pid_t>(q.i(2));
+    const bool alive = q.s(1) == host && pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+    if (!alive) gone.push_back(q.i(0));
+  }
+  Stmt u(db,
+         "UPDATE runs SET status = 'interrupted', ended_at = ?, "
+         "message = 'the process writing this run ended without finishing it' WHERE id = ?");
+  for (int64_t id : gone) u.bind(1, now_utc()).bind(2, id).run();
+}
+
+}  // namespace
+
+RunStore::RunStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+std::unique_ptr<RunStore> RunStore::open(const std::string& path) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+    if (ec) throw StoreError("cannot create the folder for " + path + ": " + ec.message());
+  }
+  impl->writer = std::make_unique<Db>(path, false);
+  const Db& w = *impl->writer;
+  {
+    Stmt s(w, "PRAGMA journal_mode = WAL");
+    s.step();
+    if (s.s(0) != "wal") {
+      throw StoreError("run database " + path + ": cannot switch to WAL (journal mode " + s.s(0) +
+                       ")");
+    }
+  }
+  w.exec("PRAGMA synchronous = NORMAL");
+  migrate(w, path);
+  mark_interrupted(w);
+  impl->reader = std::make_unique<Db>(path, true);
+  Impl* raw = impl.get();
+  impl->thread = std::thread([raw] { raw->loop(); });
+  return std::unique_ptr<RunStore>(new RunStore(std::move(impl)));
+}
+
+std::unique_ptr<RunStore> RunStore::open_read_only(const std::string& path) {
+  if (!std::filesystem::exists(path)) throw StoreError("no run database at " + path);
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  impl->read_only = true;
+  impl->reader = std::make_unique<Db>(path, true);
+  const int v = user_version(*impl->reader);
+  if (v > kSchemaVersion) {
+    throw StoreError("run database " + path + " has schema version " + std::to_string(v) +
+                     ", newer than this fp8wb reads");
+  }
+  if (v < kSchemaVersion) {
+    throw StoreError("run database " + path + " has schema version " + std::to_string(v) +
+                     ": open it for writing once to migrate it");
+  }
+  return std::unique_ptr<RunStore>(new RunStore(std::move(impl)));
+}
+
+RunStore::~RunStore() {
+  if (impl_->thread.joinable()) {
+    {
+      const std::lock_guard<std::mutex> lock(impl_->mutex);
+      impl_->stopping = true;
+    }
+    impl_->wake.notify_one();
+    impl_->thread.join();
+  }
+}
+
+const std::string& RunStore::path() const {
+  return impl_->path;
+}
+
+int64_t RunStore::create_run(const std::string& name, const std::string& kind,
+                             const std::string& config_json, const std::string& device,
+                             int64_t parent_sweep) {
+  auto promise = std::make_shared<std::promise<int64_t>>();
+  auto fut = promise->get_future();
+  Impl* im = impl_.get();
+  im->enqueue([=] {
+    try {
+      Stmt ins(*im->writer,
+               "INSERT INTO runs(name, kind, status, config_json, device, started_at, "
+               "parent_sweep, owner_host, owner_pid) VALUES(?, ?, 'running', ?, ?, ?, ?, ?, ?)");
+      ins.bind(1, name).bind(2, kind).bind(3, config_json).bind(4, device).bind(5, now_utc());
+      if (parent_sweep > 0) ins.bind(6, parent_sweep);
+      ins.bind(7, host_name()).bind(8, static_cast<int64_t>(getpid()));
+      ins.run();
+      promise->set_value(sqlite3_last_insert_rowid(im->writer->get()));
+    } catch (...) {
+      promise->set_exception(std::current_exception());
+      throw;
+    }
+  });
+  flush();
+  return fut.get();
+}
+
+void RunStore::write(const MetricBatch& batch) {
+  Impl* im = impl_.get();
+  im->enqueue([im, batch] { im->write_batch(batch); });
+}
+
+void RunStore::set_status(int64_t run_id, RunStatus status, const std::string& message) {
+  Impl* im = impl_.get();
+  im->enqueue([=] { im->write_status(run_id, status, message); });
+}
+
+void RunStore::rename_run(int64_t run_id, const std::string& name) {
+  if (name.empty()) throw std::invalid_argument("a run's name must not be empty");
+  Impl* im = impl_.get();
+  im->enqueue([=] {
+    Stmt u(*im->writer, "UPDATE runs SET name = ? WHERE id = ?");
+    u.bind(1, name).bind(2, run_id).run();
+  });
+  flush();
+}
+
+void RunStore::delete_run(int64_t run_id) {
+  Impl* im = impl_.get();
+  im->enqueue([=] {
+    Stmt d(*im->writer, "DELETE FROM runs WHERE id = ?");
+    d.bind(1, run_id).run();
+    for (auto it = im->series_ids.begin(); it != im->series_ids.end();) {
+      it = it->first.first == run_id ? im->series_ids.erase(it) : std::next(it);
+    }
+  });
+  flush();
+}
+
+void RunStore::flush() {
+  if (impl_->read_only) return;
+  std::unique_lock<std::mutex> lock(impl_->mutex);
+  const uint64_t target = impl_->queued;
+  impl_->drained.wait(lock, [&] { return impl_->committed >= target; });
+  if (!impl_->error.empty()) throw StoreError(impl_->error);
+}
+
+namespace {
+class StoreConsumer : public MetricConsumer {
+ public:
+  explicit StoreConsumer(RunStore& s) : store_(s) {}
+  void consume(const MetricBatch& b) override { store_.write(b); }
+
+ private:
+  RunStore& store_;
+};
+}  // namespace
+
+std::shared_ptr<MetricConsumer> RunStore::consumer() {
+  return std::make_shared<StoreConsumer>(*this);
+}
+
+std::vector<RunInfo> RunStore::runs() const {
+  return impl_->read<std::vector<RunInfo>>([](const Db& db) {
+    Stmt q(db,
+           "SELECT r.id, r.name, r.kind, r.status, r.config_json, r.device, r.started_at, "
+           "IFNULL(r.ended_at, ''), r.message, IFNULL(r.parent_sweep, 0), "
+           "IFNULL((SELECT MAX(c.step) FROM scalars c JOIN series s ON c.series_id = s.id "
+           "        WHERE s.run_id = r.id AND s.name = 'loss'), -1) "
+           "FROM runs r ORDER BY r.id");
+    std::vector<RunInfo> out;
+    while (q.step()) {
+      out.push_back({q.i(0), q.s(1), q.s(2), q.s(3), q.s(4), q.s(5), q.s(6), q.s(7), q.s(8),
+                     q.i(9), q.i(10)});
+    }
+    return out;
+  });
+}
+
+std::optional<RunInfo> RunStore::run(int64_t id) const {
+  for (RunInfo& r : runs()) {
+    if (r.id == id) return r;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> RunStore::series_names(int64_t run_id) const {
+  return impl_->read<std::vector<std::string>>([&](const Db& db) {
+    Stmt q(db, "SELECT name FROM series WHERE run_id = ? ORDER BY id");
+    q.bind(1, run_id);
+    std::vector<std::string> out;
+    while (q.step()) out.push_back(q.s(0));
+    return out;
+  });
+}
+
+std::vector<SeriesPoint> RunStore::series(int64_t run_id, const std::string& name) const {
+  return impl_->read<std::vector<SeriesPoint>>([&](const Db& db) {
+    Stmt q(db,
+           "SELECT c.step, c.value FROM scalars c JOIN series s ON c.series_id = s.id "
+           "WHERE s.run_id = ? AND s.name = ? ORDER BY c.step");
+    q.bind(1, run_id).bind(2, name);
+    std::vector<SeriesPoint> out;
+        while (q.step()) out.push_back({q.i(0), q.null(1) ? std::nan("") : q.d(1)});
+    return out;
+  });
+}
+
+std::vector<TensorStatRow> RunStore::tensor_stats(int64_t run_id, const std::string& layer,
+                                                  const std::string& role) const {
+  return impl_->read<std::vector<TensorStatRow>>([&](const Db& db) {
+    Stmt q(db,
+           "SELECT step, layer, role, amax, scale, numel, zeros, underflow, saturated, "
+                      "nonfinite, subnormal, sq_err, sq_sum, histogram FROM tensor_stats WHERE run_id = ? "
+           "AND (? = '' OR layer = ?) AND (? = '' OR role = ?) ORDER BY layer, role, step");
+    q.bind(1, run_id).bind(2, layer).bind(3, layer).bind(4, role).bind(5, role);
+    std::vector<TensorStatRow> out;
+    while (q.step()) {
+      TensorStatRow r;
+      r.step = q.i(0);
+      r.layer = q.s(1);
+      r.role = q.s(2);
+      r.amax = q.d(3);
+      r.scale = q.d(4);
+      r.numel = q.i(5);
+      r.zeros = q.i(6);
+      r.underflow = q.i(7);
+      r.saturated = q.i(8);
+      r.nonfinite = q.i(9);
+      r.subnormal = q.i(10);
+      r.sq_err = q.d(11);
+            r.sq_sum = q.d(12);
+      r.histogram = unpack_histogram(q.blob(13));
+      out.push_back(std::move(r));
+    }
+    return out;
+  });
+}
+
+std::vector<BlobRow> RunStore::blobs(int64_t run_id, const std::string& kind) const {
+  return impl_->read<std::vector<BlobRow>>([&](const Db& db) {
+    Stmt q(db,
+           "SELECT step, layer, role, kind, shape, data FROM blobs WHERE run_id = ? "
+           "AND (? = '' OR kind = ?) ORDER BY kind, layer, role, step");
+    q.bind(1, run_id).bind(2, kind).bind(3, kind);
+    std::vector<BlobRow> out;
+    while (q.step()) {
+      out.push_back({q.i(0), q.s(1), q.s(2), q.s(3), parse_shape(q.s(4)), q.blob(5)});
+    }
+    return out;
+  });
+}
+
+std::vector<RunEvent> RunStore::events(int64_t run_id) const {
+  return impl_->read<std::vector<RunEvent>>([&](const Db& db) {
+    Stmt q(db, "SELECT step, kind, message FROM events WHERE run_id = ? ORDER BY id");
+    q.bind(1, run_id);
+    std::vector<RunEvent> out;
+    while (q.step()) out.push_back({q.i(0), q.s(1), q.s(2)});
+    return out;
+  });
+}
+
+std::string RunStore::integrity_check() const {
+  return impl_->read<std::string>([](const Db& db) {
+    Stmt q(db, "PRAGMA integrity_check");
+    std::string out;
+    while (q.step()) out += (out.empty() ? "" : "; ") + q.s(0);
+    return out;
+  });
+}
+
+int RunStore::schema_version() const {
+  return impl_->read<int>([](const Db& db) { return user_version(db); });
+}
+
+std::string default_database_path() {
+  const char* xdg = std::getenv("XDG_DATA_HOME");
+  if (xdg && *xdg) return std::string(xdg) + "/fp8-workbench/runs.sqlite";
+  const char* home = std::getenv("HOME");
+  if (home && *home) return std::string(home) + "/.local/share/fp8-workbench/runs.sqlite";
+  return "runs.sqlite";
+}
+
+}  // namespace fp8wb

@@ -1,0 +1,325 @@
+// Torch translation unit: the training loop behind Trainer (trainer.h).
+#include "fp8wb/core/trainer.h"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "fp8wb/core/backend_info.h"
+#include "fp8wb/core/notices.h"
+#include "models.h"
+
+namespace fp8wb {
+
+using train::Batch;
+
+struct Trainer::Impl {
+  RunConfig cfg;
+  std::shared_ptr<MetricBus> bus;
+  int64_t run_id = 0;
+  std::thread thread;
+  std::atomic<bool> stop_flag{false}, pause_flag{false};
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::atomic<RunStatus> status{RunStatus::Running};
+  std::string message;  // guarded by mutex
+  std::atomic<int64_t> steps{0};
+
+  void finish(RunStatus s, const std::string& msg, std::vector<RunEvent> events = {}) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      message = msg;
+    }
+    status = s;
+    MetricBatch b;
+    b.run_id = run_id;
+    b.final = true;
+    b.status = s;
+    b.message = msg;
+    b.events = std::move(events);
+    b.events.push_back({steps.load(), run_status_name(s), msg});
+    if (bus) bus->publish(b);
+  }
+
+  void publish(MetricBatch& b) {
+    b.run_id = run_id;
+    if (bus) bus->publish(b);
+  }
+
+  double lr_at(int64_t step) const {
+    if (step < cfg.warmup) return cfg.lr * static_cast<double>(step + 1) / (cfg.warmup + 1);
+    const double span = std::max<int64_t>(1, cfg.steps - cfg.warmup);
+    const double t = std::min(1.0, static_cast<double>(step - cfg.warmup) / span);
+    const double lo = cfg.lr * cfg.min_lr_ratio;
+    return lo + 0.5 * (cfg.lr - lo) * (1.0 + std::cos(M_PI * t));
+  }
+
+  // Waits while paused; returns false when the run is to stop.
+  bool wait_if_paused(int64_t step) {
+    if (!pause_flag) return !stop_flag;
+    status = RunStatus::Paused;
+    MetricBatch p;
+    p.events.push_back({step, "paused", ""});
+    publish(p);
+    std::unique_lock<std::mutex> lock(mutex);
+    cv.wait(lock, [&] { return !pause_flag || stop_flag; });
+    lock.unlock();
+    if (stop_flag) return false;
+    status = RunStatus::Running;
+    MetricBatch r;
+    r.events.push_back({step, "resumed", ""});
+    publish(r);
+    return true;
+  }
+
+  void body();
+};
+
+namespace {
+
+struct Stepper {
+  std::shared_ptr<train::TrainModel> model;
+  std::unique_ptr<torch::optim::AdamW> opt;
+  std::vector<torch::Tensor> params;
+
+  void init(const RunConfig& c) {
+    params = model->parameters();
+    opt = std::make_unique<torch::optim::AdamW>(
+        params, torch::optim::AdamWOptions(c.lr).weight_decay(c.weight_decay));
+  }
+  void set_lr(double lr) {
+    for (auto& g : opt->param_groups())
+      static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+  }
+  // Forward and backward; returns (loss, gradient norm); the update is separate so that
+  // a non-finite step can skip it.
+  std::pair<double, double> forward_backward(const Batch& b, double clip) {
+    opt->zero_grad();
+    torch::Tensor loss = model->loss(b);
+    loss.backward();
+    const double norm =
+        torch::nn::utils::clip_grad_norm_(params, clip > 0 ? clip : INFINITY);
+    return {loss.item<double>(), norm};
+  }
+};
+
+void add_role(MetricBatch& b, int64_t step, const std::string& layer, const char* role,
+              const RoleStats& r) {
+  if (!r.valid) return;
+  TensorMetrics t;
+  t.step = step;
+  t.layer = layer;
+  t.role = role;
+  t.amax = r.stats.amax();
+  t.scale = r.scale;
+  t.raw = r.stats.raw;
+  t.map_grid = r.stats.map_grid;
+  t.map_rel_error = r.stats.map_rel_error();
+  b.tensors.push_back(std::move(t));
+}
+
+}  // namespace
+
+void Trainer::Impl::body() {
+  if (at::get_num_threads() <= 1) init_compute_threads();
+  const torch::Device device(Trainer::resolve_device(cfg.device));
+  const torch::ScalarType dtype = cfg.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat;
+  auto data = train::make_data(cfg);
+
+  Stepper fp8;
+  fp8.model = train::make_model(cfg, data->vocab());
+  fp8.model->to(device);
+  fp8.model->compute_dtype = dtype;
+  std::vector<std::pair<std::string, LinearLayerImpl*>> layers;
+  std::string started = std::string(model_kind_name(cfg.model)) + " on " + device.str();
+  if (cfg.fp8) {
+    ConvertOptions opt;
+    opt.skip_names = {"head"};         // the output head stays in high precision
+    opt.gpu_min_weight_elements = 0;   // the workbench shows FP8 on every layer it can take
+    const ConvertReport r = convert_to_float8(*fp8.model, float8_config_of(cfg), opt);
+    for (auto& [name, l] : train::linear_layers(*fp8.model)) {
+      if (l->is_float8()) layers.emplace_back(name, l);
+    }
+    started += ", " + std::to_string(r.converted.size()) + " FP8 linear layers";
+    for (const auto& s : r.skipped) started += "; kept in high precision: " + s;
+    started += device.is_cuda() ? std::string("; FP8 GEMMs: ") + probe_backend().fp8_gemm
+                                : "; FP8 GEMMs emulated (bit-exact)";
+  }
+  fp8.init(cfg);
+  Stepper ref;
+  if (cfg.reference && cfg.fp8) {
+    ref.model = train::make_model(cfg, data->vocab());  // same seed: the same weights
+    ref.model->to(device);
+    ref.model->compute_dtype = dtype;
+    ref.init(cfg);
+  }
+  {
+    MetricBatch b;
+    b.events.push_back({0, "started", started});
+    publish(b);
+  }
+
+  for (int64_t step = 0; step < cfg.steps; ++step) {
+    if (!wait_if_paused(step)) {
+      finish(RunStatus::Stopped, "stopped after " + std::to_string(step) + " steps");
+      return;
+    }
+    const double lr = lr_at(step);
+    fp8.set_lr(lr);
+    const Batch batch = data->next(device);
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto [loss, norm] = fp8.forward_backward(batch, cfg.grad_clip);
+    MetricBatch b;
+    const bool finite = std::isfinite(loss) && std::isfinite(norm);
+    if (finite) fp8.opt->step();
+    if (device.is_cuda()) torch::cuda::synchronize();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+
+    StepMetrics m;
+    m.step = step;
+    m.loss = loss;
+    m.grad_norm = norm;
+    m.lr = lr;
+    m.step_ms = ms;
+    m.tokens_per_s = ms > 0 ? static_cast<double>(batch.tokens) / (ms / 1000.0) : 0;
+    m.ref_loss = m.loss_gap = std::nan("");
+    if (ref.model) {
+      ref.set_lr(lr);
+      const auto [rl, rn] = ref.forward_backward(batch, cfg.grad_clip);
+      if (std::isfinite(rl) && std::isfinite(rn)) ref.opt->step();
+      m.ref_loss = rl;
+      m.loss_gap = loss - rl;
+    }
+    if (step % cfg.log_interval == 0 || step + 1 == cfg.steps || !finite) b.steps.push_back(m);
+    for (auto& [name, l] : layers) {
+      const Float8Probe& p = l->probe();
+      if (p.stats_step == step) {
+        add_role(b, step, name, "input", p.input);
+        add_role(b, step, name, "weight", p.weight);
+        add_role(b, step, name, "grad_output", p.grad_output);
+      }
+      if (p.sqnr_step == step) b.sqnr.push_back({step, name, p.fprop_sqnr_db, p.dgrad_sqnr_db, p.wgrad_sqnr_db});
+    }
+    steps = step + 1;
+    if (!finite) {
+      const std::string what = "non-finite " + std::string(std::isfinite(loss) ? "gradient norm" : "loss") +
+                               " at step " + std::to_string(step);
+      if (cfg.on_nonfinite == "stop") {
+        publish(b);
+        finish(RunStatus::Diverged, what);
+        return;
+      }
+      b.events.push_back({step, "skipped", what + ": update skipped"});
+    }
+    publish(b);
+    if (stop_flag) {
+      finish(RunStatus::Stopped, "stopped after " + std::to_string(step + 1) + " steps");
+      return;
+    }
+  }
+  finish(RunStatus::Finished, "");
+}
+
+Trainer::Trainer(RunConfig config, std::shared_ptr<MetricBus> bus, int64_t run_id)
+    : impl_(std::make_unique<Impl>()) {
+  validate_run_config(config);
+  impl_->cfg = std::move(config);
+  impl_->bus = std::move(bus);
+  impl_->run_id = run_id;
+}
+
+Trainer::~Trainer() {
+  stop();
+  join();
+}
+
+void Trainer::run() {
+  try {
+    impl_->body();
+  } catch (const std::exception& e) {
+    impl_->finish(RunStatus::Failed, e.what());
+  } catch (...) {
+    impl_->finish(RunStatus::Failed, "unknown error");
+  }
+}
+
+void Trainer::start() {
+  if (impl_->thread.joinable()) throw std::logic_error("the run has already started");
+  impl_->thread = std::thread([this] { run(); });
+}
+
+void Trainer::pause() {
+  impl_->pause_flag = true;
+}
+
+void Trainer::resume() {
+  {
+    const std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->pause_flag = false;
+  }
+  impl_->cv.notify_all();
+}
+
+void Trainer::stop() {
+  {
+    const std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->stop_flag = true;
+  }
+  impl_->cv.notify_all();
+}
+
+void Trainer::join() {
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+RunStatus Trainer::status() const {
+  return impl_->status;
+}
+
+std::string Trainer::message() const {
+  const std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->message;
+}
+
+int64_t Trainer::steps_done() const {
+  return impl_->steps;
+}
+
+const RunConfig& Trainer::config() const {
+  return impl_->cfg;
+}
+
+std::string Trainer::resolve_device(const std::string& device) {
+  if (device == "cpu") return "cpu";
+  if (device != "cuda" && device.rfind("cuda:", 0) != 0) {
+    throw std::invalid_argument("device \"" + device + "\" is not one of cpu, cuda, cuda:N");
+  }
+  if (!torch::cuda::is_available()) {
+    throw std::invalid_argument(
+        "device " + device + " was asked for, but " +
+        (probe_backend().torch_cuda_build ? std::string("no CUDA device is visible")
+                                          : std::string("this build's LibTorch has no CUDA")) +
+        "; use device=cpu");
+  }
+  const int64_t n = static_cast<int64_t>(torch::cuda::device_count());
+  int64_t index = 0;
+  if (device.size() > 5) {
+    try {
+      index = std::stoll(device.substr(5));
+    } catch (const std::exception&) {
+      throw std::invalid_argument("device \"" + device + "\": N in cuda:N must be a number");
+    }
+  }
+  if (index < 0 || index >= n) {
+    throw std::invalid_argument("device " + device + " does not exist: " + std::to_string(n) +
+                                " CUDA device(s) are visible");
+  }
+  return "cuda:" + std::to_string(index);
+}
+
+}  // namespace fp8wb

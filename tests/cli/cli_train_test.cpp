@@ -1,0 +1,182 @@
+// fp8wb train / runs: in-process through run_cli(), and the real binary killed with
+// SIGKILL or stopped with Ctrl-C (SIGINT) mid-run.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli.h"
+#include "fp8wb/core/run_store.h"
+
+namespace {
+
+struct Result {
+  int rc;
+  std::string out, err;
+};
+
+Result run(std::vector<std::string> args) {
+  args.insert(args.begin(), "fp8wb");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  const int rc = fp8wb::cli::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
+  return {rc, out.str(), err.str()};
+}
+
+class CliTrain : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("fp8wb-cli-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    db_ = (dir_ / "runs.sqlite").string();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+  std::string db_;
+};
+
+TEST_F(CliTrain, TrainListShowExportDelete) {
+  const std::string cfg = (dir_ / "mlp.json").string();
+  std::ofstream(cfg) << R"({"model": "mlp", "steps": 12, "name": "mlp run", "stats_interval": 4})";
+  Result r = run({"train", cfg, "--db", db_, "--set", "lr=0.002", "--quiet", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["status"], "finished");
+  EXPECT_EQ(j["steps"], 12);
+  const int64_t id = j["run"];
+
+  r = run({"runs", "list", "--db", db_});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("mlp run"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("finished"), std::string::npos) << r.out;
+
+  r = run({"runs", "show", std::to_string(id), "--db", db_});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("\"lr\": 0.002"), std::string::npos) << r.out;  // the config as run
+
+  const std::string csv = (dir_ / "run.csv").string();
+  r = run({"runs", "export", std::to_string(id), "--db", db_, "--format", "csv", "-o", csv});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::ifstream in(csv);
+  std::string header, line;
+  std::getline(in, header);
+  EXPECT_EQ(header.rfind("step,loss,ref_loss,loss_gap", 0), 0u) << header;
+  int rows = 0;
+  while (std::getline(in, line)) ++rows;
+  EXPECT_EQ(rows, 12);
+
+  r = run({"runs", "export", std::to_string(id), "--db", db_, "--format", "json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto e = nlohmann::json::parse(r.out);
+  EXPECT_EQ(e["series"]["loss"].size(), 12u);
+  EXPECT_EQ(e["run"]["config"]["model"], "mlp");
+  EXPECT_EQ(e["tensor_stats"].size(), 3u * 3u * 3u);  // 3 layers x 3 roles x steps 0, 4, 8
+
+  r = run({"runs", "delete", std::to_string(id), "--db", db_});
+  EXPECT_EQ(r.rc, 1);  // needs --yes
+  r = run({"runs", "delete", std::to_string(id), "--db", db_, "--yes"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  r = run({"runs", "show", std::to_string(id), "--db", db_});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("no run"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTrain, BadInputGivesClearErrors) {
+  Result r = run({"train", "--db", db_, "--set", "window=-4"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("window"), std::string::npos) << r.err;
+  r = run({"train", (dir_ / "missing.json").string(), "--db", db_});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("missing.json"), std::string::npos) << r.err;
+  r = run({"train", "--db", db_, "--device", "cuda:9"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("cuda:9"), std::string::npos) << r.err;
+  r = run({"runs", "export", "1", "--format", "xml", "--db", db_});
+  EXPECT_NE(r.rc, 0);
+}
+
+// The binary itself, as a user's shell runs it.
+pid_t spawn(const std::vector<std::string>& args) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    dup2(devnull, STDOUT_FILENO);
+    dup2(devnull, STDERR_FILENO);
+    execv(FP8WB_BINARY, argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Waits until the run has at least `steps` committed steps.
+int64_t wait_for_steps(const std::string& db, int64_t steps) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      auto s = fp8wb::RunStore::open_read_only(db);
+      const auto runs = s->runs();
+      if (!runs.empty() && runs[0].last_step + 1 >= steps) return runs[0].last_step + 1;
+    } catch (const std::exception&) {
+      // not created yet
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return -1;
+}
+
+TEST_F(CliTrain, SigkillMidRunLeavesASoundDatabase) {
+  const pid_t pid = spawn({FP8WB_BINARY, "train", "--db", db_, "--quiet", "--set", "model=mlp",
+                           "--set", "steps=1000000", "--set", "reference=false"});
+  ASSERT_GT(pid, 0);
+  ASSERT_GE(wait_for_steps(db_, 40), 40);
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+
+  {
+    auto ro = fp8wb::RunStore::open_read_only(db_);
+    EXPECT_EQ(ro->integrity_check(), "ok");
+    const auto loss = ro->series(1, "loss");
+    ASSERT_GE(loss.size(), 40u);
+    for (size_t i = 0; i < loss.size(); ++i) EXPECT_EQ(loss[i].step, static_cast<int64_t>(i));
+  }
+  auto s = fp8wb::RunStore::open(db_);
+  EXPECT_EQ(s->run(1)->status, "interrupted");
+}
+
+TEST_F(CliTrain, CtrlCStopsCleanlyAndKeepsTheRun) {
+  const pid_t pid = spawn({FP8WB_BINARY, "train", "--db", db_, "--set", "model=mlp", "--set",
+                           "steps=1000000", "--set", "reference=false"});
+  ASSERT_GT(pid, 0);
+  ASSERT_GE(wait_for_steps(db_, 10), 10);
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  auto s = fp8wb::RunStore::open_read_only(db_);
+  const auto r = s->run(1);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, "stopped");
+  EXPECT_EQ(static_cast<size_t>(r->last_step + 1), s->series(1, "loss").size());
+}
+
+}  // namespace

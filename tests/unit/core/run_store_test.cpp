@@ -1,0 +1,241 @@
+// The run store: what is written reads back identically after reopening, runs left
+// running are marked interrupted, deletes cascade, readers work while the writer
+// writes, and bad files give clear errors.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "fp8wb/core/run_store.h"
+
+namespace fp8wb {
+namespace {
+
+class RunStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("fp8wb-store-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    path_ = (dir_ / "sub" / "runs.sqlite").string();  // the folder is created on open
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+  std::string path_;
+};
+
+MetricBatch step_batch(int64_t run, int64_t step) {
+  MetricBatch b;
+  b.run_id = run;
+  StepMetrics m;
+  m.step = step;
+  m.loss = 3.0 / (1.0 + static_cast<double>(step));
+  m.ref_loss = step % 2 ? std::nan("") : m.loss * 0.99;
+  m.loss_gap = m.loss - m.ref_loss;
+  m.grad_norm = 0.5;
+  m.lr = 1e-3;
+  m.tokens_per_s = 1000;
+  m.step_ms = 2.5;
+  b.steps.push_back(m);
+  TensorMetrics t;
+  t.step = step;
+  t.layer = "blocks.0.fc1";
+  t.role = "input";
+  t.amax = 2.5f + static_cast<float>(step);
+  t.scale = 448.0f / t.amax;
+  t.raw.numel = 1024;
+  t.raw.underflow = static_cast<uint64_t>(step);
+  t.raw.hist[3] = 7;
+  t.raw.hist[5] = (uint64_t{1} << 40) + 3;  // a count that needs many varint bytes
+  t.map_grid.rows = 2;
+  t.map_grid.cols = 3;
+  t.map_rel_error = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f};
+  b.tensors.push_back(t);
+  b.sqnr.push_back({step, "blocks.0.fc1", 30.0, 20.0, 21.0});
+  return b;
+}
+
+TEST_F(RunStoreTest, ReopensWithIdenticalSeries) {
+  int64_t id = 0;
+  {
+    auto s = RunStore::open(path_);
+    EXPECT_EQ(s->schema_version(), RunStore::kSchemaVersion);
+    id = s->create_run("first", "train", R"({"a": 1})", "cpu");
+    for (int64_t step = 0; step < 50; ++step) s->write(step_batch(id, step));
+    MetricBatch end;
+    end.run_id = id;
+    end.final = true;
+    end.status = RunStatus::Finished;
+    end.events.push_back({49, "finished", ""});
+    s->write(end);
+    s->flush();
+  }
+  auto s = RunStore::open(path_);
+  const auto r = s->run(id);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, "finished");
+  EXPECT_EQ(r->name, "first");
+  EXPECT_EQ(r->last_step, 49);
+  EXPECT_FALSE(r->ended_at.empty());
+  const auto loss = s->series(id, "loss");
+  ASSERT_EQ(loss.size(), 50u);
+  for (int64_t i = 0; i < 50; ++i) {
+    EXPECT_EQ(loss[static_cast<size_t>(i)].step, i);
+    EXPECT_EQ(loss[static_cast<size_t>(i)].value, 3.0 / (1.0 + static_cast<double>(i)));
+  }
+  const auto ref = s->series(id, "ref_loss");
+  EXPECT_TRUE(std::isnan(ref[1].value));  // NaN goes in as NULL and comes back as NaN
+  EXPECT_FALSE(std::isnan(ref[2].value));
+  const auto ts = s->tensor_stats(id, "blocks.0.fc1", "input");
+  ASSERT_EQ(ts.size(), 50u);
+  EXPECT_FLOAT_EQ(static_cast<float>(ts[10].amax), 12.5f);
+  EXPECT_EQ(ts[10].underflow, 10);
+  const auto maps = s->blobs(id, "error_map");
+  ASSERT_EQ(maps.size(), 50u);
+  EXPECT_EQ(maps[0].shape, (std::vector<int64_t>{2, 3}));
+  ASSERT_EQ(maps[0].data.size(), 6 * sizeof(float));
+  float cells[6];
+  std::memcpy(cells, maps[0].data.data(), sizeof cells);
+  EXPECT_FLOAT_EQ(cells[5], 0.6f);
+  EXPECT_TRUE(s->blobs(id, "histogram").empty());  // histograms live in tensor_stats
+  ASSERT_EQ(ts[10].histogram.size(), static_cast<size_t>(kHistBins));
+  EXPECT_EQ(ts[10].histogram[3], 7u);
+  EXPECT_EQ(ts[10].histogram[2] + ts[10].histogram[4], 0u);
+  EXPECT_EQ(ts[10].histogram[5], (uint64_t{1} << 40) + 3);
+  EXPECT_EQ(s->series(id, "sqnr/blocks.0.fc1/fprop").size(), 50u);
+  ASSERT_EQ(s->events(id).size(), 1u);
+  EXPECT_EQ(s->integrity_check(), "ok");
+}
+
+TEST_F(RunStoreTest, RunsLeftRunningBecomeInterrupted) {
+  {
+    auto s = RunStore::open(path_);
+    const int64_t id = s->create_run("killed", "train", "{}", "cpu");
+    s->write(step_batch(id, 0));
+    s->flush();
+    // A run whose process is gone (pid 0 never exists as a user process).
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "UPDATE runs SET owner_pid = 0", nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+    // Still running for a store opened now by a live process? Its own run: yes.
+    EXPECT_EQ(s->runs()[0].status, "running");
+  }
+  auto s = RunStore::open(path_);
+  const auto runs = s->runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, "interrupted");
+  EXPECT_EQ(runs[0].last_step, 0);
+}
+
+TEST_F(RunStoreTest, LiveRunsOfThisProcessStayRunning) {
+  auto a = RunStore::open(path_);
+  const int64_t id = a->create_run("live", "train", "{}", "cpu");
+  auto b = RunStore::open(path_);  // a second connection, e.g. the GUI beside the CLI
+  EXPECT_EQ(b->run(id)->status, "running");
+}
+
+TEST_F(RunStoreTest, DeleteCascadesAndRenameWorks) {
+  auto s = RunStore::open(path_);
+  const int64_t keep = s->create_run("keep", "train", "{}", "cpu");
+  const int64_t gone = s->create_run("gone", "train", "{}", "cpu");
+  for (int64_t i = 0; i < 5; ++i) {
+    s->write(step_batch(keep, i));
+    s->write(step_batch(gone, i));
+  }
+  s->flush();
+  s->delete_run(gone);
+  s->rename_run(keep, "kept");
+  EXPECT_FALSE(s->run(gone).has_value());
+  EXPECT_TRUE(s->series(gone, "loss").empty());
+  EXPECT_TRUE(s->tensor_stats(gone).empty());
+  EXPECT_TRUE(s->blobs(gone).empty());
+  EXPECT_EQ(s->run(keep)->name, "kept");
+  EXPECT_EQ(s->series(keep, "loss").size(), 5u);
+  // Series ids of the deleted run are not reused for a new run's writes.
+  const int64_t again = s->create_run("again", "train", "{}", "cpu");
+  s->write(step_batch(again, 0));
+  s->flush();
+  EXPECT_EQ(s->series(again, "loss").size(), 1u);
+  EXPECT_THROW(s->rename_run(keep, ""), std::invalid_argument);
+}
+
+TEST_F(RunStoreTest, ReadersReadWhileTheWriterWrites) {
+  auto s = RunStore::open(path_);
+  const int64_t id = s->create_run("busy", "train", "{}", "cpu");
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (int64_t i = 0; i < 2000; ++i) s->write(step_batch(id, i));
+    s->flush();
+    done = true;
+  });
+  auto reader = RunStore::open_read_only(path_);
+  size_t last = 0;
+  int reads = 0;
+  while (!done) {
+    const size_t n = reader->series(id, "loss").size();
+    EXPECT_GE(n, last);  // committed batches only grow
+    last = n;
+    ++reads;
+  }
+  writer.join();
+  EXPECT_EQ(reader->series(id, "loss").size(), 2000u);
+  EXPECT_GT(reads, 0);
+}
+
+TEST_F(RunStoreTest, BadFilesGiveClearErrors) {
+  std::filesystem::create_directories(dir_);
+  const std::string junk = (dir_ / "junk.sqlite").string();
+  {
+    std::ofstream f(junk);
+    f << "this is not a database, just text that is long enough to fill a page header....";
+  }
+  try {
+    RunStore::open(junk);
+    FAIL() << "opened a text file";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("junk.sqlite"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(RunStore::open_read_only((dir_ / "missing.sqlite").string()), StoreError);
+  // A database from a newer fp8wb.
+  {
+    auto s = RunStore::open(path_);
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  try {
+    RunStore::open(path_);
+    FAIL() << "opened a newer schema";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("99"), std::string::npos) << e.what();
+  }
+  // Writing to a read-only store is refused.
+  sqlite3_open(path_.c_str(), &db);
+  sqlite3_exec(db, "PRAGMA user_version = 1", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  auto ro = RunStore::open_read_only(path_);
+  EXPECT_THROW(ro->create_run("x", "train", "{}", "cpu"), StoreError);
+}
+
+TEST(RunStorePath, DefaultFollowsXdg) {
+  const char* old = std::getenv("XDG_DATA_HOME");
+  const std::string saved = old ? old : "";
+  setenv("XDG_DATA_HOME", "/tmp/xdg-test", 1);
+  EXPECT_EQ(default_database_path(), "/tmp/xdg-test/fp8-workbench/runs.sqlite");
+  if (old) {
+    setenv("XDG_DATA_HOME", saved.c_str(), 1);
+  } else {
+    unsetenv("XDG_DATA_HOME");
+  }
+}
+
+}  // namespace
+}  // namespace fp8wb
