@@ -329,7 +329,7 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
     out << "steps    " << r->last_step + 1 << "\n";
     for (const char* s : {"loss", "ref_loss", "loss_gap", "grad_norm", "tokens_per_s"}) {
       const double v = last_value(*store, r->id, s);
-      if (std::isfinite(v)) out << fmt::format("{:<9}{:.6g}\n", s, v);
+      if (std::isfinite(v)) out << fmt::format("{:<14}{:.6g}\n", s, v);
     }
     const auto ts = store->tensor_stats(r->id);
     out << "tensor statistics: " << ts.size() << " rows\n";

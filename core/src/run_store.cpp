@@ -14,7 +14,6 @@
 #include <deque>
 #include <filesystem>
 #include <functional>
-#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -493,9 +492,13 @@ RunStore::~RunStore() {
       const std::lock_guard<std::mutex> lock(impl_->mutex);
       impl_->stopping = true;
     }
-    impl_->wake.notify_one();
+        impl_->wake.notify_one();
     impl_->thread.join();
   }
+  // The read-only connection closes first, so that the writer's close is the last one
+  // and checkpoints the WAL into the database file (which then stands alone).
+  impl_->reader.reset();
+  impl_->writer.reset();
 }
 
 const std::string& RunStore::path() const {
@@ -505,26 +508,23 @@ const std::string& RunStore::path() const {
 int64_t RunStore::create_run(const std::string& name, const std::string& kind,
                              const std::string& config_json, const std::string& device,
                              int64_t parent_sweep) {
-  auto promise = std::make_shared<std::promise<int64_t>>();
-  auto fut = promise->get_future();
+    // The writer fills in the id; flush() orders that write before the read below.
+  auto id = std::make_shared<int64_t>(0);
   Impl* im = impl_.get();
   im->enqueue([=] {
-    try {
+    {
       Stmt ins(*im->writer,
                "INSERT INTO runs(name, kind, status, config_json, device, started_at, "
                "parent_sweep, owner_host, owner_pid) VALUES(?, ?, 'running', ?, ?, ?, ?, ?, ?)");
       ins.bind(1, name).bind(2, kind).bind(3, config_json).bind(4, device).bind(5, now_utc());
       if (parent_sweep > 0) ins.bind(6, parent_sweep);
       ins.bind(7, host_name()).bind(8, static_cast<int64_t>(getpid()));
-      ins.run();
-      promise->set_value(sqlite3_last_insert_rowid(im->writer->get()));
-    } catch (...) {
-      promise->set_exception(std::current_exception());
-      throw;
+            ins.run();
+      *id = sqlite3_last_insert_rowid(im->writer->get());
     }
   });
   flush();
-  return fut.get();
+  return *id;
 }
 
 void RunStore::write(const MetricBatch& batch) {

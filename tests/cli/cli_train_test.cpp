@@ -13,6 +13,8 @@
 #include <sstream>
 #include <string>
 #include <thread>
+
+#include "temp_dir.h"
 #include <vector>
 
 #include "cli.h"
@@ -40,11 +42,11 @@ class CliTrain : public ::testing::Test {
     dir_ = std::filesystem::temp_directory_path() /
            ("fp8wb-cli-" + std::to_string(getpid()) + "-" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
+    fp8wb::test::remove_tree(dir_.string());
     std::filesystem::create_directories(dir_);
     db_ = (dir_ / "runs.sqlite").string();
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void TearDown() override { fp8wb::test::remove_tree(dir_.string()); }
   std::filesystem::path dir_;
   std::string db_;
 };

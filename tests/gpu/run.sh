@@ -26,9 +26,9 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFP8WB_GUI=OFF -DFP8
   || { tail -40 "$OUT/build.log"; exit 1; }
 grep -E 'fp8wb:' "$OUT/build.log"
 log "what at::_scaled_mm takes here"
-python3 tests/gpu/scaled_mm_support.py >"$OUT/scaled_mm.txt" 2>&1
-python3 tests/gpu/mlp_gemms.py >>"$OUT/scaled_mm.txt" 2>&1
-cat "$OUT/scaled_mm.txt"
+python3 tests/gpu/scaled_mm_support.py >"$OUT/notes.txt" 2>&1
+python3 tests/gpu/mlp_gemms.py >>"$OUT/notes.txt" 2>&1
+cat "$OUT/notes.txt"
 
 log "build"
 start=$(date +%s)
@@ -83,10 +83,26 @@ print(f"torch CPU cast fp32->e4m3fn, 1 thread, n={1<<24}: {ms_cpu:.1f} ms, {(1<<
 json.dump({"cuda_ms": ms, "cuda_gbs": n * 5 / ms / 1e6, "cpu_1t_ms": ms_cpu, "cpu_1t_melem_s": (1 << 24) / ms_cpu / 1e3,
            "bf16_cast_ms": ms_cast_bf16, "bf16_current_scaling_ms": ms_q}, open(sys.argv[1], "w"))
 PY
+log "the GPT via the CLI: FP8 against bf16 (the database comes back in \$OUT)"
+GPT=(--set d_model=2048 --set heads=16 --set layers=4 --set context=256 --set batch=32
+     --set dtype=bf16 --set reference=false --set steps=${GPT_STEPS:-300} --set lr=1e-3
+     --set stats_interval=0 --set sqnr_interval=0)
+rm -f "$OUT/gpu_runs.sqlite"
+for fp8 in false true; do
+  "$BUILD/app/fp8wb" train --db "$OUT/gpu_runs.sqlite" --device cuda --quiet "${GPT[@]}" \
+    --set fp8=$fp8 --set name="gpt-2048 fp8=$fp8" | tee -a "$OUT/notes.txt"
+done
+"$BUILD/app/fp8wb" train --db "$OUT/gpu_runs.sqlite" --device cuda --quiet "${GPT[@]}" \
+  --set fp8=true --set stats_interval=25 --set sqnr_interval=50 --set reference=true \
+  --set name="gpt-2048 fp8, statistics every 25 steps, bf16 reference" | tee -a "$OUT/notes.txt"
+"$BUILD/app/fp8wb" runs list --db "$OUT/gpu_runs.sqlite" | tee -a "$OUT/notes.txt"
+"$BUILD/app/fp8wb" bench --device cuda --steps 20 --set d_model=1024 --set heads=16 \
+  --set context=256 --set batch=32 --set dtype=bf16 2>&1 | tee -a "$OUT/notes.txt"
+
 if [ -x "$BUILD/tests/bench/fp8wb_codec_bench" ]; then
     "$BUILD/tests/bench/fp8wb_codec_bench" 2>&1 | grep -E 'BM_|Run on'
 fi
-"$BUILD/app/fp8wb" info | tee "$OUT/info.txt"
+"$BUILD/app/fp8wb" info | tee -a "$OUT/notes.txt"
 
 log "summary"
 printf '%-28s %s\n' "ctest" "$(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)"

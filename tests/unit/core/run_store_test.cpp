@@ -10,6 +10,8 @@
 #include <fstream>
 #include <thread>
 
+#include "temp_dir.h"
+
 #include "fp8wb/core/run_store.h"
 
 namespace fp8wb {
@@ -21,10 +23,10 @@ class RunStoreTest : public ::testing::Test {
     dir_ = std::filesystem::temp_directory_path() /
            ("fp8wb-store-" + std::to_string(getpid()) + "-" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
+    fp8wb::test::remove_tree(dir_.string());
     path_ = (dir_ / "sub" / "runs.sqlite").string();  // the folder is created on open
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void TearDown() override { fp8wb::test::remove_tree(dir_.string()); }
   std::filesystem::path dir_;
   std::string path_;
 };

@@ -98,7 +98,12 @@ TEST(Trainer, TinyGptLearnsWithFp8DelayedScalingAndTracksTheReference) {
   // Under delayed scaling the scale of step t follows the amaxes of earlier steps: x's
   // scale at step 25 is 448 / max(amax of the 16 steps before), so at most 448 / amax(0..).
   EXPECT_FALSE(reopened->series(id, "sqnr/blocks.0.fc1/fprop").empty());
-  EXPECT_EQ(reopened->integrity_check(), "ok");
+    EXPECT_EQ(reopened->integrity_check(), "ok");
+  reopened.reset();
+  store.reset();
+  // Closed cleanly, the database is one file: the WAL was checkpointed into it.
+  EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
+  std::filesystem::remove(path);
 }
 
 TEST(Trainer, PauseResumeAndStopBetweenSteps) {
