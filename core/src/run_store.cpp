@@ -351,7 +351,13 @@ struct RunStore::Impl {
           bl.bind(1, b.run_id).bind(2, t.step).bind(3, t.layer).bind(4, t.role);
           bl.bind(5, std::string("error_map"));
           bl.bind(6, shape_text({t.map_grid.rows, t.map_grid.cols}));
-          bl.bind_blob(7, t.map_rel_error.data(), t.map_rel_error.size() * sizeof(float)).run();
+                    bl.bind_blob(7, t.map_rel_error.data(), t.map_rel_error.size() * sizeof(float)).run();
+        }
+        if (!t.amax_history.empty()) {
+          bl.bind(1, b.run_id).bind(2, t.step).bind(3, t.layer).bind(4, t.role);
+          bl.bind(5, std::string("amax_history"));
+          bl.bind(6, shape_text({static_cast<int64_t>(t.amax_history.size())}));
+          bl.bind_blob(7, t.amax_history.data(), t.amax_history.size() * sizeof(float)).run();
         }
       }
     }

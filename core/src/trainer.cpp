@@ -108,7 +108,7 @@ struct Stepper {
 };
 
 void add_role(MetricBatch& b, int64_t step, const std::string& layer, const char* role,
-              const RoleStats& r) {
+              const RoleStats& r, LinearLayerImpl& l, int role_index) {
   if (!r.valid) return;
   TensorMetrics t;
   t.step = step;
@@ -118,7 +118,8 @@ void add_role(MetricBatch& b, int64_t step, const std::string& layer, const char
   t.scale = r.scale;
   t.raw = r.stats.raw;
   t.map_grid = r.stats.map_grid;
-  t.map_rel_error = r.stats.map_rel_error();
+    t.map_rel_error = r.stats.map_rel_error();
+  if (l.config() && l.config()->delayed) t.amax_history = l.state().amax_history(role_index);
   b.tensors.push_back(std::move(t));
 }
 
@@ -199,9 +200,9 @@ void Trainer::Impl::body() {
     for (auto& [name, l] : layers) {
       const Float8Probe& p = l->probe();
       if (p.stats_step == step) {
-        add_role(b, step, name, "input", p.input);
-        add_role(b, step, name, "weight", p.weight);
-        add_role(b, step, name, "grad_output", p.grad_output);
+                add_role(b, step, name, "input", p.input, *l, 0);
+        add_role(b, step, name, "weight", p.weight, *l, 1);
+        add_role(b, step, name, "grad_output", p.grad_output, *l, 2);
       }
       if (p.sqnr_step == step) b.sqnr.push_back({step, name, p.fprop_sqnr_db, p.dgrad_sqnr_db, p.wgrad_sqnr_db});
     }

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cmath>
 #include <filesystem>
 #include <mutex>
@@ -95,8 +97,22 @@ TEST(Trainer, TinyGptLearnsWithFp8DelayedScalingAndTracksTheReference) {
     EXPECT_GT(r.amax, 0);
     EXPECT_GT(r.scale, 0);
   }
-  // Under delayed scaling the scale of step t follows the amaxes of earlier steps: x's
-  // scale at step 25 is 448 / max(amax of the 16 steps before), so at most 448 / amax(0..).
+    // Under delayed scaling the scale of a step comes from the amax history of the steps
+  // before it: 448 / max(window) for x (E4M3, margin 0), the window as stored with it.
+  const auto hist = reopened->blobs(id, "amax_history");
+  ASSERT_EQ(hist.size(), ts.size());
+  for (size_t i = 0; i < ts.size(); ++i) {
+    if (ts[i].role != "input" || ts[i].step == 0) continue;
+    ASSERT_EQ(hist[i].layer, ts[i].layer);
+    ASSERT_EQ(hist[i].step, ts[i].step);
+    std::vector<float> window(hist[i].data.size() / 4);
+    std::memcpy(window.data(), hist[i].data.data(), hist[i].data.size());
+    ASSERT_EQ(window.size(), 16u);
+    EXPECT_FLOAT_EQ(window[0], static_cast<float>(ts[i].amax));  // this step's amax, newest
+    // The step used the scale from the 16 amaxes before it (window[1..15] and one older).
+    const float older_max = *std::max_element(window.begin() + 1, window.end());
+    EXPECT_LE(static_cast<float>(ts[i].scale), 448.0f / older_max * 1.0001f);
+  }
   EXPECT_FALSE(reopened->series(id, "sqnr/blocks.0.fc1/fprop").empty());
     EXPECT_EQ(reopened->integrity_check(), "ok");
   reopened.reset();

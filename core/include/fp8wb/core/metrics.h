@@ -38,7 +38,8 @@ struct TensorMetrics {
   float scale = 0;  // the (first group's) scale the quantization used
   StatsBuffer raw{};
   MapGrid map_grid;
-  std::vector<float> map_rel_error;  // per cell; empty when no map was taken
+    std::vector<float> map_rel_error;  // per cell; empty when no map was taken
+  std::vector<float> amax_history;   // delayed scaling: the window, newest first (else empty)
 };
 
 struct SqnrMetrics {

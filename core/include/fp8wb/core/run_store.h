@@ -42,7 +42,8 @@ struct TensorStatRow {
 
 struct BlobRow {
   int64_t step = 0;
-  std::string layer, role, kind;  // kind: "error_map" (float per cell, row-major)
+  std::string layer, role, kind;  // "error_map" (float per cell, row-major),
+                                  // "amax_history" (float, newest first)
   std::vector<int64_t> shape;
   std::vector<uint8_t> data;
 };
