@@ -54,7 +54,17 @@ int main(int argc, char** argv) {
   const QCommandLineOption size({QStringLiteral("size")},
                                 QStringLiteral("Window size, e.g. 1400x900."),
                                 QStringLiteral("WxH"));
-  parser.addOptions({shot, tab, value, page, all, present, size});
+    const QCommandLineOption db({QStringLiteral("db")},
+                              QStringLiteral("Run database (default: the user's data directory)."),
+                              QStringLiteral("PATH"));
+  const QCommandLineOption preset(
+      {QStringLiteral("preset")},
+      QStringLiteral("Train this preset (e.g. \"Tiny GPT: FP8 vs BF16\") before the screenshot."),
+      QStringLiteral("NAME"));
+  const QCommandLineOption steps({QStringLiteral("steps")},
+                                 QStringLiteral("With --preset: train this many steps."),
+                                 QStringLiteral("N"));
+  parser.addOptions({shot, tab, value, page, all, present, size, db, preset, steps});
   parser.process(app);
 
   fp8wb::init_compute_threads();
@@ -64,7 +74,18 @@ int main(int argc, char** argv) {
   o.value = parser.value(value);
   o.page = parser.value(page);
   o.all_formats = parser.isSet(all);
-  o.presentation = parser.isSet(present);
+    o.presentation = parser.isSet(present);
+  o.db = parser.value(db);
+  o.preset = parser.value(preset);
+  if (parser.isSet(steps)) {
+    bool ok = false;
+    o.steps = parser.value(steps).toLongLong(&ok);
+    if (!ok || o.steps < 1) {
+      std::fprintf(stderr, "fp8-workbench: --steps wants a positive number, got '%s'\n",
+                   qPrintable(parser.value(steps)));
+      return 2;
+    }
+  }
   if (parser.isSet(size)) {
     const QStringList wh = parser.value(size).split(QLatin1Char('x'));
     bool okw = false, okh = false;
@@ -82,6 +103,14 @@ int main(int argc, char** argv) {
   if (const QString err = fp8wb::apply_gui_options(window, o); !err.isEmpty()) {
     std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
     return 2;
+  }
+    if (!o.preset.isEmpty()) {
+    window.show();
+    if (const QString err = fp8wb::run_preset(window, o); !err.isEmpty()) {
+      std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
+      return 1;
+    }
+    if (!o.tab.isEmpty()) window.selectTab(o.tab);
   }
   if (!o.screenshot.isEmpty()) {
     if (const QString err = fp8wb::save_screenshot(window, o.screenshot); !err.isEmpty()) {

@@ -3,6 +3,8 @@
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDockWidget>
+#include <QScrollArea>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -12,39 +14,32 @@
 
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/views/formats_tab.h"
+#include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/placeholder_tab.h"
+#include "fp8wb/views/run_tabs.h"
+#include "fp8wb/views/runs_tab.h"
 
 namespace fp8wb {
 
 MainWindow::MainWindow(bool remember_layout, QWidget* parent)
     : QMainWindow(parent),
       tabs_(new QTabWidget(this)),
-      formats_(new FormatsTab(this)),
+            formats_(new FormatsTab(this)),
+      engine_(new EngineController(this)),
+      overview_(new OverviewTab(&engine_->data(), this)),
+      scaling_(new ScalingTab(&engine_->data(), this)),
+      quantization_(new QuantizationTab(&engine_->data(), this)),
+      runs_(new RunsTab(engine_, this)),
+      panel_(new RunPanel(engine_, this)),
+      run_status_(new QLabel(this)),
       remember_layout_(remember_layout),
       base_point_size_(QApplication::font().pointSize() > 0 ? QApplication::font().pointSize()
                                                             : 10) {
   setWindowTitle(tr("FP8 Workbench"));
   tabs_->setDocumentMode(true);
-  tabs_->addTab(
-      new PlaceholderTab(tr("Overview"),
-                         tr("The loss of the FP8 run and of its high-precision reference, the "
-                            "loss gap between them, and throughput, live while a run trains."),
-                         this),
-      tr("Overview"));
-  tabs_->addTab(
-      new PlaceholderTab(tr("Scaling"),
-                         tr("Per layer and role (input, weight, grad_output): the amax history "
-                            "with the delayed-scaling window shaded, the scale on a log axis, "
-                            "the margin as headroom, and the overflow and underflow counts."),
-                         this),
-      tr("Scaling"));
-  tabs_->addTab(
-      new PlaceholderTab(tr("Quantization"),
-                         tr("Underflow %, saturation % and SQNR as layer × step heatmaps, the "
-                            "exponent histogram against the format's representable band, and "
-                            "the per-block error heatmap."),
-                         this),
-      tr("Quantization"));
+  tabs_->addTab(overview_, tr("Overview"));
+  tabs_->addTab(scaling_, tr("Scaling"));
+  tabs_->addTab(quantization_, tr("Quantization"));
   tabs_->addTab(formats_, tr("Formats"));
   tabs_->addTab(
       new PlaceholderTab(tr("Checkpoint"),
@@ -60,12 +55,7 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
                             "a click opens that run."),
                          this),
       tr("Sweeps"));
-  tabs_->addTab(
-      new PlaceholderTab(tr("Runs"),
-                         tr("Every run in the database: open, overlay, compare, rename, delete "
-                            "and export, including runs trained headless on a GPU server."),
-                         this),
-      tr("Runs"));
+  tabs_->addTab(runs_, tr("Runs"));
   tabs_->setCurrentWidget(formats_);
   setCentralWidget(tabs_);
 
@@ -74,13 +64,53 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   auto* gemm = new QLabel(tr("FP8 GEMM: %1").arg(QString::fromStdString(b.fp8_gemm)), this);
   gemm->setToolTip(tr("LibTorch %1").arg(QString::fromStdString(b.torch_version)));
   statusBar()->addWidget(device);
-  statusBar()->addWidget(gemm, 1);
+    statusBar()->addWidget(gemm, 1);
+  statusBar()->addPermanentWidget(run_status_);
+
+  // The run panel: presets, the config form, Start / Pause / Stop.
+  auto* dock = new QDockWidget(tr("Run"), this);
+  dock->setObjectName(QStringLiteral("run-panel"));
+  auto* scroll = new QScrollArea(dock);
+  scroll->setWidget(panel_);
+  scroll->setWidgetResizable(true);
+  dock->setWidget(scroll);
+  dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
+  addDockWidget(Qt::LeftDockWidgetArea, dock);
+
+  connect(engine_, &EngineController::dataChanged, this, [this] { refreshRunTabs(); });
+  connect(tabs_, &QTabWidget::currentChanged, this, [this] { refreshRunTabs(); });
+  connect(engine_, &EngineController::started, this, [this](qint64 id) {
+    run_status_->setText(tr("run %1 training").arg(id));
+    if (tabs_->currentWidget() == formats_ || tabs_->currentWidget() == runs_)
+      tabs_->setCurrentWidget(overview_);
+  });
+  connect(engine_, &EngineController::finished, this,
+          [this](const QString& status, const QString& message) {
+            run_status_->setText(message.isEmpty() ? tr("run %1").arg(status)
+                                                   : tr("run %1: %2").arg(status, message));
+            refreshRunTabs(true);
+          });
+  connect(engine_, &EngineController::failed, this, [this](const QString& message) {
+    statusBar()->showMessage(tr("The run failed: %1").arg(message), 15000);
+  });
+  connect(runs_, &RunsTab::openRequested, this, [this](qint64 id) {
+    const QString err = engine_->openRun(id);
+    if (!err.isEmpty()) {
+      statusBar()->showMessage(err, 10000);
+      return;
+    }
+    run_status_->setText(tr("run %1 opened").arg(id));
+    tabs_->setCurrentWidget(overview_);
+    refreshRunTabs(true);
+  });
   buildMenus();
 
   resize(1400, 900);
   if (remember_layout_) {
     QSettings s;
-    restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
+        restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
+        restoreState(s.value(QStringLiteral("window/state")).toByteArray());
+    panel_->applyPreset(s.value(QStringLiteral("run/preset")).toString());
     selectTab(s.value(QStringLiteral("window/tab"), tr("Formats")).toString());
     setPresentationMode(s.value(QStringLiteral("window/presentation"), false).toBool());
   }
@@ -130,7 +160,14 @@ void MainWindow::setPresentationMode(bool on) {
   QFont f = font();
   f.setPointSize(on ? base_point_size_ * 8 / 5 : base_point_size_);
   setFont(f);
-  formats_->setPresentationMode(on);
+    formats_->setPresentationMode(on);
+  for (RunTabBase* t : std::initializer_list<RunTabBase*>{overview_, scaling_, quantization_})
+    t->setPresentationMode(on);
+}
+
+void MainWindow::refreshRunTabs(bool force) {
+  for (RunTabBase* t : std::initializer_list<RunTabBase*>{overview_, scaling_, quantization_})
+    t->refresh(force);
 }
 
 QString MainWindow::statusText() const {
@@ -144,7 +181,9 @@ void MainWindow::closeEvent(QCloseEvent* e) {
     QSettings s;
     s.setValue(QStringLiteral("window/geometry"), saveGeometry());
     s.setValue(QStringLiteral("window/tab"), currentTabName());
-    s.setValue(QStringLiteral("window/presentation"), presentation_);
+        s.setValue(QStringLiteral("window/presentation"), presentation_);
+        s.setValue(QStringLiteral("window/state"), saveState());
+    s.setValue(QStringLiteral("run/preset"), panel_->presetName());
   }
   e->accept();
 }

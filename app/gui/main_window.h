@@ -7,10 +7,18 @@
 
 class QTabWidget;
 class QAction;
+class QLabel;
 
 namespace fp8wb {
 
 class FormatsTab;
+class EngineController;
+class OverviewTab;
+class ScalingTab;
+class QuantizationTab;
+class RunsTab;
+class RunPanel;
+class RunTabBase;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -25,16 +33,31 @@ class MainWindow : public QMainWindow {
   QString currentTabName() const;
   void setPresentationMode(bool on);
   bool presentationMode() const { return presentation_; }
-  FormatsTab* formatsTab() const { return formats_; }
+    FormatsTab* formatsTab() const { return formats_; }
+  EngineController* engine() const { return engine_; }
+  RunPanel* runPanel() const { return panel_; }
+  OverviewTab* overviewTab() const { return overview_; }
+  ScalingTab* scalingTab() const { return scaling_; }
+  QuantizationTab* quantizationTab() const { return quantization_; }
+  RunsTab* runsTab() const { return runs_; }
   QString statusText() const;
+  // Replots the run tabs (all of them with force, else the visible one).
+  void refreshRunTabs(bool force = false);
 
  protected:
   void closeEvent(QCloseEvent* e) override;
 
  private:
   void buildMenus();
-  QTabWidget* tabs_;
+    QTabWidget* tabs_;
   FormatsTab* formats_;
+  EngineController* engine_;
+  OverviewTab* overview_;
+  ScalingTab* scaling_;
+  QuantizationTab* quantization_;
+  RunsTab* runs_;
+  RunPanel* panel_;
+  QLabel* run_status_;
   QAction* presentation_action_ = nullptr;
   bool presentation_ = false;
   bool remember_layout_;

@@ -1,17 +1,21 @@
 #include "screenshot.h"
 
 #include <QApplication>
+#include <QEventLoop>
 #include <QFileInfo>
 #include <QPixmap>
 
 #include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/formats_tab.h"
+#include "fp8wb/views/runs_tab.h"
 #include "main_window.h"
 
 namespace fp8wb {
 
 QString apply_gui_options(MainWindow& w, const GuiOptions& o) {
   w.resize(o.size);
+  if (!o.db.isEmpty()) w.engine()->setDatabasePath(o.db);
   if (!o.tab.isEmpty() && !w.selectTab(o.tab)) {
     return QStringLiteral("unknown tab '%1': the tabs are %2")
         .arg(o.tab, w.tabNames().join(QStringLiteral(", ")));
@@ -29,6 +33,27 @@ QString apply_gui_options(MainWindow& w, const GuiOptions& o) {
   return {};
 }
 
+QString run_preset(MainWindow& w, const GuiOptions& o) {
+  if (o.preset.isEmpty()) return {};
+  if (!w.runPanel()->applyPreset(o.preset)) {
+    return QStringLiteral("unknown preset '%1': the presets are %2")
+        .arg(o.preset, RunPanel::presetNames().join(QStringLiteral(", ")));
+  }
+  if (o.steps > 0) w.runPanel()->setSteps(o.steps);
+  QEventLoop loop;
+  QString status, message;
+  QObject::connect(w.engine(), &EngineController::finished, &loop,
+                   [&](const QString& s, const QString& m) {
+                     status = s;
+                     message = m;
+                     loop.quit();
+                   });
+  if (const QString err = w.runPanel()->start(); !err.isEmpty()) return err;
+  loop.exec();
+  if (status == QLatin1String("failed")) return QStringLiteral("the run failed: %1").arg(message);
+  return {};
+}
+
 QString save_screenshot(MainWindow& w, const QString& path) {
   if (QFileInfo(path).suffix().compare(QLatin1String("png"), Qt::CaseInsensitive) != 0) {
     return QStringLiteral("screenshot path '%1' must end in .png").arg(path);
@@ -36,7 +61,8 @@ QString save_screenshot(MainWindow& w, const QString& path) {
   w.show();
   // Let layouts settle and queued replots run before grabbing.
   for (int i = 0; i < 5; ++i) QApplication::processEvents();
-  for (ExportablePlot* p : w.formatsTab()->plots()) p->replot();
+    w.refreshRunTabs(true);
+  for (ExportablePlot* p : w.findChildren<ExportablePlot*>()) p->replot();
   QApplication::processEvents();
   const QPixmap shot = w.grab();
   if (shot.isNull()) return QStringLiteral("could not render the window");

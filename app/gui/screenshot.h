@@ -16,12 +16,18 @@ struct GuiOptions {
   QString value;       // value typed into the Formats tab
   QString page;        // Formats tab page: explorer, gradients, outliers
   bool all_formats = false;
-  bool presentation = false;
+    bool presentation = false;
   QSize size{1400, 900};
+  QString db;      // run database (default: the user's data directory)
+  QString preset;  // train this preset before the screenshot
+  qint64 steps = 0;  // with preset: this many steps (0: the preset's)
 };
 
 // Applies the options to a window; returns an error message, empty when all is well.
 QString apply_gui_options(MainWindow& w, const GuiOptions& o);
+// Trains the options' preset to its end (events keep flowing); returns an error message
+// or empty.
+QString run_preset(MainWindow& w, const GuiOptions& o);
 // Renders the window (shown or offscreen) to PNG; returns an error message or empty.
 QString save_screenshot(MainWindow& w, const QString& path);
 

@@ -6,6 +6,8 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QTextStream>
+#include <QToolTip>
+#include <cmath>
 
 #include "fp8wb/core/value_report.h"
 
@@ -31,6 +33,57 @@ ExportablePlot::ExportablePlot(QWidget* parent) : QCustomPlot(parent) {
   connect(this, &QWidget::customContextMenuRequested, this, &ExportablePlot::showExportMenu);
   setMinimumHeight(180);
   applyFonts();
+}
+
+void ExportablePlot::mouseMoveEvent(QMouseEvent* event) {
+  QCustomPlot::mouseMoveEvent(event);
+  if (event->buttons() != Qt::NoButton) return;
+  const QPointF pos = event->position();
+  QString tip;
+  double best = 12.0;  // pixels
+  for (int g = 0; g < graphCount(); ++g) {
+    QCPGraph* gr = graph(g);
+    if (!gr->visible() || gr->data()->isEmpty()) continue;
+    const double key = gr->keyAxis()->pixelToCoord(pos.x());
+    auto it = gr->data()->findBegin(key);
+    for (int k = 0; k < 2 && it != gr->data()->constEnd(); ++k, ++it) {
+      const double px = gr->keyAxis()->coordToPixel(it->key);
+      const double py = gr->valueAxis()->coordToPixel(it->value);
+      const double d = std::hypot(px - pos.x(), py - pos.y());
+      if (d < best) {
+        best = d;
+        tip = QStringLiteral("%1\n%2 = %3\n%4 = %5")
+                  .arg(gr->name(), gr->keyAxis()->label().isEmpty() ? QStringLiteral("x")
+                                                                    : gr->keyAxis()->label())
+                  .arg(it->key, 0, 'g', 10)
+                  .arg(gr->valueAxis()->label().isEmpty() ? QStringLiteral("y")
+                                                          : gr->valueAxis()->label())
+                  .arg(it->value, 0, 'g', 10);
+      }
+    }
+  }
+  if (tip.isEmpty()) {
+    for (int i = 0; i < plottableCount(); ++i) {
+      auto* map = qobject_cast<QCPColorMap*>(plottable(i));
+      if (!map) continue;
+      double x = 0, y = 0;
+      map->pixelsToCoords(pos, x, y);
+      int cx = 0, cy = 0;
+      map->data()->coordToCell(x, y, &cx, &cy);
+      if (cx >= 0 && cy >= 0 && cx < map->data()->keySize() && cy < map->data()->valueSize()) {
+        tip = QStringLiteral("%1\ncell (%2, %3) = %4")
+                  .arg(map->name())
+                  .arg(cx)
+                  .arg(cy)
+                  .arg(map->data()->cell(cx, cy), 0, 'g', 8);
+      }
+    }
+  }
+  if (tip.isEmpty()) {
+    QToolTip::hideText();
+  } else {
+    QToolTip::showText(event->globalPosition().toPoint(), tip, this);
+  }
 }
 
 void ExportablePlot::setPresentationMode(bool on) {

@@ -1,0 +1,212 @@
+// The run side of the GUI, offscreen: a short CPU run started from the run panel fills
+// the tabs and lands in the database; pause and stop; errors show and the GUI stays
+// usable; the runs list model; opening a stored run fills the same tabs.
+#include <QAbstractItemModelTester>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "fp8wb/core/run_store.h"
+#include "fp8wb/views/engine_controller.h"
+#include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/run_tabs.h"
+#include "fp8wb/views/runs_tab.h"
+#include "main_window.h"
+#include "screenshot.h"
+
+using namespace fp8wb;
+
+class RunTabsTest : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void initTestCase();
+  void presetsAndValidation();
+  void shortRunFillsTheTabsAndTheStore();
+  void pauseAndStop();
+  void errorsShowAndTheGuiStaysUsable();
+  void runListModelAndOpeningARun();
+
+ private:
+  QString db(const QString& name) const { return dir_.filePath(name); }
+  QTemporaryDir dir_;
+};
+
+namespace {
+
+// Waits (events flowing) for the engine's finished signal.
+bool wait_finished(EngineController* e, int ms = 120000) {
+  if (!e->isRunning()) return true;
+  QSignalSpy spy(e, &EngineController::finished);
+  return spy.wait(ms);
+}
+
+}  // namespace
+
+void RunTabsTest::initTestCase() {
+  QVERIFY(dir_.isValid());
+  // Never the user's own database.
+  qputenv("XDG_DATA_HOME", dir_.path().toUtf8());
+}
+
+void RunTabsTest::presetsAndValidation() {
+  MainWindow w(false);
+  RunPanel* p = w.runPanel();
+  QVERIFY(RunPanel::presetNames().size() >= 4);
+  for (const QString& n : RunPanel::presetNames()) {
+    QVERIFY2(p->applyPreset(n), qPrintable(n));
+    QVERIFY2(p->validationMessage().isEmpty(), qPrintable(p->validationMessage()));
+  }
+  QVERIFY(!p->applyPreset(QStringLiteral("no such preset")));
+  QVERIFY(p->applyPreset(QStringLiteral("Delayed scaling: window 1024")));
+  QCOMPARE(p->config().window, 1024);
+  // An invalid combination is reported inline, naming the field.
+  QVERIFY(p->applyPreset(QStringLiteral("Tiny GPT: FP8 vs BF16")));
+  RunConfig c = p->config();
+  QCOMPARE(c.scaling, std::string("delayed"));
+    // The fields outside the main form, with their messages inline.
+  QCOMPARE(p->setAdvanced(QStringLiteral("batch"), QStringLiteral("32")), QString());
+  QCOMPARE(p->config().batch, 32);
+  QVERIFY(p->setAdvanced(QStringLiteral("heads"), QStringLiteral("5")).contains(QStringLiteral("heads")));
+  QCOMPARE(p->config().heads, 4);  // the bad value is not taken
+  QVERIFY(p->setAdvanced(QStringLiteral("dtype"), QStringLiteral("fp16")).contains(QStringLiteral("dtype")));
+    GuiOptions o;
+  o.preset = QStringLiteral("nope");
+  QVERIFY(run_preset(w, o).contains(QStringLiteral("Tiny GPT")));
+  // Every preset trains (a few steps each).
+  w.engine()->setDatabasePath(db(QStringLiteral("presets.sqlite")));
+  for (const QString& n : RunPanel::presetNames()) {
+    o.preset = n;
+    o.steps = 3;
+    QCOMPARE(run_preset(w, o), QString());
+    QVERIFY2(w.engine()->data().status() == "finished", qPrintable(n));
+  }
+}
+
+void RunTabsTest::shortRunFillsTheTabsAndTheStore() {
+  MainWindow w(false);
+  w.engine()->setDatabasePath(db(QStringLiteral("short.sqlite")));
+  w.show();
+  QVERIFY(w.runPanel()->applyPreset(QStringLiteral("Outliers: tensorwise")));
+  w.runPanel()->setSteps(30);
+  QSignalSpy progress(w.engine(), &EngineController::progress);
+  QCOMPARE(w.runPanel()->start(), QString());
+  QVERIFY(wait_finished(w.engine()));
+  QVERIFY(progress.count() > 0);
+  QCOMPARE(w.engine()->data().status(), std::string("finished"));
+  QCOMPARE(w.engine()->data().steps().size(), size_t{30});
+  // The Overview tab drew every step of both curves.
+  w.selectTab(QStringLiteral("Overview"));
+  w.refreshRunTabs(true);
+  ExportablePlot* loss = w.overviewTab()->plots()[0];
+  QCOMPARE(loss->graph(1)->dataCount(), 30);  // FP8 loss
+  QCOMPARE(loss->graph(0)->dataCount(), 30);  // reference
+  QVERIFY(w.overviewTab()->summaryText().contains(QStringLiteral("finished")));
+  // Scaling and Quantization have the layers' statistics (every 10 steps: 0, 10, 20).
+  QVERIFY(w.scalingTab()->select(QStringLiteral("layers.0"), QStringLiteral("input")));
+  w.selectTab(QStringLiteral("Scaling"));
+  w.refreshRunTabs(true);
+  QCOMPARE(w.scalingTab()->plots()[0]->graph(0)->dataCount(), 3);
+  w.selectTab(QStringLiteral("Quantization"));
+  w.refreshRunTabs(true);
+  QVERIFY(w.quantizationTab()->plots()[1]->plottableCount() > 0);
+  // The run is in the database with the same loss series.
+  auto store = RunStore::open_read_only(db(QStringLiteral("short.sqlite")).toStdString());
+  const auto runs = store->runs();
+  QCOMPARE(runs.size(), size_t{1});
+  QCOMPARE(runs[0].status, std::string("finished"));
+  const auto s = store->series(runs[0].id, "loss");
+  QCOMPARE(s.size(), size_t{30});
+  QCOMPARE(s[29].value, w.engine()->data().steps()[29].loss);
+}
+
+void RunTabsTest::pauseAndStop() {
+  MainWindow w(false);
+  w.engine()->setDatabasePath(db(QStringLiteral("pause.sqlite")));
+  QVERIFY(w.runPanel()->applyPreset(QStringLiteral("Outliers: tensorwise")));
+  w.runPanel()->setSteps(1000000);
+  QCOMPARE(w.runPanel()->start(), QString());
+  QTRY_VERIFY_WITH_TIMEOUT(w.engine()->data().steps().size() >= 3, 60000);
+  w.engine()->pause();
+  QTRY_VERIFY_WITH_TIMEOUT(!w.engine()->data().events().empty() &&
+                               w.engine()->data().events().back().kind == "paused",
+                           30000);
+  const size_t at = w.engine()->data().steps().size();
+  QTest::qWait(300);
+  QCOMPARE(w.engine()->data().steps().size(), at);  // nothing moves while paused
+  w.engine()->resume();
+  QTRY_VERIFY_WITH_TIMEOUT(w.engine()->data().steps().size() > at, 30000);
+  w.engine()->stop();
+  QVERIFY(wait_finished(w.engine()));
+  QCOMPARE(w.engine()->data().status(), std::string("stopped"));
+  QVERIFY(!w.engine()->isRunning());
+}
+
+void RunTabsTest::errorsShowAndTheGuiStaysUsable() {
+  MainWindow w(false);
+  w.engine()->setDatabasePath(db(QStringLiteral("errors.sqlite")));
+  QVERIFY(w.runPanel()->applyPreset(QStringLiteral("Outliers: tensorwise")));
+  RunConfig c = w.runPanel()->config();
+  c.device = "cuda:7";  // not here
+  QVERIFY(w.engine()->start(c).contains(QStringLiteral("cuda:7")));
+  QVERIFY(!w.engine()->isRunning());
+  c.window = -3;
+  QVERIFY(w.engine()->start(c).contains(QStringLiteral("window")));
+  // A database that cannot be opened names the file.
+  w.engine()->setDatabasePath(QStringLiteral("/proc/no-such-dir/runs.sqlite"));
+  c = w.runPanel()->config();
+  c.steps = 5;
+  QVERIFY(w.engine()->start(c).contains(QStringLiteral("/proc/no-such-dir")));
+  // And the GUI still runs the next good run.
+  w.engine()->setDatabasePath(db(QStringLiteral("errors2.sqlite")));
+  QCOMPARE(w.engine()->start(c), QString());
+  QVERIFY(wait_finished(w.engine()));
+  QCOMPARE(w.engine()->data().status(), std::string("finished"));
+}
+
+void RunTabsTest::runListModelAndOpeningARun() {
+  const QString path = db(QStringLiteral("list.sqlite"));
+  {
+    MainWindow w(false);
+    w.engine()->setDatabasePath(path);
+    QVERIFY(w.runPanel()->applyPreset(QStringLiteral("Outliers: blockwise 1x128")));
+    w.runPanel()->setSteps(12);
+    QCOMPARE(w.runPanel()->start(), QString());
+    QVERIFY(wait_finished(w.engine()));
+    QCOMPARE(w.engine()->data().status(), std::string("finished"));
+    QVERIFY(w.runPanel()->applyPreset(QStringLiteral("Outliers: tensorwise")));
+    w.runPanel()->setSteps(8);
+    QCOMPARE(w.runPanel()->start(), QString());
+    QVERIFY(wait_finished(w.engine()));
+  }
+  MainWindow w(false);
+  w.engine()->setDatabasePath(path);
+  RunsTab* runs = w.runsTab();
+  QAbstractItemModelTester tester(runs->model(),
+                                  QAbstractItemModelTester::FailureReportingMode::QtTest);
+  QVERIFY(runs->reload().contains(QStringLiteral("2 run")));
+  QCOMPARE(runs->model()->rowCount(), 2);
+  QCOMPARE(runs->model()->data(runs->model()->index(0, RunListModel::Steps), Qt::DisplayRole)
+               .toLongLong(),
+           12);
+  // Opening a finished run fills the same tabs as a live one.
+  QCOMPARE(w.engine()->openRun(1), QString());
+  w.selectTab(QStringLiteral("Overview"));
+  w.refreshRunTabs(true);
+  QCOMPARE(w.overviewTab()->plots()[0]->graph(1)->dataCount(), 12);
+  QVERIFY(!w.engine()->data().tensors().empty());
+  QVERIFY(!w.engine()->data().tensors().front().points.front().histogram.empty());
+  QVERIFY(!w.engine()->openRun(99).isEmpty());
+  // Overlay both runs' loss curves; export one as CSV.
+  runs->overlay({1, 2});
+  QCOMPARE(runs->overlayPlot()->graphCount(), 2);
+  QCOMPARE(runs->overlayPlot()->graph(1)->dataCount(), 8);
+  const QString csv = dir_.filePath(QStringLiteral("run1.csv"));
+  QVERIFY(runs->exportCsv(1, csv).contains(QStringLiteral("wrote")));
+  QFile f(csv);
+  QVERIFY(f.open(QIODevice::ReadOnly));
+  QVERIFY(f.readLine().startsWith("step,loss"));
+  QVERIFY(!runs->exportCsv(1, QStringLiteral("/proc/nope/x.csv")).contains(QStringLiteral("wrote")));
+}
+
+QTEST_MAIN(RunTabsTest)
+#include "run_tabs_test.moc"

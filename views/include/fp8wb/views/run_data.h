@@ -1,0 +1,74 @@
+// defines: TensorPoint, TensorSeries, RunData: everything the run tabs plot, for one run,
+// filled live from MetricBatches or at once from the run store. Plain data; the tabs
+// read it on the GUI thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fp8wb/core/metrics.h"
+#include "fp8wb/core/run_config.h"
+#include "fp8wb/core/run_store.h"
+
+namespace fp8wb {
+
+// One quantization of a layer's role at a sampled step.
+struct TensorPoint {
+  int64_t step = 0;
+  double amax = 0, scale = 0;
+  double underflow_pct = 0, saturated_pct = 0, sqnr_db = 0;
+  int64_t numel = 0;
+  std::vector<uint64_t> histogram;  // kHistBins
+  int64_t map_rows = 0, map_cols = 0;
+  std::vector<float> error_map;     // relative RMS error per cell
+  std::vector<float> amax_history;  // delayed scaling's window, newest first
+};
+
+struct TensorSeries {
+  std::string layer, role;
+  std::vector<TensorPoint> points;  // by step
+};
+
+class RunData {
+ public:
+  void clear();
+  void setRun(int64_t id, const std::string& name, const std::string& config_json);
+  void append(const MetricBatch& b);
+  // Reads a stored run whole. Throws StoreError.
+  void load(const RunStore& store, int64_t run_id);
+
+  int64_t runId() const { return run_id_; }
+  const std::string& name() const { return name_; }
+  const RunConfig& config() const { return config_; }
+  bool hasConfig() const { return has_config_; }
+  const std::string& status() const { return status_; }
+  const std::string& message() const { return message_; }
+
+  // Scalars by step (NaN where a value does not apply).
+  const std::vector<StepMetrics>& steps() const { return steps_; }
+  // Layer/role series in the order they first appeared.
+  const std::vector<TensorSeries>& tensors() const { return tensors_; }
+  const TensorSeries* tensor(const std::string& layer, const std::string& role) const;
+  std::vector<std::string> layers() const;
+  const std::vector<SqnrMetrics>& sqnr() const { return sqnr_; }
+  const std::vector<RunEvent>& events() const { return events_; }
+  int64_t revision() const { return revision_; }  // bumps on every change
+
+ private:
+  TensorSeries& series(const std::string& layer, const std::string& role);
+  int64_t run_id_ = 0;
+  std::string name_, status_, message_;
+  RunConfig config_;
+  bool has_config_ = false;
+  std::vector<StepMetrics> steps_;
+  std::vector<TensorSeries> tensors_;
+  std::map<std::pair<std::string, std::string>, size_t> index_;
+  std::vector<SqnrMetrics> sqnr_;
+  std::vector<RunEvent> events_;
+  int64_t revision_ = 0;
+};
+
+}  // namespace fp8wb

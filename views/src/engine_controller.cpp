@@ -1,0 +1,159 @@
+#include "fp8wb/views/engine_controller.h"
+
+#include <QDateTime>
+#include <mutex>
+
+#include "fp8wb/core/run_store.h"
+#include "fp8wb/core/trainer.h"
+
+namespace fp8wb {
+
+// The engine thread appends under a lock held only for the push; the GUI thread swaps
+// the whole vector out at its own pace.
+class GuiBuffer : public MetricConsumer {
+ public:
+  void consume(const MetricBatch& b) override {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    pending_.push_back(b);
+  }
+  std::vector<MetricBatch> take() {
+    std::vector<MetricBatch> out;
+    const std::lock_guard<std::mutex> lock(mutex_);
+    out.swap(pending_);
+    return out;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<MetricBatch> pending_;
+};
+
+EngineController::EngineController(QObject* parent)
+    : QObject(parent), db_path_(QString::fromStdString(default_database_path())) {
+  timer_.setInterval(33);  // ~30 Hz
+  connect(&timer_, &QTimer::timeout, this, &EngineController::drain);
+}
+
+EngineController::~EngineController() {
+  if (trainer_) {
+    trainer_->stop();
+    trainer_->join();
+  }
+}
+
+void EngineController::setDatabasePath(const QString& path) {
+  if (path == db_path_) return;
+  db_path_ = path;
+  if (!isRunning()) store_.reset();
+}
+
+RunStore& EngineController::store() {
+  if (!store_) store_ = RunStore::open(db_path_.toStdString());
+  return *store_;
+}
+
+bool EngineController::isRunning() const {
+  return trainer_ && (trainer_->status() == RunStatus::Running ||
+                      trainer_->status() == RunStatus::Paused);
+}
+
+QString EngineController::openRun(int64_t run_id) {
+  if (isRunning()) return tr("a run is training: stop it before opening another");
+  try {
+    data_.load(store(), run_id);
+  } catch (const std::exception& e) {
+    return QString::fromStdString(e.what());
+  }
+  Q_EMIT dataChanged();
+  return {};
+}
+
+QString EngineController::start(const RunConfig& config) {
+  if (isRunning()) return tr("a run is already training");
+  try {
+    validate_run_config(config);
+    const std::string device = Trainer::resolve_device(config.device);
+    RunStore& s = store();
+    s.flush();
+    trainer_.reset();
+    const int64_t id = s.create_run(config.name, "train", run_config_json(config), device);
+    auto bus = std::make_shared<MetricBus>();
+    buffer_ = std::make_shared<GuiBuffer>();
+    bus->add(s.consumer());
+    bus->add(buffer_);
+    data_.setRun(id, config.name, run_config_json(config));
+    trainer_ = std::make_unique<Trainer>(config, bus, id);
+    steps_total_ = config.steps;
+    started_at_ = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
+    paused_ = false;
+    trainer_->start();
+    timer_.start();
+    Q_EMIT started(id);
+    Q_EMIT dataChanged();
+    return {};
+  } catch (const std::exception& e) {
+    return QString::fromStdString(e.what());
+  }
+}
+
+void EngineController::pause() {
+  if (!isRunning()) return;
+  trainer_->pause();
+  paused_ = true;
+}
+
+void EngineController::resume() {
+  if (!trainer_) return;
+  trainer_->resume();
+  paused_ = false;
+}
+
+void EngineController::stop() {
+  if (trainer_) {
+    trainer_->resume();
+    trainer_->stop();
+  }
+}
+
+void EngineController::drain() {
+  if (!buffer_) return;
+  const std::vector<MetricBatch> batches = buffer_->take();
+  bool ended = false;
+  RunStatus status = RunStatus::Running;
+  std::string message;
+  for (const MetricBatch& b : batches) {
+    data_.append(b);
+    if (b.final) {
+      ended = true;
+      status = b.status;
+      message = b.message;
+    }
+  }
+  if (!batches.empty()) {
+    if (!data_.steps().empty()) {
+      const int64_t done = data_.steps().back().step + 1;
+      const double elapsed =
+          static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0 - started_at_;
+      const double eta = done > 0 ? elapsed * static_cast<double>(steps_total_ - done) /
+                                        static_cast<double>(done)
+                                  : -1;
+      Q_EMIT progress(done, steps_total_, eta);
+    }
+    Q_EMIT dataChanged();
+  }
+  if (ended) {
+    timer_.stop();
+    trainer_->join();
+    try {
+      store().flush();
+    } catch (const std::exception& e) {
+      message += (message.empty() ? "" : "; ") + std::string(e.what());
+      status = RunStatus::Failed;
+    }
+    paused_ = false;
+    if (status == RunStatus::Failed) Q_EMIT failed(QString::fromStdString(message));
+    Q_EMIT finished(QString::fromLatin1(run_status_name(status)), QString::fromStdString(message));
+  }
+}
+
+}  // namespace fp8wb

@@ -1,0 +1,456 @@
+#include "fp8wb/views/run_tabs.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSplitter>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+
+#include "fp8wb/core/run_config.h"
+#include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/run_data.h"
+
+namespace fp8wb {
+namespace {
+
+QString qs(const std::string& s) {
+  return QString::fromStdString(s);
+}
+
+ExportablePlot* make_plot(QWidget* parent, const QString& x, const QString& y) {
+  auto* p = new ExportablePlot(parent);
+  p->xAxis->setLabel(x);
+  p->yAxis->setLabel(y);
+  return p;
+}
+
+QCPGraph* add_graph(ExportablePlot* p, const QString& name, const QColor& c, bool scatter = false) {
+  QCPGraph* g = p->addGraph();
+  g->setName(name);
+  g->setPen(QPen(c, 1.5));
+  if (scatter) {
+    g->setLineStyle(QCPGraph::lsNone);
+    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCross, c, 9));
+  }
+  return g;
+}
+
+void use_log_axis(QCPAxis* a) {
+  a->setScaleType(QCPAxis::stLogarithmic);
+  a->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+}
+
+Format role_format(const RunData& d, const std::string& role) {
+  const Float8LinearConfig f = float8_config_of(d.hasConfig() ? d.config() : RunConfig{});
+  if (role == "weight") return f.weight.format;
+  if (role == "grad_output") return f.grad_output.format;
+  return f.input.format;
+}
+
+// Finite points; non-finite values of `field` go to the markers at `marker_y`.
+template <class Get>
+void fill(QCPGraph* g, QCPGraph* markers, const std::vector<StepMetrics>& steps, Get get) {
+  QVector<double> x, y, mx;
+  x.reserve(static_cast<int>(steps.size()));
+  y.reserve(static_cast<int>(steps.size()));
+  for (const StepMetrics& m : steps) {
+    const double v = get(m);
+        if (std::isfinite(v)) {
+      x << static_cast<double>(m.step);
+      y << v;
+    } else if (markers) {
+      mx << static_cast<double>(m.step);
+    }
+  }
+  g->setData(x, y, true);
+  if (markers) {
+    // NaN and Inf are shown, not dropped: crosses at the top of the visible range.
+    const double top = y.isEmpty() ? 1.0 : *std::max_element(y.begin(), y.end());
+    QVector<double> my(mx.size(), top);
+    markers->setData(mx, my, true);
+  }
+}
+
+}  // namespace
+
+RunTabBase::RunTabBase(const RunData* run, QWidget* parent) : QWidget(parent), data_(run) {}
+
+void RunTabBase::refresh(bool force) {
+  if (!force && (!isVisible() || drawn_revision_ == data_->revision())) return;
+  drawn_revision_ = data_->revision();
+  rebuild();
+  for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void RunTabBase::showEvent(QShowEvent* e) {
+  QWidget::showEvent(e);
+  refresh();
+}
+
+void RunTabBase::setPresentationMode(bool on) {
+  for (ExportablePlot* p : plots()) p->setPresentationMode(on);
+}
+
+// --- Overview -----------------------------------------------------------------------
+
+OverviewTab::OverviewTab(const RunData* run, QWidget* parent)
+    : RunTabBase(run, parent),
+      summary_(new QLabel(this)),
+      loss_(make_plot(this, tr("step"), tr("loss"))),
+      gap_(make_plot(this, tr("step"), tr("FP8 loss - reference loss"))),
+      speed_(make_plot(this, tr("step"), tr("tokens/s"))) {
+  auto* layout = new QVBoxLayout(this);
+  summary_->setTextFormat(Qt::RichText);
+  layout->addWidget(summary_);
+  layout->addWidget(loss_, 3);
+  auto* row = new QHBoxLayout;
+  row->addWidget(gap_);
+  row->addWidget(speed_);
+  layout->addLayout(row, 2);
+    // The reference underneath, dashed: the FP8 curve usually lies on top of it.
+  add_graph(loss_, tr("reference loss"), QColor(0x7f, 0x7f, 0x7f));
+  loss_->graph(0)->setPen(QPen(QColor(0x7f, 0x7f, 0x7f), 2.0, Qt::DashLine));
+  add_graph(loss_, tr("FP8 loss"), QColor(0x1f, 0x77, 0xb4));
+  add_graph(loss_, tr("non-finite loss"), Qt::red, true);
+  loss_->legend->setVisible(true);
+  add_graph(gap_, tr("loss gap"), QColor(0xd6, 0x27, 0x28));
+  add_graph(speed_, tr("tokens/s"), QColor(0x2c, 0xa0, 0x2c));
+  summary_->setText(tr("<i>Start a run from the run panel, or open one in the Runs tab.</i>"));
+}
+
+QString OverviewTab::summaryText() const {
+  return summary_->text();
+}
+
+void OverviewTab::rebuild() {
+  const auto& s = data_->steps();
+    fill(loss_->graph(1), loss_->graph(2), s, [](const StepMetrics& m) { return m.loss; });
+  fill(loss_->graph(0), nullptr, s, [](const StepMetrics& m) { return m.ref_loss; });
+  fill(gap_->graph(0), nullptr, s, [](const StepMetrics& m) { return m.loss_gap; });
+  fill(speed_->graph(0), nullptr, s, [](const StepMetrics& m) { return m.tokens_per_s; });
+  for (ExportablePlot* p : plots()) p->rescaleAxes();
+  if (s.empty()) return;
+  const StepMetrics& m = s.back();
+  QString text = tr("<b>%1</b> (run %2, %3): step %4, loss %5")
+                     .arg(qs(data_->name()).toHtmlEscaped())
+                     .arg(data_->runId())
+                     .arg(qs(data_->status()))
+                     .arg(m.step + 1)
+                     .arg(m.loss, 0, 'f', 4);
+  if (std::isfinite(m.ref_loss))
+    text += tr(", reference %1, gap %2").arg(m.ref_loss, 0, 'f', 4).arg(m.loss_gap, 0, 'g', 3);
+  text += tr(", %1 tokens/s").arg(m.tokens_per_s, 0, 'f', 0);
+  if (!data_->message().empty()) text += QStringLiteral(" - ") + qs(data_->message()).toHtmlEscaped();
+  summary_->setText(text);
+}
+
+// --- Scaling ------------------------------------------------------------------------
+
+ScalingTab::ScalingTab(const RunData* run, QWidget* parent)
+    : RunTabBase(run, parent),
+      tree_(new QTreeWidget(this)),
+      caption_(new QLabel(this)),
+      amax_(make_plot(this, tr("step"), tr("amax"))),
+      scale_(make_plot(this, tr("step"), tr("scale"))),
+      counts_(make_plot(this, tr("step"), tr("% of elements"))) {
+  auto* split = new QSplitter(this);
+  tree_->setHeaderLabels({tr("layer / role")});
+  tree_->setMinimumWidth(220);
+  split->addWidget(tree_);
+  auto* right = new QWidget(split);
+  auto* rl = new QVBoxLayout(right);
+  caption_->setWordWrap(true);
+  rl->addWidget(caption_);
+  rl->addWidget(amax_, 2);
+  rl->addWidget(scale_, 1);
+  rl->addWidget(counts_, 1);
+  split->addWidget(right);
+  split->setStretchFactor(1, 1);
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(split);
+  add_graph(amax_, tr("amax"), QColor(0x1f, 0x77, 0xb4));
+  add_graph(amax_, tr("amax the scale maps to the format's max"), QColor(0xff, 0x7f, 0x0e));
+  amax_->graph(1)->setLineStyle(QCPGraph::lsStepLeft);
+  amax_->legend->setVisible(true);
+  window_ = new QCPItemRect(amax_);
+  window_->setPen(Qt::NoPen);
+  window_->setBrush(QColor(0x1f, 0x77, 0xb4, 40));
+  window_->topLeft->setTypeY(QCPItemPosition::ptAxisRectRatio);
+  window_->bottomRight->setTypeY(QCPItemPosition::ptAxisRectRatio);
+  window_->setVisible(false);
+  use_log_axis(amax_->yAxis);
+  add_graph(scale_, tr("scale"), QColor(0x94, 0x67, 0xbd));
+  use_log_axis(scale_->yAxis);
+  add_graph(counts_, tr("underflow % (of nonzero)"), QColor(0x2c, 0xa0, 0x2c));
+  add_graph(counts_, tr("saturated %"), QColor(0xd6, 0x27, 0x28));
+  counts_->legend->setVisible(true);
+  connect(tree_, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem* item) {
+    if (!item || !item->parent()) return;
+    layer_ = item->parent()->text(0);
+    role_ = item->text(0);
+    drawSelected();
+    for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
+  });
+}
+
+bool ScalingTab::select(const QString& layer, const QString& role) {
+  rebuildTree();
+  for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
+    QTreeWidgetItem* l = tree_->topLevelItem(i);
+    if (l->text(0) != layer) continue;
+    for (int j = 0; j < l->childCount(); ++j) {
+      if (l->child(j)->text(0) == role) {
+        tree_->setCurrentItem(l->child(j));
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+void ScalingTab::rebuildTree() {
+  if (tree_size_ == data_->tensors().size()) return;
+  tree_size_ = data_->tensors().size();
+  tree_->clear();
+  for (const std::string& layer : data_->layers()) {
+    auto* l = new QTreeWidgetItem(tree_, {qs(layer)});
+    for (const char* role : {"input", "weight", "grad_output"}) {
+      if (data_->tensor(layer, role)) new QTreeWidgetItem(l, {QString::fromLatin1(role)});
+    }
+    l->setExpanded(true);
+  }
+}
+
+void ScalingTab::rebuild() {
+  rebuildTree();
+  if (layer_.isEmpty() && !data_->tensors().empty()) {
+    const TensorSeries& t = data_->tensors().front();
+    layer_ = qs(t.layer);
+    role_ = qs(t.role);
+  }
+  drawSelected();
+}
+
+void ScalingTab::drawSelected() {
+  const TensorSeries* t = data_->tensor(layer_.toStdString(), role_.toStdString());
+  if (!t || t->points.empty()) {
+    caption_->setText(tr("<i>No statistics yet: they arrive every stats_interval steps.</i>"));
+    return;
+  }
+  const Format f = role_format(*data_, t->role);
+  const double fmax = format_info(f).max_finite;
+  QVector<double> x, amax, mapped, scale, under, sat;
+  for (const TensorPoint& p : t->points) {
+    x << static_cast<double>(p.step);
+    amax << p.amax;
+    mapped << (p.scale > 0 ? fmax / p.scale : NAN);
+    scale << p.scale;
+    under << p.underflow_pct;
+    sat << p.saturated_pct;
+  }
+  amax_->graph(0)->setData(x, amax, true);
+  amax_->graph(1)->setData(x, mapped, true);
+  scale_->graph(0)->setData(x, scale, true);
+  counts_->graph(0)->setData(x, under, true);
+  counts_->graph(1)->setData(x, sat, true);
+  for (ExportablePlot* p : plots()) p->rescaleAxes();
+  const TensorPoint& last = t->points.back();
+  const bool delayed = data_->hasConfig() && data_->config().scaling == "delayed";
+  const int window = data_->hasConfig() ? data_->config().window : 0;
+  if (delayed && window > 0) {
+    // The steps whose amaxes the next scale comes from.
+    window_->topLeft->setCoords(static_cast<double>(last.step - window + 1), 0);
+    window_->bottomRight->setCoords(static_cast<double>(last.step) + 0.5, 1);
+    window_->setVisible(true);
+  } else {
+    window_->setVisible(false);
+  }
+  const int margin = data_->hasConfig() ? data_->config().margin : 0;
+  caption_->setText(
+      tr("<b>%1 / %2</b> in %3 (max %4): last sampled step %5, amax %6, scale %7, headroom "
+         "2^%8 (margin %9)%10. The orange steps are the amax each step's scale maps to %4; "
+         "the shaded steps are the delayed-scaling window.")
+          .arg(layer_, role_, QString::fromLatin1(format_info(f).name.data()))
+          .arg(fmax)
+          .arg(last.step)
+          .arg(last.amax, 0, 'g', 5)
+          .arg(last.scale, 0, 'g', 5)
+          .arg(last.scale > 0 && last.amax > 0 ? std::log2(fmax / (last.amax * last.scale)) : 0.0,
+               0, 'f', 2)
+          .arg(margin)
+          .arg(delayed ? tr(", window %1").arg(window) : QString()));
+}
+
+// --- Quantization -------------------------------------------------------------------
+
+QuantizationTab::QuantizationTab(const RunData* run, QWidget* parent)
+    : RunTabBase(run, parent),
+      metric_(new QComboBox(this)),
+      role_(new QComboBox(this)),
+      tensor_(new QComboBox(this)),
+      caption_(new QLabel(this)),
+      heat_(make_plot(this, tr("step"), tr("layer"))),
+      hist_(make_plot(this, tr("floor(log2 |x * scale|)"), tr("elements"))),
+      blocks_(make_plot(this, tr("block column"), tr("block row"))) {
+  metric_->addItems({tr("underflow %"), tr("saturation %"), tr("SQNR (dB)")});
+  role_->addItems({QStringLiteral("input"), QStringLiteral("weight"), QStringLiteral("grad_output")});
+  auto* controls = new QHBoxLayout;
+  controls->addWidget(new QLabel(tr("Heatmap of"), this));
+  controls->addWidget(metric_);
+  controls->addWidget(new QLabel(tr("for role"), this));
+  controls->addWidget(role_);
+  controls->addSpacing(20);
+  controls->addWidget(new QLabel(tr("Histogram and block errors of"), this));
+  controls->addWidget(tensor_, 1);
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(controls);
+  caption_->setWordWrap(true);
+  layout->addWidget(caption_);
+  layout->addWidget(heat_, 1);
+  auto* row = new QHBoxLayout;
+  row->addWidget(hist_, 1);
+  row->addWidget(blocks_, 1);
+  layout->addLayout(row, 1);
+
+  auto colour_map = [](ExportablePlot* p, const QString& name, const QString& label) {
+    auto* m = new QCPColorMap(p->xAxis, p->yAxis);
+    m->setName(name);
+    auto* scale = new QCPColorScale(p);
+    p->plotLayout()->addElement(0, 1, scale);
+    scale->axis()->setLabel(label);
+    m->setColorScale(scale);
+    m->setGradient(QCPColorGradient::gpThermal);
+    m->setInterpolate(false);
+    auto* group = new QCPMarginGroup(p);
+    p->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+    scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+    return m;
+  };
+  heat_map_ = colour_map(heat_, tr("layer x step"), tr("value"));
+  block_map_ = colour_map(blocks_, tr("block error"), tr("relative RMS error"));
+  bars_ = new QCPBars(hist_->xAxis, hist_->yAxis);
+  bars_->setName(tr("exponent histogram"));
+  bars_->setWidth(0.9);
+  bars_->setBrush(QColor(0x1f, 0x77, 0xb4, 160));
+  band_ = new QCPItemRect(hist_);
+  band_->setPen(Qt::NoPen);
+  band_->setBrush(QColor(0x2c, 0xa0, 0x2c, 40));
+  band_->topLeft->setTypeY(QCPItemPosition::ptAxisRectRatio);
+  band_->bottomRight->setTypeY(QCPItemPosition::ptAxisRectRatio);
+  auto redraw = [this] { refresh(true); };
+  connect(metric_, &QComboBox::currentIndexChanged, this, redraw);
+  connect(role_, &QComboBox::currentIndexChanged, this, redraw);
+  connect(tensor_, &QComboBox::currentIndexChanged, this, redraw);
+}
+
+void QuantizationTab::refillChoices() {
+  if (tensors_seen_ == data_->tensors().size()) return;
+  tensors_seen_ = data_->tensors().size();
+  const QString keep = tensor_->currentText();
+  const QSignalBlocker block(tensor_);
+  tensor_->clear();
+  for (const TensorSeries& t : data_->tensors()) tensor_->addItem(qs(t.layer + " / " + t.role));
+  const int i = tensor_->findText(keep);
+  tensor_->setCurrentIndex(i >= 0 ? i : 0);
+}
+
+void QuantizationTab::rebuild() {
+  refillChoices();
+  // Heatmap: layers (rows) x sampled steps (columns) for the chosen role.
+  const std::string role = role_->currentText().toStdString();
+  std::vector<const TensorSeries*> rows;
+  for (const std::string& l : data_->layers()) {
+    if (const TensorSeries* t = data_->tensor(l, role)) rows.push_back(t);
+  }
+  size_t cols = 0;
+  for (const TensorSeries* t : rows) cols = std::max(cols, t->points.size());
+  heat_map_->data()->clear();
+  if (!rows.empty() && cols > 0) {
+    const double first = static_cast<double>(rows[0]->points.front().step);
+    const double last = static_cast<double>(rows[0]->points.back().step);
+    heat_map_->data()->setSize(static_cast<int>(cols), static_cast<int>(rows.size()));
+    heat_map_->data()->setRange(QCPRange(first, std::max(last, first + 1)),
+                                QCPRange(0, std::max<double>(1, static_cast<double>(rows.size() - 1))));
+    for (size_t r = 0; r < rows.size(); ++r) {
+      for (size_t c = 0; c < rows[r]->points.size(); ++c) {
+        const TensorPoint& p = rows[r]->points[c];
+        double v = metric_->currentIndex() == 0   ? p.underflow_pct
+                   : metric_->currentIndex() == 1 ? p.saturated_pct
+                                                  : p.sqnr_db;
+        if (!std::isfinite(v)) v = 200;  // exact (no error): off the top
+        heat_map_->data()->setCell(static_cast<int>(c), static_cast<int>(r), v);
+      }
+    }
+    heat_map_->rescaleDataRange(true);
+    // Layer names on the row axis.
+    QSharedPointer<QCPAxisTickerText> ticks(new QCPAxisTickerText);
+    for (size_t r = 0; r < rows.size(); ++r) ticks->addTick(static_cast<double>(r), qs(rows[r]->layer));
+    heat_->yAxis->setTicker(ticks);
+    heat_map_->colorScale()->axis()->setLabel(metric_->currentText());
+  }
+  heat_->rescaleAxes();
+
+  // The chosen tensor's last sampled step: exponent histogram and block errors.
+  const int ti = tensor_->currentIndex();
+  if (ti < 0 || ti >= static_cast<int>(data_->tensors().size()) ||
+      data_->tensors()[static_cast<size_t>(ti)].points.empty()) {
+    caption_->setText(tr("<i>No statistics yet.</i>"));
+    return;
+  }
+  const TensorSeries& t = data_->tensors()[static_cast<size_t>(ti)];
+  const TensorPoint& p = t.points.back();
+  QVector<double> keys, counts;
+  for (int b = 0; b < kHistExpBins && b < static_cast<int>(p.histogram.size()); ++b) {
+    if (p.histogram[static_cast<size_t>(b)] == 0) continue;
+    keys << static_cast<double>(b + kHistMinExp);
+    counts << static_cast<double>(p.histogram[static_cast<size_t>(b)]);
+  }
+  bars_->setData(keys, counts);
+  const Format f = role_format(*data_, t.role);
+  const FormatInfo& fi = format_info(f);
+  const double lo = std::floor(std::log2(fi.min_subnormal > 0 ? fi.min_subnormal : fi.min_normal));
+  const double hi = std::floor(std::log2(fi.max_finite));
+  band_->topLeft->setCoords(lo - 0.5, 0);
+  band_->bottomRight->setCoords(hi + 0.5, 1);
+  hist_->rescaleAxes();
+  hist_->xAxis->setRange(std::min(lo - 2, hist_->xAxis->range().lower),
+                         std::max(hi + 2, hist_->xAxis->range().upper));
+  block_map_->data()->clear();
+  if (p.map_rows > 0 && p.map_cols > 0 &&
+      p.error_map.size() == static_cast<size_t>(p.map_rows * p.map_cols)) {
+    block_map_->data()->setSize(static_cast<int>(p.map_cols), static_cast<int>(p.map_rows));
+    block_map_->data()->setRange(QCPRange(0, static_cast<double>(p.map_cols - 1)),
+                                 QCPRange(0, static_cast<double>(p.map_rows - 1)));
+    for (int64_t r = 0; r < p.map_rows; ++r) {
+      for (int64_t c = 0; c < p.map_cols; ++c) {
+        block_map_->data()->setCell(static_cast<int>(c), static_cast<int>(r),
+                                    p.error_map[static_cast<size_t>(r * p.map_cols + c)]);
+      }
+    }
+    block_map_->rescaleDataRange(true);
+  }
+  blocks_->rescaleAxes();
+  const double zeros = 100.0 * static_cast<double>(
+                                   p.histogram.size() > static_cast<size_t>(kHistZeroBin)
+                                       ? p.histogram[static_cast<size_t>(kHistZeroBin)]
+                                       : 0) /
+                       static_cast<double>(std::max<int64_t>(1, p.numel));
+  caption_->setText(
+      tr("<b>%1 / %2</b>, step %3, %4: SQNR %5 dB, underflow %6 %, saturated %7 %, zeros %8 %. "
+         "Green: the exponents %4 represents (%9 to %10).")
+          .arg(qs(t.layer), qs(t.role))
+          .arg(p.step)
+          .arg(QString::fromLatin1(fi.name.data()))
+          .arg(p.sqnr_db, 0, 'f', 1)
+          .arg(p.underflow_pct, 0, 'g', 3)
+          .arg(p.saturated_pct, 0, 'g', 3)
+          .arg(zeros, 0, 'g', 3)
+          .arg(lo)
+          .arg(hi));
+}
+
+}  // namespace fp8wb

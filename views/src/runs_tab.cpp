@@ -1,0 +1,578 @@
+#include "fp8wb/views/runs_tab.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFile>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QGroupBox>
+#include <QInputDialog>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTableView>
+#include <QTextStream>
+#include <QVBoxLayout>
+#include <cmath>
+#include <map>
+
+#include "fp8wb/views/engine_controller.h"
+#include "fp8wb/views/exportable_plot.h"
+
+namespace fp8wb {
+namespace {
+QString qs(const std::string& s) {
+  return QString::fromStdString(s);
+}
+}  // namespace
+
+// --- RunListModel -------------------------------------------------------------------
+
+RunListModel::RunListModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void RunListModel::setRuns(std::vector<RunInfo> runs, std::vector<double> final_loss) {
+  beginResetModel();
+  runs_ = std::move(runs);
+  loss_ = std::move(final_loss);
+  loss_.resize(runs_.size(), NAN);
+  endResetModel();
+}
+
+const RunInfo* RunListModel::runAt(int row) const {
+  return row >= 0 && row < static_cast<int>(runs_.size()) ? &runs_[static_cast<size_t>(row)]
+                                                          : nullptr;
+}
+
+int RunListModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(runs_.size());
+}
+
+int RunListModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant RunListModel::data(const QModelIndex& index, int role) const {
+  const RunInfo* r = index.isValid() ? runAt(index.row()) : nullptr;
+  if (!r) return {};
+  const double loss = loss_[static_cast<size_t>(index.row())];
+  if (role == Qt::DisplayRole) {
+    switch (index.column()) {
+      case Id: return QVariant::fromValue<qlonglong>(r->id);
+      case Name: return qs(r->name);
+      case Status: return qs(r->status);
+      case Steps: return QVariant::fromValue<qlonglong>(r->last_step + 1);
+      case Loss: return std::isfinite(loss) ? QString::number(loss, 'f', 4) : QStringLiteral("-");
+      case Device: return qs(r->device);
+      case Started: return qs(r->started_at);
+      default: return {};
+    }
+  }
+  if (role == Qt::ToolTipRole) {
+    return r->message.empty() ? qs(r->config_json) : qs(r->message);
+  }
+  if (role == Qt::TextAlignmentRole &&
+      (index.column() == Id || index.column() == Steps || index.column() == Loss)) {
+    return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+  }
+  return {};
+}
+
+QVariant RunListModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  static const char* names[] = {"id", "name", "status", "steps", "final loss", "device", "started"};
+  return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
+}
+
+// --- RunsTab ------------------------------------------------------------------------
+
+RunsTab::RunsTab(EngineController* engine, QWidget* parent)
+    : QWidget(parent),
+      engine_(engine),
+      model_(new RunListModel(this)),
+      view_(new QTableView(this)),
+      overlay_(new ExportablePlot(this)),
+      status_(new QLabel(this)) {
+  view_->setModel(model_);
+  view_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  view_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+  view_->horizontalHeader()->setStretchLastSection(true);
+  view_->verticalHeader()->hide();
+  overlay_->xAxis->setLabel(tr("step"));
+  overlay_->yAxis->setLabel(tr("loss"));
+    overlay_->legend->setVisible(false);  // shown once curves are overlaid
+  auto* buttons = new QHBoxLayout;
+  auto button = [&](const QString& text, auto fn) {
+    auto* b = new QPushButton(text, this);
+    connect(b, &QPushButton::clicked, this, fn);
+    buttons->addWidget(b);
+    return b;
+  };
+  button(tr("Refresh"), [this] { status_->setText(reload()); });
+  button(tr("Open"), [this] {
+    const auto ids = selectedIds();
+    if (!ids.empty()) Q_EMIT openRequested(ids.front());
+  });
+  button(tr("Overlay loss curves"), [this] { overlay(selectedIds()); });
+  button(tr("Rename..."), [this] {
+    const auto ids = selectedIds();
+    if (ids.empty()) return;
+    bool ok = false;
+    const QString name = QInputDialog::getText(this, tr("Rename run"), tr("New name:"),
+                                               QLineEdit::Normal, QString(), &ok);
+    if (!ok || name.trimmed().isEmpty()) return;
+    try {
+      engine_->store().rename_run(ids.front(), name.trimmed().toStdString());
+    } catch (const std::exception& e) {
+      status_->setText(QString::fromStdString(e.what()));
+    }
+    reload();
+  });
+  button(tr("Delete"), [this] {
+    const auto ids = selectedIds();
+    if (ids.empty()) return;
+    if (QMessageBox::question(this, tr("Delete runs"),
+                              tr("Delete %n run(s) and everything recorded with them?", "",
+                                 static_cast<int>(ids.size()))) != QMessageBox::Yes)
+      return;
+    try {
+      for (int64_t id : ids) engine_->store().delete_run(id);
+    } catch (const std::exception& e) {
+      status_->setText(QString::fromStdString(e.what()));
+    }
+    reload();
+  });
+  button(tr("Export CSV..."), [this] {
+    const auto ids = selectedIds();
+    if (ids.empty()) return;
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export run"),
+                                                      QStringLiteral("run%1.csv").arg(ids.front()),
+                                                      tr("CSV (*.csv)"));
+    if (!path.isEmpty()) status_->setText(exportCsv(ids.front(), path));
+  });
+  buttons->addStretch(1);
+  connect(view_, &QTableView::doubleClicked, this, [this](const QModelIndex& i) {
+    if (const RunInfo* r = model_->runAt(i.row())) Q_EMIT openRequested(r->id);
+  });
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(buttons);
+  layout->addWidget(status_);
+  layout->addWidget(view_, 1);
+  layout->addWidget(overlay_, 1);
+}
+
+void RunsTab::showEvent(QShowEvent* e) {
+  QWidget::showEvent(e);
+  status_->setText(reload());
+}
+
+QString RunsTab::reload() {
+  try {
+    RunStore& s = engine_->store();
+    auto runs = s.runs();
+    std::vector<double> loss;
+    for (const RunInfo& r : runs) {
+      const auto v = s.series(r.id, "loss");
+      loss.push_back(v.empty() ? NAN : v.back().value);
+    }
+        model_->setRuns(std::move(runs), std::move(loss));
+    view_->resizeColumnsToContents();
+    return tr("%n run(s) in %1", "", model_->rowCount()).arg(engine_->databasePath());
+  } catch (const std::exception& e) {
+    return QString::fromStdString(e.what());
+  }
+}
+
+std::vector<int64_t> RunsTab::selectedIds() const {
+  std::vector<int64_t> ids;
+  for (const QModelIndex& i : view_->selectionModel()->selectedRows()) {
+    if (const RunInfo* r = model_->runAt(i.row())) ids.push_back(r->id);
+  }
+  return ids;
+}
+
+void RunsTab::overlay(const std::vector<int64_t>& ids) {
+  overlay_->clearGraphs();
+  static const QColor colours[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xd6, 0x27, 0x28),
+                                   QColor(0x2c, 0xa0, 0x2c), QColor(0xff, 0x7f, 0x0e),
+                                   QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b)};
+  size_t k = 0;
+  try {
+    for (int64_t id : ids) {
+      const auto info = engine_->store().run(id);
+      if (!info) continue;
+      QVector<double> x, y;
+      for (const SeriesPoint& p : engine_->store().series(id, "loss")) {
+        if (!std::isfinite(p.value)) continue;
+        x << static_cast<double>(p.step);
+        y << p.value;
+      }
+      QCPGraph* g = overlay_->addGraph();
+      g->setName(QStringLiteral("%1: %2").arg(id).arg(qs(info->name)));
+      g->setPen(QPen(colours[k++ % 6], 1.5));
+      g->setData(x, y, true);
+    }
+  } catch (const std::exception& e) {
+    status_->setText(QString::fromStdString(e.what()));
+  }
+    overlay_->legend->setVisible(overlay_->graphCount() > 0);
+  overlay_->rescaleAxes();
+  overlay_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString RunsTab::exportCsv(int64_t id, const QString& path) {
+  try {
+    RunStore& s = engine_->store();
+    const auto names = s.series_names(id);
+    std::map<int64_t, std::vector<double>> rows;
+    for (size_t c = 0; c < names.size(); ++c) {
+      for (const SeriesPoint& p : s.series(id, names[c])) {
+        auto& row = rows[p.step];
+        row.resize(names.size(), NAN);
+        row[c] = p.value;
+      }
+    }
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text))
+      return tr("cannot write %1: %2").arg(path, f.errorString());
+    QTextStream out(&f);
+    out << "step";
+    for (const auto& n : names) out << ',' << qs(n);
+    out << '\n';
+    for (auto& [step, row] : rows) {
+      row.resize(names.size(), NAN);
+      out << step;
+      for (double v : row) out << ',' << (std::isfinite(v) ? QString::number(v, 'g', 17) : QString());
+      out << '\n';
+    }
+    out.flush();
+    if (f.error() != QFile::NoError) return tr("writing %1 failed: %2").arg(path, f.errorString());
+    return tr("wrote run %1 to %2").arg(id).arg(path);
+  } catch (const std::exception& e) {
+    return QString::fromStdString(e.what());
+  }
+}
+
+// --- RunPanel -----------------------------------------------------------------------
+
+namespace {
+
+struct Preset {
+  const char* name;
+  const char* overrides;  // key=value;key=value
+};
+
+const Preset kPresets[] = {
+    {"Tiny GPT: FP8 vs BF16", "model=gpt;fp8=true;reference=true;scaling=delayed;window=16;steps=300"},
+    {"Delayed scaling: window 1", "model=gpt;fp8=true;reference=true;scaling=delayed;window=1;steps=300"},
+    {"Delayed scaling: window 1024",
+     "model=gpt;fp8=true;reference=true;scaling=delayed;window=1024;steps=300"},
+    {"E4M3 vs E5M2 gradients: all E4M3",
+     "model=gpt;fp8=true;reference=true;formats=e4m3;scaling=current;steps=300"},
+    {"Outliers: tensorwise", "model=mlp;fp8=true;reference=true;recipe=tensorwise;scaling=current;steps=300"},
+    {"Outliers: blockwise 1x128",
+     "model=mlp;fp8=true;reference=true;recipe=blockwise;scaling=current;width=256;features=128;"
+     "batch=128;steps=300"},
+};
+
+}  // namespace
+
+QStringList RunPanel::presetNames() {
+  QStringList n;
+  for (const Preset& p : kPresets) n << QString::fromLatin1(p.name);
+  return n;
+}
+
+RunPanel::RunPanel(EngineController* engine, QWidget* parent)
+    : QWidget(parent),
+      engine_(engine),
+      preset_(new QComboBox(this)),
+      model_(new QComboBox(this)),
+      recipe_(new QComboBox(this)),
+      formats_(new QComboBox(this)),
+      scaling_(new QComboBox(this)),
+      algo_(new QComboBox(this)),
+      device_(new QComboBox(this)),
+      steps_(new QSpinBox(this)),
+      margin_(new QSpinBox(this)),
+      window_(new QSpinBox(this)),
+      seed_(new QSpinBox(this)),
+      stats_(new QSpinBox(this)),
+      dmodel_(new QSpinBox(this)),
+      layers_(new QSpinBox(this)),
+      lr_(new QDoubleSpinBox(this)),
+      fprop_(new QCheckBox(tr("fprop"), this)),
+      dgrad_(new QCheckBox(tr("dgrad"), this)),
+      wgrad_(new QCheckBox(tr("wgrad"), this)),
+      fp8_(new QCheckBox(tr("FP8 linear layers"), this)),
+      reference_(new QCheckBox(tr("high-precision reference"), this)),
+      name_(new QLineEdit(this)),
+      error_(new QLabel(this)),
+      eta_(new QLabel(this)),
+      start_(new QPushButton(tr("Start"), this)),
+      pause_(new QPushButton(tr("Pause"), this)),
+      stop_(new QPushButton(tr("Stop"), this)),
+      progress_(new QProgressBar(this)) {
+  preset_->addItems(presetNames());
+  model_->addItems({QStringLiteral("gpt"), QStringLiteral("mlp")});
+  recipe_->addItems({QStringLiteral("tensorwise"), QStringLiteral("rowwise"),
+                     QStringLiteral("blockwise"), QStringLiteral("mx")});
+  formats_->addItems({QStringLiteral("hybrid"), QStringLiteral("e4m3"),
+                      QStringLiteral("hybrid_fnuz"), QStringLiteral("e4m3_fnuz")});
+  scaling_->addItems({QStringLiteral("delayed"), QStringLiteral("current")});
+  algo_->addItems({QStringLiteral("max"), QStringLiteral("most_recent")});
+  device_->setEditable(true);
+  device_->addItems({QStringLiteral("cpu"), QStringLiteral("cuda")});
+  steps_->setRange(1, 100000000);
+  margin_->setRange(-64, 64);
+  window_->setRange(1, 1 << 24);
+  seed_->setRange(0, 1 << 30);
+  stats_->setRange(0, 1000000);
+  dmodel_->setRange(8, 16384);
+  dmodel_->setSingleStep(16);
+  layers_->setRange(1, 256);
+  lr_->setDecimals(6);
+  lr_->setRange(1e-6, 10);
+  lr_->setSingleStep(1e-4);
+  auto* form = new QFormLayout;
+  form->addRow(tr("Preset"), preset_);
+  form->addRow(tr("Name"), name_);
+  form->addRow(tr("Model"), model_);
+  form->addRow(tr("d_model (GPT)"), dmodel_);
+  form->addRow(tr("Layers (GPT)"), layers_);
+  form->addRow(fp8_);
+  form->addRow(tr("Recipe"), recipe_);
+  form->addRow(tr("Formats"), formats_);
+  form->addRow(tr("Scaling"), scaling_);
+  form->addRow(tr("Margin"), margin_);
+  form->addRow(tr("Window"), window_);
+  form->addRow(tr("amax algorithm"), algo_);
+  auto* gemms = new QHBoxLayout;
+  for (QCheckBox* c : {fprop_, dgrad_, wgrad_}) gemms->addWidget(c);
+  form->addRow(tr("FP8 GEMMs"), gemms);
+  form->addRow(tr("Steps"), steps_);
+  form->addRow(tr("Learning rate"), lr_);
+  form->addRow(tr("Seed"), seed_);
+  form->addRow(tr("Statistics every"), stats_);
+  form->addRow(tr("Device"), device_);
+  form->addRow(reference_);
+    // Every other field of the config, as users would type it in key=value.
+  auto* advanced = new QGroupBox(tr("More fields"), this);
+  advanced->setCheckable(true);
+  advanced->setChecked(false);
+  auto* adv_form = new QFormLayout;
+  auto* adv_body = new QWidget(advanced);
+  adv_body->setLayout(adv_form);
+  auto* adv_layout = new QVBoxLayout(advanced);
+  adv_layout->addWidget(adv_body);
+  adv_body->setVisible(false);
+  connect(advanced, &QGroupBox::toggled, adv_body, &QWidget::setVisible);
+  advanced_error_ = new QLabel(this);
+  advanced_error_->setWordWrap(true);
+  advanced_error_->setStyleSheet(QStringLiteral("color: #c62828"));
+  for (const char* key : {"heads", "context", "batch", "width", "depth", "features",
+                          "outlier_channels", "outlier_scale", "target_tail", "warmup",
+                          "min_lr_ratio", "weight_decay", "grad_clip", "dtype", "sqnr_interval",
+                          "on_nonfinite", "log_interval"}) {
+    auto* edit = new QLineEdit(adv_body);
+    const QString k = QString::fromLatin1(key);
+    adv_form->addRow(k, edit);
+    advanced_.emplace_back(k, edit);
+    connect(edit, &QLineEdit::editingFinished, this, [this, k, edit] { setAdvanced(k, edit->text()); });
+  }
+  adv_form->addRow(advanced_error_);
+  form->addRow(advanced);
+  error_->setWordWrap(true);
+  error_->setStyleSheet(QStringLiteral("color: #c62828"));
+  auto* buttons = new QHBoxLayout;
+  for (QPushButton* b : {start_, pause_, stop_}) buttons->addWidget(b);
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(form);
+  layout->addWidget(error_);
+  layout->addLayout(buttons);
+  layout->addWidget(progress_);
+  layout->addWidget(eta_);
+  layout->addStretch(1);
+  pause_->setEnabled(false);
+  stop_->setEnabled(false);
+
+  connect(preset_, &QComboBox::currentTextChanged, this, [this](const QString& n) { applyPreset(n); });
+  for (QComboBox* c : {model_, recipe_, formats_, scaling_, algo_, device_})
+    connect(c, &QComboBox::currentTextChanged, this, &RunPanel::validate);
+  for (QSpinBox* s : {steps_, margin_, window_, seed_, stats_, dmodel_, layers_})
+    connect(s, &QSpinBox::valueChanged, this, &RunPanel::validate);
+  connect(lr_, &QDoubleSpinBox::valueChanged, this, &RunPanel::validate);
+  for (QCheckBox* c : {fprop_, dgrad_, wgrad_, fp8_, reference_})
+    connect(c, &QCheckBox::toggled, this, &RunPanel::validate);
+  connect(name_, &QLineEdit::textChanged, this, &RunPanel::validate);
+  connect(start_, &QPushButton::clicked, this, [this] { start(); });
+  connect(pause_, &QPushButton::clicked, this, [this] {
+    if (engine_->isPaused()) {
+      engine_->resume();
+      pause_->setText(tr("Pause"));
+    } else {
+      engine_->pause();
+      pause_->setText(tr("Resume"));
+    }
+  });
+  connect(stop_, &QPushButton::clicked, engine_, &EngineController::stop);
+  connect(engine_, &EngineController::progress, this,
+          [this](qint64 step, qint64 steps, double eta) {
+            progress_->setRange(0, static_cast<int>(std::min<qint64>(steps, INT32_MAX)));
+            progress_->setValue(static_cast<int>(std::min<qint64>(step, INT32_MAX)));
+            eta_->setText(tr("step %1 of %2, ETA %3 s").arg(step).arg(steps).arg(eta, 0, 'f', 0));
+          });
+  connect(engine_, &EngineController::finished, this,
+          [this](const QString& status, const QString& message) {
+            setRunning(false);
+            eta_->setText(message.isEmpty() ? tr("run %1").arg(status)
+                                            : tr("run %1: %2").arg(status, message));
+          });
+  applyPreset(preset_->currentText());
+}
+
+QString RunPanel::presetName() const {
+  return preset_->currentText();
+}
+
+bool RunPanel::applyPreset(const QString& name) {
+  for (const Preset& p : kPresets) {
+    if (name != QLatin1String(p.name)) continue;
+    RunConfig c;
+    c.name = p.name;
+    for (const QString& kv : QString::fromLatin1(p.overrides).split(QLatin1Char(';')))
+            apply_override(c, kv.toStdString());
+    base_ = c;
+    const QSignalBlocker b1(model_), b2(recipe_), b3(formats_), b4(scaling_), b5(algo_),
+        b6(steps_), b7(margin_), b8(window_), b9(seed_), b10(stats_), b11(dmodel_),
+        b12(layers_), b13(lr_), b14(fp8_), b15(reference_), b16(name_), b17(fprop_),
+        b18(dgrad_), b19(wgrad_);
+    name_->setText(QString::fromStdString(c.name));
+    model_->setCurrentText(QString::fromStdString(std::string(model_kind_name(c.model))));
+    dmodel_->setValue(c.d_model);
+    layers_->setValue(c.layers);
+    fp8_->setChecked(c.fp8);
+    recipe_->setCurrentText(QString::fromStdString(c.recipe));
+    formats_->setCurrentText(QString::fromStdString(c.formats));
+    scaling_->setCurrentText(QString::fromStdString(c.scaling));
+    margin_->setValue(c.margin);
+    window_->setValue(c.window);
+    algo_->setCurrentText(QString::fromStdString(c.amax_algo));
+    fprop_->setChecked(c.fprop_fp8);
+    dgrad_->setChecked(c.dgrad_fp8);
+    wgrad_->setChecked(c.wgrad_fp8);
+    steps_->setValue(static_cast<int>(c.steps));
+    lr_->setValue(c.lr);
+    seed_->setValue(static_cast<int>(c.seed));
+    stats_->setValue(c.stats_interval);
+    reference_->setChecked(c.reference);
+        if (preset_->currentText() != name) {
+      const QSignalBlocker b(preset_);
+      preset_->setCurrentText(name);
+    }
+    showAdvancedValues();
+    validate();
+    return true;
+  }
+  return false;
+}
+
+RunConfig RunPanel::config() const {
+  RunConfig c = base_;
+  c.name = name_->text().trimmed().toStdString();
+  c.model = model_->currentText() == QLatin1String("mlp") ? ModelKind::Mlp : ModelKind::Gpt;
+  c.d_model = dmodel_->value();
+  c.layers = layers_->value();
+  c.fp8 = fp8_->isChecked();
+  c.recipe = recipe_->currentText().toStdString();
+  c.formats = formats_->currentText().toStdString();
+  c.scaling = scaling_->currentText().toStdString();
+  c.margin = margin_->value();
+  c.window = window_->value();
+  c.amax_algo = algo_->currentText().toStdString();
+  c.fprop_fp8 = fprop_->isChecked();
+  c.dgrad_fp8 = dgrad_->isChecked();
+  c.wgrad_fp8 = wgrad_->isChecked();
+  c.steps = steps_->value();
+  c.lr = lr_->value();
+  c.seed = static_cast<uint64_t>(seed_->value());
+  c.stats_interval = stats_->value();
+  c.device = device_->currentText().trimmed().toStdString();
+  c.reference = reference_->isChecked();
+  return c;
+}
+
+void RunPanel::setSteps(int64_t steps) {
+  steps_->setValue(static_cast<int>(steps));
+}
+
+void RunPanel::showAdvancedValues() {
+  const QJsonObject j = QJsonDocument::fromJson(QByteArray::fromStdString(run_config_json(base_))).object();
+  for (auto& [key, edit] : advanced_) {
+    const QJsonValue v = j.value(key);
+    edit->setText(v.isString() ? v.toString() : QString::number(v.toDouble(), 'g', 12));
+  }
+  advanced_error_->clear();
+}
+
+QString RunPanel::setAdvanced(const QString& key, const QString& value) {
+  RunConfig c = base_;
+  try {
+    apply_override(c, (key + QLatin1Char('=') + value.trimmed()).toStdString());
+    validate_run_config(c);
+  } catch (const std::exception& e) {
+    advanced_error_->setText(QString::fromStdString(e.what()));
+    return advanced_error_->text();
+  }
+  base_ = c;
+  advanced_error_->clear();
+  validate();
+  return {};
+}
+
+QString RunPanel::validationMessage() const {
+  return error_->text();
+}
+
+QString RunPanel::statusText() const {
+  return eta_->text();
+}
+
+void RunPanel::validate() {
+  try {
+    validate_run_config(config());
+    error_->clear();
+    start_->setEnabled(!engine_->isRunning());
+  } catch (const std::exception& e) {
+    error_->setText(QString::fromStdString(e.what()));
+    start_->setEnabled(false);
+  }
+}
+
+void RunPanel::setRunning(bool running) {
+  start_->setEnabled(!running && error_->text().isEmpty());
+  pause_->setEnabled(running);
+  stop_->setEnabled(running);
+  pause_->setText(tr("Pause"));
+}
+
+QString RunPanel::start() {
+  const QString err = engine_->start(config());
+  if (!err.isEmpty()) {
+    error_->setText(err);
+    return err;
+  }
+  setRunning(true);
+  progress_->setValue(0);
+  eta_->setText(tr("starting..."));
+  return {};
+}
+
+}  // namespace fp8wb
