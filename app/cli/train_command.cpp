@@ -218,29 +218,13 @@ double last_value(const RunStore& s, int64_t id, const char* series) {
 }
 
 void export_run(const RunStore& s, const RunInfo& r, const std::string& format, std::ostream& o) {
+  if (format == "csv") {
+    write_run_csv(s, r.id, o);
+    return;
+  }
   const auto names = s.series_names(r.id);
   std::vector<std::vector<SeriesPoint>> cols;
   for (const auto& n : names) cols.push_back(s.series(r.id, n));
-  if (format == "csv") {
-    o << "step";
-    for (const auto& n : names) o << "," << n;
-    o << "\n";
-    std::map<int64_t, std::vector<double>> rows;
-    for (size_t c = 0; c < cols.size(); ++c) {
-      for (const SeriesPoint& p : cols[c]) {
-        auto& row = rows[p.step];
-        row.resize(cols.size(), NAN);
-        row[c] = p.value;
-      }
-    }
-    for (auto& [step, row] : rows) {
-      row.resize(cols.size(), NAN);
-      o << step;
-      for (double v : row) o << "," << (std::isfinite(v) ? fmt::format("{}", v) : "");
-      o << "\n";
-    }
-    return;
-  }
   o << "{\"run\": {\"id\": " << r.id << ", \"name\": " << json_str(r.name)
     << ", \"status\": " << json_str(r.status) << ", \"device\": " << json_str(r.device)
     << ", \"started_at\": " << json_str(r.started_at) << ", \"ended_at\": " << json_str(r.ended_at)

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <deque>
@@ -700,6 +701,34 @@ std::string RunStore::integrity_check() const {
 
 int RunStore::schema_version() const {
   return impl_->read<int>([](const Db& db) { return user_version(db); });
+}
+
+void write_run_csv(const RunStore& store, int64_t run_id, std::ostream& out) {
+  const auto names = store.series_names(run_id);
+  std::map<int64_t, std::vector<double>> rows;
+  for (size_t c = 0; c < names.size(); ++c) {
+    for (const SeriesPoint& p : store.series(run_id, names[c])) {
+      auto& row = rows[p.step];
+      row.resize(names.size(), std::nan(""));
+      row[c] = p.value;
+    }
+  }
+  out << "step";
+  for (const auto& n : names) out << ',' << n;
+  out << '\n';
+  char buf[32];
+  for (auto& [step, row] : rows) {
+    row.resize(names.size(), std::nan(""));
+    out << step;
+    for (double v : row) {
+      out << ',';
+      if (std::isfinite(v)) {
+        std::snprintf(buf, sizeof buf, "%.17g", v);
+        out << buf;
+      }
+    }
+    out << '\n';
+  }
 }
 
 std::string default_database_path() {

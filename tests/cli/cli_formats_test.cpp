@@ -6,23 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "cli.h"
+#include "cli_run.h"
 
 namespace {
 
-struct Result {
-  int rc;
-  std::string out, err;
-};
-
-Result run(std::vector<std::string> args) {
-  args.insert(args.begin(), "fp8wb");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  const int rc = fp8wb::cli::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
-  return {rc, out.str(), err.str()};
-}
+using fp8wb::test::Result;
+using fp8wb::test::run;
 
 bool has_line(const std::string& text, const std::string& a, const std::string& b) {
   std::istringstream in(text);

@@ -19,10 +19,9 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QTableView>
-#include <QTextStream>
 #include <QVBoxLayout>
 #include <cmath>
-#include <map>
+#include <sstream>
 
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
@@ -228,36 +227,20 @@ void RunsTab::overlay(const std::vector<int64_t>& ids) {
 }
 
 QString RunsTab::exportCsv(int64_t id, const QString& path) {
+  std::ostringstream csv;
   try {
-    RunStore& s = engine_->store();
-    const auto names = s.series_names(id);
-    std::map<int64_t, std::vector<double>> rows;
-    for (size_t c = 0; c < names.size(); ++c) {
-      for (const SeriesPoint& p : s.series(id, names[c])) {
-        auto& row = rows[p.step];
-        row.resize(names.size(), NAN);
-        row[c] = p.value;
-      }
-    }
-    QFile f(path);
-    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text))
-      return tr("cannot write %1: %2").arg(path, f.errorString());
-    QTextStream out(&f);
-    out << "step";
-    for (const auto& n : names) out << ',' << qs(n);
-    out << '\n';
-    for (auto& [step, row] : rows) {
-      row.resize(names.size(), NAN);
-      out << step;
-      for (double v : row) out << ',' << (std::isfinite(v) ? QString::number(v, 'g', 17) : QString());
-      out << '\n';
-    }
-    out.flush();
-    if (f.error() != QFile::NoError) return tr("writing %1 failed: %2").arg(path, f.errorString());
-    return tr("wrote run %1 to %2").arg(id).arg(path);
+    write_run_csv(engine_->store(), id, csv);
   } catch (const std::exception& e) {
     return QString::fromStdString(e.what());
   }
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
+    return tr("cannot write %1: %2").arg(path, f.errorString());
+  const std::string text = csv.str();
+  if (f.write(text.data(), static_cast<qint64>(text.size())) != static_cast<qint64>(text.size()) ||
+      !f.flush())
+    return tr("writing %1 failed: %2").arg(path, f.errorString());
+  return tr("wrote run %1 to %2").arg(id).arg(path);
 }
 
 // --- RunPanel -----------------------------------------------------------------------

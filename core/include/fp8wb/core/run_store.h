@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -96,6 +97,10 @@ class RunStore {
   explicit RunStore(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// A run's scalar series as CSV: a header `step,<series>...`, then a row a step (empty
+// cells where a series has no value). Throws StoreError.
+void write_run_csv(const RunStore& store, int64_t run_id, std::ostream& out);
 
 // $XDG_DATA_HOME/fp8-workbench/runs.sqlite (else ~/.local/share/..., else ./runs.sqlite).
 std::string default_database_path();
