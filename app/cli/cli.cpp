@@ -5,6 +5,7 @@
 
 #include "demo_command.h"
 #include "formats_command.h"
+#include "inspect_command.h"
 #include "train_command.h"
 #include "fp8wb/core/backend_info.h"
 
@@ -49,8 +50,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   auto* train_cmd = add_train_command(app, train);
   RunsOptions runs;
   auto* runs_cmd = add_runs_command(app, runs);
-  BenchOptions bench;
+    BenchOptions bench;
   auto* bench_cmd = add_bench_command(app, bench);
+  InspectOptions inspect;
+  auto* inspect_cmd = add_inspect_command(app, inspect);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -70,7 +73,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
         if (app.got_subcommand("demo")) return run_demo(demo, out, err);
     if (train_cmd->parsed()) return run_train(train, out, err);
     if (runs_cmd->parsed()) return run_runs(runs, out, err);
-    if (bench_cmd->parsed()) return run_bench(bench, out, err);
+        if (bench_cmd->parsed()) return run_bench(bench, out, err);
+    if (inspect_cmd->parsed()) return run_inspect(inspect, out, err);
     out << app.help();
     return 0;
   } catch (const std::exception& e) {

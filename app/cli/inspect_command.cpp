@@ -1,0 +1,99 @@
+#include "inspect_command.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "fp8wb/core/checkpoint_analysis.h"
+
+namespace fp8wb::cli {
+
+CLI::App* add_inspect_command(CLI::App& app, InspectOptions& opt) {
+  auto* c = app.add_subcommand(
+      "inspect", "What FP8 does to each tensor of a checkpoint (.safetensors or *.index.json)");
+  c->add_option("checkpoint", opt.path, "The checkpoint")->required();
+  c->add_option("--format", opt.format, "Only this format (E4M3FN, E5M2, E4M3FNUZ, ...)");
+  c->add_option("--recipe", opt.recipe, "Only this scaling (tensorwise, rowwise, 1x128, ...)");
+  c->add_flag("--json", opt.json, "Every figure as JSON");
+  return c;
+}
+
+int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err) {
+  AnalysisOptions ao;
+  ao.maps = false;
+  if (!opt.format.empty()) {
+    const auto f = parse_format(opt.format);
+    if (!f) {
+      err << "fp8wb inspect: unknown format '" << opt.format << "'\n";
+      return 1;
+    }
+    ao.formats = {*f};
+  }
+  if (!opt.recipe.empty()) {
+    const auto k = parse_scaling_kind(opt.recipe);
+    if (!k) {
+      err << "fp8wb inspect: unknown recipe '" << opt.recipe
+          << "' (tensorwise, rowwise, 1x128, 128x128, mx, nvfp4)\n";
+      return 1;
+    }
+    ao.kinds = {*k};
+  }
+  const auto ckpt = Checkpoint::open(opt.path);
+  if (!opt.json && ckpt->tensors().size() > 20) {
+    ao.progress = [&err](size_t done, size_t total) {
+      err << "\ranalysed " << done << "/" << total << " tensors" << std::flush;
+      if (done == total) err << "\n";
+      return true;
+    };
+  }
+  std::vector<TensorAnalysis> all = analyze_checkpoint(*ckpt, ao);
+  // Worst first: the lowest best-E4M3... SQNR among the results shown.
+  auto worst = [](const TensorAnalysis& a) {
+    double best = -INFINITY;
+    for (const auto& r : a.recipes) best = std::max(best, r.sqnr_db);
+    return a.recipes.empty() ? INFINITY : best;
+  };
+  std::stable_sort(all.begin(), all.end(),
+                   [&](const TensorAnalysis& a, const TensorAnalysis& b) { return worst(a) < worst(b); });
+  if (opt.json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& a : all) {
+      nlohmann::json t = {{"name", a.name},   {"dtype", a.dtype}, {"shape", a.shape},
+                          {"numel", a.numel}, {"min", a.min},     {"max", a.max},
+                          {"mean", a.mean},   {"std", a.std},     {"amax", a.amax},
+                          {"dynamic_range_bits", a.dynamic_range_bits},
+                          {"log2_histogram", a.log2_hist},        {"recommended", a.recommended},
+                          {"reason", a.reason}};
+      t["recipes"] = nlohmann::json::array();
+      for (const auto& r : a.recipes) {
+        t["recipes"].push_back({{"recipe", r.name},
+                                {"sqnr_db", std::isfinite(r.sqnr_db) ? nlohmann::json(r.sqnr_db) : nlohmann::json()},
+                                {"underflow_pct", r.underflow_pct},
+                                {"saturated_pct", r.saturated_pct}});
+      }
+      j.push_back(t);
+    }
+    out << j.dump(2) << "\n";
+    return 0;
+  }
+  out << fmt::format("{:<40} {:<8} {:<14} {:>10} {:>7}  {:<26} {:>8} {:>9}\n", "tensor", "dtype",
+                     "shape", "amax", "range", "recipe (best SQNR shown)", "SQNR dB", "underflow");
+  for (const auto& a : all) {
+    std::string shape;
+    for (int64_t d : a.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    const RecipeResult* best = nullptr;
+    for (const auto& r : a.recipes) {
+      if (!best || r.sqnr_db > best->sqnr_db) best = &r;
+    }
+    out << fmt::format("{:<40} {:<8} {:<14} {:>10.4g} {:>6.1f}b  {:<26} {:>8.1f} {:>8.3f}%\n",
+                       a.name.substr(0, 40), a.dtype, shape.substr(0, 14), a.amax,
+                       a.dynamic_range_bits, best ? best->name : std::string("-"),
+                       best ? best->sqnr_db : NAN, best ? best->underflow_pct : 0.0);
+    if (!a.recommended.empty()) out << "    recommended: " << a.recommended << " (" << a.reason << ")\n";
+  }
+  return 0;
+}
+
+}  // namespace fp8wb::cli

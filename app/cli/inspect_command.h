@@ -1,0 +1,21 @@
+// defines: InspectOptions, add_inspect_command(), run_inspect(): `fp8wb inspect CKPT`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <ostream>
+#include <string>
+
+namespace fp8wb::cli {
+
+struct InspectOptions {
+  std::string path;
+  std::string format;  // only this format's results (e.g. E4M3FN)
+  std::string recipe;  // only this scaling (tensorwise, rowwise, 1x128, 128x128, mx, nvfp4)
+  bool json = false;
+  bool no_maps = true;
+};
+
+CLI::App* add_inspect_command(CLI::App& app, InspectOptions& opt);
+int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err);
+
+}  // namespace fp8wb::cli

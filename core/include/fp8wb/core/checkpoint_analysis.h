@@ -1,0 +1,60 @@
+// defines: RecipeResult, TensorAnalysis, AnalysisOptions, analyze_values(),
+// analyze_checkpoint(): what FP8 quantization does to each tensor of a checkpoint, for
+// every recipe x format, with a recommended recipe and the reason. Plain C++, no torch;
+// the quantization runs on all CPU cores through the kernels.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "fp8wb/core/safetensors.h"
+#include "fp8wb/kernels/recipe.h"
+#include "fp8wb/kernels/tensor_stats.h"
+
+namespace fp8wb {
+
+struct RecipeResult {
+  QuantRecipe recipe;
+  std::string name;  // recipe_name()
+  double sqnr_db = 0, underflow_pct = 0, saturated_pct = 0;
+  MapGrid map_grid;
+  std::vector<float> map_rel_error;  // per block (cell), when maps were asked for
+};
+
+struct TensorAnalysis {
+  std::string name, dtype;
+  std::vector<int64_t> shape;
+  int64_t numel = 0;
+  bool floating = true;  // integer and bool tensors are described, not quantized
+  double min = 0, max = 0, mean = 0, std = 0, amax = 0;
+  double min_nonzero = 0;          // smallest |x| > 0
+  double dynamic_range_bits = 0;   // log2(amax) - log2(min_nonzero)
+  std::vector<uint64_t> log2_hist; // kHistBins: floor(log2 |x|) from kHistMinExp, zero, non-finite
+  std::vector<RecipeResult> recipes;
+  std::string recommended;  // a recipe name, empty for non-float tensors
+  std::string reason;
+};
+
+struct AnalysisOptions {
+  std::vector<Format> formats{Format::E4M3FN, Format::E5M2, Format::E4M3FNUZ, Format::E5M2FNUZ,
+                              Format::E2M1FN};
+  std::vector<ScalingKind> kinds{std::begin(kAllScalingKinds), std::end(kAllScalingKinds)};
+  bool maps = true;
+  int map_max_cells = 64;
+  // Called after each tensor with (done, total); returning false cancels.
+  std::function<bool(size_t done, size_t total)> progress;
+};
+
+// One tensor, from its values as fp32 (2-D view: the last dimension is K).
+TensorAnalysis analyze_values(const std::string& name, const std::string& dtype,
+                              const std::vector<int64_t>& shape, const std::vector<float>& values,
+                              const AnalysisOptions& options = {});
+
+// Every tensor of a checkpoint (companion *_scale_inv tensors of FP8 weights are folded
+// into their weight, not listed). Throws CheckpointError; a cancel returns what is done.
+std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
+                                               const AnalysisOptions& options = {});
+
+}  // namespace fp8wb

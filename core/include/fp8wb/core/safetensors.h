@@ -1,0 +1,101 @@
+// defines: StDtype, TensorEntry, CheckpointError, SafetensorsFile, Checkpoint,
+// write_safetensors(): reading safetensors checkpoints (memory-mapped, so multi-GB
+// files open without being loaded; sharded sets through their *.index.json) and writing
+// them. Every malformed input gives a CheckpointError naming the file, the tensor or the
+// byte offset. Plain C++, no torch.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fp8wb {
+
+struct CheckpointError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class StDtype : uint8_t { F64, F32, F16, BF16, F8_E4M3, F8_E5M2, I64, I32, I16, I8, U8, BOOL };
+
+std::string_view st_dtype_name(StDtype d);  // "F32", "F8_E4M3", ...
+bool parse_st_dtype(std::string_view name, StDtype& out);
+size_t st_dtype_size(StDtype d);
+
+struct TensorEntry {
+  std::string name;
+  StDtype dtype = StDtype::F32;
+  std::vector<int64_t> shape;
+  uint64_t begin = 0, end = 0;  // byte offsets in the data section
+  int64_t numel() const;
+};
+
+// One .safetensors file, memory-mapped; the views stay valid while the object lives.
+class SafetensorsFile {
+ public:
+  // Maps and validates the file: header length, JSON, dtypes, shapes against byte
+  // counts, offsets inside the data section and not overlapping, UTF-8 names.
+  explicit SafetensorsFile(const std::string& path);
+  // Parses an in-memory image (the fuzzers and tests use this); `bytes` must outlive it.
+  SafetensorsFile(const uint8_t* bytes, size_t size, std::string label);
+  ~SafetensorsFile();
+  SafetensorsFile(const SafetensorsFile&) = delete;
+  SafetensorsFile& operator=(const SafetensorsFile&) = delete;
+
+  const std::string& path() const { return label_; }
+  const std::vector<TensorEntry>& tensors() const { return tensors_; }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  const TensorEntry* find(const std::string& name) const;
+  // The tensor's raw bytes (little-endian, as stored).
+  const uint8_t* data(const TensorEntry& t) const { return data_ + t.begin; }
+
+ private:
+  void parse(size_t size);
+  std::string label_;
+  const uint8_t* base_ = nullptr;
+  const uint8_t* data_ = nullptr;
+  size_t mapped_ = 0;
+  bool owns_map_ = false;
+  std::vector<TensorEntry> tensors_;
+  std::map<std::string, std::string> metadata_;
+};
+
+// A checkpoint: one safetensors file, or a sharded set through its *.index.json.
+class Checkpoint {
+ public:
+  static std::unique_ptr<Checkpoint> open(const std::string& path);
+
+  struct Ref {
+    const SafetensorsFile* file;
+    const TensorEntry* entry;
+  };
+  const std::vector<Ref>& tensors() const { return refs_; }
+  const Ref* find(const std::string& name) const;
+  // The tensor as fp32. FP8 tensors with a `<name>_scale_inv` companion (DeepSeek-V3's
+  // 128x128 blocks) are dequantized with it; integer tensors are converted.
+  std::vector<float> to_float(const Ref& r) const;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::vector<Ref> refs_;
+  std::map<std::string, size_t> index_;
+};
+
+struct TensorToWrite {
+  std::string name;
+  StDtype dtype;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;  // little-endian, numel * size of dtype
+};
+
+// Writes a safetensors file (tensors in the given order, 8-byte aligned header).
+// Throws CheckpointError (a shape/byte mismatch, a file that cannot be written).
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace fp8wb

@@ -1,0 +1,389 @@
+#include "fp8wb/core/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "fp8wb/kernels/codec.h"
+
+namespace fp8wb {
+namespace {
+
+using nlohmann::json;
+
+constexpr uint64_t kMaxHeader = uint64_t{100} << 20;  // 100 MB, as the reference reader
+
+struct DtypeInfo {
+  StDtype d;
+  const char* name;
+  size_t size;
+};
+
+constexpr DtypeInfo kDtypes[] = {
+    {StDtype::F64, "F64", 8},         {StDtype::F32, "F32", 4},   {StDtype::F16, "F16", 2},
+    {StDtype::BF16, "BF16", 2},       {StDtype::F8_E4M3, "F8_E4M3", 1},
+    {StDtype::F8_E5M2, "F8_E5M2", 1}, {StDtype::I64, "I64", 8},   {StDtype::I32, "I32", 4},
+    {StDtype::I16, "I16", 2},         {StDtype::I8, "I8", 1},     {StDtype::U8, "U8", 1},
+    {StDtype::BOOL, "BOOL", 1}};
+
+bool valid_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    if (c < 0x80) {
+      n = 0;
+    } else if ((c >> 5) == 0x6) {
+      n = 1;
+    } else if ((c >> 4) == 0xE) {
+      n = 2;
+    } else if ((c >> 3) == 0x1E) {
+      n = 3;
+    } else {
+      return false;
+    }
+    if (n > 0 && i + n >= s.size()) return false;
+    for (size_t k = 1; k <= n; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1F, man = h & 0x3FF;
+  uint32_t bits;
+  if (exp == 0) {
+    if (man == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      int e = -1;
+      uint32_t m = man;
+      do {
+        ++e;
+        m <<= 1;
+      } while (!(m & 0x400));
+      bits = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (m & 0x3FF) << 13;
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7F800000u | man << 13;
+  } else {
+    bits = sign | (exp + 127 - 15) << 23 | man << 13;
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+template <class T>
+T load(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+}  // namespace
+
+std::string_view st_dtype_name(StDtype d) {
+  for (const auto& i : kDtypes) {
+    if (i.d == d) return i.name;
+  }
+  return "?";
+}
+
+bool parse_st_dtype(std::string_view name, StDtype& out) {
+  for (const auto& i : kDtypes) {
+    if (name == i.name) {
+      out = i.d;
+      return true;
+    }
+  }
+  return false;
+}
+
+size_t st_dtype_size(StDtype d) {
+  for (const auto& i : kDtypes) {
+    if (i.d == d) return i.size;
+  }
+  return 0;
+}
+
+int64_t TensorEntry::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+SafetensorsFile::SafetensorsFile(const std::string& path) : label_(path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw CheckpointError("cannot open " + path + ": " + std::strerror(errno));
+  struct stat st{};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw CheckpointError(path + " is not a regular file");
+  }
+  const auto size = static_cast<size_t>(st.st_size);
+  if (size > 0) {
+    void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    ::close(fd);
+    if (p == MAP_FAILED) throw CheckpointError("cannot map " + path + ": " + std::strerror(errno));
+    base_ = static_cast<const uint8_t*>(p);
+    mapped_ = size;
+    owns_map_ = true;
+  } else {
+    ::close(fd);
+  }
+  try {
+    parse(size);
+  } catch (...) {
+    if (owns_map_) munmap(const_cast<uint8_t*>(base_), mapped_);
+    owns_map_ = false;
+    throw;
+  }
+}
+
+SafetensorsFile::SafetensorsFile(const uint8_t* bytes, size_t size, std::string label)
+    : label_(std::move(label)), base_(bytes) {
+  parse(size);
+}
+
+SafetensorsFile::~SafetensorsFile() {
+  if (owns_map_) munmap(const_cast<uint8_t*>(base_), mapped_);
+}
+
+void SafetensorsFile::parse(size_t size) {
+  auto fail = [&](const std::string& why) { throw CheckpointError(label_ + ": " + why); };
+  if (size < 8) fail("truncated: " + std::to_string(size) + " bytes, not even the 8-byte header length");
+  const uint64_t n = load<uint64_t>(base_);
+  if (n > kMaxHeader) fail("header length " + std::to_string(n) + " is over the 100 MB limit");
+  if (n > size - 8) {
+    fail("header length " + std::to_string(n) + " runs past the end of the file (" +
+         std::to_string(size) + " bytes)");
+  }
+  const std::string_view header(reinterpret_cast<const char*>(base_ + 8), static_cast<size_t>(n));
+  if (!valid_utf8(header)) fail("the header is not valid UTF-8");
+  json j;
+  try {
+    j = json::parse(header);
+  } catch (const json::exception& e) {
+    fail(std::string("the header is not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) fail("the header is not a JSON object");
+  data_ = base_ + 8 + n;
+  const uint64_t data_size = size - 8 - n;
+  for (const auto& [name, v] : j.items()) {
+    if (name == "__metadata__") {
+      if (!v.is_object()) fail("__metadata__ is not an object");
+      for (const auto& [k, s] : v.items()) {
+        if (!s.is_string()) fail("__metadata__ value of '" + k + "' is not a string");
+        metadata_[k] = s.get<std::string>();
+      }
+      continue;
+    }
+    auto bad = [&](const std::string& why) { fail("tensor '" + name + "': " + why); };
+    if (!v.is_object()) bad("its entry is not an object");
+    TensorEntry t;
+    t.name = name;
+    if (!v.contains("dtype") || !v["dtype"].is_string()) bad("no dtype");
+    const std::string dt = v["dtype"].get<std::string>();
+    if (!parse_st_dtype(dt, t.dtype)) bad("unknown dtype '" + dt + "'");
+    if (!v.contains("shape") || !v["shape"].is_array()) bad("no shape");
+    uint64_t numel = 1;
+    for (const auto& d : v["shape"]) {
+      if (!d.is_number_unsigned() && !(d.is_number_integer() && d.get<int64_t>() >= 0))
+        bad("shape has a negative or non-integer dimension");
+      const uint64_t dim = d.get<uint64_t>();
+      if (dim > 0 && numel > (uint64_t{1} << 62) / dim) bad("shape is absurdly large");
+      numel *= dim;
+      t.shape.push_back(static_cast<int64_t>(dim));
+    }
+    if (!v.contains("data_offsets") || !v["data_offsets"].is_array() ||
+        v["data_offsets"].size() != 2 || !v["data_offsets"][0].is_number_unsigned() ||
+        !v["data_offsets"][1].is_number_unsigned())
+      bad("data_offsets must be [begin, end]");
+    t.begin = v["data_offsets"][0].get<uint64_t>();
+    t.end = v["data_offsets"][1].get<uint64_t>();
+    if (t.end < t.begin) bad("data_offsets end before they begin");
+    if (t.end > data_size) {
+      bad("data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
+          ") run past the data section (" + std::to_string(data_size) + " bytes)");
+    }
+    if (numel * st_dtype_size(t.dtype) != t.end - t.begin) {
+      bad("shape x " + dt + " is " + std::to_string(numel * st_dtype_size(t.dtype)) +
+          " bytes, but its data has " + std::to_string(t.end - t.begin));
+    }
+    tensors_.push_back(std::move(t));
+  }
+  // No two tensors may share bytes.
+  std::vector<const TensorEntry*> by_offset;
+  for (const auto& t : tensors_) by_offset.push_back(&t);
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const TensorEntry* a, const TensorEntry* b) { return a->begin < b->begin; });
+  for (size_t i = 1; i < by_offset.size(); ++i) {
+    if (by_offset[i]->begin < by_offset[i - 1]->end && by_offset[i]->begin != by_offset[i]->end) {
+      fail("tensors '" + by_offset[i - 1]->name + "' and '" + by_offset[i]->name +
+           "' overlap at byte " + std::to_string(by_offset[i]->begin));
+    }
+  }
+}
+
+const TensorEntry* SafetensorsFile::find(const std::string& name) const {
+  for (const auto& t : tensors_) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {
+  auto c = std::unique_ptr<Checkpoint>(new Checkpoint());
+  c->path_ = path;
+  const std::string suffix = ".index.json";
+  if (path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    std::ifstream in(path);
+    if (!in) throw CheckpointError("cannot open " + path);
+    json j;
+    try {
+      in >> j;
+    } catch (const json::exception& e) {
+      throw CheckpointError(path + ": not valid JSON: " + e.what());
+    }
+    if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
+      throw CheckpointError(path + ": no weight_map object");
+    const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    std::map<std::string, size_t> shard_index;
+    for (const auto& [name, shard] : j["weight_map"].items()) {
+      if (!shard.is_string()) throw CheckpointError(path + ": shard of '" + name + "' is not a string");
+      const std::string file = shard.get<std::string>();
+      if (file.find("..") != std::string::npos || (!file.empty() && file[0] == '/'))
+        throw CheckpointError(path + ": shard '" + file + "' lies outside the checkpoint's folder");
+      if (!shard_index.count(file)) {
+        shard_index[file] = c->files_.size();
+        c->files_.push_back(std::make_unique<SafetensorsFile>((dir / file).string()));
+      }
+      const SafetensorsFile& f = *c->files_[shard_index[file]];
+      const TensorEntry* e = f.find(name);
+      if (!e) throw CheckpointError(path + ": '" + name + "' is not in its shard " + file);
+      c->index_[name] = c->refs_.size();
+      c->refs_.push_back({&f, e});
+    }
+  } else {
+    c->files_.push_back(std::make_unique<SafetensorsFile>(path));
+    for (const auto& e : c->files_.back()->tensors()) {
+      c->index_[e.name] = c->refs_.size();
+      c->refs_.push_back({c->files_.back().get(), &e});
+    }
+  }
+  return c;
+}
+
+const Checkpoint::Ref* Checkpoint::find(const std::string& name) const {
+  const auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &refs_[it->second];
+}
+
+std::vector<float> Checkpoint::to_float(const Ref& r) const {
+  const TensorEntry& t = *r.entry;
+  const uint8_t* p = r.file->data(t);
+  const auto n = static_cast<size_t>(t.numel());
+  std::vector<float> out(n);
+  switch (t.dtype) {
+    case StDtype::F64: for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load<double>(p + 8 * i)); break;
+    case StDtype::F32: std::memcpy(out.data(), p, 4 * n); break;
+    case StDtype::F16: for (size_t i = 0; i < n; ++i) out[i] = half_to_float(load<uint16_t>(p + 2 * i)); break;
+    case StDtype::BF16:
+      for (size_t i = 0; i < n; ++i) {
+        const uint32_t b = static_cast<uint32_t>(load<uint16_t>(p + 2 * i)) << 16;
+        std::memcpy(&out[i], &b, 4);
+      }
+      break;
+    case StDtype::F8_E4M3:
+    case StDtype::F8_E5M2: {
+      const CodecSpec s = codec_spec(t.dtype == StDtype::F8_E4M3 ? Format::E4M3FN : Format::E5M2);
+      for (size_t i = 0; i < n; ++i) out[i] = decode(p[i], s);
+      // DeepSeek-V3: `<name>_scale_inv` holds one fp32 per 128x128 block of a 2-D weight.
+      const Ref* sc = find(t.name + "_scale_inv");
+      if (sc && t.shape.size() == 2 && sc->entry->dtype == StDtype::F32 &&
+          sc->entry->shape.size() == 2) {
+        const int64_t rows = t.shape[0], cols = t.shape[1];
+        const int64_t br = (rows + 127) / 128, bc = (cols + 127) / 128;
+        if (sc->entry->shape[0] != br || sc->entry->shape[1] != bc) {
+          throw CheckpointError(r.file->path() + ": '" + sc->entry->name + "' is not [" +
+                                std::to_string(br) + ", " + std::to_string(bc) +
+                                "], the 128x128 blocks of '" + t.name + "'");
+        }
+        const uint8_t* sp = sc->file->data(*sc->entry);
+        for (int64_t i = 0; i < rows; ++i) {
+          for (int64_t j = 0; j < cols; ++j) {
+            out[static_cast<size_t>(i * cols + j)] *=
+                load<float>(sp + 4 * static_cast<size_t>((i / 128) * bc + j / 128));
+          }
+        }
+      }
+      break;
+    }
+    case StDtype::I64: for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load<int64_t>(p + 8 * i)); break;
+    case StDtype::I32: for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load<int32_t>(p + 4 * i)); break;
+    case StDtype::I16: for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load<int16_t>(p + 2 * i)); break;
+    case StDtype::I8: for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<int8_t>(p[i])); break;
+    case StDtype::U8:
+    case StDtype::BOOL: for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(p[i]); break;
+  }
+  return out;
+}
+
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  json h = json::object();
+  if (!metadata.empty()) h["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  for (const auto& t : tensors) {
+    uint64_t numel = 1;
+    for (int64_t d : t.shape) {
+      if (d < 0) throw CheckpointError("tensor '" + t.name + "': negative dimension");
+      numel *= static_cast<uint64_t>(d);
+    }
+    if (numel * st_dtype_size(t.dtype) != t.bytes.size()) {
+      throw CheckpointError("tensor '" + t.name + "': shape needs " +
+                            std::to_string(numel * st_dtype_size(t.dtype)) + " bytes, got " +
+                            std::to_string(t.bytes.size()));
+    }
+    if (h.contains(t.name)) throw CheckpointError("tensor '" + t.name + "' given twice");
+    h[t.name] = {{"dtype", std::string(st_dtype_name(t.dtype))},
+                 {"shape", t.shape},
+                 {"data_offsets", {offset, offset + t.bytes.size()}}};
+    offset += t.bytes.size();
+  }
+  std::string header = h.dump();
+  header.append((8 - header.size() % 8) % 8, ' ');  // the data section 8-byte aligned
+  const std::string tmp = path + ".part";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw CheckpointError("cannot write " + tmp);
+    const uint64_t n = header.size();
+    out.write(reinterpret_cast<const char*>(&n), 8);
+    out.write(header.data(), static_cast<std::streamsize>(header.size()));
+    for (const auto& t : tensors)
+      out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw CheckpointError("writing " + path + " failed (disk full?)");
+    }
+  }
+  // Nothing half-written under the real name.
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw CheckpointError("cannot move " + tmp + " to " + path + ": " + std::strerror(errno));
+}
+
+}  // namespace fp8wb

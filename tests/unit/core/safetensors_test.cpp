@@ -1,0 +1,230 @@
+// Safetensors: what the writer writes the reader reads back bit for bit (every dtype,
+// sharded sets, DeepSeek-style FP8 blocks); malformed files give errors naming the
+// tensor or byte offset; the per-tensor analysis against direct computations.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "fp8wb/core/checkpoint_analysis.h"
+#include "fp8wb/core/safetensors.h"
+#include "fp8wb/kernels/codec.h"
+#include "temp_dir.h"
+
+namespace fp8wb {
+namespace {
+
+class Safetensors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("fp8wb-st-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    test::remove_tree(dir_.string());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { test::remove_tree(dir_.string()); }
+  std::string path(const std::string& n) const { return (dir_ / n).string(); }
+  std::filesystem::path dir_;
+};
+
+template <class T>
+std::vector<uint8_t> bytes_of(const std::vector<T>& v) {
+  std::vector<uint8_t> b(v.size() * sizeof(T));
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+std::vector<float> gaussian(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = nd(rng);
+  return v;
+}
+
+TEST_F(Safetensors, RoundTripsEveryDtype) {
+  const std::vector<float> f32 = gaussian(6, 1);
+  const std::vector<double> f64 = {1.5, -2.25, 1e300};
+  const std::vector<uint16_t> bf16 = {0x3F80, 0xC000, 0x7F80};  // 1, -2, inf
+  const std::vector<uint16_t> f16 = {0x3C00, 0xC000, 0x0001};   // 1, -2, 2^-24
+  const std::vector<int32_t> i32 = {-7, 0, 7};
+  const std::vector<uint8_t> e4m3 = {0x38, 0xB8, 0x7E};  // 1, -1, 448
+  write_safetensors(path("all.safetensors"),
+                    {{"f32", StDtype::F32, {2, 3}, bytes_of(f32)},
+                     {"f64", StDtype::F64, {3}, bytes_of(f64)},
+                     {"bf16", StDtype::BF16, {3}, bytes_of(bf16)},
+                     {"f16", StDtype::F16, {3}, bytes_of(f16)},
+                     {"i32", StDtype::I32, {3}, bytes_of(i32)},
+                     {"e4m3", StDtype::F8_E4M3, {3}, e4m3},
+                     {"empty", StDtype::F32, {0, 4}, {}}},
+                    {{"format", "pt"}});
+  auto c = Checkpoint::open(path("all.safetensors"));
+  ASSERT_EQ(c->tensors().size(), 7u);
+  const auto* t = c->find("f32");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->entry->shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(std::memcmp(t->file->data(*t->entry), f32.data(), 24), 0);  // bit for bit
+  EXPECT_EQ(c->to_float(*t), f32);
+  EXPECT_EQ(c->to_float(*c->find("f64")), (std::vector<float>{1.5f, -2.25f, INFINITY}));
+  EXPECT_EQ(c->to_float(*c->find("bf16")), (std::vector<float>{1, -2, INFINITY}));
+  EXPECT_EQ(c->to_float(*c->find("f16")), (std::vector<float>{1, -2, std::ldexp(1.0f, -24)}));
+  EXPECT_EQ(c->to_float(*c->find("i32")), (std::vector<float>{-7, 0, 7}));
+  EXPECT_EQ(c->to_float(*c->find("e4m3")), (std::vector<float>{1, -1, 448}));
+  EXPECT_TRUE(c->to_float(*c->find("empty")).empty());
+  EXPECT_EQ(c->tensors()[0].file->metadata().at("format"), "pt");
+}
+
+TEST_F(Safetensors, DeepSeekFp8BlocksAreDequantizedWithTheirScales) {
+  // A 256 x 200 E4M3 weight with 2 x 2 blocks of 128 (the last ones partial).
+  const int64_t rows = 256, cols = 200;
+  std::vector<uint8_t> codes(static_cast<size_t>(rows * cols));
+  for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint8_t>(i % 0x7E);
+  const std::vector<float> scale_inv = {0.5f, 2.0f, 0.25f, 8.0f};
+  write_safetensors(path("ds.safetensors"),
+                    {{"w", StDtype::F8_E4M3, {rows, cols}, codes},
+                     {"w_scale_inv", StDtype::F32, {2, 2}, bytes_of(scale_inv)}});
+  auto c = Checkpoint::open(path("ds.safetensors"));
+  const std::vector<float> w = c->to_float(*c->find("w"));
+  const CodecSpec s = codec_spec(Format::E4M3FN);
+  for (int64_t i : {0L, 127L, 128L, 255L}) {
+    for (int64_t j : {0L, 127L, 128L, 199L}) {
+      const size_t k = static_cast<size_t>(i * cols + j);
+      EXPECT_EQ(w[k], decode(codes[k], s) * scale_inv[static_cast<size_t>((i / 128) * 2 + j / 128)]);
+    }
+  }
+  // The scales are folded into the weight: the analysis lists the weight only.
+  AnalysisOptions o;
+  o.formats = {Format::E4M3FN};
+  o.kinds = {ScalingKind::Tensorwise};
+  const auto a = analyze_checkpoint(*c, o);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].name, "w");
+    // A scale grid that does not match the weight's blocks names both tensors.
+  write_safetensors(path("bad.safetensors"),
+                    {{"w", StDtype::F8_E4M3, {rows, cols}, codes},
+                     {"w_scale_inv", StDtype::F32, {4, 1}, bytes_of(scale_inv)}});
+  auto bad = Checkpoint::open(path("bad.safetensors"));
+  try {
+    bad->to_float(*bad->find("w"));
+    FAIL() << "a wrong scale grid was accepted";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("w_scale_inv"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(Safetensors, ShardedSetsOpenThroughTheirIndex) {
+  write_safetensors(path("a.safetensors"), {{"x", StDtype::F32, {2}, bytes_of(std::vector<float>{1, 2})}});
+  write_safetensors(path("b.safetensors"), {{"y", StDtype::F32, {1}, bytes_of(std::vector<float>{3})}});
+  std::ofstream(path("model.safetensors.index.json"))
+      << R"({"metadata": {}, "weight_map": {"x": "a.safetensors", "y": "b.safetensors"}})";
+  auto c = Checkpoint::open(path("model.safetensors.index.json"));
+  ASSERT_EQ(c->tensors().size(), 2u);
+  EXPECT_EQ(c->to_float(*c->find("y")), std::vector<float>{3});
+  std::ofstream(path("bad.index.json")) << R"({"weight_map": {"x": "../etc/passwd"}})";
+  EXPECT_THROW(Checkpoint::open(path("bad.index.json")), CheckpointError);
+  std::ofstream(path("missing.index.json")) << R"({"weight_map": {"z": "a.safetensors"}})";
+  EXPECT_THROW(Checkpoint::open(path("missing.index.json")), CheckpointError);
+}
+
+// A file image: the 8-byte header length, the header, then `data` bytes.
+std::vector<uint8_t> image(const std::string& header, size_t data, uint64_t claimed = 0) {
+  std::vector<uint8_t> b(8 + header.size() + data, 0);
+  const uint64_t n = claimed ? claimed : header.size();
+  std::memcpy(b.data(), &n, 8);
+  std::memcpy(b.data() + 8, header.data(), header.size());
+  return b;
+}
+
+struct Bad {
+  const char* name;
+  std::vector<uint8_t> bytes;
+  const char* must_mention;
+};
+
+TEST(SafetensorsBadInput, EveryMalformedFileGivesAClearError) {
+  const std::vector<Bad> cases = {
+      {"truncated", {1, 2, 3}, "truncated"},
+      {"header past the end", image(R"({})", 0, 1000), "past the end"},
+      {"huge header", image(R"({})", 0, uint64_t{1} << 40), "100 MB"},
+      {"not JSON", image("{nope", 0), "JSON"},
+      {"not an object", image("[1]", 0), "object"},
+      {"unknown dtype", image(R"({"t": {"dtype": "F7", "shape": [1], "data_offsets": [0, 1]}})", 1), "'t'"},
+      {"shape vs bytes", image(R"({"t": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})", 8), "12 bytes"},
+      {"out of range", image(R"({"t": {"dtype": "U8", "shape": [9], "data_offsets": [0, 9]}})", 4), "past the data"},
+      {"end before begin", image(R"({"t": {"dtype": "U8", "shape": [0], "data_offsets": [4, 2]}})", 4), "'t'"},
+      {"overlap", image(R"({"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]},
+                            "b": {"dtype": "U8", "shape": [4], "data_offsets": [2, 6]}})", 8), "overlap"},
+      {"negative dim", image(R"({"t": {"dtype": "U8", "shape": [-1], "data_offsets": [0, 0]}})", 0), "'t'"},
+      {"absurd shape", image(R"({"t": {"dtype": "F64", "shape": [4294967296, 4294967296], "data_offsets": [0, 8]}})", 8), "'t'"},
+      {"bad offsets", image(R"({"t": {"dtype": "U8", "shape": [1], "data_offsets": [0]}})", 1), "data_offsets"},
+      {"invalid UTF-8", image("{\"\xff\xfe\": {}}", 0), "UTF-8"},
+      {"bad metadata", image(R"({"__metadata__": {"a": 1}})", 0), "__metadata__"},
+  };
+  for (const Bad& b : cases) {
+    try {
+      SafetensorsFile f(b.bytes.data(), b.bytes.size(), "mem.safetensors");
+      ADD_FAILURE() << b.name << ": accepted";
+    } catch (const CheckpointError& e) {
+      EXPECT_NE(std::string(e.what()).find(b.must_mention), std::string::npos)
+          << b.name << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find("mem.safetensors"), std::string::npos) << b.name;
+    }
+  }
+  EXPECT_THROW(Checkpoint::open("/nonexistent/model.safetensors"), CheckpointError);
+  EXPECT_THROW(write_safetensors("/tmp/x.safetensors", {{"t", StDtype::F32, {2}, {1, 2, 3}}}),
+               CheckpointError);
+}
+
+TEST(CheckpointAnalysis, FiguresMatchDirectComputationAndTheRecommendationFollowsTheData) {
+  // A well-behaved weight: one tensorwise scale is as good as any.
+  const std::vector<float> w = gaussian(256 * 256, 3, 0.02f);
+  const TensorAnalysis a = analyze_values("w", "F32", {256, 256}, w);
+  double mean = 0;
+  for (float v : w) mean += v;
+  mean /= static_cast<double>(w.size());
+  EXPECT_NEAR(a.mean, mean, 1e-9);
+  float amax = 0;
+  for (float v : w) amax = std::max(amax, std::fabs(v));
+  EXPECT_EQ(a.amax, static_cast<double>(amax));
+  uint64_t hist_total = 0;
+  for (uint64_t h : a.log2_hist) hist_total += h;
+  EXPECT_EQ(hist_total, w.size());
+  EXPECT_EQ(a.recommended, "E4M3FN tensorwise");
+  // Every recipe x format that fits, NVFP4 only with E2M1.
+  bool nvfp4_e2m1 = false, nvfp4_e4m3 = false;
+  for (const auto& r : a.recipes) {
+    nvfp4_e2m1 |= r.recipe.kind == ScalingKind::NVFP4 && r.recipe.format == Format::E2M1FN;
+    nvfp4_e4m3 |= r.recipe.kind == ScalingKind::NVFP4 && r.recipe.format == Format::E4M3FN;
+    EXPECT_TRUE(std::isfinite(r.sqnr_db)) << r.name;
+  }
+  EXPECT_TRUE(nvfp4_e2m1);
+  EXPECT_FALSE(nvfp4_e4m3);
+
+  // Activations with outlier channels: tensorwise loses small values, 1x128 keeps them.
+  std::vector<float> x = gaussian(256 * 512, 4, 1.0f);
+  for (int64_t r = 0; r < 256; ++r) {
+    for (int64_t c : {3L, 300L}) x[static_cast<size_t>(r * 512 + c)] *= 3000.0f;
+  }
+  const TensorAnalysis o = analyze_values("x", "BF16", {256, 512}, x);
+  double tensorwise = 0, block = 0;
+  for (const auto& r : o.recipes) {
+    if (r.recipe.format != Format::E4M3FN) continue;
+    if (r.recipe.kind == ScalingKind::Tensorwise) tensorwise = r.sqnr_db;
+    if (r.recipe.kind == ScalingKind::Block1x128) block = r.sqnr_db;
+  }
+  EXPECT_GT(block, tensorwise);
+  EXPECT_NE(o.recommended, "E4M3FN tensorwise");
+  EXPECT_NE(o.reason.find("tensorwise"), std::string::npos) << o.reason;
+  // Integer tensors are described, not quantized.
+  const TensorAnalysis i = analyze_values("ids", "I64", {4}, {1, 2, 3, 4});
+  EXPECT_FALSE(i.floating);
+  EXPECT_TRUE(i.recipes.empty());
+}
+
+}  // namespace
+}  // namespace fp8wb
