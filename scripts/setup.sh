@@ -14,7 +14,8 @@ PACKAGES=(
   qt6-base-dev libqcustomplot-dev           # GUI: Qt 6 Widgets + QCustomPlot (Qt 6 build)
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
-  xvfb xauth fonts-dejavu-core              # GUI tests and screenshots without a display
+    xvfb xauth fonts-dejavu-core              # GUI tests and screenshots without a display
+  clang libclang-rt-14-dev                  # the readers' fuzzers (libFuzzer, sanitizers)
 )
 
 missing=()

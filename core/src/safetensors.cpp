@@ -191,7 +191,8 @@ void SafetensorsFile::parse(size_t size) {
       }
       continue;
     }
-    auto bad = [&](const std::string& why) { fail("tensor '" + name + "': " + why); };
+    const std::string tensor = name;  // (lambdas may not capture structured bindings)
+    auto bad = [&](const std::string& why) { fail("tensor '" + tensor + "': " + why); };
     if (!v.is_object()) bad("its entry is not an object");
     TensorEntry t;
     t.name = name;
