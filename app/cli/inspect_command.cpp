@@ -16,7 +16,9 @@ CLI::App* add_inspect_command(CLI::App& app, InspectOptions& opt) {
   c->add_option("checkpoint", opt.path, "The checkpoint")->required();
   c->add_option("--format", opt.format, "Only this format (E4M3FN, E5M2, E4M3FNUZ, ...)");
   c->add_option("--recipe", opt.recipe, "Only this scaling (tensorwise, rowwise, 1x128, ...)");
-  c->add_flag("--json", opt.json, "Every figure as JSON");
+    c->add_flag("--json", opt.json, "Every figure as JSON");
+  c->add_option("--export", opt.export_path,
+                "Also write an FP8 copy (E4M3 weights in 128x128 blocks + *_scale_inv)");
   return c;
 }
 
@@ -40,7 +42,12 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
     }
     ao.kinds = {*k};
   }
-  const auto ckpt = Checkpoint::open(opt.path);
+    const auto ckpt = Checkpoint::open(opt.path);
+  if (!opt.export_path.empty()) {
+    const ExportReport r = export_fp8_checkpoint(*ckpt, opt.export_path);
+    err << "wrote " << opt.export_path << ": " << r.quantized.size()
+        << " weights in FP8 (E4M3, 128x128 blocks), " << r.kept.size() << " tensors as they were\n";
+  }
   if (!opt.json && ckpt->tensors().size() > 20) {
     ao.progress = [&err](size_t done, size_t total) {
       err << "\ranalysed " << done << "/" << total << " tensors" << std::flush;

@@ -12,7 +12,7 @@ struct InspectOptions {
   std::string format;  // only this format's results (e.g. E4M3FN)
   std::string recipe;  // only this scaling (tensorwise, rowwise, 1x128, 128x128, mx, nvfp4)
   bool json = false;
-  bool no_maps = true;
+  std::string export_path;  // write an FP8 (128x128 blocks) copy here
 };
 
 CLI::App* add_inspect_command(CLI::App& app, InspectOptions& opt);

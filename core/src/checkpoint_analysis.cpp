@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 #include "fp8wb/kernels/quantize_cpu.h"
@@ -166,6 +167,48 @@ std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
     if (options.progress && !options.progress(i + 1, todo.size())) break;
   }
   return out;
+}
+
+ExportReport export_fp8_checkpoint(const Checkpoint& ckpt, const std::string& path) {
+  ExportReport report;
+  std::vector<TensorToWrite> out;
+  QuantRecipe r;
+  r.kind = ScalingKind::Block128x128;
+  r.format = Format::E4M3FN;
+  r.partial_blocks = true;
+  for (const auto& ref : ckpt.tensors()) {
+    const TensorEntry& e = *ref.entry;
+    const bool floating = e.dtype == StDtype::F32 || e.dtype == StDtype::F64 ||
+                          e.dtype == StDtype::F16 || e.dtype == StDtype::BF16;
+    const bool weight = e.name.size() >= 6 && e.name.compare(e.name.size() - 6, 6, "weight") == 0;
+    if (floating && weight && e.shape.size() == 2 && e.shape[0] >= 16 && e.shape[1] >= 16) {
+      const std::vector<float> v = ckpt.to_float(ref);
+      const int64_t rows = e.shape[0], cols = e.shape[1];
+      TensorToWrite codes{e.name, StDtype::F8_E4M3, e.shape,
+                          std::vector<uint8_t>(static_cast<size_t>(rows * cols))};
+      QuantizeTargets t;
+      t.codes = codes.bytes.data();
+      StatsOptions so;
+      so.enabled = so.histogram = so.error_map = false;
+      const CurrentQuantization q = quantize_current(TensorRef::of(v.data(), rows, cols), r, t, so);
+      const GroupLayout& L = q.scales.layout;
+      TensorToWrite scales{e.name + "_scale_inv", StDtype::F32, {L.group_rows, L.group_cols},
+                           std::vector<uint8_t>(q.scales.scale_inv.size() * 4)};
+      std::memcpy(scales.bytes.data(), q.scales.scale_inv.data(), scales.bytes.size());
+      out.push_back(std::move(codes));
+      out.push_back(std::move(scales));
+      report.quantized.push_back(e.name);
+    } else {
+      const uint8_t* p = ref.file->data(e);
+      out.push_back({e.name, e.dtype, e.shape, std::vector<uint8_t>(p, p + (e.end - e.begin))});
+      report.kept.push_back(e.name);
+    }
+  }
+  write_safetensors(path, out,
+                    {{"quantization", "fp8 E4M3FN, 128x128 blocks, <name>_scale_inv = fp32 per block"},
+                     {"weight_block_size", "128,128"},
+                     {"written_by", "fp8wb"}});
+  return report;
 }
 
 }  // namespace fp8wb

@@ -48,6 +48,14 @@ TEST(CliInspect, TableJsonAndFilters) {
     EXPECT_EQ(t["recipes"][0]["recipe"], "E5M2 rowwise");
     EXPECT_GT(t["recipes"][0]["sqnr_db"].get<double>(), 20.0);
   }
+    const std::string fp8 = path + ".fp8.safetensors";
+  r = run({"inspect", path, "--export", fp8, "--recipe", "tensorwise"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("1 weights in FP8"), std::string::npos) << r.err;
+  r = run({"inspect", fp8, "--json"});  // the export reads back
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)[0]["dtype"], "F8_E4M3");
+  std::filesystem::remove(fp8);
   r = run({"inspect", path, "--format", "E9M9"});
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("E9M9"), std::string::npos);

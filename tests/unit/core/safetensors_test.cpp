@@ -13,6 +13,7 @@
 #include "fp8wb/core/checkpoint_analysis.h"
 #include "fp8wb/core/safetensors.h"
 #include "fp8wb/kernels/codec.h"
+#include "fp8wb/kernels/quantize_cpu.h"
 #include "temp_dir.h"
 
 namespace fp8wb {
@@ -178,6 +179,40 @@ TEST(SafetensorsBadInput, EveryMalformedFileGivesAClearError) {
   EXPECT_THROW(Checkpoint::open("/nonexistent/model.safetensors"), CheckpointError);
   EXPECT_THROW(write_safetensors("/tmp/x.safetensors", {{"t", StDtype::F32, {2}, {1, 2, 3}}}),
                CheckpointError);
+}
+
+TEST_F(Safetensors, Fp8ExportReopensBitIdentically) {
+  const std::vector<float> w = gaussian(300 * 200, 7, 0.05f);  // partial blocks both ways
+  const std::vector<float> b = gaussian(300, 8);
+  write_safetensors(path("model.safetensors"),
+                    {{"fc.weight", StDtype::F32, {300, 200}, bytes_of(w)},
+                     {"fc.bias", StDtype::F32, {300}, bytes_of(b)}});
+  auto c = Checkpoint::open(path("model.safetensors"));
+  const ExportReport rep = export_fp8_checkpoint(*c, path("fp8.safetensors"));
+  EXPECT_EQ(rep.quantized, std::vector<std::string>{"fc.weight"});
+  EXPECT_EQ(rep.kept, std::vector<std::string>{"fc.bias"});
+  auto q = Checkpoint::open(path("fp8.safetensors"));
+  const auto* codes = q->find("fc.weight");
+  const auto* scales = q->find("fc.weight_scale_inv");
+  ASSERT_TRUE(codes && scales);
+  EXPECT_EQ(codes->entry->dtype, StDtype::F8_E4M3);
+  EXPECT_EQ(scales->entry->shape, (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(q->tensors()[0].file->metadata().at("weight_block_size"), "128,128");
+  // The FP8 values the kernels produce for this recipe, bit for bit.
+  QuantRecipe r;
+  r.kind = ScalingKind::Block128x128;
+  r.partial_blocks = true;
+  std::vector<float> want(w.size());
+  QuantizeTargets t;
+  t.dequant = want.data();
+  quantize_current(TensorRef::of(w.data(), 300, 200), r, t);
+  const std::vector<float> got = q->to_float(*codes);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), 4 * got.size()), 0);
+  EXPECT_EQ(q->to_float(*q->find("fc.bias")), b);
+  // Exporting the export again changes nothing: FP8 values are fixed points.
+  const ExportReport again = export_fp8_checkpoint(*q, path("fp8b.safetensors"));
+  EXPECT_TRUE(again.quantized.empty());  // F8 weights are kept as they are
 }
 
 TEST(CheckpointAnalysis, FiguresMatchDirectComputationAndTheRecommendationFollowsTheData) {

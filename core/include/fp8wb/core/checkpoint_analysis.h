@@ -52,6 +52,18 @@ TensorAnalysis analyze_values(const std::string& name, const std::string& dtype,
                               const std::vector<int64_t>& shape, const std::vector<float>& values,
                               const AnalysisOptions& options = {});
 
+struct ExportReport {
+  std::vector<std::string> quantized;  // written as E4M3 codes + `<name>_scale_inv`
+  std::vector<std::string> kept;       // written as they were
+};
+
+// Writes the checkpoint as safetensors with its 2-D floating-point weights (names ending
+// in "weight", both dimensions >= 16) quantized to E4M3 in 128x128 blocks, DeepSeek-V3's
+// layout: `<name>` F8_E4M3 and `<name>_scale_inv` F32 [ceil(rows/128), ceil(cols/128)];
+// the layout is in the metadata. Other tensors are copied unchanged. Reading the file
+// back gives exactly the FP8 values (decode(code) * scale_inv). Throws CheckpointError.
+ExportReport export_fp8_checkpoint(const Checkpoint& ckpt, const std::string& path);
+
 // Every tensor of a checkpoint (companion *_scale_inv tensors of FP8 weights are folded
 // into their weight, not listed). Throws CheckpointError; a cancel returns what is done.
 std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
