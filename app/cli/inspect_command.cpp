@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -55,7 +56,12 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
       return true;
     };
   }
+    const auto t0 = std::chrono::steady_clock::now();
   std::vector<TensorAnalysis> all = analyze_checkpoint(*ckpt, ao);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double bytes = 0;
+  for (const auto& r : ckpt->tensors()) bytes += static_cast<double>(r.entry->end - r.entry->begin);
   // Worst first: the lowest best-E4M3... SQNR among the results shown.
   auto worst = [](const TensorAnalysis& a) {
     double best = -INFINITY;
@@ -98,8 +104,12 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
                        a.name.substr(0, 40), a.dtype, shape.substr(0, 14), a.amax,
                        a.dynamic_range_bits, best ? best->name : std::string("-"),
                        best ? best->sqnr_db : NAN, best ? best->underflow_pct : 0.0);
-    if (!a.recommended.empty()) out << "    recommended: " << a.recommended << " (" << a.reason << ")\n";
+        if (!a.recommended.empty()) out << "    recommended: " << a.recommended << " (" << a.reason << ")\n";
   }
+  size_t combos = 0;
+  for (const auto& a : all) combos = std::max(combos, a.recipes.size());
+  out << fmt::format("analysed {:.1f} MB of tensors in {:.2f} s ({:.3f} GB/s, {} recipe x format each)\n",
+                     bytes / 1e6, seconds, bytes / 1e9 / std::max(seconds, 1e-9), combos);
   return 0;
 }
 

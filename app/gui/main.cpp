@@ -64,7 +64,10 @@ int main(int argc, char** argv) {
   const QCommandLineOption steps({QStringLiteral("steps")},
                                  QStringLiteral("With --preset: train this many steps."),
                                  QStringLiteral("N"));
-  parser.addOptions({shot, tab, value, page, all, present, size, db, preset, steps});
+    const QCommandLineOption ckpt({QStringLiteral("checkpoint")},
+                                QStringLiteral("Analyse this checkpoint in the Checkpoint tab."),
+                                QStringLiteral("PATH"));
+  parser.addOptions({shot, tab, value, page, all, present, size, db, preset, steps, ckpt});
   parser.process(app);
 
   fp8wb::init_compute_threads();
@@ -76,7 +79,8 @@ int main(int argc, char** argv) {
   o.all_formats = parser.isSet(all);
     o.presentation = parser.isSet(present);
   o.db = parser.value(db);
-  o.preset = parser.value(preset);
+    o.preset = parser.value(preset);
+  o.checkpoint = parser.value(ckpt);
   if (parser.isSet(steps)) {
     bool ok = false;
     o.steps = parser.value(steps).toLongLong(&ok);
@@ -111,6 +115,13 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (!o.tab.isEmpty()) window.selectTab(o.tab);
+  }
+    if (!o.checkpoint.isEmpty()) {
+    if (const QString err = fp8wb::open_checkpoint(window, o); !err.isEmpty()) {
+      std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
+      return 1;
+    }
+    if (o.tab.isEmpty()) window.selectTab(QStringLiteral("Checkpoint"));
   }
   if (!o.screenshot.isEmpty()) {
     if (const QString err = fp8wb::save_screenshot(window, o.screenshot); !err.isEmpty()) {

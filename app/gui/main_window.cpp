@@ -14,7 +14,9 @@
 
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/views/formats_tab.h"
+#include "fp8wb/views/checkpoint_tab.h"
 #include "fp8wb/views/engine_controller.h"
+#include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/placeholder_tab.h"
 #include "fp8wb/views/run_tabs.h"
 #include "fp8wb/views/runs_tab.h"
@@ -30,7 +32,8 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
       scaling_(new ScalingTab(&engine_->data(), this)),
       quantization_(new QuantizationTab(&engine_->data(), this)),
       runs_(new RunsTab(engine_, this)),
-      panel_(new RunPanel(engine_, this)),
+            panel_(new RunPanel(engine_, this)),
+      checkpoint_(new CheckpointTab(this)),
       run_status_(new QLabel(this)),
       remember_layout_(remember_layout),
       base_point_size_(QApplication::font().pointSize() > 0 ? QApplication::font().pointSize()
@@ -41,13 +44,7 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   tabs_->addTab(scaling_, tr("Scaling"));
   tabs_->addTab(quantization_, tr("Quantization"));
   tabs_->addTab(formats_, tr("Formats"));
-  tabs_->addTab(
-      new PlaceholderTab(tr("Checkpoint"),
-                         tr("Open a .safetensors or PyTorch checkpoint and see, for every tensor "
-                            "and every recipe × format, the SQNR, underflow, saturation and a "
-                            "block error map, worst first, with a recommended recipe."),
-                         this),
-      tr("Checkpoint"));
+  tabs_->addTab(checkpoint_, tr("Checkpoint"));
   tabs_->addTab(
       new PlaceholderTab(tr("Sweeps"),
                          tr("Run a grid of margin × window × amax algorithm (and formats) and "
@@ -90,6 +87,9 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
                                                    : tr("run %1: %2").arg(status, message));
             refreshRunTabs(true);
           });
+    connect(checkpoint_, &CheckpointTab::failed, this, [this](const QString& message) {
+    statusBar()->showMessage(message, 15000);
+  });
   connect(engine_, &EngineController::failed, this, [this](const QString& message) {
     statusBar()->showMessage(tr("The run failed: %1").arg(message), 15000);
   });
@@ -161,8 +161,9 @@ void MainWindow::setPresentationMode(bool on) {
   f.setPointSize(on ? base_point_size_ * 8 / 5 : base_point_size_);
   setFont(f);
     formats_->setPresentationMode(on);
-  for (RunTabBase* t : std::initializer_list<RunTabBase*>{overview_, scaling_, quantization_})
+    for (RunTabBase* t : std::initializer_list<RunTabBase*>{overview_, scaling_, quantization_})
     t->setPresentationMode(on);
+  for (ExportablePlot* p : checkpoint_->plots()) p->setPresentationMode(on);
 }
 
 void MainWindow::refreshRunTabs(bool force) {

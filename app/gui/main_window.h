@@ -19,6 +19,7 @@ class QuantizationTab;
 class RunsTab;
 class RunPanel;
 class RunTabBase;
+class CheckpointTab;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -40,6 +41,7 @@ class MainWindow : public QMainWindow {
   ScalingTab* scalingTab() const { return scaling_; }
   QuantizationTab* quantizationTab() const { return quantization_; }
   RunsTab* runsTab() const { return runs_; }
+  CheckpointTab* checkpointTab() const { return checkpoint_; }
   QString statusText() const;
   // Replots the run tabs (all of them with force, else the visible one).
   void refreshRunTabs(bool force = false);
@@ -57,6 +59,7 @@ class MainWindow : public QMainWindow {
   QuantizationTab* quantization_;
   RunsTab* runs_;
   RunPanel* panel_;
+  CheckpointTab* checkpoint_;
   QLabel* run_status_;
   QAction* presentation_action_ = nullptr;
   bool presentation_ = false;

@@ -6,6 +6,7 @@
 #include <QPixmap>
 
 #include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/checkpoint_tab.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/formats_tab.h"
 #include "fp8wb/views/runs_tab.h"
@@ -52,6 +53,21 @@ QString run_preset(MainWindow& w, const GuiOptions& o) {
   loop.exec();
   if (status == QLatin1String("failed")) return QStringLiteral("the run failed: %1").arg(message);
   return {};
+}
+
+QString open_checkpoint(MainWindow& w, const GuiOptions& o) {
+  if (o.checkpoint.isEmpty()) return {};
+  QEventLoop loop;
+  QString error;
+  CheckpointTab* tab = w.checkpointTab();
+  QObject::connect(tab, &CheckpointTab::checkpointLoaded, &loop, &QEventLoop::quit);
+  QObject::connect(tab, &CheckpointTab::failed, &loop, [&](const QString& m) {
+    error = m;
+    loop.quit();
+  });
+  if (const QString err = tab->openCheckpoint(o.checkpoint); !err.isEmpty()) return err;
+  if (tab->busy()) loop.exec();
+  return error;
 }
 
 QString save_screenshot(MainWindow& w, const QString& path) {

@@ -1,0 +1,79 @@
+// The Checkpoint tab, offscreen: a checkpoint written by the project's writer is
+// analysed in the background and fills the table (worst first) and the plots; filter;
+// the model under QAbstractItemModelTester; bad files give their message.
+#include <QAbstractItemModelTester>
+#include <QSignalSpy>
+#include <QSortFilterProxyModel>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cmath>
+#include <cstring>
+
+#include "fp8wb/core/safetensors.h"
+#include "fp8wb/views/checkpoint_tab.h"
+#include "fp8wb/views/exportable_plot.h"
+
+using namespace fp8wb;
+
+class CheckpointTabTest : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    qputenv("XDG_CONFIG_HOME", dir_.path().toUtf8());  // recent files: not the user's
+  }
+  void analysesAndShows();
+  void badFilesShowTheirMessage();
+
+ private:
+  QTemporaryDir dir_;
+};
+
+void CheckpointTabTest::analysesAndShows() {
+  std::vector<float> w(256 * 128), x(128 * 256);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.02f * std::sin(0.1f * static_cast<float>(i));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 256 == 5 ? 3000.0f : 1.0f) * std::cos(0.3f * static_cast<float>(i));
+  auto bytes = [](const std::vector<float>& v) {
+    std::vector<uint8_t> b(v.size() * 4);
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  };
+  const QString path = dir_.filePath(QStringLiteral("m.safetensors"));
+  write_safetensors(path.toStdString(), {{"a.weight", StDtype::F32, {256, 128}, bytes(w)},
+                                         {"b.outliers", StDtype::F32, {128, 256}, bytes(x)}});
+  CheckpointTab tab;
+  QAbstractItemModelTester tester(tab.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
+  QCOMPARE(tab.openCheckpoint(path), QString());
+  QVERIFY(loaded.wait(60000));
+  QCOMPARE(tab.model()->rowCount(), 2);
+  QVERIFY(!tab.busy());
+  // Worst first: the first row has the lowest best SQNR.
+  const double first = tab.proxy()->index(0, CheckpointModel::BestSqnr).data(Qt::UserRole).toDouble();
+  const double second = tab.proxy()->index(1, CheckpointModel::BestSqnr).data(Qt::UserRole).toDouble();
+  QVERIFY(first <= second);
+  tab.selectTensor(QStringLiteral("b.outliers"));
+  QVERIFY(tab.plots()[0]->plottableCount() > 0);
+  QVERIFY(tab.plots()[1]->plottable(0)->interface1D()->dataCount() >= 20);  // recipe x format bars
+  auto* filter = tab.proxy();
+  filter->setFilterFixedString(QStringLiteral("weight"));
+  QCOMPARE(filter->rowCount(), 1);
+  QVERIFY(tab.recentFiles().contains(path));
+}
+
+void CheckpointTabTest::badFilesShowTheirMessage() {
+  const QString path = dir_.filePath(QStringLiteral("bad.safetensors"));
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write("tiny");
+  f.close();
+  CheckpointTab tab;
+  QSignalSpy failed(&tab, &CheckpointTab::failed);
+  QVERIFY(tab.openCheckpoint(path).contains(QStringLiteral("truncated")));
+  QCOMPARE(failed.count(), 1);
+  QVERIFY(!tab.busy());
+  QCOMPARE(tab.model()->rowCount(), 0);
+}
+
+QTEST_MAIN(CheckpointTabTest)
+#include "checkpoint_tab_test.moc"
