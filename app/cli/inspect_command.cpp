@@ -8,12 +8,13 @@
 #include <nlohmann/json.hpp>
 
 #include "fp8wb/core/checkpoint_analysis.h"
+#include "fp8wb/core/open_checkpoint.h"
 
 namespace fp8wb::cli {
 
 CLI::App* add_inspect_command(CLI::App& app, InspectOptions& opt) {
   auto* c = app.add_subcommand(
-      "inspect", "What FP8 does to each tensor of a checkpoint (.safetensors or *.index.json)");
+      "inspect", "What FP8 does to each tensor of a checkpoint (.safetensors, *.index.json, .pt/.pth)");
   c->add_option("checkpoint", opt.path, "The checkpoint")->required();
   c->add_option("--format", opt.format, "Only this format (E4M3FN, E5M2, E4M3FNUZ, ...)");
   c->add_option("--recipe", opt.recipe, "Only this scaling (tensorwise, rowwise, 1x128, ...)");
@@ -43,7 +44,7 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
     }
     ao.kinds = {*k};
   }
-    const auto ckpt = Checkpoint::open(opt.path);
+    const auto ckpt = open_any_checkpoint(opt.path);
   if (!opt.export_path.empty()) {
     const ExportReport r = export_fp8_checkpoint(*ckpt, opt.export_path);
     err << "wrote " << opt.export_path << ": " << r.quantized.size()

@@ -278,13 +278,27 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {
       c->index_[name] = c->refs_.size();
       c->refs_.push_back({&f, e});
     }
-  } else {
+    } else {
     c->files_.push_back(std::make_unique<SafetensorsFile>(path));
-    for (const auto& e : c->files_.back()->tensors()) {
-      c->index_[e.name] = c->refs_.size();
-      c->refs_.push_back({c->files_.back().get(), &e});
-    }
+    c->index_file(*c->files_.back());
   }
+  return c;
+}
+
+void Checkpoint::index_file(const SafetensorsFile& f) {
+  for (const auto& e : f.tensors()) {
+    index_[e.name] = refs_.size();
+    refs_.push_back({&f, &e});
+  }
+}
+
+std::unique_ptr<Checkpoint> Checkpoint::from_image(std::vector<uint8_t> image,
+                                                   const std::string& label) {
+  auto c = std::unique_ptr<Checkpoint>(new Checkpoint());
+  c->path_ = label;
+  c->image_ = std::move(image);
+  c->files_.push_back(std::make_unique<SafetensorsFile>(c->image_.data(), c->image_.size(), label));
+  c->index_file(*c->files_.back());
   return c;
 }
 
@@ -343,8 +357,8 @@ std::vector<float> Checkpoint::to_float(const Ref& r) const {
   return out;
 }
 
-void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+std::vector<uint8_t> safetensors_image(const std::vector<TensorToWrite>& tensors,
+                                       const std::map<std::string, std::string>& metadata) {
   json h = json::object();
   if (!metadata.empty()) h["__metadata__"] = metadata;
   uint64_t offset = 0;
@@ -367,15 +381,23 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   }
   std::string header = h.dump();
   header.append((8 - header.size() % 8) % 8, ' ');  // the data section 8-byte aligned
+  std::vector<uint8_t> out(8 + header.size());
+  const uint64_t n = header.size();
+  std::memcpy(out.data(), &n, 8);
+  std::memcpy(out.data() + 8, header.data(), header.size());
+  out.reserve(out.size() + offset);
+  for (const auto& t : tensors) out.insert(out.end(), t.bytes.begin(), t.bytes.end());
+  return out;
+}
+
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  const std::vector<uint8_t> image = safetensors_image(tensors, metadata);
   const std::string tmp = path + ".part";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw CheckpointError("cannot write " + tmp);
-    const uint64_t n = header.size();
-    out.write(reinterpret_cast<const char*>(&n), 8);
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    for (const auto& t : tensors)
-      out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+    out.write(reinterpret_cast<const char*>(image.data()), static_cast<std::streamsize>(image.size()));
     out.close();
     if (!out) {
       std::remove(tmp.c_str());

@@ -20,6 +20,7 @@
 #include <QVBoxLayout>
 #include <cmath>
 
+#include "fp8wb/core/open_checkpoint.h"
 #include "fp8wb/views/exportable_plot.h"
 
 namespace fp8wb {
@@ -154,7 +155,7 @@ CheckpointTab::CheckpointTab(QWidget* parent)
   connect(open, &QPushButton::clicked, this, [this] {
     const QString path = QFileDialog::getOpenFileName(
         this, tr("Open checkpoint"), QString(),
-        tr("Checkpoints (*.safetensors *.index.json);;All files (*)"));
+        tr("Checkpoints (*.safetensors *.index.json *.pt *.pth *.bin);;All files (*)"));
     if (!path.isEmpty()) status_->setText(openCheckpoint(path));
   });
   recent_->setPlaceholderText(tr("recent checkpoints"));
@@ -261,7 +262,7 @@ QString CheckpointTab::openCheckpoint(const QString& path) {
   if (busy()) return tr("a checkpoint is being analysed: cancel it first");
   std::shared_ptr<Checkpoint> ckpt;
   try {
-    ckpt = Checkpoint::open(path.toStdString());
+    ckpt = open_any_checkpoint(path.toStdString());
   } catch (const std::exception& e) {
     const QString msg = QString::fromStdString(e.what());
     Q_EMIT failed(msg);

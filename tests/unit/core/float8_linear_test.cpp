@@ -5,8 +5,13 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <cstring>
+#include <iterator>
+#include <fstream>
 #include <stdexcept>
+#include <unistd.h>
 
+#include "fp8wb/core/open_checkpoint.h"
 #include "fp8wb/core/torch/float8_linear.h"
 #include "fp8wb/kernels/quantize_cpu.h"
 
@@ -337,6 +342,49 @@ TEST(Float8Linear, TrainingTracksFp32) {
   for (size_t step : {10, 25, 50, 100, 149}) {
     EXPECT_NEAR(fp8[step], f32[step], 0.05 * f32.front()) << "step " << step;
   }
+}
+
+// PyTorch state dicts (the zip archives torch.save and torch::pickle_save write) open as
+// checkpoints: nested dicts flattened to dotted names, values bit for bit.
+TEST(PtCheckpoint, StateDictsOpenLikeSafetensors) {
+  const std::string path = "/tmp/fp8wb-pt-" + std::to_string(getpid()) + ".pt";
+  torch::manual_seed(9);
+  const torch::Tensor w = torch::randn({4, 3});
+  const torch::Tensor ids = torch::arange(5);
+  c10::impl::GenericDict inner(c10::StringType::get(), c10::AnyType::get());
+  inner.insert("weight", w);
+  c10::impl::GenericDict top(c10::StringType::get(), c10::AnyType::get());
+  top.insert("fc", inner);
+  top.insert("ids", ids);
+  top.insert("lr", 0.5);  // not a tensor: skipped
+  top.insert("half", w.to(torch::kHalf));
+  {
+    const std::vector<char> bytes = torch::pickle_save(top);
+    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  auto c = open_any_checkpoint(path);
+  ASSERT_EQ(c->tensors().size(), 3u);
+  const auto* fw = c->find("fc.weight");
+  ASSERT_NE(fw, nullptr);
+  EXPECT_EQ(fw->entry->shape, (std::vector<int64_t>{4, 3}));
+  const std::vector<float> got = c->to_float(*fw);
+  EXPECT_EQ(std::memcmp(got.data(), w.data_ptr<float>(), 12 * 4), 0);
+  EXPECT_EQ(c->find("ids")->entry->dtype, StDtype::I64);
+  EXPECT_EQ(c->to_float(*c->find("ids")), (std::vector<float>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(c->find("half")->entry->dtype, StDtype::F16);
+  // A truncated archive names the file.
+  {
+    std::ifstream in(path, std::ios::binary);
+    std::vector<char> all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream(path, std::ios::binary).write(all.data(), static_cast<std::streamsize>(all.size() / 2));
+  }
+  try {
+    open_any_checkpoint(path);
+    FAIL() << "a truncated .pt was read";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+  std::remove(path.c_str());
 }
 
 }  // namespace

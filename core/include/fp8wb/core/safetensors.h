@@ -67,6 +67,8 @@ class SafetensorsFile {
 class Checkpoint {
  public:
   static std::unique_ptr<Checkpoint> open(const std::string& path);
+  // A checkpoint from a safetensors image in memory (what other readers convert to).
+  static std::unique_ptr<Checkpoint> from_image(std::vector<uint8_t> image, const std::string& label);
 
   struct Ref {
     const SafetensorsFile* file;
@@ -80,7 +82,9 @@ class Checkpoint {
   const std::string& path() const { return path_; }
 
  private:
+    void index_file(const SafetensorsFile& f);
   std::string path_;
+  std::vector<uint8_t> image_;  // from_image(): the bytes the file views
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::vector<Ref> refs_;
   std::map<std::string, size_t> index_;
@@ -92,6 +96,10 @@ struct TensorToWrite {
   std::vector<int64_t> shape;
   std::vector<uint8_t> bytes;  // little-endian, numel * size of dtype
 };
+
+// The safetensors image of these tensors (what write_safetensors() writes).
+std::vector<uint8_t> safetensors_image(const std::vector<TensorToWrite>& tensors,
+                                       const std::map<std::string, std::string>& metadata = {});
 
 // Writes a safetensors file (tensors in the given order, 8-byte aligned header).
 // Throws CheckpointError (a shape/byte mismatch, a file that cannot be written).
