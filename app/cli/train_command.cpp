@@ -108,6 +108,8 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& opt) {
   c->add_option("--set", opt.overrides, "Override a field: key=value (repeatable)");
   c->add_option("--db", opt.db, "Run database (default: " + default_database_path() + ")");
   c->add_option("--device", opt.device, "cpu, cuda or cuda:N (overrides the config)");
+  c->add_option("--save-weights", opt.weights,
+                "Write the final weights here (.safetensors; fp8wb inspect reads it)");
   c->add_flag("-q,--quiet", opt.quiet, "No progress bar");
   c->add_flag("--json", opt.json, "Print the result as JSON");
   c->footer("Fields: " + [] {
@@ -123,6 +125,7 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   if (!opt.config_file.empty()) cfg = parse_run_config(read_file(opt.config_file));
   for (const auto& o : opt.overrides) apply_override(cfg, o);
   if (!opt.device.empty()) cfg.device = opt.device;
+  if (!opt.weights.empty()) cfg.weights = opt.weights;
   validate_run_config(cfg);
   const std::string device = Trainer::resolve_device(cfg.device);
 

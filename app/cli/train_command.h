@@ -14,6 +14,7 @@ struct TrainOptions {
   std::vector<std::string> overrides;  // key=value
   std::string db;
   std::string device;
+  std::string weights;
   bool quiet = false;
   bool json = false;
 };

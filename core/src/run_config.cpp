@@ -136,6 +136,7 @@ const std::vector<std::pair<std::string, Field>>& fields() {
     bln("reference", &RunConfig::reference);
     str("on_nonfinite", &RunConfig::on_nonfinite);
     i32("log_interval", &RunConfig::log_interval);
+    str("weights", &RunConfig::weights);
     return v;
   }();
   return f;

@@ -11,6 +11,7 @@
 
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/notices.h"
+#include "fp8wb/core/safetensors.h"
 #include "models.h"
 
 namespace fp8wb {
@@ -76,7 +77,8 @@ struct Trainer::Impl {
     return true;
   }
 
-  void body();
+    void body();
+  void save_weights(torch::nn::Module& model);
 };
 
 namespace {
@@ -223,7 +225,26 @@ void Trainer::Impl::body() {
       return;
     }
   }
+    save_weights(*fp8.model);
   finish(RunStatus::Finished, "");
+}
+
+// The model's parameters (fp32) as a safetensors file, which the checkpoint inspector
+// opens like any other.
+void Trainer::Impl::save_weights(torch::nn::Module& model) {
+  if (cfg.weights.empty()) return;
+  std::vector<TensorToWrite> out;
+  for (const auto& p : model.named_parameters()) {
+    const at::Tensor t = p.value().detach().to(at::kCPU, at::kFloat).contiguous();
+    TensorToWrite w{p.key(), StDtype::F32, t.sizes().vec(), {}};
+    const auto* b = static_cast<const uint8_t*>(t.data_ptr());
+    w.bytes.assign(b, b + t.numel() * 4);
+    out.push_back(std::move(w));
+  }
+  write_safetensors(cfg.weights, out, {{"written_by", "fp8wb train"}, {"run", std::to_string(run_id)}});
+  MetricBatch b;
+  b.events.push_back({steps.load(), "weights", "final weights written to " + cfg.weights});
+  publish(b);
 }
 
 Trainer::Trainer(RunConfig config, std::shared_ptr<MetricBus> bus, int64_t run_id)

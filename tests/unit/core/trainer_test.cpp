@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "fp8wb/core/run_store.h"
+#include "fp8wb/core/safetensors.h"
 #include "fp8wb/core/trainer.h"
 
 namespace fp8wb {
@@ -120,6 +121,23 @@ TEST(Trainer, TinyGptLearnsWithFp8DelayedScalingAndTracksTheReference) {
   // Closed cleanly, the database is one file: the WAL was checkpointed into it.
   EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
   std::filesystem::remove(path);
+}
+
+TEST(Trainer, FinalWeightsOpenAsACheckpoint) {
+  RunConfig c;
+  c.model = ModelKind::Mlp;
+  c.steps = 5;
+  c.reference = false;
+  c.weights = temp_db("weights") + ".safetensors";
+  Trainer t(c, std::make_shared<MetricBus>());
+  t.run();
+  ASSERT_EQ(t.status(), RunStatus::Finished) << t.message();
+  auto ckpt = Checkpoint::open(c.weights);
+  const auto* w = ckpt->find("layers.0.weight");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->entry->shape, (std::vector<int64_t>{256, 64}));
+  EXPECT_EQ(ckpt->tensors().size(), 6u);  // 3 layers x (weight, bias)
+  std::filesystem::remove(c.weights);
 }
 
 TEST(Trainer, PauseResumeAndStopBetweenSteps) {

@@ -58,6 +58,7 @@ struct RunConfig {
   bool reference = true;    // a high-precision model trained in lockstep
   std::string on_nonfinite = "stop";  // stop, skip (the step's update)
   int log_interval = 1;               // steps between scalar records
+  std::string weights;                // write the final weights here (safetensors); empty: no
 };
 
 // The keys users may set, in order (for help texts and error messages).
