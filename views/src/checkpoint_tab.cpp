@@ -398,23 +398,12 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
   chart_->rescaleAxes();
   chart_->yAxis->setRangeLower(0);
   // Block errors of the chosen recipe.
-  block_map_->data()->clear();
-  const int ri = recipe_->currentIndex();
+    const int ri = recipe_->currentIndex();
   if (ri >= 0 && ri < static_cast<int>(t->recipes.size())) {
     const RecipeResult& r = t->recipes[static_cast<size_t>(ri)];
-    const MapGrid& g = r.map_grid;
-    if (g.rows > 0 && g.cols > 0 && r.map_rel_error.size() == static_cast<size_t>(g.rows * g.cols)) {
-      block_map_->data()->setSize(static_cast<int>(g.cols), static_cast<int>(g.rows));
-      block_map_->data()->setRange(QCPRange(0, static_cast<double>(g.cols - 1)),
-                                   QCPRange(0, static_cast<double>(g.rows - 1)));
-      for (int64_t i = 0; i < g.rows; ++i) {
-        for (int64_t j = 0; j < g.cols; ++j) {
-          block_map_->data()->setCell(static_cast<int>(j), static_cast<int>(i),
-                                      r.map_rel_error[static_cast<size_t>(i * g.cols + j)]);
-        }
-      }
-      block_map_->rescaleDataRange(true);
-    }
+    fill_block_map(block_map_, r.map_grid.rows, r.map_grid.cols, r.map_rel_error);
+  } else {
+    block_map_->data()->clear();
   }
   blocks_->rescaleAxes();
   caption_->setText(tr("<b>%1</b> %2: amax %3, mean %4, std %5, dynamic range %6 bits. "

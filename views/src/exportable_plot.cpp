@@ -27,6 +27,21 @@ QColor format_color(Format f) {
   return Qt::black;
 }
 
+void fill_block_map(QCPColorMap* map, int64_t rows, int64_t cols, const std::vector<float>& cells) {
+  map->data()->clear();
+  if (rows <= 0 || cols <= 0 || cells.size() != static_cast<size_t>(rows * cols)) return;
+  map->data()->setSize(static_cast<int>(cols), static_cast<int>(rows));
+  map->data()->setRange(QCPRange(0, static_cast<double>(cols - 1)),
+                        QCPRange(0, static_cast<double>(rows - 1)));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      map->data()->setCell(static_cast<int>(c), static_cast<int>(r),
+                           cells[static_cast<size_t>(r * cols + c)]);
+    }
+  }
+  map->rescaleDataRange(true);
+}
+
 ExportablePlot::ExportablePlot(QWidget* parent) : QCustomPlot(parent) {
   setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   setContextMenuPolicy(Qt::CustomContextMenu);

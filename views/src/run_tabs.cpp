@@ -419,20 +419,7 @@ void QuantizationTab::rebuild() {
   hist_->rescaleAxes();
   hist_->xAxis->setRange(std::min(lo - 2, hist_->xAxis->range().lower),
                          std::max(hi + 2, hist_->xAxis->range().upper));
-  block_map_->data()->clear();
-  if (p.map_rows > 0 && p.map_cols > 0 &&
-      p.error_map.size() == static_cast<size_t>(p.map_rows * p.map_cols)) {
-    block_map_->data()->setSize(static_cast<int>(p.map_cols), static_cast<int>(p.map_rows));
-    block_map_->data()->setRange(QCPRange(0, static_cast<double>(p.map_cols - 1)),
-                                 QCPRange(0, static_cast<double>(p.map_rows - 1)));
-    for (int64_t r = 0; r < p.map_rows; ++r) {
-      for (int64_t c = 0; c < p.map_cols; ++c) {
-        block_map_->data()->setCell(static_cast<int>(c), static_cast<int>(r),
-                                    p.error_map[static_cast<size_t>(r * p.map_cols + c)]);
-      }
-    }
-    block_map_->rescaleDataRange(true);
-  }
+    fill_block_map(block_map_, p.map_rows, p.map_cols, p.error_map);
   blocks_->rescaleAxes();
   const double zeros = 100.0 * static_cast<double>(
                                    p.histogram.size() > static_cast<size_t>(kHistZeroBin)
