@@ -6,6 +6,7 @@
 #include "demo_command.h"
 #include "formats_command.h"
 #include "inspect_command.h"
+#include "sweep_command.h"
 #include "train_command.h"
 #include "fp8wb/core/backend_info.h"
 
@@ -52,8 +53,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   auto* runs_cmd = add_runs_command(app, runs);
     BenchOptions bench;
   auto* bench_cmd = add_bench_command(app, bench);
-  InspectOptions inspect;
+    InspectOptions inspect;
   auto* inspect_cmd = add_inspect_command(app, inspect);
+  SweepOptions sweep;
+  auto* sweep_cmd = add_sweep_command(app, sweep);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -74,7 +77,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (train_cmd->parsed()) return run_train(train, out, err);
     if (runs_cmd->parsed()) return run_runs(runs, out, err);
         if (bench_cmd->parsed()) return run_bench(bench, out, err);
-    if (inspect_cmd->parsed()) return run_inspect(inspect, out, err);
+        if (inspect_cmd->parsed()) return run_inspect(inspect, out, err);
+    if (sweep_cmd->parsed()) return run_sweep(sweep, out, err);
     out << app.help();
     return 0;
   } catch (const std::exception& e) {

@@ -148,6 +148,8 @@ SyntheticRegression::SyntheticRegression(const RunConfig& c)
       outliers_(c.outlier_channels),
       outlier_scale_(c.outlier_scale),
       tail_(c.target_tail),
+      drift_(c.drift),
+      period_(c.drift_period),
       rng_(c.seed) {
   teacher1_ = host_normal(rng_, features_, 2 * features_, 1.0 / std::sqrt(double(features_)));
   teacher2_ = host_normal(rng_, 2 * features_, features_, 1.0 / std::sqrt(2.0 * features_));
@@ -163,7 +165,13 @@ Batch SyntheticRegression::next(const torch::Device& device) {
   std::student_t_distribution<float> t(static_cast<float>(tail_));
   torch::Tensor noise = torch::empty({batch_, features_});
   float* p = noise.data_ptr<float>();
-  for (int64_t i = 0; i < noise.numel(); ++i) p[i] = 0.1f * t(rng_);
+    for (int64_t i = 0; i < noise.numel(); ++i) p[i] = 0.1f * t(rng_);
+  // Drifting activations: the inputs (not the targets) swing in scale over the steps, so
+  // that delayed scaling's window and margin matter.
+  if (drift_ > 0) {
+    x.mul_(std::exp2(drift_ * std::sin(2 * M_PI * static_cast<double>(step_) / period_)));
+  }
+  ++step_;
   return {x.to(device), (clean + noise).to(device), int64_t{batch_}};
 }
 

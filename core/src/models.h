@@ -51,7 +51,9 @@ class SyntheticRegression : public DataSource {
 
  private:
   int batch_, features_, outliers_;
-  double outlier_scale_, tail_;
+  double outlier_scale_, tail_, drift_;
+  int period_;
+  int64_t step_ = 0;
   torch::Tensor teacher1_, teacher2_;  // fixed random maps: y = tanh(x A) B + noise
   std::mt19937_64 rng_;
 };

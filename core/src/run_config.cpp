@@ -103,6 +103,8 @@ const std::vector<std::pair<std::string, Field>>& fields() {
     i32("outlier_channels", &RunConfig::outlier_channels);
     dbl("outlier_scale", &RunConfig::outlier_scale);
     dbl("target_tail", &RunConfig::target_tail);
+    dbl("drift", &RunConfig::drift);
+    i32("drift_period", &RunConfig::drift_period);
     i32("batch", &RunConfig::batch);
     v.push_back({"steps",
                  {[](RunConfig& c, const json& j) { c.steps = as_int("steps", j); },
@@ -244,6 +246,9 @@ void validate_run_config(const RunConfig& c) {
     fail("outlier_scale", "must be a positive finite number");
   if (!std::isfinite(c.target_tail) || c.target_tail <= 0)
     fail("target_tail", "must be a positive finite number (Student-t degrees of freedom)");
+  if (!std::isfinite(c.drift) || c.drift < 0 || c.drift > 30)
+    fail("drift", "must be in [0, 30] (powers of two)");
+  at_least("drift_period", c.drift_period, 2);
   at_least("batch", c.batch, 1);
   if (c.steps < 1) fail("steps", "must be >= 1, not " + std::to_string(c.steps));
   if (!std::isfinite(c.lr) || c.lr <= 0 || c.lr > 10)

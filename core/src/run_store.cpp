@@ -554,6 +554,44 @@ void RunStore::rename_run(int64_t run_id, const std::string& name) {
   flush();
 }
 
+int64_t RunStore::create_sweep(const std::string& name, const std::string& grid_json) {
+  auto id = std::make_shared<int64_t>(0);
+  Impl* im = impl_.get();
+  im->enqueue([=] {
+    Stmt ins(*im->writer,
+             "INSERT INTO sweeps(name, grid_json, status, created_at) VALUES(?, ?, 'running', ?)");
+    ins.bind(1, name).bind(2, grid_json).bind(3, now_utc()).run();
+    *id = sqlite3_last_insert_rowid(im->writer->get());
+  });
+  flush();
+  return *id;
+}
+
+void RunStore::set_sweep_status(int64_t sweep_id, const std::string& status) {
+  Impl* im = impl_.get();
+  im->enqueue([=] {
+    Stmt u(*im->writer, "UPDATE sweeps SET status = ? WHERE id = ?");
+    u.bind(1, status).bind(2, sweep_id).run();
+  });
+  flush();
+}
+
+std::vector<SweepInfo> RunStore::sweeps() const {
+  return impl_->read<std::vector<SweepInfo>>([](const Db& db) {
+    Stmt q(db, "SELECT id, name, grid_json, status, created_at FROM sweeps ORDER BY id");
+    std::vector<SweepInfo> out;
+    while (q.step()) out.push_back({q.i(0), q.s(1), q.s(2), q.s(3), q.s(4)});
+    return out;
+  });
+}
+
+std::optional<SweepInfo> RunStore::sweep(int64_t id) const {
+  for (SweepInfo& s : sweeps()) {
+    if (s.id == id) return s;
+  }
+  return std::nullopt;
+}
+
 void RunStore::delete_run(int64_t run_id) {
   Impl* im = impl_.get();
   im->enqueue([=] {

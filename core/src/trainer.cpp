@@ -29,6 +29,7 @@ struct Trainer::Impl {
   std::atomic<RunStatus> status{RunStatus::Running};
   std::string message;  // guarded by mutex
   std::atomic<int64_t> steps{0};
+  int compute_threads = 0;
 
   void finish(RunStatus s, const std::string& msg, std::vector<RunEvent> events = {}) {
     {
@@ -128,7 +129,11 @@ void add_role(MetricBatch& b, int64_t step, const std::string& layer, const char
 }  // namespace
 
 void Trainer::Impl::body() {
-  if (at::get_num_threads() <= 1) init_compute_threads();
+    if (compute_threads > 0) {
+    at::set_num_threads(compute_threads);  // this thread's share of the cores
+  } else if (at::get_num_threads() <= 1) {
+    init_compute_threads();
+  }
   const torch::Device device(Trainer::resolve_device(cfg.device));
   const torch::ScalarType dtype = cfg.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat;
   auto data = train::make_data(cfg);
@@ -293,6 +298,10 @@ void Trainer::stop() {
     impl_->stop_flag = true;
   }
   impl_->cv.notify_all();
+}
+
+void Trainer::setComputeThreads(int threads) {
+  impl_->compute_threads = threads;
 }
 
 void Trainer::join() {

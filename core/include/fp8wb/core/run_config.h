@@ -33,6 +33,8 @@ struct RunConfig {
   int outlier_channels = 4;   // input channels scaled by outlier_scale
   double outlier_scale = 50;  // how far outlier channels stand out
   double target_tail = 3;     // Student-t degrees of freedom of the target noise (heavy tails)
+  double drift = 0;           // inputs swing by 2^(drift * sin(2 pi step / drift_period))
+  int drift_period = 100;
   // Optimisation
   int batch = 16;
   int64_t steps = 300;

@@ -27,6 +27,11 @@ struct RunInfo {
   int64_t last_step = -1;    // the last step with scalars
 };
 
+struct SweepInfo {
+  int64_t id = 0;
+  std::string name, grid_json, status, created_at;
+};
+
 struct SeriesPoint {
   int64_t step;
   double value;
@@ -71,7 +76,9 @@ class RunStore {
                      int64_t parent_sweep = 0);
   void write(const MetricBatch& batch);  // a final batch also sets the run's status
   void set_status(int64_t run_id, RunStatus status, const std::string& message = {});
-  void rename_run(int64_t run_id, const std::string& name);
+    void rename_run(int64_t run_id, const std::string& name);
+  int64_t create_sweep(const std::string& name, const std::string& grid_json);
+  void set_sweep_status(int64_t sweep_id, const std::string& status);
   void delete_run(int64_t run_id);
   // Waits until everything queued is committed; throws StoreError if a write failed
   // (a full disk, say), and later writes keep failing with the same message.
@@ -88,6 +95,8 @@ class RunStore {
                                           const std::string& role = {}) const;
   std::vector<BlobRow> blobs(int64_t run_id, const std::string& kind = {}) const;
   std::vector<RunEvent> events(int64_t run_id) const;
+    std::vector<SweepInfo> sweeps() const;
+  std::optional<SweepInfo> sweep(int64_t id) const;
   std::string integrity_check() const;  // "ok" when the file is sound
   int schema_version() const;
 

@@ -1,0 +1,148 @@
+#include "sweep_command.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "fp8wb/core/run_store.h"
+#include "fp8wb/core/sweep.h"
+
+namespace fp8wb::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_sweep_sigint(int) {
+  g_stop = true;
+}
+
+nlohmann::json num(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
+
+}  // namespace
+
+CLI::App* add_sweep_command(CLI::App& app, SweepOptions& opt) {
+  auto* c = app.add_subcommand("sweep", "Train a grid of configs (e.g. margin x window), kept as one sweep");
+  c->add_option("config", opt.config_file, "A JSON file of config fields (the base of every trial)");
+  c->add_option("--set", opt.overrides, "Override a base field: key=value (repeatable)");
+  c->add_option("--grid", opt.grid, "An axis: key=v1,v2,... (repeatable), e.g. --grid margin=0,1,2,4");
+  c->add_option("--seeds", opt.seeds, "Seeds per grid point")->check(CLI::Range(1, 1000));
+  c->add_option("--parallel", opt.parallel, "Trials side by side (default: one per GPU, or per 2 cores)");
+  c->add_option("--name", opt.name, "The sweep's name");
+  c->add_option("--db", opt.db, "Run database (default: " + default_database_path() + ")");
+  c->add_option("--resume", opt.resume, "Resume this sweep: finished trials are not run again");
+  c->add_flag("--json", opt.json, "Print the summary as JSON");
+  c->add_flag("-q,--quiet", opt.quiet, "No progress lines");
+  return c;
+}
+
+int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
+  auto store = RunStore::open(opt.db.empty() ? default_database_path() : opt.db);
+  std::unique_ptr<SweepRunner> runner;
+  if (opt.resume > 0) {
+    runner = SweepRunner::resume(*store, opt.resume, opt.parallel);
+  } else {
+    SweepSpec spec;
+    spec.name = opt.name;
+    if (!opt.config_file.empty()) {
+      std::ifstream in(opt.config_file);
+      if (!in) throw std::invalid_argument("cannot read config file " + opt.config_file);
+      std::stringstream s;
+      s << in.rdbuf();
+      spec.base = parse_run_config(s.str());
+    }
+    for (const auto& o : opt.overrides) apply_override(spec.base, o);
+    for (const auto& g : opt.grid) spec.axes.push_back(parse_grid(g));
+    spec.seeds = opt.seeds;
+    runner = std::make_unique<SweepRunner>(spec, *store, opt.parallel);  // validates first
+  }
+  const size_t total = runner->trials().size();
+  std::mutex mutex;
+  std::atomic<size_t> done{runner->skipped()};
+  if (!opt.quiet && !opt.json) {
+    err << fmt::format("sweep {}: {} trials ({} already done)\n", runner->sweepId(), total,
+                       runner->skipped());
+  }
+  g_stop = false;
+  auto previous = std::signal(SIGINT, on_sweep_sigint);
+  std::atomic<bool> finished{false};
+  std::thread watcher([&] {
+    while (!finished) {
+      if (g_stop) {
+        runner->stop();
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  std::string failure;
+  try {
+    runner->run([&](size_t i, RunStatus s) {
+      const size_t n = ++done;
+      if (opt.quiet || opt.json) return;
+      const std::lock_guard<std::mutex> lock(mutex);
+      err << fmt::format("[{}/{}] {}: {}\n", n, total, runner->trials()[i].key, run_status_name(s));
+    });
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  finished = true;
+  watcher.join();
+  std::signal(SIGINT, previous);
+  const auto sweep = store->sweep(runner->sweepId());
+  const SweepSpec spec = sweep_from_json(sweep->grid_json);
+  const std::vector<SweepPoint> points = sweep_points(*store, runner->sweepId());
+  const SweepPoint* best = nullptr;
+  for (const auto& p : points) {
+    if (p.diverged == 0 && std::isfinite(p.final_loss) && (!best || p.final_loss < best->final_loss)) best = &p;
+  }
+  auto label = [&](const SweepPoint& p) {
+    std::string s;
+    for (size_t k = 0; k < p.values.size(); ++k) s += (k ? " " : "") + spec.axes[k].key + "=" + p.values[k];
+    return s;
+  };
+  if (opt.json) {
+    nlohmann::json j;
+    j["sweep"] = runner->sweepId();
+    j["status"] = sweep->status;
+    j["axes"] = nlohmann::json::array();
+    for (const auto& a : spec.axes) j["axes"].push_back({{"key", a.key}, {"values", a.values}});
+    j["points"] = nlohmann::json::array();
+    for (const auto& p : points) {
+      j["points"].push_back({{"values", p.values},       {"runs", p.runs},
+                             {"diverged", p.diverged},   {"final_loss", num(p.final_loss)},
+                             {"loss_gap", num(p.loss_gap)}, {"saturated_pct", num(p.saturated_pct)},
+                             {"underflow_pct", num(p.underflow_pct)}, {"run_ids", p.run_ids}});
+    }
+    j["best"] = best ? nlohmann::json(label(*best)) : nlohmann::json();
+    out << j.dump(2) << "\n";
+  } else {
+    out << fmt::format("{:<34} {:>5} {:>11} {:>11} {:>11} {:>11} {:>9}\n", "grid point", "runs",
+                       "final loss", "loss gap", "saturated%", "underflow%", "diverged");
+    for (const auto& p : points) {
+      out << fmt::format("{:<34} {:>5} {:>11.5f} {:>11.5f} {:>11.4f} {:>11.4f} {:>9}\n",
+                         label(p).substr(0, 34), p.runs, p.final_loss, p.loss_gap,
+                         p.saturated_pct, p.underflow_pct, p.diverged);
+    }
+    if (best) {
+      out << fmt::format("best: {} (final loss {:.5f}, gap {:.5f}, saturated {:.4f}%, underflow {:.4f}%)\n",
+                         label(*best), best->final_loss, best->loss_gap, best->saturated_pct,
+                         best->underflow_pct);
+    }
+    out << fmt::format("sweep {} {} in {}\n", runner->sweepId(), sweep->status, store->path());
+  }
+  if (!failure.empty()) {
+    err << "fp8wb sweep: " << failure << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace fp8wb::cli

@@ -1,0 +1,27 @@
+// defines: SweepOptions, add_sweep_command(), run_sweep(): `fp8wb sweep`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace fp8wb::cli {
+
+struct SweepOptions {
+  std::string config_file;
+  std::vector<std::string> overrides;
+  std::vector<std::string> grid;  // key=v1,v2,...
+  int seeds = 1;
+  int parallel = 0;
+  std::string name = "sweep";
+  std::string db;
+  int64_t resume = 0;
+  bool json = false;
+  bool quiet = false;
+};
+
+CLI::App* add_sweep_command(CLI::App& app, SweepOptions& opt);
+int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err);
+
+}  // namespace fp8wb::cli

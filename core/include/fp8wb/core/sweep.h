@@ -1,0 +1,91 @@
+// defines: SweepAxis, SweepSpec, SweepTrial, SweepPoint, parse_grid(), expand_sweep(),
+// SweepRunner, sweep_points(): a grid over config fields (typically margin x window),
+// with seeds per point, run as child runs of a sweep in the run store; trials run in
+// parallel (CPU cores divided among them, or one per GPU); a sweep reopened resumes
+// without rerunning finished trials. Plain interface, no torch.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fp8wb/core/run_config.h"
+#include "fp8wb/core/run_store.h"
+
+namespace fp8wb {
+
+struct SweepAxis {
+  std::string key;
+  std::vector<std::string> values;  // as typed: "0", "16", "most_recent"
+};
+
+struct SweepSpec {
+  std::string name = "sweep";
+  RunConfig base;
+  std::vector<SweepAxis> axes;
+  int seeds = 1;
+};
+
+// "margin=0,1,2,4" -> {margin, [0, 1, 2, 4]}. Throws std::invalid_argument.
+SweepAxis parse_grid(const std::string& text);
+
+struct SweepTrial {
+  std::string key;  // "margin=0 window=16 seed=1": a trial's identity within its sweep
+  std::vector<std::string> values;  // one per axis
+  int seed_index = 0;
+  RunConfig config;
+};
+
+// Every trial (grid points x seeds). Each value is checked against the base config
+// before anything runs: a bad one throws std::invalid_argument naming the field.
+std::vector<SweepTrial> expand_sweep(const SweepSpec& spec);
+std::string sweep_json(const SweepSpec& spec);  // what the store keeps (base config + axes)
+SweepSpec sweep_from_json(const std::string& json);
+
+// A grid point's figures: the mean over its seeds' runs.
+struct SweepPoint {
+  std::vector<std::string> values;  // one per axis
+  int runs = 0, finished = 0, diverged = 0;
+  double final_loss = 0;    // mean loss of each run's last 10% of steps
+  double loss_gap = 0;      // the same for loss - reference loss (NaN without a reference)
+  double saturated_pct = 0; // mean over the runs' tensor statistics
+  double underflow_pct = 0;
+  std::vector<int64_t> run_ids;
+};
+// The figures of a stored sweep's grid points, from its child runs.
+std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep_id);
+
+class SweepRunner {
+ public:
+  // parallel <= 0: one trial per GPU with CUDA devices, else about one per 2 CPU cores.
+  SweepRunner(SweepSpec spec, RunStore& store, int parallel = 0);
+  // Resumes a stored sweep: trials that finished or diverged are not run again.
+  static std::unique_ptr<SweepRunner> resume(RunStore& store, int64_t sweep_id, int parallel = 0);
+  ~SweepRunner();
+
+  int64_t sweepId() const { return sweep_id_; }
+  const std::vector<SweepTrial>& trials() const { return trials_; }
+  // Runs every trial still to run; returns when all are done or stop() was called.
+  // on_trial(index, status) is called (from worker threads) as each trial ends.
+  void run(std::function<void(size_t, RunStatus)> on_trial = {});
+  void stop();
+  size_t skipped() const { return skipped_; }  // trials already done before this run
+
+ private:
+  SweepRunner(RunStore& store, int parallel);
+  SweepSpec spec_;
+  RunStore& store_;
+  int parallel_;
+  int64_t sweep_id_ = 0;
+  std::vector<SweepTrial> trials_;
+  std::vector<uint8_t> done_;  // one byte a trial: workers write their own entries
+  size_t skipped_ = 0;
+  std::atomic<bool> stop_{false};
+  struct Active;
+  std::shared_ptr<Active> active_;
+};
+
+}  // namespace fp8wb

@@ -1,0 +1,296 @@
+#include "fp8wb/core/sweep.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "fp8wb/core/backend_info.h"
+#include "fp8wb/core/trainer.h"
+
+namespace fp8wb {
+namespace {
+
+using nlohmann::json;
+
+std::string trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
+}
+
+double tail_mean(const std::vector<SeriesPoint>& s) {
+  if (s.empty()) return NAN;
+  const size_t from = s.size() - std::max<size_t>(1, s.size() / 10);
+  double sum = 0;
+  size_t n = 0;
+  for (size_t i = from; i < s.size(); ++i) {
+    if (std::isfinite(s[i].value)) {
+      sum += s[i].value;
+      ++n;
+    }
+  }
+  return n ? sum / static_cast<double>(n) : NAN;
+}
+
+}  // namespace
+
+SweepAxis parse_grid(const std::string& text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 >= text.size()) {
+    throw std::invalid_argument("grid '" + text + "' is not key=v1,v2,... (e.g. margin=0,1,2,4)");
+  }
+  SweepAxis a;
+  a.key = trim(text.substr(0, eq));
+  std::string rest = text.substr(eq + 1);
+  size_t i = 0;
+  while (i <= rest.size()) {
+    const size_t j = rest.find(',', i);
+    const std::string v = trim(rest.substr(i, j == std::string::npos ? std::string::npos : j - i));
+    if (v.empty()) throw std::invalid_argument("grid '" + text + "' has an empty value");
+    a.values.push_back(v);
+    if (j == std::string::npos) break;
+    i = j + 1;
+  }
+  return a;
+}
+
+std::vector<SweepTrial> expand_sweep(const SweepSpec& spec) {
+  if (spec.axes.empty()) throw std::invalid_argument("a sweep needs at least one --grid axis");
+  if (spec.seeds < 1 || spec.seeds > 1000)
+    throw std::invalid_argument("seeds must be in [1, 1000], not " + std::to_string(spec.seeds));
+  std::set<std::string> keys;
+  for (const SweepAxis& a : spec.axes) {
+    if (!keys.insert(a.key).second) throw std::invalid_argument("grid axis '" + a.key + "' given twice");
+    if (a.key == "seed") throw std::invalid_argument("seeds are swept with --seeds, not a grid on 'seed'");
+    // Every value alone against the base config: a bad one is named before anything runs.
+    for (const std::string& v : a.values) {
+      RunConfig c = spec.base;
+      apply_override(c, a.key + "=" + v);
+    }
+  }
+  validate_run_config(spec.base);
+  std::vector<SweepTrial> out;
+  std::vector<size_t> idx(spec.axes.size(), 0);
+  for (;;) {
+    for (int s = 0; s < spec.seeds; ++s) {
+      SweepTrial t;
+      t.config = spec.base;
+      t.seed_index = s;
+      for (size_t k = 0; k < spec.axes.size(); ++k) {
+        const std::string& v = spec.axes[k].values[idx[k]];
+        apply_override(t.config, spec.axes[k].key + "=" + v);
+        t.values.push_back(v);
+        t.key += (t.key.empty() ? "" : " ") + spec.axes[k].key + "=" + v;
+      }
+      t.config.seed = spec.base.seed + static_cast<uint64_t>(s);
+      t.config.on_nonfinite = "stop";  // a diverged trial stops early
+      t.key += " seed=" + std::to_string(t.config.seed);
+      t.config.name = spec.name + ": " + t.key;
+      validate_run_config(t.config);  // combinations too (scaling=delayed with rowwise, ...)
+      out.push_back(std::move(t));
+    }
+    size_t k = spec.axes.size();
+    while (k > 0) {
+      --k;
+      if (++idx[k] < spec.axes[k].values.size()) break;
+      idx[k] = 0;
+      if (k == 0) return out;
+    }
+  }
+}
+
+std::string sweep_json(const SweepSpec& spec) {
+  json j;
+  j["name"] = spec.name;
+  j["seeds"] = spec.seeds;
+  j["base"] = json::parse(run_config_json(spec.base));
+  j["axes"] = json::array();
+  for (const auto& a : spec.axes) j["axes"].push_back({{"key", a.key}, {"values", a.values}});
+  return j.dump();
+}
+
+SweepSpec sweep_from_json(const std::string& text) {
+  SweepSpec s;
+  try {
+    const json j = json::parse(text);
+    s.name = j.at("name").get<std::string>();
+    s.seeds = j.at("seeds").get<int>();
+    s.base = parse_run_config(j.at("base").dump());
+    for (const auto& a : j.at("axes"))
+      s.axes.push_back({a.at("key").get<std::string>(), a.at("values").get<std::vector<std::string>>()});
+  } catch (const json::exception& e) {
+    throw std::invalid_argument(std::string("a stored sweep's grid is unreadable: ") + e.what());
+  }
+  return s;
+}
+
+std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep_id) {
+  const auto info = store.sweep(sweep_id);
+  if (!info) throw StoreError("no sweep " + std::to_string(sweep_id) + " in " + store.path());
+  const SweepSpec spec = sweep_from_json(info->grid_json);
+  std::map<std::string, const SweepTrial*> by_name;
+  const std::vector<SweepTrial> trials = expand_sweep(spec);
+  for (const auto& t : trials) by_name[t.config.name] = &t;
+  std::map<std::vector<std::string>, SweepPoint> points;
+  std::map<std::vector<std::string>, int> counted;
+  for (const RunInfo& r : store.runs()) {
+    if (r.parent_sweep != sweep_id) continue;
+    const auto it = by_name.find(r.name);
+    if (it == by_name.end()) continue;
+    if (r.status != "finished" && r.status != "diverged") continue;  // only complete trials
+    SweepPoint& p = points[it->second->values];
+    p.values = it->second->values;
+    p.runs++;
+    p.run_ids.push_back(r.id);
+    if (r.status == "finished") p.finished++;
+    if (r.status == "diverged") p.diverged++;
+    double sat = 0, under = 0;
+    int64_t n = 0;
+    for (const TensorStatRow& t : store.tensor_stats(r.id)) {
+      const double finite = static_cast<double>(t.numel - t.nonfinite);
+      const double nonzero = finite - static_cast<double>(t.zeros);
+      if (finite > 0) sat += 100.0 * static_cast<double>(t.saturated) / finite;
+      if (nonzero > 0) under += 100.0 * static_cast<double>(t.underflow) / nonzero;
+      ++n;
+    }
+    const double loss = tail_mean(store.series(r.id, "loss"));
+    const double gap = tail_mean(store.series(r.id, "loss_gap"));
+    // Means over the seeds, accumulated.
+    const int k = ++counted[p.values];
+    auto acc = [k](double& m, double v) { m += (v - m) / k; };
+    acc(p.final_loss, r.status == "diverged" ? NAN : loss);
+    acc(p.loss_gap, gap);
+    acc(p.saturated_pct, n ? sat / static_cast<double>(n) : 0);
+    acc(p.underflow_pct, n ? under / static_cast<double>(n) : 0);
+  }
+    std::vector<SweepPoint> out;
+  for (auto& [v, p] : points) out.push_back(std::move(p));
+  // In the grid's own order (1, 16, 128), not the strings' (1, 128, 16).
+  auto rank = [&spec](const SweepPoint& p) {
+    std::vector<size_t> r;
+    for (size_t k = 0; k < p.values.size(); ++k) {
+      const auto& vs = spec.axes[k].values;
+      r.push_back(static_cast<size_t>(std::find(vs.begin(), vs.end(), p.values[k]) - vs.begin()));
+    }
+    return r;
+  };
+  std::sort(out.begin(), out.end(),
+            [&](const SweepPoint& a, const SweepPoint& b) { return rank(a) < rank(b); });
+  return out;
+}
+
+struct SweepRunner::Active {
+  std::mutex mutex;
+  std::set<Trainer*> trainers;
+};
+
+SweepRunner::SweepRunner(RunStore& store, int parallel)
+    : store_(store), parallel_(parallel), active_(std::make_shared<Active>()) {}
+
+SweepRunner::SweepRunner(SweepSpec spec, RunStore& store, int parallel)
+    : SweepRunner(store, parallel) {
+  spec_ = std::move(spec);
+  trials_ = expand_sweep(spec_);  // throws before anything is stored
+  done_.assign(trials_.size(), 0);
+  sweep_id_ = store_.create_sweep(spec_.name, sweep_json(spec_));
+}
+
+std::unique_ptr<SweepRunner> SweepRunner::resume(RunStore& store, int64_t sweep_id, int parallel) {
+  const auto info = store.sweep(sweep_id);
+  if (!info) throw StoreError("no sweep " + std::to_string(sweep_id) + " in " + store.path());
+  auto r = std::unique_ptr<SweepRunner>(new SweepRunner(store, parallel));
+  r->spec_ = sweep_from_json(info->grid_json);
+  r->trials_ = expand_sweep(r->spec_);
+  r->done_.assign(r->trials_.size(), 0);
+  r->sweep_id_ = sweep_id;
+  std::map<std::string, std::string> status;
+  for (const RunInfo& run : store.runs()) {
+    if (run.parent_sweep == sweep_id) {
+      // A finished trial stays finished even if a later, interrupted attempt exists.
+      std::string& s = status[run.name];
+      if (s != "finished" && s != "diverged") s = run.status;
+    }
+  }
+  for (size_t i = 0; i < r->trials_.size(); ++i) {
+    const auto it = status.find(r->trials_[i].config.name);
+    if (it != status.end() && (it->second == "finished" || it->second == "diverged")) {
+      r->done_[i] = 1;
+      r->skipped_++;
+    }
+  }
+  store.set_sweep_status(sweep_id, "running");
+  return r;
+}
+
+SweepRunner::~SweepRunner() {
+  stop();
+}
+
+void SweepRunner::stop() {
+  stop_ = true;
+  const std::lock_guard<std::mutex> lock(active_->mutex);
+  for (Trainer* t : active_->trainers) t->stop();
+}
+
+void SweepRunner::run(std::function<void(size_t, RunStatus)> on_trial) {
+  const BackendInfo b = probe_backend();
+  const bool cuda = spec_.base.device.rfind("cuda", 0) == 0 && b.cuda_devices > 0;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  int workers = parallel_ > 0 ? parallel_
+                              : (cuda ? b.cuda_devices : static_cast<int>(std::max(1u, cores / 2)));
+  size_t todo = 0;
+  for (uint8_t d : done_) todo += d ? 0 : 1;
+  workers = std::max(1, std::min<int>(workers, static_cast<int>(std::max<size_t>(1, todo))));
+  // CPU: the cores divided among the trials that run side by side.
+  const int threads = cuda ? 0 : std::max(1, static_cast<int>(cores) / workers);
+  std::atomic<size_t> next{0};
+  std::mutex error_mutex;
+  std::string error;
+  auto worker = [&](int w) {
+    for (;;) {
+      const size_t i = next++;
+      if (i >= trials_.size() || stop_) return;
+      if (done_[i]) continue;
+      RunConfig cfg = trials_[i].config;
+      if (cuda) cfg.device = "cuda:" + std::to_string(w % b.cuda_devices);
+      try {
+        const int64_t id = store_.create_run(cfg.name, "sweep-trial", run_config_json(cfg),
+                                             Trainer::resolve_device(cfg.device), sweep_id_);
+        auto bus = std::make_shared<MetricBus>();
+        bus->add(store_.consumer());
+        Trainer t(cfg, bus, id);
+        t.setComputeThreads(threads);
+        {
+          const std::lock_guard<std::mutex> lock(active_->mutex);
+          if (stop_) return;
+          active_->trainers.insert(&t);
+        }
+        t.run();
+        {
+          const std::lock_guard<std::mutex> lock(active_->mutex);
+          active_->trainers.erase(&t);
+        }
+        store_.flush();
+        done_[i] = t.status() == RunStatus::Finished || t.status() == RunStatus::Diverged;
+        if (on_trial) on_trial(i, t.status());
+      } catch (const std::exception& e) {
+        const std::lock_guard<std::mutex> lock(error_mutex);
+        if (error.empty()) error = trials_[i].key + ": " + e.what();
+        stop_ = true;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int w = 0; w < workers; ++w) pool.emplace_back(worker, w);
+  for (auto& t : pool) t.join();
+  const bool all = std::all_of(done_.begin(), done_.end(), [](uint8_t d) { return d != 0; });
+  store_.set_sweep_status(sweep_id_, all ? "finished" : "stopped");
+  if (!error.empty()) throw std::runtime_error(error);
+}
+
+}  // namespace fp8wb

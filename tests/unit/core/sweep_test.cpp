@@ -1,0 +1,131 @@
+// Sweeps: a small grid on the CPU finishes with every child run in the store; the grid
+// points' figures equal the runs' own; an interrupted sweep resumes without rerunning
+// finished trials; an invalid grid is refused, naming the field, before anything runs.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "fp8wb/core/run_store.h"
+#include "fp8wb/core/sweep.h"
+
+namespace fp8wb {
+namespace {
+
+std::string temp_db(const char* name) {
+  const auto p = std::filesystem::temp_directory_path() /
+                 (std::string("fp8wb-sweep-") + name + "-" + std::to_string(getpid()) + ".sqlite");
+  for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(p.string() + ext);
+  return p.string();
+}
+
+SweepSpec small_spec() {
+  SweepSpec s;
+  s.name = "small";
+  s.base.model = ModelKind::Mlp;
+  s.base.steps = 12;
+  s.base.stats_interval = 4;
+  s.base.reference = true;
+  s.axes = {parse_grid("margin=0,1"), parse_grid("window=1,4")};
+  return s;
+}
+
+double tail_mean(const std::vector<SeriesPoint>& s) {
+  const size_t from = s.size() - std::max<size_t>(1, s.size() / 10);
+  double sum = 0;
+  for (size_t i = from; i < s.size(); ++i) sum += s[i].value;
+  return sum / static_cast<double>(s.size() - from);
+}
+
+TEST(Sweep, FinishesWithEveryChildRunAndItsFigures) {
+  const std::string path = temp_db("small");
+  auto store = RunStore::open(path);
+  SweepRunner r(small_spec(), *store, 2);
+  ASSERT_EQ(r.trials().size(), 4u);
+  std::atomic<int> ended{0};
+  r.run([&](size_t, RunStatus s) {
+    EXPECT_EQ(s, RunStatus::Finished);
+    ++ended;
+  });
+  EXPECT_EQ(ended.load(), 4);
+  EXPECT_EQ(store->sweep(r.sweepId())->status, "finished");
+  int children = 0;
+  for (const RunInfo& run : store->runs()) {
+    if (run.parent_sweep != r.sweepId()) continue;
+    ++children;
+    EXPECT_EQ(run.status, "finished");
+    EXPECT_EQ(run.last_step, 11);
+  }
+  EXPECT_EQ(children, 4);
+  // The heatmap's figures are the runs' own.
+  const auto points = sweep_points(*store, r.sweepId());
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_EQ(points[0].values, (std::vector<std::string>{"0", "1"}));
+  EXPECT_EQ(points[3].values, (std::vector<std::string>{"1", "4"}));
+  for (const SweepPoint& p : points) {
+    ASSERT_EQ(p.run_ids.size(), 1u);
+    EXPECT_DOUBLE_EQ(p.final_loss, tail_mean(store->series(p.run_ids[0], "loss")));
+    EXPECT_DOUBLE_EQ(p.loss_gap, tail_mean(store->series(p.run_ids[0], "loss_gap")));
+    double sat = 0;
+    const auto ts = store->tensor_stats(p.run_ids[0]);
+    for (const auto& t : ts) sat += 100.0 * static_cast<double>(t.saturated) / static_cast<double>(t.numel - t.nonfinite);
+    EXPECT_NEAR(p.saturated_pct, sat / static_cast<double>(ts.size()), 1e-12);
+  }
+  store.reset();
+  std::filesystem::remove(path);
+}
+
+TEST(Sweep, InterruptedSweepResumesWithoutRerunningFinishedTrials) {
+  const std::string path = temp_db("resume");
+  auto store = RunStore::open(path);
+  int64_t id = 0;
+  {
+    SweepRunner r(small_spec(), *store, 1);
+    id = r.sweepId();
+    r.run([&](size_t, RunStatus) { r.stop(); });  // interrupted after the first trial
+    EXPECT_EQ(store->sweep(id)->status, "stopped");
+  }
+  auto resumed = SweepRunner::resume(*store, id, 2);
+  EXPECT_EQ(resumed->skipped(), 1u);
+  std::atomic<int> ran{0};
+  resumed->run([&](size_t, RunStatus) { ++ran; });
+  EXPECT_EQ(ran.load(), 3);
+  EXPECT_EQ(store->sweep(id)->status, "finished");
+  std::map<std::string, int> finished;
+  for (const RunInfo& run : store->runs()) {
+    if (run.parent_sweep == id && run.status == "finished") finished[run.name]++;
+  }
+  EXPECT_EQ(finished.size(), 4u);
+  for (const auto& [name, n] : finished) EXPECT_EQ(n, 1) << name << " ran twice";
+  store.reset();
+  std::filesystem::remove(path);
+}
+
+TEST(Sweep, InvalidGridIsRefusedBeforeAnyTrial) {
+  const std::string path = temp_db("invalid");
+  auto store = RunStore::open(path);
+  SweepSpec s = small_spec();
+  s.axes = {parse_grid("margin=0,1"), parse_grid("window=1,-3")};
+  try {
+    SweepRunner r(s, *store);
+    FAIL() << "an invalid grid was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("window"), std::string::npos) << e.what();
+  }
+  s.axes = {parse_grid("recipe=rowwise")};  // with delayed scaling: an invalid combination
+  EXPECT_THROW(SweepRunner(s, *store), std::invalid_argument);
+  s.axes = {parse_grid("nosuchfield=1")};
+  EXPECT_THROW(SweepRunner(s, *store), std::invalid_argument);
+  EXPECT_THROW(parse_grid("margin"), std::invalid_argument);
+  EXPECT_THROW(parse_grid("margin=1,,2"), std::invalid_argument);
+  EXPECT_TRUE(store->sweeps().empty());
+  EXPECT_TRUE(store->runs().empty());
+  store.reset();
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace fp8wb
