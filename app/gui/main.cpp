@@ -67,7 +67,10 @@ int main(int argc, char** argv) {
     const QCommandLineOption ckpt({QStringLiteral("checkpoint")},
                                 QStringLiteral("Analyse this checkpoint in the Checkpoint tab."),
                                 QStringLiteral("PATH"));
-  parser.addOptions({shot, tab, value, page, all, present, size, db, preset, steps, ckpt});
+    const QCommandLineOption sweep({QStringLiteral("sweep")},
+                                 QStringLiteral("Run this sweep preset in the Sweeps tab first."),
+                                 QStringLiteral("NAME"));
+  parser.addOptions({shot, tab, value, page, all, present, size, db, preset, steps, ckpt, sweep});
   parser.process(app);
 
   fp8wb::init_compute_threads();
@@ -80,7 +83,8 @@ int main(int argc, char** argv) {
     o.presentation = parser.isSet(present);
   o.db = parser.value(db);
     o.preset = parser.value(preset);
-  o.checkpoint = parser.value(ckpt);
+    o.checkpoint = parser.value(ckpt);
+  o.sweep = parser.value(sweep);
   if (parser.isSet(steps)) {
     bool ok = false;
     o.steps = parser.value(steps).toLongLong(&ok);
@@ -116,7 +120,15 @@ int main(int argc, char** argv) {
     }
     if (!o.tab.isEmpty()) window.selectTab(o.tab);
   }
-    if (!o.checkpoint.isEmpty()) {
+      if (!o.sweep.isEmpty()) {
+    window.show();
+    if (const QString err = fp8wb::run_sweep_preset(window, o); !err.isEmpty()) {
+      std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
+      return 1;
+    }
+    if (o.tab.isEmpty()) window.selectTab(QStringLiteral("Sweeps"));
+  }
+  if (!o.checkpoint.isEmpty()) {
     if (const QString err = fp8wb::open_checkpoint(window, o); !err.isEmpty()) {
       std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
       return 1;

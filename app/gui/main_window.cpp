@@ -17,9 +17,9 @@
 #include "fp8wb/views/checkpoint_tab.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
-#include "fp8wb/views/placeholder_tab.h"
 #include "fp8wb/views/run_tabs.h"
 #include "fp8wb/views/runs_tab.h"
+#include "fp8wb/views/sweeps_tab.h"
 
 namespace fp8wb {
 
@@ -33,7 +33,8 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
       quantization_(new QuantizationTab(&engine_->data(), this)),
       runs_(new RunsTab(engine_, this)),
             panel_(new RunPanel(engine_, this)),
-      checkpoint_(new CheckpointTab(this)),
+            checkpoint_(new CheckpointTab(this)),
+      sweeps_(new SweepsTab(engine_, this)),
       run_status_(new QLabel(this)),
       remember_layout_(remember_layout),
       base_point_size_(QApplication::font().pointSize() > 0 ? QApplication::font().pointSize()
@@ -45,13 +46,7 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   tabs_->addTab(quantization_, tr("Quantization"));
   tabs_->addTab(formats_, tr("Formats"));
   tabs_->addTab(checkpoint_, tr("Checkpoint"));
-  tabs_->addTab(
-      new PlaceholderTab(tr("Sweeps"),
-                         tr("Run a grid of margin × window × amax algorithm (and formats) and "
-                            "compare final loss, loss gap, overflow and underflow on a heatmap; "
-                            "a click opens that run."),
-                         this),
-      tr("Sweeps"));
+  tabs_->addTab(sweeps_, tr("Sweeps"));
   tabs_->addTab(runs_, tr("Runs"));
   tabs_->setCurrentWidget(formats_);
   setCentralWidget(tabs_);
@@ -93,6 +88,7 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   connect(engine_, &EngineController::failed, this, [this](const QString& message) {
     statusBar()->showMessage(tr("The run failed: %1").arg(message), 15000);
   });
+    connect(sweeps_, &SweepsTab::openRunRequested, runs_, &RunsTab::openRequested);
   connect(runs_, &RunsTab::openRequested, this, [this](qint64 id) {
     const QString err = engine_->openRun(id);
     if (!err.isEmpty()) {
@@ -163,7 +159,8 @@ void MainWindow::setPresentationMode(bool on) {
     formats_->setPresentationMode(on);
     for (RunTabBase* t : std::initializer_list<RunTabBase*>{overview_, scaling_, quantization_})
     t->setPresentationMode(on);
-  for (ExportablePlot* p : checkpoint_->plots()) p->setPresentationMode(on);
+    for (ExportablePlot* p : checkpoint_->plots()) p->setPresentationMode(on);
+  for (ExportablePlot* p : sweeps_->plots()) p->setPresentationMode(on);
 }
 
 void MainWindow::refreshRunTabs(bool force) {

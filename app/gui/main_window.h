@@ -20,6 +20,7 @@ class RunsTab;
 class RunPanel;
 class RunTabBase;
 class CheckpointTab;
+class SweepsTab;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -42,6 +43,7 @@ class MainWindow : public QMainWindow {
   QuantizationTab* quantizationTab() const { return quantization_; }
   RunsTab* runsTab() const { return runs_; }
   CheckpointTab* checkpointTab() const { return checkpoint_; }
+  SweepsTab* sweepsTab() const { return sweeps_; }
   QString statusText() const;
   // Replots the run tabs (all of them with force, else the visible one).
   void refreshRunTabs(bool force = false);
@@ -60,6 +62,7 @@ class MainWindow : public QMainWindow {
   RunsTab* runs_;
   RunPanel* panel_;
   CheckpointTab* checkpoint_;
+  SweepsTab* sweeps_;
   QLabel* run_status_;
   QAction* presentation_action_ = nullptr;
   bool presentation_ = false;

@@ -10,6 +10,7 @@
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/formats_tab.h"
 #include "fp8wb/views/runs_tab.h"
+#include "fp8wb/views/sweeps_tab.h"
 #include "main_window.h"
 
 namespace fp8wb {
@@ -52,6 +53,20 @@ QString run_preset(MainWindow& w, const GuiOptions& o) {
   if (const QString err = w.runPanel()->start(); !err.isEmpty()) return err;
   loop.exec();
   if (status == QLatin1String("failed")) return QStringLiteral("the run failed: %1").arg(message);
+  return {};
+}
+
+QString run_sweep_preset(MainWindow& w, const GuiOptions& o) {
+  if (o.sweep.isEmpty()) return {};
+  SweepsTab* tab = w.sweepsTab();
+  if (!tab->applyPreset(o.sweep)) {
+    return QStringLiteral("unknown sweep preset '%1': the presets are %2")
+        .arg(o.sweep, SweepsTab::presetNames().join(QStringLiteral(", ")));
+  }
+  QEventLoop loop;
+  QObject::connect(tab, &SweepsTab::sweepFinished, &loop, &QEventLoop::quit);
+  if (const QString err = tab->start(); !err.isEmpty()) return err;
+  loop.exec();
   return {};
 }
 

@@ -22,6 +22,7 @@ struct GuiOptions {
   QString preset;  // train this preset before the screenshot
   qint64 steps = 0;  // with preset: this many steps (0: the preset's)
   QString checkpoint;  // analyse this checkpoint in the Checkpoint tab first
+  QString sweep;       // run this sweep preset in the Sweeps tab first
 };
 
 // Applies the options to a window; returns an error message, empty when all is well.
@@ -29,6 +30,8 @@ QString apply_gui_options(MainWindow& w, const GuiOptions& o);
 // Trains the options' preset to its end (events keep flowing); returns an error message
 // or empty.
 QString run_preset(MainWindow& w, const GuiOptions& o);
+// Runs the options' sweep preset to its end; an error message or empty.
+QString run_sweep_preset(MainWindow& w, const GuiOptions& o);
 // Opens the options' checkpoint and waits for its analysis; an error message or empty.
 QString open_checkpoint(MainWindow& w, const GuiOptions& o);
 // Renders the window (shown or offscreen) to PNG; returns an error message or empty.

@@ -1,0 +1,66 @@
+// The Sweeps tab, offscreen: a small grid runs from the tab, every trial lands in the
+// store as a child run, the heatmap cells equal the grid points' figures, slicers pick
+// the third axis, an invalid grid is refused naming the field.
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cmath>
+
+#include "fp8wb/core/run_store.h"
+#include "fp8wb/core/sweep.h"
+#include "fp8wb/views/engine_controller.h"
+#include "fp8wb/views/sweeps_tab.h"
+
+using namespace fp8wb;
+
+class SweepsTabTest : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void smallSweepFromTheTab();
+  void invalidGridIsRefused();
+
+ private:
+  QTemporaryDir dir_;
+};
+
+void SweepsTabTest::smallSweepFromTheTab() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("s.sqlite")));
+  SweepsTab tab(&engine);
+  tab.setBaseOverrides(QStringLiteral("model=mlp\nsteps=8\nstats_interval=4\nreference=false"));
+  tab.setGridText(QStringLiteral("margin=0,2\nwindow=1,4\namax_algo=max,most_recent"));
+  QSignalSpy done(&tab, &SweepsTab::sweepFinished);
+  QCOMPARE(tab.start(), QString());
+  QVERIFY(done.wait(120000));
+  QCOMPARE(done.at(0).at(1).toString(), QStringLiteral("finished"));
+  const qint64 id = done.at(0).at(0).toLongLong();
+  int children = 0;
+  for (const RunInfo& r : engine.store().runs()) children += r.parent_sweep == id ? 1 : 0;
+  QCOMPARE(children, 8);
+  // x = window (axis 1), y = margin (axis 0); amax_algo sliced at its first value.
+  tab.setAxes(1, 0);
+  tab.setMetric(3);  // underflow %
+  const auto points = sweep_points(engine.store(), id);
+  for (const SweepPoint& p : points) {
+    if (p.values[2] != "max") continue;
+    const int x = p.values[1] == "1" ? 0 : 1;
+    const int y = p.values[0] == "0" ? 0 : 1;
+    QCOMPARE(tab.cellValue(x, y), p.underflow_pct);
+    QCOMPARE(tab.runsAt(x, y), p.run_ids);
+  }
+  QVERIFY(tab.bestText().contains(QStringLiteral("Best")));
+}
+
+void SweepsTabTest::invalidGridIsRefused() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("bad.sqlite")));
+  SweepsTab tab(&engine);
+  tab.setBaseOverrides(QStringLiteral("model=mlp\nsteps=4"));
+  tab.setGridText(QStringLiteral("window=1,-3"));
+  QVERIFY(tab.start().contains(QStringLiteral("window")));
+  QVERIFY(!tab.busy());
+  QVERIFY(engine.store().sweeps().empty());
+}
+
+QTEST_MAIN(SweepsTabTest)
+#include "sweeps_tab_test.moc"

@@ -1,0 +1,82 @@
+// defines: SweepsTab: define a grid (a line per axis, key=v1,v2,...), start and stop a
+// sweep on a worker thread with each trial's progress; a heatmap of two chosen axes
+// coloured by a chosen metric (final loss, loss gap, saturation, underflow, divergence)
+// with the other axes as slicers; clicking a cell overlays the loss curves of its row,
+// double-clicking opens its run; the best setting named with its figures.
+#pragma once
+
+#include <QWidget>
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "fp8wb/core/sweep.h"
+
+class QComboBox;
+class QLabel;
+class QListWidget;
+class QPlainTextEdit;
+class QPushButton;
+class QSpinBox;
+class QCPColorMap;
+class QHBoxLayout;
+
+namespace fp8wb {
+
+class EngineController;
+class ExportablePlot;
+
+class SweepsTab : public QWidget {
+  Q_OBJECT
+ public:
+  SweepsTab(EngineController* engine, QWidget* parent = nullptr);
+  ~SweepsTab() override;
+
+  static QStringList presetNames();
+  bool applyPreset(const QString& name);
+  void setGridText(const QString& text);
+  void setBaseOverrides(const QString& text);  // key=value lines for the base config
+  void setSeeds(int seeds);
+  // Starts a sweep; returns an error message (an invalid grid, naming the field) or empty.
+  QString start();
+  void stop();
+  bool busy() const { return worker_.joinable(); }
+  // Shows a stored sweep's heatmap; returns an error message or empty.
+  QString showSweep(int64_t sweep_id);
+  void setAxes(int x_axis, int y_axis);
+  void setMetric(int metric);  // 0 final loss, 1 loss gap, 2 saturated %, 3 underflow %, 4 diverged
+  // The heatmap cell (x, y) of the current slice: its run ids (empty if none).
+  std::vector<int64_t> runsAt(int x, int y) const;
+  double cellValue(int x, int y) const;
+  QString bestText() const;
+  std::vector<ExportablePlot*> plots() const { return {heat_, curves_}; }
+
+ Q_SIGNALS:
+  void sweepFinished(qint64 sweep_id, const QString& status);
+  void openRunRequested(qint64 run_id);
+
+ private:
+  void redraw();
+  void rebuildSlicers();
+  void overlayRow(int y);
+  const SweepPoint* pointAt(int x, int y) const;
+  EngineController* engine_;
+  QComboBox *preset_, *x_axis_, *y_axis_, *metric_;
+  QPlainTextEdit *grid_, *base_;
+  QSpinBox *seeds_, *parallel_;
+  QPushButton *start_, *stop_;
+  QListWidget* trials_;
+  QLabel *status_, *best_;
+  QHBoxLayout* slicer_row_;
+  std::vector<QComboBox*> slicers_;  // one per axis (used for those not on x or y)
+  ExportablePlot *heat_, *curves_;
+  QCPColorMap* map_;
+  std::thread worker_;
+  std::unique_ptr<SweepRunner> runner_;
+  int64_t sweep_id_ = 0;
+  SweepSpec spec_;
+  std::vector<SweepPoint> points_;
+};
+
+}  // namespace fp8wb

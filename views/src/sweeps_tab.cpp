@@ -1,0 +1,416 @@
+#include "fp8wb/views/sweeps_tab.h"
+
+#include <QComboBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QListWidget>
+#include <QPlainTextEdit>
+#include <QPointer>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QVBoxLayout>
+#include <cmath>
+
+#include "fp8wb/core/run_store.h"
+#include "fp8wb/views/engine_controller.h"
+#include "fp8wb/views/exportable_plot.h"
+
+namespace fp8wb {
+namespace {
+
+struct Preset {
+  const char* name;
+  const char* base;  // key=value lines
+  const char* grid;
+  int metric;        // the heatmap's colour to start with
+};
+
+// On drifting activations, small windows follow the swings and large ones lag (more
+// underflow when the values shrink); margin trades saturation for underflow.
+const Preset kPresets[] = {
+    {"Margin x window on drifting activations",
+     "model=mlp\nsteps=150\ndrift=4\ndrift_period=60\nstats_interval=5\nreference=true",
+     "margin=0,1,2,4\nwindow=1,16,128,1024", 3},
+    {"E4M3 vs E5M2 gradients x scaling", "model=gpt\nsteps=100\nstats_interval=10",
+     "formats=hybrid,e4m3\nscaling=delayed,current", 0},
+};
+
+double metric_of(const SweepPoint& p, int m) {
+  switch (m) {
+    case 0: return p.final_loss;
+    case 1: return p.loss_gap;
+    case 2: return p.saturated_pct;
+    case 3: return p.underflow_pct;
+    default: return static_cast<double>(p.diverged);
+  }
+}
+
+}  // namespace
+
+QStringList SweepsTab::presetNames() {
+  QStringList n;
+  for (const Preset& p : kPresets) n << QString::fromLatin1(p.name);
+  return n;
+}
+
+SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
+    : QWidget(parent),
+      engine_(engine),
+      preset_(new QComboBox(this)),
+      x_axis_(new QComboBox(this)),
+      y_axis_(new QComboBox(this)),
+      metric_(new QComboBox(this)),
+      grid_(new QPlainTextEdit(this)),
+      base_(new QPlainTextEdit(this)),
+      seeds_(new QSpinBox(this)),
+      parallel_(new QSpinBox(this)),
+      start_(new QPushButton(tr("Start sweep"), this)),
+      stop_(new QPushButton(tr("Stop"), this)),
+      trials_(new QListWidget(this)),
+      status_(new QLabel(this)),
+      best_(new QLabel(this)),
+      slicer_row_(new QHBoxLayout),
+      heat_(new ExportablePlot(this)),
+      curves_(new ExportablePlot(this)) {
+  preset_->addItems(presetNames());
+  metric_->addItems({tr("final loss"), tr("loss gap"), tr("saturated %"), tr("underflow %"),
+                     tr("diverged runs")});
+  seeds_->setRange(1, 100);
+  parallel_->setRange(0, 64);
+  parallel_->setSpecialValueText(tr("auto"));
+  grid_->setPlaceholderText(tr("one axis a line: margin=0,1,2,4"));
+  base_->setPlaceholderText(tr("base config, one key=value a line"));
+  grid_->setMaximumHeight(90);
+  base_->setMaximumHeight(110);
+  stop_->setEnabled(false);
+  auto* form = new QFormLayout;
+  form->addRow(tr("Preset"), preset_);
+  form->addRow(tr("Base config"), base_);
+  form->addRow(tr("Grid"), grid_);
+  form->addRow(tr("Seeds per point"), seeds_);
+  form->addRow(tr("Trials side by side"), parallel_);
+  auto* buttons = new QHBoxLayout;
+  buttons->addWidget(start_);
+  buttons->addWidget(stop_);
+  auto* left = new QWidget(this);
+  auto* ll = new QVBoxLayout(left);
+  ll->addLayout(form);
+  ll->addLayout(buttons);
+  status_->setWordWrap(true);
+  ll->addWidget(status_);
+  ll->addWidget(trials_, 1);
+  left->setMaximumWidth(420);
+
+  heat_->xAxis->setLabel(tr("x axis"));
+  heat_->yAxis->setLabel(tr("y axis"));
+  map_ = new QCPColorMap(heat_->xAxis, heat_->yAxis);
+  map_->setName(tr("sweep"));
+  auto* scale = new QCPColorScale(heat_);
+  heat_->plotLayout()->addElement(0, 1, scale);
+  map_->setColorScale(scale);
+  map_->setGradient(QCPColorGradient::gpThermal);
+  map_->setInterpolate(false);
+  heat_->setInteractions(QCP::Interactions());  // clicks pick cells
+  curves_->xAxis->setLabel(tr("step"));
+  curves_->yAxis->setLabel(tr("loss"));
+  auto* pick = new QHBoxLayout;
+  pick->addWidget(new QLabel(tr("x"), this));
+  pick->addWidget(x_axis_);
+  pick->addWidget(new QLabel(tr("y"), this));
+  pick->addWidget(y_axis_);
+  pick->addWidget(new QLabel(tr("colour"), this));
+  pick->addWidget(metric_);
+  pick->addLayout(slicer_row_);
+  pick->addStretch(1);
+  auto* right = new QWidget(this);
+  auto* rl = new QVBoxLayout(right);
+  rl->addLayout(pick);
+  best_->setWordWrap(true);
+  rl->addWidget(best_);
+  rl->addWidget(heat_, 3);
+  rl->addWidget(curves_, 2);
+  auto* layout = new QHBoxLayout(this);
+  layout->addWidget(left);
+  layout->addWidget(right, 1);
+
+  connect(preset_, &QComboBox::currentTextChanged, this, [this](const QString& n) { applyPreset(n); });
+  connect(start_, &QPushButton::clicked, this, [this] {
+    const QString err = start();
+    if (!err.isEmpty()) status_->setText(err);
+  });
+  connect(stop_, &QPushButton::clicked, this, &SweepsTab::stop);
+  for (QComboBox* c : {x_axis_, y_axis_, metric_})
+    connect(c, &QComboBox::currentIndexChanged, this, [this] { redraw(); });
+  connect(heat_, &QCustomPlot::plottableClick, this, [this](QCPAbstractPlottable*, int, QMouseEvent* e) {
+    double kx = 0, ky = 0;
+    map_->pixelsToCoords(e->position(), kx, ky);
+    overlayRow(static_cast<int>(std::lround(ky)));
+  });
+  connect(heat_, &QCustomPlot::plottableDoubleClick, this,
+          [this](QCPAbstractPlottable*, int, QMouseEvent* e) {
+            double kx = 0, ky = 0;
+            map_->pixelsToCoords(e->position(), kx, ky);
+            const auto ids = runsAt(static_cast<int>(std::lround(kx)), static_cast<int>(std::lround(ky)));
+            if (!ids.empty()) Q_EMIT openRunRequested(ids.front());
+          });
+  applyPreset(preset_->currentText());
+}
+
+SweepsTab::~SweepsTab() {
+  stop();
+  if (worker_.joinable()) worker_.join();
+}
+
+bool SweepsTab::applyPreset(const QString& name) {
+  for (const Preset& p : kPresets) {
+    if (name != QLatin1String(p.name)) continue;
+        base_->setPlainText(QString::fromLatin1(p.base));
+    grid_->setPlainText(QString::fromLatin1(p.grid));
+    metric_->setCurrentIndex(p.metric);
+    return true;
+  }
+  return false;
+}
+
+void SweepsTab::setGridText(const QString& text) {
+  grid_->setPlainText(text);
+}
+
+void SweepsTab::setBaseOverrides(const QString& text) {
+  base_->setPlainText(text);
+}
+
+void SweepsTab::setSeeds(int seeds) {
+  seeds_->setValue(seeds);
+}
+
+QString SweepsTab::start() {
+  if (busy()) return tr("a sweep is running");
+  SweepSpec spec;
+  try {
+    spec.name = preset_->currentText().toStdString();
+    for (const QString& line : base_->toPlainText().split(QLatin1Char('\n'), Qt::SkipEmptyParts))
+      apply_override(spec.base, line.trimmed().toStdString());
+    for (const QString& line : grid_->toPlainText().split(QLatin1Char('\n'), Qt::SkipEmptyParts))
+      spec.axes.push_back(parse_grid(line.trimmed().toStdString()));
+    spec.seeds = seeds_->value();
+    runner_ = std::make_unique<SweepRunner>(spec, engine_->store(), parallel_->value());
+  } catch (const std::exception& e) {
+    return QString::fromStdString(e.what());
+  }
+  spec_ = spec;
+  sweep_id_ = runner_->sweepId();
+  trials_->clear();
+  for (const SweepTrial& t : runner_->trials())
+    trials_->addItem(QString::fromStdString(t.key) + tr(": waiting"));
+  status_->setText(tr("sweep %1: %2 trials").arg(sweep_id_).arg(runner_->trials().size()));
+  start_->setEnabled(false);
+  stop_->setEnabled(true);
+  rebuildSlicers();
+  QPointer<SweepsTab> self(this);
+  SweepRunner* runner = runner_.get();
+  worker_ = std::thread([self, runner, this] {
+    QString error;
+    try {
+      runner->run([self, this](size_t i, RunStatus s) {
+        QMetaObject::invokeMethod(
+            this, [self, i, s] {
+              if (!self) return;
+              if (QListWidgetItem* item = self->trials_->item(static_cast<int>(i))) {
+                const QString key = item->text().section(QLatin1Char(':'), 0, 0);
+                item->setText(key + QStringLiteral(": ") + QString::fromLatin1(run_status_name(s)));
+              }
+              self->showSweep(self->sweep_id_);
+            },
+            Qt::QueuedConnection);
+      });
+    } catch (const std::exception& e) {
+      error = QString::fromStdString(e.what());
+    }
+    QMetaObject::invokeMethod(
+        this, [self, error] {
+          if (!self) return;
+          if (self->worker_.joinable()) self->worker_.join();
+          self->start_->setEnabled(true);
+          self->stop_->setEnabled(false);
+                    self->showSweep(self->sweep_id_);
+          self->overlayRow(0);  // the first row's loss curves, until a cell is clicked
+          const auto info = self->engine_->store().sweep(self->sweep_id_);
+          const QString status = info ? QString::fromStdString(info->status) : QStringLiteral("?");
+          self->status_->setText(error.isEmpty() ? tr("sweep %1 %2").arg(self->sweep_id_).arg(status)
+                                                 : error);
+          Q_EMIT self->sweepFinished(self->sweep_id_, status);
+        },
+        Qt::QueuedConnection);
+  });
+  return {};
+}
+
+void SweepsTab::stop() {
+  if (runner_) runner_->stop();
+}
+
+QString SweepsTab::showSweep(int64_t sweep_id) {
+  try {
+    const auto info = engine_->store().sweep(sweep_id);
+    if (!info) return tr("no sweep %1").arg(sweep_id);
+    const SweepSpec spec = sweep_from_json(info->grid_json);
+    const bool axes_changed = spec.axes.size() != spec_.axes.size() || sweep_id != sweep_id_;
+    spec_ = spec;
+    sweep_id_ = sweep_id;
+    points_ = sweep_points(engine_->store(), sweep_id);
+    if (axes_changed || static_cast<int>(slicers_.size()) != static_cast<int>(spec_.axes.size()))
+      rebuildSlicers();
+  } catch (const std::exception& e) {
+    return QString::fromStdString(e.what());
+  }
+  redraw();
+  return {};
+}
+
+void SweepsTab::rebuildSlicers() {
+  const QSignalBlocker bx(x_axis_), by(y_axis_);
+  x_axis_->clear();
+  y_axis_->clear();
+  for (QComboBox* c : slicers_) c->deleteLater();
+  slicers_.clear();
+  for (const SweepAxis& a : spec_.axes) {
+    x_axis_->addItem(QString::fromStdString(a.key));
+    y_axis_->addItem(QString::fromStdString(a.key));
+    auto* s = new QComboBox(this);
+    s->setToolTip(QString::fromStdString(a.key));
+    for (const auto& v : a.values) s->addItem(QString::fromStdString(a.key + "=" + v));
+    connect(s, &QComboBox::currentIndexChanged, this, [this] { redraw(); });
+    slicer_row_->addWidget(s);
+    slicers_.push_back(s);
+  }
+  x_axis_->setCurrentIndex(spec_.axes.size() > 1 ? 1 : 0);  // e.g. window across,
+  y_axis_->setCurrentIndex(0);                              // margin up
+}
+
+void SweepsTab::setAxes(int x_axis, int y_axis) {
+  x_axis_->setCurrentIndex(x_axis);
+  y_axis_->setCurrentIndex(y_axis);
+  redraw();
+}
+
+void SweepsTab::setMetric(int metric) {
+  metric_->setCurrentIndex(metric);
+  redraw();
+}
+
+const SweepPoint* SweepsTab::pointAt(int x, int y) const {
+  const int xa = x_axis_->currentIndex(), ya = y_axis_->currentIndex();
+  if (xa < 0 || ya < 0 || spec_.axes.empty()) return nullptr;
+  const auto& xv = spec_.axes[static_cast<size_t>(xa)].values;
+  const auto& yv = spec_.axes[static_cast<size_t>(ya)].values;
+  if (x < 0 || y < 0 || x >= static_cast<int>(xv.size()) || y >= static_cast<int>(yv.size())) return nullptr;
+  for (const SweepPoint& p : points_) {
+    bool match = p.values[static_cast<size_t>(xa)] == xv[static_cast<size_t>(x)] &&
+                 p.values[static_cast<size_t>(ya)] == yv[static_cast<size_t>(y)];
+    for (size_t k = 0; match && k < spec_.axes.size(); ++k) {
+      if (static_cast<int>(k) == xa || static_cast<int>(k) == ya) continue;
+      match = p.values[k] == spec_.axes[k].values[static_cast<size_t>(std::max(0, slicers_[k]->currentIndex()))];
+    }
+    if (match) return &p;
+  }
+  return nullptr;
+}
+
+std::vector<int64_t> SweepsTab::runsAt(int x, int y) const {
+  const SweepPoint* p = pointAt(x, y);
+  return p ? p->run_ids : std::vector<int64_t>{};
+}
+
+double SweepsTab::cellValue(int x, int y) const {
+  const SweepPoint* p = pointAt(x, y);
+  return p ? metric_of(*p, metric_->currentIndex()) : NAN;
+}
+
+QString SweepsTab::bestText() const {
+  return best_->text();
+}
+
+void SweepsTab::redraw() {
+  const int xa = x_axis_->currentIndex(), ya = y_axis_->currentIndex();
+  map_->data()->clear();
+  if (xa < 0 || ya < 0 || spec_.axes.empty()) return;
+  for (size_t k = 0; k < slicers_.size(); ++k)
+    slicers_[k]->setVisible(static_cast<int>(k) != xa && static_cast<int>(k) != ya);
+  const auto& xv = spec_.axes[static_cast<size_t>(xa)].values;
+  const auto& yv = spec_.axes[static_cast<size_t>(ya)].values;
+  map_->data()->setSize(static_cast<int>(xv.size()), static_cast<int>(yv.size()));
+  map_->data()->setRange(QCPRange(0, std::max<double>(1, static_cast<double>(xv.size() - 1))),
+                         QCPRange(0, std::max<double>(1, static_cast<double>(yv.size() - 1))));
+  for (int x = 0; x < static_cast<int>(xv.size()); ++x) {
+    for (int y = 0; y < static_cast<int>(yv.size()); ++y) {
+      const double v = cellValue(x, y);
+      map_->data()->setCell(x, y, std::isfinite(v) ? v : NAN);
+    }
+  }
+  map_->rescaleDataRange(true);
+  map_->colorScale()->axis()->setLabel(metric_->currentText());
+  QSharedPointer<QCPAxisTickerText> tx(new QCPAxisTickerText), ty(new QCPAxisTickerText);
+  for (size_t i = 0; i < xv.size(); ++i) tx->addTick(static_cast<double>(i), QString::fromStdString(xv[i]));
+  for (size_t i = 0; i < yv.size(); ++i) ty->addTick(static_cast<double>(i), QString::fromStdString(yv[i]));
+  heat_->xAxis->setTicker(tx);
+  heat_->yAxis->setTicker(ty);
+  heat_->xAxis->setLabel(QString::fromStdString(spec_.axes[static_cast<size_t>(xa)].key));
+  heat_->yAxis->setLabel(QString::fromStdString(spec_.axes[static_cast<size_t>(ya)].key));
+  heat_->rescaleAxes();
+  heat_->xAxis->setRange(-0.5, static_cast<double>(xv.size()) - 0.5);
+  heat_->yAxis->setRange(-0.5, static_cast<double>(yv.size()) - 0.5);
+  // The best setting: lowest final loss without divergence.
+  const SweepPoint* best = nullptr;
+  for (const SweepPoint& p : points_) {
+    if (p.diverged == 0 && std::isfinite(p.final_loss) && (!best || p.final_loss < best->final_loss)) best = &p;
+  }
+  if (best) {
+    QStringList where;
+    for (size_t k = 0; k < spec_.axes.size(); ++k)
+      where << QString::fromStdString(spec_.axes[k].key + "=" + best->values[k]);
+    best_->setText(tr("<b>Best: %1</b>: final loss %2, loss gap %3, saturated %4 %, underflow %5 % "
+                      "(%6 of %7 points done). Click a cell for its row's loss curves; "
+                      "double-click to open its run.")
+                       .arg(where.join(QLatin1Char(' ')))
+                       .arg(best->final_loss, 0, 'f', 4)
+                       .arg(best->loss_gap, 0, 'g', 3)
+                       .arg(best->saturated_pct, 0, 'g', 3)
+                       .arg(best->underflow_pct, 0, 'g', 3)
+                       .arg(points_.size())
+                       .arg(xv.size() * yv.size()));
+  }
+  heat_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void SweepsTab::overlayRow(int y) {
+  curves_->clearGraphs();
+  const int xa = x_axis_->currentIndex();
+  if (xa < 0) return;
+  const auto& xv = spec_.axes[static_cast<size_t>(xa)].values;
+  static const QColor colours[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xd6, 0x27, 0x28),
+                                   QColor(0x2c, 0xa0, 0x2c), QColor(0xff, 0x7f, 0x0e),
+                                   QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b)};
+  for (int x = 0; x < static_cast<int>(xv.size()); ++x) {
+    for (int64_t id : runsAt(x, y)) {
+      QVector<double> sx, sy;
+      for (const SeriesPoint& p : engine_->store().series(id, "loss")) {
+        if (!std::isfinite(p.value)) continue;
+        sx << static_cast<double>(p.step);
+        sy << p.value;
+      }
+      QCPGraph* g = curves_->addGraph();
+      g->setName(QString::fromStdString(spec_.axes[static_cast<size_t>(xa)].key + "=" +
+                                        xv[static_cast<size_t>(x)]));
+      g->setPen(QPen(colours[x % 6], 1.2));
+      g->setData(sx, sy, true);
+    }
+  }
+  curves_->legend->setVisible(curves_->graphCount() > 0);
+  curves_->rescaleAxes();
+  curves_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+}  // namespace fp8wb
