@@ -150,21 +150,21 @@ TensorAnalysis analyze_values(const std::string& name, const std::string& dtype,
 
 std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
                                                const AnalysisOptions& options) {
-  std::vector<const Checkpoint::Ref*> todo;
+  std::vector<const Checkpoint::Ref*> pending;
   for (const auto& r : ckpt.tensors()) {
     const std::string& n = r.entry->name;
     const std::string suffix = "_scale_inv";
     if (n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0 &&
         ckpt.find(n.substr(0, n.size() - suffix.size())))
       continue;  // folded into its FP8 weight
-    todo.push_back(&r);
+    pending.push_back(&r);
   }
   std::vector<TensorAnalysis> out;
-  for (size_t i = 0; i < todo.size(); ++i) {
-    const auto& r = *todo[i];
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const auto& r = *pending[i];
     out.push_back(analyze_values(r.entry->name, std::string(st_dtype_name(r.entry->dtype)),
                                  r.entry->shape, ckpt.to_float(r), options));
-    if (options.progress && !options.progress(i + 1, todo.size())) break;
+    if (options.progress && !options.progress(i + 1, pending.size())) break;
   }
   return out;
 }
