@@ -24,9 +24,17 @@ echo "\$ fp8wb formats 1000 --format e4m3 --format e5m2 --overflow ieee"
 echo
 echo "\$ fp8wb formats --table fp4 -- all 16 codes of FP4 (E2M1)"
 "$CLI" formats --table fp4
+echo
+db="$BUILD_DIR/demo-runs.sqlite"
+echo "\$ fp8wb train --set steps=120 --db $db -- a tiny GPT with FP8 delayed scaling beside its fp32 reference"
+"$CLI" train --set steps=120 --set name="headless demo" --db "$db" --quiet
+"$CLI" runs list --db "$db"
 if [ -x "$GUI" ]; then
   shot="$BUILD_DIR/fp8-workbench-formats.png"
   QT_QPA_PLATFORM=offscreen "$GUI" --screenshot "$shot" --tab formats --value 0.1 2>/dev/null
+  run_shot="$BUILD_DIR/fp8-workbench-scaling.png"
+  QT_QPA_PLATFORM=offscreen "$GUI" --db "$db" --preset "Tiny GPT: FP8 vs BF16" --steps 120 \
+    --tab scaling --screenshot "$run_shot" 2>/dev/null
   echo
-  echo "The GUI rendered offscreen to $shot (open it with any image viewer)."
+  echo "The GUI rendered offscreen to $shot and $run_shot (open them with any image viewer)."
 fi
