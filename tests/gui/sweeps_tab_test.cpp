@@ -9,6 +9,7 @@
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/sweep.h"
 #include "fp8wb/views/engine_controller.h"
+#include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/sweeps_tab.h"
 
 using namespace fp8wb;
@@ -49,6 +50,13 @@ void SweepsTabTest::smallSweepFromTheTab() {
     QCOMPARE(tab.runsAt(x, y), p.run_ids);
   }
   QVERIFY(tab.bestText().contains(QStringLiteral("Best")));
+  // A row overlays its two windows' runs, a column its two margins'.
+  tab.overlayLine(0, 1, false);
+  QCOMPARE(tab.plots()[1]->graphCount(), 2);
+  QVERIFY(tab.plots()[1]->graph(0)->name().startsWith(QStringLiteral("window=")));
+  tab.overlayLine(1, 0, true);
+  QCOMPARE(tab.plots()[1]->graphCount(), 2);
+  QVERIFY(tab.plots()[1]->graph(0)->name().startsWith(QStringLiteral("margin=")));
 }
 
 void SweepsTabTest::invalidGridIsRefused() {

@@ -61,7 +61,8 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
       preset_(new QComboBox(this)),
       x_axis_(new QComboBox(this)),
       y_axis_(new QComboBox(this)),
-      metric_(new QComboBox(this)),
+            metric_(new QComboBox(this)),
+      overlay_(new QComboBox(this)),
       grid_(new QPlainTextEdit(this)),
       base_(new QPlainTextEdit(this)),
       seeds_(new QSpinBox(this)),
@@ -121,7 +122,10 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   pick->addWidget(new QLabel(tr("y"), this));
   pick->addWidget(y_axis_);
   pick->addWidget(new QLabel(tr("colour"), this));
-  pick->addWidget(metric_);
+    pick->addWidget(metric_);
+  pick->addWidget(new QLabel(tr("a click overlays its"), this));
+  overlay_->addItems({tr("row"), tr("column")});
+  pick->addWidget(overlay_);
   pick->addLayout(slicer_row_);
   pick->addStretch(1);
   auto* right = new QWidget(this);
@@ -144,9 +148,10 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   for (QComboBox* c : {x_axis_, y_axis_, metric_})
     connect(c, &QComboBox::currentIndexChanged, this, [this] { redraw(); });
   connect(heat_, &QCustomPlot::plottableClick, this, [this](QCPAbstractPlottable*, int, QMouseEvent* e) {
-    double kx = 0, ky = 0;
+        double kx = 0, ky = 0;
     map_->pixelsToCoords(e->position(), kx, ky);
-    overlayRow(static_cast<int>(std::lround(ky)));
+    overlayLine(static_cast<int>(std::lround(kx)), static_cast<int>(std::lround(ky)),
+                overlay_->currentIndex() == 1);
   });
   connect(heat_, &QCustomPlot::plottableDoubleClick, this,
           [this](QCPAbstractPlottable*, int, QMouseEvent* e) {
@@ -236,7 +241,7 @@ QString SweepsTab::start() {
           self->start_->setEnabled(true);
           self->stop_->setEnabled(false);
                     self->showSweep(self->sweep_id_);
-          self->overlayRow(0);  // the first row's loss curves, until a cell is clicked
+          self->overlayLine(0, 0, false);  // the first row's curves, until a cell is clicked
           const auto info = self->engine_->store().sweep(self->sweep_id_);
           const QString status = info ? QString::fromStdString(info->status) : QStringLiteral("?");
           self->status_->setText(error.isEmpty() ? tr("sweep %1 %2").arg(self->sweep_id_).arg(status)
@@ -372,8 +377,8 @@ void SweepsTab::redraw() {
     for (size_t k = 0; k < spec_.axes.size(); ++k)
       where << QString::fromStdString(spec_.axes[k].key + "=" + best->values[k]);
     best_->setText(tr("<b>Best: %1</b>: final loss %2, loss gap %3, saturated %4 %, underflow %5 % "
-                      "(%6 of %7 points done). Click a cell for its row's loss curves; "
-                      "double-click to open its run.")
+                      "(%6 of %7 points done). Click a cell for its row's (or column's) "
+                      "loss curves; double-click to open its run.")
                        .arg(where.join(QLatin1Char(' ')))
                        .arg(best->final_loss, 0, 'f', 4)
                        .arg(best->loss_gap, 0, 'g', 3)
@@ -385,16 +390,16 @@ void SweepsTab::redraw() {
   heat_->replot(QCustomPlot::rpQueuedReplot);
 }
 
-void SweepsTab::overlayRow(int y) {
+void SweepsTab::overlayLine(int x, int y, bool column) {
   curves_->clearGraphs();
-  const int xa = x_axis_->currentIndex();
-  if (xa < 0) return;
-  const auto& xv = spec_.axes[static_cast<size_t>(xa)].values;
+  const int along = column ? y_axis_->currentIndex() : x_axis_->currentIndex();
+  if (along < 0 || spec_.axes.empty()) return;
+  const auto& values = spec_.axes[static_cast<size_t>(along)].values;
   static const QColor colours[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xd6, 0x27, 0x28),
                                    QColor(0x2c, 0xa0, 0x2c), QColor(0xff, 0x7f, 0x0e),
                                    QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b)};
-  for (int x = 0; x < static_cast<int>(xv.size()); ++x) {
-    for (int64_t id : runsAt(x, y)) {
+  for (int i = 0; i < static_cast<int>(values.size()); ++i) {
+    for (int64_t id : column ? runsAt(x, i) : runsAt(i, y)) {
       QVector<double> sx, sy;
       for (const SeriesPoint& p : engine_->store().series(id, "loss")) {
         if (!std::isfinite(p.value)) continue;
@@ -402,9 +407,9 @@ void SweepsTab::overlayRow(int y) {
         sy << p.value;
       }
       QCPGraph* g = curves_->addGraph();
-      g->setName(QString::fromStdString(spec_.axes[static_cast<size_t>(xa)].key + "=" +
-                                        xv[static_cast<size_t>(x)]));
-      g->setPen(QPen(colours[x % 6], 1.2));
+      g->setName(QString::fromStdString(spec_.axes[static_cast<size_t>(along)].key + "=" +
+                                        values[static_cast<size_t>(i)]));
+      g->setPen(QPen(colours[i % 6], 1.2));
       g->setData(sx, sy, true);
     }
   }

@@ -1,8 +1,8 @@
 // defines: SweepsTab: define a grid (a line per axis, key=v1,v2,...), start and stop a
 // sweep on a worker thread with each trial's progress; a heatmap of two chosen axes
 // coloured by a chosen metric (final loss, loss gap, saturation, underflow, divergence)
-// with the other axes as slicers; clicking a cell overlays the loss curves of its row,
-// double-clicking opens its run; the best setting named with its figures.
+// with the other axes as slicers; clicking a cell overlays the loss curves of its row or
+// column, double-clicking opens its run; the best setting named with its figures.
 #pragma once
 
 #include <QWidget>
@@ -51,6 +51,8 @@ class SweepsTab : public QWidget {
   double cellValue(int x, int y) const;
   QString bestText() const;
   std::vector<ExportablePlot*> plots() const { return {heat_, curves_}; }
+  // Overlays the loss curves of the runs in cell (x, y)'s row (or column).
+  void overlayLine(int x, int y, bool column);
 
  Q_SIGNALS:
   void sweepFinished(qint64 sweep_id, const QString& status);
@@ -59,10 +61,9 @@ class SweepsTab : public QWidget {
  private:
   void redraw();
   void rebuildSlicers();
-  void overlayRow(int y);
   const SweepPoint* pointAt(int x, int y) const;
   EngineController* engine_;
-  QComboBox *preset_, *x_axis_, *y_axis_, *metric_;
+  QComboBox *preset_, *x_axis_, *y_axis_, *metric_, *overlay_;
   QPlainTextEdit *grid_, *base_;
   QSpinBox *seeds_, *parallel_;
   QPushButton *start_, *stop_;
