@@ -243,9 +243,9 @@ void SweepRunner::run(std::function<void(size_t, RunStatus)> on_trial) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   int workers = parallel_ > 0 ? parallel_
                               : (cuda ? b.cuda_devices : static_cast<int>(std::max(1u, cores / 2)));
-  size_t todo = 0;
-  for (uint8_t d : done_) todo += d ? 0 : 1;
-  workers = std::max(1, std::min<int>(workers, static_cast<int>(std::max<size_t>(1, todo))));
+  size_t remaining = 0;
+  for (uint8_t d : done_) remaining += d ? 0 : 1;
+  workers = std::max(1, std::min<int>(workers, static_cast<int>(std::max<size_t>(1, remaining))));
   // CPU: the cores divided among the trials that run side by side.
   const int threads = cuda ? 0 : std::max(1, static_cast<int>(cores) / workers);
   std::atomic<size_t> next{0};

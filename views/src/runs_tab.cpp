@@ -33,6 +33,23 @@ QString qs(const std::string& s) {
 }
 }  // namespace
 
+void add_loss_curve(ExportablePlot* plot, const RunStore& store, int64_t run_id,
+                    const QString& name, int n) {
+  static const QColor colours[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xd6, 0x27, 0x28),
+                                   QColor(0x2c, 0xa0, 0x2c), QColor(0xff, 0x7f, 0x0e),
+                                   QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b)};
+  QVector<double> x, y;
+  for (const SeriesPoint& p : store.series(run_id, "loss")) {
+    if (!std::isfinite(p.value)) continue;
+    x << static_cast<double>(p.step);
+    y << p.value;
+  }
+  QCPGraph* g = plot->addGraph();
+  g->setName(name);
+  g->setPen(QPen(colours[n % 6], 1.5));
+  g->setData(x, y, true);
+}
+
 // --- RunListModel -------------------------------------------------------------------
 
 RunListModel::RunListModel(QObject* parent) : QAbstractTableModel(parent) {}
@@ -198,25 +215,14 @@ std::vector<int64_t> RunsTab::selectedIds() const {
 }
 
 void RunsTab::overlay(const std::vector<int64_t>& ids) {
-  overlay_->clearGraphs();
-  static const QColor colours[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xd6, 0x27, 0x28),
-                                   QColor(0x2c, 0xa0, 0x2c), QColor(0xff, 0x7f, 0x0e),
-                                   QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b)};
-  size_t k = 0;
+    overlay_->clearGraphs();
+  int k = 0;
   try {
     for (int64_t id : ids) {
       const auto info = engine_->store().run(id);
       if (!info) continue;
-      QVector<double> x, y;
-      for (const SeriesPoint& p : engine_->store().series(id, "loss")) {
-        if (!std::isfinite(p.value)) continue;
-        x << static_cast<double>(p.step);
-        y << p.value;
-      }
-      QCPGraph* g = overlay_->addGraph();
-      g->setName(QStringLiteral("%1: %2").arg(id).arg(qs(info->name)));
-      g->setPen(QPen(colours[k++ % 6], 1.5));
-      g->setData(x, y, true);
+      add_loss_curve(overlay_, engine_->store(), id,
+                     QStringLiteral("%1: %2").arg(id).arg(qs(info->name)), k++);
     }
   } catch (const std::exception& e) {
     status_->setText(QString::fromStdString(e.what()));

@@ -16,6 +16,7 @@
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/runs_tab.h"
 
 namespace fp8wb {
 namespace {
@@ -395,22 +396,12 @@ void SweepsTab::overlayLine(int x, int y, bool column) {
   const int along = column ? y_axis_->currentIndex() : x_axis_->currentIndex();
   if (along < 0 || spec_.axes.empty()) return;
   const auto& values = spec_.axes[static_cast<size_t>(along)].values;
-  static const QColor colours[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xd6, 0x27, 0x28),
-                                   QColor(0x2c, 0xa0, 0x2c), QColor(0xff, 0x7f, 0x0e),
-                                   QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b)};
-  for (int i = 0; i < static_cast<int>(values.size()); ++i) {
+    for (int i = 0; i < static_cast<int>(values.size()); ++i) {
     for (int64_t id : column ? runsAt(x, i) : runsAt(i, y)) {
-      QVector<double> sx, sy;
-      for (const SeriesPoint& p : engine_->store().series(id, "loss")) {
-        if (!std::isfinite(p.value)) continue;
-        sx << static_cast<double>(p.step);
-        sy << p.value;
-      }
-      QCPGraph* g = curves_->addGraph();
-      g->setName(QString::fromStdString(spec_.axes[static_cast<size_t>(along)].key + "=" +
-                                        values[static_cast<size_t>(i)]));
-      g->setPen(QPen(colours[i % 6], 1.2));
-      g->setData(sx, sy, true);
+      add_loss_curve(curves_, engine_->store(), id,
+                     QString::fromStdString(spec_.axes[static_cast<size_t>(along)].key + "=" +
+                                            values[static_cast<size_t>(i)]),
+                     i);
     }
   }
   curves_->legend->setVisible(curves_->graphCount() > 0);

@@ -25,6 +25,11 @@ namespace fp8wb {
 class ExportablePlot;
 class EngineController;
 
+// Adds a run's loss curve (finite points) to a plot as a graph named `name`, in the
+// n-th colour of the overlay palette. Throws StoreError.
+void add_loss_curve(ExportablePlot* plot, const RunStore& store, int64_t run_id,
+                    const QString& name, int n);
+
 class RunListModel : public QAbstractTableModel {
   Q_OBJECT
  public:
