@@ -7,3 +7,8 @@ target_include_directories(fp8wb_checkpoint PUBLIC ${CMAKE_CURRENT_LIST_DIR}/inc
 target_link_libraries(fp8wb_checkpoint PUBLIC fp8wb::kernels PRIVATE nlohmann_json::nlohmann_json)
 set_target_properties(fp8wb_checkpoint PROPERTIES POSITION_INDEPENDENT_CODE ON)
 fp8wb_warnings(fp8wb_checkpoint)
+# Analysis on the GPU where the CUDA kernels are built (never in the fuzzers' build).
+if(FP8WB_HAVE_CUDA)
+  target_link_libraries(fp8wb_checkpoint PUBLIC fp8wb::kernels_cuda)
+  target_compile_definitions(fp8wb_checkpoint PRIVATE FP8WB_WITH_CUDA_KERNELS)
+endif()

@@ -18,7 +18,9 @@ CLI::App* add_inspect_command(CLI::App& app, InspectOptions& opt) {
   c->add_option("checkpoint", opt.path, "The checkpoint")->required();
   c->add_option("--format", opt.format, "Only this format (E4M3FN, E5M2, E4M3FNUZ, ...)");
   c->add_option("--recipe", opt.recipe, "Only this scaling (tensorwise, rowwise, 1x128, ...)");
-    c->add_flag("--json", opt.json, "Every figure as JSON");
+  c->add_option("--device", opt.device, "Where the recipes run: auto (the GPU when there is one), cpu, gpu")
+      ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
+  c->add_flag("--json", opt.json, "Every figure as JSON");
   c->add_option("--export", opt.export_path,
                 "Also write an FP8 copy (E4M3 weights in 128x128 blocks + *_scale_inv)");
   return c;
@@ -44,7 +46,11 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
     }
     ao.kinds = {*k};
   }
-    const auto ckpt = open_any_checkpoint(opt.path);
+  ao.device = opt.device == "cpu"   ? AnalysisDevice::Cpu
+              : opt.device == "gpu" ? AnalysisDevice::Gpu
+                                    : AnalysisDevice::Auto;
+  const bool on_gpu = analysis_uses_gpu(ao.device);  // a clear error before any work
+  const auto ckpt = open_any_checkpoint(opt.path);
   if (!opt.export_path.empty()) {
     const ExportReport r = export_fp8_checkpoint(*ckpt, opt.export_path);
     err << "wrote " << opt.export_path << ": " << r.quantized.size()
@@ -57,7 +63,7 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
       return true;
     };
   }
-    const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = std::chrono::steady_clock::now();
   std::vector<TensorAnalysis> all = analyze_checkpoint(*ckpt, ao);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -105,12 +111,13 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
                        a.name.substr(0, 40), a.dtype, shape.substr(0, 14), a.amax,
                        a.dynamic_range_bits, best ? best->name : std::string("-"),
                        best ? best->sqnr_db : NAN, best ? best->underflow_pct : 0.0);
-        if (!a.recommended.empty()) out << "    recommended: " << a.recommended << " (" << a.reason << ")\n";
+    if (!a.recommended.empty()) out << "    recommended: " << a.recommended << " (" << a.reason << ")\n";
   }
   size_t combos = 0;
   for (const auto& a : all) combos = std::max(combos, a.recipes.size());
-  out << fmt::format("analysed {:.1f} MB of tensors in {:.2f} s ({:.3f} GB/s, {} recipe x format each)\n",
-                     bytes / 1e6, seconds, bytes / 1e9 / std::max(seconds, 1e-9), combos);
+  out << fmt::format("analysed {:.1f} MB of tensors in {:.2f} s ({:.3f} GB/s, {} recipe x format each, {})\n",
+                     bytes / 1e6, seconds, bytes / 1e9 / std::max(seconds, 1e-9), combos,
+                     on_gpu ? "on the GPU" : "on the CPU");
   return 0;
 }
 

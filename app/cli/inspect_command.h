@@ -11,6 +11,7 @@ struct InspectOptions {
   std::string path;
   std::string format;  // only this format's results (e.g. E4M3FN)
   std::string recipe;  // only this scaling (tensorwise, rowwise, 1x128, 128x128, mx, nvfp4)
+  std::string device = "auto";  // auto, cpu or gpu
   bool json = false;
   std::string export_path;  // write an FP8 (128x128 blocks) copy here
 };

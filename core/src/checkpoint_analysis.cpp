@@ -3,9 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <future>
 #include <sstream>
+#include <stdexcept>
 
+#include "fp8wb/kernels/codec_cuda.h"
 #include "fp8wb/kernels/quantize_cpu.h"
+#if defined(FP8WB_WITH_CUDA_KERNELS)
+#include "fp8wb/kernels/quantize_cuda.h"
+#endif
 
 namespace fp8wb {
 namespace {
@@ -69,57 +75,31 @@ void recommend(TensorAnalysis& a) {
 
 }  // namespace
 
-TensorAnalysis analyze_values(const std::string& name, const std::string& dtype,
-                              const std::vector<int64_t>& shape, const std::vector<float>& values,
-                              const AnalysisOptions& options) {
-  TensorAnalysis a;
-  a.name = name;
-  a.dtype = dtype;
-  a.shape = shape;
-  a.numel = static_cast<int64_t>(values.size());
-  a.floating = dtype.empty() || dtype[0] == 'F' || dtype == "BF16";
-  a.log2_hist.assign(kHistBins, 0);
-  double sum = 0, sq = 0;
-  double mn = INFINITY, mx = -INFINITY, amax = 0, min_nz = INFINITY;
-  int64_t finite = 0;
-  for (float v : values) {
-    if (!std::isfinite(v)) {
-      a.log2_hist[kHistNonfiniteBin]++;
-      continue;
-    }
-    ++finite;
-    sum += v;
-    sq += static_cast<double>(v) * v;
-    mn = std::min<double>(mn, v);
-    mx = std::max<double>(mx, v);
-    const double m = std::fabs(static_cast<double>(v));
-    amax = std::max(amax, m);
-    if (m > 0) {
-      min_nz = std::min(min_nz, m);
-      const int e = static_cast<int>(std::floor(std::log2(m)));
-      a.log2_hist[static_cast<size_t>(std::clamp(e - kHistMinExp, 0, kHistExpBins - 1))]++;
-    } else {
-      a.log2_hist[kHistZeroBin]++;
-    }
-  }
-  if (finite > 0) {
-    a.mean = sum / static_cast<double>(finite);
-    a.std = std::sqrt(std::max(0.0, sq / static_cast<double>(finite) - a.mean * a.mean));
-    a.min = mn;
-    a.max = mx;
-  }
-  a.amax = amax;
-  a.min_nonzero = std::isfinite(min_nz) ? min_nz : 0;
-  a.dynamic_range_bits = a.min_nonzero > 0 ? std::log2(amax) - std::log2(a.min_nonzero) : 0;
-  if (!a.floating || values.empty()) return a;
+bool analysis_gpu_available() {
+#if defined(FP8WB_WITH_CUDA_KERNELS)
+  return gpu_device_count() > 0;
+#else
+  return false;
+#endif
+}
 
-  const int64_t cols = shape.empty() ? a.numel : std::max<int64_t>(1, shape.back());
-  const int64_t rows = a.numel / cols;
-  const TensorRef ref = TensorRef::of(values.data(), rows, cols);
-  StatsOptions so;
-  so.histogram = false;
-  so.error_map = options.maps;
-  so.map_max_cells = options.map_max_cells;
+bool analysis_uses_gpu(AnalysisDevice device) {
+  if (device == AnalysisDevice::Cpu) return false;
+  if (analysis_gpu_available()) return true;
+  if (device == AnalysisDevice::Auto) return false;
+#if defined(FP8WB_WITH_CUDA_KERNELS)
+  throw std::runtime_error("analysis on the GPU: no usable CUDA GPU found");
+#else
+  throw std::runtime_error("analysis on the GPU: this build has no CUDA kernels");
+#endif
+}
+
+namespace {
+
+// The recipe x format pairs to run on a rows x cols tensor, kinds outer (so that the
+// formats of one kind share its amax pass).
+std::vector<QuantRecipe> recipes_for(const AnalysisOptions& options, int64_t rows, int64_t cols) {
+  std::vector<QuantRecipe> out;
   for (ScalingKind k : options.kinds) {
     for (Format f : options.formats) {
       QuantRecipe r;
@@ -132,24 +112,109 @@ TensorAnalysis analyze_values(const std::string& name, const std::string& dtype,
       } catch (const std::invalid_argument&) {
         continue;  // a pairing the recipe cannot take (NVFP4 with an FP8 element, ...)
       }
-      const CurrentQuantization q = quantize_current(ref, r, {}, so);
-      RecipeResult res;
-      res.recipe = r;
-      res.name = recipe_name(r);
-      res.sqnr_db = q.result.stats.sqnr_db();
-      res.underflow_pct = q.result.stats.underflow_pct();
-      res.saturated_pct = q.result.stats.saturated_pct();
-      res.map_grid = q.result.stats.map_grid;
-      if (options.maps) res.map_rel_error = q.result.stats.map_rel_error();
-      a.recipes.push_back(std::move(res));
+      out.push_back(r);
     }
+  }
+  return out;
+}
+
+std::vector<TensorStats> stats_on_cpu(const TensorRef& x, const std::vector<QuantRecipe>& recipes,
+                                      const StatsOptions& so, int threads) {
+  std::vector<TensorStats> out;
+  AmaxResult am;
+  GroupLayout last;
+  for (size_t i = 0; i < recipes.size(); ++i) {
+    const GroupLayout L = make_layout(recipes[i], x.rows, x.cols);
+    if (i == 0 || L.block_rows != last.block_rows || L.block_cols != last.block_cols)
+      am = compute_amax(x, L, threads);
+    last = L;
+    const ScaleSet scales = compute_scales(recipes[i], L, am.group_amax, am.tensor_amax);
+    out.push_back(quantize(x, recipes[i], scales, {}, so, nullptr, threads).stats);
+  }
+  return out;
+}
+
+TensorAnalysis analyze_ref(const std::string& name, const std::string& dtype,
+                           const std::vector<int64_t>& shape, const TensorRef& x,
+                           const AnalysisOptions& options, bool gpu) {
+  TensorAnalysis a;
+  a.name = name;
+  a.dtype = dtype;
+  a.shape = shape;
+  a.numel = x.numel();
+  a.floating = dtype.empty() || dtype[0] == 'F' || dtype == "BF16";
+  StatsOptions so;
+  so.histogram = false;
+  so.error_map = options.maps;
+  so.map_max_cells = options.map_max_cells;
+  const std::vector<QuantRecipe> recipes =
+      a.floating && a.numel > 0 ? recipes_for(options, x.rows, x.cols) : std::vector<QuantRecipe>{};
+  // On the GPU the recipes run while the CPU describes the values.
+  std::future<std::vector<TensorStats>> on_gpu;
+#if defined(FP8WB_WITH_CUDA_KERNELS)
+  if (gpu && !recipes.empty())
+    on_gpu = std::async(std::launch::async, [&] { return quantization_stats_cuda(x, recipes, so); });
+#else
+  (void)gpu;
+#endif
+  const ValueSummary v = summarize_values(x, options.threads);
+  a.log2_hist = v.hist;
+  if (v.finite > 0) {
+    a.mean = v.sum / static_cast<double>(v.finite);
+    a.std = std::sqrt(std::max(0.0, v.sq_sum / static_cast<double>(v.finite) - a.mean * a.mean));
+    a.min = v.min;
+    a.max = v.max;
+  }
+  a.amax = v.amax;
+  a.min_nonzero = v.min_nonzero;
+  a.dynamic_range_bits = a.min_nonzero > 0 ? std::log2(a.amax) - std::log2(a.min_nonzero) : 0;
+  if (recipes.empty()) return a;
+  std::vector<TensorStats> stats;
+  if (on_gpu.valid()) {
+    try {
+      stats = on_gpu.get();
+    } catch (const GpuError&) {
+      // Out of device memory, a busy or lost device: the CPU gives the same figures.
+      stats = stats_on_cpu(x, recipes, so, options.threads);
+    }
+  } else {
+    stats = stats_on_cpu(x, recipes, so, options.threads);
+  }
+  for (size_t i = 0; i < recipes.size(); ++i) {
+    RecipeResult res;
+    res.recipe = recipes[i];
+    res.name = recipe_name(recipes[i]);
+    res.sqnr_db = stats[i].sqnr_db();
+    res.underflow_pct = stats[i].underflow_pct();
+    res.saturated_pct = stats[i].saturated_pct();
+    res.map_grid = stats[i].map_grid;
+    if (options.maps) res.map_rel_error = stats[i].map_rel_error();
+    a.recipes.push_back(std::move(res));
   }
   recommend(a);
   return a;
 }
 
+// A 2-D view: the last dimension is K.
+TensorRef ref_2d(const float* f32, const uint16_t* bf16, const std::vector<int64_t>& shape,
+                 int64_t numel) {
+  const int64_t cols = shape.empty() ? numel : std::max<int64_t>(1, shape.back());
+  return {f32, bf16, numel / cols, cols};
+}
+
+}  // namespace
+
+TensorAnalysis analyze_values(const std::string& name, const std::string& dtype,
+                              const std::vector<int64_t>& shape, const std::vector<float>& values,
+                              const AnalysisOptions& options) {
+  const auto n = static_cast<int64_t>(values.size());
+  return analyze_ref(name, dtype, shape, ref_2d(values.data(), nullptr, shape, n), options,
+                     analysis_uses_gpu(options.device));
+}
+
 std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
                                                const AnalysisOptions& options) {
+  const bool gpu = analysis_uses_gpu(options.device);
   std::vector<const Checkpoint::Ref*> pending;
   for (const auto& r : ckpt.tensors()) {
     const std::string& n = r.entry->name;
@@ -161,9 +226,24 @@ std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
   }
   std::vector<TensorAnalysis> out;
   for (size_t i = 0; i < pending.size(); ++i) {
-    const auto& r = *pending[i];
-    out.push_back(analyze_values(r.entry->name, std::string(st_dtype_name(r.entry->dtype)),
-                                 r.entry->shape, ckpt.to_float(r), options));
+    const TensorEntry& e = *pending[i]->entry;
+    const uint8_t* raw = pending[i]->file->data(e);
+    const std::string dtype(st_dtype_name(e.dtype));
+    // fp32 and bf16 are read where they lie (memory-mapped); the rest is converted.
+    const auto addr = reinterpret_cast<uintptr_t>(raw);
+    if (e.dtype == StDtype::F32 && addr % alignof(float) == 0) {
+      const auto* p = reinterpret_cast<const float*>(raw);
+      out.push_back(analyze_ref(e.name, dtype, e.shape, ref_2d(p, nullptr, e.shape, e.numel()),
+                                options, gpu));
+    } else if (e.dtype == StDtype::BF16 && addr % alignof(uint16_t) == 0) {
+      const auto* p = reinterpret_cast<const uint16_t*>(raw);
+      out.push_back(analyze_ref(e.name, dtype, e.shape, ref_2d(nullptr, p, e.shape, e.numel()),
+                                options, gpu));
+    } else {
+      const std::vector<float> v = ckpt.to_float(*pending[i]);
+      out.push_back(analyze_ref(e.name, dtype, e.shape, ref_2d(v.data(), nullptr, e.shape, e.numel()),
+                                options, gpu));
+    }
     if (options.progress && !options.progress(i + 1, pending.size())) break;
   }
   return out;

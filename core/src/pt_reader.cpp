@@ -59,7 +59,9 @@ void collect(const c10::IValue& v, const std::string& prefix, std::vector<Tensor
     out.push_back(std::move(w));
   } else if (v.isGenericDict()) {
     for (const auto& kv : v.toGenericDict()) {
+      // String keys (state dicts) and integer keys (an optimizer's per-parameter state).
       const std::string key = kv.key().isString() ? kv.key().toStringRef()
+                              : kv.key().isInt()  ? std::to_string(kv.key().toInt())
                                                   : kv.key().tagKind() + std::string("?");
       collect(kv.value(), prefix.empty() ? key : prefix + "." + key, out, path);
     }
@@ -79,6 +81,13 @@ std::unique_ptr<Checkpoint> open_any_checkpoint(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw CheckpointError("cannot open " + path);
   const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // torch.save's legacy format (before PyTorch 1.6, or _use_new_zipfile_serialization=
+  // False) is a bare pickle stream, not a zip archive: LibTorch does not read it.
+  if (!bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0x80) {  // pickle's PROTO opcode
+    throw CheckpointError(path + ": written in torch.save's legacy format (a bare pickle, not a "
+                                 "zip archive); save it again with torch.save(obj, path) from "
+                                 "PyTorch 1.6 or later");
+  }
   c10::IValue v;
   try {
     v = torch::pickle_load(bytes);

@@ -291,6 +291,66 @@ AmaxResult compute_amax(const TensorRef& x, const GroupLayout& layout, int threa
   return res;
 }
 
+ValueSummary summarize_values(const TensorRef& x, int threads) {
+  check_input(x);
+  struct Part {
+    int64_t finite = 0;
+    double sum = 0, sq = 0;
+    float mn = INFINITY, mx = -INFINITY;
+    uint32_t amax = 0, min_nz = 0x7F800000u;  // |x| as fp32 bits: ordered like the values
+    std::vector<uint64_t> hist = std::vector<uint64_t>(kHistBins, 0);
+  };
+  std::vector<Part> parts(static_cast<size_t>(thread_count(threads)) * 4 + 1);
+  int64_t chunks = 1;
+  for_row_chunks(x.rows, x.cols, threads, chunks, [&](int64_t chunk, int64_t r0, int64_t r1) {
+    Part& p = parts[static_cast<size_t>(chunk)];
+    for (int64_t i = r0 * x.cols, end = r1 * x.cols; i < end; ++i) {
+      const float v = load(x, i);
+      const uint32_t a = float_bits(v) & 0x7FFFFFFFu;
+      if (a >= 0x7F800000u) {
+        p.hist[kHistNonfiniteBin]++;
+        continue;
+      }
+      ++p.finite;
+      p.sum += v;
+      p.sq += static_cast<double>(v) * v;
+      p.mn = std::min(p.mn, v);
+      p.mx = std::max(p.mx, v);
+      p.amax = std::max(p.amax, a);
+      if (a == 0) {
+        p.hist[kHistZeroBin]++;
+        continue;
+      }
+      p.min_nz = std::min(p.min_nz, a);
+      // floor(log2 |v|) is the unbiased exponent; subnormals lie below every bin.
+      const int e = static_cast<int>(a >> 23) - 127;
+      p.hist[static_cast<size_t>(std::clamp(e - kHistMinExp, 0, kHistExpBins - 1))]++;
+    }
+  });
+  ValueSummary s;
+  s.hist.assign(kHistBins, 0);
+  float mn = INFINITY, mx = -INFINITY;
+  uint32_t amax = 0, min_nz = 0x7F800000u;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const Part& p = parts[static_cast<size_t>(c)];
+    s.finite += p.finite;
+    s.sum += p.sum;
+    s.sq_sum += p.sq;
+    mn = std::min(mn, p.mn);
+    mx = std::max(mx, p.mx);
+    amax = std::max(amax, p.amax);
+    min_nz = std::min(min_nz, p.min_nz);
+    for (int b = 0; b < kHistBins; ++b) s.hist[static_cast<size_t>(b)] += p.hist[static_cast<size_t>(b)];
+  }
+  if (s.finite > 0) {
+    s.min = mn;
+    s.max = mx;
+  }
+  s.amax = bits_float(amax);
+  s.min_nonzero = min_nz < 0x7F800000u ? bits_float(min_nz) : 0.0;
+  return s;
+}
+
 QuantizeResult quantize(const TensorRef& x, const QuantRecipe& recipe, const ScaleSet& scales,
                         const QuantizeTargets& out, const StatsOptions& so, const WhatIf* whatif,
                         int threads) {

@@ -731,4 +731,66 @@ GpuQuantization quantize_current_cuda(const TensorRef& hx, const QuantRecipe& re
   return out;
 }
 
+std::vector<TensorStats> quantization_stats_cuda(const TensorRef& hx,
+                                                 const std::vector<QuantRecipe>& recipes,
+                                                 const StatsOptions& so) {
+  const auto n = static_cast<size_t>(hx.rows * hx.cols);
+  std::vector<GroupLayout> layouts;
+  std::vector<MapGrid> grids;
+  std::vector<size_t> map_at;  // each recipe's offset in the map buffer (2 * cells doubles)
+  size_t map_doubles = 0, max_groups = 0;
+  for (const QuantRecipe& r : recipes) {
+    validate_recipe(r);
+    layouts.push_back(make_layout(r, hx.rows, hx.cols));
+    grids.push_back(so.error_map ? make_map_grid(layouts.back(), so.map_max_cells) : MapGrid{});
+    map_at.push_back(map_doubles);
+    map_doubles += static_cast<size_t>(2 * grids.back().cell_count());
+    max_groups = std::max(max_groups, static_cast<size_t>(layouts.back().group_count()));
+  }
+  std::vector<TensorStats> out(recipes.size());
+  if (recipes.empty()) return out;
+  DeviceArray<float> xf(hx.f32 ? n : 0);
+  DeviceArray<uint16_t> xb(hx.bf16 ? n : 0);
+  if (hx.f32 && n) FP8WB_GPU_CHECK(cudaMemcpy(xf.p, hx.f32, n * 4, cudaMemcpyHostToDevice));
+  if (hx.bf16 && n) FP8WB_GPU_CHECK(cudaMemcpy(xb.p, hx.bf16, n * 2, cudaMemcpyHostToDevice));
+  const DeviceTensor x{xf.p, xb.p, hx.rows, hx.cols};
+  DeviceArray<float> amax(max_groups + 1), scale(max_groups + 1), scale_inv(max_groups + 1);
+  DeviceArray<float> tensor_amax(1), global(1);
+  DeviceArray<uint8_t> scale_codes(max_groups + 1);
+  DeviceArray<StatsBuffer> stats(recipes.size());
+  DeviceArray<double> maps(map_doubles + 1);
+  for (size_t i = 0; i < recipes.size(); ++i) {
+    const GroupLayout& L = layouts[i];
+    const bool same_groups = i > 0 && L.block_rows == layouts[i - 1].block_rows &&
+                             L.block_cols == layouts[i - 1].block_cols;
+    if (!same_groups) group_amax_cuda(x, L, amax.p, tensor_amax.p, nullptr);
+    compute_scales_cuda(recipes[i], L, amax.p, tensor_amax.p, scale.p, scale_inv.p,
+                        scale_codes.p, global.p, nullptr);
+    const DeviceStatsTargets targets{so.enabled ? stats.p + i : nullptr,
+                                     so.error_map ? maps.p + map_at[i] : nullptr, grids[i],
+                                     so.histogram};
+    zero_stats_cuda(targets, nullptr);
+    quantize_cuda(x, recipes[i], L, scale.p, scale_inv.p, nullptr, nullptr, targets, nullptr);
+  }
+  FP8WB_GPU_CHECK(cudaDeviceSynchronize());
+  std::vector<StatsBuffer> raw(recipes.size());
+  FP8WB_GPU_CHECK(cudaMemcpy(raw.data(), stats.p, raw.size() * sizeof(StatsBuffer),
+                             cudaMemcpyDeviceToHost));
+  std::vector<double> m(map_doubles);
+  if (map_doubles)
+    FP8WB_GPU_CHECK(cudaMemcpy(m.data(), maps.p, map_doubles * sizeof(double), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < recipes.size(); ++i) {
+    if (so.enabled) out[i].raw = raw[i];
+    out[i].map_grid = grids[i];
+    const auto cells = static_cast<size_t>(grids[i].cell_count());
+    if (so.error_map && cells) {
+      const auto at = m.begin() + static_cast<std::ptrdiff_t>(map_at[i]);
+      out[i].map_sq_err.assign(at, at + static_cast<std::ptrdiff_t>(cells));
+      out[i].map_sq_sum.assign(at + static_cast<std::ptrdiff_t>(cells),
+                               at + static_cast<std::ptrdiff_t>(2 * cells));
+    }
+  }
+  return out;
+}
+
 }  // namespace fp8wb

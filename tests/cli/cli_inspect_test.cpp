@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_run.h"
+#include "fp8wb/core/checkpoint_analysis.h"
 #include "fp8wb/core/safetensors.h"
 
 namespace {
@@ -48,7 +49,22 @@ TEST(CliInspect, TableJsonAndFilters) {
     EXPECT_EQ(t["recipes"][0]["recipe"], "E5M2 rowwise");
     EXPECT_GT(t["recipes"][0]["sqnr_db"].get<double>(), 20.0);
   }
-    const std::string fp8 = path + ".fp8.safetensors";
+  // The device: cpu always works and says so; gpu without one is a clear error.
+  r = run({"inspect", path, "--device", "cpu"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("on the CPU"), std::string::npos) << r.out;
+  if (!fp8wb::analysis_gpu_available()) {
+    r = run({"inspect", path, "--device", "gpu"});
+    EXPECT_EQ(r.rc, 1);
+    EXPECT_NE(r.err.find("GPU"), std::string::npos) << r.err;
+  } else {
+    r = run({"inspect", path, "--device", "gpu"});
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.out.find("on the GPU"), std::string::npos) << r.out;
+  }
+  r = run({"inspect", path, "--device", "tpu"});
+  EXPECT_NE(r.rc, 0);
+  const std::string fp8 = path + ".fp8.safetensors";
   r = run({"inspect", path, "--export", fp8, "--recipe", "tensorwise"});
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.err.find("1 weights in FP8"), std::string::npos) << r.err;

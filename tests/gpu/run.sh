@@ -4,6 +4,8 @@
 # benchmarks, write JSON and logs under $OUT, and print a short table last.
 #
 #   OUT=/tmp/out bash tests/gpu/run.sh
+#   QUICK=1 ...   skips the MLP, codec and quantize benchmarks and the GPT runs (measured
+#                 before; see docs/performance.md), keeping tests and checkpoint inspection
 #
 # Missing headers (sqlite3.h on some GPU images) can be supplied under .deps/sqlite
 # (dpkg -x of Debian's libsqlite3-dev).
@@ -25,10 +27,12 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFP8WB_GUI=OFF -DFP8
   -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" "${extra[@]}" >"$OUT/build.log" 2>&1 \
   || { tail -40 "$OUT/build.log"; exit 1; }
 grep -E 'fp8wb:' "$OUT/build.log"
-log "what at::_scaled_mm takes here"
-python3 tests/gpu/scaled_mm_support.py >"$OUT/notes.txt" 2>&1
-python3 tests/gpu/mlp_gemms.py >>"$OUT/notes.txt" 2>&1
-cat "$OUT/notes.txt"
+if [ -z "${QUICK:-}" ]; then
+  log "what at::_scaled_mm takes here"
+  python3 tests/gpu/scaled_mm_support.py >"$OUT/notes.txt" 2>&1
+  python3 tests/gpu/mlp_gemms.py >>"$OUT/notes.txt" 2>&1
+  cat "$OUT/notes.txt"
+fi
 
 log "build"
 start=$(date +%s)
@@ -47,6 +51,20 @@ if diff -r -q "$OUT/golden-now" tests/data/golden >/dev/null; then golden=identi
 rm -rf "$OUT/golden-now"
 echo "committed golden tables: $golden"
 
+log "PyTorch files for the checkpoint tests (what tests/data/pt holds)"
+python3 tests/gpu/make_pt_files.py "$OUT/pt"
+if cmp -s "$OUT/pt/expected.json" tests/data/pt/expected.json; then pt_files=identical; else pt_files=DIFFERENT; fi
+echo "expected.json against tests/data/pt: $pt_files"
+
+log "checkpoint inspection (P8)"
+"$BUILD/tests/bench/fp8wb_inspect_bench" --mb "${INSPECT_MB:-1024}" --json "$OUT/inspect_bench.json"
+for f in "$OUT"/pt/*.pt "$OUT"/pt/*.pth "$OUT"/pt/*.bin; do  # LibTorch here reads them too
+  echo "$(basename "$f"): $("$BUILD/app/fp8wb" inspect "$f" --device gpu --format E4M3FN 2>&1 | tail -1)"
+done
+
+if [ -n "${QUICK:-}" ]; then
+  log "QUICK: the MLP, codec and quantize benchmarks and the GPT runs are skipped"
+else
 log "benchmarks"
 "$BUILD/tests/gpu/fp8wb_float8_linear_bench" --json "$OUT/float8_linear_bench.json"
 "$BUILD/tests/gpu/fp8wb_gpu_bench" --json "$OUT/gpu_codec_bench.json"
@@ -102,15 +120,22 @@ done
 if [ -x "$BUILD/tests/bench/fp8wb_codec_bench" ]; then
     "$BUILD/tests/bench/fp8wb_codec_bench" 2>&1 | grep -E 'BM_|Run on'
 fi
+fi
 "$BUILD/app/fp8wb" info | tee -a "$OUT/notes.txt"
 
 log "summary"
 printf '%-28s %s\n' "ctest" "$(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)"
 printf '%-28s %s\n' "skipped tests" "$gpu_skipped"
 printf '%-28s %s\n' "golden vs ml_dtypes here" "$golden"
+printf '%-28s %s\n' "tests/data/pt/expected.json" "$pt_files"
 python3 - "$OUT" <<'PY'
-import json, sys
+import json, os, sys
 o = sys.argv[1]
+i = json.load(open(f"{o}/inspect_bench.json"))
+for r in i["rows"]:
+    print(f"inspect {i['mb']:.0f} MB: {r['what']:<44} {r['s']:8.3f} s {r['gbs']:8.3f} GB/s")
+if not os.path.exists(f"{o}/gpu_codec_bench.json"):
+    sys.exit(0)
 g = json.load(open(f"{o}/gpu_codec_bench.json"))
 for r in g["rows"]:
     print(f"{r['what']:<34} {r['ms']:8.3f} ms {r['gbs']:8.1f} GB/s {100*r['of_copy']:6.1f}% of copy")

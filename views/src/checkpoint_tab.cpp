@@ -269,6 +269,7 @@ QString CheckpointTab::openCheckpoint(const QString& path) {
     return msg;
   }
   cancel_flag_ = false;
+  elapsed_.start();
   progress_->setRange(0, static_cast<int>(ckpt->tensors().size()));
   progress_->setValue(0);
   progress_->setVisible(true);
@@ -322,8 +323,11 @@ void CheckpointTab::finishLoad(const QString& path, std::vector<TensorAnalysis> 
   table_->sortByColumn(CheckpointModel::BestSqnr, Qt::AscendingOrder);  // worst first
   table_->resizeColumnsToContents();
   remember(path);
+  const QString where = analysis_gpu_available() ? tr("on the GPU") : tr("on the CPU");
+  const QString took = QString::number(static_cast<double>(elapsed_.elapsed()) / 1000.0, 'f', 1);
   status_->setText(cancelled ? tr("%1: cancelled after %2 tensors").arg(path).arg(n)
-                             : tr("%1: %2 tensors, worst SQNR first").arg(path).arg(n));
+                             : tr("%1: %2 tensors analysed in %3 s %4, worst SQNR first")
+                                   .arg(path).arg(n).arg(took, where));
   if (proxy_->rowCount() > 0) table_->selectRow(0);
   Q_EMIT checkpointLoaded(path, n);
 }

@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 
 #include "fp8wb/core/checkpoint_analysis.h"
@@ -259,6 +261,126 @@ TEST(CheckpointAnalysis, FiguresMatchDirectComputationAndTheRecommendationFollow
   const TensorAnalysis i = analyze_values("ids", "I64", {4}, {1, 2, 3, 4});
   EXPECT_FALSE(i.floating);
   EXPECT_TRUE(i.recipes.empty());
+}
+
+TEST(CheckpointAnalysis, SummaryMatchesFp64Recomputation) {
+  std::vector<float> x = gaussian(300 * 257, 11, 5.0f);
+  x[7] = 0.0f;
+  x[8] = -0.0f;
+  x[9] = std::numeric_limits<float>::quiet_NaN();
+  x[10] = -std::numeric_limits<float>::infinity();
+  x[11] = std::numeric_limits<float>::denorm_min();  // below every bin
+  x[12] = 1e30f;                                     // above every bin
+  x[13] = -2.0f;                                     // exactly a power of two
+  x[14] = std::nextafter(2.0f, 0.0f);                // just below one
+  for (int threads : {1, 0}) {
+    AnalysisOptions o;
+    o.threads = threads;
+    o.device = AnalysisDevice::Cpu;
+    const TensorAnalysis a = analyze_values("x", "F32", {300, 257}, x, o);
+    double sum = 0, sq = 0, mn = INFINITY, mx = -INFINITY, amax = 0, min_nz = INFINITY;
+    std::vector<uint64_t> hist(kHistBins, 0);
+    int64_t finite = 0;
+    for (float f : x) {
+      const double v = f;
+      if (!std::isfinite(v)) {
+        hist[kHistNonfiniteBin]++;
+        continue;
+      }
+      ++finite;
+      sum += v;
+      sq += v * v;
+      mn = std::min(mn, v);
+      mx = std::max(mx, v);
+      amax = std::max(amax, std::fabs(v));
+      if (v == 0) {
+        hist[kHistZeroBin]++;
+        continue;
+      }
+      min_nz = std::min(min_nz, std::fabs(v));
+      const int e = static_cast<int>(std::floor(std::log2(std::fabs(v))));
+      hist[static_cast<size_t>(std::clamp(e - kHistMinExp, 0, kHistExpBins - 1))]++;
+    }
+    const double mean = sum / static_cast<double>(finite);
+    EXPECT_NEAR(a.mean, mean, 1e-12 * std::fabs(mean)) << threads;
+    EXPECT_NEAR(a.std, std::sqrt(sq / static_cast<double>(finite) - mean * mean), 1e-9 * a.std);
+    EXPECT_EQ(a.min, mn);
+    EXPECT_EQ(a.max, mx);
+    EXPECT_EQ(a.amax, amax);
+    EXPECT_EQ(a.min_nonzero, min_nz);
+    EXPECT_EQ(a.log2_hist, hist) << threads;
+    EXPECT_NEAR(a.dynamic_range_bits, std::log2(amax) - std::log2(min_nz), 1e-12);
+  }
+}
+
+TEST(CheckpointAnalysis, EachRecipeGivesWhatQuantizeCurrentGives) {
+  // The analysis shares one amax pass between the formats of a kind; its figures must
+  // be those of a separate current-scaling quantization per recipe.
+  std::vector<float> x = gaussian(200 * 384, 12, 0.5f);
+  for (int64_t r = 0; r < 200; ++r) x[static_cast<size_t>(r * 384 + 5)] *= 500.0f;
+  AnalysisOptions o;
+  o.device = AnalysisDevice::Cpu;
+  const TensorAnalysis a = analyze_values("x", "F32", {200, 384}, x, o);
+  ASSERT_GT(a.recipes.size(), 20u);
+  StatsOptions so;
+  so.histogram = false;
+  for (const RecipeResult& r : a.recipes) {
+    const CurrentQuantization q = quantize_current(TensorRef::of(x.data(), 200, 384), r.recipe, {}, so);
+    EXPECT_EQ(r.sqnr_db, q.result.stats.sqnr_db()) << r.name;
+    EXPECT_EQ(r.underflow_pct, q.result.stats.underflow_pct()) << r.name;
+    EXPECT_EQ(r.saturated_pct, q.result.stats.saturated_pct()) << r.name;
+    EXPECT_EQ(r.map_rel_error, q.result.stats.map_rel_error()) << r.name;
+  }
+}
+
+TEST_F(Safetensors, TensorsReadInPlaceGiveTheFiguresOfTheirFp32Values) {
+  // bf16 and fp32 are analysed where the file maps them; f16 through a conversion. All
+  // must equal the analysis of the same values as an fp32 vector.
+  const int64_t rows = 130, cols = 200;
+  std::vector<float> v = gaussian(static_cast<size_t>(rows * cols), 13, 0.1f);
+  std::vector<uint16_t> bf16(v.size()), f16(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint32_t b;
+    std::memcpy(&b, &v[i], 4);
+    bf16[i] = static_cast<uint16_t>(b >> 16);
+    f16[i] = 0x3C00;  // 1.0
+  }
+  f16[3] = 0xC000;    // -2
+  write_safetensors(path("m.safetensors"), {{"a.bf16", StDtype::BF16, {rows, cols}, bytes_of(bf16)},
+                                            {"b.f32", StDtype::F32, {rows, cols}, bytes_of(v)},
+                                            {"c.f16", StDtype::F16, {rows, cols}, bytes_of(f16)}});
+  auto c = Checkpoint::open(path("m.safetensors"));
+  AnalysisOptions o;
+  o.device = AnalysisDevice::Cpu;
+  const auto all = analyze_checkpoint(*c, o);
+  ASSERT_EQ(all.size(), 3u);
+  for (const TensorAnalysis& a : all) {
+    const TensorAnalysis want = analyze_values(a.name, a.dtype, a.shape, c->to_float(*c->find(a.name)), o);
+    EXPECT_EQ(a.mean, want.mean) << a.name;
+    EXPECT_EQ(a.amax, want.amax) << a.name;
+    EXPECT_EQ(a.log2_hist, want.log2_hist) << a.name;
+    ASSERT_EQ(a.recipes.size(), want.recipes.size());
+    for (size_t i = 0; i < a.recipes.size(); ++i) {
+      EXPECT_EQ(a.recipes[i].sqnr_db, want.recipes[i].sqnr_db) << a.name << " " << a.recipes[i].name;
+      EXPECT_EQ(a.recipes[i].map_rel_error, want.recipes[i].map_rel_error) << a.name;
+    }
+  }
+  EXPECT_EQ(all[2].min, -2.0);
+  EXPECT_EQ(all[2].max, 1.0);
+}
+
+TEST(CheckpointAnalysis, AskingForAGpuWithoutOneIsAClearError) {
+  if (analysis_gpu_available()) GTEST_SKIP() << "a GPU is here: tests/gpu compares the two";
+  AnalysisOptions o;
+  o.device = AnalysisDevice::Gpu;
+  try {
+    analyze_values("w", "F32", {2, 2}, {1, 2, 3, 4}, o);
+    FAIL() << "no error without a GPU";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("GPU"), std::string::npos) << e.what();
+  }
+  o.device = AnalysisDevice::Auto;  // falls back to the CPU
+  EXPECT_EQ(analyze_values("w", "F32", {2, 2}, {1, 2, 3, 4}, o).amax, 4.0);
 }
 
 }  // namespace

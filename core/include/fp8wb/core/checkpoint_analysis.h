@@ -1,7 +1,8 @@
 // defines: RecipeResult, TensorAnalysis, AnalysisOptions, analyze_values(),
 // analyze_checkpoint(): what FP8 quantization does to each tensor of a checkpoint, for
 // every recipe x format, with a recommended recipe and the reason. Plain C++, no torch;
-// the quantization runs on all CPU cores through the kernels.
+// the quantization runs on the GPU through the CUDA kernels when there is one, else on
+// all CPU cores.
 #pragma once
 
 #include <cstdint>
@@ -37,12 +38,25 @@ struct TensorAnalysis {
   std::string reason;
 };
 
+enum class AnalysisDevice {
+  Auto,  // the GPU when this build has CUDA kernels and a GPU is there, else the CPU
+  Cpu,
+  Gpu,   // an error (std::runtime_error) where there is no GPU
+};
+
+// Whether Auto would run on the GPU.
+bool analysis_gpu_available();
+// Whether this device choice runs on the GPU; throws std::runtime_error for Gpu without one.
+bool analysis_uses_gpu(AnalysisDevice device);
+
 struct AnalysisOptions {
   std::vector<Format> formats{Format::E4M3FN, Format::E5M2, Format::E4M3FNUZ, Format::E5M2FNUZ,
                               Format::E2M1FN};
   std::vector<ScalingKind> kinds{std::begin(kAllScalingKinds), std::end(kAllScalingKinds)};
   bool maps = true;
   int map_max_cells = 64;
+  AnalysisDevice device = AnalysisDevice::Auto;
+  int threads = 0;  // CPU threads (0: all cores)
   // Called after each tensor with (done, total); returning false cancels.
   std::function<bool(size_t done, size_t total)> progress;
 };
@@ -65,7 +79,10 @@ struct ExportReport {
 ExportReport export_fp8_checkpoint(const Checkpoint& ckpt, const std::string& path);
 
 // Every tensor of a checkpoint (companion *_scale_inv tensors of FP8 weights are folded
-// into their weight, not listed). Throws CheckpointError; a cancel returns what is done.
+// into their weight, not listed). fp32 and bf16 tensors are read in place, the others
+// converted to fp32 first. On the GPU the recipes of a tensor run while the CPU computes
+// its summary; a GPU error (out of memory...) moves that tensor to the CPU. Throws
+// CheckpointError; a cancel returns what is done.
 std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
                                                const AnalysisOptions& options = {});
 

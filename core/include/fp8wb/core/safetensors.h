@@ -82,7 +82,7 @@ class Checkpoint {
   const std::string& path() const { return path_; }
 
  private:
-    void index_file(const SafetensorsFile& f);
+  void index_file(const SafetensorsFile& f);
   std::string path_;
   std::vector<uint8_t> image_;  // from_image(): the bytes the file views
   std::vector<std::unique_ptr<SafetensorsFile>> files_;

@@ -1,6 +1,6 @@
 // defines: TensorRef, QuantizeTargets, StatsOptions, WhatIf, compute_amax(), quantize(),
-// dequantize(), quantize_current(): scaled quantization with every statistic gathered
-// in the same pass, on all CPU cores.
+// dequantize(), quantize_current(), ValueSummary, summarize_values(): scaled quantization
+// with every statistic gathered in the same pass, on all CPU cores.
 #pragma once
 
 #include <cstdint>
@@ -82,5 +82,17 @@ CurrentQuantization quantize_current(const TensorRef& x, const QuantRecipe& reci
                                      const QuantizeTargets& out = {},
                                      const StatsOptions& stats = {},
                                      const QuantRecipe* whatif = nullptr, int threads = 0);
+
+// What a tensor's values are, before any quantization (the checkpoint inspector's
+// columns): one pass on all cores. Sums are double, merged in row-chunk order.
+struct ValueSummary {
+  int64_t finite = 0;
+  double sum = 0, sq_sum = 0;
+  double min = 0, max = 0;     // over finite values (0 when there are none)
+  double amax = 0;             // max |x| over finite values
+  double min_nonzero = 0;      // smallest |x| > 0 (0 when there is none)
+  std::vector<uint64_t> hist;  // kHistBins: floor(log2 |x|) bins, zeros, non-finite
+};
+ValueSummary summarize_values(const TensorRef& x, int threads = 0);
 
 }  // namespace fp8wb

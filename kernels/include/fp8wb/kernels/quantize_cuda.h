@@ -1,6 +1,6 @@
 // defines: DeviceTensor, DeviceStatsTargets, group_amax_cuda(), compute_scales_cuda(),
 // zero_stats_cuda(), quantize_cuda(),
-// delayed_update_cuda(), quantize_current_cuda(): the GPU side of scaled
+// delayed_update_cuda(), quantize_current_cuda(), quantization_stats_cuda(): the GPU side of scaled
 // quantization. Statistics land in one small device buffer per call (a StatsBuffer and
 // the error map), so a caller copies them to the host once.
 #pragma once
@@ -78,5 +78,14 @@ struct GpuQuantization {
 };
 GpuQuantization quantize_current_cuda(const TensorRef& host_x, const QuantRecipe& recipe,
                                       bool transposed, const StatsOptions& stats = {});
+
+// The statistics of current scaling with each recipe in turn, for analysis: the host
+// tensor goes up once, recipes with the same groups share one amax pass, no codes are
+// written, and every recipe's statistics (and error maps, when asked for) come back in
+// one copy. One TensorStats per recipe, in order; the same figures as quantize_current()
+// on the CPU (sums may differ in the last bits: the order of addition differs).
+std::vector<TensorStats> quantization_stats_cuda(const TensorRef& host_x,
+                                                 const std::vector<QuantRecipe>& recipes,
+                                                 const StatsOptions& stats = {});
 
 }  // namespace fp8wb

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <QAbstractTableModel>
+#include <QElapsedTimer>
 #include <QWidget>
 #include <atomic>
 #include <memory>
@@ -89,6 +90,7 @@ class CheckpointTab : public QWidget {
   QCPColorMap* block_map_;
   std::thread worker_;
   std::atomic<bool> cancel_flag_{false};
+  QElapsedTimer elapsed_;  // since the analysis started
   const TensorAnalysis* shown_ = nullptr;
 };
 
