@@ -1,13 +1,15 @@
-// Torch translation unit: PyTorch state dicts (.pt/.pth/.bin) as checkpoints. LibTorch's
-// pickle loader reads the zip archive torch.save writes; the tensors (nested dicts
-// flattened to dotted names) become a safetensors image, which the rest of the workbench
-// reads like any other checkpoint.
-#include <torch/serialize.h>
+// Torch translation unit: PyTorch files (.pt/.pth/.bin) as checkpoints. LibTorch's stream
+// reader opens the zip archive torch.save writes; its data.pkl goes through the
+// workbench's restricted unpickler (torch_pickle.h: LibTorch's own unpickler reads
+// neither the OrderedDict of a state dict nor float8 tensors), and the tensors become a
+// safetensors image, which the rest of the workbench reads like any other checkpoint.
+#include <caffe2/serialize/inline_container.h>
 
+#include <cstring>
 #include <fstream>
-#include <iterator>
 
 #include "fp8wb/core/open_checkpoint.h"
+#include "fp8wb/core/torch_pickle.h"
 
 namespace fp8wb {
 namespace {
@@ -16,61 +18,14 @@ bool has_suffix(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-bool st_dtype_of(const at::Tensor& t, StDtype& d) {
-  switch (t.scalar_type()) {
-    case at::kDouble: d = StDtype::F64; return true;
-    case at::kFloat: d = StDtype::F32; return true;
-    case at::kHalf: d = StDtype::F16; return true;
-    case at::kBFloat16: d = StDtype::BF16; return true;
-    case at::kLong: d = StDtype::I64; return true;
-    case at::kInt: d = StDtype::I32; return true;
-    case at::kShort: d = StDtype::I16; return true;
-    case at::kChar: d = StDtype::I8; return true;
-    case at::kByte: d = StDtype::U8; return true;
-    case at::kBool: d = StDtype::BOOL; return true;
-    default: break;
-  }
-  // float8 dtypes exist from LibTorch 2.1 on; matched by name so that 1.13 builds too.
-  const std::string n = c10::toString(t.scalar_type());
-  if (n == "Float8_e4m3fn") {
-    d = StDtype::F8_E4M3;
-    return true;
-  }
-  if (n == "Float8_e5m2") {
-    d = StDtype::F8_E5M2;
-    return true;
-  }
-  return false;
-}
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-void collect(const c10::IValue& v, const std::string& prefix, std::vector<TensorToWrite>& out,
-             const std::string& path) {
-  if (v.isTensor()) {
-    const at::Tensor t = v.toTensor().detach().to(at::kCPU).contiguous();
-    TensorToWrite w;
-    w.name = prefix;
-    if (!st_dtype_of(t, w.dtype)) {
-      throw CheckpointError(path + ": tensor '" + prefix + "' has dtype " +
-                            c10::toString(t.scalar_type()) + ", which the workbench does not read");
-    }
-    w.shape = t.sizes().vec();
-    const auto* p = static_cast<const uint8_t*>(t.data_ptr());
-    w.bytes.assign(p, p + t.numel() * static_cast<int64_t>(t.element_size()));
-    out.push_back(std::move(w));
-  } else if (v.isGenericDict()) {
-    for (const auto& kv : v.toGenericDict()) {
-      // String keys (state dicts) and integer keys (an optimizer's per-parameter state).
-      const std::string key = kv.key().isString() ? kv.key().toStringRef()
-                              : kv.key().isInt()  ? std::to_string(kv.key().toInt())
-                                                  : kv.key().tagKind() + std::string("?");
-      collect(kv.value(), prefix.empty() ? key : prefix + "." + key, out, path);
-    }
-  } else if (v.isList() || v.isTuple()) {
-    const auto items = v.isList() ? v.toListRef().vec() : v.toTupleRef().elements().vec();
-    for (size_t i = 0; i < items.size(); ++i)
-      collect(items[i], prefix + (prefix.empty() ? "" : ".") + std::to_string(i), out, path);
-  }
-  // Other values (numbers, strings: optimizer settings, epochs) are not tensors: skipped.
+std::vector<uint8_t> record(caffe2::serialize::PyTorchStreamReader& zip, const std::string& name,
+                            const std::string& path) {
+  if (!zip.hasRecord(name)) throw CheckpointError(path + ": the archive has no record '" + name + "'");
+  auto [data, size] = zip.getRecord(name);
+  const auto* p = static_cast<const uint8_t*>(data.get());
+  return std::vector<uint8_t>(p, p + size);
 }
 
 }  // namespace
@@ -78,26 +33,36 @@ void collect(const c10::IValue& v, const std::string& prefix, std::vector<Tensor
 std::unique_ptr<Checkpoint> open_any_checkpoint(const std::string& path) {
   if (!(has_suffix(path, ".pt") || has_suffix(path, ".pth") || has_suffix(path, ".bin")))
     return Checkpoint::open(path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CheckpointError("cannot open " + path);
-  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  char head[2] = {0, 0};
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw CheckpointError("cannot open " + path + ": " + std::strerror(errno));
+    in.read(head, 2);
+  }
   // torch.save's legacy format (before PyTorch 1.6, or _use_new_zipfile_serialization=
-  // False) is a bare pickle stream, not a zip archive: LibTorch does not read it.
-  if (!bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0x80) {  // pickle's PROTO opcode
+  // False) is a bare pickle stream, not a zip archive.
+  if (static_cast<unsigned char>(head[0]) == 0x80) {  // pickle's PROTO opcode
     throw CheckpointError(path + ": written in torch.save's legacy format (a bare pickle, not a "
                                  "zip archive); save it again with torch.save(obj, path) from "
                                  "PyTorch 1.6 or later");
   }
-  c10::IValue v;
-  try {
-    v = torch::pickle_load(bytes);
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    what = what.substr(0, what.find('\n'));
-    throw CheckpointError(path + ": not a state dict torch.save wrote (" + what + ")");
-  }
   std::vector<TensorToWrite> tensors;
-  collect(v, "", tensors, path);
+  try {
+    caffe2::serialize::PyTorchStreamReader zip(path);
+    if (zip.hasRecord("byteorder")) {
+      const std::vector<uint8_t> order = record(zip, "byteorder", path);
+      if (std::string(order.begin(), order.end()) != "little")
+        throw CheckpointError(path + ": written on a big-endian machine; the workbench reads little-endian files");
+    }
+    const std::vector<uint8_t> pkl = record(zip, "data.pkl", path);
+    tensors = read_torch_pickle(
+        pkl.data(), pkl.size(), [&](const std::string& key) { return record(zip, "data/" + key, path); },
+        path);
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const std::exception& e) {  // LibTorch's zip reader: c10::Error
+    throw CheckpointError(path + ": not an archive torch.save wrote (" + first_line(e.what()) + ")");
+  }
   if (tensors.empty()) throw CheckpointError(path + ": holds no tensors");
   return Checkpoint::from_image(safetensors_image(tensors), path);
 }
