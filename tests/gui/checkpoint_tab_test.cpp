@@ -24,6 +24,7 @@ class CheckpointTabTest : public QObject {
   }
   void analysesAndShows();
   void badFilesShowTheirMessage();
+  void singleColumnBlockMapsAreDrawn();
 
  private:
   QTemporaryDir dir_;
@@ -73,6 +74,28 @@ void CheckpointTabTest::badFilesShowTheirMessage() {
   QCOMPARE(failed.count(), 1);
   QVERIFY(!tab.busy());
   QCOMPARE(tab.model()->rowCount(), 0);
+}
+
+void CheckpointTabTest::singleColumnBlockMapsAreDrawn() {
+  // Rowwise scaling has one block per row: a 4 x 1 map must cover x in [-0.5, 0.5] with
+  // each row's value, and render coloured pixels where the column is.
+  ExportablePlot plot;
+  plot.resize(300, 300);
+  auto* map = new QCPColorMap(plot.xAxis, plot.yAxis);
+  fill_block_map(map, 4, 1, {0.1f, 0.2f, 0.3f, 0.4f});
+  for (int r = 0; r < 4; ++r) {
+    QCOMPARE(map->data()->data(-0.4, r), static_cast<double>(std::vector<float>{0.1f, 0.2f, 0.3f, 0.4f}[r]));
+    QCOMPARE(map->data()->data(0.4, r), map->data()->data(-0.4, r));
+  }
+  plot.xAxis->setRange(-2, 2);
+  plot.yAxis->setRange(-1, 4);
+  const QImage img = plot.toPixmap(300, 300).toImage();
+  auto at = [&](double x, double y) {
+    return img.pixelColor(static_cast<int>(plot.xAxis->coordToPixel(x)), static_cast<int>(plot.yAxis->coordToPixel(y)));
+  };
+  QVERIFY2(at(0, 1.5) != QColor(Qt::white), "the column is not drawn");
+  QVERIFY2(at(0.45, 1.5) != QColor(Qt::white), "the column is narrower than its block");
+  QCOMPARE(at(0.7, 1.5), QColor(Qt::white));  // and no wider
 }
 
 QTEST_MAIN(CheckpointTabTest)

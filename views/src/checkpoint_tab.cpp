@@ -402,14 +402,13 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
   chart_->rescaleAxes();
   chart_->yAxis->setRangeLower(0);
   // Block errors of the chosen recipe.
-    const int ri = recipe_->currentIndex();
+  const int ri = recipe_->currentIndex();
   if (ri >= 0 && ri < static_cast<int>(t->recipes.size())) {
     const RecipeResult& r = t->recipes[static_cast<size_t>(ri)];
     fill_block_map(block_map_, r.map_grid.rows, r.map_grid.cols, r.map_rel_error);
   } else {
-    block_map_->data()->clear();
+    fill_block_map(block_map_, 0, 0, {});
   }
-  blocks_->rescaleAxes();
   caption_->setText(tr("<b>%1</b> %2: amax %3, mean %4, std %5, dynamic range %6 bits. "
                        "Recommended: <b>%7</b> (%8).")
                         .arg(qs(t->name).toHtmlEscaped(), qs(t->dtype))

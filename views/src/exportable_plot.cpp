@@ -7,6 +7,7 @@
 #include <QMessageBox>
 #include <QTextStream>
 #include <QToolTip>
+#include <algorithm>
 #include <cmath>
 
 #include "fp8wb/core/value_report.h"
@@ -30,16 +31,23 @@ QColor format_color(Format f) {
 void fill_block_map(QCPColorMap* map, int64_t rows, int64_t cols, const std::vector<float>& cells) {
   map->data()->clear();
   if (rows <= 0 || cols <= 0 || cells.size() != static_cast<size_t>(rows * cols)) return;
-  map->data()->setSize(static_cast<int>(cols), static_cast<int>(rows));
-  map->data()->setRange(QCPRange(0, static_cast<double>(cols - 1)),
-                        QCPRange(0, static_cast<double>(rows - 1)));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) {
-      map->data()->setCell(static_cast<int>(c), static_cast<int>(r),
-                           cells[static_cast<size_t>(r * cols + c)]);
+  // QCPColorMap draws a dimension of one cell with no extent (its half-cell width is the
+  // range over size - 1): one row or column (rowwise scaling, a vector) is drawn as two
+  // equal cells centred at +-0.25, which cover the one block from -0.5 to 0.5.
+  const int64_t kc = std::max<int64_t>(cols, 2), kr = std::max<int64_t>(rows, 2);
+  map->data()->setSize(static_cast<int>(kc), static_cast<int>(kr));
+  map->data()->setRange(cols == 1 ? QCPRange(-0.25, 0.25) : QCPRange(0, static_cast<double>(cols - 1)),
+                        rows == 1 ? QCPRange(-0.25, 0.25) : QCPRange(0, static_cast<double>(rows - 1)));
+  for (int64_t r = 0; r < kr; ++r) {
+    for (int64_t c = 0; c < kc; ++c) {
+      const int64_t cell = std::min(r, rows - 1) * cols + std::min(c, cols - 1);
+      map->data()->setCell(static_cast<int>(c), static_cast<int>(r), cells[static_cast<size_t>(cell)]);
     }
   }
   map->rescaleDataRange(true);
+  // Whole blocks in view: each cell spans +-0.5 around its index.
+  map->keyAxis()->setRange(-0.5, static_cast<double>(cols) - 0.5);
+  map->valueAxis()->setRange(-0.5, static_cast<double>(rows) - 0.5);
 }
 
 ExportablePlot::ExportablePlot(QWidget* parent) : QCustomPlot(parent) {

@@ -419,8 +419,7 @@ void QuantizationTab::rebuild() {
   hist_->rescaleAxes();
   hist_->xAxis->setRange(std::min(lo - 2, hist_->xAxis->range().lower),
                          std::max(hi + 2, hist_->xAxis->range().upper));
-    fill_block_map(block_map_, p.map_rows, p.map_cols, p.error_map);
-  blocks_->rescaleAxes();
+  fill_block_map(block_map_, p.map_rows, p.map_cols, p.error_map);
   const double zeros = 100.0 * static_cast<double>(
                                    p.histogram.size() > static_cast<size_t>(kHistZeroBin)
                                        ? p.histogram[static_cast<size_t>(kHistZeroBin)]

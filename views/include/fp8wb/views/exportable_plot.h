@@ -38,8 +38,9 @@ class ExportablePlot : public QCustomPlot {
 // The colour of a format across every plot.
 QColor format_color(Format f);
 
-// Fills a colour map with a rows x cols grid (row-major), one cell per block; clears it
-// when the grid and the values do not match (no map taken).
+// Fills a colour map with a rows x cols grid (row-major), one cell per block, and sets its
+// axes to show every block whole; clears it when the grid and the values do not match
+// (no map taken).
 void fill_block_map(QCPColorMap* map, int64_t rows, int64_t cols, const std::vector<float>& cells);
 
 }  // namespace fp8wb
