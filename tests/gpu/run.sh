@@ -58,6 +58,16 @@ echo "expected.json against tests/data/pt: $pt_files"
 
 log "checkpoint inspection (P8)"
 "$BUILD/tests/bench/fp8wb_inspect_bench" --mb "${INSPECT_MB:-1024}" --json "$OUT/inspect_bench.json"
+big=$(mktemp -d)
+python3 - "$big/model.pt" <<'PY'
+import sys, torch
+torch.manual_seed(0)
+sd = {f"layers.{i}.{n}": torch.randn(s, dtype=torch.bfloat16) * 0.02
+      for i in range(8) for n, s in [("attn.qkv.weight", (6144, 2048)), ("mlp.up.weight", (8192, 2048))]}
+torch.save(sd, sys.argv[1])
+PY
+echo "a $(du -m "$big/model.pt" | cut -f1) MB state dict from torch.save: $("$BUILD/app/fp8wb" inspect "$big/model.pt" --device gpu --format E4M3FN 2>&1 | tail -1)"
+rm -rf "$big"
 for f in "$OUT"/pt/*.pt "$OUT"/pt/*.pth "$OUT"/pt/*.bin; do  # LibTorch here reads them too
   echo "$(basename "$f"): $("$BUILD/app/fp8wb" inspect "$f" --device gpu --format E4M3FN 2>&1 | tail -1)"
 done
