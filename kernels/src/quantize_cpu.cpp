@@ -102,6 +102,71 @@ void segment_stats_loop(const In* __restrict__ in, uint8_t* __restrict__ out,
   c.amax = amax;
 }
 
+// max |x| over the finite values, as fp32 bits (a max of masked integers: it vectorises).
+template <class In>
+FP8WB_TARGET_CLONES uint32_t finite_amax_bits(const In* __restrict__ p, int64_t n) {
+  uint32_t m = 0;
+  for (int64_t c = 0; c < n; ++c) {
+    const uint32_t a = float_bits(widen(p[c])) & 0x7FFFFFFFu;
+    m = std::max(m, a & (0u - static_cast<uint32_t>(a < 0x7F800000u)));
+  }
+  return m;
+}
+
+// Statistics without codes (what the checkpoint analysis asks for), saturating: the same
+// rounding as encode_rne_bits_mag(), then the value of the rounded magnitude computed
+// instead of looked up, so that the loop vectorises (no gather). Every counter, error
+// and square equals segment_stats_loop()'s bit for bit.
+template <Format F, class In>
+FP8WB_TARGET_CLONES void segment_stats_only_loop(const In* __restrict__ in, float* __restrict__ err,
+                                                 float* __restrict__ sq, int64_t n, float scale,
+                                                 float scale_inv, SegmentCounts& c) {
+  constexpr CodecSpec s = codec_spec(F);
+  constexpr int emin = 1 - s.bias;
+  constexpr uint32_t shift = 23u - s.mbits;
+  constexpr uint32_t rebias = static_cast<uint32_t>(127 - s.bias) << 23;
+  constexpr uint32_t min_normal_bits = static_cast<uint32_t>(emin + 127) << 23;
+  const float to_sub_units = bits_float(static_cast<uint32_t>(127 + s.mbits - emin) << 23);
+  const float sub_unit = bits_float(static_cast<uint32_t>(127 + emin - s.mbits) << 23);
+  uint32_t zeros = 0, nonfinite = 0, underflow = 0, subnormal = 0, saturated = 0, amax = c.amax;
+  // Every floating-point operation runs unconditionally and every choice is a select on
+  // integers: GCC keeps FP operations that might trap out of if-conversion.
+  for (int64_t j = 0; j < n; ++j) {
+    const float v = widen(in[j]);
+    const uint32_t a = float_bits(v) & 0x7FFFFFFFu;
+    const uint32_t finite = a < 0x7F800000u;
+    const uint32_t u = float_bits(v * scale);
+    const uint32_t ya = u & 0x7FFFFFFFu;
+    const uint32_t t = ya - rebias;
+    const uint32_t q_norm = (t + ((1u << (shift - 1)) - 1u) + ((t >> shift) & 1u)) >> shift;
+    const uint32_t q_sub = float_bits(bits_float(ya) * to_sub_units + 8388608.0f) - 0x4B000000u;
+    const uint32_t rounded = ya >= min_normal_bits ? q_norm : q_sub;
+    const uint32_t over = rounded > s.max_mag;
+    const uint32_t mag = over ? uint32_t{s.max_mag} : rounded;
+    const uint32_t normal = (mag >> s.mbits) != 0;
+    const uint32_t normal_bits = (mag << shift) + rebias;
+    const uint32_t sub_bits = float_bits(static_cast<float>(static_cast<int32_t>(mag)) * sub_unit);
+    const uint32_t value_bits = (normal ? normal_bits : sub_bits) | (u & 0x80000000u);
+    const float dq = bits_float(value_bits) * scale_inv;
+    const float e = v - dq;
+    const uint32_t dq_zero = (float_bits(dq) & 0x7FFFFFFFu) == 0;
+    zeros += a == 0;
+    nonfinite += finite ^ 1u;
+    underflow += finite & (a != 0) & dq_zero;
+    subnormal += finite & (mag != 0) & (normal ^ 1u);
+    saturated += finite & over;
+    amax = std::max(amax, a & (0u - finite));  // finite values only
+    err[j] = bits_float(finite ? float_bits(e) : 0u);
+    sq[j] = bits_float(finite ? a | (float_bits(v) & 0x80000000u) : 0u);
+  }
+  c.zeros += zeros;
+  c.nonfinite += nonfinite;
+  c.underflow += underflow;
+  c.subnormal += subnormal;
+  c.saturated += saturated;
+  c.amax = amax;
+}
+
 template <Format F, Overflow ov, class In>
 FP8WB_TARGET_CLONES void segment_codes_loop(const In* __restrict__ in, uint8_t* __restrict__ out,
                                             int64_t n, float scale) {
@@ -123,7 +188,13 @@ void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, flo
   counts.amax = acc.buf.amax_bits;
   auto run = [&](auto ov_tag) {
     constexpr Overflow O = decltype(ov_tag)::value;
-    if (so.enabled) {
+    if (so.enabled && !codes && !codes_t && !dequant && O == Overflow::Saturate) {
+      if (x.f32) {
+        segment_stats_only_loop<F>(x.f32 + base + c0, err_tmp, sq_tmp, n, scale, scale_inv, counts);
+      } else {
+        segment_stats_only_loop<F>(x.bf16 + base + c0, err_tmp, sq_tmp, n, scale, scale_inv, counts);
+      }
+    } else if (so.enabled) {
       if (x.f32) {
         segment_stats_loop<F, O>(x.f32 + base + c0, row_codes, err_tmp, sq_tmp, n, scale, scale_inv,
                                  lut, counts);
@@ -268,11 +339,9 @@ AmaxResult compute_amax(const TensorRef& x, const GroupLayout& layout, int threa
       const int64_t grow = (r / layout.block_rows) * layout.group_cols;
       for (int64_t c0 = 0; c0 < x.cols; c0 += layout.block_cols) {
         const int64_t c1 = std::min(x.cols, c0 + layout.block_cols);
-        uint32_t m = 0;
-        for (int64_t c = c0; c < c1; ++c) {
-          const uint32_t a = float_bits(load(x, r * x.cols + c)) & 0x7FFFFFFFu;
-          m = (a < 0x7F800000u && a > m) ? a : m;  // finite values only
-        }
+        const int64_t at = r * x.cols + c0;
+        const uint32_t m = x.f32 ? finite_amax_bits(x.f32 + at, c1 - c0)
+                                 : finite_amax_bits(x.bf16 + at, c1 - c0);
         uint32_t& g = mine[static_cast<size_t>(grow + c0 / layout.block_cols)];
         g = std::max(g, m);
       }
@@ -291,40 +360,76 @@ AmaxResult compute_amax(const TensorRef& x, const GroupLayout& layout, int threa
   return res;
 }
 
+namespace {
+
+struct SummaryPart {
+  int64_t finite = 0;
+  double sum = 0, sq = 0;
+  float mn = INFINITY, mx = -INFINITY;
+  uint32_t amax = 0, min_nz = 0x7F800000u;  // |x| as fp32 bits: ordered like the values
+  std::vector<uint64_t> hist = std::vector<uint64_t>(kHistBins, 0);
+};
+
+// Four interleaved lanes, each with its own sums, extremes and histogram, and no
+// branches: a single running sum would wait on its own add latency at every element.
+template <class In>
+void summarize_span(const In* __restrict__ in, int64_t n, SummaryPart& p) {
+  constexpr int L = 4;
+  int64_t finite[L] = {};
+  double sum[L] = {}, sq[L] = {};
+  float mn[L], mx[L];
+  uint32_t amax[L] = {}, min_nz[L];
+  uint32_t hist[L][kHistBins] = {};
+  for (int l = 0; l < L; ++l) {
+    mn[l] = INFINITY;
+    mx[l] = -INFINITY;
+    min_nz[l] = 0x7F800000u;
+  }
+  auto one = [&](int l, float v) {
+    const uint32_t bits = float_bits(v), a = bits & 0x7FFFFFFFu;
+    const uint32_t fin = a < 0x7F800000u;
+    const float vf = bits_float(fin ? bits : 0u);
+    finite[l] += fin;
+    sum[l] += vf;
+    sq[l] += static_cast<double>(vf) * vf;
+    mn[l] = std::min(mn[l], fin ? v : INFINITY);
+    mx[l] = std::max(mx[l], fin ? v : -INFINITY);
+    amax[l] = std::max(amax[l], a & (0u - fin));
+    min_nz[l] = std::min(min_nz[l], (fin && a != 0) ? a : 0x7F800000u);
+    // floor(log2 |v|) is the unbiased exponent; subnormals lie below every bin.
+    const int e = std::clamp(static_cast<int>(a >> 23) - 127 - kHistMinExp, 0, kHistExpBins - 1);
+    ++hist[l][!fin ? kHistNonfiniteBin : (a == 0 ? kHistZeroBin : e)];
+  };
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    for (int l = 0; l < L; ++l) one(l, widen(in[i + l]));
+  }
+  for (; i < n; ++i) one(0, widen(in[i]));
+  for (int l = 0; l < L; ++l) {
+    p.finite += finite[l];
+    p.sum += sum[l];
+    p.sq += sq[l];
+    p.mn = std::min(p.mn, mn[l]);
+    p.mx = std::max(p.mx, mx[l]);
+    p.amax = std::max(p.amax, amax[l]);
+    p.min_nz = std::min(p.min_nz, min_nz[l]);
+    for (int b = 0; b < kHistBins; ++b) p.hist[static_cast<size_t>(b)] += hist[l][b];
+  }
+}
+
+}  // namespace
+
 ValueSummary summarize_values(const TensorRef& x, int threads) {
   check_input(x);
-  struct Part {
-    int64_t finite = 0;
-    double sum = 0, sq = 0;
-    float mn = INFINITY, mx = -INFINITY;
-    uint32_t amax = 0, min_nz = 0x7F800000u;  // |x| as fp32 bits: ordered like the values
-    std::vector<uint64_t> hist = std::vector<uint64_t>(kHistBins, 0);
-  };
+  using Part = SummaryPart;
   std::vector<Part> parts(static_cast<size_t>(thread_count(threads)) * 4 + 1);
   int64_t chunks = 1;
   for_row_chunks(x.rows, x.cols, threads, chunks, [&](int64_t chunk, int64_t r0, int64_t r1) {
     Part& p = parts[static_cast<size_t>(chunk)];
-    for (int64_t i = r0 * x.cols, end = r1 * x.cols; i < end; ++i) {
-      const float v = load(x, i);
-      const uint32_t a = float_bits(v) & 0x7FFFFFFFu;
-      if (a >= 0x7F800000u) {
-        p.hist[kHistNonfiniteBin]++;
-        continue;
-      }
-      ++p.finite;
-      p.sum += v;
-      p.sq += static_cast<double>(v) * v;
-      p.mn = std::min(p.mn, v);
-      p.mx = std::max(p.mx, v);
-      p.amax = std::max(p.amax, a);
-      if (a == 0) {
-        p.hist[kHistZeroBin]++;
-        continue;
-      }
-      p.min_nz = std::min(p.min_nz, a);
-      // floor(log2 |v|) is the unbiased exponent; subnormals lie below every bin.
-      const int e = static_cast<int>(a >> 23) - 127;
-      p.hist[static_cast<size_t>(std::clamp(e - kHistMinExp, 0, kHistExpBins - 1))]++;
+    if (x.f32) {
+      summarize_span(x.f32 + r0 * x.cols, (r1 - r0) * x.cols, p);
+    } else {
+      summarize_span(x.bf16 + r0 * x.cols, (r1 - r0) * x.cols, p);
     }
   });
   ValueSummary s;

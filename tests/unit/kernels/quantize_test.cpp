@@ -150,6 +150,21 @@ void expect_close(double a, double b, const char* what) {
   EXPECT_NEAR(a, b, 1e-9 * std::max(std::fabs(a), std::fabs(b)) + 1e-300) << what;
 }
 
+void expect_same_stats(const TensorStats& a, const TensorStats& b) {
+  EXPECT_EQ(a.raw.numel, b.raw.numel);
+  EXPECT_EQ(a.raw.zeros, b.raw.zeros);
+  EXPECT_EQ(a.raw.nonfinite, b.raw.nonfinite);
+  EXPECT_EQ(a.raw.underflow, b.raw.underflow);
+  EXPECT_EQ(a.raw.subnormal, b.raw.subnormal);
+  EXPECT_EQ(a.raw.saturated, b.raw.saturated);
+  EXPECT_EQ(a.raw.amax_bits, b.raw.amax_bits);
+  EXPECT_EQ(a.raw.sq_err, b.raw.sq_err);
+  EXPECT_EQ(a.raw.sq_sum, b.raw.sq_sum);
+  for (int i = 0; i < kHistBins; ++i) EXPECT_EQ(a.raw.hist[i], b.raw.hist[i]) << "bin " << i;
+  EXPECT_EQ(a.map_sq_err, b.map_sq_err);
+  EXPECT_EQ(a.map_sq_sum, b.map_sq_sum);
+}
+
 struct RecipeCase {
   QuantRecipe recipe;
   int64_t rows, cols;
@@ -183,6 +198,10 @@ TEST_P(QuantizeAgainstReference, CodesScalesAndEveryStatistic) {
     expect_close(cq.result.stats.map_sq_err[i], ref.map_err[i], "map err");
     expect_close(cq.result.stats.map_sq_sum[i], ref.map_sum[i], "map sum");
   }
+  // Without codes (the analysis' statistics-only loop): the same statistics, bit for bit.
+  const auto so =
+      quantize_current(TensorRef::of(x.data(), rows, cols), recipe, {}, {}, nullptr, 2);
+  expect_same_stats(so.result.stats, cq.result.stats);
   // Dequantize gives scale_inv * decode(code), element by element.
   std::vector<float> back(x.size());
   dequantize(codes.data(), recipe, cq.scales, back.data());
@@ -333,6 +352,34 @@ TEST(Quantize, Bf16InputEqualsWidenedFp32) {
   EXPECT_EQ(a, b);
   EXPECT_EQ(qa.result.stats.raw.underflow, qb.result.stats.raw.underflow);
   EXPECT_EQ(qa.result.stats.raw.sq_err, qb.result.stats.raw.sq_err);
+}
+
+TEST(Quantize, StatisticsWithoutCodesEqualThoseWithCodesForEveryBf16Value) {
+  // Every bf16 bit pattern (NaN, Inf, subnormals, zeros of both signs) once per row of a
+  // 256 x 256 tensor, with per-row scales from 2^-30 to 2^30 (and between powers of two):
+  // the computed-value loop and the table loop must count and sum the same, per format.
+  std::vector<uint16_t> x(65536);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint16_t>(i * 40503u);  // a permutation
+  for (Format f : {Format::E4M3FN, Format::E5M2, Format::E4M3FNUZ, Format::E5M2FNUZ,
+                   Format::E2M1FN, Format::E3M2FN, Format::E2M3FN}) {
+    SCOPED_TRACE(format_info(f).name);
+    QuantRecipe r = R(ScalingKind::Rowwise, f);
+    ScaleSet sc;
+    sc.layout = make_layout(r, 256, 256);
+    for (int row = 0; row < 256; ++row) {
+      const float s = std::ldexp(1.0f + static_cast<float>(row % 7) / 7.0f, row % 61 - 30);
+      sc.scale.push_back(s);
+      sc.scale_inv.push_back(1.0f / s);
+    }
+    std::vector<uint8_t> codes(x.size());
+    const TensorRef t = TensorRef::of(x.data(), 256, 256);
+    const auto with = quantize(t, r, sc, {codes.data()});
+    const auto without = quantize(t, r, sc, {});
+    expect_same_stats(without.stats, with.stats);
+    EXPECT_GT(with.stats.raw.subnormal, 0u);
+    EXPECT_GT(with.stats.raw.saturated, 0u);
+    EXPECT_GT(with.stats.raw.underflow, 0u);
+  }
 }
 
 TEST(Quantize, ThreadCountDoesNotChangeResults) {
