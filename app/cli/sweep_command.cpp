@@ -124,17 +124,21 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
     j["best"] = best ? nlohmann::json(label(*best)) : nlohmann::json();
     out << j.dump(2) << "\n";
   } else {
+    // A figure a run did not record (no reference run: no loss gap) reads "-", not nan.
+    auto fixed = [](double v, int digits) {
+      return std::isfinite(v) ? fmt::format("{:.{}f}", v, digits) : std::string("-");
+    };
     out << fmt::format("{:<34} {:>5} {:>11} {:>11} {:>11} {:>11} {:>9}\n", "grid point", "runs",
                        "final loss", "loss gap", "saturated%", "underflow%", "diverged");
     for (const auto& p : points) {
-      out << fmt::format("{:<34} {:>5} {:>11.5f} {:>11.5f} {:>11.4f} {:>11.4f} {:>9}\n",
-                         label(p).substr(0, 34), p.runs, p.final_loss, p.loss_gap,
-                         p.saturated_pct, p.underflow_pct, p.diverged);
+      out << fmt::format("{:<34} {:>5} {:>11} {:>11} {:>11} {:>11} {:>9}\n", label(p).substr(0, 34),
+                         p.runs, fixed(p.final_loss, 5), fixed(p.loss_gap, 5),
+                         fixed(p.saturated_pct, 4), fixed(p.underflow_pct, 4), p.diverged);
     }
     if (best) {
-      out << fmt::format("best: {} (final loss {:.5f}, gap {:.5f}, saturated {:.4f}%, underflow {:.4f}%)\n",
-                         label(*best), best->final_loss, best->loss_gap, best->saturated_pct,
-                         best->underflow_pct);
+      out << fmt::format("best: {} (final loss {}, gap {}, saturated {}%, underflow {}%)\n",
+                         label(*best), fixed(best->final_loss, 5), fixed(best->loss_gap, 5),
+                         fixed(best->saturated_pct, 4), fixed(best->underflow_pct, 4));
     }
     out << fmt::format("sweep {} {} in {}\n", runner->sweepId(), sweep->status, store->path());
   }

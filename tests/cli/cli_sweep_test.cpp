@@ -1,0 +1,56 @@
+// fp8wb sweep, in-process: a 2 x 2 grid of tiny MLP runs gives a table with one row per
+// grid point, "-" where no reference run gives a loss gap, the best setting, and child
+// runs in the database; --json has every point; a bad grid names its problem.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_run.h"
+#include "temp_dir.h"
+
+namespace {
+
+using fp8wb::test::run;
+
+TEST(CliSweep, TableJsonAndBadGrids) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fp8wb-cli-sweep-" + std::to_string(getpid()));
+  fp8wb::test::remove_tree(dir.string());
+  std::filesystem::create_directories(dir);
+  const std::string db = (dir / "runs.sqlite").string();
+  const std::vector<std::string> base = {"sweep", "--db", db, "--set", "model=mlp", "--set", "steps=6",
+                                         "--set", "reference=false", "--grid", "margin=0,2",
+                                         "--grid", "window=1,4", "-q"};
+  auto args = base;
+  args.insert(args.end(), {"--name", "table"});
+  auto r = run(args);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  for (const char* point : {"margin=0 window=1", "margin=0 window=4", "margin=2 window=1", "margin=2 window=4"})
+    EXPECT_NE(r.out.find(point), std::string::npos) << point << "\n" << r.out;
+  EXPECT_EQ(r.out.find("nan"), std::string::npos) << r.out;  // no reference: "-", not nan
+  EXPECT_NE(r.out.find("best: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("finished"), std::string::npos) << r.out;
+
+  args = base;
+  args.insert(args.end(), {"--name", "json", "--json"});
+  r = run(args);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["points"].size(), 4u);
+  for (const auto& p : j["points"]) {
+    EXPECT_EQ(p["runs"], 1);
+    EXPECT_TRUE(p["loss_gap"].is_null());
+    EXPECT_TRUE(p["final_loss"].is_number());
+  }
+  r = run({"runs", "list", "--db", db});
+  EXPECT_NE(r.out.find("json: margin=2 windo"), std::string::npos) << r.out;
+
+  r = run({"sweep", "--db", db, "--grid", "margin=0,banana", "-q"});
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.err.find("margin"), std::string::npos) << r.err;
+  fp8wb::test::remove_tree(dir.string());
+}
+
+}  // namespace
