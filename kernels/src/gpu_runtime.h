@@ -1,5 +1,6 @@
 // defines: the CUDA runtime names used by the kernels, mapped to HIP when compiled as HIP,
-// and FP8WB_GPU_CHECK, which turns a failed call into fp8wb::GpuError.
+// FP8WB_GPU_CHECK, which turns a failed call into fp8wb::GpuError, and DeviceArray, a
+// device allocation freed with its scope.
 #pragma once
 
 #if defined(FP8WB_HIP)
@@ -10,6 +11,8 @@
 #define cudaGetLastError hipGetLastError
 #define cudaGetDeviceCount hipGetDeviceCount
 #define cudaStream_t hipStream_t
+#define cudaMalloc hipMalloc
+#define cudaFree hipFree
 #else
 #include <cuda_runtime.h>
 #endif
@@ -25,3 +28,21 @@
       throw ::fp8wb::GpuError(std::string(#call) + " failed: " + cudaGetErrorString(fp8wb_err_)); \
     }                                                                                             \
   } while (0)
+
+namespace fp8wb {
+
+// n elements of device memory (none for n == 0), freed at the end of the scope.
+template <class T>
+struct DeviceArray {
+  T* p = nullptr;
+  explicit DeviceArray(size_t n) {
+    if (n) FP8WB_GPU_CHECK(cudaMalloc(&p, n * sizeof(T)));
+  }
+  ~DeviceArray() {
+    if (p) cudaFree(p);
+  }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+};
+
+}  // namespace fp8wb
