@@ -17,14 +17,20 @@ BUILD=${BUILD:-build-gpu}
 log() { echo "== $*"; }
 
 TORCH_PREFIX=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
-extra=()
-if [ -f .deps/sqlite/usr/include/sqlite3.h ] && [ ! -f /usr/include/sqlite3.h ]; then
-  lib=$(ls /usr/lib/x86_64-linux-gnu/libsqlite3.so* 2>/dev/null | head -1)
-  extra+=(-DSQLite3_INCLUDE_DIR=$PWD/.deps/sqlite/usr/include -DSQLite3_LIBRARY=$lib)
+source tests/gpu/qt_env.sh  # Debian's Qt 6 from .deps/qt-debs, where the image has none
+extra=("${QT_CMAKE_ARGS[@]}")
+[ ${#QT_CMAKE_ARGS[@]} -gt 0 ] || extra+=(-DFP8WB_GUI=OFF)
+sqlite_inc=""
+for d in .deps/qt-root/usr/include .deps/sqlite/usr/include; do
+  [ -f "$d/sqlite3.h" ] && [ ! -f /usr/include/sqlite3.h ] && sqlite_inc=$PWD/$d && break
+done
+if [ -n "$sqlite_inc" ]; then
+  lib=$(ls /usr/lib/x86_64-linux-gnu/libsqlite3.so.0* 2>/dev/null | head -1)
+  extra+=(-DSQLite3_INCLUDE_DIR=$sqlite_inc -DSQLite3_LIBRARY=$lib)
 fi
 log "configure (LibTorch from $TORCH_PREFIX)"
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFP8WB_GUI=OFF -DFP8WB_CUDA=ON \
-  -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" "${extra[@]}" >"$OUT/build.log" 2>&1 \
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFP8WB_CUDA=ON \
+  -DCMAKE_PREFIX_PATH="$TORCH_PREFIX${QT_PREFIX:+;$QT_PREFIX}" "${extra[@]}" >"$OUT/build.log" 2>&1 \
   || { tail -40 "$OUT/build.log"; exit 1; }
 grep -E 'fp8wb:' "$OUT/build.log"
 if [ -z "${QUICK:-}" ]; then
@@ -40,7 +46,7 @@ ninja -C "$BUILD" >>"$OUT/build.log" 2>&1 || { grep -E 'error|Error' -A3 "$OUT/b
 echo "built in $(( $(date +%s) - start )) s"
 
 log "tests"
-ctest --test-dir "$BUILD" -j 8 --output-on-failure >"$OUT/ctest.log" 2>&1
+QT_QPA_PLATFORM=offscreen ctest --test-dir "$BUILD" -j 8 --output-on-failure >"$OUT/ctest.log" 2>&1
 ctest_rc=$?
 tail -5 "$OUT/ctest.log"
 gpu_skipped=$(grep -cE '^\s+[0-9]+ - .*\(Skipped\)' "$OUT/ctest.log" || true)  # ctest's closing list
