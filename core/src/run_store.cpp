@@ -4,20 +4,22 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <csignal>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <deque>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 namespace fp8wb {
 
@@ -169,9 +171,6 @@ int user_version(const Db& db) {
   return s.step() ? static_cast<int>(s.i(0)) : 0;
 }
 
-const char* kSeriesNames[] = {"loss",     "ref_loss",     "loss_gap", "grad_norm",
-                              "lr",       "tokens_per_s", "step_ms"};
-
 // A histogram as stored: the first nonzero bin (one byte), then the counts up to the
 // last nonzero bin as LEB128 varints (most bins of a tensor are empty, most counts small).
 std::vector<uint8_t> pack_histogram(const uint64_t (&hist)[kHistBins]) {
@@ -225,7 +224,17 @@ std::vector<int64_t> parse_shape(const std::string& s) {
   return v;
 }
 
+const char kInterruptedMessage[] = "the process writing this run ended without finishing it";
+
 }  // namespace
+
+// Whether the process that writes a run is still there: on this host, when its pid
+// exists; a run from another host (a database on a shared or copied file) is taken as
+// alive where `other_hosts_alive`, since nothing here can tell.
+static bool writer_alive(const std::string& host, int64_t pid, bool other_hosts_alive) {
+  if (host != host_name()) return other_hosts_alive && !host.empty();
+  return pid > 0 && (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
 
 struct RunStore::Impl {
   std::string path;
@@ -300,12 +309,12 @@ struct RunStore::Impl {
     if (!b.steps.empty()) {
       Stmt ins(*writer, "INSERT OR REPLACE INTO scalars(series_id, step, value) VALUES(?, ?, ?)");
       for (const StepMetrics& m : b.steps) {
-        const double v[] = {m.loss, m.ref_loss, m.loss_gap, m.grad_norm,
-                            m.lr,   m.tokens_per_s, m.step_ms};
-        for (size_t k = 0; k < 7; ++k) {
-          ins.bind(1, series_id(b.run_id, kSeriesNames[k])).bind(2, m.step);
+        for (const StepSeries& k : kStepSeries) {
+          const double v = m.*k.field;
+          if (std::isnan(v) && k.only_where_measured) continue;
+          ins.bind(1, series_id(b.run_id, k.name)).bind(2, m.step);
           // NaN is stored as NULL (SQLite has no NaN) and read back as NaN.
-          if (v[k] == v[k]) ins.bind(3, v[k]);
+          if (!std::isnan(v)) ins.bind(3, v);
           ins.run();
         }
       }
@@ -404,21 +413,134 @@ void migrate(const Db& db, const std::string& path) {
 // Runs whose writing process is gone: on this host when its pid no longer exists, and
 // always when the file was written on another host (a copied database).
 void mark_interrupted(const Db& db) {
-  const std::string host = host_name();
   Stmt q(db, "SELECT id, owner_host, owner_pid FROM runs WHERE status IN ('running', 'paused')");
   std::vector<int64_t> gone;
   while (q.step()) {
-    const auto pid = static_cast<pid_t>(q.i(2));
-    const bool alive = q.s(1) == host && pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
-    if (!alive) gone.push_back(q.i(0));
+    if (!writer_alive(q.s(1), q.i(2), false)) gone.push_back(q.i(0));
   }
   Stmt u(db,
          "UPDATE runs SET status = 'interrupted', ended_at = ?, "
-         "message = 'the process writing this run ended without finishing it' WHERE id = ?");
-  for (int64_t id : gone) u.bind(1, now_utc()).bind(2, id).run();
+         "message = ? WHERE id = ?");
+  for (int64_t id : gone)
+    u.bind(1, now_utc()).bind(2, std::string(kInterruptedMessage)).bind(3, id).run();
 }
 
 }  // namespace
+
+static void read_new_in(const Db& db, int64_t run_id, RunCursor& cursor, MetricBatch& b) {
+  // Scalars: the step series and the per-layer SQNR series ("sqnr/<layer>/<gemm>").
+  std::map<int64_t, StepMetrics> steps;
+  std::map<std::pair<int64_t, std::string>, SqnrMetrics> sqnr;
+  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  {
+    Stmt q(db,
+           "SELECT s.name, c.step, c.value FROM scalars c JOIN series s ON c.series_id = s.id "
+           "WHERE s.run_id = ? AND c.step > ? ORDER BY c.step");
+    q.bind(1, run_id).bind(2, cursor.scalar_step);
+    int64_t last = cursor.scalar_step;
+    while (q.step()) {
+      const std::string name = q.s(0);
+      const int64_t step = q.i(1);
+      const double v = q.null(2) ? nan : q.d(2);
+      last = std::max(last, step);
+      if (name.rfind("sqnr/", 0) == 0) {
+        const size_t slash = name.rfind('/');
+        if (slash <= 5) continue;
+        const std::string layer = name.substr(5, slash - 5), gemm = name.substr(slash + 1);
+        auto it = sqnr.find({step, layer});
+        if (it == sqnr.end())
+          it = sqnr.emplace(std::make_pair(step, layer), SqnrMetrics{step, layer, nan, nan, nan})
+                   .first;
+        if (gemm == "fprop") it->second.fprop_db = v;
+        if (gemm == "dgrad") it->second.dgrad_db = v;
+        if (gemm == "wgrad") it->second.wgrad_db = v;
+        continue;
+      }
+      for (const StepSeries& k : kStepSeries) {
+        if (name != k.name) continue;
+        auto it = steps.find(step);
+        if (it == steps.end()) {
+          StepMetrics m;
+          m.step = step;
+          for (const StepSeries& f : kStepSeries) m.*f.field = nan;
+          it = steps.emplace(step, m).first;
+        }
+        it->second.*k.field = v;
+      }
+    }
+    cursor.scalar_step = last;
+  }
+  for (auto& [step, m] : steps) b.steps.push_back(m);
+  for (auto& [key, m] : sqnr) b.sqnr.push_back(std::move(m));
+
+  // Tensor statistics, with the maps and amax windows of the same steps.
+  {
+    Stmt q(db,
+           "SELECT step, layer, role, amax, scale, numel, zeros, underflow, saturated, "
+           "nonfinite, subnormal, sq_err, sq_sum, histogram FROM tensor_stats "
+           "WHERE run_id = ? AND step > ? ORDER BY step, layer, role");
+    q.bind(1, run_id).bind(2, cursor.tensor_step);
+    std::map<std::tuple<int64_t, std::string, std::string>, size_t> index;
+    int64_t last = cursor.tensor_step;
+    while (q.step()) {
+      TensorMetrics t;
+      t.step = q.i(0);
+      t.layer = q.s(1);
+      t.role = q.s(2);
+      t.amax = static_cast<float>(q.d(3));
+      t.scale = static_cast<float>(q.d(4));
+      StatsBuffer& r = t.raw;
+      r.numel = static_cast<uint64_t>(q.i(5));
+      r.zeros = static_cast<uint64_t>(q.i(6));
+      r.underflow = static_cast<uint64_t>(q.i(7));
+      r.saturated = static_cast<uint64_t>(q.i(8));
+      r.nonfinite = static_cast<uint64_t>(q.i(9));
+      r.subnormal = static_cast<uint64_t>(q.i(10));
+      r.sq_err = q.d(11);
+      r.sq_sum = q.d(12);
+      const std::vector<uint64_t> h = unpack_histogram(q.blob(13));
+      for (size_t i = 0; i < h.size() && i < static_cast<size_t>(kHistBins); ++i) r.hist[i] = h[i];
+      last = std::max(last, t.step);
+      index[{t.step, t.layer, t.role}] = b.tensors.size();
+      b.tensors.push_back(std::move(t));
+    }
+    if (!b.tensors.empty()) {
+      Stmt m(db,
+             "SELECT step, layer, role, kind, shape, data FROM blobs WHERE run_id = ? "
+             "AND step > ? AND step <= ?");
+      m.bind(1, run_id).bind(2, cursor.tensor_step).bind(3, last);
+      while (m.step()) {
+        const auto it = index.find({m.i(0), m.s(1), m.s(2)});
+        if (it == index.end()) continue;
+        TensorMetrics& t = b.tensors[it->second];
+        const std::string kind = m.s(3);
+        const std::vector<int64_t> shape = parse_shape(m.s(4));
+        const std::vector<uint8_t> data = m.blob(5);
+        std::vector<float> values(data.size() / sizeof(float));
+        std::memcpy(values.data(), data.data(), values.size() * sizeof(float));
+        if (kind == "error_map" && shape.size() == 2 && shape[0] >= 0 && shape[1] >= 0 &&
+            static_cast<uint64_t>(shape[0]) * static_cast<uint64_t>(shape[1]) == values.size()) {
+          t.map_grid.rows = shape[0];
+          t.map_grid.cols = shape[1];
+          t.map_rel_error = std::move(values);
+        } else if (kind == "amax_history") {
+          t.amax_history = std::move(values);
+        }
+      }
+    }
+    cursor.tensor_step = last;
+  }
+
+  {
+    Stmt q(db,
+           "SELECT id, step, kind, message FROM events WHERE run_id = ? AND id > ? ORDER BY id");
+    q.bind(1, run_id).bind(2, cursor.event_id);
+    while (q.step()) {
+      cursor.event_id = q.i(0);
+      b.events.push_back({q.i(1), q.s(2), q.s(3)});
+    }
+  }
+}
 
 RunStore::RunStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -608,12 +730,21 @@ std::vector<RunInfo> RunStore::runs() const {
            "SELECT r.id, r.name, r.kind, r.status, r.config_json, r.device, r.started_at, "
            "IFNULL(r.ended_at, ''), r.message, IFNULL(r.parent_sweep, 0), "
            "IFNULL((SELECT MAX(c.step) FROM scalars c JOIN series s ON c.series_id = s.id "
-           "        WHERE s.run_id = r.id AND s.name = 'loss'), -1) "
+           "        WHERE s.run_id = r.id AND s.name = 'loss'), -1), "
+           "IFNULL(r.owner_host, ''), IFNULL(r.owner_pid, 0) "
            "FROM runs r ORDER BY r.id");
     std::vector<RunInfo> out;
     while (q.step()) {
-      out.push_back({q.i(0), q.s(1), q.s(2), q.s(3), q.s(4), q.s(5), q.s(6), q.s(7), q.s(8),
-                     q.i(9), q.i(10)});
+      RunInfo r{q.i(0), q.s(1), q.s(2), q.s(3), q.s(4), q.s(5),
+                q.s(6), q.s(7), q.s(8), q.i(9), q.i(10)};
+      if (r.status == "running" || r.status == "paused") {
+        r.live = writer_alive(q.s(11), q.i(12), true);
+        if (!r.live) {
+          r.status = "interrupted";
+          r.message = kInterruptedMessage;
+        }
+      }
+      out.push_back(std::move(r));
     }
     return out;
   });
@@ -700,6 +831,22 @@ std::vector<RunEvent> RunStore::events(int64_t run_id) const {
     std::vector<RunEvent> out;
     while (q.step()) out.push_back({q.i(0), q.s(1), q.s(2)});
     return out;
+  });
+}
+
+MetricBatch RunStore::read_new(int64_t run_id, RunCursor& cursor) const {
+  return impl_->read<MetricBatch>([&](const Db& db) {
+    MetricBatch b;
+    b.run_id = run_id;
+    db.exec("BEGIN");  // one snapshot for every table
+    try {
+      read_new_in(db, run_id, cursor, b);
+      db.exec("COMMIT");
+    } catch (...) {
+      sqlite3_exec(db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+    return b;
   });
 }
 

@@ -1,7 +1,6 @@
 #include "fp8wb/views/run_data.h"
 
 #include <cmath>
-#include <cstring>
 
 namespace fp8wb {
 
@@ -85,65 +84,21 @@ void RunData::append(const MetricBatch& b) {
   ++revision_;
 }
 
-void RunData::load(const RunStore& store, int64_t run_id) {
+void RunData::load(const RunStore& store, int64_t run_id, RunCursor* cursor) {
   const auto info = store.run(run_id);
   if (!info) throw StoreError("no run " + std::to_string(run_id) + " in " + store.path());
   setRun(run_id, info->name, info->config_json);
+  RunCursor fresh;
+  RunCursor& c = cursor ? *cursor : fresh;
+  c = RunCursor();
+  append(store.read_new(run_id, c));
   status_ = info->status;
   message_ = info->message;
-  // Scalars: the series by step.
-  const char* names[] = {"loss", "ref_loss", "loss_gap", "grad_norm", "lr", "tokens_per_s", "step_ms"};
-  std::map<int64_t, StepMetrics> by_step;
-  for (int k = 0; k < 7; ++k) {
-    for (const SeriesPoint& p : store.series(run_id, names[k])) {
-      StepMetrics& m = by_step[p.step];
-      m.step = p.step;
-      double* field[] = {&m.loss, &m.ref_loss, &m.loss_gap, &m.grad_norm,
-                         &m.lr,   &m.tokens_per_s, &m.step_ms};
-      *field[k] = p.value;
-    }
-  }
-  for (auto& [s, m] : by_step) steps_.push_back(m);
-  // Tensor statistics with their maps and amax windows.
-  std::map<std::tuple<std::string, std::string, int64_t>, const BlobRow*> maps, windows;
-  const auto map_rows = store.blobs(run_id, "error_map");
-  const auto window_rows = store.blobs(run_id, "amax_history");
-  for (const auto& b : map_rows) maps[{b.layer, b.role, b.step}] = &b;
-  for (const auto& b : window_rows) windows[{b.layer, b.role, b.step}] = &b;
-  for (const TensorStatRow& r : store.tensor_stats(run_id)) {
-    TensorMetrics t;
-    t.step = r.step;
-    t.layer = r.layer;
-    t.role = r.role;
-    t.amax = static_cast<float>(r.amax);
-    t.scale = static_cast<float>(r.scale);
-    t.raw.numel = static_cast<uint64_t>(r.numel);
-    t.raw.zeros = static_cast<uint64_t>(r.zeros);
-    t.raw.underflow = static_cast<uint64_t>(r.underflow);
-    t.raw.saturated = static_cast<uint64_t>(r.saturated);
-    t.raw.nonfinite = static_cast<uint64_t>(r.nonfinite);
-    t.raw.subnormal = static_cast<uint64_t>(r.subnormal);
-    t.raw.sq_err = r.sq_err;
-    t.raw.sq_sum = r.sq_sum;
-    for (size_t i = 0; i < r.histogram.size() && i < static_cast<size_t>(kHistBins); ++i)
-      t.raw.hist[i] = r.histogram[i];
-    if (const auto it = maps.find({r.layer, r.role, r.step}); it != maps.end()) {
-      const BlobRow& b = *it->second;
-      if (b.shape.size() == 2) {
-        t.map_grid.rows = b.shape[0];
-        t.map_grid.cols = b.shape[1];
-        t.map_rel_error.resize(b.data.size() / sizeof(float));
-        std::memcpy(t.map_rel_error.data(), b.data.data(), t.map_rel_error.size() * sizeof(float));
-      }
-    }
-    if (const auto it = windows.find({r.layer, r.role, r.step}); it != windows.end()) {
-      t.amax_history.resize(it->second->data.size() / sizeof(float));
-      std::memcpy(t.amax_history.data(), it->second->data.data(),
-                  t.amax_history.size() * sizeof(float));
-    }
-    series(t.layer, t.role).points.push_back(point_of(t));
-  }
-  events_ = store.events(run_id);
+}
+
+void RunData::setStatus(const std::string& status, const std::string& message) {
+  status_ = status;
+  message_ = message;
   ++revision_;
 }
 

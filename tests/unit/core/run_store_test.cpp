@@ -126,8 +126,9 @@ TEST_F(RunStoreTest, RunsLeftRunningBecomeInterrupted) {
     ASSERT_EQ(sqlite3_exec(db, "UPDATE runs SET owner_pid = 0", nullptr, nullptr, nullptr),
               SQLITE_OK);
     sqlite3_close(db);
-    // Still running for a store opened now by a live process? Its own run: yes.
-    EXPECT_EQ(s->runs()[0].status, "running");
+    // Readers see at once that nobody writes the run any more, before anything marks it.
+    EXPECT_EQ(s->runs()[0].status, "interrupted");
+    EXPECT_FALSE(s->runs()[0].live);
   }
   auto s = RunStore::open(path_);
   const auto runs = s->runs();
@@ -141,6 +142,7 @@ TEST_F(RunStoreTest, LiveRunsOfThisProcessStayRunning) {
   const int64_t id = a->create_run("live", "train", "{}", "cpu");
   auto b = RunStore::open(path_);  // a second connection, e.g. the GUI beside the CLI
   EXPECT_EQ(b->run(id)->status, "running");
+  EXPECT_TRUE(b->run(id)->live);
 }
 
 TEST_F(RunStoreTest, DeleteCascadesAndRenameWorks) {

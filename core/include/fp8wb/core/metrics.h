@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,6 +28,33 @@ struct StepMetrics {
   double lr = 0;
   double tokens_per_s = 0;
   double step_ms = 0;
+  // Peak memory so far, in bytes. On a GPU: the caching allocator's peak of allocated
+  // bytes while each model stepped, counting that model's parameters and optimizer state
+  // but not the other model's. On the CPU both are NaN and peak_rss is the process's peak
+  // resident set (every model, the data and the program itself).
+  double mem_fp8 = std::numeric_limits<double>::quiet_NaN();
+  double mem_ref = std::numeric_limits<double>::quiet_NaN();
+  double peak_rss = std::numeric_limits<double>::quiet_NaN();
+};
+
+// The stored series of StepMetrics, one row each: the run store's series names, what
+// the GUI reloads and what CSV export writes come from this one table.
+struct StepSeries {
+  const char* name;
+  double StepMetrics::*field;
+  bool only_where_measured;  // NaN takes no row (memory on another device, say)
+};
+inline constexpr StepSeries kStepSeries[] = {
+    {"loss", &StepMetrics::loss, false},
+    {"ref_loss", &StepMetrics::ref_loss, false},
+    {"loss_gap", &StepMetrics::loss_gap, false},
+    {"grad_norm", &StepMetrics::grad_norm, false},
+    {"lr", &StepMetrics::lr, false},
+    {"tokens_per_s", &StepMetrics::tokens_per_s, false},
+    {"step_ms", &StepMetrics::step_ms, false},
+    {"mem_fp8", &StepMetrics::mem_fp8, true},
+    {"mem_ref", &StepMetrics::mem_ref, true},
+    {"peak_rss", &StepMetrics::peak_rss, true},
 };
 
 // Every statistic of one quantization (a layer's role at a sampled step).

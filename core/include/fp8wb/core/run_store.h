@@ -25,6 +25,18 @@ struct RunInfo {
   std::string name, kind, status, config_json, device, started_at, ended_at, message;
   int64_t parent_sweep = 0;  // 0: none
   int64_t last_step = -1;    // the last step with scalars
+  // status is 'running' or 'paused' and the process writing the run is alive (on this
+  // host; a run written on another host counts as live while its status says so). A run
+  // whose writer died without ending it reads as 'interrupted', also where the database
+  // is open read-only and nothing can be marked.
+  bool live = false;
+};
+
+// Where a reader of a run has got to: read_new() returns only what was committed since.
+struct RunCursor {
+  int64_t scalar_step = -1;  // the last step read of the scalar series (losses, SQNR)
+  int64_t tensor_step = -1;  // the last step read of the tensor statistics
+  int64_t event_id = 0;      // the last event read
 };
 
 struct SweepInfo {
@@ -95,7 +107,12 @@ class RunStore {
                                           const std::string& role = {}) const;
   std::vector<BlobRow> blobs(int64_t run_id, const std::string& kind = {}) const;
   std::vector<RunEvent> events(int64_t run_id) const;
-    std::vector<SweepInfo> sweeps() const;
+  // Everything of a run committed since `cursor` (from its start with a new cursor), as
+  // the batches its trainer published: step scalars, tensor statistics with their maps
+  // and amax windows, SQNR, events. Reads one snapshot; advances the cursor. Another
+  // process may be writing the run meanwhile (WAL): this is how a run is followed live.
+  MetricBatch read_new(int64_t run_id, RunCursor& cursor) const;
+  std::vector<SweepInfo> sweeps() const;
   std::optional<SweepInfo> sweep(int64_t id) const;
   std::string integrity_check() const;  // "ok" when the file is sound
   int schema_version() const;

@@ -37,8 +37,11 @@ class RunData {
   void clear();
   void setRun(int64_t id, const std::string& name, const std::string& config_json);
   void append(const MetricBatch& b);
-  // Reads a stored run whole. Throws StoreError.
-  void load(const RunStore& store, int64_t run_id);
+  // Reads a stored run whole (`cursor`, where given, is left where a follower of the run
+  // goes on from). Throws StoreError.
+  void load(const RunStore& store, int64_t run_id, RunCursor* cursor = nullptr);
+  // A run followed live from another process: what it now says of itself.
+  void setStatus(const std::string& status, const std::string& message);
 
   int64_t runId() const { return run_id_; }
   const std::string& name() const { return name_; }

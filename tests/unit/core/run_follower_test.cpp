@@ -1,0 +1,232 @@
+// Following a run that another connection (or process) writes: read_new() returns what
+// was committed since the cursor and nothing twice, reads back every field as written,
+// RunFollower publishes it as batches and ends with the run's status, and a run whose
+// writer died reads as interrupted (not running) even where nothing can be marked.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "temp_dir.h"
+
+#include "fp8wb/core/run_follower.h"
+#include "fp8wb/core/run_store.h"
+
+namespace fp8wb {
+namespace {
+
+class FollowTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("fp8wb-follow-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fp8wb::test::remove_tree(dir_.string());
+    std::filesystem::create_directories(dir_);
+    path_ = (dir_ / "runs.sqlite").string();
+  }
+  void TearDown() override { fp8wb::test::remove_tree(dir_.string()); }
+  std::filesystem::path dir_;
+  std::string path_;
+};
+
+MetricBatch step_batch(int64_t run, int64_t step, bool tensors) {
+  MetricBatch b;
+  b.run_id = run;
+  StepMetrics m;
+  m.step = step;
+  m.loss = 4.0 - 0.01 * static_cast<double>(step);
+  m.ref_loss = m.loss - 0.001;
+  m.loss_gap = 0.001;
+  m.grad_norm = 0.25;
+  m.lr = 1e-3;
+  m.tokens_per_s = 5000;
+  m.step_ms = 3;
+  m.mem_fp8 = 1e6 + static_cast<double>(step);  // mem_ref stays NaN: not measured
+  b.steps.push_back(m);
+  if (tensors) {
+    TensorMetrics t;
+    t.step = step;
+    t.layer = "blocks.0.fc1";
+    t.role = "weight";
+    t.amax = 0.5f + static_cast<float>(step);
+    t.scale = 448.0f / t.amax;
+    t.raw.numel = 4096;
+    t.raw.underflow = static_cast<uint64_t>(step) + 1;
+    t.raw.hist[40] = 11;
+    t.map_grid.rows = 1;
+    t.map_grid.cols = 2;
+    t.map_rel_error = {0.25f, 0.5f};
+    t.amax_history = {t.amax, 0.5f};
+    b.tensors.push_back(t);
+    b.sqnr.push_back({step, "blocks.0.fc1", 31.0, 22.0, std::nan("")});
+  }
+  b.events.push_back({step, "notice", "step " + std::to_string(step)});
+  return b;
+}
+
+TEST_F(FollowTest, ReadNewReturnsEachCommitOnceWithEveryField) {
+  auto w = RunStore::open(path_);
+  const int64_t id = w->create_run("followed", "train", "{}", "cpu");
+  auto r = RunStore::open_read_only(path_);
+  RunCursor c;
+  for (int64_t step = 0; step < 6; ++step) w->write(step_batch(id, step, step % 2 == 0));
+  w->flush();
+  MetricBatch b = r->read_new(id, c);
+  ASSERT_EQ(b.steps.size(), 6u);
+  ASSERT_EQ(b.tensors.size(), 3u);
+  ASSERT_EQ(b.sqnr.size(), 3u);
+  ASSERT_EQ(b.events.size(), 6u);
+  EXPECT_EQ(b.steps[5].step, 5);
+  EXPECT_DOUBLE_EQ(b.steps[5].loss, 4.0 - 0.05);
+  EXPECT_DOUBLE_EQ(b.steps[5].mem_fp8, 1e6 + 5);
+  EXPECT_TRUE(std::isnan(b.steps[5].mem_ref));
+  EXPECT_TRUE(std::isnan(b.steps[5].peak_rss));
+  const TensorMetrics& t = b.tensors[2];
+  EXPECT_EQ(t.step, 4);
+  EXPECT_EQ(t.role, "weight");
+  EXPECT_FLOAT_EQ(t.amax, 4.5f);
+  EXPECT_EQ(t.raw.underflow, 5u);
+  EXPECT_EQ(t.raw.hist[40], 11u);
+  EXPECT_EQ(t.map_grid.cols, 2);
+  EXPECT_EQ(t.map_rel_error, (std::vector<float>{0.25f, 0.5f}));
+  EXPECT_EQ(t.amax_history, (std::vector<float>{4.5f, 0.5f}));
+  EXPECT_DOUBLE_EQ(b.sqnr[1].fprop_db, 31.0);
+  EXPECT_TRUE(std::isnan(b.sqnr[1].wgrad_db));
+  EXPECT_EQ(b.events[3].message, "step 3");
+
+  // Nothing new: nothing read again.
+  b = r->read_new(id, c);
+  EXPECT_TRUE(b.steps.empty() && b.tensors.empty() && b.events.empty() && b.sqnr.empty());
+  // New commits: only those.
+  for (int64_t step = 6; step < 9; ++step) w->write(step_batch(id, step, true));
+  w->flush();
+  b = r->read_new(id, c);
+  ASSERT_EQ(b.steps.size(), 3u);
+  EXPECT_EQ(b.steps.front().step, 6);
+  ASSERT_EQ(b.tensors.size(), 3u);
+  EXPECT_EQ(b.tensors.front().step, 6);
+  EXPECT_EQ(b.events.size(), 3u);
+}
+
+TEST_F(FollowTest, FollowerPublishesStepsAsTheyArriveAndTheEnd) {
+  auto w = RunStore::open(path_);
+  const int64_t id = w->create_run("followed", "train", "{}", "cpu");
+  struct Collect : MetricConsumer {
+    std::mutex m;
+    std::vector<int64_t> steps;
+    bool final = false;
+    RunStatus status = RunStatus::Running;
+    std::string message;
+    void consume(const MetricBatch& b) override {
+      const std::lock_guard<std::mutex> lock(m);
+      for (const auto& s : b.steps) steps.push_back(s.step);
+      if (b.final) {
+        final = true;
+        status = b.status;
+        message = b.message;
+      }
+    }
+    size_t count() {
+      const std::lock_guard<std::mutex> lock(m);
+      return steps.size();
+    }
+  };
+  auto got = std::make_shared<Collect>();
+  auto bus = std::make_shared<MetricBus>();
+  bus->add(got);
+  RunFollower f(path_, id, RunCursor{}, bus, std::chrono::milliseconds(10));
+  const auto deadline = [] { return std::chrono::steady_clock::now() + std::chrono::seconds(20); };
+  for (int64_t step = 0; step < 40; ++step) {
+    w->write(step_batch(id, step, step % 10 == 0));
+    w->flush();
+    if (step == 19) {  // the follower sees the first half while the run goes on
+      const auto until = deadline();
+      while (got->count() < 20 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      EXPECT_EQ(got->count(), 20u);
+      EXPECT_FALSE(f.ended());
+    }
+  }
+  MetricBatch end;
+  end.run_id = id;
+  end.final = true;
+  end.status = RunStatus::Diverged;
+  end.message = "loss blew up";
+  w->write(end);
+  w->flush();
+  const auto until = deadline();
+  while (!f.ended() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_TRUE(f.ended());
+  const std::lock_guard<std::mutex> lock(got->m);
+  ASSERT_EQ(got->steps.size(), 40u);  // each step once, in order
+  for (int64_t i = 0; i < 40; ++i) EXPECT_EQ(got->steps[static_cast<size_t>(i)], i);
+  EXPECT_TRUE(got->final);
+  EXPECT_EQ(got->status, RunStatus::Diverged);
+  EXPECT_EQ(got->message, "loss blew up");
+}
+
+// A writer in a child process, killed with SIGKILL: readers (also read-only ones, which
+// mark nothing) see the run as interrupted, and a follower ends with that.
+TEST_F(FollowTest, AKilledWriterReadsAsInterrupted) {
+  { RunStore::open(path_); }  // the schema, before the child writes
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(ready[0]);
+    auto w = RunStore::open(path_);
+    const int64_t id = w->create_run("doomed", "train", "{}", "cpu");
+    w->write(step_batch(id, 0, true));
+    w->flush();
+    const char c = 1;
+    if (write(ready[1], &c, 1) != 1) _exit(3);
+    for (;;) pause();
+  }
+  close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  close(ready[0]);
+  auto r = RunStore::open_read_only(path_);
+  auto runs = r->runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, "running");
+  EXPECT_TRUE(runs[0].live);
+
+  struct Final : MetricConsumer {
+    std::atomic<int> status{-1};
+    void consume(const MetricBatch& b) override {
+      if (b.final) status = static_cast<int>(b.status);
+    }
+  };
+  auto fin = std::make_shared<Final>();
+  auto bus = std::make_shared<MetricBus>();
+  bus->add(fin);
+  RunFollower f(path_, runs[0].id, RunCursor{}, bus, std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(f.ended());  // the writer lives: the run goes on
+
+  kill(child, SIGKILL);
+  int st = 0;
+  waitpid(child, &st, 0);
+  runs = r->runs();
+  EXPECT_EQ(runs[0].status, "interrupted");
+  EXPECT_FALSE(runs[0].live);
+  EXPECT_EQ(runs[0].last_step, 0);  // what was committed stays
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!f.ended() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(fin->status.load(), static_cast<int>(RunStatus::Interrupted));
+}
+
+}  // namespace
+}  // namespace fp8wb
