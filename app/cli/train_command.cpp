@@ -318,6 +318,21 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
       const double v = last_value(*store, r->id, s);
       if (std::isfinite(v)) out << fmt::format("{:<14}{:.6g}\n", s, v);
     }
+    const double mem_fp8 = last_value(*store, r->id, "mem_fp8");
+    const double mem_ref = last_value(*store, r->id, "mem_ref");
+    const double rss = last_value(*store, r->id, "peak_rss");
+    if (std::isfinite(mem_fp8)) {
+      out << fmt::format("peak memory   FP8 model {:.3f} GB", mem_fp8 / 1e9);
+      if (std::isfinite(mem_ref)) out << fmt::format(", reference {:.3f} GB", mem_ref / 1e9);
+      out << " (GPU: the allocator's peak while each model stepped, with its parameters and "
+             "optimizer state)\n";
+    }
+    if (std::isfinite(rss)) {
+      out << fmt::format(
+          "peak RSS      {:.3f} GB (the whole process: every model, the data, the "
+          "program)\n",
+          rss / 1e9);
+    }
     const auto ts = store->tensor_stats(r->id);
     out << "tensor statistics: " << ts.size() << " rows\n";
     out << "events:\n";

@@ -9,10 +9,16 @@
 #include <stdexcept>
 #include <thread>
 
+#include <sys/resource.h>
+
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/notices.h"
 #include "fp8wb/core/safetensors.h"
 #include "models.h"
+
+#if defined(FP8WB_TORCH_CUDA)
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
 
 namespace fp8wb {
 
@@ -98,6 +104,22 @@ struct Stepper {
     for (auto& g : opt->param_groups())
       static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
   }
+  // After the update: the gradients go, so that between steps a model holds only its
+  // parameters and optimizer state (what its memory figure counts besides the step's peak).
+  void drop_grads() {
+    for (auto& p : params) p.mutable_grad() = torch::Tensor();
+  }
+  int64_t persistent_bytes() const {
+    int64_t n = 0;
+    for (const auto& p : params) n += static_cast<int64_t>(p.nbytes());
+    for (const auto& kv : opt->state()) {
+      if (const auto* st = dynamic_cast<const torch::optim::AdamWParamState*>(kv.second.get())) {
+        for (const torch::Tensor& t : {st->exp_avg(), st->exp_avg_sq(), st->max_exp_avg_sq()})
+          if (t.defined()) n += static_cast<int64_t>(t.nbytes());
+      }
+    }
+    return n;
+  }
   // Forward and backward; returns (loss, gradient norm); the update is separate so that
   // a non-finite step can skip it.
   std::pair<double, double> forward_backward(const Batch& b, double clip) {
@@ -109,6 +131,47 @@ struct Stepper {
     return {loss.item<double>(), norm};
   }
 };
+
+// Peak memory of one model's steps on a GPU: the caching allocator's peak of allocated
+// bytes during the step, less what was allocated before it (the other model, the data),
+// plus the model's own parameters and optimizer state. NaN on the CPU, where only the
+// process's peak resident set can be told (peak_rss_bytes).
+class StepMemory {
+ public:
+  explicit StepMemory(const torch::Device& d) : device_(d) {}
+  void begin() {
+#if defined(FP8WB_TORCH_CUDA)
+    if (!device_.is_cuda()) return;
+    namespace alloc = c10::cuda::CUDACachingAllocator;
+    before_ = alloc::getDeviceStats(device_.index()).allocated_bytes[0].current;
+    alloc::resetPeakStats(device_.index());
+#endif
+  }
+  // After the step has synchronised: the largest figure so far.
+  double end(const Stepper& s) {
+#if defined(FP8WB_TORCH_CUDA)
+    if (!device_.is_cuda()) return NAN;
+    namespace alloc = c10::cuda::CUDACachingAllocator;
+    const int64_t peak = alloc::getDeviceStats(device_.index()).allocated_bytes[0].peak;
+    max_ = std::max(max_, static_cast<double>(peak - before_ + s.persistent_bytes()));
+    return max_;
+#else
+    (void)s;
+    return NAN;
+#endif
+  }
+
+ private:
+  torch::Device device_;
+  int64_t before_ = 0;
+  double max_ = 0;
+};
+
+double peak_rss_bytes() {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return NAN;
+  return static_cast<double>(u.ru_maxrss) * 1024.0;  // Linux reports KiB
+}
 
 void add_role(MetricBatch& b, int64_t step, const std::string& layer, const char* role,
               const RoleStats& r, LinearLayerImpl& l, int role_index) {
@@ -171,6 +234,7 @@ void Trainer::Impl::body() {
     publish(b);
   }
 
+  StepMemory fp8_memory(device), ref_memory(device);
   for (int64_t step = 0; step < cfg.steps; ++step) {
     if (!wait_if_paused(step)) {
       finish(RunStatus::Stopped, "stopped after " + std::to_string(step) + " steps");
@@ -179,6 +243,7 @@ void Trainer::Impl::body() {
     const double lr = lr_at(step);
     fp8.set_lr(lr);
     const Batch batch = data->next(device);
+    fp8_memory.begin();
     const auto t0 = std::chrono::steady_clock::now();
     const auto [loss, norm] = fp8.forward_backward(batch, cfg.grad_clip);
     MetricBatch b;
@@ -187,6 +252,8 @@ void Trainer::Impl::body() {
     if (device.is_cuda()) torch::cuda::synchronize();
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double fp8_mem = fp8_memory.end(fp8);
+    fp8.drop_grads();
 
     StepMetrics m;
     m.step = step;
@@ -196,13 +263,19 @@ void Trainer::Impl::body() {
     m.step_ms = ms;
     m.tokens_per_s = ms > 0 ? static_cast<double>(batch.tokens) / (ms / 1000.0) : 0;
     m.ref_loss = m.loss_gap = std::nan("");
+    m.mem_fp8 = fp8_mem;
     if (ref.model) {
       ref.set_lr(lr);
+      ref_memory.begin();
       const auto [rl, rn] = ref.forward_backward(batch, cfg.grad_clip);
       if (std::isfinite(rl) && std::isfinite(rn)) ref.opt->step();
+      if (device.is_cuda()) torch::cuda::synchronize();
+      m.mem_ref = ref_memory.end(ref);
+      ref.drop_grads();
       m.ref_loss = rl;
       m.loss_gap = loss - rl;
     }
+    m.peak_rss = peak_rss_bytes();
     if (step % cfg.log_interval == 0 || step + 1 == cfg.steps || !finite) b.steps.push_back(m);
     for (auto& [name, l] : layers) {
       const Float8Probe& p = l->probe();

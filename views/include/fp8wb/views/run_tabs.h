@@ -41,15 +41,18 @@ class OverviewTab : public RunTabBase {
   Q_OBJECT
  public:
   OverviewTab(const RunData* run, QWidget* parent = nullptr);
-  std::vector<ExportablePlot*> plots() const override { return {loss_, gap_, speed_}; }
+  std::vector<ExportablePlot*> plots() const override { return {loss_, gap_, speed_, memory_}; }
   QString summaryText() const;
+  // The peak-memory bars as drawn: (label, bytes) each.
+  std::vector<std::pair<QString, double>> memoryBars() const;
 
  protected:
   void rebuild() override;
 
  private:
   QLabel* summary_;
-  ExportablePlot *loss_, *gap_, *speed_;
+  ExportablePlot *loss_, *gap_, *speed_, *memory_;
+  QCPBars* memory_bars_;
 };
 
 class ScalingTab : public RunTabBase {
