@@ -70,21 +70,47 @@ int main(int argc, char** argv) {
     const QCommandLineOption sweep({QStringLiteral("sweep")},
                                  QStringLiteral("Run this sweep preset in the Sweeps tab first."),
                                  QStringLiteral("NAME"));
-  parser.addOptions({shot, tab, value, page, all, present, size, db, preset, steps, ckpt, sweep});
-  parser.process(app);
+    const QCommandLineOption set(
+        {QStringLiteral("set")},
+        QStringLiteral("With --preset: set a field as in a config, e.g. device=cuda:0 or "
+                       "d_model=512 (repeatable)."),
+        QStringLiteral("KEY=VALUE"));
+    const QCommandLineOption follow(
+        {QStringLiteral("follow")},
+        QStringLiteral("Open the newest run that another process is writing into the database "
+                       "(--db) and follow it live."));
+    const QCommandLineOption wait_steps(
+        {QStringLiteral("wait-steps")},
+        QStringLiteral("With --follow and --screenshot: wait until N steps are stored (or the "
+                       "run ends) first."),
+        QStringLiteral("N"));
+    parser.addOptions({shot, tab, value, page, all, present, size, db, preset, steps, ckpt, sweep,
+                       set, follow, wait_steps});
+    parser.process(app);
 
-  fp8wb::init_compute_threads();
-  fp8wb::GuiOptions o;
-  o.screenshot = parser.value(shot);
-  o.tab = parser.value(tab);
-  o.value = parser.value(value);
-  o.page = parser.value(page);
-  o.all_formats = parser.isSet(all);
+    fp8wb::init_compute_threads();
+    fp8wb::GuiOptions o;
+    o.screenshot = parser.value(shot);
+    o.tab = parser.value(tab);
+    o.value = parser.value(value);
+    o.page = parser.value(page);
+    o.all_formats = parser.isSet(all);
     o.presentation = parser.isSet(present);
   o.db = parser.value(db);
     o.preset = parser.value(preset);
     o.checkpoint = parser.value(ckpt);
   o.sweep = parser.value(sweep);
+  o.set = parser.values(set);
+  o.follow = parser.isSet(follow);
+  if (parser.isSet(wait_steps)) {
+    bool ok = false;
+    o.wait_steps = parser.value(wait_steps).toLongLong(&ok);
+    if (!ok || o.wait_steps < 1) {
+      std::fprintf(stderr, "fp8-workbench: --wait-steps wants a positive number, got '%s'\n",
+                   qPrintable(parser.value(wait_steps)));
+      return 2;
+    }
+  }
   if (parser.isSet(steps)) {
     bool ok = false;
     o.steps = parser.value(steps).toLongLong(&ok);
@@ -118,8 +144,17 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
       return 1;
     }
-    if (!o.tab.isEmpty()) window.selectTab(o.tab);
-  }
+    if (!o.tab.isEmpty()) window.selectTab(o.tab.section(QLatin1Char(','), 0, 0));
+    }
+    if (o.follow) {
+      window.show();
+      if (const QString err = fp8wb::follow_run(window, o); !err.isEmpty()) {
+        std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
+        return 1;
+      }
+      window.selectTab(o.tab.isEmpty() ? QStringLiteral("Overview")
+                                       : o.tab.section(QLatin1Char(','), 0, 0));
+    }
       if (!o.sweep.isEmpty()) {
     window.show();
     if (const QString err = fp8wb::run_sweep_preset(window, o); !err.isEmpty()) {
@@ -136,6 +171,14 @@ int main(int argc, char** argv) {
     if (o.tab.isEmpty()) window.selectTab(QStringLiteral("Checkpoint"));
   }
   if (!o.screenshot.isEmpty()) {
+    if (o.tab.contains(QLatin1Char(','))) {
+      if (const QString err = fp8wb::save_screenshots(window, o.screenshot, o.tab);
+          !err.isEmpty()) {
+        std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
+        return 1;
+      }
+      return 0;
+    }
     if (const QString err = fp8wb::save_screenshot(window, o.screenshot); !err.isEmpty()) {
       std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
       return 1;

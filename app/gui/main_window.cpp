@@ -95,9 +95,18 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
       statusBar()->showMessage(err, 10000);
       return;
     }
-    run_status_->setText(tr("run %1 opened").arg(id));
+    run_status_->setText(engine_->isFollowing() ? tr("run %1: following it live").arg(id)
+                                                : tr("run %1 opened").arg(id));
     tabs_->setCurrentWidget(overview_);
     refreshRunTabs(true);
+  });
+  // What the engine says without failing (GEMMs emulated, layers kept in high precision)
+  // goes to the status bar, the latest first, and stays in the run label's tooltip.
+  connect(engine_, &EngineController::notice, this, [this](const QString& message) {
+    statusBar()->showMessage(message, 20000);
+    notices_ << message;
+    while (notices_.size() > 20) notices_.removeFirst();
+    run_status_->setToolTip(notices_.join(QLatin1Char('\n')));
   });
   buildMenus();
 

@@ -64,6 +64,7 @@ class MainWindow : public QMainWindow {
   CheckpointTab* checkpoint_;
   SweepsTab* sweeps_;
   QLabel* run_status_;
+  QStringList notices_;  // the engine's latest notices
   QAction* presentation_action_ = nullptr;
   bool presentation_ = false;
   bool remember_layout_;

@@ -4,6 +4,7 @@
 #include <QEventLoop>
 #include <QFileInfo>
 #include <QPixmap>
+#include <cstdio>
 
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/checkpoint_tab.h"
@@ -18,10 +19,16 @@ namespace fp8wb {
 QString apply_gui_options(MainWindow& w, const GuiOptions& o) {
   w.resize(o.size);
   if (!o.db.isEmpty()) w.engine()->setDatabasePath(o.db);
-  if (!o.tab.isEmpty() && !w.selectTab(o.tab)) {
-    return QStringLiteral("unknown tab '%1': the tabs are %2")
-        .arg(o.tab, w.tabNames().join(QStringLiteral(", ")));
+  for (const QString& t : o.tab.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+    if (!w.selectTab(t.trimmed())) {
+      return QStringLiteral("unknown tab '%1': the tabs are %2")
+          .arg(t, w.tabNames().join(QStringLiteral(", ")));
+    }
   }
+  if (!o.tab.isEmpty()) w.selectTab(o.tab.section(QLatin1Char(','), 0, 0).trimmed());
+  if (!o.set.isEmpty() && o.preset.isEmpty())
+    return QStringLiteral("--set changes a preset's fields: name one with --preset");
+  if (o.wait_steps > 0 && !o.follow) return QStringLiteral("--wait-steps goes with --follow");
   if (!o.page.isEmpty() && !w.formatsTab()->showPage(o.page)) {
     return QStringLiteral("unknown Formats page '%1': the pages are %2")
         .arg(o.page, w.formatsTab()->pageNames().join(QStringLiteral(", ")));
@@ -42,6 +49,9 @@ QString run_preset(MainWindow& w, const GuiOptions& o) {
         .arg(o.preset, RunPanel::presetNames().join(QStringLiteral(", ")));
   }
   if (o.steps > 0) w.runPanel()->setSteps(o.steps);
+  if (!o.set.isEmpty()) {
+    if (const QString err = w.runPanel()->applyOverrides(o.set); !err.isEmpty()) return err;
+  }
   QEventLoop loop;
   QString status, message;
   QObject::connect(w.engine(), &EngineController::finished, &loop,
@@ -83,6 +93,50 @@ QString open_checkpoint(MainWindow& w, const GuiOptions& o) {
   if (const QString err = tab->openCheckpoint(o.checkpoint); !err.isEmpty()) return err;
   if (tab->busy()) loop.exec();
   return error;
+}
+
+QString follow_run(MainWindow& w, const GuiOptions& o) {
+  EngineController* engine = w.engine();
+  int64_t id = 0;
+  try {
+    id = engine->newestLiveRun();
+  } catch (const std::exception& e) {
+    return QString::fromStdString(e.what());
+  }
+  if (id == 0) {
+    return QStringLiteral(
+               "no run is being written into %1 now (fp8wb runs list --db %1 shows "
+               "its runs)")
+        .arg(engine->databasePath());
+  }
+  Q_EMIT w.runsTab()->openRequested(id);
+  if (!engine->isFollowing()) return {};  // it ended meanwhile: shown as stored
+  if (o.wait_steps <= 0) return {};
+  QEventLoop loop;
+  auto check = [&] {
+    const auto& s = engine->data().steps();
+    if (!engine->isFollowing() || (!s.empty() && s.back().step + 1 >= o.wait_steps)) loop.quit();
+  };
+  QObject::connect(engine, &EngineController::dataChanged, &loop, check);
+  QObject::connect(engine, &EngineController::finished, &loop, &QEventLoop::quit);
+  check();
+  if (engine->isFollowing()) loop.exec();
+  return {};
+}
+
+QString save_screenshots(MainWindow& w, const QString& path, const QString& tabs) {
+  const QStringList names = tabs.split(QLatin1Char(','), Qt::SkipEmptyParts);
+  if (names.size() <= 1) return save_screenshot(w, path);
+  if (!path.contains(QLatin1String("{tab}")))
+    return QStringLiteral("with several tabs, the screenshot path needs {tab} in it");
+  for (const QString& name : names) {
+    if (!w.selectTab(name.trimmed())) return QStringLiteral("unknown tab '%1'").arg(name);
+    QString file = path;
+    file.replace(QLatin1String("{tab}"), name.trimmed().toLower());
+    if (const QString err = save_screenshot(w, file); !err.isEmpty()) return err;
+    std::printf("saved %s (tab %s)\n", qPrintable(file), qPrintable(w.currentTabName()));
+  }
+  return {};
 }
 
 QString save_screenshot(MainWindow& w, const QString& path) {

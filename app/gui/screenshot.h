@@ -23,6 +23,9 @@ struct GuiOptions {
   qint64 steps = 0;  // with preset: this many steps (0: the preset's)
   QString checkpoint;  // analyse this checkpoint in the Checkpoint tab first
   QString sweep;       // run this sweep preset in the Sweeps tab first
+  QStringList set;     // with preset: key=value overrides of its fields (device=cuda:0, ...)
+  bool follow = false;    // follow the newest run another process is writing into db
+  qint64 wait_steps = 0;  // with follow: wait until this many steps are stored (or the end)
 };
 
 // Applies the options to a window; returns an error message, empty when all is well.
@@ -34,7 +37,14 @@ QString run_preset(MainWindow& w, const GuiOptions& o);
 QString run_sweep_preset(MainWindow& w, const GuiOptions& o);
 // Opens the options' checkpoint and waits for its analysis; an error message or empty.
 QString open_checkpoint(MainWindow& w, const GuiOptions& o);
+// Opens the newest run being written into the database and follows it live; with
+// wait_steps, returns once that many steps are stored or the run has ended. An error
+// message or empty.
+QString follow_run(MainWindow& w, const GuiOptions& o);
 // Renders the window (shown or offscreen) to PNG; returns an error message or empty.
 QString save_screenshot(MainWindow& w, const QString& path);
+// With several tabs ("overview,scaling"), one PNG a tab: {tab} in the path is replaced
+// by the tab's name. An error message or empty.
+QString save_screenshots(MainWindow& w, const QString& path, const QString& tabs);
 
 }  // namespace fp8wb

@@ -49,6 +49,8 @@ BackendInfo probe_backend() {
     const cudaDeviceProp* p = at::cuda::getDeviceProperties(0);
     b.device_name = p->name;
     b.sm = p->major * 10 + p->minor;
+    for (int i = 0; i < b.cuda_devices; ++i)
+      b.cuda_device_names.emplace_back(at::cuda::getDeviceProperties(i)->name);
 #endif
   } else {
     b.device_name = "CPU (" + std::to_string(b.cpu_threads) + " threads)";

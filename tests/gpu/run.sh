@@ -78,6 +78,66 @@ for f in "$OUT"/pt/*.pt "$OUT"/pt/*.pth "$OUT"/pt/*.bin; do  # LibTorch here rea
   echo "$(basename "$f"): $("$BUILD/app/fp8wb" inspect "$f" --device gpu --format E4M3FN 2>&1 | tail -1)"
 done
 
+GUI="$BUILD/app/gui/fp8-workbench"
+gui_rc=0
+if [ -x "$GUI" ]; then
+  log "the GUI trains on the GPU (offscreen): Tiny GPT preset on cuda:0, screenshots"
+  db="$OUT/gui_runs.sqlite"
+  rm -f "$db"
+  GUI_SET=(--set device=cuda:0 --set d_model=1024 --set heads=16 --set layers=4 --set context=256
+           --set batch=32 --set dtype=bf16 --set stats_interval=25 --set name=gui-cuda)
+  export QT_QPA_PLATFORM=offscreen
+  "$GUI" --db "$db" --preset "Tiny GPT: FP8 vs BF16" --steps "${GUI_STEPS:-300}" "${GUI_SET[@]}" \
+    --tab overview,scaling,quantization --screenshot "$OUT/gui-{tab}.png" 2>&1 | grep -v propagateSizeHints
+  gui_rc=${PIPESTATUS[0]}
+  # The same config, headless: the GUI's own config_json, renamed.
+  python3 - "$db" "$OUT/gui_config.json" <<'PY'
+import json, sqlite3, sys
+c = json.loads(sqlite3.connect(sys.argv[1]).execute("select config_json from runs where id = 1").fetchone()[0])
+c["name"] = "headless"
+json.dump(c, open(sys.argv[2], "w"))
+PY
+  "$BUILD/app/fp8wb" train "$OUT/gui_config.json" --db "$db" --quiet
+  log "the GUI follows a run that the CLI writes"
+  "$BUILD/app/fp8wb" train "$OUT/gui_config.json" --db "$db" --quiet --set name=followed \
+    --set steps=600 >"$OUT/follow_writer.log" 2>&1 &
+  writer=$!
+  for _ in $(seq 100); do
+    "$BUILD/app/fp8wb" runs list --db "$db" 2>/dev/null | grep -q 'followed.*running' && break
+    sleep 0.2
+  done
+  "$BUILD/app/fp8wb" runs list --db "$db"
+  "$GUI" --db "$db" --follow --wait-steps 150 --tab overview,scaling --screenshot "$OUT/follow-{tab}.png" 2>&1 \
+    | grep -v propagateSizeHints
+  wait $writer; echo "writer exit code: $?"
+  "$BUILD/app/fp8wb" runs list --db "$db" | tee -a "$OUT/notes.txt"
+  "$BUILD/app/fp8wb" runs show 1 --db "$db" | grep -E 'peak|status'
+  log "bad input on the GPU"
+  "$BUILD/app/fp8wb" train --db "$db" --quiet --set device=cuda:7 --set steps=2 2>&1 | tail -1
+  "$BUILD/app/fp8wb" train "$OUT/gui_config.json" --db "$db" --quiet --set name=oom --set batch=100000 \
+    --set steps=3 2>&1 | tail -1 | cut -c1-200
+  python3 - "$db" "$OUT/gui.json" <<'PY'
+import json, sqlite3, statistics, sys
+db = sqlite3.connect(sys.argv[1])
+def series(run, name):
+    return [v for (s, v) in db.execute(
+        "select c.step, c.value from scalars c join series s on c.series_id = s.id "
+        "join runs r on r.id = s.run_id where r.name = ? and s.name = ? order by c.step", (run, name))]
+out = {}
+for run in ("gui-cuda", "headless", "followed"):
+    tps = series(run, "tokens_per_s")[20:]
+    mem = series(run, "mem_fp8"), series(run, "mem_ref")
+    out[run] = {"median_tokens_per_s": statistics.median(tps) if tps else None,
+                "mem_fp8_gb": mem[0][-1] / 1e9 if mem[0] else None,
+                "mem_ref_gb": mem[1][-1] / 1e9 if mem[1] else None}
+g, h = out["gui-cuda"]["median_tokens_per_s"], out["headless"]["median_tokens_per_s"]
+out["gui_over_headless"] = g / h if g and h else None
+out["statuses"] = dict(db.execute("select name, status from runs").fetchall())
+json.dump(out, open(sys.argv[2], "w"), indent=1)
+print(json.dumps(out, indent=1))
+PY
+fi
+
 if [ -n "${QUICK:-}" ]; then
   log "QUICK: the MLP, codec and quantize benchmarks and the GPT runs are skipped"
 else
@@ -147,6 +207,13 @@ printf '%-28s %s\n' "tests/data/pt/expected.json" "$pt_files"
 python3 - "$OUT" <<'PY'
 import json, os, sys
 o = sys.argv[1]
+if os.path.exists(f"{o}/gui.json"):
+    g = json.load(open(f"{o}/gui.json"))
+    for run in ("gui-cuda", "headless", "followed"):
+        r = g[run]
+        print(f"GPT d1024 on the GPU, {run:<10} {r['median_tokens_per_s'] or 0:10.0f} tokens/s (median)"
+              f"  peak memory FP8 {r['mem_fp8_gb'] or 0:.3f} GB, reference {r['mem_ref_gb'] or 0:.3f} GB")
+    print(f"GUI open / headless throughput: {g['gui_over_headless'] or 0:.3f}; statuses {g['statuses']}")
 i = json.load(open(f"{o}/inspect_bench.json"))
 for r in i["rows"]:
     print(f"inspect {i['mb']:.0f} MB: {r['what']:<44} {r['s']:8.3f} s {r['gbs']:8.3f} GB/s")
@@ -167,4 +234,5 @@ print(f"{'torch bf16 current scaling 16384x4096':<44} {t['bf16_current_scaling_m
 print(f"{'torch cast fp32->e4m3fn':<34} {t['cuda_ms']:8.3f} ms {t['cuda_gbs']:8.1f} GB/s")
 print(f"{'torch CPU cast, 1 thread':<34} {t['cpu_1t_melem_s']:8.0f} Melem/s")
 PY
+[ "$gui_rc" -eq 0 ] || echo "the GUI run failed (exit code $gui_rc)"
 exit $ctest_rc

@@ -1,8 +1,12 @@
 #include "fp8wb/views/engine_controller.h"
 
+#include <QCoreApplication>
 #include <QDateTime>
+#include <QPointer>
 #include <mutex>
 
+#include "fp8wb/core/notices.h"
+#include "fp8wb/core/run_follower.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/trainer.h"
 
@@ -32,13 +36,26 @@ EngineController::EngineController(QObject* parent)
     : QObject(parent), db_path_(QString::fromStdString(default_database_path())) {
   timer_.setInterval(33);  // ~30 Hz
   connect(&timer_, &QTimer::timeout, this, &EngineController::drain);
+  // The engine's notices come from its threads; they reach the GUI thread queued.
+  QPointer<EngineController> self(this);
+  set_notice_sink([self](const std::string& message) {
+    const QString m = QString::fromStdString(message);
+    QMetaObject::invokeMethod(
+        qApp,
+        [self, m] {
+          if (self) Q_EMIT self->notice(m);
+        },
+        Qt::QueuedConnection);
+  });
 }
 
 EngineController::~EngineController() {
+  follower_.reset();
   if (trainer_) {
     trainer_->stop();
     trainer_->join();
   }
+  set_notice_sink(nullptr);
 }
 
 void EngineController::setDatabasePath(const QString& path) {
@@ -59,17 +76,56 @@ bool EngineController::isRunning() const {
 
 QString EngineController::openRun(int64_t run_id) {
   if (isRunning()) return tr("a run is training: stop it before opening another");
+  stopFollowing();
   try {
-    data_.load(store(), run_id);
+    RunStore& s = store();
+    const std::optional<RunInfo> info = s.run(run_id);
+    if (!info) return tr("no run %1 in %2").arg(run_id).arg(db_path_);
+    RunCursor cursor;
+    data_.load(s, run_id, &cursor);
+    if (info->live) {
+      auto bus = std::make_shared<MetricBus>();
+      buffer_ = std::make_shared<GuiBuffer>();
+      bus->add(buffer_);
+      follower_ = std::make_unique<RunFollower>(db_path_.toStdString(), run_id, cursor, bus);
+      steps_total_ = data_.hasConfig() ? data_.config().steps : 0;
+      started_at_ = -1;  // no ETA for a run another process times
+      timer_.start();
+    }
   } catch (const std::exception& e) {
+    follower_.reset();
     return QString::fromStdString(e.what());
   }
   Q_EMIT dataChanged();
   return {};
 }
 
+int64_t EngineController::newestLiveRun() {
+  const std::vector<RunInfo> runs = store().runs();
+  for (auto it = runs.rbegin(); it != runs.rend(); ++it) {
+    if (it->live) return it->id;
+  }
+  return 0;
+}
+
+bool EngineController::isFollowing() const {
+  return follower_ != nullptr;
+}
+
+int64_t EngineController::followedRun() const {
+  return follower_ ? follower_->run_id() : 0;
+}
+
+void EngineController::stopFollowing() {
+  if (!follower_) return;
+  follower_.reset();
+  timer_.stop();
+  buffer_.reset();
+}
+
 QString EngineController::start(const RunConfig& config) {
   if (isRunning()) return tr("a run is already training");
+  stopFollowing();
   try {
     validate_run_config(config);
     const std::string device = Trainer::resolve_device(config.device);
@@ -123,6 +179,12 @@ void EngineController::drain() {
   std::string message;
   for (const MetricBatch& b : batches) {
     data_.append(b);
+    for (const RunEvent& e : b.events) {
+      // What the run says of where it runs (layers kept in high precision, GEMMs
+      // emulated), also for a run another process writes.
+      if ((e.kind == "started" || e.kind == "notice") && !e.message.empty())
+        Q_EMIT notice(QString::fromStdString(e.message));
+    }
     if (b.final) {
       ended = true;
       status = b.status;
@@ -134,12 +196,19 @@ void EngineController::drain() {
       const int64_t done = data_.steps().back().step + 1;
       const double elapsed =
           static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0 - started_at_;
-      const double eta = done > 0 ? elapsed * static_cast<double>(steps_total_ - done) /
-                                        static_cast<double>(done)
-                                  : -1;
+      const double eta =
+          done > 0 && started_at_ >= 0
+              ? elapsed * static_cast<double>(steps_total_ - done) / static_cast<double>(done)
+              : -1;
       Q_EMIT progress(done, steps_total_, eta);
     }
     Q_EMIT dataChanged();
+  }
+  if (ended && follower_) {  // a run another process wrote has ended
+    stopFollowing();
+    data_.setStatus(run_status_name(status), message);
+    Q_EMIT finished(QString::fromLatin1(run_status_name(status)), QString::fromStdString(message));
+    return;
   }
   if (ended) {
     timer_.stop();

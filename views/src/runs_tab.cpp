@@ -1,14 +1,16 @@
 #include "fp8wb/views/runs_tab.h"
 
+#include "fp8wb/core/backend_info.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QFileDialog>
 #include <QFormLayout>
+#include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
-#include <QGroupBox>
 #include <QInputDialog>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -19,10 +21,13 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QTableView>
+#include <QTimer>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
+#include "fp8wb/views/background_read.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
 
@@ -55,10 +60,18 @@ void add_loss_curve(ExportablePlot* plot, const RunStore& store, int64_t run_id,
 RunListModel::RunListModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 void RunListModel::setRuns(std::vector<RunInfo> runs, std::vector<double> final_loss) {
+  final_loss.resize(runs.size(), NAN);
+  bool same_rows = runs.size() == runs_.size();
+  for (size_t i = 0; same_rows && i < runs.size(); ++i) same_rows = runs[i].id == runs_[i].id;
+  if (same_rows) {  // a refresh of the same runs keeps the view's selection
+    runs_ = std::move(runs);
+    loss_ = std::move(final_loss);
+    if (!runs_.empty()) Q_EMIT dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
+    return;
+  }
   beginResetModel();
   runs_ = std::move(runs);
   loss_ = std::move(final_loss);
-  loss_.resize(runs_.size(), NAN);
   endResetModel();
 }
 
@@ -83,7 +96,7 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
     switch (index.column()) {
       case Id: return QVariant::fromValue<qlonglong>(r->id);
       case Name: return qs(r->name);
-      case Status: return qs(r->status);
+      case Status: return r->live ? tr("%1 (live)").arg(qs(r->status)) : qs(r->status);
       case Steps: return QVariant::fromValue<qlonglong>(r->last_step + 1);
       case Loss: return std::isfinite(loss) ? QString::number(loss, 'f', 4) : QStringLiteral("-");
       case Device: return qs(r->device);
@@ -92,8 +105,12 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
     }
   }
   if (role == Qt::ToolTipRole) {
+    if (r->live && index.column() == Status)
+      return tr("Another process is writing this run now: open it to follow it live");
     return r->message.empty() ? qs(r->config_json) : qs(r->message);
   }
+  if (role == Qt::ForegroundRole && index.column() == Status && r->live)
+    return QColor(0x2c, 0xa0, 0x2c);
   if (role == Qt::TextAlignmentRole &&
       (index.column() == Id || index.column() == Steps || index.column() == Loss)) {
     return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
@@ -177,6 +194,14 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
   connect(view_, &QTableView::doubleClicked, this, [this](const QModelIndex& i) {
     if (const RunInfo* r = model_->runAt(i.row())) Q_EMIT openRequested(r->id);
   });
+  // The list follows the database by itself: runs other processes start, their steps,
+  // how they end. Read off the GUI thread, once a second while the tab is shown.
+  auto* poll = new QTimer(this);
+  poll->setInterval(1000);
+  connect(poll, &QTimer::timeout, this, [this] {
+    if (isVisible()) refreshInBackground();
+  });
+  poll->start();
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(buttons);
   layout->addWidget(status_);
@@ -189,21 +214,57 @@ void RunsTab::showEvent(QShowEvent* e) {
   status_->setText(reload());
 }
 
+namespace {
+
+struct RunList {
+  std::vector<RunInfo> runs;
+  std::vector<double> final_loss;
+};
+
+RunList read_run_list(const RunStore& s) {
+  RunList l;
+  l.runs = s.runs();
+  for (const RunInfo& r : l.runs) {
+    const auto v = s.series(r.id, "loss");
+    l.final_loss.push_back(v.empty() ? NAN : v.back().value);
+  }
+  return l;
+}
+
+}  // namespace
+
 QString RunsTab::reload() {
   try {
-    RunStore& s = engine_->store();
-    auto runs = s.runs();
-    std::vector<double> loss;
-    for (const RunInfo& r : runs) {
-      const auto v = s.series(r.id, "loss");
-      loss.push_back(v.empty() ? NAN : v.back().value);
-    }
-        model_->setRuns(std::move(runs), std::move(loss));
+    RunList l = read_run_list(engine_->store());
+    model_->setRuns(std::move(l.runs), std::move(l.final_loss));
     view_->resizeColumnsToContents();
     return tr("%n run(s) in %1", "", model_->rowCount()).arg(engine_->databasePath());
   } catch (const std::exception& e) {
     return QString::fromStdString(e.what());
   }
+}
+
+void RunsTab::refreshInBackground() {
+  if (refreshing_) return;
+  refreshing_ = true;
+  const std::string path = engine_->databasePath().toStdString();
+  read_in_background<RunList>(
+      this,
+      [path] {
+        // A connection of its own: a read that waits on a busy database waits here.
+        const auto store = RunStore::open_read_only(path);
+        return read_run_list(*store);
+      },
+      [this](RunList l) {
+        refreshing_ = false;
+        const int live = static_cast<int>(
+            std::count_if(l.runs.begin(), l.runs.end(), [](const RunInfo& r) { return r.live; }));
+        model_->setRuns(std::move(l.runs), std::move(l.final_loss));
+        status_->setText(
+            tr("%n run(s) in %1", "", model_->rowCount()).arg(engine_->databasePath()) +
+            (live > 0 ? tr(", %n being written now (live)", "", live) : QString()));
+      },
+      [this](const QString&) { refreshing_ = false; });
 }
 
 std::vector<int64_t> RunsTab::selectedIds() const {
@@ -318,7 +379,19 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   scaling_->addItems({QStringLiteral("delayed"), QStringLiteral("current")});
   algo_->addItems({QStringLiteral("max"), QStringLiteral("most_recent")});
   device_->setEditable(true);
-  device_->addItems({QStringLiteral("cpu"), QStringLiteral("cuda")});
+  device_->addItem(QStringLiteral("cpu"), QStringLiteral("cpu"));
+  const BackendInfo backend = probe_backend();
+  for (size_t i = 0; i < backend.cuda_device_names.size(); ++i) {
+    const QString id = QStringLiteral("cuda:%1").arg(i);
+    device_->addItem(
+        id + QStringLiteral("  ") + QString::fromStdString(backend.cuda_device_names[i]), id);
+  }
+  // Runs go to the first GPU where there is one.
+  device_->setCurrentIndex(device_->count() > 1 ? 1 : 0);
+  device_->setToolTip(
+      backend.cuda_device_names.empty()
+          ? tr("No CUDA device here: runs emulate FP8 bit-exactly on the CPU")
+          : tr("FP8 GEMMs on the GPU: %1").arg(QString::fromStdString(backend.fp8_gemm)));
   steps_->setRange(1, 100000000);
   margin_->setRange(-64, 64);
   window_->setRange(1, 1 << 24);
@@ -416,7 +489,16 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
           [this](qint64 step, qint64 steps, double eta) {
             progress_->setRange(0, static_cast<int>(std::min<qint64>(steps, INT32_MAX)));
             progress_->setValue(static_cast<int>(std::min<qint64>(step, INT32_MAX)));
-            eta_->setText(tr("step %1 of %2, ETA %3 s").arg(step).arg(steps).arg(eta, 0, 'f', 0));
+            if (engine_->isFollowing()) {
+              eta_->setText(tr("following run %1 (another process writes it): step %2 of %3")
+                                .arg(engine_->followedRun())
+                                .arg(step)
+                                .arg(steps));
+            } else if (eta >= 0) {
+              eta_->setText(tr("step %1 of %2, ETA %3 s").arg(step).arg(steps).arg(eta, 0, 'f', 0));
+            } else {
+              eta_->setText(tr("step %1 of %2").arg(step).arg(steps));
+            }
           });
   connect(engine_, &EngineController::finished, this,
           [this](const QString& status, const QString& message) {
@@ -437,7 +519,32 @@ bool RunPanel::applyPreset(const QString& name) {
     RunConfig c;
     c.name = p.name;
     for (const QString& kv : QString::fromLatin1(p.overrides).split(QLatin1Char(';')))
-            apply_override(c, kv.toStdString());
+      apply_override(c, kv.toStdString());
+    c.device = config().device;  // the device chosen stays
+    setConfig(c);
+    if (preset_->currentText() != name) {
+      const QSignalBlocker b(preset_);
+      preset_->setCurrentText(name);
+    }
+    return true;
+  }
+  return false;
+}
+
+QString RunPanel::applyOverrides(const QStringList& key_values) {
+  RunConfig c = config();
+  try {
+    for (const QString& kv : key_values) apply_override(c, kv.toStdString());
+    validate_run_config(c);
+  } catch (const std::exception& e) {
+    return QString::fromStdString(e.what());
+  }
+  setConfig(c);
+  return {};
+}
+
+void RunPanel::setConfig(const RunConfig& c) {
+  {
     base_ = c;
     const QSignalBlocker b1(model_), b2(recipe_), b3(formats_), b4(scaling_), b5(algo_),
         b6(steps_), b7(margin_), b8(window_), b9(seed_), b10(stats_), b11(dmodel_),
@@ -462,15 +569,19 @@ bool RunPanel::applyPreset(const QString& name) {
     seed_->setValue(static_cast<int>(c.seed));
     stats_->setValue(c.stats_interval);
     reference_->setChecked(c.reference);
-        if (preset_->currentText() != name) {
-      const QSignalBlocker b(preset_);
-      preset_->setCurrentText(name);
+    const QString device = QString::fromStdString(c.device);
+    int at = -1;
+    for (int i = 0; i < device_->count(); ++i) {
+      if (device_->itemData(i).toString() == device) at = i;
+    }
+    if (at >= 0) {
+      device_->setCurrentIndex(at);
+    } else {
+      device_->setEditText(device);
     }
     showAdvancedValues();
     validate();
-    return true;
   }
-  return false;
 }
 
 RunConfig RunPanel::config() const {
@@ -493,7 +604,11 @@ RunConfig RunPanel::config() const {
   c.lr = lr_->value();
   c.seed = static_cast<uint64_t>(seed_->value());
   c.stats_interval = stats_->value();
-  c.device = device_->currentText().trimmed().toStdString();
+  // An item reads "cuda:0  NVIDIA H200"; a typed device is taken as it is.
+  const QString device = device_->currentText().trimmed();
+  const int at = device_->findText(device);
+  c.device = (at >= 0 ? device_->itemData(at).toString() : device.section(QLatin1Char(' '), 0, 0))
+                 .toStdString();
   c.reference = reference_->isChecked();
   return c;
 }

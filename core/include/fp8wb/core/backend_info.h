@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace fp8wb {
 
@@ -18,6 +19,7 @@ struct BackendInfo {
   bool fp8_gemm_real = false;       // FP8 GEMMs run on FP8 tensor cores (cuBLAS)
   std::string fp8_gemm;             // one line for users: "real (cuBLAS FP8 on sm_90)" ...
   int cpu_threads = 0;              // threads LibTorch uses on the CPU
+  std::vector<std::string> cuda_device_names;  // by index: "NVIDIA H200", ...
 };
 
 BackendInfo probe_backend();

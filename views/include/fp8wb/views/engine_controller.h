@@ -17,6 +17,7 @@ namespace fp8wb {
 class Trainer;
 class RunStore;
 class GuiBuffer;
+class RunFollower;
 
 class EngineController : public QObject {
   Q_OBJECT
@@ -34,8 +35,15 @@ class EngineController : public QObject {
   bool isPaused() const { return paused_; }
   const RunData& data() const { return data_; }
   RunData& data() { return data_; }
-  // Shows a stored run (not while one trains). Returns an error message or empty.
+  // Shows a stored run (not while one trains). A run that another process is still
+  // writing is followed live: the tabs update as its steps are committed, and finished()
+  // says how it ended (or that its writer died). Returns an error message or empty.
   QString openRun(int64_t run_id);
+  // The newest run of the database that a living process is writing, or 0.
+  int64_t newestLiveRun();
+  bool isFollowing() const;
+  int64_t followedRun() const;
+  void stopFollowing();
 
  public Q_SLOTS:
   // Returns an error message (a bad config, no database) or empty when the run started.
@@ -50,6 +58,9 @@ class EngineController : public QObject {
   void dataChanged();  // RunData changed: replot what is visible
   void finished(const QString& status, const QString& message);
   void failed(const QString& message);
+  // Something the engine says without failing: an FP8 GEMM emulated where the GPU cannot
+  // take it, layers kept in high precision and why.
+  void notice(const QString& message);
 
  private:
   void drain();
@@ -57,6 +68,7 @@ class EngineController : public QObject {
   std::unique_ptr<RunStore> store_;
   std::shared_ptr<GuiBuffer> buffer_;
   std::unique_ptr<Trainer> trainer_;
+  std::unique_ptr<RunFollower> follower_;
   QTimer timer_;
   RunData data_;
   int64_t steps_total_ = 0;

@@ -59,6 +59,9 @@ class RunsTab : public QWidget {
   // Draws the loss curves of these runs together.
   void overlay(const std::vector<int64_t>& ids);
   QString exportCsv(int64_t id, const QString& path);
+  // Reads the list on a pool thread and shows it when it arrives (the tab does this once
+  // a second while it is shown, so runs that other processes write appear and move).
+  void refreshInBackground();
 
  Q_SIGNALS:
   void openRequested(qint64 run_id);
@@ -73,6 +76,7 @@ class RunsTab : public QWidget {
   QTableView* view_;
   ExportablePlot* overlay_;
   QLabel* status_;
+  bool refreshing_ = false;
 };
 
 class RunPanel : public QWidget {
@@ -85,7 +89,11 @@ class RunPanel : public QWidget {
   bool applyPreset(const QString& name);
   RunConfig config() const;  // the form's contents
   void setSteps(int64_t steps);
-    QString validationMessage() const;
+  // Sets fields of the form as key=value would in a config (device=cuda:0, d_model=512);
+  // returns the error naming the field, or empty.
+  QString applyOverrides(const QStringList& key_values);
+  void setConfig(const RunConfig& c);  // fills the form
+  QString validationMessage() const;
   QString statusText() const;
     // Starts the form's run; returns an error message or empty.
   QString start();
