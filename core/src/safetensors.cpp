@@ -230,8 +230,9 @@ void SafetensorsFile::parse(size_t size) {
   // JSON keeps the last of two equal keys: a second tensor of the same name would hide
   // the first one silently.
   if (!duplicate.empty()) {
-    fail(duplicate_depth == 1 ? "tensor '" + duplicate + "' appears twice in the header"
-                              : "the header gives '" + duplicate + "' twice in one entry");
+    fail(duplicate_depth == 1 && duplicate != "__metadata__"
+             ? "tensor '" + duplicate + "' appears twice in the header"
+             : "the header gives '" + duplicate + "' twice");
   }
   data_ = base_ + 8 + n;
   const uint64_t data_size = size - 8 - n;

@@ -274,6 +274,24 @@ TEST(PtFilesHostile, SmallFilesDoNotTakeLargeMemory) {
   }
 }
 
+// Files over 4 GB find their central directory through the zip64 records only: the
+// same archive with the classic end record's fields set to 0xFFFF... reads the same.
+TEST(PtFilesHostile, TheZip64DirectoryIsRead) {
+  std::ifstream in(std::string(FP8WB_PT_DIR) + "/model_state.pt", std::ios::binary);
+  std::vector<char> b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(b.size(), 22u);
+  const size_t end = b.size() - 22;
+  ASSERT_EQ(std::memcmp(&b[end], "PK\x05\x06", 4), 0);
+  std::memset(&b[end + 8], 0xFF, 12);  // entries, directory size and offset
+  const std::string path = std::filesystem::temp_directory_path().string() + "/fp8wb-zip64-" +
+                           std::to_string(getpid()) + ".pt";
+  std::ofstream(path, std::ios::binary).write(b.data(), static_cast<std::streamsize>(b.size()));
+  const auto c = open_any_checkpoint(path);
+  EXPECT_EQ(c->tensors().size(),
+            open_any_checkpoint(std::string(FP8WB_PT_DIR) + "/model_state.pt")->tensors().size());
+  std::remove(path.c_str());
+}
+
 TEST(PtFilesHostile, AFifoIsRefusedNotWaitedOn) {
   test::FifoGuard fifo(std::filesystem::temp_directory_path().string() + "/fp8wb-fifo-" +
                        std::to_string(getpid()) + ".pt");
