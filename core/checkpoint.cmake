@@ -1,6 +1,7 @@
 # fp8wb_checkpoint: the checkpoint readers, writer and analysis. No torch, so that the
 # fuzzers (tests/fuzz, built with clang and sanitizers) build it alone.
 add_library(fp8wb_checkpoint STATIC
+  ${CMAKE_CURRENT_LIST_DIR}/src/file_io.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/safetensors.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/checkpoint_analysis.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/torch_pickle.cpp)

@@ -9,7 +9,9 @@ export QT_QPA_PLATFORM=offscreen
 ctest --test-dir "$BUILD_DIR" --output-on-failure --parallel "$(nproc)" --timeout 600
 
 # The readers' fuzzers, built with clang and sanitizers, each for a bounded time from
-# its seed corpus (new inputs go to a scratch folder, not the repository).
+# its seed corpus (new inputs go to a scratch folder, not the repository). With a memory
+# limit: an input that makes the readers allocate far beyond its size (a bomb) is a
+# finding, like a crash.
 FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
 echo "== fuzzers (${FUZZ_SECONDS} s each)"
 CXX=clang++ cmake -S tests/fuzz -B "$BUILD_DIR-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -18,6 +20,7 @@ for corpus in tests/fuzz/corpus/*/; do
   name=$(basename "$corpus")
   scratch=$(mktemp -d)
   "$BUILD_DIR-fuzz/${name}_fuzz" -max_total_time="$FUZZ_SECONDS" -print_final_stats=1 \
+    -rss_limit_mb=2048 -malloc_limit_mb=128 \
     "$scratch" "$corpus" 2>&1 | tail -3
   rm -rf "$scratch"
 done

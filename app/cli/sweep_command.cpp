@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "fp8wb/core/file_io.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/sweep.h"
 
@@ -52,11 +53,13 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
     SweepSpec spec;
     spec.name = opt.name;
     if (!opt.config_file.empty()) {
-      std::ifstream in(opt.config_file);
-      if (!in) throw std::invalid_argument("cannot read config file " + opt.config_file);
-      std::stringstream s;
-      s << in.rdbuf();
-      spec.base = parse_run_config(s.str());
+      std::string text;
+      try {
+        text = read_regular_file(opt.config_file, uint64_t{16} << 20);  // a FIFO is refused
+      } catch (const FileError& e) {
+        throw std::invalid_argument(std::string("cannot read config file: ") + e.what());
+      }
+      spec.base = parse_run_config(text);
     }
     for (const auto& o : opt.overrides) apply_override(spec.base, o);
     for (const auto& g : opt.grid) spec.axes.push_back(parse_grid(g));

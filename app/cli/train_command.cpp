@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "fp8wb/core/file_io.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/trainer.h"
 
@@ -29,11 +30,11 @@ extern "C" void on_sigint(int) {
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument("cannot read config file " + path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  try {
+    return read_regular_file(path, uint64_t{16} << 20);  // a FIFO is refused, not waited on
+  } catch (const FileError& e) {
+    throw std::invalid_argument(std::string("cannot read config file: ") + e.what());
+  }
 }
 
 std::string fmt_duration(double seconds) {
@@ -345,11 +346,9 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
     if (opt.out_file.empty()) {
       export_run(*store, *r, opt.format, out);
     } else {
-      std::ofstream f(opt.out_file);
-      if (!f) throw std::runtime_error("cannot write " + opt.out_file);
-      export_run(*store, *r, opt.format, f);
-      f.close();
-      if (!f) throw std::runtime_error("writing " + opt.out_file + " failed (disk full?)");
+      // All or nothing: a full disk leaves no truncated file, a device is not replaced.
+      write_file_atomically(opt.out_file,
+                            [&](std::ostream& f) { export_run(*store, *r, opt.format, f); });
       out << "wrote run " << r->id << " to " << opt.out_file << "\n";
     }
     return 0;

@@ -10,9 +10,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
+#include "fp8wb/core/file_io.h"
 #include "fp8wb/kernels/codec.h"
 
 namespace fp8wb {
@@ -29,11 +30,10 @@ struct DtypeInfo {
 };
 
 constexpr DtypeInfo kDtypes[] = {
-    {StDtype::F64, "F64", 8},         {StDtype::F32, "F32", 4},   {StDtype::F16, "F16", 2},
-    {StDtype::BF16, "BF16", 2},       {StDtype::F8_E4M3, "F8_E4M3", 1},
-    {StDtype::F8_E5M2, "F8_E5M2", 1}, {StDtype::I64, "I64", 8},   {StDtype::I32, "I32", 4},
-    {StDtype::I16, "I16", 2},         {StDtype::I8, "I8", 1},     {StDtype::U8, "U8", 1},
-    {StDtype::BOOL, "BOOL", 1}};
+    {StDtype::F64, "F64", 8},   {StDtype::F32, "F32", 4},         {StDtype::F16, "F16", 2},
+    {StDtype::BF16, "BF16", 2}, {StDtype::F8_E4M3, "F8_E4M3", 1}, {StDtype::F8_E5M2, "F8_E5M2", 1},
+    {StDtype::I64, "I64", 8},   {StDtype::I32, "I32", 4},         {StDtype::I16, "I16", 2},
+    {StDtype::I8, "I8", 1},     {StDtype::U8, "U8", 1},           {StDtype::BOOL, "BOOL", 1}};
 
 bool valid_utf8(std::string_view s) {
   size_t i = 0;
@@ -86,6 +86,45 @@ float half_to_float(uint16_t h) {
   return f;
 }
 
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    s += (i ? ", " : "") + std::to_string(static_cast<uint64_t>(shape[i]));
+  }
+  return s + "]";
+}
+
+// Parses JSON and reports the first key that an object gives twice (and its depth: 1
+// for the keys of the outermost object).
+json parse_json_once(std::string_view text, std::string& duplicate, int& duplicate_depth) {
+  std::vector<std::set<std::string>> keys;
+  json::parser_callback_t cb = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      keys.emplace_back();
+    } else if (event == json::parse_event_t::object_end) {
+      if (!keys.empty()) keys.pop_back();
+    } else if (event == json::parse_event_t::key && !keys.empty() && duplicate.empty() &&
+               parsed.is_string()) {
+      if (!keys.back().insert(parsed.get<std::string>()).second) {
+        duplicate = parsed.get<std::string>();
+        duplicate_depth = depth;
+      }
+    }
+    return true;
+  };
+  return json::parse(text, cb);
+}
+
+// Whether `inner` lies inside the folder `outer` (both canonical), by path components.
+bool inside(const std::filesystem::path& outer, const std::filesystem::path& inner) {
+  auto o = outer.begin(), i = inner.begin();
+  for (; o != outer.end(); ++o, ++i) {
+    if (o->empty()) continue;  // a trailing separator
+    if (i == inner.end() || *i != *o) return false;
+  }
+  return i != inner.end();
+}
+
 template <class T>
 T load(const uint8_t* p) {
   T v;
@@ -126,12 +165,17 @@ int64_t TensorEntry::numel() const {
 }
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : label_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw CheckpointError("cannot open " + path + ": " + std::strerror(errno));
-  struct stat st{};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  int fd = -1;
+  try {
+    fd = open_regular_file(path);  // a FIFO or a device is refused, not waited on
+  } catch (const FileError& e) {
+    throw CheckpointError(e.what());
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    const int e = errno;
     ::close(fd);
-    throw CheckpointError(path + " is not a regular file");
+    throw CheckpointError("cannot open " + path + ": " + std::strerror(e));
   }
   const auto size = static_cast<size_t>(st.st_size);
   if (size > 0) {
@@ -164,7 +208,8 @@ SafetensorsFile::~SafetensorsFile() {
 
 void SafetensorsFile::parse(size_t size) {
   auto fail = [&](const std::string& why) { throw CheckpointError(label_ + ": " + why); };
-  if (size < 8) fail("truncated: " + std::to_string(size) + " bytes, not even the 8-byte header length");
+  if (size < 8)
+    fail("truncated: " + std::to_string(size) + " bytes, not even the 8-byte header length");
   const uint64_t n = load<uint64_t>(base_);
   if (n > kMaxHeader) fail("header length " + std::to_string(n) + " is over the 100 MB limit");
   if (n > size - 8) {
@@ -174,12 +219,21 @@ void SafetensorsFile::parse(size_t size) {
   const std::string_view header(reinterpret_cast<const char*>(base_ + 8), static_cast<size_t>(n));
   if (!valid_utf8(header)) fail("the header is not valid UTF-8");
   json j;
+  std::string duplicate;
+  int duplicate_depth = 0;
   try {
-    j = json::parse(header);
+    j = parse_json_once(header, duplicate, duplicate_depth);
   } catch (const json::exception& e) {
     fail(std::string("the header is not valid JSON: ") + e.what());
   }
   if (!j.is_object()) fail("the header is not a JSON object");
+  // JSON keeps the last of two equal keys: a second tensor of the same name would hide
+  // the first one silently.
+  if (!duplicate.empty()) {
+    fail(duplicate_depth == 1 && duplicate != "__metadata__"
+             ? "tensor '" + duplicate + "' appears twice in the header"
+             : "the header gives '" + duplicate + "' twice");
+  }
   data_ = base_ + 8 + n;
   const uint64_t data_size = size - 8 - n;
   for (const auto& [name, v] : j.items()) {
@@ -200,15 +254,26 @@ void SafetensorsFile::parse(size_t size) {
     const std::string dt = v["dtype"].get<std::string>();
     if (!parse_st_dtype(dt, t.dtype)) bad("unknown dtype '" + dt + "'");
     if (!v.contains("shape") || !v["shape"].is_array()) bad("no shape");
-    uint64_t numel = 1;
+    // Every size from the header is overflow-checked: a shape whose byte count wraps
+    // around 2^64 (F32 [2^62] is 0 bytes modulo 2^64) must not pass as a small tensor.
+    uint64_t numel = 1, nonzero = 1;
+    bool too_large = false;
     for (const auto& d : v["shape"]) {
       if (!d.is_number_unsigned() && !(d.is_number_integer() && d.get<int64_t>() >= 0))
         bad("shape has a negative or non-integer dimension");
       const uint64_t dim = d.get<uint64_t>();
-      if (dim > 0 && numel > (uint64_t{1} << 62) / dim) bad("shape is absurdly large");
-      numel *= dim;
+      too_large |= dim > static_cast<uint64_t>(INT64_MAX);
+      too_large |= __builtin_mul_overflow(numel, dim, &numel);
+      // Even a tensor with a zero dimension may not name sizes no memory could hold.
+      too_large |= dim > 0 && __builtin_mul_overflow(nonzero, dim, &nonzero);
       t.shape.push_back(static_cast<int64_t>(dim));
     }
+    uint64_t nbytes = 0;
+    too_large |= __builtin_mul_overflow(nonzero, st_dtype_size(t.dtype), &nbytes);
+    too_large |= nbytes > (uint64_t{1} << 62);
+    if (too_large)
+      bad("shape " + shape_text(t.shape) + " of " + dt + " is too large (more than 2^62 bytes)");
+    nbytes = numel * st_dtype_size(t.dtype);  // <= the above: no overflow
     if (!v.contains("data_offsets") || !v["data_offsets"].is_array() ||
         v["data_offsets"].size() != 2 || !v["data_offsets"][0].is_number_unsigned() ||
         !v["data_offsets"][1].is_number_unsigned())
@@ -220,22 +285,28 @@ void SafetensorsFile::parse(size_t size) {
       bad("data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
           ") run past the data section (" + std::to_string(data_size) + " bytes)");
     }
-    if (numel * st_dtype_size(t.dtype) != t.end - t.begin) {
-      bad("shape x " + dt + " is " + std::to_string(numel * st_dtype_size(t.dtype)) +
+    if (nbytes != t.end - t.begin) {
+      bad("shape " + shape_text(t.shape) + " x " + dt + " is " + std::to_string(nbytes) +
           " bytes, but its data has " + std::to_string(t.end - t.begin));
     }
     tensors_.push_back(std::move(t));
   }
-  // No two tensors may share bytes.
+  // No two tensors may share bytes. Each one is checked against the furthest end of all
+  // before it (not only its neighbour, which an empty tensor could be); empty tensors
+  // hold no bytes and overlap nothing.
   std::vector<const TensorEntry*> by_offset;
-  for (const auto& t : tensors_) by_offset.push_back(&t);
+  for (const auto& t : tensors_) {
+    if (t.end > t.begin) by_offset.push_back(&t);
+  }
   std::sort(by_offset.begin(), by_offset.end(),
             [](const TensorEntry* a, const TensorEntry* b) { return a->begin < b->begin; });
-  for (size_t i = 1; i < by_offset.size(); ++i) {
-    if (by_offset[i]->begin < by_offset[i - 1]->end && by_offset[i]->begin != by_offset[i]->end) {
-      fail("tensors '" + by_offset[i - 1]->name + "' and '" + by_offset[i]->name +
-           "' overlap at byte " + std::to_string(by_offset[i]->begin));
+  const TensorEntry* furthest = nullptr;
+  for (const TensorEntry* t : by_offset) {
+    if (furthest && t->begin < furthest->end) {
+      fail("tensors '" + furthest->name + "' and '" + t->name + "' overlap at byte " +
+           std::to_string(t->begin));
     }
+    if (!furthest || t->end > furthest->end) furthest = t;
   }
 }
 
@@ -250,25 +321,43 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {
   auto c = std::unique_ptr<Checkpoint>(new Checkpoint());
   c->path_ = path;
   const std::string suffix = ".index.json";
-  if (path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0) {
-    std::ifstream in(path);
-    if (!in) throw CheckpointError("cannot open " + path);
-    json j;
+  if (path.size() > suffix.size() &&
+      path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    std::string text;
     try {
-      in >> j;
+      text = read_regular_file(path, kMaxHeader);
+    } catch (const FileError& e) {
+      throw CheckpointError(e.what());
+    }
+    json j;
+    std::string duplicate;
+    int duplicate_depth = 0;
+    try {
+      j = parse_json_once(text, duplicate, duplicate_depth);
     } catch (const json::exception& e) {
       throw CheckpointError(path + ": not valid JSON: " + e.what());
     }
     if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
       throw CheckpointError(path + ": no weight_map object");
-    const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    if (!duplicate.empty()) throw CheckpointError(path + ": '" + duplicate + "' appears twice");
+    namespace fs = std::filesystem;
+    const fs::path parent = fs::path(path).parent_path();
+    std::error_code ec;
+    const fs::path dir = fs::weakly_canonical(parent.empty() ? fs::path(".") : parent, ec);
+    if (ec) throw CheckpointError("cannot resolve the folder of " + path + ": " + ec.message());
     std::map<std::string, size_t> shard_index;
     for (const auto& [name, shard] : j["weight_map"].items()) {
-      if (!shard.is_string()) throw CheckpointError(path + ": shard of '" + name + "' is not a string");
+      if (!shard.is_string())
+        throw CheckpointError(path + ": shard of '" + name + "' is not a string");
       const std::string file = shard.get<std::string>();
-      if (file.find("..") != std::string::npos || (!file.empty() && file[0] == '/'))
-        throw CheckpointError(path + ": shard '" + file + "' lies outside the checkpoint's folder");
       if (!shard_index.count(file)) {
+        // The shard as it resolves (symbolic links followed) must lie in the index's
+        // folder, compared by path components: "a..b.safetensors" is a fine name, while
+        // "../x" or a link to /etc is not.
+        const fs::path resolved = fs::weakly_canonical(dir / file, ec);
+        if (file.empty() || fs::path(file).is_absolute() || ec || !inside(dir, resolved))
+          throw CheckpointError(path + ": shard '" + file +
+                                "' lies outside the checkpoint's folder");
         shard_index[file] = c->files_.size();
         c->files_.push_back(std::make_unique<SafetensorsFile>((dir / file).string()));
       }
@@ -278,7 +367,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {
       c->index_[name] = c->refs_.size();
       c->refs_.push_back({&f, e});
     }
-    } else {
+  } else {
     c->files_.push_back(std::make_unique<SafetensorsFile>(path));
     c->index_file(*c->files_.back());
   }
@@ -313,9 +402,13 @@ std::vector<float> Checkpoint::to_float(const Ref& r) const {
   const auto n = static_cast<size_t>(t.numel());
   std::vector<float> out(n);
   switch (t.dtype) {
-    case StDtype::F64: for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load<double>(p + 8 * i)); break;
+    case StDtype::F64:
+      for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load<double>(p + 8 * i));
+      break;
     case StDtype::F32: std::memcpy(out.data(), p, 4 * n); break;
-    case StDtype::F16: for (size_t i = 0; i < n; ++i) out[i] = half_to_float(load<uint16_t>(p + 2 * i)); break;
+    case StDtype::F16:
+      for (size_t i = 0; i < n; ++i) out[i] = half_to_float(load<uint16_t>(p + 2 * i));
+      break;
     case StDtype::BF16:
       for (size_t i = 0; i < n; ++i) {
         const uint32_t b = static_cast<uint32_t>(load<uint16_t>(p + 2 * i)) << 16;
@@ -347,12 +440,22 @@ std::vector<float> Checkpoint::to_float(const Ref& r) const {
       }
       break;
     }
-    case StDtype::I64: for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load<int64_t>(p + 8 * i)); break;
-    case StDtype::I32: for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load<int32_t>(p + 4 * i)); break;
-    case StDtype::I16: for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load<int16_t>(p + 2 * i)); break;
-    case StDtype::I8: for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<int8_t>(p[i])); break;
+    case StDtype::I64:
+      for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load<int64_t>(p + 8 * i));
+      break;
+    case StDtype::I32:
+      for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load<int32_t>(p + 4 * i));
+      break;
+    case StDtype::I16:
+      for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load<int16_t>(p + 2 * i));
+      break;
+    case StDtype::I8:
+      for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<int8_t>(p[i]));
+      break;
     case StDtype::U8:
-    case StDtype::BOOL: for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(p[i]); break;
+    case StDtype::BOOL:
+      for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(p[i]);
+      break;
   }
   return out;
 }
@@ -363,15 +466,19 @@ std::vector<uint8_t> safetensors_image(const std::vector<TensorToWrite>& tensors
   if (!metadata.empty()) h["__metadata__"] = metadata;
   uint64_t offset = 0;
   for (const auto& t : tensors) {
-    uint64_t numel = 1;
+    uint64_t numel = 1, nbytes = 0;
+    bool overflow = false;
     for (int64_t d : t.shape) {
       if (d < 0) throw CheckpointError("tensor '" + t.name + "': negative dimension");
-      numel *= static_cast<uint64_t>(d);
+      overflow |= __builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel);
     }
-    if (numel * st_dtype_size(t.dtype) != t.bytes.size()) {
-      throw CheckpointError("tensor '" + t.name + "': shape needs " +
-                            std::to_string(numel * st_dtype_size(t.dtype)) + " bytes, got " +
-                            std::to_string(t.bytes.size()));
+    overflow |= __builtin_mul_overflow(numel, st_dtype_size(t.dtype), &nbytes);
+    if (overflow)
+      throw CheckpointError("tensor '" + t.name + "': shape " + shape_text(t.shape) +
+                            " is too large");
+    if (nbytes != t.bytes.size()) {
+      throw CheckpointError("tensor '" + t.name + "': shape needs " + std::to_string(nbytes) +
+                            " bytes, got " + std::to_string(t.bytes.size()));
     }
     if (h.contains(t.name)) throw CheckpointError("tensor '" + t.name + "' given twice");
     h[t.name] = {{"dtype", std::string(st_dtype_name(t.dtype))},
@@ -393,20 +500,16 @@ std::vector<uint8_t> safetensors_image(const std::vector<TensorToWrite>& tensors
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata) {
   const std::vector<uint8_t> image = safetensors_image(tensors, metadata);
-  const std::string tmp = path + ".part";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw CheckpointError("cannot write " + tmp);
-    out.write(reinterpret_cast<const char*>(image.data()), static_cast<std::streamsize>(image.size()));
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw CheckpointError("writing " + path + " failed (disk full?)");
-    }
+  // Nothing half-written under the real name, nothing left beside it on a failure, and
+  // never a device or a folder replaced by a file.
+  try {
+    write_file_atomically(path, [&](std::ostream& out) {
+      out.write(reinterpret_cast<const char*>(image.data()),
+                static_cast<std::streamsize>(image.size()));
+    });
+  } catch (const FileError& e) {
+    throw CheckpointError(e.what());
   }
-  // Nothing half-written under the real name.
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw CheckpointError("cannot move " + tmp + " to " + path + ": " + std::strerror(errno));
 }
 
 }  // namespace fp8wb

@@ -1,8 +1,13 @@
 // fp8wb inspect, in-process: the table and JSON for a checkpoint written by the
-// project's writer, filters, and clear errors for bad files and options.
+// project's writer, filters, and clear errors for bad files and options; the binary
+// itself on a file that once ended it with SIGBUS; --export never replaces what is not a
+// regular file.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -10,8 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_run.h"
+#include "fifo.h"
 #include "fp8wb/core/checkpoint_analysis.h"
 #include "fp8wb/core/safetensors.h"
+#include "temp_dir.h"
 
 namespace {
 
@@ -90,6 +97,89 @@ TEST(CliInspect, BadFilesNameTheProblem) {
   r = run({"inspect", "/nonexistent.safetensors"});
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("/nonexistent.safetensors"), std::string::npos) << r.err;
+}
+
+// The binary itself: a signal would end it, not an error message.
+struct Exit {
+  bool signalled;
+  int code;
+  std::string err;
+};
+
+Exit run_binary(const std::vector<std::string>& args, const std::string& err_file) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    const int err = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(devnull, STDOUT_FILENO);
+    dup2(err, STDERR_FILENO);
+    execv(FP8WB_BINARY, argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::ifstream in(err_file);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return {WIFSIGNALED(status), WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
+}
+
+// F32 [2^62]: its byte count wraps around 2^64 to 0, which data_offsets [0, 0] match.
+TEST(CliInspect, AShapeWhoseBytesWrapIsAnErrorNotASignal) {
+  const std::string base =
+      (std::filesystem::temp_directory_path() / ("fp8wb-inspect-wrap-" + std::to_string(getpid())))
+          .string();
+  for (const bool aligned : {true, false}) {
+    std::string header =
+        R"({"w": {"dtype": "F32", "shape": [4611686018427387904], "data_offsets": [0, 0]}})";
+    if (aligned)
+      header.append((8 - header.size() % 8) % 8, ' ');
+    else if (header.size() % 8 == 0)
+      header += ' ';
+    const std::string path = base + (aligned ? "-aligned" : "-unaligned") + ".safetensors";
+    {
+      std::ofstream f(path, std::ios::binary);
+      const uint64_t n = header.size();
+      f.write(reinterpret_cast<const char*>(&n), 8);
+      f << header;
+    }
+    const Exit e = run_binary({"fp8wb", "inspect", path, "--device", "cpu"}, base + ".err");
+    EXPECT_FALSE(e.signalled) << path;
+    EXPECT_EQ(e.code, 1) << path;
+    EXPECT_NE(e.err.find("tensor 'w': shape [4611686018427387904] of F32 is too large"),
+              std::string::npos)
+        << e.err;
+    std::remove(path.c_str());
+  }
+  std::remove((base + ".err").c_str());
+}
+
+TEST(CliInspect, ExportReplacesOnlyRegularFiles) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("fp8wb-inspect-export-" + std::to_string(getpid()));
+  fp8wb::test::remove_tree(dir.string());
+  std::filesystem::create_directories(dir / "folder");
+  const std::string model = (dir / "ok.safetensors").string();
+  fp8wb::write_safetensors(model, {{"w", fp8wb::StDtype::F32, {2}, std::vector<uint8_t>(8)}});
+  auto r = run({"inspect", model, "--export", (dir / "folder").string()});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("is a folder"), std::string::npos) << r.err;
+  {
+    fp8wb::test::FifoGuard fifo((dir / "fifo").string());
+    r = run({"inspect", model, "--export", fifo.path()});
+    EXPECT_EQ(r.rc, 1);
+    EXPECT_NE(r.err.find("is a FIFO"), std::string::npos) << r.err;
+    EXPECT_TRUE(std::filesystem::is_fifo(fifo.path())) << "the FIFO was replaced by a file";
+  }
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"folder", "ok.safetensors"}))
+      << "a .part file was left behind";
+  fp8wb::test::remove_tree(dir.string());
 }
 
 }  // namespace

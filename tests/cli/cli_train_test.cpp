@@ -1,12 +1,14 @@
 // fp8wb train / runs: in-process through run_cli(), and the real binary killed with
 // SIGKILL or stopped with Ctrl-C (SIGINT) mid-run.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -14,10 +16,11 @@
 #include <string>
 #include <thread>
 
-#include "temp_dir.h"
 #include <vector>
+#include "temp_dir.h"
 
 #include "cli_run.h"
+#include "fifo.h"
 #include "fp8wb/core/run_store.h"
 
 namespace {
@@ -98,6 +101,50 @@ TEST_F(CliTrain, BadInputGivesClearErrors) {
   EXPECT_NE(r.err.find("cuda:9"), std::string::npos) << r.err;
   r = run({"runs", "export", "1", "--format", "xml", "--db", db_});
   EXPECT_NE(r.rc, 0);
+}
+
+TEST_F(CliTrain, AConfigThatIsAFifoIsRefusedNotWaitedOn) {
+  fp8wb::test::FifoGuard fifo((dir_ / "config.json").string());
+  ASSERT_TRUE(fifo.made());
+  const Result r = run({"train", fifo.path(), "--db", db_});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find(fifo.path() + " is a FIFO"), std::string::npos) << r.err;
+  EXPECT_FALSE(fifo.reader_blocked()) << "the config reader blocked in open()";
+}
+
+TEST_F(CliTrain, RunsExportWritesAllOrNothing) {
+  const std::string cfg = (dir_ / "mlp.json").string();
+  std::ofstream(cfg) << R"({"model": "mlp", "steps": 60, "stats_interval": 1})";
+  Result r = run({"train", cfg, "--db", db_, "--quiet", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string id = std::to_string(nlohmann::json::parse(r.out)["run"].get<int64_t>());
+  const std::string out = (dir_ / "run.json").string();
+  std::ofstream(out) << "old";
+  // A full disk (here: a 64 KB file size limit; the export is larger) keeps the old file.
+  struct rlimit old {};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  auto* old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = old;
+  small.rlim_cur = 64 << 10;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  r = run({"runs", "export", id, "--db", db_, "--format", "json", "-o", out});
+  setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.err.find("writing " + out + " failed: File too large"), std::string::npos) << r.err;
+  std::ifstream in(out);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(content == "old") << "a truncated export (" << content.size()
+                                << " bytes) replaced the file";
+  for (const auto& e : std::filesystem::directory_iterator(dir_))
+    EXPECT_EQ(e.path().string().find(".part"), std::string::npos) << e.path();
+  // A folder is not a file to replace.
+  r = run({"runs", "export", id, "--db", db_, "-o", dir_.string()});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("is a folder"), std::string::npos) << r.err;
+  r = run({"runs", "export", id, "--db", db_, "--format", "json", "-o", out});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(out))["series"]["loss"].size(), 60u);
 }
 
 // The binary itself, as a user's shell runs it.

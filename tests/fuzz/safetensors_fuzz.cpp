@@ -1,20 +1,37 @@
 // libFuzzer target: any bytes given to the safetensors parser either parse into tensors
-// whose byte ranges lie inside the input, or give a CheckpointError; never a crash.
+// whose byte ranges lie inside the input, hold exactly shape x dtype bytes (computed
+// here without wrapping) and share no byte, or give a CheckpointError; never a crash.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <set>
+#include <string>
 
 #include "fp8wb/core/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const fp8wb::SafetensorsFile f(data, size, "fuzz-input");
+    std::set<std::string> names;
     for (const fp8wb::TensorEntry& t : f.tensors()) {
+      if (!names.insert(t.name).second) std::abort();  // a name given twice
+      unsigned __int128 bytes = fp8wb::st_dtype_size(t.dtype);
+      for (int64_t d : t.shape) {
+        if (d < 0) std::abort();
+        bytes *= static_cast<uint64_t>(d);
+        if (bytes > size) bytes = size + 1;  // (no wrap in 128 bits either)
+      }
+      if (bytes != t.end - t.begin) std::abort();  // e.g. 4 x 2^62 taken for 0
       if (t.end > t.begin) {
         // First and last byte of each tensor: AddressSanitizer checks they are in range.
         volatile uint8_t first = f.data(t)[0];
         volatile uint8_t last = f.data(t)[t.end - t.begin - 1];
         (void)first;
         (void)last;
+      }
+      for (const fp8wb::TensorEntry& u : f.tensors()) {
+        if (&u != &t && u.end > u.begin && t.end > t.begin && u.begin < t.end && t.begin < u.end)
+          std::abort();  // two tensors share bytes
       }
     }
   } catch (const fp8wb::CheckpointError&) {

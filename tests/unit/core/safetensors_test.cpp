@@ -2,7 +2,11 @@
 // sharded sets, DeepSeek-style FP8 blocks); malformed files give errors naming the
 // tensor or byte offset; the per-tensor analysis against direct computations.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +16,9 @@
 #include <limits>
 #include <random>
 
+#include "fifo.h"
 #include "fp8wb/core/checkpoint_analysis.h"
+#include "fp8wb/core/file_io.h"
 #include "fp8wb/core/safetensors.h"
 #include "fp8wb/kernels/codec.h"
 #include "fp8wb/kernels/quantize_cpu.h"
@@ -97,7 +103,8 @@ TEST_F(Safetensors, DeepSeekFp8BlocksAreDequantizedWithTheirScales) {
   for (int64_t i : {0L, 127L, 128L, 255L}) {
     for (int64_t j : {0L, 127L, 128L, 199L}) {
       const size_t k = static_cast<size_t>(i * cols + j);
-      EXPECT_EQ(w[k], decode(codes[k], s) * scale_inv[static_cast<size_t>((i / 128) * 2 + j / 128)]);
+      EXPECT_EQ(w[k],
+                decode(codes[k], s) * scale_inv[static_cast<size_t>((i / 128) * 2 + j / 128)]);
     }
   }
   // The scales are folded into the weight: the analysis lists the weight only.
@@ -107,7 +114,7 @@ TEST_F(Safetensors, DeepSeekFp8BlocksAreDequantizedWithTheirScales) {
   const auto a = analyze_checkpoint(*c, o);
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0].name, "w");
-    // A scale grid that does not match the weight's blocks names both tensors.
+  // A scale grid that does not match the weight's blocks names both tensors.
   write_safetensors(path("bad.safetensors"),
                     {{"w", StDtype::F8_E4M3, {rows, cols}, codes},
                      {"w_scale_inv", StDtype::F32, {4, 1}, bytes_of(scale_inv)}});
@@ -121,8 +128,10 @@ TEST_F(Safetensors, DeepSeekFp8BlocksAreDequantizedWithTheirScales) {
 }
 
 TEST_F(Safetensors, ShardedSetsOpenThroughTheirIndex) {
-  write_safetensors(path("a.safetensors"), {{"x", StDtype::F32, {2}, bytes_of(std::vector<float>{1, 2})}});
-  write_safetensors(path("b.safetensors"), {{"y", StDtype::F32, {1}, bytes_of(std::vector<float>{3})}});
+  write_safetensors(path("a.safetensors"),
+                    {{"x", StDtype::F32, {2}, bytes_of(std::vector<float>{1, 2})}});
+  write_safetensors(path("b.safetensors"),
+                    {{"y", StDtype::F32, {1}, bytes_of(std::vector<float>{3})}});
   std::ofstream(path("model.safetensors.index.json"))
       << R"({"metadata": {}, "weight_map": {"x": "a.safetensors", "y": "b.safetensors"}})";
   auto c = Checkpoint::open(path("model.safetensors.index.json"));
@@ -132,6 +141,128 @@ TEST_F(Safetensors, ShardedSetsOpenThroughTheirIndex) {
   EXPECT_THROW(Checkpoint::open(path("bad.index.json")), CheckpointError);
   std::ofstream(path("missing.index.json")) << R"({"weight_map": {"z": "a.safetensors"}})";
   EXPECT_THROW(Checkpoint::open(path("missing.index.json")), CheckpointError);
+}
+
+TEST_F(Safetensors, ShardPathsAreResolvedAndComparedByComponent) {
+  // "a..b" is a name, not a way out of the folder.
+  write_safetensors(path("a..b.safetensors"),
+                    {{"x", StDtype::F32, {1}, bytes_of(std::vector<float>{5})}});
+  std::ofstream(path("dots.index.json")) << R"({"weight_map": {"x": "a..b.safetensors"}})";
+  auto c = Checkpoint::open(path("dots.index.json"));
+  EXPECT_EQ(c->to_float(*c->find("x")), std::vector<float>{5});
+  std::filesystem::create_directories(dir_ / "sub");
+  std::ofstream(path("sub.index.json")) << R"({"weight_map": {"x": "sub/../a..b.safetensors"}})";
+  EXPECT_EQ(Checkpoint::open(path("sub.index.json"))->tensors().size(), 1u);
+
+  // A link inside the folder to a file outside it is outside.
+  const std::string outside = dir_.string() + "-outside.safetensors";
+  write_safetensors(outside, {{"x", StDtype::F32, {1}, bytes_of(std::vector<float>{6})}});
+  std::filesystem::create_symlink(outside, dir_ / "link.safetensors");
+  std::ofstream(path("link.index.json")) << R"({"weight_map": {"x": "link.safetensors"}})";
+  try {
+    Checkpoint::open(path("link.index.json"));
+    ADD_FAILURE() << "a link out of the folder was followed";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("outside the checkpoint's folder"), std::string::npos)
+        << e.what();
+  }
+  std::ofstream(path("abs.index.json")) << R"({"weight_map": {"x": ")" << outside << R"("}})";
+  EXPECT_THROW(Checkpoint::open(path("abs.index.json")), CheckpointError);
+  std::remove(outside.c_str());
+
+  std::ofstream(path("twice.index.json"))
+      << R"({"weight_map": {"x": "a..b.safetensors", "x": "a..b.safetensors"}})";
+  try {
+    Checkpoint::open(path("twice.index.json"));
+    ADD_FAILURE() << "a tensor named twice was accepted";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("'x' appears twice"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(Safetensors, FifosAreRefusedNotWaitedOn) {
+  for (const char* name : {"fifo.safetensors", "fifo.safetensors.index.json"}) {
+    test::FifoGuard fifo(path(name));
+    ASSERT_TRUE(fifo.made());
+    try {
+      Checkpoint::open(fifo.path());
+      ADD_FAILURE() << name << ": accepted";
+    } catch (const CheckpointError& e) {
+      EXPECT_NE(std::string(e.what()).find(fifo.path() + " is a FIFO"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_FALSE(fifo.reader_blocked()) << name << ": the reader blocked in open()";
+  }
+  test::FifoGuard shard(path("shard.safetensors"));
+  std::ofstream(path("m.index.json")) << R"({"weight_map": {"x": "shard.safetensors"}})";
+  EXPECT_THROW(Checkpoint::open(path("m.index.json")), CheckpointError);
+  EXPECT_FALSE(shard.reader_blocked()) << "the reader blocked in open()";
+}
+
+std::vector<std::string> listing(const std::filesystem::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST_F(Safetensors, WritersReplaceOnlyRegularFilesAndLeaveNothingOnFailure) {
+  const std::vector<TensorToWrite> t = {
+      {"w", StDtype::F32, {2}, bytes_of(std::vector<float>{1, 2})}};
+  // A folder: refused before anything is written, no .part left beside it.
+  std::filesystem::create_directories(dir_ / "folder");
+  try {
+    write_safetensors(path("folder"), t);
+    ADD_FAILURE() << "wrote over a folder";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a folder"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(listing(dir_), std::vector<std::string>{"folder"});
+  // A FIFO (as a device would be) stays what it is.
+  {
+    test::FifoGuard fifo(path("fifo"));
+    EXPECT_THROW(write_safetensors(fifo.path(), t), CheckpointError);
+    struct stat st {};
+    ASSERT_EQ(::lstat(fifo.path().c_str(), &st), 0);
+    EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO was replaced";
+  }
+  EXPECT_EQ(listing(dir_), std::vector<std::string>{"folder"});
+  // A link to a regular file: the file is replaced, the link stays.
+  write_safetensors(path("real.safetensors"),
+                    {{"w", StDtype::F32, {1}, bytes_of(std::vector<float>{0})}});
+  std::filesystem::create_symlink(path("real.safetensors"), dir_ / "link.safetensors");
+  write_safetensors(path("link.safetensors"), t);
+  EXPECT_TRUE(std::filesystem::is_symlink(dir_ / "link.safetensors"));
+  EXPECT_EQ(Checkpoint::open(path("real.safetensors"))->tensors()[0].entry->shape,
+            std::vector<int64_t>{2});
+
+  // A full disk (here: a file size limit) leaves the old file as it was, and no .part.
+  const std::vector<TensorToWrite> big = {
+      {"w", StDtype::F32, {1 << 18}, std::vector<uint8_t>(1 << 20)}};
+  struct rlimit old {};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  auto* old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = old;
+  small.rlim_cur = 64 << 10;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  EXPECT_THROW(write_safetensors(path("real.safetensors"), big), CheckpointError);
+  setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(Checkpoint::open(path("real.safetensors"))->tensors()[0].entry->shape,
+            std::vector<int64_t>{2});
+  EXPECT_EQ(listing(dir_),
+            (std::vector<std::string>{"folder", "link.safetensors", "real.safetensors"}));
+
+  // A writer that fails half way leaves nothing either.
+  EXPECT_THROW(write_file_atomically(path("half.csv"),
+                                     [](std::ostream& o) {
+                                       o << "step,loss\n";
+                                       throw std::runtime_error("the database went away");
+                                     }),
+               std::runtime_error);
+  EXPECT_EQ(listing(dir_),
+            (std::vector<std::string>{"folder", "link.safetensors", "real.safetensors"}));
 }
 
 // A file image: the 8-byte header length, the header, then `data` bytes.
@@ -156,17 +287,71 @@ TEST(SafetensorsBadInput, EveryMalformedFileGivesAClearError) {
       {"huge header", image(R"({})", 0, uint64_t{1} << 40), "100 MB"},
       {"not JSON", image("{nope", 0), "JSON"},
       {"not an object", image("[1]", 0), "object"},
-      {"unknown dtype", image(R"({"t": {"dtype": "F7", "shape": [1], "data_offsets": [0, 1]}})", 1), "'t'"},
-      {"shape vs bytes", image(R"({"t": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})", 8), "12 bytes"},
-      {"out of range", image(R"({"t": {"dtype": "U8", "shape": [9], "data_offsets": [0, 9]}})", 4), "past the data"},
-      {"end before begin", image(R"({"t": {"dtype": "U8", "shape": [0], "data_offsets": [4, 2]}})", 4), "'t'"},
-      {"overlap", image(R"({"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]},
-                            "b": {"dtype": "U8", "shape": [4], "data_offsets": [2, 6]}})", 8), "overlap"},
-      {"negative dim", image(R"({"t": {"dtype": "U8", "shape": [-1], "data_offsets": [0, 0]}})", 0), "'t'"},
-      {"absurd shape", image(R"({"t": {"dtype": "F64", "shape": [4294967296, 4294967296], "data_offsets": [0, 8]}})", 8), "'t'"},
-      {"bad offsets", image(R"({"t": {"dtype": "U8", "shape": [1], "data_offsets": [0]}})", 1), "data_offsets"},
+      {"unknown dtype", image(R"({"t": {"dtype": "F7", "shape": [1], "data_offsets": [0, 1]}})", 1),
+       "'t'"},
+      {"shape vs bytes",
+       image(R"({"t": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})", 8), "12 bytes"},
+      {"out of range", image(R"({"t": {"dtype": "U8", "shape": [9], "data_offsets": [0, 9]}})", 4),
+       "past the data"},
+      {"end before begin",
+       image(R"({"t": {"dtype": "U8", "shape": [0], "data_offsets": [4, 2]}})", 4), "'t'"},
+      {"overlap",
+       image(R"({"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]},
+                            "b": {"dtype": "U8", "shape": [4], "data_offsets": [2, 6]}})",
+             8),
+       "overlap"},
+      {"negative dim", image(R"({"t": {"dtype": "U8", "shape": [-1], "data_offsets": [0, 0]}})", 0),
+       "'t'"},
+      {"absurd shape",
+       image(
+           R"({"t": {"dtype": "F64", "shape": [4294967296, 4294967296], "data_offsets": [0, 8]}})",
+           8),
+       "'t'"},
+      {"bad offsets", image(R"({"t": {"dtype": "U8", "shape": [1], "data_offsets": [0]}})", 1),
+       "data_offsets"},
       {"invalid UTF-8", image("{\"\xff\xfe\": {}}", 0), "UTF-8"},
       {"bad metadata", image(R"({"__metadata__": {"a": 1}})", 0), "__metadata__"},
+      // Byte counts that wrap around 2^64 (4 x 2^62 = 0) must not pass as empty tensors.
+      {"numel x 4 wraps to 0",
+       image(R"({"w": {"dtype": "F32", "shape": [4611686018427387904], "data_offsets": [0, 0]}})",
+             0),
+       "'w': shape [4611686018427387904] of F32 is too large"},
+      {"2^31 x 2^31 x 4 wraps",
+       image(
+           R"({"w": {"dtype": "F32", "shape": [2147483648, 2147483648], "data_offsets": [0, 0]}})",
+           0),
+       "shape [2147483648, 2147483648]"},
+      {"dim beyond int64",
+       image(R"({"w": {"dtype": "U8", "shape": [18446744073709551615], "data_offsets": [0, 0]}})",
+             0),
+       "'w'"},
+      {"zero dim beside a huge one",
+       image(
+           R"({"w": {"dtype": "F32", "shape": [0, 4611686018427387904], "data_offsets": [0, 0]}})",
+           0),
+       "'w'"},
+      // An empty tensor between two overlapping ones hides nothing.
+      {"overlap behind an empty tensor",
+       image(R"({"a": {"dtype": "U8", "shape": [400], "data_offsets": [0, 400]},
+                            "e": {"dtype": "U8", "shape": [0], "data_offsets": [200, 200]},
+                            "c": {"dtype": "U8", "shape": [40], "data_offsets": [300, 340]}})",
+             400),
+       "'a' and 'c' overlap at byte 300"},
+      {"overlap with a far tensor",
+       image(R"({"a": {"dtype": "U8", "shape": [400], "data_offsets": [0, 400]},
+                            "b": {"dtype": "U8", "shape": [10], "data_offsets": [10, 20]},
+                            "c": {"dtype": "U8", "shape": [40], "data_offsets": [300, 340]}})",
+             400),
+       "overlap"},
+      // JSON keeps the last of two equal keys: the first tensor would vanish silently.
+      {"duplicate name",
+       image(R"({"t": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]},
+                            "t": {"dtype": "U8", "shape": [1], "data_offsets": [1, 2]}})",
+             2),
+       "tensor 't' appears twice"},
+      {"duplicate field",
+       image(R"({"t": {"dtype": "U8", "shape": [1], "shape": [2], "data_offsets": [0, 1]}})", 1),
+       "'shape' twice"},
   };
   for (const Bad& b : cases) {
     try {
@@ -325,7 +510,8 @@ TEST(CheckpointAnalysis, EachRecipeGivesWhatQuantizeCurrentGives) {
   StatsOptions so;
   so.histogram = false;
   for (const RecipeResult& r : a.recipes) {
-    const CurrentQuantization q = quantize_current(TensorRef::of(x.data(), 200, 384), r.recipe, {}, so);
+    const CurrentQuantization q =
+        quantize_current(TensorRef::of(x.data(), 200, 384), r.recipe, {}, so);
     EXPECT_EQ(r.sqnr_db, q.result.stats.sqnr_db()) << r.name;
     EXPECT_EQ(r.underflow_pct, q.result.stats.underflow_pct()) << r.name;
     EXPECT_EQ(r.saturated_pct, q.result.stats.saturated_pct()) << r.name;
@@ -345,7 +531,7 @@ TEST_F(Safetensors, TensorsReadInPlaceGiveTheFiguresOfTheirFp32Values) {
     bf16[i] = static_cast<uint16_t>(b >> 16);
     f16[i] = 0x3C00;  // 1.0
   }
-  f16[3] = 0xC000;    // -2
+  f16[3] = 0xC000;  // -2
   write_safetensors(path("m.safetensors"), {{"a.bf16", StDtype::BF16, {rows, cols}, bytes_of(bf16)},
                                             {"b.f32", StDtype::F32, {rows, cols}, bytes_of(v)},
                                             {"c.f16", StDtype::F16, {rows, cols}, bytes_of(f16)}});
@@ -355,13 +541,15 @@ TEST_F(Safetensors, TensorsReadInPlaceGiveTheFiguresOfTheirFp32Values) {
   const auto all = analyze_checkpoint(*c, o);
   ASSERT_EQ(all.size(), 3u);
   for (const TensorAnalysis& a : all) {
-    const TensorAnalysis want = analyze_values(a.name, a.dtype, a.shape, c->to_float(*c->find(a.name)), o);
+    const TensorAnalysis want =
+        analyze_values(a.name, a.dtype, a.shape, c->to_float(*c->find(a.name)), o);
     EXPECT_EQ(a.mean, want.mean) << a.name;
     EXPECT_EQ(a.amax, want.amax) << a.name;
     EXPECT_EQ(a.log2_hist, want.log2_hist) << a.name;
     ASSERT_EQ(a.recipes.size(), want.recipes.size());
     for (size_t i = 0; i < a.recipes.size(); ++i) {
-      EXPECT_EQ(a.recipes[i].sqnr_db, want.recipes[i].sqnr_db) << a.name << " " << a.recipes[i].name;
+      EXPECT_EQ(a.recipes[i].sqnr_db, want.recipes[i].sqnr_db)
+          << a.name << " " << a.recipes[i].name;
       EXPECT_EQ(a.recipes[i].map_rel_error, want.recipes[i].map_rel_error) << a.name;
     }
   }

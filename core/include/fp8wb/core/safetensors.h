@@ -37,7 +37,8 @@ struct TensorEntry {
 class SafetensorsFile {
  public:
   // Maps and validates the file: header length, JSON, dtypes, shapes against byte
-  // counts, offsets inside the data section and not overlapping, UTF-8 names.
+  // counts (overflow-checked), offsets inside the data section and not overlapping, UTF-8
+  // names, each given once. A path that is not a regular file (a FIFO) is refused.
   explicit SafetensorsFile(const std::string& path);
   // Parses an in-memory image (the fuzzers and tests use this); `bytes` must outlive it.
   SafetensorsFile(const uint8_t* bytes, size_t size, std::string label);
@@ -68,7 +69,8 @@ class Checkpoint {
  public:
   static std::unique_ptr<Checkpoint> open(const std::string& path);
   // A checkpoint from a safetensors image in memory (what other readers convert to).
-  static std::unique_ptr<Checkpoint> from_image(std::vector<uint8_t> image, const std::string& label);
+  static std::unique_ptr<Checkpoint> from_image(std::vector<uint8_t> image,
+                                                const std::string& label);
 
   struct Ref {
     const SafetensorsFile* file;
@@ -101,8 +103,9 @@ struct TensorToWrite {
 std::vector<uint8_t> safetensors_image(const std::vector<TensorToWrite>& tensors,
                                        const std::map<std::string, std::string>& metadata = {});
 
-// Writes a safetensors file (tensors in the given order, 8-byte aligned header).
-// Throws CheckpointError (a shape/byte mismatch, a file that cannot be written).
+// Writes a safetensors file (tensors in the given order, 8-byte aligned header), all or
+// nothing (write_file_atomically()). Throws CheckpointError (a shape/byte mismatch, a
+// file that cannot be written, a path that is a folder or a device).
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 

@@ -23,7 +23,9 @@ using StorageFetcher = std::function<std::vector<uint8_t>(const std::string& key
 // Every tensor reachable from the pickled object, named by its path (dict keys and list
 // indices joined with '.'), contiguous, in the order met. Throws CheckpointError naming
 // `label` and the byte offset in data.pkl (bad opcodes, truncation, a view beyond its
-// storage, an unsupported dtype with the tensor's name, nesting deeper than 64).
+// storage or with more elements than it, an unsupported dtype with the tensor's name,
+// nesting deeper than 64), or the limit hit: more than 2M objects, tensors adding up to
+// more than 4x their storages.
 std::vector<TensorToWrite> read_torch_pickle(const uint8_t* data, size_t size,
                                              const StorageFetcher& fetch, const std::string& label);
 

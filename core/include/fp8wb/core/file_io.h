@@ -1,0 +1,38 @@
+// defines: FileError, open_regular_file(), read_regular_file(), write_file_atomically():
+// how the workbench opens the files it reads (configs, checkpoints, shards) and writes
+// the files it produces (exports, weights). A FIFO, a device or a folder given where a
+// file is expected is refused with its kind named, never opened for a blocking read nor
+// replaced. Plain C++, no torch, no Qt.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+
+namespace fp8wb {
+
+struct FileError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// An open file descriptor for an existing regular file (opened without blocking, so a
+// FIFO cannot hang the caller, then checked with fstat). The caller closes it. Throws
+// FileError naming the path and what it is ("a FIFO", "a folder", ...).
+int open_regular_file(const std::string& path);
+
+// The whole of a regular file; throws FileError when it is not one, cannot be read, or
+// is larger than `max_bytes`.
+std::string read_regular_file(const std::string& path, uint64_t max_bytes = uint64_t{1} << 30);
+
+// Writes `path` all or nothing: `write` fills a temporary file beside it (PATH.XXXXXX.part),
+// which is flushed to disk and renamed over `path`. A `path` that exists and is not a
+// regular file (a device, a FIFO, a folder) is refused before anything is written; a
+// symbolic link to a regular file replaces that file. On any failure (a full disk,
+// `write` throwing) the temporary file is removed, `path` is left as it was, and the
+// error is rethrown (FileError for the file's own errors).
+void write_file_atomically(const std::string& path,
+                           const std::function<void(std::ostream&)>& write);
+
+}  // namespace fp8wb

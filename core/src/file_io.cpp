@@ -1,0 +1,195 @@
+#include "fp8wb/core/file_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <streambuf>
+#include <vector>
+
+namespace fp8wb {
+namespace {
+
+std::string kind_of(mode_t m) {
+  if (S_ISDIR(m)) return "a folder";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISLNK(m)) return "a symbolic link";
+  return "not a regular file";
+}
+
+std::string errno_text(int e) {
+  return std::strerror(e);
+}
+
+// An output buffer over a file descriptor that remembers the first write error.
+class FdBuf : public std::streambuf {
+ public:
+  explicit FdBuf(int fd) : fd_(fd), buf_(size_t{1} << 16) {
+    setp(buf_.data(), buf_.data() + buf_.size());
+  }
+  int error() const { return error_; }
+  bool flush_all() { return drain() && error_ == 0; }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (!drain()) return traits_type::eof();
+    if (!traits_type::eq_int_type(c, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+  int sync() override { return drain() ? 0 : -1; }
+
+ private:
+  bool drain() {
+    const char* p = pbase();
+    size_t left = static_cast<size_t>(pptr() - pbase());
+    while (left > 0 && error_ == 0) {
+      const ssize_t w = ::write(fd_, p, left);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        error_ = errno;
+        break;
+      }
+      p += w;
+      left -= static_cast<size_t>(w);
+    }
+    setp(buf_.data(), buf_.data() + buf_.size());
+    return error_ == 0;
+  }
+  int fd_;
+  std::vector<char> buf_;
+  int error_ = 0;
+};
+
+// A temporary file beside `target`, created exclusively (the umask applies as to any new
+// file); removed by the destructor unless released.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& target) {
+    static std::atomic<unsigned> counter{0};
+    std::random_device rd;
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      char suffix[32];
+      std::snprintf(suffix, sizeof suffix, ".%06x.part",
+                    (rd() ^ counter++ ^ static_cast<unsigned>(getpid())) & 0xFFFFFFu);
+      path_ = target + suffix;
+      fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+      if (fd_ >= 0 || errno != EEXIST) break;
+    }
+    if (fd_ < 0) throw FileError("cannot write " + target + ": " + errno_text(errno));
+  }
+  ~TempFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!released_) ::unlink(path_.c_str());
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  int fd() const { return fd_; }
+  const std::string& path() const { return path_; }
+  // Closes the descriptor; returns 0 or the error.
+  int close() {
+    const int r = ::close(fd_);
+    fd_ = -1;
+    return r == 0 ? 0 : errno;
+  }
+  void release() { released_ = true; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  bool released_ = false;
+};
+
+}  // namespace
+
+int open_regular_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) throw FileError("cannot open " + path + ": " + errno_text(errno));
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw FileError("cannot open " + path + ": " + errno_text(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw FileError(path + " is " + kind_of(st.st_mode) + ", not a regular file");
+  }
+  // Reads from here on block as usual (O_NONBLOCK only kept open() from waiting).
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  return fd;
+}
+
+std::string read_regular_file(const std::string& path, uint64_t max_bytes) {
+  const int fd = open_regular_file(path);
+  std::string out;
+  char buf[1 << 16];
+  while (true) {
+    const ssize_t r = ::read(fd, buf, sizeof buf);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      const int e = errno;
+      ::close(fd);
+      throw FileError("cannot read " + path + ": " + errno_text(e));
+    }
+    if (r == 0) break;
+    if (out.size() + static_cast<size_t>(r) > max_bytes) {
+      ::close(fd);
+      throw FileError(path + " is larger than " + std::to_string(max_bytes) + " bytes");
+    }
+    out.append(buf, static_cast<size_t>(r));
+  }
+  ::close(fd);
+  return out;
+}
+
+void write_file_atomically(const std::string& path,
+                           const std::function<void(std::ostream&)>& write) {
+  if (path.empty()) throw FileError("cannot write a file without a name");
+  std::string target = path;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode))
+      throw FileError("will not write " + path + ": it is " + kind_of(st.st_mode) +
+                      ", not a regular file");
+    struct stat lst {};
+    if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+      // Replace the file the link points to, and keep the link.
+      char* real = ::realpath(path.c_str(), nullptr);
+      if (!real) throw FileError("cannot resolve " + path + ": " + errno_text(errno));
+      target = real;
+      std::free(real);
+    }
+  } else if (errno != ENOENT) {
+    throw FileError("cannot write " + path + ": " + errno_text(errno));
+  }
+  TempFile tmp(target);
+  {
+    FdBuf buf(tmp.fd());
+    std::ostream out(&buf);
+    write(out);  // an exception leaves through ~TempFile, which removes the file
+    out.flush();
+    if (!buf.flush_all() || !out)
+      throw FileError("writing " + path +
+                      " failed: " + errno_text(buf.error() ? buf.error() : EIO));
+  }
+  if (::fsync(tmp.fd()) != 0) throw FileError("writing " + path + " failed: " + errno_text(errno));
+  if (const int e = tmp.close()) throw FileError("writing " + path + " failed: " + errno_text(e));
+  if (::rename(tmp.path().c_str(), target.c_str()) != 0)
+    throw FileError("cannot move " + tmp.path() + " to " + path + ": " + errno_text(errno));
+  tmp.release();
+}
+
+}  // namespace fp8wb
