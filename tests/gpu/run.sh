@@ -114,7 +114,7 @@ PY
   "$BUILD/app/fp8wb" runs show 1 --db "$db" | grep -E 'peak|status'
   log "bad input on the GPU"
   "$BUILD/app/fp8wb" train --db "$db" --quiet --set device=cuda:7 --set steps=2 2>&1 | tail -1
-  "$BUILD/app/fp8wb" train "$OUT/gui_config.json" --db "$db" --quiet --set name=oom --set batch=100000 \
+  timeout 120 "$BUILD/app/fp8wb" train "$OUT/gui_config.json" --db "$db" --quiet --set name=oom --set batch=100000 \
     --set steps=3 2>&1 | tail -1 | cut -c1-200
   python3 - "$db" "$OUT/gui.json" <<'PY'
 import json, sqlite3, statistics, sys
