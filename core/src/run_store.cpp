@@ -4,12 +4,12 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <csignal>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <deque>
@@ -116,7 +116,7 @@ class Stmt {
     sqlite3_clear_bindings(s_);
   }
   int64_t i(int c) const { return sqlite3_column_int64(s_, c); }
-    double d(int c) const { return sqlite3_column_double(s_, c); }
+  double d(int c) const { return sqlite3_column_double(s_, c); }
   bool null(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
   std::string s(int c) const {
     const auto* t = sqlite3_column_text(s_, c);
@@ -169,8 +169,8 @@ int user_version(const Db& db) {
   return s.step() ? static_cast<int>(s.i(0)) : 0;
 }
 
-const char* kSeriesNames[] = {"loss",     "ref_loss",     "loss_gap", "grad_norm",
-                              "lr",       "tokens_per_s", "step_ms"};
+const char* kSeriesNames[] = {"loss", "ref_loss",     "loss_gap", "grad_norm",
+                              "lr",   "tokens_per_s", "step_ms"};
 
 // A histogram as stored: the first nonzero bin (one byte), then the counts up to the
 // last nonzero bin as LEB128 varints (most bins of a tensor are empty, most counts small).
@@ -241,7 +241,7 @@ struct RunStore::Impl {
   std::deque<std::function<void()>> queue;
   uint64_t queued = 0, committed = 0;
   bool stopping = false;
-  std::string error;  // the first failed write
+  std::string error;                                              // the first failed write
   std::map<std::pair<int64_t, std::string>, int64_t> series_ids;  // writer thread only
 
   void enqueue(std::function<void()> job) {
@@ -300,7 +300,7 @@ struct RunStore::Impl {
     if (!b.steps.empty()) {
       Stmt ins(*writer, "INSERT OR REPLACE INTO scalars(series_id, step, value) VALUES(?, ?, ?)");
       for (const StepMetrics& m : b.steps) {
-        const double v[] = {m.loss, m.ref_loss, m.loss_gap, m.grad_norm,
+        const double v[] = {m.loss, m.ref_loss,     m.loss_gap, m.grad_norm,
                             m.lr,   m.tokens_per_s, m.step_ms};
         for (size_t k = 0; k < 7; ++k) {
           ins.bind(1, series_id(b.run_id, kSeriesNames[k])).bind(2, m.step);
@@ -312,7 +312,8 @@ struct RunStore::Impl {
     }
     if (!b.tensors.empty()) {
       Stmt ts(*writer,
-                            "INSERT OR REPLACE INTO tensor_stats VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+              "INSERT OR REPLACE INTO tensor_stats VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+              "?, ?)");
       Stmt bl(*writer, "INSERT OR REPLACE INTO blobs VALUES(?, ?, ?, ?, ?, ?, ?)");
       for (const TensorMetrics& t : b.tensors) {
         const StatsBuffer& r = t.raw;
@@ -321,13 +322,13 @@ struct RunStore::Impl {
         ts.bind(7, static_cast<int64_t>(r.numel)).bind(8, static_cast<int64_t>(r.zeros));
         ts.bind(9, static_cast<int64_t>(r.underflow)).bind(10, static_cast<int64_t>(r.saturated));
         ts.bind(11, static_cast<int64_t>(r.nonfinite)).bind(12, static_cast<int64_t>(r.subnormal));
-                const std::vector<uint8_t> hist = pack_histogram(r.hist);
+        const std::vector<uint8_t> hist = pack_histogram(r.hist);
         ts.bind(13, r.sq_err).bind(14, r.sq_sum).bind_blob(15, hist.data(), hist.size()).run();
         if (!t.map_rel_error.empty()) {
           bl.bind(1, b.run_id).bind(2, t.step).bind(3, t.layer).bind(4, t.role);
           bl.bind(5, std::string("error_map"));
           bl.bind(6, shape_text({t.map_grid.rows, t.map_grid.cols}));
-                    bl.bind_blob(7, t.map_rel_error.data(), t.map_rel_error.size() * sizeof(float)).run();
+          bl.bind_blob(7, t.map_rel_error.data(), t.map_rel_error.size() * sizeof(float)).run();
         }
         if (!t.amax_history.empty()) {
           bl.bind(1, b.run_id).bind(2, t.step).bind(3, t.layer).bind(4, t.role);
@@ -360,9 +361,8 @@ struct RunStore::Impl {
 
   void write_status(int64_t run, RunStatus s, const std::string& message) {
     const bool ended = s != RunStatus::Running && s != RunStatus::Paused;
-    Stmt u(*writer,
-           ended ? "UPDATE runs SET status = ?, message = ?, ended_at = ? WHERE id = ?"
-                 : "UPDATE runs SET status = ?, message = ? WHERE id = ?");
+    Stmt u(*writer, ended ? "UPDATE runs SET status = ?, message = ?, ended_at = ? WHERE id = ?"
+                          : "UPDATE runs SET status = ?, message = ? WHERE id = ?");
     u.bind(1, std::string(run_status_name(s))).bind(2, message);
     if (ended) {
       u.bind(3, now_utc()).bind(4, run);
@@ -474,7 +474,7 @@ RunStore::~RunStore() {
       const std::lock_guard<std::mutex> lock(impl_->mutex);
       impl_->stopping = true;
     }
-        impl_->wake.notify_one();
+    impl_->wake.notify_one();
     impl_->thread.join();
   }
   // The read-only connection closes first, so that the writer's close is the last one
@@ -490,7 +490,7 @@ const std::string& RunStore::path() const {
 int64_t RunStore::create_run(const std::string& name, const std::string& kind,
                              const std::string& config_json, const std::string& device,
                              int64_t parent_sweep) {
-    // The writer fills in the id; flush() orders that write before the read below.
+  // The writer fills in the id; flush() orders that write before the read below.
   auto id = std::make_shared<int64_t>(0);
   Impl* im = impl_.get();
   im->enqueue([=] {
@@ -501,7 +501,7 @@ int64_t RunStore::create_run(const std::string& name, const std::string& kind,
       ins.bind(1, name).bind(2, kind).bind(3, config_json).bind(4, device).bind(5, now_utc());
       if (parent_sweep > 0) ins.bind(6, parent_sweep);
       ins.bind(7, host_name()).bind(8, static_cast<int64_t>(getpid()));
-            ins.run();
+      ins.run();
       *id = sqlite3_last_insert_rowid(im->writer->get());
     }
   });
@@ -612,8 +612,8 @@ std::vector<RunInfo> RunStore::runs() const {
            "FROM runs r ORDER BY r.id");
     std::vector<RunInfo> out;
     while (q.step()) {
-      out.push_back({q.i(0), q.s(1), q.s(2), q.s(3), q.s(4), q.s(5), q.s(6), q.s(7), q.s(8),
-                     q.i(9), q.i(10)});
+      out.push_back({q.i(0), q.s(1), q.s(2), q.s(3), q.s(4), q.s(5), q.s(6), q.s(7), q.s(8), q.i(9),
+                     q.i(10)});
     }
     return out;
   });
@@ -643,7 +643,7 @@ std::vector<SeriesPoint> RunStore::series(int64_t run_id, const std::string& nam
            "WHERE s.run_id = ? AND s.name = ? ORDER BY c.step");
     q.bind(1, run_id).bind(2, name);
     std::vector<SeriesPoint> out;
-        while (q.step()) out.push_back({q.i(0), q.null(1) ? std::nan("") : q.d(1)});
+    while (q.step()) out.push_back({q.i(0), q.null(1) ? std::nan("") : q.d(1)});
     return out;
   });
 }
@@ -653,7 +653,7 @@ std::vector<TensorStatRow> RunStore::tensor_stats(int64_t run_id, const std::str
   return impl_->read<std::vector<TensorStatRow>>([&](const Db& db) {
     Stmt q(db,
            "SELECT step, layer, role, amax, scale, numel, zeros, underflow, saturated, "
-                      "nonfinite, subnormal, sq_err, sq_sum, histogram FROM tensor_stats WHERE run_id = ? "
+           "nonfinite, subnormal, sq_err, sq_sum, histogram FROM tensor_stats WHERE run_id = ? "
            "AND (? = '' OR layer = ?) AND (? = '' OR role = ?) ORDER BY layer, role, step");
     q.bind(1, run_id).bind(2, layer).bind(3, layer).bind(4, role).bind(5, role);
     std::vector<TensorStatRow> out;
@@ -671,7 +671,7 @@ std::vector<TensorStatRow> RunStore::tensor_stats(int64_t run_id, const std::str
       r.nonfinite = q.i(9);
       r.subnormal = q.i(10);
       r.sq_err = q.d(11);
-            r.sq_sum = q.d(12);
+      r.sq_sum = q.d(12);
       r.histogram = unpack_histogram(q.blob(13));
       out.push_back(std::move(r));
     }
