@@ -78,7 +78,7 @@ struct Trainer::Impl {
     return true;
   }
 
-    void body();
+  void body();
   void save_weights(torch::nn::Module& model);
 };
 
@@ -104,8 +104,7 @@ struct Stepper {
     opt->zero_grad();
     torch::Tensor loss = model->loss(b);
     loss.backward();
-    const double norm =
-        torch::nn::utils::clip_grad_norm_(params, clip > 0 ? clip : INFINITY);
+    const double norm = torch::nn::utils::clip_grad_norm_(params, clip > 0 ? clip : INFINITY);
     return {loss.item<double>(), norm};
   }
 };
@@ -121,7 +120,7 @@ void add_role(MetricBatch& b, int64_t step, const std::string& layer, const char
   t.scale = r.scale;
   t.raw = r.stats.raw;
   t.map_grid = r.stats.map_grid;
-    t.map_rel_error = r.stats.map_rel_error();
+  t.map_rel_error = r.stats.map_rel_error();
   if (l.config() && l.config()->delayed) t.amax_history = l.state().amax_history(role_index);
   b.tensors.push_back(std::move(t));
 }
@@ -129,7 +128,7 @@ void add_role(MetricBatch& b, int64_t step, const std::string& layer, const char
 }  // namespace
 
 void Trainer::Impl::body() {
-    if (compute_threads > 0) {
+  if (compute_threads > 0) {
     at::set_num_threads(compute_threads);  // this thread's share of the cores
   } else if (at::get_num_threads() <= 1) {
     init_compute_threads();
@@ -146,8 +145,8 @@ void Trainer::Impl::body() {
   std::string started = std::string(model_kind_name(cfg.model)) + " on " + device.str();
   if (cfg.fp8) {
     ConvertOptions opt;
-    opt.skip_names = {"head"};         // the output head stays in high precision
-    opt.gpu_min_weight_elements = 0;   // the workbench shows FP8 on every layer it can take
+    opt.skip_names = {"head"};        // the output head stays in high precision
+    opt.gpu_min_weight_elements = 0;  // the workbench shows FP8 on every layer it can take
     const ConvertReport r = convert_to_float8(*fp8.model, float8_config_of(cfg), opt);
     for (auto& [name, l] : train::linear_layers(*fp8.model)) {
       if (l->is_float8()) layers.emplace_back(name, l);
@@ -207,15 +206,17 @@ void Trainer::Impl::body() {
     for (auto& [name, l] : layers) {
       const Float8Probe& p = l->probe();
       if (p.stats_step == step) {
-                add_role(b, step, name, "input", p.input, *l, 0);
+        add_role(b, step, name, "input", p.input, *l, 0);
         add_role(b, step, name, "weight", p.weight, *l, 1);
         add_role(b, step, name, "grad_output", p.grad_output, *l, 2);
       }
-      if (p.sqnr_step == step) b.sqnr.push_back({step, name, p.fprop_sqnr_db, p.dgrad_sqnr_db, p.wgrad_sqnr_db});
+      if (p.sqnr_step == step)
+        b.sqnr.push_back({step, name, p.fprop_sqnr_db, p.dgrad_sqnr_db, p.wgrad_sqnr_db});
     }
     steps = step + 1;
     if (!finite) {
-      const std::string what = "non-finite " + std::string(std::isfinite(loss) ? "gradient norm" : "loss") +
+      const std::string what = "non-finite " +
+                               std::string(std::isfinite(loss) ? "gradient norm" : "loss") +
                                " at step " + std::to_string(step);
       if (cfg.on_nonfinite == "stop") {
         publish(b);
@@ -230,7 +231,7 @@ void Trainer::Impl::body() {
       return;
     }
   }
-    save_weights(*fp8.model);
+  save_weights(*fp8.model);
   finish(RunStatus::Finished, "");
 }
 
@@ -246,7 +247,8 @@ void Trainer::Impl::save_weights(torch::nn::Module& model) {
     w.bytes.assign(b, b + t.numel() * 4);
     out.push_back(std::move(w));
   }
-  write_safetensors(cfg.weights, out, {{"written_by", "fp8wb train"}, {"run", std::to_string(run_id)}});
+  write_safetensors(cfg.weights, out,
+                    {{"written_by", "fp8wb train"}, {"run", std::to_string(run_id)}});
   MetricBatch b;
   b.events.push_back({steps.load(), "weights", "final weights written to " + cfg.weights});
   publish(b);
@@ -331,11 +333,11 @@ std::string Trainer::resolve_device(const std::string& device) {
     throw std::invalid_argument("device \"" + device + "\" is not one of cpu, cuda, cuda:N");
   }
   if (!torch::cuda::is_available()) {
-    throw std::invalid_argument(
-        "device " + device + " was asked for, but " +
-        (probe_backend().torch_cuda_build ? std::string("no CUDA device is visible")
-                                          : std::string("this build's LibTorch has no CUDA")) +
-        "; use device=cpu");
+    throw std::invalid_argument("device " + device + " was asked for, but " +
+                                (probe_backend().torch_cuda_build
+                                     ? std::string("no CUDA device is visible")
+                                     : std::string("this build's LibTorch has no CUDA")) +
+                                "; use device=cpu");
   }
   const int64_t n = static_cast<int64_t>(torch::cuda::device_count());
   int64_t index = 0;
