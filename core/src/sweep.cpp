@@ -270,11 +270,17 @@ void SweepRunner::run(std::function<void(size_t, RunStatus)> on_trial) {
           if (stop_) return;
           active_->trainers.insert(&t);
         }
+        // Out of the active set before the trainer goes, however the trial ends: stop()
+        // must never reach a destroyed trainer.
+        struct Leave {
+          Active& a;
+          Trainer* t;
+          ~Leave() {
+            const std::lock_guard<std::mutex> lock(a.mutex);
+            a.trainers.erase(t);
+          }
+        } leave{*active_, &t};
         t.run();
-        {
-          const std::lock_guard<std::mutex> lock(active_->mutex);
-          active_->trainers.erase(&t);
-        }
         store_.flush();
         done_[i] = t.status() == RunStatus::Finished || t.status() == RunStatus::Diverged;
         if (on_trial) on_trial(i, t.status());

@@ -44,7 +44,12 @@ struct Trainer::Impl {
     b.message = msg;
     b.events = std::move(events);
     b.events.push_back({steps.load(), run_status_name(s), msg});
-    if (bus) bus->publish(b);
+    // Every consumer gets the final batch; one that cannot take it (the run store, failed
+    // already) has said so, and the run's status says it: nothing leaves the thread.
+    try {
+      if (bus) bus->publish(b);
+    } catch (const std::exception&) {
+    }
   }
 
   void publish(MetricBatch& b) {
