@@ -42,7 +42,8 @@ double tail_mean(const std::vector<SeriesPoint>& s) {
 SweepAxis parse_grid(const std::string& text) {
   const size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 >= text.size()) {
-    throw std::invalid_argument("grid '" + text + "' is not key=v1,v2,... (e.g. margin=0,1,2,4)");
+    throw std::invalid_argument("grid '" + text.substr(0, 40) +
+                                "' is not key=v1,v2,... (e.g. margin=0,1,2,4)");
   }
   SweepAxis a;
   a.key = trim(text.substr(0, eq));
@@ -51,7 +52,15 @@ SweepAxis parse_grid(const std::string& text) {
   while (i <= rest.size()) {
     const size_t j = rest.find(',', i);
     const std::string v = trim(rest.substr(i, j == std::string::npos ? std::string::npos : j - i));
-    if (v.empty()) throw std::invalid_argument("grid '" + text + "' has an empty value");
+    if (v.empty()) throw std::invalid_argument("grid '" + a.key + "' has an empty value");
+    if (std::find(a.values.begin(), a.values.end(), v) != a.values.end()) {
+      throw std::invalid_argument("grid '" + a.key + "' has the value " + v.substr(0, 40) +
+                                  " twice");
+    }
+    if (a.values.size() >= kMaxSweepTrials) {
+      throw std::invalid_argument("grid '" + a.key + "' has more than " +
+                                  std::to_string(kMaxSweepTrials) + " values");
+    }
     a.values.push_back(v);
     if (j == std::string::npos) break;
     i = j + 1;
@@ -63,10 +72,22 @@ std::vector<SweepTrial> expand_sweep(const SweepSpec& spec) {
   if (spec.axes.empty()) throw std::invalid_argument("a sweep needs at least one --grid axis");
   if (spec.seeds < 1 || spec.seeds > 1000)
     throw std::invalid_argument("seeds must be in [1, 1000], not " + std::to_string(spec.seeds));
+  // The grid's size before anything is built: a 645M-trial grid is refused, not allocated.
+  uint64_t trials = static_cast<uint64_t>(spec.seeds);
+  for (const SweepAxis& a : spec.axes) {
+    if (a.values.empty()) throw std::invalid_argument("grid '" + a.key + "' has no values");
+    trials *= a.values.size();
+    if (trials > kMaxSweepTrials) {
+      throw std::invalid_argument("the sweep has more than " + std::to_string(kMaxSweepTrials) +
+                                  " trials (grid points x seeds): narrow the grid");
+    }
+  }
   std::set<std::string> keys;
   for (const SweepAxis& a : spec.axes) {
-    if (!keys.insert(a.key).second) throw std::invalid_argument("grid axis '" + a.key + "' given twice");
-    if (a.key == "seed") throw std::invalid_argument("seeds are swept with --seeds, not a grid on 'seed'");
+    if (!keys.insert(a.key).second)
+      throw std::invalid_argument("grid axis '" + a.key + "' given twice");
+    if (a.key == "seed")
+      throw std::invalid_argument("seeds are swept with --seeds, not a grid on 'seed'");
     // Every value alone against the base config: a bad one is named before anything runs.
     for (const std::string& v : a.values) {
       RunConfig c = spec.base;
@@ -116,13 +137,15 @@ std::string sweep_json(const SweepSpec& spec) {
 
 SweepSpec sweep_from_json(const std::string& text) {
   SweepSpec s;
+  check_json_nesting(text, "a stored sweep's grid");
   try {
     const json j = json::parse(text);
     s.name = j.at("name").get<std::string>();
     s.seeds = j.at("seeds").get<int>();
     s.base = parse_run_config(j.at("base").dump());
     for (const auto& a : j.at("axes"))
-      s.axes.push_back({a.at("key").get<std::string>(), a.at("values").get<std::vector<std::string>>()});
+      s.axes.push_back(
+          {a.at("key").get<std::string>(), a.at("values").get<std::vector<std::string>>()});
   } catch (const json::exception& e) {
     throw std::invalid_argument(std::string("a stored sweep's grid is unreadable: ") + e.what());
   }
@@ -168,7 +191,7 @@ std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep_id) {
     acc(p.saturated_pct, n ? sat / static_cast<double>(n) : 0);
     acc(p.underflow_pct, n ? under / static_cast<double>(n) : 0);
   }
-    std::vector<SweepPoint> out;
+  std::vector<SweepPoint> out;
   for (auto& [v, p] : points) out.push_back(std::move(p));
   // In the grid's own order (1, 16, 128), not the strings' (1, 128, 16).
   auto rank = [&spec](const SweepPoint& p) {

@@ -275,8 +275,10 @@ Trainer::~Trainer() {
 void Trainer::run() {
   try {
     impl_->body();
+  } catch (const c10::Error& e) {
+    impl_->finish(RunStatus::Failed, without_backtrace(e.what_without_backtrace()));
   } catch (const std::exception& e) {
-    impl_->finish(RunStatus::Failed, e.what());
+    impl_->finish(RunStatus::Failed, without_backtrace(e.what()));
   } catch (...) {
     impl_->finish(RunStatus::Failed, "unknown error");
   }

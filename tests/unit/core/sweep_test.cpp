@@ -130,6 +130,30 @@ TEST(Sweep, InvalidGridIsRefusedBeforeAnyTrial) {
   std::filesystem::remove(path);
 }
 
+TEST(Sweep, DuplicateValuesAndHugeGridsAreRefused) {
+  try {
+    parse_grid("margin=0,1,0");
+    FAIL() << "a value given twice was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("twice"), std::string::npos) << e.what();
+  }
+  // 1000^3 points: refused by its size, before a trial is built.
+  SweepSpec s = small_spec();
+  for (const char* key : {"lr", "weight_decay", "min_lr_ratio"}) {
+    std::string text = std::string(key) + "=";
+    for (int i = 1; i <= 1000; ++i) text += (i > 1 ? "," : "") + std::to_string(i * 1e-4);
+    s.axes.push_back(parse_grid(text));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    expand_sweep(s);
+    FAIL() << "a 10^9-trial grid was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("trials"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
 // The store filling up mid-sweep: the sweep stops with the reason, its summary still
 // reads, and no trainer is touched after it is gone (a failed trial left the active set).
 TEST(Sweep, AFullDiskStopsTheSweepCleanly) {
