@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -17,6 +18,19 @@
 namespace fp8wb {
 
 using train::Batch;
+
+namespace {
+
+// Consecutive steps over the divergence limit that end a run as diverged.
+constexpr int64_t kBlowUpSteps = 10;
+
+std::string g6(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+}  // namespace
 
 struct Trainer::Impl {
   RunConfig cfg;
@@ -175,6 +189,15 @@ void Trainer::Impl::body() {
     publish(b);
   }
 
+  // A blow-up (docs/numerics.md, "Divergence"): kBlowUpSteps consecutive steps (all of a
+  // shorter run) whose loss is non-finite or over max(10 x B, B + 1), B the run's first
+  // finite loss; for the MLP with drift the limit is widened by the swing drift gives the
+  // inputs' squares on its own, 4^drift.
+  const int64_t blow_up_steps = std::min<int64_t>(kBlowUpSteps, cfg.steps);
+  const double swing = cfg.model == ModelKind::Mlp && cfg.drift > 0 ? std::exp2(2 * cfg.drift) : 1;
+  double first_loss = std::nan("");
+  int64_t over_limit = 0;
+
   for (int64_t step = 0; step < cfg.steps; ++step) {
     if (!wait_if_paused(step)) {
       finish(RunStatus::Stopped, "stopped after " + std::to_string(step) + " steps");
@@ -229,6 +252,25 @@ void Trainer::Impl::body() {
         return;
       }
       b.events.push_back({step, "skipped", what + ": update skipped"});
+    }
+    const double limit = std::max(10 * first_loss, first_loss + 1) * swing;
+    if (!std::isfinite(loss) || (std::isfinite(first_loss) && loss > limit)) {
+      ++over_limit;
+    } else {
+      over_limit = 0;
+      if (!std::isfinite(first_loss)) first_loss = loss;
+    }
+    if (over_limit >= blow_up_steps) {
+      publish(b);
+      finish(RunStatus::Diverged, std::isfinite(loss)
+                                      ? "loss blew up: " + g6(loss) + " at step " +
+                                            std::to_string(step) + ", over " + g6(limit) +
+                                            " (10 x the first loss " + g6(first_loss) + ") for " +
+                                            std::to_string(over_limit) + " consecutive steps"
+                                      : "non-finite or blown-up loss for " +
+                                            std::to_string(over_limit) + " consecutive steps (" +
+                                            g6(loss) + " at step " + std::to_string(step) + ")");
+      return;
     }
     publish(b);
     if (stop_flag) {

@@ -196,8 +196,11 @@ TEST(Trainer, NonFiniteLossMarksTheRunDivergedOrSkipsTheStep) {
       EXPECT_NE(t.message().find("non-finite"), std::string::npos) << t.message();
       EXPECT_LT(t.steps_done(), 30);
     } else {
-      EXPECT_EQ(t.status(), RunStatus::Finished);
+      // Steps skipped 10 in a row (a non-finite loss each time) is a divergence too.
+      EXPECT_EQ(t.status(), RunStatus::Diverged);
+      EXPECT_NE(t.message().find("consecutive steps"), std::string::npos) << t.message();
       EXPECT_TRUE(skipped);
+      EXPECT_LT(t.steps_done(), 30);
     }
   }
 }
@@ -220,6 +223,30 @@ TEST(Trainer, ErrorsEndTheRunAsFailedWithTheMessage) {
   RunConfig bad;
   bad.window = -1;
   EXPECT_THROW(Trainer(bad, bus), std::invalid_argument);
+}
+
+// A loss that blows up without turning NaN (lr = 10) ends the run as diverged
+// (docs/numerics.md, "Divergence"), as a sane run of the same model finishes.
+TEST(Trainer, ALossBlowUpIsDivergence) {
+  RunConfig c;
+  c.model = ModelKind::Mlp;
+  c.steps = 300;
+  c.lr = 10;
+  c.warmup = 0;
+  c.grad_clip = 0;
+  c.reference = false;
+  c.stats_interval = 0;
+  c.sqnr_interval = 0;
+  Trainer t(c, std::make_shared<MetricBus>());
+  t.run();
+  EXPECT_EQ(t.status(), RunStatus::Diverged) << t.message();
+  EXPECT_NE(t.message().find("blew up"), std::string::npos) << t.message();
+  EXPECT_LT(t.steps_done(), 300);
+  c.lr = 3e-3;
+  c.steps = 60;
+  Trainer sane(c, std::make_shared<MetricBus>());
+  sane.run();
+  EXPECT_EQ(sane.status(), RunStatus::Finished) << sane.message();
 }
 
 // The run store failing mid-run (a full disk; the file turned read-only) ends the run as
