@@ -8,8 +8,9 @@ BUILD_DIR="${BUILD_DIR:-build}"
 export QT_QPA_PLATFORM=offscreen
 ctest --test-dir "$BUILD_DIR" --output-on-failure --parallel "$(nproc)" --timeout 600
 
-# The readers' fuzzers, built with clang and sanitizers, each for a bounded time from
-# its seed corpus (new inputs go to a scratch folder, not the repository).
+# The fuzzers (the readers, the run config), built with clang and sanitizers, each for a
+# bounded time and memory from its seed corpus (new inputs go to a scratch folder, not
+# the repository).
 FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
 echo "== fuzzers (${FUZZ_SECONDS} s each)"
 CXX=clang++ cmake -S tests/fuzz -B "$BUILD_DIR-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -17,7 +18,7 @@ cmake --build "$BUILD_DIR-fuzz" --parallel "$(nproc)"
 for corpus in tests/fuzz/corpus/*/; do
   name=$(basename "$corpus")
   scratch=$(mktemp -d)
-  "$BUILD_DIR-fuzz/${name}_fuzz" -max_total_time="$FUZZ_SECONDS" -print_final_stats=1 \
+  "$BUILD_DIR-fuzz/${name}_fuzz" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -print_final_stats=1 \
     "$scratch" "$corpus" 2>&1 | tail -3
   rm -rf "$scratch"
 done

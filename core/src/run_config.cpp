@@ -531,7 +531,7 @@ std::string without_backtrace(std::string_view message) {
 std::string run_config_json(const RunConfig& c) {
   json j = json::object();
   for (const auto& [k, f] : fields()) j[k] = f.get(c);
-  return j.dump(2);
+  return j.dump(2, ' ', false, json::error_handler_t::replace);  // a name not UTF-8
 }
 
 Float8LinearConfig float8_config_of(const RunConfig& c) {
