@@ -150,6 +150,15 @@ void SweepRunner::run(std::function<void(size_t, RunStatus)> on_trial) {
   size_t remaining = 0;
   for (uint8_t d : done_) remaining += d ? 0 : 1;
   workers = std::max(1, std::min<int>(workers, static_cast<int>(std::max<size_t>(1, remaining))));
+  // Each trial fits in memory (validate_run_config); side by side they must fit together.
+  double biggest = 0;
+  for (size_t i = 0; i < trials_.size(); ++i) {
+    if (!done_[i]) biggest = std::max(biggest, estimate_run_memory(trials_[i].config).total);
+  }
+  if (!cuda && biggest > 0) {
+    const double fit = static_cast<double>(run_memory_limit()) / biggest;
+    workers = std::max(1, std::min(workers, static_cast<int>(std::min(fit, 1e6))));
+  }
   // CPU: the cores divided among the trials that run side by side.
   const int threads = cuda ? 0 : std::max(1, static_cast<int>(cores) / workers);
   std::atomic<size_t> next{0};
