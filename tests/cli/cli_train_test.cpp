@@ -100,6 +100,30 @@ TEST_F(CliTrain, BadInputGivesClearErrors) {
   EXPECT_NE(r.rc, 0);
 }
 
+// A damaged page met mid-run (SQLITE_CORRUPT on a write) ends the run as failed, as a
+// full disk does: the process reports and exits.
+TEST_F(CliTrain, ADamagedDatabaseEndsTheRunFailed) {
+  {
+    auto s = fp8wb::RunStore::open(db_);
+    s->create_run("earlier", "train", "{}", "cpu");
+  }
+  {
+    // Pages 1-2 (the schema, the runs table) stay; every page after them is garbage.
+    std::fstream f(db_, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(0, std::ios::end);
+    const std::streamoff size = f.tellg();
+    ASSERT_GT(size, 3 * 4096);
+    f.seekp(2 * 4096);
+    f << std::string(static_cast<size_t>(size - 2 * 4096), '\xA5');
+  }
+  const Result r = run({"train", "--db", db_, "--json", "--set", "model=mlp", "--set", "steps=50"});
+  EXPECT_EQ(r.rc, 1) << r.err;
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(r.out)) << r.out << r.err;
+  EXPECT_EQ(j["status"], "failed");
+  EXPECT_NE(j["message"].get<std::string>().find("damaged"), std::string::npos) << r.out;
+}
+
 // Input built to take the process down is refused with the field's name.
 TEST_F(CliTrain, DeeplyNestedInputIsRefusedNotACrash) {
   Result r = run({"train", "--db", db_, "--set",
