@@ -429,7 +429,7 @@ void validate_run_config(const RunConfig& c) {
          "delayed scaling is tensorwise; recipe \"" + c.recipe + "\" needs scaling=current");
   }
   if (c.margin < -64 || c.margin > 64) fail("margin", "must be an integer in [-64, 64]");
-  if (c.window < 1 || c.window > (1 << 24)) fail("window", "must be an integer in [1, 16777216]");
+  if (c.window < 1 || c.window > 65536) fail("window", "must be an integer in [1, 65536]");
   one_of("amax_algo", c.amax_algo, {"max", "most_recent"});
   at_least("stats_interval", c.stats_interval, 0);
   at_least("sqnr_interval", c.sqnr_interval, 0);
