@@ -8,7 +8,7 @@ BUILD_DIR="${BUILD_DIR:-build}"
 export QT_QPA_PLATFORM=offscreen
 ctest --test-dir "$BUILD_DIR" --output-on-failure --parallel "$(nproc)" --timeout 600
 
-# The readers' fuzzers, built with clang and sanitizers, each for a bounded time from
+# The fuzzers (the readers, the run config), built with clang and sanitizers, each for a bounded time from
 # its seed corpus (new inputs go to a scratch folder, not the repository). With a memory
 # limit: an input that makes the readers allocate far beyond its size (a bomb) is a
 # finding, like a crash.

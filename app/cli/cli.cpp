@@ -5,10 +5,11 @@
 
 #include "demo_command.h"
 #include "formats_command.h"
+#include "fp8wb/core/backend_info.h"
+#include "fp8wb/core/run_config.h"
 #include "inspect_command.h"
 #include "sweep_command.h"
 #include "train_command.h"
-#include "fp8wb/core/backend_info.h"
 
 namespace fp8wb::cli {
 
@@ -46,14 +47,14 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   add_formats_command(app, formats);
   DemoOptions demo;
   add_demo_command(app, demo);
-    auto* info = app.add_subcommand("info", "Show the compute backend: device, LibTorch, FP8 GEMMs");
+  auto* info = app.add_subcommand("info", "Show the compute backend: device, LibTorch, FP8 GEMMs");
   TrainOptions train;
   auto* train_cmd = add_train_command(app, train);
   RunsOptions runs;
   auto* runs_cmd = add_runs_command(app, runs);
-    BenchOptions bench;
+  BenchOptions bench;
   auto* bench_cmd = add_bench_command(app, bench);
-    InspectOptions inspect;
+  InspectOptions inspect;
   auto* inspect_cmd = add_inspect_command(app, inspect);
   SweepOptions sweep;
   auto* sweep_cmd = add_sweep_command(app, sweep);
@@ -73,16 +74,16 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       return run_formats(formats, out, err);
     }
     if (info->parsed()) return run_info(out);
-        if (app.got_subcommand("demo")) return run_demo(demo, out, err);
+    if (app.got_subcommand("demo")) return run_demo(demo, out, err);
     if (train_cmd->parsed()) return run_train(train, out, err);
     if (runs_cmd->parsed()) return run_runs(runs, out, err);
-        if (bench_cmd->parsed()) return run_bench(bench, out, err);
-        if (inspect_cmd->parsed()) return run_inspect(inspect, out, err);
+    if (bench_cmd->parsed()) return run_bench(bench, out, err);
+    if (inspect_cmd->parsed()) return run_inspect(inspect, out, err);
     if (sweep_cmd->parsed()) return run_sweep(sweep, out, err);
     out << app.help();
     return 0;
   } catch (const std::exception& e) {
-    err << "fp8wb: " << e.what() << "\n";
+    err << "fp8wb: " << without_backtrace(e.what()) << "\n";
     return 1;
   }
 }

@@ -171,7 +171,8 @@ void add_formats_command(CLI::App& app, FormatsOptions& opt) {
   cmd->add_option("values", opt.values, "Values to explain: 0.1, -3e-5, 0x1.8p3, 2^-9, inf, nan");
   cmd->add_option("-f,--format", opt.formats,
                   "Only these formats (repeatable): E4M3FN, E5M2, E4M3FNUZ, E5M2FNUZ, E8M0FNU, "
-                  "E2M1FN, E3M2FN, E2M3FN, or aliases such as e4m3, fp4");
+                  "E2M1FN, E3M2FN, E2M3FN, or aliases such as e4m3, fp4")
+      ->allow_extra_args(false);  // one format an -f: `-f e4m3 -- -inf` leaves -inf a value
   cmd->add_option("-t,--table", opt.table, "Print all codes of this format");
   cmd->add_option("-o,--overflow", opt.overflow, "Overflow mode: saturate (default) or ieee");
   cmd->add_flag("--json", opt.json, "Machine-readable output");
@@ -184,6 +185,9 @@ int run_formats(const FormatsOptions& opt, std::ostream& out, std::ostream& err)
     if (!ov) {
       throw std::invalid_argument("unknown overflow mode '" + opt.overflow +
                                   "': use saturate or ieee");
+    }
+    if (opt.csv && opt.table.empty()) {
+      throw std::invalid_argument("--csv is for a code table: give --table FORMAT (or --json)");
     }
     if (!opt.table.empty()) return print_table(opt, out);
     if (opt.values.empty()) {

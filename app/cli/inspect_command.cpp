@@ -14,11 +14,13 @@ namespace fp8wb::cli {
 
 CLI::App* add_inspect_command(CLI::App& app, InspectOptions& opt) {
   auto* c = app.add_subcommand(
-      "inspect", "What FP8 does to each tensor of a checkpoint (.safetensors, *.index.json, .pt/.pth)");
+      "inspect",
+      "What FP8 does to each tensor of a checkpoint (.safetensors, *.index.json, .pt/.pth)");
   c->add_option("checkpoint", opt.path, "The checkpoint")->required();
   c->add_option("--format", opt.format, "Only this format (E4M3FN, E5M2, E4M3FNUZ, ...)");
   c->add_option("--recipe", opt.recipe, "Only this scaling (tensorwise, rowwise, 1x128, ...)");
-  c->add_option("--device", opt.device, "Where the recipes run: auto (the GPU when there is one), cpu, gpu")
+  c->add_option("--device", opt.device,
+                "Where the recipes run: auto (the GPU when there is one), cpu, gpu")
       ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
   c->add_flag("--json", opt.json, "Every figure as JSON");
   c->add_option("--export", opt.export_path,
@@ -75,27 +77,36 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
     for (const auto& r : a.recipes) best = std::max(best, r.sqnr_db);
     return a.recipes.empty() ? INFINITY : best;
   };
-  std::stable_sort(all.begin(), all.end(),
-                   [&](const TensorAnalysis& a, const TensorAnalysis& b) { return worst(a) < worst(b); });
+  std::stable_sort(all.begin(), all.end(), [&](const TensorAnalysis& a, const TensorAnalysis& b) {
+    return worst(a) < worst(b);
+  });
   if (opt.json) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& a : all) {
-      nlohmann::json t = {{"name", a.name},   {"dtype", a.dtype}, {"shape", a.shape},
-                          {"numel", a.numel}, {"min", a.min},     {"max", a.max},
-                          {"mean", a.mean},   {"std", a.std},     {"amax", a.amax},
+      nlohmann::json t = {{"name", a.name},
+                          {"dtype", a.dtype},
+                          {"shape", a.shape},
+                          {"numel", a.numel},
+                          {"min", a.min},
+                          {"max", a.max},
+                          {"mean", a.mean},
+                          {"std", a.std},
+                          {"amax", a.amax},
                           {"dynamic_range_bits", a.dynamic_range_bits},
-                          {"log2_histogram", a.log2_hist},        {"recommended", a.recommended},
+                          {"log2_histogram", a.log2_hist},
+                          {"recommended", a.recommended},
                           {"reason", a.reason}};
       t["recipes"] = nlohmann::json::array();
       for (const auto& r : a.recipes) {
-        t["recipes"].push_back({{"recipe", r.name},
-                                {"sqnr_db", std::isfinite(r.sqnr_db) ? nlohmann::json(r.sqnr_db) : nlohmann::json()},
-                                {"underflow_pct", r.underflow_pct},
-                                {"saturated_pct", r.saturated_pct}});
+        t["recipes"].push_back(
+            {{"recipe", r.name},
+             {"sqnr_db", std::isfinite(r.sqnr_db) ? nlohmann::json(r.sqnr_db) : nlohmann::json()},
+             {"underflow_pct", r.underflow_pct},
+             {"saturated_pct", r.saturated_pct}});
       }
       j.push_back(t);
     }
-    out << j.dump(2) << "\n";
+    out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   out << fmt::format("{:<40} {:<8} {:<14} {:>10} {:>7}  {:<26} {:>8} {:>9}\n", "tensor", "dtype",
@@ -111,13 +122,15 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
                        a.name.substr(0, 40), a.dtype, shape.substr(0, 14), a.amax,
                        a.dynamic_range_bits, best ? best->name : std::string("-"),
                        best ? best->sqnr_db : NAN, best ? best->underflow_pct : 0.0);
-    if (!a.recommended.empty()) out << "    recommended: " << a.recommended << " (" << a.reason << ")\n";
+    if (!a.recommended.empty())
+      out << "    recommended: " << a.recommended << " (" << a.reason << ")\n";
   }
   size_t combos = 0;
   for (const auto& a : all) combos = std::max(combos, a.recipes.size());
-  out << fmt::format("analysed {:.1f} MB of tensors in {:.2f} s ({:.3f} GB/s, {} recipe x format each, {})\n",
-                     bytes / 1e6, seconds, bytes / 1e9 / std::max(seconds, 1e-9), combos,
-                     on_gpu ? "on the GPU" : "on the CPU");
+  out << fmt::format(
+      "analysed {:.1f} MB of tensors in {:.2f} s ({:.3f} GB/s, {} recipe x format each, {})\n",
+      bytes / 1e6, seconds, bytes / 1e9 / std::max(seconds, 1e-9), combos,
+      on_gpu ? "on the GPU" : "on the CPU");
   return 0;
 }
 

@@ -14,14 +14,10 @@
 #include "fp8wb/core/file_io.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/sweep.h"
+#include "stop_signals.h"
 
 namespace fp8wb::cli {
 namespace {
-
-std::atomic<bool> g_stop{false};
-extern "C" void on_sweep_sigint(int) {
-  g_stop = true;
-}
 
 nlohmann::json num(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
@@ -30,12 +26,16 @@ nlohmann::json num(double v) {
 }  // namespace
 
 CLI::App* add_sweep_command(CLI::App& app, SweepOptions& opt) {
-  auto* c = app.add_subcommand("sweep", "Train a grid of configs (e.g. margin x window), kept as one sweep");
-  c->add_option("config", opt.config_file, "A JSON file of config fields (the base of every trial)");
+  auto* c = app.add_subcommand("sweep",
+                               "Train a grid of configs (e.g. margin x window), kept as one sweep");
+  c->add_option("config", opt.config_file,
+                "A JSON file of config fields (the base of every trial)");
   c->add_option("--set", opt.overrides, "Override a base field: key=value (repeatable)");
-  c->add_option("--grid", opt.grid, "An axis: key=v1,v2,... (repeatable), e.g. --grid margin=0,1,2,4");
+  c->add_option("--grid", opt.grid,
+                "An axis: key=v1,v2,... (repeatable), e.g. --grid margin=0,1,2,4");
   c->add_option("--seeds", opt.seeds, "Seeds per grid point")->check(CLI::Range(1, 1000));
-  c->add_option("--parallel", opt.parallel, "Trials side by side (default: one per GPU, or per 2 cores)");
+  c->add_option("--parallel", opt.parallel,
+                "Trials side by side (default: one per GPU, or per 2 cores)");
   c->add_option("--name", opt.name, "The sweep's name");
   c->add_option("--db", opt.db, "Run database (default: " + default_database_path() + ")");
   c->add_option("--resume", opt.resume, "Resume this sweep: finished trials are not run again");
@@ -45,6 +45,13 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& opt) {
 }
 
 int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
+  if (opt.resume > 0 && (!opt.grid.empty() || !opt.overrides.empty() || !opt.config_file.empty() ||
+                         opt.seeds != 1 || opt.name != "sweep")) {
+    // A resumed sweep runs the grid it was stored with: anything else would be ignored.
+    throw std::invalid_argument(
+        "--resume continues a stored sweep with its own grid, config and seeds: drop "
+        "--grid, --set, --seeds, --name and the config file (or start a new sweep)");
+  }
   auto store = RunStore::open(opt.db.empty() ? default_database_path() : opt.db);
   std::unique_ptr<SweepRunner> runner;
   if (opt.resume > 0) {
@@ -52,15 +59,7 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
   } else {
     SweepSpec spec;
     spec.name = opt.name;
-    if (!opt.config_file.empty()) {
-      std::string text;
-      try {
-        text = read_regular_file(opt.config_file, uint64_t{16} << 20);  // a FIFO is refused
-      } catch (const FileError& e) {
-        throw std::invalid_argument(std::string("cannot read config file: ") + e.what());
-      }
-      spec.base = parse_run_config(text);
-    }
+    if (!opt.config_file.empty()) spec.base = read_run_config_file(opt.config_file);
     for (const auto& o : opt.overrides) apply_override(spec.base, o);
     for (const auto& g : opt.grid) spec.axes.push_back(parse_grid(g));
     spec.seeds = opt.seeds;
@@ -73,12 +72,11 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
     err << fmt::format("sweep {}: {} trials ({} already done)\n", runner->sweepId(), total,
                        runner->skipped());
   }
-  g_stop = false;
-  auto previous = std::signal(SIGINT, on_sweep_sigint);
+  auto signals = std::make_unique<StopSignals>();  // Ctrl-C, SIGTERM, SIGHUP
   std::atomic<bool> finished{false};
   std::thread watcher([&] {
     while (!finished) {
-      if (g_stop) {
+      if (signals->requested()) {
         runner->stop();
         break;
       }
@@ -98,17 +96,20 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
   }
   finished = true;
   watcher.join();
-  std::signal(SIGINT, previous);
+  signals.reset();
   const auto sweep = store->sweep(runner->sweepId());
   const SweepSpec spec = sweep_from_json(sweep->grid_json);
   const std::vector<SweepPoint> points = sweep_points(*store, runner->sweepId());
   const SweepPoint* best = nullptr;
   for (const auto& p : points) {
-    if (p.diverged == 0 && std::isfinite(p.final_loss) && (!best || p.final_loss < best->final_loss)) best = &p;
+    if (p.diverged == 0 && std::isfinite(p.final_loss) &&
+        (!best || p.final_loss < best->final_loss))
+      best = &p;
   }
   auto label = [&](const SweepPoint& p) {
     std::string s;
-    for (size_t k = 0; k < p.values.size(); ++k) s += (k ? " " : "") + spec.axes[k].key + "=" + p.values[k];
+    for (size_t k = 0; k < p.values.size(); ++k)
+      s += (k ? " " : "") + spec.axes[k].key + "=" + p.values[k];
     return s;
   };
   if (opt.json) {
@@ -119,13 +120,17 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
     for (const auto& a : spec.axes) j["axes"].push_back({{"key", a.key}, {"values", a.values}});
     j["points"] = nlohmann::json::array();
     for (const auto& p : points) {
-      j["points"].push_back({{"values", p.values},       {"runs", p.runs},
-                             {"diverged", p.diverged},   {"final_loss", num(p.final_loss)},
-                             {"loss_gap", num(p.loss_gap)}, {"saturated_pct", num(p.saturated_pct)},
-                             {"underflow_pct", num(p.underflow_pct)}, {"run_ids", p.run_ids}});
+      j["points"].push_back({{"values", p.values},
+                             {"runs", p.runs},
+                             {"diverged", p.diverged},
+                             {"final_loss", num(p.final_loss)},
+                             {"loss_gap", num(p.loss_gap)},
+                             {"saturated_pct", num(p.saturated_pct)},
+                             {"underflow_pct", num(p.underflow_pct)},
+                             {"run_ids", p.run_ids}});
     }
     j["best"] = best ? nlohmann::json(label(*best)) : nlohmann::json();
-    out << j.dump(2) << "\n";
+    out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     // A figure a run did not record (no reference run: no loss gap) reads "-", not nan.
     auto fixed = [](double v, int digits) {
@@ -146,7 +151,7 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
     out << fmt::format("sweep {} {} in {}\n", runner->sweepId(), sweep->status, store->path());
   }
   if (!failure.empty()) {
-    err << "fp8wb sweep: " << failure << "\n";
+    err << "fp8wb sweep: " << without_backtrace(failure) << "\n";
     return 1;
   }
   return 0;

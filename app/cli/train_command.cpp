@@ -13,28 +13,29 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "fp8wb/core/file_io.h"
+#include <nlohmann/json.hpp>
+
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/trainer.h"
+#include "stop_signals.h"
 
 namespace fp8wb::cli {
 namespace {
 
-std::atomic<bool> g_interrupted{false};
+using nlohmann::json;
 
-extern "C" void on_sigint(int) {
-  g_interrupted = true;
+// JSON out: strings that are not UTF-8 (a path, say) are written with U+FFFD, never refused.
+std::string dump(const json& j, int indent = -1) {
+  return j.dump(indent, ' ', false, json::error_handler_t::replace);
 }
 
-std::string read_file(const std::string& path) {
-  try {
-    return read_regular_file(path, uint64_t{16} << 20);  // a FIFO is refused, not waited on
-  } catch (const FileError& e) {
-    throw std::invalid_argument(std::string("cannot read config file: ") + e.what());
-  }
+json num(double v) {
+  return std::isfinite(v) ? json(v) : json();
 }
 
 std::string fmt_duration(double seconds) {
@@ -57,12 +58,14 @@ class Console : public MetricConsumer {
     }
     if (b.steps.empty()) return;
     last_ = b.steps.back();
+    any_ = true;
     const auto now = std::chrono::steady_clock::now();
     if (!started_) {
       start_ = now;
       started_ = true;
     }
-    if (quiet_ || (now - drawn_ < std::chrono::milliseconds(200) && last_.step + 1 < steps_)) return;
+    if (quiet_ || (now - drawn_ < std::chrono::milliseconds(200) && last_.step + 1 < steps_))
+      return;
     drawn_ = now;
     const double done = static_cast<double>(last_.step + 1) / static_cast<double>(steps_);
     const double elapsed = std::chrono::duration<double>(now - start_).count();
@@ -76,8 +79,10 @@ class Console : public MetricConsumer {
     err_ << fmt::format(" {:.0f} tok/s ETA {}", last_.tokens_per_s, fmt_duration(eta))
          << std::flush;
   }
-  StepMetrics last() {
+  // The last step recorded; nullopt when the run ended before its first step.
+  std::optional<StepMetrics> last() {
     const std::lock_guard<std::mutex> lock(mutex_);
+    if (!any_) return std::nullopt;
     return last_;
   }
 
@@ -86,7 +91,7 @@ class Console : public MetricConsumer {
   std::ostream& err_;
   int64_t steps_;
   bool quiet_;
-  bool started_ = false;
+  bool started_ = false, any_ = false;
   std::chrono::steady_clock::time_point start_, drawn_;
   StepMetrics last_;
 };
@@ -123,7 +128,7 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& opt) {
 
 int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   RunConfig cfg;
-  if (!opt.config_file.empty()) cfg = parse_run_config(read_file(opt.config_file));
+  if (!opt.config_file.empty()) cfg = read_run_config_file(opt.config_file);
   for (const auto& o : opt.overrides) apply_override(cfg, o);
   if (!opt.device.empty()) cfg.device = opt.device;
   if (!opt.weights.empty()) cfg.weights = opt.weights;
@@ -138,43 +143,58 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   const int64_t id = store->create_run(cfg.name, "train", run_config_json(cfg), device);
   Trainer trainer(cfg, bus, id);
 
-  g_interrupted = false;
-  auto previous = std::signal(SIGINT, on_sigint);
-  trainer.start();
-  bool asked = false;
-  while (trainer.status() == RunStatus::Running || trainer.status() == RunStatus::Paused) {
-    if (g_interrupted && !asked) {
-      trainer.stop();
-      asked = true;
-      if (!opt.quiet) err << "\ninterrupted: stopping after this step (the run is kept)\n";
+  {
+    const StopSignals signals;  // Ctrl-C, SIGTERM, SIGHUP: stop after this step, keep the run
+    trainer.start();
+    bool asked = false;
+    while (trainer.status() == RunStatus::Running || trainer.status() == RunStatus::Paused) {
+      if (signals.requested() && !asked) {
+        trainer.stop();
+        asked = true;
+        if (!opt.quiet) err << "\ninterrupted: stopping after this step (the run is kept)\n";
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    trainer.join();
   }
-  trainer.join();
-  std::signal(SIGINT, previous);
-  store->flush();
+  RunStatus st = trainer.status();
+  std::string message = without_backtrace(trainer.message());
+  try {
+    store->flush();
+  } catch (const StoreError& e) {
+    // The run's last writes did not reach the file (a full disk): what was committed stays.
+    if (st != RunStatus::Failed) {
+      st = RunStatus::Failed;
+      message = std::string("the run database could not be written: ") + e.what();
+    }
+  }
   if (!opt.quiet && !opt.json) err << "\n";
 
-  const StepMetrics last = console->last();
-  const RunStatus st = trainer.status();
+  const std::optional<StepMetrics> last = console->last();
   if (opt.json) {
-    out << fmt::format(
-        "{{\"run\": {}, \"status\": \"{}\", \"steps\": {}, \"loss\": {}, \"ref_loss\": {}, "
-        "\"tokens_per_s\": {}, \"message\": \"{}\", \"db\": \"{}\"}}\n",
-        id, run_status_name(st), trainer.steps_done(),
-        std::isfinite(last.loss) ? fmt::format("{}", last.loss) : "null",
-        std::isfinite(last.ref_loss) ? fmt::format("{}", last.ref_loss) : "null",
-        last.tokens_per_s, trainer.message(), store->path());
+    json j;
+    j["run"] = id;
+    j["status"] = run_status_name(st);
+    j["steps"] = trainer.steps_done();
+    j["loss"] = last ? num(last->loss) : json();
+    j["ref_loss"] = last ? num(last->ref_loss) : json();
+    j["tokens_per_s"] = last ? num(last->tokens_per_s) : json();
+    j["message"] = message;
+    j["db"] = store->path();
+    out << dump(j) << "\n";
   } else {
-    out << fmt::format("run {} {} after {} steps: loss {:.4f}", id, run_status_name(st),
-                       trainer.steps_done(), last.loss);
-    if (std::isfinite(last.ref_loss)) out << fmt::format(", reference {:.4f}", last.ref_loss);
-    out << fmt::format(", {:.0f} tokens/s\n", last.tokens_per_s);
-    if (!trainer.message().empty()) out << trainer.message() << "\n";
+    out << fmt::format("run {} {} after {} steps", id, run_status_name(st), trainer.steps_done());
+    if (last) {
+      out << fmt::format(": loss {:.4f}", last->loss);
+      if (std::isfinite(last->ref_loss)) out << fmt::format(", reference {:.4f}", last->ref_loss);
+      out << fmt::format(", {:.0f} tokens/s", last->tokens_per_s);
+    }
+    out << "\n";
+    if (!message.empty()) out << message << "\n";
     out << "database: " << store->path() << "\n";
   }
   if (st == RunStatus::Failed) {
-    err << "fp8wb: the run failed: " << trainer.message() << "\n";
+    err << "fp8wb: the run failed: " << message << "\n";
     return 1;
   }
   return st == RunStatus::Diverged ? 2 : 0;
@@ -197,28 +217,19 @@ CLI::App* add_runs_command(CLI::App& app, RunsOptions& opt) {
 
 namespace {
 
-std::string json_str(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += static_cast<char>(c);
-    } else if (c < 0x20) {
-      o += fmt::format("\\u{:04x}", c);
-    } else {
-      o += static_cast<char>(c);
-    }
-  }
-  return o + "\"";
-}
-
-std::string num(double v) {
-  return std::isfinite(v) ? fmt::format("{}", v) : "null";
-}
-
 double last_value(const RunStore& s, int64_t id, const char* series) {
   const auto v = s.series(id, series);
   return v.empty() ? NAN : v.back().value;
+}
+
+json config_of(const RunInfo& r) {
+  if (r.config_json.empty()) return json();
+  try {
+    check_json_nesting(r.config_json, "the stored config");
+    return json::parse(r.config_json);
+  } catch (const std::exception&) {
+    return r.config_json;  // as stored, if it is not JSON
+  }
 }
 
 void export_run(const RunStore& s, const RunInfo& r, const std::string& format, std::ostream& o) {
@@ -226,58 +237,73 @@ void export_run(const RunStore& s, const RunInfo& r, const std::string& format, 
     write_run_csv(s, r.id, o);
     return;
   }
-  const auto names = s.series_names(r.id);
-  std::vector<std::vector<SeriesPoint>> cols;
-  for (const auto& n : names) cols.push_back(s.series(r.id, n));
-  o << "{\"run\": {\"id\": " << r.id << ", \"name\": " << json_str(r.name)
-    << ", \"status\": " << json_str(r.status) << ", \"device\": " << json_str(r.device)
-    << ", \"started_at\": " << json_str(r.started_at) << ", \"ended_at\": " << json_str(r.ended_at)
-    << ", \"config\": " << (r.config_json.empty() ? "null" : r.config_json) << "},\n\"series\": {";
-  for (size_t c = 0; c < cols.size(); ++c) {
-    o << (c ? ",\n" : "\n") << json_str(names[c]) << ": [";
-    for (size_t i = 0; i < cols[c].size(); ++i)
-      o << (i ? ", " : "") << "[" << cols[c][i].step << ", " << num(cols[c][i].value) << "]";
-    o << "]";
+  json j;
+  j["run"] = {{"id", r.id},
+              {"name", r.name},
+              {"status", r.status},
+              {"message", r.message},
+              {"device", r.device},
+              {"started_at", r.started_at},
+              {"ended_at", r.ended_at},
+              {"config", config_of(r)}};
+  json series = json::object();
+  for (const auto& n : s.series_names(r.id)) {
+    json points = json::array();
+    for (const SeriesPoint& p : s.series(r.id, n)) points.push_back({p.step, num(p.value)});
+    series[n] = std::move(points);
   }
-  o << "},\n\"tensor_stats\": [";
-  const auto ts = s.tensor_stats(r.id);
-  for (size_t i = 0; i < ts.size(); ++i) {
-    const auto& t = ts[i];
-    o << (i ? ",\n" : "\n")
-      << fmt::format(
-             "{{\"step\": {}, \"layer\": {}, \"role\": {}, \"amax\": {}, \"scale\": {}, "
-             "\"numel\": {}, \"zeros\": {}, \"underflow\": {}, \"saturated\": {}, "
-             "\"nonfinite\": {}, \"subnormal\": {}, \"sq_err\": {}, \"sq_sum\": {}}}",
-             t.step, json_str(t.layer), json_str(t.role), num(t.amax), num(t.scale), t.numel,
-             t.zeros, t.underflow, t.saturated, t.nonfinite, t.subnormal, num(t.sq_err),
-             num(t.sq_sum));
+  j["series"] = std::move(series);
+  json ts = json::array();
+  for (const auto& t : s.tensor_stats(r.id)) {
+    ts.push_back({{"step", t.step},
+                  {"layer", t.layer},
+                  {"role", t.role},
+                  {"amax", num(t.amax)},
+                  {"scale", num(t.scale)},
+                  {"numel", t.numel},
+                  {"zeros", t.zeros},
+                  {"underflow", t.underflow},
+                  {"saturated", t.saturated},
+                  {"nonfinite", t.nonfinite},
+                  {"subnormal", t.subnormal},
+                  {"sq_err", num(t.sq_err)},
+                  {"sq_sum", num(t.sq_sum)}});
   }
-  o << "],\n\"events\": [";
-  const auto ev = s.events(r.id);
-  for (size_t i = 0; i < ev.size(); ++i) {
-    o << (i ? ", " : "") << "{\"step\": " << ev[i].step << ", \"kind\": " << json_str(ev[i].kind)
-      << ", \"message\": " << json_str(ev[i].message) << "}";
+  j["tensor_stats"] = std::move(ts);
+  json ev = json::array();
+  for (const auto& e : s.events(r.id)) {
+    ev.push_back({{"step", e.step}, {"kind", e.kind}, {"message", e.message}});
   }
-  o << "]}\n";
+  j["events"] = std::move(ev);
+  o << dump(j) << "\n";
 }
 
 }  // namespace
 
 int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
-  auto store = RunStore::open(db_path(opt.db));
+  // Reading creates nothing (no folder, no file, no -wal): a missing database is an error.
+  // Only delete writes, and only to a database that exists.
+  const std::string path = db_path(opt.db);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    err << "fp8wb: no run database at " << path << "\n";
+    return 1;
+  }
+  auto store = opt.action == "delete" ? RunStore::open(path) : RunStore::open_read_only(path);
   if (opt.action == "list") {
     const auto runs = store->runs();
     if (opt.json) {
-      out << "[";
-      for (size_t i = 0; i < runs.size(); ++i) {
-        const auto& r = runs[i];
-        out << (i ? ",\n " : "") << "{\"id\": " << r.id << ", \"name\": " << json_str(r.name)
-            << ", \"status\": " << json_str(r.status) << ", \"steps\": " << r.last_step + 1
-            << ", \"loss\": " << num(last_value(*store, r.id, "loss"))
-            << ", \"device\": " << json_str(r.device)
-            << ", \"started_at\": " << json_str(r.started_at) << "}";
+      json j = json::array();
+      for (const auto& r : runs) {
+        j.push_back({{"id", r.id},
+                     {"name", r.name},
+                     {"status", r.status},
+                     {"steps", r.last_step + 1},
+                     {"loss", num(last_value(*store, r.id, "loss"))},
+                     {"device", r.device},
+                     {"started_at", r.started_at}});
       }
-      out << "]\n";
+      out << dump(j) << "\n";
       return 0;
     }
     if (runs.empty()) {
@@ -426,7 +452,7 @@ std::vector<TrainFigure> bench_training(const BenchOptions& opt) {
     t.run();
     if (t.status() != RunStatus::Finished)
       throw std::runtime_error(std::string(v.name) + ": " + t.message());
-        std::vector<double> ms;
+    std::vector<double> ms;
     double tokens = 0;
     for (size_t i = 5; i < col->steps.size(); ++i) {
       ms.push_back(col->steps[i].step_ms);
@@ -447,10 +473,9 @@ struct StoreFigures {
 
 StoreFigures bench_store() {
   StoreFigures f;
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("fp8wb-bench-" + std::to_string(getpid()) +
-                                                 ".sqlite"))
-          .string();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("fp8wb-bench-" + std::to_string(getpid()) + ".sqlite"))
+                               .string();
   for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(path + ext);
   {
     auto store = RunStore::open(path);
@@ -468,7 +493,7 @@ StoreFigures bench_store() {
           t.layer = "blocks." + std::to_string(l) + ".fc1";
           t.role = role;
           t.amax = 1.0f + static_cast<float>(s % 7);
-                    t.raw.numel = 4096;
+          t.raw.numel = 4096;
           // A typical exponent histogram: about 20 occupied bins.
           for (int bin = 20; bin < 40; ++bin) t.raw.hist[bin] = static_cast<uint64_t>(bin * 37 + s);
           b.tensors.push_back(std::move(t));
@@ -521,21 +546,22 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
   if (!opt.store_only) train = bench_training(opt);
   if (!opt.train_only) store = bench_store();
   if (opt.json) {
-    out << "{\"device\": " << json_str(Trainer::resolve_device(opt.device))
-        << ", \"model\": " << json_str(opt.model) << ", \"train\": [";
-    for (size_t i = 0; i < train.size(); ++i) {
-      out << (i ? ", " : "") << "{\"variant\": " << json_str(train[i].variant)
-          << ", \"step_ms\": " << num(train[i].step_ms)
-          << ", \"tokens_per_s\": " << num(train[i].tokens_per_s)
-          << ", \"vs_high_precision\": " << num(train[i].step_ms / train[0].step_ms) << "}";
+    json j;
+    j["device"] = Trainer::resolve_device(opt.device);
+    j["model"] = opt.model;
+    j["train"] = json::array();
+    for (const auto& t : train) {
+      j["train"].push_back({{"variant", t.variant},
+                            {"step_ms", num(t.step_ms)},
+                            {"tokens_per_s", num(t.tokens_per_s)},
+                            {"vs_high_precision", num(t.step_ms / train[0].step_ms)}});
     }
-    out << "]";
     if (!opt.train_only) {
-      out << ", \"store\": {\"tensor_stat_rows_per_s\": " << num(store.ingest_rows_per_s)
-          << ", \"scalar_rows_per_s\": " << num(store.scalar_rows_per_s)
-          << ", \"open_and_read_1M_ms\": " << num(store.open_and_read_ms) << "}";
+      j["store"] = {{"tensor_stat_rows_per_s", num(store.ingest_rows_per_s)},
+                    {"scalar_rows_per_s", num(store.scalar_rows_per_s)},
+                    {"open_and_read_1M_ms", num(store.open_and_read_ms)}};
     }
-    out << "}\n";
+    out << dump(j) << "\n";
     return 0;
   }
   if (!train.empty()) {

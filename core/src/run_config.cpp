@@ -2,8 +2,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 
 namespace fp8wb {
@@ -19,14 +28,42 @@ std::string type_of(const json& v) {
   return v.type_name();
 }
 
+// A bad value as a message quotes it: at most 40 characters (values nest at most
+// kMaxJsonDepth deep, so dumping them is bounded too).
+std::string quote(const json& v) {
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return s;
+}
+
+// 65536, 1e+30: a bound as people write it.
+std::string limit_text(double v) {
+  if (v == std::floor(v) && std::abs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// nlohmann's message without its "[json.exception.out_of_range.406] " prefix.
+std::string json_error(const json::exception& e) {
+  const std::string m = e.what();
+  const size_t at = m.find("] ");
+  return at == std::string::npos ? m : m.substr(at + 2);
+}
+
+std::string quote_text(const std::string& t) {
+  return t.size() > 40 ? t.substr(0, 37) + "..." : t;
+}
+
 int64_t as_int(const std::string& key, const json& v) {
   if (v.is_number_integer() || v.is_number_unsigned()) return v.get<int64_t>();
   if (v.is_number_float()) {
     const double d = v.get<double>();
-    if (std::isfinite(d) && d == std::floor(d) && std::abs(d) < 9e15) return static_cast<int64_t>(d);
-    fail(key, "expected an integer, got " + v.dump());
+    if (std::isfinite(d) && d == std::floor(d) && std::abs(d) < 9e15)
+      return static_cast<int64_t>(d);
+    fail(key, "expected an integer, got " + quote(v));
   }
-  fail(key, "expected an integer, got " + type_of(v) + " " + v.dump());
+  fail(key, "expected an integer, got " + type_of(v) + " " + quote(v));
 }
 
 int as_int32(const std::string& key, const json& v) {
@@ -38,23 +75,26 @@ int as_int32(const std::string& key, const json& v) {
 double as_double(const std::string& key, const json& v) {
   if (v.is_number()) return v.get<double>();
   // JSON has no NaN or infinities: written as strings they are still refused by name.
-  if (v.is_string()) fail(key, "expected a number, got \"" + v.get<std::string>() + "\"");
+  if (v.is_string()) fail(key, "expected a number, got " + quote(v));
   fail(key, "expected a number, got " + type_of(v));
 }
 
 bool as_bool(const std::string& key, const json& v) {
   if (v.is_boolean()) return v.get<bool>();
-  fail(key, "expected true or false, got " + v.dump());
+  fail(key, "expected true or false, got " + quote(v));
 }
 
 std::string as_string(const std::string& key, const json& v) {
   if (v.is_string()) return v.get<std::string>();
-  fail(key, "expected a string, got " + v.dump());
+  fail(key, "expected a string, got " + quote(v));
 }
 
 struct Field {
   std::function<void(RunConfig&, const json&)> set;
   std::function<json(const RunConfig&)> get;
+  // The documented upper bound of a number (docs/architecture.md, "Limits"); strings:
+  // their length. NaN: none beyond the checks in validate_run_config.
+  double max = std::nan("");
 };
 
 const std::vector<std::pair<std::string, Field>>& fields() {
@@ -89,7 +129,7 @@ const std::vector<std::pair<std::string, Field>>& fields() {
                     } else if (s == "mlp") {
                       c.model = ModelKind::Mlp;
                     } else {
-                      fail("model", "\"" + s + "\" is not one of gpt, mlp");
+                      fail("model", "\"" + quote_text(s) + "\" is not one of gpt, mlp");
                     }
                   },
                   [](const RunConfig& c) { return json(std::string(model_kind_name(c.model))); }}});
@@ -139,6 +179,47 @@ const std::vector<std::pair<std::string, Field>>& fields() {
     str("on_nonfinite", &RunConfig::on_nonfinite);
     i32("log_interval", &RunConfig::log_interval);
     str("weights", &RunConfig::weights);
+    // Upper bounds: far above what the workbench's models are for, low enough that no
+    // single field takes the machine down (the memory estimate catches combinations).
+    const std::pair<const char*, double> bounds[] = {{"name", 200},
+                                                     {"d_model", 8192},
+                                                     {"layers", 256},
+                                                     {"heads", 256},
+                                                     {"context", 8192},
+                                                     {"width", 65536},
+                                                     {"depth", 256},
+                                                     {"features", 65536},
+                                                     {"outlier_channels", 65536},
+                                                     {"outlier_scale", 1e30},
+                                                     {"target_tail", 1e6},
+                                                     {"drift", 30},
+                                                     {"drift_period", 1e9},
+                                                     {"batch", 65536},
+                                                     {"steps", 1e9},
+                                                     {"lr", 10},
+                                                     {"warmup", 1e9},
+                                                     {"min_lr_ratio", 1},
+                                                     {"weight_decay", 1e3},
+                                                     {"grad_clip", 1e12},
+                                                     {"seed", 9007199254740992.0},
+                                                     {"margin", 64},
+                                                     {"window", 65536},
+                                                     {"stats_interval", 1e9},
+                                                     {"sqnr_interval", 1e9},
+                                                     {"log_interval", 1e9},
+                                                     {"weights", 4096},
+                                                     {"device", 16},
+                                                     {"dtype", 16},
+                                                     {"recipe", 16},
+                                                     {"formats", 16},
+                                                     {"scaling", 16},
+                                                     {"amax_algo", 16},
+                                                     {"on_nonfinite", 16}};
+    for (const auto& [k, max] : bounds) {
+      for (auto& [key, f] : v) {
+        if (key == k) f.max = max;
+      }
+    }
     return v;
   }();
   return f;
@@ -169,7 +250,7 @@ void one_of(const std::string& key, const std::string& v, std::initializer_list<
     if (v == o) return;
     list += (list.empty() ? "" : ", ") + std::string(o);
   }
-  fail(key, "\"" + v + "\" is not one of " + list);
+  fail(key, "\"" + quote_text(v) + "\" is not one of " + list);
 }
 
 void at_least(const std::string& key, double v, double lo) {
@@ -191,11 +272,51 @@ const std::vector<std::string>& run_config_keys() {
   return k;
 }
 
+void check_json_nesting(std::string_view text, const std::string& what) {
+  if (text.size() > kMaxConfigBytes) {
+    throw std::invalid_argument(what + " is " + std::to_string(text.size()) +
+                                " bytes, over the limit of " + std::to_string(kMaxConfigBytes));
+  }
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (const char ch : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (ch == '\\') {
+        escaped = true;
+      } else if (ch == '"') {
+        in_string = false;
+      }
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      if (++depth > kMaxJsonDepth) {
+        throw std::invalid_argument(what + " nests deeper than " + std::to_string(kMaxJsonDepth) +
+                                    " levels");
+      }
+    } else if (ch == ']' || ch == '}') {
+      --depth;
+    }
+  }
+}
+
 RunConfig parse_run_config(std::string_view json_text) {
+  check_json_nesting(json_text, "the config");
   json j;
+  std::string key;  // the top-level field being read, for a number out of range
+  const json::parser_callback_t track = [&key](int depth, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::key && depth == 1 && parsed.is_string()) {
+      key = parsed.get<std::string>();
+    }
+    return true;
+  };
   try {
-    j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+    j = json::parse(json_text, track);
+  } catch (const json::out_of_range& e) {
+    if (!key.empty()) fail(key, "a number out of range (" + json_error(e) + ")");
+    throw std::invalid_argument(std::string("config has a number out of range: ") + e.what());
+  } catch (const json::exception& e) {
     throw std::invalid_argument(std::string("config is not valid JSON: ") + e.what());
   }
   if (!j.is_object()) throw std::invalid_argument("config must be a JSON object of fields");
@@ -205,18 +326,56 @@ RunConfig parse_run_config(std::string_view json_text) {
   return c;
 }
 
+RunConfig read_run_config_file(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    throw std::invalid_argument("cannot read config file " + path + ": " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    const char* kind = S_ISFIFO(st.st_mode)  ? "a FIFO"
+                       : S_ISDIR(st.st_mode) ? "a folder"
+                       : S_ISCHR(st.st_mode) ? "a character device"
+                                             : "not a plain file";
+    throw std::invalid_argument("config file " + path + " is " + kind + ", not a regular file");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument("cannot read config file " + path);
+  std::string text(kMaxConfigBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxConfigBytes) {
+    throw std::invalid_argument("config file " + path + " is over the limit of " +
+                                std::to_string(kMaxConfigBytes) + " bytes");
+  }
+  try {
+    return parse_run_config(text);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(path + ": " + e.what());
+  }
+}
+
 void apply_override(RunConfig& c, std::string_view assignment) {
   const size_t eq = assignment.find('=');
   if (eq == std::string_view::npos || eq == 0) {
-    throw std::invalid_argument("override '" + std::string(assignment) +
+    throw std::invalid_argument("override '" + quote_text(std::string(assignment)) +
                                 "' is not key=value (e.g. window=1024)");
   }
   const std::string key(assignment.substr(0, eq));
+  if (key.size() > 64 || !find_field(key)) {
+    fail(quote_text(key), "unknown field (known: " + key_list() + ")");
+  }
   const std::string text(assignment.substr(eq + 1));
+  try {
+    check_json_nesting(text, "the value");
+  } catch (const std::invalid_argument& e) {
+    fail(key, e.what());
+  }
   json v;
   try {
     v = json::parse(text);
-  } catch (const json::parse_error&) {
+  } catch (const json::out_of_range&) {
+    fail(key, quote_text(text) + " is out of range");
+  } catch (const json::exception&) {
     v = text;  // a bare word: a string
   }
   if (text == "nan" || text == "NaN" || text == "inf" || text == "-inf") {
@@ -230,8 +389,8 @@ void validate_run_config(const RunConfig& c) {
   at_least("layers", c.layers, 1);
   at_least("heads", c.heads, 1);
   if (c.d_model % c.heads != 0) {
-    fail("heads", std::to_string(c.heads) + " does not divide d_model " +
-                      std::to_string(c.d_model));
+    fail("heads",
+         std::to_string(c.heads) + " does not divide d_model " + std::to_string(c.d_model));
   }
   at_least("context", c.context, 2);
   at_least("width", c.width, 1);
@@ -239,8 +398,8 @@ void validate_run_config(const RunConfig& c) {
   at_least("features", c.features, 1);
   at_least("outlier_channels", c.outlier_channels, 0);
   if (c.outlier_channels > c.features) {
-    fail("outlier_channels", std::to_string(c.outlier_channels) + " exceeds features " +
-                                 std::to_string(c.features));
+    fail("outlier_channels",
+         std::to_string(c.outlier_channels) + " exceeds features " + std::to_string(c.features));
   }
   if (!std::isfinite(c.outlier_scale) || c.outlier_scale <= 0)
     fail("outlier_scale", "must be a positive finite number");
@@ -258,35 +417,125 @@ void validate_run_config(const RunConfig& c) {
   if (!std::isfinite(c.weight_decay) || c.weight_decay < 0) fail("weight_decay", "must be >= 0");
   if (!std::isfinite(c.grad_clip) || c.grad_clip < 0) fail("grad_clip", "must be >= 0 (0: off)");
   if (c.device != "cpu" && c.device != "cuda" && c.device.rfind("cuda:", 0) != 0) {
-    fail("device", "\"" + c.device + "\" is not one of cpu, cuda, cuda:N");
+    fail("device", "\"" + quote_text(c.device) + "\" is not one of cpu, cuda, cuda:N");
   }
   if (c.device.rfind("cuda:", 0) == 0) {
     const std::string n = c.device.substr(5);
     if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos || n.size() > 3)
-      fail("device", "\"" + c.device + "\": N in cuda:N must be a device number");
+      fail("device", "\"" + quote_text(c.device) + "\": N in cuda:N must be a device number");
   }
   one_of("dtype", c.dtype, {"fp32", "bf16"});
   one_of("recipe", c.recipe, {"tensorwise", "rowwise", "blockwise", "mx"});
   one_of("formats", c.formats, {"hybrid", "e4m3", "hybrid_fnuz", "e4m3_fnuz"});
   one_of("scaling", c.scaling, {"delayed", "current"});
   if (c.scaling == "delayed" && c.recipe != "tensorwise" && c.fp8) {
-    fail("scaling", "delayed scaling is tensorwise; recipe \"" + c.recipe +
-                        "\" needs scaling=current");
+    fail("scaling",
+         "delayed scaling is tensorwise; recipe \"" + c.recipe + "\" needs scaling=current");
   }
   if (c.margin < -64 || c.margin > 64) fail("margin", "must be an integer in [-64, 64]");
-  if (c.window < 1 || c.window > (1 << 24)) fail("window", "must be an integer in [1, 16777216]");
+  if (c.window < 1 || c.window > 65536) fail("window", "must be an integer in [1, 65536]");
   one_of("amax_algo", c.amax_algo, {"max", "most_recent"});
   at_least("stats_interval", c.stats_interval, 0);
   at_least("sqnr_interval", c.sqnr_interval, 0);
   one_of("on_nonfinite", c.on_nonfinite, {"stop", "skip"});
   at_least("log_interval", c.log_interval, 1);
   if (c.name.empty()) fail("name", "must not be empty");
+  for (const auto& [key, f] : fields()) {
+    if (std::isnan(f.max)) continue;
+    const json v = f.get(c);
+    if (v.is_string()) {
+      const size_t n = v.get_ref<const std::string&>().size();
+      if (static_cast<double>(n) > f.max) {
+        fail(key, "is " + std::to_string(n) + " characters long, over the limit of " +
+                      limit_text(f.max));
+      }
+    } else if (v.is_number() && !(v.get<double>() <= f.max)) {
+      fail(key, "must be at most " + limit_text(f.max) + ", not " + quote(v));
+    }
+  }
+  check_run_memory(c);
+}
+
+void check_run_memory(const RunConfig& c, uint64_t limit) {
+  if (limit == 0) limit = run_memory_limit();
+  const MemoryEstimate m = estimate_run_memory(c);
+  if (m.total <= static_cast<double>(limit)) return;
+  const std::pair<double, const char*> parts[] = {
+      {m.parameters,
+       c.model == ModelKind::Gpt ? "d_model (with layers)" : "width (with depth, features)"},
+      {m.activations, c.model == ModelKind::Gpt ? "batch (with context, d_model, layers)"
+                                                : "batch (with width, depth, features)"},
+      {m.histories, "window (with the number of FP8 layers)"},
+      {m.metrics, "steps (with log_interval)"}};
+  const auto* worst = &parts[0];
+  for (const auto& p : parts) {
+    if (p.first > worst->first) worst = &p;
+  }
+  auto gb = [](double b) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g GB", b / 1e9);
+    return std::string(buf);
+  };
+  const std::string field = worst->second;
+  throw std::invalid_argument(
+      "config field '" + field.substr(0, field.find(' ')) + "'" +
+      field.substr(field.find(' ') == std::string::npos ? field.size() : field.find(' ')) +
+      ": the run would need about " + gb(m.total) + " of memory (parameters and optimizer state " +
+      gb(m.parameters) + ", activations " + gb(m.activations) + ", amax histories " +
+      gb(m.histories) + ", metric history " + gb(m.metrics) + "), over the limit of " +
+      gb(static_cast<double>(limit)) + " (this machine's memory)");
+}
+
+MemoryEstimate estimate_run_memory(const RunConfig& c) {
+  MemoryEstimate m;
+  const double f4 = 4;  // fp32 bytes
+  const double batch = c.batch;
+  double params = 0, acts = 0, fp8_layers = 0;
+  if (c.model == ModelKind::Gpt) {
+    const double d = c.d_model, T = c.context, V = 256;  // the corpus's characters: < 256
+    params = V * d + T * d + c.layers * (12 * d * d + 13 * d) + d * V;
+    // Per block: the residual stream, norms, qkv, attention scores and weights, the MLP.
+    acts = c.layers * batch * T * (16 * d + 3.0 * c.heads * T) + 4 * batch * T * V;
+    fp8_layers = 4.0 * c.layers;
+  } else {
+    const double w = c.width, f = c.features;
+    params = c.depth <= 1 ? f * f : 2 * f * w + (c.depth - 2.0) * w * w;
+    acts = batch * (4 * f + 4.0 * c.depth * w);
+    fp8_layers = c.depth;
+  }
+  const double models = c.reference && c.fp8 ? 2 : 1;
+  // Weights, gradients and AdamW's two moments in fp32, and an FP8 copy of each weight.
+  m.parameters = models * params * (4 * f4 + 2);
+  // Kept for the backward pass, plus the FP8 copies and temporaries of the quantization.
+  m.activations = models * acts * f4 * 2;
+  m.histories = c.fp8 ? fp8_layers * 3 * c.window * f4 * 2 : 0;
+  // What a viewer holds of a run: 8 scalars a logged step.
+  m.metrics = static_cast<double>(c.steps) / c.log_interval * 8 * 8;
+  m.total = m.parameters + m.activations + m.histories + m.metrics;
+  return m;
+}
+
+uint64_t run_memory_limit() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return uint64_t{1} << 40;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+}
+
+std::string without_backtrace(std::string_view message) {
+  std::string m(message);
+  for (const char* marker : {"Exception raised from ", "\nframe #"}) {
+    const size_t at = m.find(marker);
+    if (at != std::string::npos) m.erase(at);
+  }
+  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+  return m;
 }
 
 std::string run_config_json(const RunConfig& c) {
   json j = json::object();
   for (const auto& [k, f] : fields()) j[k] = f.get(c);
-  return j.dump(2);
+  return j.dump(2, ' ', false, json::error_handler_t::replace);  // a name not UTF-8
 }
 
 Float8LinearConfig float8_config_of(const RunConfig& c) {

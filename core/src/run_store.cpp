@@ -40,37 +40,76 @@ std::string host_name() {
   return buf;
 }
 
+// "file:<path>?immutable=1": a file read as it is on disk, with no -wal or -shm (for a
+// database in a folder or on a mount this process cannot write).
+std::string immutable_uri(const std::string& path) {
+  std::string uri = "file:";
+  for (unsigned char c : path) {
+    if (c == '%' || c == '?' || c == '#' || c < 0x20 || c >= 0x7F) {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", c);
+      uri += buf;
+    } else {
+      uri += static_cast<char>(c);
+    }
+  }
+  return uri + "?immutable=1";
+}
+
+// What a failed write means to whoever reads the message.
+std::string explain(int code) {
+  switch (code & 0xFF) {
+    case SQLITE_FULL: return " (disk full, or the database's size limit reached)";
+    case SQLITE_READONLY: return " (the database is read-only)";
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return " (the database file is damaged)";
+    case SQLITE_IOERR: return " (an I/O error)";
+    default: return "";
+  }
+}
+
 // A connection and its statements, closed on destruction.
 class Db {
  public:
-  Db(const std::string& path, bool read_only) : path_(path) {
-    const int flags = read_only ? SQLITE_OPEN_READONLY
-                                : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-    if (sqlite3_open_v2(path.c_str(), &db_, flags | SQLITE_OPEN_FULLMUTEX, nullptr) !=
-        SQLITE_OK) {
+  enum class Mode { ReadWrite, ReadOnly, Immutable };
+  Db(const std::string& path, bool read_only)
+      : Db(path, read_only ? Mode::ReadOnly : Mode::ReadWrite) {}
+  Db(const std::string& path, Mode mode) : path_(path) {
+    int flags = mode == Mode::ReadWrite ? (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+                                        : SQLITE_OPEN_READONLY;
+    std::string name = path;
+    if (mode == Mode::Immutable) {
+      name = immutable_uri(path);
+      flags |= SQLITE_OPEN_URI;
+    }
+    if (sqlite3_open_v2(name.c_str(), &db_, flags | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
       const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
       sqlite3_close(db_);
       db_ = nullptr;
       throw StoreError("cannot open run database " + path + ": " + msg);
     }
-    sqlite3_busy_timeout(db_, 10000);
+    // Before anything that may lock: every statement below waits for other processes.
+    sqlite3_busy_timeout(db_, kBusyMs);
     exec("PRAGMA foreign_keys = ON");
   }
   ~Db() { sqlite3_close(db_); }
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;
 
+  static constexpr int kBusyMs = 10000;
+
   sqlite3* get() const { return db_; }
   [[noreturn]] void fail(const std::string& what) const {
-    throw StoreError("run database " + path_ + ": " + what + ": " + sqlite3_errmsg(db_));
+    throw StoreError("run database " + path_ + ": " + what + ": " + sqlite3_errmsg(db_) +
+                     explain(sqlite3_errcode(db_)));
   }
   void exec(const char* sql) const {
     char* err = nullptr;
     if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
       const std::string m = err ? err : "error";
       sqlite3_free(err);
-      throw StoreError("run database " + path_ + ": " + m + " (in: " + std::string(sql).substr(0, 60) +
-                       ")");
+      throw StoreError("run database " + path_ + ": " + m + explain(sqlite3_errcode(db_)) +
+                       " (in: " + std::string(sql).substr(0, 60) + ")");
     }
   }
 
@@ -118,7 +157,7 @@ class Stmt {
     sqlite3_clear_bindings(s_);
   }
   int64_t i(int c) const { return sqlite3_column_int64(s_, c); }
-    double d(int c) const { return sqlite3_column_double(s_, c); }
+  double d(int c) const { return sqlite3_column_double(s_, c); }
   bool null(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
   std::string s(int c) const {
     const auto* t = sqlite3_column_text(s_, c);
@@ -250,7 +289,7 @@ struct RunStore::Impl {
   std::deque<std::function<void()>> queue;
   uint64_t queued = 0, committed = 0;
   bool stopping = false;
-  std::string error;  // the first failed write
+  std::string error;                                              // the first failed write
   std::map<std::pair<int64_t, std::string>, int64_t> series_ids;  // writer thread only
 
   void enqueue(std::function<void()> job) {
@@ -283,6 +322,7 @@ struct RunStore::Impl {
         failure = e.what();
         sqlite3_exec(writer->get(), "ROLLBACK", nullptr, nullptr, nullptr);
         series_ids.clear();
+        fail_own_runs(failure);
       }
       {
         const std::lock_guard<std::mutex> lock(mutex);
@@ -290,6 +330,21 @@ struct RunStore::Impl {
         if (!failure.empty() && error.empty()) error = failure;
       }
       drained.notify_all();
+    }
+  }
+
+  // After a failed write (a full disk, a damaged or read-only file): what was committed
+  // stays; this process's runs end as failed with the reason, where the file still takes
+  // that small update (a row updated in place needs no new page).
+  void fail_own_runs(const std::string& why) {
+    try {
+      Stmt u(*writer,
+             "UPDATE runs SET status = 'failed', ended_at = ?, message = ? "
+             "WHERE status IN ('running', 'paused') AND owner_host = ? AND owner_pid = ?");
+      u.bind(1, now_utc()).bind(2, "the run database could not be written: " + why);
+      u.bind(3, host_name()).bind(4, static_cast<int64_t>(getpid())).run();
+    } catch (const std::exception&) {
+      // Left 'running': the next open marks it interrupted.
     }
   }
 
@@ -321,7 +376,8 @@ struct RunStore::Impl {
     }
     if (!b.tensors.empty()) {
       Stmt ts(*writer,
-                            "INSERT OR REPLACE INTO tensor_stats VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+              "INSERT OR REPLACE INTO tensor_stats VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+              "?, ?)");
       Stmt bl(*writer, "INSERT OR REPLACE INTO blobs VALUES(?, ?, ?, ?, ?, ?, ?)");
       for (const TensorMetrics& t : b.tensors) {
         const StatsBuffer& r = t.raw;
@@ -330,13 +386,13 @@ struct RunStore::Impl {
         ts.bind(7, static_cast<int64_t>(r.numel)).bind(8, static_cast<int64_t>(r.zeros));
         ts.bind(9, static_cast<int64_t>(r.underflow)).bind(10, static_cast<int64_t>(r.saturated));
         ts.bind(11, static_cast<int64_t>(r.nonfinite)).bind(12, static_cast<int64_t>(r.subnormal));
-                const std::vector<uint8_t> hist = pack_histogram(r.hist);
+        const std::vector<uint8_t> hist = pack_histogram(r.hist);
         ts.bind(13, r.sq_err).bind(14, r.sq_sum).bind_blob(15, hist.data(), hist.size()).run();
         if (!t.map_rel_error.empty()) {
           bl.bind(1, b.run_id).bind(2, t.step).bind(3, t.layer).bind(4, t.role);
           bl.bind(5, std::string("error_map"));
           bl.bind(6, shape_text({t.map_grid.rows, t.map_grid.cols}));
-                    bl.bind_blob(7, t.map_rel_error.data(), t.map_rel_error.size() * sizeof(float)).run();
+          bl.bind_blob(7, t.map_rel_error.data(), t.map_rel_error.size() * sizeof(float)).run();
         }
         if (!t.amax_history.empty()) {
           bl.bind(1, b.run_id).bind(2, t.step).bind(3, t.layer).bind(4, t.role);
@@ -369,9 +425,8 @@ struct RunStore::Impl {
 
   void write_status(int64_t run, RunStatus s, const std::string& message) {
     const bool ended = s != RunStatus::Running && s != RunStatus::Paused;
-    Stmt u(*writer,
-           ended ? "UPDATE runs SET status = ?, message = ?, ended_at = ? WHERE id = ?"
-                 : "UPDATE runs SET status = ?, message = ? WHERE id = ?");
+    Stmt u(*writer, ended ? "UPDATE runs SET status = ?, message = ?, ended_at = ? WHERE id = ?"
+                          : "UPDATE runs SET status = ?, message = ? WHERE id = ?");
     u.bind(1, std::string(run_status_name(s))).bind(2, message);
     if (ended) {
       u.bind(3, now_utc()).bind(4, run);
@@ -390,39 +445,124 @@ struct RunStore::Impl {
 
 namespace {
 
-void migrate(const Db& db, const std::string& path) {
-  const int v = user_version(db);
+void check_not_newer(int v, const std::string& path) {
   if (v > RunStore::kSchemaVersion) {
     throw StoreError("run database " + path + " has schema version " + std::to_string(v) +
-                     ", newer than this fp8wb reads (" +
-                     std::to_string(RunStore::kSchemaVersion) + "): update fp8wb");
+                     ", newer than this fp8wb reads (" + std::to_string(RunStore::kSchemaVersion) +
+                     "): update fp8wb");
   }
-  for (int i = v; i < RunStore::kSchemaVersion; ++i) {
-    db.exec("BEGIN IMMEDIATE");
-    try {
-      db.exec(kMigrations[i]);
-      db.exec(("PRAGMA user_version = " + std::to_string(i + 1)).c_str());
-      db.exec("COMMIT");
-    } catch (...) {
-      sqlite3_exec(db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
-      throw;
+}
+
+// Every step to the current version in one immediate transaction, the version read inside
+// it: processes creating the same new file at once migrate it exactly once.
+void migrate(const Db& db, const std::string& path) {
+  check_not_newer(user_version(db), path);
+  if (user_version(db) == RunStore::kSchemaVersion) return;
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    const int v = user_version(db);
+    check_not_newer(v, path);
+    for (int i = v; i < RunStore::kSchemaVersion; ++i) db.exec(kMigrations[i]);
+    if (v < RunStore::kSchemaVersion) {
+      db.exec(("PRAGMA user_version = " + std::to_string(RunStore::kSchemaVersion)).c_str());
     }
+    db.exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+// The switch to WAL needs the file to itself for a moment: SQLite does not always call the
+// busy handler there (a lock upgrade that could deadlock fails at once), so it is retried
+// for as long as the busy timeout.
+void switch_to_wal(const Db& db, const std::string& path) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(Db::kBusyMs);
+  for (;;) {
+    sqlite3_stmt* s = nullptr;
+    int rc = sqlite3_prepare_v2(db.get(), "PRAGMA journal_mode = WAL", -1, &s, nullptr);
+    std::string mode;
+    if (rc == SQLITE_OK) {
+      rc = sqlite3_step(s);
+      if (rc == SQLITE_ROW) {
+        const auto* t = sqlite3_column_text(s, 0);
+        mode = t ? reinterpret_cast<const char*>(t) : "";
+      }
+    }
+    sqlite3_finalize(s);
+    if (rc == SQLITE_ROW) {
+      if (mode != "wal") {
+        throw StoreError("run database " + path + ": cannot switch to WAL (journal mode " + mode +
+                         ")");
+      }
+      return;
+    }
+    const int base = rc & 0xFF;
+    if ((base == SQLITE_BUSY || base == SQLITE_LOCKED) &&
+        std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      continue;
+    }
+    db.fail("switching to WAL");
   }
 }
 
 // Runs whose writing process is gone: on this host when its pid no longer exists, and
 // always when the file was written on another host (a copied database).
 void mark_interrupted(const Db& db) {
-  Stmt q(db, "SELECT id, owner_host, owner_pid FROM runs WHERE status IN ('running', 'paused')");
-  std::vector<int64_t> gone;
-  while (q.step()) {
-    if (!writer_alive(q.s(1), q.i(2), false)) gone.push_back(q.i(0));
+  auto gone_runs = [&] {
+    Stmt q(db, "SELECT id, owner_host, owner_pid FROM runs WHERE status IN ('running', 'paused')");
+    std::vector<int64_t> gone;
+    while (q.step()) {
+      if (!writer_alive(q.s(1), q.i(2), false)) gone.push_back(q.i(0));
+    }
+    return gone;
+  };
+  if (gone_runs().empty()) return;
+  // Read again inside a write transaction: another process may be marking them too.
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    Stmt u(db,
+           "UPDATE runs SET status = 'interrupted', ended_at = ?, "
+           "message = ? WHERE id = ?");
+    for (int64_t id : gone_runs())
+      u.bind(1, now_utc()).bind(2, std::string(kInterruptedMessage)).bind(3, id).run();
+    db.exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
   }
-  Stmt u(db,
-         "UPDATE runs SET status = 'interrupted', ended_at = ?, "
-         "message = ? WHERE id = ?");
-  for (int64_t id : gone)
-    u.bind(1, now_utc()).bind(2, std::string(kInterruptedMessage)).bind(3, id).run();
+}
+
+bool writable(const std::string& path) {
+  return access(path.c_str(), W_OK) == 0;
+}
+
+std::string folder_of(const std::string& path) {
+  const std::string parent = std::filesystem::path(path).parent_path().string();
+  return parent.empty() ? "." : parent;
+}
+
+// A reading connection that changes nothing on disk. A WAL database needs its -shm file,
+// which SQLite creates (owned by the reader) where it may and fails where it may not (a
+// read-only folder or mount, another user's folder): with no -wal there is nothing but
+// the file to read, so it is read as it stands (immutable); with one (a live writer) the
+// reader shares its -shm, or, where that cannot be opened, reads the file as it stands.
+std::unique_ptr<Db> open_reader(const std::string& path) {
+  std::error_code ec;
+  const bool wal_files =
+      std::filesystem::exists(path + "-wal", ec) || std::filesystem::exists(path + "-shm", ec);
+  // No -wal: no writer has the file open, and everything is in the file itself.
+  if (!wal_files) return std::make_unique<Db>(path, Db::Mode::Immutable);
+  try {
+    auto db = std::make_unique<Db>(path, Db::Mode::ReadOnly);
+    Stmt probe(*db, "SELECT count(*) FROM sqlite_master");
+    probe.step();
+    return db;
+  } catch (const StoreError&) {
+    if (writable(folder_of(path))) throw;
+    return std::make_unique<Db>(path, Db::Mode::Immutable);
+  }
 }
 
 }  // namespace
@@ -555,17 +695,14 @@ std::unique_ptr<RunStore> RunStore::open(const std::string& path) {
   }
   impl->writer = std::make_unique<Db>(path, false);
   const Db& w = *impl->writer;
-  {
-    Stmt s(w, "PRAGMA journal_mode = WAL");
-    s.step();
-    if (s.s(0) != "wal") {
-      throw StoreError("run database " + path + ": cannot switch to WAL (journal mode " + s.s(0) +
-                       ")");
-    }
-  }
+  switch_to_wal(w, path);
   w.exec("PRAGMA synchronous = NORMAL");
   migrate(w, path);
   mark_interrupted(w);
+  // A cap on the file's size for this process (pages of 4 KiB): the tests' full disk.
+  if (const char* cap = std::getenv("FP8WB_STORE_MAX_PAGES"); cap && *cap) {
+    w.exec(("PRAGMA max_page_count = " + std::to_string(std::strtoll(cap, nullptr, 10))).c_str());
+  }
   impl->reader = std::make_unique<Db>(path, true);
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] { raw->loop(); });
@@ -573,11 +710,14 @@ std::unique_ptr<RunStore> RunStore::open(const std::string& path) {
 }
 
 std::unique_ptr<RunStore> RunStore::open_read_only(const std::string& path) {
-  if (!std::filesystem::exists(path)) throw StoreError("no run database at " + path);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw StoreError("no run database at " + path);
+  }
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   impl->read_only = true;
-  impl->reader = std::make_unique<Db>(path, true);
+  impl->reader = open_reader(path);
   const int v = user_version(*impl->reader);
   if (v > kSchemaVersion) {
     throw StoreError("run database " + path + " has schema version " + std::to_string(v) +
@@ -590,13 +730,37 @@ std::unique_ptr<RunStore> RunStore::open_read_only(const std::string& path) {
   return std::unique_ptr<RunStore>(new RunStore(std::move(impl)));
 }
 
+std::unique_ptr<RunStore> RunStore::open_or_read_only(const std::string& path,
+                                                      std::string* why_read_only) {
+  if (why_read_only) why_read_only->clear();
+  try {
+    return open(path);
+  } catch (const StoreError& e) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) throw;
+    auto store = open_read_only(path);  // throws its own reason if it cannot read either
+    if (why_read_only) *why_read_only = e.what();
+    return store;
+  }
+}
+
+bool RunStore::read_only() const {
+  return impl_->read_only;
+}
+
+void RunStore::exec_on_writer_for_testing(const std::string& sql) {
+  Impl* im = impl_.get();
+  im->enqueue([im, sql] { im->writer->exec(sql.c_str()); });
+  flush();
+}
+
 RunStore::~RunStore() {
   if (impl_->thread.joinable()) {
     {
       const std::lock_guard<std::mutex> lock(impl_->mutex);
       impl_->stopping = true;
     }
-        impl_->wake.notify_one();
+    impl_->wake.notify_one();
     impl_->thread.join();
   }
   // The read-only connection closes first, so that the writer's close is the last one
@@ -612,7 +776,7 @@ const std::string& RunStore::path() const {
 int64_t RunStore::create_run(const std::string& name, const std::string& kind,
                              const std::string& config_json, const std::string& device,
                              int64_t parent_sweep) {
-    // The writer fills in the id; flush() orders that write before the read below.
+  // The writer fills in the id; flush() orders that write before the read below.
   auto id = std::make_shared<int64_t>(0);
   Impl* im = impl_.get();
   im->enqueue([=] {
@@ -623,7 +787,7 @@ int64_t RunStore::create_run(const std::string& name, const std::string& kind,
       ins.bind(1, name).bind(2, kind).bind(3, config_json).bind(4, device).bind(5, now_utc());
       if (parent_sweep > 0) ins.bind(6, parent_sweep);
       ins.bind(7, host_name()).bind(8, static_cast<int64_t>(getpid()));
-            ins.run();
+      ins.run();
       *id = sqlite3_last_insert_rowid(im->writer->get());
     }
   });
@@ -774,7 +938,7 @@ std::vector<SeriesPoint> RunStore::series(int64_t run_id, const std::string& nam
            "WHERE s.run_id = ? AND s.name = ? ORDER BY c.step");
     q.bind(1, run_id).bind(2, name);
     std::vector<SeriesPoint> out;
-        while (q.step()) out.push_back({q.i(0), q.null(1) ? std::nan("") : q.d(1)});
+    while (q.step()) out.push_back({q.i(0), q.null(1) ? std::nan("") : q.d(1)});
     return out;
   });
 }
@@ -784,7 +948,7 @@ std::vector<TensorStatRow> RunStore::tensor_stats(int64_t run_id, const std::str
   return impl_->read<std::vector<TensorStatRow>>([&](const Db& db) {
     Stmt q(db,
            "SELECT step, layer, role, amax, scale, numel, zeros, underflow, saturated, "
-                      "nonfinite, subnormal, sq_err, sq_sum, histogram FROM tensor_stats WHERE run_id = ? "
+           "nonfinite, subnormal, sq_err, sq_sum, histogram FROM tensor_stats WHERE run_id = ? "
            "AND (? = '' OR layer = ?) AND (? = '' OR role = ?) ORDER BY layer, role, step");
     q.bind(1, run_id).bind(2, layer).bind(3, layer).bind(4, role).bind(5, role);
     std::vector<TensorStatRow> out;
@@ -802,7 +966,7 @@ std::vector<TensorStatRow> RunStore::tensor_stats(int64_t run_id, const std::str
       r.nonfinite = q.i(9);
       r.subnormal = q.i(10);
       r.sq_err = q.d(11);
-            r.sq_sum = q.d(12);
+      r.sq_sum = q.d(12);
       r.histogram = unpack_histogram(q.blob(13));
       out.push_back(std::move(r));
     }

@@ -17,12 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string trim(const std::string& s) {
-  const size_t a = s.find_first_not_of(" \t");
-  if (a == std::string::npos) return "";
-  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
-}
-
 double tail_mean(const std::vector<SeriesPoint>& s) {
   if (s.empty()) return NAN;
   const size_t from = s.size() - std::max<size_t>(1, s.size() / 10);
@@ -38,96 +32,6 @@ double tail_mean(const std::vector<SeriesPoint>& s) {
 }
 
 }  // namespace
-
-SweepAxis parse_grid(const std::string& text) {
-  const size_t eq = text.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 >= text.size()) {
-    throw std::invalid_argument("grid '" + text + "' is not key=v1,v2,... (e.g. margin=0,1,2,4)");
-  }
-  SweepAxis a;
-  a.key = trim(text.substr(0, eq));
-  std::string rest = text.substr(eq + 1);
-  size_t i = 0;
-  while (i <= rest.size()) {
-    const size_t j = rest.find(',', i);
-    const std::string v = trim(rest.substr(i, j == std::string::npos ? std::string::npos : j - i));
-    if (v.empty()) throw std::invalid_argument("grid '" + text + "' has an empty value");
-    a.values.push_back(v);
-    if (j == std::string::npos) break;
-    i = j + 1;
-  }
-  return a;
-}
-
-std::vector<SweepTrial> expand_sweep(const SweepSpec& spec) {
-  if (spec.axes.empty()) throw std::invalid_argument("a sweep needs at least one --grid axis");
-  if (spec.seeds < 1 || spec.seeds > 1000)
-    throw std::invalid_argument("seeds must be in [1, 1000], not " + std::to_string(spec.seeds));
-  std::set<std::string> keys;
-  for (const SweepAxis& a : spec.axes) {
-    if (!keys.insert(a.key).second) throw std::invalid_argument("grid axis '" + a.key + "' given twice");
-    if (a.key == "seed") throw std::invalid_argument("seeds are swept with --seeds, not a grid on 'seed'");
-    // Every value alone against the base config: a bad one is named before anything runs.
-    for (const std::string& v : a.values) {
-      RunConfig c = spec.base;
-      apply_override(c, a.key + "=" + v);
-    }
-  }
-  validate_run_config(spec.base);
-  std::vector<SweepTrial> out;
-  std::vector<size_t> idx(spec.axes.size(), 0);
-  for (;;) {
-    for (int s = 0; s < spec.seeds; ++s) {
-      SweepTrial t;
-      t.config = spec.base;
-      t.seed_index = s;
-      for (size_t k = 0; k < spec.axes.size(); ++k) {
-        const std::string& v = spec.axes[k].values[idx[k]];
-        apply_override(t.config, spec.axes[k].key + "=" + v);
-        t.values.push_back(v);
-        t.key += (t.key.empty() ? "" : " ") + spec.axes[k].key + "=" + v;
-      }
-      t.config.seed = spec.base.seed + static_cast<uint64_t>(s);
-      t.config.on_nonfinite = "stop";  // a diverged trial stops early
-      t.key += " seed=" + std::to_string(t.config.seed);
-      t.config.name = spec.name + ": " + t.key;
-      validate_run_config(t.config);  // combinations too (scaling=delayed with rowwise, ...)
-      out.push_back(std::move(t));
-    }
-    size_t k = spec.axes.size();
-    while (k > 0) {
-      --k;
-      if (++idx[k] < spec.axes[k].values.size()) break;
-      idx[k] = 0;
-      if (k == 0) return out;
-    }
-  }
-}
-
-std::string sweep_json(const SweepSpec& spec) {
-  json j;
-  j["name"] = spec.name;
-  j["seeds"] = spec.seeds;
-  j["base"] = json::parse(run_config_json(spec.base));
-  j["axes"] = json::array();
-  for (const auto& a : spec.axes) j["axes"].push_back({{"key", a.key}, {"values", a.values}});
-  return j.dump();
-}
-
-SweepSpec sweep_from_json(const std::string& text) {
-  SweepSpec s;
-  try {
-    const json j = json::parse(text);
-    s.name = j.at("name").get<std::string>();
-    s.seeds = j.at("seeds").get<int>();
-    s.base = parse_run_config(j.at("base").dump());
-    for (const auto& a : j.at("axes"))
-      s.axes.push_back({a.at("key").get<std::string>(), a.at("values").get<std::vector<std::string>>()});
-  } catch (const json::exception& e) {
-    throw std::invalid_argument(std::string("a stored sweep's grid is unreadable: ") + e.what());
-  }
-  return s;
-}
 
 std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep_id) {
   const auto info = store.sweep(sweep_id);
@@ -168,7 +72,7 @@ std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep_id) {
     acc(p.saturated_pct, n ? sat / static_cast<double>(n) : 0);
     acc(p.underflow_pct, n ? under / static_cast<double>(n) : 0);
   }
-    std::vector<SweepPoint> out;
+  std::vector<SweepPoint> out;
   for (auto& [v, p] : points) out.push_back(std::move(p));
   // In the grid's own order (1, 16, 128), not the strings' (1, 128, 16).
   auto rank = [&spec](const SweepPoint& p) {
@@ -246,6 +150,15 @@ void SweepRunner::run(std::function<void(size_t, RunStatus)> on_trial) {
   size_t remaining = 0;
   for (uint8_t d : done_) remaining += d ? 0 : 1;
   workers = std::max(1, std::min<int>(workers, static_cast<int>(std::max<size_t>(1, remaining))));
+  // Each trial fits in memory (validate_run_config); side by side they must fit together.
+  double biggest = 0;
+  for (size_t i = 0; i < trials_.size(); ++i) {
+    if (!done_[i]) biggest = std::max(biggest, estimate_run_memory(trials_[i].config).total);
+  }
+  if (!cuda && biggest > 0) {
+    const double fit = static_cast<double>(run_memory_limit()) / biggest;
+    workers = std::max(1, std::min(workers, static_cast<int>(std::min(fit, 1e6))));
+  }
   // CPU: the cores divided among the trials that run side by side.
   const int threads = cuda ? 0 : std::max(1, static_cast<int>(cores) / workers);
   std::atomic<size_t> next{0};
@@ -270,11 +183,17 @@ void SweepRunner::run(std::function<void(size_t, RunStatus)> on_trial) {
           if (stop_) return;
           active_->trainers.insert(&t);
         }
+        // Out of the active set before the trainer goes, however the trial ends: stop()
+        // must never reach a destroyed trainer.
+        struct Leave {
+          Active& a;
+          Trainer* t;
+          ~Leave() {
+            const std::lock_guard<std::mutex> lock(a.mutex);
+            a.trainers.erase(t);
+          }
+        } leave{*active_, &t};
         t.run();
-        {
-          const std::lock_guard<std::mutex> lock(active_->mutex);
-          active_->trainers.erase(&t);
-        }
         store_.flush();
         done_[i] = t.status() == RunStatus::Finished || t.status() == RunStatus::Diverged;
         if (on_trial) on_trial(i, t.status());

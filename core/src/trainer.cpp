@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -23,6 +24,19 @@
 namespace fp8wb {
 
 using train::Batch;
+
+namespace {
+
+// Consecutive steps over the divergence limit that end a run as diverged.
+constexpr int64_t kBlowUpSteps = 10;
+
+std::string g6(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+}  // namespace
 
 struct Trainer::Impl {
   RunConfig cfg;
@@ -50,7 +64,12 @@ struct Trainer::Impl {
     b.message = msg;
     b.events = std::move(events);
     b.events.push_back({steps.load(), run_status_name(s), msg});
-    if (bus) bus->publish(b);
+    // Every consumer gets the final batch; one that cannot take it (the run store, failed
+    // already) has said so, and the run's status says it: nothing leaves the thread.
+    try {
+      if (bus) bus->publish(b);
+    } catch (const std::exception&) {
+    }
   }
 
   void publish(MetricBatch& b) {
@@ -84,7 +103,7 @@ struct Trainer::Impl {
     return true;
   }
 
-    void body();
+  void body();
   void save_weights(torch::nn::Module& model);
 };
 
@@ -126,8 +145,7 @@ struct Stepper {
     opt->zero_grad();
     torch::Tensor loss = model->loss(b);
     loss.backward();
-    const double norm =
-        torch::nn::utils::clip_grad_norm_(params, clip > 0 ? clip : INFINITY);
+    const double norm = torch::nn::utils::clip_grad_norm_(params, clip > 0 ? clip : INFINITY);
     return {loss.item<double>(), norm};
   }
 };
@@ -147,16 +165,21 @@ class StepMemory {
     alloc::resetPeakStats(device_.index());
 #endif
   }
-  // After the step has synchronised: the largest figure so far.
-  double end(const Stepper& s) {
+  // After the step has synchronised: the largest figure so far of ordinary steps. A
+  // step that samples statistics or SQNR keeps high-precision copies to compare against
+  // (what a training run without the workbench would not hold): it counts only while
+  // every step so far was one.
+  double end(const Stepper& s, bool sampling) {
 #if defined(FP8WB_TORCH_CUDA)
     if (!device_.is_cuda()) return NAN;
     namespace alloc = c10::cuda::CUDACachingAllocator;
     const int64_t peak = alloc::getDeviceStats(device_.index()).allocated_bytes[0].peak;
-    max_ = std::max(max_, static_cast<double>(peak - before_ + s.persistent_bytes()));
-    return max_;
+    const double bytes = static_cast<double>(peak - before_ + s.persistent_bytes());
+    (sampling ? max_sampling_ : max_ordinary_) = std::max(sampling ? max_sampling_ : max_ordinary_, bytes);
+    return max_ordinary_ > 0 ? max_ordinary_ : max_sampling_;
 #else
     (void)s;
+    (void)sampling;
     return NAN;
 #endif
   }
@@ -164,7 +187,7 @@ class StepMemory {
  private:
   torch::Device device_;
   int64_t before_ = 0;
-  double max_ = 0;
+  double max_ordinary_ = 0, max_sampling_ = 0;
 };
 
 double peak_rss_bytes() {
@@ -184,7 +207,7 @@ void add_role(MetricBatch& b, int64_t step, const std::string& layer, const char
   t.scale = r.scale;
   t.raw = r.stats.raw;
   t.map_grid = r.stats.map_grid;
-    t.map_rel_error = r.stats.map_rel_error();
+  t.map_rel_error = r.stats.map_rel_error();
   if (l.config() && l.config()->delayed) t.amax_history = l.state().amax_history(role_index);
   b.tensors.push_back(std::move(t));
 }
@@ -192,7 +215,7 @@ void add_role(MetricBatch& b, int64_t step, const std::string& layer, const char
 }  // namespace
 
 void Trainer::Impl::body() {
-    if (compute_threads > 0) {
+  if (compute_threads > 0) {
     at::set_num_threads(compute_threads);  // this thread's share of the cores
   } else if (at::get_num_threads() <= 1) {
     init_compute_threads();
@@ -209,8 +232,8 @@ void Trainer::Impl::body() {
   std::string started = std::string(model_kind_name(cfg.model)) + " on " + device.str();
   if (cfg.fp8) {
     ConvertOptions opt;
-    opt.skip_names = {"head"};         // the output head stays in high precision
-    opt.gpu_min_weight_elements = 0;   // the workbench shows FP8 on every layer it can take
+    opt.skip_names = {"head"};        // the output head stays in high precision
+    opt.gpu_min_weight_elements = 0;  // the workbench shows FP8 on every layer it can take
     const ConvertReport r = convert_to_float8(*fp8.model, float8_config_of(cfg), opt);
     for (auto& [name, l] : train::linear_layers(*fp8.model)) {
       if (l->is_float8()) layers.emplace_back(name, l);
@@ -235,6 +258,15 @@ void Trainer::Impl::body() {
   }
 
   StepMemory fp8_memory(device), ref_memory(device);
+  // A blow-up (docs/numerics.md, "Divergence"): kBlowUpSteps consecutive steps (all of a
+  // shorter run) whose loss is non-finite or over max(10 x B, B + 1), B the run's first
+  // finite loss; for the MLP with drift the limit is widened by the swing drift gives the
+  // inputs' squares on its own, 4^drift.
+  const int64_t blow_up_steps = std::min<int64_t>(kBlowUpSteps, cfg.steps);
+  const double swing = cfg.model == ModelKind::Mlp && cfg.drift > 0 ? std::exp2(2 * cfg.drift) : 1;
+  double first_loss = std::nan("");
+  int64_t over_limit = 0;
+
   for (int64_t step = 0; step < cfg.steps; ++step) {
     if (!wait_if_paused(step)) {
       finish(RunStatus::Stopped, "stopped after " + std::to_string(step) + " steps");
@@ -252,7 +284,9 @@ void Trainer::Impl::body() {
     if (device.is_cuda()) torch::cuda::synchronize();
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    const double fp8_mem = fp8_memory.end(fp8);
+    const bool sampling = (cfg.stats_interval > 0 && step % cfg.stats_interval == 0) ||
+                          (cfg.sqnr_interval > 0 && step % cfg.sqnr_interval == 0);
+    const double fp8_mem = fp8_memory.end(fp8, sampling);
     fp8.drop_grads();
 
     StepMetrics m;
@@ -270,7 +304,7 @@ void Trainer::Impl::body() {
       const auto [rl, rn] = ref.forward_backward(batch, cfg.grad_clip);
       if (std::isfinite(rl) && std::isfinite(rn)) ref.opt->step();
       if (device.is_cuda()) torch::cuda::synchronize();
-      m.mem_ref = ref_memory.end(ref);
+      m.mem_ref = ref_memory.end(ref, sampling);
       ref.drop_grads();
       m.ref_loss = rl;
       m.loss_gap = loss - rl;
@@ -280,15 +314,17 @@ void Trainer::Impl::body() {
     for (auto& [name, l] : layers) {
       const Float8Probe& p = l->probe();
       if (p.stats_step == step) {
-                add_role(b, step, name, "input", p.input, *l, 0);
+        add_role(b, step, name, "input", p.input, *l, 0);
         add_role(b, step, name, "weight", p.weight, *l, 1);
         add_role(b, step, name, "grad_output", p.grad_output, *l, 2);
       }
-      if (p.sqnr_step == step) b.sqnr.push_back({step, name, p.fprop_sqnr_db, p.dgrad_sqnr_db, p.wgrad_sqnr_db});
+      if (p.sqnr_step == step)
+        b.sqnr.push_back({step, name, p.fprop_sqnr_db, p.dgrad_sqnr_db, p.wgrad_sqnr_db});
     }
     steps = step + 1;
     if (!finite) {
-      const std::string what = "non-finite " + std::string(std::isfinite(loss) ? "gradient norm" : "loss") +
+      const std::string what = "non-finite " +
+                               std::string(std::isfinite(loss) ? "gradient norm" : "loss") +
                                " at step " + std::to_string(step);
       if (cfg.on_nonfinite == "stop") {
         publish(b);
@@ -297,13 +333,32 @@ void Trainer::Impl::body() {
       }
       b.events.push_back({step, "skipped", what + ": update skipped"});
     }
+    const double limit = std::max(10 * first_loss, first_loss + 1) * swing;
+    if (!std::isfinite(loss) || (std::isfinite(first_loss) && loss > limit)) {
+      ++over_limit;
+    } else {
+      over_limit = 0;
+      if (!std::isfinite(first_loss)) first_loss = loss;
+    }
+    if (over_limit >= blow_up_steps) {
+      publish(b);
+      finish(RunStatus::Diverged, std::isfinite(loss)
+                                      ? "loss blew up: " + g6(loss) + " at step " +
+                                            std::to_string(step) + ", over " + g6(limit) +
+                                            " (10 x the first loss " + g6(first_loss) + ") for " +
+                                            std::to_string(over_limit) + " consecutive steps"
+                                      : "non-finite or blown-up loss for " +
+                                            std::to_string(over_limit) + " consecutive steps (" +
+                                            g6(loss) + " at step " + std::to_string(step) + ")");
+      return;
+    }
     publish(b);
     if (stop_flag) {
       finish(RunStatus::Stopped, "stopped after " + std::to_string(step + 1) + " steps");
       return;
     }
   }
-    save_weights(*fp8.model);
+  save_weights(*fp8.model);
   finish(RunStatus::Finished, "");
 }
 
@@ -319,7 +374,8 @@ void Trainer::Impl::save_weights(torch::nn::Module& model) {
     w.bytes.assign(b, b + t.numel() * 4);
     out.push_back(std::move(w));
   }
-  write_safetensors(cfg.weights, out, {{"written_by", "fp8wb train"}, {"run", std::to_string(run_id)}});
+  write_safetensors(cfg.weights, out,
+                    {{"written_by", "fp8wb train"}, {"run", std::to_string(run_id)}});
   MetricBatch b;
   b.events.push_back({steps.load(), "weights", "final weights written to " + cfg.weights});
   publish(b);
@@ -341,8 +397,10 @@ Trainer::~Trainer() {
 void Trainer::run() {
   try {
     impl_->body();
+  } catch (const c10::Error& e) {
+    impl_->finish(RunStatus::Failed, without_backtrace(e.what_without_backtrace()));
   } catch (const std::exception& e) {
-    impl_->finish(RunStatus::Failed, e.what());
+    impl_->finish(RunStatus::Failed, without_backtrace(e.what()));
   } catch (...) {
     impl_->finish(RunStatus::Failed, "unknown error");
   }
@@ -404,11 +462,11 @@ std::string Trainer::resolve_device(const std::string& device) {
     throw std::invalid_argument("device \"" + device + "\" is not one of cpu, cuda, cuda:N");
   }
   if (!torch::cuda::is_available()) {
-    throw std::invalid_argument(
-        "device " + device + " was asked for, but " +
-        (probe_backend().torch_cuda_build ? std::string("no CUDA device is visible")
-                                          : std::string("this build's LibTorch has no CUDA")) +
-        "; use device=cpu");
+    throw std::invalid_argument("device " + device + " was asked for, but " +
+                                (probe_backend().torch_cuda_build
+                                     ? std::string("no CUDA device is visible")
+                                     : std::string("this build's LibTorch has no CUDA")) +
+                                "; use device=cpu");
   }
   const int64_t n = static_cast<int64_t>(torch::cuda::device_count());
   int64_t index = 0;

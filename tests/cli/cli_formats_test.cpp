@@ -130,4 +130,13 @@ TEST(CliDemo, BadArguments) {
   EXPECT_NE(r.err.find("gradient scale"), std::string::npos);
 }
 
+TEST(CliFormats, NegativeValuesAfterDashDashAndCsvWithoutTable) {
+  Result r = run({"formats", "-f", "e4m3", "--", "-inf"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("-448"), std::string::npos) << r.out;
+  r = run({"formats", "--csv", "1"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--table"), std::string::npos) << r.err;
+}
+
 }  // namespace

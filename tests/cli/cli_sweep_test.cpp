@@ -16,18 +16,21 @@ namespace {
 using fp8wb::test::run;
 
 TEST(CliSweep, TableJsonAndBadGrids) {
-  const auto dir = std::filesystem::temp_directory_path() / ("fp8wb-cli-sweep-" + std::to_string(getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("fp8wb-cli-sweep-" + std::to_string(getpid()));
   fp8wb::test::remove_tree(dir.string());
   std::filesystem::create_directories(dir);
   const std::string db = (dir / "runs.sqlite").string();
-  const std::vector<std::string> base = {"sweep", "--db", db, "--set", "model=mlp", "--set", "steps=6",
-                                         "--set", "reference=false", "--grid", "margin=0,2",
-                                         "--grid", "window=1,4", "-q"};
+  const std::vector<std::string> base = {"sweep",           "--db",   db,           "--set",
+                                         "model=mlp",       "--set",  "steps=6",    "--set",
+                                         "reference=false", "--grid", "margin=0,2", "--grid",
+                                         "window=1,4",      "-q"};
   auto args = base;
   args.insert(args.end(), {"--name", "table"});
   auto r = run(args);
   ASSERT_EQ(r.rc, 0) << r.err;
-  for (const char* point : {"margin=0 window=1", "margin=0 window=4", "margin=2 window=1", "margin=2 window=4"})
+  for (const char* point :
+       {"margin=0 window=1", "margin=0 window=4", "margin=2 window=1", "margin=2 window=4"})
     EXPECT_NE(r.out.find(point), std::string::npos) << point << "\n" << r.out;
   EXPECT_EQ(r.out.find("nan"), std::string::npos) << r.out;  // no reference: "-", not nan
   EXPECT_NE(r.out.find("best: "), std::string::npos) << r.out;
@@ -50,6 +53,23 @@ TEST(CliSweep, TableJsonAndBadGrids) {
   r = run({"sweep", "--db", db, "--grid", "margin=0,banana", "-q"});
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.err.find("margin"), std::string::npos) << r.err;
+  // A value twice would run twice; --resume runs the stored grid, so a new one is refused.
+  r = run({"sweep", "--db", db, "--grid", "margin=0,1,0", "-q"});
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.err.find("twice"), std::string::npos) << r.err;
+  r = run({"sweep", "--db", db, "--resume", std::to_string(j["sweep"].get<int64_t>()), "--grid",
+           "margin=5,6", "-q"});
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.err.find("--resume"), std::string::npos) << r.err;
+  r = run({"sweep", "--db", db, "--set", "model=mlp", "--grid",
+           "lr=" +
+               [] {
+                 std::string v;
+                 for (int i = 1; i <= 200000; ++i) v += (i > 1 ? "," : "") + std::to_string(i);
+                 return v;
+               }(),
+           "-q"});
+  EXPECT_NE(r.rc, 0);
   fp8wb::test::remove_tree(dir.string());
 }
 

@@ -147,6 +147,160 @@ TEST_F(CliTrain, RunsExportWritesAllOrNothing) {
   EXPECT_EQ(nlohmann::json::parse(std::ifstream(out))["series"]["loss"].size(), 60u);
 }
 
+// A damaged page met mid-run (SQLITE_CORRUPT on a write) ends the run as failed, as a
+// full disk does: the process reports and exits.
+TEST_F(CliTrain, ADamagedDatabaseEndsTheRunFailed) {
+  {
+    auto s = fp8wb::RunStore::open(db_);
+    s->create_run("earlier", "train", "{}", "cpu");
+  }
+  {
+    // Pages 1-2 (the schema, the runs table) stay; every page after them is garbage.
+    std::fstream f(db_, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(0, std::ios::end);
+    const std::streamoff size = f.tellg();
+    ASSERT_GT(size, 3 * 4096);
+    f.seekp(2 * 4096);
+    f << std::string(static_cast<size_t>(size - 2 * 4096), '\xA5');
+  }
+  const Result r = run({"train", "--db", db_, "--json", "--set", "model=mlp", "--set", "steps=50"});
+  EXPECT_EQ(r.rc, 1) << r.err;
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(r.out)) << r.out << r.err;
+  EXPECT_EQ(j["status"], "failed");
+  EXPECT_NE(j["message"].get<std::string>().find("damaged"), std::string::npos) << r.out;
+}
+
+// Input built to take the process down is refused with the field's name.
+TEST_F(CliTrain, DeeplyNestedInputIsRefusedNotACrash) {
+  Result r = run({"train", "--db", db_, "--set",
+                  "steps=" + std::string(65000, '[') + std::string(65000, ']')});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("'steps'"), std::string::npos) << r.err.substr(0, 300);
+  EXPECT_LT(r.err.size(), 300u);
+  const std::string cfg = (dir_ / "deep.json").string();
+  std::ofstream(cfg) << R"({"steps": )" << std::string(70000, '[') << std::string(70000, ']')
+                     << "}";
+  r = run({"train", cfg, "--db", db_});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("nests deeper"), std::string::npos) << r.err.substr(0, 300);
+  std::ofstream(cfg) << R"({"lr": 1e400})";
+  r = run({"train", cfg, "--db", db_});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("'lr'"), std::string::npos) << r.err;
+  r = run({"train", "/dev/zero", "--db", db_});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("regular file"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTrain, HugeSizesAreRefusedByFieldWithoutAStackTrace) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"window=16777216"}, "'window'"},
+      {{"layers=2147483647"}, "'layers'"},
+      {{"d_model=1000000"}, "'d_model'"},
+      {{"batch=60000", "context=8000"}, "'batch'"},
+  };
+  for (const auto& [sets, field] : cases) {
+    std::vector<std::string> args = {"train", "--db", db_, "-q"};
+    for (const auto& o : sets) args.insert(args.end(), {"--set", o});
+    const Result r = run(args);
+    EXPECT_EQ(r.rc, 1) << field;
+    EXPECT_NE(r.err.find(field), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("Exception raised from"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(db_));  // refused before the database is opened
+}
+
+// A full disk mid-run: the run ends failed naming it, its committed steps stay, the
+// process reports and exits (it was "terminate called ... StoreError", signal 6).
+TEST_F(CliTrain, AFullDiskEndsTheRunFailed) {
+  setenv("FP8WB_STORE_MAX_PAGES", "400", 1);
+  const Result r = run({"train", "--db", db_, "--json", "--set", "model=mlp", "--set",
+                        "steps=100000", "--set", "stats_interval=1"});
+  unsetenv("FP8WB_STORE_MAX_PAGES");
+  EXPECT_EQ(r.rc, 1);
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["status"], "failed");
+  EXPECT_NE(j["message"].get<std::string>().find("disk full"), std::string::npos) << r.out;
+  auto s = fp8wb::RunStore::open_read_only(db_);
+  const auto run1 = s->run(j["run"].get<int64_t>());
+  ASSERT_TRUE(run1.has_value());
+  EXPECT_EQ(run1->status, "failed");
+  EXPECT_GT(s->series(run1->id, "loss").size(), 0u);
+  EXPECT_EQ(s->integrity_check(), "ok");
+}
+
+// --json is JSON whatever the run's name, path or message holds; no step: null, not 0.
+TEST_F(CliTrain, JsonOutputIsValidJson) {
+  const std::string weights = (dir_ / "no \"such\\ dir" / "w.safetensors").string();
+  const Result r = run({"train", "--db", db_, "--json", "--set", "model=mlp", "--set", "steps=3",
+                        "--set", "name=a \"quoted\\ name\t", "--save-weights", weights});
+  EXPECT_EQ(r.rc, 1) << r.err;
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(r.out)) << r.out;
+  EXPECT_EQ(j["status"], "failed");
+  EXPECT_NE(j["message"].get<std::string>().find("such"), std::string::npos) << r.out;
+  EXPECT_TRUE(j["loss"].is_number());
+  Result l = run({"runs", "list", "--db", db_, "--json"});
+  ASSERT_EQ(l.rc, 0) << l.err;
+  const auto runs = nlohmann::json::parse(l.out);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0]["name"], "a \"quoted\\ name\t");
+  l = run({"runs", "show", "1", "--db", db_, "--json"});
+  ASSERT_EQ(l.rc, 0) << l.err;
+  EXPECT_NO_THROW(nlohmann::json::parse(l.out)) << l.out.substr(0, 500);
+}
+
+TEST_F(CliTrain, ReadingCommandsCreateNothing) {
+  const std::string missing = (dir_ / "missing" / "dir" / "x.sqlite").string();
+  for (const char* action : {"list", "show", "export", "delete"}) {
+    const Result r = run({"runs", action, "1", "--db", missing, "-y"});
+    EXPECT_EQ(r.rc, 1) << action;
+    EXPECT_NE(r.err.find("no run database"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "missing"));
+}
+
+// Another user reads a 644 database in a folder it cannot write: list, show and export
+// work and leave no -wal or -shm (they failed: "attempt to write a readonly database").
+TEST_F(CliTrain, AnotherUserReadsTheDatabase) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run as another user";
+  ASSERT_EQ(run({"train", "--db", db_, "-q", "--set", "model=mlp", "--set", "steps=3"}).rc, 0);
+  for (std::vector<std::string> args : {std::vector<std::string>{"runs", "list"},
+                                        {"runs", "show", "1"},
+                                        {"runs", "export", "1", "--format", "json"}}) {
+    args.insert(args.begin(), FP8WB_BINARY);
+    args.insert(args.end(), {"--db", db_});
+    const pid_t pid = fork();
+    if (pid == 0) {
+      if (setgid(65534) != 0 || setuid(65534) != 0) _exit(99);
+      std::vector<char*> argv;
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      const int devnull = ::open("/dev/null", O_WRONLY);
+      dup2(devnull, STDOUT_FILENO);
+      execv(FP8WB_BINARY, argv.data());
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status)) << args[2];
+    EXPECT_EQ(WEXITSTATUS(status), 0) << args[2];
+  }
+  EXPECT_FALSE(std::filesystem::exists(db_ + "-wal"));
+  EXPECT_FALSE(std::filesystem::exists(db_ + "-shm"));
+}
+
+// A loss that blows up without a NaN (lr = 10): diverged, exit code 2.
+TEST_F(CliTrain, ALossBlowUpIsDiverged) {
+  const Result r = run({"train", "--db", db_, "-q", "--set", "model=mlp", "--set", "lr=10", "--set",
+                        "warmup=0", "--set", "grad_clip=0", "--set", "steps=300", "--set",
+                        "reference=false", "--set", "stats_interval=0"});
+  EXPECT_EQ(r.rc, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("diverged"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("blew up"), std::string::npos) << r.out;
+}
+
 // The binary itself, as a user's shell runs it.
 pid_t spawn(const std::vector<std::string>& args) {
   const pid_t pid = fork();
@@ -215,6 +369,44 @@ TEST_F(CliTrain, CtrlCStopsCleanlyAndKeepsTheRun) {
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->status, "stopped");
   EXPECT_EQ(static_cast<size_t>(r->last_step + 1), s->series(1, "loss").size());
+}
+
+// SIGTERM and SIGHUP (a logout, a job scheduler) stop a run as Ctrl-C does.
+TEST_F(CliTrain, SigtermAndSighupStopLikeCtrlC) {
+  int n = 0;
+  for (const int sig : {SIGTERM, SIGHUP}) {
+    const std::string db = (dir_ / ("sig" + std::to_string(++n) + ".sqlite")).string();
+    const pid_t pid = spawn({FP8WB_BINARY, "train", "--db", db, "--set", "model=mlp", "--set",
+                             "steps=1000000", "--set", "reference=false"});
+    ASSERT_GT(pid, 0);
+    ASSERT_GE(wait_for_steps(db, 10), 10);
+    ASSERT_EQ(kill(pid, sig), 0);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status)) << "signal " << sig;
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    auto s = fp8wb::RunStore::open_read_only(db);
+    EXPECT_EQ(s->run(1)->status, "stopped");
+  }
+}
+
+// Processes creating one new database at once all succeed (it raced: "table runs already
+// exists", "database is locked").
+TEST_F(CliTrain, ConcurrentTrainsOnANewDatabase) {
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 8; ++i) {
+    pids.push_back(spawn({FP8WB_BINARY, "train", "--db", db_, "-q", "--set", "model=mlp", "--set",
+                          "steps=2", "--set", "reference=false", "--set", "width=8", "--set",
+                          "features=8", "--set", "outlier_channels=1"}));
+  }
+  for (const pid_t pid : pids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+  }
+  auto s = fp8wb::RunStore::open_read_only(db_);
+  EXPECT_EQ(s->runs().size(), 8u);
 }
 
 }  // namespace

@@ -70,7 +70,7 @@ const RunInfo* FollowTest::waitForRun(MainWindow& w, const QString& name) {
 void FollowTest::followsAWriterProcessToItsEnd() {
   const QString path = db(QStringLiteral("follow.sqlite"));
   QProcess writer;
-  startWriter(writer, path, 150);
+  startWriter(writer, path, 100);
   QVERIFY(writer.waitForStarted());
   MainWindow w(false);
   w.engine()->setDatabasePath(path);
@@ -100,7 +100,7 @@ void FollowTest::followsAWriterProcessToItsEnd() {
            "the writer ended before the follower saw steps arrive: a slower run is needed");
   QVERIFY(w.overviewTab()->summaryText().contains(QStringLiteral("running")));
 
-  QVERIFY(writer.waitForFinished(120000));
+  QVERIFY(writer.waitForFinished(300000));
   QCOMPARE(writer.exitStatus(), QProcess::NormalExit);
   QCOMPARE(writer.exitCode(), 0);  // never blocked, never failed by the reader
   QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1, 20000);

@@ -65,7 +65,9 @@ void EngineController::setDatabasePath(const QString& path) {
 }
 
 RunStore& EngineController::store() {
-  if (!store_) store_ = RunStore::open(db_path_.toStdString());
+  // A database it cannot write (another user's, a read-only mount) is browsed read-only;
+  // starting a run there says so (StoreError "... is open read-only").
+  if (!store_) store_ = RunStore::open_or_read_only(db_path_.toStdString());
   return *store_;
 }
 

@@ -2,6 +2,9 @@
 // refused with a message that names the field.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
+
 #include <stdexcept>
 #include <string>
 
@@ -15,7 +18,8 @@ TEST(RunConfig, DefaultsAreValidAndRoundTrip) {
   EXPECT_NO_THROW(validate_run_config(c));
   const std::string j = run_config_json(c);
   EXPECT_EQ(run_config_json(parse_run_config(j)), j);
-  for (const auto& k : run_config_keys()) EXPECT_NE(j.find("\"" + k + "\""), std::string::npos) << k;
+  for (const auto& k : run_config_keys())
+    EXPECT_NE(j.find("\"" + k + "\""), std::string::npos) << k;
 }
 
 TEST(RunConfig, ParsesFieldsAndOverrides) {
@@ -86,26 +90,152 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, BadRunConfig,
     ::testing::Values(Bad{R"({"window": -1})", "window"}, Bad{R"({"window": 0})", "window"},
                       Bad{R"({"margin": 1.5})", "margin"}, Bad{R"({"margin": 65})", "margin"},
-                      Bad{R"({"recipe": "perchannel"})", "recipe"},
-                      Bad{R"({"lr": "NaN"})", "lr"}, Bad{"=lr=nan", "lr"},
-                      Bad{R"({"lr": 0})", "lr"}, Bad{R"({"steps": 0})", "steps"},
-                      Bad{R"({"device": "tpu"})", "device"},
-                      Bad{R"({"device": "cuda:x"})", "device"},
-                      Bad{R"({"heads": 3})", "heads"}, Bad{R"({"batch": 0})", "batch"},
-                      Bad{R"({"model": "resnet"})", "model"},
+                      Bad{R"({"recipe": "perchannel"})", "recipe"}, Bad{R"({"lr": "NaN"})", "lr"},
+                      Bad{"=lr=nan", "lr"}, Bad{R"({"lr": 0})", "lr"},
+                      Bad{R"({"steps": 0})", "steps"}, Bad{R"({"device": "tpu"})", "device"},
+                      Bad{R"({"device": "cuda:x"})", "device"}, Bad{R"({"heads": 3})", "heads"},
+                      Bad{R"({"batch": 0})", "batch"}, Bad{R"({"model": "resnet"})", "model"},
                       Bad{R"({"formats": "e5m2"})", "formats"},
                       Bad{R"({"amax_algo": "mean"})", "amax_algo"},
                       Bad{R"({"scaling": "delayed", "recipe": "rowwise"})", "scaling"},
                       Bad{R"({"stats_interval": -2})", "stats_interval"},
                       Bad{R"({"on_nonfinite": "ignore"})", "on_nonfinite"},
-                      Bad{R"({"dtype": "fp16"})", "dtype"},
-                      Bad{R"({"fp8": "yes"})", "fp8"}, Bad{R"({"windw": 16})", "windw"},
-                      Bad{R"({"grad_clip": -1})", "grad_clip"},
+                      Bad{R"({"dtype": "fp16"})", "dtype"}, Bad{R"({"fp8": "yes"})", "fp8"},
+                      Bad{R"({"windw": 16})", "windw"}, Bad{R"({"grad_clip": -1})", "grad_clip"},
                       Bad{R"({"outlier_channels": 100})", "outlier_channels"},
                       Bad{R"({"seed": -5})", "seed"}, Bad{R"({"context": 1})", "context"},
                       Bad{R"({"steps": 1e30})", "steps"}, Bad{R"({"name": ""})", "name"},
                       Bad{"=window", "window"}, Bad{R"([1, 2])", "object"},
                       Bad{R"({"window": 16,)", "JSON"}));
+
+// What a config may be is bounded: nesting (no recursion on 70,000 levels), size, every
+// number's magnitude, a run's memory; messages name the field and quote little.
+TEST(RunConfigLimits, DeepNestingIsRefusedNamingTheField) {
+  const std::string deep = std::string(70000, '[') + std::string(70000, ']');
+  try {
+    parse_run_config(R"({"steps": )" + deep + "}");
+    FAIL() << "a 70,000-level value was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("nests deeper"), std::string::npos) << e.what();
+  }
+  RunConfig c;
+  try {
+    apply_override(c, "steps=" + deep.substr(35000, 65000));
+    FAIL() << "a 65,000-level override was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'steps'"), std::string::npos) << e.what();
+  }
+  // Within the limit, a value of the wrong type is quoted short.
+  const std::string ok = std::string(30, '[') + std::string(30, ']');
+  try {
+    parse_run_config(R"({"steps": )" + ok + "}");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_LT(std::string(e.what()).size(), 200u) << e.what();
+  }
+  const std::string longname(5000, 'x');
+  try {
+    parse_run_config(R"({"model": ")" + longname + R"("})");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_LT(std::string(e.what()).size(), 200u) << e.what();
+  }
+  EXPECT_THROW(parse_run_config(std::string(kMaxConfigBytes + 1, ' ')), std::invalid_argument);
+}
+
+TEST(RunConfigLimits, NumbersOutOfRangeNameTheField) {
+  for (const char* text : {R"({"lr": 1e400})", R"({"steps": 5, "lr": -1e999})"}) {
+    try {
+      parse_run_config(text);
+      FAIL() << text;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("'lr'"), std::string::npos) << e.what();
+    }
+  }
+  RunConfig c;
+  try {
+    apply_override(c, "lr=1e400");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'lr'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RunConfigLimits, EveryFieldHasAnUpperBound) {
+  for (const char* o : {"window=16777216", "layers=2147483647", "d_model=1048576",
+                        "batch=2000000000", "steps=100000000000", "context=1000000",
+                        "width=1000000", "depth=100000", "log_interval=2000000000"}) {
+    RunConfig c;
+    const std::string key = std::string(o).substr(0, std::string(o).find('='));
+    try {
+      apply_override(c, o);
+      validate_run_config(c);
+      FAIL() << o << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("'" + key + "'"), std::string::npos) << e.what();
+    }
+  }
+  RunConfig c;
+  c.name = std::string(1000, 'n');
+  EXPECT_THROW(validate_run_config(c), std::invalid_argument);
+}
+
+TEST(RunConfigLimits, RunsThatWouldNotFitInMemoryAreRefused) {
+  RunConfig c;
+  const MemoryEstimate small = estimate_run_memory(c);
+  EXPECT_GT(small.total, 1e6);
+  EXPECT_LT(small.total, 1e9);
+  EXPECT_NO_THROW(check_run_memory(c, uint64_t{1} << 32));
+  c.batch = 60000;
+  c.context = 8000;
+  try {
+    validate_run_config(c);
+    FAIL() << "a run of " << estimate_run_memory(c).total << " bytes was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'batch'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("memory"), std::string::npos) << e.what();
+  }
+  RunConfig w;
+  w.d_model = 8192;
+  w.layers = 256;
+  try {
+    check_run_memory(w, uint64_t{1} << 34);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'d_model'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RunConfigLimits, ConfigFilesAreRegularAndSmall) {
+  try {
+    read_run_config_file("/dev/zero");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("regular"), std::string::npos) << e.what();
+  }
+  const std::string path = ::testing::TempDir() + "fp8wb-big-config.json";
+  {
+    std::ofstream f(path);
+    f << "{\"name\": \"" << std::string(2 << 20, 'x') << "\"}";
+  }
+  try {
+    read_run_config_file(path);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("limit"), std::string::npos) << e.what();
+  }
+  std::remove(path.c_str());
+}
+
+TEST(RunConfigLimits, BacktracesAreStrippedFromMessages) {
+  const std::string m =
+      "[enforce fail at alloc_cpu.cpp:75] data. DefaultCPUAllocator: not enough memory\n"
+      "Exception raised from alloc_cpu at ../c10/core/impl/alloc_cpu.cpp:75 (most recent call "
+      "first):\nframe #0: c10::Error::Error(...) + 0x8b\nframe #1: ...";
+  EXPECT_EQ(without_backtrace(m),
+            "[enforce fail at alloc_cpu.cpp:75] data. DefaultCPUAllocator: not enough memory");
+  EXPECT_EQ(without_backtrace("plain"), "plain");
+}
 
 }  // namespace
 }  // namespace fp8wb

@@ -3,7 +3,13 @@
 // writes, and bad files give clear errors.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <functional>
 
 #include <cmath>
 #include <filesystem>
@@ -208,9 +214,7 @@ TEST_F(RunStoreTest, BadFilesGiveClearErrors) {
   }
   EXPECT_THROW(RunStore::open_read_only((dir_ / "missing.sqlite").string()), StoreError);
   // A database from a newer fp8wb.
-  {
-    auto s = RunStore::open(path_);
-  }
+  { auto s = RunStore::open(path_); }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr);
@@ -227,6 +231,145 @@ TEST_F(RunStoreTest, BadFilesGiveClearErrors) {
   sqlite3_close(db);
   auto ro = RunStore::open_read_only(path_);
   EXPECT_THROW(ro->create_run("x", "train", "{}", "cpu"), StoreError);
+}
+
+// Many connections creating the same new file at once: each migrates it or finds it
+// migrated ("table runs already exists" and "database is locked" were the races).
+TEST_F(RunStoreTest, ConcurrentOpensOfANewDatabaseMigrateOnce) {
+  for (int round = 0; round < 5; ++round) {
+    const std::string path = (dir_ / ("new" + std::to_string(round) + ".sqlite")).string();
+    constexpr int kThreads = 16;
+    std::atomic<int> ready{0}, failures{0};
+    std::vector<std::string> errors(kThreads);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kThreads; ++i) {
+      threads.emplace_back([&, i] {
+        ++ready;
+        while (ready < kThreads) std::this_thread::yield();
+        try {
+          auto s = RunStore::open(path);
+          s->create_run("r" + std::to_string(i), "train", "{}", "cpu");
+        } catch (const std::exception& e) {
+          errors[i] = e.what();
+          ++failures;
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (const auto& e : errors) EXPECT_TRUE(e.empty()) << e;
+    ASSERT_EQ(failures, 0);
+    auto s = RunStore::open_read_only(path);
+    EXPECT_EQ(s->schema_version(), RunStore::kSchemaVersion);
+    EXPECT_EQ(s->runs().size(), static_cast<size_t>(kThreads));
+  }
+}
+
+// A failed write (the file at its size limit: a full disk; or read-only) keeps what was
+// committed, marks this process's running runs failed, and names the cause.
+TEST_F(RunStoreTest, AFullDiskKeepsCommittedStepsAndFailsTheRun) {
+  auto s = RunStore::open(path_);
+  const int64_t id = s->create_run("full", "train", "{}", "cpu");
+  for (int64_t step = 0; step < 20; ++step) s->write(step_batch(id, step));
+  s->flush();
+  s->exec_on_writer_for_testing("PRAGMA max_page_count = 1");  // no page more
+  try {
+    for (int64_t step = 20; step < 2000; ++step) s->write(step_batch(id, step));
+    s->flush();
+    FAIL() << "2000 steps fit in a file that could not grow";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("disk full"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(s->write(step_batch(id, 5000)), StoreError);  // and stays failed
+  s.reset();
+  auto ro = RunStore::open_read_only(path_);
+  EXPECT_GE(ro->series(id, "loss").size(), 20u);
+  EXPECT_EQ(ro->run(id)->status, "failed");
+  EXPECT_NE(ro->run(id)->message.find("disk full"), std::string::npos) << ro->run(id)->message;
+  EXPECT_EQ(ro->integrity_check(), "ok");
+}
+
+TEST_F(RunStoreTest, ReadingCreatesNothing) {
+  const auto missing = dir_ / "no" / "such" / "runs.sqlite";
+  EXPECT_THROW(RunStore::open_read_only(missing.string()), StoreError);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "no"));
+  {
+    auto s = RunStore::open(path_);
+    s->create_run("one", "train", "{}", "cpu");
+  }
+  ASSERT_FALSE(std::filesystem::exists(path_ + "-wal"));
+  {
+    auto ro = RunStore::open_read_only(path_);
+    EXPECT_TRUE(ro->read_only());
+    EXPECT_EQ(ro->runs().size(), 1u);
+  }
+  EXPECT_FALSE(std::filesystem::exists(path_ + "-wal"));
+  EXPECT_FALSE(std::filesystem::exists(path_ + "-shm"));
+}
+
+// Runs fn as user nobody in a child process; its exit code (or -1 where this process
+// cannot change user: then the test is skipped).
+int as_nobody(const std::function<int()>& fn) {
+  if (geteuid() != 0) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(99);
+    int rc = 98;
+    try {
+      rc = fn();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "as nobody: %s\n", e.what());
+      rc = 97;
+    }
+    std::fflush(stderr);
+    _exit(rc);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Another user's database (a 644 file in a folder only its owner writes), closed or with
+// a live writer: readable, writes refused with the reason, nothing left behind.
+TEST_F(RunStoreTest, AnotherUsersDatabaseReadsReadOnly) {
+  int64_t id = 0;
+  {
+    auto s = RunStore::open(path_);
+    id = s->create_run("theirs", "train", "{}", "cpu");
+    for (int64_t step = 0; step < 10; ++step) s->write(step_batch(id, step));
+  }
+  std::filesystem::permissions(
+      dir_, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                std::filesystem::perms::others_exec);
+  auto reads = [&] {
+    auto ro = RunStore::open_read_only(path_);
+    if (ro->series(id, "loss").size() != 10) return 1;
+    std::string why;
+    auto rw = RunStore::open_or_read_only(path_, &why);
+    if (!rw->read_only() || why.empty()) return 2;
+    try {
+      rw->create_run("mine", "train", "{}", "cpu");
+      return 3;
+    } catch (const StoreError&) {
+    }
+    return 0;
+  };
+  const int rc = as_nobody(reads);
+  if (rc == -1) GTEST_SKIP() << "needs root to read as another user";
+  EXPECT_EQ(rc, 0);
+  EXPECT_FALSE(std::filesystem::exists(path_ + "-wal"));
+  EXPECT_FALSE(std::filesystem::exists(path_ + "-shm"));
+  // With its writer live (the -wal and -shm are the writer's).
+  auto w = RunStore::open(path_);
+  w->write(step_batch(id, 10));
+  w->flush();
+  chmod((path_ + "-wal").c_str(), 0644);
+  chmod((path_ + "-shm").c_str(), 0644);
+  const int live = as_nobody([&] {
+    auto ro = RunStore::open_read_only(path_);
+    return ro->series(id, "loss").size() == 11 ? 0 : 1;  // step 10 is in the -wal only
+  });
+  EXPECT_EQ(live, 0);
 }
 
 TEST(RunStorePath, DefaultFollowsXdg) {

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 
@@ -71,7 +73,8 @@ TEST(Sweep, FinishesWithEveryChildRunAndItsFigures) {
     EXPECT_DOUBLE_EQ(p.loss_gap, tail_mean(store->series(p.run_ids[0], "loss_gap")));
     double sat = 0;
     const auto ts = store->tensor_stats(p.run_ids[0]);
-    for (const auto& t : ts) sat += 100.0 * static_cast<double>(t.saturated) / static_cast<double>(t.numel - t.nonfinite);
+    for (const auto& t : ts)
+      sat += 100.0 * static_cast<double>(t.saturated) / static_cast<double>(t.numel - t.nonfinite);
     EXPECT_NEAR(p.saturated_pct, sat / static_cast<double>(ts.size()), 1e-12);
   }
   store.reset();
@@ -125,6 +128,58 @@ TEST(Sweep, InvalidGridIsRefusedBeforeAnyTrial) {
   EXPECT_TRUE(store->runs().empty());
   store.reset();
   std::filesystem::remove(path);
+}
+
+TEST(Sweep, DuplicateValuesAndHugeGridsAreRefused) {
+  try {
+    parse_grid("margin=0,1,0");
+    FAIL() << "a value given twice was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("twice"), std::string::npos) << e.what();
+  }
+  // 1000^3 points: refused by its size, before a trial is built.
+  SweepSpec s = small_spec();
+  for (const char* key : {"lr", "weight_decay", "min_lr_ratio"}) {
+    std::string text = std::string(key) + "=";
+    for (int i = 1; i <= 1000; ++i) text += (i > 1 ? "," : "") + std::to_string(i * 1e-4);
+    s.axes.push_back(parse_grid(text));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    expand_sweep(s);
+    FAIL() << "a 10^9-trial grid was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("trials"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+// The store filling up mid-sweep: the sweep stops with the reason, its summary still
+// reads, and no trainer is touched after it is gone (a failed trial left the active set).
+TEST(Sweep, AFullDiskStopsTheSweepCleanly) {
+  const std::string path = temp_db("full");
+  setenv("FP8WB_STORE_MAX_PAGES", "60", 1);
+  auto store = RunStore::open(path);
+  unsetenv("FP8WB_STORE_MAX_PAGES");
+  SweepSpec s = small_spec();
+  s.base.steps = 400;
+  s.base.stats_interval = 1;
+  s.axes = {parse_grid("margin=0,1,2,3")};
+  int64_t sweep_id = 0;
+  {
+    SweepRunner r(s, *store, 2);
+    sweep_id = r.sweepId();
+    try {
+      r.run();
+      FAIL() << "the sweep finished on a full disk";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("disk full"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(sweep_points(*store, sweep_id));
+  for (const RunInfo& r : store->runs()) EXPECT_NE(r.status, "running") << r.id;
+  store.reset();
+  for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(path + ext);
 }
 
 }  // namespace

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <thread>
@@ -35,10 +35,10 @@ class Collect : public MetricConsumer {
   std::vector<MetricBatch> batches;
 };
 
-std::string temp_db(const char* name) {
-  const auto p = std::filesystem::temp_directory_path() /
-                 (std::string("fp8wb-trainer-") + name + "-" + std::to_string(getpid()) +
-                  ".sqlite");
+std::string temp_db(const std::string& name) {
+  const auto p =
+      std::filesystem::temp_directory_path() /
+      (std::string("fp8wb-trainer-") + name + "-" + std::to_string(getpid()) + ".sqlite");
   for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(p.string() + ext);
   return p.string();
 }
@@ -98,7 +98,7 @@ TEST(Trainer, TinyGptLearnsWithFp8DelayedScalingAndTracksTheReference) {
     EXPECT_GT(r.amax, 0);
     EXPECT_GT(r.scale, 0);
   }
-    // Under delayed scaling the scale of a step comes from the amax history of the steps
+  // Under delayed scaling the scale of a step comes from the amax history of the steps
   // before it: 448 / max(window) for x (E4M3, margin 0), the window as stored with it.
   const auto hist = reopened->blobs(id, "amax_history");
   ASSERT_EQ(hist.size(), ts.size());
@@ -115,7 +115,7 @@ TEST(Trainer, TinyGptLearnsWithFp8DelayedScalingAndTracksTheReference) {
     EXPECT_LE(static_cast<float>(ts[i].scale), 448.0f / older_max * 1.0001f);
   }
   EXPECT_FALSE(reopened->series(id, "sqnr/blocks.0.fc1/fprop").empty());
-    EXPECT_EQ(reopened->integrity_check(), "ok");
+  EXPECT_EQ(reopened->integrity_check(), "ok");
   reopened.reset();
   store.reset();
   // Closed cleanly, the database is one file: the WAL was checkpointed into it.
@@ -179,7 +179,7 @@ TEST(Trainer, NonFiniteLossMarksTheRunDivergedOrSkipsTheStep) {
     RunConfig c;
     c.model = ModelKind::Mlp;
     c.steps = 30;
-        c.outlier_scale = 1e30;  // inputs so large that the squared error overflows fp32
+    c.outlier_scale = 1e30;  // inputs so large that the squared error overflows fp32
     c.reference = false;
     c.on_nonfinite = policy;
     auto bus = std::make_shared<MetricBus>();
@@ -196,8 +196,11 @@ TEST(Trainer, NonFiniteLossMarksTheRunDivergedOrSkipsTheStep) {
       EXPECT_NE(t.message().find("non-finite"), std::string::npos) << t.message();
       EXPECT_LT(t.steps_done(), 30);
     } else {
-      EXPECT_EQ(t.status(), RunStatus::Finished);
+      // Steps skipped 10 in a row (a non-finite loss each time) is a divergence too.
+      EXPECT_EQ(t.status(), RunStatus::Diverged);
+      EXPECT_NE(t.message().find("consecutive steps"), std::string::npos) << t.message();
       EXPECT_TRUE(skipped);
+      EXPECT_LT(t.steps_done(), 30);
     }
   }
 }
@@ -221,6 +224,86 @@ TEST(Trainer, ErrorsEndTheRunAsFailedWithTheMessage) {
   bad.window = -1;
   EXPECT_THROW(Trainer(bad, bus), std::invalid_argument);
 }
+
+// A loss that blows up without turning NaN (lr = 10) ends the run as diverged
+// (docs/numerics.md, "Divergence"), as a sane run of the same model finishes.
+TEST(Trainer, ALossBlowUpIsDivergence) {
+  RunConfig c;
+  c.model = ModelKind::Mlp;
+  c.steps = 300;
+  c.lr = 10;
+  c.warmup = 0;
+  c.grad_clip = 0;
+  c.reference = false;
+  c.stats_interval = 0;
+  c.sqnr_interval = 0;
+  Trainer t(c, std::make_shared<MetricBus>());
+  t.run();
+  EXPECT_EQ(t.status(), RunStatus::Diverged) << t.message();
+  EXPECT_NE(t.message().find("blew up"), std::string::npos) << t.message();
+  EXPECT_LT(t.steps_done(), 300);
+  c.lr = 3e-3;
+  c.steps = 60;
+  Trainer sane(c, std::make_shared<MetricBus>());
+  sane.run();
+  EXPECT_EQ(sane.status(), RunStatus::Finished) << sane.message();
+}
+
+// The run store failing mid-run (a full disk; the file turned read-only) ends the run as
+// failed with the reason, keeps every committed step, and the process goes on.
+class StoreFault : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(StoreFault, EndsTheRunFailedAndKeepsCommittedSteps) {
+  const std::string path = temp_db(std::string(GetParam()).substr(7, 5).c_str());
+  auto store = RunStore::open(path);
+  RunConfig c;
+  c.model = ModelKind::Mlp;
+  c.steps = 100000;
+  c.stats_interval = 1;
+  const int64_t id = store->create_run("fault", "train", run_config_json(c), "cpu");
+  // At step 20 the fault, in the writer's order: everything before it is committed.
+  class Fault : public MetricConsumer {
+   public:
+    Fault(RunStore& s, std::string sql) : s_(s), sql_(std::move(sql)) {}
+    void consume(const MetricBatch& b) override {
+      for (const auto& m : b.steps) {
+        if (m.step == 20) s_.exec_on_writer_for_testing(sql_);
+      }
+    }
+
+   private:
+    RunStore& s_;
+    std::string sql_;
+  };
+  auto bus = std::make_shared<MetricBus>();
+  auto col = std::make_shared<Collect>();
+  bus->add(store->consumer());
+  bus->add(std::make_shared<Fault>(*store, GetParam()));
+  bus->add(col);
+  Trainer t(c, bus, id);
+  t.start();
+  t.join();
+  EXPECT_EQ(t.status(), RunStatus::Failed);
+  const std::string why =
+      std::string(GetParam()).find("max_page") != std::string::npos ? "disk full" : "read-only";
+  EXPECT_NE(t.message().find(why), std::string::npos) << t.message();
+  EXPECT_LT(t.steps_done(), 1000);
+  // Every consumer still got the final batch (a GUI learns that the run ended).
+  ASSERT_FALSE(col->batches.empty());
+  EXPECT_TRUE(col->batches.back().final);
+  EXPECT_EQ(col->batches.back().status, RunStatus::Failed);
+  EXPECT_THROW(store->flush(), StoreError);
+  store.reset();
+  auto ro = RunStore::open_read_only(path);
+  EXPECT_GE(ro->series(id, "loss").size(), 21u);
+  EXPECT_EQ(ro->integrity_check(), "ok");
+  if (why == "disk full") EXPECT_EQ(ro->run(id)->status, "failed");
+  ro.reset();
+  for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(path + ext);
+}
+
+INSTANTIATE_TEST_SUITE_P(Faults, StoreFault,
+                         ::testing::Values("PRAGMA max_page_count = 1", "PRAGMA query_only = 1"));
 
 }  // namespace
 }  // namespace fp8wb

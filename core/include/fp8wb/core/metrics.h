@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -14,7 +15,15 @@
 
 namespace fp8wb {
 
-enum class RunStatus : uint8_t { Running, Paused, Finished, Stopped, Diverged, Failed, Interrupted };
+enum class RunStatus : uint8_t {
+  Running,
+  Paused,
+  Finished,
+  Stopped,
+  Diverged,
+  Failed,
+  Interrupted
+};
 const char* run_status_name(RunStatus s);  // "running", ...
 bool parse_run_status(const std::string& name, RunStatus& out);
 
@@ -66,7 +75,7 @@ struct TensorMetrics {
   float scale = 0;  // the (first group's) scale the quantization used
   StatsBuffer raw{};
   MapGrid map_grid;
-    std::vector<float> map_rel_error;  // per cell; empty when no map was taken
+  std::vector<float> map_rel_error;  // per cell; empty when no map was taken
   std::vector<float> amax_history;   // delayed scaling: the window, newest first (else empty)
 };
 
@@ -78,7 +87,8 @@ struct SqnrMetrics {
 
 struct RunEvent {
   int64_t step = 0;
-  std::string kind;  // started, diverged, skipped, paused, resumed, stopped, finished, failed, notice
+  std::string
+      kind;  // started, diverged, skipped, paused, resumed, stopped, finished, failed, notice
   std::string message;
 };
 
@@ -101,7 +111,9 @@ class MetricConsumer {
   virtual void consume(const MetricBatch& batch) = 0;
 };
 
-// Fans batches out to its consumers, in the order they were added.
+// Fans batches out to its consumers, in the order they were added. A consumer that
+// throws (the run store on a full disk) does not keep the batch from the others; the
+// first exception is rethrown once every consumer has had the batch.
 class MetricBus {
  public:
   void add(std::shared_ptr<MetricConsumer> c) {
@@ -114,7 +126,15 @@ class MetricBus {
       const std::lock_guard<std::mutex> lock(mutex_);
       cs = consumers_;
     }
-    for (const auto& c : cs) c->consume(b);
+    std::exception_ptr first;
+    for (const auto& c : cs) {
+      try {
+        c->consume(b);
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
+    if (first) std::rethrow_exception(first);
   }
 
  private:

@@ -55,9 +55,9 @@ struct RunConfig {
   int window = 16;
   std::string amax_algo = "max";  // max, most_recent
   bool fprop_fp8 = true, dgrad_fp8 = true, wgrad_fp8 = true;
-  int stats_interval = 10;  // steps between full statistics (0: never)
-  int sqnr_interval = 50;   // steps between GEMM-output SQNR samples (0: never)
-  bool reference = true;    // a high-precision model trained in lockstep
+  int stats_interval = 10;            // steps between full statistics (0: never)
+  int sqnr_interval = 50;             // steps between GEMM-output SQNR samples (0: never)
+  bool reference = true;              // a high-precision model trained in lockstep
   std::string on_nonfinite = "stop";  // stop, skip (the step's update)
   int log_interval = 1;               // steps between scalar records
   std::string weights;                // write the final weights here (safetensors); empty: no
@@ -66,13 +66,40 @@ struct RunConfig {
 // The keys users may set, in order (for help texts and error messages).
 const std::vector<std::string>& run_config_keys();
 
+// What a config may be: its JSON text at most 1 MB, nested at most 32 levels.
+constexpr size_t kMaxConfigBytes = size_t{1} << 20;
+constexpr int kMaxJsonDepth = 32;
+
 // Throws std::invalid_argument naming the field: unknown keys, wrong types, values out of
-// range or not among the allowed ones.
+// range or not among the allowed ones (every number has an upper bound: docs/architecture.md,
+// "Limits"), a run that would not fit in memory.
 RunConfig parse_run_config(std::string_view json_text);
+// A config file: a regular file of at most kMaxConfigBytes, parsed as above.
+RunConfig read_run_config_file(const std::string& path);
+// Throws std::invalid_argument (naming `what`) for text over kMaxConfigBytes or nested
+// deeper than kMaxJsonDepth: checked before any JSON is parsed, so nothing recurses deep.
+void check_json_nesting(std::string_view text, const std::string& what);
 // key=value (the value as JSON, or a bare word for strings): "window=1024", "fp8=false".
 void apply_override(RunConfig& c, std::string_view assignment);
 void validate_run_config(const RunConfig& c);
 std::string run_config_json(const RunConfig& c);  // every key, pretty-printed
+
+// What a run holds in memory, estimated from its config (bytes, upper estimates).
+struct MemoryEstimate {
+  double parameters = 0;   // weights, gradients, optimizer state, FP8 copies (both models)
+  double activations = 0;  // kept for the backward pass, with the quantization's temporaries
+  double histories = 0;    // delayed scaling's amax windows
+  double metrics = 0;      // the scalars a viewer keeps of every logged step
+  double total = 0;
+};
+MemoryEstimate estimate_run_memory(const RunConfig& c);
+uint64_t run_memory_limit();  // this machine's physical memory
+// Throws std::invalid_argument naming the field that weighs most when the estimate is over
+// `limit` (0: run_memory_limit()). validate_run_config() calls it.
+void check_run_memory(const RunConfig& c, uint64_t limit = 0);
+
+// A message without LibTorch's "Exception raised from ..." backtrace (frames and all).
+std::string without_backtrace(std::string_view message);
 
 // The Float8Linear configuration a run's FP8 layers use.
 Float8LinearConfig float8_config_of(const RunConfig& c);

@@ -54,7 +54,7 @@ struct TensorStatRow {
   std::string layer, role;
   double amax = 0, scale = 0;
   int64_t numel = 0, zeros = 0, underflow = 0, saturated = 0, nonfinite = 0, subnormal = 0;
-    double sq_err = 0, sq_sum = 0;
+  double sq_err = 0, sq_sum = 0;
   std::vector<uint64_t> histogram;  // kHistBins counts (tensor_stats.h)
 };
 
@@ -74,9 +74,17 @@ class RunStore {
   // 'running' or 'paused' by a process that is gone become 'interrupted'. Throws
   // StoreError naming the file and the problem.
   static std::unique_ptr<RunStore> open(const std::string& path);
-  // Reads only: no writer thread, nothing migrated or marked.
+  // Reads only: no writer thread, nothing migrated, marked or created (no folder, no
+  // file; a database in a folder or on a mount this process cannot write is read as it
+  // stands, leaving no -wal or -shm behind). Throws StoreError ("no run database at ...").
   static std::unique_ptr<RunStore> open_read_only(const std::string& path);
-  ~RunStore();  // commits what is queued
+  // open() where the file can be written, else (an existing file on a read-only mount,
+  // another user's file) open_read_only(); *why_read_only then says why writing failed
+  // (empty when writable). For the GUI: browse what it cannot write.
+  static std::unique_ptr<RunStore> open_or_read_only(const std::string& path,
+                                                     std::string* why_read_only = nullptr);
+  bool read_only() const;  // writes throw StoreError naming the file
+  ~RunStore();             // commits what is queued
   RunStore(const RunStore&) = delete;
   RunStore& operator=(const RunStore&) = delete;
 
@@ -88,15 +96,20 @@ class RunStore {
                      int64_t parent_sweep = 0);
   void write(const MetricBatch& batch);  // a final batch also sets the run's status
   void set_status(int64_t run_id, RunStatus status, const std::string& message = {});
-    void rename_run(int64_t run_id, const std::string& name);
+  void rename_run(int64_t run_id, const std::string& name);
   int64_t create_sweep(const std::string& name, const std::string& grid_json);
   void set_sweep_status(int64_t sweep_id, const std::string& status);
   void delete_run(int64_t run_id);
   // Waits until everything queued is committed; throws StoreError if a write failed
-  // (a full disk, say), and later writes keep failing with the same message.
+  // (a full disk, say), and later writes keep failing with the same message. What was
+  // committed before stays; this process's running runs are marked failed with it.
   void flush();
   // A consumer for the MetricBus that queues every batch here.
   std::shared_ptr<MetricConsumer> consumer();
+  // Tests: SQL on the writer connection, in the writer's order ("PRAGMA query_only = 1":
+  // the file turns read-only; "PRAGMA max_page_count = 1": the disk fills up). The
+  // FP8WB_STORE_MAX_PAGES environment variable caps the file's pages for a whole process.
+  void exec_on_writer_for_testing(const std::string& sql);
 
   // Reads.
   std::vector<RunInfo> runs() const;

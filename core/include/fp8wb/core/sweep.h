@@ -29,7 +29,11 @@ struct SweepSpec {
   int seeds = 1;
 };
 
-// "margin=0,1,2,4" -> {margin, [0, 1, 2, 4]}. Throws std::invalid_argument.
+// The most trials (grid points x seeds) a sweep may have.
+constexpr uint64_t kMaxSweepTrials = 100000;
+
+// "margin=0,1,2,4" -> {margin, [0, 1, 2, 4]}. Throws std::invalid_argument (also for a
+// value given twice).
 SweepAxis parse_grid(const std::string& text);
 
 struct SweepTrial {
@@ -49,9 +53,9 @@ SweepSpec sweep_from_json(const std::string& json);
 struct SweepPoint {
   std::vector<std::string> values;  // one per axis
   int runs = 0, finished = 0, diverged = 0;
-  double final_loss = 0;    // mean loss of each run's last 10% of steps
-  double loss_gap = 0;      // the same for loss - reference loss (NaN without a reference)
-  double saturated_pct = 0; // mean over the runs' tensor statistics
+  double final_loss = 0;     // mean loss of each run's last 10% of steps
+  double loss_gap = 0;       // the same for loss - reference loss (NaN without a reference)
+  double saturated_pct = 0;  // mean over the runs' tensor statistics
   double underflow_pct = 0;
   std::vector<int64_t> run_ids;
 };

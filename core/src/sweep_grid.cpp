@@ -1,0 +1,136 @@
+// The sweep grid: its syntax, expansion into trials and stored form (sweep.h). No torch
+// and no SQLite: the run-config fuzzer (tests/fuzz) builds this file alone.
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+
+#include "fp8wb/core/sweep.h"
+
+namespace fp8wb {
+namespace {
+
+using nlohmann::json;
+
+std::string trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
+}
+
+}  // namespace
+
+SweepAxis parse_grid(const std::string& text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 >= text.size()) {
+    throw std::invalid_argument("grid '" + text.substr(0, 40) +
+                                "' is not key=v1,v2,... (e.g. margin=0,1,2,4)");
+  }
+  SweepAxis a;
+  a.key = trim(text.substr(0, eq));
+  std::string rest = text.substr(eq + 1);
+  size_t i = 0;
+  while (i <= rest.size()) {
+    const size_t j = rest.find(',', i);
+    const std::string v = trim(rest.substr(i, j == std::string::npos ? std::string::npos : j - i));
+    if (v.empty()) throw std::invalid_argument("grid '" + a.key + "' has an empty value");
+    if (std::find(a.values.begin(), a.values.end(), v) != a.values.end()) {
+      throw std::invalid_argument("grid '" + a.key + "' has the value " + v.substr(0, 40) +
+                                  " twice");
+    }
+    if (a.values.size() >= kMaxSweepTrials) {
+      throw std::invalid_argument("grid '" + a.key + "' has more than " +
+                                  std::to_string(kMaxSweepTrials) + " values");
+    }
+    a.values.push_back(v);
+    if (j == std::string::npos) break;
+    i = j + 1;
+  }
+  return a;
+}
+
+std::vector<SweepTrial> expand_sweep(const SweepSpec& spec) {
+  if (spec.axes.empty()) throw std::invalid_argument("a sweep needs at least one --grid axis");
+  if (spec.seeds < 1 || spec.seeds > 1000)
+    throw std::invalid_argument("seeds must be in [1, 1000], not " + std::to_string(spec.seeds));
+  // The grid's size before anything is built: a 645M-trial grid is refused, not allocated.
+  uint64_t trials = static_cast<uint64_t>(spec.seeds);
+  for (const SweepAxis& a : spec.axes) {
+    if (a.values.empty()) throw std::invalid_argument("grid '" + a.key + "' has no values");
+    trials *= a.values.size();
+    if (trials > kMaxSweepTrials) {
+      throw std::invalid_argument("the sweep has more than " + std::to_string(kMaxSweepTrials) +
+                                  " trials (grid points x seeds): narrow the grid");
+    }
+  }
+  std::set<std::string> keys;
+  for (const SweepAxis& a : spec.axes) {
+    if (!keys.insert(a.key).second)
+      throw std::invalid_argument("grid axis '" + a.key + "' given twice");
+    if (a.key == "seed")
+      throw std::invalid_argument("seeds are swept with --seeds, not a grid on 'seed'");
+    // Every value alone against the base config: a bad one is named before anything runs.
+    for (const std::string& v : a.values) {
+      RunConfig c = spec.base;
+      apply_override(c, a.key + "=" + v);
+    }
+  }
+  validate_run_config(spec.base);
+  std::vector<SweepTrial> out;
+  std::vector<size_t> idx(spec.axes.size(), 0);
+  for (;;) {
+    for (int s = 0; s < spec.seeds; ++s) {
+      SweepTrial t;
+      t.config = spec.base;
+      t.seed_index = s;
+      for (size_t k = 0; k < spec.axes.size(); ++k) {
+        const std::string& v = spec.axes[k].values[idx[k]];
+        apply_override(t.config, spec.axes[k].key + "=" + v);
+        t.values.push_back(v);
+        t.key += (t.key.empty() ? "" : " ") + spec.axes[k].key + "=" + v;
+      }
+      t.config.seed = spec.base.seed + static_cast<uint64_t>(s);
+      t.config.on_nonfinite = "stop";  // a diverged trial stops early
+      t.key += " seed=" + std::to_string(t.config.seed);
+      t.config.name = spec.name + ": " + t.key;
+      validate_run_config(t.config);  // combinations too (scaling=delayed with rowwise, ...)
+      out.push_back(std::move(t));
+    }
+    size_t k = spec.axes.size();
+    while (k > 0) {
+      --k;
+      if (++idx[k] < spec.axes[k].values.size()) break;
+      idx[k] = 0;
+      if (k == 0) return out;
+    }
+  }
+}
+
+std::string sweep_json(const SweepSpec& spec) {
+  json j;
+  j["name"] = spec.name;
+  j["seeds"] = spec.seeds;
+  j["base"] = json::parse(run_config_json(spec.base));
+  j["axes"] = json::array();
+  for (const auto& a : spec.axes) j["axes"].push_back({{"key", a.key}, {"values", a.values}});
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+SweepSpec sweep_from_json(const std::string& text) {
+  SweepSpec s;
+  check_json_nesting(text, "a stored sweep's grid");
+  try {
+    const json j = json::parse(text);
+    s.name = j.at("name").get<std::string>();
+    s.seeds = j.at("seeds").get<int>();
+    s.base = parse_run_config(j.at("base").dump());
+    for (const auto& a : j.at("axes"))
+      s.axes.push_back(
+          {a.at("key").get<std::string>(), a.at("values").get<std::vector<std::string>>()});
+  } catch (const json::exception& e) {
+    throw std::invalid_argument(std::string("a stored sweep's grid is unreadable: ") + e.what());
+  }
+  return s;
+}
+
+}  // namespace fp8wb
