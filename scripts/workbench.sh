@@ -1,8 +1,32 @@
 #!/usr/bin/env bash
 # Sets everything up (Debian 12) and starts FP8 Workbench. Without a display it runs a
 # headless demo instead: the format explorer in the terminal and a screenshot of the GUI.
+#
+#   ./scripts/workbench.sh --cuda   on an NVIDIA workstation: builds against the CUDA
+#                                   LibTorch of python3's torch (real FP8 GEMMs) in
+#                                   build-cuda and starts the GUI there
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--cuda" ]; then
+  shift
+  if ! torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null); then
+    echo "workbench.sh --cuda: python3 cannot import torch. Install PyTorch with CUDA (e.g." >&2
+    echo "  python3 -m pip install torch), whose LibTorch the workbench is built against." >&2
+    exit 1
+  fi
+  if ! python3 -c 'import sys, torch; sys.exit(0 if torch.version.cuda else 1)'; then
+    echo "workbench.sh --cuda: python3's torch ($(python3 -c 'import torch; print(torch.__version__)')) is a CPU build;" >&2
+    echo "  install a CUDA build of PyTorch, or run ./scripts/workbench.sh for CPU emulation." >&2
+    exit 1
+  fi
+  if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+    echo "workbench.sh --cuda: no nvcc (the CUDA compiler) on PATH or in /usr/local/cuda/bin;" >&2
+    echo "  install the CUDA toolkit matching torch.version.cuda=$(python3 -c 'import torch; print(torch.version.cuda)')." >&2
+    exit 1
+  fi
+  export BUILD_DIR="${BUILD_DIR:-build-cuda}"
+  export FP8WB_CMAKE_ARGS="-DFP8WB_CUDA=ON -DCMAKE_PREFIX_PATH=$torch_prefix ${FP8WB_CMAKE_ARGS:-}"
+fi
 ./scripts/setup.sh
 BUILD_DIR="${BUILD_DIR:-build}"
 GUI="$BUILD_DIR/app/gui/fp8-workbench"
