@@ -67,7 +67,16 @@ void EngineController::setDatabasePath(const QString& path) {
 RunStore& EngineController::store() {
   // A database it cannot write (another user's, a read-only mount) is browsed read-only;
   // starting a run there says so (StoreError "... is open read-only").
-  if (!store_) store_ = RunStore::open_or_read_only(db_path_.toStdString());
+  if (!store_) {
+    std::string why;
+    store_ = RunStore::open_or_read_only(db_path_.toStdString(), &why);
+    // Browsing still works; runs cannot be started, renamed or deleted: say so once.
+    if (store_->read_only()) {
+      Q_EMIT notice(tr("%1 is open read-only (%2): its runs can be browsed and followed, not "
+                       "written")
+                        .arg(db_path_, QString::fromStdString(why)));
+    }
+  }
   return *store_;
 }
 

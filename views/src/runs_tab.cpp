@@ -394,7 +394,7 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
           : tr("FP8 GEMMs on the GPU: %1").arg(QString::fromStdString(backend.fp8_gemm)));
   steps_->setRange(1, 100000000);
   margin_->setRange(-64, 64);
-  window_->setRange(1, 1 << 24);
+  window_->setRange(1, 65536);  // the config's bound (run_config.cpp)
   seed_->setRange(0, 1 << 30);
   stats_->setRange(0, 1000000);
   dmodel_->setRange(8, 16384);
