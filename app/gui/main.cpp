@@ -138,24 +138,27 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
     return 2;
   }
-    if (!o.preset.isEmpty()) {
+  int exit_code = 0;
+  if (!o.preset.isEmpty()) {
     window.show();
     if (const QString err = fp8wb::run_preset(window, o); !err.isEmpty()) {
       std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
-      return 1;
+      // A run that failed midway still shows what it stored: the screenshot says so.
+      if (o.screenshot.isEmpty() || !err.startsWith(QLatin1String("the run failed"))) return 1;
+      exit_code = 1;
     }
     if (!o.tab.isEmpty()) window.selectTab(o.tab.section(QLatin1Char(','), 0, 0));
+  }
+  if (o.follow) {
+    window.show();
+    if (const QString err = fp8wb::follow_run(window, o); !err.isEmpty()) {
+      std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
+      return 1;
     }
-    if (o.follow) {
-      window.show();
-      if (const QString err = fp8wb::follow_run(window, o); !err.isEmpty()) {
-        std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
-        return 1;
-      }
-      window.selectTab(o.tab.isEmpty() ? QStringLiteral("Overview")
-                                       : o.tab.section(QLatin1Char(','), 0, 0));
-    }
-      if (!o.sweep.isEmpty()) {
+    window.selectTab(o.tab.isEmpty() ? QStringLiteral("Overview")
+                                     : o.tab.section(QLatin1Char(','), 0, 0));
+  }
+  if (!o.sweep.isEmpty()) {
     window.show();
     if (const QString err = fp8wb::run_sweep_preset(window, o); !err.isEmpty()) {
       std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
@@ -177,7 +180,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
         return 1;
       }
-      return 0;
+      return exit_code;
     }
     if (const QString err = fp8wb::save_screenshot(window, o.screenshot); !err.isEmpty()) {
       std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
@@ -185,7 +188,7 @@ int main(int argc, char** argv) {
     }
     std::printf("saved %s (tab %s)\n", qPrintable(o.screenshot),
                 qPrintable(window.currentTabName()));
-    return 0;
+    return exit_code;
   }
   window.show();
   return app.exec();
