@@ -102,21 +102,15 @@ int main(int argc, char** argv) {
   o.sweep = parser.value(sweep);
   o.set = parser.values(set);
   o.follow = parser.isSet(follow);
-  if (parser.isSet(wait_steps)) {
+  // --steps N, --wait-steps N: positive counts.
+  for (const auto& [option, out] : {std::make_pair(&steps, &o.steps),
+                                    std::make_pair(&wait_steps, &o.wait_steps)}) {
+    if (!parser.isSet(*option)) continue;
     bool ok = false;
-    o.wait_steps = parser.value(wait_steps).toLongLong(&ok);
-    if (!ok || o.wait_steps < 1) {
-      std::fprintf(stderr, "fp8-workbench: --wait-steps wants a positive number, got '%s'\n",
-                   qPrintable(parser.value(wait_steps)));
-      return 2;
-    }
-  }
-  if (parser.isSet(steps)) {
-    bool ok = false;
-    o.steps = parser.value(steps).toLongLong(&ok);
-    if (!ok || o.steps < 1) {
-      std::fprintf(stderr, "fp8-workbench: --steps wants a positive number, got '%s'\n",
-                   qPrintable(parser.value(steps)));
+    *out = parser.value(*option).toLongLong(&ok);
+    if (!ok || *out < 1) {
+      std::fprintf(stderr, "fp8-workbench: --%s wants a positive number, got '%s'\n",
+                   qPrintable(option->names().first()), qPrintable(parser.value(*option)));
       return 2;
     }
   }

@@ -33,6 +33,10 @@ class FollowTest : public QObject {
   void startWriter(QProcess& p, const QString& path, int steps);
   // The Runs tab's row of the run named `name` once its background refresh shows it.
   const RunInfo* waitForRun(MainWindow& w, const QString& name);
+  // Starts a writer of `steps` steps into `path`, shows `w` on that database, and returns
+  // the writer's row once the Runs tab lists it (null if it never does).
+  const RunInfo* startWriterAndFindIt(QProcess& writer, MainWindow& w, const QString& path,
+                                      int steps);
   QTemporaryDir dir_;
 };
 
@@ -67,15 +71,20 @@ const RunInfo* FollowTest::waitForRun(MainWindow& w, const QString& name) {
   return nullptr;
 }
 
+const RunInfo* FollowTest::startWriterAndFindIt(QProcess& writer, MainWindow& w,
+                                                const QString& path, int steps) {
+  startWriter(writer, path, steps);
+  if (!writer.waitForStarted()) return nullptr;
+  w.engine()->setDatabasePath(path);
+  w.show();
+  return waitForRun(w, QStringLiteral("writer"));
+}
+
 void FollowTest::followsAWriterProcessToItsEnd() {
   const QString path = db(QStringLiteral("follow.sqlite"));
   QProcess writer;
-  startWriter(writer, path, 100);
-  QVERIFY(writer.waitForStarted());
   MainWindow w(false);
-  w.engine()->setDatabasePath(path);
-  w.show();
-  const RunInfo* info = waitForRun(w, QStringLiteral("writer"));
+  const RunInfo* info = startWriterAndFindIt(writer, w, path, 100);
   QVERIFY(info);
   const int64_t id = info->id;
   QVERIFY(info->live);
@@ -125,12 +134,8 @@ void FollowTest::followsAWriterProcessToItsEnd() {
 void FollowTest::aKilledWriterIsInterrupted() {
   const QString path = db(QStringLiteral("killed.sqlite"));
   QProcess writer;
-  startWriter(writer, path, 1000000);
-  QVERIFY(writer.waitForStarted());
   MainWindow w(false);
-  w.engine()->setDatabasePath(path);
-  w.show();
-  const RunInfo* info = waitForRun(w, QStringLiteral("writer"));
+  const RunInfo* info = startWriterAndFindIt(writer, w, path, 1000000);
   QVERIFY(info);
   const int64_t id = info->id;
   QSignalSpy finished(w.engine(), &EngineController::finished);
