@@ -1,6 +1,8 @@
 // Torch translation unit: the trainer's models and data (see models.h).
 #include "models.h"
 
+#include <mutex>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -176,6 +178,11 @@ Batch SyntheticRegression::next(const torch::Device& device) {
 }
 
 std::shared_ptr<TrainModel> make_model(const RunConfig& c, int64_t vocab) {
+  // The initial weights come from LibTorch's one global generator: trials built side by
+  // side (a sweep) would draw from it in turn and get each other's numbers. Seeding and
+  // building are one step under a lock, so that a seed always gives the same model.
+  static std::mutex global_generator;
+  const std::lock_guard<std::mutex> lock(global_generator);
   torch::manual_seed(c.seed);
   std::shared_ptr<TrainModel> m;
   if (c.model == ModelKind::Gpt) {

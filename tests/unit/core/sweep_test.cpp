@@ -81,6 +81,41 @@ TEST(Sweep, FinishesWithEveryChildRunAndItsFigures) {
   std::filesystem::remove(path);
 }
 
+// Trials side by side give the numbers they give one at a time, to the bit: each trial's
+// model is built from its own seed, whatever else runs.
+TEST(Sweep, TrialsSideBySideGiveTheSameNumbersAsOneAtATime) {
+  std::map<size_t, std::vector<double>> losses[2];
+  for (int parallel : {1, 2}) {
+    const std::string path = temp_db(parallel == 1 ? "serial" : "parallel");
+    auto store = RunStore::open(path);
+    SweepSpec s = small_spec();
+    s.base.model = ModelKind::Gpt;
+    s.base.d_model = 256;  // models that take a while to build, so that builds overlap
+    s.base.heads = 4;
+    s.base.layers = 4;
+    s.base.context = 16;
+    s.base.batch = 2;
+    s.base.steps = 2;
+    s.axes = {parse_grid("margin=0,1,2"), parse_grid("window=1,4")};
+    SweepRunner r(s, *store, parallel == 1 ? 1 : 3);
+    r.run();
+    for (const RunInfo& run : store->runs()) {
+      for (size_t t = 0; t < r.trials().size(); ++t) {
+        if (run.name != r.trials()[t].config.name) continue;
+        for (const SeriesPoint& p : store->series(run.id, "loss"))
+          losses[parallel - 1][t].push_back(p.value);
+      }
+    }
+    store.reset();
+    std::filesystem::remove(path);
+  }
+  ASSERT_EQ(losses[0].size(), 6u);
+  for (const auto& [t, serial] : losses[0]) {
+    ASSERT_EQ(serial.size(), 2u);
+    EXPECT_EQ(losses[1][t], serial) << "trial " << t;
+  }
+}
+
 TEST(Sweep, InterruptedSweepResumesWithoutRerunningFinishedTrials) {
   const std::string path = temp_db("resume");
   auto store = RunStore::open(path);
