@@ -380,6 +380,11 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
     return 0;
   }
   // delete
+  if (r->live) {
+    err << "fp8wb: run " << r->id << " (" << r->name
+        << ") is being written now (live): stop it first where it was started, then delete it\n";
+    return 1;
+  }
   if (!opt.yes) {
     err << "fp8wb: deleting run " << r->id << " (" << r->name << ") needs --yes\n";
     return 1;

@@ -13,20 +13,13 @@ bool has_display() {
   return std::getenv("DISPLAY") != nullptr || std::getenv("WAYLAND_DISPLAY") != nullptr;
 }
 
-bool wants_screenshot(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (QByteArray(argv[i]).startsWith("--screenshot")) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Screenshots work without a display: render offscreen unless told otherwise.
-  if (wants_screenshot(argc, argv) && !has_display() && std::getenv("QT_QPA_PLATFORM") == nullptr) {
-    setenv("QT_QPA_PLATFORM", "offscreen", 1);
-  }
+  // Without a display: render offscreen unless told otherwise, so that screenshots,
+  // --help, --version and argument errors work; a window to look at needs a display.
+  const bool no_display = !has_display() && std::getenv("QT_QPA_PLATFORM") == nullptr;
+  if (no_display) setenv("QT_QPA_PLATFORM", "offscreen", 1);
   QApplication app(argc, argv);
   QApplication::setOrganizationName(QStringLiteral("fp8wb"));
   QApplication::setApplicationName(QStringLiteral("FP8 Workbench"));
@@ -183,6 +176,12 @@ int main(int argc, char** argv) {
     std::printf("saved %s (tab %s)\n", qPrintable(o.screenshot),
                 qPrintable(window.currentTabName()));
     return exit_code;
+  }
+  if (no_display) {
+    std::fprintf(stderr,
+                 "fp8-workbench: no display (DISPLAY and WAYLAND_DISPLAY are unset): start it in "
+                 "a desktop session, render a tab with --screenshot PATH, or use the CLI, fp8wb\n");
+    return 2;
   }
   window.show();
   return app.exec();

@@ -5,6 +5,7 @@
 #include <QCloseEvent>
 #include <QDockWidget>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -66,6 +67,8 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   scroll->setWidget(panel_);
   scroll->setWidgetResizable(true);
   dock->setWidget(scroll);
+  // The form stays whole (fields, Start / Pause / Stop) however the tabs ask for room.
+  scroll->setMinimumWidth(panel_->sizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() + 4);
   dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
   addDockWidget(Qt::LeftDockWidgetArea, dock);
 
@@ -97,11 +100,18 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
     }
     run_status_->setText(engine_->isFollowing() ? tr("run %1: following it live").arg(id)
                                                 : tr("run %1 opened").arg(id));
+    // The form shows the opened run's settings (Start trains it again).
+    if (engine_->data().hasConfig()) panel_->setConfig(engine_->data().config());
     tabs_->setCurrentWidget(overview_);
     refreshRunTabs(true);
   });
   // What the engine says without failing (GEMMs emulated, layers kept in high precision)
   // goes to the status bar, the latest first, and stays in the run label's tooltip.
+  connect(engine_, &EngineController::pausedChanged, this, [this](bool paused) {
+    const qint64 id = engine_->data().runId();
+    run_status_->setText(paused ? tr("run %1 paused").arg(id) : tr("run %1 training").arg(id));
+    refreshRunTabs(true);
+  });
   connect(engine_, &EngineController::notice, this, [this](const QString& message) {
     statusBar()->showMessage(message, 20000);
     notices_ << message;

@@ -807,6 +807,10 @@ void RunStore::set_status(int64_t run_id, RunStatus status, const std::string& m
 
 void RunStore::rename_run(int64_t run_id, const std::string& name) {
   if (name.empty()) throw std::invalid_argument("a run's name must not be empty");
+  if (name.size() > 200) {
+    throw std::invalid_argument("a run's name has at most 200 characters, not " +
+                                std::to_string(name.size()));
+  }
   Impl* im = impl_.get();
   im->enqueue([=] {
     Stmt u(*im->writer, "UPDATE runs SET name = ? WHERE id = ?");
@@ -854,6 +858,13 @@ std::optional<SweepInfo> RunStore::sweep(int64_t id) const {
 }
 
 void RunStore::delete_run(int64_t run_id) {
+  // A run that a living process is writing would fail there at its next write (its rows
+  // reference the run): it is stopped first, where it was started.
+  if (const auto r = run(run_id); r && r->live) {
+    throw StoreError("run " + std::to_string(run_id) + " (" + r->name +
+                     ") is being written now (live): stop it first where it was started "
+                     "(Stop in the GUI, Ctrl-C in its terminal), then delete it");
+  }
   Impl* im = impl_.get();
   im->enqueue([=] {
     Stmt d(*im->writer, "DELETE FROM runs WHERE id = ?");

@@ -11,6 +11,11 @@
 #include <thread>
 
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/notices.h"
@@ -196,6 +201,25 @@ double peak_rss_bytes() {
   return static_cast<double>(u.ru_maxrss) * 1024.0;  // Linux reports KiB
 }
 
+// Where --save-weights will write: its folder must exist and the path be a regular file
+// or nothing (the writer refuses to replace anything else).
+void check_weights_path(const std::string& path) {
+  if (path.empty()) return;
+  const size_t slash = path.find_last_of('/');
+  const std::string folder = slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1));
+  struct stat st {};
+  if (stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw std::invalid_argument("weights: the folder of " + path + " does not exist");
+  }
+  if (access(folder.c_str(), W_OK) != 0) {
+    throw std::invalid_argument("weights: cannot write into the folder of " + path + ": " +
+                                std::strerror(errno));
+  }
+  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    throw std::invalid_argument("weights: " + path + " exists and is not a regular file");
+  }
+}
+
 void add_role(MetricBatch& b, int64_t step, const std::string& layer, const char* role,
               const RoleStats& r, LinearLayerImpl& l, int role_index) {
   if (!r.valid) return;
@@ -221,6 +245,7 @@ void Trainer::Impl::body() {
     init_compute_threads();
   }
   const torch::Device device(Trainer::resolve_device(cfg.device));
+  check_weights_path(cfg.weights);  // before any step: a run is not trained to be lost
   const torch::ScalarType dtype = cfg.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat;
   auto data = train::make_data(cfg);
 

@@ -409,4 +409,17 @@ TEST_F(CliTrain, ConcurrentTrainsOnANewDatabase) {
   EXPECT_EQ(s->runs().size(), 8u);
 }
 
+// Where the final weights go is checked before the first step, not after the last.
+TEST_F(CliTrain, AnUnwritableWeightsPathFailsBeforeTraining) {
+  const std::string missing = (dir_ / "no" / "such" / "w.safetensors").string();
+  Result r = run({"train", "--db", db_, "--quiet", "--set", "steps=50", "--save-weights", missing});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+  r = run({"train", "--db", db_, "--quiet", "--set", "steps=50", "--save-weights", dir_.string()});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << r.err;
+  auto s = fp8wb::RunStore::open_read_only(db_);
+  for (const auto& run : s->runs()) EXPECT_EQ(run.last_step, -1) << "run " << run.id << " trained";
+}
+
 }  // namespace

@@ -67,9 +67,12 @@ void EngineController::setDatabasePath(const QString& path) {
 RunStore& EngineController::store() {
   // A database it cannot write (another user's, a read-only mount) is browsed read-only;
   // starting a run there says so (StoreError "... is open read-only").
+  // Read-only because another program held a lock: try writing again, it may be gone.
+  if (store_ && store_->read_only() && store_locked_ && !isRunning() && !follower_) store_.reset();
   if (!store_) {
     std::string why;
     store_ = RunStore::open_or_read_only(db_path_.toStdString(), &why);
+    store_locked_ = why.find("locked") != std::string::npos || why.find("busy") != std::string::npos;
     // Browsing still works; runs cannot be started, renamed or deleted: say so once.
     if (store_->read_only()) {
       Q_EMIT notice(tr("%1 is open read-only (%2): its runs can be browsed and followed, not "
@@ -167,12 +170,19 @@ void EngineController::pause() {
   if (!isRunning()) return;
   trainer_->pause();
   paused_ = true;
+  data_.setStatus("paused", "");
+  Q_EMIT pausedChanged(true);
+  Q_EMIT dataChanged();
 }
 
 void EngineController::resume() {
   if (!trainer_) return;
   trainer_->resume();
+  if (!paused_) return;
   paused_ = false;
+  data_.setStatus("running", "");
+  Q_EMIT pausedChanged(false);
+  Q_EMIT dataChanged();
 }
 
 void EngineController::stop() {

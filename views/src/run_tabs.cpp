@@ -122,7 +122,8 @@ OverviewTab::OverviewTab(const RunData* run, QWidget* parent)
       tr("On a GPU: the caching allocator's peak of allocated bytes while each model "
          "stepped, with its own parameters and optimizer state. FP8 layers keep FP8 codes, "
          "not high-precision copies, for the backward. On the CPU: the peak resident set "
-         "of the whole process (every model, the data and the program)."));
+         "of the whole process that trained (every model, the data and the program; for "
+         "a run the GUI trained, the GUI and its earlier runs too)."));
   // The reference underneath, dashed: the FP8 curve usually lies on top of it.
   add_graph(loss_, tr("reference loss"), QColor(0x7f, 0x7f, 0x7f));
   loss_->graph(0)->setPen(QPen(QColor(0x7f, 0x7f, 0x7f), 2.0, Qt::DashLine));
@@ -145,7 +146,7 @@ std::vector<std::pair<QString, double>> OverviewTab::memoryBars() const {
   if (std::isfinite(fp8)) out.emplace_back(tr("FP8 model (GPU)"), fp8);
   if (std::isfinite(ref)) out.emplace_back(tr("reference (GPU)"), ref);
   if (out.empty() && std::isfinite(rss))
-    out.emplace_back(tr("process peak RSS (CPU, all models)"), rss);
+    out.emplace_back(tr("peak RSS of the training process (CPU)"), rss);
   return out;
 }
 

@@ -149,6 +149,16 @@ TEST_F(RunStoreTest, LiveRunsOfThisProcessStayRunning) {
   auto b = RunStore::open(path_);  // a second connection, e.g. the GUI beside the CLI
   EXPECT_EQ(b->run(id)->status, "running");
   EXPECT_TRUE(b->run(id)->live);
+  // Deleting it under its writer is refused, naming why; the writer goes on.
+  try {
+    b->delete_run(id);
+    ADD_FAILURE() << "a live run was deleted";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("live"), std::string::npos) << e.what();
+  }
+  a->write(MetricBatch{id, {StepMetrics{}}, {}, {}, {}, false, RunStatus::Running, {}});
+  a->flush();
+  EXPECT_EQ(b->run(id)->last_step, 0);
 }
 
 TEST_F(RunStoreTest, DeleteCascadesAndRenameWorks) {
@@ -159,6 +169,7 @@ TEST_F(RunStoreTest, DeleteCascadesAndRenameWorks) {
     s->write(step_batch(keep, i));
     s->write(step_batch(gone, i));
   }
+  s->set_status(gone, RunStatus::Finished);  // a live run is not deleted under its writer
   s->flush();
   s->delete_run(gone);
   s->rename_run(keep, "kept");
@@ -174,6 +185,8 @@ TEST_F(RunStoreTest, DeleteCascadesAndRenameWorks) {
   s->flush();
   EXPECT_EQ(s->series(again, "loss").size(), 1u);
   EXPECT_THROW(s->rename_run(keep, ""), std::invalid_argument);
+  EXPECT_THROW(s->rename_run(keep, std::string(201, 'a')), std::invalid_argument);
+  EXPECT_EQ(s->run(keep)->name, "kept");
 }
 
 TEST_F(RunStoreTest, ReadersReadWhileTheWriterWrites) {

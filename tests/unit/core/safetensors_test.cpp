@@ -285,6 +285,12 @@ TEST(SafetensorsBadInput, EveryMalformedFileGivesAClearError) {
       {"truncated", {1, 2, 3}, "truncated"},
       {"header past the end", image(R"({})", 0, 1000), "past the end"},
       {"huge header", image(R"({})", 0, uint64_t{1} << 40), "100 MB"},
+      {"not a safetensors file at all",
+       [] {
+         const std::string t = "PK\x03\x04 a zip, or some text: not a header length";
+         return std::vector<uint8_t>(t.begin(), t.end());
+       }(),
+       "not a safetensors file"},
       {"not JSON", image("{nope", 0), "JSON"},
       {"not an object", image("[1]", 0), "object"},
       {"unknown dtype", image(R"({"t": {"dtype": "F7", "shape": [1], "data_offsets": [0, 1]}})", 1),

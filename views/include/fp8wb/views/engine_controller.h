@@ -61,6 +61,7 @@ class EngineController : public QObject {
   // Something the engine says without failing: an FP8 GEMM emulated where the GPU cannot
   // take it, layers kept in high precision and why.
   void notice(const QString& message);
+  void pausedChanged(bool paused);
 
  private:
   void drain();
@@ -74,6 +75,7 @@ class EngineController : public QObject {
   int64_t steps_total_ = 0;
   double started_at_ = 0;
   bool paused_ = false;
+  bool store_locked_ = false;  // the store is read-only because the file was locked
 };
 
 }  // namespace fp8wb
