@@ -116,32 +116,6 @@ PY
   "$BUILD/app/fp8wb" train --db "$db" --quiet --set device=cuda:7 --set steps=2 2>&1 | tail -1
   timeout 120 "$BUILD/app/fp8wb" train "$OUT/gui_config.json" --db "$db" --quiet --set name=oom --set batch=100000 \
     --set steps=3 2>&1 | tail -1 | cut -c1-200
-  log "GPU out of memory mid-run: another process takes the GPU's free memory at step 40"
-  python3 - "$db" >"$OUT/hog.log" 2>&1 <<'PY' &
-import sqlite3, sys, time, torch
-q = ("select max(c.step) from scalars c join series s on c.series_id = s.id join runs r "
-     "on r.id = s.run_id where r.name = 'oom-mid' and s.name = 'loss'")
-t0, step = time.time(), None
-while time.time() - t0 < 180:
-    try:
-        step = sqlite3.connect(sys.argv[1], timeout=1).execute(q).fetchone()[0]
-    except Exception:
-        step = None
-    if step is not None and step >= 40:
-        break
-    time.sleep(0.1)
-free, total = torch.cuda.mem_get_info()
-x = torch.empty(free - (32 << 20), dtype=torch.uint8, device="cuda")
-print(f"took {x.numel() / 1e9:.1f} GB of the GPU at step {step}", flush=True)
-time.sleep(60)
-PY
-  hog=$!
-  "$GUI" --db "$db" --preset "Tiny GPT: FP8 vs BF16" --steps 5000 "${GUI_SET[@]}" --set name=oom-mid \
-    --set sqnr_interval=10 --set stats_interval=5 --tab overview --screenshot "$OUT/oom-overview.png" 2>&1 \
-    | grep -v propagateSizeHints | cut -c1-240
-  echo "GUI exit code after the out-of-memory run: ${PIPESTATUS[0]}"
-  cat "$OUT/hog.log"; kill $hog 2>/dev/null; wait $hog 2>/dev/null
-  "$BUILD/app/fp8wb" runs list --db "$db" | grep oom-mid
   python3 - "$db" "$OUT/gui.json" <<'PY'
 import json, sqlite3, statistics, sys
 db = sqlite3.connect(sys.argv[1])
@@ -162,6 +136,32 @@ out["statuses"] = dict(db.execute("select name, status from runs").fetchall())
 json.dump(out, open(sys.argv[2], "w"), indent=1)
 print(json.dumps(out, indent=1))
 PY
+  log "GPU out of memory mid-run: another process takes the GPU's free memory at step 40"
+  python3 - "$db" >"$OUT/hog.log" 2>&1 <<'PY' &
+import sqlite3, sys, time, torch
+q = ("select max(c.step) from scalars c join series s on c.series_id = s.id join runs r "
+     "on r.id = s.run_id where r.name = 'oom-mid' and s.name = 'loss'")
+t0, step = time.time(), None
+while time.time() - t0 < 180:
+    try:
+        step = sqlite3.connect(sys.argv[1], timeout=1).execute(q).fetchone()[0]
+    except Exception:
+        step = None
+    if step is not None and step >= 40:
+        break
+    time.sleep(0.1)
+free, total = torch.cuda.mem_get_info()
+x = torch.empty(free - (32 << 20), dtype=torch.uint8, device="cuda")
+print(f"took {x.numel() / 1e9:.1f} GB of the GPU at step {step}", flush=True)
+time.sleep(60)
+PY
+  hog=$!
+  timeout 300 "$GUI" --db "$db" --preset "Tiny GPT: FP8 vs BF16" --steps 3000 "${GUI_SET[@]}" --set name=oom-mid \
+    --set sqnr_interval=10 --set stats_interval=5 --tab overview --screenshot "$OUT/oom-overview.png" 2>&1 \
+    | grep -v propagateSizeHints | cut -c1-240
+  echo "GUI exit code after the out-of-memory run: ${PIPESTATUS[0]}"
+  cat "$OUT/hog.log"; kill $hog 2>/dev/null; wait $hog 2>/dev/null
+  "$BUILD/app/fp8wb" runs list --db "$db" | grep oom-mid
 fi
 
 if [ -n "${QUICK:-}" ]; then
