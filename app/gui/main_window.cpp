@@ -68,7 +68,8 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   scroll->setWidgetResizable(true);
   dock->setWidget(scroll);
   // The form stays whole (fields, Start / Pause / Stop) however the tabs ask for room.
-  scroll->setMinimumWidth(panel_->sizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() + 4);
+  scroll->setMinimumWidth(fontMetrics().averageCharWidth() * 36 +
+                          scroll->verticalScrollBar()->sizeHint().width());
   dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
   addDockWidget(Qt::LeftDockWidgetArea, dock);
 
