@@ -8,6 +8,29 @@ BUILD_DIR="${BUILD_DIR:-build}"
 export QT_QPA_PLATFORM=offscreen
 ctest --test-dir "$BUILD_DIR" --output-on-failure --parallel "$(nproc)" --timeout 600
 
+# The unit, CLI and GUI tests again, built with AddressSanitizer and UndefinedBehaviorSanitizer
+# (the project's code only: LibTorch, Qt and OpenBLAS are Debian's, uninstrumented; what
+# they report is suppressed in tests/sanitizers/, each entry with its reason). A test that
+# cannot run under ASan would carry the label no_asan, with the reason beside it.
+echo "== ASan + UBSan"
+SAN_DIR="$BUILD_DIR-asan"
+cmake -S . -B "$SAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+  -DFP8WB_SANITIZE=address,undefined -DFP8WB_BENCHMARKS=OFF -DFP8WB_CUDA=OFF >/dev/null
+cmake --build "$SAN_DIR" --parallel "$(nproc)"
+SUPP="$PWD/tests/sanitizers"
+ASAN_OPTIONS="detect_leaks=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1" \
+LSAN_OPTIONS="suppressions=$SUPP/lsan.supp:print_suppressions=0" \
+UBSAN_OPTIONS="suppressions=$SUPP/ubsan.supp:print_stacktrace=1:halt_on_error=1" \
+  ctest --test-dir "$SAN_DIR" --output-on-failure --parallel "$(nproc)" --timeout 900 -LE no_asan
+
+# ThreadSanitizer on the run store's writer thread, its readers and the run follower,
+# built without LibTorch (tests/tsan says why: its thread pool is not instrumented).
+echo "== TSan (run store, follower)"
+cmake -S tests/tsan -B "$BUILD_DIR-tsan" -G Ninja >/dev/null
+cmake --build "$BUILD_DIR-tsan" --parallel "$(nproc)"
+TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
+  ctest --test-dir "$BUILD_DIR-tsan" --output-on-failure --timeout 300
+
 # The fuzzers (the readers, the run config), built with clang and sanitizers, each for a bounded time from
 # its seed corpus (new inputs go to a scratch folder, not the repository). With a memory
 # limit: an input that makes the readers allocate far beyond its size (a bomb) is a

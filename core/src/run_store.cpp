@@ -657,7 +657,10 @@ static void read_new_in(const Db& db, int64_t run_id, RunCursor& cursor, MetricB
         const std::vector<int64_t> shape = parse_shape(m.s(4));
         const std::vector<uint8_t> data = m.blob(5);
         std::vector<float> values(data.size() / sizeof(float));
-        std::memcpy(values.data(), data.data(), values.size() * sizeof(float));
+        // An empty blob: both pointers may be null (memcpy() from null is undefined).
+        if (!values.empty()) {
+          std::memcpy(values.data(), data.data(), values.size() * sizeof(float));
+        }
         if (kind == "error_map" && shape.size() == 2 && shape[0] >= 0 && shape[1] >= 0 &&
             static_cast<uint64_t>(shape[0]) * static_cast<uint64_t>(shape[1]) == values.size()) {
           t.map_grid.rows = shape[0];

@@ -408,6 +408,9 @@ std::vector<float> Checkpoint::to_float(const Ref& r) const {
   const uint8_t* p = r.file->data(t);
   const auto n = static_cast<size_t>(t.numel());
   std::vector<float> out(n);
+  // An empty tensor: out.data() and p may be null, and memcpy() from or to null is
+  // undefined even for 0 bytes.
+  if (n == 0) return out;
   switch (t.dtype) {
     case StDtype::F64:
       for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load<double>(p + 8 * i));

@@ -11,7 +11,10 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -333,6 +336,19 @@ int64_t wait_for_steps(const std::string& db, int64_t steps) {
   return -1;
 }
 
+// Waits (at most 30 s) until the database holds at least `runs` runs.
+void wait_for_run(const std::string& db, int64_t runs) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      if (static_cast<int64_t>(fp8wb::RunStore::open_read_only(db)->runs().size()) >= runs) return;
+    } catch (const std::exception&) {
+      // not created yet
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 TEST_F(CliTrain, SigkillMidRunLeavesASoundDatabase) {
   const pid_t pid = spawn({FP8WB_BINARY, "train", "--db", db_, "--quiet", "--set", "model=mlp",
                            "--set", "steps=1000000", "--set", "reference=false"});
@@ -352,6 +368,69 @@ TEST_F(CliTrain, SigkillMidRunLeavesASoundDatabase) {
   }
   auto s = fp8wb::RunStore::open(db_);
   EXPECT_EQ(s->run(1)->status, "interrupted");
+}
+
+// SIGKILL at random points, again and again, on one database: while it is created, while
+// a run starts, between and inside commits. After every kill the file is sound, the
+// killed run reads as interrupted, and every step committed so far is still there: a
+// run's committed steps never go down and have no holes. The delays are seeded: a failure
+// repeats.
+TEST_F(CliTrain, RepeatedSigkillAtRandomPointsLosesNoCommittedStep) {
+  std::mt19937 rng(20261130);
+  std::uniform_int_distribution<int> delay_ms(50, 1500);
+  std::map<int64_t, int64_t> committed;  // run id -> last committed step seen
+  int kills_after_a_commit = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 15; ++i) {
+    SCOPED_TRACE("kill " + std::to_string(i + 1));
+    const pid_t pid = spawn({FP8WB_BINARY, "train", "--db", db_, "--quiet", "--set", "model=mlp",
+                             "--set", "steps=1000000", "--set", "reference=false"});
+    ASSERT_GT(pid, 0);
+    // Every other kill counts its delay from when the new run exists, so that kills land
+    // mid-training also where start-up is slow (a sanitizer build); the others from the
+    // start, so that some land while the file or the run is being created.
+    if (i % 2 == 1) wait_for_run(db_, static_cast<int64_t>(committed.size()) + 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(rng)));
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "exited on its own with " << WEXITSTATUS(status);
+
+    if (!std::filesystem::exists(db_)) continue;  // killed before it created the file
+    std::unique_ptr<fp8wb::RunStore> ro;
+    try {
+      ro = fp8wb::RunStore::open_read_only(db_);
+    } catch (const fp8wb::StoreError& e) {
+      // Only while nothing was ever committed (killed while creating the schema).
+      ASSERT_TRUE(committed.empty()) << e.what();
+      continue;
+    }
+    ASSERT_EQ(ro->integrity_check(), "ok");
+    const auto runs = ro->runs();
+    ASSERT_GE(runs.size(), committed.size());
+    for (const auto& r : runs) {
+      SCOPED_TRACE("run " + std::to_string(r.id));
+      EXPECT_EQ(r.status, "interrupted");
+      EXPECT_FALSE(r.live);
+      const auto seen = committed.find(r.id);
+      if (seen != committed.end()) {
+        EXPECT_GE(r.last_step, seen->second);
+      }
+      const auto loss = ro->series(r.id, "loss");
+      ASSERT_EQ(static_cast<int64_t>(loss.size()), r.last_step + 1);
+      for (size_t k = 0; k < loss.size(); ++k) ASSERT_EQ(loss[k].step, static_cast<int64_t>(k));
+      if (r.id == runs.back().id && r.last_step >= 0 && seen == committed.end()) {
+        ++kills_after_a_commit;
+      }
+      committed[r.id] = r.last_step;
+    }
+  }
+  // Some kills must land mid-training, or the loop tested only start-up.
+  EXPECT_GT(kills_after_a_commit, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60));
+  // And the next writer opens it and marks what the killed ones left.
+  auto s = fp8wb::RunStore::open(db_);
+  for (const auto& r : s->runs()) EXPECT_EQ(r.status, "interrupted");
 }
 
 TEST_F(CliTrain, CtrlCStopsCleanlyAndKeepsTheRun) {
