@@ -17,8 +17,8 @@
 #include <sstream>
 #include <thread>
 
-#include "fp8wb/core/file_io.h"
 #include <nlohmann/json.hpp>
+#include "fp8wb/core/file_io.h"
 
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/trainer.h"

@@ -96,8 +96,8 @@ int main(int argc, char** argv) {
   o.set = parser.values(set);
   o.follow = parser.isSet(follow);
   // --steps N, --wait-steps N: positive counts.
-  for (const auto& [option, out] : {std::make_pair(&steps, &o.steps),
-                                    std::make_pair(&wait_steps, &o.wait_steps)}) {
+  for (const auto& [option, out] :
+       {std::make_pair(&steps, &o.steps), std::make_pair(&wait_steps, &o.wait_steps)}) {
     if (!parser.isSet(*option)) continue;
     bool ok = false;
     *out = parser.value(*option).toLongLong(&ok);

@@ -214,9 +214,10 @@ void SafetensorsFile::parse(size_t size) {
   // A safetensors file starts with its JSON header's length, then '{'; a file that
   // does not is some other file, and is named as such rather than by its odd numbers.
   if (size > 8 && base_[8] != '{' && (n > kMaxHeader || n > size - 8)) {
-    fail("not a safetensors file (it does not start with a header length and a JSON "
-         "header); a checkpoint is a .safetensors file, its .index.json, or a PyTorch "
-         ".pt/.pth/.bin file");
+    fail(
+        "not a safetensors file (it does not start with a header length and a JSON "
+        "header); a checkpoint is a .safetensors file, its .index.json, or a PyTorch "
+        ".pt/.pth/.bin file");
   }
   if (n > kMaxHeader) fail("header length " + std::to_string(n) + " is over the 100 MB limit");
   if (n > size - 8) {

@@ -180,7 +180,8 @@ class StepMemory {
     namespace alloc = c10::cuda::CUDACachingAllocator;
     const int64_t peak = alloc::getDeviceStats(device_.index()).allocated_bytes[0].peak;
     const double bytes = static_cast<double>(peak - before_ + s.persistent_bytes());
-    (sampling ? max_sampling_ : max_ordinary_) = std::max(sampling ? max_sampling_ : max_ordinary_, bytes);
+    (sampling ? max_sampling_ : max_ordinary_) =
+        std::max(sampling ? max_sampling_ : max_ordinary_, bytes);
     return max_ordinary_ > 0 ? max_ordinary_ : max_sampling_;
 #else
     (void)s;
@@ -206,7 +207,8 @@ double peak_rss_bytes() {
 void check_weights_path(const std::string& path) {
   if (path.empty()) return;
   const size_t slash = path.find_last_of('/');
-  const std::string folder = slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1));
+  const std::string folder =
+      slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1));
   struct stat st {};
   if (stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     throw std::invalid_argument("weights: the folder of " + path + " does not exist");

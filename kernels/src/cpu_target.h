@@ -5,8 +5,7 @@
 // Not under ThreadSanitizer: the clones' ifunc resolver runs while the dynamic loader
 // relocates, before the TSan runtime is set up, and the instrumented resolver crashes the
 // program before main().
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(__SANITIZE_THREAD__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define FP8WB_TARGET_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define FP8WB_TARGET_CLONES

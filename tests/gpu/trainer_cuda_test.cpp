@@ -56,8 +56,8 @@ TEST(TrainerCuda, FP8ModelPeaksBelowItsReference) {
   const double params = 4.0 * 12.0 * c.d_model * c.d_model;  // the blocks' linears alone
   EXPECT_GT(last.mem_fp8, 12.0 * params / 4.0);
   EXPECT_GT(last.mem_ref, 12.0 * params / 4.0);
-  EXPECT_LT(last.mem_fp8, last.mem_ref) << "FP8 " << last.mem_fp8 / 1e9 << " GB, reference "
-                                        << last.mem_ref / 1e9 << " GB";
+  EXPECT_LT(last.mem_fp8, last.mem_ref)
+      << "FP8 " << last.mem_fp8 / 1e9 << " GB, reference " << last.mem_ref / 1e9 << " GB";
   std::printf("peak memory: FP8 %.3f GB, bf16 reference %.3f GB (%.2fx)\n", last.mem_fp8 / 1e9,
               last.mem_ref / 1e9, last.mem_ref / last.mem_fp8);
   for (const StepMetrics& m : got->steps) EXPECT_TRUE(std::isfinite(m.peak_rss));

@@ -72,7 +72,8 @@ RunStore& EngineController::store() {
   if (!store_) {
     std::string why;
     store_ = RunStore::open_or_read_only(db_path_.toStdString(), &why);
-    store_locked_ = why.find("locked") != std::string::npos || why.find("busy") != std::string::npos;
+    store_locked_ =
+        why.find("locked") != std::string::npos || why.find("busy") != std::string::npos;
     // Browsing still works; runs cannot be started, renamed or deleted: say so once.
     if (store_->read_only()) {
       Q_EMIT notice(tr("%1 is open read-only (%2): its runs can be browsed and followed, not "

@@ -4,8 +4,8 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
