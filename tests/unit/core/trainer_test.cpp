@@ -297,7 +297,9 @@ TEST_P(StoreFault, EndsTheRunFailedAndKeepsCommittedSteps) {
   auto ro = RunStore::open_read_only(path);
   EXPECT_GE(ro->series(id, "loss").size(), 21u);
   EXPECT_EQ(ro->integrity_check(), "ok");
-  if (why == "disk full") EXPECT_EQ(ro->run(id)->status, "failed");
+  if (why == "disk full") {
+    EXPECT_EQ(ro->run(id)->status, "failed");
+  }
   ro.reset();
   for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(path + ext);
 }
