@@ -107,6 +107,7 @@ OverviewTab::OverviewTab(const RunData* run, QWidget* parent)
       memory_bars_(new QCPBars(memory_->xAxis, memory_->yAxis)) {
   auto* layout = new QVBoxLayout(this);
   summary_->setTextFormat(Qt::RichText);
+  summary_->setWordWrap(true);  // a long message (why a run ended) must not widen the window
   layout->addWidget(summary_);
   layout->addWidget(loss_, 3);
   auto* row = new QHBoxLayout;
