@@ -1,5 +1,7 @@
 #include "fp8wb/core/run_store.h"
 
+#include "run_store_sql.h"
+
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -23,6 +25,8 @@
 
 namespace fp8wb {
 
+using namespace store;  // Db, Stmt, the stored forms (run_store_sql.h)
+
 namespace {
 
 std::string now_utc() {
@@ -39,139 +43,6 @@ std::string host_name() {
   if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
   return buf;
 }
-
-// "file:<path>?immutable=1": a file read as it is on disk, with no -wal or -shm (for a
-// database in a folder or on a mount this process cannot write).
-std::string immutable_uri(const std::string& path) {
-  std::string uri = "file:";
-  for (unsigned char c : path) {
-    if (c == '%' || c == '?' || c == '#' || c < 0x20 || c >= 0x7F) {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", c);
-      uri += buf;
-    } else {
-      uri += static_cast<char>(c);
-    }
-  }
-  return uri + "?immutable=1";
-}
-
-// What a failed write means to whoever reads the message.
-std::string explain(int code) {
-  switch (code & 0xFF) {
-    case SQLITE_FULL: return " (disk full, or the database's size limit reached)";
-    case SQLITE_READONLY: return " (the database is read-only)";
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB: return " (the database file is damaged)";
-    case SQLITE_IOERR: return " (an I/O error)";
-    default: return "";
-  }
-}
-
-// A connection and its statements, closed on destruction.
-class Db {
- public:
-  enum class Mode { ReadWrite, ReadOnly, Immutable };
-  Db(const std::string& path, bool read_only)
-      : Db(path, read_only ? Mode::ReadOnly : Mode::ReadWrite) {}
-  Db(const std::string& path, Mode mode) : path_(path) {
-    int flags = mode == Mode::ReadWrite ? (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
-                                        : SQLITE_OPEN_READONLY;
-    std::string name = path;
-    if (mode == Mode::Immutable) {
-      name = immutable_uri(path);
-      flags |= SQLITE_OPEN_URI;
-    }
-    if (sqlite3_open_v2(name.c_str(), &db_, flags | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
-      const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
-      sqlite3_close(db_);
-      db_ = nullptr;
-      throw StoreError("cannot open run database " + path + ": " + msg);
-    }
-    // Before anything that may lock: every statement below waits for other processes.
-    sqlite3_busy_timeout(db_, kBusyMs);
-    exec("PRAGMA foreign_keys = ON");
-  }
-  ~Db() { sqlite3_close(db_); }
-  Db(const Db&) = delete;
-  Db& operator=(const Db&) = delete;
-
-  static constexpr int kBusyMs = 10000;
-
-  sqlite3* get() const { return db_; }
-  [[noreturn]] void fail(const std::string& what) const {
-    throw StoreError("run database " + path_ + ": " + what + ": " + sqlite3_errmsg(db_) +
-                     explain(sqlite3_errcode(db_)));
-  }
-  void exec(const char* sql) const {
-    char* err = nullptr;
-    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-      const std::string m = err ? err : "error";
-      sqlite3_free(err);
-      throw StoreError("run database " + path_ + ": " + m + explain(sqlite3_errcode(db_)) +
-                       " (in: " + std::string(sql).substr(0, 60) + ")");
-    }
-  }
-
- private:
-  std::string path_;
-  sqlite3* db_ = nullptr;
-};
-
-class Stmt {
- public:
-  Stmt(const Db& db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v2(db.get(), sql, -1, &s_, nullptr) != SQLITE_OK) db.fail("prepare");
-  }
-  ~Stmt() { sqlite3_finalize(s_); }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-  Stmt& bind(int i, int64_t v) {
-    sqlite3_bind_int64(s_, i, v);
-    return *this;
-  }
-  Stmt& bind(int i, double v) {
-    sqlite3_bind_double(s_, i, v);
-    return *this;
-  }
-  Stmt& bind(int i, const std::string& v) {
-    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  Stmt& bind_blob(int i, const void* p, size_t n) {
-    sqlite3_bind_blob(s_, i, p, static_cast<int>(n), SQLITE_TRANSIENT);
-    return *this;
-  }
-  bool step() {
-    const int rc = sqlite3_step(s_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    db_.fail("step");
-  }
-  void run() {
-    step();
-    reset();
-  }
-  void reset() {
-    sqlite3_reset(s_);
-    sqlite3_clear_bindings(s_);
-  }
-  int64_t i(int c) const { return sqlite3_column_int64(s_, c); }
-  double d(int c) const { return sqlite3_column_double(s_, c); }
-  bool null(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
-  std::string s(int c) const {
-    const auto* t = sqlite3_column_text(s_, c);
-    return t ? reinterpret_cast<const char*>(t) : "";
-  }
-  std::vector<uint8_t> blob(int c) const {
-    const auto* p = static_cast<const uint8_t*>(sqlite3_column_blob(s_, c));
-    return p ? std::vector<uint8_t>(p, p + sqlite3_column_bytes(s_, c)) : std::vector<uint8_t>{};
-  }
-
- private:
-  const Db& db_;
-  sqlite3_stmt* s_ = nullptr;
-};
 
 // Each step of the list takes the schema from version i to i + 1.
 const char* const kMigrations[] = {
@@ -208,59 +79,6 @@ static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == RunStore::kSchemaV
 int user_version(const Db& db) {
   Stmt s(db, "PRAGMA user_version");
   return s.step() ? static_cast<int>(s.i(0)) : 0;
-}
-
-// A histogram as stored: the first nonzero bin (one byte), then the counts up to the
-// last nonzero bin as LEB128 varints (most bins of a tensor are empty, most counts small).
-std::vector<uint8_t> pack_histogram(const uint64_t (&hist)[kHistBins]) {
-  int first = 0, last = kHistBins - 1;
-  while (first < kHistBins && hist[first] == 0) ++first;
-  while (last >= first && hist[last] == 0) --last;
-  std::vector<uint8_t> out(1, static_cast<uint8_t>(first));
-  for (int b = first; b <= last; ++b) {
-    uint64_t v = hist[b];
-    do {
-      out.push_back(static_cast<uint8_t>((v & 0x7F) | (v > 0x7F ? 0x80 : 0)));
-      v >>= 7;
-    } while (v);
-  }
-  return out;
-}
-
-std::vector<uint64_t> unpack_histogram(const std::vector<uint8_t>& blob) {
-  std::vector<uint64_t> h(kHistBins, 0);
-  if (blob.empty()) return h;
-  size_t bin = blob[0], i = 1;
-  while (i < blob.size() && bin < h.size()) {
-    uint64_t v = 0;
-    int shift = 0;
-    while (i < blob.size() && shift < 64) {
-      const uint8_t byte = blob[i++];
-      v |= static_cast<uint64_t>(byte & 0x7F) << shift;
-      shift += 7;
-      if (!(byte & 0x80)) break;
-    }
-    h[bin++] = v;
-  }
-  return h;
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s;
-  for (int64_t d : shape) s += (s.empty() ? "" : ",") + std::to_string(d);
-  return s;
-}
-
-std::vector<int64_t> parse_shape(const std::string& s) {
-  std::vector<int64_t> v;
-  size_t i = 0;
-  while (i < s.size()) {
-    const size_t j = s.find(',', i);
-    v.push_back(std::stoll(s.substr(i, j == std::string::npos ? std::string::npos : j - i)));
-    if (j == std::string::npos) break;
-    i = j + 1;
-  }
-  return v;
 }
 
 const char kInterruptedMessage[] = "the process writing this run ended without finishing it";
@@ -566,124 +384,6 @@ std::unique_ptr<Db> open_reader(const std::string& path) {
 }
 
 }  // namespace
-
-static void read_new_in(const Db& db, int64_t run_id, RunCursor& cursor, MetricBatch& b) {
-  // Scalars: the step series and the per-layer SQNR series ("sqnr/<layer>/<gemm>").
-  std::map<int64_t, StepMetrics> steps;
-  std::map<std::pair<int64_t, std::string>, SqnrMetrics> sqnr;
-  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
-  {
-    Stmt q(db,
-           "SELECT s.name, c.step, c.value FROM scalars c JOIN series s ON c.series_id = s.id "
-           "WHERE s.run_id = ? AND c.step > ? ORDER BY c.step");
-    q.bind(1, run_id).bind(2, cursor.scalar_step);
-    int64_t last = cursor.scalar_step;
-    while (q.step()) {
-      const std::string name = q.s(0);
-      const int64_t step = q.i(1);
-      const double v = q.null(2) ? nan : q.d(2);
-      last = std::max(last, step);
-      if (name.rfind("sqnr/", 0) == 0) {
-        const size_t slash = name.rfind('/');
-        if (slash <= 5) continue;
-        const std::string layer = name.substr(5, slash - 5), gemm = name.substr(slash + 1);
-        auto it = sqnr.find({step, layer});
-        if (it == sqnr.end())
-          it = sqnr.emplace(std::make_pair(step, layer), SqnrMetrics{step, layer, nan, nan, nan})
-                   .first;
-        if (gemm == "fprop") it->second.fprop_db = v;
-        if (gemm == "dgrad") it->second.dgrad_db = v;
-        if (gemm == "wgrad") it->second.wgrad_db = v;
-        continue;
-      }
-      for (const StepSeries& k : kStepSeries) {
-        if (name != k.name) continue;
-        auto it = steps.find(step);
-        if (it == steps.end()) {
-          StepMetrics m;
-          m.step = step;
-          for (const StepSeries& f : kStepSeries) m.*f.field = nan;
-          it = steps.emplace(step, m).first;
-        }
-        it->second.*k.field = v;
-      }
-    }
-    cursor.scalar_step = last;
-  }
-  for (auto& [step, m] : steps) b.steps.push_back(m);
-  for (auto& [key, m] : sqnr) b.sqnr.push_back(std::move(m));
-
-  // Tensor statistics, with the maps and amax windows of the same steps.
-  {
-    Stmt q(db,
-           "SELECT step, layer, role, amax, scale, numel, zeros, underflow, saturated, "
-           "nonfinite, subnormal, sq_err, sq_sum, histogram FROM tensor_stats "
-           "WHERE run_id = ? AND step > ? ORDER BY step, layer, role");
-    q.bind(1, run_id).bind(2, cursor.tensor_step);
-    std::map<std::tuple<int64_t, std::string, std::string>, size_t> index;
-    int64_t last = cursor.tensor_step;
-    while (q.step()) {
-      TensorMetrics t;
-      t.step = q.i(0);
-      t.layer = q.s(1);
-      t.role = q.s(2);
-      t.amax = static_cast<float>(q.d(3));
-      t.scale = static_cast<float>(q.d(4));
-      StatsBuffer& r = t.raw;
-      r.numel = static_cast<uint64_t>(q.i(5));
-      r.zeros = static_cast<uint64_t>(q.i(6));
-      r.underflow = static_cast<uint64_t>(q.i(7));
-      r.saturated = static_cast<uint64_t>(q.i(8));
-      r.nonfinite = static_cast<uint64_t>(q.i(9));
-      r.subnormal = static_cast<uint64_t>(q.i(10));
-      r.sq_err = q.d(11);
-      r.sq_sum = q.d(12);
-      const std::vector<uint64_t> h = unpack_histogram(q.blob(13));
-      for (size_t i = 0; i < h.size() && i < static_cast<size_t>(kHistBins); ++i) r.hist[i] = h[i];
-      last = std::max(last, t.step);
-      index[{t.step, t.layer, t.role}] = b.tensors.size();
-      b.tensors.push_back(std::move(t));
-    }
-    if (!b.tensors.empty()) {
-      Stmt m(db,
-             "SELECT step, layer, role, kind, shape, data FROM blobs WHERE run_id = ? "
-             "AND step > ? AND step <= ?");
-      m.bind(1, run_id).bind(2, cursor.tensor_step).bind(3, last);
-      while (m.step()) {
-        const auto it = index.find({m.i(0), m.s(1), m.s(2)});
-        if (it == index.end()) continue;
-        TensorMetrics& t = b.tensors[it->second];
-        const std::string kind = m.s(3);
-        const std::vector<int64_t> shape = parse_shape(m.s(4));
-        const std::vector<uint8_t> data = m.blob(5);
-        std::vector<float> values(data.size() / sizeof(float));
-        // An empty blob: both pointers may be null (memcpy() from null is undefined).
-        if (!values.empty()) {
-          std::memcpy(values.data(), data.data(), values.size() * sizeof(float));
-        }
-        if (kind == "error_map" && shape.size() == 2 && shape[0] >= 0 && shape[1] >= 0 &&
-            static_cast<uint64_t>(shape[0]) * static_cast<uint64_t>(shape[1]) == values.size()) {
-          t.map_grid.rows = shape[0];
-          t.map_grid.cols = shape[1];
-          t.map_rel_error = std::move(values);
-        } else if (kind == "amax_history") {
-          t.amax_history = std::move(values);
-        }
-      }
-    }
-    cursor.tensor_step = last;
-  }
-
-  {
-    Stmt q(db,
-           "SELECT id, step, kind, message FROM events WHERE run_id = ? AND id > ? ORDER BY id");
-    q.bind(1, run_id).bind(2, cursor.event_id);
-    while (q.step()) {
-      cursor.event_id = q.i(0);
-      b.events.push_back({q.i(1), q.s(2), q.s(3)});
-    }
-  }
-}
 
 RunStore::RunStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -1039,34 +739,6 @@ std::string RunStore::integrity_check() const {
 
 int RunStore::schema_version() const {
   return impl_->read<int>([](const Db& db) { return user_version(db); });
-}
-
-void write_run_csv(const RunStore& store, int64_t run_id, std::ostream& out) {
-  const auto names = store.series_names(run_id);
-  std::map<int64_t, std::vector<double>> rows;
-  for (size_t c = 0; c < names.size(); ++c) {
-    for (const SeriesPoint& p : store.series(run_id, names[c])) {
-      auto& row = rows[p.step];
-      row.resize(names.size(), std::nan(""));
-      row[c] = p.value;
-    }
-  }
-  out << "step";
-  for (const auto& n : names) out << ',' << n;
-  out << '\n';
-  char buf[32];
-  for (auto& [step, row] : rows) {
-    row.resize(names.size(), std::nan(""));
-    out << step;
-    for (double v : row) {
-      out << ',';
-      if (std::isfinite(v)) {
-        std::snprintf(buf, sizeof buf, "%.17g", v);
-        out << buf;
-      }
-    }
-    out << '\n';
-  }
 }
 
 std::string default_database_path() {

@@ -1,0 +1,163 @@
+// Reading runs back: what was committed since a cursor (following a run live, opening a
+// stored one) and a run's scalars as CSV.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include "run_store_sql.h"
+
+namespace fp8wb {
+namespace store {
+
+void read_new_in(const Db& db, int64_t run_id, RunCursor& cursor, MetricBatch& b) {
+  // Scalars: the step series and the per-layer SQNR series ("sqnr/<layer>/<gemm>").
+  std::map<int64_t, StepMetrics> steps;
+  std::map<std::pair<int64_t, std::string>, SqnrMetrics> sqnr;
+  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  {
+    Stmt q(db,
+           "SELECT s.name, c.step, c.value FROM scalars c JOIN series s ON c.series_id = s.id "
+           "WHERE s.run_id = ? AND c.step > ? ORDER BY c.step");
+    q.bind(1, run_id).bind(2, cursor.scalar_step);
+    int64_t last = cursor.scalar_step;
+    while (q.step()) {
+      const std::string name = q.s(0);
+      const int64_t step = q.i(1);
+      const double v = q.null(2) ? nan : q.d(2);
+      last = std::max(last, step);
+      if (name.rfind("sqnr/", 0) == 0) {
+        const size_t slash = name.rfind('/');
+        if (slash <= 5) continue;
+        const std::string layer = name.substr(5, slash - 5), gemm = name.substr(slash + 1);
+        auto it = sqnr.find({step, layer});
+        if (it == sqnr.end())
+          it = sqnr.emplace(std::make_pair(step, layer), SqnrMetrics{step, layer, nan, nan, nan})
+                   .first;
+        if (gemm == "fprop") it->second.fprop_db = v;
+        if (gemm == "dgrad") it->second.dgrad_db = v;
+        if (gemm == "wgrad") it->second.wgrad_db = v;
+        continue;
+      }
+      for (const StepSeries& k : kStepSeries) {
+        if (name != k.name) continue;
+        auto it = steps.find(step);
+        if (it == steps.end()) {
+          StepMetrics m;
+          m.step = step;
+          for (const StepSeries& f : kStepSeries) m.*f.field = nan;
+          it = steps.emplace(step, m).first;
+        }
+        it->second.*k.field = v;
+      }
+    }
+    cursor.scalar_step = last;
+  }
+  for (auto& [step, m] : steps) b.steps.push_back(m);
+  for (auto& [key, m] : sqnr) b.sqnr.push_back(std::move(m));
+
+  // Tensor statistics, with the maps and amax windows of the same steps.
+  {
+    Stmt q(db,
+           "SELECT step, layer, role, amax, scale, numel, zeros, underflow, saturated, "
+           "nonfinite, subnormal, sq_err, sq_sum, histogram FROM tensor_stats "
+           "WHERE run_id = ? AND step > ? ORDER BY step, layer, role");
+    q.bind(1, run_id).bind(2, cursor.tensor_step);
+    std::map<std::tuple<int64_t, std::string, std::string>, size_t> index;
+    int64_t last = cursor.tensor_step;
+    while (q.step()) {
+      TensorMetrics t;
+      t.step = q.i(0);
+      t.layer = q.s(1);
+      t.role = q.s(2);
+      t.amax = static_cast<float>(q.d(3));
+      t.scale = static_cast<float>(q.d(4));
+      StatsBuffer& r = t.raw;
+      r.numel = static_cast<uint64_t>(q.i(5));
+      r.zeros = static_cast<uint64_t>(q.i(6));
+      r.underflow = static_cast<uint64_t>(q.i(7));
+      r.saturated = static_cast<uint64_t>(q.i(8));
+      r.nonfinite = static_cast<uint64_t>(q.i(9));
+      r.subnormal = static_cast<uint64_t>(q.i(10));
+      r.sq_err = q.d(11);
+      r.sq_sum = q.d(12);
+      const std::vector<uint64_t> h = unpack_histogram(q.blob(13));
+      for (size_t i = 0; i < h.size() && i < static_cast<size_t>(kHistBins); ++i) r.hist[i] = h[i];
+      last = std::max(last, t.step);
+      index[{t.step, t.layer, t.role}] = b.tensors.size();
+      b.tensors.push_back(std::move(t));
+    }
+    if (!b.tensors.empty()) {
+      Stmt m(db,
+             "SELECT step, layer, role, kind, shape, data FROM blobs WHERE run_id = ? "
+             "AND step > ? AND step <= ?");
+      m.bind(1, run_id).bind(2, cursor.tensor_step).bind(3, last);
+      while (m.step()) {
+        const auto it = index.find({m.i(0), m.s(1), m.s(2)});
+        if (it == index.end()) continue;
+        TensorMetrics& t = b.tensors[it->second];
+        const std::string kind = m.s(3);
+        const std::vector<int64_t> shape = parse_shape(m.s(4));
+        const std::vector<uint8_t> data = m.blob(5);
+        std::vector<float> values(data.size() / sizeof(float));
+        // An empty blob: both pointers may be null (memcpy() from null is undefined).
+        if (!values.empty()) {
+          std::memcpy(values.data(), data.data(), values.size() * sizeof(float));
+        }
+        if (kind == "error_map" && shape.size() == 2 && shape[0] >= 0 && shape[1] >= 0 &&
+            static_cast<uint64_t>(shape[0]) * static_cast<uint64_t>(shape[1]) == values.size()) {
+          t.map_grid.rows = shape[0];
+          t.map_grid.cols = shape[1];
+          t.map_rel_error = std::move(values);
+        } else if (kind == "amax_history") {
+          t.amax_history = std::move(values);
+        }
+      }
+    }
+    cursor.tensor_step = last;
+  }
+
+  {
+    Stmt q(db,
+           "SELECT id, step, kind, message FROM events WHERE run_id = ? AND id > ? ORDER BY id");
+    q.bind(1, run_id).bind(2, cursor.event_id);
+    while (q.step()) {
+      cursor.event_id = q.i(0);
+      b.events.push_back({q.i(1), q.s(2), q.s(3)});
+    }
+  }
+}
+
+}  // namespace store
+
+void write_run_csv(const RunStore& store, int64_t run_id, std::ostream& out) {
+  const auto names = store.series_names(run_id);
+  std::map<int64_t, std::vector<double>> rows;
+  for (size_t c = 0; c < names.size(); ++c) {
+    for (const SeriesPoint& p : store.series(run_id, names[c])) {
+      auto& row = rows[p.step];
+      row.resize(names.size(), std::nan(""));
+      row[c] = p.value;
+    }
+  }
+  out << "step";
+  for (const auto& n : names) out << ',' << n;
+  out << '\n';
+  char buf[32];
+  for (auto& [step, row] : rows) {
+    row.resize(names.size(), std::nan(""));
+    out << step;
+    for (double v : row) {
+      out << ',';
+      if (std::isfinite(v)) {
+        std::snprintf(buf, sizeof buf, "%.17g", v);
+        out << buf;
+      }
+    }
+    out << '\n';
+  }
+}
+
+}  // namespace fp8wb

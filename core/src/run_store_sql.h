@@ -1,0 +1,206 @@
+// defines: Db, Stmt (a SQLite connection and its statements, errors as StoreError), the
+// stored forms of a histogram and a shape, read_new_in(): what run_store.cpp and
+// run_store_reads.cpp share. Internal to core.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fp8wb/core/run_store.h"
+
+namespace fp8wb::store {
+
+// "file:<path>?immutable=1": a file read as it is on disk, with no -wal or -shm (for a
+// database in a folder or on a mount this process cannot write).
+inline std::string immutable_uri(const std::string& path) {
+  std::string uri = "file:";
+  for (unsigned char c : path) {
+    if (c == '%' || c == '?' || c == '#' || c < 0x20 || c >= 0x7F) {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", c);
+      uri += buf;
+    } else {
+      uri += static_cast<char>(c);
+    }
+  }
+  return uri + "?immutable=1";
+}
+
+// What a failed write means to whoever reads the message.
+inline std::string explain(int code) {
+  switch (code & 0xFF) {
+    case SQLITE_FULL: return " (disk full, or the database's size limit reached)";
+    case SQLITE_READONLY: return " (the database is read-only)";
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return " (the database file is damaged)";
+    case SQLITE_IOERR: return " (an I/O error)";
+    default: return "";
+  }
+}
+
+// A connection and its statements, closed on destruction.
+class Db {
+ public:
+  enum class Mode { ReadWrite, ReadOnly, Immutable };
+  Db(const std::string& path, bool read_only)
+      : Db(path, read_only ? Mode::ReadOnly : Mode::ReadWrite) {}
+  Db(const std::string& path, Mode mode) : path_(path) {
+    int flags = mode == Mode::ReadWrite ? (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+                                        : SQLITE_OPEN_READONLY;
+    std::string name = path;
+    if (mode == Mode::Immutable) {
+      name = immutable_uri(path);
+      flags |= SQLITE_OPEN_URI;
+    }
+    if (sqlite3_open_v2(name.c_str(), &db_, flags | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
+      const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw StoreError("cannot open run database " + path + ": " + msg);
+    }
+    // Before anything that may lock: every statement below waits for other processes.
+    sqlite3_busy_timeout(db_, kBusyMs);
+    exec("PRAGMA foreign_keys = ON");
+  }
+  ~Db() { sqlite3_close(db_); }
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+
+  static constexpr int kBusyMs = 10000;
+
+  sqlite3* get() const { return db_; }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw StoreError("run database " + path_ + ": " + what + ": " + sqlite3_errmsg(db_) +
+                     explain(sqlite3_errcode(db_)));
+  }
+  void exec(const char* sql) const {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      const std::string m = err ? err : "error";
+      sqlite3_free(err);
+      throw StoreError("run database " + path_ + ": " + m + explain(sqlite3_errcode(db_)) +
+                       " (in: " + std::string(sql).substr(0, 60) + ")");
+    }
+  }
+
+ private:
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+class Stmt {
+ public:
+  Stmt(const Db& db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db.get(), sql, -1, &s_, nullptr) != SQLITE_OK) db.fail("prepare");
+  }
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  Stmt& bind(int i, int64_t v) {
+    sqlite3_bind_int64(s_, i, v);
+    return *this;
+  }
+  Stmt& bind(int i, double v) {
+    sqlite3_bind_double(s_, i, v);
+    return *this;
+  }
+  Stmt& bind(int i, const std::string& v) {
+    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Stmt& bind_blob(int i, const void* p, size_t n) {
+    sqlite3_bind_blob(s_, i, p, static_cast<int>(n), SQLITE_TRANSIENT);
+    return *this;
+  }
+  bool step() {
+    const int rc = sqlite3_step(s_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    db_.fail("step");
+  }
+  void run() {
+    step();
+    reset();
+  }
+  void reset() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+  int64_t i(int c) const { return sqlite3_column_int64(s_, c); }
+  double d(int c) const { return sqlite3_column_double(s_, c); }
+  bool null(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
+  std::string s(int c) const {
+    const auto* t = sqlite3_column_text(s_, c);
+    return t ? reinterpret_cast<const char*>(t) : "";
+  }
+  std::vector<uint8_t> blob(int c) const {
+    const auto* p = static_cast<const uint8_t*>(sqlite3_column_blob(s_, c));
+    return p ? std::vector<uint8_t>(p, p + sqlite3_column_bytes(s_, c)) : std::vector<uint8_t>{};
+  }
+
+ private:
+  const Db& db_;
+  sqlite3_stmt* s_ = nullptr;
+};
+
+// A histogram as stored: the first nonzero bin (one byte), then the counts up to the
+// last nonzero bin as LEB128 varints (most bins of a tensor are empty, most counts small).
+inline std::vector<uint8_t> pack_histogram(const uint64_t (&hist)[kHistBins]) {
+  int first = 0, last = kHistBins - 1;
+  while (first < kHistBins && hist[first] == 0) ++first;
+  while (last >= first && hist[last] == 0) --last;
+  std::vector<uint8_t> out(1, static_cast<uint8_t>(first));
+  for (int b = first; b <= last; ++b) {
+    uint64_t v = hist[b];
+    do {
+      out.push_back(static_cast<uint8_t>((v & 0x7F) | (v > 0x7F ? 0x80 : 0)));
+      v >>= 7;
+    } while (v);
+  }
+  return out;
+}
+
+inline std::vector<uint64_t> unpack_histogram(const std::vector<uint8_t>& blob) {
+  std::vector<uint64_t> h(kHistBins, 0);
+  if (blob.empty()) return h;
+  size_t bin = blob[0], i = 1;
+  while (i < blob.size() && bin < h.size()) {
+    uint64_t v = 0;
+    int shift = 0;
+    while (i < blob.size() && shift < 64) {
+      const uint8_t byte = blob[i++];
+      v |= static_cast<uint64_t>(byte & 0x7F) << shift;
+      shift += 7;
+      if (!(byte & 0x80)) break;
+    }
+    h[bin++] = v;
+  }
+  return h;
+}
+
+inline std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s;
+  for (int64_t d : shape) s += (s.empty() ? "" : ",") + std::to_string(d);
+  return s;
+}
+
+inline std::vector<int64_t> parse_shape(const std::string& s) {
+  std::vector<int64_t> v;
+  size_t i = 0;
+  while (i < s.size()) {
+    const size_t j = s.find(',', i);
+    v.push_back(std::stoll(s.substr(i, j == std::string::npos ? std::string::npos : j - i)));
+    if (j == std::string::npos) break;
+    i = j + 1;
+  }
+  return v;
+}
+
+// Everything of a run committed after `cursor`, in the batches its trainer published
+// (RunStore::read_new calls it inside one read transaction).
+void read_new_in(const Db& db, int64_t run_id, RunCursor& cursor, MetricBatch& b);
+
+}  // namespace fp8wb::store
