@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   const QCommandLineOption size({QStringLiteral("size")},
                                 QStringLiteral("Window size, e.g. 1400x900."),
                                 QStringLiteral("WxH"));
-    const QCommandLineOption db({QStringLiteral("db")},
+  const QCommandLineOption db({QStringLiteral("db")},
                               QStringLiteral("Run database (default: the user's data directory)."),
                               QStringLiteral("PATH"));
   const QCommandLineOption preset(
@@ -57,41 +57,41 @@ int main(int argc, char** argv) {
   const QCommandLineOption steps({QStringLiteral("steps")},
                                  QStringLiteral("With --preset: train this many steps."),
                                  QStringLiteral("N"));
-    const QCommandLineOption ckpt({QStringLiteral("checkpoint")},
+  const QCommandLineOption ckpt({QStringLiteral("checkpoint")},
                                 QStringLiteral("Analyse this checkpoint in the Checkpoint tab."),
                                 QStringLiteral("PATH"));
-    const QCommandLineOption sweep({QStringLiteral("sweep")},
+  const QCommandLineOption sweep({QStringLiteral("sweep")},
                                  QStringLiteral("Run this sweep preset in the Sweeps tab first."),
                                  QStringLiteral("NAME"));
-    const QCommandLineOption set(
-        {QStringLiteral("set")},
-        QStringLiteral("With --preset: set a field as in a config, e.g. device=cuda:0 or "
-                       "d_model=512 (repeatable)."),
-        QStringLiteral("KEY=VALUE"));
-    const QCommandLineOption follow(
-        {QStringLiteral("follow")},
-        QStringLiteral("Open the newest run that another process is writing into the database "
-                       "(--db) and follow it live."));
-    const QCommandLineOption wait_steps(
-        {QStringLiteral("wait-steps")},
-        QStringLiteral("With --follow and --screenshot: wait until N steps are stored (or the "
-                       "run ends) first."),
-        QStringLiteral("N"));
-    parser.addOptions({shot, tab, value, page, all, present, size, db, preset, steps, ckpt, sweep,
-                       set, follow, wait_steps});
-    parser.process(app);
+  const QCommandLineOption set(
+      {QStringLiteral("set")},
+      QStringLiteral("With --preset: set a field as in a config, e.g. device=cuda:0 or "
+                     "d_model=512 (repeatable)."),
+      QStringLiteral("KEY=VALUE"));
+  const QCommandLineOption follow(
+      {QStringLiteral("follow")},
+      QStringLiteral("Open the newest run that another process is writing into the database "
+                     "(--db) and follow it live."));
+  const QCommandLineOption wait_steps(
+      {QStringLiteral("wait-steps")},
+      QStringLiteral("With --follow and --screenshot: wait until N steps are stored (or the "
+                     "run ends) first."),
+      QStringLiteral("N"));
+  parser.addOptions({shot, tab, value, page, all, present, size, db, preset, steps, ckpt, sweep,
+                     set, follow, wait_steps});
+  parser.process(app);
 
-    fp8wb::init_compute_threads();
-    fp8wb::GuiOptions o;
-    o.screenshot = parser.value(shot);
-    o.tab = parser.value(tab);
-    o.value = parser.value(value);
-    o.page = parser.value(page);
-    o.all_formats = parser.isSet(all);
-    o.presentation = parser.isSet(present);
+  fp8wb::init_compute_threads();
+  fp8wb::GuiOptions o;
+  o.screenshot = parser.value(shot);
+  o.tab = parser.value(tab);
+  o.value = parser.value(value);
+  o.page = parser.value(page);
+  o.all_formats = parser.isSet(all);
+  o.presentation = parser.isSet(present);
   o.db = parser.value(db);
-    o.preset = parser.value(preset);
-    o.checkpoint = parser.value(ckpt);
+  o.preset = parser.value(preset);
+  o.checkpoint = parser.value(ckpt);
   o.sweep = parser.value(sweep);
   o.set = parser.values(set);
   o.follow = parser.isSet(follow);

@@ -14,10 +14,10 @@
 #include <QTabWidget>
 
 #include "fp8wb/core/backend_info.h"
-#include "fp8wb/views/formats_tab.h"
 #include "fp8wb/views/checkpoint_tab.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/formats_tab.h"
 #include "fp8wb/views/run_tabs.h"
 #include "fp8wb/views/runs_tab.h"
 #include "fp8wb/views/sweeps_tab.h"
@@ -27,14 +27,14 @@ namespace fp8wb {
 MainWindow::MainWindow(bool remember_layout, QWidget* parent)
     : QMainWindow(parent),
       tabs_(new QTabWidget(this)),
-            formats_(new FormatsTab(this)),
+      formats_(new FormatsTab(this)),
       engine_(new EngineController(this)),
       overview_(new OverviewTab(&engine_->data(), this)),
       scaling_(new ScalingTab(&engine_->data(), this)),
       quantization_(new QuantizationTab(&engine_->data(), this)),
       runs_(new RunsTab(engine_, this)),
-            panel_(new RunPanel(engine_, this)),
-            checkpoint_(new CheckpointTab(this)),
+      panel_(new RunPanel(engine_, this)),
+      checkpoint_(new CheckpointTab(this)),
       sweeps_(new SweepsTab(engine_, this)),
       run_status_(new QLabel(this)),
       remember_layout_(remember_layout),
@@ -57,7 +57,7 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   auto* gemm = new QLabel(tr("FP8 GEMM: %1").arg(QString::fromStdString(b.fp8_gemm)), this);
   gemm->setToolTip(tr("LibTorch %1").arg(QString::fromStdString(b.torch_version)));
   statusBar()->addWidget(device);
-    statusBar()->addWidget(gemm, 1);
+  statusBar()->addWidget(gemm, 1);
   statusBar()->addPermanentWidget(run_status_);
 
   // The run panel: presets, the config form, Start / Pause / Stop.
@@ -86,13 +86,12 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
                                                    : tr("run %1: %2").arg(status, message));
             refreshRunTabs(true);
           });
-    connect(checkpoint_, &CheckpointTab::failed, this, [this](const QString& message) {
-    statusBar()->showMessage(message, 15000);
-  });
+  connect(checkpoint_, &CheckpointTab::failed, this,
+          [this](const QString& message) { statusBar()->showMessage(message, 15000); });
   connect(engine_, &EngineController::failed, this, [this](const QString& message) {
     statusBar()->showMessage(tr("The run failed: %1").arg(message), 15000);
   });
-    connect(sweeps_, &SweepsTab::openRunRequested, runs_, &RunsTab::openRequested);
+  connect(sweeps_, &SweepsTab::openRunRequested, runs_, &RunsTab::openRequested);
   connect(runs_, &RunsTab::openRequested, this, [this](qint64 id) {
     const QString err = engine_->openRun(id);
     if (!err.isEmpty()) {
@@ -124,8 +123,8 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   resize(1400, 900);
   if (remember_layout_) {
     QSettings s;
-        restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
-        restoreState(s.value(QStringLiteral("window/state")).toByteArray());
+    restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
+    restoreState(s.value(QStringLiteral("window/state")).toByteArray());
     panel_->applyPreset(s.value(QStringLiteral("run/preset")).toString());
     selectTab(s.value(QStringLiteral("window/tab"), tr("Formats")).toString());
     setPresentationMode(s.value(QStringLiteral("window/presentation"), false).toBool());
@@ -176,10 +175,10 @@ void MainWindow::setPresentationMode(bool on) {
   QFont f = font();
   f.setPointSize(on ? base_point_size_ * 8 / 5 : base_point_size_);
   setFont(f);
-    formats_->setPresentationMode(on);
-    for (RunTabBase* t : std::initializer_list<RunTabBase*>{overview_, scaling_, quantization_})
+  formats_->setPresentationMode(on);
+  for (RunTabBase* t : std::initializer_list<RunTabBase*>{overview_, scaling_, quantization_})
     t->setPresentationMode(on);
-    for (ExportablePlot* p : checkpoint_->plots()) p->setPresentationMode(on);
+  for (ExportablePlot* p : checkpoint_->plots()) p->setPresentationMode(on);
   for (ExportablePlot* p : sweeps_->plots()) p->setPresentationMode(on);
 }
 
@@ -199,8 +198,8 @@ void MainWindow::closeEvent(QCloseEvent* e) {
     QSettings s;
     s.setValue(QStringLiteral("window/geometry"), saveGeometry());
     s.setValue(QStringLiteral("window/tab"), currentTabName());
-        s.setValue(QStringLiteral("window/presentation"), presentation_);
-        s.setValue(QStringLiteral("window/state"), saveState());
+    s.setValue(QStringLiteral("window/presentation"), presentation_);
+    s.setValue(QStringLiteral("window/state"), saveState());
     s.setValue(QStringLiteral("run/preset"), panel_->presetName());
   }
   e->accept();

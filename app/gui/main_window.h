@@ -35,7 +35,7 @@ class MainWindow : public QMainWindow {
   QString currentTabName() const;
   void setPresentationMode(bool on);
   bool presentationMode() const { return presentation_; }
-    FormatsTab* formatsTab() const { return formats_; }
+  FormatsTab* formatsTab() const { return formats_; }
   EngineController* engine() const { return engine_; }
   RunPanel* runPanel() const { return panel_; }
   OverviewTab* overviewTab() const { return overview_; }
@@ -53,7 +53,7 @@ class MainWindow : public QMainWindow {
 
  private:
   void buildMenus();
-    QTabWidget* tabs_;
+  QTabWidget* tabs_;
   FormatsTab* formats_;
   EngineController* engine_;
   OverviewTab* overview_;

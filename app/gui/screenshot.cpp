@@ -6,9 +6,9 @@
 #include <QPixmap>
 #include <cstdio>
 
-#include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/checkpoint_tab.h"
 #include "fp8wb/views/engine_controller.h"
+#include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/formats_tab.h"
 #include "fp8wb/views/runs_tab.h"
 #include "fp8wb/views/sweeps_tab.h"
@@ -146,7 +146,7 @@ QString save_screenshot(MainWindow& w, const QString& path) {
   w.show();
   // Let layouts settle and queued replots run before grabbing.
   for (int i = 0; i < 5; ++i) QApplication::processEvents();
-    w.refreshRunTabs(true);
+  w.refreshRunTabs(true);
   for (ExportablePlot* p : w.findChildren<ExportablePlot*>()) p->replot();
   QApplication::processEvents();
   const QPixmap shot = w.grab();

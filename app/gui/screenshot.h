@@ -16,14 +16,14 @@ struct GuiOptions {
   QString value;       // value typed into the Formats tab
   QString page;        // Formats tab page: explorer, gradients, outliers
   bool all_formats = false;
-    bool presentation = false;
+  bool presentation = false;
   QSize size{1400, 900};
-  QString db;      // run database (default: the user's data directory)
-  QString preset;  // train this preset before the screenshot
-  qint64 steps = 0;  // with preset: this many steps (0: the preset's)
-  QString checkpoint;  // analyse this checkpoint in the Checkpoint tab first
-  QString sweep;       // run this sweep preset in the Sweeps tab first
-  QStringList set;     // with preset: key=value overrides of its fields (device=cuda:0, ...)
+  QString db;             // run database (default: the user's data directory)
+  QString preset;         // train this preset before the screenshot
+  qint64 steps = 0;       // with preset: this many steps (0: the preset's)
+  QString checkpoint;     // analyse this checkpoint in the Checkpoint tab first
+  QString sweep;          // run this sweep preset in the Sweeps tab first
+  QStringList set;        // with preset: key=value overrides of its fields (device=cuda:0, ...)
   bool follow = false;    // follow the newest run another process is writing into db
   qint64 wait_steps = 0;  // with follow: wait until this many steps are stored (or the end)
 };

@@ -49,7 +49,8 @@ void recommend(TensorAnalysis& a) {
   const RecipeResult* pick = best;
   for (const auto& r : a.recipes) {
     if (r.recipe.format != Format::E4M3FN || r.saturated_pct > 0) continue;
-    if (r.sqnr_db >= best->sqnr_db - 1.0 && simplicity(r.recipe.kind) < simplicity(pick->recipe.kind))
+    if (r.sqnr_db >= best->sqnr_db - 1.0 &&
+        simplicity(r.recipe.kind) < simplicity(pick->recipe.kind))
       pick = &r;
   }
   a.recommended = pick->name;
@@ -153,7 +154,8 @@ TensorAnalysis analyze_ref(const std::string& name, const std::string& dtype,
   std::future<std::vector<TensorStats>> on_gpu;
 #if defined(FP8WB_WITH_CUDA_KERNELS)
   if (gpu && !recipes.empty())
-    on_gpu = std::async(std::launch::async, [&] { return quantization_stats_cuda(x, recipes, so); });
+    on_gpu =
+        std::async(std::launch::async, [&] { return quantization_stats_cuda(x, recipes, so); });
 #else
   (void)gpu;
 #endif
@@ -219,7 +221,8 @@ std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
   for (const auto& r : ckpt.tensors()) {
     const std::string& n = r.entry->name;
     const std::string suffix = "_scale_inv";
-    if (n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+    if (n.size() > suffix.size() &&
+        n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0 &&
         ckpt.find(n.substr(0, n.size() - suffix.size())))
       continue;  // folded into its FP8 weight
     pending.push_back(&r);
@@ -241,8 +244,8 @@ std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
                                 options, gpu));
     } else {
       const std::vector<float> v = ckpt.to_float(*pending[i]);
-      out.push_back(analyze_ref(e.name, dtype, e.shape, ref_2d(v.data(), nullptr, e.shape, e.numel()),
-                                options, gpu));
+      out.push_back(analyze_ref(e.name, dtype, e.shape,
+                                ref_2d(v.data(), nullptr, e.shape, e.numel()), options, gpu));
     }
     if (options.progress && !options.progress(i + 1, pending.size())) break;
   }
@@ -272,7 +275,9 @@ ExportReport export_fp8_checkpoint(const Checkpoint& ckpt, const std::string& pa
       so.enabled = so.histogram = so.error_map = false;
       const CurrentQuantization q = quantize_current(TensorRef::of(v.data(), rows, cols), r, t, so);
       const GroupLayout& L = q.scales.layout;
-      TensorToWrite scales{e.name + "_scale_inv", StDtype::F32, {L.group_rows, L.group_cols},
+      TensorToWrite scales{e.name + "_scale_inv",
+                           StDtype::F32,
+                           {L.group_rows, L.group_cols},
                            std::vector<uint8_t>(q.scales.scale_inv.size() * 4)};
       std::memcpy(scales.bytes.data(), q.scales.scale_inv.data(), scales.bytes.size());
       out.push_back(std::move(codes));
@@ -284,10 +289,11 @@ ExportReport export_fp8_checkpoint(const Checkpoint& ckpt, const std::string& pa
       report.kept.push_back(e.name);
     }
   }
-  write_safetensors(path, out,
-                    {{"quantization", "fp8 E4M3FN, 128x128 blocks, <name>_scale_inv = fp32 per block"},
-                     {"weight_block_size", "128,128"},
-                     {"written_by", "fp8wb"}});
+  write_safetensors(
+      path, out,
+      {{"quantization", "fp8 E4M3FN, 128x128 blocks, <name>_scale_inv = fp32 per block"},
+       {"weight_block_size", "128,128"},
+       {"written_by", "fp8wb"}});
   return report;
 }
 

@@ -42,7 +42,7 @@ Quantized quantize_operand(const at::Tensor& t, const QuantRecipe& recipe, bool 
   QuantizeTargets out;
   out.codes = q.codes.data_ptr<uint8_t>();
   out.dequant = q.dequant.data_ptr<float>();
-    const TensorRef ref = TensorRef::of(t.data_ptr<float>(), rows, cols);
+  const TensorRef ref = TensorRef::of(t.data_ptr<float>(), rows, cols);
   if (delayed) {
     const GroupLayout layout = make_layout(recipe, rows, cols);
     const bool bootstrap =
@@ -76,7 +76,8 @@ DelayedScaler* host_scaler(Float8LinearState* state, int role, const Float8Linea
                            Format format) {
   if (!c.delayed || !state) return nullptr;
   auto& h = state->delayed[static_cast<size_t>(role)].host;
-  if (!h || !detail::same_delayed(h->config(), c.delayed_scaling)) h.emplace(format, c.delayed_scaling);
+  if (!h || !detail::same_delayed(h->config(), c.delayed_scaling))
+    h.emplace(format, c.delayed_scaling);
   return &*h;
 }
 
@@ -109,15 +110,14 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
     // sample the wgrad SQNR); otherwise backward keeps x as its FP8 codes and scales.
     at::Tensor saved_x = x2, x_codes, x_scale_inv, w_codes, w_scale_inv;
     if (cfg.fprop_fp8 || cfg.wgrad_fp8) {
-      Quantized qx = quantize_operand(x2, cfg.input, stats,
-                                      host_scaler(state, detail::kInputRole, cfg, cfg.input.format));
+      Quantized qx = quantize_operand(
+          x2, cfg.input, stats, host_scaler(state, detail::kInputRole, cfg, cfg.input.format));
       if (probe && stats) probe->input = {true, qx.stats, first_scale(qx)};
       x_codes = qx.codes;
       x_scale_inv = qx.scale_inv;
       if (cfg.fprop_fp8) {
-        Quantized qw =
-            quantize_operand(w2, cfg.weight, stats,
-                             host_scaler(state, detail::kWeightRole, cfg, cfg.weight.format));
+        Quantized qw = quantize_operand(
+            w2, cfg.weight, stats, host_scaler(state, detail::kWeightRole, cfg, cfg.weight.format));
         if (probe && stats) probe->weight = {true, qw.stats, first_scale(qw)};
         y = at::matmul(qx.dequant, qw.dequant.t());
         if (probe) probe->gemms_emulated++;
@@ -140,8 +140,8 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
     ctx->saved_data["input"] = pack(cfg.input);
     ctx->saved_data["weight"] = pack(cfg.weight);
     ctx->saved_data["grad_output"] = pack(cfg.grad_output);
-    ctx->saved_data["gemms"] = std::vector<int64_t>{cfg.fprop_fp8, cfg.dgrad_fp8, cfg.wgrad_fp8,
-                                                    stats,          sqnr,          cfg.delayed};
+    ctx->saved_data["gemms"] =
+        std::vector<int64_t>{cfg.fprop_fp8, cfg.dgrad_fp8, cfg.wgrad_fp8, stats, sqnr, cfg.delayed};
     ctx->saved_data["delayed"] = pack(cfg.delayed_scaling);
     ctx->saved_data["state"] = reinterpret_cast<int64_t>(state);
     ctx->saved_data["has_bias"] = has_bias;
@@ -258,7 +258,7 @@ void convert_children(torch::nn::Module& m, const std::string& prefix,
         why = std::to_string(in) + " -> " + std::to_string(out) +
               " does not divide into the FP8 GEMM's tiles";
       }
-            if (why.empty() && opt.gpu_min_weight_elements > 0 && layer->weight.is_cuda() &&
+      if (why.empty() && opt.gpu_min_weight_elements > 0 && layer->weight.is_cuda() &&
           in * out < opt.gpu_min_weight_elements) {
         why = std::to_string(in) + " -> " + std::to_string(out) +
               " is too small for FP8 GEMMs to pay off on a GPU";
@@ -342,8 +342,8 @@ torch::Tensor float8_linear(const torch::Tensor& x, const torch::Tensor& weight,
     throw std::invalid_argument("an FP8 linear layer expects inputs [..., " + std::to_string(in) +
                                 "], got " + c10::str(x.sizes()));
   }
-  for (const auto& [what, t] : {std::pair<const char*, const at::Tensor*>{"inputs", &x},
-                                {"weights", &weight}}) {
+  for (const auto& [what, t] :
+       {std::pair<const char*, const at::Tensor*>{"inputs", &x}, {"weights", &weight}}) {
     if (t->scalar_type() != at::kFloat && t->scalar_type() != at::kBFloat16) {
       throw std::invalid_argument(std::string("FP8 linear layers take float32 or bfloat16 ") +
                                   what + ", not " + c10::toString(t->scalar_type()));
@@ -383,7 +383,8 @@ std::vector<float> Float8LinearState::amax_history(int role) const {
   const int64_t w = h.device.numel() - 4;
   const at::Tensor ring = h.device.narrow(0, 0, w).to(at::kCPU).contiguous();
   std::vector<float> out(static_cast<size_t>(w));
-  for (int64_t i = 0; i < w; ++i) out[static_cast<size_t>(i)] = ring.data_ptr<float>()[(h.head + i) % w];
+  for (int64_t i = 0; i < w; ++i)
+    out[static_cast<size_t>(i)] = ring.data_ptr<float>()[(h.head + i) % w];
   return out;
 }
 
@@ -401,7 +402,7 @@ LinearLayerImpl::LinearLayerImpl(int64_t in_features, int64_t out_features, bool
 }
 
 torch::Tensor LinearLayerImpl::forward(const torch::Tensor& x) {
-    if (fp8_) return float8_linear(x, weight, bias, *fp8_, state_.get());
+  if (fp8_) return float8_linear(x, weight, bias, *fp8_, state_.get());
   // High precision in x's dtype (bf16 activations with fp32 master weights, say).
   const auto t = x.scalar_type();
   return torch::nn::functional::linear(x, weight.to(t), bias.defined() ? bias.to(t) : bias);

@@ -51,8 +51,7 @@ inline DelayedScalingConfig unpack_delayed(const std::vector<int64_t>& v) {
 }
 
 inline bool same_delayed(const DelayedScalingConfig& a, const DelayedScalingConfig& b) {
-  return a.window == b.window && a.margin == b.margin && a.algo == b.algo &&
-         a.initial == b.initial;
+  return a.window == b.window && a.margin == b.margin && a.algo == b.algo && a.initial == b.initial;
 }
 
 // 10 log10(sum ref^2 / sum (ref - got)^2) in fp64; +inf when equal.

@@ -16,9 +16,9 @@ const char* run_status_name(RunStatus s) {
 }
 
 bool parse_run_status(const std::string& name, RunStatus& out) {
-  for (RunStatus s : {RunStatus::Running, RunStatus::Paused, RunStatus::Finished,
-                      RunStatus::Stopped, RunStatus::Diverged, RunStatus::Failed,
-                      RunStatus::Interrupted}) {
+  for (RunStatus s :
+       {RunStatus::Running, RunStatus::Paused, RunStatus::Finished, RunStatus::Stopped,
+        RunStatus::Diverged, RunStatus::Failed, RunStatus::Interrupted}) {
     if (name == run_status_name(s)) {
       out = s;
       return true;

@@ -25,7 +25,9 @@ struct NormImpl : torch::nn::Module {
   explicit NormImpl(int64_t d) {
     norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
   }
-  torch::Tensor forward(const torch::Tensor& x) { return norm(x.to(torch::kFloat)).to(x.scalar_type()); }
+  torch::Tensor forward(const torch::Tensor& x) {
+    return norm(x.to(torch::kFloat)).to(x.scalar_type());
+  }
   torch::nn::LayerNorm norm{nullptr};
 };
 TORCH_MODULE(Norm);
@@ -45,7 +47,8 @@ struct BlockImpl : torch::nn::Module {
     auto parts = qkv_out.view({b, t, 3, heads_, dh}).permute({2, 0, 3, 1, 4});  // 3,B,H,T,dh
     const torch::Tensor q = parts[0], k = parts[1], v = parts[2];
     torch::Tensor att = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(dh));
-    att = torch::softmax(att.to(torch::kFloat).masked_fill(mask, -INFINITY), -1).to(x.scalar_type());
+    att =
+        torch::softmax(att.to(torch::kFloat).masked_fill(mask, -INFINITY), -1).to(x.scalar_type());
     const torch::Tensor y = torch::matmul(att, v).transpose(1, 2).reshape({b, t, d});
     const torch::Tensor h = x + proj->forward(y);
     return h + fc2->forward(torch::gelu(fc1->forward(ln2->forward(h))));
@@ -124,7 +127,8 @@ CharCorpus::CharCorpus(int batch, int context, uint64_t seed)
     if (seen[i]) chars_.push_back(static_cast<char>(i));
   }
   int64_t index[256] = {};
-  for (size_t i = 0; i < chars_.size(); ++i) index[static_cast<unsigned char>(chars_[i])] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < chars_.size(); ++i)
+    index[static_cast<unsigned char>(chars_[i])] = static_cast<int64_t>(i);
   ids_ = torch::empty({static_cast<int64_t>(text.size())}, torch::kLong);
   int64_t* p = ids_.data_ptr<int64_t>();
   for (size_t i = 0; i < text.size(); ++i) p[i] = index[static_cast<unsigned char>(text[i])];
@@ -161,13 +165,13 @@ Batch SyntheticRegression::next(const torch::Device& device) {
   torch::Tensor x = host_normal(rng_, batch_, features_, 1.0);
   // Outlier channels: a few inputs far larger than the rest (as in LLM activations).
   if (outliers_ > 0) x.narrow(1, 0, outliers_).mul_(outlier_scale_);
-  const torch::Tensor clean = torch::tanh(x.matmul(teacher1_) / std::max(1.0, outlier_scale_ / 4))
-                                  .matmul(teacher2_);
+  const torch::Tensor clean =
+      torch::tanh(x.matmul(teacher1_) / std::max(1.0, outlier_scale_ / 4)).matmul(teacher2_);
   // Student-t noise: heavy tails in the targets give heavy-tailed gradients.
   std::student_t_distribution<float> t(static_cast<float>(tail_));
   torch::Tensor noise = torch::empty({batch_, features_});
   float* p = noise.data_ptr<float>();
-    for (int64_t i = 0; i < noise.numel(); ++i) p[i] = 0.1f * t(rng_);
+  for (int64_t i = 0; i < noise.numel(); ++i) p[i] = 0.1f * t(rng_);
   // Drifting activations: the inputs (not the targets) swing in scale over the steps, so
   // that delayed scaling's window and margin matter.
   if (drift_ > 0) {
@@ -201,7 +205,8 @@ std::unique_ptr<DataSource> make_data(const RunConfig& c) {
 std::vector<std::pair<std::string, LinearLayerImpl*>> linear_layers(torch::nn::Module& m) {
   std::vector<std::pair<std::string, LinearLayerImpl*>> out;
   for (const auto& item : m.named_modules("", /*include_self=*/false)) {
-    if (auto* l = dynamic_cast<LinearLayerImpl*>(item.value().get())) out.emplace_back(item.key(), l);
+    if (auto* l = dynamic_cast<LinearLayerImpl*>(item.value().get()))
+      out.emplace_back(item.key(), l);
   }
   return out;
 }

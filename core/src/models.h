@@ -38,8 +38,8 @@ class CharCorpus : public DataSource {
   int64_t vocab() const override { return static_cast<int64_t>(chars_.size()); }
 
  private:
-  std::string chars_;    // the vocabulary, sorted
-  torch::Tensor ids_;    // the corpus as ids (int64)
+  std::string chars_;  // the vocabulary, sorted
+  torch::Tensor ids_;  // the corpus as ids (int64)
   int batch_, context_;
   std::mt19937_64 rng_;
 };

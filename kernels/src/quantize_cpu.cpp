@@ -192,7 +192,8 @@ void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, flo
       if (x.f32) {
         segment_stats_only_loop<F>(x.f32 + base + c0, err_tmp, sq_tmp, n, scale, scale_inv, counts);
       } else {
-        segment_stats_only_loop<F>(x.bf16 + base + c0, err_tmp, sq_tmp, n, scale, scale_inv, counts);
+        segment_stats_only_loop<F>(x.bf16 + base + c0, err_tmp, sq_tmp, n, scale, scale_inv,
+                                   counts);
       }
     } else if (so.enabled) {
       if (x.f32) {
@@ -340,8 +341,8 @@ AmaxResult compute_amax(const TensorRef& x, const GroupLayout& layout, int threa
       for (int64_t c0 = 0; c0 < x.cols; c0 += layout.block_cols) {
         const int64_t c1 = std::min(x.cols, c0 + layout.block_cols);
         const int64_t at = r * x.cols + c0;
-        const uint32_t m = x.f32 ? finite_amax_bits(x.f32 + at, c1 - c0)
-                                 : finite_amax_bits(x.bf16 + at, c1 - c0);
+        const uint32_t m =
+            x.f32 ? finite_amax_bits(x.f32 + at, c1 - c0) : finite_amax_bits(x.bf16 + at, c1 - c0);
         uint32_t& g = mine[static_cast<size_t>(grow + c0 / layout.block_cols)];
         g = std::max(g, m);
       }
@@ -445,7 +446,8 @@ ValueSummary summarize_values(const TensorRef& x, int threads) {
     mx = std::max(mx, p.mx);
     amax = std::max(amax, p.amax);
     min_nz = std::min(min_nz, p.min_nz);
-    for (int b = 0; b < kHistBins; ++b) s.hist[static_cast<size_t>(b)] += p.hist[static_cast<size_t>(b)];
+    for (int b = 0; b < kHistBins; ++b)
+      s.hist[static_cast<size_t>(b)] += p.hist[static_cast<size_t>(b)];
   }
   if (s.finite > 0) {
     s.min = mn;

@@ -318,7 +318,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     flush_cells();
   }
-    if (kStats) {
+  if (kStats) {
     __syncthreads();
     flush_block_stats(ls, stats, with_hist ? hist : nullptr);
   } else if (kAmax) {
@@ -347,7 +347,7 @@ __global__ void quantize_generic_kernel(const float* xf, const uint16_t* xb, Geo
     const QuantizedElement q = quantize_element(
         v, scale[g], scale_inv[g], s, ov, [](uint8_t cc) { return decode(cc, codec_spec(F)); });
     if (codes) codes[i] = q.code;
-        if (codes_t) codes_t[c * G.rows + r] = q.code;
+    if (codes_t) codes_t[c * G.rows + r] = q.code;
     if (amax_out && !stats) ls.amax = finite_abs_max(ls.amax, v);
     if (stats) {
       double ce = 0, cs = 0;
@@ -361,7 +361,7 @@ __global__ void quantize_generic_kernel(const float* xf, const uint16_t* xb, Geo
       }
     }
   }
-    if (stats) {
+  if (stats) {
     __syncthreads();
     flush_block_stats(ls, stats, with_hist ? hist : nullptr);
   } else if (amax_out) {
@@ -543,7 +543,7 @@ void launch_quantize(const DeviceTensor& x, const Geometry& G, bool fast, const 
     const int64_t items =
         ((x.cols + kWindow - 1) / kWindow) * ((x.rows + kRowChunk - 1) / kRowChunk);
     const unsigned grid = blocks_for(items, kWarps);
-        if (t.stats) {
+    if (t.stats) {
       quantize_fast_kernel<F, true, false><<<grid, kThreads, 0, st>>>(
           x.f32, x.bf16, G, sc, si, ov, codes, codes_t, t.stats, map, t.histogram, nullptr);
     } else if (t.amax_bits) {

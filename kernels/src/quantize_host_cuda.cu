@@ -105,8 +105,8 @@ std::vector<TensorStats> quantization_stats_cuda(const TensorRef& hx,
     const bool same_groups = i > 0 && L.block_rows == layouts[i - 1].block_rows &&
                              L.block_cols == layouts[i - 1].block_cols;
     if (!same_groups) group_amax_cuda(x, L, amax.p, tensor_amax.p, nullptr);
-    compute_scales_cuda(recipes[i], L, amax.p, tensor_amax.p, scale.p, scale_inv.p,
-                        scale_codes.p, global.p, nullptr);
+    compute_scales_cuda(recipes[i], L, amax.p, tensor_amax.p, scale.p, scale_inv.p, scale_codes.p,
+                        global.p, nullptr);
     const DeviceStatsTargets targets{so.enabled ? stats.p + i : nullptr,
                                      so.error_map ? maps.p + map_at[i] : nullptr, grids[i],
                                      so.histogram};
@@ -115,11 +115,12 @@ std::vector<TensorStats> quantization_stats_cuda(const TensorRef& hx,
   }
   FP8WB_GPU_CHECK(cudaDeviceSynchronize());
   std::vector<StatsBuffer> raw(recipes.size());
-  FP8WB_GPU_CHECK(cudaMemcpy(raw.data(), stats.p, raw.size() * sizeof(StatsBuffer),
-                             cudaMemcpyDeviceToHost));
+  FP8WB_GPU_CHECK(
+      cudaMemcpy(raw.data(), stats.p, raw.size() * sizeof(StatsBuffer), cudaMemcpyDeviceToHost));
   std::vector<double> m(map_doubles);
   if (map_doubles)
-    FP8WB_GPU_CHECK(cudaMemcpy(m.data(), maps.p, map_doubles * sizeof(double), cudaMemcpyDeviceToHost));
+    FP8WB_GPU_CHECK(
+        cudaMemcpy(m.data(), maps.p, map_doubles * sizeof(double), cudaMemcpyDeviceToHost));
   for (size_t i = 0; i < recipes.size(); ++i) {
     if (so.enabled) out[i].raw = raw[i];
     out[i].map_grid = grids[i];

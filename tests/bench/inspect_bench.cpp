@@ -39,7 +39,10 @@ struct Rng {
 
 TensorToWrite bf16_weight(const std::string& name, int64_t rows, int64_t cols, uint64_t seed) {
   Rng rng{seed * 0x9E3779B97F4A7C15ull + 1};
-  TensorToWrite t{name, StDtype::BF16, {rows, cols}, std::vector<uint8_t>(static_cast<size_t>(rows * cols * 2))};
+  TensorToWrite t{name,
+                  StDtype::BF16,
+                  {rows, cols},
+                  std::vector<uint8_t>(static_cast<size_t>(rows * cols * 2))};
   auto* out = reinterpret_cast<uint16_t*>(t.bytes.data());
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) {
@@ -88,25 +91,34 @@ int main(int argc, char** argv) {
   std::string json;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--mb" && i + 1 < argc) mb = std::stod(argv[++i]);
-    else if (a == "--d" && i + 1 < argc) d = std::stoll(argv[++i]);
-    else if (a == "--reps" && i + 1 < argc) reps = std::stoi(argv[++i]);
-    else if (a == "--cpu-only") cpu_only = true;
-    else if (a == "--json" && i + 1 < argc) json = argv[++i];
+    if (a == "--mb" && i + 1 < argc)
+      mb = std::stod(argv[++i]);
+    else if (a == "--d" && i + 1 < argc)
+      d = std::stoll(argv[++i]);
+    else if (a == "--reps" && i + 1 < argc)
+      reps = std::stoi(argv[++i]);
+    else if (a == "--cpu-only")
+      cpu_only = true;
+    else if (a == "--json" && i + 1 < argc)
+      json = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s [--mb 256] [--d 2048] [--reps 3] [--cpu-only] [--json FILE]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--mb 256] [--d 2048] [--reps 3] [--cpu-only] [--json FILE]\n",
+                   argv[0]);
       return 2;
     }
   }
   const std::string dir =
-      (std::filesystem::temp_directory_path() / ("fp8wb-inspect-bench-" + std::to_string(getpid()))).string();
+      (std::filesystem::temp_directory_path() / ("fp8wb-inspect-bench-" + std::to_string(getpid())))
+          .string();
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/model.safetensors";
   std::vector<TensorToWrite> tensors;
   double bytes = 0;
   for (int layer = 0; bytes < mb * 1e6; ++layer) {
     const std::string p = "layers." + std::to_string(layer) + ".";
-    for (const char* n : {"attn.q_proj.weight", "attn.k_proj.weight", "attn.v_proj.weight", "attn.o_proj.weight"})
+    for (const char* n :
+         {"attn.q_proj.weight", "attn.k_proj.weight", "attn.v_proj.weight", "attn.o_proj.weight"})
       tensors.push_back(bf16_weight(p + n, d, d, tensors.size()));
     tensors.push_back(bf16_weight(p + "mlp.up_proj.weight", 4 * d, d, tensors.size()));
     tensors.push_back(bf16_weight(p + "mlp.down_proj.weight", d, 4 * d, tensors.size()));
@@ -148,7 +160,8 @@ int main(int argc, char** argv) {
     gpu.maps = false;
     run("all recipes x E4M3/E5M2, no maps, GPU", gpu);
     gpu.maps = true;
-    gpu.formats = {Format::E4M3FN, Format::E5M2, Format::E4M3FNUZ, Format::E5M2FNUZ, Format::E2M1FN};
+    gpu.formats = {Format::E4M3FN, Format::E5M2, Format::E4M3FNUZ, Format::E5M2FNUZ,
+                   Format::E2M1FN};
     run("every recipe x format (the default), GPU", gpu);
   } else if (!cpu_only) {
     std::printf("no GPU here: GPU rows skipped\n");
@@ -156,8 +169,8 @@ int main(int argc, char** argv) {
   fp8wb::test::remove_tree(dir);
   if (!json.empty()) {
     std::ofstream f(json);
-    f << "{\"mb\": " << bytes / 1e6 << ", \"d\": " << d << ", \"tensors\": " << ckpt->tensors().size()
-      << ", \"rows\": [";
+    f << "{\"mb\": " << bytes / 1e6 << ", \"d\": " << d
+      << ", \"tensors\": " << ckpt->tensors().size() << ", \"rows\": [";
     for (size_t i = 0; i < rows.size(); ++i) {
       f << (i ? ", " : "") << "{\"what\": \"" << rows[i].what << "\", \"s\": " << rows[i].seconds
         << ", \"gbs\": " << bytes / 1e9 / rows[i].seconds << "}";

@@ -13,8 +13,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto fetch = [](const std::string& key) {
-    const bool numeric = !key.empty() && key.size() <= 2 &&
-                         key.find_first_not_of("0123456789") == std::string::npos;
+    const bool numeric =
+        !key.empty() && key.size() <= 2 && key.find_first_not_of("0123456789") == std::string::npos;
     if (numeric && std::stoi(key) < 64) {
       std::vector<uint8_t> bytes(4096);
       for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 37);

@@ -39,7 +39,7 @@ std::vector<Variant> variants() {
   Float8LinearConfig d = base(false);
   d.delayed = true;
   d.delayed_scaling.window = 16;
-    v.push_back({"fp8 tensorwise delayed", d});
+  v.push_back({"fp8 tensorwise delayed", d});
   Float8LinearConfig fast = d;  // fast accumulation in dgrad and wgrad too
   fast.dgrad_fast_accum = fast.wgrad_fast_accum = true;
   v.push_back({"fp8 tensorwise delayed, fast accum", fast});
@@ -62,8 +62,8 @@ double median_step_ms(const std::function<void()>& step, int reps) {
     const auto a = std::chrono::steady_clock::now();
     step();
     torch::cuda::synchronize();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a)
-                    .count());
+    t.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
@@ -100,7 +100,8 @@ int main(int argc, char** argv) {
     torch::manual_seed(0);
     const auto opt = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
     const torch::Tensor x = torch::randn({m, d}, opt).requires_grad_(true);
-    const torch::Tensor w1 = (torch::randn({4 * d, d}, opt) / std::sqrt(double(d))).requires_grad_(true);
+    const torch::Tensor w1 =
+        (torch::randn({4 * d, d}, opt) / std::sqrt(double(d))).requires_grad_(true);
     const torch::Tensor w2 =
         (torch::randn({d, 4 * d}, opt) / std::sqrt(double(4 * d))).requires_grad_(true);
     const torch::Tensor dy = torch::randn({m, d}, opt);
@@ -110,8 +111,8 @@ int main(int argc, char** argv) {
       auto step = [&] {
         torch::Tensor y;
         if (v.cfg) {
-          y = fp8wb::float8_linear(
-              torch::gelu(fp8wb::float8_linear(x, w1, {}, *v.cfg, &s1)), w2, {}, *v.cfg, &s2);
+          y = fp8wb::float8_linear(torch::gelu(fp8wb::float8_linear(x, w1, {}, *v.cfg, &s1)), w2,
+                                   {}, *v.cfg, &s2);
         } else {
           y = torch::nn::functional::linear(torch::gelu(torch::nn::functional::linear(x, w1)), w2);
         }
@@ -132,8 +133,7 @@ int main(int argc, char** argv) {
         js << (first_row ? "" : ", ") << "{\"m\": " << m << ", \"d\": " << d << ", \"variant\": \""
            << v.name << "\", \"ms\": " << ms << ", \"speedup\": " << bf16_ms / ms
            << ", \"gemms_real\": " << s1.probe.gemms_real + s2.probe.gemms_real
-           << ", \"gemms_emulated\": " << s1.probe.gemms_emulated + s2.probe.gemms_emulated
-           << "}";
+           << ", \"gemms_emulated\": " << s1.probe.gemms_emulated + s2.probe.gemms_emulated << "}";
         first_row = false;
       }
       if (v.cfg && s1.probe.gemms_emulated + s2.probe.gemms_emulated > 0)

@@ -19,8 +19,8 @@
 namespace fp8wb {
 namespace {
 
-#define SKIP_WITHOUT_CUDA()                                                                 \
-  if (!torch::cuda::is_available())                                                         \
+#define SKIP_WITHOUT_CUDA()         \
+  if (!torch::cuda::is_available()) \
   GTEST_SKIP() << "no CUDA device (or a CPU-only LibTorch): GPU Float8Linear tests skipped"
 
 double rel(const torch::Tensor& got, const torch::Tensor& want) {
@@ -42,7 +42,7 @@ enum class Expect { AllReal, FpropReal, Emulated };
 struct GpuCase {
   const char* name;
   QuantRecipe x, w, dy;
-    Expect expect;
+  Expect expect;
   double tol;  // relative, fp32 accumulation (no fast accumulation) + bf16 output rounding
   int64_t in = 512, out = 256, tokens = 256;
 };
@@ -65,7 +65,7 @@ TEST_P(Float8LinearCuda, MatchesTheCpuEmulation) {
   cfg.grad_output = c.dy;
   cfg.fprop_fast_accum = false;
   torch::manual_seed(0);
-    Float8Linear cpu(c.in, c.out, true, cfg);
+  Float8Linear cpu(c.in, c.out, true, cfg);
   Float8Linear gpu(c.in, c.out, true, cfg);
   {
     torch::NoGradGuard ng;
@@ -73,7 +73,7 @@ TEST_P(Float8LinearCuda, MatchesTheCpuEmulation) {
     gpu->bias.copy_(cpu->bias);
   }
   gpu->to(torch::kCUDA);
-    const torch::Tensor x = torch::randn({4, c.tokens / 4, c.in}) * 3;
+  const torch::Tensor x = torch::randn({4, c.tokens / 4, c.in}) * 3;
   const torch::Tensor dy = torch::randn({4, c.tokens / 4, c.out});
   const torch::Tensor xc = x.clone().requires_grad_(true);
   const torch::Tensor xg = x.to(torch::kCUDA).requires_grad_(true);
@@ -137,16 +137,15 @@ INSTANTIATE_TEST_SUITE_P(
                 R(ScalingKind::Rowwise, E4), Expect::FpropReal, 1e-2},
         GpuCase{"hybrid_rowwise", R(ScalingKind::Rowwise, E4), R(ScalingKind::Rowwise, E4),
                 R(ScalingKind::Rowwise, E5), Expect::FpropReal, 1e-2},
-                // dgrad and wgrad contract over 256 here: emulated (see float8_linear_cuda.cpp).
-        GpuCase{"e4m3_blockwise", R(ScalingKind::Block1x128, E4),
-                R(ScalingKind::Block128x128, E4), R(ScalingKind::Block1x128, E4),
-                Expect::FpropReal, 1e-2},
+        // dgrad and wgrad contract over 256 here: emulated (see float8_linear_cuda.cpp).
+        GpuCase{"e4m3_blockwise", R(ScalingKind::Block1x128, E4), R(ScalingKind::Block128x128, E4),
+                R(ScalingKind::Block1x128, E4), Expect::FpropReal, 1e-2},
         GpuCase{"e4m3_blockwise_k512", R(ScalingKind::Block1x128, E4),
-                R(ScalingKind::Block128x128, E4), R(ScalingKind::Block1x128, E4),
-                Expect::AllReal, 1e-2, 1024, 512, 512},
+                R(ScalingKind::Block128x128, E4), R(ScalingKind::Block1x128, E4), Expect::AllReal,
+                1e-2, 1024, 512, 512},
         GpuCase{"hybrid_blockwise_k512", R(ScalingKind::Block1x128, E4),
-                R(ScalingKind::Block128x128, E4), R(ScalingKind::Block1x128, E5),
-                Expect::AllReal, 1e-2, 1024, 512, 512},
+                R(ScalingKind::Block128x128, E4), R(ScalingKind::Block1x128, E5), Expect::AllReal,
+                1e-2, 1024, 512, 512},
         GpuCase{"mxfp8", R(ScalingKind::MX, E4), R(ScalingKind::MX, E4), R(ScalingKind::MX, E5),
                 Expect::Emulated, 1e-5},
         GpuCase{"e4m3fnuz_tensorwise", R(T, Format::E4M3FNUZ), R(T, Format::E4M3FNUZ),
@@ -226,7 +225,7 @@ TEST(Float8LinearCudaTraining, Bf16FP8TracksBf16) {
     std::vector<torch::Tensor> params = fc1->parameters();
     for (auto& p : fc2->parameters()) params.push_back(p);
     torch::optim::Adam opt(params, torch::optim::AdamOptions(1e-3));
-        double first = 0, last = 0;
+    double first = 0, last = 0;
     for (int step = 0; step < 150; ++step) {
       const torch::Tensor x = torch::randn({512, 256}).to(torch::kCUDA);
       const torch::Tensor target = x.matmul(teacher).to(torch::kBFloat16);
@@ -235,7 +234,7 @@ TEST(Float8LinearCudaTraining, Bf16FP8TracksBf16) {
       opt.zero_grad();
       loss.backward();
       opt.step();
-            last = loss.item<double>();
+      last = loss.item<double>();
       if (step == 0) first = last;
     }
     return std::make_pair(first, last);

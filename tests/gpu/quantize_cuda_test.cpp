@@ -202,8 +202,8 @@ TEST(CudaDelayedScaling, MatchesTheHostScalerStepByStep) {
       const uint32_t got_amax = amax.get(1)[0];
       EXPECT_EQ(got_amax, cpu.stats.raw.amax_bits) << "step " << step;
       head = (head + cfg.window - 1) % cfg.window;
-      delayed_update_cuda(amax.p, history.p, cfg.window, head, r.format, cfg, scale.p,
-                          scale_inv.p, amax_h.p);
+      delayed_update_cuda(amax.p, history.p, cfg.window, head, r.format, cfg, scale.p, scale_inv.p,
+                          amax_h.p);
       host.update(cpu.stats.amax());
       const float gs = scale.get(1)[0];
       EXPECT_EQ(gs, host.scale()) << "step " << step;

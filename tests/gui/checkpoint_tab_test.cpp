@@ -33,7 +33,8 @@ class CheckpointTabTest : public QObject {
 void CheckpointTabTest::analysesAndShows() {
   std::vector<float> w(256 * 128), x(128 * 256);
   for (size_t i = 0; i < w.size(); ++i) w[i] = 0.02f * std::sin(0.1f * static_cast<float>(i));
-  for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 256 == 5 ? 3000.0f : 1.0f) * std::cos(0.3f * static_cast<float>(i));
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = (i % 256 == 5 ? 3000.0f : 1.0f) * std::cos(0.3f * static_cast<float>(i));
   auto bytes = [](const std::vector<float>& v) {
     std::vector<uint8_t> b(v.size() * 4);
     std::memcpy(b.data(), v.data(), b.size());
@@ -43,15 +44,18 @@ void CheckpointTabTest::analysesAndShows() {
   write_safetensors(path.toStdString(), {{"a.weight", StDtype::F32, {256, 128}, bytes(w)},
                                          {"b.outliers", StDtype::F32, {128, 256}, bytes(x)}});
   CheckpointTab tab;
-  QAbstractItemModelTester tester(tab.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+  QAbstractItemModelTester tester(tab.model(),
+                                  QAbstractItemModelTester::FailureReportingMode::QtTest);
   QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
   QCOMPARE(tab.openCheckpoint(path), QString());
   QVERIFY(loaded.wait(60000));
   QCOMPARE(tab.model()->rowCount(), 2);
   QVERIFY(!tab.busy());
   // Worst first: the first row has the lowest best SQNR.
-  const double first = tab.proxy()->index(0, CheckpointModel::BestSqnr).data(Qt::UserRole).toDouble();
-  const double second = tab.proxy()->index(1, CheckpointModel::BestSqnr).data(Qt::UserRole).toDouble();
+  const double first =
+      tab.proxy()->index(0, CheckpointModel::BestSqnr).data(Qt::UserRole).toDouble();
+  const double second =
+      tab.proxy()->index(1, CheckpointModel::BestSqnr).data(Qt::UserRole).toDouble();
   QVERIFY(first <= second);
   tab.selectTensor(QStringLiteral("b.outliers"));
   QVERIFY(tab.plots()[0]->plottableCount() > 0);
@@ -84,14 +88,16 @@ void CheckpointTabTest::singleColumnBlockMapsAreDrawn() {
   auto* map = new QCPColorMap(plot.xAxis, plot.yAxis);
   fill_block_map(map, 4, 1, {0.1f, 0.2f, 0.3f, 0.4f});
   for (int r = 0; r < 4; ++r) {
-    QCOMPARE(map->data()->data(-0.4, r), static_cast<double>(std::vector<float>{0.1f, 0.2f, 0.3f, 0.4f}[r]));
+    QCOMPARE(map->data()->data(-0.4, r),
+             static_cast<double>(std::vector<float>{0.1f, 0.2f, 0.3f, 0.4f}[r]));
     QCOMPARE(map->data()->data(0.4, r), map->data()->data(-0.4, r));
   }
   plot.xAxis->setRange(-2, 2);
   plot.yAxis->setRange(-1, 4);
   const QImage img = plot.toPixmap(300, 300).toImage();
   auto at = [&](double x, double y) {
-    return img.pixelColor(static_cast<int>(plot.xAxis->coordToPixel(x)), static_cast<int>(plot.yAxis->coordToPixel(y)));
+    return img.pixelColor(static_cast<int>(plot.xAxis->coordToPixel(x)),
+                          static_cast<int>(plot.yAxis->coordToPixel(y)));
   };
   QVERIFY2(at(0, 1.5) != QColor(Qt::white), "the column is not drawn");
   QVERIFY2(at(0.45, 1.5) != QColor(Qt::white), "the column is narrower than its block");

@@ -66,7 +66,7 @@ RunConfig bench_config(int64_t steps) {
 double headless_steps_per_s(int64_t steps) {
   auto bus = std::make_shared<MetricBus>();
   Trainer t(bench_config(steps), bus);
-    QElapsedTimer timer;
+  QElapsedTimer timer;
   timer.start();
   t.start();  // on its own thread, as `fp8wb train` runs it
   t.join();
@@ -114,7 +114,8 @@ int main(int argc, char** argv) {
   const double g2 = gui_steps_per_s(steps, dir.filePath(QStringLiteral("b.sqlite")));
   const double headless = (h1 + h2) / 2, gui = (g1 + g2) / 2;
   std::printf("replot of 8 plots x 100k points          %8.2f ms (median of 30)\n", frame);
-  std::printf("training, headless                       %8.2f steps/s (%.2f, %.2f)\n", headless, h1, h2);
+  std::printf("training, headless                       %8.2f steps/s (%.2f, %.2f)\n", headless, h1,
+              h2);
   std::printf("training, workbench open (Overview)      %8.2f steps/s (%.2f, %.2f)\n", gui, g1, g2);
   std::printf("GUI open vs headless                     %8.1f %%\n", 100.0 * (gui / headless - 1));
   if (!json.isEmpty()) {

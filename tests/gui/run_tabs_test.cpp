@@ -63,13 +63,15 @@ void RunTabsTest::presetsAndValidation() {
   QVERIFY(p->applyPreset(QStringLiteral("Tiny GPT: FP8 vs BF16")));
   RunConfig c = p->config();
   QCOMPARE(c.scaling, std::string("delayed"));
-    // The fields outside the main form, with their messages inline.
+  // The fields outside the main form, with their messages inline.
   QCOMPARE(p->setAdvanced(QStringLiteral("batch"), QStringLiteral("32")), QString());
   QCOMPARE(p->config().batch, 32);
-  QVERIFY(p->setAdvanced(QStringLiteral("heads"), QStringLiteral("5")).contains(QStringLiteral("heads")));
+  QVERIFY(p->setAdvanced(QStringLiteral("heads"), QStringLiteral("5"))
+              .contains(QStringLiteral("heads")));
   QCOMPARE(p->config().heads, 4);  // the bad value is not taken
-  QVERIFY(p->setAdvanced(QStringLiteral("dtype"), QStringLiteral("fp16")).contains(QStringLiteral("dtype")));
-    GuiOptions o;
+  QVERIFY(p->setAdvanced(QStringLiteral("dtype"), QStringLiteral("fp16"))
+              .contains(QStringLiteral("dtype")));
+  GuiOptions o;
   o.preset = QStringLiteral("nope");
   QVERIFY(run_preset(w, o).contains(QStringLiteral("Tiny GPT")));
   // Every preset trains (a few steps each).
@@ -127,9 +129,9 @@ void RunTabsTest::pauseAndStop() {
   QCOMPARE(w.runPanel()->start(), QString());
   QTRY_VERIFY_WITH_TIMEOUT(w.engine()->data().steps().size() >= 3, 60000);
   w.engine()->pause();
-  QTRY_VERIFY_WITH_TIMEOUT(!w.engine()->data().events().empty() &&
-                               w.engine()->data().events().back().kind == "paused",
-                           30000);
+  QTRY_VERIFY_WITH_TIMEOUT(
+      !w.engine()->data().events().empty() && w.engine()->data().events().back().kind == "paused",
+      30000);
   const size_t at = w.engine()->data().steps().size();
   QTest::qWait(300);
   QCOMPARE(w.engine()->data().steps().size(), at);  // nothing moves while paused
@@ -185,7 +187,8 @@ void RunTabsTest::runListModelAndOpeningARun() {
                                   QAbstractItemModelTester::FailureReportingMode::QtTest);
   QVERIFY(runs->reload().contains(QStringLiteral("2 run")));
   QCOMPARE(runs->model()->rowCount(), 2);
-  QCOMPARE(runs->model()->data(runs->model()->index(0, RunListModel::Steps), Qt::DisplayRole)
+  QCOMPARE(runs->model()
+               ->data(runs->model()->index(0, RunListModel::Steps), Qt::DisplayRole)
                .toLongLong(),
            12);
   // Opening a finished run fills the same tabs as a live one.
@@ -205,7 +208,8 @@ void RunTabsTest::runListModelAndOpeningARun() {
   QFile f(csv);
   QVERIFY(f.open(QIODevice::ReadOnly));
   QVERIFY(f.readLine().startsWith("step,loss"));
-  QVERIFY(!runs->exportCsv(1, QStringLiteral("/proc/nope/x.csv")).contains(QStringLiteral("wrote")));
+  QVERIFY(
+      !runs->exportCsv(1, QStringLiteral("/proc/nope/x.csv")).contains(QStringLiteral("wrote")));
 }
 
 QTEST_MAIN(RunTabsTest)

@@ -127,9 +127,10 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
 
 QVariant CheckpointModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const char* names[] = {"tensor", "dtype", "shape", "amax", "range (bits)",
-                                "best recipe", "best SQNR (dB)", "E4M3 tensorwise (dB)",
-                                "recommended"};
+  static const char* names[] = {
+      "tensor",       "dtype",       "shape",          "amax",
+      "range (bits)", "best recipe", "best SQNR (dB)", "E4M3 tensorwise (dB)",
+      "recommended"};
   return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
 }
 
@@ -224,8 +225,9 @@ CheckpointTab::CheckpointTab(QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(top);
   status_->setWordWrap(true);
-  status_->setText(tr("Open a .safetensors checkpoint (or a sharded *.index.json), or drop one "
-                      "here: every tensor is quantized with every recipe x format."));
+  status_->setText(
+      tr("Open a .safetensors checkpoint (or a sharded *.index.json), or drop one "
+         "here: every tensor is quantized with every recipe x format."));
   layout->addWidget(status_);
   layout->addWidget(table_, 2);
   caption_->setWordWrap(true);
@@ -280,7 +282,8 @@ QString CheckpointTab::openCheckpoint(const QString& path) {
     AnalysisOptions o;
     o.progress = [this, self](size_t done, size_t total) {
       QMetaObject::invokeMethod(
-          this, [self, done, total] {
+          this,
+          [self, done, total] {
             if (self) self->progress_->setValue(static_cast<int>(std::min(done, total)));
           },
           Qt::QueuedConnection);
@@ -327,7 +330,9 @@ void CheckpointTab::finishLoad(const QString& path, std::vector<TensorAnalysis> 
   const QString took = QString::number(static_cast<double>(elapsed_.elapsed()) / 1000.0, 'f', 1);
   status_->setText(cancelled ? tr("%1: cancelled after %2 tensors").arg(path).arg(n)
                              : tr("%1: %2 tensors analysed in %3 s %4, worst SQNR first")
-                                   .arg(path).arg(n).arg(took, where));
+                                   .arg(path)
+                                   .arg(n)
+                                   .arg(took, where));
   if (proxy_->rowCount() > 0) table_->selectRow(0);
   Q_EMIT checkpointLoaded(path, n);
 }
@@ -367,7 +372,8 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
   int lane = 0;
   for (Format f : {Format::E4M3FN, Format::E5M2}) {
     const FormatInfo& fi = format_info(f);
-    const double span = std::floor(std::log2(fi.max_finite)) - std::floor(std::log2(fi.min_subnormal));
+    const double span =
+        std::floor(std::log2(fi.max_finite)) - std::floor(std::log2(fi.min_subnormal));
     auto* band = new QCPItemRect(hist_);
     band->setPen(Qt::NoPen);
     QColor c = format_color(f);
@@ -394,7 +400,7 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
     const auto& r = t->recipes[i];
     x << static_cast<double>(i);
     y << (std::isfinite(r.sqnr_db) ? r.sqnr_db : 0.0);
-        ticks->addTick(static_cast<double>(i), short_name(r.recipe));
+    ticks->addTick(static_cast<double>(i), short_name(r.recipe));
   }
   chart_bars_->setData(x, y);
   chart_->xAxis->setTicker(ticks);

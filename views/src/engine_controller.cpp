@@ -85,8 +85,8 @@ RunStore& EngineController::store() {
 }
 
 bool EngineController::isRunning() const {
-  return trainer_ && (trainer_->status() == RunStatus::Running ||
-                      trainer_->status() == RunStatus::Paused);
+  return trainer_ &&
+         (trainer_->status() == RunStatus::Running || trainer_->status() == RunStatus::Paused);
 }
 
 QString EngineController::openRun(int64_t run_id) {

@@ -36,12 +36,14 @@ void fill_block_map(QCPColorMap* map, int64_t rows, int64_t cols, const std::vec
   // equal cells centred at +-0.25, which cover the one block from -0.5 to 0.5.
   const int64_t kc = std::max<int64_t>(cols, 2), kr = std::max<int64_t>(rows, 2);
   map->data()->setSize(static_cast<int>(kc), static_cast<int>(kr));
-  map->data()->setRange(cols == 1 ? QCPRange(-0.25, 0.25) : QCPRange(0, static_cast<double>(cols - 1)),
-                        rows == 1 ? QCPRange(-0.25, 0.25) : QCPRange(0, static_cast<double>(rows - 1)));
+  map->data()->setRange(
+      cols == 1 ? QCPRange(-0.25, 0.25) : QCPRange(0, static_cast<double>(cols - 1)),
+      rows == 1 ? QCPRange(-0.25, 0.25) : QCPRange(0, static_cast<double>(rows - 1)));
   for (int64_t r = 0; r < kr; ++r) {
     for (int64_t c = 0; c < kc; ++c) {
       const int64_t cell = std::min(r, rows - 1) * cols + std::min(c, cols - 1);
-      map->data()->setCell(static_cast<int>(c), static_cast<int>(r), cells[static_cast<size_t>(cell)]);
+      map->data()->setCell(static_cast<int>(c), static_cast<int>(r),
+                           cells[static_cast<size_t>(cell)]);
     }
   }
   map->rescaleDataRange(true);

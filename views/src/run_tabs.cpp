@@ -59,7 +59,7 @@ void fill(QCPGraph* g, QCPGraph* markers, const std::vector<StepMetrics>& steps,
   y.reserve(static_cast<int>(steps.size()));
   for (const StepMetrics& m : steps) {
     const double v = get(m);
-        if (std::isfinite(v)) {
+    if (std::isfinite(v)) {
       x << static_cast<double>(m.step);
       y << v;
     } else if (markers) {
@@ -157,7 +157,7 @@ QString OverviewTab::summaryText() const {
 
 void OverviewTab::rebuild() {
   const auto& s = data_->steps();
-    fill(loss_->graph(1), loss_->graph(2), s, [](const StepMetrics& m) { return m.loss; });
+  fill(loss_->graph(1), loss_->graph(2), s, [](const StepMetrics& m) { return m.loss; });
   fill(loss_->graph(0), nullptr, s, [](const StepMetrics& m) { return m.ref_loss; });
   fill(gap_->graph(0), nullptr, s, [](const StepMetrics& m) { return m.loss_gap; });
   fill(speed_->graph(0), nullptr, s, [](const StepMetrics& m) { return m.tokens_per_s; });
@@ -192,7 +192,8 @@ void OverviewTab::rebuild() {
       parts << tr("%1 %2 GB").arg(label).arg(bytes / 1e9, 0, 'f', 3);
     text += tr("; peak memory: %1").arg(parts.join(QStringLiteral(", ")));
   }
-  if (!data_->message().empty()) text += QStringLiteral(" - ") + qs(data_->message()).toHtmlEscaped();
+  if (!data_->message().empty())
+    text += QStringLiteral(" - ") + qs(data_->message()).toHtmlEscaped();
   summary_->setText(text);
 }
 
@@ -345,7 +346,8 @@ QuantizationTab::QuantizationTab(const RunData* run, QWidget* parent)
       hist_(make_plot(this, tr("floor(log2 |x * scale|)"), tr("elements"))),
       blocks_(make_plot(this, tr("block column"), tr("block row"))) {
   metric_->addItems({tr("underflow %"), tr("saturation %"), tr("SQNR (dB)")});
-  role_->addItems({QStringLiteral("input"), QStringLiteral("weight"), QStringLiteral("grad_output")});
+  role_->addItems(
+      {QStringLiteral("input"), QStringLiteral("weight"), QStringLiteral("grad_output")});
   auto* controls = new QHBoxLayout;
   controls->addWidget(new QLabel(tr("Heatmap of"), this));
   controls->addWidget(metric_);
@@ -421,8 +423,9 @@ void QuantizationTab::rebuild() {
     const double first = static_cast<double>(rows[0]->points.front().step);
     const double last = static_cast<double>(rows[0]->points.back().step);
     heat_map_->data()->setSize(static_cast<int>(cols), static_cast<int>(rows.size()));
-    heat_map_->data()->setRange(QCPRange(first, std::max(last, first + 1)),
-                                QCPRange(0, std::max<double>(1, static_cast<double>(rows.size() - 1))));
+    heat_map_->data()->setRange(
+        QCPRange(first, std::max(last, first + 1)),
+        QCPRange(0, std::max<double>(1, static_cast<double>(rows.size() - 1))));
     for (size_t r = 0; r < rows.size(); ++r) {
       for (size_t c = 0; c < rows[r]->points.size(); ++c) {
         const TensorPoint& p = rows[r]->points[c];
@@ -436,7 +439,8 @@ void QuantizationTab::rebuild() {
     heat_map_->rescaleDataRange(true);
     // Layer names on the row axis.
     QSharedPointer<QCPAxisTickerText> ticks(new QCPAxisTickerText);
-    for (size_t r = 0; r < rows.size(); ++r) ticks->addTick(static_cast<double>(r), qs(rows[r]->layer));
+    for (size_t r = 0; r < rows.size(); ++r)
+      ticks->addTick(static_cast<double>(r), qs(rows[r]->layer));
     heat_->yAxis->setTicker(ticks);
     heat_map_->colorScale()->axis()->setLabel(metric_->currentText());
   }
@@ -468,10 +472,10 @@ void QuantizationTab::rebuild() {
   hist_->xAxis->setRange(std::min(lo - 2, hist_->xAxis->range().lower),
                          std::max(hi + 2, hist_->xAxis->range().upper));
   fill_block_map(block_map_, p.map_rows, p.map_cols, p.error_map);
-  const double zeros = 100.0 * static_cast<double>(
-                                   p.histogram.size() > static_cast<size_t>(kHistZeroBin)
-                                       ? p.histogram[static_cast<size_t>(kHistZeroBin)]
-                                       : 0) /
+  const double zeros = 100.0 *
+                       static_cast<double>(p.histogram.size() > static_cast<size_t>(kHistZeroBin)
+                                               ? p.histogram[static_cast<size_t>(kHistZeroBin)]
+                                               : 0) /
                        static_cast<double>(std::max<int64_t>(1, p.numel));
   caption_->setText(
       tr("<b>%1 / %2</b>, step %3, %4: SQNR %5 dB, underflow %6 %, saturated %7 %, zeros %8 %. "

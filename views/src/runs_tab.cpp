@@ -140,7 +140,7 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
   view_->verticalHeader()->hide();
   overlay_->xAxis->setLabel(tr("step"));
   overlay_->yAxis->setLabel(tr("loss"));
-    overlay_->legend->setVisible(false);  // shown once curves are overlaid
+  overlay_->legend->setVisible(false);  // shown once curves are overlaid
   auto* buttons = new QHBoxLayout;
   auto button = [&](const QString& text, auto fn) {
     auto* b = new QPushButton(text, this);
@@ -185,9 +185,8 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
   button(tr("Export CSV..."), [this] {
     const auto ids = selectedIds();
     if (ids.empty()) return;
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export run"),
-                                                      QStringLiteral("run%1.csv").arg(ids.front()),
-                                                      tr("CSV (*.csv)"));
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export run"), QStringLiteral("run%1.csv").arg(ids.front()), tr("CSV (*.csv)"));
     if (!path.isEmpty()) status_->setText(exportCsv(ids.front(), path));
   });
   buttons->addStretch(1);
@@ -276,7 +275,7 @@ std::vector<int64_t> RunsTab::selectedIds() const {
 }
 
 void RunsTab::overlay(const std::vector<int64_t>& ids) {
-    overlay_->clearGraphs();
+  overlay_->clearGraphs();
   int k = 0;
   try {
     for (int64_t id : ids) {
@@ -288,7 +287,7 @@ void RunsTab::overlay(const std::vector<int64_t>& ids) {
   } catch (const std::exception& e) {
     status_->setText(QString::fromStdString(e.what()));
   }
-    overlay_->legend->setVisible(overlay_->graphCount() > 0);
+  overlay_->legend->setVisible(overlay_->graphCount() > 0);
   overlay_->rescaleAxes();
   overlay_->replot(QCustomPlot::rpQueuedReplot);
 }
@@ -320,13 +319,16 @@ struct Preset {
 };
 
 const Preset kPresets[] = {
-    {"Tiny GPT: FP8 vs BF16", "model=gpt;fp8=true;reference=true;scaling=delayed;window=16;steps=300"},
-    {"Delayed scaling: window 1", "model=gpt;fp8=true;reference=true;scaling=delayed;window=1;steps=300"},
+    {"Tiny GPT: FP8 vs BF16",
+     "model=gpt;fp8=true;reference=true;scaling=delayed;window=16;steps=300"},
+    {"Delayed scaling: window 1",
+     "model=gpt;fp8=true;reference=true;scaling=delayed;window=1;steps=300"},
     {"Delayed scaling: window 1024",
      "model=gpt;fp8=true;reference=true;scaling=delayed;window=1024;steps=300"},
     {"E4M3 vs E5M2 gradients: all E4M3",
      "model=gpt;fp8=true;reference=true;formats=e4m3;scaling=current;steps=300"},
-    {"Outliers: tensorwise", "model=mlp;fp8=true;reference=true;recipe=tensorwise;scaling=current;steps=300"},
+    {"Outliers: tensorwise",
+     "model=mlp;fp8=true;reference=true;recipe=tensorwise;scaling=current;steps=300"},
     {"Outliers: blockwise 1x128",
      "model=mlp;fp8=true;reference=true;recipe=blockwise;scaling=current;width=256;features=128;"
      "batch=128;steps=300"},
@@ -425,7 +427,7 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   form->addRow(tr("Statistics every"), stats_);
   form->addRow(tr("Device"), device_);
   form->addRow(reference_);
-    // Every other field of the config, as users would type it in key=value.
+  // Every other field of the config, as users would type it in key=value.
   auto* advanced = new QGroupBox(tr("More fields"), this);
   advanced->setCheckable(true);
   advanced->setChecked(false);
@@ -439,15 +441,16 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   advanced_error_ = new QLabel(this);
   advanced_error_->setWordWrap(true);
   advanced_error_->setStyleSheet(QStringLiteral("color: #c62828"));
-  for (const char* key : {"heads", "context", "batch", "width", "depth", "features",
-                          "outlier_channels", "outlier_scale", "target_tail", "warmup",
-                          "min_lr_ratio", "weight_decay", "grad_clip", "dtype", "sqnr_interval",
-                          "on_nonfinite", "log_interval"}) {
+  for (const char* key :
+       {"heads", "context", "batch", "width", "depth", "features", "outlier_channels",
+        "outlier_scale", "target_tail", "warmup", "min_lr_ratio", "weight_decay", "grad_clip",
+        "dtype", "sqnr_interval", "on_nonfinite", "log_interval"}) {
     auto* edit = new QLineEdit(adv_body);
     const QString k = QString::fromLatin1(key);
     adv_form->addRow(k, edit);
     advanced_.emplace_back(k, edit);
-    connect(edit, &QLineEdit::editingFinished, this, [this, k, edit] { setAdvanced(k, edit->text()); });
+    connect(edit, &QLineEdit::editingFinished, this,
+            [this, k, edit] { setAdvanced(k, edit->text()); });
   }
   adv_form->addRow(advanced_error_);
   form->addRow(advanced);
@@ -465,7 +468,8 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   pause_->setEnabled(false);
   stop_->setEnabled(false);
 
-  connect(preset_, &QComboBox::currentTextChanged, this, [this](const QString& n) { applyPreset(n); });
+  connect(preset_, &QComboBox::currentTextChanged, this,
+          [this](const QString& n) { applyPreset(n); });
   for (QComboBox* c : {model_, recipe_, formats_, scaling_, algo_, device_})
     connect(c, &QComboBox::currentTextChanged, this, &RunPanel::validate);
   for (QSpinBox* s : {steps_, margin_, window_, seed_, stats_, dmodel_, layers_})
@@ -546,10 +550,9 @@ QString RunPanel::applyOverrides(const QStringList& key_values) {
 void RunPanel::setConfig(const RunConfig& c) {
   {
     base_ = c;
-    const QSignalBlocker b1(model_), b2(recipe_), b3(formats_), b4(scaling_), b5(algo_),
-        b6(steps_), b7(margin_), b8(window_), b9(seed_), b10(stats_), b11(dmodel_),
-        b12(layers_), b13(lr_), b14(fp8_), b15(reference_), b16(name_), b17(fprop_),
-        b18(dgrad_), b19(wgrad_);
+    const QSignalBlocker b1(model_), b2(recipe_), b3(formats_), b4(scaling_), b5(algo_), b6(steps_),
+        b7(margin_), b8(window_), b9(seed_), b10(stats_), b11(dmodel_), b12(layers_), b13(lr_),
+        b14(fp8_), b15(reference_), b16(name_), b17(fprop_), b18(dgrad_), b19(wgrad_);
     name_->setText(QString::fromStdString(c.name));
     model_->setCurrentText(QString::fromStdString(std::string(model_kind_name(c.model))));
     dmodel_->setValue(c.d_model);
@@ -618,7 +621,8 @@ void RunPanel::setSteps(int64_t steps) {
 }
 
 void RunPanel::showAdvancedValues() {
-  const QJsonObject j = QJsonDocument::fromJson(QByteArray::fromStdString(run_config_json(base_))).object();
+  const QJsonObject j =
+      QJsonDocument::fromJson(QByteArray::fromStdString(run_config_json(base_))).object();
   for (auto& [key, edit] : advanced_) {
     const QJsonValue v = j.value(key);
     edit->setText(v.isString() ? v.toString() : QString::number(v.toDouble(), 'g', 12));

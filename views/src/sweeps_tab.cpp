@@ -25,7 +25,7 @@ struct Preset {
   const char* name;
   const char* base;  // key=value lines
   const char* grid;
-  int metric;        // the heatmap's colour to start with
+  int metric;  // the heatmap's colour to start with
 };
 
 // On drifting activations, small windows follow the swings and large ones lag (more
@@ -62,7 +62,7 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
       preset_(new QComboBox(this)),
       x_axis_(new QComboBox(this)),
       y_axis_(new QComboBox(this)),
-            metric_(new QComboBox(this)),
+      metric_(new QComboBox(this)),
       overlay_(new QComboBox(this)),
       grid_(new QPlainTextEdit(this)),
       base_(new QPlainTextEdit(this)),
@@ -123,7 +123,7 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   pick->addWidget(new QLabel(tr("y"), this));
   pick->addWidget(y_axis_);
   pick->addWidget(new QLabel(tr("colour"), this));
-    pick->addWidget(metric_);
+  pick->addWidget(metric_);
   pick->addWidget(new QLabel(tr("a click overlays its"), this));
   overlay_->addItems({tr("row"), tr("column")});
   pick->addWidget(overlay_);
@@ -140,7 +140,8 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   layout->addWidget(left);
   layout->addWidget(right, 1);
 
-  connect(preset_, &QComboBox::currentTextChanged, this, [this](const QString& n) { applyPreset(n); });
+  connect(preset_, &QComboBox::currentTextChanged, this,
+          [this](const QString& n) { applyPreset(n); });
   connect(start_, &QPushButton::clicked, this, [this] {
     const QString err = start();
     if (!err.isEmpty()) status_->setText(err);
@@ -148,17 +149,19 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   connect(stop_, &QPushButton::clicked, this, &SweepsTab::stop);
   for (QComboBox* c : {x_axis_, y_axis_, metric_})
     connect(c, &QComboBox::currentIndexChanged, this, [this] { redraw(); });
-  connect(heat_, &QCustomPlot::plottableClick, this, [this](QCPAbstractPlottable*, int, QMouseEvent* e) {
-        double kx = 0, ky = 0;
-    map_->pixelsToCoords(e->position(), kx, ky);
-    overlayLine(static_cast<int>(std::lround(kx)), static_cast<int>(std::lround(ky)),
-                overlay_->currentIndex() == 1);
-  });
+  connect(heat_, &QCustomPlot::plottableClick, this,
+          [this](QCPAbstractPlottable*, int, QMouseEvent* e) {
+            double kx = 0, ky = 0;
+            map_->pixelsToCoords(e->position(), kx, ky);
+            overlayLine(static_cast<int>(std::lround(kx)), static_cast<int>(std::lround(ky)),
+                        overlay_->currentIndex() == 1);
+          });
   connect(heat_, &QCustomPlot::plottableDoubleClick, this,
           [this](QCPAbstractPlottable*, int, QMouseEvent* e) {
             double kx = 0, ky = 0;
             map_->pixelsToCoords(e->position(), kx, ky);
-            const auto ids = runsAt(static_cast<int>(std::lround(kx)), static_cast<int>(std::lround(ky)));
+            const auto ids =
+                runsAt(static_cast<int>(std::lround(kx)), static_cast<int>(std::lround(ky)));
             if (!ids.empty()) Q_EMIT openRunRequested(ids.front());
           });
   applyPreset(preset_->currentText());
@@ -172,7 +175,7 @@ SweepsTab::~SweepsTab() {
 bool SweepsTab::applyPreset(const QString& name) {
   for (const Preset& p : kPresets) {
     if (name != QLatin1String(p.name)) continue;
-        base_->setPlainText(QString::fromLatin1(p.base));
+    base_->setPlainText(QString::fromLatin1(p.base));
     grid_->setPlainText(QString::fromLatin1(p.grid));
     metric_->setCurrentIndex(p.metric);
     return true;
@@ -222,7 +225,8 @@ QString SweepsTab::start() {
     try {
       runner->run([self, this](size_t i, RunStatus s) {
         QMetaObject::invokeMethod(
-            this, [self, i, s] {
+            this,
+            [self, i, s] {
               if (!self) return;
               if (QListWidgetItem* item = self->trials_->item(static_cast<int>(i))) {
                 const QString key = item->text().section(QLatin1Char(':'), 0, 0);
@@ -236,17 +240,18 @@ QString SweepsTab::start() {
       error = QString::fromStdString(e.what());
     }
     QMetaObject::invokeMethod(
-        this, [self, error] {
+        this,
+        [self, error] {
           if (!self) return;
           if (self->worker_.joinable()) self->worker_.join();
           self->start_->setEnabled(true);
           self->stop_->setEnabled(false);
-                    self->showSweep(self->sweep_id_);
+          self->showSweep(self->sweep_id_);
           self->overlayLine(0, 0, false);  // the first row's curves, until a cell is clicked
           const auto info = self->engine_->store().sweep(self->sweep_id_);
           const QString status = info ? QString::fromStdString(info->status) : QStringLiteral("?");
-          self->status_->setText(error.isEmpty() ? tr("sweep %1 %2").arg(self->sweep_id_).arg(status)
-                                                 : error);
+          self->status_->setText(
+              error.isEmpty() ? tr("sweep %1 %2").arg(self->sweep_id_).arg(status) : error);
           Q_EMIT self->sweepFinished(self->sweep_id_, status);
         },
         Qt::QueuedConnection);
@@ -312,13 +317,15 @@ const SweepPoint* SweepsTab::pointAt(int x, int y) const {
   if (xa < 0 || ya < 0 || spec_.axes.empty()) return nullptr;
   const auto& xv = spec_.axes[static_cast<size_t>(xa)].values;
   const auto& yv = spec_.axes[static_cast<size_t>(ya)].values;
-  if (x < 0 || y < 0 || x >= static_cast<int>(xv.size()) || y >= static_cast<int>(yv.size())) return nullptr;
+  if (x < 0 || y < 0 || x >= static_cast<int>(xv.size()) || y >= static_cast<int>(yv.size()))
+    return nullptr;
   for (const SweepPoint& p : points_) {
     bool match = p.values[static_cast<size_t>(xa)] == xv[static_cast<size_t>(x)] &&
                  p.values[static_cast<size_t>(ya)] == yv[static_cast<size_t>(y)];
     for (size_t k = 0; match && k < spec_.axes.size(); ++k) {
       if (static_cast<int>(k) == xa || static_cast<int>(k) == ya) continue;
-      match = p.values[k] == spec_.axes[k].values[static_cast<size_t>(std::max(0, slicers_[k]->currentIndex()))];
+      match = p.values[k] ==
+              spec_.axes[k].values[static_cast<size_t>(std::max(0, slicers_[k]->currentIndex()))];
     }
     if (match) return &p;
   }
@@ -359,8 +366,10 @@ void SweepsTab::redraw() {
   map_->rescaleDataRange(true);
   map_->colorScale()->axis()->setLabel(metric_->currentText());
   QSharedPointer<QCPAxisTickerText> tx(new QCPAxisTickerText), ty(new QCPAxisTickerText);
-  for (size_t i = 0; i < xv.size(); ++i) tx->addTick(static_cast<double>(i), QString::fromStdString(xv[i]));
-  for (size_t i = 0; i < yv.size(); ++i) ty->addTick(static_cast<double>(i), QString::fromStdString(yv[i]));
+  for (size_t i = 0; i < xv.size(); ++i)
+    tx->addTick(static_cast<double>(i), QString::fromStdString(xv[i]));
+  for (size_t i = 0; i < yv.size(); ++i)
+    ty->addTick(static_cast<double>(i), QString::fromStdString(yv[i]));
   heat_->xAxis->setTicker(tx);
   heat_->yAxis->setTicker(ty);
   heat_->xAxis->setLabel(QString::fromStdString(spec_.axes[static_cast<size_t>(xa)].key));
@@ -371,7 +380,9 @@ void SweepsTab::redraw() {
   // The best setting: lowest final loss without divergence.
   const SweepPoint* best = nullptr;
   for (const SweepPoint& p : points_) {
-    if (p.diverged == 0 && std::isfinite(p.final_loss) && (!best || p.final_loss < best->final_loss)) best = &p;
+    if (p.diverged == 0 && std::isfinite(p.final_loss) &&
+        (!best || p.final_loss < best->final_loss))
+      best = &p;
   }
   if (best) {
     QStringList where;
@@ -396,7 +407,7 @@ void SweepsTab::overlayLine(int x, int y, bool column) {
   const int along = column ? y_axis_->currentIndex() : x_axis_->currentIndex();
   if (along < 0 || spec_.axes.empty()) return;
   const auto& values = spec_.axes[static_cast<size_t>(along)].values;
-    for (int i = 0; i < static_cast<int>(values.size()); ++i) {
+  for (int i = 0; i < static_cast<int>(values.size()); ++i) {
     for (int64_t id : column ? runsAt(x, i) : runsAt(i, y)) {
       add_loss_curve(curves_, engine_->store(), id,
                      QString::fromStdString(spec_.axes[static_cast<size_t>(along)].key + "=" +

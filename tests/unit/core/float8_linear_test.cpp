@@ -4,12 +4,12 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <unistd.h>
 #include <cmath>
 #include <cstring>
-#include <iterator>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
-#include <unistd.h>
 
 #include "fp8wb/core/open_checkpoint.h"
 #include "fp8wb/core/torch/float8_linear.h"
@@ -360,7 +360,8 @@ TEST(PtCheckpoint, StateDictsOpenLikeSafetensors) {
   top.insert("half", w.to(torch::kHalf));
   {
     const std::vector<char> bytes = torch::pickle_save(top);
-    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(path, std::ios::binary)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   }
   auto c = open_any_checkpoint(path);
   ASSERT_EQ(c->tensors().size(), 3u);
@@ -376,7 +377,8 @@ TEST(PtCheckpoint, StateDictsOpenLikeSafetensors) {
   {
     std::ifstream in(path, std::ios::binary);
     std::vector<char> all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::ofstream(path, std::ios::binary).write(all.data(), static_cast<std::streamsize>(all.size() / 2));
+    std::ofstream(path, std::ios::binary)
+        .write(all.data(), static_cast<std::streamsize>(all.size() / 2));
   }
   try {
     open_any_checkpoint(path);

@@ -199,8 +199,7 @@ TEST_P(QuantizeAgainstReference, CodesScalesAndEveryStatistic) {
     expect_close(cq.result.stats.map_sq_sum[i], ref.map_sum[i], "map sum");
   }
   // Without codes (the analysis' statistics-only loop): the same statistics, bit for bit.
-  const auto so =
-      quantize_current(TensorRef::of(x.data(), rows, cols), recipe, {}, {}, nullptr, 2);
+  const auto so = quantize_current(TensorRef::of(x.data(), rows, cols), recipe, {}, {}, nullptr, 2);
   expect_same_stats(so.result.stats, cq.result.stats);
   // Dequantize gives scale_inv * decode(code), element by element.
   std::vector<float> back(x.size());
@@ -360,8 +359,8 @@ TEST(Quantize, StatisticsWithoutCodesEqualThoseWithCodesForEveryBf16Value) {
   // the computed-value loop and the table loop must count and sum the same, per format.
   std::vector<uint16_t> x(65536);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint16_t>(i * 40503u);  // a permutation
-  for (Format f : {Format::E4M3FN, Format::E5M2, Format::E4M3FNUZ, Format::E5M2FNUZ,
-                   Format::E2M1FN, Format::E3M2FN, Format::E2M3FN}) {
+  for (Format f : {Format::E4M3FN, Format::E5M2, Format::E4M3FNUZ, Format::E5M2FNUZ, Format::E2M1FN,
+                   Format::E3M2FN, Format::E2M3FN}) {
     SCOPED_TRACE(format_info(f).name);
     QuantRecipe r = R(ScalingKind::Rowwise, f);
     ScaleSet sc;

@@ -30,9 +30,9 @@ struct TensorAnalysis {
   int64_t numel = 0;
   bool floating = true;  // integer and bool tensors are described, not quantized
   double min = 0, max = 0, mean = 0, std = 0, amax = 0;
-  double min_nonzero = 0;          // smallest |x| > 0
-  double dynamic_range_bits = 0;   // log2(amax) - log2(min_nonzero)
-  std::vector<uint64_t> log2_hist; // kHistBins: floor(log2 |x|) from kHistMinExp, zero, non-finite
+  double min_nonzero = 0;           // smallest |x| > 0
+  double dynamic_range_bits = 0;    // log2(amax) - log2(min_nonzero)
+  std::vector<uint64_t> log2_hist;  // kHistBins: floor(log2 |x|) from kHistMinExp, zero, non-finite
   std::vector<RecipeResult> recipes;
   std::string recommended;  // a recipe name, empty for non-float tensors
   std::string reason;
@@ -41,7 +41,7 @@ struct TensorAnalysis {
 enum class AnalysisDevice {
   Auto,  // the GPU when this build has CUDA kernels and a GPU is there, else the CPU
   Cpu,
-  Gpu,   // an error (std::runtime_error) where there is no GPU
+  Gpu,  // an error (std::runtime_error) where there is no GPU
 };
 
 // Whether Auto would run on the GPU.

@@ -29,14 +29,13 @@ struct Float8LinearConfig {
   int stats_interval = 1;
   // On every N-th step, the SQNR of each FP8 GEMM's output against the same GEMM in high
   // precision (three more GEMMs, and x kept in high precision for that step); 0: never.
-    int sqnr_interval = 0;
+  int sqnr_interval = 0;
   // Delayed scaling (Transformer Engine's DelayedScaling) for all three roles, which must
   // then be tensorwise: each role's scale comes from its amax history of earlier steps
   // (window, margin and algorithm below; the roles' own margins are not used), so no
   // amax pass precedes the quantization. Off: current scaling from the step's own amax.
   bool delayed = false;
   DelayedScalingConfig delayed_scaling;
-
 
   static Float8LinearConfig hybrid() { return {}; }
   static Float8LinearConfig all_e4m3() {
@@ -58,8 +57,8 @@ struct Float8Probe {
   int64_t steps = 0;        // forward calls so far
   int64_t stats_step = -1;  // the step the role statistics come from
   RoleStats input, weight, grad_output;
-  int64_t sqnr_step = -1;   // the step the SQNRs come from
-    double fprop_sqnr_db = 0, dgrad_sqnr_db = 0, wgrad_sqnr_db = 0;  // +inf: exact
+  int64_t sqnr_step = -1;                                          // the step the SQNRs come from
+  double fprop_sqnr_db = 0, dgrad_sqnr_db = 0, wgrad_sqnr_db = 0;  // +inf: exact
   // FP8 GEMMs so far that ran on FP8 tensor cores, and those emulated (codes -> fp32,
   // fp32 GEMM: always on the CPU; on a GPU where the LibTorch or GPU cannot take a
   // format or scaling, with a notice).

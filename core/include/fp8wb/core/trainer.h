@@ -27,7 +27,7 @@ class Trainer {
   void run();    // on the calling thread; returns when the run has ended
   void pause();
   void resume();
-    void stop();   // ends the run (status 'stopped') after the step in progress
+  void stop();  // ends the run (status 'stopped') after the step in progress
   void join();
   // CPU threads this run computes with (0: the process's setting); for runs side by side.
   void setComputeThreads(int threads);

@@ -26,7 +26,7 @@ struct DeviceStatsTargets {
   StatsBuffer* stats = nullptr;  // device; zeroed by zero_stats_cuda() before the first call
   double* map = nullptr;         // device, 2 * grid.cell_count() doubles: sq_err then sq_sum
   MapGrid grid;                  // make_map_grid(layout, max cells)
-    bool histogram = true;
+  bool histogram = true;
   // Device word for max |x| over finite x as fp32 bits (atomicMax: zero it first), filled
   // by a quantize pass that gathers no statistics (with statistics, stats->amax_bits holds
   // it): what delayed scaling records without a separate amax pass.

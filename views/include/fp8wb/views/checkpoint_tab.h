@@ -32,7 +32,18 @@ class ExportablePlot;
 class CheckpointModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { Name, Dtype, Shape, Amax, Range, Best, BestSqnr, TensorwiseSqnr, Recommended, ColumnCount };
+  enum Column {
+    Name,
+    Dtype,
+    Shape,
+    Amax,
+    Range,
+    Best,
+    BestSqnr,
+    TensorwiseSqnr,
+    Recommended,
+    ColumnCount
+  };
   explicit CheckpointModel(QObject* parent = nullptr);
   void setTensors(std::vector<TensorAnalysis> t);
   const TensorAnalysis* tensorAt(int row) const;

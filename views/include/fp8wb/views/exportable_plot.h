@@ -23,7 +23,7 @@ class ExportablePlot : public QCustomPlot {
   QString toCsv() const;
   void setPresentationMode(bool on);
   // Plots' own base font size (points) for normal and presentation mode.
-    static int basePointSize(bool presentation) { return presentation ? 16 : 9; }
+  static int basePointSize(bool presentation) { return presentation ? 16 : 9; }
 
  protected:
   // A tooltip with the exact values of the nearest point (graphs) or cell (colour maps).

@@ -95,19 +95,19 @@ class RunPanel : public QWidget {
   void setConfig(const RunConfig& c);  // fills the form
   QString validationMessage() const;
   QString statusText() const;
-    // Starts the form's run; returns an error message or empty.
+  // Starts the form's run; returns an error message or empty.
   QString start();
   // Sets one of the fields the main form does not show (batch, context, ...), as
   // key=value would; returns the error shown beside it, or empty.
   QString setAdvanced(const QString& key, const QString& value);
 
  private:
-    void validate();
+  void validate();
   void setRunning(bool running);
   void showAdvancedValues();
   std::vector<std::pair<QString, QLineEdit*>> advanced_;
   QLabel* advanced_error_;
-    EngineController* engine_;
+  EngineController* engine_;
   RunConfig base_;  // the preset's fields that the form does not show (batch, widths...)
   QComboBox *preset_, *model_, *recipe_, *formats_, *scaling_, *algo_, *device_;
   QSpinBox *steps_, *margin_, *window_, *seed_, *stats_, *dmodel_, *layers_;

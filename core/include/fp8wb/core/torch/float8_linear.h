@@ -32,12 +32,11 @@ struct Float8RoleHistory {
 struct Float8LinearState {
   Float8Probe probe;
   std::array<Float8RoleHistory, 3> delayed;
-    // Takes in statistics on their way from a GPU: with wait false only if they have
+  // Takes in statistics on their way from a GPU: with wait false only if they have
   // arrived; returns whether it took them in.
-    std::function<bool(Float8Probe&, bool wait)> pending;
+  std::function<bool(Float8Probe&, bool wait)> pending;
   // The GPU path's statistics buffer of the latest forward, which its backward completes.
   std::shared_ptr<void> in_flight;
-
 
   // The probe, once statistics still in flight from the device have arrived.
   const Float8Probe& settled() {
@@ -120,7 +119,7 @@ struct ConvertOptions {
   // Qualified names (or their last component) never converted, e.g. the output head.
   std::vector<std::string> skip_names;
   // FP8 GEMMs need both dimensions divisible by 16 (and by the block size for blocks).
-    bool skip_indivisible = true;
+  bool skip_indivisible = true;
   // Layers whose parameters are on a GPU and whose weight has fewer elements than this
   // stay in high precision: quantizing costs more than the FP8 GEMM saves (0: none).
   int64_t gpu_min_weight_elements = int64_t{1} << 20;
