@@ -10,7 +10,6 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QMimeData>
-#include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
@@ -18,6 +17,7 @@
 #include <QSplitter>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 
 #include "fp8wb/core/open_checkpoint.h"
@@ -157,13 +157,13 @@ CheckpointTab::CheckpointTab(QWidget* parent)
     const QString path = QFileDialog::getOpenFileName(
         this, tr("Open checkpoint"), QString(),
         tr("Checkpoints (*.safetensors *.index.json *.pt *.pth *.bin);;All files (*)"));
-    if (!path.isEmpty()) status_->setText(openCheckpoint(path));
+    if (!path.isEmpty()) openCheckpoint(path);
   });
   recent_->setPlaceholderText(tr("recent checkpoints"));
   recent_->addItems(recentFiles());
   recent_->setCurrentIndex(-1);
   connect(recent_, &QComboBox::activated, this, [this](int i) {
-    if (i >= 0) status_->setText(openCheckpoint(recent_->itemText(i)));
+    if (i >= 0) openCheckpoint(recent_->itemText(i));
   });
   filter_->setPlaceholderText(tr("filter tensors by name"));
   proxy_->setSourceModel(model_);
@@ -237,7 +237,7 @@ CheckpointTab::CheckpointTab(QWidget* parent)
 
 CheckpointTab::~CheckpointTab() {
   cancel();
-  if (worker_.joinable()) worker_.join();
+  job_.wait();  // the analysis reports progress to this tab
 }
 
 QStringList CheckpointTab::recentFiles() const {
@@ -260,51 +260,57 @@ void CheckpointTab::remember(const QString& path) {
   recent_->setCurrentIndex(0);
 }
 
-QString CheckpointTab::openCheckpoint(const QString& path) {
-  if (busy()) return tr("a checkpoint is being analysed: cancel it first");
-  std::shared_ptr<Checkpoint> ckpt;
-  try {
-    ckpt = open_any_checkpoint(path.toStdString());
-  } catch (const std::exception& e) {
-    const QString msg = QString::fromStdString(e.what());
-    Q_EMIT failed(msg);
-    return msg;
+void CheckpointTab::openCheckpoint(const QString& path) {
+  if (busy()) {
+    Q_EMIT failed(tr("a checkpoint is being analysed: cancel it first"));
+    return;
   }
   cancel_flag_ = false;
   elapsed_.start();
-  progress_->setRange(0, static_cast<int>(ckpt->tensors().size()));
-  progress_->setValue(0);
-  progress_->setVisible(true);
-  cancel_->setVisible(true);
-  status_->setText(tr("analysing %1 ...").arg(path));
-  QPointer<CheckpointTab> self(this);
-  worker_ = std::thread([this, self, ckpt, path] {
-    AnalysisOptions o;
-    o.progress = [this, self](size_t done, size_t total) {
-      QMetaObject::invokeMethod(
-          this,
-          [self, done, total] {
-            if (self) self->progress_->setValue(static_cast<int>(std::min(done, total)));
-          },
-          Qt::QueuedConnection);
-      return !cancel_flag_.load();
-    };
-    std::vector<TensorAnalysis> result;
-    QString error;
-    try {
-      result = analyze_checkpoint(*ckpt, o);
-    } catch (const std::exception& e) {
-      error = QString::fromStdString(e.what());
-    }
-    const bool cancelled = cancel_flag_.load();
-    QMetaObject::invokeMethod(
-        this,
-        [self, path, error, cancelled, r = std::move(result)]() mutable {
-          if (self) self->finishLoad(path, std::move(r), error, cancelled);
-        },
-        Qt::QueuedConnection);
-  });
-  return {};
+  progress_->setRange(0, 0);  // busy until the file says how many tensors it holds
+  showBusy(true);
+  status_->setText(tr("opening %1 ...").arg(path));
+  struct Analysed {
+    std::vector<TensorAnalysis> tensors;
+    bool cancelled = false;
+  };
+  job_.run(
+      [this, path] {
+        // The tab outlives this work (its destructor waits for it).
+        const std::shared_ptr<Checkpoint> ckpt = open_any_checkpoint(path.toStdString());
+        const int n = static_cast<int>(ckpt->tensors().size());
+        QMetaObject::invokeMethod(
+            this,
+            [this, path, n] {
+              progress_->setRange(0, n);
+              progress_->setValue(0);
+              status_->setText(tr("analysing %1 ...").arg(path));
+            },
+            Qt::QueuedConnection);
+        AnalysisOptions o;
+        o.progress = [this](size_t done, size_t total) {
+          QMetaObject::invokeMethod(
+              this,
+              [this, done, total] { progress_->setValue(static_cast<int>(std::min(done, total))); },
+              Qt::QueuedConnection);
+          return !cancel_flag_.load();
+        };
+        Analysed a;
+        a.tensors = analyze_checkpoint(*ckpt, o);
+        a.cancelled = cancel_flag_.load();
+        return a;
+      },
+      [this, path](Analysed a) { finishLoad(path, std::move(a.tensors), a.cancelled); },
+      [this, path](const QString& message) {
+        showBusy(false);
+        status_->setText(tr("%1 could not be analysed").arg(path));
+        Q_EMIT failed(message);
+      });
+}
+
+void CheckpointTab::showBusy(bool busy) {
+  progress_->setVisible(busy);
+  cancel_->setVisible(busy);
 }
 
 void CheckpointTab::cancel() {
@@ -312,15 +318,8 @@ void CheckpointTab::cancel() {
 }
 
 void CheckpointTab::finishLoad(const QString& path, std::vector<TensorAnalysis> result,
-                               const QString& error, bool cancelled) {
-  if (worker_.joinable()) worker_.join();
-  progress_->setVisible(false);
-  cancel_->setVisible(false);
-  if (!error.isEmpty()) {
-    status_->setText(error);
-    Q_EMIT failed(error);
-    return;
-  }
+                               bool cancelled) {
+  showBusy(false);
   const int n = static_cast<int>(result.size());
   model_->setTensors(std::move(result));
   table_->sortByColumn(CheckpointModel::BestSqnr, Qt::AscendingOrder);  // worst first
@@ -333,6 +332,7 @@ void CheckpointTab::finishLoad(const QString& path, std::vector<TensorAnalysis> 
                                    .arg(path)
                                    .arg(n)
                                    .arg(took, where));
+  if (cancelled) Q_EMIT notice(status_->text());
   if (proxy_->rowCount() > 0) table_->selectRow(0);
   Q_EMIT checkpointLoaded(path, n);
 }
@@ -433,8 +433,7 @@ void CheckpointTab::dragEnterEvent(QDragEnterEvent* e) {
 
 void CheckpointTab::dropEvent(QDropEvent* e) {
   const auto urls = e->mimeData()->urls();
-  if (!urls.isEmpty() && urls.first().isLocalFile())
-    status_->setText(openCheckpoint(urls.first().toLocalFile()));
+  if (!urls.isEmpty() && urls.first().isLocalFile()) openCheckpoint(urls.first().toLocalFile());
 }
 
 }  // namespace fp8wb

@@ -1,6 +1,6 @@
 // defines: CheckpointModel, CheckpointTab: the Checkpoint tab. Open a checkpoint (dialog,
-// drag and drop, recent files); it is analysed on a worker thread with progress and
-// cancel; a sortable, filterable table of its tensors (worst SQNR first); for the
+// drag and drop, recent files); it is opened and analysed on a pool thread with progress
+// and cancel; a sortable, filterable table of its tensors (worst SQNR first); for the
 // selected tensor the log2 histogram against each format's range, the recipe x format
 // comparison and the block error map of a chosen recipe.
 #pragma once
@@ -10,10 +10,10 @@
 #include <QWidget>
 #include <atomic>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "fp8wb/core/checkpoint_analysis.h"
+#include "fp8wb/views/background_job.h"
 
 class QTableView;
 class QLabel;
@@ -61,11 +61,12 @@ class CheckpointTab : public QWidget {
  public:
   explicit CheckpointTab(QWidget* parent = nullptr);
   ~CheckpointTab() override;
-  // Starts analysing a checkpoint in the background; returns an error message (a file
-  // that cannot be opened) or empty. checkpointLoaded() or failed() follow.
-  QString openCheckpoint(const QString& path);
+  // Opens and analyses a checkpoint on a pool thread; returns at once.
+  // checkpointLoaded() or failed() (a file that cannot be opened, one being analysed
+  // already) follow.
+  void openCheckpoint(const QString& path);
   void cancel();
-  bool busy() const { return worker_.joinable(); }
+  bool busy() const { return job_.busy(); }
   CheckpointModel* model() const { return model_; }
   QSortFilterProxyModel* proxy() const { return proxy_; }
   void selectTensor(const QString& name);
@@ -76,6 +77,7 @@ class CheckpointTab : public QWidget {
  Q_SIGNALS:
   void checkpointLoaded(const QString& path, int tensors);
   void failed(const QString& message);
+  void notice(const QString& message);
 
  protected:
   void dragEnterEvent(QDragEnterEvent* e) override;
@@ -83,8 +85,8 @@ class CheckpointTab : public QWidget {
 
  private:
   void showTensor(const TensorAnalysis* t);
-  void finishLoad(const QString& path, std::vector<TensorAnalysis> result, const QString& error,
-                  bool cancelled);
+  void finishLoad(const QString& path, std::vector<TensorAnalysis> result, bool cancelled);
+  void showBusy(bool busy);
   void remember(const QString& path);
   QComboBox* recent_;
   QLineEdit* filter_;
@@ -99,10 +101,10 @@ class CheckpointTab : public QWidget {
   ExportablePlot *hist_, *chart_, *blocks_;
   QCPBars *hist_bars_, *chart_bars_;
   QCPColorMap* block_map_;
-  std::thread worker_;
   std::atomic<bool> cancel_flag_{false};
   QElapsedTimer elapsed_;  // since the analysis started
   const TensorAnalysis* shown_ = nullptr;
+  BackgroundJob job_{this};  // opens and analyses
 };
 
 }  // namespace fp8wb
