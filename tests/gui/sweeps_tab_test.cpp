@@ -32,8 +32,10 @@ void SweepsTabTest::smallSweepFromTheTab() {
   tab.setGridText(QStringLiteral("margin=0,2\nwindow=1,4\namax_algo=max,most_recent"));
   QSignalSpy done(&tab, &SweepsTab::sweepFinished);
   QCOMPARE(tab.start(), QString());
+  QSignalSpy failed(&tab, &SweepsTab::failed);
   QVERIFY(done.wait(120000));
   QCOMPARE(done.at(0).at(1).toString(), QStringLiteral("finished"));
+  QCOMPARE(failed.count(), 0);
   const qint64 id = done.at(0).at(0).toLongLong();
   int children = 0;
   for (const RunInfo& r : engine.store().runs()) children += r.parent_sweep == id ? 1 : 0;
@@ -65,7 +67,10 @@ void SweepsTabTest::invalidGridIsRefused() {
   SweepsTab tab(&engine);
   tab.setBaseOverrides(QStringLiteral("model=mlp\nsteps=4"));
   tab.setGridText(QStringLiteral("window=1,-3"));
+  QSignalSpy failed(&tab, &SweepsTab::failed);
   QVERIFY(tab.start().contains(QStringLiteral("window")));
+  QCOMPARE(failed.count(), 1);
+  QVERIFY(failed.at(0).at(0).toString().contains(QStringLiteral("window")));
   QVERIFY(!tab.busy());
   QVERIFY(engine.store().sweeps().empty());
 }

@@ -6,7 +6,7 @@
 #include <QLabel>
 #include <QListWidget>
 #include <QPlainTextEdit>
-#include <QPointer>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
@@ -37,6 +37,24 @@ const Preset kPresets[] = {
     {"E4M3 vs E5M2 gradients x scaling", "model=gpt\nsteps=100\nstats_interval=10",
      "formats=hybrid,e4m3\nscaling=delayed,current", 0},
 };
+
+// A sweep's grid and points, read on a connection of its own.
+struct SweepRead {
+  SweepSpec spec;
+  std::vector<SweepPoint> points;
+  std::string status;
+};
+
+SweepRead read_sweep(const std::string& path, int64_t sweep_id) {
+  const auto store = RunStore::open_read_only(path);
+  const auto info = store->sweep(sweep_id);
+  if (!info) throw StoreError("no sweep " + std::to_string(sweep_id) + " in " + path);
+  SweepRead r;
+  r.spec = sweep_from_json(info->grid_json);
+  r.points = sweep_points(*store, sweep_id);
+  r.status = info->status;
+  return r;
+}
 
 double metric_of(const SweepPoint& p, int m) {
   switch (m) {
@@ -73,6 +91,7 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
       trials_(new QListWidget(this)),
       status_(new QLabel(this)),
       best_(new QLabel(this)),
+      reading_(new QProgressBar(this)),
       slicer_row_(new QHBoxLayout),
       heat_(new ExportablePlot(this)),
       curves_(new ExportablePlot(this)) {
@@ -102,6 +121,12 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   ll->addLayout(buttons);
   status_->setWordWrap(true);
   ll->addWidget(status_);
+  reading_->setRange(0, 0);  // busy, for as long as it takes
+  reading_->setMaximumHeight(8);
+  reading_->setTextVisible(false);
+  reading_->setToolTip(tr("reading the sweep's points"));
+  reading_->setVisible(false);
+  ll->addWidget(reading_);
   ll->addWidget(trials_, 1);
   left->setMaximumWidth(420);
 
@@ -142,10 +167,7 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
 
   connect(preset_, &QComboBox::currentTextChanged, this,
           [this](const QString& n) { applyPreset(n); });
-  connect(start_, &QPushButton::clicked, this, [this] {
-    const QString err = start();
-    if (!err.isEmpty()) status_->setText(err);
-  });
+  connect(start_, &QPushButton::clicked, this, [this] { start(); });
   connect(stop_, &QPushButton::clicked, this, &SweepsTab::stop);
   for (QComboBox* c : {x_axis_, y_axis_, metric_})
     connect(c, &QComboBox::currentIndexChanged, this, [this] { redraw(); });
@@ -169,7 +191,12 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
 
 SweepsTab::~SweepsTab() {
   stop();
-  if (worker_.joinable()) worker_.join();
+  run_job_.wait();  // its trials write through the engine's store
+}
+
+QString SweepsTab::fail(const QString& message) {
+  Q_EMIT failed(message);
+  return message;
 }
 
 bool SweepsTab::applyPreset(const QString& name) {
@@ -196,7 +223,7 @@ void SweepsTab::setSeeds(int seeds) {
 }
 
 QString SweepsTab::start() {
-  if (busy()) return tr("a sweep is running");
+  if (busy()) return fail(tr("a sweep is running"));
   SweepSpec spec;
   try {
     spec.name = preset_->currentText().toStdString();
@@ -205,11 +232,14 @@ QString SweepsTab::start() {
     for (const QString& line : grid_->toPlainText().split(QLatin1Char('\n'), Qt::SkipEmptyParts))
       spec.axes.push_back(parse_grid(line.trimmed().toStdString()));
     spec.seeds = seeds_->value();
-    runner_ = std::make_unique<SweepRunner>(spec, engine_->store(), parallel_->value());
+    runner_ = std::make_shared<SweepRunner>(spec, engine_->store(), parallel_->value());
   } catch (const std::exception& e) {
-    return QString::fromStdString(e.what());
+    return fail(QString::fromStdString(e.what()));
   }
+  points_job_.drop();
+  setReading(false);
   spec_ = spec;
+  points_.clear();
   sweep_id_ = runner_->sweepId();
   trials_->clear();
   for (const SweepTrial& t : runner_->trials())
@@ -218,44 +248,48 @@ QString SweepsTab::start() {
   start_->setEnabled(false);
   stop_->setEnabled(true);
   rebuildSlicers();
-  QPointer<SweepsTab> self(this);
-  SweepRunner* runner = runner_.get();
-  worker_ = std::thread([self, runner, this] {
-    QString error;
-    try {
-      runner->run([self, this](size_t i, RunStatus s) {
-        QMetaObject::invokeMethod(
-            this,
-            [self, i, s] {
-              if (!self) return;
-              if (QListWidgetItem* item = self->trials_->item(static_cast<int>(i))) {
-                const QString key = item->text().section(QLatin1Char(':'), 0, 0);
-                item->setText(key + QStringLiteral(": ") + QString::fromLatin1(run_status_name(s)));
-              }
-              self->showSweep(self->sweep_id_);
-            },
-            Qt::QueuedConnection);
+  redraw();
+  const int64_t id = sweep_id_;
+  const std::string path = engine_->databasePath().toStdString();
+  std::shared_ptr<SweepRunner> runner = runner_;
+  auto ended = [this, id] {
+    start_->setEnabled(true);
+    stop_->setEnabled(false);
+  };
+  run_job_.run(
+      [this, runner, path, id] {
+        // Each trial that ends: its line, and the heatmap with the points so far. The tab
+        // outlives this work (its destructor waits for it).
+        runner->run([this](size_t i, RunStatus st) {
+          QMetaObject::invokeMethod(
+              this,
+              [this, i, st] {
+                if (QListWidgetItem* item = trials_->item(static_cast<int>(i))) {
+                  const QString key = item->text().section(QLatin1Char(':'), 0, 0);
+                  item->setText(key + QStringLiteral(": ") +
+                                QString::fromLatin1(run_status_name(st)));
+                }
+                if (busy()) showSweep(sweep_id_);
+              },
+              Qt::QueuedConnection);
+        });
+        return read_sweep(path, id);
+      },
+      [this, ended, id](SweepRead r) {
+        ended();
+        const QString status = QString::fromStdString(r.status);
+        showPoints(id, std::move(r.spec), std::move(r.points));
+        overlayLine(0, 0, false);  // the first row's curves, until a cell is clicked
+        status_->setText(tr("sweep %1 %2").arg(id).arg(status));
+        Q_EMIT notice(tr("sweep %1 %2").arg(id).arg(status));
+        Q_EMIT sweepFinished(id, status);
+      },
+      [this, ended, id](const QString& message) {
+        ended();
+        status_->setText(tr("sweep %1 failed").arg(id));
+        fail(message);
+        Q_EMIT sweepFinished(id, QStringLiteral("failed"));
       });
-    } catch (const std::exception& e) {
-      error = QString::fromStdString(e.what());
-    }
-    QMetaObject::invokeMethod(
-        this,
-        [self, error] {
-          if (!self) return;
-          if (self->worker_.joinable()) self->worker_.join();
-          self->start_->setEnabled(true);
-          self->stop_->setEnabled(false);
-          self->showSweep(self->sweep_id_);
-          self->overlayLine(0, 0, false);  // the first row's curves, until a cell is clicked
-          const auto info = self->engine_->store().sweep(self->sweep_id_);
-          const QString status = info ? QString::fromStdString(info->status) : QStringLiteral("?");
-          self->status_->setText(
-              error.isEmpty() ? tr("sweep %1 %2").arg(self->sweep_id_).arg(status) : error);
-          Q_EMIT self->sweepFinished(self->sweep_id_, status);
-        },
-        Qt::QueuedConnection);
-  });
   return {};
 }
 
@@ -263,22 +297,35 @@ void SweepsTab::stop() {
   if (runner_) runner_->stop();
 }
 
-QString SweepsTab::showSweep(int64_t sweep_id) {
-  try {
-    const auto info = engine_->store().sweep(sweep_id);
-    if (!info) return tr("no sweep %1").arg(sweep_id);
-    const SweepSpec spec = sweep_from_json(info->grid_json);
-    const bool axes_changed = spec.axes.size() != spec_.axes.size() || sweep_id != sweep_id_;
-    spec_ = spec;
-    sweep_id_ = sweep_id;
-    points_ = sweep_points(engine_->store(), sweep_id);
-    if (axes_changed || static_cast<int>(slicers_.size()) != static_cast<int>(spec_.axes.size()))
-      rebuildSlicers();
-  } catch (const std::exception& e) {
-    return QString::fromStdString(e.what());
-  }
+void SweepsTab::showSweep(int64_t sweep_id) {
+  const std::string path = engine_->databasePath().toStdString();
+  setReading(true);
+  points_job_.run([path, sweep_id] { return read_sweep(path, sweep_id); },
+                  [this, sweep_id](SweepRead r) {
+                    setReading(false);
+                    showPoints(sweep_id, std::move(r.spec), std::move(r.points));
+                    Q_EMIT sweepShown(sweep_id);
+                  },
+                  [this](const QString& message) {
+                    setReading(false);
+                    fail(message);
+                  });
+}
+
+void SweepsTab::setReading(bool reading) {
+  reading_->setVisible(reading);
+}
+
+void SweepsTab::showPoints(int64_t sweep_id, SweepSpec spec, std::vector<SweepPoint> points) {
+  points_job_.drop();  // what it would bring is older
+  setReading(false);
+  const bool axes_changed = spec.axes.size() != spec_.axes.size() || sweep_id != sweep_id_;
+  spec_ = std::move(spec);
+  sweep_id_ = sweep_id;
+  points_ = std::move(points);
+  if (axes_changed || static_cast<int>(slicers_.size()) != static_cast<int>(spec_.axes.size()))
+    rebuildSlicers();
   redraw();
-  return {};
 }
 
 void SweepsTab::rebuildSlicers() {

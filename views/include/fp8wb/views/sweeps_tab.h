@@ -6,17 +6,17 @@
 #pragma once
 
 #include <QWidget>
-#include <atomic>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "fp8wb/core/sweep.h"
+#include "fp8wb/views/background_job.h"
 
 class QComboBox;
 class QLabel;
 class QListWidget;
 class QPlainTextEdit;
+class QProgressBar;
 class QPushButton;
 class QSpinBox;
 class QCPColorMap;
@@ -38,12 +38,15 @@ class SweepsTab : public QWidget {
   void setGridText(const QString& text);
   void setBaseOverrides(const QString& text);  // key=value lines for the base config
   void setSeeds(int seeds);
-  // Starts a sweep; returns an error message (an invalid grid, naming the field) or empty.
+  // Starts a sweep; returns an error message (an invalid grid, naming the field; failed()
+  // says it too) or empty. sweepFinished() follows.
   QString start();
   void stop();
-  bool busy() const { return worker_.joinable(); }
-  // Shows a stored sweep's heatmap; returns an error message or empty.
-  QString showSweep(int64_t sweep_id);
+  bool busy() const { return run_job_.busy(); }
+  // Reads a stored sweep's points on a pool thread and shows its heatmap: sweepShown()
+  // (or failed()) follows. A newer call supersedes one still reading.
+  void showSweep(int64_t sweep_id);
+  bool isReading() const { return points_job_.busy(); }
   void setAxes(int x_axis, int y_axis);
   void setMetric(int metric);  // 0 final loss, 1 loss gap, 2 saturated %, 3 underflow %, 4 diverged
   // The heatmap cell (x, y) of the current slice: its run ids (empty if none).
@@ -55,12 +58,20 @@ class SweepsTab : public QWidget {
   void overlayLine(int x, int y, bool column);
 
  Q_SIGNALS:
+  // The sweep has ended and its heatmap shows every point.
   void sweepFinished(qint64 sweep_id, const QString& status);
+  void sweepShown(qint64 sweep_id);
   void openRunRequested(qint64 run_id);
+  void failed(const QString& message);
+  void notice(const QString& message);
 
  private:
   void redraw();
   void rebuildSlicers();
+  // Takes a sweep's grid and points (read on a pool thread) and draws them.
+  void showPoints(int64_t sweep_id, SweepSpec spec, std::vector<SweepPoint> points);
+  void setReading(bool reading);
+  QString fail(const QString& message);
   const SweepPoint* pointAt(int x, int y) const;
   EngineController* engine_;
   QComboBox *preset_, *x_axis_, *y_axis_, *metric_, *overlay_;
@@ -69,15 +80,17 @@ class SweepsTab : public QWidget {
   QPushButton *start_, *stop_;
   QListWidget* trials_;
   QLabel *status_, *best_;
+  QProgressBar* reading_;  // busy while a sweep's points are read
   QHBoxLayout* slicer_row_;
   std::vector<QComboBox*> slicers_;  // one per axis (used for those not on x or y)
   ExportablePlot *heat_, *curves_;
   QCPColorMap* map_;
-  std::thread worker_;
-  std::unique_ptr<SweepRunner> runner_;
+  std::shared_ptr<SweepRunner> runner_;
   int64_t sweep_id_ = 0;
   SweepSpec spec_;
   std::vector<SweepPoint> points_;
+  BackgroundJob run_job_{this};     // the sweep's trials
+  BackgroundJob points_job_{this};  // reads of its points
 };
 
 }  // namespace fp8wb
