@@ -97,7 +97,9 @@ void FollowTest::followsAWriterProcessToItsEnd() {
               .contains(QStringLiteral("live")));
 
   QSignalSpy finished(w.engine(), &EngineController::finished);
+  QSignalSpy opened(w.engine(), &EngineController::opened);
   Q_EMIT w.runsTab()->openRequested(id);
+  QVERIFY(opened.wait(30000));  // read on a pool thread
   QVERIFY(w.engine()->isFollowing());
   QCOMPARE(w.engine()->followedRun(), id);
   // Steps arrive while the writer is still writing.
@@ -113,7 +115,7 @@ void FollowTest::followsAWriterProcessToItsEnd() {
   QCOMPARE(writer.exitStatus(), QProcess::NormalExit);
   QCOMPARE(writer.exitCode(), 0);  // never blocked, never failed by the reader
   QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1, 20000);
-  QCOMPARE(finished.at(0).at(0).toString(), QStringLiteral("finished"));
+  QCOMPARE(qvariant_cast<RunStatus>(finished.at(0).at(0)), RunStatus::Finished);
   QVERIFY(!w.engine()->isFollowing());
   // Every stored step arrived, once.
   const auto store = RunStore::open_read_only(path.toStdString());
@@ -139,13 +141,15 @@ void FollowTest::aKilledWriterIsInterrupted() {
   QVERIFY(info);
   const int64_t id = info->id;
   QSignalSpy finished(w.engine(), &EngineController::finished);
+  QSignalSpy opened(w.engine(), &EngineController::opened);
   Q_EMIT w.runsTab()->openRequested(id);
+  QVERIFY(opened.wait(30000));
   QVERIFY(w.engine()->isFollowing());
   QTRY_VERIFY_WITH_TIMEOUT(w.engine()->data().steps().size() >= 3, 60000);
   writer.kill();  // SIGKILL
   QVERIFY(writer.waitForFinished(10000));
   QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1, 20000);
-  QCOMPARE(finished.at(0).at(0).toString(), QStringLiteral("interrupted"));
+  QCOMPARE(qvariant_cast<RunStatus>(finished.at(0).at(0)), RunStatus::Interrupted);
   QVERIFY(w.engine()->data().steps().size() >= 3);  // what was stored stays shown
   // The list says so too, and the GUI can start a run of its own now.
   w.runsTab()->reload();

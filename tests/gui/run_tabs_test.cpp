@@ -192,13 +192,19 @@ void RunTabsTest::runListModelAndOpeningARun() {
                .toLongLong(),
            12);
   // Opening a finished run fills the same tabs as a live one.
-  QCOMPARE(w.engine()->openRun(1), QString());
+  QSignalSpy opened(w.engine(), &EngineController::opened);
+  QSignalSpy failed(w.engine(), &EngineController::failed);
+  w.engine()->openRun(1);
+  QVERIFY(opened.wait(30000));
+  QCOMPARE(failed.count(), 0);
   w.selectTab(QStringLiteral("Overview"));
   w.refreshRunTabs(true);
   QCOMPARE(w.overviewTab()->plots()[0]->graph(1)->dataCount(), 12);
   QVERIFY(!w.engine()->data().tensors().empty());
   QVERIFY(!w.engine()->data().tensors().front().points.front().histogram.empty());
-  QVERIFY(!w.engine()->openRun(99).isEmpty());
+  w.engine()->openRun(99);
+  QVERIFY(failed.wait(30000));
+  QVERIFY(!failed.at(0).at(0).toString().isEmpty());
   // Overlay both runs' loss curves; export one as CSV.
   runs->overlay({1, 2});
   QCOMPARE(runs->overlayPlot()->graphCount(), 2);

@@ -32,12 +32,30 @@ class GuiBuffer : public MetricConsumer {
   std::vector<MetricBatch> pending_;
 };
 
+namespace {
+
+// The controller the core's notices go to (the newest one).
+EngineController* notice_owner = nullptr;
+
+// A stored run read off the GUI thread, with its follower already polling where it is
+// live (what arrives meanwhile waits in the buffer).
+struct OpenedRun {
+  RunData data;
+  bool live = false;
+  std::shared_ptr<GuiBuffer> buffer;
+  std::shared_ptr<RunFollower> follower;
+};
+
+}  // namespace
+
 EngineController::EngineController(QObject* parent)
     : QObject(parent), db_path_(QString::fromStdString(default_database_path())) {
+  qRegisterMetaType<fp8wb::RunStatus>("fp8wb::RunStatus");
   timer_.setInterval(33);  // ~30 Hz
   connect(&timer_, &QTimer::timeout, this, &EngineController::drain);
   // The engine's notices come from its threads; they reach the GUI thread queued.
   QPointer<EngineController> self(this);
+  notice_owner = this;
   set_notice_sink([self](const std::string& message) {
     const QString m = QString::fromStdString(message);
     QMetaObject::invokeMethod(
@@ -50,12 +68,22 @@ EngineController::EngineController(QObject* parent)
 }
 
 EngineController::~EngineController() {
+  open_job_.drop();
+  open_job_.wait();
   follower_.reset();
   if (trainer_) {
     trainer_->stop();
     trainer_->join();
   }
-  set_notice_sink(nullptr);
+  if (notice_owner == this) {
+    notice_owner = nullptr;
+    set_notice_sink(nullptr);
+  }
+}
+
+QString EngineController::fail(const QString& message) {
+  Q_EMIT failed(message);
+  return message;
 }
 
 void EngineController::setDatabasePath(const QString& path) {
@@ -89,30 +117,46 @@ bool EngineController::isRunning() const {
          (trainer_->status() == RunStatus::Running || trainer_->status() == RunStatus::Paused);
 }
 
-QString EngineController::openRun(int64_t run_id) {
-  if (isRunning()) return tr("a run is training: stop it before opening another");
-  stopFollowing();
-  try {
-    RunStore& s = store();
-    const std::optional<RunInfo> info = s.run(run_id);
-    if (!info) return tr("no run %1 in %2").arg(run_id).arg(db_path_);
-    RunCursor cursor;
-    data_.load(s, run_id, &cursor);
-    if (info->live) {
-      auto bus = std::make_shared<MetricBus>();
-      buffer_ = std::make_shared<GuiBuffer>();
-      bus->add(buffer_);
-      follower_ = std::make_unique<RunFollower>(db_path_.toStdString(), run_id, cursor, bus);
-      steps_total_ = data_.hasConfig() ? data_.config().steps : 0;
-      started_at_ = -1;  // no ETA for a run another process times
-      timer_.start();
-    }
-  } catch (const std::exception& e) {
-    follower_.reset();
-    return QString::fromStdString(e.what());
+void EngineController::openRun(int64_t run_id) {
+  if (isRunning()) {
+    fail(tr("a run is training: stop it before opening another"));
+    return;
   }
-  Q_EMIT dataChanged();
-  return {};
+  stopFollowing();
+  const std::string path = db_path_.toStdString();
+  open_job_.run(
+      [path, run_id] {
+        // A connection of its own: a read that waits on a busy database waits here.
+        const auto store = RunStore::open_read_only(path);
+        const std::optional<RunInfo> info = store->run(run_id);
+        if (!info) throw StoreError("no run " + std::to_string(run_id) + " in " + path);
+        OpenedRun r;
+        RunCursor cursor;
+        r.data.load(*store, run_id, &cursor);
+        r.live = info->live;
+        if (r.live) {
+          auto bus = std::make_shared<MetricBus>();
+          r.buffer = std::make_shared<GuiBuffer>();
+          bus->add(r.buffer);
+          r.follower = std::make_shared<RunFollower>(path, run_id, cursor, bus);
+        }
+        return r;
+      },
+      [this, run_id](OpenedRun r) {
+        if (isRunning()) return;  // a run started meanwhile: it is what the tabs show
+        stopFollowing();
+        data_.replace(std::move(r.data));
+        if (r.live) {
+          buffer_ = std::move(r.buffer);
+          follower_ = std::move(r.follower);
+          steps_total_ = data_.hasConfig() ? data_.config().steps : 0;
+          started_at_ = -1;  // no ETA for a run another process times
+          timer_.start();
+        }
+        Q_EMIT opened(run_id, r.live);
+        Q_EMIT dataChanged();
+      },
+      [this](const QString& message) { fail(message); });
 }
 
 int64_t EngineController::newestLiveRun() {
@@ -139,7 +183,8 @@ void EngineController::stopFollowing() {
 }
 
 QString EngineController::start(const RunConfig& config) {
-  if (isRunning()) return tr("a run is already training");
+  if (isRunning()) return fail(tr("a run is already training"));
+  open_job_.drop();  // a stored run still being read is not shown over this one
   stopFollowing();
   try {
     validate_run_config(config);
@@ -163,7 +208,7 @@ QString EngineController::start(const RunConfig& config) {
     Q_EMIT dataChanged();
     return {};
   } catch (const std::exception& e) {
-    return QString::fromStdString(e.what());
+    return fail(QString::fromStdString(e.what()));
   }
 }
 
@@ -202,9 +247,11 @@ void EngineController::drain() {
   for (const MetricBatch& b : batches) {
     data_.append(b);
     for (const RunEvent& e : b.events) {
-      // What the run says of where it runs (layers kept in high precision, GEMMs
-      // emulated), also for a run another process writes.
-      if ((e.kind == "started" || e.kind == "notice") && !e.message.empty())
+      // What the run says of itself (layers kept in high precision, GEMMs emulated, an
+      // update skipped, weights written), also for a run another process writes; how it
+      // ended comes with finished().
+      RunStatus ending;
+      if (!e.message.empty() && !parse_run_status(e.kind, ending))
         Q_EMIT notice(QString::fromStdString(e.message));
     }
     if (b.final) {
@@ -229,7 +276,7 @@ void EngineController::drain() {
   if (ended && follower_) {  // a run another process wrote has ended
     stopFollowing();
     data_.setStatus(run_status_name(status), message);
-    Q_EMIT finished(QString::fromLatin1(run_status_name(status)), QString::fromStdString(message));
+    Q_EMIT finished(status, QString::fromStdString(message));
     return;
   }
   if (ended) {
@@ -242,8 +289,10 @@ void EngineController::drain() {
       status = RunStatus::Failed;
     }
     paused_ = false;
-    if (status == RunStatus::Failed) Q_EMIT failed(QString::fromStdString(message));
-    Q_EMIT finished(QString::fromLatin1(run_status_name(status)), QString::fromStdString(message));
+    if (status == RunStatus::Failed)
+      Q_EMIT failed(
+          tr("run %1 failed: %2").arg(data_.runId()).arg(QString::fromStdString(message)));
+    Q_EMIT finished(status, QString::fromStdString(message));
   }
 }
 

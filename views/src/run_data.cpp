@@ -1,5 +1,6 @@
 #include "fp8wb/views/run_data.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace fp8wb {
@@ -94,6 +95,12 @@ void RunData::load(const RunStore& store, int64_t run_id, RunCursor* cursor) {
   append(store.read_new(run_id, c));
   status_ = info->status;
   message_ = info->message;
+}
+
+void RunData::replace(RunData other) {
+  const int64_t revision = std::max(revision_, other.revision_) + 1;
+  *this = std::move(other);
+  revision_ = revision;
 }
 
 void RunData::setStatus(const std::string& status, const std::string& message) {

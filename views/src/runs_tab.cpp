@@ -505,10 +505,11 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
             }
           });
   connect(engine_, &EngineController::finished, this,
-          [this](const QString& status, const QString& message) {
+          [this](RunStatus status, const QString& message) {
             setRunning(false);
-            eta_->setText(message.isEmpty() ? tr("run %1").arg(status)
-                                            : tr("run %1: %2").arg(status, message));
+            const QString name = QString::fromLatin1(run_status_name(status));
+            eta_->setText(message.isEmpty() ? tr("run %1").arg(name)
+                                            : tr("run %1: %2").arg(name, message));
           });
   applyPreset(preset_->currentText());
 }

@@ -1,16 +1,24 @@
 // defines: EngineController: the one bridge from the views to the engine. It starts a
 // Trainer on its own thread with the run store and a GUI buffer on its MetricBus; a
 // 30 Hz timer swaps the buffer into RunData and tells the tabs to replot. Commands go
-// to the engine through its flags; nothing blocks the GUI thread.
+// to the engine through its flags; stored runs are read on a pool thread: nothing blocks
+// the GUI thread. Every failure comes out of failed(), everything the engine says without
+// failing (the core's notices, a run's notice events) out of notice().
 #pragma once
 
+#include <QMetaType>
 #include <QObject>
 #include <QString>
 #include <QTimer>
 #include <memory>
 
+#include "fp8wb/core/metrics.h"
 #include "fp8wb/core/run_config.h"
+#include "fp8wb/views/background_job.h"
 #include "fp8wb/views/run_data.h"
+
+// How a run ended, in signals (also queued ones).
+Q_DECLARE_METATYPE(fp8wb::RunStatus)
 
 namespace fp8wb {
 
@@ -35,10 +43,12 @@ class EngineController : public QObject {
   bool isPaused() const { return paused_; }
   const RunData& data() const { return data_; }
   RunData& data() { return data_; }
-  // Shows a stored run (not while one trains). A run that another process is still
-  // writing is followed live: the tabs update as its steps are committed, and finished()
-  // says how it ended (or that its writer died). Returns an error message or empty.
-  QString openRun(int64_t run_id);
+  // Shows a stored run (not while one trains): returns at once, reads the run on a pool
+  // thread, then opened() (or failed()). A newer openRun() supersedes one still reading.
+  // A run that another process is still writing is followed live: the tabs update as its
+  // steps are committed, and finished() says how it ended (or that its writer died).
+  void openRun(int64_t run_id);
+  bool isOpening() const { return open_job_.busy(); }
   // The newest run of the database that a living process is writing, or 0.
   int64_t newestLiveRun();
   bool isFollowing() const;
@@ -46,7 +56,8 @@ class EngineController : public QObject {
   void stopFollowing();
 
  public Q_SLOTS:
-  // Returns an error message (a bad config, no database) or empty when the run started.
+  // Returns an error message (a bad config, no database; failed() says it too) or empty
+  // when the run started.
   QString start(const RunConfig& config);
   void pause();
   void resume();
@@ -56,26 +67,32 @@ class EngineController : public QObject {
   void started(qint64 run_id);
   void progress(qint64 step, qint64 steps, double eta_seconds);
   void dataChanged();  // RunData changed: replot what is visible
-  void finished(const QString& status, const QString& message);
+  // A stored run is shown (openRun()); live: it is being followed.
+  void opened(qint64 run_id, bool live);
+  void finished(fp8wb::RunStatus status, const QString& message);
+  // Something failed: a run could not start or open, a run failed, a store cannot be read.
   void failed(const QString& message);
   // Something the engine says without failing: an FP8 GEMM emulated where the GPU cannot
-  // take it, layers kept in high precision and why.
+  // take it, layers kept in high precision and why, an update skipped, a store read-only.
   void notice(const QString& message);
   void pausedChanged(bool paused);
 
  private:
   void drain();
+  // failed(message), and message back (for the callers that return it).
+  QString fail(const QString& message);
   QString db_path_;
   std::unique_ptr<RunStore> store_;
   std::shared_ptr<GuiBuffer> buffer_;
   std::unique_ptr<Trainer> trainer_;
-  std::unique_ptr<RunFollower> follower_;
+  std::shared_ptr<RunFollower> follower_;
   QTimer timer_;
   RunData data_;
   int64_t steps_total_ = 0;
   double started_at_ = 0;
   bool paused_ = false;
   bool store_locked_ = false;  // the store is read-only because the file was locked
+  BackgroundJob open_job_{this};  // last: it waits for its read before the rest goes
 };
 
 }  // namespace fp8wb

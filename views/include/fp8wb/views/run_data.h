@@ -40,6 +40,9 @@ class RunData {
   // Reads a stored run whole (`cursor`, where given, is left where a follower of the run
   // goes on from). Throws StoreError.
   void load(const RunStore& store, int64_t run_id, RunCursor* cursor = nullptr);
+  // Takes another run's data whole (read on another thread); the revision goes on
+  // counting up, so that every tab redraws.
+  void replace(RunData other);
   // A run followed live from another process: what it now says of itself.
   void setStatus(const std::string& status, const std::string& message);
 
