@@ -81,42 +81,37 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
       tabs_->setCurrentWidget(overview_);
   });
   connect(engine_, &EngineController::finished, this,
-          [this](const QString& status, const QString& message) {
-            run_status_->setText(message.isEmpty() ? tr("run %1").arg(status)
-                                                   : tr("run %1: %2").arg(status, message));
+          [this](RunStatus status, const QString& message) {
+            const QString name = QString::fromLatin1(run_status_name(status));
+            run_status_->setText(message.isEmpty() ? tr("run %1").arg(name)
+                                                   : tr("run %1: %2").arg(name, message));
             refreshRunTabs(true);
           });
-  connect(checkpoint_, &CheckpointTab::failed, this,
-          [this](const QString& message) { statusBar()->showMessage(message, 15000); });
-  connect(engine_, &EngineController::failed, this, [this](const QString& message) {
-    statusBar()->showMessage(tr("The run failed: %1").arg(message), 15000);
-  });
+  // Failures and notices, from wherever they come, go to one place.
+  connect(engine_, &EngineController::failed, this, &MainWindow::showFailure);
+  connect(engine_, &EngineController::notice, this, &MainWindow::showNotice);
+  connect(checkpoint_, &CheckpointTab::failed, this, &MainWindow::showFailure);
+  connect(checkpoint_, &CheckpointTab::notice, this, &MainWindow::showNotice);
+  connect(sweeps_, &SweepsTab::failed, this, &MainWindow::showFailure);
+  connect(sweeps_, &SweepsTab::notice, this, &MainWindow::showNotice);
   connect(sweeps_, &SweepsTab::openRunRequested, runs_, &RunsTab::openRequested);
+  // Opening a stored run reads it on a pool thread; the window stays responsive.
   connect(runs_, &RunsTab::openRequested, this, [this](qint64 id) {
-    const QString err = engine_->openRun(id);
-    if (!err.isEmpty()) {
-      statusBar()->showMessage(err, 10000);
-      return;
-    }
-    run_status_->setText(engine_->isFollowing() ? tr("run %1: following it live").arg(id)
-                                                : tr("run %1 opened").arg(id));
+    engine_->openRun(id);
+    if (engine_->isOpening()) run_status_->setText(tr("run %1: opening...").arg(id));
+  });
+  connect(engine_, &EngineController::opened, this, [this](qint64 id, bool live) {
+    run_status_->setText(live ? tr("run %1: following it live").arg(id)
+                              : tr("run %1 opened").arg(id));
     // The form shows the opened run's settings (Start trains it again).
     if (engine_->data().hasConfig()) panel_->setConfig(engine_->data().config());
     tabs_->setCurrentWidget(overview_);
     refreshRunTabs(true);
   });
-  // What the engine says without failing (GEMMs emulated, layers kept in high precision)
-  // goes to the status bar, the latest first, and stays in the run label's tooltip.
   connect(engine_, &EngineController::pausedChanged, this, [this](bool paused) {
     const qint64 id = engine_->data().runId();
     run_status_->setText(paused ? tr("run %1 paused").arg(id) : tr("run %1 training").arg(id));
     refreshRunTabs(true);
-  });
-  connect(engine_, &EngineController::notice, this, [this](const QString& message) {
-    statusBar()->showMessage(message, 20000);
-    notices_ << message;
-    while (notices_.size() > 20) notices_.removeFirst();
-    run_status_->setToolTip(notices_.join(QLatin1Char('\n')));
   });
   buildMenus();
 
@@ -185,6 +180,30 @@ void MainWindow::setPresentationMode(bool on) {
 void MainWindow::refreshRunTabs(bool force) {
   for (RunTabBase* t : std::initializer_list<RunTabBase*>{overview_, scaling_, quantization_})
     t->refresh(force);
+}
+
+void MainWindow::showFailure(const QString& message) {
+  statusBar()->showMessage(message, 20000);
+  failures_ << message;
+  while (failures_.size() > 20) failures_.removeFirst();
+  // One message, not one a failure; it never blocks (a run, a sweep go on behind it).
+  if (!failure_box_) {
+    failure_box_ = new QMessageBox(QMessageBox::Warning, tr("FP8 Workbench"), QString(),
+                                   QMessageBox::Close, this);
+    failure_box_->setModal(false);
+  }
+  failure_box_->setText(message);
+  failure_box_->show();
+}
+
+void MainWindow::showNotice(const QString& message) {
+  // What is said without failing (GEMMs emulated, layers kept in high precision, a
+  // sweep's end) goes to the status bar, the latest first, and stays in the run label's
+  // tooltip.
+  statusBar()->showMessage(message, 20000);
+  notices_ << message;
+  while (notices_.size() > 20) notices_.removeFirst();
+  run_status_->setToolTip(notices_.join(QLatin1Char('\n')));
 }
 
 QString MainWindow::statusText() const {

@@ -1,5 +1,6 @@
 // defines: MainWindow: arranges the tabs, the menus and the status bar; the tabs do the
-// work.
+// work. Every failure and notice of the engine, the sweeps and the checkpoint analysis
+// is shown here, in one place: the status bar, and a message for failures.
 #pragma once
 
 #include <QMainWindow>
@@ -8,6 +9,7 @@
 class QTabWidget;
 class QAction;
 class QLabel;
+class QMessageBox;
 
 namespace fp8wb {
 
@@ -47,6 +49,12 @@ class MainWindow : public QMainWindow {
   QString statusText() const;
   // Replots the run tabs (all of them with force, else the visible one).
   void refreshRunTabs(bool force = false);
+  // The one place failures and notices are shown (the status bar; failures also in a
+  // message that does not block).
+  void showFailure(const QString& message);
+  void showNotice(const QString& message);
+  QStringList failures() const { return failures_; }
+  QStringList notices() const { return notices_; }
 
  protected:
   void closeEvent(QCloseEvent* e) override;
@@ -64,7 +72,9 @@ class MainWindow : public QMainWindow {
   CheckpointTab* checkpoint_;
   SweepsTab* sweeps_;
   QLabel* run_status_;
-  QStringList notices_;  // the engine's latest notices
+  QStringList notices_;   // the latest notices
+  QStringList failures_;  // the latest failures
+  QMessageBox* failure_box_ = nullptr;
   QAction* presentation_action_ = nullptr;
   bool presentation_ = false;
   bool remember_layout_;

@@ -53,16 +53,17 @@ QString run_preset(MainWindow& w, const GuiOptions& o) {
     if (const QString err = w.runPanel()->applyOverrides(o.set); !err.isEmpty()) return err;
   }
   QEventLoop loop;
-  QString status, message;
+  RunStatus status = RunStatus::Running;
+  QString message;
   QObject::connect(w.engine(), &EngineController::finished, &loop,
-                   [&](const QString& s, const QString& m) {
+                   [&](RunStatus s, const QString& m) {
                      status = s;
                      message = m;
                      loop.quit();
                    });
   if (const QString err = w.runPanel()->start(); !err.isEmpty()) return err;
   loop.exec();
-  if (status == QLatin1String("failed")) return QStringLiteral("the run failed: %1").arg(message);
+  if (status == RunStatus::Failed) return QStringLiteral("the run failed: %1").arg(message);
   return {};
 }
 
@@ -90,8 +91,8 @@ QString open_checkpoint(MainWindow& w, const GuiOptions& o) {
     error = m;
     loop.quit();
   });
-  if (const QString err = tab->openCheckpoint(o.checkpoint); !err.isEmpty()) return err;
-  if (tab->busy()) loop.exec();
+  tab->openCheckpoint(o.checkpoint);
+  if (error.isEmpty() && tab->busy()) loop.exec();
   return error;
 }
 
@@ -109,7 +110,18 @@ QString follow_run(MainWindow& w, const GuiOptions& o) {
                "its runs)")
         .arg(engine->databasePath());
   }
-  Q_EMIT w.runsTab()->openRequested(id);
+  {
+    QEventLoop opening;
+    QString error;
+    QObject::connect(engine, &EngineController::opened, &opening, &QEventLoop::quit);
+    QObject::connect(engine, &EngineController::failed, &opening, [&](const QString& m) {
+      error = m;
+      opening.quit();
+    });
+    Q_EMIT w.runsTab()->openRequested(id);
+    if (engine->isOpening()) opening.exec();
+    if (!error.isEmpty()) return error;
+  }
   if (!engine->isFollowing()) return {};  // it ended meanwhile: shown as stored
   if (o.wait_steps <= 0) return {};
   QEventLoop loop;

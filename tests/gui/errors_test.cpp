@@ -1,0 +1,267 @@
+// One channel for what goes wrong, offscreen: each controller (the engine, the sweeps,
+// the checkpoint analysis) says a failure once through failed(), the engine's notices
+// (the core's, a run's events) come through notice(), the main window shows both in one
+// place, finished() carries the RunStatus (also queued), and opening a large stored run
+// leaves the GUI thread free.
+#include <QElapsedTimer>
+#include <QFile>
+#include <QSignalSpy>
+#include <QStatusBar>
+#include <QTemporaryDir>
+#include <QTimer>
+#include <QtTest>
+#include <thread>
+
+#include "fp8wb/core/notices.h"
+#include "fp8wb/core/run_store.h"
+#include "fp8wb/views/checkpoint_tab.h"
+#include "fp8wb/views/engine_controller.h"
+#include "fp8wb/views/run_tabs.h"
+#include "fp8wb/views/runs_tab.h"
+#include "fp8wb/views/sweeps_tab.h"
+#include "main_window.h"
+
+using namespace fp8wb;
+
+class ErrorsTest : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void initTestCase();
+  void engineFailuresArriveOnce();
+  void checkpointFailureArrivesOnce();
+  void sweepOnACorruptDatabaseFailsOnce();
+  void noticesArriveThroughNotice();
+  void finishedCarriesTheRunStatus();
+  void openingALargeRunLeavesTheGuiThreadFree();
+
+ private:
+  QString db(const QString& name) const { return dir_.filePath(name); }
+  QTemporaryDir dir_;
+};
+
+namespace {
+
+// A stored run of `steps` steps, with tensor statistics (histograms, error maps) every
+// `every` steps for `layers` layers: large enough that reading it takes a while.
+int64_t write_run(const QString& path, int64_t steps, int64_t every, int layers) {
+  auto store = RunStore::open(path.toStdString());
+  const int64_t id = store->create_run("large", "train", "{}", "cpu");
+  for (int64_t s = 0; s < steps; s += every) {
+    MetricBatch b;
+    b.run_id = id;
+    for (int64_t k = s; k < s + every && k < steps; ++k) {
+      StepMetrics m;
+      m.step = k;
+      m.loss = 4.0 / static_cast<double>(k + 1);
+      m.ref_loss = m.loss;
+      b.steps.push_back(m);
+    }
+    for (int l = 0; l < layers; ++l) {
+      for (const char* role : {"input", "weight", "grad_output"}) {
+        TensorMetrics t;
+        t.step = s;
+        t.layer = "layers." + std::to_string(l);
+        t.role = role;
+        t.amax = 1.0f + static_cast<float>(l);
+        t.scale = 2.0f;
+        t.map_grid.rows = 16;
+        t.map_grid.cols = 16;
+        t.map_rel_error.assign(256, 0.01f * static_cast<float>(l + 1));
+        b.tensors.push_back(std::move(t));
+      }
+    }
+    store->write(b);
+  }
+  MetricBatch end;
+  end.run_id = id;
+  end.final = true;
+  end.status = RunStatus::Finished;
+  store->write(end);
+  store->flush();
+  return id;
+}
+
+}  // namespace
+
+void ErrorsTest::initTestCase() {
+  QVERIFY(dir_.isValid());
+  qputenv("XDG_DATA_HOME", dir_.path().toUtf8());
+  qputenv("XDG_CONFIG_HOME", dir_.path().toUtf8());
+}
+
+void ErrorsTest::engineFailuresArriveOnce() {
+  const QString path = db(QStringLiteral("failures.sqlite"));
+  write_run(path, 10, 5, 1);
+  MainWindow w(false);
+  w.engine()->setDatabasePath(path);
+  QSignalSpy failed(w.engine(), &EngineController::failed);
+  QSignalSpy opened(w.engine(), &EngineController::opened);
+  // A run id the database does not hold.
+  w.engine()->openRun(99);
+  QVERIFY(w.engine()->isOpening());
+  QVERIFY(failed.wait(30000));
+  QTest::qWait(50);
+  QCOMPARE(failed.count(), 1);
+  QVERIFY(failed.at(0).at(0).toString().contains(QStringLiteral("no run 99")));
+  QCOMPARE(opened.count(), 0);
+  QVERIFY(!w.engine()->isOpening());
+  // The window shows it in its one place: the status bar and the failures' message.
+  QCOMPARE(w.failures().size(), 1);
+  QVERIFY(w.statusBar()->currentMessage().contains(QStringLiteral("no run 99")));
+  // A run that cannot start: the caller gets the message, failed() says it once too.
+  RunConfig c = w.runPanel()->config();
+  c.device = "cuda:7";
+  c.steps = 3;
+  QVERIFY(w.engine()->start(c).contains(QStringLiteral("cuda:7")));
+  QCOMPARE(failed.count(), 2);
+  QVERIFY(failed.at(1).at(0).toString().contains(QStringLiteral("cuda:7")));
+  // A stored run that is there opens.
+  w.engine()->openRun(1);
+  QVERIFY(opened.wait(30000));
+  QCOMPARE(opened.at(0).at(0).toLongLong(), 1);
+  QCOMPARE(failed.count(), 2);
+  QCOMPARE(w.engine()->data().steps().size(), size_t{10});
+}
+
+void ErrorsTest::checkpointFailureArrivesOnce() {
+  const QString path = db(QStringLiteral("corrupt.safetensors"));
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write("\xff\xff\xff\xff\xff\xff\xff\x7f{not json at all");
+  f.close();
+  MainWindow w(false);
+  CheckpointTab* tab = w.checkpointTab();
+  QSignalSpy failed(tab, &CheckpointTab::failed);
+  QSignalSpy loaded(tab, &CheckpointTab::checkpointLoaded);
+  tab->openCheckpoint(path);  // returns at once: the file is opened on a pool thread
+  QVERIFY(failed.wait(30000));
+  QTest::qWait(50);
+  QCOMPARE(failed.count(), 1);
+  QVERIFY(failed.at(0).at(0).toString().contains(QStringLiteral("corrupt.safetensors")));
+  QCOMPARE(loaded.count(), 0);
+  QVERIFY(!tab->busy());
+  QCOMPARE(w.failures().size(), 1);
+  QCOMPARE(w.failures().front(), failed.at(0).at(0).toString());
+}
+
+void ErrorsTest::sweepOnACorruptDatabaseFailsOnce() {
+  const QString path = db(QStringLiteral("corrupt.sqlite"));
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write(QByteArray(8192, 'x'));
+  f.close();
+  MainWindow w(false);
+  w.engine()->setDatabasePath(path);
+  SweepsTab* tab = w.sweepsTab();
+  tab->setBaseOverrides(QStringLiteral("model=mlp\nsteps=4"));
+  tab->setGridText(QStringLiteral("window=1,4"));
+  QSignalSpy failed(tab, &SweepsTab::failed);
+  QSignalSpy engine_failed(w.engine(), &EngineController::failed);
+  const QString err = tab->start();
+  QVERIFY(!err.isEmpty());
+  QCOMPARE(failed.count(), 1);
+  QCOMPARE(failed.at(0).at(0).toString(), err);
+  QVERIFY(!tab->busy());
+  QTest::qWait(50);
+  QCOMPARE(failed.count(), 1);
+  QCOMPARE(engine_failed.count(), 0);  // said once, by the controller that failed
+  QCOMPARE(w.failures(), QStringList{err});
+  // Reading a sweep's points from it fails the same way, off the GUI thread.
+  tab->showSweep(1);
+  QVERIFY(tab->isReading());
+  QVERIFY(failed.wait(30000));
+  QCOMPARE(failed.count(), 2);
+  QVERIFY(!tab->isReading());
+}
+
+void ErrorsTest::noticesArriveThroughNotice() {
+  MainWindow w(false);
+  w.engine()->setDatabasePath(db(QStringLiteral("notices.sqlite")));
+  QSignalSpy notices(w.engine(), &EngineController::notice);
+  // The core's notices, from any thread, arrive on the GUI thread.
+  std::thread([] { notice("a notice from the engine's thread"); }).join();
+  QTRY_COMPARE_WITH_TIMEOUT(notices.count(), 1, 10000);
+  QCOMPARE(notices.at(0).at(0).toString(), QStringLiteral("a notice from the engine's thread"));
+  QVERIFY(w.notices().contains(QStringLiteral("a notice from the engine's thread")));
+  // A run's notice events: where it runs, its FP8 layers.
+  QVERIFY(w.runPanel()->applyPreset(QStringLiteral("Outliers: tensorwise")));
+  RunConfig c = w.runPanel()->config();
+  c.device = "cpu";
+  c.steps = 3;
+  QSignalSpy finished(w.engine(), &EngineController::finished);
+  QCOMPARE(w.engine()->start(c), QString());
+  QVERIFY(finished.wait(120000));
+  bool said_layers = false;
+  for (const auto& n : notices) said_layers |= n.at(0).toString().contains("FP8 linear layers");
+  QVERIFY(said_layers);
+  QVERIFY(w.statusBar()->currentMessage().size() > 0);
+  QVERIFY(w.failures().isEmpty());
+}
+
+void ErrorsTest::finishedCarriesTheRunStatus() {
+  EngineController engine;
+  engine.setDatabasePath(db(QStringLiteral("status.sqlite")));
+  RunConfig c;
+  c.model = ModelKind::Mlp;
+  c.steps = 3;
+  c.device = "cpu";
+  QSignalSpy finished(&engine, &EngineController::finished);
+  RunStatus queued = RunStatus::Running;
+  QString queued_message = QStringLiteral("-");
+  QObject receiver;
+  QObject::connect(
+      &engine, &EngineController::finished, &receiver,
+      [&](RunStatus s, const QString& m) {
+        queued = s;
+        queued_message = m;
+      },
+      Qt::QueuedConnection);
+  QCOMPARE(engine.start(c), QString());
+  QVERIFY(finished.wait(120000));
+  QCOMPARE(finished.count(), 1);
+  QCOMPARE(qvariant_cast<RunStatus>(finished.at(0).at(0)), RunStatus::Finished);
+  QTRY_COMPARE(queued, RunStatus::Finished);
+  QCOMPARE(queued_message, finished.at(0).at(1).toString());
+  // Stopped is said as such.
+  c.steps = 1000000;
+  QCOMPARE(engine.start(c), QString());
+  QTRY_VERIFY_WITH_TIMEOUT(engine.data().steps().size() >= 2, 60000);
+  engine.stop();
+  QVERIFY(finished.wait(60000));
+  QCOMPARE(qvariant_cast<RunStatus>(finished.at(1).at(0)), RunStatus::Stopped);
+}
+
+void ErrorsTest::openingALargeRunLeavesTheGuiThreadFree() {
+  const QString path = db(QStringLiteral("large.sqlite"));
+  const int64_t id = write_run(path, 60000, 50, 6);
+  MainWindow w(false);
+  w.engine()->setDatabasePath(path);
+  QSignalSpy opened(w.engine(), &EngineController::opened);
+  int ticks = 0, ticks_when_opened = -1;
+  QTimer timer;
+  timer.setInterval(1);
+  QObject::connect(&timer, &QTimer::timeout, [&] { ++ticks; });
+  QObject::connect(w.engine(), &EngineController::opened, [&] { ticks_when_opened = ticks; });
+  timer.start();
+  QElapsedTimer took;
+  took.start();
+  Q_EMIT w.runsTab()->openRequested(id);
+  const qint64 call_ms = took.elapsed();
+  // openRun has returned and the read goes on.
+  QVERIFY(w.engine()->isOpening());
+  QCOMPARE(opened.count(), 0);
+  QVERIFY(w.statusText().contains(QStringLiteral("opening")));
+  QVERIFY(opened.wait(60000));
+  const qint64 read_ms = took.elapsed();
+  qInfo(
+      "openRun returned after %lld ms; the run was shown after %lld ms, %d timer ticks "
+      "meanwhile",
+      call_ms, read_ms, ticks_when_opened);
+  QVERIFY2(ticks_when_opened > 0, "the event loop did not run while the run was read");
+  QCOMPARE(w.engine()->data().steps().size(), size_t{60000});
+  QVERIFY(!w.engine()->data().tensors().empty());
+  QVERIFY(w.statusText().contains(QStringLiteral("opened")));
+}
+
+QTEST_MAIN(ErrorsTest)
+#include "errors_test.moc"
