@@ -53,10 +53,13 @@ void SweepsTabTest::smallSweepFromTheTab() {
   }
   QVERIFY(tab.bestText().contains(QStringLiteral("Best")));
   // A row overlays its two windows' runs, a column its two margins'.
+  QSignalSpy curves(&tab, &SweepsTab::curvesShown);
   tab.overlayLine(0, 1, false);
+  QVERIFY(curves.wait(30000));
   QCOMPARE(tab.plots()[1]->graphCount(), 2);
   QVERIFY(tab.plots()[1]->graph(0)->name().startsWith(QStringLiteral("window=")));
   tab.overlayLine(1, 0, true);
+  QVERIFY(curves.wait(30000));
   QCOMPARE(tab.plots()[1]->graphCount(), 2);
   QVERIFY(tab.plots()[1]->graph(0)->name().startsWith(QStringLiteral("margin=")));
 }

@@ -16,7 +16,7 @@
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
-#include "fp8wb/views/runs_tab.h"
+#include "fp8wb/views/loss_curves.h"
 
 namespace fp8wb {
 namespace {
@@ -450,21 +450,34 @@ void SweepsTab::redraw() {
 }
 
 void SweepsTab::overlayLine(int x, int y, bool column) {
-  curves_->clearGraphs();
   const int along = column ? y_axis_->currentIndex() : x_axis_->currentIndex();
-  if (along < 0 || spec_.axes.empty()) return;
-  const auto& values = spec_.axes[static_cast<size_t>(along)].values;
-  for (int i = 0; i < static_cast<int>(values.size()); ++i) {
-    for (int64_t id : column ? runsAt(x, i) : runsAt(i, y)) {
-      add_loss_curve(curves_, engine_->store(), id,
-                     QString::fromStdString(spec_.axes[static_cast<size_t>(along)].key + "=" +
-                                            values[static_cast<size_t>(i)]),
-                     i);
+  std::vector<LossCurve> curves;
+  if (along >= 0 && !spec_.axes.empty()) {
+    const auto& values = spec_.axes[static_cast<size_t>(along)].values;
+    for (int i = 0; i < static_cast<int>(values.size()); ++i) {
+      for (int64_t id : column ? runsAt(x, i) : runsAt(i, y)) {
+        LossCurve c;
+        c.run_id = id;
+        c.name = QString::fromStdString(spec_.axes[static_cast<size_t>(along)].key + "=" +
+                                        values[static_cast<size_t>(i)]);
+        c.colour = i;
+        curves.push_back(std::move(c));
+      }
     }
   }
-  curves_->legend->setVisible(curves_->graphCount() > 0);
-  curves_->rescaleAxes();
-  curves_->replot(QCustomPlot::rpQueuedReplot);
+  if (curves.empty()) {
+    curves_job_.drop();
+    show_loss_curves(curves_, {});
+    Q_EMIT curvesShown();
+    return;
+  }
+  const std::string path = engine_->databasePath().toStdString();
+  curves_job_.run([path, curves] { return read_loss_curves(path, curves); },
+                  [this](std::vector<LossCurve> c) {
+                    show_loss_curves(curves_, c);
+                    Q_EMIT curvesShown();
+                  },
+                  [this](const QString& message) { fail(message); });
 }
 
 }  // namespace fp8wb

@@ -54,13 +54,15 @@ class SweepsTab : public QWidget {
   double cellValue(int x, int y) const;
   QString bestText() const;
   std::vector<ExportablePlot*> plots() const { return {heat_, curves_}; }
-  // Overlays the loss curves of the runs in cell (x, y)'s row (or column).
+  // Overlays the loss curves of the runs in cell (x, y)'s row (or column), read on a pool
+  // thread: curvesShown() (or failed()) follows.
   void overlayLine(int x, int y, bool column);
 
  Q_SIGNALS:
   // The sweep has ended and its heatmap shows every point.
   void sweepFinished(qint64 sweep_id, const QString& status);
   void sweepShown(qint64 sweep_id);
+  void curvesShown();
   void openRunRequested(qint64 run_id);
   void failed(const QString& message);
   void notice(const QString& message);
@@ -91,6 +93,7 @@ class SweepsTab : public QWidget {
   std::vector<SweepPoint> points_;
   BackgroundJob run_job_{this};     // the sweep's trials
   BackgroundJob points_job_{this};  // reads of its points
+  BackgroundJob curves_job_{this};  // reads of the overlaid loss curves
 };
 
 }  // namespace fp8wb

@@ -1,0 +1,44 @@
+#include "fp8wb/views/loss_curves.h"
+
+#include <cmath>
+
+#include "fp8wb/core/run_store.h"
+#include "fp8wb/views/exportable_plot.h"
+
+namespace fp8wb {
+
+std::vector<LossCurve> read_loss_curves(const std::string& db_path, std::vector<LossCurve> curves) {
+  const auto store = RunStore::open_read_only(db_path);
+  std::vector<LossCurve> out;
+  for (LossCurve& c : curves) {
+    const auto info = store->run(c.run_id);
+    if (!info) continue;
+    if (c.name.isEmpty())
+      c.name = QStringLiteral("%1: %2").arg(c.run_id).arg(QString::fromStdString(info->name));
+    for (const SeriesPoint& p : store->series(c.run_id, "loss")) {
+      if (!std::isfinite(p.value)) continue;
+      c.steps << static_cast<double>(p.step);
+      c.losses << p.value;
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+void show_loss_curves(ExportablePlot* plot, const std::vector<LossCurve>& curves) {
+  static const QColor colours[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xd6, 0x27, 0x28),
+                                   QColor(0x2c, 0xa0, 0x2c), QColor(0xff, 0x7f, 0x0e),
+                                   QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b)};
+  plot->clearGraphs();
+  for (const LossCurve& c : curves) {
+    QCPGraph* g = plot->addGraph();
+    g->setName(c.name);
+    g->setPen(QPen(colours[c.colour % 6], 1.5));
+    g->setData(c.steps, c.losses, true);
+  }
+  plot->legend->setVisible(plot->graphCount() > 0);
+  plot->rescaleAxes();
+  plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+}  // namespace fp8wb
