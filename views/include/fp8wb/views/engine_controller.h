@@ -91,7 +91,7 @@ class EngineController : public QObject {
   int64_t steps_total_ = 0;
   double started_at_ = 0;
   bool paused_ = false;
-  bool store_locked_ = false;  // the store is read-only because the file was locked
+  bool store_locked_ = false;     // the store is read-only because the file was locked
   BackgroundJob open_job_{this};  // last: it waits for its read before the rest goes
 };
 
