@@ -95,6 +95,7 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   connect(checkpoint_, &CheckpointTab::notice, this, &MainWindow::showNotice);
   connect(sweeps_, &SweepsTab::failed, this, &MainWindow::showFailure);
   connect(sweeps_, &SweepsTab::notice, this, &MainWindow::showNotice);
+  connect(runs_, &RunsTab::failed, this, &MainWindow::showFailure);
   connect(sweeps_, &SweepsTab::openRunRequested, runs_, &RunsTab::openRequested);
   // Opening a stored run reads it on a pool thread; the window stays responsive.
   connect(runs_, &RunsTab::openRequested, this, [this](qint64 id) {

@@ -1,6 +1,6 @@
 // One channel for what goes wrong, offscreen: each controller (the engine, the sweeps,
-// the checkpoint analysis) says a failure once through failed(), the engine's notices
-// (the core's, a run's events) come through notice(), the main window shows both in one
+// the checkpoint analysis, the runs list) says a failure once through failed(), the engine's
+// notices (the core's, a run's events) come through notice(), the main window shows both in one
 // place, finished() carries the RunStatus (also queued), and opening a large stored run
 // leaves the GUI thread free.
 #include <QElapsedTimer>
@@ -16,6 +16,7 @@
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/views/checkpoint_tab.h"
 #include "fp8wb/views/engine_controller.h"
+#include "fp8wb/views/run_panel.h"
 #include "fp8wb/views/run_tabs.h"
 #include "fp8wb/views/runs_tab.h"
 #include "fp8wb/views/sweeps_tab.h"
@@ -172,6 +173,14 @@ void ErrorsTest::sweepOnACorruptDatabaseFailsOnce() {
   QVERIFY(failed.wait(30000));
   QCOMPARE(failed.count(), 2);
   QVERIFY(!tab->isReading());
+  // So does the Runs tab's list.
+  QSignalSpy runs_failed(w.runsTab(), &RunsTab::failed);
+  w.runsTab()->reload();
+  QVERIFY(w.runsTab()->isReading());
+  QVERIFY(runs_failed.wait(30000));
+  QTest::qWait(50);
+  QCOMPARE(runs_failed.count(), 1);
+  QCOMPARE(w.failures().size(), 3);
 }
 
 void ErrorsTest::noticesArriveThroughNotice() {

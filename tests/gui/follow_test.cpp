@@ -153,7 +153,9 @@ void FollowTest::aKilledWriterIsInterrupted() {
   QCOMPARE(qvariant_cast<RunStatus>(finished.at(0).at(0)), RunStatus::Interrupted);
   QVERIFY(w.engine()->data().steps().size() >= 3);  // what was stored stays shown
   // The list says so too, and the GUI can start a run of its own now.
+  QSignalSpy reloaded(w.runsTab(), &RunsTab::reloaded);
   w.runsTab()->reload();
+  QVERIFY(reloaded.wait(30000));
   QCOMPARE(QString::fromStdString(w.runsTab()->model()->runAt(0)->status),
            QStringLiteral("interrupted"));
   QVERIFY(!w.runsTab()->model()->runAt(0)->live);

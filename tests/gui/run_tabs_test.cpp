@@ -246,7 +246,10 @@ void RunTabsTest::runListModelAndOpeningARun() {
   RunsTab* runs = w.runsTab();
   QAbstractItemModelTester tester(runs->model(),
                                   QAbstractItemModelTester::FailureReportingMode::QtTest);
-  QVERIFY(runs->reload().contains(QStringLiteral("2 run")));
+  QSignalSpy reloaded(runs, &RunsTab::reloaded);
+  runs->reload();  // read on a pool thread
+  QVERIFY(reloaded.wait(30000));
+  QVERIFY(runs->statusText().contains(QStringLiteral("2 run")));
   QCOMPARE(runs->model()->rowCount(), 2);
   QCOMPARE(runs->model()
                ->data(runs->model()->index(0, RunListModel::Steps), Qt::DisplayRole)
@@ -274,7 +277,9 @@ void RunTabsTest::runListModelAndOpeningARun() {
   QVERIFY(failed.wait(30000));
   QVERIFY(!failed.at(0).at(0).toString().isEmpty());
   // Overlay both runs' loss curves; export one as CSV.
+  QSignalSpy curves(runs, &RunsTab::curvesShown);
   runs->overlay({1, 2});
+  QVERIFY(curves.wait(30000));
   QCOMPARE(runs->overlayPlot()->graphCount(), 2);
   QCOMPARE(runs->overlayPlot()->graph(1)->dataCount(), 8);
   const QString csv = dir_.filePath(QStringLiteral("run1.csv"));

@@ -358,11 +358,8 @@ void RunPanel::setRunning(bool running) {
 }
 
 QString RunPanel::start() {
-  const QString err = engine_->start(config());
-  if (!err.isEmpty()) {
-    error_->setText(err);
-    return err;
-  }
+  // A failure is shown where every failure is (EngineController::failed).
+  if (const QString err = engine_->start(config()); !err.isEmpty()) return err;
   setRunning(true);
   progress_->setValue(0);
   eta_->setText(tr("starting..."));

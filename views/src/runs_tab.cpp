@@ -2,6 +2,7 @@
 
 #include <QFile>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QInputDialog>
@@ -16,33 +17,11 @@
 #include <cmath>
 #include <sstream>
 
-#include "fp8wb/views/background_read.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/loss_curves.h"
 
 namespace fp8wb {
-namespace {
-QString qs(const std::string& s) {
-  return QString::fromStdString(s);
-}
-}  // namespace
-
-void add_loss_curve(ExportablePlot* plot, const RunStore& store, int64_t run_id,
-                    const QString& name, int n) {
-  static const QColor colours[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xd6, 0x27, 0x28),
-                                   QColor(0x2c, 0xa0, 0x2c), QColor(0xff, 0x7f, 0x0e),
-                                   QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b)};
-  QVector<double> x, y;
-  for (const SeriesPoint& p : store.series(run_id, "loss")) {
-    if (!std::isfinite(p.value)) continue;
-    x << static_cast<double>(p.step);
-    y << p.value;
-  }
-  QCPGraph* g = plot->addGraph();
-  g->setName(name);
-  g->setPen(QPen(colours[n % 6], 1.5));
-  g->setData(x, y, true);
-}
 
 RunsTab::RunsTab(EngineController* engine, QWidget* parent)
     : QWidget(parent),
@@ -66,7 +45,7 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
     buttons->addWidget(b);
     return b;
   };
-  button(tr("Refresh"), [this] { status_->setText(reload()); });
+  button(tr("Refresh"), [this] { reload(); });
   button(tr("Open"), [this] {
     const auto ids = selectedIds();
     if (!ids.empty()) Q_EMIT openRequested(ids.front());
@@ -81,8 +60,9 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
     if (!ok || name.trimmed().isEmpty()) return;
     try {
       engine_->store().rename_run(ids.front(), name.trimmed().toStdString());
+      engine_->store().flush();
     } catch (const std::exception& e) {
-      status_->setText(QString::fromStdString(e.what()));
+      fail(QString::fromStdString(e.what()));
     }
     reload();
   });
@@ -95,8 +75,9 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
       return;
     try {
       for (int64_t id : ids) engine_->store().delete_run(id);
+      engine_->store().flush();
     } catch (const std::exception& e) {
-      status_->setText(QString::fromStdString(e.what()));
+      fail(QString::fromStdString(e.what()));
     }
     reload();
   });
@@ -105,7 +86,7 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
     if (ids.empty()) return;
     const QString path = QFileDialog::getSaveFileName(
         this, tr("Export run"), QStringLiteral("run%1.csv").arg(ids.front()), tr("CSV (*.csv)"));
-    if (!path.isEmpty()) status_->setText(exportCsv(ids.front(), path));
+    if (!path.isEmpty()) exportCsv(ids.front(), path);
   });
   buttons->addStretch(1);
   connect(view_, &QTableView::doubleClicked, this, [this](const QModelIndex& i) {
@@ -128,7 +109,16 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
 
 void RunsTab::showEvent(QShowEvent* e) {
   QWidget::showEvent(e);
-  status_->setText(reload());
+  reload();
+}
+
+QString RunsTab::statusText() const {
+  return status_->text();
+}
+
+QString RunsTab::fail(const QString& message) {
+  Q_EMIT failed(message);
+  return message;
 }
 
 namespace {
@@ -138,11 +128,15 @@ struct RunList {
   std::vector<double> final_loss;
 };
 
-RunList read_run_list(const RunStore& s) {
+// On a connection of its own: a read that waits on a busy database waits there. A
+// database not created yet holds no runs.
+RunList read_run_list(const std::string& path) {
   RunList l;
-  l.runs = s.runs();
+  if (!QFileInfo::exists(QString::fromStdString(path))) return l;
+  const auto s = RunStore::open_read_only(path);
+  l.runs = s->runs();
   for (const RunInfo& r : l.runs) {
-    const auto v = s.series(r.id, "loss");
+    const auto v = s->series(r.id, "loss");
     l.final_loss.push_back(v.empty() ? NAN : v.back().value);
   }
   return l;
@@ -150,38 +144,29 @@ RunList read_run_list(const RunStore& s) {
 
 }  // namespace
 
-QString RunsTab::reload() {
-  try {
-    RunList l = read_run_list(engine_->store());
-    model_->setRuns(std::move(l.runs), std::move(l.final_loss));
-    view_->resizeColumnsToContents();
-    return tr("%n run(s) in %1", "", model_->rowCount()).arg(engine_->databasePath());
-  } catch (const std::exception& e) {
-    return QString::fromStdString(e.what());
-  }
+void RunsTab::reload() {
+  const std::string path = engine_->databasePath().toStdString();
+  if (model_->rowCount() == 0)
+    status_->setText(tr("reading the runs in %1...").arg(engine_->databasePath()));
+  list_job_.run([path] { return read_run_list(path); },
+                [this](RunList l) {
+                  const int live = static_cast<int>(std::count_if(
+                      l.runs.begin(), l.runs.end(), [](const RunInfo& r) { return r.live; }));
+                  model_->setRuns(std::move(l.runs), std::move(l.final_loss));
+                  view_->resizeColumnsToContents();
+                  status_->setText(
+                      tr("%n run(s) in %1", "", model_->rowCount()).arg(engine_->databasePath()) +
+                      (live > 0 ? tr(", %n being written now (live)", "", live) : QString()));
+                  Q_EMIT reloaded();
+                },
+                [this](const QString& message) {
+                  status_->setText(tr("the runs could not be read"));
+                  fail(message);
+                });
 }
 
 void RunsTab::refreshInBackground() {
-  if (refreshing_) return;
-  refreshing_ = true;
-  const std::string path = engine_->databasePath().toStdString();
-  read_in_background<RunList>(
-      this,
-      [path] {
-        // A connection of its own: a read that waits on a busy database waits here.
-        const auto store = RunStore::open_read_only(path);
-        return read_run_list(*store);
-      },
-      [this](RunList l) {
-        refreshing_ = false;
-        const int live = static_cast<int>(
-            std::count_if(l.runs.begin(), l.runs.end(), [](const RunInfo& r) { return r.live; }));
-        model_->setRuns(std::move(l.runs), std::move(l.final_loss));
-        status_->setText(
-            tr("%n run(s) in %1", "", model_->rowCount()).arg(engine_->databasePath()) +
-            (live > 0 ? tr(", %n being written now (live)", "", live) : QString()));
-      },
-      [this](const QString&) { refreshing_ = false; });
+  if (!list_job_.busy()) reload();
 }
 
 std::vector<int64_t> RunsTab::selectedIds() const {
@@ -193,21 +178,25 @@ std::vector<int64_t> RunsTab::selectedIds() const {
 }
 
 void RunsTab::overlay(const std::vector<int64_t>& ids) {
-  overlay_->clearGraphs();
-  int k = 0;
-  try {
-    for (int64_t id : ids) {
-      const auto info = engine_->store().run(id);
-      if (!info) continue;
-      add_loss_curve(overlay_, engine_->store(), id,
-                     QStringLiteral("%1: %2").arg(id).arg(qs(info->name)), k++);
-    }
-  } catch (const std::exception& e) {
-    status_->setText(QString::fromStdString(e.what()));
+  std::vector<LossCurve> curves;
+  for (int64_t id : ids) {
+    LossCurve c;
+    c.run_id = id;
+    c.colour = static_cast<int>(curves.size());
+    curves.push_back(std::move(c));
   }
-  overlay_->legend->setVisible(overlay_->graphCount() > 0);
-  overlay_->rescaleAxes();
-  overlay_->replot(QCustomPlot::rpQueuedReplot);
+  const std::string path = engine_->databasePath().toStdString();
+  curves_job_.run(
+      [path, curves] {
+        std::vector<LossCurve> read = read_loss_curves(path, curves);
+        for (size_t k = 0; k < read.size(); ++k) read[k].colour = static_cast<int>(k);
+        return read;
+      },
+      [this](std::vector<LossCurve> c) {
+        show_loss_curves(overlay_, c);
+        Q_EMIT curvesShown();
+      },
+      [this](const QString& message) { fail(message); });
 }
 
 QString RunsTab::exportCsv(int64_t id, const QString& path) {
@@ -215,16 +204,17 @@ QString RunsTab::exportCsv(int64_t id, const QString& path) {
   try {
     write_run_csv(engine_->store(), id, csv);
   } catch (const std::exception& e) {
-    return QString::fromStdString(e.what());
+    return fail(QString::fromStdString(e.what()));
   }
   QFile f(path);
   if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
-    return tr("cannot write %1: %2").arg(path, f.errorString());
+    return fail(tr("cannot write %1: %2").arg(path, f.errorString()));
   const std::string text = csv.str();
   if (f.write(text.data(), static_cast<qint64>(text.size())) != static_cast<qint64>(text.size()) ||
       !f.flush())
-    return tr("writing %1 failed: %2").arg(path, f.errorString());
-  return tr("wrote run %1 to %2").arg(id).arg(path);
+    return fail(tr("writing %1 failed: %2").arg(path, f.errorString()));
+  status_->setText(tr("wrote run %1 to %2").arg(id).arg(path));
+  return status_->text();
 }
 
 }  // namespace fp8wb
