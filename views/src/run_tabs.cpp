@@ -95,7 +95,6 @@ void StepCurve::draw(const std::vector<StepMetrics>& steps, size_t from, Get get
   }
 }
 
-
 RunTabBase::RunTabBase(const RunData* run, QWidget* parent) : QWidget(parent), data_(run) {}
 
 void RunTabBase::refresh(bool force) {
