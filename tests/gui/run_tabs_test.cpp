@@ -149,17 +149,17 @@ void RunTabsTest::shortRunFillsTheTabsAndTheStore() {
   // in one bar. The heatmap has a column per sampled step and a row per layer.
   {
     const TensorSeries& t = w.engine()->data().tensors().front();
-    const TensorPoint& last = t.points.back();
+    const TensorMetrics& last = t.points.back();
     QCOMPARE(last.step, int64_t{20});
     uint64_t all = 0;
-    for (uint64_t n : last.histogram) all += n;
-    QCOMPARE(all, static_cast<uint64_t>(last.numel));
+    for (uint64_t n : last.raw.hist) all += n;
+    QCOMPARE(all, static_cast<uint64_t>(last.raw.numel));
     QCPPlottableInterface1D* bars = w.quantizationTab()->plots()[1]->plottable(0)->interface1D();
     double shown = 0;
     for (int i = 0; i < bars->dataCount(); ++i) shown += bars->dataMainValue(i);
-    QCOMPARE(shown, static_cast<double>(last.numel) -
-                        static_cast<double>(last.histogram[kHistZeroBin] +
-                                            last.histogram[kHistNonfiniteBin]));
+    QCOMPARE(shown, static_cast<double>(last.raw.numel) -
+                        static_cast<double>(last.raw.hist[kHistZeroBin] +
+                                            last.raw.hist[kHistNonfiniteBin]));
     auto* heat = static_cast<QCPColorMap*>(w.quantizationTab()->plots()[0]->plottable(0));
     QCOMPARE(heat->data()->keySize(), 3);
     QCOMPARE(heat->data()->valueSize(), static_cast<int>(w.engine()->data().layers().size()));
