@@ -22,8 +22,10 @@ CLI::App* add_runs_command(CLI::App& app, RunsOptions& opt) {
       ->check(CLI::IsMember({"list", "show", "export", "delete"}));
   c->add_option("id", opt.id, "The run (show, export, delete)");
   c->add_option("--db", opt.db, "Run database (default: " + default_database_path() + ")");
-  c->add_option("--format", opt.format, "export: csv or json")
-      ->check(CLI::IsMember({"csv", "json"}));
+  c->add_option("--format", opt.format,
+                "export: csv (the step series), json (everything), or stats-csv (the tensor "
+                "statistics, a row each)")
+      ->check(CLI::IsMember({"csv", "json", "stats-csv"}));
   c->add_option("-o,--out", opt.out_file, "export: write to this file (default: stdout)");
   c->add_flag("--json", opt.json, "list/show as JSON");
   c->add_flag("-y,--yes", opt.yes, "delete without asking");
@@ -52,6 +54,10 @@ void export_run(const RunStore& s, const RunInfo& r, const std::string& format, 
     write_run_csv(s, r.id, o);
     return;
   }
+  if (format == "stats-csv") {
+    write_tensor_stats_csv(s, r.id, o);
+    return;
+  }
   json j;
   j["run"] = {{"id", r.id},
               {"name", r.name},
@@ -69,20 +75,17 @@ void export_run(const RunStore& s, const RunInfo& r, const std::string& format, 
   }
   j["series"] = std::move(series);
   json ts = json::array();
-  for (const auto& t : s.tensor_stats(r.id)) {
-    ts.push_back({{"step", t.step},
-                  {"layer", t.layer},
-                  {"role", t.role},
-                  {"amax", num(t.amax)},
-                  {"scale", num(t.scale)},
-                  {"numel", t.numel},
-                  {"zeros", t.zeros},
-                  {"underflow", t.underflow},
-                  {"saturated", t.saturated},
-                  {"nonfinite", t.nonfinite},
-                  {"subnormal", t.subnormal},
-                  {"sq_err", num(t.sq_err)},
-                  {"sq_sum", num(t.sq_sum)}});
+  for (const TensorMetrics& t : s.tensor_stats(r.id)) {
+    json row = {{"step", t.step}, {"layer", t.layer}, {"role", t.role}};
+    for (const TensorStatField& f : kTensorStatFields) {
+      switch (f.type) {
+        case TensorStatField::Type::Count: row[f.name] = t.raw.*f.count; break;
+        case TensorStatField::Type::Sum:
+        case TensorStatField::Type::Value: row[f.name] = num(stat_value(t, f)); break;
+        case TensorStatField::Type::Histogram: break;  // in the database, not the export
+      }
+    }
+    ts.push_back(std::move(row));
   }
   j["tensor_stats"] = std::move(ts);
   json ev = json::array();

@@ -76,15 +76,15 @@ DeviceStatsTargets targets(const at::Tensor& buf, const StatsSlot& slot) {
 }
 
 // The role's statistics, and the scale it used (its first group's scale_inv travels in
-// the StatsBuffer's spare word).
+// the StatsBuffer's scale_inv_bits).
 RoleStats read_stats(const uint8_t* host, const StatsSlot& slot) {
   RoleStats rs;
   rs.valid = true;
   TensorStats& s = rs.stats;
   std::memcpy(&s.raw, host + slot.offset, sizeof(StatsBuffer));
   float scale_inv = 0;
-  std::memcpy(&scale_inv, &s.raw.pad, 4);
-  s.raw.pad = 0;
+  std::memcpy(&scale_inv, &s.raw.scale_inv_bits, 4);
+  s.raw.scale_inv_bits = 0;
   rs.scale = scale_inv != 0 ? 1.0f / scale_inv : 0.0f;
   s.map_grid = slot.grid;
   const int64_t c = slot.grid.cell_count();
@@ -238,7 +238,7 @@ DevQ quantize_role(const at::Tensor& t, const QuantRecipe& recipe, Float8RoleHis
     hist->steps++;
   }
   if (slot) {
-    C10_CUDA_CHECK(cudaMemcpyAsync(&tg.stats->pad, q.rows.scale_inv.data_ptr<float>(), 4,
+    C10_CUDA_CHECK(cudaMemcpyAsync(&tg.stats->scale_inv_bits, q.rows.scale_inv.data_ptr<float>(), 4,
                                    cudaMemcpyDeviceToDevice,
                                    reinterpret_cast<cudaStream_t>(stream())));
   }

@@ -25,7 +25,7 @@ struct RunFollower::Impl {
     f.final = true;
     f.status = status;
     f.message = message;
-    bus->publish(f);
+    bus->publish(std::move(f));
     ended = true;
   }
 
@@ -39,7 +39,7 @@ struct RunFollower::Impl {
     }
     MetricBatch b = store->read_new(run_id, cursor);
     if (!b.steps.empty() || !b.tensors.empty() || !b.sqnr.empty() || !b.events.empty())
-      bus->publish(b);
+      bus->publish(std::move(b));
     RunStatus status = RunStatus::Running;
     parse_run_status(info->status, status);
     if (status == RunStatus::Running || status == RunStatus::Paused) return true;

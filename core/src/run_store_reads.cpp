@@ -1,5 +1,5 @@
 // Reading runs back: what was committed since a cursor (following a run live, opening a
-// stored one) and a run's scalars as CSV.
+// stored one), a run's scalars and its tensor statistics as CSV.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -60,10 +60,9 @@ void read_new_in(const Db& db, int64_t run_id, RunCursor& cursor, MetricBatch& b
 
   // Tensor statistics, with the maps and amax windows of the same steps.
   {
-    Stmt q(db,
-           "SELECT step, layer, role, amax, scale, numel, zeros, underflow, saturated, "
-           "nonfinite, subnormal, sq_err, sq_sum, histogram FROM tensor_stats "
-           "WHERE run_id = ? AND step > ? ORDER BY step, layer, role");
+    const std::string sql =
+        tensor_stat_select_sql() + "WHERE run_id = ? AND step > ? ORDER BY step, layer, role";
+    Stmt q(db, sql.c_str());
     q.bind(1, run_id).bind(2, cursor.tensor_step);
     std::map<std::tuple<int64_t, std::string, std::string>, size_t> index;
     int64_t last = cursor.tensor_step;
@@ -72,19 +71,7 @@ void read_new_in(const Db& db, int64_t run_id, RunCursor& cursor, MetricBatch& b
       t.step = q.i(0);
       t.layer = q.s(1);
       t.role = q.s(2);
-      t.amax = static_cast<float>(q.d(3));
-      t.scale = static_cast<float>(q.d(4));
-      StatsBuffer& r = t.raw;
-      r.numel = static_cast<uint64_t>(q.i(5));
-      r.zeros = static_cast<uint64_t>(q.i(6));
-      r.underflow = static_cast<uint64_t>(q.i(7));
-      r.saturated = static_cast<uint64_t>(q.i(8));
-      r.nonfinite = static_cast<uint64_t>(q.i(9));
-      r.subnormal = static_cast<uint64_t>(q.i(10));
-      r.sq_err = q.d(11);
-      r.sq_sum = q.d(12);
-      const std::vector<uint64_t> h = unpack_histogram(q.blob(13));
-      for (size_t i = 0; i < h.size() && i < static_cast<size_t>(kHistBins); ++i) r.hist[i] = h[i];
+      read_tensor_stat_fields(q, 3, t);
       last = std::max(last, t.step);
       index[{t.step, t.layer, t.role}] = b.tensors.size();
       b.tensors.push_back(std::move(t));
@@ -156,6 +143,36 @@ void write_run_csv(const RunStore& store, int64_t run_id, std::ostream& out) {
         out << buf;
       }
     }
+    out << '\n';
+  }
+}
+
+void write_tensor_stats_csv(const RunStore& store, int64_t run_id, std::ostream& out) {
+  const std::vector<TensorMetrics> rows = store.tensor_stats(run_id);
+  out << "step,layer,role";
+  for (const TensorStatField& f : kTensorStatFields) {
+    if (f.type != TensorStatField::Type::Histogram) out << ',' << f.name;
+  }
+  for (const TensorStatFigure& g : kTensorStatFigures) out << ',' << g.name;
+  out << '\n';
+  char buf[32];
+  auto real = [&](double v) {
+    out << ',';
+    if (std::isfinite(v)) {
+      std::snprintf(buf, sizeof buf, "%.17g", v);
+      out << buf;
+    }
+  };
+  for (const TensorMetrics& t : rows) {
+    out << t.step << ',' << t.layer << ',' << t.role;
+    for (const TensorStatField& f : kTensorStatFields) {
+      if (f.type == TensorStatField::Type::Count) {
+        out << ',' << t.raw.*f.count;
+      } else if (f.type != TensorStatField::Type::Histogram) {
+        real(stat_value(t, f));
+      }
+    }
+    for (const TensorStatFigure& g : kTensorStatFigures) real(g.of(t.raw));
     out << '\n';
   }
 }

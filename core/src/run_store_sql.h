@@ -1,12 +1,24 @@
 // defines: Db, Stmt (a SQLite connection and its statements, errors as StoreError), the
-// stored forms of a histogram and a shape, read_new_in(): what run_store.cpp and
-// run_store_reads.cpp share. Internal to core.
+// stored forms of a histogram and a shape, the tensor_stats columns (from
+// kTensorStatFields), the schema's migrations, read_new_in(), RunStore::Impl (the writer
+// thread and the reading connection): what the run store's files share (run_store.cpp:
+// the row reads; run_store_schema.cpp: opening, schema and migrations;
+// run_store_writer.cpp: the writer thread; run_store_reads.cpp: read_new() and CSV).
+// Internal to core.
 #pragma once
 
 #include <sqlite3.h>
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "fp8wb/core/run_store.h"
@@ -203,4 +215,74 @@ inline std::vector<int64_t> parse_shape(const std::string& s) {
 // (RunStore::read_new calls it inside one read transaction).
 void read_new_in(const Db& db, int64_t run_id, RunCursor& cursor, MetricBatch& b);
 
+// The tensor_stats table, from kTensorStatFields (run_store_schema.cpp).
+// "amax, scale, ...": the columns of the fields, in the table's order.
+const std::string& tensor_stat_columns();
+// "INSERT OR REPLACE INTO tensor_stats(run_id, step, layer, role, <fields>) VALUES(...)".
+const std::string& tensor_stat_insert_sql();
+// "SELECT step, layer, role, <fields> FROM tensor_stats " (the caller adds the rest).
+const std::string& tensor_stat_select_sql();
+// Binds t's fields from parameter `first` on, in the table's order.
+void bind_tensor_stat_fields(Stmt& s, int first, const TensorMetrics& t);
+// Reads t's fields from column `first` on, in the table's order (a histogram's counts,
+// and the amax's bits into t.raw: the statistics as the trainer published them).
+void read_tensor_stat_fields(const Stmt& s, int first, TensorMetrics& t);
+// The SQL that takes the schema from version `to` - 1 to `to`.
+std::string migration_sql(int to);
+
+// Shared by opening, writing and reading.
+std::string now_utc();
+std::string host_name();
+// Whether the process that writes a run is still there: on this host, when its pid
+// exists; a run from another host (a database on a shared or copied file) is taken as
+// alive where `other_hosts_alive`, since nothing here can tell.
+bool writer_alive(const std::string& host, int64_t pid, bool other_hosts_alive);
+int user_version(const Db& db);
+inline constexpr char kInterruptedMessage[] =
+    "the process writing this run ended without finishing it";
+
 }  // namespace fp8wb::store
+
+namespace fp8wb {
+
+// The reading connection and the writer thread (run_store_writer.cpp).
+struct RunStore::Impl {
+  std::string path;
+  bool read_only = false;
+  std::unique_ptr<store::Db> reader;  // guarded by read_mutex
+  mutable std::mutex read_mutex;
+
+  // Writer thread state.
+  std::unique_ptr<store::Db> writer;
+  std::thread thread;
+  std::mutex mutex;
+  std::condition_variable wake, drained;
+  std::deque<std::function<void()>> queue;
+  uint64_t queued = 0, committed = 0;
+  bool stopping = false;
+  std::string error;                                              // the first failed write
+  std::map<std::pair<int64_t, std::string>, int64_t> series_ids;  // writer thread only
+
+  // Queues a job for the writer thread; throws StoreError when read-only or after a
+  // failed write.
+  void enqueue(std::function<void()> job);
+  // The writer thread: one transaction for everything queued since the last one.
+  void loop();
+  // Ends the writer thread, committing what is queued.
+  void stop();
+  // After a failed write (a full disk, a damaged or read-only file): what was committed
+  // stays; this process's runs end as failed with the reason, where the file still takes
+  // that small update (a row updated in place needs no new page).
+  void fail_own_runs(const std::string& why);
+  int64_t series_id(int64_t run, const std::string& name);
+  void write_batch(const MetricBatch& b);
+  void write_status(int64_t run, RunStatus s, const std::string& message);
+
+  template <class T>
+  T read(const std::function<T(const store::Db&)>& fn) const {
+    const std::lock_guard<std::mutex> lock(read_mutex);
+    return fn(*reader);
+  }
+};
+
+}  // namespace fp8wb

@@ -55,11 +55,9 @@ std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep_id) {
     if (r.status == "diverged") p.diverged++;
     double sat = 0, under = 0;
     int64_t n = 0;
-    for (const TensorStatRow& t : store.tensor_stats(r.id)) {
-      const double finite = static_cast<double>(t.numel - t.nonfinite);
-      const double nonzero = finite - static_cast<double>(t.zeros);
-      if (finite > 0) sat += 100.0 * static_cast<double>(t.saturated) / finite;
-      if (nonzero > 0) under += 100.0 * static_cast<double>(t.underflow) / nonzero;
+    for (const TensorMetrics& t : store.tensor_stats(r.id)) {
+      sat += saturated_pct(t.raw);
+      under += underflow_pct(t.raw);
       ++n;
     }
     const double loss = tail_mean(store.series(r.id, "loss"));

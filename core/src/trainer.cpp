@@ -72,14 +72,15 @@ struct Trainer::Impl {
     // Every consumer gets the final batch; one that cannot take it (the run store, failed
     // already) has said so, and the run's status says it: nothing leaves the thread.
     try {
-      if (bus) bus->publish(b);
+      if (bus) bus->publish(std::move(b));
     } catch (const std::exception&) {
     }
   }
 
+  // Hands the batch on (the bus's last consumer takes it): `b` is left empty.
   void publish(MetricBatch& b) {
     b.run_id = run_id;
-    if (bus) bus->publish(b);
+    if (bus) bus->publish(std::move(b));
   }
 
   double lr_at(int64_t step) const {

@@ -9,37 +9,45 @@ float TensorStats::amax() const {
   return bits_float(raw.amax_bits);
 }
 
-double TensorStats::mse() const {
-  const uint64_t finite = raw.numel - raw.nonfinite;
-  return finite == 0 ? 0.0 : raw.sq_err / static_cast<double>(finite);
+namespace {
+double percent(uint64_t part, uint64_t whole) {
+  return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+}
+}  // namespace
+
+uint64_t finite_count(const StatsBuffer& s) {
+  return s.numel - s.nonfinite;
 }
 
-double TensorStats::sqnr_db() const {
-  if (raw.sq_err == 0) return INFINITY;
-  if (raw.sq_sum == 0) return -INFINITY;
-  return 10.0 * std::log10(raw.sq_sum / raw.sq_err);
+double mse(const StatsBuffer& s) {
+  const uint64_t finite = finite_count(s);
+  return finite == 0 ? 0.0 : s.sq_err / static_cast<double>(finite);
 }
 
-double TensorStats::rel_error() const {
-  return raw.sq_sum == 0 ? 0.0 : std::sqrt(raw.sq_err / raw.sq_sum);
+double sqnr_db(const StatsBuffer& s) {
+  if (s.sq_err == 0) return INFINITY;
+  if (s.sq_sum == 0) return -INFINITY;
+  return 10.0 * std::log10(s.sq_sum / s.sq_err);
 }
 
-double TensorStats::underflow_pct() const {
-  const uint64_t nonzero = raw.numel - raw.nonfinite - raw.zeros;
-  return nonzero == 0 ? 0.0
-                      : 100.0 * static_cast<double>(raw.underflow) / static_cast<double>(nonzero);
+double rel_error(const StatsBuffer& s) {
+  return s.sq_sum == 0 ? 0.0 : std::sqrt(s.sq_err / s.sq_sum);
 }
 
-double TensorStats::saturated_pct() const {
-  const uint64_t finite = raw.numel - raw.nonfinite;
-  return finite == 0 ? 0.0
-                     : 100.0 * static_cast<double>(raw.saturated) / static_cast<double>(finite);
+double underflow_pct(const StatsBuffer& s) {
+  return percent(s.underflow, finite_count(s) - s.zeros);
 }
 
-double TensorStats::subnormal_pct() const {
-  const uint64_t finite = raw.numel - raw.nonfinite;
-  return finite == 0 ? 0.0
-                     : 100.0 * static_cast<double>(raw.subnormal) / static_cast<double>(finite);
+double saturated_pct(const StatsBuffer& s) {
+  return percent(s.saturated, finite_count(s));
+}
+
+double subnormal_pct(const StatsBuffer& s) {
+  return percent(s.subnormal, finite_count(s));
+}
+
+double zeros_pct(const StatsBuffer& s) {
+  return percent(s.zeros, s.numel);
 }
 
 std::vector<float> TensorStats::map_rel_error() const {

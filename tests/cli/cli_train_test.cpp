@@ -92,6 +92,74 @@ TEST_F(CliTrain, TrainListShowExportDelete) {
   EXPECT_NE(r.err.find("no run"), std::string::npos) << r.err;
 }
 
+// The export of the tensor statistics, JSON and CSV, against a row written with every
+// field of kTensorStatFields its own value.
+TEST_F(CliTrain, ExportHoldsEveryStatisticAsWritten) {
+  using fp8wb::TensorStatField;
+  fp8wb::TensorMetrics t;
+  t.step = 4;
+  t.layer = "fc1";
+  t.role = "grad_output";
+  int i = 0;
+  for (const TensorStatField& f : fp8wb::kTensorStatFields) {
+    ++i;
+    switch (f.type) {
+      case TensorStatField::Type::Count: t.raw.*f.count = 1000u + static_cast<uint64_t>(i); break;
+      case TensorStatField::Type::Sum: t.raw.*f.sum = 0.25 + i; break;
+      case TensorStatField::Type::Value: t.*f.value = 0.5f + static_cast<float>(i); break;
+      case TensorStatField::Type::Histogram: t.raw.hist[10] = 5; break;
+    }
+  }
+  int64_t id = 0;
+  {
+    auto s = fp8wb::RunStore::open(db_);
+    id = s->create_run("stats", "train", "{}", "cpu");
+    fp8wb::MetricBatch b;
+    b.run_id = id;
+    b.tensors.push_back(t);
+    b.final = true;
+    b.status = fp8wb::RunStatus::Finished;
+    s->write(b);
+    s->flush();
+  }
+  Result r = run({"runs", "export", std::to_string(id), "--db", db_, "--format", "json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto e = nlohmann::json::parse(r.out);
+  ASSERT_EQ(e["tensor_stats"].size(), 1u);
+  const auto& row = e["tensor_stats"][0];
+  EXPECT_EQ(row["step"], 4);
+  EXPECT_EQ(row["layer"], "fc1");
+  EXPECT_EQ(row["role"], "grad_output");
+  for (const TensorStatField& f : fp8wb::kTensorStatFields) {
+    if (f.type == TensorStatField::Type::Histogram) continue;
+    ASSERT_TRUE(row.contains(f.name)) << f.name;
+    EXPECT_EQ(row[f.name].get<double>(), fp8wb::stat_value(t, f)) << f.name;
+  }
+
+  r = run({"runs", "export", std::to_string(id), "--db", db_, "--format", "stats-csv"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::istringstream in(r.out);
+  std::string header, line;
+  ASSERT_TRUE(std::getline(in, header));
+  ASSERT_TRUE(std::getline(in, line));
+  std::vector<std::string> names, cells;
+  for (auto [text, out] : {std::pair{&header, &names}, std::pair{&line, &cells}}) {
+    std::stringstream ss(*text);
+    std::string cell;
+    while (std::getline(ss, cell, ',')) out->push_back(cell);
+  }
+  ASSERT_EQ(names.size(), cells.size()) << header << "\n" << line;
+  std::map<std::string, std::string> byname;
+  for (size_t k = 0; k < names.size(); ++k) byname[names[k]] = cells[k];
+  EXPECT_EQ(byname["layer"], "fc1");
+  for (const TensorStatField& f : fp8wb::kTensorStatFields) {
+    if (f.type == TensorStatField::Type::Histogram) continue;
+    ASSERT_TRUE(byname.count(f.name)) << f.name;
+    EXPECT_EQ(std::stod(byname[f.name]), fp8wb::stat_value(t, f)) << f.name;
+  }
+  EXPECT_DOUBLE_EQ(std::stod(byname["underflow_pct"]), fp8wb::underflow_pct(t.raw));
+}
+
 TEST_F(CliTrain, BadInputGivesClearErrors) {
   Result r = run({"train", "--db", db_, "--set", "window=-4"});
   EXPECT_EQ(r.rc, 1);

@@ -33,6 +33,7 @@ class RunTabsTest : public QObject {
   void pauseAndStop();
   void errorsShowAndTheGuiStaysUsable();
   void runListModelAndOpeningARun();
+  void liveCurvesAppendAndResetOnANewRun();
 
  private:
   QString db(const QString& name) const { return dir_.filePath(name); }
@@ -40,6 +41,38 @@ class RunTabsTest : public QObject {
 };
 
 namespace {
+
+// A step of a run: its scalars and two tensors' statistics.
+MetricBatch live_batch(int64_t step) {
+  MetricBatch b;
+  StepMetrics m;
+  m.step = step;
+  m.loss = step == 3 ? NAN : 4.0 - 0.1 * static_cast<double>(step);
+  m.ref_loss = m.loss_gap = NAN;
+  m.tokens_per_s = 100;
+  b.steps.push_back(m);
+  for (const char* layer : {"fc1", "fc2"}) {
+    TensorMetrics t;
+    t.step = step;
+    t.layer = layer;
+    t.role = "input";
+    t.amax = 1.0f + static_cast<float>(step);
+    t.scale = 448.0f / t.amax;
+    t.raw.numel = 100;
+    t.raw.underflow = static_cast<uint64_t>(step);
+    t.raw.hist[40] = 100;
+    b.tensors.push_back(t);
+  }
+  return b;
+}
+
+// A graph's points.
+QVector<QPointF> points_of(const QCPGraph* g) {
+  QVector<QPointF> out;
+  for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it)
+    out << QPointF(it->key, it->value);
+  return out;
+}
 
 // Waits (events flowing) for the engine's finished signal.
 bool wait_finished(EngineController* e, int ms = 120000) {
@@ -157,17 +190,17 @@ void RunTabsTest::shortRunFillsTheTabsAndTheStore() {
   // in one bar. The heatmap has a column per sampled step and a row per layer.
   {
     const TensorSeries& t = w.engine()->data().tensors().front();
-    const TensorPoint& last = t.points.back();
+    const TensorMetrics& last = t.points.back();
     QCOMPARE(last.step, int64_t{20});
     uint64_t all = 0;
-    for (uint64_t n : last.histogram) all += n;
-    QCOMPARE(all, static_cast<uint64_t>(last.numel));
+    for (uint64_t n : last.raw.hist) all += n;
+    QCOMPARE(all, static_cast<uint64_t>(last.raw.numel));
     QCPPlottableInterface1D* bars = w.quantizationTab()->plots()[1]->plottable(0)->interface1D();
     double shown = 0;
     for (int i = 0; i < bars->dataCount(); ++i) shown += bars->dataMainValue(i);
-    QCOMPARE(shown, static_cast<double>(last.numel) -
-                        static_cast<double>(last.histogram[kHistZeroBin] +
-                                            last.histogram[kHistNonfiniteBin]));
+    QCOMPARE(shown, static_cast<double>(last.raw.numel) -
+                        static_cast<double>(last.raw.hist[kHistZeroBin] +
+                                            last.raw.hist[kHistNonfiniteBin]));
     auto* heat = static_cast<QCPColorMap*>(w.quantizationTab()->plots()[0]->plottable(0));
     QCOMPARE(heat->data()->keySize(), 3);
     QCOMPARE(heat->data()->valueSize(), static_cast<int>(w.engine()->data().layers().size()));
@@ -267,11 +300,11 @@ void RunTabsTest::runListModelAndOpeningARun() {
   QVERIFY(!w.engine()->data().tensors().empty());
   {
     // The reloaded histogram holds every element of its tensor once.
-    const TensorPoint& p = w.engine()->data().tensors().front().points.front();
-    QVERIFY(p.numel > 0);
+    const TensorMetrics& p = w.engine()->data().tensors().front().points.front();
+    QVERIFY(p.raw.numel > 0);
     uint64_t all = 0;
-    for (uint64_t n : p.histogram) all += n;
-    QCOMPARE(all, static_cast<uint64_t>(p.numel));
+    for (uint64_t n : p.raw.hist) all += n;
+    QCOMPARE(all, static_cast<uint64_t>(p.raw.numel));
   }
   w.engine()->openRun(99);
   QVERIFY(failed.wait(30000));
@@ -289,6 +322,63 @@ void RunTabsTest::runListModelAndOpeningARun() {
   QVERIFY(f.readLine().startsWith("step,loss"));
   QVERIFY(
       !runs->exportCsv(1, QStringLiteral("/proc/nope/x.csv")).contains(QStringLiteral("wrote")));
+}
+
+// A live run's curves grow by its new points, and equal those of tabs that draw the whole
+// run at once; another run, or another tensor, is drawn anew.
+void RunTabsTest::liveCurvesAppendAndResetOnANewRun() {
+  RunData data;
+  data.setRun(1, "live", "{}");
+  ScalingTab scaling(&data);
+  OverviewTab overview(&data);
+  data.append(live_batch(0));
+  QVERIFY(scaling.select(QStringLiteral("fc1"), QStringLiteral("input")));
+  for (int64_t step = 0; step < 6; ++step) {
+    if (step > 0) data.append(live_batch(step));
+    scaling.refresh(true);
+    overview.refresh(true);
+    QCOMPARE(scaling.plots()[0]->graph(0)->dataCount(), static_cast<int>(step + 1));
+    QCOMPARE(scaling.plots()[2]->graph(0)->dataCount(), static_cast<int>(step + 1));
+  }
+  QCOMPARE(overview.plots()[0]->graph(1)->dataCount(), 5);  // one loss is NaN
+  QCOMPARE(overview.plots()[0]->graph(2)->dataCount(), 1);  // its marker
+  // The same run drawn in one go.
+  ScalingTab whole_scaling(&data);
+  OverviewTab whole_overview(&data);
+  QVERIFY(whole_scaling.select(QStringLiteral("fc1"), QStringLiteral("input")));
+  whole_scaling.refresh(true);
+  whole_overview.refresh(true);
+  for (size_t p = 0; p < scaling.plots().size(); ++p) {
+    for (int g = 0; g < scaling.plots()[p]->graphCount(); ++g)
+      QCOMPARE(points_of(scaling.plots()[p]->graph(g)),
+               points_of(whole_scaling.plots()[p]->graph(g)));
+  }
+  for (int g = 0; g < 3; ++g)
+    QCOMPARE(points_of(overview.plots()[0]->graph(g)),
+             points_of(whole_overview.plots()[0]->graph(g)));
+  QCOMPARE(points_of(scaling.plots()[2]->graph(0)).back(),
+           QPointF(5, 5.0));  // underflow_pct: 5 of 100 nonzero
+
+  // Another tensor: its own points only.
+  QVERIFY(scaling.select(QStringLiteral("fc2"), QStringLiteral("input")));
+  QCOMPARE(scaling.plots()[0]->graph(0)->dataCount(), 6);
+  // Another run with fewer steps: drawn anew, nothing of the first left.
+  data.setRun(2, "next", "{}");
+  data.append(live_batch(0));
+  data.append(live_batch(1));
+  scaling.refresh(true);
+  overview.refresh(true);
+  QCOMPARE(scaling.plots()[0]->graph(0)->dataCount(), 2);
+  QCOMPARE(overview.plots()[0]->graph(1)->dataCount(), 2);
+  QCOMPARE(overview.plots()[0]->graph(2)->dataCount(), 0);
+  // The same number of points again after a reload is still drawn anew.
+  data.setRun(3, "again", "{}");
+  MetricBatch other = live_batch(0);
+  other.steps[0].loss = 9;
+  data.append(other);
+  data.append(live_batch(1));
+  overview.refresh(true);
+  QCOMPARE(points_of(overview.plots()[0]->graph(1)).front(), QPointF(0, 9));
 }
 
 QTEST_MAIN(RunTabsTest)

@@ -2,35 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <type_traits>
+#include <utility>
 
 namespace fp8wb {
 
-namespace {
-
-TensorPoint point_of(const TensorMetrics& t) {
-  TensorPoint p;
-  p.step = t.step;
-  p.amax = t.amax;
-  p.scale = t.scale;
-  const StatsBuffer& r = t.raw;
-  const double finite = static_cast<double>(r.numel - r.nonfinite);
-  const double nonzero = finite - static_cast<double>(r.zeros);
-  p.underflow_pct = nonzero > 0 ? 100.0 * static_cast<double>(r.underflow) / nonzero : 0;
-  p.saturated_pct = finite > 0 ? 100.0 * static_cast<double>(r.saturated) / finite : 0;
-  p.sqnr_db = r.sq_err > 0 ? 10.0 * std::log10(r.sq_sum / r.sq_err) : INFINITY;
-  p.numel = static_cast<int64_t>(r.numel);
-  p.histogram.assign(r.hist, r.hist + kHistBins);
-  p.map_rows = t.map_grid.rows;
-  p.map_cols = t.map_grid.cols;
-  p.error_map = t.map_rel_error;
-  p.amax_history = t.amax_history;
-  return p;
-}
-
-}  // namespace
-
 void RunData::clear() {
+  const int64_t generation = generation_;
   *this = RunData();
+  generation_ = generation + 1;
 }
 
 void RunData::setRun(int64_t id, const std::string& name, const std::string& config_json) {
@@ -73,16 +54,41 @@ std::vector<std::string> RunData::layers() const {
   return out;
 }
 
-void RunData::append(const MetricBatch& b) {
-  steps_.insert(steps_.end(), b.steps.begin(), b.steps.end());
-  for (const TensorMetrics& t : b.tensors) series(t.layer, t.role).points.push_back(point_of(t));
-  sqnr_.insert(sqnr_.end(), b.sqnr.begin(), b.sqnr.end());
-  events_.insert(events_.end(), b.events.begin(), b.events.end());
+// Copies from a batch the caller keeps, moves from one it hands over.
+template <class Batch>
+void RunData::append_batch(Batch&& b) {
+  constexpr bool owned = !std::is_lvalue_reference_v<Batch>;
+  auto add = [](auto& to, auto& from) {
+    if constexpr (owned) {
+      to.insert(to.end(), std::make_move_iterator(from.begin()),
+                std::make_move_iterator(from.end()));
+    } else {
+      to.insert(to.end(), from.begin(), from.end());
+    }
+  };
+  add(steps_, b.steps);
+  for (auto& t : b.tensors) {
+    if constexpr (owned) {
+      series(t.layer, t.role).points.push_back(std::move(t));
+    } else {
+      series(t.layer, t.role).points.push_back(t);
+    }
+  }
+  add(sqnr_, b.sqnr);
+  add(events_, b.events);
   if (b.final) {
     status_ = run_status_name(b.status);
     message_ = b.message;
   }
   ++revision_;
+}
+
+void RunData::append(const MetricBatch& b) {
+  append_batch(b);
+}
+
+void RunData::append(MetricBatch&& b) {
+  append_batch(std::move(b));
 }
 
 void RunData::load(const RunStore& store, int64_t run_id, RunCursor* cursor) {

@@ -1,6 +1,7 @@
 #include "fp8wb/views/run_tabs.h"
 
 #include <QComboBox>
+#include <QCoreApplication>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -16,6 +17,9 @@
 
 namespace fp8wb {
 namespace {
+
+// The heatmap's choices, in the metric box's order.
+constexpr const TensorStatFigure* kHeatmapFigures[] = {&kUnderflowPct, &kSaturatedPct, &kSqnrDb};
 
 QString qs(const std::string& s) {
   return QString::fromStdString(s);
@@ -51,31 +55,45 @@ Format role_format(const RunData& d, const std::string& role) {
   return f.input.format;
 }
 
-// Finite points; non-finite values of `field` go to the markers at `marker_y`.
-template <class Get>
-void fill(QCPGraph* g, QCPGraph* markers, const std::vector<StepMetrics>& steps, Get get) {
-  QVector<double> x, y, mx;
-  x.reserve(static_cast<int>(steps.size()));
-  y.reserve(static_cast<int>(steps.size()));
-  for (const StepMetrics& m : steps) {
-    const double v = get(m);
-    if (std::isfinite(v)) {
-      x << static_cast<double>(m.step);
-      y << v;
-    } else if (markers) {
-      mx << static_cast<double>(m.step);
-    }
-  }
-  g->setData(x, y, true);
-  if (markers) {
-    // NaN and Inf are shown, not dropped: crosses at the top of the visible range.
-    const double top = y.isEmpty() ? 1.0 : *std::max_element(y.begin(), y.end());
-    QVector<double> my(mx.size(), top);
-    markers->setData(mx, my, true);
-  }
+QString label_of(const TensorStatFigure& f) {
+  return QCoreApplication::translate("fp8wb::TensorStatFigure", f.label);
 }
 
 }  // namespace
+
+// Finite points of steps[from..] appended to `g` (from 0: the graph is set anew);
+// non-finite values go to `markers`, crosses at the top of the finite values so far.
+template <class Get>
+void StepCurve::draw(const std::vector<StepMetrics>& steps, size_t from, Get get) {
+  if (from == 0) {
+    top_ = -INFINITY;
+    marker_x_.clear();
+  }
+  QVector<double> x, y;
+  x.reserve(static_cast<int>(steps.size() - from));
+  y.reserve(static_cast<int>(steps.size() - from));
+  for (size_t i = from; i < steps.size(); ++i) {
+    const double v = get(steps[i]);
+    if (std::isfinite(v)) {
+      x << static_cast<double>(steps[i].step);
+      y << v;
+      top_ = std::max(top_, v);
+    } else if (markers) {
+      marker_x_ << static_cast<double>(steps[i].step);
+    }
+  }
+  if (from == 0) {
+    graph->setData(x, y, true);
+  } else {
+    graph->addData(x, y, true);
+  }
+  if (markers) {
+    // NaN and Inf are shown, not dropped: crosses at the top of the visible range (few
+    // points: set anew each time, as the top may have moved).
+    const QVector<double> my(marker_x_.size(), std::isfinite(top_) ? top_ : 1.0);
+    markers->setData(marker_x_, my, true);
+  }
+}
 
 RunTabBase::RunTabBase(const RunData* run, QWidget* parent) : QWidget(parent), data_(run) {}
 
@@ -96,6 +114,18 @@ void RunTabBase::setPresentationMode(bool on) {
 }
 
 // --- Overview -----------------------------------------------------------------------
+
+// Which points a tab has drawn: a run's series only grow between two generations of
+// RunData, so a live run's new points are appended; another run, a reload or another
+// selection draws everything anew.
+bool DrawnPoints::append_from(int64_t generation, const QString& key, size_t size, size_t& from) {
+  const bool same = generation == generation_ && key == key_ && size >= count_;
+  from = same ? count_ : 0;
+  generation_ = generation;
+  key_ = key;
+  count_ = size;
+  return same;
+}
 
 OverviewTab::OverviewTab(const RunData* run, QWidget* parent)
     : RunTabBase(run, parent),
@@ -133,6 +163,10 @@ OverviewTab::OverviewTab(const RunData* run, QWidget* parent)
   loss_->legend->setVisible(true);
   add_graph(gap_, tr("loss gap"), QColor(0xd6, 0x27, 0x28));
   add_graph(speed_, tr("tokens/s"), QColor(0x2c, 0xa0, 0x2c));
+  loss_curve_ = {loss_->graph(1), loss_->graph(2)};
+  ref_curve_ = {loss_->graph(0), nullptr};
+  gap_curve_ = {gap_->graph(0), nullptr};
+  speed_curve_ = {speed_->graph(0), nullptr};
   summary_->setText(tr("<i>Start a run from the run panel, or open one in the Runs tab.</i>"));
 }
 
@@ -157,10 +191,12 @@ QString OverviewTab::summaryText() const {
 
 void OverviewTab::rebuild() {
   const auto& s = data_->steps();
-  fill(loss_->graph(1), loss_->graph(2), s, [](const StepMetrics& m) { return m.loss; });
-  fill(loss_->graph(0), nullptr, s, [](const StepMetrics& m) { return m.ref_loss; });
-  fill(gap_->graph(0), nullptr, s, [](const StepMetrics& m) { return m.loss_gap; });
-  fill(speed_->graph(0), nullptr, s, [](const StepMetrics& m) { return m.tokens_per_s; });
+  size_t from = 0;
+  drawn_.append_from(data_->generation(), QString(), s.size(), from);
+  loss_curve_.draw(s, from, [](const StepMetrics& m) { return m.loss; });
+  ref_curve_.draw(s, from, [](const StepMetrics& m) { return m.ref_loss; });
+  gap_curve_.draw(s, from, [](const StepMetrics& m) { return m.loss_gap; });
+  speed_curve_.draw(s, from, [](const StepMetrics& m) { return m.tokens_per_s; });
   // Peak memory: the latest figure of each (they are running maxima).
   const auto bars = memoryBars();
   QVector<double> keys, values;
@@ -234,8 +270,8 @@ ScalingTab::ScalingTab(const RunData* run, QWidget* parent)
   use_log_axis(amax_->yAxis);
   add_graph(scale_, tr("scale"), QColor(0x94, 0x67, 0xbd));
   use_log_axis(scale_->yAxis);
-  add_graph(counts_, tr("underflow % (of nonzero)"), QColor(0x2c, 0xa0, 0x2c));
-  add_graph(counts_, tr("saturated %"), QColor(0xd6, 0x27, 0x28));
+  add_graph(counts_, label_of(kUnderflowPct), QColor(0x2c, 0xa0, 0x2c));
+  add_graph(counts_, label_of(kSaturatedPct), QColor(0xd6, 0x27, 0x28));
   counts_->legend->setVisible(true);
   connect(tree_, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem* item) {
     if (!item || !item->parent()) return;
@@ -292,22 +328,34 @@ void ScalingTab::drawSelected() {
   }
   const Format f = role_format(*data_, t->role);
   const double fmax = format_info(f).max_finite;
+  // A live run's new points are appended; another tensor or run is drawn anew.
+  size_t from = 0;
+  const bool append =
+      drawn_.append_from(data_->generation(), layer_ + QChar('/') + role_, t->points.size(), from);
   QVector<double> x, amax, mapped, scale, under, sat;
-  for (const TensorPoint& p : t->points) {
+  for (size_t i = from; i < t->points.size(); ++i) {
+    const TensorMetrics& p = t->points[i];
     x << static_cast<double>(p.step);
     amax << p.amax;
     mapped << (p.scale > 0 ? fmax / p.scale : NAN);
     scale << p.scale;
-    under << p.underflow_pct;
-    sat << p.saturated_pct;
+    under << kUnderflowPct.of(p.raw);
+    sat << kSaturatedPct.of(p.raw);
   }
-  amax_->graph(0)->setData(x, amax, true);
-  amax_->graph(1)->setData(x, mapped, true);
-  scale_->graph(0)->setData(x, scale, true);
-  counts_->graph(0)->setData(x, under, true);
-  counts_->graph(1)->setData(x, sat, true);
+  const std::pair<QCPGraph*, const QVector<double>*> graphs[] = {{amax_->graph(0), &amax},
+                                                                 {amax_->graph(1), &mapped},
+                                                                 {scale_->graph(0), &scale},
+                                                                 {counts_->graph(0), &under},
+                                                                 {counts_->graph(1), &sat}};
+  for (const auto& [g, y] : graphs) {
+    if (append) {
+      g->addData(x, *y, true);
+    } else {
+      g->setData(x, *y, true);
+    }
+  }
   for (ExportablePlot* p : plots()) p->rescaleAxes();
-  const TensorPoint& last = t->points.back();
+  const TensorMetrics& last = t->points.back();
   const bool delayed = data_->hasConfig() && data_->config().scaling == "delayed";
   const int window = data_->hasConfig() ? data_->config().window : 0;
   if (delayed && window > 0) {
@@ -345,7 +393,7 @@ QuantizationTab::QuantizationTab(const RunData* run, QWidget* parent)
       heat_(make_plot(this, tr("step"), tr("layer"))),
       hist_(make_plot(this, tr("floor(log2 |x * scale|)"), tr("elements"))),
       blocks_(make_plot(this, tr("block column"), tr("block row"))) {
-  metric_->addItems({tr("underflow %"), tr("saturation %"), tr("SQNR (dB)")});
+  for (const TensorStatFigure* f : kHeatmapFigures) metric_->addItem(label_of(*f));
   role_->addItems(
       {QStringLiteral("input"), QStringLiteral("weight"), QStringLiteral("grad_output")});
   auto* controls = new QHBoxLayout;
@@ -419,6 +467,8 @@ void QuantizationTab::rebuild() {
   size_t cols = 0;
   for (const TensorSeries* t : rows) cols = std::max(cols, t->points.size());
   heat_map_->data()->clear();
+  const TensorStatFigure& figure =
+      *kHeatmapFigures[static_cast<size_t>(std::clamp(metric_->currentIndex(), 0, 2))];
   if (!rows.empty() && cols > 0) {
     const double first = static_cast<double>(rows[0]->points.front().step);
     const double last = static_cast<double>(rows[0]->points.back().step);
@@ -428,10 +478,7 @@ void QuantizationTab::rebuild() {
         QCPRange(0, std::max<double>(1, static_cast<double>(rows.size() - 1))));
     for (size_t r = 0; r < rows.size(); ++r) {
       for (size_t c = 0; c < rows[r]->points.size(); ++c) {
-        const TensorPoint& p = rows[r]->points[c];
-        double v = metric_->currentIndex() == 0   ? p.underflow_pct
-                   : metric_->currentIndex() == 1 ? p.saturated_pct
-                                                  : p.sqnr_db;
+        double v = figure.of(rows[r]->points[c].raw);
         if (!std::isfinite(v)) v = 200;  // exact (no error): off the top
         heat_map_->data()->setCell(static_cast<int>(c), static_cast<int>(r), v);
       }
@@ -454,12 +501,12 @@ void QuantizationTab::rebuild() {
     return;
   }
   const TensorSeries& t = data_->tensors()[static_cast<size_t>(ti)];
-  const TensorPoint& p = t.points.back();
+  const TensorMetrics& p = t.points.back();
   QVector<double> keys, counts;
-  for (int b = 0; b < kHistExpBins && b < static_cast<int>(p.histogram.size()); ++b) {
-    if (p.histogram[static_cast<size_t>(b)] == 0) continue;
+  for (int b = 0; b < kHistExpBins; ++b) {
+    if (p.raw.hist[b] == 0) continue;
     keys << static_cast<double>(b + kHistMinExp);
-    counts << static_cast<double>(p.histogram[static_cast<size_t>(b)]);
+    counts << static_cast<double>(p.raw.hist[b]);
   }
   bars_->setData(keys, counts);
   const Format f = role_format(*data_, t.role);
@@ -471,22 +518,17 @@ void QuantizationTab::rebuild() {
   hist_->rescaleAxes();
   hist_->xAxis->setRange(std::min(lo - 2, hist_->xAxis->range().lower),
                          std::max(hi + 2, hist_->xAxis->range().upper));
-  fill_block_map(block_map_, p.map_rows, p.map_cols, p.error_map);
-  const double zeros = 100.0 *
-                       static_cast<double>(p.histogram.size() > static_cast<size_t>(kHistZeroBin)
-                                               ? p.histogram[static_cast<size_t>(kHistZeroBin)]
-                                               : 0) /
-                       static_cast<double>(std::max<int64_t>(1, p.numel));
+  fill_block_map(block_map_, p.map_grid.rows, p.map_grid.cols, p.map_rel_error);
   caption_->setText(
       tr("<b>%1 / %2</b>, step %3, %4: SQNR %5 dB, underflow %6 %, saturated %7 %, zeros %8 %. "
          "Green: the exponents %4 represents (%9 to %10).")
           .arg(qs(t.layer), qs(t.role))
           .arg(p.step)
           .arg(QString::fromLatin1(fi.name.data()))
-          .arg(p.sqnr_db, 0, 'f', 1)
-          .arg(p.underflow_pct, 0, 'g', 3)
-          .arg(p.saturated_pct, 0, 'g', 3)
-          .arg(zeros, 0, 'g', 3)
+          .arg(kSqnrDb.of(p.raw), 0, 'f', 1)
+          .arg(kUnderflowPct.of(p.raw), 0, 'g', 3)
+          .arg(kSaturatedPct.of(p.raw), 0, 'g', 3)
+          .arg(kZerosPct.of(p.raw), 0, 'g', 3)
           .arg(lo)
           .arg(hi));
 }

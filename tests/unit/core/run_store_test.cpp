@@ -102,7 +102,7 @@ TEST_F(RunStoreTest, ReopensWithIdenticalSeries) {
   const auto ts = s->tensor_stats(id, "blocks.0.fc1", "input");
   ASSERT_EQ(ts.size(), 50u);
   EXPECT_FLOAT_EQ(static_cast<float>(ts[10].amax), 12.5f);
-  EXPECT_EQ(ts[10].underflow, 10);
+  EXPECT_EQ(ts[10].raw.underflow, 10u);
   const auto maps = s->blobs(id, "error_map");
   ASSERT_EQ(maps.size(), 50u);
   EXPECT_EQ(maps[0].shape, (std::vector<int64_t>{2, 3}));
@@ -111,10 +111,10 @@ TEST_F(RunStoreTest, ReopensWithIdenticalSeries) {
   std::memcpy(cells, maps[0].data.data(), sizeof cells);
   EXPECT_FLOAT_EQ(cells[5], 0.6f);
   EXPECT_TRUE(s->blobs(id, "histogram").empty());  // histograms live in tensor_stats
-  ASSERT_EQ(ts[10].histogram.size(), static_cast<size_t>(kHistBins));
-  EXPECT_EQ(ts[10].histogram[3], 7u);
-  EXPECT_EQ(ts[10].histogram[2] + ts[10].histogram[4], 0u);
-  EXPECT_EQ(ts[10].histogram[5], (uint64_t{1} << 40) + 3);
+  ASSERT_EQ(std::size(ts[10].raw.hist), static_cast<size_t>(kHistBins));
+  EXPECT_EQ(ts[10].raw.hist[3], 7u);
+  EXPECT_EQ(ts[10].raw.hist[2] + ts[10].raw.hist[4], 0u);
+  EXPECT_EQ(ts[10].raw.hist[5], (uint64_t{1} << 40) + 3);
   EXPECT_EQ(s->series(id, "sqnr/blocks.0.fc1/fprop").size(), 50u);
   ASSERT_EQ(s->events(id).size(), 1u);
   EXPECT_EQ(s->integrity_check(), "ok");

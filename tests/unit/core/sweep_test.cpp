@@ -74,7 +74,8 @@ TEST(Sweep, FinishesWithEveryChildRunAndItsFigures) {
     double sat = 0;
     const auto ts = store->tensor_stats(p.run_ids[0]);
     for (const auto& t : ts)
-      sat += 100.0 * static_cast<double>(t.saturated) / static_cast<double>(t.numel - t.nonfinite);
+      sat += 100.0 * static_cast<double>(t.raw.saturated) /
+             static_cast<double>(t.raw.numel - t.raw.nonfinite);
     EXPECT_NEAR(p.saturated_pct, sat / static_cast<double>(ts.size()), 1e-12);
   }
   store.reset();

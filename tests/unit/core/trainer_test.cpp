@@ -96,7 +96,7 @@ TEST(Trainer, TinyGptLearnsWithFp8DelayedScalingAndTracksTheReference) {
   const auto ts = reopened->tensor_stats(id);
   EXPECT_EQ(ts.size(), 8u * 3u * 12u);
   for (const auto& r : ts) {
-    EXPECT_GT(r.numel, 0);
+    EXPECT_GT(r.raw.numel, 0u);
     EXPECT_GT(r.amax, 0);
     EXPECT_GT(r.scale, 0);
   }

@@ -1,10 +1,12 @@
-// defines: RunStatus, StepMetrics, TensorMetrics, SqnrMetrics, RunEvent, MetricBatch,
+// defines: RunStatus, StepMetrics (and kStepSeries), TensorMetrics (and
+// kTensorStatFields, kTensorStatFigures), SqnrMetrics, RunEvent, MetricBatch,
 // MetricConsumer, MetricBus: what a training run reports, step by step, to whoever
 // listens (the run store, the console, the GUI). Plain structs, no torch.
 #pragma once
 
 #include <cstdint>
 #include <exception>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -79,6 +81,90 @@ struct TensorMetrics {
   std::vector<float> amax_history;   // delayed scaling: the window, newest first (else empty)
 };
 
+// The stored fields of TensorMetrics, one row each, in the order of the run store's
+// tensor_stats columns: the store's CREATE, INSERT and SELECT, the reload into a
+// TensorMetrics, and JSON and CSV export all come from this one table. A new statistic
+// is a StatsBuffer member (filled by the kernels, added by merge_stats()) and a row here
+// with `since` one above the current schema version: the store adds its column in that
+// version's migration (RunStore::kSchemaVersion follows the table).
+struct TensorStatField {
+  enum class Type : uint8_t {
+    Count,     // a StatsBuffer counter, an SQL INTEGER
+    Sum,       // a StatsBuffer sum, an SQL REAL
+    Value,     // a TensorMetrics float, an SQL REAL
+    Histogram  // StatsBuffer::hist, an SQL BLOB (run_store_sql.h: pack_histogram())
+  };
+  const char* name;   // SQL column, JSON key, CSV header
+  const char* label;  // for people (tables, axes)
+  const char* unit;   // "" for a plain number
+  Type type;
+  uint64_t StatsBuffer::*count;  // Count
+  double StatsBuffer::*sum;      // Sum
+  float TensorMetrics::*value;   // Value
+  int since;                     // the run store's schema version that added the column
+};
+inline constexpr TensorStatField kTensorStatFields[] = {
+    {"amax", "amax", "", TensorStatField::Type::Value, nullptr, nullptr, &TensorMetrics::amax, 1},
+    {"scale", "scale", "", TensorStatField::Type::Value, nullptr, nullptr, &TensorMetrics::scale,
+     1},
+    {"numel", "elements", "elements", TensorStatField::Type::Count, &StatsBuffer::numel, nullptr,
+     nullptr, 1},
+    {"zeros", "zeros", "elements", TensorStatField::Type::Count, &StatsBuffer::zeros, nullptr,
+     nullptr, 1},
+    {"underflow", "underflow", "elements", TensorStatField::Type::Count, &StatsBuffer::underflow,
+     nullptr, nullptr, 1},
+    {"saturated", "saturated", "elements", TensorStatField::Type::Count, &StatsBuffer::saturated,
+     nullptr, nullptr, 1},
+    {"nonfinite", "non-finite", "elements", TensorStatField::Type::Count, &StatsBuffer::nonfinite,
+     nullptr, nullptr, 1},
+    {"subnormal", "subnormal", "elements", TensorStatField::Type::Count, &StatsBuffer::subnormal,
+     nullptr, nullptr, 1},
+    {"sq_err", "sum of squared errors", "", TensorStatField::Type::Sum, nullptr,
+     &StatsBuffer::sq_err, nullptr, 1},
+    {"sq_sum", "sum of squares", "", TensorStatField::Type::Sum, nullptr, &StatsBuffer::sq_sum,
+     nullptr, 1},
+    {"histogram", "exponent histogram", "elements", TensorStatField::Type::Histogram, nullptr,
+     nullptr, nullptr, 1},
+};
+inline constexpr size_t kTensorStatFieldCount = std::size(kTensorStatFields);
+
+// A field's value as a number (a histogram has none: NaN).
+inline double stat_value(const TensorMetrics& t, const TensorStatField& f) {
+  switch (f.type) {
+    case TensorStatField::Type::Count: return static_cast<double>(t.raw.*f.count);
+    case TensorStatField::Type::Sum: return t.raw.*f.sum;
+    case TensorStatField::Type::Value: return static_cast<double>(t.*f.value);
+    case TensorStatField::Type::Histogram: break;
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+// The newest schema version a field needs.
+constexpr int tensor_stats_schema_version() {
+  int v = 1;
+  for (const TensorStatField& f : kTensorStatFields) v = f.since > v ? f.since : v;
+  return v;
+}
+
+// The figures derived from a TensorMetrics (tensor_stats.h computes them), as the GUI
+// plots them and tables name them.
+struct TensorStatFigure {
+  const char* name;   // underflow_pct, ...
+  const char* label;  // a plot's series and axis
+  const char* unit;   // "%", "dB"
+  double (*of)(const StatsBuffer&);
+};
+inline constexpr TensorStatFigure kUnderflowPct{"underflow_pct", "underflow % (of nonzero)", "%",
+                                                &underflow_pct};
+inline constexpr TensorStatFigure kSaturatedPct{"saturated_pct", "saturated %", "%",
+                                                &saturated_pct};
+inline constexpr TensorStatFigure kSubnormalPct{"subnormal_pct", "subnormal %", "%",
+                                                &subnormal_pct};
+inline constexpr TensorStatFigure kSqnrDb{"sqnr_db", "SQNR (dB)", "dB", &sqnr_db};
+inline constexpr TensorStatFigure kZerosPct{"zeros_pct", "zeros %", "%", &zeros_pct};
+inline constexpr TensorStatFigure kTensorStatFigures[] = {kUnderflowPct, kSaturatedPct,
+                                                          kSubnormalPct, kSqnrDb, kZerosPct};
+
 struct SqnrMetrics {
   int64_t step = 0;
   std::string layer;
@@ -109,6 +195,9 @@ class MetricConsumer {
   virtual ~MetricConsumer() = default;
   // Called on the engine thread: copy what is needed and return quickly.
   virtual void consume(const MetricBatch& batch) = 0;
+  // The same, with the batch the consumer's to keep (MetricBus::publish(MetricBatch&&)
+  // hands it to its last consumer): a consumer that keeps batches moves from it.
+  virtual void take(MetricBatch&& batch) { consume(batch); }
 };
 
 // Fans batches out to its consumers, in the order they were added. A consumer that
@@ -120,16 +209,26 @@ class MetricBus {
     const std::lock_guard<std::mutex> lock(mutex_);
     consumers_.push_back(std::move(c));
   }
-  void publish(const MetricBatch& b) {
+  void publish(const MetricBatch& b) { publish_to_all(b, nullptr); }
+  // The same, and the last consumer takes the batch itself (take(): no copy where one
+  // consumer listens); the others see it first, unchanged.
+  void publish(MetricBatch&& b) { publish_to_all(b, &b); }
+
+ private:
+  void publish_to_all(const MetricBatch& b, MetricBatch* owned) {
     std::vector<std::shared_ptr<MetricConsumer>> cs;
     {
       const std::lock_guard<std::mutex> lock(mutex_);
       cs = consumers_;
     }
     std::exception_ptr first;
-    for (const auto& c : cs) {
+    for (size_t i = 0; i < cs.size(); ++i) {
       try {
-        c->consume(b);
+        if (owned && i + 1 == cs.size()) {
+          cs[i]->take(std::move(*owned));
+        } else {
+          cs[i]->consume(b);
+        }
       } catch (...) {
         if (!first) first = std::current_exception();
       }
@@ -137,7 +236,6 @@ class MetricBus {
     if (first) std::rethrow_exception(first);
   }
 
- private:
   std::mutex mutex_;
   std::vector<std::shared_ptr<MetricConsumer>> consumers_;
 };

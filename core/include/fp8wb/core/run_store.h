@@ -1,9 +1,10 @@
-// defines: RunInfo, SeriesPoint, TensorStatRow, BlobRow, StoreError, RunStore: every run
+// defines: RunInfo, SeriesPoint, BlobRow, StoreError, RunStore: every run
 // in one SQLite file (WAL). One writer thread commits queued batches in transactions;
 // reads use their own connection and never block it. The schema is versioned
 // (PRAGMA user_version) and migrated forward. Plain types, no torch.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -49,15 +50,6 @@ struct SeriesPoint {
   double value;
 };
 
-struct TensorStatRow {
-  int64_t step = 0;
-  std::string layer, role;
-  double amax = 0, scale = 0;
-  int64_t numel = 0, zeros = 0, underflow = 0, saturated = 0, nonfinite = 0, subnormal = 0;
-  double sq_err = 0, sq_sum = 0;
-  std::vector<uint64_t> histogram;  // kHistBins counts (tensor_stats.h)
-};
-
 struct BlobRow {
   int64_t step = 0;
   std::string layer, role, kind;  // "error_map" (float per cell, row-major),
@@ -68,7 +60,8 @@ struct BlobRow {
 
 class RunStore {
  public:
-  static constexpr int kSchemaVersion = 1;
+  // Version 1, or the newest that kTensorStatFields needs (a new statistic's column).
+  static constexpr int kSchemaVersion = std::max(1, tensor_stats_schema_version());
 
   // Opens or creates the database (parent folders too) and migrates it; runs left
   // 'running' or 'paused' by a process that is gone become 'interrupted'. Throws
@@ -95,6 +88,7 @@ class RunStore {
                      const std::string& config_json, const std::string& device,
                      int64_t parent_sweep = 0);
   void write(const MetricBatch& batch);  // a final batch also sets the run's status
+  void write(MetricBatch&& batch);       // the same, without copying the batch
   void set_status(int64_t run_id, RunStatus status, const std::string& message = {});
   void rename_run(int64_t run_id, const std::string& name);
   int64_t create_sweep(const std::string& name, const std::string& grid_json);
@@ -116,7 +110,9 @@ class RunStore {
   std::optional<RunInfo> run(int64_t id) const;
   std::vector<std::string> series_names(int64_t run_id) const;
   std::vector<SeriesPoint> series(int64_t run_id, const std::string& name) const;
-  std::vector<TensorStatRow> tensor_stats(int64_t run_id, const std::string& layer = {},
+  // The statistics as stored (the fields of kTensorStatFields; no maps or windows: blobs()),
+  // ordered by layer, role, step.
+  std::vector<TensorMetrics> tensor_stats(int64_t run_id, const std::string& layer = {},
                                           const std::string& role = {}) const;
   std::vector<BlobRow> blobs(int64_t run_id, const std::string& kind = {}) const;
   std::vector<RunEvent> events(int64_t run_id) const;
@@ -140,6 +136,9 @@ class RunStore {
 // A run's scalar series as CSV: a header `step,<series>...`, then a row a step (empty
 // cells where a series has no value). Throws StoreError.
 void write_run_csv(const RunStore& store, int64_t run_id, std::ostream& out);
+// A run's tensor statistics as CSV: a header `step,layer,role,<kTensorStatFields but the
+// histogram>,<kTensorStatFigures>`, then a row a statistic (by layer, role, step).
+void write_tensor_stats_csv(const RunStore& store, int64_t run_id, std::ostream& out);
 
 // $XDG_DATA_HOME/fp8-workbench/runs.sqlite (else ~/.local/share/..., else ./runs.sqlite).
 std::string default_database_path();

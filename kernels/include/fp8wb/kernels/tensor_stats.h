@@ -1,5 +1,6 @@
 // defines: StatsBuffer (the plain block of counters and sums a quantize call fills, the
-// same on host and device), ErrorMap, TensorStats and its derived figures.
+// same on host and device), the figures derived from it (underflow_pct(), sqnr_db(), ...:
+// the one place they are computed), MapGrid, TensorStats.
 #pragma once
 
 #include <array>
@@ -31,7 +32,11 @@ struct StatsBuffer {
   double sq_err;       // sum (x - scale_inv * decode(q))^2 over finite x
   double sq_sum;       // sum x^2 over finite x
   uint32_t amax_bits;  // max |x| over finite x, as fp32 bits (ordered like the values)
-  uint32_t pad;        // spare: GPU Float8Linear passes the scale_inv it used through it
+  // The first group's scale_inv as fp32 bits, where the quantizing caller records it in
+  // the same device buffer (GPU Float8Linear: copied there on the device, so the scale
+  // comes back with the statistics in one copy; it reads and clears it). 0 otherwise: the
+  // kernels neither write nor merge it.
+  uint32_t scale_inv_bits;
   uint64_t hist[kHistBins];
 };
 
@@ -43,6 +48,18 @@ struct MapGrid {
   int64_t cell_count() const { return rows * cols; }
 };
 
+// Figures derived from the counters and sums (numerics.md, "Statistics"). Every reader
+// of statistics (checkpoint analysis, training runs, sweeps, the GUI, the CLI) uses
+// these.
+uint64_t finite_count(const StatsBuffer& s);  // numel - nonfinite
+double mse(const StatsBuffer& s);             // sq_err / finite elements (0 when none)
+double sqnr_db(const StatsBuffer& s);    // 10 log10(sq_sum / sq_err); +inf exact, -inf for zeros
+double rel_error(const StatsBuffer& s);  // sqrt(sq_err / sq_sum) (0 when sq_sum == 0)
+double underflow_pct(const StatsBuffer& s);  // % of finite nonzero elements (0 when none)
+double saturated_pct(const StatsBuffer& s);  // % of finite elements (0 when none)
+double subnormal_pct(const StatsBuffer& s);  // % of finite elements (0 when none)
+double zeros_pct(const StatsBuffer& s);      // % of all elements (0 when none)
+
 struct TensorStats {
   StatsBuffer raw{};
   MapGrid map_grid;
@@ -50,12 +67,13 @@ struct TensorStats {
   std::vector<double> map_sq_sum;
 
   float amax() const;
-  double mse() const;                        // sq_err / finite elements
-  double sqnr_db() const;                    // 10 log10(sq_sum / sq_err); +inf when exact
-  double rel_error() const;                  // sqrt(sq_err / sq_sum)
-  double underflow_pct() const;              // % of finite nonzero elements
-  double saturated_pct() const;              // % of finite elements
-  double subnormal_pct() const;              // % of finite elements
+  // The derived figures of `raw` (above).
+  double mse() const { return fp8wb::mse(raw); }
+  double sqnr_db() const { return fp8wb::sqnr_db(raw); }
+  double rel_error() const { return fp8wb::rel_error(raw); }
+  double underflow_pct() const { return fp8wb::underflow_pct(raw); }
+  double saturated_pct() const { return fp8wb::saturated_pct(raw); }
+  double subnormal_pct() const { return fp8wb::subnormal_pct(raw); }
   std::vector<float> map_rel_error() const;  // sqrt(err / sum) per cell (0 where sum == 0)
 };
 

@@ -1,6 +1,6 @@
-// defines: TensorPoint, TensorSeries, RunData: everything the run tabs plot, for one run,
-// filled live from MetricBatches or at once from the run store. Plain data; the tabs
-// read it on the GUI thread.
+// defines: TensorSeries, RunData: everything the run tabs plot, for one run, filled live
+// from MetricBatches or at once from the run store. Plain data; the tabs read it on the
+// GUI thread.
 #pragma once
 
 #include <cstdint>
@@ -15,21 +15,11 @@
 
 namespace fp8wb {
 
-// One quantization of a layer's role at a sampled step.
-struct TensorPoint {
-  int64_t step = 0;
-  double amax = 0, scale = 0;
-  double underflow_pct = 0, saturated_pct = 0, sqnr_db = 0;
-  int64_t numel = 0;
-  std::vector<uint64_t> histogram;  // kHistBins
-  int64_t map_rows = 0, map_cols = 0;
-  std::vector<float> error_map;     // relative RMS error per cell
-  std::vector<float> amax_history;  // delayed scaling's window, newest first
-};
-
+// A layer's role: its statistics at each sampled step, as published (the derived figures
+// come from tensor_stats.h: underflow_pct(p.raw), ...).
 struct TensorSeries {
   std::string layer, role;
-  std::vector<TensorPoint> points;  // by step
+  std::vector<TensorMetrics> points;  // by step
 };
 
 class RunData {
@@ -37,6 +27,7 @@ class RunData {
   void clear();
   void setRun(int64_t id, const std::string& name, const std::string& config_json);
   void append(const MetricBatch& b);
+  void append(MetricBatch&& b);  // moves the statistics in
   // Reads a stored run whole (`cursor`, where given, is left where a follower of the run
   // goes on from). Throws StoreError.
   void load(const RunStore& store, int64_t run_id, RunCursor* cursor = nullptr);
@@ -62,9 +53,14 @@ class RunData {
   const std::vector<SqnrMetrics>& sqnr() const { return sqnr_; }
   const std::vector<RunEvent>& events() const { return events_; }
   int64_t revision() const { return revision_; }  // bumps on every change
+  // Bumps when the series are replaced (another run, a run reloaded); between two bumps
+  // they only grow at their ends, so a plot may append what is new.
+  int64_t generation() const { return generation_; }
 
  private:
   TensorSeries& series(const std::string& layer, const std::string& role);
+  template <class Batch>
+  void append_batch(Batch&& b);
   int64_t run_id_ = 0;
   std::string name_, status_, message_;
   RunConfig config_;
@@ -75,6 +71,7 @@ class RunData {
   std::vector<SqnrMetrics> sqnr_;
   std::vector<RunEvent> events_;
   int64_t revision_ = 0;
+  int64_t generation_ = 0;
 };
 
 }  // namespace fp8wb

@@ -1,9 +1,15 @@
 // defines: OverviewTab, ScalingTab, QuantizationTab: the live tabs of a run, drawn from
-// RunData. refresh() replots only when the tab is visible and the data changed.
+// RunData. refresh() replots only when the tab is visible and the data changed; the
+// curves that follow a live run get its new points appended (DrawnPoints, StepCurve).
 #pragma once
 
+#include <QString>
+#include <QVector>
 #include <QWidget>
+#include <cstdint>
 #include <vector>
+
+#include "fp8wb/core/metrics.h"
 
 class QComboBox;
 class QLabel;
@@ -13,11 +19,41 @@ class QCPColorScale;
 class QCPBars;
 class QCPItemRect;
 class QCPItemStraightLine;
+class QCPGraph;
 
 namespace fp8wb {
 
 class ExportablePlot;
 class RunData;
+
+// How many points of which series (a RunData generation and a key naming the selection)
+// a tab has drawn.
+class DrawnPoints {
+ public:
+  // Records that `size` points are drawn now; true, with `from` the first new one, where
+  // the last drawing was of the same series (append from there), else false and 0 (draw
+  // everything anew).
+  bool append_from(int64_t generation, const QString& key, size_t size, size_t& from);
+
+ private:
+  int64_t generation_ = -1;
+  QString key_;
+  size_t count_ = 0;
+};
+
+// A step series on a graph, with crosses for its non-finite values.
+struct StepCurve {
+  StepCurve(QCPGraph* g = nullptr, QCPGraph* m = nullptr) : graph(g), markers(m) {}
+  QCPGraph* graph;
+  QCPGraph* markers;  // optional
+  // Draws steps[from..] (from 0: anew) of the value `get` returns.
+  template <class Get>
+  void draw(const std::vector<StepMetrics>& steps, size_t from, Get get);
+
+ private:
+  double top_ = 0;  // the largest finite value drawn
+  QVector<double> marker_x_;
+};
 
 class RunTabBase : public QWidget {
   Q_OBJECT
@@ -53,6 +89,8 @@ class OverviewTab : public RunTabBase {
   QLabel* summary_;
   ExportablePlot *loss_, *gap_, *speed_, *memory_;
   QCPBars* memory_bars_;
+  StepCurve loss_curve_, ref_curve_, gap_curve_, speed_curve_;
+  DrawnPoints drawn_;
 };
 
 class ScalingTab : public RunTabBase {
@@ -75,6 +113,7 @@ class ScalingTab : public RunTabBase {
   QCPItemRect* window_ = nullptr;
   QString layer_, role_;
   size_t tree_size_ = 0;
+  DrawnPoints drawn_;
 };
 
 class QuantizationTab : public RunTabBase {

@@ -1,0 +1,405 @@
+// The run store's file: opening it (for writing, or reading only), its schema and the
+// migrations that bring an older file forward, and the tensor_stats columns, which come
+// from kTensorStatFields.
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "run_store_sql.h"
+
+namespace fp8wb {
+namespace store {
+
+std::string now_utc() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+bool writer_alive(const std::string& host, int64_t pid, bool other_hosts_alive) {
+  if (host != host_name()) return other_hosts_alive && !host.empty();
+  return pid > 0 && (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
+
+int user_version(const Db& db) {
+  Stmt s(db, "PRAGMA user_version");
+  return s.step() ? static_cast<int>(s.i(0)) : 0;
+}
+
+namespace {
+
+const char* sql_type(TensorStatField::Type t) {
+  switch (t) {
+    case TensorStatField::Type::Count: return "INTEGER";
+    case TensorStatField::Type::Sum:
+    case TensorStatField::Type::Value: return "REAL";
+    case TensorStatField::Type::Histogram: return "BLOB";
+  }
+  return "";
+}
+
+std::string join_columns(const char* prefix) {
+  std::string s;
+  for (const TensorStatField& f : kTensorStatFields) {
+    s += (s.empty() ? "" : ", ") + std::string(prefix) + f.name;
+  }
+  return s;
+}
+
+// The tables of version 1 but tensor_stats (whose columns come from kTensorStatFields),
+// as they were created then. Each later entry takes the schema one version further; a
+// version that only adds statistics needs none (migration_sql() adds their columns).
+const char* const kMigrations[] = {
+    R"(CREATE TABLE runs(
+         id INTEGER PRIMARY KEY, name TEXT NOT NULL, kind TEXT NOT NULL,
+         status TEXT NOT NULL, config_json TEXT NOT NULL, device TEXT NOT NULL DEFAULT '',
+         started_at TEXT NOT NULL, ended_at TEXT, message TEXT NOT NULL DEFAULT '',
+         parent_sweep INTEGER, owner_host TEXT, owner_pid INTEGER);
+       CREATE TABLE series(
+         id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+         name TEXT NOT NULL, UNIQUE(run_id, name));
+       CREATE TABLE scalars(
+         series_id INTEGER NOT NULL REFERENCES series(id) ON DELETE CASCADE,
+         step INTEGER NOT NULL, value REAL, PRIMARY KEY(series_id, step)) WITHOUT ROWID;
+       CREATE TABLE blobs(
+         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, step INTEGER NOT NULL,
+         layer TEXT NOT NULL, role TEXT NOT NULL, kind TEXT NOT NULL, shape TEXT NOT NULL,
+         data BLOB, PRIMARY KEY(run_id, kind, layer, role, step)) WITHOUT ROWID;
+       CREATE TABLE events(
+         id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+         step INTEGER NOT NULL, kind TEXT NOT NULL, message TEXT NOT NULL DEFAULT '');
+       CREATE INDEX events_run ON events(run_id);
+       CREATE TABLE sweeps(
+         id INTEGER PRIMARY KEY, name TEXT NOT NULL, grid_json TEXT NOT NULL,
+         status TEXT NOT NULL, created_at TEXT NOT NULL);)"};
+constexpr int kLiteralMigrations = static_cast<int>(std::size(kMigrations));
+static_assert(kLiteralMigrations <= RunStore::kSchemaVersion);
+
+}  // namespace
+
+std::string migration_sql(int to) {
+  std::string sql = to <= kLiteralMigrations ? kMigrations[to - 1] : "";
+  if (to == 1) {
+    sql +=
+        "\nCREATE TABLE tensor_stats(\n"
+        "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, step INTEGER NOT "
+        "NULL,\n  layer TEXT NOT NULL, role TEXT NOT NULL";
+    for (const TensorStatField& f : kTensorStatFields) {
+      if (f.since == 1) sql += std::string(", ") + f.name + " " + sql_type(f.type);
+    }
+    sql += ",\n  PRIMARY KEY(run_id, layer, role, step)) WITHOUT ROWID;";
+  }
+  for (const TensorStatField& f : kTensorStatFields) {
+    if (f.since == to && to > 1) {
+      sql += std::string("\nALTER TABLE tensor_stats ADD COLUMN ") + f.name + " " +
+             sql_type(f.type) + ";";
+    }
+  }
+  return sql;
+}
+
+const std::string& tensor_stat_columns() {
+  static const std::string s = join_columns("");
+  return s;
+}
+
+const std::string& tensor_stat_insert_sql() {
+  static const std::string s = [] {
+    std::string q = "INSERT OR REPLACE INTO tensor_stats(run_id, step, layer, role, " +
+                    tensor_stat_columns() + ") VALUES(?, ?, ?, ?";
+    for (size_t i = 0; i < kTensorStatFieldCount; ++i) q += ", ?";
+    return q + ")";
+  }();
+  return s;
+}
+
+const std::string& tensor_stat_select_sql() {
+  static const std::string s =
+      "SELECT step, layer, role, " + tensor_stat_columns() + " FROM tensor_stats ";
+  return s;
+}
+
+void bind_tensor_stat_fields(Stmt& s, int first, const TensorMetrics& t) {
+  int i = first;
+  for (const TensorStatField& f : kTensorStatFields) {
+    switch (f.type) {
+      case TensorStatField::Type::Count: s.bind(i, static_cast<int64_t>(t.raw.*f.count)); break;
+      case TensorStatField::Type::Sum: s.bind(i, t.raw.*f.sum); break;
+      case TensorStatField::Type::Value: s.bind(i, static_cast<double>(t.*f.value)); break;
+      case TensorStatField::Type::Histogram: {
+        const std::vector<uint8_t> packed = pack_histogram(t.raw.hist);
+        s.bind_blob(i, packed.data(), packed.size());  // SQLite copies it
+        break;
+      }
+    }
+    ++i;
+  }
+}
+
+void read_tensor_stat_fields(const Stmt& s, int first, TensorMetrics& t) {
+  int i = first;
+  for (const TensorStatField& f : kTensorStatFields) {
+    switch (f.type) {
+      case TensorStatField::Type::Count: t.raw.*f.count = static_cast<uint64_t>(s.i(i)); break;
+      case TensorStatField::Type::Sum: t.raw.*f.sum = s.d(i); break;
+      case TensorStatField::Type::Value: t.*f.value = static_cast<float>(s.d(i)); break;
+      case TensorStatField::Type::Histogram: {
+        const std::vector<uint64_t> h = unpack_histogram(s.blob(i));
+        std::copy_n(h.begin(), std::min<size_t>(h.size(), kHistBins), t.raw.hist);
+        break;
+      }
+    }
+    ++i;
+  }
+  t.raw.amax_bits = float_bits(t.amax);  // as the kernels filled it (max |x| of finite x)
+}
+
+}  // namespace store
+
+using namespace store;
+
+namespace {
+
+void check_not_newer(int v, const std::string& path) {
+  if (v > RunStore::kSchemaVersion) {
+    throw StoreError("run database " + path + " has schema version " + std::to_string(v) +
+                     ", newer than this fp8wb reads (" + std::to_string(RunStore::kSchemaVersion) +
+                     "): update fp8wb");
+  }
+}
+
+// Every step to the current version in one immediate transaction, the version read inside
+// it: processes creating the same new file at once migrate it exactly once.
+void migrate(const Db& db, const std::string& path) {
+  check_not_newer(user_version(db), path);
+  if (user_version(db) == RunStore::kSchemaVersion) return;
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    const int v = user_version(db);
+    check_not_newer(v, path);
+    for (int to = v + 1; to <= RunStore::kSchemaVersion; ++to) db.exec(migration_sql(to).c_str());
+    if (v < RunStore::kSchemaVersion) {
+      db.exec(("PRAGMA user_version = " + std::to_string(RunStore::kSchemaVersion)).c_str());
+    }
+    db.exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+// The switch to WAL needs the file to itself for a moment: SQLite does not always call the
+// busy handler there (a lock upgrade that could deadlock fails at once), so it is retried
+// for as long as the busy timeout.
+void switch_to_wal(const Db& db, const std::string& path) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(Db::kBusyMs);
+  for (;;) {
+    sqlite3_stmt* s = nullptr;
+    int rc = sqlite3_prepare_v2(db.get(), "PRAGMA journal_mode = WAL", -1, &s, nullptr);
+    std::string mode;
+    if (rc == SQLITE_OK) {
+      rc = sqlite3_step(s);
+      if (rc == SQLITE_ROW) {
+        const auto* t = sqlite3_column_text(s, 0);
+        mode = t ? reinterpret_cast<const char*>(t) : "";
+      }
+    }
+    sqlite3_finalize(s);
+    if (rc == SQLITE_ROW) {
+      if (mode != "wal") {
+        throw StoreError("run database " + path + ": cannot switch to WAL (journal mode " + mode +
+                         ")");
+      }
+      return;
+    }
+    const int base = rc & 0xFF;
+    if ((base == SQLITE_BUSY || base == SQLITE_LOCKED) &&
+        std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      continue;
+    }
+    db.fail("switching to WAL");
+  }
+}
+
+// Runs whose writing process is gone: on this host when its pid no longer exists, and
+// always when the file was written on another host (a copied database).
+void mark_interrupted(const Db& db) {
+  auto gone_runs = [&] {
+    Stmt q(db, "SELECT id, owner_host, owner_pid FROM runs WHERE status IN ('running', 'paused')");
+    std::vector<int64_t> gone;
+    while (q.step()) {
+      if (!writer_alive(q.s(1), q.i(2), false)) gone.push_back(q.i(0));
+    }
+    return gone;
+  };
+  if (gone_runs().empty()) return;
+  // Read again inside a write transaction: another process may be marking them too.
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    Stmt u(db,
+           "UPDATE runs SET status = 'interrupted', ended_at = ?, "
+           "message = ? WHERE id = ?");
+    for (int64_t id : gone_runs())
+      u.bind(1, now_utc()).bind(2, std::string(kInterruptedMessage)).bind(3, id).run();
+    db.exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+bool writable(const std::string& path) {
+  return access(path.c_str(), W_OK) == 0;
+}
+
+std::string folder_of(const std::string& path) {
+  const std::string parent = std::filesystem::path(path).parent_path().string();
+  return parent.empty() ? "." : parent;
+}
+
+// A reading connection that changes nothing on disk. A WAL database needs its -shm file,
+// which SQLite creates (owned by the reader) where it may and fails where it may not (a
+// read-only folder or mount, another user's folder): with no -wal there is nothing but
+// the file to read, so it is read as it stands (immutable); with one (a live writer) the
+// reader shares its -shm, or, where that cannot be opened, reads the file as it stands.
+std::unique_ptr<Db> open_reader(const std::string& path) {
+  std::error_code ec;
+  const bool wal_files =
+      std::filesystem::exists(path + "-wal", ec) || std::filesystem::exists(path + "-shm", ec);
+  // No -wal: no writer has the file open, and everything is in the file itself.
+  if (!wal_files) return std::make_unique<Db>(path, Db::Mode::Immutable);
+  try {
+    auto db = std::make_unique<Db>(path, Db::Mode::ReadOnly);
+    Stmt probe(*db, "SELECT count(*) FROM sqlite_master");
+    probe.step();
+    return db;
+  } catch (const StoreError&) {
+    if (writable(folder_of(path))) throw;
+    return std::make_unique<Db>(path, Db::Mode::Immutable);
+  }
+}
+
+}  // namespace
+
+RunStore::RunStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+std::unique_ptr<RunStore> RunStore::open(const std::string& path) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+    if (ec) throw StoreError("cannot create the folder for " + path + ": " + ec.message());
+  }
+  impl->writer = std::make_unique<Db>(path, false);
+  const Db& w = *impl->writer;
+  switch_to_wal(w, path);
+  w.exec("PRAGMA synchronous = NORMAL");
+  migrate(w, path);
+  mark_interrupted(w);
+  // A cap on the file's size for this process (pages of 4 KiB): the tests' full disk.
+  if (const char* cap = std::getenv("FP8WB_STORE_MAX_PAGES"); cap && *cap) {
+    w.exec(("PRAGMA max_page_count = " + std::to_string(std::strtoll(cap, nullptr, 10))).c_str());
+  }
+  impl->reader = std::make_unique<Db>(path, true);
+  Impl* raw = impl.get();
+  impl->thread = std::thread([raw] { raw->loop(); });
+  return std::unique_ptr<RunStore>(new RunStore(std::move(impl)));
+}
+
+std::unique_ptr<RunStore> RunStore::open_read_only(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw StoreError("no run database at " + path);
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  impl->read_only = true;
+  impl->reader = open_reader(path);
+  const int v = user_version(*impl->reader);
+  if (v > kSchemaVersion) {
+    throw StoreError("run database " + path + " has schema version " + std::to_string(v) +
+                     ", newer than this fp8wb reads");
+  }
+  if (v < kSchemaVersion) {
+    throw StoreError("run database " + path + " has schema version " + std::to_string(v) +
+                     ": open it for writing once to migrate it");
+  }
+  return std::unique_ptr<RunStore>(new RunStore(std::move(impl)));
+}
+
+std::unique_ptr<RunStore> RunStore::open_or_read_only(const std::string& path,
+                                                      std::string* why_read_only) {
+  if (why_read_only) why_read_only->clear();
+  try {
+    return open(path);
+  } catch (const StoreError& e) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) throw;
+    auto store = open_read_only(path);  // throws its own reason if it cannot read either
+    if (why_read_only) *why_read_only = e.what();
+    return store;
+  }
+}
+
+bool RunStore::read_only() const {
+  return impl_->read_only;
+}
+
+RunStore::~RunStore() {
+  impl_->stop();
+  // The read-only connection closes first, so that the writer's close is the last one
+  // and checkpoints the WAL into the database file (which then stands alone).
+  impl_->reader.reset();
+  impl_->writer.reset();
+}
+
+const std::string& RunStore::path() const {
+  return impl_->path;
+}
+
+std::string RunStore::integrity_check() const {
+  return impl_->read<std::string>([](const Db& db) {
+    Stmt q(db, "PRAGMA integrity_check");
+    std::string out;
+    while (q.step()) out += (out.empty() ? "" : "; ") + q.s(0);
+    return out;
+  });
+}
+
+int RunStore::schema_version() const {
+  return impl_->read<int>([](const Db& db) { return user_version(db); });
+}
+
+std::string default_database_path() {
+  const char* xdg = std::getenv("XDG_DATA_HOME");
+  if (xdg && *xdg) return std::string(xdg) + "/fp8-workbench/runs.sqlite";
+  const char* home = std::getenv("HOME");
+  if (home && *home) return std::string(home) + "/.local/share/fp8-workbench/runs.sqlite";
+  return "runs.sqlite";
+}
+
+}  // namespace fp8wb

@@ -1,0 +1,287 @@
+// The run store's writer thread: every write is a job queued to one connection, which
+// commits whatever is queued in one transaction; flush() waits for it.
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "run_store_sql.h"
+
+namespace fp8wb {
+
+using namespace store;  // Db, Stmt, the stored forms (run_store_sql.h)
+
+void RunStore::Impl::enqueue(std::function<void()> job) {
+  if (read_only) throw StoreError("run database " + path + " is open read-only");
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (!error.empty()) throw StoreError(error);
+    queue.push_back(std::move(job));
+    ++queued;
+  }
+  wake.notify_one();
+}
+
+void RunStore::Impl::loop() {
+  for (;;) {
+    std::deque<std::function<void()>> jobs;
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      wake.wait(lock, [&] { return stopping || !queue.empty(); });
+      if (queue.empty() && stopping) return;
+      jobs.swap(queue);
+    }
+    // One transaction for everything queued since the last one.
+    std::string failure;
+    try {
+      writer->exec("BEGIN IMMEDIATE");
+      for (auto& j : jobs) j();
+      writer->exec("COMMIT");
+    } catch (const std::exception& e) {
+      failure = e.what();
+      sqlite3_exec(writer->get(), "ROLLBACK", nullptr, nullptr, nullptr);
+      series_ids.clear();
+      fail_own_runs(failure);
+    }
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      committed += jobs.size();
+      if (!failure.empty() && error.empty()) error = failure;
+    }
+    drained.notify_all();
+  }
+}
+
+void RunStore::Impl::stop() {
+  if (!thread.joinable()) return;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    stopping = true;
+  }
+  wake.notify_one();
+  thread.join();
+}
+
+void RunStore::Impl::fail_own_runs(const std::string& why) {
+  try {
+    Stmt u(*writer,
+           "UPDATE runs SET status = 'failed', ended_at = ?, message = ? "
+           "WHERE status IN ('running', 'paused') AND owner_host = ? AND owner_pid = ?");
+    u.bind(1, now_utc()).bind(2, "the run database could not be written: " + why);
+    u.bind(3, host_name()).bind(4, static_cast<int64_t>(getpid())).run();
+  } catch (const std::exception&) {
+    // Left 'running': the next open marks it interrupted.
+  }
+}
+
+int64_t RunStore::Impl::series_id(int64_t run, const std::string& name) {
+  const auto key = std::make_pair(run, name);
+  const auto it = series_ids.find(key);
+  if (it != series_ids.end()) return it->second;
+  Stmt ins(*writer, "INSERT OR IGNORE INTO series(run_id, name) VALUES(?, ?)");
+  ins.bind(1, run).bind(2, name).run();
+  Stmt q(*writer, "SELECT id FROM series WHERE run_id = ? AND name = ?");
+  q.bind(1, run).bind(2, name);
+  if (!q.step()) writer->fail("series id");
+  return series_ids[key] = q.i(0);
+}
+
+void RunStore::Impl::write_batch(const MetricBatch& b) {
+  if (!b.steps.empty()) {
+    Stmt ins(*writer, "INSERT OR REPLACE INTO scalars(series_id, step, value) VALUES(?, ?, ?)");
+    for (const StepMetrics& m : b.steps) {
+      for (const StepSeries& k : kStepSeries) {
+        const double v = m.*k.field;
+        if (std::isnan(v) && k.only_where_measured) continue;
+        ins.bind(1, series_id(b.run_id, k.name)).bind(2, m.step);
+        // NaN is stored as NULL (SQLite has no NaN) and read back as NaN.
+        if (!std::isnan(v)) ins.bind(3, v);
+        ins.run();
+      }
+    }
+  }
+  if (!b.tensors.empty()) {
+    Stmt ts(*writer, tensor_stat_insert_sql().c_str());
+    Stmt bl(*writer, "INSERT OR REPLACE INTO blobs VALUES(?, ?, ?, ?, ?, ?, ?)");
+    for (const TensorMetrics& t : b.tensors) {
+      ts.bind(1, b.run_id).bind(2, t.step).bind(3, t.layer).bind(4, t.role);
+      bind_tensor_stat_fields(ts, 5, t);
+      ts.run();
+      if (!t.map_rel_error.empty()) {
+        bl.bind(1, b.run_id).bind(2, t.step).bind(3, t.layer).bind(4, t.role);
+        bl.bind(5, std::string("error_map"));
+        bl.bind(6, shape_text({t.map_grid.rows, t.map_grid.cols}));
+        bl.bind_blob(7, t.map_rel_error.data(), t.map_rel_error.size() * sizeof(float)).run();
+      }
+      if (!t.amax_history.empty()) {
+        bl.bind(1, b.run_id).bind(2, t.step).bind(3, t.layer).bind(4, t.role);
+        bl.bind(5, std::string("amax_history"));
+        bl.bind(6, shape_text({static_cast<int64_t>(t.amax_history.size())}));
+        bl.bind_blob(7, t.amax_history.data(), t.amax_history.size() * sizeof(float)).run();
+      }
+    }
+  }
+  if (!b.sqnr.empty()) {
+    Stmt ins(*writer, "INSERT OR REPLACE INTO scalars(series_id, step, value) VALUES(?, ?, ?)");
+    for (const SqnrMetrics& q : b.sqnr) {
+      const std::pair<const char*, double> v[] = {
+          {"fprop", q.fprop_db}, {"dgrad", q.dgrad_db}, {"wgrad", q.wgrad_db}};
+      for (const auto& [gemm, db] : v) {
+        ins.bind(1, series_id(b.run_id, "sqnr/" + q.layer + "/" + gemm)).bind(2, q.step);
+        if (db == db) ins.bind(3, db);
+        ins.run();
+      }
+    }
+  }
+  if (!b.events.empty()) {
+    Stmt ev(*writer, "INSERT INTO events(run_id, step, kind, message) VALUES(?, ?, ?, ?)");
+    for (const RunEvent& e : b.events) {
+      ev.bind(1, b.run_id).bind(2, e.step).bind(3, e.kind).bind(4, e.message).run();
+    }
+  }
+  if (b.final) write_status(b.run_id, b.status, b.message);
+}
+
+void RunStore::Impl::write_status(int64_t run, RunStatus s, const std::string& message) {
+  const bool ended = s != RunStatus::Running && s != RunStatus::Paused;
+  Stmt u(*writer, ended ? "UPDATE runs SET status = ?, message = ?, ended_at = ? WHERE id = ?"
+                        : "UPDATE runs SET status = ?, message = ? WHERE id = ?");
+  u.bind(1, std::string(run_status_name(s))).bind(2, message);
+  if (ended) {
+    u.bind(3, now_utc()).bind(4, run);
+  } else {
+    u.bind(3, run);
+  }
+  u.run();
+}
+
+void RunStore::exec_on_writer_for_testing(const std::string& sql) {
+  Impl* im = impl_.get();
+  im->enqueue([im, sql] { im->writer->exec(sql.c_str()); });
+  flush();
+}
+
+int64_t RunStore::create_run(const std::string& name, const std::string& kind,
+                             const std::string& config_json, const std::string& device,
+                             int64_t parent_sweep) {
+  // The writer fills in the id; flush() orders that write before the read below.
+  auto id = std::make_shared<int64_t>(0);
+  Impl* im = impl_.get();
+  im->enqueue([=] {
+    {
+      Stmt ins(*im->writer,
+               "INSERT INTO runs(name, kind, status, config_json, device, started_at, "
+               "parent_sweep, owner_host, owner_pid) VALUES(?, ?, 'running', ?, ?, ?, ?, ?, ?)");
+      ins.bind(1, name).bind(2, kind).bind(3, config_json).bind(4, device).bind(5, now_utc());
+      if (parent_sweep > 0) ins.bind(6, parent_sweep);
+      ins.bind(7, host_name()).bind(8, static_cast<int64_t>(getpid()));
+      ins.run();
+      *id = sqlite3_last_insert_rowid(im->writer->get());
+    }
+  });
+  flush();
+  return *id;
+}
+
+void RunStore::write(const MetricBatch& batch) {
+  Impl* im = impl_.get();
+  im->enqueue([im, batch] { im->write_batch(batch); });
+}
+
+void RunStore::write(MetricBatch&& batch) {
+  Impl* im = impl_.get();
+  im->enqueue([im, b = std::move(batch)] { im->write_batch(b); });
+}
+
+void RunStore::set_status(int64_t run_id, RunStatus status, const std::string& message) {
+  Impl* im = impl_.get();
+  im->enqueue([=] { im->write_status(run_id, status, message); });
+}
+
+void RunStore::rename_run(int64_t run_id, const std::string& name) {
+  if (name.empty()) throw std::invalid_argument("a run's name must not be empty");
+  if (name.size() > 200) {
+    throw std::invalid_argument("a run's name has at most 200 characters, not " +
+                                std::to_string(name.size()));
+  }
+  Impl* im = impl_.get();
+  im->enqueue([=] {
+    Stmt u(*im->writer, "UPDATE runs SET name = ? WHERE id = ?");
+    u.bind(1, name).bind(2, run_id).run();
+  });
+  flush();
+}
+
+int64_t RunStore::create_sweep(const std::string& name, const std::string& grid_json) {
+  auto id = std::make_shared<int64_t>(0);
+  Impl* im = impl_.get();
+  im->enqueue([=] {
+    Stmt ins(*im->writer,
+             "INSERT INTO sweeps(name, grid_json, status, created_at) VALUES(?, ?, 'running', ?)");
+    ins.bind(1, name).bind(2, grid_json).bind(3, now_utc()).run();
+    *id = sqlite3_last_insert_rowid(im->writer->get());
+  });
+  flush();
+  return *id;
+}
+
+void RunStore::set_sweep_status(int64_t sweep_id, const std::string& status) {
+  Impl* im = impl_.get();
+  im->enqueue([=] {
+    Stmt u(*im->writer, "UPDATE sweeps SET status = ? WHERE id = ?");
+    u.bind(1, status).bind(2, sweep_id).run();
+  });
+  flush();
+}
+
+void RunStore::delete_run(int64_t run_id) {
+  // A run that a living process is writing would fail there at its next write (its rows
+  // reference the run): it is stopped first, where it was started.
+  if (const auto r = run(run_id); r && r->live) {
+    throw StoreError("run " + std::to_string(run_id) + " (" + r->name +
+                     ") is being written now (live): stop it first where it was started "
+                     "(Stop in the GUI, Ctrl-C in its terminal), then delete it");
+  }
+  Impl* im = impl_.get();
+  im->enqueue([=] {
+    Stmt d(*im->writer, "DELETE FROM runs WHERE id = ?");
+    d.bind(1, run_id).run();
+    for (auto it = im->series_ids.begin(); it != im->series_ids.end();) {
+      it = it->first.first == run_id ? im->series_ids.erase(it) : std::next(it);
+    }
+  });
+  flush();
+}
+
+void RunStore::flush() {
+  if (impl_->read_only) return;
+  std::unique_lock<std::mutex> lock(impl_->mutex);
+  const uint64_t target = impl_->queued;
+  impl_->drained.wait(lock, [&] { return impl_->committed >= target; });
+  if (!impl_->error.empty()) throw StoreError(impl_->error);
+}
+
+namespace {
+// The store's consumer: a batch handed over (the bus's last consumer) is moved into the
+// writer's queue, else copied.
+class StoreConsumer : public MetricConsumer {
+ public:
+  explicit StoreConsumer(RunStore& s) : store_(s) {}
+  void consume(const MetricBatch& b) override { store_.write(b); }
+  void take(MetricBatch&& b) override { store_.write(std::move(b)); }
+
+ private:
+  RunStore& store_;
+};
+}  // namespace
+
+std::shared_ptr<MetricConsumer> RunStore::consumer() {
+  return std::make_shared<StoreConsumer>(*this);
+}
+
+}  // namespace fp8wb
