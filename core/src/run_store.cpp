@@ -199,7 +199,8 @@ struct RunStore::Impl {
       Stmt bl(*writer, "INSERT OR REPLACE INTO blobs VALUES(?, ?, ?, ?, ?, ?, ?)");
       for (const TensorMetrics& t : b.tensors) {
         const StatsBuffer& r = t.raw;
-        ts.bind(1, b.run_id).bind(2, t.step).bind(3, t.layer).bind(4, t.role);
+        const std::string role(role_name(t.role));  // stored as its name
+        ts.bind(1, b.run_id).bind(2, t.step).bind(3, t.layer).bind(4, role);
         ts.bind(5, static_cast<double>(t.amax)).bind(6, static_cast<double>(t.scale));
         ts.bind(7, static_cast<int64_t>(r.numel)).bind(8, static_cast<int64_t>(r.zeros));
         ts.bind(9, static_cast<int64_t>(r.underflow)).bind(10, static_cast<int64_t>(r.saturated));
@@ -207,13 +208,13 @@ struct RunStore::Impl {
         const std::vector<uint8_t> hist = pack_histogram(r.hist);
         ts.bind(13, r.sq_err).bind(14, r.sq_sum).bind_blob(15, hist.data(), hist.size()).run();
         if (!t.map_rel_error.empty()) {
-          bl.bind(1, b.run_id).bind(2, t.step).bind(3, t.layer).bind(4, t.role);
+          bl.bind(1, b.run_id).bind(2, t.step).bind(3, t.layer).bind(4, role);
           bl.bind(5, std::string("error_map"));
           bl.bind(6, shape_text({t.map_grid.rows, t.map_grid.cols}));
           bl.bind_blob(7, t.map_rel_error.data(), t.map_rel_error.size() * sizeof(float)).run();
         }
         if (!t.amax_history.empty()) {
-          bl.bind(1, b.run_id).bind(2, t.step).bind(3, t.layer).bind(4, t.role);
+          bl.bind(1, b.run_id).bind(2, t.step).bind(3, t.layer).bind(4, role);
           bl.bind(5, std::string("amax_history"));
           bl.bind(6, shape_text({static_cast<int64_t>(t.amax_history.size())}));
           bl.bind_blob(7, t.amax_history.data(), t.amax_history.size() * sizeof(float)).run();

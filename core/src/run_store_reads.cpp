@@ -12,6 +12,18 @@
 namespace fp8wb {
 namespace store {
 
+namespace {
+
+// A role as the database spells it; a name no Role has (a file from a newer or damaged
+// writer) is refused by name.
+Role stored_role(const std::string& name, int64_t run_id) {
+  if (const auto r = parse_role(name)) return *r;
+  throw StoreError("run " + std::to_string(run_id) + ": tensor statistics of an unknown role \"" +
+                   name.substr(0, 40) + "\" (known: " + role_names() + ")");
+}
+
+}  // namespace
+
 void read_new_in(const Db& db, int64_t run_id, RunCursor& cursor, MetricBatch& b) {
   // Scalars: the step series and the per-layer SQNR series ("sqnr/<layer>/<gemm>").
   std::map<int64_t, StepMetrics> steps;
@@ -65,13 +77,13 @@ void read_new_in(const Db& db, int64_t run_id, RunCursor& cursor, MetricBatch& b
            "nonfinite, subnormal, sq_err, sq_sum, histogram FROM tensor_stats "
            "WHERE run_id = ? AND step > ? ORDER BY step, layer, role");
     q.bind(1, run_id).bind(2, cursor.tensor_step);
-    std::map<std::tuple<int64_t, std::string, std::string>, size_t> index;
+    std::map<std::tuple<int64_t, std::string, Role>, size_t> index;
     int64_t last = cursor.tensor_step;
     while (q.step()) {
       TensorMetrics t;
       t.step = q.i(0);
       t.layer = q.s(1);
-      t.role = q.s(2);
+      t.role = stored_role(q.s(2), run_id);
       t.amax = static_cast<float>(q.d(3));
       t.scale = static_cast<float>(q.d(4));
       StatsBuffer& r = t.raw;
@@ -95,7 +107,7 @@ void read_new_in(const Db& db, int64_t run_id, RunCursor& cursor, MetricBatch& b
              "AND step > ? AND step <= ?");
       m.bind(1, run_id).bind(2, cursor.tensor_step).bind(3, last);
       while (m.step()) {
-        const auto it = index.find({m.i(0), m.s(1), m.s(2)});
+        const auto it = index.find({m.i(0), m.s(1), stored_role(m.s(2), run_id)});
         if (it == index.end()) continue;
         TensorMetrics& t = b.tensors[it->second];
         const std::string kind = m.s(3);
