@@ -16,6 +16,7 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
     xvfb xauth fonts-dejavu-core              # GUI tests and screenshots without a display
   clang libclang-rt-14-dev                  # the readers' fuzzers (libFuzzer, sanitizers)
+  clang-format                              # the format check (scripts/check-format.sh)
 )
 
 missing=()

@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+# Sources match .clang-format before anything runs.
+./scripts/check-format.sh
 # The sanitizer and fuzzer builds share ccache across clones too (setup.sh).
 export CCACHE_DIR="${CCACHE_DIR:-${HOME:-/tmp}/.cache/ccache}" CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"

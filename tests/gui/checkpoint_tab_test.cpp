@@ -6,10 +6,13 @@
 #include <QSortFilterProxyModel>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "fp8wb/core/safetensors.h"
+#include "fp8wb/kernels/tensor_stats.h"
 #include "fp8wb/views/checkpoint_tab.h"
 #include "fp8wb/views/exportable_plot.h"
 
@@ -58,7 +61,20 @@ void CheckpointTabTest::analysesAndShows() {
       tab.proxy()->index(1, CheckpointModel::BestSqnr).data(Qt::UserRole).toDouble();
   QVERIFY(first <= second);
   tab.selectTensor(QStringLiteral("b.outliers"));
-  QVERIFY(tab.plots()[0]->plottableCount() > 0);
+  // The histogram shows floor(log2 |x|) of the tensor, bin by bin, recomputed here.
+  std::map<int, double> expected;
+  for (float v : x) {
+    if (v == 0 || !std::isfinite(v)) continue;
+    const int e = std::clamp(std::ilogb(v), kHistMinExp, kHistMaxExp);
+    expected[e] += 1;
+  }
+  QCPPlottableInterface1D* hist = tab.plots()[0]->plottable(0)->interface1D();
+  QCOMPARE(hist->dataCount(), static_cast<int>(expected.size()));
+  for (int i = 0; i < hist->dataCount(); ++i) {
+    const int key = static_cast<int>(hist->dataMainKey(i));
+    QVERIFY2(expected.count(key) == 1, qPrintable(QString::number(key)));
+    QCOMPARE(hist->dataMainValue(i), expected[key]);
+  }
   QVERIFY(tab.plots()[1]->plottable(0)->interface1D()->dataCount() >= 20);  // recipe x format bars
   auto* filter = tab.proxy();
   filter->setFilterFixedString(QStringLiteral("weight"));

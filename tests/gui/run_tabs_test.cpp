@@ -7,8 +7,10 @@
 #include <QtTest>
 
 #include "fp8wb/core/run_store.h"
+#include "fp8wb/kernels/tensor_stats.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/run_data.h"
 #include "fp8wb/views/run_tabs.h"
 #include "fp8wb/views/runs_tab.h"
 #include "main_window.h"
@@ -110,7 +112,25 @@ void RunTabsTest::shortRunFillsTheTabsAndTheStore() {
   QCOMPARE(w.scalingTab()->plots()[0]->graph(0)->dataCount(), 3);
   w.selectTab(QStringLiteral("Quantization"));
   w.refreshRunTabs(true);
-  QVERIFY(w.quantizationTab()->plots()[1]->plottableCount() > 0);
+  // The exponent histogram is the chosen tensor's last sample: every nonzero finite element
+  // in one bar. The heatmap has a column per sampled step and a row per layer.
+  {
+    const TensorSeries& t = w.engine()->data().tensors().front();
+    const TensorPoint& last = t.points.back();
+    QCOMPARE(last.step, int64_t{20});
+    uint64_t all = 0;
+    for (uint64_t n : last.histogram) all += n;
+    QCOMPARE(all, static_cast<uint64_t>(last.numel));
+    QCPPlottableInterface1D* bars = w.quantizationTab()->plots()[1]->plottable(0)->interface1D();
+    double shown = 0;
+    for (int i = 0; i < bars->dataCount(); ++i) shown += bars->dataMainValue(i);
+    QCOMPARE(shown, static_cast<double>(last.numel) -
+                        static_cast<double>(last.histogram[kHistZeroBin] +
+                                            last.histogram[kHistNonfiniteBin]));
+    auto* heat = static_cast<QCPColorMap*>(w.quantizationTab()->plots()[0]->plottable(0));
+    QCOMPARE(heat->data()->keySize(), 3);
+    QCOMPARE(heat->data()->valueSize(), static_cast<int>(w.engine()->data().layers().size()));
+  }
   // The run is in the database with the same loss series.
   auto store = RunStore::open_read_only(db(QStringLiteral("short.sqlite")).toStdString());
   const auto runs = store->runs();
@@ -197,7 +217,14 @@ void RunTabsTest::runListModelAndOpeningARun() {
   w.refreshRunTabs(true);
   QCOMPARE(w.overviewTab()->plots()[0]->graph(1)->dataCount(), 12);
   QVERIFY(!w.engine()->data().tensors().empty());
-  QVERIFY(!w.engine()->data().tensors().front().points.front().histogram.empty());
+  {
+    // The reloaded histogram holds every element of its tensor once.
+    const TensorPoint& p = w.engine()->data().tensors().front().points.front();
+    QVERIFY(p.numel > 0);
+    uint64_t all = 0;
+    for (uint64_t n : p.histogram) all += n;
+    QCOMPARE(all, static_cast<uint64_t>(p.numel));
+  }
   QVERIFY(!w.engine()->openRun(99).isEmpty());
   // Overlay both runs' loss curves; export one as CSV.
   runs->overlay({1, 2});

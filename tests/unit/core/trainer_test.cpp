@@ -9,8 +9,10 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/safetensors.h"
@@ -121,6 +123,61 @@ TEST(Trainer, TinyGptLearnsWithFp8DelayedScalingAndTracksTheReference) {
   // Closed cleanly, the database is one file: the WAL was checkpointed into it.
   EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
   std::filesystem::remove(path);
+}
+
+// Delayed scaling, step by step: the scale a step uses is fp32(fmax / max(window)) / 2^margin
+// of the amax window stored with the step before (numerics.md, "Delayed scaling"). A scaler
+// that never updated, or updated from the wrong window, fails the equality.
+TEST(Trainer, DelayedScaleComesFromThePreviousStepsWindow) {
+  RunConfig c;
+  c.model = ModelKind::Mlp;
+  c.steps = 40;
+  c.stats_interval = 1;
+  c.sqnr_interval = 0;
+  c.reference = false;
+  c.margin = 1;
+  c.window = 8;
+  const std::string path = temp_db("delayed");
+  auto store = RunStore::open(path);
+  const int64_t id = store->create_run("delayed", "train", run_config_json(c), "cpu");
+  auto bus = std::make_shared<MetricBus>();
+  bus->add(store->consumer());
+  Trainer t(c, bus, id);
+  t.run();
+  ASSERT_EQ(t.status(), RunStatus::Finished) << t.message();
+  store->flush();
+  const auto ts = store->tensor_stats(id);
+  const auto hist = store->blobs(id, "amax_history");
+  ASSERT_EQ(ts.size(), 3u * 3u * 40u);  // 3 layers x 3 roles x every step
+  std::map<std::tuple<std::string, std::string, int64_t>, std::vector<float>> windows;
+  for (const auto& h : hist) {
+    std::vector<float> w(h.data.size() / sizeof(float));
+    std::memcpy(w.data(), h.data.data(), w.size() * sizeof(float));
+    windows[{h.layer, h.role, h.step}] = std::move(w);
+  }
+  int checked = 0, changed = 0;
+  float first_scale = 0;
+  for (const auto& r : ts) {
+    if (r.step == 0) continue;
+    const auto prev = windows.find({r.layer, r.role, r.step - 1});
+    ASSERT_NE(prev, windows.end()) << r.layer << " " << r.role << " " << r.step;
+    ASSERT_EQ(prev->second.size(), 8u);
+    const float m = *std::max_element(prev->second.begin(), prev->second.end());
+    ASSERT_GT(m, 0.0f);
+    // HYBRID: E4M3 (max 448) for input and weight, E5M2 (max 57344) for grad_output.
+    const float fmax = r.role == "grad_output" ? 57344.0f : 448.0f;
+    const float scale = std::ldexp(fmax / m, -1);
+    // Reported as the reciprocal of the scale_inv (1 / scale in fp32) decoded with.
+    EXPECT_EQ(static_cast<float>(r.scale), 1.0f / (1.0f / scale))
+        << r.layer << " " << r.role << " step " << r.step;
+    if (first_scale == 0) first_scale = static_cast<float>(r.scale);
+    changed += static_cast<float>(r.scale) != first_scale;
+    ++checked;
+  }
+  EXPECT_GT(checked, 100);
+  EXPECT_GT(changed, 0);  // the scales moved with the amaxes
+  store.reset();
+  for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(path + ext);
 }
 
 TEST(Trainer, FinalWeightsOpenAsACheckpoint) {

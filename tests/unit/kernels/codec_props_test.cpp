@@ -174,10 +174,26 @@ TEST(CodecReference, OverflowModes) {
   EXPECT_EQ(encode(-0.0f, e4, Overflow::Saturate), 0x80);
 }
 
-TEST(CodecEdge, EmptyBuffersAreFine) {
+// Zero elements: nothing is read or written, whether the pointers are null (run under
+// the sanitizers) or point at buffers, which stay as they were.
+TEST(CodecEdge, EmptyBuffersAreLeftUntouched) {
   encode_f32(nullptr, nullptr, 0, {});
   encode_bf16(nullptr, nullptr, 0, {});
   decode_f32(nullptr, nullptr, 0, Format::E5M2);
+  const std::vector<float> in(4, 1.0f);
+  const std::vector<uint16_t> in16(4, 0x3F80);
+  std::vector<uint8_t> codes(4, 0xA5);
+  std::vector<float> out(4, -7.0f);
+  encode_f32(in.data(), codes.data(), 0, {});
+  EXPECT_EQ(codes, std::vector<uint8_t>(4, 0xA5));
+  encode_bf16(in16.data(), codes.data(), 0, {});
+  EXPECT_EQ(codes, std::vector<uint8_t>(4, 0xA5));
+  decode_f32(codes.data(), out.data(), 0, Format::E5M2);
+  EXPECT_EQ(out, std::vector<float>(4, -7.0f));
+  // The same buffers with one element are written (the calls above had every chance to).
+  encode_f32(in.data(), codes.data(), 1, {});
+  EXPECT_NE(codes[0], 0xA5);
+  EXPECT_EQ(codes[1], 0xA5);
 }
 
 }  // namespace
