@@ -373,12 +373,11 @@ torch::Tensor float8_linear(const torch::Tensor& x, const torch::Tensor& weight,
                                      state, stats, sqnr);
 }
 
-std::vector<float> Float8LinearState::amax_history(int role_index) const {
-  if (role_index < 0 || static_cast<size_t>(role_index) >= kRoleCount) {
-    throw std::out_of_range("no role " + std::to_string(role_index) + " (roles: " + role_names() +
-                            ")");
+std::vector<float> Float8LinearState::amax_history(int index) const {
+  if (index < 0 || static_cast<size_t>(index) >= kRoleCount) {
+    throw std::out_of_range("no role " + std::to_string(index) + " (roles: " + role_names() + ")");
   }
-  return amax_history(kRoles[static_cast<size_t>(role_index)].value);
+  return amax_history(kRoles[static_cast<size_t>(index)].value);
 }
 
 std::vector<float> Float8LinearState::amax_history(Role role) const {

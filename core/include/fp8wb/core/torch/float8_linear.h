@@ -51,7 +51,7 @@ struct Float8LinearState {
   // The amax history of a role (newest first), from the host or the device.
   std::vector<float> amax_history(Role role) const;
   // The same by the role's place in kRoles (0 input, 1 weight, 2 grad_output).
-  std::vector<float> amax_history(int role_index) const;
+  std::vector<float> amax_history(int index) const;
 };
 
 class Float8LinearImpl : public torch::nn::Module {
