@@ -28,7 +28,8 @@ struct TensorPoint {
 };
 
 struct TensorSeries {
-  std::string layer, role;
+  std::string layer;
+  Role role = Role::Input;
   std::vector<TensorPoint> points;  // by step
 };
 
@@ -54,21 +55,21 @@ class RunData {
   const std::vector<StepMetrics>& steps() const { return steps_; }
   // Layer/role series in the order they first appeared.
   const std::vector<TensorSeries>& tensors() const { return tensors_; }
-  const TensorSeries* tensor(const std::string& layer, const std::string& role) const;
+  const TensorSeries* tensor(const std::string& layer, Role role) const;
   std::vector<std::string> layers() const;
   const std::vector<SqnrMetrics>& sqnr() const { return sqnr_; }
   const std::vector<RunEvent>& events() const { return events_; }
   int64_t revision() const { return revision_; }  // bumps on every change
 
  private:
-  TensorSeries& series(const std::string& layer, const std::string& role);
+  TensorSeries& series(const std::string& layer, Role role);
   int64_t run_id_ = 0;
   std::string name_, status_, message_;
   RunConfig config_;
   bool has_config_ = false;
   std::vector<StepMetrics> steps_;
   std::vector<TensorSeries> tensors_;
-  std::map<std::pair<std::string, std::string>, size_t> index_;
+  std::map<std::pair<std::string, Role>, size_t> index_;
   std::vector<SqnrMetrics> sqnr_;
   std::vector<RunEvent> events_;
   int64_t revision_ = 0;

@@ -5,6 +5,8 @@
 #include <QWidget>
 #include <vector>
 
+#include "fp8wb/core/role.h"
+
 class QComboBox;
 class QLabel;
 class QTreeWidget;
@@ -73,7 +75,8 @@ class ScalingTab : public RunTabBase {
   QLabel* caption_;
   ExportablePlot *amax_, *scale_, *counts_;
   QCPItemRect* window_ = nullptr;
-  QString layer_, role_;
+  QString layer_;
+  Role role_ = Role::Input;
   size_t tree_size_ = 0;
 };
 
