@@ -3,11 +3,13 @@
 #include <CLI/CLI.hpp>
 #include <exception>
 
+#include "bench_command.h"
 #include "demo_command.h"
 #include "formats_command.h"
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/run_config.h"
 #include "inspect_command.h"
+#include "runs_command.h"
 #include "sweep_command.h"
 #include "train_command.h"
 

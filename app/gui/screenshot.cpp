@@ -10,6 +10,7 @@
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/formats_tab.h"
+#include "fp8wb/views/run_panel.h"
 #include "fp8wb/views/runs_tab.h"
 #include "fp8wb/views/sweeps_tab.h"
 #include "main_window.h"

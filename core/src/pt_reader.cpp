@@ -18,8 +18,8 @@
 #include <map>
 
 #include "fp8wb/core/file_io.h"
-#include "fp8wb/core/open_checkpoint.h"
 #include "fp8wb/core/torch_pickle.h"
+#include "pt_reader.h"
 
 namespace fp8wb {
 namespace {
@@ -31,11 +31,6 @@ constexpr uint64_t kSmallRecord = uint64_t{1} << 20;  // ... or to this, whichev
 // All records together may hold this many times the file's size, or this much.
 constexpr uint64_t kMaxTotalRatio = 16;
 constexpr uint64_t kTotalFloor = uint64_t{256} << 20;
-
-bool has_suffix(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 std::string first_line(const std::string& s) {
   return s.substr(0, s.find('\n'));
@@ -196,9 +191,7 @@ std::vector<uint8_t> record(caffe2::serialize::PyTorchStreamReader& zip, const F
 
 }  // namespace
 
-std::unique_ptr<Checkpoint> open_any_checkpoint(const std::string& path) {
-  if (!(has_suffix(path, ".pt") || has_suffix(path, ".pth") || has_suffix(path, ".bin")))
-    return Checkpoint::open(path);
+std::unique_ptr<Checkpoint> read_pt_checkpoint(const std::string& path) {
   int fd = -1;
   try {
     fd = open_regular_file(path);  // a FIFO or a device is refused, not waited on

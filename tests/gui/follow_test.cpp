@@ -13,6 +13,7 @@
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/views/engine_controller.h"
+#include "fp8wb/views/run_panel.h"
 #include "fp8wb/views/run_tabs.h"
 #include "fp8wb/views/runs_tab.h"
 #include "main_window.h"

@@ -5,12 +5,17 @@
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <algorithm>
+#include <string>
+#include <vector>
 
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/kernels/tensor_stats.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/run_data.h"
+#include "fp8wb/views/run_panel.h"
+#include "fp8wb/views/run_presets.h"
 #include "fp8wb/views/run_tabs.h"
 #include "fp8wb/views/runs_tab.h"
 #include "main_window.h"
@@ -22,6 +27,7 @@ class RunTabsTest : public QObject {
   Q_OBJECT
  private Q_SLOTS:
   void initTestCase();
+  void presetFileParsesAndApplies();
   void presetsAndValidation();
   void shortRunFillsTheTabsAndTheStore();
   void pauseAndStop();
@@ -48,6 +54,41 @@ void RunTabsTest::initTestCase() {
   QVERIFY(dir_.isValid());
   // Never the user's own database.
   qputenv("XDG_DATA_HOME", dir_.path().toUtf8());
+}
+
+// resources/presets/run_presets.json: every preset names only known config fields, each
+// value applies, and the config it makes is valid.
+void RunTabsTest::presetFileParsesAndApplies() {
+  const std::vector<RunPreset>* presets = nullptr;
+  try {
+    presets = &run_presets();
+  } catch (const std::exception& e) {
+    QFAIL(e.what());
+  }
+  QVERIFY(!presets->empty());
+  const std::vector<std::string>& keys = run_config_keys();
+  QStringList names;
+  for (const RunPreset& p : *presets) {
+    names << p.name;
+    QVERIFY2(!p.overrides.isEmpty(), qPrintable(p.name));
+    RunConfig c;
+    for (const QString& kv : p.overrides) {
+      const std::string key = kv.section(QLatin1Char('='), 0, 0).toStdString();
+      QVERIFY2(std::find(keys.begin(), keys.end(), key) != keys.end(),
+               qPrintable(p.name + QStringLiteral(": unknown field in ") + kv));
+      try {
+        apply_override(c, kv.toStdString());
+      } catch (const std::exception& e) {
+        QFAIL(qPrintable(p.name + QStringLiteral(": ") + QString::fromStdString(e.what())));
+      }
+    }
+    try {
+      validate_run_config(c);
+    } catch (const std::exception& e) {
+      QFAIL(qPrintable(p.name + QStringLiteral(": ") + QString::fromStdString(e.what())));
+    }
+  }
+  QCOMPARE(RunPanel::presetNames(), names);
 }
 
 void RunTabsTest::presetsAndValidation() {

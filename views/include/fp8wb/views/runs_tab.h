@@ -1,24 +1,15 @@
-// defines: RunListModel, RunsTab, RunPanel: the runs in the database (open, overlay,
-// rename, delete, export CSV), and the panel that starts runs (presets, a form for the
-// config with inline validation, Start / Pause / Stop, progress and ETA).
+// defines: RunsTab, add_loss_curve(): the runs in the database (open, overlay, rename,
+// delete, export CSV), the list following the database while the tab is shown.
 #pragma once
 
-#include <QAbstractTableModel>
 #include <QWidget>
 #include <vector>
 
-#include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
+#include "fp8wb/views/run_list_model.h"
 
 class QTableView;
 class QLabel;
-class QComboBox;
-class QSpinBox;
-class QDoubleSpinBox;
-class QCheckBox;
-class QLineEdit;
-class QPushButton;
-class QProgressBar;
 
 namespace fp8wb {
 
@@ -29,24 +20,6 @@ class EngineController;
 // n-th colour of the overlay palette. Throws StoreError.
 void add_loss_curve(ExportablePlot* plot, const RunStore& store, int64_t run_id,
                     const QString& name, int n);
-
-class RunListModel : public QAbstractTableModel {
-  Q_OBJECT
- public:
-  enum Column { Id, Name, Status, Steps, Loss, Device, Started, ColumnCount };
-  explicit RunListModel(QObject* parent = nullptr);
-  void setRuns(std::vector<RunInfo> runs, std::vector<double> final_loss);
-  const RunInfo* runAt(int row) const;
-
-  int rowCount(const QModelIndex& parent = {}) const override;
-  int columnCount(const QModelIndex& parent = {}) const override;
-  QVariant data(const QModelIndex& index, int role) const override;
-  QVariant headerData(int section, Qt::Orientation o, int role) const override;
-
- private:
-  std::vector<RunInfo> runs_;
-  std::vector<double> loss_;
-};
 
 class RunsTab : public QWidget {
   Q_OBJECT
@@ -77,46 +50,6 @@ class RunsTab : public QWidget {
   ExportablePlot* overlay_;
   QLabel* status_;
   bool refreshing_ = false;
-};
-
-class RunPanel : public QWidget {
-  Q_OBJECT
- public:
-  RunPanel(EngineController* engine, QWidget* parent = nullptr);
-  static QStringList presetNames();
-  QString presetName() const;
-  // Loads a preset into the form; false for an unknown name.
-  bool applyPreset(const QString& name);
-  RunConfig config() const;  // the form's contents
-  void setSteps(int64_t steps);
-  // Sets fields of the form as key=value would in a config (device=cuda:0, d_model=512);
-  // returns the error naming the field, or empty.
-  QString applyOverrides(const QStringList& key_values);
-  void setConfig(const RunConfig& c);  // fills the form
-  QString validationMessage() const;
-  QString statusText() const;
-  // Starts the form's run; returns an error message or empty.
-  QString start();
-  // Sets one of the fields the main form does not show (batch, context, ...), as
-  // key=value would; returns the error shown beside it, or empty.
-  QString setAdvanced(const QString& key, const QString& value);
-
- private:
-  void validate();
-  void setRunning(bool running);
-  void showAdvancedValues();
-  std::vector<std::pair<QString, QLineEdit*>> advanced_;
-  QLabel* advanced_error_;
-  EngineController* engine_;
-  RunConfig base_;  // the preset's fields that the form does not show (batch, widths...)
-  QComboBox *preset_, *model_, *recipe_, *formats_, *scaling_, *algo_, *device_;
-  QSpinBox *steps_, *margin_, *window_, *seed_, *stats_, *dmodel_, *layers_;
-  QDoubleSpinBox* lr_;
-  QCheckBox *fprop_, *dgrad_, *wgrad_, *fp8_, *reference_;
-  QLineEdit* name_;
-  QLabel *error_, *eta_;
-  QPushButton *start_, *pause_, *stop_;
-  QProgressBar* progress_;
 };
 
 }  // namespace fp8wb

@@ -1,0 +1,214 @@
+#include "bench_command.h"
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "fp8wb/core/run_store.h"
+#include "fp8wb/core/trainer.h"
+#include "run_command_common.h"
+
+namespace fp8wb::cli {
+
+using nlohmann::json;
+
+CLI::App* add_bench_command(CLI::App& app, BenchOptions& opt) {
+  auto* c = app.add_subcommand(
+      "bench", "Measure: FP8 training steps against high precision, and the run store");
+  c->add_option("--device", opt.device, "cpu, cuda or cuda:N");
+  c->add_option("--steps", opt.steps, "Timed steps per variant")->check(CLI::PositiveNumber);
+  c->add_option("--model", opt.model, "gpt or mlp")->check(CLI::IsMember({"gpt", "mlp"}));
+  c->add_option("--set", opt.overrides, "Override a model field: key=value (repeatable)");
+  c->add_flag("--json", opt.json, "Print the figures as JSON");
+  c->add_flag("--store-only", opt.store_only, "Only the run-store figures");
+  c->add_flag("--train-only", opt.train_only, "Only the training-step figures");
+  return c;
+}
+
+namespace {
+
+class Collect : public MetricConsumer {
+ public:
+  void consume(const MetricBatch& b) override {
+    const std::lock_guard<std::mutex> lock(mutex);
+    for (const auto& s : b.steps) steps.push_back(s);
+  }
+  std::mutex mutex;
+  std::vector<StepMetrics> steps;
+};
+
+struct TrainFigure {
+  std::string variant;
+  double step_ms, tokens_per_s;
+};
+
+std::vector<TrainFigure> bench_training(const BenchOptions& opt) {
+  RunConfig base;
+  base.model = opt.model == "mlp" ? ModelKind::Mlp : ModelKind::Gpt;
+  base.device = opt.device;
+  base.reference = false;
+  base.steps = opt.steps + 5;  // the first steps warm up
+  for (const auto& o : opt.overrides) apply_override(base, o);
+  validate_run_config(base);
+  struct V {
+    const char* name;
+    bool fp8;
+    int stats;
+    const char* scaling;
+  };
+  const V vs[] = {{"high precision", false, 0, "delayed"},
+                  {"FP8 delayed, no statistics", true, 0, "delayed"},
+                  {"FP8 current, no statistics", true, 0, "current"},
+                  {"FP8 delayed, statistics every 10 steps", true, 10, "delayed"},
+                  {"FP8 delayed, statistics every step", true, 1, "delayed"}};
+  std::vector<TrainFigure> out;
+  for (const V& v : vs) {
+    RunConfig c = base;
+    c.fp8 = v.fp8;
+    c.stats_interval = v.stats;
+    c.sqnr_interval = 0;
+    c.scaling = v.scaling;
+    auto bus = std::make_shared<MetricBus>();
+    auto col = std::make_shared<Collect>();
+    bus->add(col);
+    Trainer t(c, bus);
+    t.run();
+    if (t.status() != RunStatus::Finished)
+      throw std::runtime_error(std::string(v.name) + ": " + t.message());
+    std::vector<double> ms;
+    double tokens = 0;
+    for (size_t i = 5; i < col->steps.size(); ++i) {
+      ms.push_back(col->steps[i].step_ms);
+      tokens = col->steps[i].tokens_per_s * col->steps[i].step_ms / 1000.0;
+    }
+    const double m = median(ms);
+    out.push_back({v.name, m, tokens / (m / 1000.0)});
+  }
+  return out;
+}
+
+struct StoreFigures {
+  double ingest_rows_per_s = 0;  // tensor_stats rows (with their histogram blobs)
+  double scalar_rows_per_s = 0;
+  double open_and_read_ms = 0;  // open a 1M-step run and read its loss series
+  int64_t rows = 0;
+};
+
+StoreFigures bench_store() {
+  StoreFigures f;
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("fp8wb-bench-" + std::to_string(getpid()) + ".sqlite"))
+                               .string();
+  for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(path + ext);
+  {
+    auto store = RunStore::open(path);
+    const int64_t run = store->create_run("ingest", "bench", json::object().dump(), "cpu");
+    // Tensor statistics as a 48-layer model with 3 roles sends them: batches of 144 rows.
+    const int64_t steps = 1400;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t s = 0; s < steps; ++s) {
+      MetricBatch b;
+      b.run_id = run;
+      for (int l = 0; l < 48; ++l) {
+        for (const RoleEntry& role : kRoles) {
+          TensorMetrics t;
+          t.step = s;
+          t.layer = "blocks." + std::to_string(l) + ".fc1";
+          t.role = role.value;
+          t.amax = 1.0f + static_cast<float>(s % 7);
+          t.raw.numel = 4096;
+          // A typical exponent histogram: about 20 occupied bins.
+          for (int bin = 20; bin < 40; ++bin) t.raw.hist[bin] = static_cast<uint64_t>(bin * 37 + s);
+          b.tensors.push_back(std::move(t));
+        }
+      }
+      store->write(b);
+    }
+    store->flush();
+    f.rows = steps * 144;
+    f.ingest_rows_per_s =
+        static_cast<double>(f.rows) /
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    // A 1M-step run's scalars (7 series a step), in batches of 1000 steps.
+    const int64_t big = store->create_run("1M steps", "bench", json::object().dump(), "cpu");
+    const auto t1 = std::chrono::steady_clock::now();
+    for (int64_t s0 = 0; s0 < 1000000; s0 += 1000) {
+      MetricBatch b;
+      b.run_id = big;
+      for (int64_t s = s0; s < s0 + 1000; ++s) {
+        StepMetrics m;
+        m.step = s;
+        m.loss = 4.0 / std::sqrt(1.0 + static_cast<double>(s));
+        b.steps.push_back(m);
+      }
+      store->write(b);
+    }
+    store->flush();
+    f.scalar_rows_per_s =
+        7e6 / std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  }
+  const auto t2 = std::chrono::steady_clock::now();
+  {
+    auto store = RunStore::open_read_only(path);
+    const auto runs = store->runs();
+    const auto loss = store->series(runs.back().id, "loss");
+    if (loss.size() != 1000000) throw std::runtime_error("the 1M-step run did not read back");
+  }
+  f.open_and_read_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t2).count();
+  for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(path + ext);
+  return f;
+}
+
+}  // namespace
+
+int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
+  (void)err;
+  std::vector<TrainFigure> train;
+  StoreFigures store;
+  if (!opt.store_only) train = bench_training(opt);
+  if (!opt.train_only) store = bench_store();
+  if (opt.json) {
+    json j;
+    j["device"] = Trainer::resolve_device(opt.device);
+    j["model"] = opt.model;
+    j["train"] = json::array();
+    for (const auto& t : train) {
+      j["train"].push_back({{"variant", t.variant},
+                            {"step_ms", num(t.step_ms)},
+                            {"tokens_per_s", num(t.tokens_per_s)},
+                            {"vs_high_precision", num(t.step_ms / train[0].step_ms)}});
+    }
+    if (!opt.train_only) {
+      j["store"] = {{"tensor_stat_rows_per_s", num(store.ingest_rows_per_s)},
+                    {"scalar_rows_per_s", num(store.scalar_rows_per_s)},
+                    {"open_and_read_1M_ms", num(store.open_and_read_ms)}};
+    }
+    out << dump(j) << "\n";
+    return 0;
+  }
+  if (!train.empty()) {
+    out << fmt::format("training steps, {} on {} (median of {} steps)\n", opt.model,
+                       Trainer::resolve_device(opt.device), opt.steps);
+    for (const auto& t : train) {
+      out << fmt::format("  {:<40} {:9.2f} ms {:11.0f} tokens/s {:6.2f}x\n", t.variant, t.step_ms,
+                         t.tokens_per_s, t.step_ms / train[0].step_ms);
+    }
+  }
+  if (!opt.train_only) {
+    out << fmt::format(
+        "run store\n  tensor statistics ingest        {:11.0f} rows/s ({} rows)\n"
+        "  scalar ingest                   {:11.0f} rows/s (7M rows)\n"
+        "  open + read a 1M-step loss curve {:10.1f} ms\n",
+        store.ingest_rows_per_s, store.rows, store.scalar_rows_per_s, store.open_and_read_ms);
+  }
+  return 0;
+}
+
+}  // namespace fp8wb::cli

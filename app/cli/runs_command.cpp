@@ -1,0 +1,212 @@
+#include "runs_command.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "fp8wb/core/file_io.h"
+#include "fp8wb/core/run_config.h"
+#include "fp8wb/core/run_store.h"
+#include "run_command_common.h"
+
+namespace fp8wb::cli {
+
+using nlohmann::json;
+
+CLI::App* add_runs_command(CLI::App& app, RunsOptions& opt) {
+  auto* c = app.add_subcommand("runs", "List, show, export or delete stored runs");
+  c->add_option("action", opt.action, "list, show, export or delete")
+      ->required()
+      ->check(CLI::IsMember({"list", "show", "export", "delete"}));
+  c->add_option("id", opt.id, "The run (show, export, delete)");
+  c->add_option("--db", opt.db, "Run database (default: " + default_database_path() + ")");
+  c->add_option("--format", opt.format, "export: csv or json")
+      ->check(CLI::IsMember({"csv", "json"}));
+  c->add_option("-o,--out", opt.out_file, "export: write to this file (default: stdout)");
+  c->add_flag("--json", opt.json, "list/show as JSON");
+  c->add_flag("-y,--yes", opt.yes, "delete without asking");
+  return c;
+}
+
+namespace {
+
+double last_value(const RunStore& s, int64_t id, const char* series) {
+  const auto v = s.series(id, series);
+  return v.empty() ? NAN : v.back().value;
+}
+
+json config_of(const RunInfo& r) {
+  if (r.config_json.empty()) return json();
+  try {
+    check_json_nesting(r.config_json, "the stored config");
+    return json::parse(r.config_json);
+  } catch (const std::exception&) {
+    return r.config_json;  // as stored, if it is not JSON
+  }
+}
+
+void export_run(const RunStore& s, const RunInfo& r, const std::string& format, std::ostream& o) {
+  if (format == "csv") {
+    write_run_csv(s, r.id, o);
+    return;
+  }
+  json j;
+  j["run"] = {{"id", r.id},
+              {"name", r.name},
+              {"status", r.status},
+              {"message", r.message},
+              {"device", r.device},
+              {"started_at", r.started_at},
+              {"ended_at", r.ended_at},
+              {"config", config_of(r)}};
+  json series = json::object();
+  for (const auto& n : s.series_names(r.id)) {
+    json points = json::array();
+    for (const SeriesPoint& p : s.series(r.id, n)) points.push_back({p.step, num(p.value)});
+    series[n] = std::move(points);
+  }
+  j["series"] = std::move(series);
+  json ts = json::array();
+  for (const auto& t : s.tensor_stats(r.id)) {
+    ts.push_back({{"step", t.step},
+                  {"layer", t.layer},
+                  {"role", t.role},
+                  {"amax", num(t.amax)},
+                  {"scale", num(t.scale)},
+                  {"numel", t.numel},
+                  {"zeros", t.zeros},
+                  {"underflow", t.underflow},
+                  {"saturated", t.saturated},
+                  {"nonfinite", t.nonfinite},
+                  {"subnormal", t.subnormal},
+                  {"sq_err", num(t.sq_err)},
+                  {"sq_sum", num(t.sq_sum)}});
+  }
+  j["tensor_stats"] = std::move(ts);
+  json ev = json::array();
+  for (const auto& e : s.events(r.id)) {
+    ev.push_back({{"step", e.step}, {"kind", e.kind}, {"message", e.message}});
+  }
+  j["events"] = std::move(ev);
+  o << dump(j) << "\n";
+}
+
+}  // namespace
+
+int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
+  // Reading creates nothing (no folder, no file, no -wal): a missing database is an error.
+  // Only delete writes, and only to a database that exists.
+  const std::string path = db_path(opt.db);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    err << "fp8wb: no run database at " << path << "\n";
+    return 1;
+  }
+  auto store = opt.action == "delete" ? RunStore::open(path) : RunStore::open_read_only(path);
+  if (opt.action == "list") {
+    const auto runs = store->runs();
+    if (opt.json) {
+      json j = json::array();
+      for (const auto& r : runs) {
+        j.push_back({{"id", r.id},
+                     {"name", r.name},
+                     {"status", r.status},
+                     {"steps", r.last_step + 1},
+                     {"loss", num(last_value(*store, r.id, "loss"))},
+                     {"device", r.device},
+                     {"started_at", r.started_at}});
+      }
+      out << dump(j) << "\n";
+      return 0;
+    }
+    if (runs.empty()) {
+      out << "no runs in " << store->path() << "\n";
+      return 0;
+    }
+    out << fmt::format("{:>5}  {:<24} {:<12} {:>7} {:>10} {:>11}  {:<8} {}\n", "id", "name",
+                       "status", "steps", "loss", "tokens/s", "device", "started");
+    for (const auto& r : runs) {
+      const auto tps = store->series(r.id, "tokens_per_s");
+      std::vector<double> t;
+      for (const auto& p : tps) t.push_back(p.value);
+      out << fmt::format("{:>5}  {:<24} {:<12} {:>7} {:>10.4f} {:>11.0f}  {:<8} {}\n", r.id,
+                         r.name.substr(0, 24), r.status, r.last_step + 1,
+                         last_value(*store, r.id, "loss"), median(t), r.device, r.started_at);
+    }
+    return 0;
+  }
+  if (opt.id <= 0) {
+    err << "fp8wb runs " << opt.action << ": which run? (give its id; `fp8wb runs list`)\n";
+    return 1;
+  }
+  const auto r = store->run(opt.id);
+  if (!r) {
+    err << "fp8wb: no run " << opt.id << " in " << store->path() << "\n";
+    return 1;
+  }
+  if (opt.action == "show") {
+    if (opt.json) {
+      export_run(*store, *r, "json", out);
+      return 0;
+    }
+    out << fmt::format("run {}: {} ({})\nstatus   {}{}\ndevice   {}\nstarted  {}\nended    {}\n",
+                       r->id, r->name, r->kind, r->status,
+                       r->message.empty() ? "" : " - " + r->message, r->device, r->started_at,
+                       r->ended_at.empty() ? "-" : r->ended_at);
+    out << "steps    " << r->last_step + 1 << "\n";
+    for (const char* s : {"loss", "ref_loss", "loss_gap", "grad_norm", "tokens_per_s"}) {
+      const double v = last_value(*store, r->id, s);
+      if (std::isfinite(v)) out << fmt::format("{:<14}{:.6g}\n", s, v);
+    }
+    const double mem_fp8 = last_value(*store, r->id, "mem_fp8");
+    const double mem_ref = last_value(*store, r->id, "mem_ref");
+    const double rss = last_value(*store, r->id, "peak_rss");
+    if (std::isfinite(mem_fp8)) {
+      out << fmt::format("peak memory   FP8 model {:.3f} GB", mem_fp8 / 1e9);
+      if (std::isfinite(mem_ref)) out << fmt::format(", reference {:.3f} GB", mem_ref / 1e9);
+      out << " (GPU: the allocator's peak while each model stepped, with its parameters and "
+             "optimizer state)\n";
+    }
+    if (std::isfinite(rss)) {
+      out << fmt::format(
+          "peak RSS      {:.3f} GB (the whole process: every model, the data, the "
+          "program)\n",
+          rss / 1e9);
+    }
+    const auto ts = store->tensor_stats(r->id);
+    out << "tensor statistics: " << ts.size() << " rows\n";
+    out << "events:\n";
+    for (const auto& e : store->events(r->id))
+      out << fmt::format("  step {:>6}  {:<10} {}\n", e.step, e.kind, e.message);
+    out << "config:\n" << r->config_json << "\n";
+    return 0;
+  }
+  if (opt.action == "export") {
+    if (opt.out_file.empty()) {
+      export_run(*store, *r, opt.format, out);
+    } else {
+      // All or nothing: a full disk leaves no truncated file, a device is not replaced.
+      write_file_atomically(opt.out_file,
+                            [&](std::ostream& f) { export_run(*store, *r, opt.format, f); });
+      out << "wrote run " << r->id << " to " << opt.out_file << "\n";
+    }
+    return 0;
+  }
+  // delete
+  if (r->live) {
+    err << "fp8wb: run " << r->id << " (" << r->name
+        << ") is being written now (live): stop it first where it was started, then delete it\n";
+    return 1;
+  }
+  if (!opt.yes) {
+    err << "fp8wb: deleting run " << r->id << " (" << r->name << ") needs --yes\n";
+    return 1;
+  }
+  store->delete_run(r->id);
+  out << "deleted run " << r->id << "\n";
+  return 0;
+}
+
+}  // namespace fp8wb::cli

@@ -1,0 +1,66 @@
+// defines: RunPanel: the panel that starts runs (presets, a form for the config with
+// inline validation, Start / Pause / Stop, progress and ETA).
+#pragma once
+
+#include <QStringList>
+#include <QWidget>
+#include <utility>
+#include <vector>
+
+#include "fp8wb/core/run_config.h"
+
+class QLabel;
+class QComboBox;
+class QSpinBox;
+class QDoubleSpinBox;
+class QCheckBox;
+class QLineEdit;
+class QPushButton;
+class QProgressBar;
+
+namespace fp8wb {
+
+class EngineController;
+
+class RunPanel : public QWidget {
+  Q_OBJECT
+ public:
+  RunPanel(EngineController* engine, QWidget* parent = nullptr);
+  // The presets' names, in order (run_presets.h).
+  static QStringList presetNames();
+  QString presetName() const;
+  // Loads a preset into the form; false for an unknown name.
+  bool applyPreset(const QString& name);
+  RunConfig config() const;  // the form's contents
+  void setSteps(int64_t steps);
+  // Sets fields of the form as key=value would in a config (device=cuda:0, d_model=512);
+  // returns the error naming the field, or empty.
+  QString applyOverrides(const QStringList& key_values);
+  void setConfig(const RunConfig& c);  // fills the form
+  QString validationMessage() const;
+  QString statusText() const;
+  // Starts the form's run; returns an error message or empty.
+  QString start();
+  // Sets one of the fields the main form does not show (batch, context, ...), as
+  // key=value would; returns the error shown beside it, or empty.
+  QString setAdvanced(const QString& key, const QString& value);
+
+ private:
+  void validate();
+  void setRunning(bool running);
+  void showAdvancedValues();
+  std::vector<std::pair<QString, QLineEdit*>> advanced_;
+  QLabel* advanced_error_;
+  EngineController* engine_;
+  RunConfig base_;  // the preset's fields that the form does not show (batch, widths...)
+  QComboBox *preset_, *model_, *recipe_, *formats_, *scaling_, *algo_, *device_;
+  QSpinBox *steps_, *margin_, *window_, *seed_, *stats_, *dmodel_, *layers_;
+  QDoubleSpinBox* lr_;
+  QCheckBox *fprop_, *dgrad_, *wgrad_, *fp8_, *reference_;
+  QLineEdit* name_;
+  QLabel *error_, *eta_;
+  QPushButton *start_, *pause_, *stop_;
+  QProgressBar* progress_;
+};
+
+}  // namespace fp8wb

@@ -1,0 +1,80 @@
+#include "fp8wb/views/run_list_model.h"
+
+#include <QColor>
+#include <cmath>
+
+namespace fp8wb {
+namespace {
+QString qs(const std::string& s) {
+  return QString::fromStdString(s);
+}
+}  // namespace
+
+RunListModel::RunListModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void RunListModel::setRuns(std::vector<RunInfo> runs, std::vector<double> final_loss) {
+  final_loss.resize(runs.size(), NAN);
+  bool same_rows = runs.size() == runs_.size();
+  for (size_t i = 0; same_rows && i < runs.size(); ++i) same_rows = runs[i].id == runs_[i].id;
+  if (same_rows) {  // a refresh of the same runs keeps the view's selection
+    runs_ = std::move(runs);
+    loss_ = std::move(final_loss);
+    if (!runs_.empty()) Q_EMIT dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
+    return;
+  }
+  beginResetModel();
+  runs_ = std::move(runs);
+  loss_ = std::move(final_loss);
+  endResetModel();
+}
+
+const RunInfo* RunListModel::runAt(int row) const {
+  return row >= 0 && row < static_cast<int>(runs_.size()) ? &runs_[static_cast<size_t>(row)]
+                                                          : nullptr;
+}
+
+int RunListModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(runs_.size());
+}
+
+int RunListModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant RunListModel::data(const QModelIndex& index, int role) const {
+  const RunInfo* r = index.isValid() ? runAt(index.row()) : nullptr;
+  if (!r) return {};
+  const double loss = loss_[static_cast<size_t>(index.row())];
+  if (role == Qt::DisplayRole) {
+    switch (index.column()) {
+      case Id: return QVariant::fromValue<qlonglong>(r->id);
+      case Name: return qs(r->name);
+      case Status: return r->live ? tr("%1 (live)").arg(qs(r->status)) : qs(r->status);
+      case Steps: return QVariant::fromValue<qlonglong>(r->last_step + 1);
+      case Loss: return std::isfinite(loss) ? QString::number(loss, 'f', 4) : QStringLiteral("-");
+      case Device: return qs(r->device);
+      case Started: return qs(r->started_at);
+      default: return {};
+    }
+  }
+  if (role == Qt::ToolTipRole) {
+    if (r->live && index.column() == Status)
+      return tr("Another process is writing this run now: open it to follow it live");
+    return r->message.empty() ? qs(r->config_json) : qs(r->message);
+  }
+  if (role == Qt::ForegroundRole && index.column() == Status && r->live)
+    return QColor(0x2c, 0xa0, 0x2c);
+  if (role == Qt::TextAlignmentRole &&
+      (index.column() == Id || index.column() == Steps || index.column() == Loss)) {
+    return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+  }
+  return {};
+}
+
+QVariant RunListModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  static const char* names[] = {"id", "name", "status", "steps", "final loss", "device", "started"};
+  return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
+}
+
+}  // namespace fp8wb

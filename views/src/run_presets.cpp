@@ -1,0 +1,60 @@
+#include "fp8wb/views/run_presets.h"
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QSet>
+#include <stdexcept>
+#include <string>
+
+namespace fp8wb {
+namespace {
+
+const char* const kResource = ":/presets/run_presets.json";
+
+[[noreturn]] void fail(const QString& why) {
+  throw std::runtime_error(std::string(kResource) + ": " + why.toStdString());
+}
+
+// A JSON value as its JSON text: 16, true, "delayed".
+QString json_text(const QJsonValue& v) {
+  const QByteArray a = QJsonDocument(QJsonArray{v}).toJson(QJsonDocument::Compact);
+  return QString::fromUtf8(a.mid(1, a.size() - 2));  // without the array's brackets
+}
+
+std::vector<RunPreset> read_presets() {
+  QFile f(QString::fromLatin1(kResource));
+  if (!f.open(QIODevice::ReadOnly)) fail(f.errorString());
+  QJsonParseError error;
+  const QJsonDocument doc = QJsonDocument::fromJson(f.readAll(), &error);
+  if (error.error != QJsonParseError::NoError)
+    fail(QStringLiteral("%1 at byte %2").arg(error.errorString()).arg(error.offset));
+  if (!doc.isArray()) fail(QStringLiteral("expected a list of presets"));
+  std::vector<RunPreset> out;
+  QSet<QString> names;
+  for (const QJsonValue& entry : doc.array()) {
+    const QJsonObject o = entry.toObject();
+    RunPreset p;
+    p.name = o.value(QLatin1String("name")).toString();
+    if (p.name.isEmpty()) fail(QStringLiteral("preset %1 has no name").arg(out.size() + 1));
+    if (names.contains(p.name)) fail(QStringLiteral("'%1' is given twice").arg(p.name));
+    names.insert(p.name);
+    const QJsonValue fields = o.value(QLatin1String("fields"));
+    if (!fields.isObject()) fail(QStringLiteral("'%1' has no \"fields\" object").arg(p.name));
+    const QJsonObject fo = fields.toObject();
+    for (auto it = fo.begin(); it != fo.end(); ++it)
+      p.overrides << it.key() + QLatin1Char('=') + json_text(it.value());
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<RunPreset>& run_presets() {
+  static const std::vector<RunPreset> presets = read_presets();
+  return presets;
+}
+
+}  // namespace fp8wb
