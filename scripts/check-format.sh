@@ -3,7 +3,7 @@
 # clang-format). `scripts/check-format.sh --fix` formats them in place.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t files < <(git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' '*.hip')
+mapfile -t files < <(git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' '*.hip' | sort -u)
 if [ "${1:-}" = "--fix" ]; then
   clang-format -i "${files[@]}"
   exit 0

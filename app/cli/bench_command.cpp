@@ -116,11 +116,11 @@ StoreFigures bench_store() {
       MetricBatch b;
       b.run_id = run;
       for (int l = 0; l < 48; ++l) {
-        for (const char* role : {"input", "weight", "grad_output"}) {
+        for (const RoleEntry& role : kRoles) {
           TensorMetrics t;
           t.step = s;
           t.layer = "blocks." + std::to_string(l) + ".fc1";
-          t.role = role;
+          t.role = role.value;
           t.amax = 1.0f + static_cast<float>(s % 7);
           t.raw.numel = 4096;
           // A typical exponent histogram: about 20 occupied bins.

@@ -23,6 +23,33 @@ nlohmann::json num(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
 }
 
+// A figure a run did not record (no reference run: no loss gap) reads "-", not nan.
+std::string fixed(double v, int digits) {
+  return std::isfinite(v) ? fmt::format("{:.{}f}", v, digits) : std::string("-");
+}
+
+// A metric's column in the table: its heading, width and figure.
+struct Column {
+  const char* heading;
+  int width;
+  int digits;  // < 0: a count
+};
+Column column(SweepMetric m) {
+  switch (m) {
+    case SweepMetric::FinalLoss: return {"final loss", 11, 5};
+    case SweepMetric::LossGap: return {"loss gap", 11, 5};
+    case SweepMetric::SaturatedPct: return {"saturated%", 11, 4};
+    case SweepMetric::UnderflowPct: return {"underflow%", 11, 4};
+    case SweepMetric::Diverged: return {"diverged", 9, -1};
+  }
+  throw std::invalid_argument("unknown sweep metric " + std::to_string(static_cast<int>(m)));
+}
+
+std::string cell(const SweepPoint& p, SweepMetric m) {
+  const Column c = column(m);
+  return c.digits < 0 ? std::to_string(p.diverged) : fixed(sweep_metric(p, m), c.digits);
+}
+
 }  // namespace
 
 CLI::App* add_sweep_command(CLI::App& app, SweepOptions& opt) {
@@ -120,28 +147,27 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
     for (const auto& a : spec.axes) j["axes"].push_back({{"key", a.key}, {"values", a.values}});
     j["points"] = nlohmann::json::array();
     for (const auto& p : points) {
-      j["points"].push_back({{"values", p.values},
-                             {"runs", p.runs},
-                             {"diverged", p.diverged},
-                             {"final_loss", num(p.final_loss)},
-                             {"loss_gap", num(p.loss_gap)},
-                             {"saturated_pct", num(p.saturated_pct)},
-                             {"underflow_pct", num(p.underflow_pct)},
-                             {"run_ids", p.run_ids}});
+      nlohmann::json jp = {{"values", p.values}, {"runs", p.runs}, {"run_ids", p.run_ids}};
+      for (const SweepMetricEntry& m : kSweepMetrics) {
+        jp[std::string(m.name)] = m.value == SweepMetric::Diverged ? nlohmann::json(p.diverged)
+                                                                   : num(sweep_metric(p, m.value));
+      }
+      j["points"].push_back(std::move(jp));
     }
     j["best"] = best ? nlohmann::json(label(*best)) : nlohmann::json();
     out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
-    // A figure a run did not record (no reference run: no loss gap) reads "-", not nan.
-    auto fixed = [](double v, int digits) {
-      return std::isfinite(v) ? fmt::format("{:.{}f}", v, digits) : std::string("-");
-    };
-    out << fmt::format("{:<34} {:>5} {:>11} {:>11} {:>11} {:>11} {:>9}\n", "grid point", "runs",
-                       "final loss", "loss gap", "saturated%", "underflow%", "diverged");
+    std::string heading = fmt::format("{:<34} {:>5}", "grid point", "runs");
+    for (const SweepMetricEntry& m : kSweepMetrics) {
+      const Column c = column(m.value);
+      heading += fmt::format(" {:>{}}", c.heading, c.width);
+    }
+    out << heading << "\n";
     for (const auto& p : points) {
-      out << fmt::format("{:<34} {:>5} {:>11} {:>11} {:>11} {:>11} {:>9}\n", label(p).substr(0, 34),
-                         p.runs, fixed(p.final_loss, 5), fixed(p.loss_gap, 5),
-                         fixed(p.saturated_pct, 4), fixed(p.underflow_pct, 4), p.diverged);
+      std::string row = fmt::format("{:<34} {:>5}", label(p).substr(0, 34), p.runs);
+      for (const SweepMetricEntry& m : kSweepMetrics)
+        row += fmt::format(" {:>{}}", cell(p, m.value), column(m.value).width);
+      out << row << "\n";
     }
     if (best) {
       out << fmt::format("best: {} (final loss {}, gap {}, saturated {}%, underflow {}%)\n",

@@ -2,6 +2,8 @@
 // codes -> fp32, fp32 GEMM; products of FP8 values are exact in fp32).
 #include "fp8wb/core/torch/float8_linear.h"
 
+#include <torch/custom_class.h>
+
 #include <cmath>
 #include <stdexcept>
 #include <utility>
@@ -12,9 +14,8 @@
 namespace fp8wb {
 namespace {
 
-using detail::pack;
+using detail::Float8Backward;
 using detail::sqnr_db;
-using detail::unpack;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
@@ -72,10 +73,10 @@ float first_scale(const Quantized& q) {
 
 // The role's host scaler under delayed scaling (made or reset when the config changed),
 // else null.
-DelayedScaler* host_scaler(Float8LinearState* state, int role, const Float8LinearConfig& c,
+DelayedScaler* host_scaler(Float8LinearState* state, Role role, const Float8LinearConfig& c,
                            Format format) {
   if (!c.delayed || !state) return nullptr;
-  auto& h = state->delayed[static_cast<size_t>(role)].host;
+  auto& h = state->history(role).host;
   if (!h || !detail::same_delayed(h->config(), c.delayed_scaling))
     h.emplace(format, c.delayed_scaling);
   return &*h;
@@ -110,14 +111,14 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
     // sample the wgrad SQNR); otherwise backward keeps x as its FP8 codes and scales.
     at::Tensor saved_x = x2, x_codes, x_scale_inv, w_codes, w_scale_inv;
     if (cfg.fprop_fp8 || cfg.wgrad_fp8) {
-      Quantized qx = quantize_operand(
-          x2, cfg.input, stats, host_scaler(state, detail::kInputRole, cfg, cfg.input.format));
+      Quantized qx = quantize_operand(x2, cfg.input, stats,
+                                      host_scaler(state, Role::Input, cfg, cfg.input.format));
       if (probe && stats) probe->input = {true, qx.stats, first_scale(qx)};
       x_codes = qx.codes;
       x_scale_inv = qx.scale_inv;
       if (cfg.fprop_fp8) {
-        Quantized qw = quantize_operand(
-            w2, cfg.weight, stats, host_scaler(state, detail::kWeightRole, cfg, cfg.weight.format));
+        Quantized qw = quantize_operand(w2, cfg.weight, stats,
+                                        host_scaler(state, Role::Weight, cfg, cfg.weight.format));
         if (probe && stats) probe->weight = {true, qw.stats, first_scale(qw)};
         y = at::matmul(qx.dequant, qw.dequant.t());
         if (probe) probe->gemms_emulated++;
@@ -137,14 +138,13 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
     ctx->save_for_backward({weight, x_codes, x_scale_inv, saved_x, w_codes, w_scale_inv});
     const bool has_bias = bias.defined() && bias.numel() > 0;
     if (has_bias) y = y + bias.to(at::kFloat);
-    ctx->saved_data["input"] = pack(cfg.input);
-    ctx->saved_data["weight"] = pack(cfg.weight);
-    ctx->saved_data["grad_output"] = pack(cfg.grad_output);
-    ctx->saved_data["gemms"] =
-        std::vector<int64_t>{cfg.fprop_fp8, cfg.dgrad_fp8, cfg.wgrad_fp8, stats, sqnr, cfg.delayed};
-    ctx->saved_data["delayed"] = pack(cfg.delayed_scaling);
-    ctx->saved_data["state"] = reinterpret_cast<int64_t>(state);
-    ctx->saved_data["has_bias"] = has_bias;
+    auto plan = c10::make_intrusive<Float8Backward>();
+    plan->config = cfg;
+    plan->state = state;
+    plan->stats = stats;
+    plan->sqnr = sqnr;
+    plan->has_bias = has_bias;
+    detail::save_for_backward(ctx, std::move(plan));
     std::vector<int64_t> out_shape = x.sizes().vec();
     out_shape.back() = n;
     return y.reshape(out_shape).to(x.scalar_type());
@@ -153,16 +153,14 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const at::Tensor& weight = saved[0];
-    const QuantRecipe rin = unpack(ctx->saved_data["input"].toIntVector());
-    const QuantRecipe rw = unpack(ctx->saved_data["weight"].toIntVector());
-    const QuantRecipe rdy = unpack(ctx->saved_data["grad_output"].toIntVector());
-    const auto gemms = ctx->saved_data["gemms"].toIntVector();
-    const bool dgrad_fp8 = gemms[1] != 0, wgrad_fp8 = gemms[2] != 0, stats = gemms[3] != 0,
-               sqnr = gemms[4] != 0;
-    Float8LinearConfig dcfg;  // what the scaler lookup needs
-    dcfg.delayed = gemms[5] != 0;
-    dcfg.delayed_scaling = detail::unpack_delayed(ctx->saved_data["delayed"].toIntVector());
-    auto* state = reinterpret_cast<Float8LinearState*>(ctx->saved_data["state"].toInt());
+    const c10::intrusive_ptr<Float8Backward> plan = detail::saved_for_backward(ctx);
+    const Float8LinearConfig& cfg = plan->config;
+    const QuantRecipe& rin = cfg.input;
+    const QuantRecipe& rw = cfg.weight;
+    const QuantRecipe& rdy = cfg.grad_output;
+    const bool dgrad_fp8 = cfg.dgrad_fp8, wgrad_fp8 = cfg.wgrad_fp8, stats = plan->stats,
+               sqnr = plan->sqnr;
+    Float8LinearState* state = plan->state;
     Float8Probe* probe = state ? &state->probe : nullptr;
     const int64_t k = weight.size(1), n = weight.size(0);
     const at::Tensor& g = grads[0];
@@ -179,8 +177,8 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
     // ways and only per-row/per-block recipes quantize the transposes again.
     at::Tensor dx, dy_fp8;
     if (dgrad_fp8 || (wgrad_fp8 && rdy.kind == ScalingKind::Tensorwise)) {
-      Quantized qdy = quantize_operand(
-          dy, rdy, stats, host_scaler(state, detail::kGradOutputRole, dcfg, rdy.format));
+      Quantized qdy =
+          quantize_operand(dy, rdy, stats, host_scaler(state, Role::GradOutput, cfg, rdy.format));
       if (probe && stats) probe->grad_output = {true, qdy.stats, first_scale(qdy)};
       dy_fp8 = qdy.dequant;
     }
@@ -218,7 +216,7 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
       if (wgrad_fp8 && x_hp.defined()) probe->wgrad_sqnr_db = sqnr_db(at::matmul(dy.t(), x_hp), dw);
     }
     at::Tensor db;
-    if (ctx->saved_data["has_bias"].toBool()) db = dy.sum(0);
+    if (plan->has_bias) db = dy.sum(0);
     std::vector<int64_t> x_shape = g.sizes().vec();
     x_shape.back() = k;
     return {dx.reshape(x_shape).to(g.scalar_type()),
@@ -286,12 +284,11 @@ void validate_config(const Float8LinearConfig& c) {
   }
   if (!c.delayed) return;
   validate_delayed_config(c.delayed_scaling);
-  const std::pair<const char*, const QuantRecipe*> roles[] = {
-      {"input", &c.input}, {"weight", &c.weight}, {"grad_output", &c.grad_output}};
-  for (const auto& [name, r] : roles) {
-    if (r->kind != ScalingKind::Tensorwise) {
-      throw std::invalid_argument(std::string("delayed scaling is tensorwise; the ") + name +
-                                  " role uses " + std::string(scaling_kind_name(r->kind)) +
+  for (const RoleEntry& role : kRoles) {
+    const QuantRecipe& r = c.recipe(role.value);
+    if (r.kind != ScalingKind::Tensorwise) {
+      throw std::invalid_argument("delayed scaling is tensorwise; the " + std::string(role.name) +
+                                  " role uses " + std::string(scaling_kind_name(r.kind)) +
                                   " scaling");
     }
   }
@@ -376,8 +373,15 @@ torch::Tensor float8_linear(const torch::Tensor& x, const torch::Tensor& weight,
                                      state, stats, sqnr);
 }
 
-std::vector<float> Float8LinearState::amax_history(int role) const {
-  const Float8RoleHistory& h = delayed.at(static_cast<size_t>(role));
+std::vector<float> Float8LinearState::amax_history(int index) const {
+  if (index < 0 || static_cast<size_t>(index) >= kRoleCount) {
+    throw std::out_of_range("no role " + std::to_string(index) + " (roles: " + role_names() + ")");
+  }
+  return amax_history(kRoles[static_cast<size_t>(index)].value);
+}
+
+std::vector<float> Float8LinearState::amax_history(Role role) const {
+  const Float8RoleHistory& h = delayed.at(role_index(role));
   if (h.host) return h.host->history();
   if (!h.device.defined()) return {};
   const int64_t w = h.device.numel() - 4;
@@ -418,6 +422,21 @@ void LinearLayerImpl::to_high_precision() {
   fp8_.reset();
 }
 
+namespace detail {
+
+// The class LibTorch holds a Float8Backward as (custom classes are known by type).
+const auto kFloat8BackwardClass = torch::class_<Float8Backward>("fp8wb", "Float8Backward");
+
+void save_for_backward(torch::autograd::AutogradContext* ctx,
+                       c10::intrusive_ptr<Float8Backward> plan) {
+  ctx->saved_data["float8"] = c10::IValue(std::move(plan));
+}
+
+c10::intrusive_ptr<Float8Backward> saved_for_backward(torch::autograd::AutogradContext* ctx) {
+  return ctx->saved_data.at("float8").toCustomClass<Float8Backward>();
+}
+
+}  // namespace detail
 }  // namespace fp8wb
 
 #if !defined(FP8WB_FLOAT8_CUDA)

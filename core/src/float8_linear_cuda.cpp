@@ -102,8 +102,8 @@ struct StatsInFlight {
   at::Tensor device;
   at::Tensor host;
   std::shared_ptr<at::cuda::CUDAEvent> done;
-  std::array<StatsSlot, 3> slots;
-  std::array<bool, 3> roles{};
+  std::array<StatsSlot, kRoleCount> slots;  // by role_index()
+  std::array<bool, kRoleCount> roles{};
   bool consumed = false;
 
   void start() {
@@ -122,9 +122,10 @@ struct StatsInFlight {
     if (!wait && !done->query()) return false;
     done->synchronize();
     const uint8_t* h = host.data_ptr<uint8_t>();
-    if (roles[0]) p.input = read_stats(h, slots[0]);
-    if (roles[1]) p.weight = read_stats(h, slots[1]);
-    if (roles[2]) p.grad_output = read_stats(h, slots[2]);
+    for (const RoleEntry& r : kRoles) {
+      const size_t i = role_index(r.value);
+      if (roles[i]) p.stats(r.value) = read_stats(h, slots[i]);
+    }
     consumed = true;
     return true;
   }
@@ -254,10 +255,19 @@ at::Tensor dequant(const Operand& o) {
   return out;
 }
 
+// The float8 dtype FP8 tensor cores take for a format (none: emulated, with a notice).
 std::optional<at::ScalarType> fp8_dtype(Format f) {
-  if (f == Format::E4M3FN) return at::kFloat8_e4m3fn;
-  if (f == Format::E5M2) return at::kFloat8_e5m2;
-  return std::nullopt;
+  switch (f) {
+    case Format::E4M3FN: return at::kFloat8_e4m3fn;
+    case Format::E5M2: return at::kFloat8_e5m2;
+    case Format::E4M3FNUZ:
+    case Format::E5M2FNUZ:
+    case Format::E8M0FNU:
+    case Format::E2M1FN:
+    case Format::E3M2FN:
+    case Format::E2M3FN: return std::nullopt;
+  }
+  throw std::invalid_argument("FP8 GEMM: unknown format " + std::to_string(static_cast<int>(f)));
 }
 
 // _scaled_mm's scale for a K-major operand: A [M, K] as it is, B [N, K] as its transpose.
@@ -270,8 +280,11 @@ std::optional<at::Tensor> scale_arg(const Operand& o, bool is_b) {
       return is_b ? s.t().contiguous() : s.t().contiguous().t();
     case ScalingKind::Block128x128:  // A: [M/128, K/128]; B: [K/128, N/128]
       return is_b ? s.t() : s;
-    default: return std::nullopt;
+    case ScalingKind::MX:  // E8M0 block scales: not a scaling pair scaling_pair_ok() takes
+    case ScalingKind::NVFP4: return std::nullopt;
   }
+  throw std::invalid_argument("FP8 GEMM: unknown scaling kind " +
+                              std::to_string(static_cast<int>(o.recipe.kind)));
 }
 
 bool scaling_pair_ok(ScalingKind a, ScalingKind b) {
@@ -318,10 +331,11 @@ std::optional<at::Tensor> scaled_mm(const Operand& a, const Operand& b, at::Scal
   // Per-row and per-block scaling give bf16 out (what cuBLAS's FP8 kernels take).
   const at::ScalarType want =
       a.recipe.kind == ScalingKind::Tensorwise ? out : at::ScalarType::BFloat16;
+  const auto sa = scale_arg(a, false), sb = scale_arg(b, true);
+  if (!sa || !sb) return refuse("at::_scaled_mm takes no such scales");
   try {
-    at::Tensor y =
-        at::_scaled_mm(a.codes.view(*da), b.codes.view(*db).t(), *scale_arg(a, false),
-                       *scale_arg(b, true), std::nullopt, std::nullopt, want, fast_accum);
+    at::Tensor y = at::_scaled_mm(a.codes.view(*da), b.codes.view(*db).t(), *sa, *sb, std::nullopt,
+                                  std::nullopt, want, fast_accum);
     return want == out ? y : y.to(out);
   } catch (const c10::Error& e) {
     {
@@ -362,27 +376,34 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
     const int64_t m = x2.size(0);
     const at::ScalarType out_t = x.scalar_type();
     const DelayedScalingConfig& dcfg = cfg.delayed_scaling;
-    auto history = [&](int role) -> Float8RoleHistory* {
-      return cfg.delayed && state ? &state->delayed[static_cast<size_t>(role)] : nullptr;
+    auto history = [&](Role role) -> Float8RoleHistory* {
+      return cfg.delayed && state ? &state->history(role) : nullptr;
     };
 
     // The step's statistics: one zeroed device buffer for the three roles.
     std::shared_ptr<StatsInFlight> flight;
     if (stats) {
       flight = std::make_shared<StatsInFlight>();
-      const std::array<std::tuple<const QuantRecipe*, int64_t, int64_t>, 3> shapes = {
-          {{&cfg.input, m, k}, {&cfg.weight, n, k}, {&cfg.grad_output, m, n}}};
+      auto shape = [&](Role r) -> std::pair<int64_t, int64_t> {  // the role's [rows, cols]
+        switch (r) {
+          case Role::Input: return {m, k};
+          case Role::Weight: return {n, k};
+          case Role::GradOutput: return {m, n};
+        }
+        throw std::invalid_argument("unknown role " + std::to_string(role_index(r)));
+      };
       int64_t off = 0;
-      for (size_t r = 0; r < 3; ++r) {
-        const auto& [rec, rows, cols] = shapes[r];
-        flight->slots[r].offset = off;
-        flight->slots[r].grid = make_map_grid(make_layout(*rec, rows, cols), kMapCells);
-        off += flight->slots[r].bytes();
+      for (const RoleEntry& r : kRoles) {
+        const auto [rows, cols] = shape(r.value);
+        StatsSlot& s = flight->slots[role_index(r.value)];
+        s.offset = off;
+        s.grid = make_map_grid(make_layout(cfg.recipe(r.value), rows, cols), kMapCells);
+        off += s.bytes();
       }
       flight->device = at::zeros({off}, x.options().dtype(at::kByte));
     }
     const at::Tensor* sbuf = flight ? &flight->device : nullptr;
-    auto slot = [&](int r) { return flight ? &flight->slots[static_cast<size_t>(r)] : nullptr; };
+    auto slot = [&](Role r) { return flight ? &flight->slots[role_index(r)] : nullptr; };
 
     at::Tensor y, x_codes, x_scale_inv, w_codes_t, w_scale_inv_t;
     at::Tensor saved_x = x2;  // high precision only where a GEMM needs it (or for SQNR)
@@ -390,14 +411,14 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
     if (cfg.fprop_fp8 || cfg.wgrad_fp8) {
       x_transposed = cfg.wgrad_fp8 && transposable(cfg.input);
       const bool x_rows = cfg.fprop_fp8 || (cfg.wgrad_fp8 && !x_transposed);
-      DevQ qx = quantize_role(x2, cfg.input, history(kInputRole), dcfg, x_rows, x_transposed, sbuf,
-                              slot(kInputRole));
-      if (flight) flight->roles[kInputRole] = true;
+      DevQ qx = quantize_role(x2, cfg.input, history(Role::Input), dcfg, x_rows, x_transposed, sbuf,
+                              slot(Role::Input));
+      if (flight) flight->roles[role_index(Role::Input)] = true;
       if (cfg.fprop_fp8) {
         const bool w_t = cfg.dgrad_fp8 && transposable(cfg.weight);
-        DevQ qw = quantize_role(w2, cfg.weight, history(kWeightRole), dcfg, true, w_t, sbuf,
-                                slot(kWeightRole));
-        if (flight) flight->roles[kWeightRole] = true;
+        DevQ qw = quantize_role(w2, cfg.weight, history(Role::Weight), dcfg, true, w_t, sbuf,
+                                slot(Role::Weight));
+        if (flight) flight->roles[role_index(Role::Weight)] = true;
         y = fp8_gemm(qx.rows, qw.rows, out_t, cfg.fprop_fast_accum, probe);
         if (w_t) {
           w_codes_t = qw.cols.codes;
@@ -423,15 +444,14 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
     if (has_bias) y = y + bias.to(y.scalar_type());
     ctx->save_for_backward({weight, x_codes, x_scale_inv, saved_x, w_codes_t, w_scale_inv_t,
                             flight ? flight->device : at::Tensor()});
-    ctx->saved_data["input"] = pack(cfg.input);
-    ctx->saved_data["weight"] = pack(cfg.weight);
-    ctx->saved_data["grad_output"] = pack(cfg.grad_output);
-    ctx->saved_data["flags"] = std::vector<int64_t>{
-        cfg.fprop_fp8, cfg.dgrad_fp8,        cfg.wgrad_fp8,        stats,       sqnr,
-        cfg.delayed,   cfg.dgrad_fast_accum, cfg.wgrad_fast_accum, x_transposed};
-    ctx->saved_data["delayed"] = pack(dcfg);
-    ctx->saved_data["state"] = reinterpret_cast<int64_t>(state);
-    ctx->saved_data["has_bias"] = has_bias;
+    auto plan = c10::make_intrusive<Float8Backward>();
+    plan->config = cfg;
+    plan->state = state;
+    plan->stats = stats;
+    plan->sqnr = sqnr;
+    plan->has_bias = has_bias;
+    plan->x_transposed = x_transposed;
+    save_for_backward(ctx, std::move(plan));
     std::vector<int64_t> out_shape = x.sizes().vec();
     out_shape.back() = n;
     return y.reshape(out_shape);
@@ -441,15 +461,16 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
     const auto saved = ctx->get_saved_variables();
     const at::Tensor& weight = saved[0];
     const c10::cuda::CUDAGuard guard(weight.device());
-    const QuantRecipe rin = unpack(ctx->saved_data["input"].toIntVector());
-    const QuantRecipe rw = unpack(ctx->saved_data["weight"].toIntVector());
-    const QuantRecipe rdy = unpack(ctx->saved_data["grad_output"].toIntVector());
-    const auto f = ctx->saved_data["flags"].toIntVector();
-    const bool dgrad_fp8 = f[1] != 0, wgrad_fp8 = f[2] != 0, stats = f[3] != 0, sqnr = f[4] != 0,
-               delayed = f[5] != 0, dgrad_fast = f[6] != 0, wgrad_fast = f[7] != 0,
-               x_transposed = f[8] != 0;
-    const DelayedScalingConfig dcfg = unpack_delayed(ctx->saved_data["delayed"].toIntVector());
-    auto* state = reinterpret_cast<Float8LinearState*>(ctx->saved_data["state"].toInt());
+    const c10::intrusive_ptr<Float8Backward> plan = saved_for_backward(ctx);
+    const Float8LinearConfig& cfg = plan->config;
+    const QuantRecipe& rin = cfg.input;
+    const QuantRecipe& rw = cfg.weight;
+    const QuantRecipe& rdy = cfg.grad_output;
+    const bool dgrad_fp8 = cfg.dgrad_fp8, wgrad_fp8 = cfg.wgrad_fp8, stats = plan->stats,
+               sqnr = plan->sqnr, delayed = cfg.delayed, dgrad_fast = cfg.dgrad_fast_accum,
+               wgrad_fast = cfg.wgrad_fast_accum, x_transposed = plan->x_transposed;
+    const DelayedScalingConfig& dcfg = cfg.delayed_scaling;
+    Float8LinearState* state = plan->state;
     Float8Probe* probe = state ? &state->probe : nullptr;
     const int64_t k = weight.size(1), n = weight.size(0);
     const at::Tensor& g = grads[0];
@@ -468,13 +489,14 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
     DevQ qdy;
     const bool dy_t = wgrad_fp8 && transposable(rdy);
     if (dgrad_fp8 || dy_t) {
-      Float8RoleHistory* h = delayed && state ? &state->delayed[kGradOutputRole] : nullptr;
+      Float8RoleHistory* h = delayed && state ? &state->history(Role::GradOutput) : nullptr;
       qdy = quantize_role(dy, rdy, h, dcfg, dgrad_fp8, dy_t, flight ? &flight->device : nullptr,
-                          flight ? &flight->slots[kGradOutputRole] : nullptr);
+                          flight ? &flight->slots[role_index(Role::GradOutput)] : nullptr);
       if (flight) {
+        // The forward's roles once more only if their statistics were not taken in yet.
         const bool was_consumed = flight->consumed;
-        flight->roles = {!was_consumed && flight->roles[0], !was_consumed && flight->roles[1],
-                         true};
+        for (bool& taken : flight->roles) taken = taken && !was_consumed;
+        flight->roles[role_index(Role::GradOutput)] = true;
         flight->consumed = false;
         flight->restart();
         if (was_consumed) post(*state, flight);
@@ -515,7 +537,7 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
         probe->wgrad_sqnr_db = sqnr_db(at::matmul(dyf.t(), x_hp.to(at::kFloat)), dw);
     }
     at::Tensor db;
-    if (ctx->saved_data["has_bias"].toBool()) db = dy.sum(0).to(weight.scalar_type());
+    if (plan->has_bias) db = dy.sum(0).to(weight.scalar_type());
     std::vector<int64_t> x_shape = g.sizes().vec();
     x_shape.back() = k;
     return {dx.reshape(x_shape), dw, db, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};

@@ -6,49 +6,27 @@
 
 #include <cmath>
 #include <string>
-#include <vector>
 
 #include "fp8wb/core/torch/float8_linear.h"
 
 namespace fp8wb::detail {
 
-enum Role : int { kInputRole = 0, kWeightRole = 1, kGradOutputRole = 2 };
+// What a forward hands its backward besides tensors: the config it ran with, the state
+// that statistics and delayed-scaling histories go to, and what it chose for this step.
+// It travels in the autograd context's saved_data as a registered custom class (an
+// IValue that LibTorch keeps with the context and frees with it).
+struct Float8Backward : torch::CustomClassHolder {
+  Float8LinearConfig config;
+  Float8LinearState* state = nullptr;  // null: no probe, no delayed scaling
+  bool stats = false;                  // this step samples statistics
+  bool sqnr = false;                   // this step samples the GEMM-output SQNRs
+  bool has_bias = false;
+  bool x_transposed = false;  // CUDA: x was kept as its transposed codes (for wgrad)
+};
 
-// Recipes travel through the autograd context as integers.
-inline std::vector<int64_t> pack(const QuantRecipe& r) {
-  return {static_cast<int64_t>(r.kind),
-          static_cast<int64_t>(r.format),
-          static_cast<int64_t>(r.overflow),
-          r.margin,
-          r.pow2_scales,
-          static_cast<int64_t>(r.mx_rounding),
-          r.partial_blocks};
-}
-
-inline QuantRecipe unpack(const std::vector<int64_t>& v) {
-  QuantRecipe r;
-  r.kind = static_cast<ScalingKind>(v.at(0));
-  r.format = static_cast<Format>(v.at(1));
-  r.overflow = static_cast<Overflow>(v.at(2));
-  r.margin = static_cast<int>(v.at(3));
-  r.pow2_scales = v.at(4) != 0;
-  r.mx_rounding = static_cast<MxRounding>(v.at(5));
-  r.partial_blocks = v.at(6) != 0;
-  return r;
-}
-
-inline std::vector<int64_t> pack(const DelayedScalingConfig& d) {
-  return {d.window, d.margin, static_cast<int64_t>(d.algo), static_cast<int64_t>(d.initial)};
-}
-
-inline DelayedScalingConfig unpack_delayed(const std::vector<int64_t>& v) {
-  DelayedScalingConfig d;
-  d.window = static_cast<int>(v.at(0));
-  d.margin = static_cast<int>(v.at(1));
-  d.algo = static_cast<AmaxAlgo>(v.at(2));
-  d.initial = static_cast<InitialScale>(v.at(3));
-  return d;
-}
+void save_for_backward(torch::autograd::AutogradContext* ctx,
+                       c10::intrusive_ptr<Float8Backward> plan);
+c10::intrusive_ptr<Float8Backward> saved_for_backward(torch::autograd::AutogradContext* ctx);
 
 inline bool same_delayed(const DelayedScalingConfig& a, const DelayedScalingConfig& b) {
   return a.window == b.window && a.margin == b.margin && a.algo == b.algo && a.initial == b.initial;

@@ -97,6 +97,20 @@ struct Field {
   double max = std::nan("");
 };
 
+// A field holding an enum, written as a name of its table: parsed here, once.
+template <class T, size_t N, class E>
+std::pair<std::string, Field> named_field(const char* k, E RunConfig::*m, const T (&table)[N]) {
+  const T(*t)[N] = &table;
+  return {k,
+          {[m, k, t](RunConfig& c, const json& j) {
+             const std::string s = as_string(k, j);
+             const auto e = parse_table_name(*t, s);
+             if (!e) fail(k, "\"" + quote_text(s) + "\" is not one of " + table_names(*t));
+             c.*m = *e;
+           },
+           [m, t](const RunConfig& c) { return json(std::string(table_name(*t, c.*m))); }}};
+}
+
 const std::vector<std::pair<std::string, Field>>& fields() {
   static const std::vector<std::pair<std::string, Field>> f = [] {
     std::vector<std::pair<std::string, Field>> v;
@@ -164,8 +178,8 @@ const std::vector<std::pair<std::string, Field>>& fields() {
     str("device", &RunConfig::device);
     str("dtype", &RunConfig::dtype);
     bln("fp8", &RunConfig::fp8);
-    str("recipe", &RunConfig::recipe);
-    str("formats", &RunConfig::formats);
+    v.push_back(named_field("recipe", &RunConfig::recipe, kFloat8Recipes));
+    v.push_back(named_field("formats", &RunConfig::formats, kFormatPairings));
     str("scaling", &RunConfig::scaling);
     i32("margin", &RunConfig::margin);
     i32("window", &RunConfig::window);
@@ -425,12 +439,10 @@ void validate_run_config(const RunConfig& c) {
       fail("device", "\"" + quote_text(c.device) + "\": N in cuda:N must be a device number");
   }
   one_of("dtype", c.dtype, {"fp32", "bf16"});
-  one_of("recipe", c.recipe, {"tensorwise", "rowwise", "blockwise", "mx"});
-  one_of("formats", c.formats, {"hybrid", "e4m3", "hybrid_fnuz", "e4m3_fnuz"});
   one_of("scaling", c.scaling, {"delayed", "current"});
-  if (c.scaling == "delayed" && c.recipe != "tensorwise" && c.fp8) {
-    fail("scaling",
-         "delayed scaling is tensorwise; recipe \"" + c.recipe + "\" needs scaling=current");
+  if (c.scaling == "delayed" && c.recipe != Float8Recipe::Tensorwise && c.fp8) {
+    fail("scaling", "delayed scaling is tensorwise; recipe \"" +
+                        std::string(float8_recipe_name(c.recipe)) + "\" needs scaling=current");
   }
   if (c.margin < -64 || c.margin > 64) fail("margin", "must be an integer in [-64, 64]");
   if (c.window < 1 || c.window > 65536) fail("window", "must be an integer in [1, 65536]");
@@ -540,24 +552,14 @@ std::string run_config_json(const RunConfig& c) {
 
 Float8LinearConfig float8_config_of(const RunConfig& c) {
   Float8LinearConfig f;
-  const bool fnuz = c.formats.find("fnuz") != std::string::npos;
-  const Format e4 = fnuz ? Format::E4M3FNUZ : Format::E4M3FN;
-  const Format e5 = fnuz ? Format::E5M2FNUZ : Format::E5M2;
-  const bool hybrid = c.formats.rfind("hybrid", 0) == 0;
-  f.input.format = f.weight.format = e4;
-  f.grad_output.format = hybrid ? e5 : e4;
-  ScalingKind x = ScalingKind::Tensorwise, w = ScalingKind::Tensorwise;
-  if (c.recipe == "rowwise") {
-    x = w = ScalingKind::Rowwise;
-  } else if (c.recipe == "blockwise") {
-    x = ScalingKind::Block1x128;
-    w = ScalingKind::Block128x128;
-  } else if (c.recipe == "mx") {
-    x = w = ScalingKind::MX;
-  }
-  f.input.kind = x;
-  f.weight.kind = w;
-  f.grad_output.kind = x;
+  const FormatPairingEntry& formats = table_entry(kFormatPairings, c.formats);
+  f.input.format = formats.input;
+  f.weight.format = formats.weight;
+  f.grad_output.format = formats.grad_output;
+  const Float8RecipeEntry& recipe = table_entry(kFloat8Recipes, c.recipe);
+  f.input.kind = recipe.activations;
+  f.weight.kind = recipe.weight;
+  f.grad_output.kind = recipe.activations;
   for (QuantRecipe* r : {&f.input, &f.weight, &f.grad_output}) r->margin = c.margin;
   f.fprop_fp8 = c.fprop_fp8;
   f.dgrad_fp8 = c.dgrad_fp8;

@@ -95,7 +95,7 @@ std::vector<TensorMetrics> RunStore::tensor_stats(int64_t run_id, const std::str
       TensorMetrics& t = out.emplace_back();
       t.step = q.i(0);
       t.layer = q.s(1);
-      t.role = q.s(2);
+      t.role = stored_role(q.s(2), run_id);
       read_tensor_stat_fields(q, 3, t);
     }
     return out;

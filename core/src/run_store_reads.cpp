@@ -64,13 +64,13 @@ void read_new_in(const Db& db, int64_t run_id, RunCursor& cursor, MetricBatch& b
         tensor_stat_select_sql() + "WHERE run_id = ? AND step > ? ORDER BY step, layer, role";
     Stmt q(db, sql.c_str());
     q.bind(1, run_id).bind(2, cursor.tensor_step);
-    std::map<std::tuple<int64_t, std::string, std::string>, size_t> index;
+    std::map<std::tuple<int64_t, std::string, Role>, size_t> index;
     int64_t last = cursor.tensor_step;
     while (q.step()) {
       TensorMetrics t;
       t.step = q.i(0);
       t.layer = q.s(1);
-      t.role = q.s(2);
+      t.role = stored_role(q.s(2), run_id);
       read_tensor_stat_fields(q, 3, t);
       last = std::max(last, t.step);
       index[{t.step, t.layer, t.role}] = b.tensors.size();
@@ -82,7 +82,7 @@ void read_new_in(const Db& db, int64_t run_id, RunCursor& cursor, MetricBatch& b
              "AND step > ? AND step <= ?");
       m.bind(1, run_id).bind(2, cursor.tensor_step).bind(3, last);
       while (m.step()) {
-        const auto it = index.find({m.i(0), m.s(1), m.s(2)});
+        const auto it = index.find({m.i(0), m.s(1), stored_role(m.s(2), run_id)});
         if (it == index.end()) continue;
         TensorMetrics& t = b.tensors[it->second];
         const std::string kind = m.s(3);
@@ -164,7 +164,7 @@ void write_tensor_stats_csv(const RunStore& store, int64_t run_id, std::ostream&
     }
   };
   for (const TensorMetrics& t : rows) {
-    out << t.step << ',' << t.layer << ',' << t.role;
+    out << t.step << ',' << t.layer << ',' << role_name(t.role);
     for (const TensorStatField& f : kTensorStatFields) {
       if (f.type == TensorStatField::Type::Count) {
         out << ',' << t.raw.*f.count;

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "fp8wb/core/role.h"
 #include "fp8wb/core/run_store.h"
 
 namespace fp8wb::store {
@@ -197,6 +198,14 @@ inline std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s;
   for (int64_t d : shape) s += (s.empty() ? "" : ",") + std::to_string(d);
   return s;
+}
+
+// A role as the database spells it; a name no Role has (a file from a newer or damaged
+// writer) is refused by name.
+inline Role stored_role(const std::string& name, int64_t run_id) {
+  if (const auto r = parse_role(name)) return *r;
+  throw StoreError("run " + std::to_string(run_id) + ": tensor statistics of an unknown role \"" +
+                   name.substr(0, 40) + "\" (known: " + role_names() + ")");
 }
 
 inline std::vector<int64_t> parse_shape(const std::string& s) {

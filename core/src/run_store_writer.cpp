@@ -109,17 +109,18 @@ void RunStore::Impl::write_batch(const MetricBatch& b) {
     Stmt ts(*writer, tensor_stat_insert_sql().c_str());
     Stmt bl(*writer, "INSERT OR REPLACE INTO blobs VALUES(?, ?, ?, ?, ?, ?, ?)");
     for (const TensorMetrics& t : b.tensors) {
-      ts.bind(1, b.run_id).bind(2, t.step).bind(3, t.layer).bind(4, t.role);
+      const std::string role(role_name(t.role));  // stored as its name
+      ts.bind(1, b.run_id).bind(2, t.step).bind(3, t.layer).bind(4, role);
       bind_tensor_stat_fields(ts, 5, t);
       ts.run();
       if (!t.map_rel_error.empty()) {
-        bl.bind(1, b.run_id).bind(2, t.step).bind(3, t.layer).bind(4, t.role);
+        bl.bind(1, b.run_id).bind(2, t.step).bind(3, t.layer).bind(4, role);
         bl.bind(5, std::string("error_map"));
         bl.bind(6, shape_text({t.map_grid.rows, t.map_grid.cols}));
         bl.bind_blob(7, t.map_rel_error.data(), t.map_rel_error.size() * sizeof(float)).run();
       }
       if (!t.amax_history.empty()) {
-        bl.bind(1, b.run_id).bind(2, t.step).bind(3, t.layer).bind(4, t.role);
+        bl.bind(1, b.run_id).bind(2, t.step).bind(3, t.layer).bind(4, role);
         bl.bind(5, std::string("amax_history"));
         bl.bind(6, shape_text({static_cast<int64_t>(t.amax_history.size())}));
         bl.bind_blob(7, t.amax_history.data(), t.amax_history.size() * sizeof(float)).run();

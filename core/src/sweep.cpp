@@ -33,6 +33,17 @@ double tail_mean(const std::vector<SeriesPoint>& s) {
 
 }  // namespace
 
+double sweep_metric(const SweepPoint& p, SweepMetric m) {
+  switch (m) {
+    case SweepMetric::FinalLoss: return p.final_loss;
+    case SweepMetric::LossGap: return p.loss_gap;
+    case SweepMetric::SaturatedPct: return p.saturated_pct;
+    case SweepMetric::UnderflowPct: return p.underflow_pct;
+    case SweepMetric::Diverged: return static_cast<double>(p.diverged);
+  }
+  throw std::invalid_argument("unknown sweep metric " + std::to_string(static_cast<int>(m)));
+}
+
 std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep_id) {
   const auto info = store.sweep(sweep_id);
   if (!info) throw StoreError("no sweep " + std::to_string(sweep_id) + " in " + store.path());

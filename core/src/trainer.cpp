@@ -223,8 +223,8 @@ void check_weights_path(const std::string& path) {
   }
 }
 
-void add_role(MetricBatch& b, int64_t step, const std::string& layer, const char* role,
-              const RoleStats& r, LinearLayerImpl& l, int role_index) {
+void add_role(MetricBatch& b, int64_t step, const std::string& layer, Role role, const RoleStats& r,
+              LinearLayerImpl& l) {
   if (!r.valid) return;
   TensorMetrics t;
   t.step = step;
@@ -235,7 +235,7 @@ void add_role(MetricBatch& b, int64_t step, const std::string& layer, const char
   t.raw = r.stats.raw;
   t.map_grid = r.stats.map_grid;
   t.map_rel_error = r.stats.map_rel_error();
-  if (l.config() && l.config()->delayed) t.amax_history = l.state().amax_history(role_index);
+  if (l.config() && l.config()->delayed) t.amax_history = l.state().amax_history(role);
   b.tensors.push_back(std::move(t));
 }
 
@@ -342,9 +342,7 @@ void Trainer::Impl::body() {
     for (auto& [name, l] : layers) {
       const Float8Probe& p = l->probe();
       if (p.stats_step == step) {
-        add_role(b, step, name, "input", p.input, *l, 0);
-        add_role(b, step, name, "weight", p.weight, *l, 1);
-        add_role(b, step, name, "grad_output", p.grad_output, *l, 2);
+        for (const RoleEntry& r : kRoles) add_role(b, step, name, r.value, p.stats(r.value), *l);
       }
       if (p.sqnr_step == step)
         b.sqnr.push_back({step, name, p.fprop_sqnr_db, p.dgrad_sqnr_db, p.wgrad_sqnr_db});

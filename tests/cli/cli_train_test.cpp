@@ -99,7 +99,7 @@ TEST_F(CliTrain, ExportHoldsEveryStatisticAsWritten) {
   fp8wb::TensorMetrics t;
   t.step = 4;
   t.layer = "fc1";
-  t.role = "grad_output";
+  t.role = fp8wb::Role::GradOutput;
   int i = 0;
   for (const TensorStatField& f : fp8wb::kTensorStatFields) {
     ++i;

@@ -196,9 +196,9 @@ TEST(Float8LinearCudaDelayed, FollowsTheCpuScalerStepByStep) {
       yg.backward(dy.to(torch::kCUDA));
       EXPECT_LT(rel(yg.detach(), yc.detach()), kFp8Accum);
       EXPECT_LT(rel(xg.grad(), xc.grad()), kFp8Accum);
-      for (int role = 0; role < 3; ++role) {
-        EXPECT_EQ(gpu->state().amax_history(role), cpu->state().amax_history(role))
-            << "role " << role;
+      for (const RoleEntry& role : kRoles) {
+        EXPECT_EQ(gpu->state().amax_history(role.value), cpu->state().amax_history(role.value))
+            << "role " << role.name;
       }
       cpu->weight.mutable_grad() = torch::Tensor();
       gpu->weight.mutable_grad() = torch::Tensor();

@@ -58,7 +58,7 @@ int64_t write_run(const QString& path, int64_t steps, int64_t every, int layers)
       b.steps.push_back(m);
     }
     for (int l = 0; l < layers; ++l) {
-      for (const char* role : {"input", "weight", "grad_output"}) {
+      for (const Role role : {Role::Input, Role::Weight, Role::GradOutput}) {
         TensorMetrics t;
         t.step = s;
         t.layer = "layers." + std::to_string(l);

@@ -55,7 +55,7 @@ MetricBatch live_batch(int64_t step) {
     TensorMetrics t;
     t.step = step;
     t.layer = layer;
-    t.role = "input";
+    t.role = Role::Input;
     t.amax = 1.0f + static_cast<float>(step);
     t.scale = 448.0f / t.amax;
     t.raw.numel = 100;

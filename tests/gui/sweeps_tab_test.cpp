@@ -42,7 +42,7 @@ void SweepsTabTest::smallSweepFromTheTab() {
   QCOMPARE(children, 8);
   // x = window (axis 1), y = margin (axis 0); amax_algo sliced at its first value.
   tab.setAxes(1, 0);
-  tab.setMetric(3);  // underflow %
+  tab.setMetric(SweepMetric::UnderflowPct);
   const auto points = sweep_points(engine.store(), id);
   for (const SweepPoint& p : points) {
     if (p.values[2] != "max") continue;

@@ -28,7 +28,7 @@ void RunData::setRun(int64_t id, const std::string& name, const std::string& con
   ++revision_;
 }
 
-TensorSeries& RunData::series(const std::string& layer, const std::string& role) {
+TensorSeries& RunData::series(const std::string& layer, Role role) {
   const auto key = std::make_pair(layer, role);
   const auto it = index_.find(key);
   if (it != index_.end()) return tensors_[it->second];
@@ -37,7 +37,7 @@ TensorSeries& RunData::series(const std::string& layer, const std::string& role)
   return tensors_.back();
 }
 
-const TensorSeries* RunData::tensor(const std::string& layer, const std::string& role) const {
+const TensorSeries* RunData::tensor(const std::string& layer, Role role) const {
   const auto it = index_.find({layer, role});
   return it == index_.end() ? nullptr : &tensors_[it->second];
 }

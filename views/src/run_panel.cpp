@@ -18,6 +18,7 @@
 
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/views/engine_controller.h"
+#include "fp8wb/views/name_choices.h"
 #include "fp8wb/views/run_presets.h"
 
 namespace fp8wb {
@@ -60,10 +61,8 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
       progress_(new QProgressBar(this)) {
   preset_->addItems(presetNames());
   model_->addItems({QStringLiteral("gpt"), QStringLiteral("mlp")});
-  recipe_->addItems({QStringLiteral("tensorwise"), QStringLiteral("rowwise"),
-                     QStringLiteral("blockwise"), QStringLiteral("mx")});
-  formats_->addItems({QStringLiteral("hybrid"), QStringLiteral("e4m3"),
-                      QStringLiteral("hybrid_fnuz"), QStringLiteral("e4m3_fnuz")});
+  fill_choices(recipe_, kFloat8Recipes);
+  fill_choices(formats_, kFormatPairings);
   scaling_->addItems({QStringLiteral("delayed"), QStringLiteral("current")});
   algo_->addItems({QStringLiteral("max"), QStringLiteral("most_recent")});
   device_->setEditable(true);
@@ -244,8 +243,8 @@ void RunPanel::setConfig(const RunConfig& c) {
     dmodel_->setValue(c.d_model);
     layers_->setValue(c.layers);
     fp8_->setChecked(c.fp8);
-    recipe_->setCurrentText(QString::fromStdString(c.recipe));
-    formats_->setCurrentText(QString::fromStdString(c.formats));
+    choose(recipe_, kFloat8Recipes, c.recipe);
+    choose(formats_, kFormatPairings, c.formats);
     scaling_->setCurrentText(QString::fromStdString(c.scaling));
     margin_->setValue(c.margin);
     window_->setValue(c.window);
@@ -280,8 +279,8 @@ RunConfig RunPanel::config() const {
   c.d_model = dmodel_->value();
   c.layers = layers_->value();
   c.fp8 = fp8_->isChecked();
-  c.recipe = recipe_->currentText().toStdString();
-  c.formats = formats_->currentText().toStdString();
+  c.recipe = chosen(recipe_, kFloat8Recipes);
+  c.formats = chosen(formats_, kFormatPairings);
   c.scaling = scaling_->currentText().toStdString();
   c.margin = margin_->value();
   c.window = window_->value();

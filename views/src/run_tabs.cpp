@@ -13,6 +13,7 @@
 
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/name_choices.h"
 #include "fp8wb/views/run_data.h"
 
 namespace fp8wb {
@@ -48,11 +49,12 @@ void use_log_axis(QCPAxis* a) {
   a->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
 }
 
-Format role_format(const RunData& d, const std::string& role) {
-  const Float8LinearConfig f = float8_config_of(d.hasConfig() ? d.config() : RunConfig{});
-  if (role == "weight") return f.weight.format;
-  if (role == "grad_output") return f.grad_output.format;
-  return f.input.format;
+Format role_format(const RunData& d, Role role) {
+  return float8_config_of(d.hasConfig() ? d.config() : RunConfig{}).recipe(role).format;
+}
+
+QString role_text(Role r) {
+  return name_text(role_name(r));
 }
 
 QString label_of(const TensorStatFigure& f) {
@@ -276,19 +278,21 @@ ScalingTab::ScalingTab(const RunData* run, QWidget* parent)
   connect(tree_, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem* item) {
     if (!item || !item->parent()) return;
     layer_ = item->parent()->text(0);
-    role_ = item->text(0);
+    role_ = parse_role(item->text(0).toStdString()).value_or(Role::Input);
     drawSelected();
     for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
   });
 }
 
 bool ScalingTab::select(const QString& layer, const QString& role) {
+  const std::optional<Role> r = parse_role(role.toStdString());
+  if (!r) return false;
   rebuildTree();
   for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
     QTreeWidgetItem* l = tree_->topLevelItem(i);
     if (l->text(0) != layer) continue;
     for (int j = 0; j < l->childCount(); ++j) {
-      if (l->child(j)->text(0) == role) {
+      if (l->child(j)->text(0) == role_text(*r)) {
         tree_->setCurrentItem(l->child(j));
         return true;
       }
@@ -303,8 +307,9 @@ void ScalingTab::rebuildTree() {
   tree_->clear();
   for (const std::string& layer : data_->layers()) {
     auto* l = new QTreeWidgetItem(tree_, {qs(layer)});
-    for (const char* role : {"input", "weight", "grad_output"}) {
-      if (data_->tensor(layer, role)) new QTreeWidgetItem(l, {QString::fromLatin1(role)});
+    for (const RoleEntry& role : kRoles) {
+      if (!data_->tensor(layer, role.value)) continue;
+      new QTreeWidgetItem(l, {role_text(role.value)});
     }
     l->setExpanded(true);
   }
@@ -315,13 +320,13 @@ void ScalingTab::rebuild() {
   if (layer_.isEmpty() && !data_->tensors().empty()) {
     const TensorSeries& t = data_->tensors().front();
     layer_ = qs(t.layer);
-    role_ = qs(t.role);
+    role_ = t.role;
   }
   drawSelected();
 }
 
 void ScalingTab::drawSelected() {
-  const TensorSeries* t = data_->tensor(layer_.toStdString(), role_.toStdString());
+  const TensorSeries* t = data_->tensor(layer_.toStdString(), role_);
   if (!t || t->points.empty()) {
     caption_->setText(tr("<i>No statistics yet: they arrive every stats_interval steps.</i>"));
     return;
@@ -330,8 +335,8 @@ void ScalingTab::drawSelected() {
   const double fmax = format_info(f).max_finite;
   // A live run's new points are appended; another tensor or run is drawn anew.
   size_t from = 0;
-  const bool append =
-      drawn_.append_from(data_->generation(), layer_ + QChar('/') + role_, t->points.size(), from);
+  const bool append = drawn_.append_from(
+      data_->generation(), layer_ + QChar('/') + role_text(role_), t->points.size(), from);
   QVector<double> x, amax, mapped, scale, under, sat;
   for (size_t i = from; i < t->points.size(); ++i) {
     const TensorMetrics& p = t->points[i];
@@ -371,7 +376,7 @@ void ScalingTab::drawSelected() {
       tr("<b>%1 / %2</b> in %3 (max %4): last sampled step %5, amax %6, scale %7, headroom "
          "2^%8 (margin %9)%10. The orange steps are the amax each step's scale maps to %4; "
          "the shaded steps are the delayed-scaling window.")
-          .arg(layer_, role_, QString::fromLatin1(format_info(f).name.data()))
+          .arg(layer_, role_text(role_), QString::fromLatin1(format_info(f).name.data()))
           .arg(fmax)
           .arg(last.step)
           .arg(last.amax, 0, 'g', 5)
@@ -394,8 +399,7 @@ QuantizationTab::QuantizationTab(const RunData* run, QWidget* parent)
       hist_(make_plot(this, tr("floor(log2 |x * scale|)"), tr("elements"))),
       blocks_(make_plot(this, tr("block column"), tr("block row"))) {
   for (const TensorStatFigure* f : kHeatmapFigures) metric_->addItem(label_of(*f));
-  role_->addItems(
-      {QStringLiteral("input"), QStringLiteral("weight"), QStringLiteral("grad_output")});
+  fill_choices(role_, kRoles);
   auto* controls = new QHBoxLayout;
   controls->addWidget(new QLabel(tr("Heatmap of"), this));
   controls->addWidget(metric_);
@@ -451,7 +455,8 @@ void QuantizationTab::refillChoices() {
   const QString keep = tensor_->currentText();
   const QSignalBlocker block(tensor_);
   tensor_->clear();
-  for (const TensorSeries& t : data_->tensors()) tensor_->addItem(qs(t.layer + " / " + t.role));
+  for (const TensorSeries& t : data_->tensors())
+    tensor_->addItem(qs(t.layer) + QStringLiteral(" / ") + role_text(t.role));
   const int i = tensor_->findText(keep);
   tensor_->setCurrentIndex(i >= 0 ? i : 0);
 }
@@ -459,7 +464,7 @@ void QuantizationTab::refillChoices() {
 void QuantizationTab::rebuild() {
   refillChoices();
   // Heatmap: layers (rows) x sampled steps (columns) for the chosen role.
-  const std::string role = role_->currentText().toStdString();
+  const Role role = chosen(role_, kRoles);
   std::vector<const TensorSeries*> rows;
   for (const std::string& l : data_->layers()) {
     if (const TensorSeries* t = data_->tensor(l, role)) rows.push_back(t);
@@ -522,7 +527,7 @@ void QuantizationTab::rebuild() {
   caption_->setText(
       tr("<b>%1 / %2</b>, step %3, %4: SQNR %5 dB, underflow %6 %, saturated %7 %, zeros %8 %. "
          "Green: the exponents %4 represents (%9 to %10).")
-          .arg(qs(t.layer), qs(t.role))
+          .arg(qs(t.layer), role_text(t.role))
           .arg(p.step)
           .arg(QString::fromLatin1(fi.name.data()))
           .arg(kSqnrDb.of(p.raw), 0, 'f', 1)

@@ -17,6 +17,7 @@
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/loss_curves.h"
+#include "fp8wb/views/name_choices.h"
 
 namespace fp8wb {
 namespace {
@@ -25,7 +26,7 @@ struct Preset {
   const char* name;
   const char* base;  // key=value lines
   const char* grid;
-  int metric;  // the heatmap's colour to start with
+  SweepMetric metric;  // the heatmap's colour to start with
 };
 
 // On drifting activations, small windows follow the swings and large ones lag (more
@@ -33,9 +34,9 @@ struct Preset {
 const Preset kPresets[] = {
     {"Margin x window on drifting activations",
      "model=mlp\nsteps=150\ndrift=4\ndrift_period=60\nstats_interval=5\nreference=true",
-     "margin=0,1,2,4\nwindow=1,16,128,1024", 3},
+     "margin=0,1,2,4\nwindow=1,16,128,1024", SweepMetric::UnderflowPct},
     {"E4M3 vs E5M2 gradients x scaling", "model=gpt\nsteps=100\nstats_interval=10",
-     "formats=hybrid,e4m3\nscaling=delayed,current", 0},
+     "formats=hybrid,e4m3\nscaling=delayed,current", SweepMetric::FinalLoss},
 };
 
 // A sweep's grid and points, read on a connection of its own.
@@ -54,16 +55,6 @@ SweepRead read_sweep(const std::string& path, int64_t sweep_id) {
   r.points = sweep_points(*store, sweep_id);
   r.status = info->status;
   return r;
-}
-
-double metric_of(const SweepPoint& p, int m) {
-  switch (m) {
-    case 0: return p.final_loss;
-    case 1: return p.loss_gap;
-    case 2: return p.saturated_pct;
-    case 3: return p.underflow_pct;
-    default: return static_cast<double>(p.diverged);
-  }
 }
 
 }  // namespace
@@ -96,8 +87,7 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
       heat_(new ExportablePlot(this)),
       curves_(new ExportablePlot(this)) {
   preset_->addItems(presetNames());
-  metric_->addItems({tr("final loss"), tr("loss gap"), tr("saturated %"), tr("underflow %"),
-                     tr("diverged runs")});
+  fill_choices(metric_, kSweepMetrics, &SweepMetricEntry::label);
   seeds_->setRange(1, 100);
   parallel_->setRange(0, 64);
   parallel_->setSpecialValueText(tr("auto"));
@@ -204,7 +194,7 @@ bool SweepsTab::applyPreset(const QString& name) {
     if (name != QLatin1String(p.name)) continue;
     base_->setPlainText(QString::fromLatin1(p.base));
     grid_->setPlainText(QString::fromLatin1(p.grid));
-    metric_->setCurrentIndex(p.metric);
+    choose(metric_, kSweepMetrics, p.metric);
     return true;
   }
   return false;
@@ -354,8 +344,8 @@ void SweepsTab::setAxes(int x_axis, int y_axis) {
   redraw();
 }
 
-void SweepsTab::setMetric(int metric) {
-  metric_->setCurrentIndex(metric);
+void SweepsTab::setMetric(SweepMetric metric) {
+  choose(metric_, kSweepMetrics, metric);
   redraw();
 }
 
@@ -386,7 +376,7 @@ std::vector<int64_t> SweepsTab::runsAt(int x, int y) const {
 
 double SweepsTab::cellValue(int x, int y) const {
   const SweepPoint* p = pointAt(x, y);
-  return p ? metric_of(*p, metric_->currentIndex()) : NAN;
+  return p ? sweep_metric(*p, chosen(metric_, kSweepMetrics)) : NAN;
 }
 
 QString SweepsTab::bestText() const {

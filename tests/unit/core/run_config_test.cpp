@@ -42,7 +42,7 @@ TEST(RunConfig, ParsesFieldsAndOverrides) {
 
 TEST(RunConfig, Float8ConfigFollowsTheRun) {
   RunConfig c;
-  c.formats = "e4m3";
+  c.formats = FormatPairing::E4M3;
   c.margin = 2;
   c.window = 128;
   c.amax_algo = "most_recent";
@@ -52,9 +52,9 @@ TEST(RunConfig, Float8ConfigFollowsTheRun) {
   EXPECT_EQ(f.delayed_scaling.margin, 2);
   EXPECT_EQ(f.delayed_scaling.algo, AmaxAlgo::MostRecent);
   EXPECT_EQ(f.grad_output.format, Format::E4M3FN);
-  c.recipe = "blockwise";
+  c.recipe = Float8Recipe::Blockwise;
   c.scaling = "current";
-  c.formats = "hybrid_fnuz";
+  c.formats = FormatPairing::HybridFnuz;
   const Float8LinearConfig b = float8_config_of(c);
   EXPECT_EQ(b.input.kind, ScalingKind::Block1x128);
   EXPECT_EQ(b.weight.kind, ScalingKind::Block128x128);

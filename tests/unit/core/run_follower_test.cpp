@@ -55,7 +55,7 @@ MetricBatch step_batch(int64_t run, int64_t step, bool tensors) {
     TensorMetrics t;
     t.step = step;
     t.layer = "blocks.0.fc1";
-    t.role = "weight";
+    t.role = Role::Weight;
     t.amax = 0.5f + static_cast<float>(step);
     t.scale = 448.0f / t.amax;
     t.raw.numel = 4096;
@@ -70,6 +70,36 @@ MetricBatch step_batch(int64_t run, int64_t step, bool tensors) {
   }
   b.events.push_back({step, "notice", "step " + std::to_string(step)});
   return b;
+}
+
+// Roles are stored as their names; a name no role has (a damaged or newer file) is a
+// StoreError naming it and the known ones, for the reader and for a follower alike.
+TEST_F(FollowTest, AnUnknownStoredRoleIsRefusedByName) {
+  auto w = RunStore::open(path_);
+  const int64_t id = w->create_run("followed", "train", "{}", "cpu");
+  w->write(step_batch(id, 0, true));
+  w->flush();
+  {
+    auto r = RunStore::open_read_only(path_);
+    RunCursor c;
+    const MetricBatch b = r->read_new(id, c);
+    ASSERT_EQ(b.tensors.size(), 1u);
+    EXPECT_EQ(b.tensors[0].role, Role::Weight);
+    ASSERT_EQ(w->tensor_stats(id).size(), 1u);
+    EXPECT_EQ(w->tensor_stats(id)[0].role, Role::Weight);
+  }
+  w->exec_on_writer_for_testing("UPDATE tensor_stats SET role = 'activation'");
+  w->flush();
+  auto r = RunStore::open_read_only(path_);
+  RunCursor c;
+  try {
+    r->read_new(id, c);
+    FAIL() << "an unknown role was read";
+  } catch (const StoreError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("unknown role \"activation\""), std::string::npos) << m;
+    EXPECT_NE(m.find("input, weight, grad_output"), std::string::npos) << m;
+  }
 }
 
 TEST_F(FollowTest, ReadNewReturnsEachCommitOnceWithEveryField) {
@@ -91,7 +121,7 @@ TEST_F(FollowTest, ReadNewReturnsEachCommitOnceWithEveryField) {
   EXPECT_TRUE(std::isnan(b.steps[5].peak_rss));
   const TensorMetrics& t = b.tensors[2];
   EXPECT_EQ(t.step, 4);
-  EXPECT_EQ(t.role, "weight");
+  EXPECT_EQ(t.role, Role::Weight);
   EXPECT_FLOAT_EQ(t.amax, 4.5f);
   EXPECT_EQ(t.raw.underflow, 5u);
   EXPECT_EQ(t.raw.hist[40], 11u);

@@ -53,7 +53,7 @@ MetricBatch step_batch(int64_t run, int64_t step) {
   TensorMetrics t;
   t.step = step;
   t.layer = "blocks.0.fc1";
-  t.role = "input";
+  t.role = Role::Input;
   t.amax = 2.5f + static_cast<float>(step);
   t.scale = 448.0f / t.amax;
   t.raw.numel = 1024;

@@ -43,7 +43,7 @@ TensorMetrics distinct_metrics() {
   TensorMetrics t;
   t.step = 7;
   t.layer = "blocks.1.attn.qkv";
-  t.role = "weight";
+  t.role = Role::Weight;
   int i = 0;
   for (const TensorStatField& f : kTensorStatFields) {
     ++i;
@@ -201,7 +201,7 @@ TEST_F(StatFieldsTest, EveryFieldReadsBackThroughTheStoreAndTheExport) {
   };
   EXPECT_EQ(cell("step"), "7");
   EXPECT_EQ(cell("layer"), want.layer);
-  EXPECT_EQ(cell("role"), want.role);
+  EXPECT_EQ(cell("role"), std::string(role_name(want.role)));
   for (const TensorStatField& f : kTensorStatFields) {
     if (f.type == TensorStatField::Type::Histogram) continue;
     if (f.type == TensorStatField::Type::Count) {
@@ -264,7 +264,7 @@ TEST_F(StatFieldsTest, ADatabaseOfVersionOneOpens) {
     const TensorMetrics& t = rows[0];
     EXPECT_EQ(t.step, 3);
     EXPECT_EQ(t.layer, "fc");
-    EXPECT_EQ(t.role, "input");
+    EXPECT_EQ(t.role, Role::Input);
     EXPECT_EQ(t.amax, 2.5f);
     EXPECT_EQ(t.scale, 179.2f);
     EXPECT_EQ(t.raw.numel, 1000u);

@@ -105,7 +105,7 @@ TEST(Trainer, TinyGptLearnsWithFp8DelayedScalingAndTracksTheReference) {
   const auto hist = reopened->blobs(id, "amax_history");
   ASSERT_EQ(hist.size(), ts.size());
   for (size_t i = 0; i < ts.size(); ++i) {
-    if (ts[i].role != "input" || ts[i].step == 0) continue;
+    if (ts[i].role != Role::Input || ts[i].step == 0) continue;
     ASSERT_EQ(hist[i].layer, ts[i].layer);
     ASSERT_EQ(hist[i].step, ts[i].step);
     std::vector<float> window(hist[i].data.size() / 4);
@@ -159,17 +159,17 @@ TEST(Trainer, DelayedScaleComesFromThePreviousStepsWindow) {
   float first_scale = 0;
   for (const auto& r : ts) {
     if (r.step == 0) continue;
-    const auto prev = windows.find({r.layer, r.role, r.step - 1});
-    ASSERT_NE(prev, windows.end()) << r.layer << " " << r.role << " " << r.step;
+    const auto prev = windows.find({r.layer, std::string(role_name(r.role)), r.step - 1});
+    ASSERT_NE(prev, windows.end()) << r.layer << " " << role_name(r.role) << " " << r.step;
     ASSERT_EQ(prev->second.size(), 8u);
     const float m = *std::max_element(prev->second.begin(), prev->second.end());
     ASSERT_GT(m, 0.0f);
     // HYBRID: E4M3 (max 448) for input and weight, E5M2 (max 57344) for grad_output.
-    const float fmax = r.role == "grad_output" ? 57344.0f : 448.0f;
+    const float fmax = r.role == Role::GradOutput ? 57344.0f : 448.0f;
     const float scale = std::ldexp(fmax / m, -1);
     // Reported as the reciprocal of the scale_inv (1 / scale in fp32) decoded with.
     EXPECT_EQ(static_cast<float>(r.scale), 1.0f / (1.0f / scale))
-        << r.layer << " " << r.role << " step " << r.step;
+        << r.layer << " " << role_name(r.role) << " step " << r.step;
     if (first_scale == 0) first_scale = static_cast<float>(r.scale);
     changed += static_cast<float>(r.scale) != first_scale;
     ++checked;

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 
+#include "fp8wb/core/role.h"
 #include "fp8wb/kernels/delayed_scaling.h"
 #include "fp8wb/kernels/recipe.h"
 #include "fp8wb/kernels/tensor_stats.h"
@@ -37,6 +39,18 @@ struct Float8LinearConfig {
   bool delayed = false;
   DelayedScalingConfig delayed_scaling;
 
+  const QuantRecipe& recipe(Role r) const {
+    switch (r) {
+      case Role::Input: return input;
+      case Role::Weight: return weight;
+      case Role::GradOutput: return grad_output;
+    }
+    throw std::out_of_range("no recipe for role " + std::to_string(role_index(r)));
+  }
+  QuantRecipe& recipe(Role r) {
+    return const_cast<QuantRecipe&>(static_cast<const Float8LinearConfig&>(*this).recipe(r));
+  }
+
   static Float8LinearConfig hybrid() { return {}; }
   static Float8LinearConfig all_e4m3() {
     Float8LinearConfig c;
@@ -63,6 +77,18 @@ struct Float8Probe {
   // fp32 GEMM: always on the CPU; on a GPU where the LibTorch or GPU cannot take a
   // format or scaling, with a notice).
   int64_t gemms_real = 0, gemms_emulated = 0;
+
+  const RoleStats& stats(Role r) const {
+    switch (r) {
+      case Role::Input: return input;
+      case Role::Weight: return weight;
+      case Role::GradOutput: return grad_output;
+    }
+    throw std::out_of_range("no statistics for role " + std::to_string(role_index(r)));
+  }
+  RoleStats& stats(Role r) {
+    return const_cast<RoleStats&>(static_cast<const Float8Probe&>(*this).stats(r));
+  }
 };
 
 }  // namespace fp8wb

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "fp8wb/core/role.h"
 #include "fp8wb/kernels/tensor_stats.h"
 
 namespace fp8wb {
@@ -72,7 +73,7 @@ inline constexpr StepSeries kStepSeries[] = {
 struct TensorMetrics {
   int64_t step = 0;
   std::string layer;  // qualified module name, e.g. "blocks.0.attn.qkv"
-  std::string role;   // input, weight, grad_output
+  Role role = Role::Input;
   float amax = 0;
   float scale = 0;  // the (first group's) scale the quantization used
   StatsBuffer raw{};

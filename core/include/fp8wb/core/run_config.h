@@ -1,15 +1,18 @@
-// defines: ModelKind, RunConfig, parse_run_config(), apply_override(), run_config_json(),
-// validate_run_config(), float8_config_of(): what a training run is, as users write it
-// (a flat JSON object, or key=value overrides), checked with messages that name the
-// field and the allowed values. Plain structs, no torch.
+// defines: ModelKind, Float8Recipe, FormatPairing (and their name tables), RunConfig,
+// parse_run_config(), apply_override(), run_config_json(), validate_run_config(),
+// float8_config_of(): what a training run is, as users write it (a flat JSON object, or
+// key=value overrides), checked with messages that name the field and the allowed values.
+// Plain structs, no torch.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "fp8wb/core/float8_config.h"
+#include "fp8wb/core/name_table.h"
 
 namespace fp8wb {
 
@@ -17,6 +20,61 @@ enum class ModelKind : uint8_t {
   Mlp,  // synthetic regression with outlier channels and heavy-tailed targets
   Gpt,  // character-level decoder-only transformer on the bundled corpus
 };
+
+// The scaling recipes a run chooses from; each sets the scaling of the three roles.
+enum class Float8Recipe : uint8_t {
+  Tensorwise,  // one scale per tensor (the only recipe delayed scaling takes)
+  Rowwise,     // one scale per row of x, dy and w, along K
+  Blockwise,   // DeepSeek-V3: x and dy in 1x128 groups, w in 128x128 tiles
+  MX,          // OCP MX: 1x32 blocks sharing an E8M0 scale
+};
+struct Float8RecipeEntry {
+  Float8Recipe value;
+  std::string_view name;    // as configs spell it
+  ScalingKind activations;  // input and grad_output
+  ScalingKind weight;
+};
+inline constexpr Float8RecipeEntry kFloat8Recipes[] = {
+    {Float8Recipe::Tensorwise, "tensorwise", ScalingKind::Tensorwise, ScalingKind::Tensorwise},
+    {Float8Recipe::Rowwise, "rowwise", ScalingKind::Rowwise, ScalingKind::Rowwise},
+    {Float8Recipe::Blockwise, "blockwise", ScalingKind::Block1x128, ScalingKind::Block128x128},
+    {Float8Recipe::MX, "mx", ScalingKind::MX, ScalingKind::MX},
+};
+static_assert(names_cover_enum(kFloat8Recipes, Float8Recipe::MX));
+
+// The formats of the three roles a run chooses from.
+enum class FormatPairing : uint8_t {
+  Hybrid,      // E4M3 forward, E5M2 gradients (the range gradients need)
+  E4M3,        // E4M3 everywhere (DeepSeek-V3, torchao's rowwise recipes)
+  HybridFnuz,  // the same in AMD MI300's fnuz formats
+  E4M3Fnuz,
+};
+struct FormatPairingEntry {
+  FormatPairing value;
+  std::string_view name;  // as configs spell it
+  Format input, weight, grad_output;
+};
+inline constexpr FormatPairingEntry kFormatPairings[] = {
+    {FormatPairing::Hybrid, "hybrid", Format::E4M3FN, Format::E4M3FN, Format::E5M2},
+    {FormatPairing::E4M3, "e4m3", Format::E4M3FN, Format::E4M3FN, Format::E4M3FN},
+    {FormatPairing::HybridFnuz, "hybrid_fnuz", Format::E4M3FNUZ, Format::E4M3FNUZ,
+     Format::E5M2FNUZ},
+    {FormatPairing::E4M3Fnuz, "e4m3_fnuz", Format::E4M3FNUZ, Format::E4M3FNUZ, Format::E4M3FNUZ},
+};
+static_assert(names_cover_enum(kFormatPairings, FormatPairing::E4M3Fnuz));
+
+inline std::string_view float8_recipe_name(Float8Recipe r) {
+  return table_name(kFloat8Recipes, r);
+}
+inline std::optional<Float8Recipe> parse_float8_recipe(std::string_view name) {
+  return parse_table_name(kFloat8Recipes, name);
+}
+inline std::string_view format_pairing_name(FormatPairing f) {
+  return table_name(kFormatPairings, f);
+}
+inline std::optional<FormatPairing> parse_format_pairing(std::string_view name) {
+  return parse_table_name(kFormatPairings, name);
+}
 
 struct RunConfig {
   std::string name = "run";
@@ -48,9 +106,9 @@ struct RunConfig {
   std::string dtype = "fp32";  // fp32, bf16 (activations; master weights stay fp32)
   // FP8
   bool fp8 = true;
-  std::string recipe = "tensorwise";  // tensorwise, rowwise, blockwise (1x128 x 128x128), mx
-  std::string formats = "hybrid";     // hybrid (E4M3, E4M3, E5M2), e4m3, or fnuz variants
-  std::string scaling = "delayed";    // delayed, current (delayed needs tensorwise)
+  Float8Recipe recipe = Float8Recipe::Tensorwise;
+  FormatPairing formats = FormatPairing::Hybrid;
+  std::string scaling = "delayed";  // delayed, current (delayed needs tensorwise)
   int margin = 0;
   int window = 16;
   std::string amax_algo = "max";  // max, most_recent

@@ -1,17 +1,21 @@
-// defines: SweepAxis, SweepSpec, SweepTrial, SweepPoint, parse_grid(), expand_sweep(),
-// SweepRunner, sweep_points(): a grid over config fields (typically margin x window),
-// with seeds per point, run as child runs of a sweep in the run store; trials run in
-// parallel (CPU cores divided among them, or one per GPU); a sweep reopened resumes
-// without rerunning finished trials. Plain interface, no torch.
+// defines: SweepAxis, SweepSpec, SweepTrial, SweepPoint, SweepMetric (and its name table),
+// sweep_metric(), parse_grid(), expand_sweep(), SweepRunner, sweep_points(): a grid over
+// config fields (typically margin x window), with seeds per point, run as child runs of a
+// sweep in the run store; trials run in parallel (CPU cores divided among them, or one per
+// GPU); a sweep reopened resumes without rerunning finished trials. Plain interface, no
+// torch.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "fp8wb/core/name_table.h"
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
 
@@ -59,6 +63,37 @@ struct SweepPoint {
   double underflow_pct = 0;
   std::vector<int64_t> run_ids;
 };
+// The figures a grid point is judged by.
+enum class SweepMetric : uint8_t {
+  FinalLoss,
+  LossGap,
+  SaturatedPct,
+  UnderflowPct,
+  Diverged,  // diverged runs
+};
+struct SweepMetricEntry {
+  SweepMetric value;
+  std::string_view name;   // a key in `fp8wb sweep --json`
+  std::string_view label;  // what users read beside a plot
+};
+inline constexpr SweepMetricEntry kSweepMetrics[] = {
+    {SweepMetric::FinalLoss, "final_loss", "final loss"},
+    {SweepMetric::LossGap, "loss_gap", "loss gap"},
+    {SweepMetric::SaturatedPct, "saturated_pct", "saturated %"},
+    {SweepMetric::UnderflowPct, "underflow_pct", "underflow %"},
+    {SweepMetric::Diverged, "diverged", "diverged runs"},
+};
+static_assert(names_cover_enum(kSweepMetrics, SweepMetric::Diverged));
+
+inline std::string_view sweep_metric_name(SweepMetric m) {
+  return table_name(kSweepMetrics, m);
+}
+inline std::optional<SweepMetric> parse_sweep_metric(std::string_view name) {
+  return parse_table_name(kSweepMetrics, name);
+}
+// A grid point's figure (Diverged: how many of its runs diverged).
+double sweep_metric(const SweepPoint& p, SweepMetric m);
+
 // The figures of a stored sweep's grid points, from its child runs.
 std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep_id);
 

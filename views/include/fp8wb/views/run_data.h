@@ -18,7 +18,8 @@ namespace fp8wb {
 // A layer's role: its statistics at each sampled step, as published (the derived figures
 // come from tensor_stats.h: underflow_pct(p.raw), ...).
 struct TensorSeries {
-  std::string layer, role;
+  std::string layer;
+  Role role = Role::Input;
   std::vector<TensorMetrics> points;  // by step
 };
 
@@ -48,7 +49,7 @@ class RunData {
   const std::vector<StepMetrics>& steps() const { return steps_; }
   // Layer/role series in the order they first appeared.
   const std::vector<TensorSeries>& tensors() const { return tensors_; }
-  const TensorSeries* tensor(const std::string& layer, const std::string& role) const;
+  const TensorSeries* tensor(const std::string& layer, Role role) const;
   std::vector<std::string> layers() const;
   const std::vector<SqnrMetrics>& sqnr() const { return sqnr_; }
   const std::vector<RunEvent>& events() const { return events_; }
@@ -58,7 +59,7 @@ class RunData {
   int64_t generation() const { return generation_; }
 
  private:
-  TensorSeries& series(const std::string& layer, const std::string& role);
+  TensorSeries& series(const std::string& layer, Role role);
   template <class Batch>
   void append_batch(Batch&& b);
   int64_t run_id_ = 0;
@@ -67,7 +68,7 @@ class RunData {
   bool has_config_ = false;
   std::vector<StepMetrics> steps_;
   std::vector<TensorSeries> tensors_;
-  std::map<std::pair<std::string, std::string>, size_t> index_;
+  std::map<std::pair<std::string, Role>, size_t> index_;
   std::vector<SqnrMetrics> sqnr_;
   std::vector<RunEvent> events_;
   int64_t revision_ = 0;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fp8wb/core/metrics.h"
+#include "fp8wb/core/role.h"
 
 class QComboBox;
 class QLabel;
@@ -111,7 +112,8 @@ class ScalingTab : public RunTabBase {
   QLabel* caption_;
   ExportablePlot *amax_, *scale_, *counts_;
   QCPItemRect* window_ = nullptr;
-  QString layer_, role_;
+  QString layer_;
+  Role role_ = Role::Input;
   size_t tree_size_ = 0;
   DrawnPoints drawn_;
 };

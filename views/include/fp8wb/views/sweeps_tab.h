@@ -48,7 +48,7 @@ class SweepsTab : public QWidget {
   void showSweep(int64_t sweep_id);
   bool isReading() const { return points_job_.busy(); }
   void setAxes(int x_axis, int y_axis);
-  void setMetric(int metric);  // 0 final loss, 1 loss gap, 2 saturated %, 3 underflow %, 4 diverged
+  void setMetric(SweepMetric metric);  // the heatmap's colour
   // The heatmap cell (x, y) of the current slice: its run ids (empty if none).
   std::vector<int64_t> runsAt(int x, int y) const;
   double cellValue(int x, int y) const;

@@ -31,7 +31,7 @@ struct Float8RoleHistory {
 // role (input, weight, grad_output), and statistics still on their way from a GPU.
 struct Float8LinearState {
   Float8Probe probe;
-  std::array<Float8RoleHistory, 3> delayed;
+  std::array<Float8RoleHistory, kRoleCount> delayed;  // by role_index()
   // Takes in statistics on their way from a GPU: with wait false only if they have
   // arrived; returns whether it took them in.
   std::function<bool(Float8Probe&, bool wait)> pending;
@@ -47,8 +47,11 @@ struct Float8LinearState {
   void poll() {
     if (pending && pending(probe, false)) pending = nullptr;
   }
+  Float8RoleHistory& history(Role r) { return delayed.at(role_index(r)); }
   // The amax history of a role (newest first), from the host or the device.
-  std::vector<float> amax_history(int role) const;
+  std::vector<float> amax_history(Role role) const;
+  // The same by the role's place in kRoles (0 input, 1 weight, 2 grad_output).
+  std::vector<float> amax_history(int index) const;
 };
 
 class Float8LinearImpl : public torch::nn::Module {
