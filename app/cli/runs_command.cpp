@@ -76,7 +76,7 @@ void export_run(const RunStore& s, const RunInfo& r, const std::string& format, 
   j["series"] = std::move(series);
   json ts = json::array();
   for (const TensorMetrics& t : s.tensor_stats(r.id)) {
-    json row = {{"step", t.step}, {"layer", t.layer}, {"role", t.role}};
+    json row = {{"step", t.step}, {"layer", t.layer}, {"role", role_name(t.role)}};
     for (const TensorStatField& f : kTensorStatFields) {
       switch (f.type) {
         case TensorStatField::Type::Count: row[f.name] = t.raw.*f.count; break;
