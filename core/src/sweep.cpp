@@ -169,7 +169,9 @@ void SweepRunner::run(std::function<void(size_t, RunStatus)> on_trial) {
     workers = std::max(1, std::min(workers, static_cast<int>(std::min(fit, 1e6))));
   }
   // CPU: the cores divided among the trials that run side by side.
-  const int threads = cuda ? 0 : std::max(1, static_cast<int>(cores) / workers);
+  const int threads = cuda                     ? 0
+                      : threads_per_trial_ > 0 ? threads_per_trial_
+                                               : std::max(1, static_cast<int>(cores) / workers);
   std::atomic<size_t> next{0};
   std::mutex error_mutex;
   std::string error;

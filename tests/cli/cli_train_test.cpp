@@ -417,6 +417,23 @@ void wait_for_run(const std::string& db, int64_t runs) {
   }
 }
 
+// Until the database holds `runs` runs and the last of them a committed step.
+void wait_for_first_step(const std::string& db, int64_t runs) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      const auto all = fp8wb::RunStore::open_read_only(db)->runs();
+      if (static_cast<int64_t>(all.size()) >= runs &&
+          all[static_cast<size_t>(runs - 1)].last_step >= 0) {
+        return;
+      }
+    } catch (const std::exception&) {
+      // not created yet
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 TEST_F(CliTrain, SigkillMidRunLeavesASoundDatabase) {
   const pid_t pid = spawn({FP8WB_BINARY, "train", "--db", db_, "--quiet", "--set", "model=mlp",
                            "--set", "steps=1000000", "--set", "reference=false"});
@@ -454,10 +471,16 @@ TEST_F(CliTrain, RepeatedSigkillAtRandomPointsLosesNoCommittedStep) {
     const pid_t pid = spawn({FP8WB_BINARY, "train", "--db", db_, "--quiet", "--set", "model=mlp",
                              "--set", "steps=1000000", "--set", "reference=false"});
     ASSERT_GT(pid, 0);
-    // Every other kill counts its delay from when the new run exists, so that kills land
-    // mid-training also where start-up is slow (a sanitizer build); the others from the
-    // start, so that some land while the file or the run is being created.
-    if (i % 2 == 1) wait_for_run(db_, static_cast<int64_t>(committed.size()) + 1);
+    // Every other kill counts its delay from when the new run exists, and every fourth
+    // from its first committed step, so that kills land mid-training also where start-up
+    // is slow (a sanitizer build, a loaded machine); the others from the start, so that
+    // some land while the file or the run is being created.
+    const int64_t next_run = static_cast<int64_t>(committed.size()) + 1;
+    if (i % 4 == 3) {
+      wait_for_first_step(db_, next_run);
+    } else if (i % 2 == 1) {
+      wait_for_run(db_, next_run);
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(rng)));
     ASSERT_EQ(kill(pid, SIGKILL), 0);
     int status = 0;

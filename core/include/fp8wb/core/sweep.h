@@ -111,6 +111,10 @@ class SweepRunner {
   // on_trial(index, status) is called (from worker threads) as each trial ends.
   void run(std::function<void(size_t, RunStatus)> on_trial = {});
   void stop();
+  // CPU threads each trial computes with (0, the default: the cores divided among the
+  // trials side by side). Sums split over a different number of threads round
+  // differently, so equal counts give runs that agree to the bit.
+  void setThreadsPerTrial(int threads) { threads_per_trial_ = threads; }
   size_t skipped() const { return skipped_; }  // trials already done before this run
 
  private:
@@ -118,6 +122,7 @@ class SweepRunner {
   SweepSpec spec_;
   RunStore& store_;
   int parallel_;
+  int threads_per_trial_ = 0;
   int64_t sweep_id_ = 0;
   std::vector<SweepTrial> trials_;
   std::vector<uint8_t> done_;  // one byte a trial: workers write their own entries
