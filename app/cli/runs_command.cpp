@@ -61,7 +61,7 @@ void export_run(const RunStore& s, const RunInfo& r, const std::string& format, 
   json j;
   j["run"] = {{"id", r.id},
               {"name", r.name},
-              {"status", r.status},
+              {"status", run_status_name(r.status)},
               {"message", r.message},
               {"device", r.device},
               {"started_at", r.started_at},
@@ -115,7 +115,7 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
       for (const auto& r : runs) {
         j.push_back({{"id", r.id},
                      {"name", r.name},
-                     {"status", r.status},
+                     {"status", run_status_name(r.status)},
                      {"steps", r.last_step + 1},
                      {"loss", num(last_value(*store, r.id, "loss"))},
                      {"device", r.device},
@@ -135,7 +135,7 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
       std::vector<double> t;
       for (const auto& p : tps) t.push_back(p.value);
       out << fmt::format("{:>5}  {:<24} {:<12} {:>7} {:>10.4f} {:>11.0f}  {:<8} {}\n", r.id,
-                         r.name.substr(0, 24), r.status, r.last_step + 1,
+                         r.name.substr(0, 24), run_status_name(r.status), r.last_step + 1,
                          last_value(*store, r.id, "loss"), median(t), r.device, r.started_at);
     }
     return 0;
@@ -155,7 +155,7 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
       return 0;
     }
     out << fmt::format("run {}: {} ({})\nstatus   {}{}\ndevice   {}\nstarted  {}\nended    {}\n",
-                       r->id, r->name, r->kind, r->status,
+                       r->id, r->name, r->kind, run_status_name(r->status),
                        r->message.empty() ? "" : " - " + r->message, r->device, r->started_at,
                        r->ended_at.empty() ? "-" : r->ended_at);
     out << "steps    " << r->last_step + 1 << "\n";

@@ -40,8 +40,7 @@ struct RunFollower::Impl {
     MetricBatch b = store->read_new(run_id, cursor);
     if (!b.steps.empty() || !b.tensors.empty() || !b.sqnr.empty() || !b.events.empty())
       bus->publish(std::move(b));
-    RunStatus status = RunStatus::Running;
-    parse_run_status(info->status, status);
+    const RunStatus status = info->status;
     if (status == RunStatus::Running || status == RunStatus::Paused) return true;
     publish_final(status, info->message);
     return false;

@@ -38,12 +38,25 @@ std::vector<RunInfo> RunStore::runs() const {
            "FROM runs r ORDER BY r.id");
     std::vector<RunInfo> out;
     while (q.step()) {
-      RunInfo r{q.i(0), q.s(1), q.s(2), q.s(3), q.s(4), q.s(5),
-                q.s(6), q.s(7), q.s(8), q.i(9), q.i(10)};
-      if (r.status == "running" || r.status == "paused") {
+      RunInfo r;
+      r.id = q.i(0);
+      r.name = q.s(1);
+      r.kind = q.s(2);
+      if (!parse_run_status(q.s(3), r.status)) {
+        throw StoreError("run " + std::to_string(r.id) + " has an unknown status \"" +
+                         q.s(3).substr(0, 40) + "\" (known: " + run_status_names() + ")");
+      }
+      r.config_json = q.s(4);
+      r.device = q.s(5);
+      r.started_at = q.s(6);
+      r.ended_at = q.s(7);
+      r.message = q.s(8);
+      r.parent_sweep = q.i(9);
+      r.last_step = q.i(10);
+      if (r.status == RunStatus::Running || r.status == RunStatus::Paused) {
         r.live = writer_alive(q.s(11), q.i(12), true);
         if (!r.live) {
-          r.status = "interrupted";
+          r.status = RunStatus::Interrupted;
           r.message = kInterruptedMessage;
         }
       }

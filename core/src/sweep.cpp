@@ -57,13 +57,14 @@ std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep_id) {
     if (r.parent_sweep != sweep_id) continue;
     const auto it = by_name.find(r.name);
     if (it == by_name.end()) continue;
-    if (r.status != "finished" && r.status != "diverged") continue;  // only complete trials
+    if (r.status != RunStatus::Finished && r.status != RunStatus::Diverged)
+      continue;  // only complete trials
     SweepPoint& p = points[it->second->values];
     p.values = it->second->values;
     p.runs++;
     p.run_ids.push_back(r.id);
-    if (r.status == "finished") p.finished++;
-    if (r.status == "diverged") p.diverged++;
+    if (r.status == RunStatus::Finished) p.finished++;
+    if (r.status == RunStatus::Diverged) p.diverged++;
     double sat = 0, under = 0;
     int64_t n = 0;
     for (const TensorMetrics& t : store.tensor_stats(r.id)) {
@@ -76,7 +77,7 @@ std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep_id) {
     // Means over the seeds, accumulated.
     const int k = ++counted[p.values];
     auto acc = [k](double& m, double v) { m += (v - m) / k; };
-    acc(p.final_loss, r.status == "diverged" ? NAN : loss);
+    acc(p.final_loss, r.status == RunStatus::Diverged ? NAN : loss);
     acc(p.loss_gap, gap);
     acc(p.saturated_pct, n ? sat / static_cast<double>(n) : 0);
     acc(p.underflow_pct, n ? under / static_cast<double>(n) : 0);
@@ -121,17 +122,18 @@ std::unique_ptr<SweepRunner> SweepRunner::resume(RunStore& store, int64_t sweep_
   r->trials_ = expand_sweep(r->spec_);
   r->done_.assign(r->trials_.size(), 0);
   r->sweep_id_ = sweep_id;
-  std::map<std::string, std::string> status;
+  auto complete = [](RunStatus s) { return s == RunStatus::Finished || s == RunStatus::Diverged; };
+  std::map<std::string, RunStatus> status;
   for (const RunInfo& run : store.runs()) {
     if (run.parent_sweep == sweep_id) {
       // A finished trial stays finished even if a later, interrupted attempt exists.
-      std::string& s = status[run.name];
-      if (s != "finished" && s != "diverged") s = run.status;
+      const auto [s, added] = status.emplace(run.name, run.status);
+      if (!added && !complete(s->second)) s->second = run.status;
     }
   }
   for (size_t i = 0; i < r->trials_.size(); ++i) {
     const auto it = status.find(r->trials_[i].config.name);
-    if (it != status.end() && (it->second == "finished" || it->second == "diverged")) {
+    if (it != status.end() && complete(it->second)) {
       r->done_[i] = 1;
       r->skipped_++;
     }

@@ -296,7 +296,7 @@ TEST_F(CliTrain, AFullDiskEndsTheRunFailed) {
   auto s = fp8wb::RunStore::open_read_only(db_);
   const auto run1 = s->run(j["run"].get<int64_t>());
   ASSERT_TRUE(run1.has_value());
-  EXPECT_EQ(run1->status, "failed");
+  EXPECT_EQ(run1->status, fp8wb::RunStatus::Failed);
   EXPECT_GT(s->series(run1->id, "loss").size(), 0u);
   EXPECT_EQ(s->integrity_check(), "ok");
 }
@@ -452,7 +452,7 @@ TEST_F(CliTrain, SigkillMidRunLeavesASoundDatabase) {
     for (size_t i = 0; i < loss.size(); ++i) EXPECT_EQ(loss[i].step, static_cast<int64_t>(i));
   }
   auto s = fp8wb::RunStore::open(db_);
-  EXPECT_EQ(s->run(1)->status, "interrupted");
+  EXPECT_EQ(s->run(1)->status, fp8wb::RunStatus::Interrupted);
 }
 
 // SIGKILL at random points, again and again, on one database: while it is created, while
@@ -501,7 +501,7 @@ TEST_F(CliTrain, RepeatedSigkillAtRandomPointsLosesNoCommittedStep) {
     ASSERT_GE(runs.size(), committed.size());
     for (const auto& r : runs) {
       SCOPED_TRACE("run " + std::to_string(r.id));
-      EXPECT_EQ(r.status, "interrupted");
+      EXPECT_EQ(r.status, fp8wb::RunStatus::Interrupted);
       EXPECT_FALSE(r.live);
       const auto seen = committed.find(r.id);
       if (seen != committed.end()) {
@@ -521,7 +521,7 @@ TEST_F(CliTrain, RepeatedSigkillAtRandomPointsLosesNoCommittedStep) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60));
   // And the next writer opens it and marks what the killed ones left.
   auto s = fp8wb::RunStore::open(db_);
-  for (const auto& r : s->runs()) EXPECT_EQ(r.status, "interrupted");
+  for (const auto& r : s->runs()) EXPECT_EQ(r.status, fp8wb::RunStatus::Interrupted);
 }
 
 TEST_F(CliTrain, CtrlCStopsCleanlyAndKeepsTheRun) {
@@ -537,7 +537,7 @@ TEST_F(CliTrain, CtrlCStopsCleanlyAndKeepsTheRun) {
   auto s = fp8wb::RunStore::open_read_only(db_);
   const auto r = s->run(1);
   ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->status, "stopped");
+  EXPECT_EQ(r->status, fp8wb::RunStatus::Stopped);
   EXPECT_EQ(static_cast<size_t>(r->last_step + 1), s->series(1, "loss").size());
 }
 
@@ -556,7 +556,7 @@ TEST_F(CliTrain, SigtermAndSighupStopLikeCtrlC) {
     ASSERT_TRUE(WIFEXITED(status)) << "signal " << sig;
     EXPECT_EQ(WEXITSTATUS(status), 0);
     auto s = fp8wb::RunStore::open_read_only(db);
-    EXPECT_EQ(s->run(1)->status, "stopped");
+    EXPECT_EQ(s->run(1)->status, fp8wb::RunStatus::Stopped);
   }
 }
 

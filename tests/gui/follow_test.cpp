@@ -126,7 +126,7 @@ void FollowTest::followsAWriterProcessToItsEnd() {
   QCOMPARE(steps.size(), loss.size());
   for (size_t i = 0; i < steps.size(); ++i) QCOMPARE(steps[i].step, loss[i].step);
   QVERIFY(!w.engine()->data().tensors().empty());
-  QCOMPARE(w.engine()->data().status(), std::string("finished"));
+  QCOMPARE(w.engine()->data().status(), RunStatus::Finished);
   // A CPU run records the process's peak resident set, and the Overview shows it.
   const auto bars = w.overviewTab()->memoryBars();
   QCOMPARE(bars.size(), size_t{1});
@@ -156,8 +156,7 @@ void FollowTest::aKilledWriterIsInterrupted() {
   QSignalSpy reloaded(w.runsTab(), &RunsTab::reloaded);
   w.runsTab()->reload();
   QVERIFY(reloaded.wait(30000));
-  QCOMPARE(QString::fromStdString(w.runsTab()->model()->runAt(0)->status),
-           QStringLiteral("interrupted"));
+  QCOMPARE(w.runsTab()->model()->runAt(0)->status, RunStatus::Interrupted);
   QVERIFY(!w.runsTab()->model()->runAt(0)->live);
 }
 

@@ -156,7 +156,7 @@ void RunTabsTest::presetsAndValidation() {
     o.preset = n;
     o.steps = 3;
     QCOMPARE(run_preset(w, o), QString());
-    QVERIFY2(w.engine()->data().status() == "finished", qPrintable(n));
+    QVERIFY2(w.engine()->data().status() == RunStatus::Finished, qPrintable(n));
   }
 }
 
@@ -170,7 +170,7 @@ void RunTabsTest::shortRunFillsTheTabsAndTheStore() {
   QCOMPARE(w.runPanel()->start(), QString());
   QVERIFY(wait_finished(w.engine()));
   QVERIFY(progress.count() > 0);
-  QCOMPARE(w.engine()->data().status(), std::string("finished"));
+  QCOMPARE(w.engine()->data().status(), RunStatus::Finished);
   QCOMPARE(w.engine()->data().steps().size(), size_t{30});
   // The Overview tab drew every step of both curves.
   w.selectTab(QStringLiteral("Overview"));
@@ -209,7 +209,7 @@ void RunTabsTest::shortRunFillsTheTabsAndTheStore() {
   auto store = RunStore::open_read_only(db(QStringLiteral("short.sqlite")).toStdString());
   const auto runs = store->runs();
   QCOMPARE(runs.size(), size_t{1});
-  QCOMPARE(runs[0].status, std::string("finished"));
+  QCOMPARE(runs[0].status, RunStatus::Finished);
   const auto s = store->series(runs[0].id, "loss");
   QCOMPARE(s.size(), size_t{30});
   QCOMPARE(s[29].value, w.engine()->data().steps()[29].loss);
@@ -233,7 +233,7 @@ void RunTabsTest::pauseAndStop() {
   QTRY_VERIFY_WITH_TIMEOUT(w.engine()->data().steps().size() > at, 30000);
   w.engine()->stop();
   QVERIFY(wait_finished(w.engine()));
-  QCOMPARE(w.engine()->data().status(), std::string("stopped"));
+  QCOMPARE(w.engine()->data().status(), RunStatus::Stopped);
   QVERIFY(!w.engine()->isRunning());
 }
 
@@ -256,7 +256,7 @@ void RunTabsTest::errorsShowAndTheGuiStaysUsable() {
   w.engine()->setDatabasePath(db(QStringLiteral("errors2.sqlite")));
   QCOMPARE(w.engine()->start(c), QString());
   QVERIFY(wait_finished(w.engine()));
-  QCOMPARE(w.engine()->data().status(), std::string("finished"));
+  QCOMPARE(w.engine()->data().status(), RunStatus::Finished);
 }
 
 void RunTabsTest::runListModelAndOpeningARun() {
@@ -268,7 +268,7 @@ void RunTabsTest::runListModelAndOpeningARun() {
     w.runPanel()->setSteps(12);
     QCOMPARE(w.runPanel()->start(), QString());
     QVERIFY(wait_finished(w.engine()));
-    QCOMPARE(w.engine()->data().status(), std::string("finished"));
+    QCOMPARE(w.engine()->data().status(), RunStatus::Finished);
     QVERIFY(w.runPanel()->applyPreset(QStringLiteral("Outliers: tensorwise")));
     w.runPanel()->setSteps(8);
     QCOMPARE(w.runPanel()->start(), QString());

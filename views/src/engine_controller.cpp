@@ -221,7 +221,7 @@ void EngineController::pause() {
   if (!isRunning()) return;
   trainer_->pause();
   paused_ = true;
-  data_.setStatus("paused", "");
+  data_.setStatus(RunStatus::Paused, "");
   Q_EMIT pausedChanged(true);
   Q_EMIT dataChanged();
 }
@@ -231,7 +231,7 @@ void EngineController::resume() {
   trainer_->resume();
   if (!paused_) return;
   paused_ = false;
-  data_.setStatus("running", "");
+  data_.setStatus(RunStatus::Running, "");
   Q_EMIT pausedChanged(false);
   Q_EMIT dataChanged();
 }
@@ -280,7 +280,7 @@ void EngineController::drain() {
   }
   if (ended && follower_) {  // a run another process wrote has ended
     stopFollowing();
-    data_.setStatus(run_status_name(status), message);
+    data_.setStatus(status, message);
     Q_EMIT finished(status, QString::fromStdString(message));
     return;
   }

@@ -18,7 +18,7 @@ void RunData::setRun(int64_t id, const std::string& name, const std::string& con
   clear();
   run_id_ = id;
   name_ = name;
-  status_ = "running";
+  status_ = RunStatus::Running;
   try {
     config_ = parse_run_config(config_json);
     has_config_ = true;
@@ -77,7 +77,7 @@ void RunData::append_batch(Batch&& b) {
   add(sqnr_, b.sqnr);
   add(events_, b.events);
   if (b.final) {
-    status_ = run_status_name(b.status);
+    status_ = b.status;
     message_ = b.message;
   }
   ++revision_;
@@ -109,7 +109,7 @@ void RunData::replace(RunData other) {
   revision_ = revision;
 }
 
-void RunData::setStatus(const std::string& status, const std::string& message) {
+void RunData::setStatus(RunStatus status, const std::string& message) {
   status_ = status;
   message_ = message;
   ++revision_;

@@ -49,7 +49,10 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
     switch (index.column()) {
       case Id: return QVariant::fromValue<qlonglong>(r->id);
       case Name: return qs(r->name);
-      case Status: return r->live ? tr("%1 (live)").arg(qs(r->status)) : qs(r->status);
+      case Status: {
+        const QString s = QString::fromLatin1(run_status_name(r->status));
+        return r->live ? tr("%1 (live)").arg(s) : s;
+      }
       case Steps: return QVariant::fromValue<qlonglong>(r->last_step + 1);
       case Loss: return std::isfinite(loss) ? QString::number(loss, 'f', 4) : QStringLiteral("-");
       case Device: return qs(r->device);

@@ -218,7 +218,7 @@ void OverviewTab::rebuild() {
   QString text = tr("<b>%1</b> (run %2, %3): step %4, loss %5")
                      .arg(qs(data_->name()).toHtmlEscaped())
                      .arg(data_->runId())
-                     .arg(qs(data_->status()))
+                     .arg(QString::fromLatin1(run_status_name(data_->status())))
                      .arg(m.step + 1)
                      .arg(m.loss, 0, 'f', 4);
   if (std::isfinite(m.ref_loss))

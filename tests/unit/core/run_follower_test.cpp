@@ -102,6 +102,25 @@ TEST_F(FollowTest, AnUnknownStoredRoleIsRefusedByName) {
   }
 }
 
+// A run's status is parsed where it is read: a name no RunStatus has is refused by name.
+TEST_F(FollowTest, AnUnknownStoredStatusIsRefusedByName) {
+  auto w = RunStore::open(path_);
+  const int64_t id = w->create_run("odd", "train", "{}", "cpu");
+  w->set_status(id, RunStatus::Finished);
+  w->flush();
+  EXPECT_EQ(RunStore::open_read_only(path_)->run(id)->status, RunStatus::Finished);
+  w->exec_on_writer_for_testing("UPDATE runs SET status = 'resting'");
+  w->flush();
+  try {
+    RunStore::open_read_only(path_)->runs();
+    FAIL() << "an unknown status was read";
+  } catch (const StoreError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("unknown status \"resting\""), std::string::npos) << m;
+    EXPECT_NE(m.find("running, paused, finished"), std::string::npos) << m;
+  }
+}
+
 TEST_F(FollowTest, ReadNewReturnsEachCommitOnceWithEveryField) {
   auto w = RunStore::open(path_);
   const int64_t id = w->create_run("followed", "train", "{}", "cpu");
@@ -229,7 +248,7 @@ TEST_F(FollowTest, AKilledWriterReadsAsInterrupted) {
   auto r = RunStore::open_read_only(path_);
   auto runs = r->runs();
   ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0].status, "running");
+  EXPECT_EQ(runs[0].status, RunStatus::Running);
   EXPECT_TRUE(runs[0].live);
 
   struct Final : MetricConsumer {
@@ -249,7 +268,7 @@ TEST_F(FollowTest, AKilledWriterReadsAsInterrupted) {
   int st = 0;
   waitpid(child, &st, 0);
   runs = r->runs();
-  EXPECT_EQ(runs[0].status, "interrupted");
+  EXPECT_EQ(runs[0].status, RunStatus::Interrupted);
   EXPECT_FALSE(runs[0].live);
   EXPECT_EQ(runs[0].last_step, 0);  // what was committed stays
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);

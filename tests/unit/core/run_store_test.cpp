@@ -86,7 +86,7 @@ TEST_F(RunStoreTest, ReopensWithIdenticalSeries) {
   auto s = RunStore::open(path_);
   const auto r = s->run(id);
   ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->status, "finished");
+  EXPECT_EQ(r->status, RunStatus::Finished);
   EXPECT_EQ(r->name, "first");
   EXPECT_EQ(r->last_step, 49);
   EXPECT_FALSE(r->ended_at.empty());
@@ -133,13 +133,13 @@ TEST_F(RunStoreTest, RunsLeftRunningBecomeInterrupted) {
               SQLITE_OK);
     sqlite3_close(db);
     // Readers see at once that nobody writes the run any more, before anything marks it.
-    EXPECT_EQ(s->runs()[0].status, "interrupted");
+    EXPECT_EQ(s->runs()[0].status, RunStatus::Interrupted);
     EXPECT_FALSE(s->runs()[0].live);
   }
   auto s = RunStore::open(path_);
   const auto runs = s->runs();
   ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0].status, "interrupted");
+  EXPECT_EQ(runs[0].status, RunStatus::Interrupted);
   EXPECT_EQ(runs[0].last_step, 0);
 }
 
@@ -147,7 +147,7 @@ TEST_F(RunStoreTest, LiveRunsOfThisProcessStayRunning) {
   auto a = RunStore::open(path_);
   const int64_t id = a->create_run("live", "train", "{}", "cpu");
   auto b = RunStore::open(path_);  // a second connection, e.g. the GUI beside the CLI
-  EXPECT_EQ(b->run(id)->status, "running");
+  EXPECT_EQ(b->run(id)->status, RunStatus::Running);
   EXPECT_TRUE(b->run(id)->live);
   // Deleting it under its writer is refused, naming why; the writer goes on.
   try {
@@ -296,7 +296,7 @@ TEST_F(RunStoreTest, AFullDiskKeepsCommittedStepsAndFailsTheRun) {
   s.reset();
   auto ro = RunStore::open_read_only(path_);
   EXPECT_GE(ro->series(id, "loss").size(), 20u);
-  EXPECT_EQ(ro->run(id)->status, "failed");
+  EXPECT_EQ(ro->run(id)->status, RunStatus::Failed);
   EXPECT_NE(ro->run(id)->message.find("disk full"), std::string::npos) << ro->run(id)->message;
   EXPECT_EQ(ro->integrity_check(), "ok");
 }

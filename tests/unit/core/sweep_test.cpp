@@ -58,7 +58,7 @@ TEST(Sweep, FinishesWithEveryChildRunAndItsFigures) {
   for (const RunInfo& run : store->runs()) {
     if (run.parent_sweep != r.sweepId()) continue;
     ++children;
-    EXPECT_EQ(run.status, "finished");
+    EXPECT_EQ(run.status, RunStatus::Finished);
     EXPECT_EQ(run.last_step, 11);
   }
   EXPECT_EQ(children, 4);
@@ -138,7 +138,7 @@ TEST(Sweep, InterruptedSweepResumesWithoutRerunningFinishedTrials) {
   EXPECT_EQ(store->sweep(id)->status, "finished");
   std::map<std::string, int> finished;
   for (const RunInfo& run : store->runs()) {
-    if (run.parent_sweep == id && run.status == "finished") finished[run.name]++;
+    if (run.parent_sweep == id && run.status == RunStatus::Finished) finished[run.name]++;
   }
   EXPECT_EQ(finished.size(), 4u);
   for (const auto& [name, n] : finished) EXPECT_EQ(n, 1) << name << " ran twice";
@@ -216,7 +216,7 @@ TEST(Sweep, AFullDiskStopsTheSweepCleanly) {
     }
   }
   EXPECT_NO_THROW(sweep_points(*store, sweep_id));
-  for (const RunInfo& r : store->runs()) EXPECT_NE(r.status, "running") << r.id;
+  for (const RunInfo& r : store->runs()) EXPECT_NE(r.status, RunStatus::Running) << r.id;
   store.reset();
   for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(path + ext);
 }

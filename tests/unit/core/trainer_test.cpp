@@ -91,7 +91,7 @@ TEST(Trainer, TinyGptLearnsWithFp8DelayedScalingAndTracksTheReference) {
     EXPECT_EQ(loss[i].step, s[i].step);
     EXPECT_EQ(loss[i].value, s[i].loss);
   }
-  EXPECT_EQ(reopened->run(id)->status, "finished");
+  EXPECT_EQ(reopened->run(id)->status, RunStatus::Finished);
   // Statistics of 8 FP8 layers x 3 roles at steps 0, 25, ..., 275.
   const auto ts = reopened->tensor_stats(id);
   EXPECT_EQ(ts.size(), 8u * 3u * 12u);
@@ -355,7 +355,7 @@ TEST_P(StoreFault, EndsTheRunFailedAndKeepsCommittedSteps) {
   EXPECT_GE(ro->series(id, "loss").size(), 21u);
   EXPECT_EQ(ro->integrity_check(), "ok");
   if (why == "disk full") {
-    EXPECT_EQ(ro->run(id)->status, "failed");
+    EXPECT_EQ(ro->run(id)->status, RunStatus::Failed);
   }
   ro.reset();
   for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(path + ext);

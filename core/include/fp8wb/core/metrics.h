@@ -10,9 +10,12 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "fp8wb/core/name_table.h"
 #include "fp8wb/core/role.h"
 #include "fp8wb/kernels/tensor_stats.h"
 
@@ -27,8 +30,28 @@ enum class RunStatus : uint8_t {
   Failed,
   Interrupted
 };
-const char* run_status_name(RunStatus s);  // "running", ...
-bool parse_run_status(const std::string& name, RunStatus& out);
+struct RunStatusEntry {
+  RunStatus value;
+  std::string_view name;  // as stored in the run database and shown to users
+};
+inline constexpr RunStatusEntry kRunStatuses[] = {
+    {RunStatus::Running, "running"},         {RunStatus::Paused, "paused"},
+    {RunStatus::Finished, "finished"},       {RunStatus::Stopped, "stopped"},
+    {RunStatus::Diverged, "diverged"},       {RunStatus::Failed, "failed"},
+    {RunStatus::Interrupted, "interrupted"},
+};
+static_assert(names_cover_enum(kRunStatuses, RunStatus::Interrupted));
+inline const char* run_status_name(RunStatus s) {  // "running", ... (the names are literals)
+  return table_name(kRunStatuses, s).data();
+}
+inline bool parse_run_status(const std::string& name, RunStatus& out) {
+  const std::optional<RunStatus> s = parse_table_name(kRunStatuses, name);
+  if (s) out = *s;
+  return s.has_value();
+}
+inline std::string run_status_names() {
+  return table_names(kRunStatuses);
+}
 
 // One step's scalars. NaN where a value does not apply (no reference model, say).
 struct StepMetrics {

@@ -23,7 +23,10 @@ struct StoreError : std::runtime_error {
 
 struct RunInfo {
   int64_t id = 0;
-  std::string name, kind, status, config_json, device, started_at, ended_at, message;
+  std::string name, kind;
+  RunStatus status =
+      RunStatus::Running;  // parsed from its stored name (an unknown name is refused)
+  std::string config_json, device, started_at, ended_at, message;
   int64_t parent_sweep = 0;  // 0: none
   int64_t last_step = -1;    // the last step with scalars
   // status is 'running' or 'paused' and the process writing the run is alive (on this

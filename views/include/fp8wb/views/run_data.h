@@ -36,13 +36,13 @@ class RunData {
   // counting up, so that every tab redraws.
   void replace(RunData other);
   // A run followed live from another process: what it now says of itself.
-  void setStatus(const std::string& status, const std::string& message);
+  void setStatus(RunStatus status, const std::string& message);
 
   int64_t runId() const { return run_id_; }
   const std::string& name() const { return name_; }
   const RunConfig& config() const { return config_; }
   bool hasConfig() const { return has_config_; }
-  const std::string& status() const { return status_; }
+  RunStatus status() const { return status_; }
   const std::string& message() const { return message_; }
 
   // Scalars by step (NaN where a value does not apply).
@@ -63,7 +63,8 @@ class RunData {
   template <class Batch>
   void append_batch(Batch&& b);
   int64_t run_id_ = 0;
-  std::string name_, status_, message_;
+  std::string name_, message_;
+  RunStatus status_ = RunStatus::Running;
   RunConfig config_;
   bool has_config_ = false;
   std::vector<StepMetrics> steps_;
