@@ -92,6 +92,18 @@ void CheckpointTabTest::badFilesShowTheirMessage() {
   f.write("tiny");
   f.close();
   CheckpointTab tab;
+  // A good file first: its table and figures must not stay on screen under the bad one.
+  const QString good = dir_.filePath(QStringLiteral("good.safetensors"));
+  std::vector<uint8_t> ones(64 * 64 * 4);
+  const float one = 1.5f;
+  for (size_t i = 0; i < ones.size(); i += 4) std::memcpy(&ones[i], &one, 4);
+  write_safetensors(good.toStdString(), {{"w", StDtype::F32, {64, 64}, ones}});
+  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
+  tab.openCheckpoint(good);
+  QVERIFY(loaded.wait(30000));
+  QCOMPARE(tab.model()->rowCount(), 1);
+  tab.selectTensor(QStringLiteral("w"));
+  QVERIFY(tab.plots()[0]->plottable(0)->interface1D()->dataCount() > 0);
   QSignalSpy failed(&tab, &CheckpointTab::failed);
   tab.openCheckpoint(path);  // opened on a pool thread
   QVERIFY(failed.wait(30000));
@@ -99,6 +111,14 @@ void CheckpointTabTest::badFilesShowTheirMessage() {
   QCOMPARE(failed.count(), 1);
   QVERIFY(!tab.busy());
   QCOMPARE(tab.model()->rowCount(), 0);
+  for (ExportablePlot* p : tab.plots()) {
+    for (int i = 0; i < p->plottableCount(); ++i) {
+      if (auto* d = p->plottable(i)->interface1D()) QCOMPARE(d->dataCount(), 0);
+    }
+  }
+  QCOMPARE(tab.plots()[2]->plottable(0)->interface1D(), nullptr);  // the block map (2D)
+  auto* map = static_cast<QCPColorMap*>(tab.plots()[2]->plottable(0));
+  QCOMPARE(map->data()->keySize() * map->data()->valueSize(), 0);
 }
 
 void CheckpointTabTest::singleColumnBlockMapsAreDrawn() {

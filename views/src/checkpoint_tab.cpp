@@ -303,6 +303,9 @@ void CheckpointTab::openCheckpoint(const QString& path) {
       [this, path](Analysed a) { finishLoad(path, std::move(a.tensors), a.cancelled); },
       [this, path](const QString& message) {
         showBusy(false);
+        // The file shown before is gone from view: its figures would read as this file's.
+        showTensor(nullptr);
+        model_->setTensors({});
         status_->setText(tr("%1 could not be analysed").arg(path));
         Q_EMIT failed(message);
       });
@@ -357,7 +360,15 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
       recipe_->setCurrentIndex(rec >= 0 ? rec : 0);
     }
   }
-  if (!t) return;
+  if (!t) {
+    // Nothing chosen (no file, or one that could not be read): no figures of another.
+    hist_bars_->data()->clear();
+    hist_->clearItems();
+    chart_bars_->data()->clear();
+    block_map_->data()->clear();
+    for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
+    return;
+  }
   // log2 histogram, with each FP8 format's range as a tensorwise scale places it
   // (its largest exponent at the tensor's amax).
   QVector<double> keys, counts;

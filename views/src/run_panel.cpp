@@ -140,6 +140,7 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   adv_form->addRow(advanced_error_);
   form->addRow(advanced);
   error_->setWordWrap(true);
+  eta_->setWordWrap(true);  // a followed run's line is long: it wraps, the dock keeps its width
   error_->setStyleSheet(QStringLiteral("color: #c62828"));
   auto* buttons = new QHBoxLayout;
   for (QPushButton* b : {start_, pause_, stop_}) buttons->addWidget(b);
