@@ -268,7 +268,7 @@ void one_of(const std::string& key, const std::string& v, std::initializer_list<
 }
 
 void at_least(const std::string& key, double v, double lo) {
-  if (!(v >= lo)) fail(key, "must be >= " + json(lo).dump() + ", not " + json(v).dump());
+  if (!(v >= lo)) fail(key, "must be >= " + limit_text(lo) + ", not " + limit_text(v));
 }
 
 }  // namespace

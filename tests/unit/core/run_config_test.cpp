@@ -161,6 +161,17 @@ TEST(RunConfigLimits, NumbersOutOfRangeNameTheField) {
   }
 }
 
+// Whole-number fields are reported in whole numbers.
+TEST(RunConfigLimits, LowerBoundsOfWholeNumbersReadAsWholeNumbers) {
+  try {
+    parse_run_config(R"({"d_model": 7})");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'d_model': must be >= 8, not 7"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(RunConfigLimits, EveryFieldHasAnUpperBound) {
   for (const char* o : {"window=16777216", "layers=2147483647", "d_model=1048576",
                         "batch=2000000000", "steps=100000000000", "context=1000000",
