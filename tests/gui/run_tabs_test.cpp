@@ -2,6 +2,7 @@
 // the tabs and lands in the database; pause and stop; errors show and the GUI stays
 // usable; the runs list model; opening a stored run fills the same tabs.
 #include <QAbstractItemModelTester>
+#include <QLineEdit>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -147,6 +148,14 @@ void RunTabsTest::presetsAndValidation() {
   QCOMPARE(p->config().heads, 4);  // the bad value is not taken
   QVERIFY(p->setAdvanced(QStringLiteral("dtype"), QStringLiteral("fp16"))
               .contains(QStringLiteral("dtype")));
+  // A box left holding a refused value keeps a run from starting with a value other than
+  // the one shown.
+  auto* heads = p->findChild<QLineEdit*>(QStringLiteral("heads"));
+  QVERIFY(heads);
+  heads->setText(QStringLiteral("nan"));
+  QVERIFY(p->start().contains(QStringLiteral("heads")));
+  QVERIFY(p->validationMessage().contains(QStringLiteral("heads")));
+  QVERIFY(!w.engine()->isRunning());
   GuiOptions o;
   o.preset = QStringLiteral("nope");
   QVERIFY(run_preset(w, o).contains(QStringLiteral("Tiny GPT")));

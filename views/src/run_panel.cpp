@@ -132,6 +132,7 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
         "dtype", "sqnr_interval", "on_nonfinite", "log_interval"}) {
     auto* edit = new QLineEdit(adv_body);
     const QString k = QString::fromLatin1(key);
+    edit->setObjectName(k);
     adv_form->addRow(k, edit);
     advanced_.emplace_back(k, edit);
     connect(edit, &QLineEdit::editingFinished, this,
@@ -306,13 +307,15 @@ void RunPanel::setSteps(int64_t steps) {
   steps_->setValue(static_cast<int>(steps));
 }
 
-void RunPanel::showAdvancedValues() {
+QString RunPanel::advancedValue(const QString& key) const {
   const QJsonObject j =
       QJsonDocument::fromJson(QByteArray::fromStdString(run_config_json(base_))).object();
-  for (auto& [key, edit] : advanced_) {
-    const QJsonValue v = j.value(key);
-    edit->setText(v.isString() ? v.toString() : QString::number(v.toDouble(), 'g', 12));
-  }
+  const QJsonValue v = j.value(key);
+  return v.isString() ? v.toString() : QString::number(v.toDouble(), 'g', 12);
+}
+
+void RunPanel::showAdvancedValues() {
+  for (auto& [key, edit] : advanced_) edit->setText(advancedValue(key));
   advanced_error_->clear();
 }
 
@@ -358,6 +361,15 @@ void RunPanel::setRunning(bool running) {
 }
 
 QString RunPanel::start() {
+  // A "More fields" box whose text was refused, or not taken yet, keeps the run from
+  // starting: it would train with another value than the one shown.
+  for (auto& [key, edit] : advanced_) {
+    if (edit->text() == advancedValue(key)) continue;
+    if (const QString err = setAdvanced(key, edit->text()); !err.isEmpty()) {
+      error_->setText(tr("More fields: %1").arg(err));
+      return error_->text();
+    }
+  }
   // A failure is shown where every failure is (EngineController::failed).
   if (const QString err = engine_->start(config()); !err.isEmpty()) return err;
   setRunning(true);

@@ -49,6 +49,7 @@ class RunPanel : public QWidget {
   void validate();
   void setRunning(bool running);
   void showAdvancedValues();
+  QString advancedValue(const QString& key) const;  // as the box shows base_'s value
   std::vector<std::pair<QString, QLineEdit*>> advanced_;
   QLabel* advanced_error_;
   EngineController* engine_;
