@@ -14,7 +14,7 @@
 #include <mutex>
 #include <thread>
 
-#include "temp_dir.h"
+#include "temp_dir_test.h"
 
 #include "fp8wb/core/run_follower.h"
 #include "fp8wb/core/run_store.h"
@@ -22,19 +22,9 @@
 namespace fp8wb {
 namespace {
 
-class FollowTest : public ::testing::Test {
+class FollowTest : public fp8wb::test::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("fp8wb-follow-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fp8wb::test::remove_tree(dir_.string());
-    std::filesystem::create_directories(dir_);
-    path_ = (dir_ / "runs.sqlite").string();
-  }
-  void TearDown() override { fp8wb::test::remove_tree(dir_.string()); }
-  std::filesystem::path dir_;
-  std::string path_;
+  FollowTest() : TempDirTest("fp8wb-follow") {}
 };
 
 MetricBatch step_batch(int64_t run, int64_t step, bool tensors) {

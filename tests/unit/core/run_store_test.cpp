@@ -16,25 +16,16 @@
 #include <fstream>
 #include <thread>
 
-#include "temp_dir.h"
+#include "temp_dir_test.h"
 
 #include "fp8wb/core/run_store.h"
 
 namespace fp8wb {
 namespace {
 
-class RunStoreTest : public ::testing::Test {
+class RunStoreTest : public fp8wb::test::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("fp8wb-store-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fp8wb::test::remove_tree(dir_.string());
-    path_ = (dir_ / "sub" / "runs.sqlite").string();  // the folder is created on open
-  }
-  void TearDown() override { fp8wb::test::remove_tree(dir_.string()); }
-  std::filesystem::path dir_;
-  std::string path_;
+  RunStoreTest() : TempDirTest("fp8wb-store", "sub/runs.sqlite") {}
 };
 
 MetricBatch step_batch(int64_t run, int64_t step) {
