@@ -199,10 +199,12 @@ void RunViewsTest::axesFollowTheStepsAfterStepZero() {
   QVERIFY(heat->dataRange().upper >= 50);
 }
 
-// Every labelled tick of the log axes says its own value: scales below 0.1 over less than
-// a decade, over several decades, and amaxes below 0.1.
+// Every labelled tick of the log axes says its own value, and below 0.1 in scientific form
+// (drawn as a power of ten), not as a row of zeros: scales below 0.1 over less than a
+// decade, over several decades, flat, and amaxes below 0.1.
 void RunViewsTest::logAxisLabelsAreReadable() {
-  const std::pair<double, double> cases[] = {{0.02, 0.07}, {1e-4, 3e-2}, {0.004, 0.006}};
+  const std::pair<double, double> cases[] = {{0.02, 0.07}, {1e-4, 3e-2}, {0.004, 0.006},
+                                             {0.05, 0.05}, {1e-7, 1e-6}, {0.03, 0.3}};
   for (const auto& [lo, hi] : cases) {
     RunData data;
     RunConfig c;
@@ -238,7 +240,8 @@ void RunViewsTest::logAxisLabelsAreReadable() {
         ++shown;
         bool ok = false;
         const double v = labels[i].toDouble(&ok);
-        QVERIFY2(ok && std::abs(v - ticks[i]) <= 1e-6 * std::abs(ticks[i]),
+        const bool scientific = std::abs(ticks[i]) >= 0.1 || labels[i].contains(QLatin1Char('e'));
+        QVERIFY2(ok && scientific && std::abs(v - ticks[i]) <= 1e-6 * std::abs(ticks[i]),
                  qPrintable(QStringLiteral("%1..%2: tick %3 labelled '%4'")
                                 .arg(lo)
                                 .arg(hi)

@@ -46,9 +46,31 @@ QCPGraph* add_graph(ExportablePlot* p, const QString& name, const QColor& c, boo
   return g;
 }
 
-// A log axis whose labels stay readable: powers of ten below 0.1 and from 10^5 up (the
-// axis draws "1e-03" as 10 to the power -3), and ordinary steps where the range spans
-// less than a decade (where a log axis would have no labelled tick at all).
+// Below 0.1 and from 10^5 up, a tick is labelled in scientific form with the fewest digits
+// that give it back ("1e-03", "3.5e-02"), which the axis draws as a power of ten; "0.0"
+// or "0.000244141" are not read at a glance.
+QString readable_tick_label(double tick, const QLocale& locale, const QString& plain) {
+  const double a = std::abs(tick);
+  if (a == 0 || (a >= 0.1 && a < 1e5)) return plain;
+  for (int digits = 0; digits < 6; ++digits) {
+    const QString s = locale.toString(tick, 'e', digits);
+    if (std::abs(locale.toDouble(s) - tick) <= 1e-9 * a) return s;
+  }
+  return locale.toString(tick, 'e', 6);
+}
+
+// Evenly spaced ticks, labelled as above.
+class ReadableTicker : public QCPAxisTicker {
+ protected:
+  QString getTickLabel(double tick, const QLocale& locale, QChar formatChar,
+                       int precision) override {
+    return readable_tick_label(
+        tick, locale, QCPAxisTicker::getTickLabel(tick, locale, formatChar, precision));
+  }
+};
+
+// A log axis labelled as above, with evenly spaced ticks where the range spans less than a
+// decade (where a log axis would have one labelled tick or none).
 class ReadableLogTicker : public QCPAxisTickerLog {
  public:
   void generate(const QCPRange& range, const QLocale& locale, QChar formatChar, int precision,
@@ -64,14 +86,12 @@ class ReadableLogTicker : public QCPAxisTickerLog {
  protected:
   QString getTickLabel(double tick, const QLocale& locale, QChar formatChar,
                        int precision) override {
-    const double a = std::abs(tick);
-    if (a == 0 || (a >= 0.1 && a < 1e5))
-      return QCPAxisTickerLog::getTickLabel(tick, locale, formatChar, precision);
-    return locale.toString(tick, 'e', 0);
+    return readable_tick_label(
+        tick, locale, QCPAxisTickerLog::getTickLabel(tick, locale, formatChar, precision));
   }
 
  private:
-  QCPAxisTicker linear_;
+  ReadableTicker linear_;
 };
 
 void use_log_axis(QCPAxis* a) {
