@@ -338,7 +338,7 @@ void MainWindow::fillExportMenu() {
         if (!failed) showNotice(said);
       });
   csv->setObjectName(QStringLiteral("export-run-csv"));
-  csv->setShortcut(QKeySequence::SaveAs);
+  csv->setShortcut(QKeySequence(tr("Ctrl+Shift+S")));
 }
 
 QStringList MainWindow::tabNames() const {

@@ -471,9 +471,15 @@ void ScalingTab::selectInTree() {
 void ScalingTab::rebuild() {
   rebuildTree();
   if (layer_.isEmpty() && !data_->tensors().empty()) {
-    const TensorSeries& t = data_->tensors().front();
-    layer_ = qs(t.layer);
-    role_ = t.role;
+    // The tree's first tensor: the first layer's first role.
+    const std::string layer = data_->layers().front();
+    layer_ = qs(layer);
+    for (const RoleEntry& r : kRoles) {
+      if (data_->tensor(layer, r.value)) {
+        role_ = r.value;
+        break;
+      }
+    }
     selectInTree();
   }
   drawSelected();
