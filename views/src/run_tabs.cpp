@@ -64,8 +64,8 @@ class ReadableTicker : public QCPAxisTicker {
  protected:
   QString getTickLabel(double tick, const QLocale& locale, QChar formatChar,
                        int precision) override {
-    return readable_tick_label(
-        tick, locale, QCPAxisTicker::getTickLabel(tick, locale, formatChar, precision));
+    return readable_tick_label(tick, locale,
+                               QCPAxisTicker::getTickLabel(tick, locale, formatChar, precision));
   }
 };
 
@@ -86,8 +86,8 @@ class ReadableLogTicker : public QCPAxisTickerLog {
  protected:
   QString getTickLabel(double tick, const QLocale& locale, QChar formatChar,
                        int precision) override {
-    return readable_tick_label(
-        tick, locale, QCPAxisTickerLog::getTickLabel(tick, locale, formatChar, precision));
+    return readable_tick_label(tick, locale,
+                               QCPAxisTickerLog::getTickLabel(tick, locale, formatChar, precision));
   }
 
  private:
