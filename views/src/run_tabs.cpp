@@ -128,7 +128,7 @@ void fit_axes(QCustomPlot* p, bool include_step0) {
     r = QCPRange(r.lower / 1.2, r.upper * 1.2);  // a flat line stays inside the frame
   } else {
     const double pad = r.size() > 0 ? r.size() * 0.05 : std::max(std::abs(r.upper) * 0.1, 0.5);
-    r = QCPRange(r.lower - pad, r.upper + pad);
+    r = QCPRange(r.lower >= 0 ? 0 : r.lower - pad, r.upper + pad);  // percentages from 0
   }
   y->setRange(r);
 }
