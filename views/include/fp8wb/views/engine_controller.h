@@ -38,6 +38,9 @@ class EngineController : public QObject {
   QString databasePath() const { return db_path_; }
   // The open store (opened on demand); throws StoreError naming the problem.
   RunStore& store();
+  // Opens another database now (not while a run trains) and shows no run; true where it
+  // opened. One that cannot be opened keeps the database before, and failed() says why.
+  bool openDatabase(const QString& path);
 
   bool isRunning() const;
   bool isPaused() const { return paused_; }
@@ -79,6 +82,7 @@ class EngineController : public QObject {
 
  private:
   void drain();
+  void adoptStore(std::unique_ptr<RunStore> s, const std::string& why_read_only);
   // failed(message), and message back (for the callers that return it).
   QString fail(const QString& message);
   QString db_path_;
