@@ -31,7 +31,8 @@ class RunPanelTest : public QObject {
   void outOfRangeIsRefusedNotRewritten();
   void wheelChangesOnlyTheFocusedField();
   void statisticsIntervalZeroSaysNever();
-  void moreFieldsReadAsWordsAndButtonsStayInView();
+  void moreFieldsReadAsWords();
+  void buttonsStayInView();
   void timeLeftInHoursMinutesSeconds();
   void pausedReadsPausedEverywhere();
 
@@ -52,8 +53,16 @@ W* child(QWidget* parent, const char* name) {
 void type_into(QWidget* field, const QString& text) {
   QTest::mouseClick(field, Qt::LeftButton);
   field->setFocus();
+  QTRY_VERIFY(field->hasFocus());
   QTest::keyClick(field, Qt::Key_A, Qt::ControlModifier);
   QTest::keyClicks(field, text);
+}
+
+// Leaves a field, as Tab or a click elsewhere does (the box then shows what it holds).
+void leave(QWidget* field) {
+  QTest::keyClick(field, Qt::Key_Tab);
+  field->clearFocus();
+  QTRY_VERIFY(!field->hasFocus());
 }
 
 // The label a form shows beside a field.
@@ -76,6 +85,7 @@ bool wait_finished(EngineController* e) {
 void RunPanelTest::invalidMoreFieldBlocksStart() {
   MainWindow w(false);
   w.show();
+  QVERIFY(QTest::qWaitForWindowActive(&w));
   RunPanel* p = w.runPanel();
   auto* start = child<QPushButton>(p, "start");
   auto* message = child<QLabel>(p, "run-message");
@@ -85,7 +95,7 @@ void RunPanelTest::invalidMoreFieldBlocksStart() {
   more->setChecked(true);
   QVERIFY(start->isEnabled());
   type_into(heads, QStringLiteral("-5x"));
-  QTest::keyClick(heads, Qt::Key_Tab);
+  leave(heads);
   QVERIFY(!start->isEnabled());
   // The message is beside Start (not inside the scrolled form) and names the field by
   // the label the form shows.
@@ -116,6 +126,7 @@ void RunPanelTest::invalidMoreFieldBlocksStart() {
 void RunPanelTest::invalidMainFieldBlocksStart() {
   MainWindow w(false);
   w.show();
+  QVERIFY(QTest::qWaitForWindowActive(&w));
   RunPanel* p = w.runPanel();
   auto* start = child<QPushButton>(p, "start");
   auto* message = child<QLabel>(p, "run-message");
@@ -123,7 +134,7 @@ void RunPanelTest::invalidMainFieldBlocksStart() {
   QVERIFY(start && message && steps);
   const int64_t before = p->config().steps;
   type_into(steps, QStringLiteral("-99999999999"));
-  QTest::keyClick(steps, Qt::Key_Tab);
+  leave(steps);
   QVERIFY(!start->isEnabled());
   QVERIFY2(message->text().contains(label_of(steps)), qPrintable(message->text()));
   QVERIFY(steps->property("invalid").toBool());
@@ -131,7 +142,7 @@ void RunPanelTest::invalidMainFieldBlocksStart() {
   QVERIFY(!p->start().isEmpty());
   QVERIFY(!w.engine()->isRunning());
   type_into(steps, QStringLiteral("120"));
-  QTest::keyClick(steps, Qt::Key_Tab);
+  leave(steps);
   QVERIFY(start->isEnabled());
   QVERIFY(message->text().isEmpty());
   QVERIFY(!steps->property("invalid").toBool());
@@ -141,6 +152,7 @@ void RunPanelTest::invalidMainFieldBlocksStart() {
 void RunPanelTest::outOfRangeIsRefusedNotRewritten() {
   MainWindow w(false);
   w.show();
+  QVERIFY(QTest::qWaitForWindowActive(&w));
   RunPanel* p = w.runPanel();
   auto* start = child<QPushButton>(p, "start");
   auto* message = child<QLabel>(p, "run-message");
@@ -162,7 +174,7 @@ void RunPanelTest::outOfRangeIsRefusedNotRewritten() {
   };
   for (const Case& c : cases) {
     type_into(c.box, c.typed);
-    QTest::keyClick(c.box, Qt::Key_Tab);
+    leave(c.box);
     // What was typed stays as typed: neither clamped nor cut nor dropped.
     QCOMPARE(c.box->text(), c.typed);
     QVERIFY(!start->isEnabled());
@@ -172,7 +184,7 @@ void RunPanelTest::outOfRangeIsRefusedNotRewritten() {
     QVERIFY(p->start().contains(label_of(c.box)));
     // Back to a valid value: nothing else changed.
     type_into(c.box, c.box == lr ? QStringLiteral("0.003") : QStringLiteral("16"));
-    QTest::keyClick(c.box, Qt::Key_Tab);
+    leave(c.box);
     QVERIFY2(start->isEnabled(), qPrintable(message->text()));
   }
   QCOMPARE(p->config().steps, int64_t{16});
@@ -219,23 +231,39 @@ void RunPanelTest::statisticsIntervalZeroSaysNever() {
   // 0 is the core's "never" (run_config.h: steps between full statistics, 0: never).
   MainWindow w(false);
   w.show();
+  QVERIFY(QTest::qWaitForWindowActive(&w));
   RunPanel* p = w.runPanel();
   auto* stats = child<QSpinBox>(p, "stats_interval");
   auto* start = child<QPushButton>(p, "start");
   QVERIFY(stats && start);
   type_into(stats, QStringLiteral("0"));
-  QTest::keyClick(stats, Qt::Key_Tab);
+  leave(stats);
   QCOMPARE(p->config().stats_interval, 0);
   QVERIFY(start->isEnabled());
   QVERIFY2(stats->text().contains(QStringLiteral("never")), qPrintable(stats->text()));
   QVERIFY(stats->toolTip().contains(QStringLiteral("never")));
   // "never" typed back reads as 0 too.
   type_into(stats, QStringLiteral("25"));
-  QTest::keyClick(stats, Qt::Key_Tab);
+  leave(stats);
   QCOMPARE(p->config().stats_interval, 25);
 }
 
-void RunPanelTest::moreFieldsReadAsWordsAndButtonsStayInView() {
+void RunPanelTest::moreFieldsReadAsWords() {
+  MainWindow w(false);
+  RunPanel* p = w.runPanel();
+  auto* more = child<QGroupBox>(p, "more-fields");
+  QVERIFY(more);
+  const auto edits = more->findChildren<QLineEdit*>();
+  QVERIFY(edits.size() >= 10);
+  for (QLineEdit* e : edits) {
+    const QString label = label_of(e);
+    QVERIFY2(!label.isEmpty() && !label.contains(QLatin1Char('_')) && label != e->objectName(),
+             qPrintable(e->objectName() + QStringLiteral(": ") + label));
+    QVERIFY2(e->toolTip().contains(e->objectName()), qPrintable(e->objectName()));
+  }
+}
+
+void RunPanelTest::buttonsStayInView() {
   MainWindow w(false);
   w.resize(1200, 480);
   w.show();
@@ -244,15 +272,6 @@ void RunPanelTest::moreFieldsReadAsWordsAndButtonsStayInView() {
   auto* more = child<QGroupBox>(p, "more-fields");
   QVERIFY(more);
   more->setChecked(true);
-  const auto edits = more->findChildren<QLineEdit*>();
-  QVERIFY(edits.size() >= 10);
-  for (QLineEdit* e : edits) {
-    const QString label = label_of(e);
-    QVERIFY2(!label.isEmpty() && !label.contains(QLatin1Char('_')) &&
-                 label != e->objectName(),
-             qPrintable(e->objectName() + QStringLiteral(": ") + label));
-    QVERIFY2(e->toolTip().contains(e->objectName()), qPrintable(e->objectName()));
-  }
   QCoreApplication::processEvents();
   // Start / Pause / Stop whole in the window, however tall the form is.
   for (const char* name : {"start", "pause", "stop"}) {
@@ -269,10 +288,9 @@ void RunPanelTest::timeLeftInHoursMinutesSeconds() {
   MainWindow w(false);
   RunPanel* p = w.runPanel();
   const std::pair<double, QString> cases[] = {
-      {200, QStringLiteral("about 3 min 20 s left")},
-      {42, QStringLiteral("about 42 s left")},
-      {3725, QStringLiteral("about 1 h 2 min left")},
-      {60, QStringLiteral("about 1 min left")},
+      {200, QStringLiteral("about 3 min 20 s left")}, {42, QStringLiteral("about 42 s left")},
+      {3725, QStringLiteral("about 1 h 2 min left")}, {60, QStringLiteral("about 1 min left")},
+      {1510, QStringLiteral("about 25 min left")},
   };
   for (const auto& [seconds, text] : cases) {
     Q_EMIT w.engine()->progress(10, 100, seconds);
