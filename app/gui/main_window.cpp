@@ -10,8 +10,6 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
-#include <QScrollArea>
-#include <QScrollBar>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -67,13 +65,8 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   // The run panel: presets, the config form, Start / Pause / Stop.
   auto* dock = new QDockWidget(tr("Run"), this);
   dock->setObjectName(QStringLiteral("run-panel"));
-  auto* scroll = new QScrollArea(dock);
-  scroll->setWidget(panel_);
-  scroll->setWidgetResizable(true);
-  dock->setWidget(scroll);
-  // The form stays whole (fields, Start / Pause / Stop) however the tabs ask for room.
-  scroll->setMinimumWidth(fontMetrics().averageCharWidth() * 36 +
-                          scroll->verticalScrollBar()->sizeHint().width());
+  // The panel scrolls its form and keeps Start / Pause / Stop in view at any height.
+  dock->setWidget(panel_);
   dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
   addDockWidget(Qt::LeftDockWidgetArea, dock);
 

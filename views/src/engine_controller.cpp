@@ -257,6 +257,7 @@ QString EngineController::start(const RunConfig& config) {
     steps_total_ = c.steps;
     started_at_ = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
     paused_ = false;
+    paused_seconds_ = 0;
     trainer_->start();
     timer_.start();
     Q_EMIT started(id);
@@ -270,6 +271,7 @@ QString EngineController::start(const RunConfig& config) {
 void EngineController::pause() {
   if (!isRunning()) return;
   trainer_->pause();
+  if (!paused_) paused_at_ = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
   paused_ = true;
   data_.setStatus(RunStatus::Paused, "");
   Q_EMIT pausedChanged(true);
@@ -281,6 +283,7 @@ void EngineController::resume() {
   trainer_->resume();
   if (!paused_) return;
   paused_ = false;
+  paused_seconds_ += static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0 - paused_at_;
   data_.setStatus(RunStatus::Running, "");
   Q_EMIT pausedChanged(false);
   Q_EMIT dataChanged();
@@ -318,8 +321,9 @@ void EngineController::drain() {
   if (!batches.empty()) {
     if (!data_.steps().empty()) {
       const int64_t done = data_.steps().back().step + 1;
-      const double elapsed =
-          static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0 - started_at_;
+      // Time spent training: the pauses do not count (nor does the time since a pause).
+      const double now = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
+      const double elapsed = (paused_ ? paused_at_ : now) - started_at_ - paused_seconds_;
       const double eta =
           done > 0 && started_at_ >= 0
               ? elapsed * static_cast<double>(steps_total_ - done) / static_cast<double>(done)

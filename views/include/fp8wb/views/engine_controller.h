@@ -94,6 +94,8 @@ class EngineController : public QObject {
   RunData data_;
   int64_t steps_total_ = 0;
   double started_at_ = 0;
+  double paused_at_ = 0;       // when the current pause began
+  double paused_seconds_ = 0;  // the pauses before it, which the time left leaves out
   bool paused_ = false;
   bool store_locked_ = false;     // the store is read-only because the file was locked
   BackgroundJob open_job_{this};  // last: it waits for its read before the rest goes
