@@ -171,7 +171,7 @@ TEST_F(FinalLoss, OneFigureForTheSweepTheCliAndTheRun) {
 }
 
 // A run stored at every step averages exactly its last tenth; no loss, no figure.
-TEST(FinalLossDefinition, WindowAndDivergedRuns) {
+TEST(FinalLossDefinition, TheLastTenthOfTheStepsAndNoLossNoFigure) {
   std::vector<fp8wb::SeriesPoint> loss, ref;
   for (int64_t s = 0; s < 150; ++s) {
     loss.push_back({s, static_cast<double>(s)});
