@@ -17,6 +17,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "fp8wb/core/final_loss.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/loss_curves.h"
@@ -159,8 +160,7 @@ RunList read_run_list(const std::string& path) {
   const auto s = RunStore::open_read_only(path);
   l.runs = s->runs();
   for (const RunInfo& r : l.runs) {
-    const auto v = s->series(r.id, "loss");
-    l.final_loss.push_back(v.empty() ? NAN : v.back().value);
+    l.final_loss.push_back(final_loss(*s, r).loss);
   }
   return l;
 }
