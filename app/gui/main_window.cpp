@@ -7,17 +7,20 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTimer>
 
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/views/checkpoint_tab.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/formats_tab.h"
+#include "fp8wb/views/presentation_mode.h"
 #include "fp8wb/views/run_panel.h"
 #include "fp8wb/views/run_tabs.h"
 #include "fp8wb/views/runs_tab.h"
@@ -38,9 +41,8 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
       checkpoint_(new CheckpointTab(this)),
       sweeps_(new SweepsTab(engine_, this)),
       run_status_(new QLabel(this)),
-      remember_layout_(remember_layout),
-      base_point_size_(QApplication::font().pointSize() > 0 ? QApplication::font().pointSize()
-                                                            : 10) {
+      presentation_(new PresentationMode(this)),
+      remember_layout_(remember_layout) {
   setWindowTitle(tr("FP8 Workbench"));
   tabs_->setDocumentMode(true);
   tabs_->addTab(overview_, tr("Overview"));
@@ -62,15 +64,18 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   statusBar()->addPermanentWidget(run_status_);
 
   // The run panel: presets, the config form, Start / Pause / Stop.
-  auto* dock = new QDockWidget(tr("Run"), this);
+  auto* dock = run_dock_ = new QDockWidget(tr("Run"), this);
   dock->setObjectName(QStringLiteral("run-panel"));
-  auto* scroll = new QScrollArea(dock);
+  auto* scroll = run_scroll_ = new QScrollArea(dock);
   scroll->setWidget(panel_);
   scroll->setWidgetResizable(true);
   dock->setWidget(scroll);
-  // The form stays whole (fields, Start / Pause / Stop) however the tabs ask for room.
-  scroll->setMinimumWidth(fontMetrics().averageCharWidth() * 36 +
-                          scroll->verticalScrollBar()->sizeHint().width());
+  // The form stays whole (fields, Start / Pause / Stop) however the tabs ask for room, at
+  // any font size (eventFilter).
+  scroll->installEventFilter(this);
+  panel_->installEventFilter(this);
+  QEvent font_change(QEvent::FontChange);
+  eventFilter(scroll, &font_change);
   dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
   addDockWidget(Qt::LeftDockWidgetArea, dock);
 
@@ -80,6 +85,7 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
     run_status_->setText(tr("run %1 training").arg(id));
     if (tabs_->currentWidget() == formats_ || tabs_->currentWidget() == runs_)
       tabs_->setCurrentWidget(overview_);
+    showRunPanelForPresentation();
   });
   connect(engine_, &EngineController::finished, this,
           [this](RunStatus status, const QString& message) {
@@ -87,6 +93,7 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
             run_status_->setText(message.isEmpty() ? tr("run %1").arg(name)
                                                    : tr("run %1: %2").arg(name, message));
             refreshRunTabs(true);
+            showRunPanelForPresentation();
           });
   // Failures and notices, from wherever they come, go to one place.
   connect(engine_, &EngineController::failed, this, &MainWindow::showFailure);
@@ -109,6 +116,7 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
     if (engine_->data().hasConfig()) panel_->setConfig(engine_->data().config());
     tabs_->setCurrentWidget(overview_);
     refreshRunTabs(true);
+    showRunPanelForPresentation();
   });
   connect(engine_, &EngineController::pausedChanged, this, [this](bool paused) {
     const qint64 id = engine_->data().runId();
@@ -118,6 +126,7 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   buildMenus();
 
   resize(1400, 900);
+  PresentationMode::fitToScreen(this);
   if (remember_layout_) {
     QSettings s;
     restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
@@ -136,6 +145,14 @@ void MainWindow::buildMenus() {
   presentation_action_->setCheckable(true);
   presentation_action_->setShortcut(QKeySequence(Qt::Key_F11));
   connect(presentation_action_, &QAction::toggled, this, &MainWindow::setPresentationMode);
+  // Esc leaves presentation mode (only then: elsewhere it is the widgets').
+  leave_presentation_action_ = new QAction(tr("Leave presentation mode"), this);
+  leave_presentation_action_->setShortcut(QKeySequence(Qt::Key_Escape));
+  leave_presentation_action_->setEnabled(false);
+  connect(leave_presentation_action_, &QAction::triggered, this,
+          [this] { setPresentationMode(false); });
+  addAction(leave_presentation_action_);
+  view->addAction(run_dock_->toggleViewAction());
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About"), this, [this] {
     QMessageBox::about(this, tr("About FP8 Workbench"),
@@ -166,17 +183,38 @@ QString MainWindow::currentTabName() const {
 }
 
 void MainWindow::setPresentationMode(bool on) {
-  presentation_ = on;
   if (presentation_action_ && presentation_action_->isChecked() != on)
-    presentation_action_->setChecked(on);
-  QFont f = font();
-  f.setPointSize(on ? base_point_size_ * 8 / 5 : base_point_size_);
-  setFont(f);
-  formats_->setPresentationMode(on);
-  for (RunTabBase* t : std::initializer_list<RunTabBase*>{overview_, scaling_, quantization_})
-    t->setPresentationMode(on);
-  for (ExportablePlot* p : checkpoint_->plots()) p->setPresentationMode(on);
-  for (ExportablePlot* p : sweeps_->plots()) p->setPresentationMode(on);
+    presentation_action_->setChecked(on);  // toggled() comes back here
+  if (on == presentation_->isActive()) return;
+  presentation_->setActive(on);
+  leave_presentation_action_->setEnabled(on);
+  showRunPanelForPresentation();
+}
+
+bool MainWindow::presentationMode() const {
+  return presentation_->isActive();
+}
+
+void MainWindow::showRunPanelForPresentation() {
+  if (!presentation_->isActive()) return;
+  const bool training = engine_->isRunning() || engine_->isFollowing();
+  presentation_->showDock(run_dock_, training);
+  if (!training) return;
+  // Pause and Stop in view, below a form that is taller than the screen at this size.
+  QTimer::singleShot(0, this, [this] {
+    for (QPushButton* b : panel_->findChildren<QPushButton*>()) run_scroll_->ensureWidgetVisible(b);
+  });
+}
+
+bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
+  if ((watched == run_scroll_ && event->type() == QEvent::FontChange) ||
+      (watched == panel_ && event->type() == QEvent::LayoutRequest)) {
+    // While presenting, the fields are whole however wide the larger font makes them.
+    int width = run_scroll_->fontMetrics().averageCharWidth() * 36;
+    if (presentation_->isActive()) width = std::max(width, panel_->minimumSizeHint().width());
+    run_scroll_->setMinimumWidth(width + run_scroll_->verticalScrollBar()->sizeHint().width());
+  }
+  return QMainWindow::eventFilter(watched, event);
 }
 
 void MainWindow::refreshRunTabs(bool force) {
@@ -219,7 +257,7 @@ void MainWindow::closeEvent(QCloseEvent* e) {
     QSettings s;
     s.setValue(QStringLiteral("window/geometry"), saveGeometry());
     s.setValue(QStringLiteral("window/tab"), currentTabName());
-    s.setValue(QStringLiteral("window/presentation"), presentation_);
+    s.setValue(QStringLiteral("window/presentation"), presentationMode());
     s.setValue(QStringLiteral("window/state"), saveState());
     s.setValue(QStringLiteral("run/preset"), panel_->presetName());
   }

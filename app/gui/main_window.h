@@ -10,6 +10,8 @@ class QTabWidget;
 class QAction;
 class QLabel;
 class QMessageBox;
+class QDockWidget;
+class QScrollArea;
 
 namespace fp8wb {
 
@@ -23,6 +25,7 @@ class RunPanel;
 class RunTabBase;
 class CheckpointTab;
 class SweepsTab;
+class PresentationMode;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -35,8 +38,10 @@ class MainWindow : public QMainWindow {
   // Selects a tab by name, case-insensitively; false if there is none.
   bool selectTab(const QString& name);
   QString currentTabName() const;
+  // Large fonts and plots for a projector, the run panel only while a run trains, the
+  // window within its screen (PresentationMode); F11 toggles it, Esc leaves it.
   void setPresentationMode(bool on);
-  bool presentationMode() const { return presentation_; }
+  bool presentationMode() const;
   FormatsTab* formatsTab() const { return formats_; }
   EngineController* engine() const { return engine_; }
   RunPanel* runPanel() const { return panel_; }
@@ -58,9 +63,12 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* e) override;
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
   void buildMenus();
+  // While presenting: the run panel shows while a run trains, its buttons in view.
+  void showRunPanelForPresentation();
   QTabWidget* tabs_;
   FormatsTab* formats_;
   EngineController* engine_;
@@ -76,9 +84,11 @@ class MainWindow : public QMainWindow {
   QStringList failures_;  // the latest failures
   QMessageBox* failure_box_ = nullptr;
   QAction* presentation_action_ = nullptr;
-  bool presentation_ = false;
+  QAction* leave_presentation_action_ = nullptr;
+  PresentationMode* presentation_;
+  QDockWidget* run_dock_ = nullptr;
+  QScrollArea* run_scroll_ = nullptr;
   bool remember_layout_;
-  int base_point_size_;
 };
 
 }  // namespace fp8wb

@@ -111,15 +111,9 @@ void ExportablePlot::mouseMoveEvent(QMouseEvent* event) {
   }
 }
 
-void ExportablePlot::setPresentationMode(bool on) {
-  presentation_ = on;
-  applyFonts();
-  replot(QCustomPlot::rpQueuedReplot);
-}
-
 void ExportablePlot::applyFonts() {
   QFont f = font();
-  f.setPointSize(basePointSize(presentation_));
+  f.setPointSizeF(basePointSize(false));
   QFont label = f;
   label.setBold(true);
   for (QCPAxisRect* rect : axisRects()) {

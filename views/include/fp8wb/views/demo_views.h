@@ -29,7 +29,6 @@ class GradientDemoView : public QWidget {
   const GradientDemoResult& result() const { return result_; }
   ExportablePlot* histogramPlot() const { return hist_; }
   QString summaryText() const;
-  void setPresentationMode(bool on);
 
  private:
   void rerun();
@@ -52,7 +51,6 @@ class OutlierDemoView : public QWidget {
   ExportablePlot* errorPlot() const { return curve_; }
   ExportablePlot* mapPlot() const { return maps_; }
   QString summaryText() const;
-  void setPresentationMode(bool on);
 
  private:
   void rerun();

@@ -39,7 +39,6 @@ class FormatsTab : public QWidget {
   void setOverflow(Overflow o);
   void setShowAllFormats(bool all);
   void setTableFormat(Format f);
-  void setPresentationMode(bool on);
 
   // The cards shown now, in order; nullptr for a format not shown.
   std::vector<FormatCard*> cards() const { return cards_; }
@@ -63,6 +62,9 @@ class FormatsTab : public QWidget {
  Q_SIGNALS:
   void valueChanged(double value);
 
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
  private:
   void rebuildCards();
   void refresh();
@@ -75,6 +77,7 @@ class FormatsTab : public QWidget {
   QCheckBox* all_formats_;
   QLabel* error_;
   QHBoxLayout* cards_layout_;
+  QWidget* cards_host_ = nullptr;
   QScrollArea* cards_scroll_ = nullptr;
   std::vector<FormatCard*> cards_;
   NumberLinePlot* number_line_;
@@ -86,7 +89,6 @@ class FormatsTab : public QWidget {
   GradientDemoView* gradient_demo_ = nullptr;
   OutlierDemoView* outlier_demo_ = nullptr;
   std::optional<double> value_;
-  bool presentation_ = false;
 };
 
 }  // namespace fp8wb
