@@ -45,7 +45,7 @@ struct Look {
   double bit_box = 0, tab = 0, table = 0, label = 0;
   double axis_label = 0, tick_label = 0, legend = 0, legend_item = 0;
   double graph_pen = 0;
-  QRect geometry, central;
+  QRect geometry, central, ulp_plot;
   int dock_width = 0;
   bool dock_visible = false;
 };
@@ -70,6 +70,7 @@ Look look_of(MainWindow& w) {
   l.graph_pen = ulp->graph(0)->pen().widthF();
   l.geometry = w.geometry();
   l.central = w.centralWidget()->geometry();
+  l.ulp_plot = QRect(ulp->mapTo(&w, QPoint(0, 0)), ulp->size());
   auto* dock = w.findChild<QDockWidget*>(QStringLiteral("run-panel"));
   l.dock_visible = dock->isVisible();
   l.dock_width = dock->width();
@@ -222,10 +223,11 @@ void PresentationTest::f11EnlargesFitsAndRestores() {
   w.formatsTab()->setValueText(QStringLiteral("-448"));
   settle();
   QVERIFY(std::abs(size_of(first_bit_box(w)->font()) - before.bit_box * kFactor) < 0.6);
+  w.formatsTab()->setValueText(QStringLiteral("0.1"));  // the content before
+  settle();
 
   QTest::keyClick(&w, Qt::Key_F11);
   QVERIFY(!w.presentationMode());
-  w.formatsTab()->setValueText(QStringLiteral("0.1"));
   settle();
   const Look off = look_of(w);
   QCOMPARE(off.bit_box, before.bit_box);
@@ -240,6 +242,7 @@ void PresentationTest::f11EnlargesFitsAndRestores() {
   QCOMPARE(off.geometry, before.geometry);
   QCOMPARE(off.central, before.central);
   QCOMPARE(off.dock_width, before.dock_width);
+  QCOMPARE(off.ulp_plot, before.ulp_plot);
   QVERIFY(off.dock_visible);
 }
 
@@ -258,6 +261,7 @@ void PresentationTest::escapeLeaves() {
   QCOMPARE(off.geometry, before.geometry);
   QCOMPARE(off.central, before.central);
   QCOMPARE(off.dock_width, before.dock_width);
+  QCOMPARE(off.ulp_plot, before.ulp_plot);
   QVERIFY(off.dock_visible);
 }
 

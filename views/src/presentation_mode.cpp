@@ -11,6 +11,7 @@
 #include <QScreen>
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QSplitter>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTimer>
@@ -123,6 +124,10 @@ void PresentationMode::enter() {
   // Each widget's font before anything changes: a parent's change reaches its children.
   std::unordered_map<QWidget*, std::pair<QFont, bool>> before;
   for (QWidget* w : widgets) before[w] = {w->font(), w->testAttribute(Qt::WA_SetFont)};
+  for (QWidget* w : widgets) {
+    if (auto* splitter = qobject_cast<QSplitter*>(w))
+      splitters_.emplace_back(splitter, splitter->sizes());
+  }
   window_font_ = window_->font();
   window_font_set_ = window_->testAttribute(Qt::WA_SetFont);
   active_ = true;
@@ -171,7 +176,11 @@ void PresentationMode::adoptWidget(QWidget* w, bool new_widget) {
   if (qobject_cast<QAbstractItemView*>(w)) adoptItemView(w);
   if (auto* hook = dynamic_cast<PresentationHook*>(w)) hook->presentationScaleChanged(factor_);
   if (new_widget) {
-    if (auto* plot = qobject_cast<QCustomPlot*>(w)) adoptPlot(plot, true);
+    if (auto* plot = qobject_cast<QCustomPlot*>(w)) {
+      adoptPlot(plot, true);
+    } else if (!w->testAttribute(Qt::WA_SetFont)) {
+      new_widgets_.emplace_back(w);
+    }
   }
 }
 
@@ -300,6 +309,10 @@ void PresentationMode::leave() {
   }
   fonts_.clear();
   window_->setFont(window_font_set_ ? window_font_ : QFont());
+  for (const QPointer<QWidget>& w : new_widgets_) {
+    if (w && !w->testAttribute(Qt::WA_SetFont)) w->setFont(QFont());
+  }
+  new_widgets_.clear();
   for (QWidget* w : window_->findChildren<QWidget*>()) {
     if (!w->property(kAdopted).isValid()) continue;
     w->setProperty(kAdopted, QVariant());
@@ -338,9 +351,14 @@ void PresentationMode::leave() {
   window_->setWindowState(window_state_);
   if (!(window_state_ & (Qt::WindowMaximized | Qt::WindowFullScreen)))
     window_->setGeometry(geometry_);
-  // The docks' sizes once the layouts have taken the fonts back.
-  QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
+  // The docks' and splitters' sizes once the layouts have taken the fonts back (a layout
+  // that changes a minimum size asks its parent's again).
+  for (int i = 0; i < 4; ++i) QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
   window_->restoreState(state_);
+  for (const auto& [splitter, sizes] : splitters_) {
+    if (splitter) splitter->setSizes(sizes);
+  }
+  splitters_.clear();
 }
 
 void PresentationMode::showDock(QWidget* dock, bool shown) {

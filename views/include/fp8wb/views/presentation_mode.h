@@ -7,8 +7,9 @@
 // the same factor, also for what a plot adds later (checked before each replot), item
 // views' columns fit their contents, docks and tool bars are hidden, and the window stays
 // within its screen's available area: the central widget scrolls where the current tab
-// needs more room than the screen has (tabs not shown do not count). Leaving restores each of these
-// as it was before: fonts, pens, column widths, docks, tool bars and the window's geometry.
+// needs more room than the screen has (tabs not shown do not count). Leaving restores
+// each of these as it was before: fonts, pens, column widths, splitters, docks, tool bars
+// and the window's geometry.
 #pragma once
 
 #include <QByteArray>
@@ -26,6 +27,7 @@ class QCustomPlot;
 class QHeaderView;
 class QScrollArea;
 class QTabWidget;
+class QSplitter;
 
 namespace fp8wb {
 
@@ -101,6 +103,10 @@ class PresentationMode : public QObject {
   bool window_font_set_ = false;
   std::vector<SavedFont> fonts_;  // widgets given a scaled font of their own
   std::vector<SavedHeader> headers_;
+  // Widgets made while presenting with no font of their own: those with a style sheet keep
+  // the font they were made with, unless told to take their parent's again.
+  std::vector<QPointer<QWidget>> new_widgets_;
+  std::vector<std::pair<QPointer<QSplitter>, QList<int>>> splitters_;
   std::vector<std::pair<QPointer<QWidget>, bool>> bars_;  // docks and tool bars, visible
   std::vector<QPointer<QCustomPlot>> plots_;
   std::vector<QMetaObject::Connection> plot_connections_;
