@@ -5,13 +5,14 @@
 
 #include <QMainWindow>
 #include <QStringList>
+#include <functional>
 
 class QTabWidget;
 class QAction;
 class QLabel;
+class QMenu;
 class QMessageBox;
 class QDockWidget;
-class QScrollArea;
 
 namespace fp8wb {
 
@@ -61,14 +62,31 @@ class MainWindow : public QMainWindow {
   QStringList failures() const { return failures_; }
   QStringList notices() const { return notices_; }
 
+  // The File menu's file dialogs: (parent, caption, folder, filter) -> the chosen path,
+  // empty when cancelled. QFileDialog's own by default.
+  using FileDialog =
+      std::function<QString(QWidget*, const QString&, const QString&, const QString&)>;
+  void setFileDialogs(FileDialog open, FileDialog save);
+  // File > Open checkpoint: the Checkpoint tab opens and analyses the file.
+  void openCheckpointFile(const QString& path);
+  // File > Open database: the runs of another database (kept where it cannot be opened:
+  // the failure says why); true where it opened.
+  bool openDatabaseFile(const QString& path);
+  // Says at once (showFailure) where the database the window uses cannot be opened: a
+  // folder, a damaged file. One that does not exist yet is created by the first run.
+  void checkDatabase();
+  QStringList recentDatabases() const;
+
  protected:
   void closeEvent(QCloseEvent* e) override;
-  bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
   void buildMenus();
-  // While presenting: the run panel shows while a run trains, its buttons in view.
+  // While presenting: the run panel shows only while a run trains.
   void showRunPanelForPresentation();
+  void fillRecentMenu();
+  void fillExportMenu();
+  void rememberDatabase(const QString& path);
   QTabWidget* tabs_;
   FormatsTab* formats_;
   EngineController* engine_;
@@ -87,7 +105,9 @@ class MainWindow : public QMainWindow {
   QAction* leave_presentation_action_ = nullptr;
   PresentationMode* presentation_;
   QDockWidget* run_dock_ = nullptr;
-  QScrollArea* run_scroll_ = nullptr;
+  QMenu* recent_menu_ = nullptr;
+  QMenu* export_menu_ = nullptr;
+  FileDialog open_dialog_, save_dialog_;
   bool remember_layout_;
 };
 

@@ -10,7 +10,6 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QScreen>
-#include <QScrollArea>
 #include <QSignalSpy>
 #include <QTabBar>
 #include <QTableView>
@@ -294,6 +293,21 @@ void PresentationTest::widgetsBuiltWhilePresentingAreScaledOnce() {
     }
     QVERIFY(texts > 0);
     checkFits(w, area);
+    // Every demo page, built now: each plot's axes at the presentation size, once.
+    for (const QString& page : w.formatsTab()->pageNames()) {
+      QVERIFY(w.formatsTab()->showPage(page));
+      settle();
+      for (ExportablePlot* p : w.formatsTab()->findChildren<ExportablePlot*>()) {
+        if (!p->isVisible()) continue;
+        p->replot();
+        for (QCPAxis* a : p->axisRect()->axes()) {
+          QVERIFY2(
+              std::abs(size_of(a->tickLabelFont()) - plot_size) < 0.01,
+              qPrintable(QStringLiteral("page %1: %2").arg(page).arg(size_of(a->tickLabelFont()))));
+        }
+      }
+      checkFits(w, area);
+    }
     // The Overview's plots.
     QVERIFY(w.selectTab(QStringLiteral("Overview")));
     settle();
@@ -325,22 +339,23 @@ void PresentationTest::runPanelShowsOnlyWhileTraining() {
   settle();
   checkFits(w, area);
   // Start, Pause and Stop are whole inside the panel's visible area.
-  auto* scroll = dock->findChild<QScrollArea*>();
-  QVERIFY(scroll);
   int buttons = 0;
   for (QPushButton* b : w.runPanel()->findChildren<QPushButton*>()) {
     if (!b->isVisible()) continue;
     ++buttons;
-    const QRect r(b->mapTo(scroll->viewport(), QPoint(0, 0)), b->size());
-    QVERIFY2(scroll->viewport()->rect().contains(r),
-             qPrintable(QStringLiteral("%1 at %2,%3 %4x%5, the panel shows %6x%7")
+    const QRect in_dock(b->mapTo(dock, QPoint(0, 0)), b->size());
+    const QRect shown = b->visibleRegion().boundingRect();
+    QVERIFY2(dock->rect().contains(in_dock) && shown == b->rect(),
+             qPrintable(QStringLiteral("%1 at %2,%3 %4x%5 in a dock %6x%7, %8x%9 of it shown")
                             .arg(b->text())
-                            .arg(r.x())
-                            .arg(r.y())
-                            .arg(r.width())
-                            .arg(r.height())
-                            .arg(scroll->viewport()->width())
-                            .arg(scroll->viewport()->height())));
+                            .arg(in_dock.x())
+                            .arg(in_dock.y())
+                            .arg(in_dock.width())
+                            .arg(in_dock.height())
+                            .arg(dock->width())
+                            .arg(dock->height())
+                            .arg(shown.width())
+                            .arg(shown.height())));
     const QRect in_window(b->mapTo(&w, QPoint(0, 0)), b->size());
     QVERIFY(w.rect().contains(in_window));
   }

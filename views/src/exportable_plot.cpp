@@ -1,5 +1,6 @@
 #include "fp8wb/views/exportable_plot.h"
 
+#include <QApplication>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -57,6 +58,9 @@ ExportablePlot::ExportablePlot(QWidget* parent) : QCustomPlot(parent) {
   setContextMenuPolicy(Qt::CustomContextMenu);
   connect(this, &QWidget::customContextMenuRequested, this, &ExportablePlot::showExportMenu);
   setMinimumHeight(180);
+  // What the plot makes later (axis rects, titles) starts from the application's font, not
+  // from a window's larger one: PresentationMode scales every element once, from there.
+  setFont(QApplication::font());
   applyFonts();
 }
 
