@@ -1,5 +1,6 @@
 // defines: ExportablePlot: a QCustomPlot with zoom/pan, a right-click menu exporting the
-// picture (PNG, PDF) and the data (CSV), and presentation-size fonts on demand.
+// picture (PNG, PDF, with a title) and the data (CSV), and presentation-size fonts on
+// demand; place_legend_below(): a legend under the plot instead of over its curves.
 #pragma once
 
 #include <qcustomplot.h>
@@ -21,6 +22,10 @@ class ExportablePlot : public QCustomPlot {
   QString exportTo(const QString& path);
   // Every graph's points as CSV: series,x,y.
   QString toCsv() const;
+  // The title an exported picture carries on top: what the plot shows and of which
+  // run, tensor or format. Without one, the axis labels make it ("SQNR (dB) against step").
+  void setExportTitle(const QString& title) { export_title_ = title; }
+  QString exportTitle() const;
   void setPresentationMode(bool on);
   // Plots' own base font size (points) for normal and presentation mode.
   static int basePointSize(bool presentation) { return presentation ? 16 : 9; }
@@ -33,7 +38,12 @@ class ExportablePlot : public QCustomPlot {
   void showExportMenu(const QPoint& pos);
   void applyFonts();
   bool presentation_ = false;
+  QString export_title_;
 };
+
+// Moves the plot's legend out of its axis rect into a row of its own below the plot, its
+// entries in up to `columns` columns, so that it never covers the data.
+void place_legend_below(QCustomPlot* plot, int columns = 4);
 
 // The colour of a format across every plot.
 QColor format_color(Format f);
