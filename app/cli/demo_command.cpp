@@ -139,19 +139,140 @@ int gradients(const DemoOptions& opt, std::ostream& out) {
   return 0;
 }
 
+std::string track_name(const MasterWeightsTrack& t) {
+  std::string name(storage_format_name(t.format));
+  if (t.format == StorageFormat::FP32) name += " (master weights)";
+  if (t.rounding == Rounding::Stochastic) name += ", stochastic rounding";
+  return name;
+}
+
+int master_weights(const DemoOptions& opt, std::ostream& out) {
+  MasterWeightsConfig cfg;
+  cfg.update = opt.update;
+  cfg.steps = opt.steps;
+  cfg.seeds = opt.seeds;
+  cfg.seed = opt.seed;
+  const MasterWeightsResult r = run_master_weights_demo(cfg);
+  if (opt.json) {
+    json tracks = json::array();
+    for (const auto& t : r.tracks) {
+      json j = {{"format", std::string(storage_format_name(t.format))},
+                {"rounding", t.rounding == Rounding::Stochastic ? "stochastic" : "nearest-even"},
+                {"spacing_near_initial", t.spacing_at_start},
+                {"final", number(t.final_mean)}};
+      if (t.rounding == Rounding::Stochastic) {
+        j["seeds"] = cfg.seeds;
+        j["final_std"] = t.final_std;
+        j["final_low"] = t.low.back();
+        j["final_high"] = t.high.back();
+      }
+      tracks.push_back(j);
+    }
+    out << json({{"demo", "master-weights"},
+                 {"initial", cfg.initial},
+                 {"update", cfg.update},
+                 {"steps", cfg.steps},
+                 {"tracks", tracks}})
+               .dump(2)
+        << "\n";
+    return 0;
+  }
+  out << fmt::format(
+      "Master weights: a weight of {} updated {} times by {}, each add rounded to the format.\n"
+      "Exact: {:.4f}.\n\n",
+      format_number(cfg.initial), cfg.steps, format_number(cfg.update),
+      cfg.initial + cfg.steps * cfg.update);
+  out << fmt::format("{:<36} {:>13}  {}\n", "format", "spacing at w0", "final weight");
+  for (const auto& t : r.tracks) {
+    std::string fin = fmt::format("{:.4f}", t.final_mean);
+    if (t.rounding == Rounding::Stochastic)
+      fin += fmt::format(" (mean of {} seeds, std {:.4f}, {:.4f} .. {:.4f})", cfg.seeds,
+                         t.final_std, t.low.back(), t.high.back());
+    out << fmt::format("{:<36} {:>13}  {}\n", track_name(t),
+                       fmt::format("2^{}", std::ilogb(t.spacing_at_start)), fin);
+  }
+  out << "\nEach add rounds to nearest even on the format's grid: an update below half the "
+         "spacing is lost,\none above it moves the weight by a whole spacing. Stochastic "
+         "rounding is right on average.\n";
+  return 0;
+}
+
+int loss_scaling(const DemoOptions& opt, std::ostream& out) {
+  LossScalingConfig cfg;
+  cfg.steps = opt.steps;
+  cfg.init_scale = opt.init_scale;
+  cfg.growth_interval = opt.growth_interval;
+  cfg.seed = opt.seed;
+  const LossScalingResult r = run_loss_scaling_demo(cfg);
+  if (opt.json) {
+    json runs = json::array();
+    for (const auto& run : r.runs) {
+      json scales = json::array();
+      json skipped = json::array();
+      for (size_t i = 0; i < run.steps.size(); ++i) {
+        scales.push_back(run.steps[i].scale);
+        if (run.steps[i].skipped) skipped.push_back(i);
+      }
+      runs.push_back({{"format", std::string(storage_format_name(run.format))},
+                      {"loss_scaling", run.scaled ? "dynamic" : "none"},
+                      {"mean_underflow_pct", run.mean_underflow_pct},
+                      {"skipped_steps", run.skipped_steps},
+                      {"final_scale", run.steps.back().scale},
+                      {"final_loss", number(run.final_loss)},
+                      {"scale", scales},
+                      {"skipped", skipped}});
+    }
+    out << json({{"demo", "loss-scaling"},
+                 {"steps", cfg.steps},
+                 {"init_scale", cfg.init_scale},
+                 {"growth_interval", cfg.growth_interval},
+                 {"runs", runs}})
+               .dump(2)
+        << "\n";
+    return 0;
+  }
+  out << fmt::format(
+      "Loss scaling: a {}-{}-1 MLP fitting a teacher ({} examples, {} steps); its fp32 "
+      "gradients are cast\nto each format before the update. Dynamic scale: start {}, halve "
+      "and skip the step on Inf/NaN,\ndouble after {} good steps.\n\n",
+      cfg.inputs, cfg.hidden, cfg.examples, cfg.steps, format_number(cfg.init_scale),
+      cfg.growth_interval);
+  out << fmt::format("{:<6} {:<12} {:>10} {:>8} {:>14} {:>12}\n", "format", "loss scale",
+                     "underflow", "skipped", "final scale", "final loss");
+  for (const auto& run : r.runs) {
+    out << fmt::format("{:<6} {:<12} {:>9.4f}% {:>8} {:>14} {:>12.4e}\n",
+                       storage_format_name(run.format), run.scaled ? "dynamic" : "none",
+                       run.mean_underflow_pct, run.skipped_steps,
+                       format_number(run.steps.back().scale), run.final_loss);
+  }
+  out << "\nUnderflow: nonzero fp32 gradient values that the cast turns into zero, averaged over "
+         "steps.\n";
+  return 0;
+}
+
 }  // namespace
 
 void add_demo_command(CLI::App& app, DemoOptions& opt) {
   auto* cmd =
-      app.add_subcommand("demo", "Classroom demos: outlier channels, E4M3 vs E5M2 gradients");
-  cmd->add_option("which", opt.which, "outliers or gradients")
+      app.add_subcommand("demo",
+                         "Classroom demos: outlier channels, E4M3 vs E5M2 gradients, master "
+                         "weights, loss scaling");
+  cmd->add_option("which", opt.which, "outliers, gradients, master-weights or loss-scaling")
       ->required()
-      ->check(CLI::IsMember({"outliers", "gradients"}));
+      ->check(CLI::IsMember({"outliers", "gradients", "master-weights", "loss-scaling"}));
   cmd->add_option("-f,--format", opt.format,
                   "Element format for the outlier demo (default E4M3FN)");
   cmd->add_option("-k,--factor", opt.factors, "Outlier factors (repeatable; default 1e2 1e4 3e4)");
   cmd->add_option("-s,--scale", opt.gradient_scale,
                   "Gradient demo: multiply every gradient by this (a loss scale)");
+  cmd->add_option("-u,--update", opt.update, "Master weights: the update added every step");
+  cmd->add_option("--steps", opt.steps, "Master weights, loss scaling: steps (default 1000)");
+  cmd->add_option("--seeds", opt.seeds,
+                  "Master weights: runs with stochastic rounding (default 32)");
+  cmd->add_option("--init-scale", opt.init_scale,
+                  "Loss scaling: the initial scale (default 65536)");
+  cmd->add_option("--growth-interval", opt.growth_interval,
+                  "Loss scaling: good steps before the scale doubles (default 50)");
   cmd->add_option("--seed", opt.seed, "Random seed");
   cmd->add_flag("--json", opt.json, "Machine-readable output");
 }
@@ -162,6 +283,8 @@ int run_demo(const DemoOptions& opt, std::ostream& out, std::ostream& err) {
     if (!f)
       throw std::invalid_argument("unknown format '" + opt.format + "': known formats are " +
                                   format_names());
+    if (opt.which == "master-weights") return master_weights(opt, out);
+    if (opt.which == "loss-scaling") return loss_scaling(opt, out);
     return opt.which == "outliers" ? outliers(opt, *f, out) : gradients(opt, out);
   } catch (const std::invalid_argument& e) {
     err << "fp8wb demo: " << e.what() << "\n";

@@ -39,7 +39,9 @@ int main(int argc, char** argv) {
                                  QStringLiteral("VALUE"));
   const QCommandLineOption page(
       {QStringLiteral("page")},
-      QStringLiteral("Formats tab page: explorer, gradients or outliers."), QStringLiteral("PAGE"));
+      QStringLiteral("Formats tab page: explorer, gradients, outliers, master-weights or "
+                     "loss-scaling."),
+      QStringLiteral("PAGE"));
   const QCommandLineOption all({QStringLiteral("all-formats")},
                                QStringLiteral("Show every format in the Formats tab."));
   const QCommandLineOption present({QStringLiteral("presentation")},

@@ -1,9 +1,14 @@
 #include "fp8wb/core/demos.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
+
+#include "fp8wb/kernels/codec.h"
+#include "fp8wb/kernels/float16.h"
 
 namespace fp8wb {
 namespace {
@@ -108,6 +113,246 @@ GradientDemoResult run_gradient_demo(const GradientDemoConfig& cfg) {
     res.cases.push_back(std::move(plain));
     const auto cq = quantize_current(TensorRef::of(g.data(), 1, cfg.n), recipe);
     res.cases.push_back({f, true, cq.scales.scale[0], cq.result.stats});
+  }
+  return res;
+}
+
+}  // namespace fp8wb
+
+namespace fp8wb {
+
+float round_to(StorageFormat f, float x, Rounding rounding, uint32_t rnd) {
+  switch (f) {
+    case StorageFormat::FP32: return x;
+    case StorageFormat::BF16: return round_bf16(x, rounding, rnd);
+    case StorageFormat::FP16: return round_fp16(x, rounding, rnd);
+    case StorageFormat::E4M3: {
+      constexpr CodecSpec s = codec_spec(Format::E4M3FN);
+      return decode(encode(x, s, Overflow::Saturate, rounding, rnd), s);
+    }
+    case StorageFormat::E5M2: {
+      constexpr CodecSpec s = codec_spec(Format::E5M2);
+      return decode(encode(x, s, Overflow::Ieee, rounding, rnd), s);
+    }
+  }
+  throw std::out_of_range("no storage format " + std::to_string(static_cast<int>(f)));
+}
+
+double spacing_above(StorageFormat f, double x) {
+  const auto& e = table_entry(kStorageFormats, f);
+  const double a = std::fabs(x);
+  const int exp = a > 0 ? std::ilogb(a) : e.min_normal_exp;
+  return std::ldexp(1.0, std::max(exp, e.min_normal_exp) - e.mantissa_bits);
+}
+
+MasterWeightsResult run_master_weights_demo(const MasterWeightsConfig& cfg) {
+  if (cfg.steps < 1 || cfg.steps > 1000000) {
+    throw std::invalid_argument("the master-weights demo takes 1 to 1000000 steps, not " +
+                                std::to_string(cfg.steps));
+  }
+  if (cfg.seeds < 1 || cfg.seeds > 4096) {
+    throw std::invalid_argument("the master-weights demo takes 1 to 4096 seeds, not " +
+                                std::to_string(cfg.seeds));
+  }
+  if (!std::isfinite(cfg.initial) || !std::isfinite(cfg.update) || cfg.update == 0 ||
+      std::fabs(cfg.initial) > 1e4 || std::fabs(cfg.update) > 1e3) {
+    throw std::invalid_argument(
+        "the master-weights demo needs a finite weight (|w| <= 1e4) and a finite nonzero "
+        "update (|u| <= 1e3)");
+  }
+  MasterWeightsResult res;
+  res.config = cfg;
+  const std::pair<StorageFormat, Rounding> kinds[] = {
+      {StorageFormat::FP32, Rounding::NearestEven}, {StorageFormat::BF16, Rounding::NearestEven},
+      {StorageFormat::FP16, Rounding::NearestEven}, {StorageFormat::E4M3, Rounding::NearestEven},
+      {StorageFormat::E5M2, Rounding::NearestEven}, {StorageFormat::BF16, Rounding::Stochastic}};
+  const auto n = static_cast<size_t>(cfg.steps) + 1;
+  const auto u = static_cast<float>(cfg.update);
+  for (const auto& [f, rounding] : kinds) {
+    MasterWeightsTrack t;
+    t.format = f;
+    t.rounding = rounding;
+    t.mean.assign(n, 0.0);
+    t.low.assign(n, INFINITY);
+    t.high.assign(n, -INFINITY);
+    const int runs = rounding == Rounding::Stochastic ? cfg.seeds : 1;
+    const float w0 = round_to(f, static_cast<float>(cfg.initial));
+    t.spacing_at_start = spacing_above(f, w0);
+    std::vector<double> finals;
+    for (int r = 0; r < runs; ++r) {
+      const uint64_t seed = uint64_t{cfg.seed} + static_cast<uint64_t>(r);
+      float w = w0;
+      for (size_t k = 0; k < n; ++k) {
+        if (k > 0) w = round_to(f, w + u, rounding, sr_bits(seed, k - 1));
+        t.mean[k] += w;
+        t.low[k] = std::min(t.low[k], static_cast<double>(w));
+        t.high[k] = std::max(t.high[k], static_cast<double>(w));
+      }
+      finals.push_back(w);
+    }
+    for (double& m : t.mean) m /= runs;
+    t.final_mean = t.mean.back();
+    double var = 0;
+    for (double v : finals) var += (v - t.final_mean) * (v - t.final_mean);
+    t.final_std = std::sqrt(var / runs);
+    res.tracks.push_back(std::move(t));
+  }
+  return res;
+}
+
+DynamicLossScaler::DynamicLossScaler(double init_scale, int growth_interval, double growth,
+                                     double backoff)
+    : scale_(init_scale), growth_interval_(growth_interval), growth_(growth), backoff_(backoff) {
+  if (!(init_scale > 0) || !std::isfinite(init_scale) || growth_interval < 1 || !(growth >= 1) ||
+      !(backoff > 0 && backoff < 1)) {
+    throw std::invalid_argument(
+        "a loss scaler needs a positive initial scale, a growth interval of at least 1 step, "
+        "growth >= 1 and 0 < backoff < 1");
+  }
+}
+
+bool DynamicLossScaler::update(bool found_nonfinite) {
+  if (found_nonfinite) {
+    scale_ *= backoff_;
+    good_steps_ = 0;
+    return false;
+  }
+  if (++good_steps_ == growth_interval_) {
+    scale_ *= growth_;
+    good_steps_ = 0;
+  }
+  return true;
+}
+
+namespace {
+
+// The tiny regression MLP of the loss-scaling demo: y = w2 . tanh(W1 x + b1) + b2.
+struct TinyMlp {
+  int in = 0, hidden = 0;
+  std::vector<float> p;  // W1 (hidden x in), b1 (hidden), w2 (hidden), b2 (1)
+  size_t w1() const { return 0; }
+  size_t b1() const { return static_cast<size_t>(hidden * in); }
+  size_t w2() const { return b1() + static_cast<size_t>(hidden); }
+  size_t b2() const { return w2() + static_cast<size_t>(hidden); }
+
+  TinyMlp(int inputs, int hid, std::mt19937& rng, float out_scale) : in(inputs), hidden(hid) {
+    p.resize(b2() + 1);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    const float s1 = 1.0f / std::sqrt(static_cast<float>(in));
+    const float s2 = out_scale / std::sqrt(static_cast<float>(hidden));
+    for (size_t i = w1(); i < b1(); ++i) p[i] = nd(rng) * s1;
+    for (size_t i = b1(); i < w2(); ++i) p[i] = 0.1f * nd(rng);
+    for (size_t i = w2(); i < b2(); ++i) p[i] = nd(rng) * s2;
+    p[b2()] = 0.f;
+  }
+
+  float forward(const float* x, float* h) const {
+    float y = p[b2()];
+    for (int j = 0; j < hidden; ++j) {
+      float a = p[b1() + static_cast<size_t>(j)];
+      for (int i = 0; i < in; ++i) a += p[w1() + static_cast<size_t>(j * in + i)] * x[i];
+      h[j] = std::tanh(a);
+      y += p[w2() + static_cast<size_t>(j)] * h[j];
+    }
+    return y;
+  }
+};
+
+}  // namespace
+
+LossScalingResult run_loss_scaling_demo(const LossScalingConfig& cfg) {
+  if (cfg.steps < 1 || cfg.steps > 100000) {
+    throw std::invalid_argument("the loss-scaling demo takes 1 to 100000 steps, not " +
+                                std::to_string(cfg.steps));
+  }
+  if (cfg.inputs < 1 || cfg.inputs > 256 || cfg.hidden < 1 || cfg.hidden > 256 ||
+      cfg.examples < 1 || cfg.examples > 4096) {
+    throw std::invalid_argument(
+        "the loss-scaling demo's model takes 1 to 256 inputs and "
+        "hidden units and 1 to 4096 examples");
+  }
+  if (!(cfg.learning_rate > 0) || !std::isfinite(cfg.learning_rate)) {
+    throw std::invalid_argument("the learning rate must be positive and finite");
+  }
+  DynamicLossScaler(cfg.init_scale, cfg.growth_interval);  // validates the scaler's settings
+  LossScalingResult res;
+  res.config = cfg;
+  // One data set and one teacher; every run starts from the same student.
+  std::mt19937 rng(cfg.seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const auto amp = static_cast<float>(cfg.target_scale);
+  const TinyMlp teacher(cfg.inputs, cfg.hidden, rng, amp);
+  const TinyMlp student0(cfg.inputs, cfg.hidden, rng, 0.1f * amp);
+  const auto in = static_cast<size_t>(cfg.inputs);
+  const auto hid = static_cast<size_t>(cfg.hidden);
+  const auto m = static_cast<size_t>(cfg.examples);
+  std::vector<float> xs(m * in), ys(m);
+  std::vector<float> h(hid);
+  for (float& v : xs) v = nd(rng);
+  for (size_t e = 0; e < m; ++e) ys[e] = teacher.forward(&xs[e * in], h.data());
+
+  const float lr = static_cast<float>(cfg.learning_rate);
+  std::vector<float> grad(student0.p.size()), hs(m * hid), err(m);
+  for (StorageFormat f : cfg.formats) {
+    for (bool scaled : {false, true}) {
+      LossScalingRun run;
+      run.format = f;
+      run.scaled = scaled;
+      TinyMlp s = student0;
+      DynamicLossScaler scaler(cfg.init_scale, cfg.growth_interval);
+      double underflow_sum = 0;
+      for (int step = 0; step < cfg.steps; ++step) {
+        LossScalingStep st;
+        st.scale = scaled ? scaler.scale() : 1.0;
+        double loss = 0;
+        for (size_t e = 0; e < m; ++e) {
+          const float y = s.forward(&xs[e * in], &hs[e * hid]);
+          err[e] = y - ys[e];
+          loss += 0.5 * static_cast<double>(err[e]) * err[e];
+        }
+        st.loss = loss / static_cast<double>(m);
+        // Backward of scale * mean(0.5 err^2), in fp32.
+        std::fill(grad.begin(), grad.end(), 0.f);
+        const float k = static_cast<float>(st.scale) / static_cast<float>(m);
+        for (size_t e = 0; e < m; ++e) {
+          const float dy = k * err[e];
+          const float* x = &xs[e * in];
+          grad[s.b2()] += dy;
+          for (size_t j = 0; j < hid; ++j) {
+            const float hj = hs[e * hid + j];
+            grad[s.w2() + j] += dy * hj;
+            const float da = dy * s.p[s.w2() + j] * (1.f - hj * hj);
+            grad[s.b1() + j] += da;
+            for (size_t i = 0; i < in; ++i) grad[s.w1() + j * in + i] += da * x[i];
+          }
+        }
+        // The gradients as the format holds them.
+        size_t nonzero = 0, lost = 0;
+        bool nonfinite = false;
+        for (float& g : grad) {
+          const float c = round_to(f, g);
+          nonzero += g != 0;
+          lost += g != 0 && c == 0;
+          nonfinite = nonfinite || !std::isfinite(c);
+          g = c;
+        }
+        st.underflow_pct =
+            nonzero == 0 ? 0.0 : 100.0 * static_cast<double>(lost) / static_cast<double>(nonzero);
+        underflow_sum += st.underflow_pct;
+        const bool take = scaled ? scaler.update(nonfinite) : !nonfinite;
+        st.skipped = !take;
+        if (take) {
+          const float inv = 1.0f / static_cast<float>(st.scale);
+          for (size_t i = 0; i < grad.size(); ++i) s.p[i] -= lr * (grad[i] * inv);
+        } else {
+          ++run.skipped_steps;
+        }
+        run.steps.push_back(st);
+      }
+      run.mean_underflow_pct = underflow_sum / cfg.steps;
+      run.final_loss = run.steps.back().loss;
+      res.runs.push_back(std::move(run));
+    }
   }
   return res;
 }

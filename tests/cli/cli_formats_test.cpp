@@ -1,6 +1,8 @@
 // fp8wb's output for known values, run in-process through run_cli().
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -137,6 +139,78 @@ TEST(CliFormats, NegativeValuesAfterDashDashAndCsvWithoutTable) {
   r = run({"formats", "--csv", "1"});
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("--table"), std::string::npos) << r.err;
+}
+
+}  // namespace
+
+namespace {
+
+TEST(CliDemo, MasterWeightsTableAndJson) {
+  const Result t = run({"demo", "master-weights"});
+  ASSERT_EQ(t.rc, 0) << t.err;
+  // The figures the chapter gives, to four decimals: bf16 loses every update of 1e-3,
+  // fp32 master weights keep them, fp16 moves by 2^-10 each time: 1 + 1000 / 1024.
+  EXPECT_TRUE(has_line(t.out, "fp32 (master weights)", "2.0000")) << t.out;
+  EXPECT_TRUE(has_line(t.out, "bf16    ", "1.0000")) << t.out;
+  EXPECT_TRUE(has_line(t.out, "fp16", "1.9766")) << t.out;
+  EXPECT_TRUE(has_line(t.out, "E4M3", "1.0000")) << t.out;
+  EXPECT_TRUE(has_line(t.out, "E5M2", "1.0000")) << t.out;
+  EXPECT_TRUE(has_line(t.out, "bf16, stochastic rounding", "mean of 32 seeds")) << t.out;
+
+  const Result j = run({"demo", "master-weights", "--json", "--update", "0.002", "--steps", "10"});
+  ASSERT_EQ(j.rc, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["demo"], "master-weights");
+  ASSERT_EQ(doc["tracks"].size(), 6u);
+  float w = 1.0f;
+  for (int k = 0; k < 10; ++k) w += 0.002f;
+  EXPECT_EQ(doc["tracks"][0]["format"], "fp32");
+  EXPECT_EQ(doc["tracks"][0]["final"].get<double>(), static_cast<double>(w));
+  // fp16: 0.002 lies between 2^-9 (0.00195) and 2^-9 + 2^-11: each add moves 2^-9.
+  EXPECT_EQ(doc["tracks"][2]["format"], "fp16");
+  EXPECT_EQ(doc["tracks"][2]["final"].get<double>(), 1.0 + 10 * std::ldexp(1.0, -9));
+  EXPECT_EQ(doc["tracks"][2]["spacing_near_initial"].get<double>(), std::ldexp(1.0, -10));
+  EXPECT_EQ(doc["tracks"][5]["rounding"], "stochastic");
+  EXPECT_EQ(doc["tracks"][5]["seeds"], 32);
+
+  EXPECT_EQ(run({"demo", "master-weights", "--steps", "0"}).rc, 2);
+}
+
+TEST(CliDemo, LossScalingJson) {
+  const Result j = run({"demo", "loss-scaling", "--json", "--steps", "300", "--growth-interval",
+                        "20", "--init-scale", "1024"});
+  ASSERT_EQ(j.rc, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  ASSERT_EQ(doc["runs"].size(), 4u);
+  for (int i = 0; i < 4; i += 2) {
+    const auto& plain = doc["runs"][i];
+    const auto& scaled = doc["runs"][i + 1];
+    EXPECT_EQ(plain["loss_scaling"], "none");
+    EXPECT_EQ(scaled["loss_scaling"], "dynamic");
+    EXPECT_LT(scaled["mean_underflow_pct"].get<double>(),
+              plain["mean_underflow_pct"].get<double>());
+    // The scale from 1024: doubled after every 20 good steps, halved after a skipped one.
+    const auto& scales = scaled["scale"];
+    ASSERT_EQ(scales.size(), 300u);
+    std::vector<size_t> skipped = scaled["skipped"].get<std::vector<size_t>>();
+    double s = 1024;
+    int good = 0;
+    for (size_t k = 0; k < 300; ++k) {
+      ASSERT_EQ(scales[k].get<double>(), s) << k;
+      if (std::find(skipped.begin(), skipped.end(), k) != skipped.end()) {
+        s /= 2;
+        good = 0;
+      } else if (++good == 20) {
+        s *= 2;
+        good = 0;
+      }
+    }
+  }
+  const Result t = run({"demo", "loss-scaling", "--steps", "100"});
+  ASSERT_EQ(t.rc, 0) << t.err;
+  EXPECT_TRUE(has_line(t.out, "fp16", "dynamic")) << t.out;
+  EXPECT_TRUE(has_line(t.out, "E5M2", "none")) << t.out;
+  EXPECT_EQ(run({"demo", "loss-scaling", "--init-scale", "0"}).rc, 2);
 }
 
 }  // namespace

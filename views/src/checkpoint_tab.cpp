@@ -330,9 +330,10 @@ CheckpointTab::CheckpointTab(QWidget* parent)
          "file: every tensor is quantized with every recipe x format."));
   layout->addWidget(status_);
   // Nothing open: a placeholder, not empty axes and a colour scale that read as figures.
-  auto* placeholder = new QLabel(tr("Open a checkpoint (Open checkpoint... above, or drop a "
-                                    "file here)"),
-                                 this);
+  auto* placeholder = new QLabel(
+      tr("Open a checkpoint (File \u25B8 Open checkpoint, the button above, or drop a file "
+         "here)"),
+      this);
   placeholder->setObjectName(QStringLiteral("checkpointPlaceholder"));
   placeholder->setAlignment(Qt::AlignCenter);
   QFont big = placeholder->font();
@@ -375,6 +376,16 @@ QStringList CheckpointTab::recentFiles() const {
 
 QString CheckpointTab::statusText() const {
   return status_->text();
+}
+
+void CheckpointTab::forgetRecent(const QString& path) {
+  QStringList r = recentFiles();
+  if (r.removeAll(path) == 0) return;
+  QSettings().setValue(kRecentKey, r);
+  const QSignalBlocker b(recent_);
+  recent_->clear();
+  recent_->addItems(r);
+  recent_->setCurrentIndex(-1);
 }
 
 void CheckpointTab::remember(const QString& path) {

@@ -112,10 +112,9 @@ FormatsTab::FormatsTab(QWidget* parent)
   pages_->addTab(explorer, tr("Explorer"));
   pages_->addTab(new QWidget(pages_), tr("Gradients: E4M3 vs E5M2"));
   pages_->addTab(new QWidget(pages_), tr("Outliers: per tensor vs 1x128"));
-  connect(pages_, &QTabWidget::currentChanged, this, [this](int i) {
-    if (i == 1) gradientDemo();
-    if (i == 2) outlierDemo();
-  });
+  pages_->addTab(new QWidget(pages_), tr("Master weights"));
+  pages_->addTab(new QWidget(pages_), tr("Loss scaling"));
+  connect(pages_, &QTabWidget::currentChanged, this, [this](int i) { ensurePageAt(i); });
 
   connect(edit_, &QLineEdit::textChanged, this, [this] { refresh(); });
   connect(overflow_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
@@ -199,6 +198,8 @@ void FormatsTab::setPresentationMode(bool on) {
   for (ExportablePlot* p : plots()) p->setPresentationMode(on);
   if (gradient_demo_) gradient_demo_->setPresentationMode(on);
   if (outlier_demo_) outlier_demo_->setPresentationMode(on);
+  if (master_weights_demo_) master_weights_demo_->setPresentationMode(on);
+  if (loss_scaling_demo_) loss_scaling_demo_->setPresentationMode(on);
   cards_scroll_->setMinimumHeight(on ? 400 : 250);
   table_view_->resizeColumnsToContents();
 }
@@ -221,19 +222,24 @@ std::vector<ExportablePlot*> FormatsTab::plots() const {
     p.push_back(outlier_demo_->errorPlot());
     p.push_back(outlier_demo_->mapPlot());
   }
+  if (master_weights_demo_) p.push_back(master_weights_demo_->trajectoryPlot());
+  if (loss_scaling_demo_) {
+    p.push_back(loss_scaling_demo_->scalePlot());
+    p.push_back(loss_scaling_demo_->underflowPlot());
+  }
   return p;
 }
 
 QStringList FormatsTab::pageNames() const {
-  return {QStringLiteral("explorer"), QStringLiteral("gradients"), QStringLiteral("outliers")};
+  return {QStringLiteral("explorer"), QStringLiteral("gradients"), QStringLiteral("outliers"),
+          QStringLiteral("master-weights"), QStringLiteral("loss-scaling")};
 }
 
 bool FormatsTab::showPage(const QString& name) {
   const int i = static_cast<int>(pageNames().indexOf(name.toLower()));
   if (i < 0) return false;
   pages_->setCurrentIndex(i);
-  if (i == 1) gradientDemo();
-  if (i == 2) outlierDemo();
+  ensurePageAt(i);
   return true;
 }
 
@@ -265,6 +271,21 @@ GradientDemoView* FormatsTab::gradientDemo() {
 
 OutlierDemoView* FormatsTab::outlierDemo() {
   return ensurePage(outlier_demo_, 2, tr("Outliers: per tensor vs 1x128"));
+}
+
+MasterWeightsDemoView* FormatsTab::masterWeightsDemo() {
+  return ensurePage(master_weights_demo_, 3, tr("Master weights"));
+}
+
+LossScalingDemoView* FormatsTab::lossScalingDemo() {
+  return ensurePage(loss_scaling_demo_, 4, tr("Loss scaling"));
+}
+
+void FormatsTab::ensurePageAt(int index) {
+  if (index == 1) gradientDemo();
+  if (index == 2) outlierDemo();
+  if (index == 3) masterWeightsDemo();
+  if (index == 4) lossScalingDemo();
 }
 
 }  // namespace fp8wb

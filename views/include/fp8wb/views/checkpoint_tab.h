@@ -86,6 +86,8 @@ class CheckpointTab : public QWidget {
   QString selectedRecipe() const;
   void selectRecipe(const QString& name);
   QStringList recentFiles() const;
+  // Takes a file off the recent files (one that no longer exists).
+  void forgetRecent(const QString& path);
   QString statusText() const;
 
  Q_SIGNALS:

@@ -1,6 +1,9 @@
 // defines: GradientDemoView (E4M3 vs E5M2 on gradient-like values, a slider for the
-// gradient scale) and OutlierDemoView (per-tensor vs 1x128 scaling with outlier
-// channels, a slider for the outlier factor): the Formats tab's live demos.
+// gradient scale), OutlierDemoView (per-tensor vs 1x128 scaling with outlier channels, a
+// slider for the outlier factor), MasterWeightsDemoView (a weight's small updates in
+// each format, sliders for the update and the step count) and LossScalingDemoView
+// (dynamic loss scaling of a tiny model's gradients, sliders for the initial scale and
+// the growth interval): the Formats tab's live demos.
 #pragma once
 
 #include <QWidget>
@@ -51,7 +54,9 @@ class OutlierDemoView : public QWidget {
   const OutlierDemoResult& result() const { return result_; }
   ExportablePlot* errorPlot() const { return curve_; }
   ExportablePlot* mapPlot() const { return maps_; }
-  QString summaryText() const;
+  QString summaryText() const;  // the figures at the slider's k, then the footer
+  // The source chapter's figures beside this tensor's, and why they differ.
+  QString footerText() const;
   void setPresentationMode(bool on);
 
  private:
@@ -66,8 +71,61 @@ class OutlierDemoView : public QWidget {
   QCPColorMap* map_block_;
   QCPColorScale* color_scale_;
   QLabel* summary_;
+  QLabel* footer_;
   OutlierDemoResult result_;
   OutlierDemoResult curve_data_;
+  OutlierDemoResult reference_;  // at the source chapter's factors
+};
+
+class MasterWeightsDemoView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit MasterWeightsDemoView(QWidget* parent = nullptr);
+  // The update is 10^(step / 4), step -20..-4 (1e-5 .. 0.1; -12 is 1e-3).
+  void setUpdateStep(int step);
+  // Steps in hundreds, 1..50.
+  void setStepsHundreds(int hundreds);
+  const MasterWeightsResult& result() const { return result_; }
+  ExportablePlot* trajectoryPlot() const { return plot_; }
+  QString summaryText() const;
+  QString footerText() const;
+  void setPresentationMode(bool on);
+
+ private:
+  void rerun();
+  QSlider* update_;
+  QLabel* update_label_;
+  QSlider* steps_;
+  QLabel* steps_label_;
+  ExportablePlot* plot_;
+  QLabel* summary_;
+  QLabel* footer_;
+  MasterWeightsResult result_;
+};
+
+class LossScalingDemoView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit LossScalingDemoView(QWidget* parent = nullptr);
+  // log2 of the initial loss scale, 0..24 (16: 65536).
+  void setInitScaleExponent(int k);
+  void setGrowthInterval(int steps);
+  const LossScalingResult& result() const { return result_; }
+  ExportablePlot* scalePlot() const { return scale_plot_; }
+  ExportablePlot* underflowPlot() const { return underflow_plot_; }
+  QString summaryText() const;
+  void setPresentationMode(bool on);
+
+ private:
+  void rerun();
+  QSlider* init_;
+  QLabel* init_label_;
+  QSlider* growth_;
+  QLabel* growth_label_;
+  ExportablePlot* scale_plot_;
+  ExportablePlot* underflow_plot_;
+  QLabel* summary_;
+  LossScalingResult result_;
 };
 
 }  // namespace fp8wb

@@ -24,6 +24,8 @@ namespace fp8wb {
 class FormatCard;
 class GradientDemoView;
 class OutlierDemoView;
+class MasterWeightsDemoView;
+class LossScalingDemoView;
 class CodeTableModel;
 class NumberLinePlot;
 class SpacingPlot;
@@ -53,12 +55,15 @@ class FormatsTab : public QWidget {
   std::vector<ExportablePlot*> plots() const;
 
   // The tab's pages: "explorer", "gradients" (E4M3 vs E5M2 gradients), "outliers"
-  // (per-tensor vs 1x128 scaling). Demo pages are built the first time they are shown.
+  // (per-tensor vs 1x128 scaling), "master-weights", "loss-scaling". Demo pages are built
+  // the first time they are shown.
   QStringList pageNames() const;
   bool showPage(const QString& name);
   QString currentPage() const;
   GradientDemoView* gradientDemo();
   OutlierDemoView* outlierDemo();
+  MasterWeightsDemoView* masterWeightsDemo();
+  LossScalingDemoView* lossScalingDemo();
 
  Q_SIGNALS:
   void valueChanged(double value);
@@ -69,6 +74,7 @@ class FormatsTab : public QWidget {
   std::vector<Format> shownFormats() const;
   template <class View>
   View* ensurePage(View*& slot, int index, const QString& title);
+  void ensurePageAt(int index);
 
   QLineEdit* edit_;
   QComboBox* overflow_;
@@ -85,6 +91,8 @@ class FormatsTab : public QWidget {
   QTabWidget* pages_ = nullptr;
   GradientDemoView* gradient_demo_ = nullptr;
   OutlierDemoView* outlier_demo_ = nullptr;
+  MasterWeightsDemoView* master_weights_demo_ = nullptr;
+  LossScalingDemoView* loss_scaling_demo_ = nullptr;
   std::optional<double> value_;
   bool presentation_ = false;
 };
