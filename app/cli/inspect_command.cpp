@@ -93,6 +93,8 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
                           {"std", a.std},
                           {"amax", a.amax},
                           {"dynamic_range_bits", a.dynamic_range_bits},
+                          {"nan_count", a.nan_count},
+                          {"inf_count", a.inf_count},
                           {"log2_histogram", a.log2_hist},
                           {"recommended", a.recommended},
                           {"reason", a.reason}};
@@ -122,9 +124,18 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
                        a.name.substr(0, 40), a.dtype, shape.substr(0, 14), a.amax,
                        a.dynamic_range_bits, best ? best->name : std::string("-"),
                        best ? best->sqnr_db : NAN, best ? best->underflow_pct : 0.0);
+    if (a.nan_count > 0 || a.inf_count > 0) {
+      out << fmt::format("    non-finite: {} NaN, {} Inf (left out of every figure above)\n",
+                         a.nan_count, a.inf_count);
+    }
     if (!a.recommended.empty())
       out << "    recommended: " << a.recommended << " (" << a.reason << ")\n";
   }
+  const auto with_nonfinite = std::count_if(all.begin(), all.end(), [](const TensorAnalysis& a) {
+    return a.nan_count > 0 || a.inf_count > 0;
+  });
+  if (with_nonfinite > 0)
+    out << with_nonfinite << " of " << all.size() << " tensors hold NaN or Inf values\n";
   size_t combos = 0;
   for (const auto& a : all) combos = std::max(combos, a.recipes.size());
   out << fmt::format(

@@ -24,6 +24,15 @@ void place_marker(QCPItemStraightLine* line, std::optional<double> x) {
   line->setVisible(true);
 }
 
+QString names_of(const std::vector<Format>& formats) {
+  QStringList names;
+  for (Format f : formats) {
+    names << QString::fromLatin1(format_info(f).name.data(),
+                                 static_cast<int>(format_info(f).name.size()));
+  }
+  return names.join(QStringLiteral(", "));
+}
+
 std::vector<double> positive_values(Format f) {
   std::vector<double> out;
   for (double v : representable_values(f)) {
@@ -44,6 +53,7 @@ NumberLinePlot::NumberLinePlot(QWidget* parent)
 
 void NumberLinePlot::setFormats(const std::vector<Format>& formats) {
   formats_ = formats;
+  setExportTitle(tr("Every representable value: %1").arg(names_of(formats)));
   clearGraphs();
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
   // E8M0FNU spans 2^-127..2^127 and would squeeze the element formats into a dot: the
@@ -84,7 +94,9 @@ void NumberLinePlot::setMarker(std::optional<double> value) {
 
 SpacingPlot::SpacingPlot(QWidget* parent) : ExportablePlot(parent), marker_(make_marker(this)) {
   xAxis->setLabel(tr("|value|"));
-  yAxis->setLabel(tr("spacing to the next value (ULP)"));
+  // Short enough for the plot's height at the default window size; the tab's heading
+  // says what it is ("Spacing (ULP) against magnitude").
+  yAxis->setLabel(tr("spacing (ULP)"));
   for (QCPAxis* a : {xAxis, yAxis}) {
     a->setScaleType(QCPAxis::stLogarithmic);
     auto ticker = QSharedPointer<QCPAxisTickerLog>::create();
@@ -95,10 +107,11 @@ SpacingPlot::SpacingPlot(QWidget* parent) : ExportablePlot(parent), marker_(make
     a->setNumberPrecision(0);
   }
   legend->setVisible(true);
-  axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+  place_legend_below(this, 4);  // eight formats in two rows, none over a curve
 }
 
 void SpacingPlot::setFormats(const std::vector<Format>& formats) {
+  setExportTitle(tr("Spacing (ULP) against magnitude: %1").arg(names_of(formats)));
   clearGraphs();
   const bool only_e8m0 = formats.size() == 1 && formats[0] == Format::E8M0FNU;
   double lo = INFINITY, hi = 0, slo = INFINITY, shi = 0;

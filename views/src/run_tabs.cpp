@@ -254,6 +254,7 @@ OverviewTab::OverviewTab(const RunData* run, QWidget* parent)
   add_graph(loss_, tr("FP8 loss"), QColor(0x1f, 0x77, 0xb4));
   add_graph(loss_, tr("non-finite loss"), Qt::red, true);
   loss_->legend->setVisible(true);
+  place_legend_below(loss_, 3);  // under the plot: the curves stay visible
   add_graph(gap_, tr("loss gap"), QColor(0xd6, 0x27, 0x28));
   add_graph(speed_, tr("tokens/s"), QColor(0x2c, 0xa0, 0x2c));
   loss_curve_ = {loss_->graph(1), loss_->graph(2)};

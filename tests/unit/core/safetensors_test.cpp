@@ -77,7 +77,7 @@ TEST_F(Safetensors, RoundTripsEveryDtype) {
   const auto* t = c->find("f32");
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->entry->shape, (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(std::memcmp(t->file->data(*t->entry), f32.data(), 24), 0);  // bit for bit
+  EXPECT_EQ(std::memcmp(t->file->bytes(*t->entry).data(), f32.data(), 24), 0);  // bit for bit
   EXPECT_EQ(c->to_float(*t), f32);
   EXPECT_EQ(c->to_float(*c->find("f64")), (std::vector<float>{1.5f, -2.25f, INFINITY}));
   EXPECT_EQ(c->to_float(*c->find("bf16")), (std::vector<float>{1, -2, INFINITY}));
