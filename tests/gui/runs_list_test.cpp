@@ -2,6 +2,9 @@
 // question asked first; the question names the runs it would delete (id and name); a
 // very long name is elided in a column of capped width, whole in its tooltip; the final
 // loss column says in its header what it is, with the definition in the header's tooltip.
+// The run form filled from an opened run names no preset (its box says so); changed
+// fields keep the preset named; choosing the preset again loads it.
+#include <QComboBox>
 #include <QHeaderView>
 #include <QMessageBox>
 #include <QPushButton>
@@ -15,6 +18,7 @@
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/run_list_model.h"
+#include "fp8wb/views/run_panel.h"
 #include "fp8wb/views/runs_tab.h"
 
 using namespace fp8wb;
@@ -45,6 +49,7 @@ class RunsListTest : public QObject {
   Q_OBJECT
  private Q_SLOTS:
   void liveRunRefusedBeforeAskingAndTheQuestionNamesRuns();
+  void formFromAnOpenedRunNamesNoPreset();
 
  private:
   QTemporaryDir dir_;
@@ -113,6 +118,35 @@ void RunsListTest::liveRunRefusedBeforeAskingAndTheQuestionNamesRuns() {
   QCOMPARE(tab.model()->headerData(RunListModel::Loss, Qt::Horizontal, Qt::ToolTipRole).toString(),
            QString::fromUtf8(kFinalLossDefinition.data(),
                              static_cast<qsizetype>(kFinalLossDefinition.size())));
+}
+
+void RunsListTest::formFromAnOpenedRunNamesNoPreset() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("panel.sqlite")));
+  RunPanel panel(&engine);
+  panel.show();
+  const QString preset = RunPanel::presetNames().last();
+  QVERIFY(panel.applyPreset(preset));
+  QCOMPARE(panel.presetName(), preset);
+  // A changed field keeps the preset named.
+  QVERIFY(panel.applyOverrides({QStringLiteral("steps=12")}).isEmpty());
+  QCOMPARE(panel.presetName(), preset);
+
+  // An opened run's settings: no preset is named, the box says why.
+  RunConfig c = panel.config();
+  c.name = "sweep trial margin=2 window=16 seed=1";
+  panel.setConfig(c);
+  QVERIFY2(panel.presetName().isEmpty(), qPrintable(panel.presetName()));
+  auto* box = panel.findChild<QComboBox*>(QStringLiteral("preset"));
+  QVERIFY(box);
+  QCOMPARE(box->currentIndex(), -1);
+  QVERIFY(box->placeholderText().contains(QStringLiteral("run")));
+  QCOMPARE(panel.config().name, c.name);
+
+  // Choosing the preset again loads it, its name too.
+  box->setCurrentIndex(box->findText(preset));
+  QCOMPARE(panel.presetName(), preset);
+  QCOMPARE(QString::fromStdString(panel.config().name), preset);
 }
 
 QTEST_MAIN(RunsListTest)
