@@ -26,6 +26,10 @@ namespace fp8wb {
 namespace {
 // Pixels: wider names are elided in the middle (the whole name is in the tooltip).
 constexpr int kNameColumnMaxWidth = 320;
+void cap_name_column(QTableView* view) {
+  view->setColumnWidth(RunListModel::Name,
+                       std::min(view->columnWidth(RunListModel::Name), kNameColumnMaxWidth));
+}
 }  // namespace
 
 RunsTab::RunsTab(EngineController* engine, QWidget* parent)
@@ -214,9 +218,7 @@ void RunsTab::reload() {
                   model_->setRuns(std::move(l.runs), std::move(l.final_loss));
                   selectIds(selected);
                   view_->resizeColumnsToContents();
-                  view_->setColumnWidth(
-                      RunListModel::Name,
-                      std::min(view_->columnWidth(RunListModel::Name), kNameColumnMaxWidth));
+                  cap_name_column(view_);
                   status_->setText(
                       tr("%n run(s) in %1", "", model_->rowCount()).arg(engine_->databasePath()) +
                       (live > 0 ? tr(", %n being written now (live)", "", live) : QString()));
