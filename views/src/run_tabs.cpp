@@ -77,6 +77,8 @@ class ReadableLogTicker : public QCPAxisTickerLog {
                 QVector<double>& ticks, QVector<double>* subTicks,
                 QVector<QString>* tickLabels) override {
     if (range.lower > 0 && range.upper < range.lower * 10) {
+      // Few: evenly spaced ticks crowd together at the top of a log axis.
+      linear_.setTickCount(3);
       linear_.generate(range, locale, formatChar, precision, ticks, subTicks, tickLabels);
       return;
     }
@@ -376,6 +378,7 @@ ScalingTab::ScalingTab(const RunData* run, QWidget* parent)
   add_graph(amax_, tr("amax the scale maps to the format's max"), QColor(0xff, 0x7f, 0x0e));
   amax_->graph(1)->setLineStyle(QCPGraph::lsStepLeft);
   amax_->legend->setVisible(true);
+  place_legend_below(amax_, 2);  // under the plot: the curves stay visible
   window_ = new QCPItemRect(amax_);
   window_->setPen(Qt::NoPen);
   window_->setBrush(QColor(0x1f, 0x77, 0xb4, 40));
@@ -388,6 +391,7 @@ ScalingTab::ScalingTab(const RunData* run, QWidget* parent)
   add_graph(counts_, label_of(kUnderflowPct), QColor(0x2c, 0xa0, 0x2c));
   add_graph(counts_, label_of(kSaturatedPct), QColor(0xd6, 0x27, 0x28));
   counts_->legend->setVisible(true);
+  place_legend_below(counts_, 2);
   connect(tree_, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem* item) {
     if (!item || !item->parent()) return;
     layer_ = item->parent()->text(0);
