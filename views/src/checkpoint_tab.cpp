@@ -565,7 +565,8 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
   if (!has_hist) {
     auto* none = new QCPItemText(hist_);
     none->setObjectName(QStringLiteral("noHistogram"));
-    none->position->setType(QCPItemPosition::ptAxisRectRatio);
+    none->setClipToAxisRect(false);  // the whole sentence, whatever the plot's margins
+    none->position->setType(QCPItemPosition::ptViewportRatio);
     none->position->setCoords(0.5, 0.5);
     none->setText(!t->not_quantized.empty() ? qs(t->not_quantized)
                   : t->numel == 0           ? tr("empty tensor (0 elements)")
@@ -620,7 +621,8 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
   if (!has_map) {
     auto* none = new QCPItemText(blocks_);
     none->setObjectName(QStringLiteral("noBlockMap"));
-    none->position->setType(QCPItemPosition::ptAxisRectRatio);
+    none->setClipToAxisRect(false);  // the whole sentence, whatever the plot's margins
+    none->position->setType(QCPItemPosition::ptViewportRatio);
     none->position->setCoords(0.5, 0.5);
     none->setText(!t->not_quantized.empty() ? tr("no block errors: %1").arg(qs(t->not_quantized))
                   : t->recipes.empty()
@@ -712,7 +714,8 @@ void CheckpointTab::drawChart(const TensorAnalysis& t) {
   if (t.recipes.empty()) {
     auto* none = new QCPItemText(chart_);
     none->setObjectName(QStringLiteral("noChart"));
-    none->position->setType(QCPItemPosition::ptAxisRectRatio);
+    none->setClipToAxisRect(false);  // the whole sentence, whatever the plot's margins
+    none->position->setType(QCPItemPosition::ptViewportRatio);
     none->position->setCoords(0.5, 0.5);
     none->setText(!t.not_quantized.empty() ? tr("no SQNR: %1").arg(qs(t.not_quantized))
                                            : tr("no SQNR: %1 is not quantized").arg(qs(t.dtype)));
