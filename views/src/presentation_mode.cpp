@@ -180,6 +180,16 @@ void PresentationMode::adoptWidget(QWidget* w, bool new_widget) {
       adoptPlot(plot, true);
     } else if (!w->testAttribute(Qt::WA_SetFont)) {
       new_widgets_.emplace_back(w);
+    } else if (QWidget* parent = w->parentWidget();
+               parent && w->font().resolveMask() & QFont::SizeResolved) {
+      // A font of its own made from the scaled one it inherited (a copy with the weight
+      // changed): its size is the parent's, so it follows the parent's from now on, and
+      // takes the usual size back on leaving.
+      if (std::abs(font_size(w->font()) - font_size(parent->font())) < 0.01) {
+        QFont f = w->font();
+        f.setResolveMask(f.resolveMask() & ~QFont::SizeResolved);
+        w->setFont(f);
+      }
     }
   }
 }
