@@ -124,6 +124,7 @@ class PresentationTest : public QObject {
   void widgetsBuiltWhilePresentingAreScaledOnce();
   void runPanelShowsOnlyWhileTraining();
   void cardsRebuiltWhilePresentingRestoreFonts();
+  void explorerPlotsKeepLabelsApart();
 
  private:
   // A main window filling the screen `index` (0: 1280x720, 1: 1920x1080), shown and active.
@@ -302,6 +303,43 @@ void PresentationTest::cardsRebuiltWhilePresentingRestoreFonts() {
                               .arg(size_of(now))));
     }
   }
+}
+
+// Presenting at 1280x720, with two formats and with all of them: the number line's row
+// labels and the ULP plot's tick labels are at least a line apart (the explorer scrolls).
+void PresentationTest::explorerPlotsKeepLabelsApart() {
+  MainWindow w(false);
+  place(w, 0);
+  QTest::keyClick(&w, Qt::Key_F11);
+  QVERIFY(w.presentationMode());
+  for (bool all : {false, true}) {
+    w.formatsTab()->setShowAllFormats(all);
+    settle();
+    for (QCustomPlot* p : {static_cast<QCustomPlot*>(w.formatsTab()->findChild<NumberLinePlot*>()),
+                           static_cast<QCustomPlot*>(w.formatsTab()->findChild<SpacingPlot*>())}) {
+      QVERIFY(p);
+      p->replot();
+      QCPAxis* y = p->yAxis;
+      const double line = QFontMetricsF(y->tickLabelFont()).height();
+      QVector<double> at;
+      for (double t : y->tickVector()) {
+        const double px = y->coordToPixel(t);
+        if (px >= y->axisRect()->top() - 1 && px <= y->axisRect()->bottom() + 1) at << px;
+      }
+      QVERIFY(at.size() >= 2);
+      std::sort(at.begin(), at.end());
+      for (int i = 1; i < at.size(); ++i) {
+        QVERIFY2(at[i] - at[i - 1] >= line,
+                 qPrintable(QStringLiteral("%1 (all formats %2): ticks %3 px apart, a line %4 px")
+                                .arg(QString::fromLatin1(p->metaObject()->className()))
+                                .arg(all)
+                                .arg(at[i] - at[i - 1])
+                                .arg(line)));
+      }
+    }
+  }
+  QTest::keyClick(&w, Qt::Key_F11);
+  QVERIFY(!w.presentationMode());
 }
 
 void PresentationTest::escapeLeaves() {

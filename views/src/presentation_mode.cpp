@@ -152,6 +152,7 @@ void PresentationMode::enter() {
       fonts_.push_back({w, font, explicitly_set});
       w->setFont(own_font(font));
       adoptPlot(plot, false);
+      if (auto* hook = dynamic_cast<PresentationHook*>(w)) hook->presentationScaleChanged(factor_);
       continue;
     }
     if (std::abs(font_size(w->font()) - font_size(font) * factor_) > 0.01) {
