@@ -35,6 +35,7 @@ class RunPanelTest : public QObject {
   void buttonsStayInView();
   void timeLeftInHoursMinutesSeconds();
   void pausedReadsPausedEverywhere();
+  void messageCountsTheOtherMarkedFields();
 
  private:
   QTemporaryDir dir_;
@@ -341,3 +342,31 @@ void RunPanelTest::pausedReadsPausedEverywhere() {
 
 QTEST_MAIN(RunPanelTest)
 #include "run_panel_test.moc"
+
+// The reviewer's form: Window, Steps, Learning rate and Seed refused. The message names
+// the first and counts the fields marked besides it (3), not the problems found (one more:
+// the config refused as a whole, which marks no field).
+void RunPanelTest::messageCountsTheOtherMarkedFields() {
+  MainWindow w(false);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowActive(&w));
+  RunPanel* p = w.runPanel();
+  auto* message = child<QLabel>(p, "run-message");
+  QVERIFY(message);
+  const std::pair<const char*, QString> typed[] = {{"window", QStringLiteral("abc")},
+                                                   {"steps", QStringLiteral("99999999999999")},
+                                                   {"lr", QStringLiteral("NaN")},
+                                                   {"seed", QStringLiteral("-1")}};
+  for (const auto& [name, text] : typed) {
+    auto* field = child<QAbstractSpinBox>(p, name);
+    QVERIFY(field);
+    type_into(field, text);
+    leave(field);
+  }
+  int marked = 0;
+  for (QWidget* f : p->findChildren<QWidget*>())
+    if (f->property("invalid").toBool()) ++marked;
+  QCOMPARE(marked, 4);
+  QVERIFY2(message->text().endsWith(QStringLiteral("(and 3 more fields marked)")),
+           qPrintable(message->text()));
+}

@@ -722,16 +722,16 @@ void RunPanel::validate() {
   }
   // The first problem in the form's order is said beside Start; every one is marked.
   message_.clear();
+  int n_marked = 0;  // fields marked in red; a problem of no field shown marks none
   for (QWidget* w : fields_) {
-    if (problems.contains(w)) {
-      message_ = problems.value(w);
-      break;
-    }
+    if (!problems.contains(w)) continue;
+    if (n_marked++ == 0) message_ = problems.value(w);
   }
   if (message_.isEmpty() && problems.contains(error_)) message_ = problems.value(error_);
-  if (problems.size() > 1)
-    message_ +=
-        tr(" (and %n more field(s) marked)", nullptr, static_cast<int>(problems.size() - 1));
+  // The fields marked besides the one named.
+  const int more = n_marked > 0 ? n_marked - 1 : 0;
+  if (more == 1) message_ += tr(" (and 1 more field marked)");
+  if (more > 1) message_ += tr(" (and %1 more fields marked)").arg(more);
   for (QWidget* w : fields_) {
     const bool bad = problems.contains(w);
     if (w->property("invalid").toBool() != bad || bad) {
