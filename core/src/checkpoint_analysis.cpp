@@ -188,6 +188,22 @@ TensorAnalysis analyze_ref(const std::string& name, const std::string& dtype,
   a.amax = v.amax;
   a.min_nonzero = v.min_nonzero;
   a.dynamic_range_bits = a.min_nonzero > 0 ? std::log2(a.amax) - std::log2(a.min_nonzero) : 0;
+  // SQNR is signal power over error power: without finite nonzero values there is no
+  // signal, and no figure (nor a recommendation) to give.
+  if (a.floating) {
+    if (a.numel == 0) {
+      a.not_quantized = "empty tensor (0 elements)";
+    } else if (v.finite == 0) {
+      a.not_quantized = "no finite values: " + std::to_string(a.nan_count) + " NaN";
+      if (a.inf_count > 0) a.not_quantized += ", " + std::to_string(a.inf_count) + " Inf";
+    } else if (a.amax == 0) {
+      a.not_quantized = "all zero";
+    }
+  }
+  if (!a.not_quantized.empty()) {
+    if (on_gpu.valid()) on_gpu.wait();  // it reads x
+    return a;
+  }
   if (recipes.empty()) return a;
   std::vector<TensorStats> stats;
   if (on_gpu.valid()) {

@@ -13,6 +13,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
+#include <QShowEvent>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStackedWidget>
@@ -139,7 +140,9 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
         const double v = sqnr_of(*t, ScalingKind::Tensorwise, Format::E4M3FN);
         return std::isfinite(v) ? QString::number(v, 'f', 1) : QStringLiteral("-");
       }
-      case Recommended: return qs(t->recommended);
+      case Recommended:
+        return t->not_quantized.empty() ? qs(t->recommended)
+                                        : tr("none: %1").arg(qs(t->not_quantized));
       default: return {};
     }
   }
@@ -153,7 +156,10 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
                                     .arg(t->inf_count);
       case Best:
       case BestSqnr: return tr("Highest SQNR: %1.").arg(tr(kBestCriterion));
-      default: return t->reason.empty() ? qs(t->name) : qs(t->reason);
+      default:
+        return !t->not_quantized.empty() ? tr("No SQNR: %1").arg(qs(t->not_quantized))
+               : t->reason.empty()       ? qs(t->name)
+                                         : qs(t->reason);
     }
   }
   // The recommended recipe in bold and green, the selected one on an orange ground.
@@ -252,9 +258,9 @@ CheckpointTab::CheckpointTab(QWidget* parent)
         tr("Checkpoints (*.safetensors *.index.json *.pt *.pth *.bin);;All files (*)"));
     if (!path.isEmpty()) openCheckpoint(path);
   });
-  recent_->setPlaceholderText(tr("recent checkpoints"));
-  recent_->addItems(recentFiles());
-  recent_->setCurrentIndex(-1);
+  recent_->setObjectName(QStringLiteral("checkpointRecent"));
+  recent_->installEventFilter(this);  // read again before it opens
+  refreshRecent();
   connect(recent_, &QComboBox::activated, this, [this](int i) {
     if (i >= 0) openCheckpoint(recent_->itemText(i));
   });
@@ -382,10 +388,7 @@ void CheckpointTab::forgetRecent(const QString& path) {
   QStringList r = recentFiles();
   if (r.removeAll(path) == 0) return;
   QSettings().setValue(kRecentKey, r);
-  const QSignalBlocker b(recent_);
-  recent_->clear();
-  recent_->addItems(r);
-  recent_->setCurrentIndex(-1);
+  refreshRecent();
 }
 
 void CheckpointTab::remember(const QString& path) {
@@ -394,10 +397,36 @@ void CheckpointTab::remember(const QString& path) {
   r.prepend(path);
   while (r.size() > 10) r.removeLast();
   QSettings().setValue(kRecentKey, r);
+  fillRecent(r, 0);
+}
+
+void CheckpointTab::refreshRecent() {
+  // The files still there, as File > Recent files lists them.
+  QStringList r;
+  for (const QString& p : recentFiles()) {
+    if (QFileInfo::exists(p)) r << p;
+  }
+  const int current = static_cast<int>(r.indexOf(recent_->currentText()));
+  fillRecent(r, current);
+}
+
+void CheckpointTab::fillRecent(const QStringList& paths, int current) {
   const QSignalBlocker b(recent_);
   recent_->clear();
-  recent_->addItems(r);
-  recent_->setCurrentIndex(0);
+  recent_->addItems(paths);
+  recent_->setCurrentIndex(current);
+  recent_->setPlaceholderText(paths.isEmpty() ? tr("no recent checkpoints")
+                                              : tr("recent checkpoints (%1)").arg(paths.size()));
+}
+
+void CheckpointTab::showEvent(QShowEvent* e) {
+  refreshRecent();
+  QWidget::showEvent(e);
+}
+
+bool CheckpointTab::eventFilter(QObject* watched, QEvent* e) {
+  if (watched == recent_ && e->type() == QEvent::MouseButtonPress) refreshRecent();
+  return QWidget::eventFilter(watched, e);
 }
 
 void CheckpointTab::openCheckpoint(const QString& path) {
@@ -447,7 +476,10 @@ void CheckpointTab::openCheckpoint(const QString& path) {
         showTensor(nullptr);
         model_->setTensors({});
         pages_->setCurrentIndex(0);
-        status_->setText(tr("%1 could not be analysed: %2").arg(path, message));
+        // The reader's messages start with the file's name: name it once.
+        QString detail = message;
+        if (detail.startsWith(path + QStringLiteral(": "))) detail.remove(0, path.size() + 2);
+        status_->setText(tr("%1 could not be analysed: %2").arg(path, detail));
         Q_EMIT failed(message);
       });
 }
@@ -527,9 +559,24 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
   }
   hist_bars_->setData(keys, counts);
   hist_->clearItems();
+  // Nothing to place on a log2 axis (empty, all zero, no finite values): say why, no axes.
+  const bool has_hist = !keys.isEmpty();
+  for (QCPAxis* a : {hist_->xAxis, hist_->yAxis}) a->setVisible(has_hist);
+  if (!has_hist) {
+    auto* none = new QCPItemText(hist_);
+    none->setObjectName(QStringLiteral("noHistogram"));
+    none->setClipToAxisRect(false);  // the whole sentence, whatever the plot's margins
+    none->position->setType(QCPItemPosition::ptViewportRatio);
+    none->position->setCoords(0.5, 0.5);
+    none->setText(!t->not_quantized.empty() ? qs(t->not_quantized)
+                  : t->numel == 0           ? tr("empty tensor (0 elements)")
+                                            : tr("no finite nonzero values"));
+    none->setColor(palette().color(QPalette::Disabled, QPalette::WindowText));
+  }
   const double top = t->amax > 0 ? std::floor(std::log2(t->amax)) : 0;
   int lane = 0;
   for (Format f : {Format::E4M3FN, Format::E5M2}) {
+    if (!has_hist) break;
     const FormatInfo& fi = format_info(f);
     const double span =
         std::floor(std::log2(fi.max_finite)) - std::floor(std::log2(fi.min_subnormal));
@@ -550,8 +597,10 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
     label->setColor(format_color(f));
     ++lane;
   }
-  hist_->rescaleAxes();
-  hist_->xAxis->setRange(std::min(hist_->xAxis->range().lower, top - 32), top + 2);
+  if (has_hist) {
+    hist_->rescaleAxes();
+    hist_->xAxis->setRange(std::min(hist_->xAxis->range().lower, top - 32), top + 2);
+  }
   drawChart(*t);
   // Block errors of the chosen recipe.
   const int ri = recipe_->currentIndex();
@@ -572,10 +621,13 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
   if (!has_map) {
     auto* none = new QCPItemText(blocks_);
     none->setObjectName(QStringLiteral("noBlockMap"));
-    none->position->setType(QCPItemPosition::ptAxisRectRatio);
+    none->setClipToAxisRect(false);  // the whole sentence, whatever the plot's margins
+    none->position->setType(QCPItemPosition::ptViewportRatio);
     none->position->setCoords(0.5, 0.5);
-    none->setText(t->recipes.empty() ? tr("no block errors: %1 is not quantized").arg(qs(t->dtype))
-                                     : tr("no block error map for this recipe"));
+    none->setText(!t->not_quantized.empty() ? tr("no block errors: %1").arg(qs(t->not_quantized))
+                  : t->recipes.empty()
+                      ? tr("no block errors: %1 is not quantized").arg(qs(t->dtype))
+                      : tr("no block error map for this recipe"));
     none->setColor(palette().color(QPalette::Disabled, QPalette::WindowText));
   }
   const QString file = QFileInfo(path_).fileName();
@@ -602,6 +654,9 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
     caption += tr(" Highest SQNR of any format: %1 (%2 dB).")
                    .arg(qs(best->name))
                    .arg(best->sqnr_db, 0, 'f', 1);
+  }
+  if (!t->not_quantized.empty()) {
+    caption += tr(" No SQNR and no recommendation: %1.").arg(qs(t->not_quantized).toHtmlEscaped());
   }
   if (!t->recommended.empty()) {
     caption += tr(" <span style='color:%1'>Recommended for E4M3FN (the simplest recipe within "
@@ -653,6 +708,19 @@ void CheckpointTab::drawChart(const TensorAnalysis& t) {
       if (r.recipe.format == f) bars->addData(key_of(r), value_of(r));
     }
     chart_bars_.push_back(bars);
+  }
+  for (QCPAxis* a : {chart_->xAxis, chart_->yAxis}) a->setVisible(!t.recipes.empty());
+  chart_->legend->setVisible(!t.recipes.empty());
+  if (t.recipes.empty()) {
+    auto* none = new QCPItemText(chart_);
+    none->setObjectName(QStringLiteral("noChart"));
+    none->setClipToAxisRect(false);  // the whole sentence, whatever the plot's margins
+    none->position->setType(QCPItemPosition::ptViewportRatio);
+    none->position->setCoords(0.5, 0.5);
+    none->setText(!t.not_quantized.empty() ? tr("no SQNR: %1").arg(qs(t.not_quantized))
+                                           : tr("no SQNR: %1 is not quantized").arg(qs(t.dtype)));
+    none->setColor(palette().color(QPalette::Disabled, QPalette::WindowText));
+    return;
   }
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
   for (int i = 0; i < scalings.size(); ++i) ticker->addTick(i, scalings[i]);

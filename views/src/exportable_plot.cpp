@@ -48,7 +48,16 @@ void fill_block_map(QCPColorMap* map, int64_t rows, int64_t cols, const std::vec
     }
   }
   map->rescaleDataRange(true);
-  // Whole blocks in view: each cell spans +-0.5 around its index.
+  // Whole blocks in view: each cell spans +-0.5 around its index; ticks only at block
+  // indices (whole numbers, steps of 1, 2, 5, 10, ... as the room allows).
+  for (QCPAxis* axis : {map->keyAxis(), map->valueAxis()}) {
+    if (!axis->ticker().dynamicCast<QCPAxisTickerFixed>()) {
+      auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
+      ticker->setTickStep(1.0);
+      ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+      axis->setTicker(ticker);
+    }
+  }
   map->keyAxis()->setRange(-0.5, static_cast<double>(cols) - 0.5);
   map->valueAxis()->setRange(-0.5, static_cast<double>(rows) - 0.5);
 }

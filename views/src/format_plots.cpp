@@ -82,7 +82,24 @@ void NumberLinePlot::setFormats(const std::vector<Format>& formats) {
   yAxis->setTicker(ticker);
   yAxis->setRange(0.3, static_cast<double>(formats.size()) + 0.7);
   xAxis->setRange(lo - 1, hi + 1);
+  sizeForPresentation();
   replot(QCustomPlot::rpQueuedReplot);
+}
+
+void NumberLinePlot::presentationScaleChanged(double factor) {
+  factor_ = factor;
+  sizeForPresentation();
+}
+
+// Each row as tall as one and a half lines of its label, the x axis's ticks and label
+// below.
+void NumberLinePlot::sizeForPresentation() {
+  if (factor_ <= 1) {
+    setMinimumHeight(0);
+    return;
+  }
+  const double line = QFontMetricsF(font()).height() * factor_;
+  setMinimumHeight(static_cast<int>(line * (1.5 * static_cast<double>(formats_.size()) + 4)));
 }
 
 void NumberLinePlot::setMarker(std::optional<double> value) {
@@ -135,7 +152,21 @@ void SpacingPlot::setFormats(const std::vector<Format>& formats) {
     xAxis->setRange(lo / 4, hi * 4);
     yAxis->setRange(slo / 4, shi * 4);
   }
+  legend_rows_ = std::max(1, (static_cast<int>(formats.size()) + 3) / 4);
+  presentationScaleChanged(factor_);
   replot(QCustomPlot::rpQueuedReplot);
+}
+
+// Room for about six tick labels a line and a half apart, the legend's rows and the x
+// axis below.
+void SpacingPlot::presentationScaleChanged(double factor) {
+  factor_ = factor;
+  if (factor_ <= 1) {
+    setMinimumHeight(0);
+    return;
+  }
+  const double line = QFontMetricsF(font()).height() * factor_;
+  setMinimumHeight(static_cast<int>(line * (6 * 1.6 + 1.3 * legend_rows_ + 4)));
 }
 
 void SpacingPlot::setMarker(std::optional<double> value) {

@@ -38,6 +38,10 @@ struct TensorAnalysis {
   std::vector<RecipeResult> recipes;
   std::string recommended;  // a recipe name, empty for non-float tensors
   std::string reason;
+  // Why a floating-point tensor has no recipe results (SQNR needs finite signal):
+  // "empty tensor (0 elements)", "no finite values: N NaN, M Inf", "all zero"; empty
+  // when the recipes ran.
+  std::string not_quantized;
 };
 
 enum class AnalysisDevice {

@@ -88,6 +88,9 @@ class CheckpointTab : public QWidget {
   QStringList recentFiles() const;
   // Takes a file off the recent files (one that no longer exists).
   void forgetRecent(const QString& path);
+  // The recent checkpoints list read again from the settings that File > Recent files
+  // reads too (the files still there), e.g. after another window changed it.
+  void refreshRecent();
   QString statusText() const;
 
  Q_SIGNALS:
@@ -98,6 +101,8 @@ class CheckpointTab : public QWidget {
  protected:
   void dragEnterEvent(QDragEnterEvent* e) override;
   void dropEvent(QDropEvent* e) override;
+  void showEvent(QShowEvent* e) override;
+  bool eventFilter(QObject* watched, QEvent* e) override;
 
  private:
   void showTensor(const TensorAnalysis* t);
@@ -105,6 +110,7 @@ class CheckpointTab : public QWidget {
   void finishLoad(const QString& path, std::vector<TensorAnalysis> result, bool cancelled);
   void showBusy(bool busy);
   void remember(const QString& path);
+  void fillRecent(const QStringList& paths, int current);
   QComboBox* recent_;
   QLineEdit* filter_;
   QLabel* status_;
