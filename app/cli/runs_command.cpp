@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -113,10 +114,24 @@ void export_run(const RunStore& s, const RunInfo& r, const std::string& format, 
 }  // namespace
 
 int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
+  // The run's id, checked before the database is opened.
+  int64_t id = 0;
+  const char* end = opt.id.data() + opt.id.size();
+  if (const auto [at, e] = std::from_chars(opt.id.data(), end, id);
+      !opt.id.empty() && (e != std::errc() || at != end || id <= 0)) {
+    err << "fp8wb runs " << opt.action << ": run id must be a number, not '" << opt.id
+        << "' (`fp8wb runs list` shows the ids)\n";
+    return 1;
+  }
   // Reading creates nothing (no folder, no file, no -wal): a missing database is an error.
   // Only delete writes, and only to a database that exists.
   const std::string path = db_path(opt.db);
   std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    // Said as `train` says it.
+    err << "fp8wb: run database " << path << " is a folder, not a database file\n";
+    return 1;
+  }
   if (!std::filesystem::is_regular_file(path, ec)) {
     err << "fp8wb: no run database at " << path << "\n";
     return 1;
@@ -158,13 +173,13 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
     out << "(" << kFinalLossDefinition << ")\n";
     return 0;
   }
-  if (opt.id <= 0) {
+  if (opt.id.empty()) {
     err << "fp8wb runs " << opt.action << ": which run? (give its id; `fp8wb runs list`)\n";
     return 1;
   }
-  const auto r = store->run(opt.id);
+  const auto r = store->run(id);
   if (!r) {
-    err << "fp8wb: no run " << opt.id << " in " << store->path() << "\n";
+    err << "fp8wb: no run " << id << " in " << store->path() << "\n";
     return 1;
   }
   if (opt.action == "show") {

@@ -11,7 +11,7 @@ namespace fp8wb::cli {
 struct RunsOptions {
   std::string action;  // list, show, export, delete
   std::string db;
-  int64_t id = 0;
+  std::string id;  // as typed: a positive number (show, export, delete)
   std::string format = "csv";
   std::string out_file;
   bool json = false;

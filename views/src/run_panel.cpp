@@ -275,6 +275,8 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
       stop_(new QPushButton(tr("Stop"), this)),
       progress_(new QProgressBar(this)) {
   preset_->addItems(presetNames());
+  // Shown while the form holds what no preset gave it (an opened run's settings).
+  preset_->setPlaceholderText(tr("(not a preset: the settings of an opened run)"));
   model_->addItems({QStringLiteral("gpt"), QStringLiteral("mlp")});
   fill_choices(recipe_, kFloat8Recipes);
   fill_choices(formats_, kFormatPairings);
@@ -551,11 +553,20 @@ QString RunPanel::applyOverrides(const QStringList& key_values) {
   } catch (const std::exception& e) {
     return QString::fromStdString(e.what());
   }
+  const int preset = preset_->currentIndex();  // changed fields keep the preset named
   setConfig(c);
+  const QSignalBlocker b(preset_);
+  preset_->setCurrentIndex(preset);
   return {};
 }
 
 void RunPanel::setConfig(const RunConfig& c) {
+  {
+    // The form is no preset's now (applyPreset() names its own after): the box says so,
+    // and choosing any preset again loads it.
+    const QSignalBlocker b0(preset_);
+    preset_->setCurrentIndex(-1);
+  }
   {
     base_ = c;
     const QSignalBlocker b1(model_), b2(recipe_), b3(formats_), b4(scaling_), b5(algo_), b6(steps_),
