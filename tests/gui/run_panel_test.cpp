@@ -36,6 +36,7 @@ class RunPanelTest : public QObject {
   void timeLeftInHoursMinutesSeconds();
   void pausedReadsPausedEverywhere();
   void messageCountsTheOtherMarkedFields();
+  void overridesSurviveADeviceChange();
 
  private:
   QTemporaryDir dir_;
@@ -369,4 +370,20 @@ void RunPanelTest::messageCountsTheOtherMarkedFields() {
   QCOMPARE(marked, 4);
   QVERIFY2(message->text().endsWith(QStringLiteral("(and 3 more fields marked)")),
            qPrintable(message->text()));
+}
+
+// Settings that change the device too (a run opened from a GPU machine on the CPU, or
+// --set device=cpu where the form shows cuda:0) keep every other value they set,
+// More fields' included: a check made half-way through once took their old values back.
+void RunPanelTest::overridesSurviveADeviceChange() {
+  MainWindow w(false);
+  RunPanel* p = w.runPanel();
+  QVERIFY(p->applyOverrides({QStringLiteral("device=cuda:5")}).isEmpty());
+  QCOMPARE(p->config().device, std::string("cuda:5"));
+  QVERIFY(p->applyOverrides({QStringLiteral("device=cpu"), QStringLiteral("d_model=96"),
+                             QStringLiteral("heads=3")})
+              .isEmpty());
+  QCOMPARE(p->config().device, std::string("cpu"));
+  QCOMPARE(p->config().d_model, 96);
+  QCOMPARE(p->config().heads, 3);
 }

@@ -255,6 +255,12 @@ void RunViewsTest::currentScalingCaptionSaysSo() {
 // (drawn as a power of ten), not as a row of zeros: scales below 0.1 over less than a
 // decade, over several decades, flat, and amaxes below 0.1.
 void RunViewsTest::logAxisLabelsAreReadable() {
+  // In a locale whose exponent sign is 'E' too (en_US: "2E-02", which the plot would not
+  // draw as a power of ten).
+  QLocale::setDefault(QLocale(QLocale::English, QLocale::UnitedStates));
+  struct Restore {
+    ~Restore() { QLocale::setDefault(QLocale::c()); }
+  } restore;
   const std::pair<double, double> cases[] = {{0.02, 0.07}, {1e-4, 3e-2}, {0.004, 0.006},
                                              {0.05, 0.05}, {1e-7, 1e-6}, {0.03, 0.3}};
   for (const auto& [lo, hi] : cases) {

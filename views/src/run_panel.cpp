@@ -571,7 +571,8 @@ void RunPanel::setConfig(const RunConfig& c) {
     base_ = c;
     const QSignalBlocker b1(model_), b2(recipe_), b3(formats_), b4(scaling_), b5(algo_), b6(steps_),
         b7(margin_), b8(window_), b9(seed_), b10(stats_), b11(dmodel_), b12(layers_), b13(lr_),
-        b14(fp8_), b15(reference_), b16(name_), b17(fprop_), b18(dgrad_), b19(wgrad_);
+        b14(fp8_), b15(reference_), b16(name_), b17(fprop_), b18(dgrad_), b19(wgrad_),
+        b20(device_);  // all of them: a check half-way would take More fields' old values
     std::vector<std::unique_ptr<QSignalBlocker>> edits;
     for (auto& [key, box] : numbers_)
       edits.push_back(std::make_unique<QSignalBlocker>(box->findChild<QLineEdit*>()));

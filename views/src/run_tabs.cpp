@@ -52,11 +52,16 @@ QCPGraph* add_graph(ExportablePlot* p, const QString& name, const QColor& c, boo
 QString readable_tick_label(double tick, const QLocale& locale, const QString& plain) {
   const double a = std::abs(tick);
   if (a == 0 || (a >= 0.1 && a < 1e5)) return plain;
+  // With a lowercase 'e' whatever the locale's exponent sign ("2E-02" in en_US): the plot
+  // draws only "2e-02" as a power of ten.
+  const auto lower_e = [&locale](QString s) {
+    return s.replace(locale.exponential(), QStringLiteral("e"));
+  };
   for (int digits = 0; digits < 6; ++digits) {
     const QString s = locale.toString(tick, 'e', digits);
-    if (std::abs(locale.toDouble(s) - tick) <= 1e-9 * a) return s;
+    if (std::abs(locale.toDouble(s) - tick) <= 1e-9 * a) return lower_e(s);
   }
-  return locale.toString(tick, 'e', 6);
+  return lower_e(locale.toString(tick, 'e', 6));
 }
 
 // Evenly spaced ticks, labelled as above.
