@@ -152,7 +152,9 @@ void CheckpointViewTest::aFileThatIsNoCheckpointSaysWhatItIsNot() {
   const QString png = dir_.filePath(QStringLiteral("x.png"));
   QFile f(png);
   QVERIFY(f.open(QIODevice::WriteOnly));
-  f.write(QByteArray("\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x10\0\0\0\x10\x08\x06\0\0\0", 33));
+  // The signature and the start of the IHDR chunk (29 bytes, NULs included).
+  static const char kPng[] = "\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x10\0\0\0\x10\x08\x06\0\0\0";
+  f.write(QByteArray(kPng, static_cast<qsizetype>(sizeof kPng - 1)));
   f.close();
   auto w = window(QStringLiteral("Checkpoint"));
   QVERIFY(load(*w, path_));

@@ -96,7 +96,9 @@ TEST_F(CheckpointReading, FilesAreRecognisedByContent) {
   const std::string png = path("x.png");
   {
     std::ofstream f(png, std::ios::binary);
-    f << std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x10\0\0\0\x10\x08\x06\0\0\0", 33);
+    // The signature and the start of the IHDR chunk (29 bytes, NULs included).
+    static const char kPng[] = "\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x10\0\0\0\x10\x08\x06\0\0\0";
+    f << std::string(kPng, sizeof kPng - 1);
   }
   const std::string e = error_of([&] { open_any_checkpoint(png); });
   EXPECT_NE(
