@@ -1,7 +1,9 @@
 // defines: the warp-level operations the kernels use, for any warp width: kWarpSize (32
 // lanes on NVIDIA GPUs, 64-lane wavefronts on the AMD GPUs the HIP build targets),
-// LaneMask, lane_id(), shuffles, ballot, warp_sum(), warp_max(). CUDA takes the *_sync
-// forms over the full warp; HIP's unsynchronised forms act on the whole wavefront.
+// LaneMask, lane_id(), shuffles, ballot, active_mask(), match_any(), lane_count(),
+// lowest_lane(), warp_sum(), warp_max(). CUDA takes the *_sync forms over the full warp;
+// HIP's unsynchronised forms act on the whole wavefront (hipcc 5.2 has no *_sync forms, no
+// __activemask() and no __match_any(): they are built here from __ballot and __shfl).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +20,12 @@ inline constexpr int kWarpSize = 32;
 using LaneMask = unsigned;
 #endif
 inline constexpr LaneMask kFullMask = ~LaneMask{0};
+
+#if defined(__HIP_DEVICE_COMPILE__)
+static_assert(__AMDGCN_WAVEFRONT_SIZE == kWarpSize, "the HIP build targets wave64 GPUs");
+#elif defined(__CUDA_ARCH__)
+static_assert(kWarpSize == 32);
+#endif
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 
@@ -70,6 +78,49 @@ __device__ __forceinline__ LaneMask ballot(bool p) {
   return __ballot(p);
 #else
   return __ballot_sync(kFullMask, p);
+#endif
+}
+
+// The lanes executing this call (on AMD, the wavefront's exec mask).
+__device__ __forceinline__ LaneMask active_mask() {
+#if defined(FP8WB_HIP)
+  return __ballot(1);
+#else
+  return __activemask();
+#endif
+}
+
+// Lanes in a mask, and the lowest lane of a nonzero mask.
+__device__ __forceinline__ int lane_count(LaneMask m) {
+#if defined(FP8WB_HIP)
+  return __popcll(m);
+#else
+  return __popc(m);
+#endif
+}
+__device__ __forceinline__ int lowest_lane(LaneMask m) {
+#if defined(FP8WB_HIP)
+  return __ffsll(static_cast<unsigned long long>(m)) - 1;
+#else
+  return __ffs(static_cast<int>(m)) - 1;
+#endif
+}
+
+// The active lanes whose v equals this lane's (this lane included), over whatever lanes
+// execute the call: __match_any_sync on CUDA; on HIP one round per distinct value among
+// the active lanes, each round settling the lanes equal to the lowest unsettled lane.
+__device__ __forceinline__ LaneMask match_any(int v) {
+#if defined(FP8WB_HIP)
+  LaneMask todo = active_mask();
+  for (;;) {
+    const int leader_value = __shfl(v, lowest_lane(todo));
+    const bool mine = v == leader_value;
+    const LaneMask peers = __ballot(mine);  // lanes that left the loop count as false
+    if (mine) return peers;
+    todo &= ~peers;
+  }
+#else
+  return __match_any_sync(__activemask(), v);
 #endif
 }
 

@@ -3,16 +3,44 @@
 // the checkpoint analysis (quantization_stats_cuda), built on quantize_cuda.cu's API.
 #include <algorithm>
 #include <cstddef>
+#include <limits>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "fp8wb/kernels/quantize_cuda.h"
 #include "gpu_runtime.h"
 
 namespace fp8wb {
+namespace {
+
+// The host tensor: one data pointer (fp32 or bf16) when it has elements, a shape whose
+// size fits. Checked before anything touches the GPU.
+void validate_host_tensor(const TensorRef& hx) {
+  if (hx.rows < 0 || hx.cols < 0) {
+    throw std::invalid_argument("tensor shape " + std::to_string(hx.rows) + "x" +
+                                std::to_string(hx.cols) + " is negative");
+  }
+  if (hx.cols > 0 && hx.rows > std::numeric_limits<int64_t>::max() / hx.cols) {
+    throw std::invalid_argument("tensor shape " + std::to_string(hx.rows) + "x" +
+                                std::to_string(hx.cols) + " has too many elements");
+  }
+  if (hx.f32 && hx.bf16) {
+    throw std::invalid_argument("the tensor has both fp32 and bf16 data: give one");
+  }
+  if (hx.numel() > 0 && !hx.f32 && !hx.bf16) {
+    throw std::invalid_argument("the " + std::to_string(hx.rows) + "x" + std::to_string(hx.cols) +
+                                " tensor has no data");
+  }
+}
+
+}  // namespace
 
 GpuQuantization quantize_current_cuda(const TensorRef& hx, const QuantRecipe& recipe,
                                       bool transposed, const StatsOptions& so) {
+  validate_host_tensor(hx);
   const GroupLayout L = make_layout(recipe, hx.rows, hx.cols);
+  require_gpu();
   const auto n = static_cast<size_t>(hx.rows * hx.cols);
   const auto groups = static_cast<size_t>(L.group_count());
   DeviceArray<float> xf(hx.f32 ? n : 0);
@@ -75,6 +103,7 @@ GpuQuantization quantize_current_cuda(const TensorRef& hx, const QuantRecipe& re
 std::vector<TensorStats> quantization_stats_cuda(const TensorRef& hx,
                                                  const std::vector<QuantRecipe>& recipes,
                                                  const StatsOptions& so) {
+  validate_host_tensor(hx);
   const auto n = static_cast<size_t>(hx.rows * hx.cols);
   std::vector<GroupLayout> layouts;
   std::vector<MapGrid> grids;
@@ -90,6 +119,7 @@ std::vector<TensorStats> quantization_stats_cuda(const TensorRef& hx,
   }
   std::vector<TensorStats> out(recipes.size());
   if (recipes.empty()) return out;
+  require_gpu();
   DeviceArray<float> xf(hx.f32 ? n : 0);
   DeviceArray<uint16_t> xb(hx.bf16 ? n : 0);
   if (hx.f32 && n) FP8WB_GPU_CHECK(cudaMemcpy(xf.p, hx.f32, n * 4, cudaMemcpyHostToDevice));
