@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fp8wb/core/checkpoint_analysis.h"
+#include "fp8wb/core/default_formats.h"
 #include "fp8wb/core/open_checkpoint.h"
 
 namespace fp8wb::cli {
@@ -31,6 +32,7 @@ CLI::App* add_inspect_command(CLI::App& app, InspectOptions& opt) {
 int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err) {
   AnalysisOptions ao;
   ao.maps = false;
+  ao.recommend_format = default_element_format(probe_backend());  // E4M3FNUZ on AMD GPUs
   if (!opt.format.empty()) {
     const auto f = parse_format(opt.format);
     if (!f) {

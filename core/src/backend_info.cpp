@@ -13,6 +13,7 @@
 #endif
 #if defined(FP8WB_TORCH_CUDA)
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #endif
 
 namespace fp8wb {
@@ -39,6 +40,8 @@ BackendInfo probe_backend() {
   b.cpu_threads = at::get_num_threads();
 #if defined(FP8WB_TORCH_CUDA)
   b.torch_cuda_build = true;
+  // A ROCm LibTorch serves AMD GPUs under torch::cuda's names; its hooks say which it is.
+  b.rocm = at::detail::getCUDAHooks().hasROCM();
   b.cuda_devices = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
 #endif
 #if defined(FP8WB_WITH_CUDA_KERNELS)
@@ -49,14 +52,20 @@ BackendInfo probe_backend() {
     const cudaDeviceProp* p = at::cuda::getDeviceProperties(0);
     b.device_name = p->name;
     b.sm = p->major * 10 + p->minor;
+    if (!b.rocm) b.gpu_arch = "sm_" + std::to_string(b.sm);
+#if defined(USE_ROCM)  // where the ROCm LibTorch's headers say so (its device properties)
+    b.gpu_arch = p->gcnArchName;  // "gfx942:sramecc+:xnack-": the name before the features
+    b.gpu_arch = b.gpu_arch.substr(0, b.gpu_arch.find(':'));
+#endif
     for (int i = 0; i < b.cuda_devices; ++i)
       b.cuda_device_names.emplace_back(at::cuda::getDeviceProperties(i)->name);
 #endif
   } else {
     b.device_name = "CPU (" + std::to_string(b.cpu_threads) + " threads)";
   }
-  // FP8 tensor cores start with Ada (sm_89) and Hopper (sm_90).
-  b.fp8_gemm_real = b.cuda_devices > 0 && b.torch_float8 && b.sm >= 89;
+  // FP8 tensor cores start with Ada (sm_89) and Hopper (sm_90); AMD GPUs report their own
+  // numbering here, and their FP8 GEMMs are not taken as real.
+  b.fp8_gemm_real = b.cuda_devices > 0 && !b.rocm && b.torch_float8 && b.sm >= 89;
   if (b.fp8_gemm_real) {
     b.fp8_gemm = "real (FP8 tensor cores through cuBLAS, sm_" + std::to_string(b.sm) + ")";
   } else if (b.cuda_devices > 0) {

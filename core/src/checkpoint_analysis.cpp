@@ -38,18 +38,18 @@ std::string fixed(double v, int digits) {
   return s.str();
 }
 
-void recommend(TensorAnalysis& a) {
-  // Among the E4M3 recipes (the format of weights and activations), the simplest one
-  // within 1 dB of the best SQNR, without saturation.
+void recommend(TensorAnalysis& a, Format e4m3) {
+  // Among the E4M3 recipes (the format of weights and activations: E4M3FN, or E4M3FNUZ on
+  // AMD GPUs), the simplest one within 1 dB of the best SQNR, without saturation.
   const RecipeResult* best = nullptr;
   for (const auto& r : a.recipes) {
-    if (r.recipe.format != Format::E4M3FN) continue;
+    if (r.recipe.format != e4m3) continue;
     if (!best || r.sqnr_db > best->sqnr_db) best = &r;
   }
   if (!best) return;
   const RecipeResult* pick = best;
   for (const auto& r : a.recipes) {
-    if (r.recipe.format != Format::E4M3FN || r.saturated_pct > 0) continue;
+    if (r.recipe.format != e4m3 || r.saturated_pct > 0) continue;
     if (r.sqnr_db >= best->sqnr_db - 1.0 &&
         simplicity(r.recipe.kind) < simplicity(pick->recipe.kind))
       pick = &r;
@@ -66,7 +66,7 @@ void recommend(TensorAnalysis& a) {
   // Say why finer scaling wins when it does: the spread inside the tensor.
   if (pick->recipe.kind != ScalingKind::Tensorwise) {
     for (const auto& r : a.recipes) {
-      if (r.recipe.format == Format::E4M3FN && r.recipe.kind == ScalingKind::Tensorwise) {
+      if (r.recipe.format == e4m3 && r.recipe.kind == ScalingKind::Tensorwise) {
         a.reason += "; one tensorwise scale gives " + fixed(r.sqnr_db, 1) + " dB (amax " +
                     fixed(a.amax, 3) + " against a dynamic range of " +
                     fixed(a.dynamic_range_bits, 1) + " bits)";
@@ -227,7 +227,7 @@ TensorAnalysis analyze_ref(const std::string& name, const std::string& dtype,
     if (options.maps) res.map_rel_error = stats[i].map_rel_error();
     a.recipes.push_back(std::move(res));
   }
-  recommend(a);
+  recommend(a, options.recommend_format);
   return a;
 }
 

@@ -1,6 +1,7 @@
 #include "fp8wb/views/checkpoint_tab.h"
 
 #include <QComboBox>
+#include <QCoreApplication>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileDialog>
@@ -22,6 +23,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "fp8wb/core/backend_info.h"
+#include "fp8wb/core/default_formats.h"
 #include "fp8wb/core/open_checkpoint.h"
 #include "fp8wb/views/exportable_plot.h"
 
@@ -67,9 +70,27 @@ QString scaling_of(const RecipeResult& r) {
 const QColor kRecommendedColor(0x2c, 0xa0, 0x2c);
 const QColor kSelectedColor(0xff, 0x7f, 0x0e);
 
-const char* const kRecommendedCriterion =
-    "the simplest E4M3FN recipe within 1 dB of the best E4M3FN SQNR, without saturation "
-    "(E4M3FN: the format of weights and activations on OCP FP8 hardware)";
+// The FP8 formats of this machine: E4M3FNUZ and E5M2FNUZ on AMD GPUs, E4M3FN and E5M2
+// elsewhere (default_formats.h). Recommendations are made in its E4M3.
+const FormatPairingEntry& machine_formats() {
+  static const FormatPairingEntry& e =
+      table_entry(kFormatPairings, default_format_pairing(probe_backend()));
+  return e;
+}
+Format recommend_format() {
+  return machine_formats().input;
+}
+
+QString recommended_criterion() {
+  const QString f = format_name(recommend_format());
+  const bool fnuz = recommend_format() == Format::E4M3FNUZ;
+  return QCoreApplication::translate("CheckpointTab",
+                                     "the simplest %1 recipe within 1 dB of the best %1 SQNR, "
+                                     "without saturation (%1: the format of weights and "
+                                     "activations on %2)")
+      .arg(f, fnuz ? QCoreApplication::translate("CheckpointTab", "AMD's FP8 hardware")
+                   : QCoreApplication::translate("CheckpointTab", "OCP FP8 hardware"));
+}
 const char* const kBestCriterion =
     "the recipe x format with the highest SQNR, across every format analysed (the "
     "FNUZ formats and FP4 too)";
@@ -111,7 +132,7 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
       case Range: return t->dynamic_range_bits;
       case BestSqnr: return std::isfinite(b) ? b : 1e9;
       case TensorwiseSqnr: {
-        const double v = sqnr_of(*t, ScalingKind::Tensorwise, Format::E4M3FN);
+        const double v = sqnr_of(*t, ScalingKind::Tensorwise, recommend_format());
         return std::isfinite(v) ? v : 1e9;
       }
       default: break;
@@ -137,7 +158,7 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
       case Best: return best ? qs(best->name) : QStringLiteral("-");
       case BestSqnr: return std::isfinite(b) ? QString::number(b, 'f', 1) : QStringLiteral("-");
       case TensorwiseSqnr: {
-        const double v = sqnr_of(*t, ScalingKind::Tensorwise, Format::E4M3FN);
+        const double v = sqnr_of(*t, ScalingKind::Tensorwise, recommend_format());
         return std::isfinite(v) ? QString::number(v, 'f', 1) : QStringLiteral("-");
       }
       case Recommended:
@@ -208,17 +229,18 @@ QVariant CheckpointModel::headerData(int section, Qt::Orientation o, int role) c
                                   "amax",
                                   "range (bits)",
                                   "NaN / Inf",
-                                  "recommended (E4M3FN)",
+                                  "recommended (%1)",
                                   "highest SQNR (any format)",
                                   "its SQNR (dB)",
-                                  "E4M3FN tensorwise (dB)"};
-    return tr(names[section]);
+                                  "%1 tensorwise (dB)"};
+    const QString name = tr(names[section]);
+    return name.contains(QLatin1String("%1")) ? name.arg(format_name(recommend_format())) : name;
   }
   if (role == Qt::ToolTipRole) {
     switch (section) {
       case Best:
       case BestSqnr: return tr("Highest SQNR: %1.").arg(tr(kBestCriterion));
-      case Recommended: return tr("Recommended: %1.").arg(tr(kRecommendedCriterion));
+      case Recommended: return tr("Recommended: %1.").arg(recommended_criterion());
       case NonFinite: return tr("NaN and Inf values, left out of every figure");
       default: return {};
     }
@@ -457,6 +479,7 @@ void CheckpointTab::openCheckpoint(const QString& path) {
             },
             Qt::QueuedConnection);
         AnalysisOptions o;
+        o.recommend_format = recommend_format();
         o.progress = [this](size_t done, size_t total) {
           QMetaObject::invokeMethod(
               this,
@@ -575,7 +598,7 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
   }
   const double top = t->amax > 0 ? std::floor(std::log2(t->amax)) : 0;
   int lane = 0;
-  for (Format f : {Format::E4M3FN, Format::E5M2}) {
+  for (Format f : {machine_formats().input, machine_formats().grad_output}) {
     if (!has_hist) break;
     const FormatInfo& fi = format_info(f);
     const double span =
@@ -659,14 +682,14 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
     caption += tr(" No SQNR and no recommendation: %1.").arg(qs(t->not_quantized).toHtmlEscaped());
   }
   if (!t->recommended.empty()) {
-    caption += tr(" <span style='color:%1'>Recommended for E4M3FN (the simplest recipe within "
+    caption += tr(" <span style='color:%1'>Recommended for %4 (the simplest recipe within "
                   "1 dB of its best, no saturation): <b>%2</b></span>: %3.")
                    .arg(kRecommendedColor.darker(140).name(), qs(t->recommended),
-                        qs(t->reason).toHtmlEscaped());
+                        qs(t->reason).toHtmlEscaped(), format_name(recommend_format()));
   }
   caption_->setText(caption);
   caption_->setToolTip(
-      tr("Highest SQNR: %1.\nRecommended: %2.").arg(tr(kBestCriterion), tr(kRecommendedCriterion)));
+      tr("Highest SQNR: %1.\nRecommended: %2.").arg(tr(kBestCriterion), recommended_criterion()));
   for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
 }
 

@@ -26,6 +26,7 @@
 #include <type_traits>
 
 #include "fp8wb/core/backend_info.h"
+#include "fp8wb/core/default_formats.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/name_choices.h"
 #include "fp8wb/views/run_presets.h"
@@ -285,6 +286,7 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   device_->setEditable(true);
   device_->addItem(QStringLiteral("cpu"), QStringLiteral("cpu"));
   const BackendInfo backend = probe_backend();
+  gpu_formats_ = default_format_pairing(backend);
   for (size_t i = 0; i < backend.cuda_device_names.size(); ++i) {
     const QString id = QStringLiteral("cuda:%1").arg(i);
     device_->addItem(
@@ -533,8 +535,10 @@ bool RunPanel::applyPreset(const QString& name) {
     if (name != p.name) continue;
     RunConfig c;
     c.name = p.name.toStdString();
-    for (const QString& kv : p.overrides) apply_override(c, kv.toStdString());
     c.device = config().device;  // the device chosen stays
+    if (c.device != "cpu") c.formats = gpu_formats_;
+    for (const QString& kv : p.overrides) apply_override(c, kv.toStdString());
+    c.device = config().device;
     setConfig(c);
     if (preset_->currentText() != name) {
       const QSignalBlocker b(preset_);

@@ -1,5 +1,6 @@
 // defines: BackendInfo, probe_backend(), init_compute_threads(), version strings: what
-// computes here (CPU emulation or a GPU with real FP8 GEMMs), for status bars and logs.
+// computes here (CPU emulation or a GPU with real FP8 GEMMs; NVIDIA or AMD), for status
+// bars, logs and the default formats (default_formats.h).
 #pragma once
 
 #include <string>
@@ -10,11 +11,13 @@ namespace fp8wb {
 struct BackendInfo {
   std::string workbench_version;
   std::string torch_version;
-  bool torch_cuda_build = false;    // this LibTorch was built with CUDA
+  bool torch_cuda_build = false;    // this LibTorch was built with CUDA (or ROCm)
+  bool rocm = false;                // its GPU backend is ROCm: AMD GPUs through HIP
   bool torch_float8 = false;        // this LibTorch has float8 dtypes (>= 2.1)
   int cuda_devices = 0;             // GPUs LibTorch can use
   std::string device_name;          // "NVIDIA H200" or "CPU (16 threads)"
   int sm = 0;                       // compute capability * 10 of device 0 (90 for Hopper)
+  std::string gpu_arch;             // device 0's architecture: "sm_90", "gfx942" (ROCm)
   bool cuda_kernels_built = false;  // the project's CUDA kernels are linked in
   bool fp8_gemm_real = false;       // FP8 GEMMs run on FP8 tensor cores (cuBLAS)
   std::string fp8_gemm;             // one line for users: "real (cuBLAS FP8 on sm_90)" ...

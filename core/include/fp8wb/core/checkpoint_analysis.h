@@ -59,6 +59,9 @@ struct AnalysisOptions {
   std::vector<Format> formats{Format::E4M3FN, Format::E5M2, Format::E4M3FNUZ, Format::E5M2FNUZ,
                               Format::E2M1FN};
   std::vector<ScalingKind> kinds{std::begin(kAllScalingKinds), std::end(kAllScalingKinds)};
+  // The E4M3 format the recommendation is made in: E4M3FN, or E4M3FNUZ where AMD's fnuz
+  // formats are the default (default_element_format() in default_formats.h).
+  Format recommend_format = Format::E4M3FN;
   bool maps = true;
   int map_max_cells = 64;
   AnalysisDevice device = AnalysisDevice::Auto;
