@@ -35,8 +35,8 @@ class HipNoGpu : public ::testing::Test {
   void SetUp() override {
     if (gpu_device_count() > 0) GTEST_SKIP() << "an AMD GPU is present";
   }
-  std::vector<float> x_ = std::vector<float>(64 * 64, 0.5f);
-  TensorRef t_ = TensorRef::of(x_.data(), 64, 64);
+  std::vector<float> x_ = std::vector<float>(128 * 256, 0.5f);
+  TensorRef t_ = TensorRef::of(x_.data(), 128, 256);
 };
 
 TEST_F(HipNoGpu, QuantizeSaysThereIsNoGpu) {
