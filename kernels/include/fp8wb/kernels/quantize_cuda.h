@@ -88,4 +88,15 @@ std::vector<TensorStats> quantization_stats_cuda(const TensorRef& host_x,
                                                  const std::vector<QuantRecipe>& recipes,
                                                  const StatsOptions& stats = {});
 
+// Every fp32 bit pattern quantized (scale 1) by the GPU kernels' element step, which uses
+// the hardware conversion on sm_89+ for E4M3FN and E5M2 with saturation, and by the
+// software codec: the count of patterns where code, saturation, underflow or subnormal
+// flag, or dequantized value (decode * scale_inv) differ, and the first such pattern.
+struct ConversionCheck {
+  uint64_t mismatches = 0;
+  uint32_t first_bits = 0xFFFFFFFFu;  // the lowest mismatching pattern, if any
+  bool hardware = false;              // the GPU converts with its FP8 instructions
+};
+ConversionCheck check_conversion_cuda(Format format, float scale_inv = 1.0f);
+
 }  // namespace fp8wb
