@@ -35,12 +35,21 @@ namespace fp8wb {
 namespace {
 
 using gpu::kWarpSize;
+#if defined(FP8WB_HIP)
+// AMD GPUs give a workgroup at most 64 KB of LDS: at 256 threads the lane-private
+// histograms (kLaneHistBytes) would take 66 KB, at 128 (two wavefronts) 33 KB.
+constexpr int kThreads = 128;
+#else
 constexpr int kThreads = 256;
+#endif
 constexpr int kWarps = kThreads / kWarpSize;
 constexpr int kWindow = 4 * kWarpSize;
 constexpr int kRowChunk = 32;
 // Lane-private histograms: kHistBins rows of kThreads counters (dynamic shared memory).
 constexpr size_t kLaneHistBytes = size_t{kHistBins} * kThreads * sizeof(uint32_t);
+#if defined(FP8WB_HIP)
+static_assert(kLaneHistBytes + 8 * 1024 <= 64 * 1024, "lane histograms beyond AMD's 64 KB of LDS");
+#endif
 
 struct Geometry {
   int64_t rows, cols, block_rows, block_cols, group_cols;
