@@ -1,6 +1,8 @@
-# cmake -DBUNDLER=... -DOBJCOPY=... -DOBJECTS=a.o;b.o -DARCHS=gfx90a;gfx940 -P this
-# Each object's .hip_fatbin section is a clang offload bundle: it must list the host and
-# one HIP code object per arch, and nothing else.
+# cmake -DBUNDLER=... -DOBJCOPY=... -DNM=... -DOBJECTS=a.o;b.o -DARCHS=gfx90a;gfx940 -P this
+# An object that defines kernels (their host stubs, __device_stub__*, are in its symbol
+# table) has a .hip_fatbin section holding a clang offload bundle: it must list the host
+# and one HIP code object per arch, and nothing else. An object without kernels (host code
+# only) has no device code at all.
 if(NOT OBJECTS)
   message(FATAL_ERROR "no HIP objects given")
 endif()
@@ -9,11 +11,27 @@ foreach(obj IN LISTS OBJECTS)
     message(FATAL_ERROR "${obj} was not built")
   endif()
   get_filename_component(name ${obj} NAME)
+  execute_process(COMMAND ${NM} ${obj} RESULT_VARIABLE rc OUTPUT_VARIABLE symbols
+                  ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${name}: nm failed: ${err}")
+  endif()
+  string(REGEX MATCHALL "__device_stub__[A-Za-z0-9_]+" kernels "${symbols}")
+  list(LENGTH kernels kernel_count)
   set(fatbin ${CMAKE_CURRENT_BINARY_DIR}/${name}.fatbin)
   execute_process(COMMAND ${OBJCOPY} -O binary --only-section=.hip_fatbin ${obj} ${fatbin}
                   RESULT_VARIABLE rc ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "${name}: objcopy failed: ${err}")
+  endif()
+  file(SIZE ${fatbin} fatbin_size)
+  if(kernel_count EQUAL 0)
+    file(REMOVE ${fatbin})
+    if(NOT fatbin_size EQUAL 0)
+      message(FATAL_ERROR "${name} defines no kernel but carries device code")
+    endif()
+    message(STATUS "${name}: host code only (no kernels)")
+    continue()
   endif()
   execute_process(COMMAND ${BUNDLER} --list --type=o --input=${fatbin}
                   RESULT_VARIABLE rc OUTPUT_VARIABLE listed ERROR_VARIABLE err)
@@ -31,5 +49,5 @@ foreach(obj IN LISTS OBJECTS)
   if(NOT targets STREQUAL expected)
     message(FATAL_ERROR "${name} holds [${targets}], expected [${expected}]")
   endif()
-  message(STATUS "${name}: ${targets}")
+  message(STATUS "${name}: ${kernel_count} kernel stubs; ${targets}")
 endforeach()
