@@ -9,6 +9,9 @@
 #include <optional>
 #include <thread>
 
+#include "fp8wb/core/backend_info.h"
+#include "fp8wb/core/default_formats.h"
+#include "fp8wb/core/file_io.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/trainer.h"
 #include "run_command_common.h"
@@ -77,6 +80,16 @@ class Console : public MetricConsumer {
   StepMetrics last_;
 };
 
+// Whether the config file or an override sets `formats`.
+bool names_formats(const TrainOptions& opt) {
+  for (const auto& o : opt.overrides) {
+    if (o.rfind("formats=", 0) == 0) return true;
+  }
+  if (opt.config_file.empty()) return false;
+  const auto j = nlohmann::json::parse(read_regular_file(opt.config_file, kMaxConfigBytes));
+  return j.is_object() && j.contains("formats");
+}
+
 }  // namespace
 
 CLI::App* add_train_command(CLI::App& app, TrainOptions& opt) {
@@ -103,6 +116,9 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   for (const auto& o : opt.overrides) apply_override(cfg, o);
   if (!opt.device.empty()) cfg.device = opt.device;
   if (!opt.weights.empty()) cfg.weights = opt.weights;
+  // A run on a GPU whose config names no formats takes the GPU's own (hybrid_fnuz on AMD).
+  if (cfg.device != "cpu" && !names_formats(opt))
+    cfg.formats = default_run_formats(probe_backend(), cfg);
   validate_run_config(cfg);
   const std::string device = Trainer::resolve_device(cfg.device);
 

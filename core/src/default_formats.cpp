@@ -22,4 +22,9 @@ Format default_element_format(const BackendInfo& backend) {
   return table_entry(kFormatPairings, default_format_pairing(backend)).input;
 }
 
+FormatPairing default_run_formats(const BackendInfo& backend, const RunConfig& config) {
+  if (config.device == "cpu" || config.recipe == Float8Recipe::MX) return config.formats;
+  return default_format_pairing(backend);
+}
+
 }  // namespace fp8wb

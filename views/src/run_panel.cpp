@@ -286,7 +286,7 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   device_->setEditable(true);
   device_->addItem(QStringLiteral("cpu"), QStringLiteral("cpu"));
   const BackendInfo backend = probe_backend();
-  gpu_formats_ = default_format_pairing(backend);
+  backend_ = backend;
   for (size_t i = 0; i < backend.cuda_device_names.size(); ++i) {
     const QString id = QStringLiteral("cuda:%1").arg(i);
     device_->addItem(
@@ -535,10 +535,14 @@ bool RunPanel::applyPreset(const QString& name) {
     if (name != p.name) continue;
     RunConfig c;
     c.name = p.name.toStdString();
+    bool names_formats = false;
+    for (const QString& kv : p.overrides) {
+      apply_override(c, kv.toStdString());
+      names_formats = names_formats || kv.startsWith(QLatin1String("formats="));
+    }
     c.device = config().device;  // the device chosen stays
-    if (c.device != "cpu") c.formats = gpu_formats_;
-    for (const QString& kv : p.overrides) apply_override(c, kv.toStdString());
-    c.device = config().device;
+    // Where the preset names no formats, a GPU's own (hybrid_fnuz on AMD GPUs).
+    if (!names_formats) c.formats = default_run_formats(backend_, c);
     setConfig(c);
     if (preset_->currentText() != name) {
       const QSignalBlocker b(preset_);

@@ -69,6 +69,27 @@ TEST(DefaultFormats, RocmBuildWithoutAGpuComputesOnTheCpu) {
   EXPECT_EQ(default_format_pairing(amd("", 0)), FormatPairing::Hybrid);
 }
 
+TEST(DefaultFormats, RunsOnAnAmdGpuTakeFnuzUnlessTheRecipeIsMx) {
+  RunConfig c;
+  c.device = "cuda:0";
+  EXPECT_EQ(default_run_formats(amd("gfx942"), c), FormatPairing::HybridFnuz);
+  EXPECT_EQ(default_run_formats(nvidia(90), c), FormatPairing::Hybrid);
+  c.device = "cuda";
+  EXPECT_EQ(default_run_formats(amd("gfx90a"), c), FormatPairing::HybridFnuz);
+  // MX is defined for the OCP formats: the config's own stays, and the result validates.
+  c.recipe = Float8Recipe::MX;
+  c.formats = FormatPairing::E4M3;
+  EXPECT_EQ(default_run_formats(amd("gfx942"), c), FormatPairing::E4M3);
+  RunConfig fnuz;
+  fnuz.device = "cuda";
+  fnuz.formats = default_run_formats(amd("gfx942"), fnuz);
+  EXPECT_NO_THROW(validate_run_config(fnuz));
+  // On the CPU of an AMD machine a run emulates: the config's formats.
+  RunConfig cpu;
+  cpu.device = "cpu";
+  EXPECT_EQ(default_run_formats(amd("gfx942"), cpu), FormatPairing::Hybrid);
+}
+
 TEST(DefaultFormats, ThisMachinesLibTorchIsNoRocmBuild) {
   // Debian's LibTorch is a CPU build: no ROCm, no GPU, the OCP formats.
   const BackendInfo b = probe_backend();

@@ -16,4 +16,9 @@ FormatPairing default_format_pairing(const BackendInfo& backend);
 // The element format of weights and activations in that pairing (E4M3FNUZ or E4M3FN).
 Format default_element_format(const BackendInfo& backend);
 
+// The formats of a run whose config names none: default_format_pairing() for a run on a
+// GPU (device other than "cpu") whose recipe takes the fnuz formats (MX is defined for the
+// OCP formats only), else the config's own.
+FormatPairing default_run_formats(const BackendInfo& backend, const RunConfig& config);
+
 }  // namespace fp8wb

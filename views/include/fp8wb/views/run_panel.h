@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/run_config.h"
 
 class QLabel;
@@ -73,8 +74,7 @@ class RunPanel : public QWidget {
   QGroupBox* advanced_box_;
   EngineController* engine_;
   RunConfig base_;  // the preset's fields that the form does not show (batch, widths...)
-  // A preset's formats on a GPU where it names none: the GPU's own (hybrid_fnuz on AMD).
-  FormatPairing gpu_formats_ = FormatPairing::Hybrid;
+  BackendInfo backend_;  // for a preset's formats on a GPU where it names none
   QComboBox *preset_, *model_, *recipe_, *formats_, *scaling_, *algo_, *device_;
   QSpinBox *steps_, *margin_, *window_, *seed_, *stats_, *dmodel_, *layers_;
   QDoubleSpinBox* lr_;
