@@ -73,7 +73,7 @@ class RunPanel : public QWidget {
   QString message_;                    // validationMessage()
   QGroupBox* advanced_box_;
   EngineController* engine_;
-  RunConfig base_;  // the preset's fields that the form does not show (batch, widths...)
+  RunConfig base_;       // the preset's fields that the form does not show (batch, widths...)
   BackendInfo backend_;  // for a preset's formats on a GPU where it names none
   QComboBox *preset_, *model_, *recipe_, *formats_, *scaling_, *algo_, *device_;
   QSpinBox *steps_, *margin_, *window_, *seed_, *stats_, *dmodel_, *layers_;
