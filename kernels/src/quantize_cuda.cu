@@ -852,18 +852,21 @@ struct CodesSource {
   }
 };
 
-constexpr int kColTile = 64;    // columns a block takes: 16 threads x 4
+constexpr int kColTile = 64;  // columns a block takes: 16 threads x 4
 constexpr int kRowsPerThread = 16;
+// The column-scaled passes' blocks are 16 x 16 threads, whatever kThreads is (128 under HIP).
+constexpr int kColThreads = 16 * 16;
 
 // Per-column amax over finite values (fp32 bits, atomicMax: zero them first). A block is
 // 16 x 16 threads over 64 columns; each thread walks every 16th row of its share.
 template <class Src>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kColThreads)
     col_amax_kernel(Src src, int64_t rows, int64_t cols, int64_t rows_per_block, CodecSpec spec,
                     uint32_t* col_amax) {
   __shared__ float lut[256];
   __shared__ uint32_t part[16][kColTile];
-  for (int c = threadIdx.x; c < 256; c += blockDim.x) lut[c] = decode(static_cast<uint8_t>(c), spec);
+  for (int c = threadIdx.x; c < 256; c += blockDim.x)
+    lut[c] = decode(static_cast<uint8_t>(c), spec);
   __syncthreads();
   const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
   const int64_t c0 = int64_t{blockIdx.x} * kColTile + tx * 4;
@@ -892,11 +895,12 @@ __global__ void __launch_bounds__(kThreads)
 // Codes of the transpose with one scale a column: thread (tx, ty) of a 16 x 16 block
 // quantizes 4 columns x 16 rows and stores 16 bytes of each column's transposed row.
 template <Format F, bool kHw, class Src>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kColThreads)
     col_quantize_t_kernel(Src src, int64_t rows, int64_t cols, const float* __restrict__ scale,
                           Overflow ov, CodecSpec spec, uint8_t* __restrict__ codes_t) {
   __shared__ float lut[256];
-  for (int c = threadIdx.x; c < 256; c += blockDim.x) lut[c] = decode(static_cast<uint8_t>(c), spec);
+  for (int c = threadIdx.x; c < 256; c += blockDim.x)
+    lut[c] = decode(static_cast<uint8_t>(c), spec);
   __syncthreads();
   const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
   const int64_t col_tiles = (cols + kColTile - 1) / kColTile;
@@ -931,16 +935,15 @@ template <class Src>
 void rowwise_transposed(const Src& src, int64_t rows, int64_t cols, const CodecSpec& src_spec,
                         const QuantRecipe& recipe, float* d_col_amax, float* d_scale,
                         float* d_scale_inv, uint8_t* codes_t, cudaStream_t st) {
-  FP8WB_GPU_CHECK(
-      cudaMemsetAsync(d_col_amax, 0, static_cast<size_t>(cols) * sizeof(float), st));
+  FP8WB_GPU_CHECK(cudaMemsetAsync(d_col_amax, 0, static_cast<size_t>(cols) * sizeof(float), st));
   const int64_t col_blocks = (cols + kColTile - 1) / kColTile;
   // Enough blocks down the rows to fill the GPU, each at least 256 rows.
   const int64_t want = std::max<int64_t>(1, int64_t{sm_count()} * 8 / col_blocks);
   const int64_t splits = std::min<int64_t>(want, std::max<int64_t>(1, rows / 256));
   const int64_t per_block = (rows + splits - 1) / splits;
   col_amax_kernel<<<dim3(static_cast<unsigned>(col_blocks), static_cast<unsigned>(splits)),
-                    kThreads, 0, st>>>(src, rows, cols, per_block, src_spec,
-                                        reinterpret_cast<uint32_t*>(d_col_amax));
+                    kColThreads, 0, st>>>(src, rows, cols, per_block, src_spec,
+                                          reinterpret_cast<uint32_t*>(d_col_amax));
   FP8WB_GPU_CHECK(cudaGetLastError());
   const FormatInfo& info = format_info(recipe.format);
   scales_kernel<<<static_cast<unsigned>((cols + 255) / 256), 256, 0, st>>>(
@@ -952,10 +955,10 @@ void rowwise_transposed(const Src& src, int64_t rows, int64_t cols, const CodecS
   dispatch_element_format(recipe.format, [&](auto tag) {
     constexpr Format F = decltype(tag)::value;
     if (hw_format<F>() && recipe.overflow == Overflow::Saturate) {
-      col_quantize_t_kernel<F, true><<<grid, kThreads, 0, st>>>(src, rows, cols, d_scale,
-                                                                recipe.overflow, src_spec, codes_t);
+      col_quantize_t_kernel<F, true><<<grid, kColThreads, 0, st>>>(
+          src, rows, cols, d_scale, recipe.overflow, src_spec, codes_t);
     } else {
-      col_quantize_t_kernel<F, false><<<grid, kThreads, 0, st>>>(
+      col_quantize_t_kernel<F, false><<<grid, kColThreads, 0, st>>>(
           src, rows, cols, d_scale, recipe.overflow, src_spec, codes_t);
     }
   });
@@ -1157,9 +1160,9 @@ bool rowwise_transposed_cuda(const DeviceTensor& x, const QuantRecipe& recipe, f
     return false;
   }
   if (x.rows * x.cols == 0) return true;
-  rowwise_transposed(TensorSource{x.f32, x.bf16, x.cols}, x.rows, x.cols,
-                     codec_spec(recipe.format), recipe, d_col_amax, d_scale, d_scale_inv,
-                     codes_t, reinterpret_cast<cudaStream_t>(stream));
+  rowwise_transposed(TensorSource{x.f32, x.bf16, x.cols}, x.rows, x.cols, codec_spec(recipe.format),
+                     recipe, d_col_amax, d_scale, d_scale_inv, codes_t,
+                     reinterpret_cast<cudaStream_t>(stream));
   return true;
 }
 
