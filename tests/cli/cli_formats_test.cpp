@@ -231,3 +231,11 @@ TEST(CliRuns, BadIdAndAFolderAsTheDatabaseSaySo) {
   EXPECT_NE(r.err.find("is a folder"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("no run database"), std::string::npos) << r.err;
 }
+
+TEST(CliInfo, NamesTheDefaultFp8Formats) {
+  // This machine computes with a CPU or CUDA LibTorch: the OCP formats, E4M3FN and E5M2.
+  const Result r = run({"info"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(has_line(r.out, "FP8 formats", "hybrid (E4M3FN, E5M2)")) << r.out;
+  EXPECT_EQ(r.out.find("ROCm"), std::string::npos) << r.out;
+}
