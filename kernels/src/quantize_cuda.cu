@@ -526,6 +526,111 @@ __global__ void __launch_bounds__(kThreads)
   if (kAmax) flush_block_amax(m, amax_out);
 }
 
+// Every statistic in the tile layout of tile_quantize_t_kernel (codes, and transposed
+// codes where asked), for E4M3FN and E5M2 with saturation: flags off the codes, squares
+// summed four at a time. A tile lies inside one error-map cell (or there is no map), so a
+// block adds its tile's sums to the map once.
+template <Format F, bool kHw>
+__global__ void __launch_bounds__(kThreads)
+    tile_stats_kernel(const float* xf, const uint16_t* xb, Geometry G,
+                      const float* __restrict__ scale, const float* __restrict__ scale_inv,
+                      uint8_t* codes, uint8_t* __restrict__ codes_t, StatsBuffer* stats,
+                      double* map, bool with_hist) {
+  constexpr CodecSpec s = codec_spec(F);
+  extern __shared__ uint32_t lane_hist[];  // with_hist: kLaneHistBytes
+  __shared__ float lut[256];
+  __shared__ double tile_sums[kWarps][2];
+  for (int c = threadIdx.x; c < 256; c += blockDim.x) lut[c] = decode(static_cast<uint8_t>(c), s);
+  if (with_hist) {
+    for (int i = threadIdx.x; i < kHistBins * kThreads; i += blockDim.x) lane_hist[i] = 0;
+  }
+  __syncthreads();
+  uint32_t* my_hist = with_hist ? lane_hist + threadIdx.x : nullptr;
+  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+  const int64_t col_tiles = (G.cols + 63) / 64;
+  const int64_t tiles = col_tiles * ((G.rows + 255) / 256);
+  LaneStats ls;
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int64_t tc = (tile % col_tiles) * 64, tr = (tile / col_tiles) * 256;
+    const int64_t c0 = tc + tx * 4, r0 = tr + ty * 16;
+    double te = 0, ts = 0;
+    if (c0 < G.cols && r0 < G.rows) {
+      const int64_t g = (r0 / G.block_rows) * G.group_cols + c0 / G.block_cols;
+      const float sc = scale[g], si = scale_inv[g];
+      uint32_t t[4][4] = {};
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        float v[8][4];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) load4(xf, xb, (r0 + half * 8 + j) * G.cols + c0, v[j]);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const int i = half * 8 + j;
+          float y[4], dq[4], e[4], vf[4];
+          const uint32_t word =
+              quantize4<F, kHw, true>(v[j], sc, si, Overflow::Saturate, lut, y, dq);
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            const uint32_t a = float_bits(v[j][k]) & 0x7FFFFFFFu;
+            const bool fin = a < 0x7F800000u;
+            const uint32_t m = (word >> (8 * k)) & 0x7Fu;
+            ls.zeros += a == 0;
+            ls.nonfinite += !fin;
+            ls.underflow += fin && a != 0 && m == 0;
+            ls.subnormal += m - 1u < (1u << s.mbits) - 1u;
+            ls.saturated += fin && (float_bits(y[k]) & 0x7FFFFFFFu) >= saturating_bits<F>();
+            ls.amax = fin ? max(ls.amax, a) : ls.amax;
+            e[k] = fin ? v[j][k] - dq[k] : 0.0f;  // the difference in fp32, as on the CPU
+            vf[k] = fin ? v[j][k] : 0.0f;
+            if (my_hist) {
+              const int bin = !fin ? kHistNonfiniteBin : (a == 0 ? kHistZeroBin : hist_bin(y[k]));
+              my_hist[bin * kThreads]++;
+            }
+            t[k][i / 4] |= ((word >> (8 * k)) & 0xFFu) << (8 * (i % 4));
+          }
+          ls.numel += 4;
+          double re, rs;
+          square_sums4(e, vf, re, rs);
+          te += re;
+          ts += rs;
+          if (codes) *reinterpret_cast<uint32_t*>(codes + (r0 + i) * G.cols + c0) = word;
+        }
+      }
+      if (codes_t) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          *reinterpret_cast<uint4*>(codes_t + (c0 + k) * G.rows + r0) =
+              make_uint4(t[k][0], t[k][1], t[k][2], t[k][3]);
+        }
+      }
+    }
+    ls.sq_err += te;
+    ls.sq_sum += ts;
+    if (map) {
+      te = warp_sum(te);
+      ts = warp_sum(ts);
+      if (gpu::lane_id() == 0) {
+        tile_sums[gpu::warp_id()][0] = te;
+        tile_sums[gpu::warp_id()][1] = ts;
+      }
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        double se = 0, ss = 0;
+        for (int w = 0; w < kWarps; ++w) {
+          se += tile_sums[w][0];
+          ss += tile_sums[w][1];
+        }
+        const int64_t cell = (tr / G.cell_rows) * G.map_cols + tc / G.cell_cols;
+        if (se != 0) atomicAdd(&map[cell], se);
+        if (ss != 0) atomicAdd(&map[G.cells + cell], ss);
+      }
+      __syncthreads();
+    }
+  }
+  __syncthreads();
+  flush_block_stats(ls, stats, with_hist ? lane_hist : nullptr);
+}
+
 // Tensorwise (one scale), no statistics, no transposed codes: 16 consecutive elements a
 // thread, 16-byte loads and one 16-byte store of codes; kAmax: the tensor's amax too.
 template <Format F, bool kAmax, bool kHw>
@@ -818,12 +923,35 @@ unsigned resident_hist_blocks(int64_t want) {
       std::max<int64_t>(1, std::min<int64_t>(want, int64_t{sm_count()} * per_sm)));
 }
 
+// The statistics in tiles: rows a multiple of 16, groups of whole 16-row x 4-column
+// pieces, error-map cells of whole 256-row x 64-column tiles (or no map), aligned pointers.
+bool tile_stats_ok(const DeviceTensor& x, const Geometry& G, const uint8_t* codes,
+                   const uint8_t* codes_t) {
+  const uintptr_t in =
+      reinterpret_cast<uintptr_t>(x.f32 ? static_cast<const void*>(x.f32) : x.bf16);
+  return x.rows % 16 == 0 && x.cols % 4 == 0 && G.block_rows % 16 == 0 && G.block_cols % 4 == 0 &&
+         (!G.map || (G.cell_rows % 256 == 0 && G.cell_cols % 64 == 0)) &&
+         in % (x.f32 ? 16 : 8) == 0 && reinterpret_cast<uintptr_t>(codes) % 4 == 0 &&
+         reinterpret_cast<uintptr_t>(codes_t) % 16 == 0;
+}
+
 template <Format F, bool kHw>
 void launch_quantize(const DeviceTensor& x, const Geometry& G, bool fast, bool flat, bool tile,
                      const float* sc, const float* si, Overflow ov, uint8_t* codes,
                      uint8_t* codes_t, const DeviceStatsTargets& t, cudaStream_t st) {
   double* map = G.map ? t.map : nullptr;
   const size_t smem = t.stats && t.histogram ? kLaneHistBytes : 0;
+  if constexpr (kHw && hw_format<F>()) {
+    if (t.stats && tile_stats_ok(x, G, codes, codes_t)) {
+      constexpr auto k = &tile_stats_kernel<F, kHw>;
+      const int64_t tiles = ((x.cols + 63) / 64) * ((x.rows + 255) / 256);
+      const unsigned grid = smem ? resident_hist_blocks<k>(tiles) : blocks_for(tiles, 1);
+      k<<<grid, kThreads, smem, st>>>(x.f32, x.bf16, G, sc, si, codes, codes_t, t.stats, map,
+                                      t.histogram);
+      FP8WB_GPU_CHECK(cudaGetLastError());
+      return;
+    }
+  }
   if (tile) {
     const unsigned grid = blocks_for(((x.cols + 63) / 64) * ((x.rows + 255) / 256), 1);
     if (t.amax_bits) {
