@@ -16,6 +16,8 @@ struct TrainOptions {
   std::string weights;
   bool quiet = false;
   bool json = false;
+  int nproc = 1;        // ranks to start on this machine (data-parallel)
+  int master_port = 0;  // their rendezvous port (0: MASTER_PORT, else a free one)
 };
 
 CLI::App* add_train_command(CLI::App& app, TrainOptions& opt);

@@ -139,6 +139,28 @@ std::vector<RunEvent> RunStore::events(int64_t run_id) const {
   });
 }
 
+std::vector<RankScale> RunStore::rank_scales(int64_t run_id, const std::string& layer,
+                                             const std::string& role) const {
+  return impl_->read<std::vector<RankScale>>([&](const Db& db) {
+    Stmt q(db,
+           "SELECT step, layer, role, rank, amax, scale FROM rank_scales WHERE run_id = ?1 AND "
+           "(?2 = '' OR layer = ?2) AND (?3 = '' OR role = ?3) ORDER BY layer, role, step, rank");
+    q.bind(1, run_id).bind(2, layer).bind(3, role);
+    std::vector<RankScale> out;
+    while (q.step()) {
+      RankScale r;
+      r.step = q.i(0);
+      r.layer = q.s(1);
+      r.role = stored_role(q.s(2), run_id);
+      r.rank = static_cast<int>(q.i(3));
+      r.amax = q.null(4) ? NAN : static_cast<float>(q.d(4));
+      r.scale = q.null(5) ? NAN : static_cast<float>(q.d(5));
+      out.push_back(std::move(r));
+    }
+    return out;
+  });
+}
+
 MetricBatch RunStore::read_new(int64_t run_id, RunCursor& cursor) const {
   return impl_->read<MetricBatch>([&](const Db& db) {
     MetricBatch b;

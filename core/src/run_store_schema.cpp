@@ -92,7 +92,12 @@ const char* const kMigrations[] = {
        CREATE INDEX events_run ON events(run_id);
        CREATE TABLE sweeps(
          id INTEGER PRIMARY KEY, name TEXT NOT NULL, grid_json TEXT NOT NULL,
-         status TEXT NOT NULL, created_at TEXT NOT NULL);)"};
+         status TEXT NOT NULL, created_at TEXT NOT NULL);)",
+    // 2: every rank's amax and scale of a data-parallel run.
+    R"(CREATE TABLE rank_scales(
+         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, step INTEGER NOT NULL,
+         layer TEXT NOT NULL, role TEXT NOT NULL, rank INTEGER NOT NULL, amax REAL, scale REAL,
+         PRIMARY KEY(run_id, layer, role, step, rank)) WITHOUT ROWID;)"};
 constexpr int kLiteralMigrations = static_cast<int>(std::size(kMigrations));
 static_assert(kLiteralMigrations <= RunStore::kSchemaVersion);
 

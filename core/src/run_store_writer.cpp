@@ -127,6 +127,20 @@ void RunStore::Impl::write_batch(const MetricBatch& b) {
       }
     }
   }
+  if (!b.ranks.empty()) {
+    Stmt ins(*writer, "INSERT OR REPLACE INTO rank_scales VALUES(?, ?, ?, ?, ?, ?, ?)");
+    for (const RankScale& r : b.ranks) {
+      ins.bind(1, b.run_id)
+          .bind(2, r.step)
+          .bind(3, r.layer)
+          .bind(4, std::string(role_name(r.role)));
+      ins.bind(5, int64_t{r.rank});
+      // NaN as NULL, read back as NaN.
+      if (!std::isnan(r.amax)) ins.bind(6, double{r.amax});
+      if (!std::isnan(r.scale)) ins.bind(7, double{r.scale});
+      ins.run();
+    }
+  }
   if (!b.sqnr.empty()) {
     Stmt ins(*writer, "INSERT OR REPLACE INTO scalars(series_id, step, value) VALUES(?, ?, ?)");
     for (const SqnrMetrics& q : b.sqnr) {

@@ -64,7 +64,8 @@ struct BlobRow {
 class RunStore {
  public:
   // Version 1, or the newest that kTensorStatFields needs (a new statistic's column).
-  static constexpr int kSchemaVersion = std::max(1, tensor_stats_schema_version());
+  // Version 2 added rank_scales (data-parallel runs).
+  static constexpr int kSchemaVersion = std::max(2, tensor_stats_schema_version());
 
   // Opens or creates the database (parent folders too) and migrates it; runs left
   // 'running' or 'paused' by a process that is gone become 'interrupted'. Throws
@@ -119,6 +120,10 @@ class RunStore {
                                           const std::string& role = {}) const;
   std::vector<BlobRow> blobs(int64_t run_id, const std::string& kind = {}) const;
   std::vector<RunEvent> events(int64_t run_id) const;
+  // A data-parallel run's amax and scale of every rank (empty for a run of one process),
+  // ordered by layer, role, step, rank; `layer` and `role` filter when given.
+  std::vector<RankScale> rank_scales(int64_t run_id, const std::string& layer = {},
+                                     const std::string& role = {}) const;
   // Everything of a run committed since `cursor` (from its start with a new cursor), as
   // the batches its trainer published: step scalars, tensor statistics with their maps
   // and amax windows, SQNR, events. Reads one snapshot; advances the cursor. Another
