@@ -142,11 +142,13 @@ std::vector<RunEvent> RunStore::events(int64_t run_id) const {
 std::vector<RankScale> RunStore::rank_scales(int64_t run_id, const std::string& layer,
                                              const std::string& role) const {
   return impl_->read<std::vector<RankScale>>([&](const Db& db) {
+    std::vector<RankScale> out;
+    Stmt t(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rank_scales'");
+    if (!t.step()) return out;  // a version-1 file read as it stands
     Stmt q(db,
            "SELECT step, layer, role, rank, amax, scale FROM rank_scales WHERE run_id = ?1 AND "
            "(?2 = '' OR layer = ?2) AND (?3 = '' OR role = ?3) ORDER BY layer, role, step, rank");
     q.bind(1, run_id).bind(2, layer).bind(3, role);
-    std::vector<RankScale> out;
     while (q.step()) {
       RankScale r;
       r.step = q.i(0);

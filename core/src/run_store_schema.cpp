@@ -349,7 +349,9 @@ std::unique_ptr<RunStore> RunStore::open_read_only(const std::string& path) {
     throw StoreError("run database " + path + " has schema version " + std::to_string(v) +
                      ", newer than this fp8wb reads");
   }
-  if (v < kSchemaVersion) {
+  // An older file reads as it stands where it has every column the reads select (the
+  // tensor statistics'); a table added later (rank_scales) reads as empty.
+  if (v < std::max(1, tensor_stats_schema_version())) {
     throw StoreError("run database " + path + " has schema version " + std::to_string(v) +
                      ": open it for writing once to migrate it");
   }

@@ -218,12 +218,12 @@ struct MetricBatch {
   int64_t run_id = 0;
   std::vector<StepMetrics> steps;
   std::vector<TensorMetrics> tensors;
-  std::vector<RankScale> ranks;  // data-parallel runs: every rank's amax and scale
   std::vector<SqnrMetrics> sqnr;
   std::vector<RunEvent> events;
   bool final = false;
   RunStatus status = RunStatus::Running;  // with final: how the run ended
   std::string message;                    // with final: why (the error for a failed run)
+  std::vector<RankScale> ranks;           // data-parallel runs: every rank's amax and scale
 };
 
 class MetricConsumer {
