@@ -16,10 +16,13 @@
 
 // The c10d headers declare their process groups only where the LibTorch was built with
 // them; Debian's and PyTorch's LibTorch both ship Gloo (its headers: Debian's libgloo-dev).
+#if __has_include(<gloo/context.h>)
+#define FP8WB_C10D_GLOO 1
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO
 #endif
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #if defined(FP8WB_TORCH_CUDA) && __has_include(<nccl.h>) && \
@@ -110,10 +113,13 @@ RankInfo rank_info_from_env() {
 }
 
 bool distributed_backend_available(const std::string& backend) {
+#if defined(FP8WB_C10D_GLOO)
   if (backend == "gloo") return true;
+#endif
 #if defined(FP8WB_C10D_NCCL)
   if (backend == "nccl") return true;
 #endif
+  (void)backend;
   return false;
 }
 
@@ -152,6 +158,13 @@ std::unique_ptr<RankGroup> RankGroup::connect(const RankInfo& info, const torch:
                                "), but no GPU is visible; use device=cpu (Gloo)");
 #endif
   }
+#if !defined(FP8WB_C10D_GLOO)
+  if (!device.is_cuda()) {
+    throw std::runtime_error(me +
+                             ": ranks on CPUs exchange gradients through Gloo, whose headers "
+                             "this build did not have (Debian: libgloo-dev); rebuild with them");
+  }
+#endif
   c10d::TCPStoreOptions so;
   so.port = static_cast<uint16_t>(info.master_port);
   so.isServer = info.rank == 0;
@@ -187,6 +200,7 @@ std::unique_ptr<RankGroup> RankGroup::connect(const RankInfo& info, const torch:
       };
 #endif
     } else {
+#if defined(FP8WB_C10D_GLOO)
       auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
       const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
       if (ifname && *ifname) {
@@ -201,6 +215,7 @@ std::unique_ptr<RankGroup> RankGroup::connect(const RankInfo& info, const torch:
       impl->allreduce = [pg](std::vector<at::Tensor>& t, const c10d::AllreduceOptions& o) {
         return pg->allreduce(t, o);
       };
+#endif
     }
   } catch (const std::exception& e) {
     throw std::runtime_error(me + ": the process group of " + std::to_string(info.world) +

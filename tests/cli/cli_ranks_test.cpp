@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cli_run.h"
+#include "fp8wb/core/distributed.h"
 #include "fp8wb/core/run_store.h"
 #include "temp_dir.h"
 
@@ -31,6 +32,7 @@ using fp8wb::test::run;
 class CliRanks : public ::testing::Test {
  protected:
   void SetUp() override {
+    if (!fp8wb::distributed_backend_available("gloo")) GTEST_SKIP() << "built without Gloo";
     dir_ = std::filesystem::temp_directory_path() /
            ("fp8wb-ranks-" + std::to_string(getpid()) + "-" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
@@ -38,7 +40,9 @@ class CliRanks : public ::testing::Test {
     std::filesystem::create_directories(dir_);
     db_ = (dir_ / "runs.sqlite").string();
   }
-  void TearDown() override { fp8wb::test::remove_tree(dir_.string()); }
+  void TearDown() override {
+    if (!dir_.empty()) fp8wb::test::remove_tree(dir_.string());
+  }
   std::filesystem::path dir_;
   std::string db_;
 };

@@ -113,7 +113,12 @@ std::vector<RankRun> run_ranks(const RunConfig& c, int world, RunStore* store = 
 
 using Key = std::tuple<int64_t, std::string, Role>;
 
-class TwoRanks : public ::testing::TestWithParam<std::string> {};
+class TwoRanks : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (!distributed_backend_available("gloo")) GTEST_SKIP() << "built without Gloo";
+  }
+};
 
 TEST_P(TwoRanks, WithHalfTheBatchEachReproduceOneRankStepByStep) {
   const std::string scaling = GetParam();
@@ -220,6 +225,7 @@ TEST_P(TwoRanks, WithoutTheAmaxReductionScalesPartAndTheRunDoesNotReproduce) {
 INSTANTIATE_TEST_SUITE_P(Scaling, TwoRanks, ::testing::Values("delayed", "current"));
 
 TEST(Ranks, AStopOnOneRankEndsEveryRankAfterTheSameStep) {
+  if (!distributed_backend_available("gloo")) GTEST_SKIP() << "built without Gloo";
   RunConfig c = tiny("delayed", 8);
   c.steps = 100000;
   const int port = free_port();
@@ -246,6 +252,7 @@ TEST(Ranks, AStopOnOneRankEndsEveryRankAfterTheSameStep) {
 }
 
 TEST(Ranks, ABatchThatDoesNotSplitFailsTheRunNamingTheField) {
+  if (!distributed_backend_available("gloo")) GTEST_SKIP() << "built without Gloo";
   RunConfig c = tiny("delayed", 7);
   const auto two = run_ranks(c, 2);
   EXPECT_EQ(two[0].status, RunStatus::Failed);

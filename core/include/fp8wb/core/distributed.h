@@ -29,8 +29,8 @@ struct RankInfo {
 RankInfo rank_info_from_env(const std::function<const char*(const char*)>& getenv);
 RankInfo rank_info_from_env();
 
-// The process groups this build can make: "gloo" always, "nccl" with a CUDA LibTorch
-// that has it.
+// The process groups this build can make: "gloo" where it was built with Gloo's headers
+// (Debian: libgloo-dev), "nccl" with a CUDA LibTorch and NCCL's header.
 bool distributed_backend_available(const std::string& backend);
 
 }  // namespace fp8wb
