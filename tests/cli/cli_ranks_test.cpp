@@ -22,6 +22,7 @@
 #include "cli_run.h"
 #include "fp8wb/core/distributed.h"
 #include "fp8wb/core/run_store.h"
+#include "fp8wb/core/trainer.h"
 #include "temp_dir.h"
 
 namespace {
@@ -217,6 +218,14 @@ TEST_F(CliRanks, BadRequestsAreRefusedBeforeAnyRankStarts) {
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.err.find("rank_timeout"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(db_));
+  // Ranks on GPUs where there are fewer than two (or no CUDA, or no NCCL, in the build).
+  if (fp8wb::Trainer::cuda_device_count() < 2 || !fp8wb::distributed_backend_available("nccl")) {
+    r = run({"train", "--db", db_, "--nproc", "2", "--device", "cuda"});
+    EXPECT_NE(r.rc, 0);
+    EXPECT_TRUE(r.err.find("cuda") != std::string::npos || r.err.find("GPU") != std::string::npos)
+        << r.err;
+    EXPECT_FALSE(std::filesystem::exists(db_));
+  }
 }
 
 }  // namespace
