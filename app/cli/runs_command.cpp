@@ -102,6 +102,17 @@ void export_run(const RunStore& s, const RunInfo& r, const std::string& format, 
     ts.push_back(std::move(row));
   }
   j["tensor_stats"] = std::move(ts);
+  // A data-parallel run: every rank's amax and scale (empty for a run of one process).
+  json rs = json::array();
+  for (const RankScale& k : s.rank_scales(r.id)) {
+    rs.push_back({{"step", k.step},
+                  {"layer", k.layer},
+                  {"role", role_name(k.role)},
+                  {"rank", k.rank},
+                  {"amax", num(k.amax)},
+                  {"scale", num(k.scale)}});
+  }
+  j["rank_scales"] = std::move(rs);
   json ev = json::array();
   for (const auto& e : s.events(r.id)) {
     ev.push_back({{"step", e.step}, {"kind", e.kind}, {"message", e.message}});

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -136,6 +137,14 @@ TEST_F(CliRanks, TwoRanksWriteOneRunWithEveryRanksScales) {
   ASSERT_FALSE(stats.empty());
   EXPECT_EQ(ranks.size(), 2 * stats.size());
   for (const auto& r : ranks) EXPECT_TRUE(r.rank == 0 || r.rank == 1);
+  // The JSON export holds them too.
+  const Result x = run({"runs", "export", "1", "--db", db_, "--format", "json"});
+  ASSERT_EQ(x.rc, 0) << x.err;
+  const auto j = nlohmann::json::parse(x.out);
+  ASSERT_EQ(j["rank_scales"].size(), ranks.size());
+  EXPECT_EQ(j["rank_scales"][0]["layer"], ranks[0].layer);
+  EXPECT_EQ(j["rank_scales"][0]["rank"], ranks[0].rank);
+  EXPECT_FLOAT_EQ(j["rank_scales"][0]["scale"].get<float>(), ranks[0].scale);
 }
 
 TEST_F(CliRanks, AKilledRankFailsTheRunAndNothingHangs) {
