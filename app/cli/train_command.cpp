@@ -87,6 +87,9 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& opt) {
   c->add_option("--device", opt.device, "cpu, cuda or cuda:N (overrides the config)");
   c->add_option("--save-weights", opt.weights,
                 "Write the final weights here (.safetensors; fp8wb inspect reads it)");
+  c->add_option("--run-uuid", opt.run_uuid,
+                "The run's identity (a UUID), where it is chosen beforehand: a sweep's trial on "
+                "a cluster, collected by `fp8wb sweep --collect`");
   c->add_flag("-q,--quiet", opt.quiet, "No progress bar");
   c->add_flag("--json", opt.json, "Print the result as JSON");
   c->footer("Fields: " + [] {
@@ -104,6 +107,10 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   if (!opt.device.empty()) cfg.device = opt.device;
   if (!opt.weights.empty()) cfg.weights = opt.weights;
   validate_run_config(cfg);
+  if (!opt.run_uuid.empty() && !is_uuid(opt.run_uuid)) {
+    throw std::invalid_argument("--run-uuid takes a UUID (8-4-4-4-12 hex digits), not \"" +
+                                opt.run_uuid.substr(0, 40) + "\"");
+  }
   const std::string device = Trainer::resolve_device(cfg.device);
 
   auto store = RunStore::open(db_path(opt.db));
@@ -111,7 +118,8 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   auto console = std::make_shared<Console>(err, cfg.steps, opt.quiet || opt.json);
   bus->add(store->consumer());
   bus->add(console);
-  const int64_t id = store->create_run(cfg.name, "train", run_config_json(cfg), device);
+  const int64_t id =
+      store->create_run(cfg.name, "train", run_config_json(cfg), device, 0, opt.run_uuid);
   Trainer trainer(cfg, bus, id);
 
   {
