@@ -14,6 +14,7 @@
 #include "fp8wb/core/file_io.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/sweep.h"
+#include "slurm_sweep.h"
 #include "stop_signals.h"
 
 namespace fp8wb::cli {
@@ -68,10 +69,64 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& opt) {
   c->add_option("--resume", opt.resume, "Resume this sweep: finished trials are not run again");
   c->add_flag("--json", opt.json, "Print the summary as JSON");
   c->add_flag("-q,--quiet", opt.quiet, "No progress lines");
+  auto* g = c->add_option_group("Slurm", "Run the trials on a cluster, as one Slurm job array");
+  g->add_flag("--slurm", opt.slurm,
+              "Submit the grid with sbatch, a task a trial, each training into its own database "
+              "under --slurm-dir; then collect them with --collect");
+  g->add_option("--slurm-dir", opt.slurm_dir,
+                "A folder every node sees, for the trials, their databases and logs (default: "
+                "./fp8wb-sweep-<id>)");
+  g->add_option("--partition", opt.partition, "Slurm partition (default: the cluster's)");
+  g->add_option("--gpus-per-trial", opt.gpus_per_trial,
+                "GPUs a task asks for (default: 1 with device=cuda, else none)")
+      ->check(CLI::Range(0, 64));
+  g->add_option("--cpus-per-trial", opt.cpus_per_trial,
+                "CPU cores a task asks for (default: the cluster's)")
+      ->check(CLI::Range(1, 4096));
+  g->add_option("--time", opt.time, "A task's time limit, as sbatch takes it (e.g. 2:00:00)");
+  g->add_option("--collect", opt.collect,
+                "Merge the finished trials of a Slurm sweep's folder into its sweep (again at "
+                "any time: trials already collected are left as they are)");
   return c;
 }
 
 int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
+  if (!opt.collect.empty()) {
+    if (opt.slurm || opt.resume > 0 || !opt.grid.empty() || !opt.overrides.empty() ||
+        !opt.config_file.empty()) {
+      throw std::invalid_argument(
+          "--collect merges a submitted sweep's trials: drop --slurm, --resume, --grid, --set "
+          "and the config file");
+    }
+    return collect_slurm_sweep(opt.collect, opt.db, opt.json, out, err);
+  }
+  if (!opt.slurm && (!opt.slurm_dir.empty() || !opt.partition.empty() || !opt.time.empty() ||
+                     opt.gpus_per_trial >= 0 || opt.cpus_per_trial > 0)) {
+    throw std::invalid_argument(
+        "--slurm-dir, --partition, --gpus-per-trial, --cpus-per-trial and --time go with "
+        "--slurm");
+  }
+  if (opt.slurm) {
+    if (opt.resume > 0) {
+      throw std::invalid_argument(
+          "--resume runs a stored sweep here; a Slurm sweep is collected with --collect DIR");
+    }
+    SweepSpec spec;
+    spec.name = opt.name;
+    if (!opt.config_file.empty()) spec.base = read_run_config_file(opt.config_file);
+    for (const auto& o : opt.overrides) apply_override(spec.base, o);
+    for (const auto& g : opt.grid) spec.axes.push_back(parse_grid(g));
+    spec.seeds = opt.seeds;
+    expand_sweep(spec);  // every value checked before the database is opened
+    auto store = RunStore::open(opt.db.empty() ? default_database_path() : opt.db);
+    SlurmOptions so;
+    so.dir = opt.slurm_dir;
+    so.partition = opt.partition;
+    so.gpus_per_trial = opt.gpus_per_trial;
+    so.cpus_per_trial = opt.cpus_per_trial;
+    so.time = opt.time;
+    return submit_slurm_sweep(spec, *store, so, opt.json, out, err);
+  }
   if (opt.resume > 0 && (!opt.grid.empty() || !opt.overrides.empty() || !opt.config_file.empty() ||
                          opt.seeds != 1 || opt.name != "sweep")) {
     // A resumed sweep runs the grid it was stored with: anything else would be ignored.

@@ -19,6 +19,14 @@ struct SweepOptions {
   int64_t resume = 0;
   bool json = false;
   bool quiet = false;
+  // On a cluster: submit as a Slurm job array (slurm_sweep.h), or collect its trials.
+  bool slurm = false;
+  std::string slurm_dir;
+  std::string partition;
+  int gpus_per_trial = -1;
+  int cpus_per_trial = 0;
+  std::string time;
+  std::string collect;
 };
 
 CLI::App* add_sweep_command(CLI::App& app, SweepOptions& opt);
