@@ -522,9 +522,17 @@ int collect_slurm_sweep(const std::string& dir_text, const std::string& db, bool
         row.state = changed ? std::string(run_status_name(st)) : "collected before";
         if (st == RunStatus::Failed) row.message = io.status ? io.message : run->message;
       } catch (const std::exception& e) {
-        row.state = "error";
-        row.message = trial_db.string() + ": " + e.what();
-        problems.push_back("trial " + std::to_string(i) + " (" + t.key + "): " + row.message);
+        if (task_active) {
+          // A task that has only begun its database, or one written on another node that
+          // this one cannot read while it is written: judged when the task has ended.
+          row.state = "running";
+          row.message = std::string("not readable yet: ") + e.what();
+          ++waiting;
+        } else {
+          row.state = "error";
+          row.message = trial_db.string() + ": " + e.what();
+          problems.push_back("trial " + std::to_string(i) + " (" + t.key + "): " + row.message);
+        }
       }
       rows.push_back(row);
       continue;
@@ -535,7 +543,7 @@ int collect_slurm_sweep(const std::string& dir_text, const std::string& db, bool
       row.run = existing->second.id;
       row.message = existing->second.message;
     } else if (task_active) {
-      row.state = task->state == "PENDING" ? "pending" : "starting";
+      row.state = task->state == "PENDING" ? "pending" : "running";
       if (!task->reason.empty() && task->reason != "None") row.message = task->reason;
       ++waiting;
     } else if (!slurm.asked) {

@@ -239,13 +239,19 @@ ImportReport RunStore::import_runs(const std::string& source_path, const ImportO
   Impl* im = impl_.get();
   im->enqueue([im, src, report, opt] {
     const Db& w = *im->writer;
+    // The target's identities, read once.
+    std::map<std::string, int64_t> runs_here, sweeps_here;
+    {
+      Stmt q(w, "SELECT uuid, id FROM runs WHERE uuid IS NOT NULL");
+      while (q.step()) runs_here.emplace(q.s(0), q.i(1));
+      Stmt p(w, "SELECT uuid, id FROM sweeps WHERE uuid IS NOT NULL");
+      while (p.step()) sweeps_here.emplace(p.s(0), p.i(1));
+    }
     // The sweeps the runs belong to, by identity.
     std::map<int64_t, int64_t> sweep_ids;  // source id -> target id
     for (const SourceSweep& s : src->sweeps) {
-      Stmt q(w, "SELECT id FROM sweeps WHERE uuid = ?");
-      q.bind(1, s.uuid);
-      if (q.step()) {
-        sweep_ids[s.id] = q.i(0);
+      if (const auto it = sweeps_here.find(s.uuid); it != sweeps_here.end()) {
+        sweep_ids[s.id] = it->second;
         continue;
       }
       Stmt ins(w,
@@ -253,7 +259,7 @@ ImportReport RunStore::import_runs(const std::string& source_path, const ImportO
                "VALUES(?, ?, ?, ?, ?)");
       ins.bind(1, s.name).bind(2, s.grid_json).bind(3, s.status).bind(4, s.created_at);
       ins.bind(5, s.uuid).run();
-      sweep_ids[s.id] = sqlite3_last_insert_rowid(w.get());
+      sweep_ids[s.id] = sweeps_here[s.uuid] = sqlite3_last_insert_rowid(w.get());
     }
     for (const SourceRun& r : src->runs) {
       RunStatus status = parse_status(r.status, r.id, "");
@@ -265,13 +271,13 @@ ImportReport RunStore::import_runs(const std::string& source_path, const ImportO
       }
       // The target's copy, if any.
       int64_t replace = 0;
-      {
+      if (const auto here = runs_here.find(r.uuid); here != runs_here.end()) {
         Stmt q(w,
                "SELECT r.id, r.status, IFNULL(r.owner_host, ''), IFNULL(r.owner_pid, 0), "
                "IFNULL((SELECT MAX(c.step) FROM scalars c JOIN series s ON c.series_id = s.id "
                "        WHERE s.run_id = r.id AND s.name = 'loss'), -1) "
-               "FROM runs r WHERE r.uuid = ?");
-        q.bind(1, r.uuid);
+               "FROM runs r WHERE r.id = ?");
+        q.bind(1, here->second);
         if (q.step()) {
           const int64_t id = q.i(0);
           RunStatus have = RunStatus::Running;
@@ -319,6 +325,7 @@ ImportReport RunStore::import_runs(const std::string& source_path, const ImportO
         bind_value(ins, 12, r.owner_pid);
         ins.bind(13, r.uuid).run();
         id = sqlite3_last_insert_rowid(w.get());
+        runs_here[r.uuid] = id;  // a source that names a run twice adds it once
       }
       {
         Stmt ser(w, "INSERT INTO series(run_id, name) VALUES(?, ?)");

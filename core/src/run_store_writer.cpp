@@ -174,6 +174,18 @@ int64_t RunStore::create_run(const std::string& name, const std::string& kind,
   auto id = std::make_shared<int64_t>(0);
   Impl* im = impl_.get();
   const std::string identity = uuid.empty() ? new_uuid() : uuid;
+  if (!uuid.empty()) {
+    // Checked before the write is queued: a failed write would stop this store's writes.
+    const int64_t held = im->read<int64_t>([&uuid](const Db& db) {
+      Stmt q(db, "SELECT id FROM runs WHERE uuid = ?");
+      q.bind(1, uuid);
+      return q.step() ? q.i(0) : int64_t{0};
+    });
+    if (held) {
+      throw StoreError("run database " + im->path + " already holds a run with the identity " +
+                       uuid + " (run " + std::to_string(held) + ")");
+    }
+  }
   im->enqueue([=] {
     {
       Stmt ins(*im->writer,

@@ -1,6 +1,6 @@
 // fp8wb runs import, in-process: runs trained into one database come into another with
 // their steps, and a second import adds nothing; a damaged file is refused by name and
-// the target keeps its runs. fp8wb train --run-uuid takes only a UUID. fp8wb sweep
+// the target keeps its runs. fp8wb train --run-uuid takes only a UUID, once a database. fp8wb sweep
 // --slurm without sbatch on PATH and --collect of a missing folder fail clearly and store
 // nothing (the rest of the Slurm path runs against a real Slurm: cli_slurm_test.cpp).
 #include <gtest/gtest.h>
@@ -76,8 +76,17 @@ TEST_F(CliImport, TrainTakesARunIdentity) {
   auto r = run({"train", "--db", path_, "--set", "model=mlp", "--set", "steps=2", "--quiet",
                 "--run-uuid", uuid});
   ASSERT_EQ(r.rc, 0) << r.err;
-  auto s = fp8wb::RunStore::open_read_only(path_);
-  EXPECT_EQ(s->runs().at(0).uuid, uuid);
+  {
+    auto s = fp8wb::RunStore::open_read_only(path_);
+    EXPECT_EQ(s->runs().at(0).uuid, uuid);
+  }
+  // An identity is one run's: a second run with it is refused before it starts.
+  r = run({"train", "--db", path_, "--set", "model=mlp", "--set", "steps=2", "--quiet",
+           "--run-uuid", uuid});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("already holds a run with the identity " + uuid), std::string::npos)
+      << r.err;
+  EXPECT_EQ(fp8wb::RunStore::open_read_only(path_)->runs().size(), 1u);
   r = run({"train", "--db", path_, "--set", "model=mlp", "--set", "steps=2", "--quiet",
            "--run-uuid", "banana"});
   EXPECT_EQ(r.rc, 1);
