@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fp8wb/core/file_io.h"
+#include "fp8wb/core/final_loss.h"
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
 #include "run_command_common.h"
@@ -42,6 +43,18 @@ double last_value(const RunStore& s, int64_t id, const char* series) {
   return v.empty() ? NAN : v.back().value;
 }
 
+// The run's final loss and loss gap (final_loss.h), as JSON.
+json final_json(const RunStore& s, const RunInfo& r) {
+  const FinalLoss f = final_loss(s, r);
+  return {{"loss", num(f.loss)},
+          {"ref_loss", num(f.ref_loss)},
+          {"loss_gap", num(f.gap)},
+          {"from_step", f.from_step},
+          {"to_step", f.to_step},
+          {"steps_averaged", f.points},
+          {"definition", kFinalLossDefinition}};
+}
+
 json config_of(const RunInfo& r) {
   if (r.config_json.empty()) return json();
   try {
@@ -70,6 +83,7 @@ void export_run(const RunStore& s, const RunInfo& r, const std::string& format, 
               {"started_at", r.started_at},
               {"ended_at", r.ended_at},
               {"config", config_of(r)}};
+  j["final"] = final_json(s, r);
   json series = json::object();
   for (const auto& n : s.series_names(r.id)) {
     json points = json::array();
@@ -159,7 +173,8 @@ int run_runs(const RunsOptions& given, std::ostream& out, std::ostream& err) {
                      {"name", r.name},
                      {"status", run_status_name(r.status)},
                      {"steps", r.last_step + 1},
-                     {"loss", num(last_value(*store, r.id, "loss"))},
+                     {"loss", num(last_value(*store, r.id, "loss"))},  // the last step's
+                     {"final_loss", num(final_loss(*store, r).loss)},
                      {"device", r.device},
                      {"started_at", r.started_at}});
       }
@@ -171,15 +186,18 @@ int run_runs(const RunsOptions& given, std::ostream& out, std::ostream& err) {
       return 0;
     }
     out << fmt::format("{:>5}  {:<24} {:<12} {:>7} {:>10} {:>11}  {:<8} {}\n", "id", "name",
-                       "status", "steps", "loss", "tokens/s", "device", "started");
+                       "status", "steps", "final loss", "tokens/s", "device", "started");
     for (const auto& r : runs) {
       const auto tps = store->series(r.id, "tokens_per_s");
       std::vector<double> t;
       for (const auto& p : tps) t.push_back(p.value);
-      out << fmt::format("{:>5}  {:<24} {:<12} {:>7} {:>10.4f} {:>11.0f}  {:<8} {}\n", r.id,
+      const double loss = final_loss(*store, r).loss;  // none for a diverged run: "-"
+      out << fmt::format("{:>5}  {:<24} {:<12} {:>7} {:>10} {:>11.0f}  {:<8} {}\n", r.id,
                          r.name.substr(0, 24), run_status_name(r.status), r.last_step + 1,
-                         last_value(*store, r.id, "loss"), median(t), r.device, r.started_at);
+                         std::isfinite(loss) ? fmt::format("{:.4f}", loss) : std::string("-"),
+                         median(t), r.device, r.started_at);
     }
+    out << "(" << kFinalLossDefinition << ")\n";
     return 0;
   }
   if (opt.id <= 0) {
@@ -201,9 +219,23 @@ int run_runs(const RunsOptions& given, std::ostream& out, std::ostream& err) {
                        r->message.empty() ? "" : " - " + r->message, r->device, r->started_at,
                        r->ended_at.empty() ? "-" : r->ended_at);
     out << "steps    " << r->last_step + 1 << "\n";
-    for (const char* s : {"loss", "ref_loss", "loss_gap", "grad_norm", "tokens_per_s"}) {
-      const double v = last_value(*store, r->id, s);
-      if (std::isfinite(v)) out << fmt::format("{:<14}{:.6g}\n", s, v);
+    const FinalLoss f = final_loss(*store, *r);
+    if (r->status == RunStatus::Diverged) {
+      out << "final loss    none (the run diverged)\n";
+    } else if (std::isfinite(f.loss)) {
+      out << fmt::format("final loss    {:.6g} (mean over steps {}-{})\n", f.loss, f.from_step,
+                         f.to_step);
+      if (std::isfinite(f.gap))
+        out << fmt::format("loss gap      {:+.6g} (the reference's final loss {:.6g})\n", f.gap,
+                           f.ref_loss);
+      else
+        out << "loss gap      none (no finite reference loss at each of those steps)\n";
+      out << "              " << kFinalLossDefinition << "\n";
+    }
+    for (const auto& [series, label] :
+         {std::pair{"grad_norm", "grad norm"}, std::pair{"tokens_per_s", "tokens/s"}}) {
+      const double v = last_value(*store, r->id, series);
+      if (std::isfinite(v)) out << fmt::format("{:<14}{:.6g} (last step)\n", label, v);
     }
     const double mem_fp8 = last_value(*store, r->id, "mem_fp8");
     const double mem_ref = last_value(*store, r->id, "mem_ref");

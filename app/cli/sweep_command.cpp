@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "fp8wb/core/file_io.h"
+#include "fp8wb/core/final_loss.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/sweep.h"
 #include "slurm_sweep.h"
@@ -182,12 +183,8 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
   const auto sweep = store->sweep(runner->sweepId());
   const SweepSpec spec = sweep_from_json(sweep->grid_json);
   const std::vector<SweepPoint> points = sweep_points(*store, runner->sweepId());
-  const SweepPoint* best = nullptr;
-  for (const auto& p : points) {
-    if (p.diverged == 0 && std::isfinite(p.final_loss) &&
-        (!best || p.final_loss < best->final_loss))
-      best = &p;
-  }
+  const SweepPoint* best = best_sweep_point(points);  // among points whose trials all finished
+  const SweepCounts counts = sweep_counts(spec, points);
   auto label = [&](const SweepPoint& p) {
     std::string s;
     for (size_t k = 0; k < p.values.size(); ++k)
@@ -202,7 +199,11 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
     for (const auto& a : spec.axes) j["axes"].push_back({{"key", a.key}, {"values", a.values}});
     j["points"] = nlohmann::json::array();
     for (const auto& p : points) {
-      nlohmann::json jp = {{"values", p.values}, {"runs", p.runs}, {"run_ids", p.run_ids}};
+      nlohmann::json jp = {{"values", p.values},
+                           {"trials", p.trials},
+                           {"runs", p.runs},
+                           {"finished", p.finished},
+                           {"run_ids", p.run_ids}};
       for (const SweepMetricEntry& m : kSweepMetrics) {
         jp[std::string(m.name)] = m.value == SweepMetric::Diverged ? nlohmann::json(p.diverged)
                                                                    : num(sweep_metric(p, m.value));
@@ -210,6 +211,10 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
       j["points"].push_back(std::move(jp));
     }
     j["best"] = best ? nlohmann::json(label(*best)) : nlohmann::json();
+    j["trials"] = counts.trials;
+    j["finished"] = counts.finished;
+    j["diverged"] = counts.diverged;
+    j["definition"] = kFinalLossDefinition;
     out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::string heading = fmt::format("{:<34} {:>5}", "grid point", "runs");
@@ -224,11 +229,16 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
         row += fmt::format(" {:>{}}", cell(p, m.value), column(m.value).width);
       out << row << "\n";
     }
+    out << fmt::format(
+        "{} of {} trials finished, {} diverged (the best: the lowest final loss among grid "
+        "points whose trials all finished)\n",
+        counts.finished, counts.trials, counts.diverged);
     if (best) {
       out << fmt::format("best: {} (final loss {}, gap {}, saturated {}%, underflow {}%)\n",
                          label(*best), fixed(best->final_loss, 5), fixed(best->loss_gap, 5),
                          fixed(best->saturated_pct, 4), fixed(best->underflow_pct, 4));
     }
+    out << kFinalLossDefinition << "\n";
     out << fmt::format("sweep {} {} in {}\n", runner->sweepId(), sweep->status, store->path());
   }
   if (!failure.empty()) {

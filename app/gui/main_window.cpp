@@ -3,12 +3,13 @@
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDir>
 #include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
-#include <QScrollArea>
-#include <QScrollBar>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -64,13 +65,8 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   // The run panel: presets, the config form, Start / Pause / Stop.
   auto* dock = new QDockWidget(tr("Run"), this);
   dock->setObjectName(QStringLiteral("run-panel"));
-  auto* scroll = new QScrollArea(dock);
-  scroll->setWidget(panel_);
-  scroll->setWidgetResizable(true);
-  dock->setWidget(scroll);
-  // The form stays whole (fields, Start / Pause / Stop) however the tabs ask for room.
-  scroll->setMinimumWidth(fontMetrics().averageCharWidth() * 36 +
-                          scroll->verticalScrollBar()->sizeHint().width());
+  // The panel scrolls its form and keeps Start / Pause / Stop in view at any height.
+  dock->setWidget(panel_);
   dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
   addDockWidget(Qt::LeftDockWidgetArea, dock);
 
@@ -128,8 +124,58 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   }
 }
 
+namespace {
+
+const QString kRecentDatabasesKey = QStringLiteral("database/recent");
+
+QAction* named(QAction* a, const char* name) {
+  a->setObjectName(QLatin1String(name));
+  return a;
+}
+
+}  // namespace
+
 void MainWindow::buildMenus() {
+  open_dialog_ = [](QWidget* parent, const QString& caption, const QString& dir,
+                    const QString& filter) {
+    return QFileDialog::getOpenFileName(parent, caption, dir, filter);
+  };
+  save_dialog_ = [](QWidget* parent, const QString& caption, const QString& dir,
+                    const QString& filter) {
+    return QFileDialog::getSaveFileName(parent, caption, dir, filter);
+  };
   QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->setObjectName(QStringLiteral("file-menu"));
+  named(file->addAction(tr("Open &checkpoint..."), QKeySequence::Open, this,
+                        [this] {
+                          const QString path = open_dialog_(
+                              this, tr("Open checkpoint"), QString(),
+                              tr("Checkpoints (*.safetensors *.index.json *.pt *.pth *.bin);;All "
+                                 "files (*)"));
+                          if (!path.isEmpty()) openCheckpointFile(path);
+                        }),
+        "open-checkpoint");
+  named(file->addAction(tr("Open &database..."), QKeySequence(tr("Ctrl+Shift+O")), this,
+                        [this] {
+                          const QString path =
+                              open_dialog_(this, tr("Open run database"),
+                                           QFileInfo(engine_->databasePath()).path(),
+                                           tr("Run databases (*.sqlite *.db);;All files (*)"));
+                          if (!path.isEmpty()) openDatabaseFile(path);
+                        }),
+        "open-database");
+  recent_menu_ = file->addMenu(tr("&Recent files"));
+  recent_menu_->setObjectName(QStringLiteral("recent-files"));
+  connect(recent_menu_, &QMenu::aboutToShow, this, &MainWindow::fillRecentMenu);
+  fillRecentMenu();
+  file->addSeparator();
+  export_menu_ = file->addMenu(tr("&Export"));
+  export_menu_->setObjectName(QStringLiteral("export"));
+  // Rebuilt for each tab, so that its shortcuts reach the plots shown.
+  connect(export_menu_, &QMenu::aboutToShow, this, &MainWindow::fillExportMenu);
+  connect(tabs_, &QTabWidget::currentChanged, this, &MainWindow::fillExportMenu);
+  fillExportMenu();
+  file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
   QMenu* view = menuBar()->addMenu(tr("&View"));
   presentation_action_ = view->addAction(tr("&Presentation mode (large fonts)"));
@@ -143,6 +189,149 @@ void MainWindow::buildMenus() {
                           "scaling recipes and FP8 training, bit for bit.</p><p>%2</p>")
                            .arg(QString::fromStdString(workbench_version()), statusText()));
   });
+}
+
+void MainWindow::setFileDialogs(FileDialog open, FileDialog save) {
+  open_dialog_ = std::move(open);
+  save_dialog_ = std::move(save);
+}
+
+void MainWindow::openCheckpointFile(const QString& path) {
+  tabs_->setCurrentWidget(checkpoint_);
+  checkpoint_->openCheckpoint(path);
+}
+
+bool MainWindow::openDatabaseFile(const QString& path) {
+  if (sweeps_->busy()) {
+    showFailure(tr("a sweep is running: stop it before opening another database"));
+    return false;
+  }
+  // Only a file that is there: the dialog's choice, or a recent file still there.
+  if (!QFileInfo::exists(path)) {
+    showFailure(tr("no run database at %1").arg(path));
+    return false;
+  }
+  if (!engine_->openDatabase(path)) return false;  // failed() has said why
+  rememberDatabase(path);
+  run_status_->setText(tr("database %1").arg(QDir::toNativeSeparators(path)));
+  runs_->reload();
+  refreshRunTabs(true);
+  return true;
+}
+
+void MainWindow::checkDatabase() {
+  const QString path = engine_->databasePath();
+  if (!QFileInfo::exists(path)) return;
+  try {
+    engine_->store();
+  } catch (const std::exception& e) {
+    showFailure(QString::fromStdString(e.what()));
+  }
+}
+
+QStringList MainWindow::recentDatabases() const {
+  return QSettings().value(kRecentDatabasesKey).toStringList();
+}
+
+void MainWindow::rememberDatabase(const QString& path) {
+  QStringList r = recentDatabases();
+  r.removeAll(path);
+  r.prepend(path);
+  while (r.size() > 10) r.removeLast();
+  QSettings().setValue(kRecentDatabasesKey, r);
+}
+
+// Checkpoints, then databases; files that are gone are taken off the lists, with a notice.
+void MainWindow::fillRecentMenu() {
+  recent_menu_->clear();
+  QStringList gone;
+  QStringList databases = recentDatabases();
+  for (const QString& p : databases) {
+    if (!QFileInfo::exists(p)) gone << p;
+  }
+  for (const QString& p : gone) databases.removeAll(p);
+  if (!gone.isEmpty()) QSettings().setValue(kRecentDatabasesKey, databases);
+  QStringList checkpoints;
+  for (const QString& p : checkpoint_->recentFiles()) {
+    if (QFileInfo::exists(p)) {
+      checkpoints << p;
+    } else {
+      checkpoint_->forgetRecent(p);
+      gone << p;
+    }
+  }
+  if (!gone.isEmpty()) {
+    showNotice(
+        tr("no longer there, taken off the recent files: %1").arg(gone.join(QStringLiteral(", "))));
+  }
+  auto add = [this](const QString& title, const QStringList& paths, auto open) {
+    recent_menu_->addSection(title);
+    for (const QString& p : paths) {
+      QAction* a = recent_menu_->addAction(QDir::toNativeSeparators(p), this, [this, p, open] {
+        if (!QFileInfo::exists(p)) {
+          fillRecentMenu();  // says it is gone
+          return;
+        }
+        (this->*open)(p);
+      });
+      a->setData(p);
+    }
+  };
+  add(tr("Checkpoints"), checkpoints, &MainWindow::openCheckpointFile);
+  add(tr("Run databases"), databases, &MainWindow::openDatabaseFile);
+  if (checkpoints.isEmpty() && databases.isEmpty())
+    recent_menu_->addAction(tr("(none)"))->setEnabled(false);
+}
+
+// The current tab's plots (PNG or PDF, by the file's suffix), and the run shown as CSV.
+void MainWindow::fillExportMenu() {
+  export_menu_->clear();
+  QWidget* tab = tabs_->currentWidget();
+  bool first = true;
+  for (ExportablePlot* p : tab->findChildren<ExportablePlot*>()) {
+    if (!p->isVisibleTo(tab)) continue;
+    QString what = p->yAxis->label();
+    if (!p->xAxis->label().isEmpty()) what = tr("%1 by %2").arg(what, p->xAxis->label());
+    if (what.isEmpty()) what = tr("plot");
+    QAction* a =
+        export_menu_->addAction(tr("Plot of %1 (PNG, PDF)...").arg(what), this, [this, p, what] {
+          QString path = save_dialog_(
+              this, tr("Export plot"),
+              QString(what).replace(QLatin1Char(' '), QLatin1Char('-')) + QStringLiteral(".png"),
+              tr("PNG image (*.png);;PDF (*.pdf)"));
+          if (path.isEmpty()) return;
+          if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".png");
+          const QString err = p->exportTo(path);
+          if (err.isEmpty()) {
+            showNotice(tr("wrote %1").arg(path));
+          } else {
+            showFailure(err);
+          }
+        });
+    a->setObjectName(QStringLiteral("export-plot"));
+    if (first) a->setShortcut(QKeySequence::Save);
+    first = false;
+  }
+  if (!first) export_menu_->addSeparator();
+  const qint64 id = engine_->data().runId();
+  QAction* csv = export_menu_->addAction(
+      id > 0 ? tr("Run %1 as CSV...").arg(id) : tr("Run as CSV..."), this, [this] {
+        const qint64 run = engine_->data().runId();
+        if (run <= 0) {
+          showNotice(tr("no run is shown: start one, or open one in the Runs tab"));
+          return;
+        }
+        const QString path = save_dialog_(this, tr("Export run"),
+                                          QStringLiteral("run%1.csv").arg(run), tr("CSV (*.csv)"));
+        if (path.isEmpty()) return;
+        bool failed = false;  // a failure comes through the tab's failed()
+        const auto c = connect(runs_, &RunsTab::failed, this, [&failed] { failed = true; });
+        const QString said = runs_->exportCsv(run, path);
+        disconnect(c);
+        if (!failed) showNotice(said);
+      });
+  csv->setObjectName(QStringLiteral("export-run-csv"));
+  csv->setShortcut(QKeySequence(tr("Ctrl+Shift+S")));
 }
 
 QStringList MainWindow::tabNames() const {

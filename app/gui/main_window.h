@@ -5,10 +5,12 @@
 
 #include <QMainWindow>
 #include <QStringList>
+#include <functional>
 
 class QTabWidget;
 class QAction;
 class QLabel;
+class QMenu;
 class QMessageBox;
 
 namespace fp8wb {
@@ -56,11 +58,29 @@ class MainWindow : public QMainWindow {
   QStringList failures() const { return failures_; }
   QStringList notices() const { return notices_; }
 
+  // The File menu's file dialogs: (parent, caption, folder, filter) -> the chosen path,
+  // empty when cancelled. QFileDialog's own by default.
+  using FileDialog =
+      std::function<QString(QWidget*, const QString&, const QString&, const QString&)>;
+  void setFileDialogs(FileDialog open, FileDialog save);
+  // File > Open checkpoint: the Checkpoint tab opens and analyses the file.
+  void openCheckpointFile(const QString& path);
+  // File > Open database: the runs of another database (kept where it cannot be opened:
+  // the failure says why); true where it opened.
+  bool openDatabaseFile(const QString& path);
+  // Says at once (showFailure) where the database the window uses cannot be opened: a
+  // folder, a damaged file. One that does not exist yet is created by the first run.
+  void checkDatabase();
+  QStringList recentDatabases() const;
+
  protected:
   void closeEvent(QCloseEvent* e) override;
 
  private:
   void buildMenus();
+  void fillRecentMenu();
+  void fillExportMenu();
+  void rememberDatabase(const QString& path);
   QTabWidget* tabs_;
   FormatsTab* formats_;
   EngineController* engine_;
@@ -76,6 +96,9 @@ class MainWindow : public QMainWindow {
   QStringList failures_;  // the latest failures
   QMessageBox* failure_box_ = nullptr;
   QAction* presentation_action_ = nullptr;
+  QMenu* recent_menu_ = nullptr;
+  QMenu* export_menu_ = nullptr;
+  FileDialog open_dialog_, save_dialog_;
   bool presentation_ = false;
   bool remember_layout_;
   int base_point_size_;

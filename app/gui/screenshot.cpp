@@ -19,7 +19,10 @@ namespace fp8wb {
 
 QString apply_gui_options(MainWindow& w, const GuiOptions& o) {
   w.resize(o.size);
-  if (!o.db.isEmpty()) w.engine()->setDatabasePath(o.db);
+  if (!o.db.isEmpty()) {
+    w.engine()->setDatabasePath(o.db);
+    w.checkDatabase();  // a folder or a damaged file is said now, naming it
+  }
   for (const QString& t : o.tab.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
     if (!w.selectTab(t.trimmed())) {
       return QStringLiteral("unknown tab '%1': the tabs are %2")

@@ -310,7 +310,7 @@ void switch_to_wal(const Db& db, const std::string& path) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       continue;
     }
-    db.fail("switching to WAL");
+    db.fail();
   }
 }
 
@@ -377,6 +377,17 @@ std::unique_ptr<Db> store::open_reader(const std::string& path) {
 RunStore::RunStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 std::unique_ptr<RunStore> RunStore::open(const std::string& path) {
+  {
+    // A folder (or a FIFO, a device) where the database should be: said as such, not as
+    // whatever SQLite makes of it.
+    std::error_code ec;
+    const auto st = std::filesystem::status(path, ec);
+    if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
+      throw StoreError("run database " + path + " is " +
+                       (std::filesystem::is_directory(st) ? "a folder" : "not a regular file") +
+                       ", not a database file");
+    }
+  }
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();

@@ -85,8 +85,11 @@ class Db {
   static constexpr int kBusyMs = 10000;
 
   sqlite3* get() const { return db_; }
-  [[noreturn]] void fail(const std::string& what) const {
-    throw StoreError("run database " + path_ + ": " + what + ": " + sqlite3_errmsg(db_) +
+  // What went wrong with which file, as its reader says it: SQLite's message and what it
+  // means ("file is not a database (the database file is damaged)"), not which statement
+  // of ours met it.
+  [[noreturn]] void fail() const {
+    throw StoreError("run database " + path_ + ": " + sqlite3_errmsg(db_) +
                      explain(sqlite3_errcode(db_)));
   }
   void exec(const char* sql) const {
@@ -94,8 +97,7 @@ class Db {
     if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
       const std::string m = err ? err : "error";
       sqlite3_free(err);
-      throw StoreError("run database " + path_ + ": " + m + explain(sqlite3_errcode(db_)) +
-                       " (in: " + std::string(sql).substr(0, 60) + ")");
+      throw StoreError("run database " + path_ + ": " + m + explain(sqlite3_errcode(db_)));
     }
   }
 
@@ -107,7 +109,7 @@ class Db {
 class Stmt {
  public:
   Stmt(const Db& db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v2(db.get(), sql, -1, &s_, nullptr) != SQLITE_OK) db.fail("prepare");
+    if (sqlite3_prepare_v2(db.get(), sql, -1, &s_, nullptr) != SQLITE_OK) db.fail();
   }
   ~Stmt() { sqlite3_finalize(s_); }
   Stmt(const Stmt&) = delete;
@@ -132,7 +134,7 @@ class Stmt {
     const int rc = sqlite3_step(s_);
     if (rc == SQLITE_ROW) return true;
     if (rc == SQLITE_DONE) return false;
-    db_.fail("step");
+    db_.fail();
   }
   void run() {
     step();

@@ -87,7 +87,10 @@ int64_t RunStore::Impl::series_id(int64_t run, const std::string& name) {
   ins.bind(1, run).bind(2, name).run();
   Stmt q(*writer, "SELECT id FROM series WHERE run_id = ? AND name = ?");
   q.bind(1, run).bind(2, name);
-  if (!q.step()) writer->fail("series id");
+  if (!q.step()) {
+    throw StoreError("run database " + path + ": the series '" + name + "' of run " +
+                     std::to_string(run) + " was not stored");
+  }
   return series_ids[key] = q.i(0);
 }
 

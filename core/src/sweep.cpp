@@ -4,34 +4,15 @@
 #include <cmath>
 #include <map>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
 #include <thread>
 
 #include "fp8wb/core/backend_info.h"
+#include "fp8wb/core/final_loss.h"
 #include "fp8wb/core/trainer.h"
 
 namespace fp8wb {
-namespace {
-
-using nlohmann::json;
-
-double tail_mean(const std::vector<SeriesPoint>& s) {
-  if (s.empty()) return NAN;
-  const size_t from = s.size() - std::max<size_t>(1, s.size() / 10);
-  double sum = 0;
-  size_t n = 0;
-  for (size_t i = from; i < s.size(); ++i) {
-    if (std::isfinite(s[i].value)) {
-      sum += s[i].value;
-      ++n;
-    }
-  }
-  return n ? sum / static_cast<double>(n) : NAN;
-}
-
-}  // namespace
 
 double sweep_metric(const SweepPoint& p, SweepMetric m) {
   switch (m) {
@@ -61,6 +42,7 @@ std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep_id) {
       continue;  // only complete trials
     SweepPoint& p = points[it->second->values];
     p.values = it->second->values;
+    p.trials = spec.seeds;
     p.runs++;
     p.run_ids.push_back(r.id);
     if (r.status == RunStatus::Finished) p.finished++;
@@ -72,13 +54,12 @@ std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep_id) {
       under += underflow_pct(t.raw);
       ++n;
     }
-    const double loss = tail_mean(store.series(r.id, "loss"));
-    const double gap = tail_mean(store.series(r.id, "loss_gap"));
+    const FinalLoss f = final_loss(store, r);  // NaN for a diverged run
     // Means over the seeds, accumulated.
     const int k = ++counted[p.values];
     auto acc = [k](double& m, double v) { m += (v - m) / k; };
-    acc(p.final_loss, r.status == RunStatus::Diverged ? NAN : loss);
-    acc(p.loss_gap, gap);
+    acc(p.final_loss, f.loss);
+    acc(p.loss_gap, f.gap);
     acc(p.saturated_pct, n ? sat / static_cast<double>(n) : 0);
     acc(p.underflow_pct, n ? under / static_cast<double>(n) : 0);
   }
@@ -96,6 +77,27 @@ std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep_id) {
   std::sort(out.begin(), out.end(),
             [&](const SweepPoint& a, const SweepPoint& b) { return rank(a) < rank(b); });
   return out;
+}
+
+SweepCounts sweep_counts(const SweepSpec& spec, const std::vector<SweepPoint>& points) {
+  SweepCounts c;
+  c.trials = static_cast<size_t>(std::max(1, spec.seeds));
+  for (const SweepAxis& a : spec.axes) c.trials *= a.values.size();
+  for (const SweepPoint& p : points) {
+    c.finished += static_cast<size_t>(p.finished);
+    c.diverged += static_cast<size_t>(p.diverged);
+  }
+  return c;
+}
+
+const SweepPoint* best_sweep_point(const std::vector<SweepPoint>& points) {
+  const SweepPoint* best = nullptr;
+  for (const SweepPoint& p : points) {
+    if (p.trials > 0 && p.finished >= p.trials && std::isfinite(p.final_loss) &&
+        (!best || p.final_loss < best->final_loss))
+      best = &p;
+  }
+  return best;
 }
 
 struct SweepRunner::Active {

@@ -248,6 +248,16 @@ QString CheckpointTab::statusText() const {
   return status_->text();
 }
 
+void CheckpointTab::forgetRecent(const QString& path) {
+  QStringList r = recentFiles();
+  if (r.removeAll(path) == 0) return;
+  QSettings().setValue(kRecentKey, r);
+  const QSignalBlocker b(recent_);
+  recent_->clear();
+  recent_->addItems(r);
+  recent_->setCurrentIndex(-1);
+}
+
 void CheckpointTab::remember(const QString& path) {
   QStringList r = recentFiles();
   r.removeAll(path);

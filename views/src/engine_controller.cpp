@@ -3,7 +3,9 @@
 #include <QCoreApplication>
 #include <QDateTime>
 #include <QPointer>
+#include <algorithm>
 #include <mutex>
+#include <set>
 
 #include "fp8wb/core/notices.h"
 #include "fp8wb/core/run_follower.h"
@@ -41,6 +43,23 @@ namespace {
 
 // The controller the core's notices go to (the newest one).
 EngineController* notice_owner = nullptr;
+
+// `name`, or where a run of the store already has it, "name #2", "name #3", ...: runs
+// started from one preset stay apart in the list, the overlay and the exports.
+constexpr size_t kMaxNameLength = 200;  // a config's bound on `name`
+
+std::string distinct_run_name(const RunStore& store, const std::string& name) {
+  if (name.empty()) return name;
+  std::set<std::string> taken;
+  for (const RunInfo& r : store.runs()) taken.insert(r.name);
+  if (!taken.count(name)) return name;
+  for (int k = 2;; ++k) {
+    const std::string suffix = " #" + std::to_string(k);
+    const std::string candidate =
+        name.substr(0, std::min(name.size(), kMaxNameLength - suffix.size())) + suffix;
+    if (!taken.count(candidate)) return candidate;
+  }
+}
 
 // A stored run read off the GUI thread, with its follower already polling where it is
 // live (what arrives meanwhile waits in the buffer).
@@ -104,17 +123,46 @@ RunStore& EngineController::store() {
   if (store_ && store_->read_only() && store_locked_ && !isRunning() && !follower_) store_.reset();
   if (!store_) {
     std::string why;
-    store_ = RunStore::open_or_read_only(db_path_.toStdString(), &why);
-    store_locked_ =
-        why.find("locked") != std::string::npos || why.find("busy") != std::string::npos;
-    // Browsing still works; runs cannot be started, renamed or deleted: say so once.
-    if (store_->read_only()) {
-      Q_EMIT notice(tr("%1 is open read-only (%2): its runs can be browsed and followed, not "
-                       "written")
-                        .arg(db_path_, QString::fromStdString(why)));
-    }
+    auto s = RunStore::open_or_read_only(db_path_.toStdString(), &why);
+    adoptStore(std::move(s), why);
   }
   return *store_;
+}
+
+void EngineController::adoptStore(std::unique_ptr<RunStore> s, const std::string& why) {
+  store_ = std::move(s);
+  store_locked_ = why.find("locked") != std::string::npos || why.find("busy") != std::string::npos;
+  // Browsing still works; runs cannot be started, renamed or deleted: say so once.
+  if (store_->read_only()) {
+    Q_EMIT notice(tr("%1 is open read-only (%2): its runs can be browsed and followed, not "
+                     "written")
+                      .arg(db_path_, QString::fromStdString(why)));
+  }
+}
+
+bool EngineController::openDatabase(const QString& path) {
+  if (isRunning()) {
+    fail(tr("a run is training: stop it before opening another database"));
+    return false;
+  }
+  std::string why;
+  std::unique_ptr<RunStore> s;
+  try {
+    s = RunStore::open_or_read_only(path.toStdString(), &why);
+  } catch (const std::exception& e) {
+    fail(QString::fromStdString(e.what()));  // the database open before stays
+    return false;
+  }
+  open_job_.drop();
+  stopFollowing();
+  trainer_.reset();
+  store_.reset();
+  db_path_ = path;
+  adoptStore(std::move(s), why);
+  // The run shown was one of the other database's.
+  data_.clear();
+  Q_EMIT dataChanged();
+  return true;
 }
 
 bool EngineController::isRunning() const {
@@ -197,16 +245,19 @@ QString EngineController::start(const RunConfig& config) {
     RunStore& s = store();
     s.flush();
     trainer_.reset();
-    const int64_t id = s.create_run(config.name, "train", run_config_json(config), device);
+    RunConfig c = config;
+    c.name = distinct_run_name(s, config.name);
+    const int64_t id = s.create_run(c.name, "train", run_config_json(c), device);
     auto bus = std::make_shared<MetricBus>();
     buffer_ = std::make_shared<GuiBuffer>();
     bus->add(s.consumer());
     bus->add(buffer_);
-    data_.setRun(id, config.name, run_config_json(config));
-    trainer_ = std::make_unique<Trainer>(config, bus, id);
-    steps_total_ = config.steps;
+    data_.setRun(id, c.name, run_config_json(c));
+    trainer_ = std::make_unique<Trainer>(c, bus, id);
+    steps_total_ = c.steps;
     started_at_ = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
     paused_ = false;
+    paused_seconds_ = 0;
     trainer_->start();
     timer_.start();
     Q_EMIT started(id);
@@ -220,6 +271,7 @@ QString EngineController::start(const RunConfig& config) {
 void EngineController::pause() {
   if (!isRunning()) return;
   trainer_->pause();
+  if (!paused_) paused_at_ = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
   paused_ = true;
   data_.setStatus(RunStatus::Paused, "");
   Q_EMIT pausedChanged(true);
@@ -231,6 +283,7 @@ void EngineController::resume() {
   trainer_->resume();
   if (!paused_) return;
   paused_ = false;
+  paused_seconds_ += static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0 - paused_at_;
   data_.setStatus(RunStatus::Running, "");
   Q_EMIT pausedChanged(false);
   Q_EMIT dataChanged();
@@ -268,8 +321,9 @@ void EngineController::drain() {
   if (!batches.empty()) {
     if (!data_.steps().empty()) {
       const int64_t done = data_.steps().back().step + 1;
-      const double elapsed =
-          static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0 - started_at_;
+      // Time spent training: the pauses do not count (nor does the time since a pause).
+      const double now = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
+      const double elapsed = (paused_ ? paused_at_ : now) - started_at_ - paused_seconds_;
       const double eta =
           done > 0 && started_at_ >= 0
               ? elapsed * static_cast<double>(steps_total_ - done) / static_cast<double>(done)

@@ -10,8 +10,10 @@ namespace fp8wb {
 
 void RunData::clear() {
   const int64_t generation = generation_;
+  const int64_t revision = revision_;
   *this = RunData();
   generation_ = generation + 1;
+  revision_ = revision + 1;  // counts on: every tab redraws
 }
 
 void RunData::setRun(int64_t id, const std::string& name, const std::string& config_json) {
@@ -105,8 +107,11 @@ void RunData::load(const RunStore& store, int64_t run_id, RunCursor* cursor) {
 
 void RunData::replace(RunData other) {
   const int64_t revision = std::max(revision_, other.revision_) + 1;
+  // Another run (or a reload): the tabs draw it anew, nothing appended to what they drew.
+  const int64_t generation = std::max(generation_, other.generation_) + 1;
   *this = std::move(other);
   revision_ = revision;
+  generation_ = generation;
 }
 
 void RunData::setStatus(RunStatus status, const std::string& message) {

@@ -1,5 +1,6 @@
 #include "fp8wb/views/run_tabs.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QCoreApplication>
 #include <QHBoxLayout>
@@ -10,6 +11,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/views/exportable_plot.h"
@@ -44,9 +46,102 @@ QCPGraph* add_graph(ExportablePlot* p, const QString& name, const QColor& c, boo
   return g;
 }
 
+// Below 0.1 and from 10^5 up, a tick is labelled in scientific form with the fewest digits
+// that give it back ("1e-03", "3.5e-02"), which the axis draws as a power of ten; "0.0"
+// or "0.000244141" are not read at a glance.
+QString readable_tick_label(double tick, const QLocale& locale, const QString& plain) {
+  const double a = std::abs(tick);
+  if (a == 0 || (a >= 0.1 && a < 1e5)) return plain;
+  for (int digits = 0; digits < 6; ++digits) {
+    const QString s = locale.toString(tick, 'e', digits);
+    if (std::abs(locale.toDouble(s) - tick) <= 1e-9 * a) return s;
+  }
+  return locale.toString(tick, 'e', 6);
+}
+
+// Evenly spaced ticks, labelled as above.
+class ReadableTicker : public QCPAxisTicker {
+ protected:
+  QString getTickLabel(double tick, const QLocale& locale, QChar formatChar,
+                       int precision) override {
+    return readable_tick_label(tick, locale,
+                               QCPAxisTicker::getTickLabel(tick, locale, formatChar, precision));
+  }
+};
+
+// A log axis labelled as above, with evenly spaced ticks where the range spans less than a
+// decade (where a log axis would have one labelled tick or none).
+class ReadableLogTicker : public QCPAxisTickerLog {
+ public:
+  void generate(const QCPRange& range, const QLocale& locale, QChar formatChar, int precision,
+                QVector<double>& ticks, QVector<double>* subTicks,
+                QVector<QString>* tickLabels) override {
+    if (range.lower > 0 && range.upper < range.lower * 10) {
+      linear_.generate(range, locale, formatChar, precision, ticks, subTicks, tickLabels);
+      return;
+    }
+    QCPAxisTickerLog::generate(range, locale, formatChar, precision, ticks, subTicks, tickLabels);
+  }
+
+ protected:
+  QString getTickLabel(double tick, const QLocale& locale, QChar formatChar,
+                       int precision) override {
+    return readable_tick_label(tick, locale,
+                               QCPAxisTickerLog::getTickLabel(tick, locale, formatChar, precision));
+  }
+
+ private:
+  ReadableTicker linear_;
+};
+
 void use_log_axis(QCPAxis* a) {
   a->setScaleType(QCPAxis::stLogarithmic);
-  a->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+  a->setTicker(QSharedPointer<ReadableLogTicker>(new ReadableLogTicker));
+  a->setNumberFormat(QStringLiteral("gb"));  // "1e-03" drawn as a power of ten
+}
+
+// Fits the plot's axes to its data; without `include_step0`, the value axis to the points
+// after step 0 (where there are any): a delayed-scaling run starts from a scale of 1, whose
+// figures at step 0 would otherwise stretch the axis over values no later step comes near.
+void fit_axes(QCustomPlot* p, bool include_step0) {
+  p->rescaleAxes();
+  if (include_step0) return;
+  QCPAxis* y = p->yAxis;
+  const QCP::SignDomain sign =
+      y->scaleType() == QCPAxis::stLogarithmic ? QCP::sdPositive : QCP::sdBoth;
+  const QCPRange after_step0(0.5, std::numeric_limits<double>::max());
+  QCPRange r;
+  bool any = false;
+  for (int i = 0; i < p->graphCount(); ++i) {
+    bool found = false;
+    const QCPRange g = p->graph(i)->getValueRange(found, sign, after_step0);
+    if (!found) continue;
+    if (any) {
+      r.expand(g);
+    } else {
+      r = g;
+      any = true;
+    }
+  }
+  if (!any) return;
+  if (y->scaleType() == QCPAxis::stLogarithmic) {
+    r = QCPRange(r.lower / 1.2, r.upper * 1.2);  // a flat line stays inside the frame
+  } else {
+    const double pad = r.size() > 0 ? r.size() * 0.05 : std::max(std::abs(r.upper) * 0.1, 0.5);
+    r = QCPRange(r.lower >= 0 ? 0 : r.lower - pad, r.upper + pad);  // percentages from 0
+  }
+  y->setRange(r);
+}
+
+QCheckBox* make_step0_box(QWidget* parent) {
+  auto* box =
+      new QCheckBox(QCoreApplication::translate("fp8wb::RunTabBase", "Include step 0"), parent);
+  box->setObjectName(QStringLiteral("include-step-0"));
+  box->setToolTip(QCoreApplication::translate(
+      "fp8wb::RunTabBase",
+      "Fit the axes and colours to step 0 too. Step 0 quantizes with the initial scale (1 "
+      "for delayed scaling), so its figures are usually far from every later step's."));
+  return box;
 }
 
 Format role_format(const RunData& d, Role role) {
@@ -213,7 +308,24 @@ void OverviewTab::rebuild() {
   for (ExportablePlot* p : plots()) p->rescaleAxes();
   memory_->xAxis->setRange(0.4, std::max<double>(2, static_cast<double>(bars.size())) + 0.6);
   memory_->yAxis->setRangeLower(0);
-  if (s.empty()) return;
+  if (data_->runId() == 0) {
+    summary_->setText(tr("<i>Start a run from the run panel, or open one in the Runs tab.</i>"));
+    return;
+  }
+  if (s.empty()) {
+    // The run is named at once, before its first step arrives.
+    const bool going =
+        data_->status() == RunStatus::Running || data_->status() == RunStatus::Paused;
+    QString text = (going ? tr("<b>%1</b> (run %2, %3): waiting for the first step")
+                          : tr("<b>%1</b> (run %2, %3): no steps recorded"))
+                       .arg(qs(data_->name()).toHtmlEscaped())
+                       .arg(data_->runId())
+                       .arg(QString::fromLatin1(run_status_name(data_->status())));
+    if (!data_->message().empty())
+      text += QStringLiteral(" - ") + qs(data_->message()).toHtmlEscaped();
+    summary_->setText(text);
+    return;
+  }
   const StepMetrics& m = s.back();
   QString text = tr("<b>%1</b> (run %2, %3): step %4, loss %5")
                      .arg(qs(data_->name()).toHtmlEscaped())
@@ -241,6 +353,7 @@ ScalingTab::ScalingTab(const RunData* run, QWidget* parent)
     : RunTabBase(run, parent),
       tree_(new QTreeWidget(this)),
       caption_(new QLabel(this)),
+      include_step0_(make_step0_box(this)),
       amax_(make_plot(this, tr("step"), tr("amax"))),
       scale_(make_plot(this, tr("step"), tr("scale"))),
       counts_(make_plot(this, tr("step"), tr("% of elements"))) {
@@ -251,7 +364,10 @@ ScalingTab::ScalingTab(const RunData* run, QWidget* parent)
   auto* right = new QWidget(split);
   auto* rl = new QVBoxLayout(right);
   caption_->setWordWrap(true);
-  rl->addWidget(caption_);
+  auto* top = new QHBoxLayout;
+  top->addWidget(caption_, 1);
+  top->addWidget(include_step0_, 0, Qt::AlignTop);
+  rl->addLayout(top);
   rl->addWidget(amax_, 2);
   rl->addWidget(scale_, 1);
   rl->addWidget(counts_, 1);
@@ -282,28 +398,48 @@ ScalingTab::ScalingTab(const RunData* run, QWidget* parent)
     drawSelected();
     for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
   });
+  connect(include_step0_, &QCheckBox::toggled, this, [this] {
+    fitAxes();
+    for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
+  });
+}
+
+QString ScalingTab::selectedTensor() const {
+  return data_->tensor(layer_.toStdString(), role_)
+             ? layer_ + QStringLiteral(" / ") + role_text(role_)
+             : QString();
+}
+
+QString ScalingTab::captionText() const {
+  return caption_->text();
+}
+
+void ScalingTab::fitAxes() {
+  for (ExportablePlot* p : plots()) fit_axes(p, include_step0_->isChecked());
 }
 
 bool ScalingTab::select(const QString& layer, const QString& role) {
   const std::optional<Role> r = parse_role(role.toStdString());
-  if (!r) return false;
+  if (!r || !data_->tensor(layer.toStdString(), *r)) return false;
   rebuildTree();
-  for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
-    QTreeWidgetItem* l = tree_->topLevelItem(i);
-    if (l->text(0) != layer) continue;
-    for (int j = 0; j < l->childCount(); ++j) {
-      if (l->child(j)->text(0) == role_text(*r)) {
-        tree_->setCurrentItem(l->child(j));
-        return true;
-      }
-    }
-  }
-  return false;
+  layer_ = layer;
+  role_ = *r;
+  selectInTree();
+  drawSelected();
+  for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
+  return true;
 }
 
 void ScalingTab::rebuildTree() {
+  // Another run (or the same one reloaded): its own tensors, from its first one.
+  if (tree_generation_ != data_->generation()) {
+    tree_generation_ = data_->generation();
+    tree_size_ = std::numeric_limits<size_t>::max();
+    layer_.clear();
+  }
   if (tree_size_ == data_->tensors().size()) return;
   tree_size_ = data_->tensors().size();
+  const QSignalBlocker block(tree_);
   tree_->clear();
   for (const std::string& layer : data_->layers()) {
     auto* l = new QTreeWidgetItem(tree_, {qs(layer)});
@@ -313,14 +449,38 @@ void ScalingTab::rebuildTree() {
     }
     l->setExpanded(true);
   }
+  selectInTree();
+}
+
+// The tree's current item is the tensor drawn (none where none is).
+void ScalingTab::selectInTree() {
+  const QSignalBlocker block(tree_);
+  for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
+    QTreeWidgetItem* l = tree_->topLevelItem(i);
+    if (l->text(0) != layer_) continue;
+    for (int j = 0; j < l->childCount(); ++j) {
+      if (l->child(j)->text(0) == role_text(role_)) {
+        tree_->setCurrentItem(l->child(j));
+        return;
+      }
+    }
+  }
+  tree_->setCurrentItem(nullptr);
 }
 
 void ScalingTab::rebuild() {
   rebuildTree();
   if (layer_.isEmpty() && !data_->tensors().empty()) {
-    const TensorSeries& t = data_->tensors().front();
-    layer_ = qs(t.layer);
-    role_ = t.role;
+    // The tree's first tensor: the first layer's first role.
+    const std::string layer = data_->layers().front();
+    layer_ = qs(layer);
+    for (const RoleEntry& r : kRoles) {
+      if (data_->tensor(layer, r.value)) {
+        role_ = r.value;
+        break;
+      }
+    }
+    selectInTree();
   }
   drawSelected();
 }
@@ -328,7 +488,24 @@ void ScalingTab::rebuild() {
 void ScalingTab::drawSelected() {
   const TensorSeries* t = data_->tensor(layer_.toStdString(), role_);
   if (!t || t->points.empty()) {
-    caption_->setText(tr("<i>No statistics yet: they arrive every stats_interval steps.</i>"));
+    // Nothing of another run or tensor stays under this caption.
+    size_t from = 0;
+    drawn_.append_from(data_->generation(), QString(), 0, from);
+    for (ExportablePlot* p : plots()) {
+      for (int g = 0; g < p->graphCount(); ++g) p->graph(g)->data()->clear();
+    }
+    window_->setVisible(false);
+    const int interval = data_->hasConfig() ? data_->config().stats_interval : -1;
+    const QString when = interval == 0  ? tr("this run records none")
+                         : interval > 0 ? tr("they arrive every %n step(s)", "", interval)
+                                        : tr("they arrive every few steps");
+    caption_->setText(
+        data_->runId() == 0
+            ? tr("<i>Start a run from the run panel, or open one in the Runs tab.</i>")
+            : tr("<i>%1 (run %2): no tensor statistics yet; %3.</i>")
+                  .arg(qs(data_->name()).toHtmlEscaped())
+                  .arg(data_->runId())
+                  .arg(when));
     return;
   }
   const Format f = role_format(*data_, t->role);
@@ -359,7 +536,7 @@ void ScalingTab::drawSelected() {
       g->setData(x, *y, true);
     }
   }
-  for (ExportablePlot* p : plots()) p->rescaleAxes();
+  fitAxes();
   const TensorMetrics& last = t->points.back();
   const bool delayed = data_->hasConfig() && data_->config().scaling == "delayed";
   const int window = data_->hasConfig() ? data_->config().window : 0;
@@ -394,6 +571,7 @@ QuantizationTab::QuantizationTab(const RunData* run, QWidget* parent)
       metric_(new QComboBox(this)),
       role_(new QComboBox(this)),
       tensor_(new QComboBox(this)),
+      include_step0_(make_step0_box(this)),
       caption_(new QLabel(this)),
       heat_(make_plot(this, tr("step"), tr("layer"))),
       hist_(make_plot(this, tr("floor(log2 |x * scale|)"), tr("elements"))),
@@ -405,6 +583,8 @@ QuantizationTab::QuantizationTab(const RunData* run, QWidget* parent)
   controls->addWidget(metric_);
   controls->addWidget(new QLabel(tr("for role"), this));
   controls->addWidget(role_);
+  controls->addSpacing(20);
+  controls->addWidget(include_step0_);
   controls->addSpacing(20);
   controls->addWidget(new QLabel(tr("Histogram and block errors of"), this));
   controls->addWidget(tensor_, 1);
@@ -447,12 +627,20 @@ QuantizationTab::QuantizationTab(const RunData* run, QWidget* parent)
   connect(metric_, &QComboBox::currentIndexChanged, this, redraw);
   connect(role_, &QComboBox::currentIndexChanged, this, redraw);
   connect(tensor_, &QComboBox::currentIndexChanged, this, redraw);
+  connect(include_step0_, &QCheckBox::toggled, this, redraw);
+}
+
+QString QuantizationTab::captionText() const {
+  return caption_->text();
 }
 
 void QuantizationTab::refillChoices() {
-  if (tensors_seen_ == data_->tensors().size()) return;
+  // Another run: its own tensors, from its first one.
+  const bool other_run = choices_generation_ != data_->generation();
+  choices_generation_ = data_->generation();
+  if (!other_run && tensors_seen_ == data_->tensors().size()) return;
   tensors_seen_ = data_->tensors().size();
-  const QString keep = tensor_->currentText();
+  const QString keep = other_run ? QString() : tensor_->currentText();
   const QSignalBlocker block(tensor_);
   tensor_->clear();
   for (const TensorSeries& t : data_->tensors())
@@ -488,7 +676,30 @@ void QuantizationTab::rebuild() {
         heat_map_->data()->setCell(static_cast<int>(c), static_cast<int>(r), v);
       }
     }
-    heat_map_->rescaleDataRange(true);
+    // The colours span the steps after step 0 (unless asked otherwise): step 0 quantizes
+    // with the initial scale, and its underflow would leave every later step one colour.
+    const bool skip0 = !include_step0_->isChecked() && cols > 1;
+    QCPRange span;
+    bool any = false;
+    for (const TensorSeries* t : rows) {
+      for (const TensorMetrics& p : t->points) {
+        if (skip0 && p.step == 0) continue;
+        double v = figure.of(p.raw);
+        if (!std::isfinite(v)) v = 200;
+        if (any) {
+          span.expand(v);
+        } else {
+          span = QCPRange(v, v);
+          any = true;
+        }
+      }
+    }
+    if (any && span.size() == 0) span = QCPRange(span.lower - 0.5, span.upper + 0.5);
+    if (any) {
+      heat_map_->setDataRange(span);
+    } else {
+      heat_map_->rescaleDataRange(true);
+    }
     // Layer names on the row axis.
     QSharedPointer<QCPAxisTickerText> ticks(new QCPAxisTickerText);
     for (size_t r = 0; r < rows.size(); ++r)
@@ -502,7 +713,15 @@ void QuantizationTab::rebuild() {
   const int ti = tensor_->currentIndex();
   if (ti < 0 || ti >= static_cast<int>(data_->tensors().size()) ||
       data_->tensors()[static_cast<size_t>(ti)].points.empty()) {
-    caption_->setText(tr("<i>No statistics yet.</i>"));
+    // Nothing of another run stays under this caption.
+    bars_->data()->clear();
+    block_map_->data()->clear();
+    caption_->setText(
+        data_->runId() == 0
+            ? tr("<i>Start a run from the run panel, or open one in the Runs tab.</i>")
+            : tr("<i>%1 (run %2): no tensor statistics yet.</i>")
+                  .arg(qs(data_->name()).toHtmlEscaped())
+                  .arg(data_->runId()));
     return;
   }
   const TensorSeries& t = data_->tensors()[static_cast<size_t>(ti)];

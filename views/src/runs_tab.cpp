@@ -17,6 +17,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "fp8wb/core/final_loss.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/loss_curves.h"
@@ -30,6 +31,7 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
       view_(new QTableView(this)),
       overlay_(new ExportablePlot(this)),
       status_(new QLabel(this)) {
+  view_->setObjectName(QStringLiteral("runs"));
   view_->setModel(model_);
   view_->setSelectionBehavior(QAbstractItemView::SelectRows);
   view_->setSelectionMode(QAbstractItemView::ExtendedSelection);
@@ -39,49 +41,71 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
   overlay_->yAxis->setLabel(tr("loss"));
   overlay_->legend->setVisible(false);  // shown once curves are overlaid
   auto* buttons = new QHBoxLayout;
-  auto button = [&](const QString& text, auto fn) {
+  auto button = [&](const char* name, const QString& text, auto fn) {
     auto* b = new QPushButton(text, this);
+    b->setObjectName(QLatin1String(name));
     connect(b, &QPushButton::clicked, this, fn);
     buttons->addWidget(b);
     return b;
   };
-  button(tr("Refresh"), [this] { reload(); });
-  button(tr("Open"), [this] {
+  button("refresh", tr("Refresh"), [this] { reload(); });
+  button("open", tr("Open"), [this] {
     const auto ids = selectedIds();
     if (!ids.empty()) Q_EMIT openRequested(ids.front());
   });
-  button(tr("Overlay loss curves"), [this] { overlay(selectedIds()); });
-  button(tr("Rename..."), [this] {
+  button("overlay", tr("Overlay loss curves"), [this] { overlay(selectedIds()); });
+  button("rename", tr("Rename..."), [this] {
     const auto ids = selectedIds();
     if (ids.empty()) return;
-    bool ok = false;
-    const QString name = QInputDialog::getText(this, tr("Rename run"), tr("New name:"),
-                                               QLineEdit::Normal, QString(), &ok);
-    if (!ok || name.trimmed().isEmpty()) return;
-    try {
-      engine_->store().rename_run(ids.front(), name.trimmed().toStdString());
-      engine_->store().flush();
-    } catch (const std::exception& e) {
-      fail(QString::fromStdString(e.what()));
+    const int64_t id = ids.front();
+    QString current;
+    for (int row = 0; row < model_->rowCount(); ++row) {
+      if (const RunInfo* r = model_->runAt(row); r && r->id == id)
+        current = QString::fromStdString(r->name);
     }
-    reload();
+    // The editor holds the run's name; the list keeps its selection afterwards.
+    auto* d = new QInputDialog(this);
+    d->setObjectName(QStringLiteral("rename-run"));
+    d->setAttribute(Qt::WA_DeleteOnClose);
+    d->setWindowTitle(tr("Rename run %1").arg(id));
+    d->setLabelText(tr("New name:"));
+    d->setTextValue(current);
+    connect(d, &QInputDialog::textValueSelected, this, [this, id](const QString& text) {
+      const QString name = text.trimmed();
+      if (name.isEmpty()) return;
+      try {
+        engine_->store().rename_run(id, name.toStdString());
+        engine_->store().flush();
+      } catch (const std::exception& e) {
+        fail(QString::fromStdString(e.what()));
+      }
+      reload();
+    });
+    d->open();
   });
-  button(tr("Delete"), [this] {
+  button("delete", tr("Delete"), [this] {
     const auto ids = selectedIds();
     if (ids.empty()) return;
-    if (QMessageBox::question(this, tr("Delete runs"),
-                              tr("Delete %n run(s) and everything recorded with them?", "",
-                                 static_cast<int>(ids.size()))) != QMessageBox::Yes)
-      return;
-    try {
-      for (int64_t id : ids) engine_->store().delete_run(id);
-      engine_->store().flush();
-    } catch (const std::exception& e) {
-      fail(QString::fromStdString(e.what()));
-    }
-    reload();
+    auto* box = new QMessageBox(
+        QMessageBox::Question, tr("Delete runs"),
+        tr("Delete %n run(s) and everything recorded with them?", "", static_cast<int>(ids.size())),
+        QMessageBox::Yes | QMessageBox::No, this);
+    box->setObjectName(QStringLiteral("delete-runs"));
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->setDefaultButton(QMessageBox::No);
+    connect(box, &QMessageBox::finished, this, [this, ids](int result) {
+      if (result != QMessageBox::Yes) return;
+      try {
+        for (int64_t id : ids) engine_->store().delete_run(id);
+        engine_->store().flush();
+      } catch (const std::exception& e) {
+        fail(QString::fromStdString(e.what()));
+      }
+      reload();
+    });
+    box->open();
   });
-  button(tr("Export CSV..."), [this] {
+  button("export", tr("Export CSV..."), [this] {
     const auto ids = selectedIds();
     if (ids.empty()) return;
     const QString path = QFileDialog::getSaveFileName(
@@ -136,8 +160,7 @@ RunList read_run_list(const std::string& path) {
   const auto s = RunStore::open_read_only(path);
   l.runs = s->runs();
   for (const RunInfo& r : l.runs) {
-    const auto v = s->series(r.id, "loss");
-    l.final_loss.push_back(v.empty() ? NAN : v.back().value);
+    l.final_loss.push_back(final_loss(*s, r).loss);
   }
   return l;
 }
@@ -152,11 +175,28 @@ void RunsTab::reload() {
                 [this](RunList l) {
                   const int live = static_cast<int>(std::count_if(
                       l.runs.begin(), l.runs.end(), [](const RunInfo& r) { return r.live; }));
+                  // The overlaid curves follow the list: a deleted run leaves the plot, a
+                  // renamed one is labelled anew.
+                  std::vector<int64_t> still;
+                  QString shown;
+                  for (int64_t id : overlaid_) {
+                    for (const RunInfo& r : l.runs) {
+                      if (r.id != id) continue;
+                      still.push_back(id);
+                      shown +=
+                          QStringLiteral("%1: %2\n").arg(id).arg(QString::fromStdString(r.name));
+                    }
+                  }
+                  const bool redraw_overlay = !overlaid_.empty() && shown != overlaid_names_;
+                  // The selection stays on the same runs, wherever their rows move.
+                  const std::vector<int64_t> selected = selectedIds();
                   model_->setRuns(std::move(l.runs), std::move(l.final_loss));
+                  selectIds(selected);
                   view_->resizeColumnsToContents();
                   status_->setText(
                       tr("%n run(s) in %1", "", model_->rowCount()).arg(engine_->databasePath()) +
                       (live > 0 ? tr(", %n being written now (live)", "", live) : QString()));
+                  if (redraw_overlay) overlay(still);
                   Q_EMIT reloaded();
                 },
                 [this](const QString& message) {
@@ -177,7 +217,18 @@ std::vector<int64_t> RunsTab::selectedIds() const {
   return ids;
 }
 
+void RunsTab::selectIds(const std::vector<int64_t>& ids) {
+  QItemSelection keep;
+  for (int row = 0; row < model_->rowCount(); ++row) {
+    const RunInfo* r = model_->runAt(row);
+    if (r && std::find(ids.begin(), ids.end(), r->id) != ids.end())
+      keep.select(model_->index(row, 0), model_->index(row, RunListModel::ColumnCount - 1));
+  }
+  view_->selectionModel()->select(keep, QItemSelectionModel::ClearAndSelect);
+}
+
 void RunsTab::overlay(const std::vector<int64_t>& ids) {
+  overlaid_ = ids;
   std::vector<LossCurve> curves;
   for (int64_t id : ids) {
     LossCurve c;
@@ -193,6 +244,13 @@ void RunsTab::overlay(const std::vector<int64_t>& ids) {
         return read;
       },
       [this](std::vector<LossCurve> c) {
+        // What is drawn: each run's id and name (the list redraws it when they change).
+        overlaid_.clear();
+        overlaid_names_.clear();
+        for (const LossCurve& curve : c) {
+          overlaid_.push_back(curve.run_id);
+          overlaid_names_ += curve.name + QLatin1Char('\n');
+        }
         show_loss_curves(overlay_, c);
         Q_EMIT curvesShown();
       },

@@ -12,7 +12,9 @@
 #include <QSplitter>
 #include <QVBoxLayout>
 #include <cmath>
+#include <iterator>
 
+#include "fp8wb/core/final_loss.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
@@ -45,6 +47,35 @@ struct SweepRead {
   std::vector<SweepPoint> points;
   std::string status;
 };
+
+// Viridis (perceptually uniform, readable in grey) from its dark purple to its
+// yellow-green at 0.9: its last tenth, a bright yellow, stands out too little from the
+// plot's white for the scale's top (white itself would read as an empty cell).
+QCPColorGradient heat_gradient() {
+  static const char* const stops[] = {"#440154", "#482475", "#414487", "#355f8d", "#2a788e",
+                                      "#21918c", "#22a884", "#44bf70", "#7ad151", "#bddf26"};
+  QCPColorGradient g;
+  g.clearColorStops();
+  constexpr int n = static_cast<int>(std::size(stops));
+  for (int i = 0; i < n; ++i) g.setColorStopAt(i / double(n - 1), QColor(QLatin1String(stops[i])));
+  g.setColorInterpolation(QCPColorGradient::ciRGB);
+  // Cells without a figure of the scale are left empty in the map; their own items
+  // (markCell()) show what they are.
+  g.setNanHandling(QCPColorGradient::nhTransparent);
+  return g;
+}
+
+// The colour scale's label: the metric, and for the losses how they are taken.
+QString scale_label(SweepMetric m, const QString& label) {
+  switch (m) {
+    case SweepMetric::FinalLoss: return label + QObject::tr(" (mean of the last 10% of steps)");
+    case SweepMetric::LossGap: return label + QObject::tr(" (FP8 - reference, last 10% of steps)");
+    case SweepMetric::SaturatedPct:
+    case SweepMetric::UnderflowPct:
+    case SweepMetric::Diverged: return label;
+  }
+  return label;
+}
 
 SweepRead read_sweep(const std::string& path, int64_t sweep_id) {
   const auto store = RunStore::open_read_only(path);
@@ -127,7 +158,7 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   auto* scale = new QCPColorScale(heat_);
   heat_->plotLayout()->addElement(0, 1, scale);
   map_->setColorScale(scale);
-  map_->setGradient(QCPColorGradient::gpThermal);
+  map_->setGradient(heat_gradient());
   map_->setInterpolate(false);
   heat_->setInteractions(QCP::Interactions());  // clicks pick cells
   curves_->xAxis->setLabel(tr("step"));
@@ -161,27 +192,33 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   connect(stop_, &QPushButton::clicked, this, &SweepsTab::stop);
   for (QComboBox* c : {x_axis_, y_axis_, metric_})
     connect(c, &QComboBox::currentIndexChanged, this, [this] { redraw(); });
+  // A cell is clicked on the map or on a marked cell's items over it.
   connect(heat_, &QCustomPlot::plottableClick, this,
-          [this](QCPAbstractPlottable*, int, QMouseEvent* e) {
-            double kx = 0, ky = 0;
-            map_->pixelsToCoords(e->position(), kx, ky);
-            overlayLine(static_cast<int>(std::lround(kx)), static_cast<int>(std::lround(ky)),
-                        overlay_->currentIndex() == 1);
-          });
+          [this](QCPAbstractPlottable*, int, QMouseEvent* e) { cellClicked(e, false); });
   connect(heat_, &QCustomPlot::plottableDoubleClick, this,
-          [this](QCPAbstractPlottable*, int, QMouseEvent* e) {
-            double kx = 0, ky = 0;
-            map_->pixelsToCoords(e->position(), kx, ky);
-            const auto ids =
-                runsAt(static_cast<int>(std::lround(kx)), static_cast<int>(std::lround(ky)));
-            if (!ids.empty()) Q_EMIT openRunRequested(ids.front());
-          });
+          [this](QCPAbstractPlottable*, int, QMouseEvent* e) { cellClicked(e, true); });
+  connect(heat_, &QCustomPlot::itemClick, this,
+          [this](QCPAbstractItem*, QMouseEvent* e) { cellClicked(e, false); });
+  connect(heat_, &QCustomPlot::itemDoubleClick, this,
+          [this](QCPAbstractItem*, QMouseEvent* e) { cellClicked(e, true); });
   applyPreset(preset_->currentText());
 }
 
 SweepsTab::~SweepsTab() {
   stop();
   run_job_.wait();  // its trials write through the engine's store
+}
+
+void SweepsTab::cellClicked(QMouseEvent* e, bool twice) {
+  double kx = 0, ky = 0;
+  map_->pixelsToCoords(e->position(), kx, ky);
+  const int x = static_cast<int>(std::lround(kx)), y = static_cast<int>(std::lround(ky));
+  if (!twice) {
+    overlayLine(x, y, overlay_->currentIndex() == 1);
+    return;
+  }
+  const auto ids = runsAt(x, y);
+  if (!ids.empty()) Q_EMIT openRunRequested(ids.front());
 }
 
 QString SweepsTab::fail(const QString& message) {
@@ -383,25 +420,83 @@ QString SweepsTab::bestText() const {
   return best_->text();
 }
 
+void SweepsTab::markCell(int x, int y, const QString& kind, const QString& text) {
+  const bool diverged =
+      kind == QLatin1String("divergedCell") || kind == QLatin1String("markedCell");
+  if (kind != QLatin1String("markedCell")) {
+    auto* r = new QCPItemRect(heat_);
+    r->setObjectName(kind);
+    r->setProperty("cell", QPoint(x, y));
+    r->topLeft->setCoords(x - 0.5, y + 0.5);
+    r->bottomRight->setCoords(x + 0.5, y - 0.5);
+    r->setPen(QPen(QColor(150, 150, 150)));
+    // Waiting or running: plain light grey. Diverged or without a figure: hatched.
+    r->setBrush(
+        kind == QLatin1String("unfinishedCell")
+            ? QBrush(QColor(215, 215, 215))
+            : QBrush(diverged ? QColor(170, 40, 40) : QColor(140, 140, 140), Qt::BDiagPattern));
+    r->setSelectable(false);
+    marks_.push_back(r);
+  }
+  auto* t = new QCPItemText(heat_);
+  t->setObjectName(QStringLiteral("cellMark"));
+  t->setProperty("cell", QPoint(x, y));
+  t->position->setCoords(x, y);
+  t->setText(text);
+  t->setColor(diverged ? QColor(140, 20, 20) : QColor(60, 60, 60));
+  t->setBrush(QBrush(QColor(255, 255, 255, 200)));
+  t->setPadding(QMargins(3, 1, 3, 1));
+  t->setSelectable(false);
+  marks_.push_back(t);
+}
+
 void SweepsTab::redraw() {
+  for (QCPAbstractItem* item : marks_) heat_->removeItem(item);
+  marks_.clear();
   const int xa = x_axis_->currentIndex(), ya = y_axis_->currentIndex();
   map_->data()->clear();
-  if (xa < 0 || ya < 0 || spec_.axes.empty()) return;
+  if (xa < 0 || ya < 0 || spec_.axes.empty()) {
+    heat_->replot(QCustomPlot::rpQueuedReplot);
+    return;
+  }
   for (size_t k = 0; k < slicers_.size(); ++k)
     slicers_[k]->setVisible(static_cast<int>(k) != xa && static_cast<int>(k) != ya);
+  const SweepMetric metric = chosen(metric_, kSweepMetrics);
   const auto& xv = spec_.axes[static_cast<size_t>(xa)].values;
   const auto& yv = spec_.axes[static_cast<size_t>(ya)].values;
   map_->data()->setSize(static_cast<int>(xv.size()), static_cast<int>(yv.size()));
   map_->data()->setRange(QCPRange(0, std::max<double>(1, static_cast<double>(xv.size() - 1))),
                          QCPRange(0, std::max<double>(1, static_cast<double>(yv.size() - 1))));
+  // Only cells whose trials have all ended take a colour of the scale, and the scale
+  // spans only them.
+  double lo = INFINITY, hi = -INFINITY;
   for (int x = 0; x < static_cast<int>(xv.size()); ++x) {
     for (int y = 0; y < static_cast<int>(yv.size()); ++y) {
-      const double v = cellValue(x, y);
-      map_->data()->setCell(x, y, std::isfinite(v) ? v : NAN);
+      const SweepPoint* p = pointAt(x, y);
+      const double v = p ? sweep_metric(*p, metric) : NAN;
+      double shown = NAN;
+      if (!p || !p->complete()) {
+        markCell(x, y, QStringLiteral("unfinishedCell"),
+                 p ? tr("… %1/%2").arg(p->runs).arg(p->trials) : tr("…"));
+      } else if (p->diverged > 0 && metric != SweepMetric::Diverged) {
+        markCell(x, y, QStringLiteral("divergedCell"), tr("diverged"));
+      } else if (!std::isfinite(v)) {
+        markCell(x, y, QStringLiteral("emptyCell"), tr("no figure"));
+      } else {
+        shown = v;
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+        // Coloured by how many diverged: still named.
+        if (p->diverged > 0) markCell(x, y, QStringLiteral("markedCell"), tr("diverged"));
+      }
+      map_->data()->setCell(x, y, shown);
     }
   }
-  map_->rescaleDataRange(true);
-  map_->colorScale()->axis()->setLabel(metric_->currentText());
+  if (lo <= hi) {
+    const double pad = lo < hi ? 0 : std::max(0.5, std::abs(lo) * 0.05);
+    map_->setDataRange(QCPRange(lo - pad, hi + pad));
+  }
+  map_->colorScale()->axis()->setLabel(scale_label(metric, metric_->currentText()));
   QSharedPointer<QCPAxisTickerText> tx(new QCPAxisTickerText), ty(new QCPAxisTickerText);
   for (size_t i = 0; i < xv.size(); ++i)
     tx->addTick(static_cast<double>(i), QString::fromStdString(xv[i]));
@@ -414,28 +509,32 @@ void SweepsTab::redraw() {
   heat_->rescaleAxes();
   heat_->xAxis->setRange(-0.5, static_cast<double>(xv.size()) - 0.5);
   heat_->yAxis->setRange(-0.5, static_cast<double>(yv.size()) - 0.5);
-  // The best setting: lowest final loss without divergence.
-  const SweepPoint* best = nullptr;
-  for (const SweepPoint& p : points_) {
-    if (p.diverged == 0 && std::isfinite(p.final_loss) &&
-        (!best || p.final_loss < best->final_loss))
-      best = &p;
-  }
-  if (best) {
+  // The best setting: the lowest final loss among points whose trials all finished.
+  const SweepCounts counts = sweep_counts(spec_, points_);
+  QString progress = tr("%1 of %2 trials finished").arg(counts.finished).arg(counts.trials);
+  if (counts.diverged > 0) progress += tr(", %1 diverged").arg(counts.diverged);
+  QString text;
+  if (const SweepPoint* best = best_sweep_point(points_)) {
     QStringList where;
     for (size_t k = 0; k < spec_.axes.size(); ++k)
       where << QString::fromStdString(spec_.axes[k].key + "=" + best->values[k]);
-    best_->setText(tr("<b>Best: %1</b>: final loss %2, loss gap %3, saturated %4 %, underflow %5 % "
-                      "(%6 of %7 points done). Click a cell for its row's (or column's) "
-                      "loss curves; double-click to open its run.")
-                       .arg(where.join(QLatin1Char(' ')))
-                       .arg(best->final_loss, 0, 'f', 4)
-                       .arg(best->loss_gap, 0, 'g', 3)
-                       .arg(best->saturated_pct, 0, 'g', 3)
-                       .arg(best->underflow_pct, 0, 'g', 3)
-                       .arg(points_.size())
-                       .arg(xv.size() * yv.size()));
+    text = tr("<b>Best of the finished: %1</b>: final loss %2, loss gap %3, saturated %4 %, "
+              "underflow %5 % (%6).")
+               .arg(where.join(QLatin1Char(' ')).toHtmlEscaped())
+               .arg(best->final_loss, 0, 'f', 4)
+               .arg(std::isfinite(best->loss_gap) ? QString::number(best->loss_gap, 'g', 3)
+                                                  : tr("none (no reference)"))
+               .arg(best->saturated_pct, 0, 'g', 3)
+               .arg(best->underflow_pct, 0, 'g', 3)
+               .arg(progress);
+  } else {
+    text = tr("<b>No grid point has finished all its trials yet</b> (%1).").arg(progress);
   }
+  text += tr("<br>%1. Grey cells (…): trials still to run; hatched: a run diverged. Click a "
+             "cell for its row's (or column's) loss curves; double-click to open its run.")
+              .arg(QString::fromUtf8(kFinalLossDefinition.data(),
+                                     static_cast<qsizetype>(kFinalLossDefinition.size())));
+  best_->setText(text);
   heat_->replot(QCustomPlot::rpQueuedReplot);
 }
 

@@ -1,5 +1,6 @@
 // defines: SweepAxis, SweepSpec, SweepTrial, SweepPoint, SweepMetric (and its name table),
-// sweep_metric(), parse_grid(), expand_sweep(), SweepRunner, sweep_points(): a grid over
+// sweep_metric(), parse_grid(), expand_sweep(), SweepRunner, sweep_points(), SweepCounts,
+// sweep_counts(), best_sweep_point(): a grid over
 // config fields (typically margin x window), with seeds per point, run as child runs of a
 // sweep in the run store; trials run in parallel (CPU cores divided among them, or one per
 // GPU); a sweep reopened resumes without rerunning finished trials. Plain interface, no
@@ -53,12 +54,15 @@ std::vector<SweepTrial> expand_sweep(const SweepSpec& spec);
 std::string sweep_json(const SweepSpec& spec);  // what the store keeps (base config + axes)
 SweepSpec sweep_from_json(const std::string& json);
 
-// A grid point's figures: the mean over its seeds' runs.
+// A grid point's figures: the mean over its seeds' runs that have ended (finished or
+// diverged).
 struct SweepPoint {
   std::vector<std::string> values;  // one per axis
+  int trials = 0;                   // the point's trials (one a seed), ended or not
   int runs = 0, finished = 0, diverged = 0;
-  double final_loss = 0;     // mean loss of each run's last 10% of steps
-  double loss_gap = 0;       // the same for loss - reference loss (NaN without a reference)
+  bool complete() const { return runs >= trials; }  // every trial has ended
+  double final_loss = 0;     // final_loss() (final_loss.h) of each run; NaN if one diverged
+  double loss_gap = 0;       // the same for the gap (NaN without a reference)
   double saturated_pct = 0;  // mean over the runs' tensor statistics
   double underflow_pct = 0;
   std::vector<int64_t> run_ids;
@@ -94,8 +98,19 @@ inline std::optional<SweepMetric> parse_sweep_metric(std::string_view name) {
 // A grid point's figure (Diverged: how many of its runs diverged).
 double sweep_metric(const SweepPoint& p, SweepMetric m);
 
-// The figures of a stored sweep's grid points, from its child runs.
+// The figures of a stored sweep's grid points, from its child runs: a point whose trials
+// have not ended yet (waiting, running, stopped) is missing or has fewer runs than trials.
 std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep_id);
+
+// How far a sweep has got, in trials (grid points x seeds).
+struct SweepCounts {
+  size_t trials = 0, finished = 0, diverged = 0;
+};
+SweepCounts sweep_counts(const SweepSpec& spec, const std::vector<SweepPoint>& points);
+
+// The point with the lowest final loss among those whose every trial finished (none
+// diverged, none still to run); nullptr if there is none.
+const SweepPoint* best_sweep_point(const std::vector<SweepPoint>& points);
 
 class SweepRunner {
  public:

@@ -72,6 +72,8 @@ class CheckpointTab : public QWidget {
   void selectTensor(const QString& name);
   std::vector<ExportablePlot*> plots() const { return {hist_, chart_, blocks_}; }
   QStringList recentFiles() const;
+  // Takes a file off the recent files (one that no longer exists).
+  void forgetRecent(const QString& path);
   QString statusText() const;
 
  Q_SIGNALS:

@@ -38,6 +38,9 @@ class EngineController : public QObject {
   QString databasePath() const { return db_path_; }
   // The open store (opened on demand); throws StoreError naming the problem.
   RunStore& store();
+  // Opens another database now (not while a run trains) and shows no run; true where it
+  // opened. One that cannot be opened keeps the database before, and failed() says why.
+  bool openDatabase(const QString& path);
 
   bool isRunning() const;
   bool isPaused() const { return paused_; }
@@ -79,6 +82,7 @@ class EngineController : public QObject {
 
  private:
   void drain();
+  void adoptStore(std::unique_ptr<RunStore> s, const std::string& why_read_only);
   // failed(message), and message back (for the callers that return it).
   QString fail(const QString& message);
   QString db_path_;
@@ -90,6 +94,8 @@ class EngineController : public QObject {
   RunData data_;
   int64_t steps_total_ = 0;
   double started_at_ = 0;
+  double paused_at_ = 0;       // when the current pause began
+  double paused_seconds_ = 0;  // the pauses before it, which the time left leaves out
   bool paused_ = false;
   bool store_locked_ = false;     // the store is read-only because the file was locked
   BackgroundJob open_job_{this};  // last: it waits for its read before the rest goes

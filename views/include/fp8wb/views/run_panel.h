@@ -1,7 +1,10 @@
 // defines: RunPanel: the panel that starts runs (presets, a form for the config with
-// inline validation, Start / Pause / Stop, progress and ETA).
+// inline validation, Start / Pause / Stop, progress and the time left). The form scrolls;
+// the message, the buttons and the progress stay below it, in view at any height. A field
+// the config refuses is marked, named beside Start, and keeps Start disabled.
 #pragma once
 
+#include <QHash>
 #include <QStringList>
 #include <QWidget>
 #include <utility>
@@ -17,6 +20,8 @@ class QCheckBox;
 class QLineEdit;
 class QPushButton;
 class QProgressBar;
+class QGroupBox;
+class QAbstractSpinBox;
 
 namespace fp8wb {
 
@@ -37,21 +42,35 @@ class RunPanel : public QWidget {
   // returns the error naming the field, or empty.
   QString applyOverrides(const QStringList& key_values);
   void setConfig(const RunConfig& c);  // fills the form
+  // What keeps Start disabled, naming the field as the form labels it; empty when none.
   QString validationMessage() const;
   QString statusText() const;
   // Starts the form's run; returns an error message or empty.
   QString start();
   // Sets one of the fields the main form does not show (batch, context, ...), as
-  // key=value would; returns the error shown beside it, or empty.
+  // key=value would (the box shows it); returns the error it is marked with, or empty.
   QString setAdvanced(const QString& key, const QString& value);
+
+ protected:
+  // Only a focused field takes the wheel; otherwise the wheel scrolls the form.
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
   void validate();
   void setRunning(bool running);
   void showAdvancedValues();
+  void showProgress();
+  // Takes the More fields' values that the config accepts into base_; the others are
+  // problems of their box.
+  void takeAdvanced(QHash<QWidget*, QString>& problems);
+  QWidget* fieldOf(const QString& key) const;       // the form's widget of a config key
   QString advancedValue(const QString& key) const;  // as the box shows base_'s value
   std::vector<std::pair<QString, QLineEdit*>> advanced_;
-  QLabel* advanced_error_;
+  std::vector<std::pair<QString, QAbstractSpinBox*>> numbers_;  // the number boxes, by key
+  std::vector<QWidget*> fields_;       // every field, in the form's order (for the first problem)
+  QHash<QWidget*, QString> problems_;  // what each marked field is refused for
+  QString message_;                    // validationMessage()
+  QGroupBox* advanced_box_;
   EngineController* engine_;
   RunConfig base_;  // the preset's fields that the form does not show (batch, widths...)
   QComboBox *preset_, *model_, *recipe_, *formats_, *scaling_, *algo_, *device_;
@@ -62,6 +81,8 @@ class RunPanel : public QWidget {
   QLabel *error_, *eta_;
   QPushButton *start_, *pause_, *stop_;
   QProgressBar* progress_;
+  qint64 done_ = 0, total_ = 0;  // the last progress: steps done, of
+  double eta_seconds_ = -1;
 };
 
 }  // namespace fp8wb

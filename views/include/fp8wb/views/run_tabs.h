@@ -12,6 +12,7 @@
 #include "fp8wb/core/metrics.h"
 #include "fp8wb/core/role.h"
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QTreeWidget;
@@ -101,20 +102,27 @@ class ScalingTab : public RunTabBase {
   std::vector<ExportablePlot*> plots() const override { return {amax_, scale_, counts_}; }
   // Selects a tensor by layer and role; false if the run has no such series.
   bool select(const QString& layer, const QString& role);
+  // The tensor drawn ("layer / role"), empty when none.
+  QString selectedTensor() const;
+  QString captionText() const;
 
  protected:
   void rebuild() override;
 
  private:
   void rebuildTree();
+  void selectInTree();
   void drawSelected();
+  void fitAxes();
   QTreeWidget* tree_;
   QLabel* caption_;
+  QCheckBox* include_step0_;
   ExportablePlot *amax_, *scale_, *counts_;
   QCPItemRect* window_ = nullptr;
   QString layer_;
   Role role_ = Role::Input;
   size_t tree_size_ = 0;
+  int64_t tree_generation_ = -1;  // the RunData generation the tree and selection are of
   DrawnPoints drawn_;
 };
 
@@ -123,6 +131,7 @@ class QuantizationTab : public RunTabBase {
  public:
   QuantizationTab(const RunData* run, QWidget* parent = nullptr);
   std::vector<ExportablePlot*> plots() const override { return {heat_, hist_, blocks_}; }
+  QString captionText() const;
 
  protected:
   void rebuild() override;
@@ -130,12 +139,14 @@ class QuantizationTab : public RunTabBase {
  private:
   void refillChoices();
   QComboBox *metric_, *role_, *tensor_;
+  QCheckBox* include_step0_;
   QLabel* caption_;
   ExportablePlot *heat_, *hist_, *blocks_;
   QCPColorMap *heat_map_, *block_map_;
   QCPBars* bars_;
   QCPItemRect* band_ = nullptr;
   size_t tensors_seen_ = 0;
+  int64_t choices_generation_ = -1;  // the RunData generation the tensor choices are of
 };
 
 }  // namespace fp8wb

@@ -50,12 +50,15 @@ class RunsTab : public QWidget {
 
  private:
   std::vector<int64_t> selectedIds() const;
+  void selectIds(const std::vector<int64_t>& ids);
   QString fail(const QString& message);
   EngineController* engine_;
   RunListModel* model_;
   QTableView* view_;
   ExportablePlot* overlay_;
   QLabel* status_;
+  std::vector<int64_t> overlaid_;   // the runs whose curves are drawn
+  QString overlaid_names_;          // and their names, as drawn
   BackgroundJob list_job_{this};    // reads of the list
   BackgroundJob curves_job_{this};  // reads of the overlaid curves
 };

@@ -2,7 +2,10 @@
 // sweep on a worker thread with each trial's progress; a heatmap of two chosen axes
 // coloured by a chosen metric (final loss, loss gap, saturation, underflow, divergence)
 // with the other axes as slicers; clicking a cell overlays the loss curves of its row or
-// column, double-clicking opens its run; the best setting named with its figures.
+// column, double-clicking opens its run; the best setting named with its figures. Cells
+// whose trials have not all ended are grey with "…", cells with a diverged run hatched
+// with "diverged": neither takes a colour of the scale. The best is named among grid
+// points whose trials all finished, with how many of the sweep's trials have.
 #pragma once
 
 #include <QWidget>
@@ -19,8 +22,10 @@ class QPlainTextEdit;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
+class QCPAbstractItem;
 class QCPColorMap;
 class QHBoxLayout;
+class QMouseEvent;
 
 namespace fp8wb {
 
@@ -70,6 +75,9 @@ class SweepsTab : public QWidget {
  private:
   void redraw();
   void rebuildSlicers();
+  // The grey or hatched look of a cell that takes no colour of the scale, with its mark.
+  void markCell(int x, int y, const QString& kind, const QString& text);
+  void cellClicked(QMouseEvent* e, bool twice);
   // Takes a sweep's grid and points (read on a pool thread) and draws them.
   void showPoints(int64_t sweep_id, SweepSpec spec, std::vector<SweepPoint> points);
   void setReading(bool reading);
@@ -87,6 +95,7 @@ class SweepsTab : public QWidget {
   std::vector<QComboBox*> slicers_;  // one per axis (used for those not on x or y)
   ExportablePlot *heat_, *curves_;
   QCPColorMap* map_;
+  std::vector<QCPAbstractItem*> marks_;  // the marked cells' items, drawn over the map
   std::shared_ptr<SweepRunner> runner_;
   int64_t sweep_id_ = 0;
   SweepSpec spec_;

@@ -1,0 +1,40 @@
+// defines: FinalLoss, final_loss(), kFinalLossDefinition: the one definition of a run's
+// final loss and loss gap, for the Sweeps tab, the Runs tab, `fp8wb sweep` and
+// `fp8wb runs show`/`list`. Plain interface, no torch.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "fp8wb/core/run_store.h"
+
+namespace fp8wb {
+
+// What users read beside the figures.
+inline constexpr std::string_view kFinalLossDefinition =
+    "final loss = mean loss over the last 10% of a run's steps; loss gap = final loss minus "
+    "the high-precision reference's mean loss over the same steps";
+
+// A run's final loss: the mean of its loss over the last 10% of the steps it ran (at least
+// its last step), over the steps of that window that stored a finite loss. The reference's
+// final loss is the mean of its loss over those same steps, and the gap is the difference
+// of the two (NaN without a reference, or where the reference's loss is missing or not
+// finite at one of them). Sums in double, in step order.
+struct FinalLoss {
+  double loss = NAN;
+  double ref_loss = NAN;
+  double gap = NAN;        // loss - ref_loss
+  int64_t from_step = -1;  // the window, both ends included
+  int64_t to_step = -1;
+  int64_t points = 0;  // stored steps averaged
+};
+
+// From the stored series (each ordered by step, as RunStore::series() returns them).
+FinalLoss final_loss(const std::vector<SeriesPoint>& loss,
+                     const std::vector<SeriesPoint>& ref_loss);
+// A stored run's. A diverged run has none: every figure NaN.
+FinalLoss final_loss(const RunStore& store, const RunInfo& run);
+
+}  // namespace fp8wb

@@ -1,0 +1,44 @@
+#include "fp8wb/core/final_loss.h"
+
+#include <algorithm>
+
+namespace fp8wb {
+
+FinalLoss final_loss(const std::vector<SeriesPoint>& loss,
+                     const std::vector<SeriesPoint>& ref_loss) {
+  FinalLoss f;
+  if (loss.empty()) return f;
+  const int64_t steps = loss.back().step + 1;  // steps 0 .. last
+  const int64_t window = std::max<int64_t>(1, steps / 10);
+  f.to_step = loss.back().step;
+  f.from_step = steps - window;
+  double sum = 0, ref_sum = 0;
+  bool ref_ok = !ref_loss.empty();
+  auto ref = ref_loss.begin();
+  for (const SeriesPoint& p : loss) {
+    if (p.step < f.from_step || !std::isfinite(p.value)) continue;
+    sum += p.value;
+    ++f.points;
+    ref = std::lower_bound(ref, ref_loss.end(), p.step,
+                           [](const SeriesPoint& r, int64_t step) { return r.step < step; });
+    if (ref == ref_loss.end() || ref->step != p.step || !std::isfinite(ref->value))
+      ref_ok = false;
+    else
+      ref_sum += ref->value;
+  }
+  if (f.points == 0) return f;
+  const auto n = static_cast<double>(f.points);
+  f.loss = sum / n;
+  if (ref_ok) {
+    f.ref_loss = ref_sum / n;
+    f.gap = f.loss - f.ref_loss;
+  }
+  return f;
+}
+
+FinalLoss final_loss(const RunStore& store, const RunInfo& run) {
+  if (run.status == RunStatus::Diverged) return {};
+  return final_loss(store.series(run.id, "loss"), store.series(run.id, "ref_loss"));
+}
+
+}  // namespace fp8wb

@@ -1,0 +1,192 @@
+// The final loss and loss gap have one definition: the mean over the last 10% of a run's
+// steps, the reference's over the same steps. Computed here by hand, in double, from the
+// values written to the store, for runs whose window holds a skipped (non-finite) step and
+// steps stored only every 5; the sweep's points, `fp8wb sweep --json`, `fp8wb runs show`
+// (text and --json) and `fp8wb runs list` all give that figure.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli_run.h"
+#include "fp8wb/core/final_loss.h"
+#include "fp8wb/core/run_store.h"
+#include "fp8wb/core/sweep.h"
+#include "temp_dir_test.h"
+
+namespace {
+
+using fp8wb::test::run;
+
+struct Written {
+  std::vector<int64_t> steps;
+  std::vector<double> loss, ref;
+};
+
+// 100 steps, stored every 5 and the last (0, 5, ..., 95, 99); the loss at step 95 is NaN
+// (an update skipped), and with `ref_nan_last` the reference's at step 99 too.
+Written written_run(double base, bool ref_nan_last) {
+  Written w;
+  for (int64_t s = 0; s < 100; s += 5) w.steps.push_back(s);
+  w.steps.push_back(99);
+  for (const int64_t s : w.steps) {
+    const double loss =
+        base + 2.0 * std::exp(-static_cast<double>(s) / 20.0) + 0.03 * static_cast<double>(s % 3);
+    w.loss.push_back(s == 95 ? NAN : loss);
+    w.ref.push_back(ref_nan_last && s == 99 ? NAN
+                                            : loss - 0.04 + 0.01 * static_cast<double>(s % 2));
+  }
+  return w;
+}
+
+// By hand: the run made steps 0..99, so its last 10% are steps 90..99; of those, the
+// stored steps with a finite loss are 90 and 99.
+struct Hand {
+  double loss, ref, gap;
+};
+Hand by_hand(const Written& w) {
+  double sum = 0, ref = 0;
+  int n = 0;
+  bool ref_ok = true;
+  for (size_t i = 0; i < w.steps.size(); ++i) {
+    if (w.steps[i] < 90 || !std::isfinite(w.loss[i])) continue;
+    sum += w.loss[i];
+    ref += w.ref[i];
+    ref_ok = ref_ok && std::isfinite(w.ref[i]);
+    ++n;
+  }
+  EXPECT_EQ(n, 2);
+  const double l = sum / n, r = ref / n;
+  return {l, ref_ok ? r : NAN, ref_ok ? l - r : NAN};
+}
+
+class FinalLoss : public fp8wb::test::TempDirTest {
+ protected:
+  FinalLoss() : TempDirTest("fp8wb-final-loss") {}
+};
+
+TEST_F(FinalLoss, OneFigureForTheSweepTheCliAndTheRun) {
+  using namespace fp8wb;
+  SweepSpec spec;
+  spec.name = "defined";
+  spec.base.model = ModelKind::Mlp;
+  spec.base.steps = 100;
+  spec.axes = {parse_grid("margin=0,1")};
+  const std::vector<SweepTrial> trials = expand_sweep(spec);
+  ASSERT_EQ(trials.size(), 2u);
+  const Written w[2] = {written_run(0.5, false), written_run(0.7, true)};
+  int64_t sweep = 0, ids[2] = {0, 0};
+  {
+    auto store = RunStore::open(path_);
+    sweep = store->create_sweep(spec.name, sweep_json(spec));
+    for (int t = 0; t < 2; ++t) {
+      ids[t] = store->create_run(trials[t].config.name, "sweep-trial",
+                                 run_config_json(trials[t].config), "cpu", sweep);
+      MetricBatch b;
+      b.run_id = ids[t];
+      for (size_t i = 0; i < w[t].steps.size(); ++i) {
+        StepMetrics m;
+        m.step = w[t].steps[i];
+        m.loss = w[t].loss[i];
+        m.ref_loss = w[t].ref[i];
+        m.loss_gap = m.loss - m.ref_loss;
+        b.steps.push_back(m);
+      }
+      b.final = true;
+      b.status = RunStatus::Finished;
+      store->write(std::move(b));
+    }
+    store->set_sweep_status(sweep, "finished");
+    store->flush();
+  }
+  const Hand hand[2] = {by_hand(w[0]), by_hand(w[1])};
+  ASSERT_TRUE(std::isfinite(hand[0].gap));
+  ASSERT_TRUE(std::isnan(hand[1].gap));  // the reference's last step is not finite
+
+  // The sweep's points.
+  {
+    const auto store = RunStore::open_read_only(path_);
+    const auto points = sweep_points(*store, sweep);
+    ASSERT_EQ(points.size(), 2u);
+    for (int t = 0; t < 2; ++t) {
+      EXPECT_DOUBLE_EQ(points[t].final_loss, hand[t].loss) << t;
+      if (t == 0) {
+        EXPECT_DOUBLE_EQ(points[t].loss_gap, hand[t].gap);
+      } else {
+        EXPECT_TRUE(std::isnan(points[t].loss_gap));
+      }
+    }
+  }
+  // fp8wb sweep --json (resuming the finished sweep runs nothing and reports its points).
+  auto r = run({"sweep", "--db", path_, "--resume", std::to_string(sweep), "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["points"].size(), 2u);
+  EXPECT_DOUBLE_EQ(j["points"][0]["final_loss"].get<double>(), hand[0].loss);
+  EXPECT_DOUBLE_EQ(j["points"][0]["loss_gap"].get<double>(), hand[0].gap);
+  EXPECT_DOUBLE_EQ(j["points"][1]["final_loss"].get<double>(), hand[1].loss);
+  EXPECT_TRUE(j["points"][1]["loss_gap"].is_null());
+  EXPECT_EQ(j["finished"], 2);
+  EXPECT_EQ(j["trials"], 2);
+  EXPECT_NE(j["definition"].get<std::string>().find("last 10%"), std::string::npos);
+
+  for (int t = 0; t < 2; ++t) {
+    // fp8wb runs show --json
+    r = run({"runs", "show", std::to_string(ids[t]), "--db", path_, "--json"});
+    ASSERT_EQ(r.rc, 0) << r.err;
+    const auto s = nlohmann::json::parse(r.out);
+    EXPECT_DOUBLE_EQ(s["final"]["loss"].get<double>(), hand[t].loss) << t;
+    EXPECT_EQ(s["final"]["from_step"], 90);
+    EXPECT_EQ(s["final"]["to_step"], 99);
+    EXPECT_EQ(s["final"]["steps_averaged"], 2);
+    if (t == 0) {
+      EXPECT_DOUBLE_EQ(s["final"]["loss_gap"].get<double>(), hand[t].gap);
+      EXPECT_DOUBLE_EQ(s["final"]["ref_loss"].get<double>(), hand[t].ref);
+    } else {
+      EXPECT_TRUE(s["final"]["loss_gap"].is_null());
+    }
+    // fp8wb runs show, as people read it: the figure, its steps and its definition.
+    r = run({"runs", "show", std::to_string(ids[t]), "--db", path_});
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.out.find(fmt::format("final loss    {:.6g} (mean over steps 90-99)", hand[t].loss)),
+              std::string::npos)
+        << r.out;
+    if (t == 0) {
+      EXPECT_NE(r.out.find(fmt::format("loss gap      {:+.6g}", hand[t].gap)), std::string::npos)
+          << r.out;
+    } else {
+      EXPECT_NE(r.out.find("loss gap      none"), std::string::npos) << r.out;
+    }
+    EXPECT_NE(r.out.find(std::string(kFinalLossDefinition)), std::string::npos) << r.out;
+  }
+  // fp8wb runs list's column.
+  r = run({"runs", "list", "--db", path_});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("final loss"), std::string::npos) << r.out;
+  for (const Hand& h : hand)
+    EXPECT_NE(r.out.find(fmt::format("{:.4f}", h.loss)), std::string::npos) << r.out;
+}
+
+// A run stored at every step averages exactly its last tenth; no loss, no figure.
+TEST(FinalLossDefinition, TheLastTenthOfTheStepsAndNoLossNoFigure) {
+  std::vector<fp8wb::SeriesPoint> loss, ref;
+  for (int64_t s = 0; s < 150; ++s) {
+    loss.push_back({s, static_cast<double>(s)});
+    ref.push_back({s, static_cast<double>(s) / 2});
+  }
+  const fp8wb::FinalLoss f = fp8wb::final_loss(loss, ref);
+  EXPECT_EQ(f.from_step, 135);
+  EXPECT_EQ(f.to_step, 149);
+  EXPECT_EQ(f.points, 15);
+  EXPECT_DOUBLE_EQ(f.loss, 142.0);  // (135 + 149) / 2
+  EXPECT_DOUBLE_EQ(f.ref_loss, 71.0);
+  EXPECT_DOUBLE_EQ(f.gap, 71.0);
+  const fp8wb::FinalLoss none = fp8wb::final_loss({}, ref);
+  EXPECT_TRUE(std::isnan(none.loss));
+  EXPECT_TRUE(std::isnan(none.gap));
+}
+
+}  // namespace

@@ -1,0 +1,343 @@
+// The run panel as a user drives it, offscreen: typed values that the config refuses
+// block Start with a message beside it that names the field, and are never rewritten;
+// the wheel changes only a focused field; the buttons stay in view at any height; More
+// fields read as words; pausing reads "paused" everywhere and freezes the time left.
+#include <QAbstractSpinBox>
+#include <QComboBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QWheelEvent>
+#include <QtTest>
+
+#include "fp8wb/views/engine_controller.h"
+#include "fp8wb/views/run_data.h"
+#include "fp8wb/views/run_panel.h"
+#include "fp8wb/views/run_tabs.h"
+#include "main_window.h"
+
+using namespace fp8wb;
+
+class RunPanelTest : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void invalidMoreFieldBlocksStart();
+  void invalidMainFieldBlocksStart();
+  void outOfRangeIsRefusedNotRewritten();
+  void wheelChangesOnlyTheFocusedField();
+  void statisticsIntervalZeroSaysNever();
+  void moreFieldsReadAsWords();
+  void buttonsStayInView();
+  void timeLeftInHoursMinutesSeconds();
+  void pausedReadsPausedEverywhere();
+
+ private:
+  QTemporaryDir dir_;
+};
+
+namespace {
+
+template <class W>
+W* child(QWidget* parent, const char* name) {
+  W* w = parent->findChild<W*>(QString::fromLatin1(name));
+  if (!w) qWarning("no %s named %s", W::staticMetaObject.className(), name);
+  return w;
+}
+
+// Replaces what a field shows by typing, as a user would: click, select all, type.
+void type_into(QWidget* field, const QString& text) {
+  QTest::mouseClick(field, Qt::LeftButton);
+  field->setFocus();
+  QTRY_VERIFY(field->hasFocus());
+  QTest::keyClick(field, Qt::Key_A, Qt::ControlModifier);
+  QTest::keyClicks(field, text);
+}
+
+// Leaves a field, as Tab or a click elsewhere does (the box then shows what it holds).
+void leave(QWidget* field) {
+  QTest::keyClick(field, Qt::Key_Tab);
+  field->clearFocus();
+  QTRY_VERIFY(!field->hasFocus());
+}
+
+// The label a form shows beside a field.
+QString label_of(QWidget* field) {
+  for (QWidget* p = field->parentWidget(); p; p = p->parentWidget()) {
+    if (auto* form = qobject_cast<QFormLayout*>(p->layout())) {
+      if (auto* l = qobject_cast<QLabel*>(form->labelForField(field))) return l->text();
+    }
+  }
+  return {};
+}
+
+bool wait_finished(EngineController* e) {
+  QSignalSpy spy(e, &EngineController::finished);
+  return spy.wait(120000);
+}
+
+}  // namespace
+
+void RunPanelTest::invalidMoreFieldBlocksStart() {
+  MainWindow w(false);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowActive(&w));
+  RunPanel* p = w.runPanel();
+  auto* start = child<QPushButton>(p, "start");
+  auto* message = child<QLabel>(p, "run-message");
+  auto* more = child<QGroupBox>(p, "more-fields");
+  auto* heads = child<QLineEdit>(p, "heads");
+  QVERIFY(start && message && more && heads);
+  more->setChecked(true);
+  QVERIFY(start->isEnabled());
+  type_into(heads, QStringLiteral("-5x"));
+  leave(heads);
+  QVERIFY(!start->isEnabled());
+  // The message is beside Start (not inside the scrolled form) and names the field by
+  // the label the form shows.
+  const QString label = label_of(heads);
+  QVERIFY(!label.isEmpty());
+  QVERIFY2(message->text().contains(label), qPrintable(message->text()));
+  auto* scroll = child<QScrollArea>(p, "run-form");
+  QVERIFY(scroll && !scroll->isAncestorOf(message) && !scroll->isAncestorOf(start));
+  QVERIFY(heads->property("invalid").toBool());  // the field itself is marked
+  // Start cannot train another value than the one shown.
+  QTest::mouseClick(start, Qt::LeftButton);
+  QVERIFY(!w.engine()->isRunning());
+  QVERIFY(p->start().contains(label));
+  QVERIFY(!w.engine()->isRunning());
+  // Fixing it enables Start and takes the value.
+  type_into(heads, QStringLiteral("8"));
+  QVERIFY(start->isEnabled());
+  QVERIFY(message->text().isEmpty());
+  QVERIFY(!heads->property("invalid").toBool());
+  QCOMPARE(p->config().heads, 8);
+  // A value that parses but does not fit the rest (heads must divide the model width).
+  type_into(heads, QStringLiteral("5"));
+  QVERIFY(!start->isEnabled());
+  QVERIFY2(message->text().contains(label), qPrintable(message->text()));
+  QCOMPARE(p->config().heads, 8);
+}
+
+void RunPanelTest::invalidMainFieldBlocksStart() {
+  MainWindow w(false);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowActive(&w));
+  RunPanel* p = w.runPanel();
+  auto* start = child<QPushButton>(p, "start");
+  auto* message = child<QLabel>(p, "run-message");
+  auto* steps = child<QSpinBox>(p, "steps");
+  QVERIFY(start && message && steps);
+  const int64_t before = p->config().steps;
+  type_into(steps, QStringLiteral("-99999999999"));
+  leave(steps);
+  QVERIFY(!start->isEnabled());
+  QVERIFY2(message->text().contains(label_of(steps)), qPrintable(message->text()));
+  QVERIFY(steps->property("invalid").toBool());
+  QCOMPARE(p->config().steps, before);
+  QVERIFY(!p->start().isEmpty());
+  QVERIFY(!w.engine()->isRunning());
+  type_into(steps, QStringLiteral("120"));
+  leave(steps);
+  QVERIFY(start->isEnabled());
+  QVERIFY(message->text().isEmpty());
+  QVERIFY(!steps->property("invalid").toBool());
+  QCOMPARE(p->config().steps, int64_t{120});
+}
+
+void RunPanelTest::outOfRangeIsRefusedNotRewritten() {
+  MainWindow w(false);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowActive(&w));
+  RunPanel* p = w.runPanel();
+  auto* start = child<QPushButton>(p, "start");
+  auto* message = child<QLabel>(p, "run-message");
+  auto* steps = child<QSpinBox>(p, "steps");
+  auto* margin = child<QSpinBox>(p, "margin");
+  auto* lr = child<QAbstractSpinBox>(p, "lr");
+  auto* dmodel = child<QSpinBox>(p, "d_model");
+  QVERIFY(start && message && steps && margin && lr && dmodel);
+  const RunConfig before = p->config();
+  struct Case {
+    QAbstractSpinBox* box;
+    QString typed, bounds;
+  };
+  const Case cases[] = {
+      {steps, QStringLiteral("-99999999999"), QStringLiteral("1000000000")},
+      {margin, QStringLiteral("1e9"), QStringLiteral("[-64, 64]")},
+      {lr, QStringLiteral("nan"), QStringLiteral("(0, 10]")},
+      {dmodel, QStringLiteral("7"), QStringLiteral("8")},
+  };
+  for (const Case& c : cases) {
+    type_into(c.box, c.typed);
+    leave(c.box);
+    // What was typed stays as typed: neither clamped nor cut nor dropped.
+    QCOMPARE(c.box->text(), c.typed);
+    QVERIFY(!start->isEnabled());
+    const QString m = message->text();
+    QVERIFY2(m.contains(label_of(c.box)) && m.contains(c.bounds) && m.contains(c.typed),
+             qPrintable(m));
+    QVERIFY(p->start().contains(label_of(c.box)));
+    // Back to a valid value: nothing else changed.
+    type_into(c.box, c.box == lr ? QStringLiteral("0.003") : QStringLiteral("16"));
+    leave(c.box);
+    QVERIFY2(start->isEnabled(), qPrintable(message->text()));
+  }
+  QCOMPARE(p->config().steps, int64_t{16});
+  QCOMPARE(p->config().margin, 16);
+  QCOMPARE(p->config().lr, 0.003);
+  QCOMPARE(p->config().d_model, 16);
+  QCOMPARE(p->config().window, before.window);
+  QVERIFY(!w.engine()->isRunning());
+}
+
+void RunPanelTest::wheelChangesOnlyTheFocusedField() {
+  MainWindow w(false);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowActive(&w));
+  RunPanel* p = w.runPanel();
+  auto* margin = child<QSpinBox>(p, "margin");
+  auto* recipe = child<QComboBox>(p, "recipe");
+  QVERIFY(margin && recipe);
+  auto wheel = [](QWidget* target) {
+    const QPointF at(target->width() / 2.0, target->height() / 2.0);
+    QWheelEvent e(at, target->mapToGlobal(at), QPoint(), QPoint(0, -120), Qt::NoButton,
+                  Qt::NoModifier, Qt::NoScrollPhase, false);
+    QApplication::sendEvent(target, &e);
+  };
+  child<QLineEdit>(p, "run-name")->setFocus();
+  const int m = margin->value();
+  const int r = recipe->currentIndex();
+  wheel(margin);
+  wheel(recipe);
+  QCOMPARE(margin->value(), m);
+  QCOMPARE(recipe->currentIndex(), r);
+  // A focused field takes the wheel.
+  margin->setFocus();
+  QTRY_VERIFY(margin->hasFocus());
+  wheel(margin);
+  QCOMPARE(margin->value(), m - 1);
+  recipe->setFocus();
+  QTRY_VERIFY(recipe->hasFocus());
+  wheel(recipe);
+  QCOMPARE(recipe->currentIndex(), r + 1);
+}
+
+void RunPanelTest::statisticsIntervalZeroSaysNever() {
+  // 0 is the core's "never" (run_config.h: steps between full statistics, 0: never).
+  MainWindow w(false);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowActive(&w));
+  RunPanel* p = w.runPanel();
+  auto* stats = child<QSpinBox>(p, "stats_interval");
+  auto* start = child<QPushButton>(p, "start");
+  QVERIFY(stats && start);
+  type_into(stats, QStringLiteral("0"));
+  leave(stats);
+  QCOMPARE(p->config().stats_interval, 0);
+  QVERIFY(start->isEnabled());
+  QVERIFY2(stats->text().contains(QStringLiteral("never")), qPrintable(stats->text()));
+  QVERIFY(stats->toolTip().contains(QStringLiteral("never")));
+  // "never" typed back reads as 0 too.
+  type_into(stats, QStringLiteral("25"));
+  leave(stats);
+  QCOMPARE(p->config().stats_interval, 25);
+}
+
+void RunPanelTest::moreFieldsReadAsWords() {
+  MainWindow w(false);
+  RunPanel* p = w.runPanel();
+  auto* more = child<QGroupBox>(p, "more-fields");
+  QVERIFY(more);
+  const auto edits = more->findChildren<QLineEdit*>();
+  QVERIFY(edits.size() >= 10);
+  for (QLineEdit* e : edits) {
+    const QString label = label_of(e);
+    QVERIFY2(!label.isEmpty() && !label.contains(QLatin1Char('_')) && label != e->objectName(),
+             qPrintable(e->objectName() + QStringLiteral(": ") + label));
+    QVERIFY2(e->toolTip().contains(e->objectName()), qPrintable(e->objectName()));
+  }
+}
+
+void RunPanelTest::buttonsStayInView() {
+  MainWindow w(false);
+  w.resize(1200, 480);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  RunPanel* p = w.runPanel();
+  auto* more = child<QGroupBox>(p, "more-fields");
+  QVERIFY(more);
+  more->setChecked(true);
+  QCoreApplication::processEvents();
+  // Start / Pause / Stop whole in the window, however tall the form is.
+  for (const char* name : {"start", "pause", "stop"}) {
+    auto* b = child<QPushButton>(p, name);
+    QVERIFY(b);
+    QVERIFY2(b->isVisible(), name);
+    QCOMPARE(b->visibleRegion().boundingRect(), b->rect());
+    const QRect in_window(b->mapTo(&w, QPoint(0, 0)), b->size());
+    QVERIFY2(w.rect().contains(in_window), name);
+  }
+}
+
+void RunPanelTest::timeLeftInHoursMinutesSeconds() {
+  MainWindow w(false);
+  RunPanel* p = w.runPanel();
+  const std::pair<double, QString> cases[] = {
+      {200, QStringLiteral("about 3 min 20 s left")}, {42, QStringLiteral("about 42 s left")},
+      {3725, QStringLiteral("about 1 h 2 min left")}, {60, QStringLiteral("about 1 min left")},
+      {1510, QStringLiteral("about 25 min left")},
+  };
+  for (const auto& [seconds, text] : cases) {
+    Q_EMIT w.engine()->progress(10, 100, seconds);
+    QVERIFY2(p->statusText().contains(text), qPrintable(p->statusText()));
+  }
+}
+
+void RunPanelTest::pausedReadsPausedEverywhere() {
+  MainWindow w(false);
+  w.engine()->setDatabasePath(dir_.filePath(QStringLiteral("pause.sqlite")));
+  w.show();
+  RunPanel* p = w.runPanel();
+  QVERIFY(p->applyPreset(QStringLiteral("Outliers: tensorwise")));
+  p->setSteps(1000000);
+  auto* start = child<QPushButton>(p, "start");
+  auto* pause = child<QPushButton>(p, "pause");
+  QVERIFY(start && pause);
+  QTest::mouseClick(start, Qt::LeftButton);
+  QVERIFY(w.engine()->isRunning());
+  QTRY_VERIFY_WITH_TIMEOUT(w.engine()->data().steps().size() >= 3, 60000);
+  QTRY_VERIFY(w.overviewTab()->summaryText().contains(QStringLiteral("running")));
+  QTest::mouseClick(pause, Qt::LeftButton);
+  QTRY_VERIFY_WITH_TIMEOUT(
+      !w.engine()->data().events().empty() && w.engine()->data().events().back().kind == "paused",
+      30000);
+  QTest::qWait(200);
+  w.refreshRunTabs(true);
+  QVERIFY2(w.statusText().contains(QStringLiteral("paused")), qPrintable(w.statusText()));
+  QVERIFY2(!w.statusText().contains(QStringLiteral("training")), qPrintable(w.statusText()));
+  QVERIFY2(w.overviewTab()->summaryText().contains(QStringLiteral("paused")),
+           qPrintable(w.overviewTab()->summaryText()));
+  QVERIFY2(p->statusText().contains(QStringLiteral("paused")), qPrintable(p->statusText()));
+  QCOMPARE(pause->text(), QStringLiteral("Resume"));
+  // Nothing moves while paused, the time left neither.
+  const QString frozen = p->statusText();
+  QTest::qWait(1200);
+  QCOMPARE(p->statusText(), frozen);
+  QTest::mouseClick(pause, Qt::LeftButton);
+  const size_t at = w.engine()->data().steps().size();
+  QTRY_VERIFY_WITH_TIMEOUT(w.engine()->data().steps().size() > at + 2, 30000);
+  QTRY_VERIFY(!p->statusText().contains(QStringLiteral("paused")));
+  QVERIFY2(w.statusText().contains(QStringLiteral("training")), qPrintable(w.statusText()));
+  QTRY_VERIFY(w.overviewTab()->summaryText().contains(QStringLiteral("running")));
+  QCOMPARE(pause->text(), QStringLiteral("Pause"));
+  w.engine()->stop();
+  QVERIFY(wait_finished(w.engine()));
+}
+
+QTEST_MAIN(RunPanelTest)
+#include "run_panel_test.moc"

@@ -1,0 +1,592 @@
+// The Scaling, Quantization and Overview tabs, the Runs tab and the File menu, offscreen:
+// axes that follow the steps after step 0 (and a box to bring step 0 back), readable log
+// labels; every tab showing the run just opened or started; delete, refresh and rename
+// in the Runs tab; distinct names for runs of one preset; File > Open checkpoint, Open
+// database, Recent files and Export; a database given at start-up that cannot be opened.
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFile>
+#include <QInputDialog>
+#include <QMenu>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTimer>
+#include <QTreeWidget>
+#include <QtTest>
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fp8wb/core/run_config.h"
+#include "fp8wb/core/run_store.h"
+#include "fp8wb/core/safetensors.h"
+#include "fp8wb/views/checkpoint_tab.h"
+#include "fp8wb/views/engine_controller.h"
+#include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/run_data.h"
+#include "fp8wb/views/run_tabs.h"
+#include "fp8wb/views/runs_tab.h"
+#include "main_window.h"
+#include "screenshot.h"
+
+using namespace fp8wb;
+
+class RunViewsTest : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void initTestCase();
+  void axesFollowTheStepsAfterStepZero();
+  void logAxisLabelsAreReadable();
+  void everyTabShowsTheRunOpenedOrStarted();
+  void runsTabDeleteRefreshAndRename();
+  void fileMenuOpensAndExports();
+  void aDatabaseThatCannotBeOpenedIsSaidAtStartUp();
+
+ private:
+  QString path(const QString& name) const { return dir_.filePath(name); }
+  QTemporaryDir dir_;
+};
+
+namespace {
+
+// A sampled step of one tensor: its amax, scale and underflow (of 100 nonzero elements).
+TensorMetrics tensor_at(int64_t step, const std::string& layer, Role role, float amax, float scale,
+                        uint64_t underflow) {
+  TensorMetrics t;
+  t.step = step;
+  t.layer = layer;
+  t.role = role;
+  t.amax = amax;
+  t.scale = scale;
+  t.raw.numel = 100;
+  t.raw.underflow = underflow;
+  t.raw.hist[40] = 100;
+  return t;
+}
+
+std::string delayed_config(const std::string& name) {
+  RunConfig c;
+  c.name = name;
+  c.scaling = "delayed";
+  c.window = 16;
+  return run_config_json(c);
+}
+
+// A delayed-scaling run as it starts: step 0 quantized with scale 1 (the amax the scale
+// maps to 448 is 448, half the elements underflow), the steps after with scales from the
+// amaxes seen.
+void fill_delayed(RunData& d) {
+  d.setRun(1, "delayed", delayed_config("delayed"));
+  const float amax[] = {3.0f, 3.1f, 3.2f, 3.3f};
+  for (int i = 0; i < 4; ++i) {
+    MetricBatch b;
+    StepMetrics m;
+    m.step = i * 10;
+    m.loss = 4.0 - 0.1 * i;
+    b.steps.push_back(m);
+    for (const char* layer : {"fc1", "fc2"}) {
+      const float scale = i == 0 ? 1.0f : 448.0f / amax[i - 1];
+      b.tensors.push_back(tensor_at(m.step, layer, Role::Input, amax[i], scale, i == 0 ? 50 : 0));
+    }
+    d.append(b);
+  }
+}
+
+// A stored run: `steps` steps of loss, and the tensors' statistics every 10 steps.
+int64_t store_run(RunStore& s, const std::string& name, const std::vector<std::string>& layers,
+                  int steps, std::vector<Role> roles = {Role::Input}) {
+  RunConfig c;
+  c.name = name;
+  c.model = ModelKind::Mlp;
+  const int64_t id = s.create_run(name, "train", run_config_json(c), "cpu");
+  MetricBatch b;
+  b.run_id = id;
+  for (int i = 0; i < steps; ++i) {
+    StepMetrics m;
+    m.step = i;
+    m.loss = 5.0 - 0.01 * i;
+    b.steps.push_back(m);
+    if (i % 10 != 0) continue;
+    for (size_t l = 0; l < layers.size(); ++l) {
+      for (Role r : roles) {
+        b.tensors.push_back(tensor_at(
+            i, layers[l], r, static_cast<float>(l + 1) + 0.01f * static_cast<float>(i), 100.0f, 0));
+      }
+    }
+  }
+  b.final = true;
+  b.status = RunStatus::Finished;
+  s.write(b);
+  s.flush();
+  return id;
+}
+
+QVector<double> values_of(const QCPGraph* g) {
+  QVector<double> out;
+  for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) out << it->value;
+  return out;
+}
+
+// Answers the next modal dialog with Escape, so that a dialog that blocks fails the test
+// instead of hanging it.
+void escape_modal_dialogs_after(int ms) {
+  QTimer::singleShot(ms, [] {
+    if (QWidget* w = QApplication::activeModalWidget()) {
+      if (auto* d = qobject_cast<QDialog*>(w)) d->reject();
+    }
+  });
+}
+
+bool open_run(MainWindow& w, int64_t id) {
+  QSignalSpy opened(w.engine(), &EngineController::opened);
+  Q_EMIT w.runsTab()->openRequested(id);
+  return opened.count() > 0 || opened.wait(30000);
+}
+
+}  // namespace
+
+void RunViewsTest::initTestCase() {
+  QVERIFY(dir_.isValid());
+  // Never the user's own database or settings.
+  qputenv("XDG_DATA_HOME", dir_.path().toUtf8());
+  qputenv("XDG_CONFIG_HOME", dir_.path().toUtf8());
+}
+
+// Step 0 of a delayed-scaling run maps amax 448 and underflows half of its elements; the
+// axes and the heatmap's colours follow the later steps unless "Include step 0" is ticked.
+void RunViewsTest::axesFollowTheStepsAfterStepZero() {
+  RunData data;
+  fill_delayed(data);
+  ScalingTab scaling(&data);
+  scaling.resize(1000, 800);
+  scaling.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&scaling));
+  scaling.refresh(true);
+  auto* box = scaling.findChild<QCheckBox*>(QStringLiteral("include-step-0"));
+  QVERIFY(box);
+  QVERIFY(box->isVisible());
+  QCOMPARE(box->text(), QStringLiteral("Include step 0"));
+  QVERIFY(!box->isChecked());
+  const QCPRange amax = scaling.plots()[0]->yAxis->range();
+  // Every amax after step 0 (3.1 to 3.3) and the amaxes their scales map (the amaxes of
+  // the step before, 3.0 to 3.2) in view; step 0's 448 is not.
+  QVERIFY2(amax.lower <= 3.0 && amax.upper >= 3.3 && amax.upper < 100,
+           qPrintable(QStringLiteral("%1 .. %2").arg(amax.lower).arg(amax.upper)));
+  const QCPRange counts = scaling.plots()[2]->yAxis->range();
+  QVERIFY2(counts.upper < 10, qPrintable(QString::number(counts.upper)));  // not step 0's 50 %
+  QVERIFY(counts.lower <= 0 && counts.upper >= 0);
+  QTest::mouseClick(box, Qt::LeftButton, {}, QPoint(5, box->height() / 2));
+  QVERIFY(box->isChecked());
+  QVERIFY(scaling.plots()[0]->yAxis->range().upper >= 448);
+  QVERIFY(scaling.plots()[2]->yAxis->range().upper >= 50);
+
+  // The underflow heatmap: its colours span the later steps (all 0 %), not step 0's 50 %.
+  QuantizationTab quantization(&data);
+  quantization.resize(1000, 800);
+  quantization.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&quantization));
+  quantization.refresh(true);
+  auto* heat = static_cast<QCPColorMap*>(quantization.plots()[0]->plottable(0));
+  QVERIFY2(heat->dataRange().upper < 50, qPrintable(QString::number(heat->dataRange().upper)));
+  auto* qbox = quantization.findChild<QCheckBox*>(QStringLiteral("include-step-0"));
+  QVERIFY(qbox && qbox->isVisible() && !qbox->isChecked());
+  QTest::mouseClick(qbox, Qt::LeftButton, {}, QPoint(5, qbox->height() / 2));
+  QVERIFY(heat->dataRange().upper >= 50);
+}
+
+// Every labelled tick of the log axes says its own value, and below 0.1 in scientific form
+// (drawn as a power of ten), not as a row of zeros: scales below 0.1 over less than a
+// decade, over several decades, flat, and amaxes below 0.1.
+void RunViewsTest::logAxisLabelsAreReadable() {
+  const std::pair<double, double> cases[] = {{0.02, 0.07}, {1e-4, 3e-2}, {0.004, 0.006},
+                                             {0.05, 0.05}, {1e-7, 1e-6}, {0.03, 0.3}};
+  for (const auto& [lo, hi] : cases) {
+    RunData data;
+    RunConfig c;
+    c.name = "outliers";
+    data.setRun(1, "outliers", run_config_json(c));
+    for (int i = 0; i < 5; ++i) {
+      MetricBatch b;
+      const double scale = lo * std::pow(hi / lo, i / 4.0);
+      // amax from 448 / scale, and a gradient-sized amax for the second tensor.
+      b.tensors.push_back(tensor_at(i + 1, "fc1", Role::Input, static_cast<float>(448.0 / scale),
+                                    static_cast<float>(scale), 0));
+      b.tensors.push_back(tensor_at(i + 1, "fc1", Role::GradOutput, static_cast<float>(scale),
+                                    static_cast<float>(448.0 / scale), 0));
+      data.append(b);
+    }
+    ScalingTab tab(&data);
+    tab.resize(1000, 800);
+    tab.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&tab));
+    for (const char* role : {"input", "grad_output"}) {
+      QVERIFY(tab.select(QStringLiteral("fc1"), QLatin1String(role)));
+      tab.refresh(true);
+      // The scale axis (input) and the amax axis (grad_output) hold values below 0.1.
+      ExportablePlot* p = tab.plots()[QLatin1String(role) == QLatin1String("input") ? 1 : 0];
+      p->replot();
+      QCPAxis* y = p->yAxis;
+      const QVector<double> ticks = y->tickVector();
+      const QVector<QString> labels = y->tickVectorLabels();
+      QCOMPARE(ticks.size(), labels.size());
+      int shown = 0;
+      for (int i = 0; i < ticks.size(); ++i) {
+        if (!y->range().contains(ticks[i])) continue;
+        ++shown;
+        bool ok = false;
+        const double v = labels[i].toDouble(&ok);
+        const bool scientific = std::abs(ticks[i]) >= 0.1 || labels[i].contains(QLatin1Char('e'));
+        QVERIFY2(ok && scientific && std::abs(v - ticks[i]) <= 1e-6 * std::abs(ticks[i]),
+                 qPrintable(QStringLiteral("%1..%2: tick %3 labelled '%4'")
+                                .arg(lo)
+                                .arg(hi)
+                                .arg(ticks[i])
+                                .arg(labels[i])));
+      }
+      QVERIFY2(shown >= 2, qPrintable(QStringLiteral("%1..%2 (%3): %4 labelled ticks in %5..%6")
+                                          .arg(lo)
+                                          .arg(hi)
+                                          .arg(QLatin1String(role))
+                                          .arg(shown)
+                                          .arg(y->range().lower)
+                                          .arg(y->range().upper)));
+    }
+  }
+}
+
+// Opening another run shows it on every tab at once (its first tensor, or nothing), and
+// the Overview names a run as soon as it starts; two runs of one preset get two names.
+void RunViewsTest::everyTabShowsTheRunOpenedOrStarted() {
+  const QString db = path(QStringLiteral("open.sqlite"));
+  int64_t first = 0, second = 0, bare = 0;
+  {
+    auto s = RunStore::open(db.toStdString());
+    first = store_run(*s, "first run", {"fc1", "fc2"}, 30);
+    second = store_run(*s, "second run", {"blocks.0.attn", "blocks.0.mlp"}, 20,
+                       {Role::Input, Role::Weight});
+    bare = store_run(*s, "bare run", {}, 5);
+  }
+  MainWindow w(false);
+  w.engine()->setDatabasePath(db);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  QVERIFY(open_run(w, first));
+  QVERIFY(w.selectTab(QStringLiteral("Scaling")));
+  QVERIFY(w.scalingTab()->select(QStringLiteral("fc2"), QStringLiteral("input")));
+  QVERIFY(w.scalingTab()->captionText().contains(QStringLiteral("fc2")));
+  w.selectTab(QStringLiteral("Quantization"));
+  auto* tensor_box = w.quantizationTab()->findChildren<QComboBox*>().at(2);
+  QCOMPARE(tensor_box->itemText(0), QStringLiteral("fc1 / input"));
+
+  // The second run: its first tensor is drawn on Scaling, without a click.
+  QVERIFY(open_run(w, second));
+  QVERIFY(w.selectTab(QStringLiteral("Scaling")));
+  w.refreshRunTabs();
+  QCOMPARE(w.scalingTab()->selectedTensor(), QStringLiteral("blocks.0.attn / input"));
+  QVERIFY2(w.scalingTab()->captionText().contains(QStringLiteral("blocks.0.attn")),
+           qPrintable(w.scalingTab()->captionText()));
+  // Its amaxes as stored: layer 1 of 2, steps 0 and 10.
+  QCOMPARE(values_of(w.scalingTab()->plots()[0]->graph(0)), (QVector<double>{1.0f, 1.0f + 0.1f}));
+  auto* tree = w.scalingTab()->findChild<QTreeWidget*>();
+  QVERIFY(tree && tree->currentItem());
+  QCOMPARE(tree->currentItem()->text(0), QStringLiteral("input"));
+  QCOMPARE(tree->currentItem()->parent()->text(0), QStringLiteral("blocks.0.attn"));
+  w.selectTab(QStringLiteral("Quantization"));
+  QCOMPARE(tensor_box->currentText(), QStringLiteral("blocks.0.attn / input"));
+  QVERIFY2(w.quantizationTab()->captionText().contains(QStringLiteral("blocks.0.attn")),
+           qPrintable(w.quantizationTab()->captionText()));
+  w.selectTab(QStringLiteral("Overview"));
+  QVERIFY(w.overviewTab()->summaryText().contains(QStringLiteral("second run")));
+
+  // A run without statistics: nothing of the one before on Scaling or Quantization.
+  QVERIFY(open_run(w, bare));
+  w.selectTab(QStringLiteral("Scaling"));
+  w.refreshRunTabs();
+  for (ExportablePlot* p : w.scalingTab()->plots()) {
+    for (int g = 0; g < p->graphCount(); ++g) QCOMPARE(p->graph(g)->dataCount(), 0);
+  }
+  QVERIFY(w.scalingTab()->selectedTensor().isEmpty());
+  QVERIFY2(w.scalingTab()->captionText().contains(QStringLiteral("bare run")),
+           qPrintable(w.scalingTab()->captionText()));
+  w.selectTab(QStringLiteral("Quantization"));
+  QCOMPARE(w.quantizationTab()->plots()[1]->plottable(0)->interface1D()->dataCount(), 0);
+  QVERIFY(w.quantizationTab()->captionText().contains(QStringLiteral("bare run")));
+
+  // A run just started is named on the Overview before its first step arrives.
+  w.selectTab(QStringLiteral("Overview"));
+  RunConfig c;
+  c.name = "fresh run";
+  c.model = ModelKind::Mlp;
+  c.device = "cpu";
+  c.steps = 2;
+  QCOMPARE(w.engine()->start(c), QString());
+  QVERIFY(w.engine()->data().steps().empty());
+  w.refreshRunTabs(true);
+  QVERIFY2(w.overviewTab()->summaryText().contains(QStringLiteral("fresh run")),
+           qPrintable(w.overviewTab()->summaryText()));
+  QVERIFY(!w.overviewTab()->summaryText().contains(QStringLiteral("bare run")));
+  {
+    QSignalSpy finished(w.engine(), &EngineController::finished);
+    QVERIFY(finished.wait(120000));
+  }
+  // Started again with the same name: a name of its own.
+  QCOMPARE(w.engine()->start(c), QString());
+  {
+    QSignalSpy finished(w.engine(), &EngineController::finished);
+    QVERIFY(finished.wait(120000));
+  }
+  auto store = RunStore::open_read_only(db.toStdString());
+  std::set<std::string> names;
+  for (const RunInfo& r : store->runs()) names.insert(r.name);
+  QCOMPARE(names.size(), store->runs().size());
+  QVERIFY(names.count("fresh run"));
+  QVERIFY(names.count("fresh run #2"));
+  QCOMPARE(w.engine()->data().name(), std::string("fresh run #2"));
+}
+
+// Delete: the header counts what is left and the overlay drops the run; Refresh keeps
+// that; Rename edits the name shown, and the selection stays on the run.
+void RunViewsTest::runsTabDeleteRefreshAndRename() {
+  const QString db = path(QStringLiteral("runs.sqlite"));
+  {
+    auto s = RunStore::open(db.toStdString());
+    store_run(*s, "alpha", {}, 20);
+    store_run(*s, "beta", {}, 25);
+    store_run(*s, "gamma", {}, 30);
+  }
+  MainWindow w(false);
+  w.engine()->setDatabasePath(db);
+  w.show();
+  RunsTab* runs = w.runsTab();
+  QSignalSpy reloaded(runs, &RunsTab::reloaded);
+  QSignalSpy curves(runs, &RunsTab::curvesShown);
+  w.selectTab(QStringLiteral("Runs"));
+  QVERIFY(reloaded.count() > 0 || reloaded.wait(30000));
+  QTRY_COMPARE(runs->model()->rowCount(), 3);
+  QVERIFY(runs->statusText().startsWith(QStringLiteral("3 run(s)")));
+  auto* view = runs->findChild<QTableView*>(QStringLiteral("runs"));
+  QVERIFY(view);
+  auto click_row = [&](int row, Qt::KeyboardModifiers mods = {}) {
+    const QRect r = view->visualRect(runs->model()->index(row, RunListModel::Name));
+    QTest::mouseClick(view->viewport(), Qt::LeftButton, mods, r.center());
+  };
+  auto button = [&](const char* name) {
+    auto* b = runs->findChild<QPushButton*>(QLatin1String(name));
+    return b;
+  };
+  click_row(0);
+  click_row(1, Qt::ControlModifier);
+  QVERIFY(button("overlay"));
+  QTest::mouseClick(button("overlay"), Qt::LeftButton);
+  QVERIFY(curves.wait(30000));
+  QCOMPARE(runs->overlayPlot()->graphCount(), 2);
+  QCOMPARE(runs->overlayPlot()->graph(1)->name(), QStringLiteral("2: beta"));
+
+  // Delete beta (confirmed in the dialog).
+  click_row(1);
+  escape_modal_dialogs_after(3000);
+  reloaded.clear();
+  curves.clear();
+  QTest::mouseClick(button("delete"), Qt::LeftButton);
+  auto* confirm = runs->findChild<QMessageBox*>(QStringLiteral("delete-runs"));
+  QVERIFY(confirm);
+  QTest::mouseClick(confirm->button(QMessageBox::Yes), Qt::LeftButton);
+  QVERIFY(reloaded.wait(30000));
+  QCOMPARE(runs->model()->rowCount(), 2);
+  QVERIFY2(runs->statusText().startsWith(QStringLiteral("2 run(s)")),
+           qPrintable(runs->statusText()));
+  QVERIFY(curves.count() > 0 || curves.wait(30000));
+  QCOMPARE(runs->overlayPlot()->graphCount(), 1);
+  QCOMPARE(runs->overlayPlot()->graph(0)->name(), QStringLiteral("1: alpha"));
+  // Refresh: the same.
+  reloaded.clear();
+  QTest::mouseClick(button("refresh"), Qt::LeftButton);
+  QVERIFY(reloaded.wait(30000));
+  QVERIFY(runs->statusText().startsWith(QStringLiteral("2 run(s)")));
+  QCOMPARE(runs->overlayPlot()->graphCount(), 1);
+  QCOMPARE(runs->overlayPlot()->graph(0)->name(), QStringLiteral("1: alpha"));
+
+  // Rename alpha: the editor holds its name.
+  click_row(0);
+  escape_modal_dialogs_after(3000);
+  QTest::mouseClick(button("rename"), Qt::LeftButton);
+  auto* editor = runs->findChild<QInputDialog*>(QStringLiteral("rename-run"));
+  QVERIFY(editor);
+  QCOMPARE(editor->textValue(), QStringLiteral("alpha"));
+  editor->setTextValue(QStringLiteral("alpha, renamed"));
+  reloaded.clear();
+  curves.clear();
+  editor->accept();
+  QVERIFY(reloaded.wait(30000));
+  QCOMPARE(runs->model()->runAt(0)->name, std::string("alpha, renamed"));
+  const QModelIndexList selected = view->selectionModel()->selectedRows();
+  QCOMPARE(selected.size(), 1);
+  QCOMPARE(runs->model()->runAt(selected.front().row())->id, int64_t{1});
+  QVERIFY(curves.count() > 0 || curves.wait(30000));
+  QCOMPARE(runs->overlayPlot()->graph(0)->name(), QStringLiteral("1: alpha, renamed"));
+  // In the database too.
+  QCOMPARE(RunStore::open_read_only(db.toStdString())->run(1)->name, std::string("alpha, renamed"));
+}
+
+// File > Open checkpoint, Open database (a damaged one keeps the database before),
+// Recent files (a file that is gone is taken off, with a notice), Export (a plot of the
+// current tab, the run shown as CSV). The file dialogs answer what the test says.
+void RunViewsTest::fileMenuOpensAndExports() {
+  MainWindow w(false);
+  w.engine()->setDatabasePath(path(QStringLiteral("menu-first.sqlite")));
+  w.show();
+  QString next_open, next_save;
+  QStringList asked;
+  w.setFileDialogs(
+      [&](QWidget*, const QString& caption, const QString&, const QString&) {
+        asked << caption;
+        return next_open;
+      },
+      [&](QWidget*, const QString& caption, const QString&, const QString&) {
+        asked << caption;
+        return next_save;
+      });
+  auto action = [&](const char* name) { return w.findChild<QAction*>(QLatin1String(name)); };
+  QVERIFY(action("open-checkpoint"));
+  QVERIFY(action("open-database"));
+  QCOMPARE(action("open-checkpoint")->shortcut(), QKeySequence(QKeySequence::Open));
+  QVERIFY(!action("open-database")->shortcut().isEmpty());
+
+  // A checkpoint: the Checkpoint tab opens and analyses it.
+  std::vector<float> v(64 * 32);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.01f * static_cast<float>(i % 17);
+  std::vector<uint8_t> bytes(v.size() * 4);
+  std::memcpy(bytes.data(), v.data(), bytes.size());
+  const QString ckpt = path(QStringLiteral("menu.safetensors"));
+  write_safetensors(ckpt.toStdString(), {{"w", StDtype::F32, {64, 32}, bytes}});
+  QSignalSpy loaded(w.checkpointTab(), &CheckpointTab::checkpointLoaded);
+  next_open = ckpt;
+  action("open-checkpoint")->trigger();
+  QCOMPARE(asked.size(), 1);
+  QCOMPARE(w.currentTabName(), QStringLiteral("Checkpoint"));
+  QVERIFY(loaded.wait(60000));
+  QCOMPARE(loaded.at(0).at(0).toString(), ckpt);
+  QCOMPARE(w.checkpointTab()->model()->rowCount(), 1);
+
+  // A database: its runs are listed.
+  const QString other = path(QStringLiteral("menu-other.sqlite"));
+  {
+    auto s = RunStore::open(other.toStdString());
+    store_run(*s, "in the other database", {"fc1"}, 12);
+  }
+  next_open = other;
+  action("open-database")->trigger();
+  QCOMPARE(w.engine()->databasePath(), other);
+  QTRY_COMPARE_WITH_TIMEOUT(w.runsTab()->model()->rowCount(), 1, 30000);
+  QCOMPARE(w.runsTab()->model()->runAt(0)->name, std::string("in the other database"));
+  // A damaged one: the failure names it, and the database before stays.
+  const QString damaged = path(QStringLiteral("menu-damaged.sqlite"));
+  {
+    QFile f(damaged);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QByteArray(8192, 'x'));
+  }
+  const qsizetype failures = w.failures().size();
+  next_open = damaged;
+  action("open-database")->trigger();
+  QCOMPARE(w.failures().size(), failures + 1);
+  QVERIFY2(w.failures().back().contains(damaged), qPrintable(w.failures().back()));
+  QCOMPARE(w.engine()->databasePath(), other);
+  QCOMPARE(w.engine()->store().runs().size(), size_t{1});
+
+  // Recent files: the checkpoint and the database, not the damaged file.
+  auto* recent = w.findChild<QMenu*>(QStringLiteral("recent-files"));
+  QVERIFY(recent);
+  auto recent_paths = [&] {
+    Q_EMIT recent->aboutToShow();
+    QStringList out;
+    for (QAction* a : recent->actions()) {
+      if (!a->data().toString().isEmpty()) out << a->data().toString();
+    }
+    return out;
+  };
+  QCOMPARE(recent_paths(), (QStringList{ckpt, other}));
+  QVERIFY(QFile::remove(ckpt));
+  const qsizetype notices = w.notices().size();
+  QCOMPARE(recent_paths(), QStringList{other});
+  QVERIFY(w.notices().size() > notices);
+  QVERIFY(w.notices().back().contains(ckpt));
+  QVERIFY(!w.checkpointTab()->recentFiles().contains(ckpt));
+
+  // Export: the Overview's loss plot of the run opened, as PNG and PDF; the run as CSV.
+  QVERIFY(open_run(w, 1));
+  QVERIFY(w.selectTab(QStringLiteral("Overview")));
+  auto* exports = w.findChild<QMenu*>(QStringLiteral("export"));
+  QVERIFY(exports);
+  Q_EMIT exports->aboutToShow();
+  QList<QAction*> plots;
+  QAction* csv = nullptr;
+  for (QAction* a : exports->actions()) {
+    if (a->objectName() == QLatin1String("export-plot")) plots << a;
+    if (a->objectName() == QLatin1String("export-run-csv")) csv = a;
+  }
+  QCOMPARE(plots.size(), static_cast<qsizetype>(w.overviewTab()->plots().size()));
+  QCOMPARE(plots.front()->shortcut(), QKeySequence(QKeySequence::Save));
+  next_save = path(QStringLiteral("loss.png"));
+  plots.front()->trigger();
+  QImage png(next_save);
+  QVERIFY(!png.isNull());
+  QVERIFY(png.width() > 100);
+  next_save = path(QStringLiteral("loss.pdf"));
+  plots.front()->trigger();
+  QFile pdf(next_save);
+  QVERIFY(pdf.open(QIODevice::ReadOnly));
+  QVERIFY(pdf.read(5) == "%PDF-");
+  QVERIFY(csv);
+  next_save = path(QStringLiteral("run.csv"));
+  csv->trigger();
+  QFile f(next_save);
+  QVERIFY(f.open(QIODevice::ReadOnly));
+  const QList<QByteArray> lines = f.readAll().trimmed().split('\n');
+  QVERIFY(lines.front().startsWith("step,loss"));
+  QCOMPARE(lines.size(), 1 + 12);  // a header and the run's 12 steps
+  QVERIFY(lines.at(1).startsWith("0,5"));
+}
+
+// --db naming a damaged file or a folder: said at start-up through the window, naming the
+// file, in words about the file (not which statement met it); a file not there yet is no
+// failure, and is not created.
+void RunViewsTest::aDatabaseThatCannotBeOpenedIsSaidAtStartUp() {
+  const QString damaged = path(QStringLiteral("startup-damaged.sqlite"));
+  {
+    QFile f(damaged);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QByteArray(8192, 'x'));
+  }
+  const QString folder = path(QStringLiteral("startup-folder.sqlite"));
+  QVERIFY(QDir().mkpath(folder));
+  const QString missing = path(QStringLiteral("startup-new.sqlite"));
+  const std::pair<QString, QString> cases[] = {{damaged, QStringLiteral("damaged")},
+                                               {folder, QStringLiteral("is a folder")}};
+  for (const auto& [db, says] : cases) {
+    MainWindow w(false);
+    GuiOptions o;
+    o.db = db;
+    QCOMPARE(apply_gui_options(w, o), QString());
+    QCOMPARE(w.failures().size(), 1);
+    const QString m = w.failures().front();
+    QVERIFY2(m.contains(db) && m.contains(says), qPrintable(m));
+    QVERIFY2(
+        !m.contains(QStringLiteral("switching to WAL")) && !m.contains(QStringLiteral("prepare")),
+        qPrintable(m));
+  }
+  MainWindow w(false);
+  GuiOptions o;
+  o.db = missing;
+  QCOMPARE(apply_gui_options(w, o), QString());
+  QVERIFY(w.failures().isEmpty());
+  QVERIFY(!QFileInfo::exists(missing));
+}
+
+QTEST_MAIN(RunViewsTest)
+#include "run_views_test.moc"

@@ -1,0 +1,217 @@
+// The Sweeps tab's heatmap on a sweep written straight into the store, part finished:
+// cells whose trials have not all ended (waiting, or one seed still running) and cells
+// with a diverged run take no colour of the scale (their pixels are far from every colour
+// of the gradient, and items of their own mark them); the scale's ends both stand out
+// from the plot's white; the best named is the lowest final loss among points whose
+// trials all finished, with how many trials have; a cell's final loss is the mean over
+// the last 10% of its runs' steps, computed here by hand; clicking a diverged cell still
+// overlays its row's loss curves.
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cmath>
+#include <map>
+
+#include "fp8wb/core/run_store.h"
+#include "fp8wb/core/sweep.h"
+#include "fp8wb/views/engine_controller.h"
+#include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/sweeps_tab.h"
+
+using namespace fp8wb;
+
+namespace {
+
+constexpr int kSteps = 40;  // the window: steps 36..39
+
+// A run's losses: falling, with a wiggle, so that the window's mean is not its last step.
+double loss_at(double base, int64_t s) {
+  return base + std::exp(-static_cast<double>(s) / 8.0) + 0.02 * static_cast<double>(s % 3);
+}
+double ref_at(double base, int64_t s) {
+  return loss_at(base, s) - 0.01 * static_cast<double>(1 + s % 2);
+}
+
+// The final loss by hand: the mean of the loss over steps 36..39.
+double final_by_hand(double base) {
+  double sum = 0;
+  for (int64_t s = kSteps - kSteps / 10; s < kSteps; ++s) sum += loss_at(base, s);
+  return sum / (kSteps / 10);
+}
+
+int64_t add_run(RunStore& store, int64_t sweep, const SweepTrial& t, double base,
+                std::optional<RunStatus> ended) {
+  const int64_t id =
+      store.create_run(t.config.name, "sweep-trial", run_config_json(t.config), "cpu", sweep);
+  MetricBatch b;
+  b.run_id = id;
+  const bool diverged = ended == RunStatus::Diverged;
+  const int64_t steps = ended ? kSteps : kSteps / 2;  // a running one is halfway
+  for (int64_t s = 0; s < steps; ++s) {
+    StepMetrics m;
+    m.step = s;
+    m.loss = diverged && s + 1 == steps ? NAN : loss_at(base, s);
+    m.ref_loss = ref_at(base, s);
+    m.loss_gap = m.loss - m.ref_loss;
+    b.steps.push_back(m);
+  }
+  if (ended) {
+    b.final = true;
+    b.status = *ended;
+  }
+  store.write(std::move(b));
+  return id;
+}
+
+// How far a colour is from the nearest colour of the gradient.
+double distance_to_gradient(QCPColorGradient g, QColor c) {
+  double best = 1e9;
+  for (int i = 0; i <= 512; ++i) {
+    const QColor q = QColor::fromRgb(g.color(i / 512.0, QCPRange(0, 1)));
+    best =
+        std::min(best, std::hypot(q.red() - c.red(), q.green() - c.green(), q.blue() - c.blue()));
+  }
+  return best;
+}
+
+// WCAG contrast of a colour against white.
+double contrast_to_white(QColor c) {
+  auto lin = [](int v) {
+    const double x = v / 255.0;
+    return x <= 0.03928 ? x / 12.92 : std::pow((x + 0.055) / 1.055, 2.4);
+  };
+  const double l = 0.2126 * lin(c.red()) + 0.7152 * lin(c.green()) + 0.0722 * lin(c.blue());
+  return 1.05 / (l + 0.05);
+}
+
+}  // namespace
+
+class SweepHeatmapTest : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void unfinishedAndDivergedCellsHaveTheirOwnLook();
+
+ private:
+  QTemporaryDir dir_;
+};
+
+void SweepHeatmapTest::unfinishedAndDivergedCellsHaveTheirOwnLook() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("heat.sqlite")));
+  // margin (y) = 0, 1, 2; window (x) = 1, 16; two seeds a point: 12 trials.
+  SweepSpec spec;
+  spec.name = "heat";
+  spec.base.model = ModelKind::Mlp;
+  spec.axes = {parse_grid("margin=0,1,2"), parse_grid("window=1,16")};
+  spec.seeds = 2;
+  RunStore& store = engine.store();
+  const int64_t sweep = store.create_sweep(spec.name, sweep_json(spec));
+  std::map<std::pair<std::string, std::string>, std::vector<const SweepTrial*>> at;
+  const std::vector<SweepTrial> trials = expand_sweep(spec);
+  QCOMPARE(trials.size(), size_t{12});
+  for (const SweepTrial& t : trials) at[{t.values[0], t.values[1]}].push_back(&t);
+  auto both = [&](const char* m, const char* w, double base0, double base1) {
+    add_run(store, sweep, *at[{m, w}][0], base0, RunStatus::Finished);
+    add_run(store, sweep, *at[{m, w}][1], base1, RunStatus::Finished);
+  };
+  both("0", "1", 0.9, 0.95);   // finished
+  both("0", "16", 0.7, 0.75);  // finished: the best of the finished
+  both("2", "16", 1.3, 1.2);   // finished: the scale's top
+  // margin=1 window=1: the lowest loss of all, but its second seed is still running.
+  add_run(store, sweep, *at[{"1", "1"}][0], 0.1, RunStatus::Finished);
+  add_run(store, sweep, *at[{"1", "1"}][1], 0.1, std::nullopt);
+  // margin=1 window=16: nothing run yet. margin=2 window=1: one seed diverged (its loss
+  // was the lowest until then), the other finished.
+  add_run(store, sweep, *at[{"2", "1"}][0], 0.05, RunStatus::Diverged);
+  add_run(store, sweep, *at[{"2", "1"}][1], 0.2, RunStatus::Finished);
+  store.flush();
+
+  SweepsTab tab(&engine);
+  tab.resize(1400, 900);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  QSignalSpy shown(&tab, &SweepsTab::sweepShown);
+  tab.showSweep(sweep);
+  QVERIFY(shown.wait(30000));
+  tab.setAxes(1, 0);  // x = window, y = margin
+  tab.setMetric(SweepMetric::FinalLoss);
+
+  // The figure is the one definition, by hand: mean over the seeds of each run's mean
+  // loss over the last 10% of its steps.
+  QCOMPARE(tab.cellValue(1, 0), (final_by_hand(0.7) + final_by_hand(0.75)) / 2);
+  QCOMPARE(tab.cellValue(0, 0), (final_by_hand(0.9) + final_by_hand(0.95)) / 2);
+
+  ExportablePlot* plot = tab.plots()[0];
+  auto* map = qobject_cast<QCPColorMap*>(plot->plottable(0));
+  QVERIFY(map);
+  QCPColorGradient g = map->gradient();
+  // Both ends of the scale are visible on the plot's white.
+  const QColor top = QColor::fromRgb(g.color(1, QCPRange(0, 1)));
+  const QColor bottom = QColor::fromRgb(g.color(0, QCPRange(0, 1)));
+  QVERIFY2(contrast_to_white(top) > 1.4, qPrintable(top.name()));
+  QVERIFY2(contrast_to_white(bottom) > 1.4, qPrintable(bottom.name()));
+
+  // What the cells look like, as drawn.
+  plot->replot(QCustomPlot::rpImmediateRefresh);
+  const QImage image = plot->toPixmap().toImage();
+  // A point near a cell's corner, clear of the mark written in its middle.
+  auto pixel = [&](int x, int y) {
+    const QPointF p = map->coordsToPixels(x - 0.3, y + 0.3);
+    return image.pixelColor(p.toPoint());
+  };
+  auto item_at = [&](const QString& name, int x, int y) -> QCPAbstractItem* {
+    for (int i = 0; i < plot->itemCount(); ++i) {
+      QCPAbstractItem* item = plot->item(i);
+      if (item->objectName() == name && item->property("cell").toPoint() == QPoint(x, y))
+        return item;
+    }
+    return nullptr;
+  };
+  // Finished cells are coloured from the scale (the check's own sanity).
+  for (const QPoint c : {QPoint(0, 0), QPoint(1, 0), QPoint(1, 2)}) {
+    QVERIFY2(distance_to_gradient(g, pixel(c.x(), c.y())) < 12,
+             qPrintable(pixel(c.x(), c.y()).name()));
+    QVERIFY(!item_at(QStringLiteral("unfinishedCell"), c.x(), c.y()));
+  }
+  // Still to run (x=1, y=1), one seed running (x=0, y=1), one diverged (x=0, y=2): none
+  // takes a colour of the scale, and each has its own item and mark.
+  struct Cell {
+    int x, y;
+    const char* item;
+  };
+  for (const Cell c :
+       {Cell{1, 1, "unfinishedCell"}, Cell{0, 1, "unfinishedCell"}, Cell{0, 2, "divergedCell"}}) {
+    const QColor seen = pixel(c.x, c.y);
+    QVERIFY2(distance_to_gradient(g, seen) > 40,
+             qPrintable(QStringLiteral("cell %1,%2 is %3").arg(c.x).arg(c.y).arg(seen.name())));
+    QVERIFY2(std::isnan(map->data()->cell(c.x, c.y)), c.item);
+    QVERIFY2(item_at(QLatin1String(c.item), c.x, c.y), c.item);
+    auto* mark = qobject_cast<QCPItemText*>(item_at(QStringLiteral("cellMark"), c.x, c.y));
+    QVERIFY(mark);
+    QVERIFY(!mark->text().isEmpty());
+  }
+  QVERIFY(qobject_cast<QCPItemText*>(item_at(QStringLiteral("cellMark"), 0, 2))
+              ->text()
+              .contains(QStringLiteral("diverged")));
+
+  // The best is named among points whose trials all finished, with the count.
+  const QString best = tab.bestText();
+  QVERIFY2(best.contains(QStringLiteral("margin=0 window=16")), qPrintable(best));
+  QVERIFY2(!best.contains(QStringLiteral("margin=1 window=1")), qPrintable(best));
+  QVERIFY2(!best.contains(QStringLiteral("margin=2 window=1")), qPrintable(best));
+  // Finished: 2 + 2 + 2 + 1 + 1; diverged 1; of 12.
+  QVERIFY2(best.contains(QStringLiteral("8 of 12 trials finished")), qPrintable(best));
+  QVERIFY2(best.contains(QStringLiteral("1 diverged")), qPrintable(best));
+  QVERIFY2(best.contains(QStringLiteral("last 10%")), qPrintable(best));
+
+  // A click on the diverged cell (on its marks) overlays its row: margin=2, two windows,
+  // two seeds each.
+  QSignalSpy curves(&tab, &SweepsTab::curvesShown);
+  QTest::mouseClick(plot, Qt::LeftButton, Qt::NoModifier,
+                    map->coordsToPixels(0 - 0.3, 2 + 0.3).toPoint());
+  QVERIFY(curves.wait(30000));
+  QCOMPARE(tab.plots()[1]->graphCount(), 4);
+}
+
+QTEST_MAIN(SweepHeatmapTest)
+#include "sweep_heatmap_test.moc"
