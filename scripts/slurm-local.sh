@@ -46,7 +46,7 @@ write_conf() {
   cat >"$CONF" <<EOF
 # Written by scripts/slurm-local.sh: a one-node cluster on $host.
 ClusterName=fp8wb-local
-SlurmctldHost=$host
+SlurmctldHost=$host(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -77,13 +77,17 @@ MinJobAge=300
 KillWait=5
 Waittime=0
 MaxArraySize=100001
-NodeName=$host CPUs=$cpus RealMemory=$mem State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=local Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
 }
 
 start() {
   need munged slurmctld slurmd sbatch squeue sinfo
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "slurm-local: the daemons run as root (SlurmUser=root): run this as root" >&2
+    exit 1
+  fi
   mkdir -p "$DIR"/{munge,ctld,spool,log}
   chmod 700 "$DIR/munge"
   if alive "$DIR/slurmctld.pid" && alive "$DIR/slurmd.pid"; then
