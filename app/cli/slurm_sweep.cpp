@@ -19,6 +19,7 @@
 
 #include "fp8wb/core/file_io.h"
 #include "fp8wb/core/run_config.h"
+#include "sweep_command.h"
 
 extern char** environ;
 
@@ -497,7 +498,7 @@ int collect_slurm_sweep(const std::string& dir_text, const std::string& db, bool
         if (!ended) {
           if (!task_ended) {
             row.state = task ? "running" : "running?";
-            row.message = fmt::format("step {}", run->last_step + 1);
+            row.message = fmt::format("{} steps done", run->last_step + 1);
             ++waiting;
             rows.push_back(row);
             continue;
@@ -593,6 +594,12 @@ int collect_slurm_sweep(const std::string& dir_text, const std::string& db, bool
     for (const Row& r : rows) {
       out << fmt::format("{:<34} {:<17} {:>6}  {}\n", r.key.substr(0, 34), r.state,
                          r.run ? std::to_string(r.run) : "-", r.message.substr(0, 300));
+    }
+    bool any = false;
+    for (const Row& r : rows) any = any || r.run != 0;
+    if (any) {  // the grid's figures so far, as `fp8wb sweep` prints them
+      out << "\n";
+      print_sweep_summary(*store, sweep->id, out);
     }
     out << fmt::format("{} collected now, {} still to come; sweep {} {} in {}\n", added, waiting,
                        sweep->id, status, store->path());

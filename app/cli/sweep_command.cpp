@@ -54,6 +54,43 @@ std::string cell(const SweepPoint& p, SweepMetric m) {
 
 }  // namespace
 
+void print_sweep_summary(const RunStore& store, int64_t sweep_id, std::ostream& out) {
+  const auto sweep = store.sweep(sweep_id);
+  if (!sweep) throw StoreError("no sweep " + std::to_string(sweep_id) + " in " + store.path());
+  const SweepSpec spec = sweep_from_json(sweep->grid_json);
+  const std::vector<SweepPoint> points = sweep_points(store, sweep_id);
+  const SweepPoint* best = best_sweep_point(points);  // among points whose trials all finished
+  const SweepCounts counts = sweep_counts(spec, points);
+  auto label = [&](const SweepPoint& p) {
+    std::string s;
+    for (size_t k = 0; k < p.values.size(); ++k)
+      s += (k ? " " : "") + spec.axes[k].key + "=" + p.values[k];
+    return s;
+  };
+  std::string heading = fmt::format("{:<34} {:>5}", "grid point", "runs");
+  for (const SweepMetricEntry& m : kSweepMetrics) {
+    const Column c = column(m.value);
+    heading += fmt::format(" {:>{}}", c.heading, c.width);
+  }
+  out << heading << "\n";
+  for (const auto& p : points) {
+    std::string row = fmt::format("{:<34} {:>5}", label(p).substr(0, 34), p.runs);
+    for (const SweepMetricEntry& m : kSweepMetrics)
+      row += fmt::format(" {:>{}}", cell(p, m.value), column(m.value).width);
+    out << row << "\n";
+  }
+  out << fmt::format(
+      "{} of {} trials finished, {} diverged (the best: the lowest final loss among grid "
+      "points whose trials all finished)\n",
+      counts.finished, counts.trials, counts.diverged);
+  if (best) {
+    out << fmt::format("best: {} (final loss {}, gap {}, saturated {}%, underflow {}%)\n",
+                       label(*best), fixed(best->final_loss, 5), fixed(best->loss_gap, 5),
+                       fixed(best->saturated_pct, 4), fixed(best->underflow_pct, 4));
+  }
+  out << kFinalLossDefinition << "\n";
+}
+
 CLI::App* add_sweep_command(CLI::App& app, SweepOptions& opt) {
   auto* c = app.add_subcommand("sweep",
                                "Train a grid of configs (e.g. margin x window), kept as one sweep");
@@ -217,28 +254,7 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
     j["definition"] = kFinalLossDefinition;
     out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
-    std::string heading = fmt::format("{:<34} {:>5}", "grid point", "runs");
-    for (const SweepMetricEntry& m : kSweepMetrics) {
-      const Column c = column(m.value);
-      heading += fmt::format(" {:>{}}", c.heading, c.width);
-    }
-    out << heading << "\n";
-    for (const auto& p : points) {
-      std::string row = fmt::format("{:<34} {:>5}", label(p).substr(0, 34), p.runs);
-      for (const SweepMetricEntry& m : kSweepMetrics)
-        row += fmt::format(" {:>{}}", cell(p, m.value), column(m.value).width);
-      out << row << "\n";
-    }
-    out << fmt::format(
-        "{} of {} trials finished, {} diverged (the best: the lowest final loss among grid "
-        "points whose trials all finished)\n",
-        counts.finished, counts.trials, counts.diverged);
-    if (best) {
-      out << fmt::format("best: {} (final loss {}, gap {}, saturated {}%, underflow {}%)\n",
-                         label(*best), fixed(best->final_loss, 5), fixed(best->loss_gap, 5),
-                         fixed(best->saturated_pct, 4), fixed(best->underflow_pct, 4));
-    }
-    out << kFinalLossDefinition << "\n";
+    print_sweep_summary(*store, runner->sweepId(), out);
     out << fmt::format("sweep {} {} in {}\n", runner->sweepId(), sweep->status, store->path());
   }
   if (!failure.empty()) {

@@ -250,6 +250,10 @@ TEST_F(SlurmSweep, GridRunsAsAnArrayAndIsCollected) {
   c = fp8wb_cmd({"sweep", "--collect", folder.string()});
   EXPECT_EQ(c.status, 0) << c.err;
   EXPECT_NE(c.out.find("0 collected now"), std::string::npos) << c.out;
+  // With the grid's figures, as `fp8wb sweep` prints them.
+  EXPECT_NE(c.out.find("margin=2 window=16 "), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("4 of 4 trials finished"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("best: "), std::string::npos) << c.out;
   EXPECT_EQ(dump(db_), before);
   fp8wb_cmd({"sweep", "--collect", bad.string(), "--db", db_});
   EXPECT_EQ(dump(db_), before);
