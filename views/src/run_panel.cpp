@@ -335,7 +335,14 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
       backend.cuda_device_names.empty()
           ? tr("device: no CUDA device here: runs emulate FP8 bit-exactly on the CPU")
           : tr("device: FP8 GEMMs on the GPU: %1").arg(QString::fromStdString(backend.fp8_gemm)));
+  // The form fits a narrow dock: combo boxes shrink below their longest entry, and a row
+  // whose field would not fit beside its label goes below it.
+  for (QComboBox* c : {preset_, model_, recipe_, formats_, scaling_, algo_, device_}) {
+    c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    c->setMinimumContentsLength(8);
+  }
   auto* form = new QFormLayout;
+  form->setRowWrapPolicy(QFormLayout::WrapLongRows);
   form->addRow(tr("Preset"), preset_);
   form->addRow(field_label(QStringLiteral("name")), name_);
   form->addRow(field_label(QStringLiteral("model")), model_);
@@ -349,7 +356,9 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   form->addRow(field_label(QStringLiteral("window")), window_);
   form->addRow(field_label(QStringLiteral("amax_algo")), algo_);
   auto* gemms = new QHBoxLayout;
+  gemms->setSpacing(4);
   for (QCheckBox* c : {fprop_, dgrad_, wgrad_}) gemms->addWidget(c);
+  gemms->addStretch(1);
   form->addRow(field_label(QStringLiteral("fprop_fp8")), gemms);
   form->addRow(field_label(QStringLiteral("steps")), steps_);
   form->addRow(field_label(QStringLiteral("lr")), lr_);
@@ -416,9 +425,9 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   scroll->setWidget(body);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
-  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  scroll->setMinimumWidth(body->minimumSizeHint().width() +
-                          scroll->verticalScrollBar()->sizeHint().width());
+  // The form may scroll sideways too: a dock as wide as the whole form would not leave a
+  // 1300 px window room for its tabs.
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
   error_->setObjectName(QStringLiteral("run-message"));
   error_->setWordWrap(true);
   error_->setTextFormat(Qt::PlainText);
