@@ -18,6 +18,8 @@ PACKAGES=(
     xvfb xauth fonts-dejavu-core              # GUI tests and screenshots without a display
   clang libclang-rt-14-dev                  # the readers' fuzzers (libFuzzer, sanitizers)
   clang-format                              # the format check (scripts/check-format.sh)
+  slurm-wlm munge                           # the Slurm sweep tests: a one-node cluster
+                                            # (scripts/slurm-local.sh; nothing in /etc used)
 )
 
 missing=()

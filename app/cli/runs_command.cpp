@@ -17,11 +17,14 @@ namespace fp8wb::cli {
 using nlohmann::json;
 
 CLI::App* add_runs_command(CLI::App& app, RunsOptions& opt) {
-  auto* c = app.add_subcommand("runs", "List, show, export or delete stored runs");
-  c->add_option("action", opt.action, "list, show, export or delete")
+  auto* c = app.add_subcommand(
+      "runs", "List, show, export or delete stored runs, or import another database's");
+  c->add_option("action", opt.action, "list, show, export, delete or import")
       ->required()
-      ->check(CLI::IsMember({"list", "show", "export", "delete"}));
-  c->add_option("id", opt.id, "The run (show, export, delete)");
+      ->check(CLI::IsMember({"list", "show", "export", "delete", "import"}));
+  c->add_option("run", opt.target,
+                "The run's id (show, export, delete), or the run database to import from "
+                "(import: its runs are added; runs already here are not copied again)");
   c->add_option("--db", opt.db, "Run database (default: " + default_database_path() + ")");
   c->add_option("--format", opt.format,
                 "export: csv (the step series), json (everything), or stats-csv (the tensor "
@@ -123,7 +126,46 @@ void export_run(const RunStore& s, const RunInfo& r, const std::string& format, 
 
 }  // namespace
 
-int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
+namespace {
+
+int import_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
+  if (opt.target.empty()) {
+    err << "fp8wb runs import: which database? (fp8wb runs import OTHER.sqlite)\n";
+    return 1;
+  }
+  // The target is opened for writing (created where there is none); the source only read.
+  auto store = RunStore::open(db_path(opt.db));
+  const ImportReport r = store->import_runs(opt.target);
+  if (opt.json) {
+    out << dump(json{{"added", r.added},
+                     {"updated", r.updated},
+                     {"unchanged", r.unchanged},
+                     {"runs", r.run_ids},
+                     {"db", store->path()}})
+        << "\n";
+  } else {
+    out << fmt::format("imported from {}: {} new, {} updated, {} already here; database: {}\n",
+                       opt.target, r.added, r.updated, r.unchanged, store->path());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_runs(const RunsOptions& given, std::ostream& out, std::ostream& err) {
+  if (given.action == "import") return import_runs(given, out, err);
+  RunsOptions opt = given;
+  if (!opt.target.empty()) {
+    try {
+      size_t used = 0;
+      opt.id = std::stoll(opt.target, &used);
+      if (used != opt.target.size()) throw std::invalid_argument("trailing text");
+    } catch (const std::exception&) {
+      err << "fp8wb runs " << opt.action << ": a run's id is a number, not \""
+          << opt.target.substr(0, 40) << "\" (`fp8wb runs list`)\n";
+      return 1;
+    }
+  }
   // Reading creates nothing (no folder, no file, no -wal): a missing database is an error.
   // Only delete writes, and only to a database that exists.
   const std::string path = db_path(opt.db);

@@ -1,4 +1,5 @@
-// defines: RunsOptions, add_runs_command(), run_runs(): `fp8wb runs list|show|export|delete`.
+// defines: RunsOptions, add_runs_command(), run_runs(): `fp8wb runs
+// list|show|export|delete|import`.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -9,9 +10,10 @@
 namespace fp8wb::cli {
 
 struct RunsOptions {
-  std::string action;  // list, show, export, delete
+  std::string action;  // list, show, export, delete, import
   std::string db;
-  int64_t id = 0;
+  std::string target;  // the run's id (show, export, delete) or the file to import
+  int64_t id = 0;      // the run (from target)
   std::string format = "csv";
   std::string out_file;
   bool json = false;

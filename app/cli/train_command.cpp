@@ -123,6 +123,9 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& opt) {
   c->add_option("--device", opt.device, "cpu, cuda or cuda:N (overrides the config)");
   c->add_option("--save-weights", opt.weights,
                 "Write the final weights here (.safetensors; fp8wb inspect reads it)");
+  c->add_option("--run-uuid", opt.run_uuid,
+                "The run's identity (a UUID), where it is chosen beforehand: a sweep's trial on "
+                "a cluster, collected by `fp8wb sweep --collect`");
   c->add_flag("-q,--quiet", opt.quiet, "No progress bar");
   c->add_option("--nproc", opt.nproc,
                 "Ranks to start on this machine, each the same model on its share of every "
@@ -147,6 +150,10 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   if (!opt.device.empty()) cfg.device = opt.device;
   if (!opt.weights.empty()) cfg.weights = opt.weights;
   validate_run_config(cfg);
+  if (!opt.run_uuid.empty() && !is_uuid(opt.run_uuid)) {
+    throw std::invalid_argument("--run-uuid takes a UUID (8-4-4-4-12 hex digits), not \"" +
+                                opt.run_uuid.substr(0, 40) + "\"");
+  }
   const std::string device = Trainer::resolve_device(cfg.device);
   const RankInfo ranks = rank_info_from_env();
   if (opt.nproc > 1 && !ranks.distributed()) {
@@ -179,7 +186,8 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   auto console = std::make_shared<Console>(err, cfg.steps, opt.quiet || opt.json);
   bus->add(store->consumer());
   bus->add(console);
-  const int64_t id = store->create_run(cfg.name, "train", run_config_json(cfg), device);
+  const int64_t id =
+      store->create_run(cfg.name, "train", run_config_json(cfg), device, 0, opt.run_uuid);
   Trainer trainer(cfg, bus, id);
   if (ranks.distributed()) {
     trainer.setRanks(ranks);

@@ -14,6 +14,7 @@ struct TrainOptions {
   std::string db;
   std::string device;
   std::string weights;
+  std::string run_uuid;  // the run's identity (a sweep's trial on a cluster), else a new one
   bool quiet = false;
   bool json = false;
   int nproc = 1;        // ranks to start on this machine (data-parallel)

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "fp8wb/core/backend_info.h"
+#include "fp8wb/views/presentation_mode.h"
 #include "main_window.h"
 #include "screenshot.h"
 
@@ -185,6 +186,8 @@ int main(int argc, char** argv) {
                  "a desktop session, render a tab with --screenshot PATH, or use the CLI, fp8wb\n");
     return 2;
   }
+  // The window's size (remembered, --size or the default) never exceeds the screen's.
+  fp8wb::PresentationMode::fitToScreen(&window);
   window.show();
   return app.exec();
 }

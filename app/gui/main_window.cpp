@@ -19,6 +19,7 @@
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/formats_tab.h"
+#include "fp8wb/views/presentation_mode.h"
 #include "fp8wb/views/run_panel.h"
 #include "fp8wb/views/run_tabs.h"
 #include "fp8wb/views/runs_tab.h"
@@ -39,9 +40,8 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
       checkpoint_(new CheckpointTab(this)),
       sweeps_(new SweepsTab(engine_, this)),
       run_status_(new QLabel(this)),
-      remember_layout_(remember_layout),
-      base_point_size_(QApplication::font().pointSize() > 0 ? QApplication::font().pointSize()
-                                                            : 10) {
+      presentation_(new PresentationMode(this)),
+      remember_layout_(remember_layout) {
   setWindowTitle(tr("FP8 Workbench"));
   tabs_->setDocumentMode(true);
   tabs_->addTab(overview_, tr("Overview"));
@@ -63,7 +63,7 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   statusBar()->addPermanentWidget(run_status_);
 
   // The run panel: presets, the config form, Start / Pause / Stop.
-  auto* dock = new QDockWidget(tr("Run"), this);
+  auto* dock = run_dock_ = new QDockWidget(tr("Run"), this);
   dock->setObjectName(QStringLiteral("run-panel"));
   // The panel scrolls its form and keeps Start / Pause / Stop in view at any height.
   dock->setWidget(panel_);
@@ -76,6 +76,7 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
     run_status_->setText(tr("run %1 training").arg(id));
     if (tabs_->currentWidget() == formats_ || tabs_->currentWidget() == runs_)
       tabs_->setCurrentWidget(overview_);
+    showRunPanelForPresentation();
   });
   connect(engine_, &EngineController::finished, this,
           [this](RunStatus status, const QString& message) {
@@ -83,6 +84,7 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
             run_status_->setText(message.isEmpty() ? tr("run %1").arg(name)
                                                    : tr("run %1: %2").arg(name, message));
             refreshRunTabs(true);
+            showRunPanelForPresentation();
           });
   // Failures and notices, from wherever they come, go to one place.
   connect(engine_, &EngineController::failed, this, &MainWindow::showFailure);
@@ -105,6 +107,7 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
     if (engine_->data().hasConfig()) panel_->setConfig(engine_->data().config());
     tabs_->setCurrentWidget(overview_);
     refreshRunTabs(true);
+    showRunPanelForPresentation();
   });
   connect(engine_, &EngineController::pausedChanged, this, [this](bool paused) {
     const qint64 id = engine_->data().runId();
@@ -114,6 +117,7 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   buildMenus();
 
   resize(1400, 900);
+  PresentationMode::fitToScreen(this);
   if (remember_layout_) {
     QSettings s;
     restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
@@ -182,6 +186,14 @@ void MainWindow::buildMenus() {
   presentation_action_->setCheckable(true);
   presentation_action_->setShortcut(QKeySequence(Qt::Key_F11));
   connect(presentation_action_, &QAction::toggled, this, &MainWindow::setPresentationMode);
+  // Esc leaves presentation mode (only then: elsewhere it is the widgets').
+  leave_presentation_action_ = new QAction(tr("Leave presentation mode"), this);
+  leave_presentation_action_->setShortcut(QKeySequence(Qt::Key_Escape));
+  leave_presentation_action_->setEnabled(false);
+  connect(leave_presentation_action_, &QAction::triggered, this,
+          [this] { setPresentationMode(false); });
+  addAction(leave_presentation_action_);
+  view->addAction(run_dock_->toggleViewAction());
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About"), this, [this] {
     QMessageBox::about(this, tr("About FP8 Workbench"),
@@ -355,17 +367,22 @@ QString MainWindow::currentTabName() const {
 }
 
 void MainWindow::setPresentationMode(bool on) {
-  presentation_ = on;
   if (presentation_action_ && presentation_action_->isChecked() != on)
-    presentation_action_->setChecked(on);
-  QFont f = font();
-  f.setPointSize(on ? base_point_size_ * 8 / 5 : base_point_size_);
-  setFont(f);
-  formats_->setPresentationMode(on);
-  for (RunTabBase* t : std::initializer_list<RunTabBase*>{overview_, scaling_, quantization_})
-    t->setPresentationMode(on);
-  for (ExportablePlot* p : checkpoint_->plots()) p->setPresentationMode(on);
-  for (ExportablePlot* p : sweeps_->plots()) p->setPresentationMode(on);
+    presentation_action_->setChecked(on);  // toggled() comes back here
+  if (on == presentation_->isActive()) return;
+  presentation_->setActive(on);
+  leave_presentation_action_->setEnabled(on);
+  showRunPanelForPresentation();
+}
+
+bool MainWindow::presentationMode() const {
+  return presentation_->isActive();
+}
+
+void MainWindow::showRunPanelForPresentation() {
+  if (!presentation_->isActive()) return;
+  const bool training = engine_->isRunning() || engine_->isFollowing();
+  presentation_->showDock(run_dock_, training);
 }
 
 void MainWindow::refreshRunTabs(bool force) {
@@ -408,7 +425,7 @@ void MainWindow::closeEvent(QCloseEvent* e) {
     QSettings s;
     s.setValue(QStringLiteral("window/geometry"), saveGeometry());
     s.setValue(QStringLiteral("window/tab"), currentTabName());
-    s.setValue(QStringLiteral("window/presentation"), presentation_);
+    s.setValue(QStringLiteral("window/presentation"), presentationMode());
     s.setValue(QStringLiteral("window/state"), saveState());
     s.setValue(QStringLiteral("run/preset"), panel_->presetName());
   }

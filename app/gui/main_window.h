@@ -12,6 +12,7 @@ class QAction;
 class QLabel;
 class QMenu;
 class QMessageBox;
+class QDockWidget;
 
 namespace fp8wb {
 
@@ -25,6 +26,7 @@ class RunPanel;
 class RunTabBase;
 class CheckpointTab;
 class SweepsTab;
+class PresentationMode;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -37,8 +39,10 @@ class MainWindow : public QMainWindow {
   // Selects a tab by name, case-insensitively; false if there is none.
   bool selectTab(const QString& name);
   QString currentTabName() const;
+  // Large fonts and plots for a projector, the run panel only while a run trains, the
+  // window within its screen (PresentationMode); F11 toggles it, Esc leaves it.
   void setPresentationMode(bool on);
-  bool presentationMode() const { return presentation_; }
+  bool presentationMode() const;
   FormatsTab* formatsTab() const { return formats_; }
   EngineController* engine() const { return engine_; }
   RunPanel* runPanel() const { return panel_; }
@@ -78,6 +82,8 @@ class MainWindow : public QMainWindow {
 
  private:
   void buildMenus();
+  // While presenting: the run panel shows only while a run trains.
+  void showRunPanelForPresentation();
   void fillRecentMenu();
   void fillExportMenu();
   void rememberDatabase(const QString& path);
@@ -96,12 +102,13 @@ class MainWindow : public QMainWindow {
   QStringList failures_;  // the latest failures
   QMessageBox* failure_box_ = nullptr;
   QAction* presentation_action_ = nullptr;
+  QAction* leave_presentation_action_ = nullptr;
+  PresentationMode* presentation_;
+  QDockWidget* run_dock_ = nullptr;
   QMenu* recent_menu_ = nullptr;
   QMenu* export_menu_ = nullptr;
   FileDialog open_dialog_, save_dialog_;
-  bool presentation_ = false;
   bool remember_layout_;
-  int base_point_size_;
 };
 
 }  // namespace fp8wb

@@ -177,7 +177,7 @@ void FormatsTabTest::presentationMode() {
   const int before = w.font().pointSize();
   w.setPresentationMode(true);
   QVERIFY(w.font().pointSize() > before);
-  QCOMPARE(w.formatsTab()->numberLinePlot()->xAxis->tickLabelFont().pointSize(),
+  QCOMPARE(w.formatsTab()->numberLinePlot()->xAxis->tickLabelFont().pointSizeF(),
            ExportablePlot::basePointSize(true));
   w.setPresentationMode(false);
   QCOMPARE(w.font().pointSize(), before);

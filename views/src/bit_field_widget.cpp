@@ -4,6 +4,24 @@
 #include <QLabel>
 
 namespace fp8wb {
+namespace {
+
+// One bit's box: as wide as two digits of its font and a margin, at any font size (a
+// width fixed once would cut the digit when the font grows).
+class BitBox : public QLabel {
+ public:
+  BitBox(const QString& text, QWidget* parent) : QLabel(text, parent) {
+    setAlignment(Qt::AlignCenter);
+    setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Preferred);
+  }
+  QSize sizeHint() const override {
+    return {fontMetrics().horizontalAdvance(QStringLiteral("0")) * 2 + 12,
+            QLabel::sizeHint().height()};
+  }
+  QSize minimumSizeHint() const override { return sizeHint(); }
+};
+
+}  // namespace
 
 QColor BitFieldWidget::signColor() {
   return QColor(0xE5, 0x73, 0x73);
@@ -31,9 +49,7 @@ void BitFieldWidget::setBits(const BitFields& bits) {
   auto add_field = [&](const std::string& field, const QColor& color, const QString& name) {
     if (field.empty()) return;
     for (char b : field) {
-      auto* box = new QLabel(QString(QChar(b)), this);
-      box->setAlignment(Qt::AlignCenter);
-      box->setFixedWidth(box->fontMetrics().horizontalAdvance(QStringLiteral("0")) * 2 + 12);
+      auto* box = new BitBox(QString(QChar(b)), this);
       box->setStyleSheet(
           QStringLiteral("QLabel { background: %1; color: black; border: 1px solid "
                          "#444; font-family: monospace; font-weight: bold; padding: 2px; }")

@@ -34,9 +34,11 @@ void add_band(QCustomPlot* plot, Format f, double y_top, int row) {
     rect->setBrush(c);
     rect->setPen(Qt::NoPen);
   }
+  // Left of the band: the axis ends soon after the widest format's largest value, and a
+  // label to its right would be cut at presentation size.
   auto* label = new QCPItemText(plot);
-  label->position->setCoords(hi + 0.5, (y0 + y1) / 2);
-  label->setPositionAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+  label->position->setCoords(lo - 0.5, (y0 + y1) / 2);
+  label->setPositionAlignment(Qt::AlignRight | Qt::AlignVCenter);
   label->setText(qs(info.name) + QStringLiteral(" range"));
   label->setColor(format_color(f));
 }
@@ -85,9 +87,6 @@ void GradientDemoView::setScaleExponent(int k) {
 }
 void GradientDemoView::setPerTensorScaling(bool on) {
   scaled_->setChecked(on);
-}
-void GradientDemoView::setPresentationMode(bool on) {
-  hist_->setPresentationMode(on);
 }
 
 void GradientDemoView::rerun() {
@@ -237,10 +236,6 @@ void OutlierDemoView::setFactorStep(int step) {
 }
 void OutlierDemoView::setFormat(Format f) {
   format_->setCurrentIndex(format_->findData(static_cast<int>(f)));
-}
-void OutlierDemoView::setPresentationMode(bool on) {
-  curve_->setPresentationMode(on);
-  maps_->setPresentationMode(on);
 }
 
 void OutlierDemoView::rebuildCurve() {
@@ -422,9 +417,6 @@ void MasterWeightsDemoView::setUpdateStep(int step) {
 void MasterWeightsDemoView::setStepsHundreds(int hundreds) {
   steps_->setValue(hundreds);
 }
-void MasterWeightsDemoView::setPresentationMode(bool on) {
-  plot_->setPresentationMode(on);
-}
 
 void MasterWeightsDemoView::rerun() {
   MasterWeightsConfig cfg;
@@ -570,10 +562,6 @@ void LossScalingDemoView::setInitScaleExponent(int k) {
 }
 void LossScalingDemoView::setGrowthInterval(int steps) {
   growth_->setValue(steps);
-}
-void LossScalingDemoView::setPresentationMode(bool on) {
-  scale_plot_->setPresentationMode(on);
-  underflow_plot_->setPresentationMode(on);
 }
 
 void LossScalingDemoView::rerun() {

@@ -1,5 +1,6 @@
 #include "fp8wb/views/exportable_plot.h"
 
+#include <QApplication>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -57,6 +58,9 @@ ExportablePlot::ExportablePlot(QWidget* parent) : QCustomPlot(parent) {
   setContextMenuPolicy(Qt::CustomContextMenu);
   connect(this, &QWidget::customContextMenuRequested, this, &ExportablePlot::showExportMenu);
   setMinimumHeight(180);
+  // What the plot makes later (axis rects, titles) starts from the application's font, not
+  // from a window's larger one: PresentationMode scales every element once, from there.
+  setFont(QApplication::font());
   applyFonts();
 }
 
@@ -111,15 +115,9 @@ void ExportablePlot::mouseMoveEvent(QMouseEvent* event) {
   }
 }
 
-void ExportablePlot::setPresentationMode(bool on) {
-  presentation_ = on;
-  applyFonts();
-  replot(QCustomPlot::rpQueuedReplot);
-}
-
 void ExportablePlot::applyFonts() {
   QFont f = font();
-  f.setPointSize(basePointSize(presentation_));
+  f.setPointSizeF(basePointSize(false));
   QFont label = f;
   label.setBold(true);
   for (QCPAxisRect* rect : axisRects()) {

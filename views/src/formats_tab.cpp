@@ -7,6 +7,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSplitter>
 #include <QTableView>
 #include <QVBoxLayout>
@@ -57,7 +58,12 @@ FormatsTab::FormatsTab(QWidget* parent)
   outer->setContentsMargins(0, 0, 0, 0);
   pages_ = new QTabWidget(this);
   outer->addWidget(pages_);
-  auto* explorer = new QWidget(pages_);
+  // The explorer scrolls where the window is too small for it (a projector's 1280x720 at
+  // presentation size) rather than pushing the window past the screen.
+  auto* explorer_scroll = new QScrollArea(pages_);
+  explorer_scroll->setWidgetResizable(true);
+  explorer_scroll->setFrameShape(QFrame::NoFrame);
+  auto* explorer = new QWidget(explorer_scroll);
   auto* layout = new QVBoxLayout(explorer);
 
   auto* input_row = new QHBoxLayout;
@@ -78,13 +84,14 @@ FormatsTab::FormatsTab(QWidget* parent)
   error_->setVisible(false);
   layout->addWidget(error_);
 
-  auto* cards_host = new QWidget(this);
+  auto* cards_host = cards_host_ = new QWidget(this);
   cards_host->setLayout(cards_layout_);
   auto* scroll = cards_scroll_ = new QScrollArea(this);
   scroll->setWidget(cards_host);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
-  scroll->setMinimumHeight(250);
+  // The cards are never cut in height: their area is as tall as they are at any font.
+  cards_host->installEventFilter(this);
 
   for (Format f : kAllFormats) table_format_->addItem(qs(format_info(f).name), static_cast<int>(f));
   table_view_->setModel(table_model_);
@@ -109,7 +116,8 @@ FormatsTab::FormatsTab(QWidget* parent)
   main_split->setStretchFactor(0, 2);
   main_split->setStretchFactor(1, 3);
   layout->addWidget(main_split, 1);
-  pages_->addTab(explorer, tr("Explorer"));
+  explorer_scroll->setWidget(explorer);
+  pages_->addTab(explorer_scroll, tr("Explorer"));
   pages_->addTab(new QWidget(pages_), tr("Gradients: E4M3 vs E5M2"));
   pages_->addTab(new QWidget(pages_), tr("Outliers: per tensor vs 1x128"));
   pages_->addTab(new QWidget(pages_), tr("Master weights"));
@@ -129,6 +137,14 @@ FormatsTab::FormatsTab(QWidget* parent)
   edit_->setText(QStringLiteral("0.1"));
 }
 
+bool FormatsTab::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == cards_host_ && event->type() == QEvent::LayoutRequest) {
+    const int bar = cards_scroll_->horizontalScrollBar()->sizeHint().height();
+    cards_scroll_->setMinimumHeight(cards_host_->minimumSizeHint().height() + bar);
+  }
+  return QWidget::eventFilter(watched, event);
+}
+
 std::vector<Format> FormatsTab::shownFormats() const {
   if (all_formats_->isChecked()) return {kAllFormats.begin(), kAllFormats.end()};
   return {Format::E4M3FN, Format::E5M2};
@@ -144,7 +160,6 @@ void FormatsTab::rebuildCards() {
   }
   number_line_->setFormats(shownFormats());
   spacing_->setFormats(shownFormats());
-  setPresentationMode(presentation_);
   refresh();
 }
 
@@ -191,17 +206,6 @@ void FormatsTab::setShowAllFormats(bool all) {
 
 void FormatsTab::setTableFormat(Format f) {
   table_format_->setCurrentIndex(table_format_->findData(static_cast<int>(f)));
-}
-
-void FormatsTab::setPresentationMode(bool on) {
-  presentation_ = on;
-  for (ExportablePlot* p : plots()) p->setPresentationMode(on);
-  if (gradient_demo_) gradient_demo_->setPresentationMode(on);
-  if (outlier_demo_) outlier_demo_->setPresentationMode(on);
-  if (master_weights_demo_) master_weights_demo_->setPresentationMode(on);
-  if (loss_scaling_demo_) loss_scaling_demo_->setPresentationMode(on);
-  cards_scroll_->setMinimumHeight(on ? 400 : 250);
-  table_view_->resizeColumnsToContents();
 }
 
 FormatCard* FormatsTab::card(Format f) const {
@@ -260,7 +264,6 @@ View* FormatsTab::ensurePage(View*& slot, int index, const QString& title) {
     pages_->setCurrentIndex(current);
     pages_->blockSignals(false);
     delete old;
-    slot->setPresentationMode(presentation_);
   }
   return slot;
 }

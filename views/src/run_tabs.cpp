@@ -206,10 +206,6 @@ void RunTabBase::showEvent(QShowEvent* e) {
   refresh();
 }
 
-void RunTabBase::setPresentationMode(bool on) {
-  for (ExportablePlot* p : plots()) p->setPresentationMode(on);
-}
-
 // --- Overview -----------------------------------------------------------------------
 
 // Which points a tab has drawn: a run's series only grow between two generations of
@@ -228,7 +224,7 @@ OverviewTab::OverviewTab(const RunData* run, QWidget* parent)
     : RunTabBase(run, parent),
       summary_(new QLabel(this)),
       loss_(make_plot(this, tr("step"), tr("loss"))),
-      gap_(make_plot(this, tr("step"), tr("FP8 loss - reference loss"))),
+      gap_(make_plot(this, tr("step"), tr("FP8 loss -\nreference loss"))),
       speed_(make_plot(this, tr("step"), tr("tokens/s"))),
       memory_(make_plot(this, QString(), tr("peak memory (GB)"))),
       memory_bars_(new QCPBars(memory_->xAxis, memory_->yAxis)) {

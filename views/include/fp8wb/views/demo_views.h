@@ -32,7 +32,6 @@ class GradientDemoView : public QWidget {
   const GradientDemoResult& result() const { return result_; }
   ExportablePlot* histogramPlot() const { return hist_; }
   QString summaryText() const;
-  void setPresentationMode(bool on);
 
  private:
   void rerun();
@@ -57,7 +56,6 @@ class OutlierDemoView : public QWidget {
   QString summaryText() const;  // the figures at the slider's k, then the footer
   // The source chapter's figures beside this tensor's, and why they differ.
   QString footerText() const;
-  void setPresentationMode(bool on);
 
  private:
   void rerun();
@@ -89,7 +87,6 @@ class MasterWeightsDemoView : public QWidget {
   ExportablePlot* trajectoryPlot() const { return plot_; }
   QString summaryText() const;
   QString footerText() const;
-  void setPresentationMode(bool on);
 
  private:
   void rerun();
@@ -114,7 +111,6 @@ class LossScalingDemoView : public QWidget {
   ExportablePlot* scalePlot() const { return scale_plot_; }
   ExportablePlot* underflowPlot() const { return underflow_plot_; }
   QString summaryText() const;
-  void setPresentationMode(bool on);
 
  private:
   void rerun();

@@ -1,5 +1,5 @@
 // defines: ExportablePlot: a QCustomPlot with zoom/pan, a right-click menu exporting the
-// picture (PNG, PDF) and the data (CSV), and presentation-size fonts on demand.
+// picture (PNG, PDF) and the data (CSV). PresentationMode scales its fonts and pens.
 #pragma once
 
 #include <qcustomplot.h>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fp8wb/kernels/format.h"
+#include "fp8wb/views/presentation_mode.h"
 
 namespace fp8wb {
 
@@ -21,9 +22,10 @@ class ExportablePlot : public QCustomPlot {
   QString exportTo(const QString& path);
   // Every graph's points as CSV: series,x,y.
   QString toCsv() const;
-  void setPresentationMode(bool on);
-  // Plots' own base font size (points) for normal and presentation mode.
-  static int basePointSize(bool presentation) { return presentation ? 16 : 9; }
+  // Plots' own base font size (points), and as PresentationMode shows it.
+  static double basePointSize(bool presentation) {
+    return presentation ? 9 * PresentationMode::kDefaultFactor : 9;
+  }
 
  protected:
   // A tooltip with the exact values of the nearest point (graphs) or cell (colour maps).
@@ -32,7 +34,6 @@ class ExportablePlot : public QCustomPlot {
  private:
   void showExportMenu(const QPoint& pos);
   void applyFonts();
-  bool presentation_ = false;
 };
 
 // The colour of a format across every plot.

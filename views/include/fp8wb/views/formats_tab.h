@@ -41,7 +41,6 @@ class FormatsTab : public QWidget {
   void setOverflow(Overflow o);
   void setShowAllFormats(bool all);
   void setTableFormat(Format f);
-  void setPresentationMode(bool on);
 
   // The cards shown now, in order; nullptr for a format not shown.
   std::vector<FormatCard*> cards() const { return cards_; }
@@ -68,6 +67,9 @@ class FormatsTab : public QWidget {
  Q_SIGNALS:
   void valueChanged(double value);
 
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
  private:
   void rebuildCards();
   void refresh();
@@ -81,6 +83,7 @@ class FormatsTab : public QWidget {
   QCheckBox* all_formats_;
   QLabel* error_;
   QHBoxLayout* cards_layout_;
+  QWidget* cards_host_ = nullptr;
   QScrollArea* cards_scroll_ = nullptr;
   std::vector<FormatCard*> cards_;
   NumberLinePlot* number_line_;
@@ -94,7 +97,6 @@ class FormatsTab : public QWidget {
   MasterWeightsDemoView* master_weights_demo_ = nullptr;
   LossScalingDemoView* loss_scaling_demo_ = nullptr;
   std::optional<double> value_;
-  bool presentation_ = false;
 };
 
 }  // namespace fp8wb

@@ -64,7 +64,6 @@ class RunTabBase : public QWidget {
   // Replots if visible and the data changed since the last replot (or force).
   void refresh(bool force = false);
   virtual std::vector<ExportablePlot*> plots() const = 0;
-  void setPresentationMode(bool on);
 
  protected:
   void showEvent(QShowEvent* e) override;
