@@ -93,9 +93,14 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
                           {"std", a.std},
                           {"amax", a.amax},
                           {"dynamic_range_bits", a.dynamic_range_bits},
+                          {"nan_count", a.nan_count},
+                          {"inf_count", a.inf_count},
                           {"log2_histogram", a.log2_hist},
                           {"recommended", a.recommended},
                           {"reason", a.reason}};
+      // Why there is no SQNR (no finite signal), null when the recipes ran.
+      t["not_quantized"] =
+          a.not_quantized.empty() ? nlohmann::json() : nlohmann::json(a.not_quantized);
       t["recipes"] = nlohmann::json::array();
       for (const auto& r : a.recipes) {
         t["recipes"].push_back(
@@ -118,13 +123,25 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
     for (const auto& r : a.recipes) {
       if (!best || r.sqnr_db > best->sqnr_db) best = &r;
     }
-    out << fmt::format("{:<40} {:<8} {:<14} {:>10.4g} {:>6.1f}b  {:<26} {:>8.1f} {:>8.3f}%\n",
+    const std::string sqnr = best ? fmt::format("{:.1f}", best->sqnr_db) : std::string("-");
+    const std::string underflow =
+        best ? fmt::format("{:.3f}%", best->underflow_pct) : std::string("-");
+    out << fmt::format("{:<40} {:<8} {:<14} {:>10.4g} {:>6.1f}b  {:<26} {:>8} {:>9}\n",
                        a.name.substr(0, 40), a.dtype, shape.substr(0, 14), a.amax,
-                       a.dynamic_range_bits, best ? best->name : std::string("-"),
-                       best ? best->sqnr_db : NAN, best ? best->underflow_pct : 0.0);
+                       a.dynamic_range_bits, best ? best->name : std::string("-"), sqnr, underflow);
+    if (!a.not_quantized.empty()) out << "    no SQNR: " << a.not_quantized << "\n";
+    if (a.nan_count > 0 || a.inf_count > 0) {
+      out << fmt::format("    non-finite: {} NaN, {} Inf (left out of every figure above)\n",
+                         a.nan_count, a.inf_count);
+    }
     if (!a.recommended.empty())
       out << "    recommended: " << a.recommended << " (" << a.reason << ")\n";
   }
+  const auto with_nonfinite = std::count_if(all.begin(), all.end(), [](const TensorAnalysis& a) {
+    return a.nan_count > 0 || a.inf_count > 0;
+  });
+  if (with_nonfinite > 0)
+    out << with_nonfinite << " of " << all.size() << " tensors hold NaN or Inf values\n";
   size_t combos = 0;
   for (const auto& a : all) combos = std::max(combos, a.recipes.size());
   out << fmt::format(

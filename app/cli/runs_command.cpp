@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -152,24 +153,26 @@ int import_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
 
 }  // namespace
 
-int run_runs(const RunsOptions& given, std::ostream& out, std::ostream& err) {
-  if (given.action == "import") return import_runs(given, out, err);
-  RunsOptions opt = given;
-  if (!opt.target.empty()) {
-    try {
-      size_t used = 0;
-      opt.id = std::stoll(opt.target, &used);
-      if (used != opt.target.size()) throw std::invalid_argument("trailing text");
-    } catch (const std::exception&) {
-      err << "fp8wb runs " << opt.action << ": a run's id is a number, not \""
-          << opt.target.substr(0, 40) << "\" (`fp8wb runs list`)\n";
-      return 1;
-    }
+int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
+  if (opt.action == "import") return import_runs(opt, out, err);
+  // The run's id, checked before the database is opened.
+  int64_t id = 0;
+  const char* end = opt.target.data() + opt.target.size();
+  if (const auto [at, e] = std::from_chars(opt.target.data(), end, id);
+      !opt.target.empty() && (e != std::errc() || at != end || id <= 0)) {
+    err << "fp8wb runs " << opt.action << ": run id must be a number, not '" << opt.target
+        << "' (`fp8wb runs list` shows the ids)\n";
+    return 1;
   }
   // Reading creates nothing (no folder, no file, no -wal): a missing database is an error.
   // Only delete writes, and only to a database that exists.
   const std::string path = db_path(opt.db);
   std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    // Said as `train` says it.
+    err << "fp8wb: run database " << path << " is a folder, not a database file\n";
+    return 1;
+  }
   if (!std::filesystem::is_regular_file(path, ec)) {
     err << "fp8wb: no run database at " << path << "\n";
     return 1;
@@ -211,13 +214,13 @@ int run_runs(const RunsOptions& given, std::ostream& out, std::ostream& err) {
     out << "(" << kFinalLossDefinition << ")\n";
     return 0;
   }
-  if (opt.id <= 0) {
+  if (opt.target.empty()) {
     err << "fp8wb runs " << opt.action << ": which run? (give its id; `fp8wb runs list`)\n";
     return 1;
   }
-  const auto r = store->run(opt.id);
+  const auto r = store->run(id);
   if (!r) {
-    err << "fp8wb: no run " << opt.id << " in " << store->path() << "\n";
+    err << "fp8wb: no run " << id << " in " << store->path() << "\n";
     return 1;
   }
   if (opt.action == "show") {

@@ -12,8 +12,9 @@ namespace fp8wb::cli {
 struct RunsOptions {
   std::string action;  // list, show, export, delete, import
   std::string db;
-  std::string target;  // the run's id (show, export, delete) or the file to import
-  int64_t id = 0;      // the run (from target)
+  // As typed: the run's id, a positive number (show, export, delete), or the database file
+  // to import from (import).
+  std::string target;
   std::string format = "csv";
   std::string out_file;
   bool json = false;

@@ -74,6 +74,7 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   connect(tabs_, &QTabWidget::currentChanged, this, [this] { refreshRunTabs(); });
   connect(engine_, &EngineController::started, this, [this](qint64 id) {
     run_status_->setText(tr("run %1 training").arg(id));
+    clearFailureMessage();
     if (tabs_->currentWidget() == formats_ || tabs_->currentWidget() == runs_)
       tabs_->setCurrentWidget(overview_);
     showRunPanelForPresentation();
@@ -91,8 +92,10 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   connect(engine_, &EngineController::notice, this, &MainWindow::showNotice);
   connect(checkpoint_, &CheckpointTab::failed, this, &MainWindow::showFailure);
   connect(checkpoint_, &CheckpointTab::notice, this, &MainWindow::showNotice);
+  connect(checkpoint_, &CheckpointTab::checkpointLoaded, this, [this] { clearFailureMessage(); });
   connect(sweeps_, &SweepsTab::failed, this, &MainWindow::showFailure);
   connect(sweeps_, &SweepsTab::notice, this, &MainWindow::showNotice);
+  connect(sweeps_, &SweepsTab::sweepShown, this, [this] { clearFailureMessage(); });
   connect(runs_, &RunsTab::failed, this, &MainWindow::showFailure);
   connect(sweeps_, &SweepsTab::openRunRequested, runs_, &RunsTab::openRequested);
   // Opening a stored run reads it on a pool thread; the window stays responsive.
@@ -103,6 +106,7 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   connect(engine_, &EngineController::opened, this, [this](qint64 id, bool live) {
     run_status_->setText(live ? tr("run %1: following it live").arg(id)
                               : tr("run %1 opened").arg(id));
+    clearFailureMessage();
     // The form shows the opened run's settings (Start trains it again).
     if (engine_->data().hasConfig()) panel_->setConfig(engine_->data().config());
     tabs_->setCurrentWidget(overview_);
@@ -402,6 +406,22 @@ void MainWindow::showFailure(const QString& message) {
   }
   failure_box_->setText(message);
   failure_box_->show();
+}
+
+void MainWindow::clearFailureMessage() {
+  if (!failures_.isEmpty() && statusBar()->currentMessage() == failures_.last())
+    statusBar()->clearMessage();
+}
+
+void MainWindow::showEvent(QShowEvent* e) {
+  QMainWindow::showEvent(e);
+  // A message shown before the window was (a --db that cannot be opened, said at start-up)
+  // did not hide the status bar's labels, which were not visible yet: shown again now, it
+  // does, instead of being drawn over them.
+  if (const QString m = statusBar()->currentMessage(); !m.isEmpty()) {
+    statusBar()->clearMessage();
+    statusBar()->showMessage(m, 20000);
+  }
 }
 
 void MainWindow::showNotice(const QString& message) {

@@ -79,6 +79,7 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* e) override;
+  void showEvent(QShowEvent* e) override;
 
  private:
   void buildMenus();
@@ -87,6 +88,8 @@ class MainWindow : public QMainWindow {
   void fillRecentMenu();
   void fillExportMenu();
   void rememberDatabase(const QString& path);
+  // A failure still in the status bar is taken down once what failed has worked since.
+  void clearFailureMessage();
   QTabWidget* tabs_;
   FormatsTab* formats_;
   EngineController* engine_;

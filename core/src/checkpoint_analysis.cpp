@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <future>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 
@@ -161,6 +162,23 @@ TensorAnalysis analyze_ref(const std::string& name, const std::string& dtype,
 #endif
   const ValueSummary v = summarize_values(x, options.threads);
   a.log2_hist = v.hist;
+  // NaN and Inf stay out of every figure (moments, amax, SQNR are over finite values);
+  // they are counted, NaN apart from Inf, so that a reader sees them.
+  if (v.hist.size() > kHistNonfiniteBin && v.hist[kHistNonfiniteBin] > 0) {
+    const int64_t n = x.numel();
+    int64_t nans = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t bits = 0;
+      if (x.f32) {
+        std::memcpy(&bits, &x.f32[i], 4);
+      } else {
+        bits = static_cast<uint32_t>(x.bf16[i]) << 16;
+      }
+      nans += (bits & 0x7FFFFFFFu) > 0x7F800000u;
+    }
+    a.nan_count = nans;
+    a.inf_count = static_cast<int64_t>(v.hist[kHistNonfiniteBin]) - nans;
+  }
   if (v.finite > 0) {
     a.mean = v.sum / static_cast<double>(v.finite);
     a.std = std::sqrt(std::max(0.0, v.sq_sum / static_cast<double>(v.finite) - a.mean * a.mean));
@@ -170,6 +188,22 @@ TensorAnalysis analyze_ref(const std::string& name, const std::string& dtype,
   a.amax = v.amax;
   a.min_nonzero = v.min_nonzero;
   a.dynamic_range_bits = a.min_nonzero > 0 ? std::log2(a.amax) - std::log2(a.min_nonzero) : 0;
+  // SQNR is signal power over error power: without finite nonzero values there is no
+  // signal, and no figure (nor a recommendation) to give.
+  if (a.floating) {
+    if (a.numel == 0) {
+      a.not_quantized = "empty tensor (0 elements)";
+    } else if (v.finite == 0) {
+      a.not_quantized = "no finite values: " + std::to_string(a.nan_count) + " NaN";
+      if (a.inf_count > 0) a.not_quantized += ", " + std::to_string(a.inf_count) + " Inf";
+    } else if (a.amax == 0) {
+      a.not_quantized = "all zero";
+    }
+  }
+  if (!a.not_quantized.empty()) {
+    if (on_gpu.valid()) on_gpu.wait();  // it reads x
+    return a;
+  }
   if (recipes.empty()) return a;
   std::vector<TensorStats> stats;
   if (on_gpu.valid()) {
@@ -228,20 +262,27 @@ std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
     pending.push_back(&r);
   }
   std::vector<TensorAnalysis> out;
+  // fp32 and bf16 bytes are read (pread, never a memory map: a file truncated under the
+  // analysis gives an error, not SIGBUS) into one buffer that every tensor reuses, and
+  // analysed there; the other dtypes are converted to fp32 first.
+  std::unique_ptr<uint32_t[]> buffer;
+  size_t buffer_words = 0;
   for (size_t i = 0; i < pending.size(); ++i) {
     const TensorEntry& e = *pending[i]->entry;
-    const uint8_t* raw = pending[i]->file->data(e);
     const std::string dtype(st_dtype_name(e.dtype));
-    // fp32 and bf16 are read where they lie (memory-mapped); the rest is converted.
-    const auto addr = reinterpret_cast<uintptr_t>(raw);
-    if (e.dtype == StDtype::F32 && addr % alignof(float) == 0) {
-      const auto* p = reinterpret_cast<const float*>(raw);
-      out.push_back(analyze_ref(e.name, dtype, e.shape, ref_2d(p, nullptr, e.shape, e.numel()),
-                                options, gpu));
-    } else if (e.dtype == StDtype::BF16 && addr % alignof(uint16_t) == 0) {
-      const auto* p = reinterpret_cast<const uint16_t*>(raw);
-      out.push_back(analyze_ref(e.name, dtype, e.shape, ref_2d(nullptr, p, e.shape, e.numel()),
-                                options, gpu));
+    if (e.dtype == StDtype::F32 || e.dtype == StDtype::BF16) {
+      const size_t words = static_cast<size_t>((e.end - e.begin + 3) / 4);
+      if (words > buffer_words) {
+        buffer.reset(new uint32_t[words]);  // not zeroed: read() fills it
+        buffer_words = words;
+      }
+      pending[i]->file->read(e, buffer.get());
+      const TensorRef x =
+          e.dtype == StDtype::F32
+              ? ref_2d(reinterpret_cast<const float*>(buffer.get()), nullptr, e.shape, e.numel())
+              : ref_2d(nullptr, reinterpret_cast<const uint16_t*>(buffer.get()), e.shape,
+                       e.numel());
+      out.push_back(analyze_ref(e.name, dtype, e.shape, x, options, gpu));
     } else {
       const std::vector<float> v = ckpt.to_float(*pending[i]);
       out.push_back(analyze_ref(e.name, dtype, e.shape,
@@ -284,8 +325,7 @@ ExportReport export_fp8_checkpoint(const Checkpoint& ckpt, const std::string& pa
       out.push_back(std::move(scales));
       report.quantized.push_back(e.name);
     } else {
-      const uint8_t* p = ref.file->data(e);
-      out.push_back({e.name, e.dtype, e.shape, std::vector<uint8_t>(p, p + (e.end - e.begin))});
+      out.push_back({e.name, e.dtype, e.shape, ref.file->bytes(e)});
       report.kept.push_back(e.name);
     }
   }

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -153,6 +154,27 @@ std::string read_regular_file(const std::string& path, uint64_t max_bytes) {
   }
   ::close(fd);
   return out;
+}
+
+uint64_t read_at(int fd, uint64_t offset, void* out, uint64_t n, const std::string& path) {
+  constexpr uint64_t kChunk = uint64_t{64} << 20;
+  uint64_t done = 0;
+  while (done < n) {
+    const uint64_t want = std::min(kChunk, n - done);
+    uint64_t at = 0;
+    if (__builtin_add_overflow(offset, done, &at) || at > static_cast<uint64_t>(INT64_MAX))
+      break;  // past any file's end
+    const ssize_t r = ::pread(fd, static_cast<char*>(out) + done, static_cast<size_t>(want),
+                              static_cast<off_t>(at));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw FileError("cannot read " + path + " at byte " + std::to_string(at) + ": " +
+                      errno_text(errno));
+    }
+    if (r == 0) break;  // the end of the file
+    done += static_cast<uint64_t>(r);
+  }
+  return done;
 }
 
 void write_file_atomically(const std::string& path,

@@ -1,7 +1,13 @@
-// open_any_checkpoint(): which reader a checkpoint file goes to. A new checkpoint format
-// is one more branch here and a reader of its own.
+// open_any_checkpoint(): which reader a checkpoint file goes to, by what the file holds
+// (its first bytes), not by its name. A new checkpoint format is one more branch here and
+// a reader of its own.
 #include "fp8wb/core/open_checkpoint.h"
 
+#include <unistd.h>
+
+#include <cstring>
+
+#include "fp8wb/core/file_io.h"
 #include "pt_reader.h"
 
 namespace fp8wb {
@@ -12,13 +18,43 @@ bool has_suffix(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// The first bytes of a file (fewer where it is shorter).
+std::string first_bytes(const std::string& path, size_t n) {
+  int fd = -1;
+  try {
+    fd = open_regular_file(path);  // a FIFO or a device is refused, not waited on
+    std::string head(n, '\0');
+    head.resize(static_cast<size_t>(read_at(fd, 0, head.data(), n, path)));
+    ::close(fd);
+    return head;
+  } catch (const FileError& e) {
+    if (fd >= 0) ::close(fd);
+    throw CheckpointError(e.what());
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Checkpoint> open_any_checkpoint(const std::string& path) {
-  // PyTorch files: torch.save's zip archive (pt_reader.cpp).
-  if (has_suffix(path, ".pt") || has_suffix(path, ".pth") || has_suffix(path, ".bin"))
-    return read_pt_checkpoint(path);
-  // Everything else: one safetensors file or a sharded *.index.json (safetensors.cpp).
+  // A sharded set's index is JSON; its shards are safetensors files (safetensors.cpp).
+  if (has_suffix(path, ".index.json")) return Checkpoint::open(path);
+  const std::string head = first_bytes(path, 9);
+  // A safetensors header: a little-endian length, then '{' (safetensors.cpp).
+  if (head.size() == 9 && head[8] == '{') return Checkpoint::open(path);
+  // torch.save's zip archive, or its legacy bare pickle (refused by name): pt_reader.cpp,
+  // whatever the file is called.
+  const bool zip = head.compare(0, 4, "PK\x03\x04", 4) == 0;
+  const bool pickle = !head.empty() && static_cast<unsigned char>(head[0]) == 0x80;
+  if (zip || pickle) return read_pt_checkpoint(path);
+  const bool pt_name =
+      has_suffix(path, ".pt") || has_suffix(path, ".pth") || has_suffix(path, ".bin");
+  if (pt_name && head.size() >= 8) {
+    throw CheckpointError(path +
+                          " is not a PyTorch checkpoint: it does not start like the zip "
+                          "archive torch.save writes ('PK') nor like a safetensors file (a "
+                          "header length followed by '{')");
+  }
+  // Everything else is read as safetensors, which says what the file is not.
   return Checkpoint::open(path);
 }
 

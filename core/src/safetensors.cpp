@@ -1,7 +1,6 @@
 #include "fp8wb/core/safetensors.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -125,6 +124,32 @@ bool inside(const std::filesystem::path& outer, const std::filesystem::path& inn
   return i != inner.end();
 }
 
+// What a file that is not a safetensors file seems to be, from its first bytes: "" or
+// " (it starts like a PNG image)".
+std::string looks_like(const uint8_t* p, size_t n) {
+  auto starts = [&](std::string_view magic) {
+    return n >= magic.size() && std::memcmp(p, magic.data(), magic.size()) == 0;
+  };
+  const char* kind = nullptr;
+  if (starts("\x89PNG"))
+    kind = "like a PNG image";
+  else if (starts("\xFF\xD8\xFF"))
+    kind = "like a JPEG image";
+  else if (starts("%PDF"))
+    kind = "like a PDF document";
+  else if (starts("PK\x03\x04"))
+    kind = "like a zip archive";
+  else if (starts("\x1F\x8B"))
+    kind = "like a gzip file";
+  else if (n > 0 && p[0] == 0x80)
+    kind = "like a pickle (torch.save's legacy format)";
+  else if (n > 0 && std::all_of(p, p + n, [](uint8_t c) {
+             return c == '\t' || c == '\n' || c == '\r' || (c >= 0x20 && c < 0x7F);
+           }))
+    kind = "with text";
+  return kind ? std::string(" (it starts ") + kind + ")" : std::string();
+}
+
 template <class T>
 T load(const uint8_t* p) {
   T v;
@@ -165,66 +190,106 @@ int64_t TensorEntry::numel() const {
 }
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : label_(path) {
-  int fd = -1;
   try {
-    fd = open_regular_file(path);  // a FIFO or a device is refused, not waited on
+    fd_ = open_regular_file(path);  // a FIFO or a device is refused, not waited on
   } catch (const FileError& e) {
     throw CheckpointError(e.what());
   }
-  struct stat st {};
-  if (fstat(fd, &st) != 0) {
-    const int e = errno;
-    ::close(fd);
-    throw CheckpointError("cannot open " + path + ": " + std::strerror(e));
-  }
-  const auto size = static_cast<size_t>(st.st_size);
-  if (size > 0) {
-    void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    ::close(fd);
-    if (p == MAP_FAILED) throw CheckpointError("cannot map " + path + ": " + std::strerror(errno));
-    base_ = static_cast<const uint8_t*>(p);
-    mapped_ = size;
-    owns_map_ = true;
-  } else {
-    ::close(fd);
-  }
   try {
-    parse(size);
+    struct stat st {};
+    if (fstat(fd_, &st) != 0)
+      throw CheckpointError("cannot open " + path + ": " + std::strerror(errno));
+    size_ = static_cast<uint64_t>(st.st_size);
+    // The header length and the byte after it, then (where the length is plausible) the
+    // whole header; tensor bytes are read when asked for.
+    std::vector<uint8_t> head(static_cast<size_t>(std::min<uint64_t>(size_, 9)));
+    head.resize(static_cast<size_t>(read_at(fd_, 0, head.data(), head.size(), path)));
+    if (head.size() >= 8) {
+      const uint64_t n = load<uint64_t>(head.data());
+      if (n <= kMaxHeader && n <= size_ - 8) {
+        head.resize(static_cast<size_t>(8 + n));
+        head.resize(static_cast<size_t>(read_at(fd_, 0, head.data(), head.size(), path)));
+      }
+    } else {
+      size_ = head.size();  // shorter than fstat said a moment ago
+    }
+    parse(head.data(), head.size(), size_);
+  } catch (const FileError& e) {
+    ::close(fd_);
+    throw CheckpointError(e.what());
   } catch (...) {
-    if (owns_map_) munmap(const_cast<uint8_t*>(base_), mapped_);
-    owns_map_ = false;
+    ::close(fd_);
     throw;
   }
 }
 
 SafetensorsFile::SafetensorsFile(const uint8_t* bytes, size_t size, std::string label)
-    : label_(std::move(label)), base_(bytes) {
-  parse(size);
+    : label_(std::move(label)), image_(bytes), size_(size) {
+  parse(bytes, size, size);
 }
 
 SafetensorsFile::~SafetensorsFile() {
-  if (owns_map_) munmap(const_cast<uint8_t*>(base_), mapped_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
-void SafetensorsFile::parse(size_t size) {
+void SafetensorsFile::read(const TensorEntry& t, void* out) const {
+  const uint64_t n = t.end - t.begin;  // parse(): end >= begin, end inside the file at open
+  if (n == 0) return;
+  const uint64_t from = data_offset_ + t.begin;
+  if (image_) {
+    std::memcpy(out, image_ + from, static_cast<size_t>(n));
+    return;
+  }
+  auto gone = [&](const std::string& why) {
+    return CheckpointError(label_ + ": tensor '" + t.name + "': " + why +
+                           "; the file was truncated or rewritten while it was read");
+  };
+  const std::string range = "[" + std::to_string(from) + ", " + std::to_string(from + n) + ")";
+  struct stat st {};
+  if (fstat(fd_, &st) == 0 && static_cast<uint64_t>(st.st_size) < from + n) {
+    throw gone("its bytes " + range + " lie past the end of the file, which is " +
+               std::to_string(st.st_size) + " bytes now and was " + std::to_string(size_) +
+               " when it was opened");
+  }
+  uint64_t got = 0;
+  try {
+    got = read_at(fd_, from, out, n, label_);
+  } catch (const FileError& e) {
+    throw CheckpointError(std::string(e.what()) + " (tensor '" + t.name + "')");
+  }
+  if (got < n) {
+    throw gone("the file ended at byte " + std::to_string(from + got) + " while its bytes " +
+               range + " were read");
+  }
+}
+
+std::vector<uint8_t> SafetensorsFile::bytes(const TensorEntry& t) const {
+  std::vector<uint8_t> out(static_cast<size_t>(t.end - t.begin));
+  read(t, out.data());
+  return out;
+}
+
+void SafetensorsFile::parse(const uint8_t* head, size_t head_size, uint64_t size) {
   auto fail = [&](const std::string& why) { throw CheckpointError(label_ + ": " + why); };
-  if (size < 8)
-    fail("truncated: " + std::to_string(size) + " bytes, not even the 8-byte header length");
-  const uint64_t n = load<uint64_t>(base_);
+  if (head_size < 8)
+    fail("truncated: " + std::to_string(head_size) + " bytes, not even the 8-byte header length");
+  const uint64_t n = load<uint64_t>(head);
   // A safetensors file starts with its JSON header's length, then '{'; a file that
   // does not is some other file, and is named as such rather than by its odd numbers.
-  if (size > 8 && base_[8] != '{' && (n > kMaxHeader || n > size - 8)) {
-    fail(
-        "not a safetensors file (it does not start with a header length and a JSON "
-        "header); a checkpoint is a .safetensors file, its .index.json, or a PyTorch "
-        ".pt/.pth/.bin file");
+  if (!(head_size > 8 && head[8] == '{') && (n > kMaxHeader || n > size - 8)) {
+    throw CheckpointError(label_ + " is not a safetensors file: its first 8 bytes do not " +
+                          "give a header length (expected a little-endian length below 100 " +
+                          "MB followed by '{')" + looks_like(head, head_size) +
+                          ". A checkpoint is a .safetensors file, its .index.json, or a " +
+                          "PyTorch .pt/.pth/.bin file");
   }
   if (n > kMaxHeader) fail("header length " + std::to_string(n) + " is over the 100 MB limit");
   if (n > size - 8) {
     fail("header length " + std::to_string(n) + " runs past the end of the file (" +
          std::to_string(size) + " bytes)");
   }
-  const std::string_view header(reinterpret_cast<const char*>(base_ + 8), static_cast<size_t>(n));
+  if (n > head_size - 8) fail("the file ended while its header was read");
+  const std::string_view header(reinterpret_cast<const char*>(head + 8), static_cast<size_t>(n));
   if (!valid_utf8(header)) fail("the header is not valid UTF-8");
   json j;
   std::string duplicate;
@@ -242,7 +307,7 @@ void SafetensorsFile::parse(size_t size) {
              ? "tensor '" + duplicate + "' appears twice in the header"
              : "the header gives '" + duplicate + "' twice");
   }
-  data_ = base_ + 8 + n;
+  data_offset_ = 8 + n;
   const uint64_t data_size = size - 8 - n;
   for (const auto& [name, v] : j.items()) {
     if (name == "__metadata__") {
@@ -406,17 +471,20 @@ const Checkpoint::Ref* Checkpoint::find(const std::string& name) const {
 
 std::vector<float> Checkpoint::to_float(const Ref& r) const {
   const TensorEntry& t = *r.entry;
-  const uint8_t* p = r.file->data(t);
   const auto n = static_cast<size_t>(t.numel());
   std::vector<float> out(n);
-  // An empty tensor: out.data() and p may be null, and memcpy() from or to null is
-  // undefined even for 0 bytes.
   if (n == 0) return out;
+  if (t.dtype == StDtype::F32) {
+    r.file->read(t, out.data());
+    return out;
+  }
+  const std::vector<uint8_t> bytes = r.file->bytes(t);
+  const uint8_t* p = bytes.data();
   switch (t.dtype) {
     case StDtype::F64:
       for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load<double>(p + 8 * i));
       break;
-    case StDtype::F32: std::memcpy(out.data(), p, 4 * n); break;
+    case StDtype::F32: break;  // read above
     case StDtype::F16:
       for (size_t i = 0; i < n; ++i) out[i] = half_to_float(load<uint16_t>(p + 2 * i));
       break;
@@ -441,7 +509,8 @@ std::vector<float> Checkpoint::to_float(const Ref& r) const {
                                 std::to_string(br) + ", " + std::to_string(bc) +
                                 "], the 128x128 blocks of '" + t.name + "'");
         }
-        const uint8_t* sp = sc->file->data(*sc->entry);
+        const std::vector<uint8_t> scales = sc->file->bytes(*sc->entry);
+        const uint8_t* sp = scales.data();
         for (int64_t i = 0; i < rows; ++i) {
           for (int64_t j = 0; j < cols; ++j) {
             out[static_cast<size_t>(i * cols + j)] *=

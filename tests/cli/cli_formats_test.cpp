@@ -214,3 +214,20 @@ TEST(CliDemo, LossScalingJson) {
 }
 
 }  // namespace
+
+// A run id that is not a number is named as such (not the parser's words), with the
+// exit code of the command's other errors; a folder given as the database is called one.
+TEST(CliRuns, BadIdAndAFolderAsTheDatabaseSaySo) {
+  const std::string folder = ::testing::TempDir();
+  Result r = run({"runs", "show", "abc", "--db", folder});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("run id must be a number, not 'abc'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("Could not convert"), std::string::npos) << r.err;
+  r = run({"runs", "delete", "12x", "--db", folder});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("not '12x'"), std::string::npos) << r.err;
+  r = run({"runs", "list", "--db", folder});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("is a folder"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("no run database"), std::string::npos) << r.err;
+}

@@ -183,3 +183,61 @@ TEST(CliInspect, ExportReplacesOnlyRegularFiles) {
 }
 
 }  // namespace
+
+namespace {
+
+// NaN and Inf in a tensor are counted and shown, in the table and in JSON.
+TEST(CliInspect, NanAndInfAreShown) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("fp8wb-inspect-nan-" + std::to_string(getpid()) + ".safetensors"))
+                               .string();
+  std::vector<float> w(64 * 64, 0.5f);
+  w[3] = NAN;
+  w[10] = NAN;
+  w[20] = INFINITY;
+  std::vector<uint8_t> bytes(w.size() * 4);
+  std::memcpy(bytes.data(), w.data(), bytes.size());
+  fp8wb::write_safetensors(path, {{"bad.weight", fp8wb::StDtype::F32, {64, 64}, bytes}});
+  auto r = run({"inspect", path});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("non-finite: 2 NaN, 1 Inf"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 of 1 tensors hold NaN or Inf"), std::string::npos) << r.out;
+  r = run({"inspect", path, "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j[0]["nan_count"], 2);
+  EXPECT_EQ(j[0]["inf_count"], 1);
+  std::filesystem::remove(path);
+}
+
+TEST(CliInspect, TensorsWithoutSignalHaveNoSqnr) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("fp8wb-inspect-nosignal-" + std::to_string(getpid()) + ".safetensors"))
+                               .string();
+  const std::vector<float> nan(64 * 64, NAN), zero(64 * 64, 0.0f);
+  std::vector<uint8_t> nan_bytes(nan.size() * 4), zero_bytes(zero.size() * 4);
+  std::memcpy(nan_bytes.data(), nan.data(), nan_bytes.size());
+  std::memcpy(zero_bytes.data(), zero.data(), zero_bytes.size());
+  fp8wb::write_safetensors(path, {{"nan.weight", fp8wb::StDtype::F32, {64, 64}, nan_bytes},
+                                  {"zero.weight", fp8wb::StDtype::F32, {64, 64}, zero_bytes},
+                                  {"empty.bias", fp8wb::StDtype::F32, {0}, {}}});
+  auto r = run({"inspect", path});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.find("inf"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("recommended"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no SQNR: no finite values: 4096 NaN"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no SQNR: all zero"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no SQNR: empty tensor (0 elements)"), std::string::npos) << r.out;
+  r = run({"inspect", path, "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 3u);
+  for (const auto& t : j) {
+    EXPECT_TRUE(t["recipes"].empty()) << t["name"];
+    EXPECT_EQ(t["recommended"], "") << t["name"];
+    ASSERT_TRUE(t["not_quantized"].is_string()) << t["name"];
+  }
+  std::filesystem::remove(path);
+}
+
+}  // namespace

@@ -2,6 +2,8 @@
 // analysed in the background and fills the table (worst first) and the plots; filter;
 // the model under QAbstractItemModelTester; bad files give their message.
 #include <QAbstractItemModelTester>
+#include <QComboBox>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
 #include <QTemporaryDir>
@@ -28,6 +30,8 @@ class CheckpointTabTest : public QObject {
   void analysesAndShows();
   void badFilesShowTheirMessage();
   void singleColumnBlockMapsAreDrawn();
+  void tensorsWithoutSignalSayWhy();
+  void recentListIsTheSettingsList();
 
  private:
   QTemporaryDir dir_;
@@ -78,7 +82,10 @@ void CheckpointTabTest::analysesAndShows() {
     QVERIFY2(expected.count(key) == 1, qPrintable(QString::number(key)));
     QCOMPARE(hist->dataMainValue(i), expected[key]);
   }
-  QVERIFY(tab.plots()[1]->plottable(0)->interface1D()->dataCount() >= 20);  // recipe x format bars
+  int bars = 0;  // recipe x format bars (one plottable per format)
+  for (int i = 0; i < tab.plots()[1]->plottableCount(); ++i)
+    bars += tab.plots()[1]->plottable(i)->interface1D()->dataCount();
+  QVERIFY(bars >= 20);
   auto* filter = tab.proxy();
   filter->setFilterFixedString(QStringLiteral("weight"));
   QCOMPARE(filter->rowCount(), 1);
@@ -109,6 +116,8 @@ void CheckpointTabTest::badFilesShowTheirMessage() {
   QVERIFY(failed.wait(30000));
   QVERIFY(failed.at(0).at(0).toString().contains(QStringLiteral("truncated")));
   QCOMPARE(failed.count(), 1);
+  QCOMPARE(tab.statusText().count(path), 1);  // the file is named once
+  QVERIFY(tab.statusText().contains(QStringLiteral("truncated")));
   QVERIFY(!tab.busy());
   QCOMPARE(tab.model()->rowCount(), 0);
   for (ExportablePlot* p : tab.plots()) {
@@ -128,6 +137,10 @@ void CheckpointTabTest::singleColumnBlockMapsAreDrawn() {
   plot.resize(300, 300);
   auto* map = new QCPColorMap(plot.xAxis, plot.yAxis);
   fill_block_map(map, 4, 1, {0.1f, 0.2f, 0.3f, 0.4f});
+  // Block indices are whole numbers: one column has the one tick 0, no fractions.
+  plot.replot();
+  QCOMPARE(plot.xAxis->tickVector(), QVector<double>{0.0});
+  for (double t : plot.yAxis->tickVector()) QCOMPARE(t, std::round(t));
   for (int r = 0; r < 4; ++r) {
     QCOMPARE(map->data()->data(-0.4, r),
              static_cast<double>(std::vector<float>{0.1f, 0.2f, 0.3f, 0.4f}[r]));
@@ -143,6 +156,90 @@ void CheckpointTabTest::singleColumnBlockMapsAreDrawn() {
   QVERIFY2(at(0, 1.5) != QColor(Qt::white), "the column is not drawn");
   QVERIFY2(at(0.45, 1.5) != QColor(Qt::white), "the column is narrower than its block");
   QCOMPARE(at(0.7, 1.5), QColor(Qt::white));  // and no wider
+}
+
+void CheckpointTabTest::tensorsWithoutSignalSayWhy() {
+  const std::vector<float> nan(64 * 64, std::nanf("")), zero(64 * 64, 0.0f);
+  auto bytes = [](const std::vector<float>& v) {
+    std::vector<uint8_t> b(v.size() * 4);
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  };
+  const QString path = dir_.filePath(QStringLiteral("nosignal.safetensors"));
+  write_safetensors(path.toStdString(), {{"nan.weight", StDtype::F32, {64, 64}, bytes(nan)},
+                                         {"zero.weight", StDtype::F32, {64, 64}, bytes(zero)},
+                                         {"empty.bias", StDtype::F32, {0}, {}}});
+  CheckpointTab tab;
+  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
+  tab.openCheckpoint(path);
+  QVERIFY(loaded.wait(60000));
+  QCOMPARE(tab.model()->rowCount(), 3);
+  const std::map<QString, QString> why{{"nan.weight", "no finite values: 4096 NaN"},
+                                       {"zero.weight", "all zero"},
+                                       {"empty.bias", "empty tensor (0 elements)"}};
+  auto item = [](ExportablePlot* p, const QString& name) -> QCPItemText* {
+    for (int i = 0; i < p->itemCount(); ++i) {
+      if (p->item(i)->objectName() == name) return qobject_cast<QCPItemText*>(p->item(i));
+    }
+    return nullptr;
+  };
+  for (int r = 0; r < tab.proxy()->rowCount(); ++r) {
+    const QString name = tab.proxy()->index(r, CheckpointModel::Name).data().toString();
+    QVERIFY2(why.count(name) == 1, qPrintable(name));
+    const QString reason = why.at(name);
+    QCOMPARE(tab.proxy()->index(r, CheckpointModel::BestSqnr).data().toString(),
+             QStringLiteral("-"));
+    const QModelIndex rec = tab.proxy()->index(r, CheckpointModel::Recommended);
+    QVERIFY2(rec.data().toString().contains(reason), qPrintable(rec.data().toString()));
+    QVERIFY(!rec.data(Qt::FontRole).isValid());  // not the bold green of a recommendation
+    tab.selectTensor(name);
+    // No bars (none drawn at a made-up limit), the reason where they would be.
+    for (int i = 0; i < tab.plots()[1]->plottableCount(); ++i)
+      QCOMPARE(tab.plots()[1]->plottable(i)->interface1D()->dataCount(), 0);
+    QCPItemText* chart_note = item(tab.plots()[1], QStringLiteral("noChart"));
+    QVERIFY(chart_note);
+    QVERIFY2(chart_note->text().contains(reason), qPrintable(chart_note->text()));
+    QVERIFY(!tab.plots()[1]->xAxis->visible());
+    QCPItemText* map_note = item(tab.plots()[2], QStringLiteral("noBlockMap"));
+    QVERIFY(map_note);
+    QVERIFY2(map_note->text().contains(reason), qPrintable(map_note->text()));
+    // No histogram bins: the reason, no axes (a negative count axis before).
+    QCOMPARE(tab.plots()[0]->plottable(0)->interface1D()->dataCount(), 0);
+    QCPItemText* hist_note = item(tab.plots()[0], QStringLiteral("noHistogram"));
+    QVERIFY(hist_note);
+    QCOMPARE(hist_note->text(), reason);
+    QVERIFY(!tab.plots()[0]->yAxis->visible());
+  }
+}
+
+void CheckpointTabTest::recentListIsTheSettingsList() {
+  QSettings().remove(QStringLiteral("checkpoint/recent"));
+  CheckpointTab tab;
+  auto* recent = tab.findChild<QComboBox*>(QStringLiteral("checkpointRecent"));
+  QVERIFY(recent);
+  QCOMPARE(recent->count(), 0);
+  // File > Recent files writes this list (another window, or the menu): the tab shows
+  // the same files when it is shown, those still there.
+  QStringList files;
+  for (const char* n : {"r1.safetensors", "r2.safetensors"}) {
+    QFile f(dir_.filePath(QString::fromLatin1(n)));
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    files << f.fileName();
+  }
+  QSettings().setValue(QStringLiteral("checkpoint/recent"),
+                       QStringList{files[0], dir_.filePath(QStringLiteral("gone.pt")), files[1]});
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  QCOMPARE(recent->count(), 2);
+  QCOMPARE(recent->itemText(0), files[0]);
+  QCOMPARE(recent->itemText(1), files[1]);
+  QVERIFY(recent->isEnabled());
+  // And again when it is opened.
+  QSettings().setValue(QStringLiteral("checkpoint/recent"), QStringList{files[1]});
+  QTest::mouseClick(recent, Qt::LeftButton);
+  recent->hidePopup();
+  QCOMPARE(recent->count(), 1);
+  QCOMPARE(recent->itemText(0), files[1]);
 }
 
 QTEST_MAIN(CheckpointTabTest)

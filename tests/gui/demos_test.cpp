@@ -43,6 +43,9 @@ class DemosTest : public QObject {
   void lossScalingFollowsTheSliders();
   void gradientHistogramsStayapart();
   void outlierFooterCitesAndComputes();
+  void masterWeightsFooterFollowsTheSliders();
+  void lossScalingLegendsBelowThePlots();
+  void outlierTickLabelsApart();
 };
 
 void DemosTest::masterWeightsFollowTheSliders() {
@@ -193,6 +196,89 @@ void DemosTest::outlierFooterCitesAndComputes() {
   QVERIFY2(text.contains(QStringLiteral("4.9")), qPrintable(text));
   QVERIFY2(text.contains(computed), qPrintable(text));
   QVERIFY2(text.contains(QStringLiteral("amax")), qPrintable(text));  // and why they differ
+}
+
+// The footer's reasons follow the sliders: which formats lose the update, which move by
+// whole spacings, and where each stops (the spacing there more than twice the update).
+void DemosTest::masterWeightsFooterFollowsTheSliders() {
+  FormatsTab tab;
+  QVERIFY(tab.showPage(QStringLiteral("master-weights")));
+  MasterWeightsDemoView* view = tab.masterWeightsDemo();
+  // 1e-3 per step for 1000 steps: below half of 2^-7 (bf16), 2^-3 (E4M3) and 2^-2 (E5M2);
+  // fp16 moves by 2^-10 = 0.000977 each time: 1 + 1000 * 2^-10 = 1.9766.
+  QString text = view->footerText();
+  QVERIFY2(text.contains(QStringLiteral("0.001 is below half a spacing in bf16, E4M3, E5M2")),
+           qPrintable(text));
+  QVERIFY2(text.contains(QStringLiteral("fp16 moves by a whole spacing, 0.000977 per step")),
+           qPrintable(text));
+  QVERIFY2(text.contains(QStringLiteral("1.9766 after 1000 steps")), qPrintable(text));
+  QVERIFY2(!text.contains(QStringLiteral("stops at")), qPrintable(text));
+
+  // 0.1 per step for 5000 steps: bf16 (spacing 2^-7 below 2) moves until 32, where its
+  // spacing is 2^-2 = 0.25 > 0.2; fp16 until 256 (256 * 2^-10 = 0.25), E4M3 until 2
+  // (2 * 2^-3 = 0.25); E5M2 (2^-2 at 1, half of it 0.125 > 0.1) never moves.
+  auto* update = view->findChild<QSlider*>(QStringLiteral("updateSlider"));
+  auto* steps = view->findChild<QSlider*>(QStringLiteral("stepsSlider"));
+  QVERIFY(update && steps);
+  update->setFocus();
+  QTest::keyClick(update, Qt::Key_End);
+  steps->setFocus();
+  QTest::keyClick(steps, Qt::Key_End);
+  QCOMPARE(update->value(), -4);
+  QCOMPARE(steps->value(), 50);
+  text = view->footerText();
+  QVERIFY2(text.contains(QStringLiteral("0.1 is below half a spacing in E5M2:")), qPrintable(text));
+  QVERIFY2(text.contains(QStringLiteral("bf16 stops at 32, where the spacing is 2^-2 = 0.25")),
+           qPrintable(text));
+  QVERIFY2(text.contains(QStringLiteral("fp16 stops at 256, where the spacing is 2^-2 = 0.25")),
+           qPrintable(text));
+  QVERIFY2(text.contains(QStringLiteral("E4M3 stops at 2, where the spacing is 2^-2 = 0.25")),
+           qPrintable(text));
+  QVERIFY2(!text.contains(QStringLiteral("1.9766")) && !text.contains(QStringLiteral("1e-3")) &&
+               !text.contains(QStringLiteral("0.001")),
+           qPrintable(text));
+}
+
+// The loss-scaling plots' legends sit below the plots, not over the curves' first steps.
+void DemosTest::lossScalingLegendsBelowThePlots() {
+  FormatsTab tab;
+  QVERIFY(tab.showPage(QStringLiteral("loss-scaling")));
+  LossScalingDemoView* view = tab.lossScalingDemo();
+  for (QCustomPlot* p : {static_cast<QCustomPlot*>(view->scalePlot()),
+                         static_cast<QCustomPlot*>(view->underflowPlot())}) {
+    p->resize(700, 500);
+    p->replot();
+    QVERIFY(p->legend->visible());
+    QCOMPARE(p->legend->layout(), static_cast<QCPLayout*>(p->plotLayout()));
+    QVERIFY(p->legend->outerRect().top() >= p->axisRect()->outerRect().bottom());
+  }
+}
+
+// The outlier curve's k axis: no two tick labels overlap.
+void DemosTest::outlierTickLabelsApart() {
+  OutlierDemoView view;
+  QCustomPlot* p = view.errorPlot();
+  view.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&view));
+  for (int width : {600, 1000}) {
+    view.resize(width, 700);
+    QCoreApplication::processEvents();
+    p->replot();
+    QCPAxis* x = p->xAxis;
+    const QVector<double> ticks = x->tickVector();
+    const QVector<QString> labels = x->tickVectorLabels();
+    QVERIFY(ticks.size() >= 2);
+    const QFontMetrics fm(x->tickLabelFont());
+    double last_right = -1e9;
+    for (int i = 0; i < ticks.size(); ++i) {
+      const double px = x->coordToPixel(ticks[i]);
+      if (px < x->axisRect()->left() - 1 || px > x->axisRect()->right() + 1) continue;
+      const int w = fm.boundingRect(QRect(0, 0, 1000, 1000), Qt::AlignLeft, labels[i]).width();
+      QVERIFY2(px - w / 2.0 > last_right + 4,
+               qPrintable(QStringLiteral("%1 at %2 px wide %3").arg(labels[i]).arg(px).arg(w)));
+      last_right = px + w / 2.0;
+    }
+  }
 }
 
 QTEST_MAIN(DemosTest)

@@ -5,6 +5,7 @@
 // leaves the GUI thread free.
 #include <QElapsedTimer>
 #include <QFile>
+#include <QLabel>
 #include <QSignalSpy>
 #include <QStatusBar>
 #include <QTemporaryDir>
@@ -34,6 +35,8 @@ class ErrorsTest : public QObject {
   void noticesArriveThroughNotice();
   void finishedCarriesTheRunStatus();
   void openingALargeRunLeavesTheGuiThreadFree();
+  void aFailureSaidBeforeTheWindowShowsIsNotDrawnOverTheLabels();
+  void aFailureIsTakenDownWhenARunStarts();
 
  private:
   QString db(const QString& name) const { return dir_.filePath(name); }
@@ -274,3 +277,40 @@ void ErrorsTest::openingALargeRunLeavesTheGuiThreadFree() {
 
 QTEST_MAIN(ErrorsTest)
 #include "errors_test.moc"
+
+// A failure said before the window shows (a --db that cannot be opened is said at
+// start-up) hides the status bar's labels once it shows, instead of being drawn over them.
+void ErrorsTest::aFailureSaidBeforeTheWindowShowsIsNotDrawnOverTheLabels() {
+  MainWindow w(false);
+  const QString message = QStringLiteral("run database /x/garbage.db: file is not a database");
+  w.showFailure(message);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  QCOMPARE(w.statusBar()->currentMessage(), message);
+  QLabel* device = nullptr;
+  for (QLabel* l : w.statusBar()->findChildren<QLabel*>())
+    if (l->text().startsWith(QStringLiteral("Device:"))) device = l;
+  QVERIFY(device);
+  QVERIFY(!device->isVisible());
+  w.statusBar()->clearMessage();
+  QVERIFY(device->isVisible());
+}
+
+// A failure stays in the status bar until what failed works: a run that starts takes it
+// down (a notice or another failure would replace it anyway).
+void ErrorsTest::aFailureIsTakenDownWhenARunStarts() {
+  MainWindow w(false);
+  w.engine()->setDatabasePath(db(QStringLiteral("taken_down.sqlite")));
+  const QString message = QStringLiteral("config field 'window': must be >= 1, not 0");
+  w.showFailure(message);
+  QCOMPARE(w.statusBar()->currentMessage(), message);
+  QSignalSpy started(w.engine(), &EngineController::started);
+  QSignalSpy finished(w.engine(), &EngineController::finished);
+  RunConfig c = w.runPanel()->config();
+  c.model = ModelKind::Mlp;
+  c.steps = 3;
+  QVERIFY(w.engine()->start(c).isEmpty());
+  QVERIFY(started.count() > 0 || started.wait(30000));
+  QVERIFY(w.statusBar()->currentMessage() != message);
+  QVERIFY(finished.wait(120000));
+}

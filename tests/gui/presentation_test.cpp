@@ -4,6 +4,7 @@
 // presenting, the window within its screen, nothing cut (the code table's values, the ULP
 // plot, the run panel's buttons), the run panel only while a run trains, and F11 or Esc
 // restoring exactly the look before.
+#include <QCheckBox>
 #include <QDockWidget>
 #include <QFile>
 #include <QHeaderView>
@@ -16,6 +17,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cmath>
+#include <functional>
 
 #include "fp8wb/views/bit_field_widget.h"
 #include "fp8wb/views/code_table_model.h"
@@ -52,6 +54,24 @@ struct Look {
 QLabel* first_bit_box(MainWindow& w) {
   auto* bits = w.formatsTab()->findChild<BitFieldWidget*>();
   return bits ? bits->findChild<QLabel*>() : nullptr;
+}
+
+// Every widget's font under a root, by its place in the tree (class and index among its
+// siblings of that class): a widget rebuilt in the same place compares with the old one.
+QMap<QString, QFont> fonts_under(QWidget* root) {
+  QMap<QString, QFont> out;
+  std::function<void(QWidget*, const QString&)> walk = [&](QWidget* w, const QString& path) {
+    out.insert(path, w->font());
+    QMap<QString, int> seen;
+    for (QObject* o : w->children()) {
+      auto* child = qobject_cast<QWidget*>(o);
+      if (!child) continue;
+      const QString cls = QString::fromLatin1(child->metaObject()->className());
+      walk(child, path + QLatin1Char('/') + cls + QLatin1Char('#') + QString::number(seen[cls]++));
+    }
+  };
+  walk(root, QString());
+  return out;
 }
 
 Look look_of(MainWindow& w) {
@@ -103,6 +123,8 @@ class PresentationTest : public QObject {
   void escapeLeaves();
   void widgetsBuiltWhilePresentingAreScaledOnce();
   void runPanelShowsOnlyWhileTraining();
+  void cardsRebuiltWhilePresentingRestoreFonts();
+  void explorerPlotsKeepLabelsApart();
 
  private:
   // A main window filling the screen `index` (0: 1280x720, 1: 1920x1080), shown and active.
@@ -243,6 +265,81 @@ void PresentationTest::f11EnlargesFitsAndRestores() {
   QCOMPARE(off.dock_width, before.dock_width);
   QCOMPARE(off.ulp_plot, before.ulp_plot);
   QVERIFY(off.dock_visible);
+}
+
+// The format cards rebuilt while presenting ("All formats" ticked and unticked): on
+// leaving, every widget of the Formats tab has exactly the font it had before.
+void PresentationTest::cardsRebuiltWhilePresentingRestoreFonts() {
+  MainWindow w(false);
+  place(w, 0);
+  QCheckBox* all = nullptr;
+  for (QCheckBox* c : w.formatsTab()->findChildren<QCheckBox*>()) {
+    if (c->text() == QStringLiteral("All formats")) all = c;
+  }
+  QVERIFY(all);
+  const QMap<QString, QFont> before = fonts_under(w.formatsTab());
+  for (Qt::Key leave : {Qt::Key_F11, Qt::Key_Escape}) {
+    QTest::keyClick(&w, Qt::Key_F11);
+    QVERIFY(w.presentationMode());
+    settle();
+    QTest::mouseClick(all, Qt::LeftButton);
+    QVERIFY(all->isChecked());
+    settle();
+    QTest::mouseClick(all, Qt::LeftButton);
+    QVERIFY(!all->isChecked());
+    settle();
+    QTest::keyClick(&w, leave);
+    QVERIFY(!w.presentationMode());
+    settle();
+    const QMap<QString, QFont> after = fonts_under(w.formatsTab());
+    // (A combo box's popup is made on first use: widgets new since are not compared.)
+    for (auto it = before.begin(); it != before.end(); ++it) {
+      QVERIFY2(after.contains(it.key()), qPrintable(it.key()));
+      const QFont& now = after.value(it.key());
+      QVERIFY2(size_of(now) == size_of(it.value()) && now.bold() == it.value().bold(),
+               qPrintable(QStringLiteral("%1: %2 before, %3 after")
+                              .arg(it.key())
+                              .arg(size_of(it.value()))
+                              .arg(size_of(now))));
+    }
+  }
+}
+
+// Presenting at 1280x720, with two formats and with all of them: the number line's row
+// labels and the ULP plot's tick labels are at least a line apart (the explorer scrolls).
+void PresentationTest::explorerPlotsKeepLabelsApart() {
+  MainWindow w(false);
+  place(w, 0);
+  QTest::keyClick(&w, Qt::Key_F11);
+  QVERIFY(w.presentationMode());
+  for (bool all : {false, true}) {
+    w.formatsTab()->setShowAllFormats(all);
+    settle();
+    for (QCustomPlot* p : {static_cast<QCustomPlot*>(w.formatsTab()->findChild<NumberLinePlot*>()),
+                           static_cast<QCustomPlot*>(w.formatsTab()->findChild<SpacingPlot*>())}) {
+      QVERIFY(p);
+      p->replot();
+      QCPAxis* y = p->yAxis;
+      const double line = QFontMetricsF(y->tickLabelFont()).height();
+      QVector<double> at;
+      for (double t : y->tickVector()) {
+        const double px = y->coordToPixel(t);
+        if (px >= y->axisRect()->top() - 1 && px <= y->axisRect()->bottom() + 1) at << px;
+      }
+      QVERIFY(at.size() >= 2);
+      std::sort(at.begin(), at.end());
+      for (int i = 1; i < at.size(); ++i) {
+        QVERIFY2(at[i] - at[i - 1] >= line,
+                 qPrintable(QStringLiteral("%1 (all formats %2): ticks %3 px apart, a line %4 px")
+                                .arg(QString::fromLatin1(p->metaObject()->className()))
+                                .arg(all)
+                                .arg(at[i] - at[i - 1])
+                                .arg(line)));
+      }
+    }
+  }
+  QTest::keyClick(&w, Qt::Key_F11);
+  QVERIFY(!w.presentationMode());
 }
 
 void PresentationTest::escapeLeaves() {

@@ -35,6 +35,8 @@ class RunPanelTest : public QObject {
   void buttonsStayInView();
   void timeLeftInHoursMinutesSeconds();
   void pausedReadsPausedEverywhere();
+  void messageCountsTheOtherMarkedFields();
+  void overridesSurviveADeviceChange();
 
  private:
   QTemporaryDir dir_;
@@ -341,3 +343,47 @@ void RunPanelTest::pausedReadsPausedEverywhere() {
 
 QTEST_MAIN(RunPanelTest)
 #include "run_panel_test.moc"
+
+// The reviewer's form: Window, Steps, Learning rate and Seed refused. The message names
+// the first and counts the fields marked besides it (3), not the problems found (one more:
+// the config refused as a whole, which marks no field).
+void RunPanelTest::messageCountsTheOtherMarkedFields() {
+  MainWindow w(false);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowActive(&w));
+  RunPanel* p = w.runPanel();
+  auto* message = child<QLabel>(p, "run-message");
+  QVERIFY(message);
+  const std::pair<const char*, QString> typed[] = {{"window", QStringLiteral("abc")},
+                                                   {"steps", QStringLiteral("99999999999999")},
+                                                   {"lr", QStringLiteral("NaN")},
+                                                   {"seed", QStringLiteral("-1")}};
+  for (const auto& [name, text] : typed) {
+    auto* field = child<QAbstractSpinBox>(p, name);
+    QVERIFY(field);
+    type_into(field, text);
+    leave(field);
+  }
+  int marked = 0;
+  for (QWidget* f : p->findChildren<QWidget*>())
+    if (f->property("invalid").toBool()) ++marked;
+  QCOMPARE(marked, 4);
+  QVERIFY2(message->text().endsWith(QStringLiteral("(and 3 more fields marked)")),
+           qPrintable(message->text()));
+}
+
+// Settings that change the device too (a run opened from a GPU machine on the CPU, or
+// --set device=cpu where the form shows cuda:0) keep every other value they set,
+// More fields' included: a check made half-way through once took their old values back.
+void RunPanelTest::overridesSurviveADeviceChange() {
+  MainWindow w(false);
+  RunPanel* p = w.runPanel();
+  QVERIFY(p->applyOverrides({QStringLiteral("device=cuda:5")}).isEmpty());
+  QCOMPARE(p->config().device, std::string("cuda:5"));
+  QVERIFY(p->applyOverrides({QStringLiteral("device=cpu"), QStringLiteral("d_model=96"),
+                             QStringLiteral("heads=3")})
+              .isEmpty());
+  QCOMPARE(p->config().device, std::string("cpu"));
+  QCOMPARE(p->config().d_model, 96);
+  QCOMPARE(p->config().heads, 3);
+}

@@ -42,6 +42,8 @@ class RunViewsTest : public QObject {
   void initTestCase();
   void axesFollowTheStepsAfterStepZero();
   void logAxisLabelsAreReadable();
+  void heatmapCellsWholeAndTopNotWhite();
+  void currentScalingCaptionSaysSo();
   void everyTabShowsTheRunOpenedOrStarted();
   void runsTabDeleteRefreshAndRename();
   void fileMenuOpensAndExports();
@@ -199,10 +201,66 @@ void RunViewsTest::axesFollowTheStepsAfterStepZero() {
   QVERIFY(heat->dataRange().upper >= 50);
 }
 
+// The layer x step heatmap: its first and last columns and rows are whole cells (the axis
+// reaches half a step past the centres), a cell without data is NaN (drawn over the hatch,
+// not in the lowest colour), and the top of the colour scale stands out from white.
+void RunViewsTest::heatmapCellsWholeAndTopNotWhite() {
+  RunData data;
+  fill_delayed(data);  // steps 0, 10, 20, 30; fc1 and fc2
+  QuantizationTab quantization(&data);
+  quantization.resize(1000, 800);
+  quantization.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&quantization));
+  quantization.refresh(true);
+  QCustomPlot* plot = quantization.plots()[0];
+  auto* heat = static_cast<QCPColorMap*>(plot->plottable(0));
+  QCOMPARE(plot->xAxis->range().lower, -5.0);
+  QCOMPARE(plot->xAxis->range().upper, 35.0);
+  QCOMPARE(plot->yAxis->range().lower, -0.5);
+  QCOMPARE(plot->yAxis->range().upper, 1.5);
+  QCPColorGradient g = heat->gradient();
+  const QColor top = QColor::fromRgb(g.color(1.0, QCPRange(0, 1)));
+  QVERIFY2(top.lightness() < 200, qPrintable(top.name()));
+  QCOMPARE(g.nanHandling(), QCPColorGradient::nhTransparent);
+  QVERIFY(plot->axisRect()->backgroundBrush().style() != Qt::NoBrush);
+}
+
+// With current scaling there is no delayed-scaling window: the Scaling tab's caption says
+// how the scale is chosen, and a headroom of zero reads 2^0.00, not 2^-0.00.
+void RunViewsTest::currentScalingCaptionSaysSo() {
+  RunData data;
+  RunConfig c;
+  c.name = "current";
+  c.scaling = "current";
+  data.setRun(1, "current", run_config_json(c));
+  MetricBatch b;
+  StepMetrics m;
+  m.step = 10;
+  b.steps.push_back(m);
+  // amax * scale a hair above 448: log2 of the headroom is a tiny negative number.
+  b.tensors.push_back(tensor_at(10, "fc1", Role::Input, 3.0f, 448.0f / 3.0f * 1.0000001f, 0));
+  data.append(b);
+  ScalingTab scaling(&data);
+  scaling.resize(1000, 800);
+  scaling.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&scaling));
+  scaling.refresh(true);
+  const QString caption = scaling.captionText();
+  QVERIFY2(!caption.contains(QStringLiteral("delayed-scaling window")), qPrintable(caption));
+  QVERIFY2(caption.contains(QStringLiteral("current scaling")), qPrintable(caption));
+  QVERIFY2(!caption.contains(QStringLiteral("2^-0.00")), qPrintable(caption));
+}
+
 // Every labelled tick of the log axes says its own value, and below 0.1 in scientific form
 // (drawn as a power of ten), not as a row of zeros: scales below 0.1 over less than a
 // decade, over several decades, flat, and amaxes below 0.1.
 void RunViewsTest::logAxisLabelsAreReadable() {
+  // In a locale whose exponent sign is 'E' too (en_US: "2E-02", which the plot would not
+  // draw as a power of ten).
+  QLocale::setDefault(QLocale(QLocale::English, QLocale::UnitedStates));
+  struct Restore {
+    ~Restore() { QLocale::setDefault(QLocale::c()); }
+  } restore;
   const std::pair<double, double> cases[] = {{0.02, 0.07}, {1e-4, 3e-2}, {0.004, 0.006},
                                              {0.05, 0.05}, {1e-7, 1e-6}, {0.03, 0.3}};
   for (const auto& [lo, hi] : cases) {

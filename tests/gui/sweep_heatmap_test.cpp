@@ -6,6 +6,7 @@
 // trials all finished, with how many trials have; a cell's final loss is the mean over
 // the last 10% of its runs' steps, computed here by hand; clicking a diverged cell still
 // overlays its row's loss curves.
+#include <QComboBox>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -90,6 +91,7 @@ class SweepHeatmapTest : public QObject {
   Q_OBJECT
  private Q_SLOTS:
   void unfinishedAndDivergedCellsHaveTheirOwnLook();
+  void clickAnywhereInACellOverlaysItsRowOrColumn();
 
  private:
   QTemporaryDir dir_;
@@ -211,6 +213,73 @@ void SweepHeatmapTest::unfinishedAndDivergedCellsHaveTheirOwnLook() {
                     map->coordsToPixels(0 - 0.3, 2 + 0.3).toPoint());
   QVERIFY(curves.wait(30000));
   QCOMPARE(tab.plots()[1]->graphCount(), 4);
+}
+
+// A click near a cell's outer corner (away from the centres of the map's cells) picks
+// that cell: its row's curves, titled with the held margin; with "column" chosen, its
+// column's, one for each margin.
+void SweepHeatmapTest::clickAnywhereInACellOverlaysItsRowOrColumn() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("click.sqlite")));
+  SweepSpec spec;
+  spec.name = "click";
+  spec.base.model = ModelKind::Mlp;
+  spec.axes = {parse_grid("margin=0,2"), parse_grid("window=1,16")};
+  RunStore& store = engine.store();
+  const int64_t sweep = store.create_sweep(spec.name, sweep_json(spec));
+  // Each cell's runs start from a loss of their own.
+  const std::map<std::pair<std::string, std::string>, double> base = {
+      {{"0", "1"}, 0.9}, {{"0", "16"}, 0.7}, {{"2", "1"}, 0.5}, {{"2", "16"}, 1.3}};
+  for (const SweepTrial& t : expand_sweep(spec))
+    add_run(store, sweep, t, base.at({t.values[0], t.values[1]}), RunStatus::Finished);
+  store.flush();
+
+  SweepsTab tab(&engine);
+  tab.resize(1400, 900);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  QSignalSpy shown(&tab, &SweepsTab::sweepShown);
+  tab.showSweep(sweep);
+  QVERIFY(shown.wait(30000));
+  tab.setAxes(1, 0);  // x = window, y = margin
+  ExportablePlot* plot = tab.plots()[0];
+  ExportablePlot* curves = tab.plots()[1];
+  auto* map = qobject_cast<QCPColorMap*>(plot->plottable(0));
+  QVERIFY(map);
+  plot->replot(QCustomPlot::rpImmediateRefresh);
+  // The first loss of the graph named `name`.
+  auto first_loss = [&](const QString& name) {
+    for (int i = 0; i < curves->graphCount(); ++i)
+      if (curves->graph(i)->name() == name && !curves->graph(i)->data()->isEmpty())
+        return curves->graph(i)->data()->begin()->value;
+    return double(NAN);
+  };
+  QSignalSpy drawn(&tab, &SweepsTab::curvesShown);
+
+  // Row: the cell window=16, margin=2, clicked near its outer corner.
+  QTest::mouseClick(plot, Qt::LeftButton, Qt::NoModifier,
+                    map->coordsToPixels(1 + 0.35, 1 + 0.35).toPoint());
+  QVERIFY(drawn.wait(30000));
+  QCOMPARE(curves->graphCount(), 2);
+  QCOMPARE(first_loss(QStringLiteral("window=1")), loss_at(0.5, 0));
+  QCOMPARE(first_loss(QStringLiteral("window=16")), loss_at(1.3, 0));
+  QVERIFY2(tab.overlayTitle().contains(QStringLiteral("margin=2")), qPrintable(tab.overlayTitle()));
+
+  // Column: the cell window=1, margin=0, clicked near its outer corner.
+  auto* along = tab.findChild<QComboBox*>(QStringLiteral("overlayAlong"));
+  QVERIFY(along);
+  along->setCurrentIndex(1);
+  QTRY_VERIFY_WITH_TIMEOUT(drawn.size() >= 2, 30000);
+  const qsizetype before = drawn.size();
+  QTest::mouseClick(plot, Qt::LeftButton, Qt::NoModifier,
+                    map->coordsToPixels(0 - 0.35, 0 - 0.35).toPoint());
+  QTRY_VERIFY_WITH_TIMEOUT(drawn.size() > before, 30000);
+  QCOMPARE(curves->graphCount(), 2);
+  QCOMPARE(first_loss(QStringLiteral("margin=0")), loss_at(0.9, 0));
+  QCOMPARE(first_loss(QStringLiteral("margin=2")), loss_at(0.5, 0));
+  QVERIFY2(tab.overlayTitle().contains(QStringLiteral("window=1,")) ||
+               tab.overlayTitle().contains(QStringLiteral("window=1 ")),
+           qPrintable(tab.overlayTitle()));
 }
 
 QTEST_MAIN(SweepHeatmapTest)

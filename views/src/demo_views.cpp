@@ -183,7 +183,17 @@ OutlierDemoView::OutlierDemoView(QWidget* parent)
   curve_->xAxis->setLabel(tr("outlier factor k"));
   curve_->yAxis->setLabel(tr("error outside the first block (%)"));
   curve_->xAxis->setScaleType(QCPAxis::stLogarithmic);
-  curve_->xAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+  // One label per power of ten, written as one ("10^3"): plain numbers run together.
+  // The plot is often narrow: as many labels as fit side by side with room between them.
+  auto log_ticker = QSharedPointer<QCPAxisTickerLog>::create();
+  curve_->xAxis->setTicker(log_ticker);
+  curve_->xAxis->setNumberFormat(QStringLiteral("eb"));
+  curve_->xAxis->setNumberPrecision(0);
+  connect(curve_, &QCustomPlot::beforeReplot, this, [this, log_ticker] {
+    const QFontMetrics fm(curve_->xAxis->tickLabelFont());
+    const int label = fm.horizontalAdvance(QStringLiteral("1e+05"));
+    log_ticker->setTickCount(std::max(1, curve_->axisRect()->width() / (2 * label)));
+  });
   curve_->legend->setVisible(true);
   curve_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
 
@@ -490,14 +500,59 @@ void MasterWeightsDemoView::rerun() {
                         .arg(cfg.steps)
                         .arg(cfg.initial + cfg.steps * cfg.update, 0, 'f', 4)
                         .arg(rows.join(QString())));
-  footer_->setText(
-      tr("Why: every add rounds to nearest even on the format's grid. Near 1.0 the spacing is "
-         "2^-7 in bf16, 2^-10 in fp16, 2^-3 in E4M3 and 2^-2 in E5M2. An update below half a "
-         "spacing is lost and the weight never moves (bf16, E4M3, E5M2 with 1e-3); one above "
-         "half a spacing moves the weight by a whole spacing (fp16: 2^-10 = 0.000977 per step "
-         "instead of 0.001, so 1.9766 after 1000 steps). fp32 master weights keep the update; "
-         "stochastic rounding rounds up with a probability equal to the dropped fraction, so "
-         "it is right on average, with a spread."));
+  footer_->setText(footerFor(result_));
+}
+
+// Why each format ends where it does, from the run itself: the spacing near the start,
+// the formats that lose the update, those that move by whole spacings, and where a weight
+// stops moving because the spacing there is more than twice the update.
+QString MasterWeightsDemoView::footerFor(const MasterWeightsResult& r) {
+  const MasterWeightsConfig& cfg = r.config;
+  const QString update = QString::number(cfg.update, 'g', 3);
+  QStringList spacings, lost, moving, stalled;
+  for (const MasterWeightsTrack& t : r.tracks) {
+    if (t.format == StorageFormat::FP32 || t.rounding != Rounding::NearestEven) continue;
+    const QString name = qs(storage_format_name(t.format));
+    spacings << tr("2^%1 in %2").arg(std::ilogb(t.spacing_at_start)).arg(name);
+    const std::vector<double>& m = t.mean;
+    if (m.size() < 2 || m.back() == m.front()) {
+      lost << name;
+    } else if (m.back() == m[m.size() - 2]) {
+      const double at = m.back();
+      const double sp = spacing_above(t.format, at);
+      stalled << tr("%1 stops at %2, where the spacing is 2^%3 = %4")
+                     .arg(name, QString::number(at, 'g', 6))
+                     .arg(std::ilogb(sp))
+                     .arg(sp, 0, 'g', 3);
+    } else {
+      moving << tr("%1 moves by a whole spacing, %2 per step instead of %3, so %4 after %5 "
+                   "steps")
+                    .arg(name, QString::number(m[1] - m[0], 'g', 3), update,
+                         QString::number(t.final_mean, 'f', 4))
+                    .arg(cfg.steps);
+    }
+  }
+  QString text =
+      tr("Why: every add rounds to nearest even on the format's grid. Near %1 the "
+         "spacing is %2.")
+          .arg(QString::number(cfg.initial, 'g', 6), spacings.join(QStringLiteral(", ")));
+  if (!lost.isEmpty())
+    text += tr(" An update of %1 is below half a spacing in %2: it is lost and the weight "
+               "never moves.")
+                .arg(update, lost.join(QStringLiteral(", ")));
+  if (!moving.isEmpty() || !stalled.isEmpty())
+    text += tr(" An update above half a spacing moves the weight by a whole spacing.");
+  if (!moving.isEmpty())
+    text += QLatin1Char(' ') + moving.join(QStringLiteral("; ")) + QLatin1Char('.');
+  if (!stalled.isEmpty())
+    text += tr(" The spacing doubles with each power of two: %1, more than twice the update, "
+               "so from there every add is lost.")
+                .arg(stalled.join(QStringLiteral("; ")));
+  text +=
+      tr(" fp32 master weights keep the update; stochastic rounding rounds up with a "
+         "probability equal to the dropped fraction, so it is right on average, with a "
+         "spread.");
+  return text;
 }
 
 QString MasterWeightsDemoView::summaryText() const {
@@ -541,9 +596,10 @@ LossScalingDemoView::LossScalingDemoView(QWidget* parent)
   scale_plot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
   underflow_plot_->xAxis->setLabel(tr("step"));
   underflow_plot_->yAxis->setLabel(tr("gradient values flushed to zero (%)"));
+  // The legends below the plots: over them they would hide the curves' first steps.
   for (ExportablePlot* p : {scale_plot_, underflow_plot_}) {
     p->legend->setVisible(true);
-    p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    place_legend_below(p, 2);
   }
   auto* split = new QSplitter(Qt::Horizontal, this);
   split->addWidget(scale_plot_);

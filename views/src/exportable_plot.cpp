@@ -48,9 +48,42 @@ void fill_block_map(QCPColorMap* map, int64_t rows, int64_t cols, const std::vec
     }
   }
   map->rescaleDataRange(true);
-  // Whole blocks in view: each cell spans +-0.5 around its index.
+  // Whole blocks in view: each cell spans +-0.5 around its index; ticks only at block
+  // indices (whole numbers, steps of 1, 2, 5, 10, ... as the room allows).
+  for (QCPAxis* axis : {map->keyAxis(), map->valueAxis()}) {
+    if (!axis->ticker().dynamicCast<QCPAxisTickerFixed>()) {
+      auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
+      ticker->setTickStep(1.0);
+      ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+      axis->setTicker(ticker);
+    }
+  }
   map->keyAxis()->setRange(-0.5, static_cast<double>(cols) - 0.5);
   map->valueAxis()->setRange(-0.5, static_cast<double>(rows) - 0.5);
+}
+
+void place_legend_below(QCustomPlot* plot, int columns) {
+  QCPLegend* legend = plot->legend;
+  if (!legend) return;
+  QCPLayoutInset* inset = plot->axisRect()->insetLayout();
+  if (legend->layout() == inset) {
+    inset->take(legend);
+    inset->simplify();
+  }
+  if (legend->layout() != plot->plotLayout()) {
+    QCPLayoutGrid* grid = plot->plotLayout();
+    const int row = grid->rowCount();
+    grid->insertRow(row);
+    grid->addElement(row, 0, legend);
+    grid->setRowStretchFactor(row, 0.001);  // as tall as its entries, no more
+  }
+  legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  legend->setWrap(std::max(1, columns));
+  legend->setBorderPen(Qt::NoPen);
+  legend->setBrush(Qt::NoBrush);
+  legend->setMargins(QMargins(4, 0, 4, 2));
+  legend->setRowSpacing(0);
+  legend->setColumnSpacing(12);
 }
 
 ExportablePlot::ExportablePlot(QWidget* parent) : QCustomPlot(parent) {
@@ -89,6 +122,28 @@ void ExportablePlot::mouseMoveEvent(QMouseEvent* event) {
                                                           : gr->valueAxis()->label())
                   .arg(it->value, 0, 'g', 10);
       }
+    }
+  }
+  if (tip.isEmpty()) {
+    // Bars: the bar under the pointer, named by its tick label where it has one.
+    for (int i = 0; i < plottableCount() && tip.isEmpty(); ++i) {
+      auto* bars = qobject_cast<QCPBars*>(plottable(i));
+      if (!bars || !bars->visible()) continue;
+      QVariant details;
+      const double d = bars->selectTest(pos, false, &details);
+      if (d < 0 || d >= selectionTolerance()) continue;
+      const QCPDataSelection sel = details.value<QCPDataSelection>();
+      if (sel.isEmpty()) continue;
+      const auto it = bars->data()->at(sel.dataRange().begin());
+      QString key = QString::number(it->key, 'g', 6);
+      if (auto text = qSharedPointerDynamicCast<QCPAxisTickerText>(bars->keyAxis()->ticker()))
+        key = text->ticks().value(it->key, key);
+      const QString value_label = bars->valueAxis()->label();
+      tip = QStringLiteral("%1\n%2 = %3")
+                .arg(key, value_label.isEmpty() ? bars->name() : value_label)
+                .arg(it->value, 0, 'g', 6);
+      if (!bars->name().isEmpty() && bars->name() != key)
+        tip = bars->name() + QLatin1Char('\n') + tip;
     }
   }
   if (tip.isEmpty()) {
@@ -150,13 +205,36 @@ QString ExportablePlot::toCsv() const {
   return out;
 }
 
+QString ExportablePlot::exportTitle() const {
+  if (!export_title_.isEmpty()) return export_title_;
+  const QString y = yAxis ? yAxis->label() : QString();
+  const QString x = xAxis ? xAxis->label() : QString();
+  if (!y.isEmpty() && !x.isEmpty()) return tr("%1 against %2").arg(y, x);
+  return !y.isEmpty() ? y : x;
+}
+
 QString ExportablePlot::exportTo(const QString& path) {
   const QString suffix = QFileInfo(path).suffix().toLower();
   bool ok = false;
-  if (suffix == QLatin1String("png")) {
-    ok = savePng(path, 0, 0, 2.0);
-  } else if (suffix == QLatin1String("pdf")) {
-    ok = savePdf(path);
+  if (suffix == QLatin1String("png") || suffix == QLatin1String("pdf")) {
+    // The picture leaves the window: it carries its title on top while it is written.
+    QCPTextElement* title = nullptr;
+    if (const QString t = exportTitle(); !t.isEmpty()) {
+      // As large as the axis labels are drawn (larger while presenting), and a little more.
+      QFont f = xAxis ? xAxis->labelFont() : font();
+      f.setPointSizeF(f.pointSizeF() + 2);
+      f.setBold(true);
+      plotLayout()->insertRow(0);
+      title = new QCPTextElement(this, t, f);
+      plotLayout()->addElement(0, 0, title);
+      replot(QCustomPlot::rpImmediateRefresh);
+    }
+    ok = suffix == QLatin1String("png") ? savePng(path, 0, 0, 2.0) : savePdf(path);
+    if (title) {
+      plotLayout()->remove(title);
+      plotLayout()->simplify();
+      replot(QCustomPlot::rpImmediateRefresh);  // the layout as it was, at once
+    }
   } else if (suffix == QLatin1String("csv")) {
     QFile f(path);
     if (f.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) {

@@ -52,9 +52,11 @@ FormatCard::FormatCard(Format format, QWidget* parent)
   for (QLabel* l : {code_, decoded_, error_, neighbours_}) {
     l->setTextInteractionFlags(Qt::TextSelectableByMouse);
   }
-  QFont big = decoded_->font();
-  big.setBold(true);
-  decoded_->setFont(big);
+  // Only the weight is its own: the size and family follow the card's (presentation mode).
+  QFont bold;
+  bold.setResolveMask(0);
+  bold.setBold(true);
+  decoded_->setFont(bold);
 }
 
 void FormatCard::showReport(const ValueReport& r) {

@@ -24,6 +24,15 @@ void place_marker(QCPItemStraightLine* line, std::optional<double> x) {
   line->setVisible(true);
 }
 
+QString names_of(const std::vector<Format>& formats) {
+  QStringList names;
+  for (Format f : formats) {
+    names << QString::fromLatin1(format_info(f).name.data(),
+                                 static_cast<int>(format_info(f).name.size()));
+  }
+  return names.join(QStringLiteral(", "));
+}
+
 std::vector<double> positive_values(Format f) {
   std::vector<double> out;
   for (double v : representable_values(f)) {
@@ -44,6 +53,7 @@ NumberLinePlot::NumberLinePlot(QWidget* parent)
 
 void NumberLinePlot::setFormats(const std::vector<Format>& formats) {
   formats_ = formats;
+  setExportTitle(tr("Every representable value: %1").arg(names_of(formats)));
   clearGraphs();
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
   // E8M0FNU spans 2^-127..2^127 and would squeeze the element formats into a dot: the
@@ -72,7 +82,24 @@ void NumberLinePlot::setFormats(const std::vector<Format>& formats) {
   yAxis->setTicker(ticker);
   yAxis->setRange(0.3, static_cast<double>(formats.size()) + 0.7);
   xAxis->setRange(lo - 1, hi + 1);
+  sizeForPresentation();
   replot(QCustomPlot::rpQueuedReplot);
+}
+
+void NumberLinePlot::presentationScaleChanged(double factor) {
+  factor_ = factor;
+  sizeForPresentation();
+}
+
+// Each row as tall as one and a half lines of its label, the x axis's ticks and label
+// below.
+void NumberLinePlot::sizeForPresentation() {
+  if (factor_ <= 1) {
+    setMinimumHeight(0);
+    return;
+  }
+  const double line = QFontMetricsF(font()).height() * factor_;
+  setMinimumHeight(static_cast<int>(line * (1.5 * static_cast<double>(formats_.size()) + 4)));
 }
 
 void NumberLinePlot::setMarker(std::optional<double> value) {
@@ -84,7 +111,9 @@ void NumberLinePlot::setMarker(std::optional<double> value) {
 
 SpacingPlot::SpacingPlot(QWidget* parent) : ExportablePlot(parent), marker_(make_marker(this)) {
   xAxis->setLabel(tr("|value|"));
-  yAxis->setLabel(tr("spacing to the next value (ULP)"));
+  // Short enough for the plot's height at the default window size; the tab's heading
+  // says what it is ("Spacing (ULP) against magnitude").
+  yAxis->setLabel(tr("spacing (ULP)"));
   for (QCPAxis* a : {xAxis, yAxis}) {
     a->setScaleType(QCPAxis::stLogarithmic);
     auto ticker = QSharedPointer<QCPAxisTickerLog>::create();
@@ -95,10 +124,11 @@ SpacingPlot::SpacingPlot(QWidget* parent) : ExportablePlot(parent), marker_(make
     a->setNumberPrecision(0);
   }
   legend->setVisible(true);
-  axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+  place_legend_below(this, 4);  // eight formats in two rows, none over a curve
 }
 
 void SpacingPlot::setFormats(const std::vector<Format>& formats) {
+  setExportTitle(tr("Spacing (ULP) against magnitude: %1").arg(names_of(formats)));
   clearGraphs();
   const bool only_e8m0 = formats.size() == 1 && formats[0] == Format::E8M0FNU;
   double lo = INFINITY, hi = 0, slo = INFINITY, shi = 0;
@@ -122,7 +152,21 @@ void SpacingPlot::setFormats(const std::vector<Format>& formats) {
     xAxis->setRange(lo / 4, hi * 4);
     yAxis->setRange(slo / 4, shi * 4);
   }
+  legend_rows_ = std::max(1, (static_cast<int>(formats.size()) + 3) / 4);
+  presentationScaleChanged(factor_);
   replot(QCustomPlot::rpQueuedReplot);
+}
+
+// Room for about six tick labels a line and a half apart, the legend's rows and the x
+// axis below.
+void SpacingPlot::presentationScaleChanged(double factor) {
+  factor_ = factor;
+  if (factor_ <= 1) {
+    setMinimumHeight(0);
+    return;
+  }
+  const double line = QFontMetricsF(font()).height() * factor_;
+  setMinimumHeight(static_cast<int>(line * (6 * 1.6 + 1.3 * legend_rows_ + 4)));
 }
 
 void SpacingPlot::setMarker(std::optional<double> value) {

@@ -37,6 +37,7 @@ void show_loss_curves(ExportablePlot* plot, const std::vector<LossCurve>& curves
     g->setData(c.steps, c.losses, true);
   }
   plot->legend->setVisible(plot->graphCount() > 0);
+  place_legend_below(plot, 3);  // under the plot: the curves stay visible
   plot->rescaleAxes();
   plot->replot(QCustomPlot::rpQueuedReplot);
 }

@@ -152,6 +152,7 @@ void PresentationMode::enter() {
       fonts_.push_back({w, font, explicitly_set});
       w->setFont(own_font(font));
       adoptPlot(plot, false);
+      if (auto* hook = dynamic_cast<PresentationHook*>(w)) hook->presentationScaleChanged(factor_);
       continue;
     }
     if (std::abs(font_size(w->font()) - font_size(font) * factor_) > 0.01) {
@@ -180,6 +181,16 @@ void PresentationMode::adoptWidget(QWidget* w, bool new_widget) {
       adoptPlot(plot, true);
     } else if (!w->testAttribute(Qt::WA_SetFont)) {
       new_widgets_.emplace_back(w);
+    } else if (QWidget* parent = w->parentWidget();
+               parent && w->font().resolveMask() & QFont::SizeResolved) {
+      // A font of its own made from the scaled one it inherited (a copy with the weight
+      // changed): its size is the parent's, so it follows the parent's from now on, and
+      // takes the usual size back on leaving.
+      if (std::abs(font_size(w->font()) - font_size(parent->font())) < 0.01) {
+        QFont f = w->font();
+        f.setResolveMask(f.resolveMask() & ~QFont::SizeResolved);
+        w->setFont(f);
+      }
     }
   }
 }

@@ -3,6 +3,8 @@
 #include <QColor>
 #include <cmath>
 
+#include "fp8wb/core/final_loss.h"
+
 namespace fp8wb {
 namespace {
 QString qs(const std::string& s) {
@@ -61,6 +63,7 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
     }
   }
   if (role == Qt::ToolTipRole) {
+    if (index.column() == Name) return qs(r->name);  // shown whole: the column elides it
     if (r->live && index.column() == Status)
       return tr("Another process is writing this run now: open it to follow it live");
     return r->message.empty() ? qs(r->config_json) : qs(r->message);
@@ -75,8 +78,13 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant RunListModel::headerData(int section, Qt::Orientation o, int role) const {
-  if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const char* names[] = {"id", "name", "status", "steps", "final loss", "device", "started"};
+  if (o != Qt::Horizontal) return {};
+  if (role == Qt::ToolTipRole && section == Loss)
+    return QString::fromUtf8(kFinalLossDefinition.data(),
+                             static_cast<qsizetype>(kFinalLossDefinition.size()));
+  if (role != Qt::DisplayRole) return {};
+  static const char* names[] = {"id",     "name",   "status", "steps", "final loss (last 10%)",
+                                "device", "started"};
   return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
 }
 

@@ -275,6 +275,8 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
       stop_(new QPushButton(tr("Stop"), this)),
       progress_(new QProgressBar(this)) {
   preset_->addItems(presetNames());
+  // Shown while the form holds what no preset gave it (an opened run's settings).
+  preset_->setPlaceholderText(tr("(not a preset: the settings of an opened run)"));
   model_->addItems({QStringLiteral("gpt"), QStringLiteral("mlp")});
   fill_choices(recipe_, kFloat8Recipes);
   fill_choices(formats_, kFormatPairings);
@@ -551,16 +553,26 @@ QString RunPanel::applyOverrides(const QStringList& key_values) {
   } catch (const std::exception& e) {
     return QString::fromStdString(e.what());
   }
+  const int preset = preset_->currentIndex();  // changed fields keep the preset named
   setConfig(c);
+  const QSignalBlocker b(preset_);
+  preset_->setCurrentIndex(preset);
   return {};
 }
 
 void RunPanel::setConfig(const RunConfig& c) {
   {
+    // The form is no preset's now (applyPreset() names its own after): the box says so,
+    // and choosing any preset again loads it.
+    const QSignalBlocker b0(preset_);
+    preset_->setCurrentIndex(-1);
+  }
+  {
     base_ = c;
     const QSignalBlocker b1(model_), b2(recipe_), b3(formats_), b4(scaling_), b5(algo_), b6(steps_),
         b7(margin_), b8(window_), b9(seed_), b10(stats_), b11(dmodel_), b12(layers_), b13(lr_),
-        b14(fp8_), b15(reference_), b16(name_), b17(fprop_), b18(dgrad_), b19(wgrad_);
+        b14(fp8_), b15(reference_), b16(name_), b17(fprop_), b18(dgrad_), b19(wgrad_),
+        b20(device_);  // all of them: a check half-way would take More fields' old values
     std::vector<std::unique_ptr<QSignalBlocker>> edits;
     for (auto& [key, box] : numbers_)
       edits.push_back(std::make_unique<QSignalBlocker>(box->findChild<QLineEdit*>()));
@@ -722,16 +734,16 @@ void RunPanel::validate() {
   }
   // The first problem in the form's order is said beside Start; every one is marked.
   message_.clear();
+  int n_marked = 0;  // fields marked in red; a problem of no field shown marks none
   for (QWidget* w : fields_) {
-    if (problems.contains(w)) {
-      message_ = problems.value(w);
-      break;
-    }
+    if (!problems.contains(w)) continue;
+    if (n_marked++ == 0) message_ = problems.value(w);
   }
   if (message_.isEmpty() && problems.contains(error_)) message_ = problems.value(error_);
-  if (problems.size() > 1)
-    message_ +=
-        tr(" (and %n more field(s) marked)", nullptr, static_cast<int>(problems.size() - 1));
+  // The fields marked besides the one named.
+  const int more = n_marked > 0 ? n_marked - 1 : 0;
+  if (more == 1) message_ += tr(" (and 1 more field marked)");
+  if (more > 1) message_ += tr(" (and %1 more fields marked)").arg(more);
   for (QWidget* w : fields_) {
     const bool bad = problems.contains(w);
     if (w->property("invalid").toBool() != bad || bad) {

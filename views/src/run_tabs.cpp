@@ -52,11 +52,16 @@ QCPGraph* add_graph(ExportablePlot* p, const QString& name, const QColor& c, boo
 QString readable_tick_label(double tick, const QLocale& locale, const QString& plain) {
   const double a = std::abs(tick);
   if (a == 0 || (a >= 0.1 && a < 1e5)) return plain;
+  // With a lowercase 'e' whatever the locale's exponent sign ("2E-02" in en_US): the plot
+  // draws only "2e-02" as a power of ten.
+  const auto lower_e = [&locale](QString s) {
+    return s.replace(locale.exponential(), QStringLiteral("e"));
+  };
   for (int digits = 0; digits < 6; ++digits) {
     const QString s = locale.toString(tick, 'e', digits);
-    if (std::abs(locale.toDouble(s) - tick) <= 1e-9 * a) return s;
+    if (std::abs(locale.toDouble(s) - tick) <= 1e-9 * a) return lower_e(s);
   }
-  return locale.toString(tick, 'e', 6);
+  return lower_e(locale.toString(tick, 'e', 6));
 }
 
 // Evenly spaced ticks, labelled as above.
@@ -77,6 +82,8 @@ class ReadableLogTicker : public QCPAxisTickerLog {
                 QVector<double>& ticks, QVector<double>* subTicks,
                 QVector<QString>* tickLabels) override {
     if (range.lower > 0 && range.upper < range.lower * 10) {
+      // Few: evenly spaced ticks crowd together at the top of a log axis.
+      linear_.setTickCount(3);
       linear_.generate(range, locale, formatChar, precision, ticks, subTicks, tickLabels);
       return;
     }
@@ -254,6 +261,7 @@ OverviewTab::OverviewTab(const RunData* run, QWidget* parent)
   add_graph(loss_, tr("FP8 loss"), QColor(0x1f, 0x77, 0xb4));
   add_graph(loss_, tr("non-finite loss"), Qt::red, true);
   loss_->legend->setVisible(true);
+  place_legend_below(loss_, 3);  // under the plot: the curves stay visible
   add_graph(gap_, tr("loss gap"), QColor(0xd6, 0x27, 0x28));
   add_graph(speed_, tr("tokens/s"), QColor(0x2c, 0xa0, 0x2c));
   loss_curve_ = {loss_->graph(1), loss_->graph(2)};
@@ -375,6 +383,7 @@ ScalingTab::ScalingTab(const RunData* run, QWidget* parent)
   add_graph(amax_, tr("amax the scale maps to the format's max"), QColor(0xff, 0x7f, 0x0e));
   amax_->graph(1)->setLineStyle(QCPGraph::lsStepLeft);
   amax_->legend->setVisible(true);
+  place_legend_below(amax_, 2);  // under the plot: the curves stay visible
   window_ = new QCPItemRect(amax_);
   window_->setPen(Qt::NoPen);
   window_->setBrush(QColor(0x1f, 0x77, 0xb4, 40));
@@ -387,6 +396,7 @@ ScalingTab::ScalingTab(const RunData* run, QWidget* parent)
   add_graph(counts_, label_of(kUnderflowPct), QColor(0x2c, 0xa0, 0x2c));
   add_graph(counts_, label_of(kSaturatedPct), QColor(0xd6, 0x27, 0x28));
   counts_->legend->setVisible(true);
+  place_legend_below(counts_, 2);
   connect(tree_, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem* item) {
     if (!item || !item->parent()) return;
     layer_ = item->parent()->text(0);
@@ -545,19 +555,27 @@ void ScalingTab::drawSelected() {
     window_->setVisible(false);
   }
   const int margin = data_->hasConfig() ? data_->config().margin : 0;
+  double headroom =
+      last.scale > 0 && last.amax > 0 ? std::log2(fmax / (last.amax * last.scale)) : 0.0;
+  if (std::abs(headroom) < 0.005) headroom = 0;  // no "2^-0.00"
+  const QString how =
+      delayed ? tr("The orange steps are the amax each step's scale maps to %1; the shaded "
+                   "steps are the delayed-scaling window.")
+                    .arg(fmax)
+              : tr("Each step's scale comes from that step's own amax (current scaling): the "
+                   "orange steps are the amax it maps to %1.")
+                    .arg(fmax);
   caption_->setText(
       tr("<b>%1 / %2</b> in %3 (max %4): last sampled step %5, amax %6, scale %7, headroom "
-         "2^%8 (margin %9)%10. The orange steps are the amax each step's scale maps to %4; "
-         "the shaded steps are the delayed-scaling window.")
+         "2^%8 (margin %9)%10. %11")
           .arg(layer_, role_text(role_), QString::fromLatin1(format_info(f).name.data()))
           .arg(fmax)
           .arg(last.step)
           .arg(last.amax, 0, 'g', 5)
           .arg(last.scale, 0, 'g', 5)
-          .arg(last.scale > 0 && last.amax > 0 ? std::log2(fmax / (last.amax * last.scale)) : 0.0,
-               0, 'f', 2)
+          .arg(headroom, 0, 'f', 2)
           .arg(margin)
-          .arg(delayed ? tr(", window %1").arg(window) : QString()));
+          .arg(delayed ? tr(", window %1").arg(window) : QString(), how));
 }
 
 // --- Quantization -------------------------------------------------------------------
@@ -601,8 +619,17 @@ QuantizationTab::QuantizationTab(const RunData* run, QWidget* parent)
     p->plotLayout()->addElement(0, 1, scale);
     scale->axis()->setLabel(label);
     m->setColorScale(scale);
-    m->setGradient(QCPColorGradient::gpThermal);
+    // Thermal without its white top, so that the highest values stay visible on the
+    // plot's white; a cell without data is left transparent over a grey hatch.
+    QCPColorGradient thermal(QCPColorGradient::gpThermal);  // color() is not const
+    QCPColorGradient g;
+    g.clearColorStops();
+    for (int i = 0; i <= 8; ++i)
+      g.setColorStopAt(i / 8.0, thermal.color(0.85 * i / 8.0, QCPRange(0, 1)));
+    g.setNanHandling(QCPColorGradient::nhTransparent);
+    m->setGradient(g);
     m->setInterpolate(false);
+    p->axisRect()->setBackground(QBrush(QColor(0xbd, 0xbd, 0xbd), Qt::BDiagPattern));
     auto* group = new QCPMarginGroup(p);
     p->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, group);
     scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
@@ -665,6 +692,7 @@ void QuantizationTab::rebuild() {
     heat_map_->data()->setRange(
         QCPRange(first, std::max(last, first + 1)),
         QCPRange(0, std::max<double>(1, static_cast<double>(rows.size() - 1))));
+    heat_map_->data()->fill(std::numeric_limits<double>::quiet_NaN());  // no data: hatched
     for (size_t r = 0; r < rows.size(); ++r) {
       for (size_t c = 0; c < rows[r]->points.size(); ++c) {
         double v = figure.of(rows[r]->points[c].raw);
@@ -704,6 +732,13 @@ void QuantizationTab::rebuild() {
     heat_map_->colorScale()->axis()->setLabel(metric_->currentText());
   }
   heat_->rescaleAxes();
+  // Whole cells at the edges: the map's range gives the centres of its first and last cells.
+  if (const QCPColorMapData* d = heat_map_->data(); d->keySize() > 1 && d->valueSize() > 0) {
+    const double dx = d->keyRange().size() / (d->keySize() - 1);
+    heat_->xAxis->setRange(d->keyRange().lower - dx / 2, d->keyRange().upper + dx / 2);
+    const double dy = d->valueSize() > 1 ? d->valueRange().size() / (d->valueSize() - 1) : 1;
+    heat_->yAxis->setRange(d->valueRange().lower - dy / 2, d->valueRange().upper + dy / 2);
+  }
 
   // The chosen tensor's last sampled step: exponent histogram and block errors.
   const int ti = tensor_->currentIndex();

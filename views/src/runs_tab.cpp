@@ -23,6 +23,14 @@
 #include "fp8wb/views/loss_curves.h"
 
 namespace fp8wb {
+namespace {
+// Pixels: wider names are elided in the middle (the whole name is in the tooltip).
+constexpr int kNameColumnMaxWidth = 320;
+void cap_name_column(QTableView* view) {
+  view->setColumnWidth(RunListModel::Name,
+                       std::min(view->columnWidth(RunListModel::Name), kNameColumnMaxWidth));
+}
+}  // namespace
 
 RunsTab::RunsTab(EngineController* engine, QWidget* parent)
     : QWidget(parent),
@@ -37,6 +45,7 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
   view_->setSelectionMode(QAbstractItemView::ExtendedSelection);
   view_->horizontalHeader()->setStretchLastSection(true);
   view_->verticalHeader()->hide();
+  view_->setTextElideMode(Qt::ElideMiddle);  // a long name keeps the other columns in view
   overlay_->xAxis->setLabel(tr("step"));
   overlay_->yAxis->setLabel(tr("loss"));
   overlay_->legend->setVisible(false);  // shown once curves are overlaid
@@ -86,10 +95,26 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
   button("delete", tr("Delete"), [this] {
     const auto ids = selectedIds();
     if (ids.empty()) return;
-    auto* box = new QMessageBox(
-        QMessageBox::Question, tr("Delete runs"),
-        tr("Delete %n run(s) and everything recorded with them?", "", static_cast<int>(ids.size())),
-        QMessageBox::Yes | QMessageBox::No, this);
+    // Named by id and name; a run being written is refused before anything is asked.
+    QStringList named, live;
+    for (int row = 0; row < model_->rowCount(); ++row) {
+      const RunInfo* r = model_->runAt(row);
+      if (!r || std::find(ids.begin(), ids.end(), r->id) == ids.end()) continue;
+      const QString n = tr("%1 (%2)").arg(r->id).arg(QString::fromStdString(r->name));
+      named << n;
+      if (r->live) live << n;
+    }
+    if (!live.isEmpty()) {
+      fail(tr("Not deleted: run %1 is being written now (live): stop it first where it was "
+              "started, then delete it")
+               .arg(live.join(QStringLiteral(", "))));
+      return;
+    }
+    auto* box = new QMessageBox(QMessageBox::Question, tr("Delete runs"),
+                                tr("Delete %n run(s) and everything recorded with them?", "",
+                                   static_cast<int>(ids.size())) +
+                                    QStringLiteral("\n\n") + named.join(QLatin1Char('\n')),
+                                QMessageBox::Yes | QMessageBox::No, this);
     box->setObjectName(QStringLiteral("delete-runs"));
     box->setAttribute(Qt::WA_DeleteOnClose);
     box->setDefaultButton(QMessageBox::No);
@@ -193,6 +218,7 @@ void RunsTab::reload() {
                   model_->setRuns(std::move(l.runs), std::move(l.final_loss));
                   selectIds(selected);
                   view_->resizeColumnsToContents();
+                  cap_name_column(view_);
                   status_->setText(
                       tr("%n run(s) in %1", "", model_->rowCount()).arg(engine_->databasePath()) +
                       (live > 0 ? tr(", %n being written now (live)", "", live) : QString()));

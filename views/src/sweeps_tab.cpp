@@ -113,6 +113,7 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
       trials_(new QListWidget(this)),
       status_(new QLabel(this)),
       best_(new QLabel(this)),
+      overlay_title_(new QLabel(this)),
       reading_(new QProgressBar(this)),
       slicer_row_(new QHBoxLayout),
       heat_(new ExportablePlot(this)),
@@ -171,6 +172,7 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   pick->addWidget(new QLabel(tr("colour"), this));
   pick->addWidget(metric_);
   pick->addWidget(new QLabel(tr("a click overlays its"), this));
+  overlay_->setObjectName(QStringLiteral("overlayAlong"));
   overlay_->addItems({tr("row"), tr("column")});
   pick->addWidget(overlay_);
   pick->addLayout(slicer_row_);
@@ -181,6 +183,8 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   best_->setWordWrap(true);
   rl->addWidget(best_);
   rl->addWidget(heat_, 3);
+  overlay_title_->setObjectName(QStringLiteral("overlayTitle"));
+  rl->addWidget(overlay_title_);
   rl->addWidget(curves_, 2);
   auto* layout = new QHBoxLayout(this);
   layout->addWidget(left);
@@ -192,15 +196,17 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   connect(stop_, &QPushButton::clicked, this, &SweepsTab::stop);
   for (QComboBox* c : {x_axis_, y_axis_, metric_})
     connect(c, &QComboBox::currentIndexChanged, this, [this] { redraw(); });
-  // A cell is clicked on the map or on a marked cell's items over it.
-  connect(heat_, &QCustomPlot::plottableClick, this,
-          [this](QCPAbstractPlottable*, int, QMouseEvent* e) { cellClicked(e, false); });
-  connect(heat_, &QCustomPlot::plottableDoubleClick, this,
-          [this](QCPAbstractPlottable*, int, QMouseEvent* e) { cellClicked(e, true); });
-  connect(heat_, &QCustomPlot::itemClick, this,
-          [this](QCPAbstractItem*, QMouseEvent* e) { cellClicked(e, false); });
-  connect(heat_, &QCustomPlot::itemDoubleClick, this,
-          [this](QCPAbstractItem*, QMouseEvent* e) { cellClicked(e, true); });
+  // A cell is clicked anywhere inside it, over the map or a marked cell's items (the
+  // map's own hit test covers only the span between the outer cells' centres).
+  connect(heat_, &QCustomPlot::mousePress, this,
+          [this](QMouseEvent* e) { pressed_at_ = e->position().toPoint(); });
+  connect(heat_, &QCustomPlot::mouseRelease, this, [this](QMouseEvent* e) {
+    if ((e->position().toPoint() - pressed_at_).manhattanLength() <= 3) cellClicked(e, false);
+  });
+  connect(heat_, &QCustomPlot::mouseDoubleClick, this,
+          [this](QMouseEvent* e) { cellClicked(e, true); });
+  connect(overlay_, &QComboBox::currentIndexChanged, this,
+          [this](int column) { overlayLine(overlaid_cell_.x(), overlaid_cell_.y(), column == 1); });
   applyPreset(preset_->currentText());
 }
 
@@ -210,6 +216,8 @@ SweepsTab::~SweepsTab() {
 }
 
 void SweepsTab::cellClicked(QMouseEvent* e, bool twice) {
+  if (e->button() != Qt::LeftButton || !heat_->axisRect()->rect().contains(e->position().toPoint()))
+    return;
   double kx = 0, ky = 0;
   map_->pixelsToCoords(e->position(), kx, ky);
   const int x = static_cast<int>(std::lround(kx)), y = static_cast<int>(std::lround(ky));
@@ -306,7 +314,9 @@ QString SweepsTab::start() {
         ended();
         const QString status = QString::fromStdString(r.status);
         showPoints(id, std::move(r.spec), std::move(r.points));
-        overlayLine(0, 0, false);  // the first row's curves, until a cell is clicked
+        overlayLine(
+            0, 0,
+            overlay_->currentIndex() == 1);  // the first row's curves, until a cell is clicked
         status_->setText(tr("sweep %1 %2").arg(id).arg(status));
         Q_EMIT notice(tr("sweep %1 %2").arg(id).arg(status));
         Q_EMIT sweepFinished(id, status);
@@ -538,8 +548,33 @@ void SweepsTab::redraw() {
   heat_->replot(QCustomPlot::rpQueuedReplot);
 }
 
+QString SweepsTab::overlayTitle() const {
+  return overlay_title_->text();
+}
+
 void SweepsTab::overlayLine(int x, int y, bool column) {
   const int along = column ? y_axis_->currentIndex() : x_axis_->currentIndex();
+  const int fixed = column ? x_axis_->currentIndex() : y_axis_->currentIndex();
+  overlaid_cell_ = QPoint(x, y);
+  // The title names what is held: the clicked cell's value of the other axis and the
+  // slicers' values of the rest.
+  QString title;
+  if (along >= 0 && fixed >= 0 && !spec_.axes.empty()) {
+    QStringList held;
+    const auto& fv = spec_.axes[static_cast<size_t>(fixed)].values;
+    const int at = column ? x : y;
+    if (at >= 0 && at < static_cast<int>(fv.size()))
+      held << QString::fromStdString(spec_.axes[static_cast<size_t>(fixed)].key + "=" +
+                                     fv[static_cast<size_t>(at)]);
+    for (size_t k = 0; k < spec_.axes.size() && k < slicers_.size(); ++k)
+      if (static_cast<int>(k) != along && static_cast<int>(k) != fixed)
+        held << slicers_[k]->currentText();
+    title = tr("Loss at %1, one curve for each %2")
+                .arg(held.join(QStringLiteral(", ")),
+                     QString::fromStdString(spec_.axes[static_cast<size_t>(along)].key));
+  }
+  overlay_title_->setText(title);
+  curves_->setExportTitle(title);
   std::vector<LossCurve> curves;
   if (along >= 0 && !spec_.axes.empty()) {
     const auto& values = spec_.axes[static_cast<size_t>(along)].values;

@@ -77,7 +77,7 @@ TEST_F(Safetensors, RoundTripsEveryDtype) {
   const auto* t = c->find("f32");
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->entry->shape, (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(std::memcmp(t->file->data(*t->entry), f32.data(), 24), 0);  // bit for bit
+  EXPECT_EQ(std::memcmp(t->file->bytes(*t->entry).data(), f32.data(), 24), 0);  // bit for bit
   EXPECT_EQ(c->to_float(*t), f32);
   EXPECT_EQ(c->to_float(*c->find("f64")), (std::vector<float>{1.5f, -2.25f, INFINITY}));
   EXPECT_EQ(c->to_float(*c->find("bf16")), (std::vector<float>{1, -2, INFINITY}));
@@ -452,6 +452,46 @@ TEST(CheckpointAnalysis, FiguresMatchDirectComputationAndTheRecommendationFollow
   const TensorAnalysis i = analyze_values("ids", "I64", {4}, {1, 2, 3, 4});
   EXPECT_FALSE(i.floating);
   EXPECT_TRUE(i.recipes.empty());
+}
+
+TEST(CheckpointAnalysis, NoSignalGivesNoSqnrAndNoRecommendation) {
+  // All NaN: nothing finite to measure, so no figure and no recipe to recommend.
+  const TensorAnalysis nan =
+      analyze_values("n", "F32", {64, 64}, std::vector<float>(64 * 64, std::nanf("")));
+  EXPECT_EQ(nan.nan_count, 4096);
+  EXPECT_TRUE(nan.recipes.empty());
+  EXPECT_TRUE(nan.recommended.empty());
+  EXPECT_EQ(nan.not_quantized, "no finite values: 4096 NaN");
+  // All zero: no signal power, SQNR undefined.
+  const TensorAnalysis zero = analyze_values("z", "F32", {64, 64}, std::vector<float>(64 * 64));
+  EXPECT_TRUE(zero.recipes.empty());
+  EXPECT_TRUE(zero.recommended.empty());
+  EXPECT_EQ(zero.not_quantized, "all zero");
+  // Empty.
+  const TensorAnalysis empty = analyze_values("e", "F32", {0}, {});
+  EXPECT_TRUE(empty.recipes.empty());
+  EXPECT_EQ(empty.not_quantized, "empty tensor (0 elements)");
+  // Some NaN: the figures are those of the finite values. A zero in place of each NaN
+  // adds nothing to signal or error power (it quantizes to 0 exactly), so the same
+  // tensor with zeros there is the reference.
+  std::vector<float> x = gaussian(64 * 256, 5, 0.5f);
+  std::vector<float> zeros = x;
+  for (size_t i = 0; i < x.size(); i += 7) {
+    x[i] = std::nanf("");
+    zeros[i] = 0.0f;
+  }
+  AnalysisOptions o;
+  o.device = AnalysisDevice::Cpu;
+  const TensorAnalysis some = analyze_values("s", "F32", {64, 256}, x, o);
+  const TensorAnalysis ref = analyze_values("s", "F32", {64, 256}, zeros, o);
+  EXPECT_TRUE(some.not_quantized.empty());
+  ASSERT_EQ(some.recipes.size(), ref.recipes.size());
+  ASSERT_FALSE(some.recipes.empty());
+  for (size_t i = 0; i < some.recipes.size(); ++i) {
+    EXPECT_TRUE(std::isfinite(some.recipes[i].sqnr_db)) << some.recipes[i].name;
+    EXPECT_NEAR(some.recipes[i].sqnr_db, ref.recipes[i].sqnr_db, 1e-9) << some.recipes[i].name;
+  }
+  EXPECT_EQ(some.recommended, ref.recommended);
 }
 
 TEST(CheckpointAnalysis, SummaryMatchesFp64Recomputation) {

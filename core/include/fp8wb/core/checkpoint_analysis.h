@@ -29,13 +29,19 @@ struct TensorAnalysis {
   std::vector<int64_t> shape;
   int64_t numel = 0;
   bool floating = true;  // integer and bool tensors are described, not quantized
+  // Over finite values: NaN and Inf are left out of every figure and counted apart.
   double min = 0, max = 0, mean = 0, std = 0, amax = 0;
+  int64_t nan_count = 0, inf_count = 0;
   double min_nonzero = 0;           // smallest |x| > 0
   double dynamic_range_bits = 0;    // log2(amax) - log2(min_nonzero)
   std::vector<uint64_t> log2_hist;  // kHistBins: floor(log2 |x|) from kHistMinExp, zero, non-finite
   std::vector<RecipeResult> recipes;
   std::string recommended;  // a recipe name, empty for non-float tensors
   std::string reason;
+  // Why a floating-point tensor has no recipe results (SQNR needs finite signal):
+  // "empty tensor (0 elements)", "no finite values: N NaN, M Inf", "all zero"; empty
+  // when the recipes ran.
+  std::string not_quantized;
 };
 
 enum class AnalysisDevice {

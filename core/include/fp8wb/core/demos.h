@@ -160,7 +160,7 @@ struct LossScalingConfig {
   int inputs = 8;
   int hidden = 16;
   int examples = 64;
-  double learning_rate = 0.1;
+  double learning_rate = 0.5;
   double target_scale = 1e-2;  // the teacher's output weights' scale: small targets
   uint32_t seed = 0;
 };

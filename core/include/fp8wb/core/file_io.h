@@ -1,4 +1,5 @@
-// defines: FileError, open_regular_file(), read_regular_file(), write_file_atomically():
+// defines: FileError, open_regular_file(), read_regular_file(), read_at(),
+// write_file_atomically():
 // how the workbench opens the files it reads (configs, checkpoints, shards) and writes
 // the files it produces (exports, weights). A FIFO, a device or a folder given where a
 // file is expected is refused with its kind named, never opened for a blocking read nor
@@ -25,6 +26,13 @@ int open_regular_file(const std::string& path);
 // The whole of a regular file; throws FileError when it is not one, cannot be read, or
 // is larger than `max_bytes`.
 std::string read_regular_file(const std::string& path, uint64_t max_bytes = uint64_t{1} << 30);
+
+// Reads up to `n` bytes at `offset` of an open file with pread, in chunks of at most
+// 64 MB; returns how many it read, fewer only where the file ends. A read error throws
+// FileError naming `path`. (Reading through read() rather than a memory map: a file
+// that shrinks under a reader ends a read early, where a mapped page past the new end
+// would kill the process with SIGBUS.)
+uint64_t read_at(int fd, uint64_t offset, void* out, uint64_t n, const std::string& path);
 
 // Writes `path` all or nothing: `write` fills a temporary file beside it (PATH.XXXXXX.part),
 // which is flushed to disk and renamed over `path`. A `path` that exists and is not a

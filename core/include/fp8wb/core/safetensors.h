@@ -1,8 +1,8 @@
 // defines: StDtype, TensorEntry, CheckpointError, SafetensorsFile, Checkpoint,
-// write_safetensors(): reading safetensors checkpoints (memory-mapped, so multi-GB
-// files open without being loaded; sharded sets through their *.index.json) and writing
-// them. Every malformed input gives a CheckpointError naming the file, the tensor or the
-// byte offset. Plain C++, no torch.
+// write_safetensors(): reading safetensors checkpoints (the header at open, each
+// tensor's bytes when asked for, so multi-GB files open without being loaded; sharded
+// sets through their *.index.json) and writing them. Every malformed input gives a CheckpointError
+// naming the file, the tensor or the byte offset. Plain C++, no torch.
 #pragma once
 
 #include <cstdint>
@@ -33,12 +33,15 @@ struct TensorEntry {
   int64_t numel() const;
 };
 
-// One .safetensors file, memory-mapped; the views stay valid while the object lives.
+// One .safetensors file. The header is read and validated at open; tensor bytes are read
+// with pread when asked for (never through a memory map, so a file truncated while it is
+// read gives an error instead of SIGBUS). The file stays open while the object lives.
 class SafetensorsFile {
  public:
-  // Maps and validates the file: header length, JSON, dtypes, shapes against byte
-  // counts (overflow-checked), offsets inside the data section and not overlapping, UTF-8
-  // names, each given once. A path that is not a regular file (a FIFO) is refused.
+  // Reads and validates the header: header length, JSON, dtypes, shapes against byte
+  // counts (overflow-checked), offsets inside the data section (against the file's size
+  // at open) and not overlapping, UTF-8 names, each given once. A path that is not a
+  // regular file (a FIFO) is refused.
   explicit SafetensorsFile(const std::string& path);
   // Parses an in-memory image (the fuzzers and tests use this); `bytes` must outlive it.
   SafetensorsFile(const uint8_t* bytes, size_t size, std::string label);
@@ -50,16 +53,19 @@ class SafetensorsFile {
   const std::vector<TensorEntry>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const TensorEntry* find(const std::string& name) const;
-  // The tensor's raw bytes (little-endian, as stored).
-  const uint8_t* data(const TensorEntry& t) const { return data_ + t.begin; }
+  // The tensor's raw bytes (little-endian, as stored): t.end - t.begin bytes into `out`.
+  // Thread-safe. A file that has shrunk since it was opened, or a read that ends early,
+  // throws CheckpointError naming the file and the tensor.
+  void read(const TensorEntry& t, void* out) const;
+  std::vector<uint8_t> bytes(const TensorEntry& t) const;
 
  private:
-  void parse(size_t size);
+  void parse(const uint8_t* head, size_t head_size, uint64_t file_size);
   std::string label_;
-  const uint8_t* base_ = nullptr;
-  const uint8_t* data_ = nullptr;
-  size_t mapped_ = 0;
-  bool owns_map_ = false;
+  int fd_ = -1;                     // a file: read with pread
+  const uint8_t* image_ = nullptr;  // an image in memory
+  uint64_t size_ = 0;               // the file's size at open
+  uint64_t data_offset_ = 0;        // where the data section starts
   std::vector<TensorEntry> tensors_;
   std::map<std::string, std::string> metadata_;
 };

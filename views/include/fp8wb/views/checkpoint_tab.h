@@ -2,7 +2,9 @@
 // drag and drop, recent files); it is opened and analysed on a pool thread with progress
 // and cancel; a sortable, filterable table of its tensors (worst SQNR first); for the
 // selected tensor the log2 histogram against each format's range, the recipe x format
-// comparison and the block error map of a chosen recipe.
+// comparison (scalings down the side, one bar per format, the recommended and the
+// selected recipe marked) and the block error map of a chosen recipe. Before any file is
+// open (or after one that could not be read) a placeholder says what to do instead.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -22,8 +24,10 @@ class QComboBox;
 class QProgressBar;
 class QPushButton;
 class QSortFilterProxyModel;
+class QStackedWidget;
 class QCPBars;
 class QCPColorMap;
+class QCPColorScale;
 
 namespace fp8wb {
 
@@ -38,10 +42,11 @@ class CheckpointModel : public QAbstractTableModel {
     Shape,
     Amax,
     Range,
+    NonFinite,
+    Recommended,
     Best,
     BestSqnr,
     TensorwiseSqnr,
-    Recommended,
     ColumnCount
   };
   explicit CheckpointModel(QObject* parent = nullptr);
@@ -51,9 +56,13 @@ class CheckpointModel : public QAbstractTableModel {
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role) const override;
   QVariant headerData(int section, Qt::Orientation o, int role) const override;
+  // The recipe chosen for the block error map: cells naming it are highlighted.
+  void setSelectedRecipe(const QString& name);
+  QString selectedRecipe() const { return selected_; }
 
  private:
   std::vector<TensorAnalysis> tensors_;
+  QString selected_;
 };
 
 class CheckpointTab : public QWidget {
@@ -71,9 +80,17 @@ class CheckpointTab : public QWidget {
   QSortFilterProxyModel* proxy() const { return proxy_; }
   void selectTensor(const QString& name);
   std::vector<ExportablePlot*> plots() const { return {hist_, chart_, blocks_}; }
+  // Whether the placeholder ("Open a checkpoint ...") shows instead of table and plots.
+  bool showsPlaceholder() const;
+  // The recipe chosen for the block error map (the recommended one until another is).
+  QString selectedRecipe() const;
+  void selectRecipe(const QString& name);
   QStringList recentFiles() const;
   // Takes a file off the recent files (one that no longer exists).
   void forgetRecent(const QString& path);
+  // The recent checkpoints list read again from the settings that File > Recent files
+  // reads too (the files still there), e.g. after another window changed it.
+  void refreshRecent();
   QString statusText() const;
 
  Q_SIGNALS:
@@ -84,12 +101,16 @@ class CheckpointTab : public QWidget {
  protected:
   void dragEnterEvent(QDragEnterEvent* e) override;
   void dropEvent(QDropEvent* e) override;
+  void showEvent(QShowEvent* e) override;
+  bool eventFilter(QObject* watched, QEvent* e) override;
 
  private:
   void showTensor(const TensorAnalysis* t);
+  void drawChart(const TensorAnalysis& t);
   void finishLoad(const QString& path, std::vector<TensorAnalysis> result, bool cancelled);
   void showBusy(bool busy);
   void remember(const QString& path);
+  void fillRecent(const QStringList& paths, int current);
   QComboBox* recent_;
   QLineEdit* filter_;
   QLabel* status_;
@@ -101,8 +122,12 @@ class CheckpointTab : public QWidget {
   QComboBox* recipe_;
   QLabel* caption_;
   ExportablePlot *hist_, *chart_, *blocks_;
-  QCPBars *hist_bars_, *chart_bars_;
+  QCPBars* hist_bars_;
+  std::vector<QCPBars*> chart_bars_;  // one per format, rebuilt for each tensor
   QCPColorMap* block_map_;
+  QCPColorScale* block_scale_;
+  QStackedWidget* pages_;  // the placeholder, or the table and plots
+  QString path_;           // the checkpoint shown
   std::atomic<bool> cancel_flag_{false};
   QElapsedTimer elapsed_;  // since the analysis started
   const TensorAnalysis* shown_ = nullptr;

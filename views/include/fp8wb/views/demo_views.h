@@ -89,6 +89,7 @@ class MasterWeightsDemoView : public QWidget {
   QString footerText() const;
 
  private:
+  static QString footerFor(const MasterWeightsResult& r);
   void rerun();
   QSlider* update_;
   QLabel* update_label_;

@@ -1,5 +1,6 @@
 // defines: ExportablePlot: a QCustomPlot with zoom/pan, a right-click menu exporting the
-// picture (PNG, PDF) and the data (CSV). PresentationMode scales its fonts and pens.
+// picture (PNG, PDF, with a title) and the data (CSV). PresentationMode scales its fonts
+// and pens. place_legend_below(): a legend under the plot instead of over its curves.
 #pragma once
 
 #include <qcustomplot.h>
@@ -26,6 +27,10 @@ class ExportablePlot : public QCustomPlot {
   static double basePointSize(bool presentation) {
     return presentation ? 9 * PresentationMode::kDefaultFactor : 9;
   }
+  // The title an exported picture carries on top: what the plot shows and of which
+  // run, tensor or format. Without one, the axis labels make it ("SQNR (dB) against step").
+  void setExportTitle(const QString& title) { export_title_ = title; }
+  QString exportTitle() const;
 
  protected:
   // A tooltip with the exact values of the nearest point (graphs) or cell (colour maps).
@@ -34,7 +39,12 @@ class ExportablePlot : public QCustomPlot {
  private:
   void showExportMenu(const QPoint& pos);
   void applyFonts();
+  QString export_title_;
 };
+
+// Moves the plot's legend out of its axis rect into a row of its own below the plot, its
+// entries in up to `columns` columns, so that it never covers the data.
+void place_legend_below(QCustomPlot* plot, int columns = 4);
 
 // The colour of a format across every plot.
 QColor format_color(Format f);

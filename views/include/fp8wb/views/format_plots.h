@@ -9,27 +9,35 @@
 
 namespace fp8wb {
 
-class NumberLinePlot : public ExportablePlot {
+// Both plots are given a minimum height while presenting, from the presentation font, so
+// that their row and tick labels stay apart (the explorer scrolls instead).
+class NumberLinePlot : public ExportablePlot, public PresentationHook {
   Q_OBJECT
  public:
   explicit NumberLinePlot(QWidget* parent = nullptr);
   void setFormats(const std::vector<Format>& formats);
   // A vertical line at |value| (none for 0, NaN, Inf).
   void setMarker(std::optional<double> value);
+  void presentationScaleChanged(double factor) override;
 
  private:
+  void sizeForPresentation();
+  double factor_ = 1;
   std::vector<Format> formats_;
   QCPItemStraightLine* marker_;
 };
 
-class SpacingPlot : public ExportablePlot {
+class SpacingPlot : public ExportablePlot, public PresentationHook {
   Q_OBJECT
  public:
   explicit SpacingPlot(QWidget* parent = nullptr);
   void setFormats(const std::vector<Format>& formats);
   void setMarker(std::optional<double> value);
+  void presentationScaleChanged(double factor) override;
 
  private:
+  double factor_ = 1;
+  int legend_rows_ = 1;
   QCPItemStraightLine* marker_;
 };
 

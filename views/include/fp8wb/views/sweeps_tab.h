@@ -62,6 +62,8 @@ class SweepsTab : public QWidget {
   // Overlays the loss curves of the runs in cell (x, y)'s row (or column), read on a pool
   // thread: curvesShown() (or failed()) follows.
   void overlayLine(int x, int y, bool column);
+  // What the overlaid curves show: the fixed value(s) and the axis they run along.
+  QString overlayTitle() const;
 
  Q_SIGNALS:
   // The sweep has ended and its heatmap shows every point.
@@ -77,6 +79,7 @@ class SweepsTab : public QWidget {
   void rebuildSlicers();
   // The grey or hatched look of a cell that takes no colour of the scale, with its mark.
   void markCell(int x, int y, const QString& kind, const QString& text);
+  // A press and release at (nearly) one place over the map's axis rect: its cell.
   void cellClicked(QMouseEvent* e, bool twice);
   // Takes a sweep's grid and points (read on a pool thread) and draws them.
   void showPoints(int64_t sweep_id, SweepSpec spec, std::vector<SweepPoint> points);
@@ -89,12 +92,14 @@ class SweepsTab : public QWidget {
   QSpinBox *seeds_, *parallel_;
   QPushButton *start_, *stop_;
   QListWidget* trials_;
-  QLabel *status_, *best_;
+  QLabel *status_, *best_, *overlay_title_;
   QProgressBar* reading_;  // busy while a sweep's points are read
   QHBoxLayout* slicer_row_;
   std::vector<QComboBox*> slicers_;  // one per axis (used for those not on x or y)
   ExportablePlot *heat_, *curves_;
   QCPColorMap* map_;
+  QPoint pressed_at_;                    // where the heatmap was last pressed
+  QPoint overlaid_cell_{0, 0};           // the cell whose row or column is overlaid
   std::vector<QCPAbstractItem*> marks_;  // the marked cells' items, drawn over the map
   std::shared_ptr<SweepRunner> runner_;
   int64_t sweep_id_ = 0;

@@ -1,0 +1,153 @@
+// The Runs tab's list: a run being written (live) is refused at once on Delete, with no
+// question asked first; the question names the runs it would delete (id and name); a
+// very long name is elided in a column of capped width, whole in its tooltip; the final
+// loss column says in its header what it is, with the definition in the header's tooltip.
+// The run form filled from an opened run names no preset (its box says so); changed
+// fields keep the preset named; choosing the preset again loads it.
+#include <QComboBox>
+#include <QHeaderView>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <string>
+
+#include "fp8wb/core/final_loss.h"
+#include "fp8wb/core/run_store.h"
+#include "fp8wb/views/engine_controller.h"
+#include "fp8wb/views/run_list_model.h"
+#include "fp8wb/views/run_panel.h"
+#include "fp8wb/views/runs_tab.h"
+
+using namespace fp8wb;
+
+namespace {
+
+int64_t add_run(RunStore& store, const std::string& name, bool finish) {
+  const int64_t id = store.create_run(name, "train", "{}", "cpu");
+  MetricBatch b;
+  b.run_id = id;
+  for (int64_t s = 0; s < 10; ++s) {
+    StepMetrics m;
+    m.step = s;
+    m.loss = 1.0 / static_cast<double>(s + 1);
+    b.steps.push_back(m);
+  }
+  if (finish) {
+    b.final = true;
+    b.status = RunStatus::Finished;
+  }
+  store.write(std::move(b));
+  return id;
+}
+
+}  // namespace
+
+class RunsListTest : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void liveRunRefusedBeforeAskingAndTheQuestionNamesRuns();
+  void formFromAnOpenedRunNamesNoPreset();
+
+ private:
+  QTemporaryDir dir_;
+};
+
+void RunsListTest::liveRunRefusedBeforeAskingAndTheQuestionNamesRuns() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("runs.sqlite")));
+  RunStore& store = engine.store();
+  const std::string long_name(300, 'n');
+  add_run(store, "alpha", true);
+  // This process is alive and the run has not ended: it is being written (live).
+  add_run(store, "writer", false);
+  add_run(store, "long" + long_name, true);
+  store.flush();
+
+  RunsTab tab(&engine);
+  tab.resize(1200, 700);
+  QSignalSpy reloaded(&tab, &RunsTab::reloaded);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  QVERIFY(reloaded.count() > 0 || reloaded.wait(30000));
+  QTRY_COMPARE(tab.model()->rowCount(), 3);
+  QVERIFY(tab.model()->runAt(1)->live);
+  auto* view = tab.findChild<QTableView*>(QStringLiteral("runs"));
+  auto* del = tab.findChild<QPushButton*>(QStringLiteral("delete"));
+  QVERIFY(view && del);
+  auto click_row = [&](int row) {
+    const QRect r = view->visualRect(tab.model()->index(row, RunListModel::Id));
+    QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, r.center());
+  };
+
+  // The live run: refused at once, named; nothing asked.
+  QSignalSpy failed(&tab, &RunsTab::failed);
+  click_row(1);
+  QTest::mouseClick(del, Qt::LeftButton);
+  QVERIFY(!tab.findChild<QMessageBox*>(QStringLiteral("delete-runs")));
+  QCOMPARE(failed.count(), 1);
+  const QString why = failed.at(0).at(0).toString();
+  QVERIFY2(why.contains(QStringLiteral("2 (writer)")) && why.contains(QStringLiteral("live")),
+           qPrintable(why));
+
+  // A finished run: the question names it by id and name; No keeps it.
+  click_row(0);
+  QTest::mouseClick(del, Qt::LeftButton);
+  auto* confirm = tab.findChild<QMessageBox*>(QStringLiteral("delete-runs"));
+  QVERIFY(confirm);
+  QVERIFY2(confirm->text().contains(QStringLiteral("1 (alpha)")), qPrintable(confirm->text()));
+  QTest::mouseClick(confirm->button(QMessageBox::No), Qt::LeftButton);
+  QCOMPARE(failed.count(), 1);
+
+  // The long name: elided in a capped column, whole in the tooltip; the other columns
+  // stay in view.
+  const QModelIndex name = tab.model()->index(2, RunListModel::Name);
+  QCOMPARE(tab.model()->data(name, Qt::ToolTipRole).toString(),
+           QString::fromStdString("long" + long_name));
+  QVERIFY2(view->columnWidth(RunListModel::Name) <= 400,
+           qPrintable(QString::number(view->columnWidth(RunListModel::Name))));
+  QVERIFY(view->textElideMode() != Qt::ElideNone);
+  QVERIFY(view->columnViewportPosition(RunListModel::Started) < view->viewport()->width());
+
+  // The final loss column: its header says which steps, its tooltip the definition.
+  const QString header =
+      tab.model()->headerData(RunListModel::Loss, Qt::Horizontal, Qt::DisplayRole).toString();
+  QVERIFY2(header.contains(QStringLiteral("last 10%")), qPrintable(header));
+  QCOMPARE(tab.model()->headerData(RunListModel::Loss, Qt::Horizontal, Qt::ToolTipRole).toString(),
+           QString::fromUtf8(kFinalLossDefinition.data(),
+                             static_cast<qsizetype>(kFinalLossDefinition.size())));
+}
+
+void RunsListTest::formFromAnOpenedRunNamesNoPreset() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("panel.sqlite")));
+  RunPanel panel(&engine);
+  panel.show();
+  const QString preset = RunPanel::presetNames().last();
+  QVERIFY(panel.applyPreset(preset));
+  QCOMPARE(panel.presetName(), preset);
+  // A changed field keeps the preset named.
+  QVERIFY(panel.applyOverrides({QStringLiteral("steps=12")}).isEmpty());
+  QCOMPARE(panel.presetName(), preset);
+
+  // An opened run's settings: no preset is named, the box says why.
+  RunConfig c = panel.config();
+  c.name = "sweep trial margin=2 window=16 seed=1";
+  panel.setConfig(c);
+  QVERIFY2(panel.presetName().isEmpty(), qPrintable(panel.presetName()));
+  auto* box = panel.findChild<QComboBox*>(QStringLiteral("preset"));
+  QVERIFY(box);
+  QCOMPARE(box->currentIndex(), -1);
+  QVERIFY(box->placeholderText().contains(QStringLiteral("run")));
+  QCOMPARE(panel.config().name, c.name);
+
+  // Choosing the preset again loads it, its name too.
+  box->setCurrentIndex(box->findText(preset));
+  QCOMPARE(panel.presetName(), preset);
+  QCOMPARE(QString::fromStdString(panel.config().name), preset);
+}
+
+QTEST_MAIN(RunsListTest)
+#include "runs_list_test.moc"

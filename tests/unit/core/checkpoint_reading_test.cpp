@@ -1,0 +1,166 @@
+// Reading checkpoints safely: a file truncated between open and read gives an error
+// naming the file and the tensor (tensor bytes are read with pread, never through a
+// memory map, which would end the process with SIGBUS); files are recognised by what
+// they hold, not by their names; NaN and Inf are counted, not folded into the figures.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+
+#include "fp8wb/core/checkpoint_analysis.h"
+#include "fp8wb/core/open_checkpoint.h"
+#include "fp8wb/core/safetensors.h"
+#include "temp_dir_test.h"
+
+namespace fp8wb {
+namespace {
+
+class CheckpointReading : public test::TempDirTest {
+ protected:
+  CheckpointReading() : TempDirTest("fp8wb-ckpt-read") {}
+  std::string path(const std::string& n) const { return (dir_ / n).string(); }
+};
+
+std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
+  std::vector<uint8_t> b(v.size() * 4);
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const CheckpointError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// Two tensors of 64 KiB each; the file is cut inside the second after it was opened.
+TEST_F(CheckpointReading, ATruncatedFileGivesAnErrorNotSigbus) {
+  const std::string p = path("model.safetensors");
+  const std::vector<float> a(128 * 128, 0.5f), b(128 * 128, -0.25f);
+  write_safetensors(p, {{"first", StDtype::F32, {128, 128}, f32_bytes(a)},
+                        {"second", StDtype::F32, {128, 128}, f32_bytes(b)}});
+  const auto ckpt = open_any_checkpoint(p);
+  const auto full = std::filesystem::file_size(p);
+  // Cut 4 KiB before the end: the second tensor's last page is gone.
+  ASSERT_EQ(::truncate(p.c_str(), static_cast<off_t>(full - 4096)), 0);
+  const std::string err = error_of([&] { analyze_checkpoint(*ckpt); });
+  EXPECT_NE(err.find(p), std::string::npos) << err;
+  EXPECT_NE(err.find("'second'"), std::string::npos) << err;
+  EXPECT_NE(err.find("truncated"), std::string::npos) << err;
+  // The first tensor still reads, with its values.
+  EXPECT_EQ(ckpt->to_float(*ckpt->find("first")), a);
+  const std::string conv = error_of([&] { ckpt->to_float(*ckpt->find("second")); });
+  EXPECT_NE(conv.find("'second'"), std::string::npos) << conv;
+  // Cut to nothing: every tensor says so.
+  ASSERT_EQ(::truncate(p.c_str(), 0), 0);
+  const std::string none = error_of([&] { ckpt->to_float(*ckpt->find("first")); });
+  EXPECT_NE(none.find("'first'"), std::string::npos) << none;
+  EXPECT_NE(none.find("0 bytes now"), std::string::npos) << none;
+}
+
+// bf16 and converted dtypes go through the same reads.
+TEST_F(CheckpointReading, TruncatedBf16AndF16TensorsGiveErrors) {
+  for (StDtype d : {StDtype::BF16, StDtype::F16, StDtype::F8_E4M3}) {
+    const std::string p = path("m.safetensors");
+    const size_t n = 256 * 256;
+    write_safetensors(p, {{"w", d, {256, 256}, std::vector<uint8_t>(n * st_dtype_size(d), 0x3C)}});
+    const auto ckpt = open_any_checkpoint(p);
+    ASSERT_EQ(::truncate(p.c_str(), 100), 0);
+    const std::string err = error_of([&] { analyze_checkpoint(*ckpt); });
+    EXPECT_NE(err.find("'w'"), std::string::npos) << st_dtype_name(d) << ": " << err;
+    EXPECT_NE(err.find(p), std::string::npos) << err;
+  }
+}
+
+// What the file holds decides the reader; a file that is no checkpoint says what it is
+// not and what was expected.
+TEST_F(CheckpointReading, FilesAreRecognisedByContent) {
+  // A safetensors file named .bin.
+  const std::string bin = path("weights.bin");
+  write_safetensors(bin, {{"w", StDtype::F32, {2, 2}, f32_bytes({1, 2, 3, 4})}});
+  EXPECT_EQ(open_any_checkpoint(bin)->to_float(*open_any_checkpoint(bin)->find("w")),
+            (std::vector<float>{1, 2, 3, 4}));
+  // torch.save's zip archive named .safetensors.
+  const std::string pt = path("state.safetensors");
+  std::filesystem::copy_file(std::string(FP8WB_PT_DIR) + "/model_state.pt", pt);
+  EXPECT_GT(open_any_checkpoint(pt)->tensors().size(), 0u);
+  // A PNG image.
+  const std::string png = path("x.png");
+  {
+    std::ofstream f(png, std::ios::binary);
+    // The signature and the start of the IHDR chunk (29 bytes, NULs included).
+    static const char kPng[] = "\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x10\0\0\0\x10\x08\x06\0\0\0";
+    f << std::string(kPng, sizeof kPng - 1);
+  }
+  const std::string e = error_of([&] { open_any_checkpoint(png); });
+  EXPECT_NE(
+      e.find(png + " is not a safetensors file: its first 8 bytes do not give a header length "
+                   "(expected a little-endian length below 100 MB followed by '{')"),
+      std::string::npos)
+      << e;
+  EXPECT_NE(e.find("PNG image"), std::string::npos) << e;
+  EXPECT_EQ(e.find("header length 7"), std::string::npos) << e;  // no odd numbers
+  // Text whose first 8 bytes read as a huge length.
+  const std::string txt = path("notes.safetensors");
+  std::ofstream(txt) << "not a checkpoint{ at all, just some words";
+  const std::string t = error_of([&] { open_any_checkpoint(txt); });
+  EXPECT_NE(t.find("is not a safetensors file"), std::string::npos) << t;
+  EXPECT_EQ(t.find("over the 100 MB limit"), std::string::npos) << t;
+  // A .pt that is neither a zip archive nor safetensors.
+  const std::string fake = path("model.pt");
+  std::ofstream(fake) << "hello, this is not a model";
+  const std::string f = error_of([&] { open_any_checkpoint(fake); });
+  EXPECT_NE(f.find(fake + " is not a PyTorch checkpoint"), std::string::npos) << f;
+}
+
+// NaN and Inf are counted (NaN apart from Inf) and stay out of the moments and amax.
+TEST_F(CheckpointReading, NanAndInfAreCountedNotFolded) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> v(64 * 64);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 7) - 3.0f;  // -3..3
+  const std::vector<size_t> nans = {5, 100, 2000}, infs = {7, 3000};
+  for (size_t i : nans) v[i] = nan;
+  for (size_t i : infs) v[i] = inf;
+  v[4000] = -inf;
+  // The reference: the finite values alone.
+  double sum = 0, n = 0, amax = 0;
+  for (float x : v) {
+    if (!std::isfinite(x)) continue;
+    sum += x;
+    n += 1;
+    amax = std::max(amax, static_cast<double>(std::fabs(x)));
+  }
+  std::vector<uint8_t> bf16(v.size() * 2);
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint32_t b;
+    std::memcpy(&b, &v[i], 4);
+    const uint16_t h = static_cast<uint16_t>(b >> 16);  // exact: small integers, NaN, Inf
+    std::memcpy(&bf16[2 * i], &h, 2);
+  }
+  const std::string p = path("nan.safetensors");
+  write_safetensors(
+      p, {{"f32", StDtype::F32, {64, 64}, f32_bytes(v)}, {"bf16", StDtype::BF16, {64, 64}, bf16}});
+  AnalysisOptions o;
+  o.device = AnalysisDevice::Cpu;
+  const auto result = analyze_checkpoint(*open_any_checkpoint(p), o);
+  ASSERT_EQ(result.size(), 2u);
+  for (const TensorAnalysis& a : result) {
+    EXPECT_EQ(a.nan_count, 3) << a.name;
+    EXPECT_EQ(a.inf_count, 3) << a.name;
+    EXPECT_NEAR(a.mean, sum / n, 1e-9) << a.name;
+    EXPECT_EQ(a.amax, amax) << a.name;
+    for (const RecipeResult& r : a.recipes) EXPECT_FALSE(std::isnan(r.sqnr_db)) << r.name;
+  }
+}
+
+}  // namespace
+}  // namespace fp8wb
