@@ -97,7 +97,7 @@ struct SourceRun {
     Value value;
   };
   std::vector<Scalar> scalars;
-  Rows tensor_stats, blobs, events;
+  Rows tensor_stats, blobs, events, rank_scales;
 };
 
 struct SourceSweep {
@@ -149,6 +149,7 @@ Source read_source(const std::string& path, const ImportOptions& opt) {
       throw StoreError(path + " is not a run database (it has no runs table of fp8wb's)");
     }
     const bool has_uuid = has_column(*db, "runs", "uuid");
+    const bool has_ranks = has_column(*db, "rank_scales", "rank");  // version 3 on
     std::set<int64_t> sweeps;
     {
       const std::string sql =
@@ -198,6 +199,11 @@ Source read_source(const std::string& path, const ImportOptions& opt) {
           *db, "SELECT step, layer, role, kind, shape, data FROM blobs WHERE run_id = ?", r.id, {});
       r.events = read_rows(
           *db, "SELECT step, kind, message FROM events WHERE run_id = ? ORDER BY id", r.id, {});
+      if (has_ranks) {
+        r.rank_scales = read_rows(
+            *db, "SELECT step, layer, role, rank, amax, scale FROM rank_scales WHERE run_id = ?",
+            r.id, {});
+      }
       if (r.parent_sweep > 0 && opt.parent_sweep <= 0) sweeps.insert(r.parent_sweep);
     }
     if (!sweeps.empty()) {
@@ -342,8 +348,10 @@ ImportReport RunStore::import_runs(const std::string& source_path, const ImportO
           val.run();
         }
       }
-      const std::pair<const char*, const Rows*> tables[] = {
-          {"tensor_stats", &r.tensor_stats}, {"blobs", &r.blobs}, {"events", &r.events}};
+      const std::pair<const char*, const Rows*> tables[] = {{"tensor_stats", &r.tensor_stats},
+                                                            {"blobs", &r.blobs},
+                                                            {"events", &r.events},
+                                                            {"rank_scales", &r.rank_scales}};
       for (const auto& [table, rows] : tables) {
         if (rows->rows.empty()) continue;
         // Only the columns the target has (a source of an older schema has fewer; the

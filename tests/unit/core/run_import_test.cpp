@@ -8,6 +8,7 @@
 #include <sqlite3.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -216,6 +217,75 @@ TEST_F(RunImportTest, OneRunAsTheTrialOfASweep) {
     EXPECT_NE(std::string(e.what()).find("trial.sqlite"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find(o.uuid), std::string::npos) << e.what();
   }
+}
+
+// A data-parallel run's step: two ranks, each rank's own amax and the scale it used,
+// every value a function of (seed, step, rank, role).
+MetricBatch rank_batch(int64_t run, int64_t step, double seed) {
+  MetricBatch b = batch(run, step, seed);
+  for (int rank = 0; rank < 2; ++rank) {
+    for (Role role : {Role::Input, Role::Weight}) {
+      RankScale k;
+      k.step = step;
+      k.layer = "fc1";
+      k.role = role;
+      k.rank = rank;
+      k.amax = static_cast<float>(seed + 0.1 * static_cast<double>(step) + rank +
+                                  (role == Role::Weight ? 0.5 : 0.0));
+      k.scale = 448.0f / (k.amax + 1.0f);
+      b.ranks.push_back(k);
+    }
+  }
+  return b;
+}
+
+std::string rank_content(const RunStore& s, int64_t id) {
+  std::string out;
+  for (const RankScale& k : s.rank_scales(id)) {
+    char line[160];
+    std::snprintf(line, sizeof line, "%lld %s %s %d %a %a\n", static_cast<long long>(k.step),
+                  k.layer.c_str(), std::string(role_name(k.role)).c_str(), k.rank,
+                  static_cast<double>(k.amax), static_cast<double>(k.scale));
+    out += line;
+  }
+  return out;
+}
+
+TEST_F(RunImportTest, EveryRanksScalesComeAlong) {
+  auto a = RunStore::open(file("a.sqlite"));
+  auto b = RunStore::open(file("b.sqlite"));
+  const std::string uuid = new_uuid();
+  const int64_t id = a->create_run("ranks", "train", R"({"nproc": 2})", "cpu", 0, uuid);
+  for (int k = 0; k < 2; ++k) a->write(rank_batch(id, k, 3.0));
+  a->set_status(id, RunStatus::Interrupted, "");
+  a->flush();
+  ImportReport rep = b->import_runs(a->path());
+  ASSERT_EQ(rep.added, 1);
+  // Two steps x two ranks x two roles, bit for bit the source's.
+  EXPECT_EQ(b->rank_scales(rep.run_ids[0]).size(), 8u);
+  EXPECT_EQ(rank_content(*b, rep.run_ids[0]), rank_content(*a, id));
+  EXPECT_EQ(b->rank_scales(rep.run_ids[0], "fc1", "weight").size(), 4u);
+
+  // The source's run resumes and finishes: the target's copy is replaced, its rows too
+  // (none doubled, none left from the copy before).
+  for (int k = 2; k < 5; ++k) a->write(rank_batch(id, k, 3.0));
+  a->set_status(id, RunStatus::Finished, "");
+  a->flush();
+  rep = b->import_runs(a->path());
+  ASSERT_EQ(rep.updated, 1);
+  EXPECT_EQ(b->rank_scales(rep.run_ids[0]).size(), 20u);
+  EXPECT_EQ(rank_content(*b, rep.run_ids[0]), rank_content(*a, id));
+
+  // As a sweep's trial (how a cluster sweep's trial databases are collected).
+  auto c = RunStore::open(file("c.sqlite"));
+  ImportOptions o;
+  o.uuid = uuid;
+  o.parent_sweep = c->create_sweep("s", "{}");
+  rep = c->import_runs(a->path(), o);
+  ASSERT_EQ(rep.added, 1);
+  EXPECT_EQ(rank_content(*c, rep.run_ids[0]), rank_content(*a, id));
+  EXPECT_EQ(b->integrity_check(), "ok");
+  EXPECT_EQ(c->integrity_check(), "ok");
 }
 
 TEST_F(RunImportTest, DamagedForeignAndMissingSourcesChangeNothing) {
