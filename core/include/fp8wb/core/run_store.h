@@ -45,6 +45,7 @@ struct RunCursor {
   int64_t scalar_step = -1;  // the last step read of the scalar series (losses, SQNR)
   int64_t tensor_step = -1;  // the last step read of the tensor statistics
   int64_t event_id = 0;      // the last event read
+  int64_t rank_step = -1;    // the last step read of every rank's scales (data-parallel)
 };
 
 struct SweepInfo {
