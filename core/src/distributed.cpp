@@ -132,6 +132,11 @@ struct RankGroup::Impl {
   std::function<c10::intrusive_ptr<c10d::Work>(std::vector<at::Tensor>&,
                                                const c10d::AllreduceOptions&)>
       allreduce;
+  std::function<c10::intrusive_ptr<c10d::Work>(std::vector<std::vector<at::Tensor>>&,
+                                               std::vector<at::Tensor>&,
+                                               const c10d::AllgatherOptions&)>
+      allgather;
+  const char* backend = "";
   std::chrono::milliseconds timeout{0};
 };
 
@@ -195,9 +200,12 @@ std::unique_ptr<RankGroup> RankGroup::connect(const RankInfo& info, const torch:
       opts->timeout = timeout;
       auto pg =
           c10::make_intrusive<c10d::ProcessGroupNCCL>(impl->store, info.rank, info.world, opts);
+      impl->backend = "nccl";
       impl->allreduce = [pg](std::vector<at::Tensor>& t, const c10d::AllreduceOptions& o) {
         return pg->allreduce(t, o);
       };
+      impl->allgather = [pg](std::vector<std::vector<at::Tensor>>& out, std::vector<at::Tensor>& in,
+                             const c10d::AllgatherOptions& o) { return pg->allgather(out, in, o); };
 #endif
     } else {
 #if defined(FP8WB_C10D_GLOO)
@@ -212,9 +220,12 @@ std::unique_ptr<RankGroup> RankGroup::connect(const RankInfo& info, const torch:
       }
       auto pg =
           c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, info.rank, info.world, opts);
+      impl->backend = "gloo";
       impl->allreduce = [pg](std::vector<at::Tensor>& t, const c10d::AllreduceOptions& o) {
         return pg->allreduce(t, o);
       };
+      impl->allgather = [pg](std::vector<std::vector<at::Tensor>>& out, std::vector<at::Tensor>& in,
+                             const c10d::AllgatherOptions& o) { return pg->allgather(out, in, o); };
 #endif
     }
   } catch (const std::exception& e) {
@@ -250,6 +261,26 @@ void RankGroup::sum(std::vector<at::Tensor>& tensors, const char* what) {
 void RankGroup::max(at::Tensor& t, const char* what) {
   std::vector<at::Tensor> v{t};
   reduce(*impl_, info_, v, c10d::ReduceOp::MAX, what);
+}
+
+void RankGroup::all_gather(const at::Tensor& in, std::vector<at::Tensor>& out, const char* what) {
+  std::vector<at::Tensor> inputs{in.contiguous()};
+  std::vector<std::vector<at::Tensor>> outputs(1);
+  for (int r = 0; r < info_.world; ++r) outputs[0].push_back(at::empty_like(inputs[0]));
+  c10d::AllgatherOptions o;
+  o.timeout = impl_->timeout;
+  try {
+    impl_->allgather(outputs, inputs, o)->wait();
+  } catch (const std::exception& e) {
+    throw std::runtime_error("rank " + std::to_string(info_.rank) + ": gathering " + what + " (" +
+                             std::string(c10::toString(in.scalar_type())) +
+                             ") from the other ranks failed: " + cause(e));
+  }
+  out = std::move(outputs[0]);
+}
+
+const char* RankGroup::backend() const {
+  return impl_->backend;
 }
 
 }  // namespace dist

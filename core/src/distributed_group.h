@@ -30,6 +30,12 @@ class RankGroup {
   // In place, over every rank; `what` names the exchange in an error.
   void sum(std::vector<at::Tensor>& tensors, const char* what);
   void max(at::Tensor& t, const char* what);
+  // Every rank's `in` (the same shape and dtype on every rank) into `out`, one tensor a
+  // rank, allocated here like `in`. Throws std::runtime_error naming the exchange, or the
+  // dtype where the backend has no such type.
+  void all_gather(const at::Tensor& in, std::vector<at::Tensor>& out, const char* what);
+  // "gloo" or "nccl".
+  const char* backend() const;
 
   struct Impl;
 

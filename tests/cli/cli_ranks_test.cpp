@@ -237,4 +237,67 @@ TEST_F(CliRanks, BadRequestsAreRefusedBeforeAnyRankStarts) {
   }
 }
 
+// bench --comm through Gloo with two ranks: every exchange reports its bytes as the
+// shapes give them (one rank's tensor: rows x cols of its dtype; gathered: twice that),
+// every gathered slot comes back byte for byte as its rank sent it (checked by rank 0
+// against each rank's payload rebuilt from its rank alone), and the all-reduce's sum of
+// two ranks is bit-identical to the two added locally.
+TEST_F(CliRanks, BenchCommGathersFp8CodesUnchanged) {
+  const int64_t rows = 96, cols = 200;
+  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
+  const int st = wait_for(spawn({"bench", "--comm", "--nproc", "2", "--rows", std::to_string(rows),
+                                 "--cols", std::to_string(cols), "--steps", "3", "--json"},
+                                out, err),
+                          120);
+  ASSERT_TRUE(WIFEXITED(st));
+  ASSERT_EQ(WEXITSTATUS(st), 0) << slurp(out) << slurp(err);
+  const nlohmann::json j = nlohmann::json::parse(slurp(out));  // rank 0 alone prints
+  EXPECT_EQ(j["backend"], "gloo");
+  EXPECT_EQ(j["ranks"], 2);
+  ASSERT_EQ(j["exchanges"].size(), 4u);
+  struct Want {
+    const char* op;
+    const char* payload;
+    std::vector<int64_t> shape;
+    int64_t element_bytes;
+  };
+  // bf16 goes as bfloat16, or as its bytes (uint8, twice the columns) where the backend
+  // has no bfloat16: two bytes an element either way.
+  const bool bf16_native = j["exchanges"][3]["dtype"] == "bfloat16";
+  const Want want[] = {
+      {"all_reduce", "fp32", {rows, cols}, 4},
+      {"all_gather", "fp8 codes", {rows, cols}, 1},
+      {"all_gather", "fp8 scales", {rows}, 4},
+      {"all_gather", "bf16", {rows, bf16_native ? cols : 2 * cols}, bf16_native ? 2 : 1}};
+  for (size_t i = 0; i < 4; ++i) {
+    const nlohmann::json& e = j["exchanges"][i];
+    SCOPED_TRACE(e.dump());
+    EXPECT_EQ(e["op"], want[i].op);
+    EXPECT_EQ(e["payload"], want[i].payload);
+    EXPECT_EQ(e["shape"].get<std::vector<int64_t>>(), want[i].shape);
+    int64_t elements = 1;
+    for (int64_t d : want[i].shape) elements *= d;
+    EXPECT_EQ(e["bytes_per_rank"].get<int64_t>(), elements * want[i].element_bytes);
+    EXPECT_EQ(e["bytes_result"].get<int64_t>(),
+              (i == 0 ? 1 : 2) * elements * want[i].element_bytes);
+    EXPECT_TRUE(e["identical"].get<bool>());
+    EXPECT_GT(e["ms"].get<double>(), 0.0);
+  }
+  EXPECT_EQ(j["exchanges"][1]["dtype"], "uint8");  // FP8 codes as bytes: nothing upcast
+  EXPECT_EQ(j["exchanges"][0]["max_abs_error"].get<double>(), 0.0);
+  // FP8 weights: one byte an element and a scale a row, against bf16's two bytes.
+  EXPECT_DOUBLE_EQ(
+      j["fp8_vs_bf16"]["bytes"].get<double>(),
+      static_cast<double>(rows * cols + rows * 4) / static_cast<double>(rows * cols * 2));
+}
+
+TEST_F(CliRanks, BenchCommNeedsRanks) {
+  Result r = run({"bench", "--comm"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("give --nproc 2 or more"), std::string::npos) << r.err;
+  r = run({"bench", "--comm", "--nproc", "2", "--device", "tpu"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("--device \"tpu\""), std::string::npos) << r.err;
+}
+
 }  // namespace
