@@ -1,4 +1,4 @@
-// defines: SlurmOptions, submit_slurm_sweep(), collect_slurm_sweep(), run_program(): a
+// defines: SlurmOptions, submit_slurm_sweep(), collect_slurm_sweep(): a
 // sweep run on a cluster as one Slurm job array, each task an `fp8wb train` of one trial
 // into its own database under a shared folder, and the trials' collection into the sweep.
 //
@@ -14,6 +14,7 @@
 
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/sweep.h"
+#include "fp8wb/core/sweep_collect.h"
 
 namespace fp8wb::cli {
 
@@ -33,7 +34,8 @@ struct SlurmOptions {
 int submit_slurm_sweep(const SweepSpec& spec, RunStore& store, const SlurmOptions& opt, bool json,
                        std::ostream& out, std::ostream& err);
 
-// Merges a folder's finished trials into its sweep in the database at `db` (empty: the
+// Prints collect_sweep_folder()'s result (sweep_collect.h): merges a folder's finished
+// trials into its sweep in the database at `db` (empty: the
 // one the sweep was submitted from). Trials already collected are left as they are, so
 // it can be run while the array runs and again at any time. A trial that failed on the
 // cluster is recorded as failed with Slurm's reason (sacct, else scontrol, and the task's
@@ -42,13 +44,8 @@ int submit_slurm_sweep(const SweepSpec& spec, RunStore& store, const SlurmOption
 int collect_slurm_sweep(const std::string& dir, const std::string& db, bool json, std::ostream& out,
                         std::ostream& err);
 
-struct ProgramResult {
-  bool started = false;  // false: the program was not found or could not run
-  int status = -1;       // its exit status
-  std::string out, err;
-};
-// Runs a program (looked up on PATH) with these arguments, no shell, and collects its
-// output.
-ProgramResult run_program(const std::vector<std::string>& argv);
+// Running a program and its result: in the core, where the collection needs them too.
+using fp8wb::ProgramResult;
+using fp8wb::run_program;
 
 }  // namespace fp8wb::cli
