@@ -20,6 +20,8 @@ PACKAGES=(
   clang-format                              # the format check (scripts/check-format.sh)
   slurm-wlm munge                           # the Slurm sweep tests: a one-node cluster
                                             # (scripts/slurm-local.sh; nothing in /etc used)
+  librsvg2-bin                              # the icon's PNG sizes (packaging/)
+  desktop-file-utils appstream lintian      # the Debian package's checks (scripts/test-deb.sh)
 )
 
 missing=()
