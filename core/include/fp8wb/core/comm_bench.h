@@ -30,12 +30,12 @@ struct CommFigure {
   std::vector<int64_t> shape;  // of one rank's tensor
   int64_t bytes_per_rank = 0;  // what each rank sends
   int64_t bytes_result = 0;    // what each rank holds afterwards (all_gather: world x)
-  double ms = 0;               // median over the timed exchanges, on rank 0
+  double ms = 0;               // median over the timed exchanges, on this rank
   double algbw_gbs = 0;        // bytes_result / ms (all_reduce: bytes_per_rank / ms)
   double busbw_gbs = 0;        // as nccl-tests: all_reduce x 2(n-1)/n, all_gather x (n-1)/n
-  // all_gather: every rank's slot holds, byte for byte, what that rank sent (rebuilt here
-  // from its seed, not taken from the exchange); all_reduce: the sum equals, bit for bit,
-  // the ranks' values added here in rank order.
+  // Rank 0: all_gather: every rank's slot holds, byte for byte, what that rank sent
+  // (rebuilt here from its rank, not taken from the exchange); all_reduce: the sum equals,
+  // bit for bit, the ranks' values added here in rank order.
   bool identical = false;
   double max_abs_error = 0;  // all_reduce: against that sum
 };
@@ -51,9 +51,10 @@ struct CommBenchResult {
 };
 
 // Every rank calls it with its RankInfo (rank 0 listens at master_addr:master_port); all
-// return the same figures' layout, rank 0's times. Throws std::runtime_error naming the
-// rank and the exchange (a rank that does not answer within the timeout, a backend this
-// build lacks), std::invalid_argument for a bad option.
+// return the same figures' layout with their own times; only rank 0 rebuilds the other
+// ranks' payloads and checks (`identical`, `max_abs_error`), elsewhere they stay unset. Throws
+// std::runtime_error naming the rank and the exchange (a rank that does not answer within the
+// timeout, a backend this build lacks), std::invalid_argument for a bad option.
 CommBenchResult run_comm_bench(const RankInfo& info, const CommBenchOptions& opt);
 
 }  // namespace fp8wb
