@@ -365,10 +365,13 @@ __global__ void __launch_bounds__(kThreads)
       }
       cell_err = cell_sum = 0;
     };
-    for (int64_t rb = r0; rb < r1; rb += 16) {
-      uint32_t t[4][4] = {};  // transposed staging: 4 columns x 16 rows of codes
+    // Transposed codes are staged for kStage rows: 32 (whole 32-byte sectors a column)
+    // where no statistics take registers, else 16.
+    constexpr int kStage = kStats ? 16 : 32;
+    for (int64_t rb = r0; rb < r1; rb += kStage) {
+      uint32_t t[4][kStage / 4] = {};  // transposed staging: 4 columns x kStage rows of codes
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
+      for (int half = 0; half < kStage / 8; ++half) {
         // Eight rows' loads in flight before the first use.
         float v[8][4];
 #pragma unroll
@@ -450,14 +453,17 @@ __global__ void __launch_bounds__(kThreads)
         }
       }
       if (trans && active) {
-        if (rb + 16 <= r1 && G.rows % 16 == 0) {
+        if (rb + kStage <= r1 && G.rows % 16 == 0) {
 #pragma unroll
           for (int k = 0; k < 4; ++k) {
-            *reinterpret_cast<uint4*>(codes_t + (col + k) * G.rows + rb) =
-                make_uint4(t[k][0], t[k][1], t[k][2], t[k][3]);
+#pragma unroll
+            for (int q = 0; q < kStage / 16; ++q) {
+              *reinterpret_cast<uint4*>(codes_t + (col + k) * G.rows + rb + 16 * q) =
+                  make_uint4(t[k][4 * q], t[k][4 * q + 1], t[k][4 * q + 2], t[k][4 * q + 3]);
+            }
           }
         } else {
-          for (int i = 0; i < 16 && rb + i < r1; ++i) {
+          for (int i = 0; i < kStage && rb + i < r1; ++i) {
             for (int k = 0; k < 4; ++k) {
               codes_t[(col + k) * G.rows + rb + i] =
                   static_cast<uint8_t>(t[k][i / 4] >> (8 * (i % 4)));
@@ -474,6 +480,50 @@ __global__ void __launch_bounds__(kThreads)
   } else if (kAmax) {
     flush_block_amax(ls.amax, amax_out);
   }
+}
+
+// No statistics, transposed codes (with the row-major ones and the amax where asked): a
+// 16 x 16 block takes a tile of 64 columns x 256 rows, a thread 4 columns x 16 rows
+// (sixteen loads in flight), one scale a thread (tensorwise or 128x128 blocks), and
+// stores 16 bytes of each of its columns' transposed rows.
+template <Format F, bool kHw, bool kAmax>
+__global__ void __launch_bounds__(kThreads)
+    tile_quantize_t_kernel(const float* xf, const uint16_t* xb, Geometry G,
+                           const float* __restrict__ scale, Overflow ov, uint8_t* codes,
+                           uint8_t* __restrict__ codes_t, uint32_t* amax_out) {
+  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+  const int64_t col_tiles = (G.cols + 63) / 64;
+  const int64_t tiles = col_tiles * ((G.rows + 255) / 256);
+  uint32_t m = 0;
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int64_t c0 = (tile % col_tiles) * 64 + tx * 4;
+    const int64_t r0 = (tile / col_tiles) * 256 + ty * 16;
+    if (c0 >= G.cols || r0 >= G.rows) continue;
+    const float sc = scale[(r0 / G.block_rows) * G.group_cols + c0 / G.block_cols];
+    float v[16][4];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) load4(xf, xb, (r0 + i) * G.cols + c0, v[i]);
+    uint32_t t[4][4] = {};
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      float y[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        y[k] = v[i][k] * sc;
+        if (kAmax) m = finite_abs_max(m, v[i][k]);
+      }
+      const uint32_t w = encode4<F, kHw, false>(y, 1.0f, ov, nullptr, nullptr);
+      if (codes) *reinterpret_cast<uint32_t*>(codes + (r0 + i) * G.cols + c0) = w;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) t[k][i / 4] |= ((w >> (8 * k)) & 0xFFu) << (8 * (i % 4));
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      *reinterpret_cast<uint4*>(codes_t + (c0 + k) * G.rows + r0) =
+          make_uint4(t[k][0], t[k][1], t[k][2], t[k][3]);
+    }
+  }
+  if (kAmax) flush_block_amax(m, amax_out);
 }
 
 // Tensorwise (one scale), no statistics, no transposed codes: 16 consecutive elements a
@@ -769,12 +819,21 @@ unsigned resident_hist_blocks(int64_t want) {
 }
 
 template <Format F, bool kHw>
-void launch_quantize(const DeviceTensor& x, const Geometry& G, bool fast, bool flat,
+void launch_quantize(const DeviceTensor& x, const Geometry& G, bool fast, bool flat, bool tile,
                      const float* sc, const float* si, Overflow ov, uint8_t* codes,
                      uint8_t* codes_t, const DeviceStatsTargets& t, cudaStream_t st) {
   double* map = G.map ? t.map : nullptr;
   const size_t smem = t.stats && t.histogram ? kLaneHistBytes : 0;
-  if (flat) {
+  if (tile) {
+    const unsigned grid = blocks_for(((x.cols + 63) / 64) * ((x.rows + 255) / 256), 1);
+    if (t.amax_bits) {
+      tile_quantize_t_kernel<F, kHw, true>
+          <<<grid, kThreads, 0, st>>>(x.f32, x.bf16, G, sc, ov, codes, codes_t, t.amax_bits);
+    } else {
+      tile_quantize_t_kernel<F, kHw, false>
+          <<<grid, kThreads, 0, st>>>(x.f32, x.bf16, G, sc, ov, codes, codes_t, nullptr);
+    }
+  } else if (flat) {
     const int64_t n16 = x.rows * x.cols / 16;
     const unsigned grid = blocks_for(n16, kThreads);
     if (t.amax_bits) {
@@ -807,6 +866,18 @@ void launch_quantize(const DeviceTensor& x, const Geometry& G, bool fast, bool f
         x.f32, x.bf16, G, sc, si, ov, codes, codes_t, t.stats, map, t.histogram, t.amax_bits);
   }
   FP8WB_GPU_CHECK(cudaGetLastError());
+}
+
+// No statistics (an amax at most), transposed codes, groups of whole 16-row x 4-column
+// pieces (tensorwise, 128x128), rows a multiple of 16, aligned pointers.
+bool tile_path_ok(const DeviceTensor& x, const GroupLayout& L, const DeviceStatsTargets& t,
+                  const uint8_t* codes, const uint8_t* codes_t) {
+  const uintptr_t in =
+      reinterpret_cast<uintptr_t>(x.f32 ? static_cast<const void*>(x.f32) : x.bf16);
+  return !t.stats && codes_t && x.rows % 16 == 0 && x.cols % 4 == 0 && L.block_rows % 16 == 0 &&
+         L.block_cols % 4 == 0 && in % (x.f32 ? 16 : 8) == 0 &&
+         reinterpret_cast<uintptr_t>(codes) % 4 == 0 &&
+         reinterpret_cast<uintptr_t>(codes_t) % 16 == 0;
 }
 
 // Tensorwise, no statistics (an amax at most), no transposed codes, whole 16-element
@@ -843,7 +914,7 @@ struct CodesSource {
   }
 };
 
-constexpr int kColTile = 64;    // columns a block takes: 16 threads x 4
+constexpr int kColTile = 64;  // columns a block takes: 16 threads x 4
 constexpr int kRowsPerThread = 16;
 
 // Per-column amax over finite values (fp32 bits, atomicMax: zero them first). A block is
@@ -854,7 +925,8 @@ __global__ void __launch_bounds__(kThreads)
                     uint32_t* col_amax) {
   __shared__ float lut[256];
   __shared__ uint32_t part[16][kColTile];
-  for (int c = threadIdx.x; c < 256; c += blockDim.x) lut[c] = decode(static_cast<uint8_t>(c), spec);
+  for (int c = threadIdx.x; c < 256; c += blockDim.x)
+    lut[c] = decode(static_cast<uint8_t>(c), spec);
   __syncthreads();
   const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
   const int64_t c0 = int64_t{blockIdx.x} * kColTile + tx * 4;
@@ -887,7 +959,8 @@ __global__ void __launch_bounds__(kThreads)
     col_quantize_t_kernel(Src src, int64_t rows, int64_t cols, const float* __restrict__ scale,
                           Overflow ov, CodecSpec spec, uint8_t* __restrict__ codes_t) {
   __shared__ float lut[256];
-  for (int c = threadIdx.x; c < 256; c += blockDim.x) lut[c] = decode(static_cast<uint8_t>(c), spec);
+  for (int c = threadIdx.x; c < 256; c += blockDim.x)
+    lut[c] = decode(static_cast<uint8_t>(c), spec);
   __syncthreads();
   const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
   const int64_t col_tiles = (cols + kColTile - 1) / kColTile;
@@ -922,8 +995,7 @@ template <class Src>
 void rowwise_transposed(const Src& src, int64_t rows, int64_t cols, const CodecSpec& src_spec,
                         const QuantRecipe& recipe, float* d_col_amax, float* d_scale,
                         float* d_scale_inv, uint8_t* codes_t, cudaStream_t st) {
-  FP8WB_GPU_CHECK(
-      cudaMemsetAsync(d_col_amax, 0, static_cast<size_t>(cols) * sizeof(float), st));
+  FP8WB_GPU_CHECK(cudaMemsetAsync(d_col_amax, 0, static_cast<size_t>(cols) * sizeof(float), st));
   const int64_t col_blocks = (cols + kColTile - 1) / kColTile;
   // Enough blocks down the rows to fill the GPU, each at least 256 rows.
   const int64_t want = std::max<int64_t>(1, int64_t{sm_count()} * 8 / col_blocks);
@@ -931,7 +1003,7 @@ void rowwise_transposed(const Src& src, int64_t rows, int64_t cols, const CodecS
   const int64_t per_block = (rows + splits - 1) / splits;
   col_amax_kernel<<<dim3(static_cast<unsigned>(col_blocks), static_cast<unsigned>(splits)),
                     kThreads, 0, st>>>(src, rows, cols, per_block, src_spec,
-                                        reinterpret_cast<uint32_t*>(d_col_amax));
+                                       reinterpret_cast<uint32_t*>(d_col_amax));
   FP8WB_GPU_CHECK(cudaGetLastError());
   const FormatInfo& info = format_info(recipe.format);
   scales_kernel<<<static_cast<unsigned>((cols + 255) / 256), 256, 0, st>>>(
@@ -943,11 +1015,11 @@ void rowwise_transposed(const Src& src, int64_t rows, int64_t cols, const CodecS
   dispatch_element_format(recipe.format, [&](auto tag) {
     constexpr Format F = decltype(tag)::value;
     if (hw_format<F>() && recipe.overflow == Overflow::Saturate) {
-      col_quantize_t_kernel<F, true><<<grid, kThreads, 0, st>>>(src, rows, cols, d_scale,
-                                                                recipe.overflow, src_spec, codes_t);
+      col_quantize_t_kernel<F, true>
+          <<<grid, kThreads, 0, st>>>(src, rows, cols, d_scale, recipe.overflow, src_spec, codes_t);
     } else {
-      col_quantize_t_kernel<F, false><<<grid, kThreads, 0, st>>>(
-          src, rows, cols, d_scale, recipe.overflow, src_spec, codes_t);
+      col_quantize_t_kernel<F, false>
+          <<<grid, kThreads, 0, st>>>(src, rows, cols, d_scale, recipe.overflow, src_spec, codes_t);
     }
   });
   FP8WB_GPU_CHECK(cudaGetLastError());
@@ -1059,17 +1131,18 @@ void quantize_cuda(const DeviceTensor& x, const QuantRecipe& recipe, const Group
   const Geometry G = geometry(L, t);
   const bool fast = fast_path_ok(x, L, t, codes, codes_t);
   const bool flat = flat_path_ok(x, L, t, codes, codes_t);
+  const bool tile = tile_path_ok(x, L, t, codes, codes_t);
   const auto st = reinterpret_cast<cudaStream_t>(stream);
   dispatch_element_format(recipe.format, [&](auto tag) {
     constexpr Format F = decltype(tag)::value;
     if constexpr (hw_format<F>()) {
       if (recipe.overflow == Overflow::Saturate) {
-        launch_quantize<F, true>(x, G, fast, flat, d_scale, d_scale_inv, recipe.overflow, codes,
-                                 codes_t, t, st);
+        launch_quantize<F, true>(x, G, fast, flat, tile, d_scale, d_scale_inv, recipe.overflow,
+                                 codes, codes_t, t, st);
         return;
       }
     }
-    launch_quantize<F, false>(x, G, fast, flat, d_scale, d_scale_inv, recipe.overflow, codes,
+    launch_quantize<F, false>(x, G, fast, flat, tile, d_scale, d_scale_inv, recipe.overflow, codes,
                               codes_t, t, st);
   });
 }
@@ -1148,9 +1221,9 @@ bool rowwise_transposed_cuda(const DeviceTensor& x, const QuantRecipe& recipe, f
     return false;
   }
   if (x.rows * x.cols == 0) return true;
-  rowwise_transposed(TensorSource{x.f32, x.bf16, x.cols}, x.rows, x.cols,
-                     codec_spec(recipe.format), recipe, d_col_amax, d_scale, d_scale_inv,
-                     codes_t, reinterpret_cast<cudaStream_t>(stream));
+  rowwise_transposed(TensorSource{x.f32, x.bf16, x.cols}, x.rows, x.cols, codec_spec(recipe.format),
+                     recipe, d_col_amax, d_scale, d_scale_inv, codes_t,
+                     reinterpret_cast<cudaStream_t>(stream));
   return true;
 }
 

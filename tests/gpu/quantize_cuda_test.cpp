@@ -92,6 +92,14 @@ TEST_P(CudaQuantize, MatchesCpuForFp32AndBf16) {
       EXPECT_EQ(gpu.codes_t, codes_t);
     }
     expect_same(gpu.stats, cpu.result.stats);
+    // Without statistics: the flat kernel, or the transposed pass staging 32 rows.
+    StatsOptions none;
+    none.enabled = none.histogram = none.error_map = false;
+    const auto bare = quantize_current_cuda(ref, r, trans, none);
+    EXPECT_EQ(bare.codes, codes);
+    if (trans) {
+      EXPECT_EQ(bare.codes_t, codes_t);
+    }
     std::vector<float> back(x.size());
     dequantize(codes.data(), r, cpu.scales, back.data());
     ASSERT_EQ(gpu.dequantized.size(), back.size());

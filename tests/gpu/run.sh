@@ -6,8 +6,10 @@
 #   OUT=/tmp/out bash tests/gpu/run.sh
 #   QUICK=1 ...   skips the MLP, codec and quantize benchmarks and the GPT runs (measured
 #                 before; see docs/performance.md), keeping tests and checkpoint inspection
-#   PART=kernels  only the GPU kernel and FP8 linear tests and benchmarks, and a per-kernel
-#                 profile of one rowwise MLP step (ncu), for work on the kernels
+#   PART=kernels  only the GPU kernel and FP8 linear tests and benchmarks, and an ncu
+#                 profile of the statistics kernel, for work on the kernels;
+#                 PROFILE_STEP="fp8 rowwise current" (a variant of the MLP benchmark)
+#                 adds the time of every kernel of its steps
 #
 # Missing headers (sqlite3.h on some GPU images) can be supplied under .deps/sqlite
 # (dpkg -x of Debian's libsqlite3-dev).
@@ -65,11 +67,11 @@ if [ "${PART:-}" = kernels ]; then
       "$OUT/ncu-stats.txt" | head -30
     grep -iE "stall|spend|cycles" "$OUT/ncu-stats.txt" | grep -v "^\s*$" | cut -c1-220 | head -12
   fi
-  if command -v ncu >/dev/null && [ -n "${PROFILE_ROWWISE:-}" ]; then
-    log "kernels of one rowwise MLP step, 16384 x 4096 (ncu, clocks untouched)"
+  if command -v ncu >/dev/null && [ -n "${PROFILE_STEP:-}" ]; then
+    log "kernels of MLP steps (variant $PROFILE_STEP and bf16), 16384 x 4096 (ncu, clocks untouched)"
     timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel \
-      "$BUILD/tests/gpu/fp8wb_float8_linear_bench" --only rowwise --d 4096 --reps 1 >"$OUT/ncu-rowwise.txt" 2>&1
-    grep -E "gpu__time_duration|Invocations|\)x\(" "$OUT/ncu-rowwise.txt" | sed -E 's/\(float, .*//' | cut -c1-160 | head -120
+      "$BUILD/tests/gpu/fp8wb_float8_linear_bench" --only "=$PROFILE_STEP" --d 4096 --reps 1 >"$OUT/ncu-step.txt" 2>&1
+    grep -E "gpu__time_duration|Invocations|\)x\(" "$OUT/ncu-step.txt" | sed -E 's/\(float, .*//; s/\(const .*//' | cut -c1-150 | head -120
   fi
   exit $(( rc1 | rc2 ))
 fi
