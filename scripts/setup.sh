@@ -10,6 +10,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libtorch-dev libopenblas0-pthread         # LibTorch 1.13 (CPU); OpenBLAS, else reference BLAS
+  libgloo-dev                               # Gloo headers for c10d (data-parallel runs)
   libsqlite3-dev
   qt6-base-dev libqcustomplot-dev           # GUI: Qt 6 Widgets + QCustomPlot (Qt 6 build)
   libgtest-dev libgmock-dev libbenchmark-dev
@@ -17,6 +18,8 @@ PACKAGES=(
     xvfb xauth fonts-dejavu-core              # GUI tests and screenshots without a display
   clang libclang-rt-14-dev                  # the readers' fuzzers (libFuzzer, sanitizers)
   clang-format                              # the format check (scripts/check-format.sh)
+  slurm-wlm munge                           # the Slurm sweep tests: a one-node cluster
+                                            # (scripts/slurm-local.sh; nothing in /etc used)
   librsvg2-bin                              # the icon's PNG sizes (packaging/)
   desktop-file-utils appstream lintian      # the Debian package's checks (scripts/test-deb.sh)
   hipcc libamdhip64-dev                     # the kernels compiled as HIP for AMD GPUs (kernels/hip)

@@ -10,8 +10,11 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "fp8wb/core/comm_bench.h"
+#include "fp8wb/core/distributed.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/trainer.h"
+#include "rank_launcher.h"
 #include "run_command_common.h"
 
 namespace fp8wb::cli {
@@ -28,6 +31,19 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& opt) {
   c->add_flag("--json", opt.json, "Print the figures as JSON");
   c->add_flag("--store-only", opt.store_only, "Only the run-store figures");
   c->add_flag("--train-only", opt.train_only, "Only the training-step figures");
+  c->add_flag("--comm", opt.comm,
+              "Measure the ranks' exchanges instead: an all-reduce of fp32 and an all-gather of "
+              "FP8 weights (uint8 codes + fp32 row scales) against bf16, through Gloo (cpu) or "
+              "NCCL (cuda); with --nproc, or under torchrun or srun");
+  c->add_option("--nproc", opt.nproc, "--comm: ranks to start on this machine")
+      ->check(CLI::Range(1, 1024));
+  c->add_option("--master-port", opt.master_port,
+                "--comm: the ranks' rendezvous port (default: MASTER_PORT, else a free one)")
+      ->check(CLI::Range(1, 65535));
+  c->add_option("--rows", opt.rows, "--comm: rows of the weight matrix each rank sends")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  c->add_option("--cols", opt.cols, "--comm: its columns")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   return c;
 }
 
@@ -166,10 +182,93 @@ StoreFigures bench_store() {
   return f;
 }
 
+int bench_comm(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
+  const std::string device = opt.device == "cpu" ? "cpu" : "cuda";
+  if (device == "cuda" && opt.device != "cuda" && opt.device.rfind("cuda:", 0) != 0)
+    throw std::invalid_argument("--device \"" + opt.device + "\": cpu (Gloo) or cuda (NCCL)");
+  const RankInfo ranks = rank_info_from_env();
+  if (!ranks.distributed()) {
+    if (opt.nproc < 2) {
+      throw std::invalid_argument(
+          "bench --comm measures exchanges between ranks: give --nproc 2 or more, or start it "
+          "under torchrun or srun");
+    }
+    if (!distributed_backend_available(device == "cpu" ? "gloo" : "nccl")) {
+      throw std::invalid_argument(
+          device == "cpu" ? "this build has no Gloo (its headers: libgloo-dev), so CPU ranks "
+                            "cannot exchange anything"
+                          : "this build's LibTorch has no NCCL, so GPU ranks cannot exchange "
+                            "anything; use --device cpu (Gloo)");
+    }
+    if (device == "cuda" && opt.nproc > Trainer::cuda_device_count()) {
+      throw std::invalid_argument(
+          fmt::format("--nproc {} asks for more ranks than the {} GPU(s) visible (one GPU a rank)",
+                      opt.nproc, Trainer::cuda_device_count()));
+    }
+    LaunchOptions lo;
+    lo.nproc = opt.nproc;
+    lo.master_port = opt.master_port;
+    return launch_ranks(lo, err);
+  }
+  CommBenchOptions o;
+  o.device = device;
+  o.rows = opt.rows;
+  o.cols = opt.cols;
+  o.iters = opt.steps;
+  const CommBenchResult r = run_comm_bench(ranks, o);
+  if (ranks.rank != 0) return 0;  // rank 0 reports
+  if (opt.json) {
+    json j;
+    j["backend"] = r.backend;
+    j["device"] = r.device;
+    j["ranks"] = r.world;
+    j["iterations"] = opt.steps;
+    j["exchanges"] = json::array();
+    for (const CommFigure& f : r.figures) {
+      j["exchanges"].push_back({{"op", f.op},
+                                {"payload", f.payload},
+                                {"dtype", f.dtype},
+                                {"note", f.note},
+                                {"shape", f.shape},
+                                {"bytes_per_rank", f.bytes_per_rank},
+                                {"bytes_result", f.bytes_result},
+                                {"ms", num(f.ms)},
+                                {"algbw_gb_per_s", num(f.algbw_gbs)},
+                                {"busbw_gb_per_s", num(f.busbw_gbs)},
+                                {"identical", f.identical},
+                                {"max_abs_error", num(f.max_abs_error)}});
+    }
+    j["fp8_vs_bf16"] = {{"bytes", num(r.fp8_bytes_vs_bf16)}, {"time", num(r.fp8_ms_vs_bf16)}};
+    out << dump(j) << "\n";
+    return 0;
+  }
+  out << fmt::format("exchanges between {} ranks through {} on {} (median of {})\n", r.world,
+                     r.backend, r.device, opt.steps);
+  out << fmt::format("  {:<10} {:<11} {:<9} {:>12} {:>10} {:>11} {:>11}  {}\n", "op", "payload",
+                     "sent as", "bytes/rank", "ms", "algbw GB/s", "busbw GB/s", "result");
+  for (const CommFigure& f : r.figures) {
+    std::string result;
+    if (f.op == "all_reduce") {
+      result = f.identical ? "sum bit-identical to the ranks' values added here"
+                           : fmt::format("sum off by up to {:.3g}", f.max_abs_error);
+    } else {
+      result = f.identical ? "every rank's bytes back unchanged" : "bytes CHANGED in transit";
+    }
+    out << fmt::format("  {:<10} {:<11} {:<9} {:>12} {:>10.3f} {:>11.3f} {:>11.3f}  {}\n", f.op,
+                       f.payload, f.dtype, f.bytes_per_rank, f.ms, f.algbw_gbs, f.busbw_gbs,
+                       result);
+    if (!f.note.empty()) out << "             (" << f.note << ")\n";
+  }
+  out << fmt::format(
+      "FP8 weights (codes + scales) against bf16: {:.3f}x the bytes, {:.2f}x the time\n",
+      r.fp8_bytes_vs_bf16, r.fp8_ms_vs_bf16);
+  return 0;
+}
+
 }  // namespace
 
 int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
-  (void)err;
+  if (opt.comm) return bench_comm(opt, out, err);
   std::vector<TrainFigure> train;
   StoreFigures store;
   if (!opt.store_only) train = bench_training(opt);

@@ -16,6 +16,12 @@ struct BenchOptions {
   bool json = false;
   bool store_only = false;
   bool train_only = false;
+  // --comm: the ranks' exchanges instead (all-reduce fp32, all-gather FP8 against bf16).
+  bool comm = false;
+  int nproc = 1;
+  int master_port = 0;
+  int64_t rows = 1024;
+  int64_t cols = 1024;
 };
 
 CLI::App* add_bench_command(CLI::App& app, BenchOptions& opt);

@@ -18,11 +18,14 @@ namespace fp8wb::cli {
 using nlohmann::json;
 
 CLI::App* add_runs_command(CLI::App& app, RunsOptions& opt) {
-  auto* c = app.add_subcommand("runs", "List, show, export or delete stored runs");
-  c->add_option("action", opt.action, "list, show, export or delete")
+  auto* c = app.add_subcommand(
+      "runs", "List, show, export or delete stored runs, or import another database's");
+  c->add_option("action", opt.action, "list, show, export, delete or import")
       ->required()
-      ->check(CLI::IsMember({"list", "show", "export", "delete"}));
-  c->add_option("id", opt.id, "The run (show, export, delete)");
+      ->check(CLI::IsMember({"list", "show", "export", "delete", "import"}));
+  c->add_option("run", opt.target,
+                "The run's id (show, export, delete), or the run database to import from "
+                "(import: its runs are added; runs already here are not copied again)");
   c->add_option("--db", opt.db, "Run database (default: " + default_database_path() + ")");
   c->add_option("--format", opt.format,
                 "export: csv (the step series), json (everything), or stats-csv (the tensor "
@@ -103,6 +106,17 @@ void export_run(const RunStore& s, const RunInfo& r, const std::string& format, 
     ts.push_back(std::move(row));
   }
   j["tensor_stats"] = std::move(ts);
+  // A data-parallel run: every rank's amax and scale (empty for a run of one process).
+  json rs = json::array();
+  for (const RankScale& k : s.rank_scales(r.id)) {
+    rs.push_back({{"step", k.step},
+                  {"layer", k.layer},
+                  {"role", role_name(k.role)},
+                  {"rank", k.rank},
+                  {"amax", num(k.amax)},
+                  {"scale", num(k.scale)}});
+  }
+  j["rank_scales"] = std::move(rs);
   json ev = json::array();
   for (const auto& e : s.events(r.id)) {
     ev.push_back({{"step", e.step}, {"kind", e.kind}, {"message", e.message}});
@@ -113,13 +127,40 @@ void export_run(const RunStore& s, const RunInfo& r, const std::string& format, 
 
 }  // namespace
 
+namespace {
+
+int import_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
+  if (opt.target.empty()) {
+    err << "fp8wb runs import: which database? (fp8wb runs import OTHER.sqlite)\n";
+    return 1;
+  }
+  // The target is opened for writing (created where there is none); the source only read.
+  auto store = RunStore::open(db_path(opt.db));
+  const ImportReport r = store->import_runs(opt.target);
+  if (opt.json) {
+    out << dump(json{{"added", r.added},
+                     {"updated", r.updated},
+                     {"unchanged", r.unchanged},
+                     {"runs", r.run_ids},
+                     {"db", store->path()}})
+        << "\n";
+  } else {
+    out << fmt::format("imported from {}: {} new, {} updated, {} already here; database: {}\n",
+                       opt.target, r.added, r.updated, r.unchanged, store->path());
+  }
+  return 0;
+}
+
+}  // namespace
+
 int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
+  if (opt.action == "import") return import_runs(opt, out, err);
   // The run's id, checked before the database is opened.
   int64_t id = 0;
-  const char* end = opt.id.data() + opt.id.size();
-  if (const auto [at, e] = std::from_chars(opt.id.data(), end, id);
-      !opt.id.empty() && (e != std::errc() || at != end || id <= 0)) {
-    err << "fp8wb runs " << opt.action << ": run id must be a number, not '" << opt.id
+  const char* end = opt.target.data() + opt.target.size();
+  if (const auto [at, e] = std::from_chars(opt.target.data(), end, id);
+      !opt.target.empty() && (e != std::errc() || at != end || id <= 0)) {
+    err << "fp8wb runs " << opt.action << ": run id must be a number, not '" << opt.target
         << "' (`fp8wb runs list` shows the ids)\n";
     return 1;
   }
@@ -173,7 +214,7 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
     out << "(" << kFinalLossDefinition << ")\n";
     return 0;
   }
-  if (opt.id.empty()) {
+  if (opt.target.empty()) {
     err << "fp8wb runs " << opt.action << ": which run? (give its id; `fp8wb runs list`)\n";
     return 1;
   }

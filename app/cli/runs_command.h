@@ -1,4 +1,5 @@
-// defines: RunsOptions, add_runs_command(), run_runs(): `fp8wb runs list|show|export|delete`.
+// defines: RunsOptions, add_runs_command(), run_runs(): `fp8wb runs
+// list|show|export|delete|import`.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -9,9 +10,11 @@
 namespace fp8wb::cli {
 
 struct RunsOptions {
-  std::string action;  // list, show, export, delete
+  std::string action;  // list, show, export, delete, import
   std::string db;
-  std::string id;  // as typed: a positive number (show, export, delete)
+  // As typed: the run's id, a positive number (show, export, delete), or the database file
+  // to import from (import).
+  std::string target;
   std::string format = "csv";
   std::string out_file;
   bool json = false;

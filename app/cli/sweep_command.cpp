@@ -15,6 +15,7 @@
 #include "fp8wb/core/final_loss.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/sweep.h"
+#include "slurm_sweep.h"
 #include "stop_signals.h"
 
 namespace fp8wb::cli {
@@ -53,6 +54,43 @@ std::string cell(const SweepPoint& p, SweepMetric m) {
 
 }  // namespace
 
+void print_sweep_summary(const RunStore& store, int64_t sweep_id, std::ostream& out) {
+  const auto sweep = store.sweep(sweep_id);
+  if (!sweep) throw StoreError("no sweep " + std::to_string(sweep_id) + " in " + store.path());
+  const SweepSpec spec = sweep_from_json(sweep->grid_json);
+  const std::vector<SweepPoint> points = sweep_points(store, sweep_id);
+  const SweepPoint* best = best_sweep_point(points);  // among points whose trials all finished
+  const SweepCounts counts = sweep_counts(spec, points);
+  auto label = [&](const SweepPoint& p) {
+    std::string s;
+    for (size_t k = 0; k < p.values.size(); ++k)
+      s += (k ? " " : "") + spec.axes[k].key + "=" + p.values[k];
+    return s;
+  };
+  std::string heading = fmt::format("{:<34} {:>5}", "grid point", "runs");
+  for (const SweepMetricEntry& m : kSweepMetrics) {
+    const Column c = column(m.value);
+    heading += fmt::format(" {:>{}}", c.heading, c.width);
+  }
+  out << heading << "\n";
+  for (const auto& p : points) {
+    std::string row = fmt::format("{:<34} {:>5}", label(p).substr(0, 34), p.runs);
+    for (const SweepMetricEntry& m : kSweepMetrics)
+      row += fmt::format(" {:>{}}", cell(p, m.value), column(m.value).width);
+    out << row << "\n";
+  }
+  out << fmt::format(
+      "{} of {} trials finished, {} diverged (the best: the lowest final loss among grid "
+      "points whose trials all finished)\n",
+      counts.finished, counts.trials, counts.diverged);
+  if (best) {
+    out << fmt::format("best: {} (final loss {}, gap {}, saturated {}%, underflow {}%)\n",
+                       label(*best), fixed(best->final_loss, 5), fixed(best->loss_gap, 5),
+                       fixed(best->saturated_pct, 4), fixed(best->underflow_pct, 4));
+  }
+  out << kFinalLossDefinition << "\n";
+}
+
 CLI::App* add_sweep_command(CLI::App& app, SweepOptions& opt) {
   auto* c = app.add_subcommand("sweep",
                                "Train a grid of configs (e.g. margin x window), kept as one sweep");
@@ -69,10 +107,64 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& opt) {
   c->add_option("--resume", opt.resume, "Resume this sweep: finished trials are not run again");
   c->add_flag("--json", opt.json, "Print the summary as JSON");
   c->add_flag("-q,--quiet", opt.quiet, "No progress lines");
+  auto* g = c->add_option_group("Slurm", "Run the trials on a cluster, as one Slurm job array");
+  g->add_flag("--slurm", opt.slurm,
+              "Submit the grid with sbatch, a task a trial, each training into its own database "
+              "under --slurm-dir; then collect them with --collect");
+  g->add_option("--slurm-dir", opt.slurm_dir,
+                "A folder every node sees, for the trials, their databases and logs (default: "
+                "./fp8wb-sweep-<id>)");
+  g->add_option("--partition", opt.partition, "Slurm partition (default: the cluster's)");
+  g->add_option("--gpus-per-trial", opt.gpus_per_trial,
+                "GPUs a task asks for (default: 1 with device=cuda, else none)")
+      ->check(CLI::Range(0, 64));
+  g->add_option("--cpus-per-trial", opt.cpus_per_trial,
+                "CPU cores a task asks for (default: the cluster's)")
+      ->check(CLI::Range(1, 4096));
+  g->add_option("--time", opt.time, "A task's time limit, as sbatch takes it (e.g. 2:00:00)");
+  g->add_option("--collect", opt.collect,
+                "Merge the finished trials of a Slurm sweep's folder into its sweep (again at "
+                "any time: trials already collected are left as they are)");
   return c;
 }
 
 int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
+  if (!opt.collect.empty()) {
+    if (opt.slurm || opt.resume > 0 || !opt.grid.empty() || !opt.overrides.empty() ||
+        !opt.config_file.empty()) {
+      throw std::invalid_argument(
+          "--collect merges a submitted sweep's trials: drop --slurm, --resume, --grid, --set "
+          "and the config file");
+    }
+    return collect_slurm_sweep(opt.collect, opt.db, opt.json, out, err);
+  }
+  if (!opt.slurm && (!opt.slurm_dir.empty() || !opt.partition.empty() || !opt.time.empty() ||
+                     opt.gpus_per_trial >= 0 || opt.cpus_per_trial > 0)) {
+    throw std::invalid_argument(
+        "--slurm-dir, --partition, --gpus-per-trial, --cpus-per-trial and --time go with "
+        "--slurm");
+  }
+  if (opt.slurm) {
+    if (opt.resume > 0) {
+      throw std::invalid_argument(
+          "--resume runs a stored sweep here; a Slurm sweep is collected with --collect DIR");
+    }
+    SweepSpec spec;
+    spec.name = opt.name;
+    if (!opt.config_file.empty()) spec.base = read_run_config_file(opt.config_file);
+    for (const auto& o : opt.overrides) apply_override(spec.base, o);
+    for (const auto& g : opt.grid) spec.axes.push_back(parse_grid(g));
+    spec.seeds = opt.seeds;
+    expand_sweep(spec);  // every value checked before the database is opened
+    auto store = RunStore::open(opt.db.empty() ? default_database_path() : opt.db);
+    SlurmOptions so;
+    so.dir = opt.slurm_dir;
+    so.partition = opt.partition;
+    so.gpus_per_trial = opt.gpus_per_trial;
+    so.cpus_per_trial = opt.cpus_per_trial;
+    so.time = opt.time;
+    return submit_slurm_sweep(spec, *store, so, opt.json, out, err);
+  }
   if (opt.resume > 0 && (!opt.grid.empty() || !opt.overrides.empty() || !opt.config_file.empty() ||
                          opt.seeds != 1 || opt.name != "sweep")) {
     // A resumed sweep runs the grid it was stored with: anything else would be ignored.
@@ -162,28 +254,7 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
     j["definition"] = kFinalLossDefinition;
     out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
-    std::string heading = fmt::format("{:<34} {:>5}", "grid point", "runs");
-    for (const SweepMetricEntry& m : kSweepMetrics) {
-      const Column c = column(m.value);
-      heading += fmt::format(" {:>{}}", c.heading, c.width);
-    }
-    out << heading << "\n";
-    for (const auto& p : points) {
-      std::string row = fmt::format("{:<34} {:>5}", label(p).substr(0, 34), p.runs);
-      for (const SweepMetricEntry& m : kSweepMetrics)
-        row += fmt::format(" {:>{}}", cell(p, m.value), column(m.value).width);
-      out << row << "\n";
-    }
-    out << fmt::format(
-        "{} of {} trials finished, {} diverged (the best: the lowest final loss among grid "
-        "points whose trials all finished)\n",
-        counts.finished, counts.trials, counts.diverged);
-    if (best) {
-      out << fmt::format("best: {} (final loss {}, gap {}, saturated {}%, underflow {}%)\n",
-                         label(*best), fixed(best->final_loss, 5), fixed(best->loss_gap, 5),
-                         fixed(best->saturated_pct, 4), fixed(best->underflow_pct, 4));
-    }
-    out << kFinalLossDefinition << "\n";
+    print_sweep_summary(*store, runner->sweepId(), out);
     out << fmt::format("sweep {} {} in {}\n", runner->sweepId(), sweep->status, store->path());
   }
   if (!failure.empty()) {

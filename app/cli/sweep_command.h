@@ -1,10 +1,14 @@
-// defines: SweepOptions, add_sweep_command(), run_sweep(): `fp8wb sweep`.
+// defines: SweepOptions, add_sweep_command(), run_sweep(), print_sweep_summary(): `fp8wb
+// sweep`.
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "fp8wb/core/run_store.h"
 
 namespace fp8wb::cli {
 
@@ -19,9 +23,19 @@ struct SweepOptions {
   int64_t resume = 0;
   bool json = false;
   bool quiet = false;
+  // On a cluster: submit as a Slurm job array (slurm_sweep.h), or collect its trials.
+  bool slurm = false;
+  std::string slurm_dir;
+  std::string partition;
+  int gpus_per_trial = -1;
+  int cpus_per_trial = 0;
+  std::string time;
+  std::string collect;
 };
 
 CLI::App* add_sweep_command(CLI::App& app, SweepOptions& opt);
 int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err);
+// A stored sweep's grid points and figures as a table, its best setting and its status.
+void print_sweep_summary(const RunStore& store, int64_t sweep_id, std::ostream& out);
 
 }  // namespace fp8wb::cli

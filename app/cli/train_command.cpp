@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <mutex>
@@ -11,9 +12,11 @@
 
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/default_formats.h"
+#include "fp8wb/core/distributed.h"
 #include "fp8wb/core/file_io.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/trainer.h"
+#include "rank_launcher.h"
 #include "run_command_common.h"
 #include "stop_signals.h"
 
@@ -90,6 +93,39 @@ bool names_formats(const TrainOptions& opt) {
   return j.is_object() && j.contains("formats");
 }
 
+// A rank's share of this machine's cores.
+int compute_threads_per_rank(const RankInfo& r) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / std::max(1, r.local_world));
+}
+
+// A rank other than 0: the same training, nothing written (rank 0 keeps the run); a
+// failure is reported with the rank's number.
+int run_other_rank(const RunConfig& cfg, const RankInfo& ranks, std::ostream& err) {
+  Trainer trainer(cfg, nullptr);
+  trainer.setRanks(ranks);
+  trainer.setComputeThreads(compute_threads_per_rank(ranks));
+  {
+    const StopSignals signals;  // a stop is agreed on by all ranks after a step
+    trainer.start();
+    bool asked = false;
+    while (trainer.status() == RunStatus::Running || trainer.status() == RunStatus::Paused) {
+      if (signals.requested() && !asked) {
+        trainer.stop();
+        asked = true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    trainer.join();
+  }
+  if (trainer.status() == RunStatus::Failed) {
+    err << "fp8wb: rank " << ranks.rank
+        << ": the run failed: " << without_backtrace(trainer.message()) << "\n";
+    return 1;
+  }
+  return trainer.status() == RunStatus::Diverged ? 2 : 0;
+}
+
 }  // namespace
 
 CLI::App* add_train_command(CLI::App& app, TrainOptions& opt) {
@@ -100,7 +136,17 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& opt) {
   c->add_option("--device", opt.device, "cpu, cuda or cuda:N (overrides the config)");
   c->add_option("--save-weights", opt.weights,
                 "Write the final weights here (.safetensors; fp8wb inspect reads it)");
+  c->add_option("--run-uuid", opt.run_uuid,
+                "The run's identity (a UUID), where it is chosen beforehand: a sweep's trial on "
+                "a cluster, collected by `fp8wb sweep --collect`");
   c->add_flag("-q,--quiet", opt.quiet, "No progress bar");
+  c->add_option("--nproc", opt.nproc,
+                "Ranks to start on this machine, each the same model on its share of every "
+                "batch (Gloo on CPUs, NCCL with one GPU each); the batch is the global one")
+      ->check(CLI::Range(1, 1024));
+  c->add_option("--master-port", opt.master_port,
+                "The ranks' rendezvous port (default: MASTER_PORT, else a free one)")
+      ->check(CLI::Range(1, 65535));
   c->add_flag("--json", opt.json, "Print the result as JSON");
   c->footer("Fields: " + [] {
     std::string s;
@@ -120,15 +166,49 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   if (cfg.device != "cpu" && !names_formats(opt))
     cfg.formats = default_run_formats(probe_backend(), cfg);
   validate_run_config(cfg);
+  if (!opt.run_uuid.empty() && !is_uuid(opt.run_uuid)) {
+    throw std::invalid_argument("--run-uuid takes a UUID (8-4-4-4-12 hex digits), not \"" +
+                                opt.run_uuid.substr(0, 40) + "\"");
+  }
   const std::string device = Trainer::resolve_device(cfg.device);
+  const RankInfo ranks = rank_info_from_env();
+  if (opt.nproc > 1 && !ranks.distributed()) {
+    if (cfg.batch % opt.nproc != 0) {
+      throw std::invalid_argument(fmt::format(
+          "config field 'batch': {} does not split evenly across {} ranks (the batch is the "
+          "global one)",
+          cfg.batch, opt.nproc));
+    }
+    if (device != "cpu" && !distributed_backend_available("nccl")) {
+      throw std::invalid_argument(
+          "ranks on GPUs exchange gradients through NCCL, which this build's LibTorch does not "
+          "have; use --device cpu (Gloo)");
+    }
+    if (device != "cpu" && opt.nproc > Trainer::cuda_device_count()) {
+      throw std::invalid_argument(
+          fmt::format("--nproc {} asks for more ranks than the {} GPU(s) visible: with NCCL each "
+                      "rank needs a GPU of its own (or use --device cpu)",
+                      opt.nproc, Trainer::cuda_device_count()));
+    }
+    LaunchOptions lo;
+    lo.nproc = opt.nproc;
+    lo.master_port = opt.master_port;
+    return launch_ranks(lo, err);
+  }
+  if (ranks.distributed() && ranks.rank != 0) return run_other_rank(cfg, ranks, err);
 
   auto store = RunStore::open(db_path(opt.db));
   auto bus = std::make_shared<MetricBus>();
   auto console = std::make_shared<Console>(err, cfg.steps, opt.quiet || opt.json);
   bus->add(store->consumer());
   bus->add(console);
-  const int64_t id = store->create_run(cfg.name, "train", run_config_json(cfg), device);
+  const int64_t id =
+      store->create_run(cfg.name, "train", run_config_json(cfg), device, 0, opt.run_uuid);
   Trainer trainer(cfg, bus, id);
+  if (ranks.distributed()) {
+    trainer.setRanks(ranks);
+    trainer.setComputeThreads(compute_threads_per_rank(ranks));
+  }
 
   {
     const StopSignals signals;  // Ctrl-C, SIGTERM, SIGHUP: stop after this step, keep the run

@@ -14,8 +14,11 @@ struct TrainOptions {
   std::string db;
   std::string device;
   std::string weights;
+  std::string run_uuid;  // the run's identity (a sweep's trial on a cluster), else a new one
   bool quiet = false;
   bool json = false;
+  int nproc = 1;        // ranks to start on this machine (data-parallel)
+  int master_port = 0;  // their rendezvous port (0: MASTER_PORT, else a free one)
 };
 
 CLI::App* add_train_command(CLI::App& app, TrainOptions& opt);

@@ -28,9 +28,18 @@ struct Quantized {
   TensorStats stats;
 };
 
+// A tensorwise amax, the maximum over every rank's where `reduce` is given.
+float reduced(float amax, const AmaxReducer* reduce) {
+  if (!reduce || !*reduce) return amax;
+  at::Tensor t = at::full({1}, amax, at::kFloat);
+  (*reduce)(t);
+  return t.data_ptr<float>()[0];
+}
+
 // Current scaling, or delayed scaling from `delayed` (which then records this step's amax).
+// With `reduce`, a tensorwise scale comes from the maximum of every rank's amax.
 Quantized quantize_operand(const at::Tensor& t, const QuantRecipe& recipe, bool stats,
-                           DelayedScaler* delayed = nullptr) {
+                           DelayedScaler* delayed = nullptr, const AmaxReducer* reduce = nullptr) {
   TORCH_CHECK(t.dim() == 2 && t.scalar_type() == at::kFloat && t.is_contiguous() && t.is_cpu(),
               "internal: bad operand");
   Quantized q;
@@ -48,15 +57,27 @@ Quantized quantize_operand(const at::Tensor& t, const QuantRecipe& recipe, bool 
     const GroupLayout layout = make_layout(recipe, rows, cols);
     const bool bootstrap =
         delayed->steps() == 0 && delayed->config().initial == InitialScale::BootstrapCurrent;
-    const float s = delayed->scale_for_step(bootstrap ? compute_amax(ref, layout).tensor_amax : 0);
+    const float s = delayed->scale_for_step(
+        bootstrap ? reduced(compute_amax(ref, layout).tensor_amax, reduce) : 0);
     ScaleSet scales;
     scales.layout = layout;
     scales.scale = {s};
     scales.scale_inv = {1.0f / s};
     const QuantizeResult r = quantize(ref, recipe, scales, out, so);
-    delayed->update(stats ? r.stats.amax() : compute_amax(ref, layout).tensor_amax);
+    delayed->update(
+        reduced(stats ? r.stats.amax() : compute_amax(ref, layout).tensor_amax, reduce));
     q.scale_inv = at::full({1}, scales.scale_inv[0], at::kFloat);
     q.stats = r.stats;
+    return q;
+  }
+  if (reduce && *reduce && recipe.kind == ScalingKind::Tensorwise) {
+    const GroupLayout layout = make_layout(recipe, rows, cols);
+    AmaxResult am = compute_amax(ref, layout);
+    am.tensor_amax = reduced(am.tensor_amax, reduce);
+    for (float& g : am.group_amax) g = am.tensor_amax;
+    const ScaleSet scales = compute_scales(recipe, layout, am.group_amax, am.tensor_amax);
+    q.stats = quantize(ref, recipe, scales, out, so).stats;
+    q.scale_inv = at::full({1}, scales.scale_inv[0], at::kFloat);
     return q;
   }
   const auto cq = quantize_current(ref, recipe, out, so);
@@ -80,6 +101,10 @@ DelayedScaler* host_scaler(Float8LinearState* state, Role role, const Float8Line
   if (!h || !detail::same_delayed(h->config(), c.delayed_scaling))
     h.emplace(format, c.delayed_scaling);
   return &*h;
+}
+
+const AmaxReducer* reducer_of(Float8LinearState* state) {
+  return state && state->reduce_amax ? &state->reduce_amax : nullptr;
 }
 
 ScaleSet scale_set(const QuantRecipe& r, int64_t rows, int64_t cols, const at::Tensor& scale_inv) {
@@ -112,13 +137,15 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
     at::Tensor saved_x = x2, x_codes, x_scale_inv, w_codes, w_scale_inv;
     if (cfg.fprop_fp8 || cfg.wgrad_fp8) {
       Quantized qx = quantize_operand(x2, cfg.input, stats,
-                                      host_scaler(state, Role::Input, cfg, cfg.input.format));
+                                      host_scaler(state, Role::Input, cfg, cfg.input.format),
+                                      reducer_of(state));
       if (probe && stats) probe->input = {true, qx.stats, first_scale(qx)};
       x_codes = qx.codes;
       x_scale_inv = qx.scale_inv;
       if (cfg.fprop_fp8) {
         Quantized qw = quantize_operand(w2, cfg.weight, stats,
-                                        host_scaler(state, Role::Weight, cfg, cfg.weight.format));
+                                        host_scaler(state, Role::Weight, cfg, cfg.weight.format),
+                                        reducer_of(state));
         if (probe && stats) probe->weight = {true, qw.stats, first_scale(qw)};
         y = at::matmul(qx.dequant, qw.dequant.t());
         if (probe) probe->gemms_emulated++;
@@ -177,8 +204,8 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
     // ways and only per-row/per-block recipes quantize the transposes again.
     at::Tensor dx, dy_fp8;
     if (dgrad_fp8 || (wgrad_fp8 && rdy.kind == ScalingKind::Tensorwise)) {
-      Quantized qdy =
-          quantize_operand(dy, rdy, stats, host_scaler(state, Role::GradOutput, cfg, rdy.format));
+      Quantized qdy = quantize_operand(
+          dy, rdy, stats, host_scaler(state, Role::GradOutput, cfg, rdy.format), reducer_of(state));
       if (probe && stats) probe->grad_output = {true, qdy.stats, first_scale(qdy)};
       dy_fp8 = qdy.dequant;
     }

@@ -172,9 +172,12 @@ at::Tensor& device_history(Float8RoleHistory& h, const DelayedScalingConfig& d,
 // Quantizes t ([rows, cols], fp32 or bf16, contiguous, on the device) along its rows:
 // current scaling, or delayed scaling from `hist` (which then records this step's amax
 // and moves to the next step's scale, all on the device).
+// `reduce` (data-parallel runs) makes a tensorwise amax the maximum over every rank's.
 DevQ quantize_role(const at::Tensor& t, const QuantRecipe& recipe, Float8RoleHistory* hist,
                    const DelayedScalingConfig& dcfg, bool want_rows, bool want_cols,
-                   const at::Tensor* sbuf = nullptr, const StatsSlot* slot = nullptr) {
+                   const at::Tensor* sbuf = nullptr, const StatsSlot* slot = nullptr,
+                   const AmaxReducer* reduce = nullptr) {
+  if (reduce && !*reduce) reduce = nullptr;
   const int64_t rows = t.size(0), cols = t.size(1);
   const GroupLayout L = make_layout(recipe, rows, cols);
   const int64_t groups = L.group_count();
@@ -220,6 +223,10 @@ DevQ quantize_role(const at::Tensor& t, const QuantRecipe& recipe, Float8RoleHis
     const bool coded = recipe.kind == ScalingKind::MX || recipe.kind == ScalingKind::NVFP4;
     const at::Tensor scodes = coded ? at::empty({groups}, bopt) : at::Tensor();
     group_amax_cuda(x, L, b, b + groups, stream());
+    if (reduce && recipe.kind == ScalingKind::Tensorwise) {
+      at::Tensor amaxes = buf.narrow(0, 0, groups + 1);
+      (*reduce)(amaxes);
+    }
     compute_scales_cuda(rr, L, b, b + groups, b + s_off, b + si_off,
                         coded ? scodes.data_ptr<uint8_t>() : nullptr, b + g_off, stream());
     scale = buf.narrow(0, s_off, groups);
@@ -231,6 +238,13 @@ DevQ quantize_role(const at::Tensor& t, const QuantRecipe& recipe, Float8RoleHis
                 want_cols ? q.cols.codes.data_ptr<uint8_t>() : nullptr, tg, stream());
   if (hd) {
     if (!amax_word) amax_word = slot ? &tg.stats->amax_bits : tg.amax_bits;
+    // Every rank records the same amax (a copy: the statistics keep this rank's own).
+    at::Tensor reduced;
+    if (reduce) {
+      reduced = at::from_blob(amax_word, {1}, fopt).clone();
+      (*reduce)(reduced);
+      amax_word = reinterpret_cast<uint32_t*>(reduced.data_ptr<float>());
+    }
     hist->head = (hist->head + dcfg.window - 1) % dcfg.window;
     float* h = hd->data_ptr<float>();
     const int w = dcfg.window;
@@ -445,6 +459,7 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
     }
     const at::Tensor* sbuf = flight ? &flight->device : nullptr;
     auto slot = [&](Role r) { return flight ? &flight->slots[role_index(r)] : nullptr; };
+    const AmaxReducer* reducer = state && state->reduce_amax ? &state->reduce_amax : nullptr;
 
     at::Tensor y, x_codes, x_scale_inv, w_codes_t, w_scale_inv_t;
     at::Tensor saved_x = x2;  // high precision only where a GEMM needs it (or for SQNR)
@@ -453,12 +468,12 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
       x_transposed = cfg.wgrad_fp8 && transposable(cfg.input);
       const bool x_rows = cfg.fprop_fp8 || (cfg.wgrad_fp8 && !x_transposed);
       DevQ qx = quantize_role(x2, cfg.input, history(Role::Input), dcfg, x_rows, x_transposed, sbuf,
-                              slot(Role::Input));
+                              slot(Role::Input), reducer);
       if (flight) flight->roles[role_index(Role::Input)] = true;
       if (cfg.fprop_fp8) {
         const bool w_t = cfg.dgrad_fp8 && transposable(cfg.weight);
         DevQ qw = quantize_role(w2, cfg.weight, history(Role::Weight), dcfg, true, w_t, sbuf,
-                                slot(Role::Weight));
+                                slot(Role::Weight), reducer);
         if (flight) flight->roles[role_index(Role::Weight)] = true;
         y = fp8_gemm(qx.rows, qw.rows, out_t, cfg.fprop_fast_accum, probe);
         if (w_t) {
@@ -532,7 +547,8 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
     if (dgrad_fp8 || dy_t) {
       Float8RoleHistory* h = delayed && state ? &state->history(Role::GradOutput) : nullptr;
       qdy = quantize_role(dy, rdy, h, dcfg, dgrad_fp8, dy_t, flight ? &flight->device : nullptr,
-                          flight ? &flight->slots[role_index(Role::GradOutput)] : nullptr);
+                          flight ? &flight->slots[role_index(Role::GradOutput)] : nullptr,
+                          state && state->reduce_amax ? &state->reduce_amax : nullptr);
       if (flight) {
         // The forward's roles once more only if their statistics were not taken in yet.
         const bool was_consumed = flight->consumed;

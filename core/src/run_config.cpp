@@ -193,6 +193,8 @@ const std::vector<std::pair<std::string, Field>>& fields() {
     str("on_nonfinite", &RunConfig::on_nonfinite);
     i32("log_interval", &RunConfig::log_interval);
     str("weights", &RunConfig::weights);
+    bln("amax_reduction", &RunConfig::amax_reduction);
+    i32("rank_timeout", &RunConfig::rank_timeout);
     // Upper bounds: far above what the workbench's models are for, low enough that no
     // single field takes the machine down (the memory estimate catches combinations).
     const std::pair<const char*, double> bounds[] = {{"name", 200},
@@ -222,6 +224,7 @@ const std::vector<std::pair<std::string, Field>>& fields() {
                                                      {"sqnr_interval", 1e9},
                                                      {"log_interval", 1e9},
                                                      {"weights", 4096},
+                                                     {"rank_timeout", 86400},
                                                      {"device", 16},
                                                      {"dtype", 16},
                                                      {"recipe", 16},
@@ -451,6 +454,7 @@ void validate_run_config(const RunConfig& c) {
   at_least("sqnr_interval", c.sqnr_interval, 0);
   one_of("on_nonfinite", c.on_nonfinite, {"stop", "skip"});
   at_least("log_interval", c.log_interval, 1);
+  at_least("rank_timeout", c.rank_timeout, 1);
   if (c.name.empty()) fail("name", "must not be empty");
   for (const auto& [key, f] : fields()) {
     if (std::isnan(f.max)) continue;

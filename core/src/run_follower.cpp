@@ -38,7 +38,8 @@ struct RunFollower::Impl {
       return false;
     }
     MetricBatch b = store->read_new(run_id, cursor);
-    if (!b.steps.empty() || !b.tensors.empty() || !b.sqnr.empty() || !b.events.empty())
+    if (!b.steps.empty() || !b.tensors.empty() || !b.sqnr.empty() || !b.events.empty() ||
+        !b.ranks.empty())
       bus->publish(std::move(b));
     const RunStatus status = info->status;
     if (status == RunStatus::Running || status == RunStatus::Paused) return true;

@@ -12,10 +12,15 @@ namespace fp8wb {
 using namespace store;  // Db, Stmt, the stored forms (run_store_sql.h)
 
 std::vector<SweepInfo> RunStore::sweeps() const {
-  return impl_->read<std::vector<SweepInfo>>([](const Db& db) {
-    Stmt q(db, "SELECT id, name, grid_json, status, created_at FROM sweeps ORDER BY id");
+  const bool has_uuid = impl_->has_uuid;
+  return impl_->read<std::vector<SweepInfo>>([has_uuid](const Db& db) {
+    const std::string sql = "SELECT id, name, grid_json, status, created_at, " +
+                            sweep_uuid_sql(has_uuid) + " FROM sweeps ORDER BY id";
+    Stmt q(db, sql.c_str());
     std::vector<SweepInfo> out;
-    while (q.step()) out.push_back({q.i(0), q.s(1), q.s(2), q.s(3), q.s(4)});
+    while (q.step()) {
+      out.push_back({q.i(0), q.s(1), q.s(2), q.s(3), q.s(4), stored_uuid(q.s(5), has_uuid)});
+    }
     return out;
   });
 }
@@ -28,14 +33,16 @@ std::optional<SweepInfo> RunStore::sweep(int64_t id) const {
 }
 
 std::vector<RunInfo> RunStore::runs() const {
-  return impl_->read<std::vector<RunInfo>>([](const Db& db) {
-    Stmt q(db,
-           "SELECT r.id, r.name, r.kind, r.status, r.config_json, r.device, r.started_at, "
-           "IFNULL(r.ended_at, ''), r.message, IFNULL(r.parent_sweep, 0), "
-           "IFNULL((SELECT MAX(c.step) FROM scalars c JOIN series s ON c.series_id = s.id "
-           "        WHERE s.run_id = r.id AND s.name = 'loss'), -1), "
-           "IFNULL(r.owner_host, ''), IFNULL(r.owner_pid, 0) "
-           "FROM runs r ORDER BY r.id");
+  const bool has_uuid = impl_->has_uuid;
+  return impl_->read<std::vector<RunInfo>>([has_uuid](const Db& db) {
+    const std::string sql =
+        "SELECT r.id, r.name, r.kind, r.status, r.config_json, r.device, r.started_at, "
+        "IFNULL(r.ended_at, ''), r.message, IFNULL(r.parent_sweep, 0), "
+        "IFNULL((SELECT MAX(c.step) FROM scalars c JOIN series s ON c.series_id = s.id "
+        "        WHERE s.run_id = r.id AND s.name = 'loss'), -1), "
+        "IFNULL(r.owner_host, ''), IFNULL(r.owner_pid, 0), " +
+        run_uuid_sql(has_uuid) + " FROM runs r ORDER BY r.id";
+    Stmt q(db, sql.c_str());
     std::vector<RunInfo> out;
     while (q.step()) {
       RunInfo r;
@@ -53,6 +60,7 @@ std::vector<RunInfo> RunStore::runs() const {
       r.message = q.s(8);
       r.parent_sweep = q.i(9);
       r.last_step = q.i(10);
+      r.uuid = stored_uuid(q.s(13), has_uuid);
       if (r.status == RunStatus::Running || r.status == RunStatus::Paused) {
         r.live = writer_alive(q.s(11), q.i(12), true);
         if (!r.live) {
@@ -135,6 +143,30 @@ std::vector<RunEvent> RunStore::events(int64_t run_id) const {
     q.bind(1, run_id);
     std::vector<RunEvent> out;
     while (q.step()) out.push_back({q.i(0), q.s(1), q.s(2)});
+    return out;
+  });
+}
+
+std::vector<RankScale> RunStore::rank_scales(int64_t run_id, const std::string& layer,
+                                             const std::string& role) const {
+  return impl_->read<std::vector<RankScale>>([&](const Db& db) {
+    std::vector<RankScale> out;
+    Stmt t(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rank_scales'");
+    if (!t.step()) return out;  // a version-1 file read as it stands
+    Stmt q(db,
+           "SELECT step, layer, role, rank, amax, scale FROM rank_scales WHERE run_id = ?1 AND "
+           "(?2 = '' OR layer = ?2) AND (?3 = '' OR role = ?3) ORDER BY layer, role, step, rank");
+    q.bind(1, run_id).bind(2, layer).bind(3, role);
+    while (q.step()) {
+      RankScale r;
+      r.step = q.i(0);
+      r.layer = q.s(1);
+      r.role = stored_role(q.s(2), run_id);
+      r.rank = static_cast<int>(q.i(3));
+      r.amax = q.null(4) ? NAN : static_cast<float>(q.d(4));
+      r.scale = q.null(5) ? NAN : static_cast<float>(q.d(5));
+      out.push_back(std::move(r));
+    }
     return out;
   });
 }

@@ -106,6 +106,27 @@ void read_new_in(const Db& db, int64_t run_id, RunCursor& cursor, MetricBatch& b
     cursor.tensor_step = last;
   }
 
+  // Every rank's amax and scale (a data-parallel run; rank 0 writes a step's rows in one
+  // commit, so a step is read whole). A version-1 file read as it stands has no table.
+  if (Stmt t(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rank_scales'");
+      t.step()) {
+    Stmt q(db,
+           "SELECT step, layer, role, rank, amax, scale FROM rank_scales WHERE run_id = ? AND "
+           "step > ? ORDER BY step, layer, role, rank");
+    q.bind(1, run_id).bind(2, cursor.rank_step);
+    while (q.step()) {
+      RankScale r;
+      r.step = q.i(0);
+      r.layer = q.s(1);
+      r.role = stored_role(q.s(2), run_id);
+      r.rank = static_cast<int>(q.i(3));
+      r.amax = q.null(4) ? NAN : static_cast<float>(q.d(4));
+      r.scale = q.null(5) ? NAN : static_cast<float>(q.d(5));
+      cursor.rank_step = std::max(cursor.rank_step, r.step);
+      b.ranks.push_back(std::move(r));
+    }
+  }
+
   {
     Stmt q(db,
            "SELECT id, step, kind, message FROM events WHERE run_id = ? AND id > ? ORDER BY id");

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -13,6 +14,7 @@
 #include <ctime>
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,6 +47,49 @@ bool writer_alive(const std::string& host, int64_t pid, bool other_hosts_alive) 
 int user_version(const Db& db) {
   Stmt s(db, "PRAGMA user_version");
   return s.step() ? static_cast<int>(s.i(0)) : 0;
+}
+
+bool has_column(const Db& db, const char* table, const char* column) {
+  Stmt q(db, (std::string("PRAGMA table_info(") + table + ")").c_str());
+  while (q.step()) {
+    if (q.s(1) == column) return true;
+  }
+  return false;
+}
+
+namespace {
+std::string uuid_text(uint64_t hi, uint64_t lo) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
+                static_cast<unsigned>((hi >> 16) & 0xFFFF), static_cast<unsigned>(hi & 0xFFFF),
+                static_cast<unsigned>(lo >> 48),
+                static_cast<unsigned long long>(lo & 0xFFFFFFFFFFFFULL));
+  return buf;
+}
+}  // namespace
+
+std::string derived_uuid(const std::string& row_text) {
+  // FNV-1a, 64 bits, twice from different offsets.
+  uint64_t a = 14695981039346656037ULL, b = 0x84222325CBF29CE4ULL;
+  for (unsigned char c : row_text) {
+    a = (a ^ c) * 1099511628211ULL;
+    b = (b ^ c) * 1099511628211ULL;
+  }
+  return uuid_text(a, b);
+}
+
+std::string run_uuid_sql(bool has_uuid) {
+  return has_uuid ? "r.uuid"
+                  : "(r.id || '|' || IFNULL(r.owner_host, '') || '|' || IFNULL(r.owner_pid, 0) "
+                    "|| '|' || r.started_at || '|' || r.name || '|' || r.config_json)";
+}
+
+std::string sweep_uuid_sql(bool has_uuid) {
+  return has_uuid ? "uuid" : "(id || '|' || name || '|' || created_at || '|' || grid_json)";
+}
+
+std::string stored_uuid(const std::string& column, bool has_uuid) {
+  return has_uuid ? column : derived_uuid(column);
 }
 
 namespace {
@@ -92,7 +137,16 @@ const char* const kMigrations[] = {
        CREATE INDEX events_run ON events(run_id);
        CREATE TABLE sweeps(
          id INTEGER PRIMARY KEY, name TEXT NOT NULL, grid_json TEXT NOT NULL,
-         status TEXT NOT NULL, created_at TEXT NOT NULL);)"};
+         status TEXT NOT NULL, created_at TEXT NOT NULL);)",
+    // 2: identities, so that runs copied between databases are recognised (filled in
+    // for the rows already there by fill_uuids()).
+    R"(ALTER TABLE runs ADD COLUMN uuid TEXT;
+       ALTER TABLE sweeps ADD COLUMN uuid TEXT;)",
+    // 3: every rank's amax and scale of a data-parallel run.
+    R"(CREATE TABLE rank_scales(
+         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, step INTEGER NOT NULL,
+         layer TEXT NOT NULL, role TEXT NOT NULL, rank INTEGER NOT NULL, amax REAL, scale REAL,
+         PRIMARY KEY(run_id, layer, role, step, rank)) WITHOUT ROWID;)"};
 constexpr int kLiteralMigrations = static_cast<int>(std::size(kMigrations));
 static_assert(kLiteralMigrations <= RunStore::kSchemaVersion);
 
@@ -181,6 +235,25 @@ using namespace store;
 
 namespace {
 
+// Version 2's identities for the rows of an older file: derived from each row, so that
+// every copy of that file gives its runs the same ones.
+void fill_uuids(const Db& db) {
+  const std::pair<const char*, std::string> tables[] = {
+      {"runs", "SELECT r.id, " + run_uuid_sql(false) + " FROM runs r WHERE r.uuid IS NULL"},
+      {"sweeps", "SELECT id, " + sweep_uuid_sql(false) + " FROM sweeps WHERE uuid IS NULL"}};
+  for (const auto& [table, select] : tables) {
+    std::vector<std::pair<int64_t, std::string>> rows;
+    {
+      Stmt q(db, select.c_str());
+      while (q.step()) rows.emplace_back(q.i(0), derived_uuid(q.s(1)));
+    }
+    Stmt u(db, (std::string("UPDATE ") + table + " SET uuid = ? WHERE id = ?").c_str());
+    for (const auto& [id, uuid] : rows) u.bind(1, uuid).bind(2, id).run();
+  }
+  // No index: an import reads every identity once (one scan), and a file whose later
+  // pages are damaged still takes new runs (its runs table is all a new run touches).
+}
+
 void check_not_newer(int v, const std::string& path) {
   if (v > RunStore::kSchemaVersion) {
     throw StoreError("run database " + path + " has schema version " + std::to_string(v) +
@@ -198,7 +271,10 @@ void migrate(const Db& db, const std::string& path) {
   try {
     const int v = user_version(db);
     check_not_newer(v, path);
-    for (int to = v + 1; to <= RunStore::kSchemaVersion; ++to) db.exec(migration_sql(to).c_str());
+    for (int to = v + 1; to <= RunStore::kSchemaVersion; ++to) {
+      db.exec(migration_sql(to).c_str());
+      if (to == 2) fill_uuids(db);
+    }
     if (v < RunStore::kSchemaVersion) {
       db.exec(("PRAGMA user_version = " + std::to_string(RunStore::kSchemaVersion)).c_str());
     }
@@ -279,12 +355,14 @@ std::string folder_of(const std::string& path) {
   return parent.empty() ? "." : parent;
 }
 
+}  // namespace
+
 // A reading connection that changes nothing on disk. A WAL database needs its -shm file,
 // which SQLite creates (owned by the reader) where it may and fails where it may not (a
 // read-only folder or mount, another user's folder): with no -wal there is nothing but
 // the file to read, so it is read as it stands (immutable); with one (a live writer) the
 // reader shares its -shm, or, where that cannot be opened, reads the file as it stands.
-std::unique_ptr<Db> open_reader(const std::string& path) {
+std::unique_ptr<Db> store::open_reader(const std::string& path) {
   std::error_code ec;
   const bool wal_files =
       std::filesystem::exists(path + "-wal", ec) || std::filesystem::exists(path + "-shm", ec);
@@ -300,8 +378,6 @@ std::unique_ptr<Db> open_reader(const std::string& path) {
     return std::make_unique<Db>(path, Db::Mode::Immutable);
   }
 }
-
-}  // namespace
 
 RunStore::RunStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -336,6 +412,7 @@ std::unique_ptr<RunStore> RunStore::open(const std::string& path) {
     w.exec(("PRAGMA max_page_count = " + std::to_string(std::strtoll(cap, nullptr, 10))).c_str());
   }
   impl->reader = std::make_unique<Db>(path, true);
+  impl->has_uuid = has_column(*impl->reader, "runs", "uuid");
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] { raw->loop(); });
   return std::unique_ptr<RunStore>(new RunStore(std::move(impl)));
@@ -351,11 +428,13 @@ std::unique_ptr<RunStore> RunStore::open_read_only(const std::string& path) {
   impl->read_only = true;
   impl->reader = open_reader(path);
   const int v = user_version(*impl->reader);
+  impl->has_uuid = v >= 1 && has_column(*impl->reader, "runs", "uuid");
   if (v > kSchemaVersion) {
     throw StoreError("run database " + path + " has schema version " + std::to_string(v) +
                      ", newer than this fp8wb reads");
   }
-  if (v < kSchemaVersion) {
+  // A file of version 1 lacks only the identities, which are derived as it is read.
+  if (v < kSchemaVersion && v < tensor_stats_schema_version()) {
     throw StoreError("run database " + path + " has schema version " + std::to_string(v) +
                      ": open it for writing once to migrate it");
   }
@@ -403,6 +482,24 @@ std::string RunStore::integrity_check() const {
 
 int RunStore::schema_version() const {
   return impl_->read<int>([](const Db& db) { return user_version(db); });
+}
+
+std::string new_uuid() {
+  std::random_device rd;
+  auto word = [&rd] { return (static_cast<uint64_t>(rd()) << 32) | rd(); };
+  uint64_t hi = word(), lo = word();
+  hi = (hi & ~0xF000ULL) | 0x4000ULL;                         // version 4
+  lo = (lo & 0x3FFFFFFFFFFFFFFFULL) | 0x8000000000000000ULL;  // variant 1
+  return uuid_text(hi, lo);
+}
+
+bool is_uuid(const std::string& text) {
+  if (text.size() != 36) return false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? text[i] != '-' : !std::isxdigit(static_cast<unsigned char>(text[i]))) return false;
+  }
+  return true;
 }
 
 std::string default_database_path() {

@@ -144,6 +144,7 @@ class Stmt {
     sqlite3_reset(s_);
     sqlite3_clear_bindings(s_);
   }
+  sqlite3_stmt* raw() const { return s_; }
   int64_t i(int c) const { return sqlite3_column_int64(s_, c); }
   double d(int c) const { return sqlite3_column_double(s_, c); }
   bool null(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
@@ -249,6 +250,20 @@ std::string host_name();
 // alive where `other_hosts_alive`, since nothing here can tell.
 bool writer_alive(const std::string& host, int64_t pid, bool other_hosts_alive);
 int user_version(const Db& db);
+// Whether `table` has `column` (a file of an older schema may lack it).
+bool has_column(const Db& db, const char* table, const char* column);
+// A reading connection that changes nothing on disk (run_store_schema.cpp).
+std::unique_ptr<Db> open_reader(const std::string& path);
+// The identity of a row written before identities were stored: a hash of what the row
+// holds (its id too), the same in every copy of the file.
+std::string derived_uuid(const std::string& row_text);
+// The SQL expressions of a run's and a sweep's identity in a SELECT over `runs r` and
+// `sweeps` (where the column is missing, the columns derived_uuid() hashes, joined: the
+// reader derives it).
+std::string run_uuid_sql(bool has_uuid);
+std::string sweep_uuid_sql(bool has_uuid);
+// What a SELECT of run_uuid_sql()/sweep_uuid_sql() gave, as the identity.
+std::string stored_uuid(const std::string& column, bool has_uuid);
 inline constexpr char kInterruptedMessage[] =
     "the process writing this run ended without finishing it";
 
@@ -260,6 +275,7 @@ namespace fp8wb {
 struct RunStore::Impl {
   std::string path;
   bool read_only = false;
+  bool has_uuid = true;               // false: a file of schema version 1 read as it stands
   std::unique_ptr<store::Db> reader;  // guarded by read_mutex
   mutable std::mutex read_mutex;
 

@@ -130,6 +130,20 @@ void RunStore::Impl::write_batch(const MetricBatch& b) {
       }
     }
   }
+  if (!b.ranks.empty()) {
+    Stmt ins(*writer, "INSERT OR REPLACE INTO rank_scales VALUES(?, ?, ?, ?, ?, ?, ?)");
+    for (const RankScale& r : b.ranks) {
+      ins.bind(1, b.run_id)
+          .bind(2, r.step)
+          .bind(3, r.layer)
+          .bind(4, std::string(role_name(r.role)));
+      ins.bind(5, int64_t{r.rank});
+      // NaN as NULL, read back as NaN.
+      if (!std::isnan(r.amax)) ins.bind(6, double{r.amax});
+      if (!std::isnan(r.scale)) ins.bind(7, double{r.scale});
+      ins.run();
+    }
+  }
   if (!b.sqnr.empty()) {
     Stmt ins(*writer, "INSERT OR REPLACE INTO scalars(series_id, step, value) VALUES(?, ?, ?)");
     for (const SqnrMetrics& q : b.sqnr) {
@@ -172,18 +186,32 @@ void RunStore::exec_on_writer_for_testing(const std::string& sql) {
 
 int64_t RunStore::create_run(const std::string& name, const std::string& kind,
                              const std::string& config_json, const std::string& device,
-                             int64_t parent_sweep) {
+                             int64_t parent_sweep, const std::string& uuid) {
   // The writer fills in the id; flush() orders that write before the read below.
   auto id = std::make_shared<int64_t>(0);
   Impl* im = impl_.get();
+  const std::string identity = uuid.empty() ? new_uuid() : uuid;
+  if (!uuid.empty()) {
+    // Checked before the write is queued: a failed write would stop this store's writes.
+    const int64_t held = im->read<int64_t>([&uuid](const Db& db) {
+      Stmt q(db, "SELECT id FROM runs WHERE uuid = ?");
+      q.bind(1, uuid);
+      return q.step() ? q.i(0) : int64_t{0};
+    });
+    if (held) {
+      throw StoreError("run database " + im->path + " already holds a run with the identity " +
+                       uuid + " (run " + std::to_string(held) + ")");
+    }
+  }
   im->enqueue([=] {
     {
       Stmt ins(*im->writer,
                "INSERT INTO runs(name, kind, status, config_json, device, started_at, "
-               "parent_sweep, owner_host, owner_pid) VALUES(?, ?, 'running', ?, ?, ?, ?, ?, ?)");
+               "parent_sweep, owner_host, owner_pid, uuid) "
+               "VALUES(?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)");
       ins.bind(1, name).bind(2, kind).bind(3, config_json).bind(4, device).bind(5, now_utc());
       if (parent_sweep > 0) ins.bind(6, parent_sweep);
-      ins.bind(7, host_name()).bind(8, static_cast<int64_t>(getpid()));
+      ins.bind(7, host_name()).bind(8, static_cast<int64_t>(getpid())).bind(9, identity);
       ins.run();
       *id = sqlite3_last_insert_rowid(im->writer->get());
     }
@@ -224,10 +252,12 @@ void RunStore::rename_run(int64_t run_id, const std::string& name) {
 int64_t RunStore::create_sweep(const std::string& name, const std::string& grid_json) {
   auto id = std::make_shared<int64_t>(0);
   Impl* im = impl_.get();
+  const std::string identity = new_uuid();
   im->enqueue([=] {
     Stmt ins(*im->writer,
-             "INSERT INTO sweeps(name, grid_json, status, created_at) VALUES(?, ?, 'running', ?)");
-    ins.bind(1, name).bind(2, grid_json).bind(3, now_utc()).run();
+             "INSERT INTO sweeps(name, grid_json, status, created_at, uuid) "
+             "VALUES(?, ?, 'running', ?, ?)");
+    ins.bind(1, name).bind(2, grid_json).bind(3, now_utc()).bind(4, identity).run();
     *id = sqlite3_last_insert_rowid(im->writer->get());
   });
   flush();

@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "distributed_group.h"
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/notices.h"
 #include "fp8wb/core/safetensors.h"
@@ -55,6 +56,7 @@ struct Trainer::Impl {
   std::string message;  // guarded by mutex
   std::atomic<int64_t> steps{0};
   int compute_threads = 0;
+  RankInfo ranks;
 
   void finish(RunStatus s, const std::string& msg, std::vector<RunEvent> events = {}) {
     {
@@ -72,15 +74,16 @@ struct Trainer::Impl {
     // Every consumer gets the final batch; one that cannot take it (the run store, failed
     // already) has said so, and the run's status says it: nothing leaves the thread.
     try {
-      if (bus) bus->publish(std::move(b));
+      if (bus && ranks.rank == 0) bus->publish(std::move(b));
     } catch (const std::exception&) {
     }
   }
 
-  // Hands the batch on (the bus's last consumer takes it): `b` is left empty.
+  // Hands the batch on (the bus's last consumer takes it): `b` is left empty. In a
+  // data-parallel run only rank 0 publishes.
   void publish(MetricBatch& b) {
     b.run_id = run_id;
-    if (bus) bus->publish(std::move(b));
+    if (bus && ranks.rank == 0) bus->publish(std::move(b));
   }
 
   double lr_at(int64_t step) const {
@@ -115,10 +118,18 @@ struct Trainer::Impl {
 
 namespace {
 
+// What a step's forward and backward give: the loss (over the global batch), the
+// gradient norm, and whether any rank asked to stop.
+struct StepResult {
+  double loss = 0, norm = 0;
+  bool stop = false;
+};
+
 struct Stepper {
   std::shared_ptr<train::TrainModel> model;
   std::unique_ptr<torch::optim::AdamW> opt;
   std::vector<torch::Tensor> params;
+  dist::RankGroup* group = nullptr;  // data-parallel runs: the ranks
 
   void init(const RunConfig& c) {
     params = model->parameters();
@@ -145,14 +156,41 @@ struct Stepper {
     }
     return n;
   }
-  // Forward and backward; returns (loss, gradient norm); the update is separate so that
-  // a non-finite step can skip it.
-  std::pair<double, double> forward_backward(const Batch& b, double clip) {
+  // Forward and backward; the update is separate so that a non-finite step can skip it.
+  // Across ranks each takes the mean over its shard divided by the number of ranks, so
+  // that the sum over ranks of losses and gradients (one exchange, with the ranks' stop
+  // requests) is the mean over the global batch and its gradient; clipping follows.
+  StepResult forward_backward(const Batch& b, double clip, bool stop_asked = false) {
     opt->zero_grad();
     torch::Tensor loss = model->loss(b);
+    if (group) loss = loss / group->info().world;
     loss.backward();
-    const double norm = torch::nn::utils::clip_grad_norm_(params, clip > 0 ? clip : INFINITY);
-    return {loss.item<double>(), norm};
+    StepResult r;
+    r.loss = loss.item<double>();
+    r.stop = stop_asked;
+    if (group) {
+      std::vector<torch::Tensor> parts;
+      parts.reserve(params.size() + 1);
+      for (auto& p : params) {
+        if (!p.mutable_grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+        parts.push_back(p.grad().reshape({-1}).to(torch::kFloat));
+      }
+      parts.push_back(torch::tensor({static_cast<float>(r.loss), stop_asked ? 1.0f : 0.0f},
+                                    parts.front().options()));
+      std::vector<torch::Tensor> flat{torch::cat(parts)};
+      group->sum(flat, "gradients");
+      int64_t at = 0;
+      for (auto& p : params) {
+        const int64_t n = p.numel();
+        p.mutable_grad().copy_(flat[0].narrow(0, at, n).view_as(p));
+        at += n;
+      }
+      const torch::Tensor tail = flat[0].narrow(0, at, 2).to(torch::kCPU);
+      r.loss = tail.data_ptr<float>()[0];
+      r.stop = tail.data_ptr<float>()[1] > 0;
+    }
+    r.norm = torch::nn::utils::clip_grad_norm_(params, clip > 0 ? clip : INFINITY);
+    return r;
   }
 };
 
@@ -239,6 +277,63 @@ void add_role(MetricBatch& b, int64_t step, const std::string& layer, Role role,
   b.tensors.push_back(std::move(t));
 }
 
+// A rank's share of the global batch: rows [rank * B / W, (rank + 1) * B / W).
+Batch shard(const Batch& b, const RankInfo& r) {
+  if (r.world <= 1) return b;
+  const int64_t rows = b.x.size(0) / r.world;
+  return {b.x.narrow(0, r.rank * rows, rows), b.y.narrow(0, r.rank * rows, rows),
+          b.tokens / r.world};
+}
+
+// Every rank's amax and scale of each FP8 layer's roles at a sampled step, gathered in
+// one exchange (each rank fills its row of a zero matrix; the sum is everyone's).
+std::vector<RankScale> gather_rank_scales(
+    dist::RankGroup& g, int64_t step,
+    const std::vector<std::pair<std::string, LinearLayerImpl*>>& layers,
+    const torch::Device& device) {
+  const int world = g.info().world;
+  const int64_t cols = static_cast<int64_t>(layers.size() * kRoleCount * 2);
+  torch::Tensor mine = torch::zeros({world, cols});
+  float* row = mine.data_ptr<float>() + int64_t{g.info().rank} * cols;
+  for (const auto& [name, l] : layers) {
+    const Float8Probe& p = l->probe();
+    for (const RoleEntry& r : kRoles) {
+      const RoleStats& st = p.stats(r.value);
+      *row++ = st.valid ? st.stats.amax() : NAN;
+      *row++ = st.valid ? st.scale : NAN;
+    }
+  }
+  std::vector<torch::Tensor> t{mine.to(device)};
+  g.sum(t, "the ranks' amaxes and scales");
+  const torch::Tensor all = t[0].to(torch::kCPU).contiguous();
+  std::vector<RankScale> out;
+  for (int rank = 0; rank < world; ++rank) {
+    const float* v = all.data_ptr<float>() + int64_t{rank} * cols;
+    for (const auto& [name, l] : layers) {
+      for (const RoleEntry& r : kRoles) {
+        if (std::isfinite(v[0]) || std::isfinite(v[1]))
+          out.push_back({step, name, r.value, rank, v[0], v[1]});
+        v += 2;
+      }
+    }
+  }
+  return out;
+}
+
+// Data-parallel runs on GPUs: each rank takes the GPU of its local rank.
+std::string rank_device(const std::string& resolved, const RankInfo& r) {
+  if (!r.distributed() || resolved == "cpu") return resolved;
+  const int64_t n = static_cast<int64_t>(torch::cuda::device_count());
+  if (r.local_rank >= n) {
+    throw std::invalid_argument("rank " + std::to_string(r.rank) + " (local rank " +
+                                std::to_string(r.local_rank) +
+                                ") has no GPU of its own: " + std::to_string(n) +
+                                " GPU(s) are visible on this machine; start at most that many "
+                                "ranks per machine, or use device=cpu");
+  }
+  return "cuda:" + std::to_string(r.local_rank);
+}
+
 }  // namespace
 
 void Trainer::Impl::body() {
@@ -247,8 +342,17 @@ void Trainer::Impl::body() {
   } else if (at::get_num_threads() <= 1) {
     init_compute_threads();
   }
-  const torch::Device device(Trainer::resolve_device(cfg.device));
-  check_weights_path(cfg.weights);  // before any step: a run is not trained to be lost
+  const torch::Device device(rank_device(Trainer::resolve_device(cfg.device), ranks));
+  if (ranks.rank == 0) check_weights_path(cfg.weights);  // before any step: not to be lost
+  std::unique_ptr<dist::RankGroup> group;
+  if (ranks.distributed()) {
+    if (cfg.batch % ranks.world != 0) {
+      throw std::invalid_argument("batch: " + std::to_string(cfg.batch) +
+                                  " does not split evenly across " + std::to_string(ranks.world) +
+                                  " ranks (the batch is the global one)");
+    }
+    group = dist::RankGroup::connect(ranks, device, std::chrono::seconds(cfg.rank_timeout));
+  }
   const torch::ScalarType dtype = cfg.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat;
   auto data = train::make_data(cfg);
 
@@ -271,6 +375,20 @@ void Trainer::Impl::body() {
     started += device.is_cuda() ? std::string("; FP8 GEMMs: ") + probe_backend().fp8_gemm
                                 : "; FP8 GEMMs emulated (bit-exact)";
   }
+  if (group) {
+    started += "; " + std::to_string(ranks.world) + " ranks (" +
+               (device.is_cuda() ? "NCCL" : "Gloo") + "), batch " +
+               std::to_string(cfg.batch / ranks.world) + " each";
+    if (cfg.fp8)
+      started += cfg.amax_reduction ? ", amaxes reduced across ranks"
+                                    : ", each rank scales by its own amaxes";
+    dist::RankGroup* g = group.get();
+    if (cfg.fp8 && cfg.amax_reduction) {
+      for (auto& [name, l] : layers)
+        l->state().reduce_amax = [g](torch::Tensor& t) { g->max(t, "amaxes"); };
+    }
+    fp8.group = g;
+  }
   fp8.init(cfg);
   Stepper ref;
   if (cfg.reference && cfg.fp8) {
@@ -278,6 +396,7 @@ void Trainer::Impl::body() {
     ref.model->to(device);
     ref.model->compute_dtype = dtype;
     ref.init(cfg);
+    ref.group = group.get();
   }
   {
     MetricBatch b;
@@ -296,16 +415,21 @@ void Trainer::Impl::body() {
   int64_t over_limit = 0;
 
   for (int64_t step = 0; step < cfg.steps; ++step) {
-    if (!wait_if_paused(step)) {
+    if (!group && !wait_if_paused(step)) {
       finish(RunStatus::Stopped, "stopped after " + std::to_string(step) + " steps");
       return;
     }
     const double lr = lr_at(step);
     fp8.set_lr(lr);
-    const Batch batch = data->next(device);
+    const Batch global_batch = data->next(device);
+    const Batch batch = shard(global_batch, ranks);
     fp8_memory.begin();
     const auto t0 = std::chrono::steady_clock::now();
-    const auto [loss, norm] = fp8.forward_backward(batch, cfg.grad_clip);
+    // Across ranks a stop (Ctrl-C, a signal) is agreed on in the step's exchange, so
+    // that every rank ends after the same step.
+    const StepResult fr = fp8.forward_backward(batch, cfg.grad_clip, stop_flag.load());
+    const double loss = fr.loss, norm = fr.norm;
+    const bool stop_now = group ? fr.stop : stop_flag.load();
     MetricBatch b;
     const bool finite = std::isfinite(loss) && std::isfinite(norm);
     if (finite) fp8.opt->step();
@@ -323,13 +447,14 @@ void Trainer::Impl::body() {
     m.grad_norm = norm;
     m.lr = lr;
     m.step_ms = ms;
-    m.tokens_per_s = ms > 0 ? static_cast<double>(batch.tokens) / (ms / 1000.0) : 0;
+    m.tokens_per_s = ms > 0 ? static_cast<double>(global_batch.tokens) / (ms / 1000.0) : 0;
     m.ref_loss = m.loss_gap = std::nan("");
     m.mem_fp8 = fp8_mem;
     if (ref.model) {
       ref.set_lr(lr);
       ref_memory.begin();
-      const auto [rl, rn] = ref.forward_backward(batch, cfg.grad_clip);
+      const StepResult rr = ref.forward_backward(batch, cfg.grad_clip);
+      const double rl = rr.loss, rn = rr.norm;
       if (std::isfinite(rl) && std::isfinite(rn)) ref.opt->step();
       if (device.is_cuda()) torch::cuda::synchronize();
       m.mem_ref = ref_memory.end(ref, sampling);
@@ -339,6 +464,8 @@ void Trainer::Impl::body() {
     }
     m.peak_rss = peak_rss_bytes();
     if (step % cfg.log_interval == 0 || step + 1 == cfg.steps || !finite) b.steps.push_back(m);
+    if (group && !layers.empty() && layers.front().second->probe().stats_step == step)
+      b.ranks = gather_rank_scales(*group, step, layers, device);
     for (auto& [name, l] : layers) {
       const Float8Probe& p = l->probe();
       if (p.stats_step == step) {
@@ -379,12 +506,12 @@ void Trainer::Impl::body() {
       return;
     }
     publish(b);
-    if (stop_flag) {
+    if (stop_now) {
       finish(RunStatus::Stopped, "stopped after " + std::to_string(step + 1) + " steps");
       return;
     }
   }
-  save_weights(*fp8.model);
+  if (ranks.rank == 0) save_weights(*fp8.model);
   finish(RunStatus::Finished, "");
 }
 
@@ -461,6 +588,10 @@ void Trainer::setComputeThreads(int threads) {
   impl_->compute_threads = threads;
 }
 
+void Trainer::setRanks(const RankInfo& ranks) {
+  impl_->ranks = ranks;
+}
+
 void Trainer::join() {
   if (impl_->thread.joinable()) impl_->thread.join();
 }
@@ -480,6 +611,10 @@ int64_t Trainer::steps_done() const {
 
 const RunConfig& Trainer::config() const {
   return impl_->cfg;
+}
+
+int Trainer::cuda_device_count() {
+  return torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
 }
 
 std::string Trainer::resolve_device(const std::string& device) {

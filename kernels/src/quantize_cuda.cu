@@ -374,10 +374,13 @@ __global__ void __launch_bounds__(kThreads)
       }
       cell_err = cell_sum = 0;
     };
-    for (int64_t rb = r0; rb < r1; rb += 16) {
-      uint32_t t[4][4] = {};  // transposed staging: 4 columns x 16 rows of codes
+    // Transposed codes are staged for kStage rows: 32 (whole 32-byte sectors a column)
+    // where no statistics take registers, else 16.
+    constexpr int kStage = kStats ? 16 : 32;
+    for (int64_t rb = r0; rb < r1; rb += kStage) {
+      uint32_t t[4][kStage / 4] = {};  // transposed staging: 4 columns x kStage rows of codes
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
+      for (int half = 0; half < kStage / 8; ++half) {
         // Eight rows' loads in flight before the first use.
         float v[8][4];
 #pragma unroll
@@ -459,14 +462,17 @@ __global__ void __launch_bounds__(kThreads)
         }
       }
       if (trans && active) {
-        if (rb + 16 <= r1 && G.rows % 16 == 0) {
+        if (rb + kStage <= r1 && G.rows % 16 == 0) {
 #pragma unroll
           for (int k = 0; k < 4; ++k) {
-            *reinterpret_cast<uint4*>(codes_t + (col + k) * G.rows + rb) =
-                make_uint4(t[k][0], t[k][1], t[k][2], t[k][3]);
+#pragma unroll
+            for (int q = 0; q < kStage / 16; ++q) {
+              *reinterpret_cast<uint4*>(codes_t + (col + k) * G.rows + rb + 16 * q) =
+                  make_uint4(t[k][4 * q], t[k][4 * q + 1], t[k][4 * q + 2], t[k][4 * q + 3]);
+            }
           }
         } else {
-          for (int i = 0; i < 16 && rb + i < r1; ++i) {
+          for (int i = 0; i < kStage && rb + i < r1; ++i) {
             for (int k = 0; k < 4; ++k) {
               codes_t[(col + k) * G.rows + rb + i] =
                   static_cast<uint8_t>(t[k][i / 4] >> (8 * (i % 4)));
@@ -483,6 +489,155 @@ __global__ void __launch_bounds__(kThreads)
   } else if (kAmax) {
     flush_block_amax(ls.amax, amax_out);
   }
+}
+
+// No statistics, transposed codes (with the row-major ones and the amax where asked): a
+// 16 x 16 block takes a tile of 64 columns x 256 rows, a thread 4 columns x 16 rows
+// (sixteen loads in flight), one scale a thread (tensorwise or 128x128 blocks), and
+// stores 16 bytes of each of its columns' transposed rows.
+template <Format F, bool kHw, bool kAmax>
+__global__ void __launch_bounds__(kThreads)
+    tile_quantize_t_kernel(const float* xf, const uint16_t* xb, Geometry G,
+                           const float* __restrict__ scale, Overflow ov, uint8_t* codes,
+                           uint8_t* __restrict__ codes_t, uint32_t* amax_out) {
+  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+  const int64_t col_tiles = (G.cols + 63) / 64;
+  const int64_t tiles = col_tiles * ((G.rows + 255) / 256);
+  uint32_t m = 0;
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int64_t c0 = (tile % col_tiles) * 64 + tx * 4;
+    const int64_t r0 = (tile / col_tiles) * 256 + ty * 16;
+    if (c0 >= G.cols || r0 >= G.rows) continue;
+    const float sc = scale[(r0 / G.block_rows) * G.group_cols + c0 / G.block_cols];
+    float v[16][4];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) load4(xf, xb, (r0 + i) * G.cols + c0, v[i]);
+    uint32_t t[4][4] = {};
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      float y[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        y[k] = v[i][k] * sc;
+        if (kAmax) m = finite_abs_max(m, v[i][k]);
+      }
+      const uint32_t w = encode4<F, kHw, false>(y, 1.0f, ov, nullptr, nullptr);
+      if (codes) *reinterpret_cast<uint32_t*>(codes + (r0 + i) * G.cols + c0) = w;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) t[k][i / 4] |= ((w >> (8 * k)) & 0xFFu) << (8 * (i % 4));
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      *reinterpret_cast<uint4*>(codes_t + (c0 + k) * G.rows + r0) =
+          make_uint4(t[k][0], t[k][1], t[k][2], t[k][3]);
+    }
+  }
+  if (kAmax) flush_block_amax(m, amax_out);
+}
+
+// Every statistic in the tile layout of tile_quantize_t_kernel (codes, and transposed
+// codes where asked), for E4M3FN and E5M2 with saturation: flags off the codes, squares
+// summed four at a time. A tile lies inside one error-map cell (or there is no map), so a
+// block adds its tile's sums to the map once.
+template <Format F, bool kHw>
+__global__ void __launch_bounds__(kThreads)
+    tile_stats_kernel(const float* xf, const uint16_t* xb, Geometry G,
+                      const float* __restrict__ scale, const float* __restrict__ scale_inv,
+                      uint8_t* codes, uint8_t* __restrict__ codes_t, StatsBuffer* stats,
+                      double* map, bool with_hist) {
+  constexpr CodecSpec s = codec_spec(F);
+  extern __shared__ uint32_t lane_hist[];  // with_hist: kLaneHistBytes
+  __shared__ float lut[256];
+  __shared__ double tile_sums[kWarps][2];
+  for (int c = threadIdx.x; c < 256; c += blockDim.x) lut[c] = decode(static_cast<uint8_t>(c), s);
+  if (with_hist) {
+    for (int i = threadIdx.x; i < kHistBins * kThreads; i += blockDim.x) lane_hist[i] = 0;
+  }
+  __syncthreads();
+  uint32_t* my_hist = with_hist ? lane_hist + threadIdx.x : nullptr;
+  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+  const int64_t col_tiles = (G.cols + 63) / 64;
+  const int64_t tiles = col_tiles * ((G.rows + 255) / 256);
+  LaneStats ls;
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int64_t tc = (tile % col_tiles) * 64, tr = (tile / col_tiles) * 256;
+    const int64_t c0 = tc + tx * 4, r0 = tr + ty * 16;
+    double te = 0, ts = 0;
+    if (c0 < G.cols && r0 < G.rows) {
+      const int64_t g = (r0 / G.block_rows) * G.group_cols + c0 / G.block_cols;
+      const float sc = scale[g], si = scale_inv[g];
+      uint32_t t[4][4] = {};
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        float v[8][4];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) load4(xf, xb, (r0 + half * 8 + j) * G.cols + c0, v[j]);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const int i = half * 8 + j;
+          float y[4], dq[4], e[4], vf[4];
+          const uint32_t word =
+              quantize4<F, kHw, true>(v[j], sc, si, Overflow::Saturate, lut, y, dq);
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            const uint32_t a = float_bits(v[j][k]) & 0x7FFFFFFFu;
+            const bool fin = a < 0x7F800000u;
+            const uint32_t m = (word >> (8 * k)) & 0x7Fu;
+            ls.zeros += a == 0;
+            ls.nonfinite += !fin;
+            ls.underflow += fin && a != 0 && m == 0;
+            ls.subnormal += m - 1u < (1u << s.mbits) - 1u;
+            ls.saturated += fin && (float_bits(y[k]) & 0x7FFFFFFFu) >= saturating_bits<F>();
+            ls.amax = fin ? max(ls.amax, a) : ls.amax;
+            e[k] = fin ? v[j][k] - dq[k] : 0.0f;  // the difference in fp32, as on the CPU
+            vf[k] = fin ? v[j][k] : 0.0f;
+            if (my_hist) {
+              const int bin = !fin ? kHistNonfiniteBin : (a == 0 ? kHistZeroBin : hist_bin(y[k]));
+              my_hist[bin * kThreads]++;
+            }
+            t[k][i / 4] |= ((word >> (8 * k)) & 0xFFu) << (8 * (i % 4));
+          }
+          ls.numel += 4;
+          double re, rs;
+          square_sums4(e, vf, re, rs);
+          te += re;
+          ts += rs;
+          if (codes) *reinterpret_cast<uint32_t*>(codes + (r0 + i) * G.cols + c0) = word;
+        }
+      }
+      if (codes_t) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          *reinterpret_cast<uint4*>(codes_t + (c0 + k) * G.rows + r0) =
+              make_uint4(t[k][0], t[k][1], t[k][2], t[k][3]);
+        }
+      }
+    }
+    ls.sq_err += te;
+    ls.sq_sum += ts;
+    if (map) {
+      te = warp_sum(te);
+      ts = warp_sum(ts);
+      if (gpu::lane_id() == 0) {
+        tile_sums[gpu::warp_id()][0] = te;
+        tile_sums[gpu::warp_id()][1] = ts;
+      }
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        double se = 0, ss = 0;
+        for (int w = 0; w < kWarps; ++w) {
+          se += tile_sums[w][0];
+          ss += tile_sums[w][1];
+        }
+        const int64_t cell = (tr / G.cell_rows) * G.map_cols + tc / G.cell_cols;
+        if (se != 0) atomicAdd(&map[cell], se);
+        if (ss != 0) atomicAdd(&map[G.cells + cell], ss);
+      }
+      __syncthreads();
+    }
+  }
+  __syncthreads();
+  flush_block_stats(ls, stats, with_hist ? lane_hist : nullptr);
 }
 
 // Tensorwise (one scale), no statistics, no transposed codes: 16 consecutive elements a
@@ -777,13 +932,53 @@ unsigned resident_hist_blocks(int64_t want) {
       std::max<int64_t>(1, std::min<int64_t>(want, int64_t{sm_count()} * per_sm)));
 }
 
+#if defined(FP8WB_HIP)
+// The tile kernels' blocks are 16 x 16 threads, twice HIP's kThreads, by which their block
+// reductions and lane histograms are sized: AMD GPUs take the row-walk kernels instead.
+constexpr bool kTileKernels = false;
+#else
+constexpr bool kTileKernels = true;
+#endif
+
+// The statistics in tiles: rows a multiple of 16, groups of whole 16-row x 4-column
+// pieces, error-map cells of whole 256-row x 64-column tiles (or no map), aligned pointers.
+bool tile_stats_ok(const DeviceTensor& x, const Geometry& G, const uint8_t* codes,
+                   const uint8_t* codes_t) {
+  const uintptr_t in =
+      reinterpret_cast<uintptr_t>(x.f32 ? static_cast<const void*>(x.f32) : x.bf16);
+  return kTileKernels && x.rows % 16 == 0 && x.cols % 4 == 0 && G.block_rows % 16 == 0 &&
+         G.block_cols % 4 == 0 && (!G.map || (G.cell_rows % 256 == 0 && G.cell_cols % 64 == 0)) &&
+         in % (x.f32 ? 16 : 8) == 0 && reinterpret_cast<uintptr_t>(codes) % 4 == 0 &&
+         reinterpret_cast<uintptr_t>(codes_t) % 16 == 0;
+}
+
 template <Format F, bool kHw>
-void launch_quantize(const DeviceTensor& x, const Geometry& G, bool fast, bool flat,
+void launch_quantize(const DeviceTensor& x, const Geometry& G, bool fast, bool flat, bool tile,
                      const float* sc, const float* si, Overflow ov, uint8_t* codes,
                      uint8_t* codes_t, const DeviceStatsTargets& t, cudaStream_t st) {
   double* map = G.map ? t.map : nullptr;
   const size_t smem = t.stats && t.histogram ? kLaneHistBytes : 0;
-  if (flat) {
+  if constexpr (kHw && hw_format<F>()) {
+    if (t.stats && tile_stats_ok(x, G, codes, codes_t)) {
+      constexpr auto k = &tile_stats_kernel<F, kHw>;
+      const int64_t tiles = ((x.cols + 63) / 64) * ((x.rows + 255) / 256);
+      const unsigned grid = smem ? resident_hist_blocks<k>(tiles) : blocks_for(tiles, 1);
+      k<<<grid, kThreads, smem, st>>>(x.f32, x.bf16, G, sc, si, codes, codes_t, t.stats, map,
+                                      t.histogram);
+      FP8WB_GPU_CHECK(cudaGetLastError());
+      return;
+    }
+  }
+  if (tile) {
+    const unsigned grid = blocks_for(((x.cols + 63) / 64) * ((x.rows + 255) / 256), 1);
+    if (t.amax_bits) {
+      tile_quantize_t_kernel<F, kHw, true>
+          <<<grid, kThreads, 0, st>>>(x.f32, x.bf16, G, sc, ov, codes, codes_t, t.amax_bits);
+    } else {
+      tile_quantize_t_kernel<F, kHw, false>
+          <<<grid, kThreads, 0, st>>>(x.f32, x.bf16, G, sc, ov, codes, codes_t, nullptr);
+    }
+  } else if (flat) {
     const int64_t n16 = x.rows * x.cols / 16;
     const unsigned grid = blocks_for(n16, kThreads);
     if (t.amax_bits) {
@@ -816,6 +1011,18 @@ void launch_quantize(const DeviceTensor& x, const Geometry& G, bool fast, bool f
         x.f32, x.bf16, G, sc, si, ov, codes, codes_t, t.stats, map, t.histogram, t.amax_bits);
   }
   FP8WB_GPU_CHECK(cudaGetLastError());
+}
+
+// No statistics (an amax at most), transposed codes, groups of whole 16-row x 4-column
+// pieces (tensorwise, 128x128), rows a multiple of 16, aligned pointers.
+bool tile_path_ok(const DeviceTensor& x, const GroupLayout& L, const DeviceStatsTargets& t,
+                  const uint8_t* codes, const uint8_t* codes_t) {
+  const uintptr_t in =
+      reinterpret_cast<uintptr_t>(x.f32 ? static_cast<const void*>(x.f32) : x.bf16);
+  return kTileKernels && !t.stats && codes_t && x.rows % 16 == 0 && x.cols % 4 == 0 &&
+         L.block_rows % 16 == 0 && L.block_cols % 4 == 0 && in % (x.f32 ? 16 : 8) == 0 &&
+         reinterpret_cast<uintptr_t>(codes) % 4 == 0 &&
+         reinterpret_cast<uintptr_t>(codes_t) % 16 == 0;
 }
 
 // Tensorwise, no statistics (an amax at most), no transposed codes, whole 16-element
@@ -1071,17 +1278,18 @@ void quantize_cuda(const DeviceTensor& x, const QuantRecipe& recipe, const Group
   const Geometry G = geometry(L, t);
   const bool fast = fast_path_ok(x, L, t, codes, codes_t);
   const bool flat = flat_path_ok(x, L, t, codes, codes_t);
+  const bool tile = tile_path_ok(x, L, t, codes, codes_t);
   const auto st = reinterpret_cast<cudaStream_t>(stream);
   dispatch_element_format(recipe.format, [&](auto tag) {
     constexpr Format F = decltype(tag)::value;
     if constexpr (hw_format<F>()) {
       if (recipe.overflow == Overflow::Saturate) {
-        launch_quantize<F, true>(x, G, fast, flat, d_scale, d_scale_inv, recipe.overflow, codes,
-                                 codes_t, t, st);
+        launch_quantize<F, true>(x, G, fast, flat, tile, d_scale, d_scale_inv, recipe.overflow,
+                                 codes, codes_t, t, st);
         return;
       }
     }
-    launch_quantize<F, false>(x, G, fast, flat, d_scale, d_scale_inv, recipe.overflow, codes,
+    launch_quantize<F, false>(x, G, fast, flat, tile, d_scale, d_scale_inv, recipe.overflow, codes,
                               codes_t, t, st);
   });
 }

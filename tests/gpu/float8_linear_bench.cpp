@@ -90,7 +90,10 @@ int main(int argc, char** argv) {
       {16384, 2048}, {16384, 4096}, {32768, 4096}};
   std::vector<Variant> vs;
   for (const Variant& v : variants()) {
-    if (only.empty() || !v.cfg || v.name.find(only) != std::string::npos) vs.push_back(v);
+    // "--only NAME" keeps variants whose name contains NAME; "--only =NAME" the one named so.
+    const bool exact = !only.empty() && only[0] == '=';
+    const bool match = exact ? v.name == only.substr(1) : v.name.find(only) != std::string::npos;
+    if (only.empty() || !v.cfg || match) vs.push_back(v);
   }
   std::printf("MLP block d -> 4d -> d, GELU, fwd+bwd, bf16; %s; median of %d steps\n",
               info.device_name.c_str(), reps);

@@ -92,6 +92,14 @@ TEST_P(CudaQuantize, MatchesCpuForFp32AndBf16) {
       EXPECT_EQ(gpu.codes_t, codes_t);
     }
     expect_same(gpu.stats, cpu.result.stats);
+    // Without statistics: the flat kernel, or the transposed pass staging 32 rows.
+    StatsOptions none;
+    none.enabled = none.histogram = none.error_map = false;
+    const auto bare = quantize_current_cuda(ref, r, trans, none);
+    EXPECT_EQ(bare.codes, codes);
+    if (trans) {
+      EXPECT_EQ(bare.codes_t, codes_t);
+    }
     std::vector<float> back(x.size());
     dequantize(codes.data(), r, cpu.scales, back.data());
     ASSERT_EQ(gpu.dequantized.size(), back.size());
@@ -216,6 +224,46 @@ TEST(CudaDelayedScaling, MatchesTheHostScalerStepByStep) {
     }
     EXPECT_EQ(history.get(static_cast<size_t>(cfg.window))[static_cast<size_t>(head)],
               host.history()[0]);
+  }
+}
+
+// Statistics in whole-tile error-map cells (the tile kernel: cells of 256 rows x 64
+// columns or more, or no map), against the CPU: codes, transposed codes, every statistic.
+TEST(CudaQuantizeTiles, StatisticsInWholeTileCells) {
+  if (gpu_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  struct Shape {
+    int64_t rows, cols;
+    int cells;
+    bool map;
+  };
+  for (const Shape& sh : {Shape{1024, 512, 4, true}, Shape{2048, 512, 8, true},
+                          Shape{48, 20, 64, false}, Shape{272, 132, 64, false}}) {
+    for (const Format f : {Format::E4M3FN, Format::E5M2}) {
+      for (const bool bf16 : {false, true}) {
+        QuantRecipe r;
+        r.format = f;
+        StatsOptions so;
+        so.map_max_cells = sh.cells;
+        so.error_map = sh.map;
+        const auto x = tensor(sh.rows, sh.cols, static_cast<uint32_t>(sh.rows * 7 + sh.cols));
+        std::vector<uint16_t> xb(x.size());
+        for (size_t i = 0; i < x.size(); ++i) xb[i] = static_cast<uint16_t>(float_bits(x[i]) >> 16);
+        const TensorRef ref = bf16 ? TensorRef::of(xb.data(), sh.rows, sh.cols)
+                                   : TensorRef::of(x.data(), sh.rows, sh.cols);
+        std::vector<uint8_t> codes(x.size()), codes_t(x.size());
+        const auto cpu = quantize_current(ref, r, {codes.data(), codes_t.data()}, so);
+        SCOPED_TRACE(::testing::Message() << sh.rows << "x" << sh.cols << " " << format_info(f).name
+                                          << (bf16 ? " bf16" : " fp32"));
+        for (const bool trans : {false, true}) {
+          const auto gpu = quantize_current_cuda(ref, r, trans, so);
+          EXPECT_EQ(gpu.codes, codes);
+          if (trans) {
+            EXPECT_EQ(gpu.codes_t, codes_t);
+          }
+          expect_same(gpu.stats, cpu.result.stats);
+        }
+      }
+    }
   }
 }
 

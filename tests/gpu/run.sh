@@ -6,8 +6,13 @@
 #   OUT=/tmp/out bash tests/gpu/run.sh
 #   QUICK=1 ...   skips the MLP, codec and quantize benchmarks and the GPT runs (measured
 #                 before; see docs/performance.md), keeping tests and checkpoint inspection
-#   PART=kernels  only the GPU kernel and FP8 linear tests and benchmarks, and a per-kernel
-#                 profile of one rowwise MLP step (ncu), for work on the kernels
+#   PART=ranks    (two GPUs) data-parallel runs through NCCL: two ranks against one on the
+#                 tiny GPT (loss, per-rank scales, without the amax reduction), 2 GPUs
+#                 against 1 in tokens/s, and `fp8wb bench --comm` over NCCL
+#   PART=kernels  only the GPU kernel and FP8 linear tests and benchmarks, and an ncu
+#                 profile of the statistics kernel, for work on the kernels;
+#                 PROFILE_STEP="fp8 rowwise current" (a variant of the MLP benchmark)
+#                 adds the time of every kernel of its steps
 #
 # Missing headers (sqlite3.h on some GPU images) can be supplied under .deps/sqlite
 # (dpkg -x of Debian's libsqlite3-dev).
@@ -30,6 +35,13 @@ if [ -n "$sqlite_inc" ]; then
   lib=$(ls /usr/lib/x86_64-linux-gnu/libsqlite3.so.0* 2>/dev/null | head -1)
   extra+=(-DSQLite3_INCLUDE_DIR=$sqlite_inc -DSQLite3_LIBRARY=$lib)
 fi
+# NCCL's header, for data-parallel runs on GPUs: PyTorch's wheels keep it in site-packages.
+if [ -z "${NCCL_INCLUDE_DIR:-}" ]; then
+  NCCL_INCLUDE_DIR=$(python3 -c 'import nvidia, os
+print(next((os.path.join(p, "nccl", "include") for p in nvidia.__path__
+            if os.path.exists(os.path.join(p, "nccl", "include", "nccl.h"))), ""))' 2>/dev/null)
+  export NCCL_INCLUDE_DIR
+fi
 log "configure (LibTorch from $TORCH_PREFIX)"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFP8WB_CUDA=ON \
   -DCMAKE_PREFIX_PATH="$TORCH_PREFIX${QT_PREFIX:+;$QT_PREFIX}" "${extra[@]}" >"$OUT/build.log" 2>&1 \
@@ -40,6 +52,72 @@ if [ -z "${QUICK:-}" ]; then
   python3 tests/gpu/scaled_mm_support.py >"$OUT/notes.txt" 2>&1
   python3 tests/gpu/mlp_gemms.py >>"$OUT/notes.txt" 2>&1
   cat "$OUT/notes.txt"
+fi
+
+if [ "${PART:-}" = ranks ]; then
+  log "build (fp8wb)"
+  ninja -C "$BUILD" fp8wb >>"$OUT/build.log" 2>&1 || { grep -E 'error|Error' -A3 "$OUT/build.log" | head -60; exit 1; }
+  grep -E "NCCL|nccl|Gloo" "$OUT/build.log" | head -3
+  nvidia-smi -L
+  FP8WB="$BUILD/app/fp8wb"
+  db="$OUT/ranks.sqlite"
+  rm -f "$db"
+  TINY=(--set d_model=64 --set heads=4 --set layers=2 --set context=64 --set batch=16 --set steps=50
+        --set warmup=5 --set stats_interval=5 --set sqnr_interval=0 --set reference=false
+        --set device=cuda --set rank_timeout=120)
+  log "two ranks (NCCL, one GPU each) against one rank with the whole batch"
+  rc=0
+  for scaling in delayed current; do
+    "$FP8WB" train --db "$db" --quiet "${TINY[@]}" --set scaling=$scaling --set name="one-$scaling" || rc=1
+    timeout 300 "$FP8WB" train --db "$db" --quiet --nproc 2 "${TINY[@]}" --set scaling=$scaling \
+      --set name="two-$scaling" || rc=1
+    timeout 300 "$FP8WB" train --db "$db" --quiet --nproc 2 "${TINY[@]}" --set scaling=$scaling \
+      --set amax_reduction=false --set name="two-noreduce-$scaling" || rc=1
+  done
+  BIG=(--set d_model=1024 --set heads=16 --set layers=4 --set context=256 --set dtype=bf16
+       --set steps=60 --set stats_interval=0 --set sqnr_interval=0 --set reference=false
+       --set device=cuda --set rank_timeout=120)
+  log "throughput: the same batch per GPU on 1 and on 2 GPUs (d_model 1024, 4 layers, bf16)"
+  "$FP8WB" train --db "$db" --quiet "${BIG[@]}" --set batch=32 --set name=big-1gpu || rc=1
+  timeout 300 "$FP8WB" train --db "$db" --quiet --nproc 2 "${BIG[@]}" --set batch=64 --set name=big-2gpu || rc=1
+  log "FP8 weights across GPUs: fp8wb bench --comm (NCCL)"
+  timeout 200 "$FP8WB" bench --comm --nproc 2 --device cuda --json >"$OUT/comm_nccl.json" 2>"$OUT/comm_nccl.err" || rc=1
+  cat "$OUT/comm_nccl.json" "$OUT/comm_nccl.err" | head -40
+  "$FP8WB" runs list --db "$db"
+  python3 - "$db" "$OUT/ranks.json" <<'PY'
+import json, sqlite3, statistics, sys
+db = sqlite3.connect(sys.argv[1])
+def series(run, name):
+    return [v for (s, v) in db.execute(
+        "select c.step, c.value from scalars c join series s on c.series_id = s.id "
+        "join runs r on r.id = s.run_id where r.name = ? and s.name = ? order by c.step", (run, name))]
+def ranks(run):
+    return db.execute("select rs.step, rs.layer, rs.role, rs.rank, rs.scale from rank_scales rs "
+                      "join runs r on r.id = rs.run_id where r.name = ?", (run,)).fetchall()
+out = {}
+for scaling in ("delayed", "current"):
+    one, two, nored = (series(f"{p}-{scaling}", "loss") for p in ("one", "two", "two-noreduce"))
+    rel = [abs(a - b) / abs(b) for a, b in zip(two, one)]
+    relnr = [abs(a - b) / abs(b) for a, b in zip(nored, one)]
+    def spread(rows):
+        by = {}
+        for step, layer, role, rank, scale in rows:
+            by.setdefault((step, layer, role), set()).add(scale)
+        return sum(1 for v in by.values() if len(v) > 1), len(by)
+    out[scaling] = {"steps": [len(one), len(two)],
+                    "max_rel_loss_first_10": max(rel[:10]) if rel else None,
+                    "max_rel_loss_all": max(rel) if rel else None,
+                    "no_reduction_max_rel_loss": max(relnr) if relnr else None,
+                    "rank_scales_differing_with_reduction": spread(ranks(f"two-{scaling}")),
+                    "rank_scales_differing_without": spread(ranks(f"two-noreduce-{scaling}"))}
+t1, t2 = series("big-1gpu", "tokens_per_s")[10:], series("big-2gpu", "tokens_per_s")[10:]
+out["tokens_per_s_1gpu"] = statistics.median(t1) if t1 else None
+out["tokens_per_s_2gpu"] = statistics.median(t2) if t2 else None
+out["statuses"] = dict(db.execute("select name, status from runs").fetchall())
+json.dump(out, open(sys.argv[2], "w"), indent=1)
+print(json.dumps(out, indent=1))
+PY
+  exit $rc
 fi
 
 if [ "${PART:-}" = kernels ]; then
@@ -65,11 +143,11 @@ if [ "${PART:-}" = kernels ]; then
       "$OUT/ncu-stats.txt" | head -30
     grep -iE "stall|spend|cycles" "$OUT/ncu-stats.txt" | grep -v "^\s*$" | cut -c1-220 | head -12
   fi
-  if command -v ncu >/dev/null && [ -n "${PROFILE_ROWWISE:-}" ]; then
-    log "kernels of one rowwise MLP step, 16384 x 4096 (ncu, clocks untouched)"
+  if command -v ncu >/dev/null && [ -n "${PROFILE_STEP:-}" ]; then
+    log "kernels of MLP steps (variant $PROFILE_STEP and bf16), 16384 x 4096 (ncu, clocks untouched)"
     timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel \
-      "$BUILD/tests/gpu/fp8wb_float8_linear_bench" --only rowwise --d 4096 --reps 1 >"$OUT/ncu-rowwise.txt" 2>&1
-    grep -E "gpu__time_duration|Invocations|\)x\(" "$OUT/ncu-rowwise.txt" | sed -E 's/\(float, .*//' | cut -c1-160 | head -120
+      "$BUILD/tests/gpu/fp8wb_float8_linear_bench" --only "=$PROFILE_STEP" --d 4096 --reps 1 >"$OUT/ncu-step.txt" 2>&1
+    grep -E "gpu__time_duration|Invocations|\)x\(" "$OUT/ncu-step.txt" | sed -E 's/\(float, .*//; s/\(const .*//' | cut -c1-150 | head -120
   fi
   exit $(( rc1 | rc2 ))
 fi

@@ -37,6 +37,7 @@ class RunPanelTest : public QObject {
   void pausedReadsPausedEverywhere();
   void messageCountsTheOtherMarkedFields();
   void overridesSurviveADeviceChange();
+  void rankFieldsShowAndTakeTheirValues();
 
  private:
   QTemporaryDir dir_;
@@ -339,6 +340,34 @@ void RunPanelTest::pausedReadsPausedEverywhere() {
   QCOMPARE(pause->text(), QStringLiteral("Pause"));
   w.engine()->stop();
   QVERIFY(wait_finished(w.engine()));
+}
+
+// A data-parallel run's two fields: readable labels, the config's values shown as it has
+// them (a boolean as true/false, not a number), and typed values taken into the config.
+void RunPanelTest::rankFieldsShowAndTakeTheirValues() {
+  MainWindow w(false);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowActive(&w));
+  RunPanel* p = w.runPanel();
+  auto* more = child<QGroupBox>(p, "more-fields");
+  auto* reduction = child<QLineEdit>(p, "amax_reduction");
+  auto* timeout = child<QLineEdit>(p, "rank_timeout");
+  QVERIFY(more && reduction && timeout);
+  QCOMPARE(label_of(reduction), QStringLiteral("Amax reduction across ranks"));
+  QCOMPARE(label_of(timeout), QStringLiteral("Rank timeout (seconds)"));
+  RunConfig c = p->config();
+  c.amax_reduction = false;
+  c.rank_timeout = 45;
+  p->setConfig(c);
+  QCOMPARE(reduction->text(), QStringLiteral("false"));
+  QCOMPARE(timeout->text(), QStringLiteral("45"));
+  more->setChecked(true);
+  type_into(reduction, QStringLiteral("true"));
+  leave(reduction);
+  type_into(timeout, QStringLiteral("600"));
+  leave(timeout);
+  QCOMPARE(p->config().amax_reduction, true);
+  QCOMPARE(p->config().rank_timeout, 600);
 }
 
 QTEST_MAIN(RunPanelTest)

@@ -78,6 +78,7 @@ void RunData::append_batch(Batch&& b) {
   }
   add(sqnr_, b.sqnr);
   add(events_, b.events);
+  add(ranks_, b.ranks);
   if (b.final) {
     status_ = b.status;
     message_ = b.message;

@@ -81,6 +81,8 @@ constexpr FieldLabel kFieldLabels[] = {
     {"on_nonfinite", "On a non-finite loss"},
     {"log_interval", "Logging interval"},
     {"weights", "Weights file"},
+    {"amax_reduction", "Amax reduction across ranks"},
+    {"rank_timeout", "Rank timeout (seconds)"},
 };
 
 QString field_label(const QString& key) {
@@ -385,10 +387,10 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   connect(advanced, &QGroupBox::toggled, adv_body, &QWidget::setVisible);
   advanced->setFlat(true);  // folded: a title, not an empty frame
   connect(advanced, &QGroupBox::toggled, advanced, [advanced](bool on) { advanced->setFlat(!on); });
-  for (const char* key :
-       {"heads", "context", "batch", "width", "depth", "features", "outlier_channels",
-        "outlier_scale", "target_tail", "warmup", "min_lr_ratio", "weight_decay", "grad_clip",
-        "dtype", "sqnr_interval", "on_nonfinite", "log_interval"}) {
+  for (const char* key : {"heads", "context", "batch", "width", "depth", "features",
+                          "outlier_channels", "outlier_scale", "target_tail", "warmup",
+                          "min_lr_ratio", "weight_decay", "grad_clip", "dtype", "sqnr_interval",
+                          "on_nonfinite", "log_interval", "amax_reduction", "rank_timeout"}) {
     auto* edit = new QLineEdit(adv_body);
     const QString k = QString::fromLatin1(key);
     edit->setObjectName(k);
@@ -405,7 +407,12 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
                                  "(smaller: heavier tails)")},
       {"min_lr_ratio", QT_TR_NOOP("min_lr_ratio: the learning rate decays to lr times this")},
       {"sqnr_interval", QT_TR_NOOP("sqnr_interval: steps between GEMM-output SQNR samples; 0: "
-                                   "never")}};
+                                   "never")},
+      {"amax_reduction",
+       QT_TR_NOOP("amax_reduction (data-parallel runs): true: every rank scales with the largest "
+                  "amax of all ranks, so all quantize alike; false: each rank with its own")},
+      {"rank_timeout", QT_TR_NOOP("rank_timeout (data-parallel runs): seconds a rank waits for "
+                                  "the others before the run fails")}};
   for (auto& [k, edit] : advanced_) {
     for (const auto& [key, text] : help) {
       if (k == QLatin1String(key)) edit->setToolTip(tr(text));
@@ -656,6 +663,7 @@ QString RunPanel::advancedValue(const QString& key) const {
   const QJsonObject j =
       QJsonDocument::fromJson(QByteArray::fromStdString(run_config_json(base_))).object();
   const QJsonValue v = j.value(key);
+  if (v.isBool()) return v.toBool() ? QStringLiteral("true") : QStringLiteral("false");
   return v.isString() ? v.toString()
                       : QString::number(v.toDouble(), 'g', QLocale::FloatingPointShortest);
 }

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
 
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/views/exportable_plot.h"
@@ -360,7 +362,9 @@ ScalingTab::ScalingTab(const RunData* run, QWidget* parent)
       include_step0_(make_step0_box(this)),
       amax_(make_plot(this, tr("step"), tr("amax"))),
       scale_(make_plot(this, tr("step"), tr("scale"))),
-      counts_(make_plot(this, tr("step"), tr("% of elements"))) {
+      counts_(make_plot(this, tr("step"), tr("% of elements"))),
+      rank_amax_(make_plot(this, tr("step"), tr("amax of each rank"))),
+      rank_scale_(make_plot(this, tr("step"), tr("scale of each rank"))) {
   auto* split = new QSplitter(this);
   tree_->setHeaderLabels({tr("layer / role")});
   tree_->setMinimumWidth(220);
@@ -375,6 +379,17 @@ ScalingTab::ScalingTab(const RunData* run, QWidget* parent)
   rl->addWidget(amax_, 2);
   rl->addWidget(scale_, 1);
   rl->addWidget(counts_, 1);
+  // A data-parallel run: the ranks side by side (each rank's own amax of its shard, and
+  // the scale it quantized with).
+  auto* ranks = new QHBoxLayout;
+  ranks->addWidget(rank_amax_, 1);
+  ranks->addWidget(rank_scale_, 1);
+  rl->addLayout(ranks, 1);
+  for (ExportablePlot* p : {rank_amax_, rank_scale_}) {
+    use_log_axis(p->yAxis);
+    p->legend->setVisible(true);
+    p->setVisible(false);
+  }
   split->addWidget(right);
   split->setStretchFactor(1, 1);
   auto* layout = new QVBoxLayout(this);
@@ -408,6 +423,62 @@ ScalingTab::ScalingTab(const RunData* run, QWidget* parent)
     fitAxes();
     for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
   });
+}
+
+std::vector<ExportablePlot*> ScalingTab::plots() const {
+  std::vector<ExportablePlot*> out{amax_, scale_, counts_};
+  if (!rank_amax_->isHidden()) {
+    out.push_back(rank_amax_);
+    out.push_back(rank_scale_);
+  }
+  return out;
+}
+
+void ScalingTab::drawRanks() {
+  std::set<int> ranks;
+  for (const RankScale& k : data_->ranks()) ranks.insert(k.rank);
+  const bool show = ranks.size() > 1;
+  rank_amax_->setVisible(show);
+  rank_scale_->setVisible(show);
+  if (!show) {
+    for (ExportablePlot* p : {rank_amax_, rank_scale_}) {
+      for (int g = 0; g < p->graphCount(); ++g) p->graph(g)->data()->clear();
+    }
+    return;
+  }
+  // Ten distinguishable colours (matplotlib's tab10), then round again.
+  static const QColor kColours[] = {{0x1f, 0x77, 0xb4}, {0xff, 0x7f, 0x0e}, {0x2c, 0xa0, 0x2c},
+                                    {0xd6, 0x27, 0x28}, {0x94, 0x67, 0xbd}, {0x8c, 0x56, 0x4b},
+                                    {0xe3, 0x77, 0xc2}, {0x7f, 0x7f, 0x7f}, {0xbc, 0xbd, 0x22},
+                                    {0x17, 0xbe, 0xcf}};
+  std::map<int, int> graph_of;
+  for (int r : ranks) {
+    const int g = static_cast<int>(graph_of.size());
+    graph_of[r] = g;
+    for (ExportablePlot* p : {rank_amax_, rank_scale_}) {
+      if (p->graphCount() <= g) add_graph(p, QString(), kColours[g % 10]);
+      p->graph(g)->setName(tr("rank %1").arg(r));
+    }
+  }
+  for (ExportablePlot* p : {rank_amax_, rank_scale_}) {
+    while (p->graphCount() > static_cast<int>(ranks.size())) p->removeGraph(p->graphCount() - 1);
+    place_legend_below(p, std::min<int>(static_cast<int>(ranks.size()), 4));
+  }
+  std::vector<QVector<double>> x(ranks.size()), amax(ranks.size()), scale(ranks.size());
+  const std::string layer = layer_.toStdString();
+  for (const RankScale& k : data_->ranks()) {
+    if (k.role != role_ || k.layer != layer) continue;
+    const size_t g = static_cast<size_t>(graph_of[k.rank]);
+    x[g] << static_cast<double>(k.step);
+    amax[g] << k.amax;
+    scale[g] << k.scale;
+  }
+  for (size_t g = 0; g < ranks.size(); ++g) {
+    rank_amax_->graph(static_cast<int>(g))->setData(x[g], amax[g], true);
+    rank_scale_->graph(static_cast<int>(g))->setData(x[g], scale[g], true);
+  }
+  fit_axes(rank_amax_, include_step0_->isChecked());
+  fit_axes(rank_scale_, include_step0_->isChecked());
 }
 
 QString ScalingTab::selectedTensor() const {
@@ -512,8 +583,10 @@ void ScalingTab::drawSelected() {
                   .arg(qs(data_->name()).toHtmlEscaped())
                   .arg(data_->runId())
                   .arg(when));
+    drawRanks();
     return;
   }
+  drawRanks();
   const Format f = role_format(*data_, t->role);
   const double fmax = format_info(f).max_finite;
   // A live run's new points are appended; another tensor or run is drawn anew.

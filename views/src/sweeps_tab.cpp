@@ -1,6 +1,7 @@
 #include "fp8wb/views/sweeps_tab.h"
 
 #include <QComboBox>
+#include <QFileDialog>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -16,6 +17,7 @@
 
 #include "fp8wb/core/final_loss.h"
 #include "fp8wb/core/run_store.h"
+#include "fp8wb/core/sweep_collect.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/loss_curves.h"
@@ -110,11 +112,13 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
       parallel_(new QSpinBox(this)),
       start_(new QPushButton(tr("Start sweep"), this)),
       stop_(new QPushButton(tr("Stop"), this)),
+      collect_(new QPushButton(tr("Collect from folder…"), this)),
       trials_(new QListWidget(this)),
       status_(new QLabel(this)),
       best_(new QLabel(this)),
       overlay_title_(new QLabel(this)),
       reading_(new QProgressBar(this)),
+      collecting_(new QProgressBar(this)),
       slicer_row_(new QHBoxLayout),
       heat_(new ExportablePlot(this)),
       curves_(new ExportablePlot(this)) {
@@ -137,6 +141,11 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(start_);
   buttons->addWidget(stop_);
+  buttons->addWidget(collect_);
+  collect_->setObjectName(QStringLiteral("collect-folder"));
+  collect_->setToolTip(
+      tr("Merge the finished trials of a sweep run on a cluster (the folder `fp8wb sweep "
+         "--slurm` wrote) into this database, as `fp8wb sweep --collect` does"));
   auto* left = new QWidget(this);
   auto* ll = new QVBoxLayout(left);
   ll->addLayout(form);
@@ -149,6 +158,10 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   reading_->setToolTip(tr("reading the sweep's points"));
   reading_->setVisible(false);
   ll->addWidget(reading_);
+  collecting_->setObjectName(QStringLiteral("collect-progress"));
+  collecting_->setFormat(tr("%v of %m trials collected"));
+  collecting_->setVisible(false);
+  ll->addWidget(collecting_);
   ll->addWidget(trials_, 1);
   left->setMaximumWidth(420);
 
@@ -194,6 +207,13 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
           [this](const QString& n) { applyPreset(n); });
   connect(start_, &QPushButton::clicked, this, [this] { start(); });
   connect(stop_, &QPushButton::clicked, this, &SweepsTab::stop);
+  connect(collect_, &QPushButton::clicked, this, [this] {
+    const QString dir = folder_chooser_
+                            ? folder_chooser_(this)
+                            : QFileDialog::getExistingDirectory(
+                                  this, tr("The folder of a sweep run on a cluster (sweep.json)"));
+    if (!dir.isEmpty()) collectFolder(dir);
+  });
   for (QComboBox* c : {x_axis_, y_axis_, metric_})
     connect(c, &QComboBox::currentIndexChanged, this, [this] { redraw(); });
   // A cell is clicked anywhere inside it, over the map or a marked cell's items (the
@@ -328,6 +348,66 @@ QString SweepsTab::start() {
         Q_EMIT sweepFinished(id, QStringLiteral("failed"));
       });
   return {};
+}
+
+void SweepsTab::setFolderChooser(std::function<QString(QWidget*)> chooser) {
+  folder_chooser_ = std::move(chooser);
+}
+
+void SweepsTab::collectFolder(const QString& dir) {
+  const std::string folder = dir.toStdString();
+  const std::string db = engine_->databasePath().toStdString();
+  collect_->setEnabled(false);
+  collecting_->setRange(0, 0);  // busy until the folder says how many trials it has
+  collecting_->setVisible(true);
+  status_->setText(tr("collecting %1…").arg(dir.toHtmlEscaped()));
+  auto ended = [this] {
+    collect_->setEnabled(true);
+    collecting_->setVisible(false);
+  };
+  collect_job_.run(
+      [this, folder, db] {
+        // The tab outlives this work (the job's destructor waits for it).
+        return collect_sweep_folder(folder, db, [this](size_t done, size_t total) {
+          QMetaObject::invokeMethod(
+              this,
+              [this, done, total] {
+                collecting_->setRange(0, static_cast<int>(total));
+                collecting_->setValue(static_cast<int>(done));
+              },
+              Qt::QueuedConnection);
+        });
+      },
+      [this, ended](SweepCollection c) {
+        ended();
+        trials_->clear();
+        for (const CollectedTrial& t : c.trials) {
+          QString line = QString::fromStdString(t.key) + QStringLiteral(": ") +
+                         QString::fromStdString(t.state);
+          if (!t.message.empty())
+            line += QStringLiteral(" (") + QString::fromStdString(t.message) + QChar(')');
+          trials_->addItem(line);
+        }
+        status_->setText(tr("sweep %1 (%2): %3 collected now, %4 still to come; %5")
+                             .arg(c.sweep_id)
+                             .arg(QString::fromStdString(c.sweep_name).toHtmlEscaped())
+                             .arg(c.added)
+                             .arg(c.waiting)
+                             .arg(QString::fromStdString(c.status)));
+        if (!c.problems.empty()) {
+          QStringList problems;
+          for (const std::string& p : c.problems) problems << QString::fromStdString(p);
+          fail(tr("Some trials could not be collected: %1")
+                   .arg(problems.join(QStringLiteral("; "))));
+        }
+        showSweep(c.sweep_id);
+        Q_EMIT collected(c.sweep_id, c.added, c.waiting);
+      },
+      [this, ended, dir](const QString& message) {
+        ended();
+        status_->setText(tr("collecting %1 failed").arg(dir.toHtmlEscaped()));
+        fail(message);
+      });
 }
 
 void SweepsTab::stop() {

@@ -213,6 +213,109 @@ TEST_F(FollowTest, FollowerPublishesStepsAsTheyArriveAndTheEnd) {
   EXPECT_EQ(got->message, "loss blew up");
 }
 
+// A data-parallel run's sampled step: both ranks' amax and scale of a layer's input and
+// weight, each value a function of (step, rank, role).
+std::vector<RankScale> rank_rows(int64_t step) {
+  std::vector<RankScale> out;
+  for (Role role : {Role::Input, Role::Weight}) {
+    for (int rank = 0; rank < 2; ++rank) {
+      RankScale k;
+      k.step = step;
+      k.layer = "blocks.0.fc1";
+      k.role = role;
+      k.rank = rank;
+      k.amax = 0.25f * static_cast<float>(step + 1) + static_cast<float>(rank) +
+               (role == Role::Weight ? 8.0f : 0.0f);
+      k.scale = 448.0f / (1.0f + static_cast<float>(step));
+      out.push_back(k);
+    }
+  }
+  return out;
+}
+
+void expect_rank_rows(const std::vector<RankScale>& got, int64_t from, int64_t to) {
+  std::vector<RankScale> want;
+  for (int64_t s = from; s < to; ++s) {
+    for (const RankScale& k : rank_rows(s)) want.push_back(k);
+  }
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].step, want[i].step) << i;
+    EXPECT_EQ(got[i].layer, want[i].layer) << i;
+    EXPECT_EQ(got[i].role, want[i].role) << i;
+    EXPECT_EQ(got[i].rank, want[i].rank) << i;
+    EXPECT_EQ(got[i].amax, want[i].amax) << i;
+    EXPECT_EQ(got[i].scale, want[i].scale) << i;
+  }
+}
+
+// Every rank's scales come with read_new(), each row once, and a follower publishes them
+// while the run goes on, also from a commit that holds nothing else.
+TEST_F(FollowTest, EveryRanksScalesArriveOnceAndLive) {
+  auto w = RunStore::open(path_);
+  const int64_t id = w->create_run("ranks", "train", "{}", "cpu");
+  auto r = RunStore::open_read_only(path_);
+  RunCursor c;
+  for (int64_t step = 0; step < 3; ++step) {
+    MetricBatch b = step_batch(id, step, true);
+    b.ranks = rank_rows(step);
+    w->write(b);
+  }
+  w->flush();
+  MetricBatch b = r->read_new(id, c);
+  expect_rank_rows(b.ranks, 0, 3);
+  b = r->read_new(id, c);
+  EXPECT_TRUE(b.ranks.empty());
+  for (int64_t step = 3; step < 5; ++step) {
+    MetricBatch n = step_batch(id, step, true);
+    n.ranks = rank_rows(step);
+    w->write(n);
+  }
+  w->flush();
+  b = r->read_new(id, c);
+  expect_rank_rows(b.ranks, 3, 5);
+
+  struct Collect : MetricConsumer {
+    std::mutex m;
+    std::vector<RankScale> ranks;
+    void consume(const MetricBatch& b) override {
+      const std::lock_guard<std::mutex> lock(m);
+      ranks.insert(ranks.end(), b.ranks.begin(), b.ranks.end());
+    }
+    size_t count() {
+      const std::lock_guard<std::mutex> lock(m);
+      return ranks.size();
+    }
+  };
+  auto got = std::make_shared<Collect>();
+  auto bus = std::make_shared<MetricBus>();
+  bus->add(got);
+  RunFollower f(path_, id, c, bus, std::chrono::milliseconds(10));
+  const auto wait_for = [&](size_t n) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (got->count() < n && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  };
+  for (int64_t step = 5; step < 9; ++step) {
+    MetricBatch n;  // only the ranks' rows: nothing else new in this commit
+    n.run_id = id;
+    n.ranks = rank_rows(step);
+    w->write(n);
+    w->flush();
+    wait_for(static_cast<size_t>(step - 4) * 4);
+    EXPECT_EQ(got->count(), static_cast<size_t>(step - 4) * 4) << "step " << step;
+    EXPECT_FALSE(f.ended());
+  }
+  w->set_status(id, RunStatus::Finished);
+  w->flush();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!f.ended() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_TRUE(f.ended());
+  const std::lock_guard<std::mutex> lock(got->m);
+  expect_rank_rows(got->ranks, 5, 9);
+}
+
 // A writer in a child process, killed with SIGKILL: readers (also read-only ones, which
 // mark nothing) see the run as interrupted, and a follower ends with that.
 TEST_F(FollowTest, AKilledWriterReadsAsInterrupted) {

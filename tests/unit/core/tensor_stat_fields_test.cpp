@@ -271,6 +271,7 @@ TEST_F(StatFieldsTest, ADatabaseOfVersionOneOpens) {
   {
     auto s = RunStore::open_read_only(path_);
     check(*s);
+    EXPECT_TRUE(s->rank_scales(1).empty());  // its table came with version 3
   }
   auto s = RunStore::open(path_);
   EXPECT_EQ(s->schema_version(), RunStore::kSchemaVersion);

@@ -203,6 +203,17 @@ struct RunEvent {
 };
 
 // What a run publishes after each step (and once at its end, with `final` set).
+// A data-parallel run: one rank's amax of a layer's role at a sampled step and the scale
+// it quantized with (rank 0 gathers every rank's and writes them).
+struct RankScale {
+  int64_t step = 0;
+  std::string layer;
+  Role role = Role::Input;
+  int rank = 0;
+  float amax = 0;   // this rank's own amax (of its shard)
+  float scale = 0;  // the scale it used (after the amax reduction, where it is on)
+};
+
 struct MetricBatch {
   int64_t run_id = 0;
   std::vector<StepMetrics> steps;
@@ -212,6 +223,7 @@ struct MetricBatch {
   bool final = false;
   RunStatus status = RunStatus::Running;  // with final: how the run ended
   std::string message;                    // with final: why (the error for a failed run)
+  std::vector<RankScale> ranks;           // data-parallel runs: every rank's amax and scale
 };
 
 class MetricConsumer {

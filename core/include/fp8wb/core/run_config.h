@@ -119,6 +119,10 @@ struct RunConfig {
   std::string on_nonfinite = "stop";  // stop, skip (the step's update)
   int log_interval = 1;               // steps between scalar records
   std::string weights;                // write the final weights here (safetensors); empty: no
+  // Data-parallel runs (several ranks): each role's amax is the maximum over every rank's
+  // before it sets a scale, so that all ranks quantize alike (false: each rank its own).
+  bool amax_reduction = true;
+  int rank_timeout = 300;  // seconds a rank waits for the others before the run fails
 };
 
 // The keys users may set, in order (for help texts and error messages).

@@ -1,7 +1,7 @@
-// defines: RunInfo, SeriesPoint, BlobRow, StoreError, RunStore: every run
-// in one SQLite file (WAL). One writer thread commits queued batches in transactions;
-// reads use their own connection and never block it. The schema is versioned
-// (PRAGMA user_version) and migrated forward. Plain types, no torch.
+// defines: RunInfo, SeriesPoint, BlobRow, StoreError, ImportOptions, ImportReport, RunStore: every
+// run in one SQLite file (WAL). One writer thread commits queued batches in transactions; reads use
+// their own connection and never block it. The schema is versioned (PRAGMA user_version) and
+// migrated forward. Plain types, no torch.
 #pragma once
 
 #include <algorithm>
@@ -34,6 +34,10 @@ struct RunInfo {
   // whose writer died without ending it reads as 'interrupted', also where the database
   // is open read-only and nothing can be marked.
   bool live = false;
+  // The run's identity across databases (a UUID, given when the run is created; runs of
+  // a file from before identities were stored get one derived from their row): what
+  // import_runs() recognises a run by.
+  std::string uuid;
 };
 
 // Where a reader of a run has got to: read_new() returns only what was committed since.
@@ -41,11 +45,33 @@ struct RunCursor {
   int64_t scalar_step = -1;  // the last step read of the scalar series (losses, SQNR)
   int64_t tensor_step = -1;  // the last step read of the tensor statistics
   int64_t event_id = 0;      // the last event read
+  int64_t rank_step = -1;    // the last step read of every rank's scales (data-parallel)
 };
 
 struct SweepInfo {
   int64_t id = 0;
   std::string name, grid_json, status, created_at;
+  std::string uuid;  // the sweep's identity across databases
+};
+
+// What import_runs() takes from another database.
+struct ImportOptions {
+  std::string uuid;  // only the run with this identity (empty: every run of the file)
+  // Where > 0: the imported runs become trials of this sweep of the target (their own
+  // sweep, if any, is not imported), named `name` where that is not empty.
+  int64_t parent_sweep = 0;
+  std::string name;
+  // Where set: the status the imported run ends with, and its message (a run that a
+  // cluster killed reads as running in its own file).
+  std::optional<RunStatus> status;
+  std::string message;
+};
+
+struct ImportReport {
+  int added = 0;                 // runs new to the target
+  int updated = 0;               // runs the target held unfinished and the source further along
+  int unchanged = 0;             // runs the target already holds
+  std::vector<int64_t> run_ids;  // the target's ids of the source's runs, in its order
 };
 
 struct SeriesPoint {
@@ -63,8 +89,9 @@ struct BlobRow {
 
 class RunStore {
  public:
-  // Version 1, or the newest that kTensorStatFields needs (a new statistic's column).
-  static constexpr int kSchemaVersion = std::max(1, tensor_stats_schema_version());
+  // Version 2 (runs' and sweeps' identities), 3 (rank_scales: data-parallel runs), or the
+  // newest that kTensorStatFields needs (a new statistic's column).
+  static constexpr int kSchemaVersion = std::max(3, tensor_stats_schema_version());
 
   // Opens or creates the database (parent folders too) and migrates it; runs left
   // 'running' or 'paused' by a process that is gone become 'interrupted'. Throws
@@ -87,9 +114,11 @@ class RunStore {
   const std::string& path() const;
 
   // Writes (queued to the writer thread; create_run waits for its id).
+  // `uuid`: the run's identity where the caller chose it (a trial of a sweep on a
+  // cluster), else a new one.
   int64_t create_run(const std::string& name, const std::string& kind,
                      const std::string& config_json, const std::string& device,
-                     int64_t parent_sweep = 0);
+                     int64_t parent_sweep = 0, const std::string& uuid = {});
   void write(const MetricBatch& batch);  // a final batch also sets the run's status
   void write(MetricBatch&& batch);       // the same, without copying the batch
   void set_status(int64_t run_id, RunStatus status, const std::string& message = {});
@@ -97,6 +126,15 @@ class RunStore {
   int64_t create_sweep(const std::string& name, const std::string& grid_json);
   void set_sweep_status(int64_t sweep_id, const std::string& status);
   void delete_run(int64_t run_id);
+  // Copies runs from another run database (a GPU server's file) with everything they
+  // recorded, and the sweeps they belong to. A run is recognised by its identity: one
+  // the target holds is left as it is, unless the target's copy is unfinished (running,
+  // interrupted, failed) and the source's is finished or further along, which replaces
+  // it; importing the same file twice changes nothing. The source is read whole, in one
+  // snapshot, before anything is written, and everything is written in one transaction:
+  // a damaged or foreign source throws StoreError naming it and leaves the target as it
+  // was. The source may be of an older schema; it is never written.
+  ImportReport import_runs(const std::string& source_path, const ImportOptions& options = {});
   // Waits until everything queued is committed; throws StoreError if a write failed
   // (a full disk, say), and later writes keep failing with the same message. What was
   // committed before stays; this process's running runs are marked failed with it.
@@ -119,6 +157,10 @@ class RunStore {
                                           const std::string& role = {}) const;
   std::vector<BlobRow> blobs(int64_t run_id, const std::string& kind = {}) const;
   std::vector<RunEvent> events(int64_t run_id) const;
+  // A data-parallel run's amax and scale of every rank (empty for a run of one process),
+  // ordered by layer, role, step, rank; `layer` and `role` filter when given.
+  std::vector<RankScale> rank_scales(int64_t run_id, const std::string& layer = {},
+                                     const std::string& role = {}) const;
   // Everything of a run committed since `cursor` (from its start with a new cursor), as
   // the batches its trainer published: step scalars, tensor statistics with their maps
   // and amax windows, SQNR, events. Reads one snapshot; advances the cursor. Another
@@ -142,6 +184,11 @@ void write_run_csv(const RunStore& store, int64_t run_id, std::ostream& out);
 // A run's tensor statistics as CSV: a header `step,layer,role,<kTensorStatFields but the
 // histogram>,<kTensorStatFigures>`, then a row a statistic (by layer, role, step).
 void write_tensor_stats_csv(const RunStore& store, int64_t run_id, std::ostream& out);
+
+// A new random identity (a version 4 UUID, lower-case hex).
+std::string new_uuid();
+// Whether `text` has a UUID's form (8-4-4-4-12 hex digits).
+bool is_uuid(const std::string& text);
 
 // $XDG_DATA_HOME/fp8-workbench/runs.sqlite (else ~/.local/share/..., else ./runs.sqlite).
 std::string default_database_path();

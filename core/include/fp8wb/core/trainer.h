@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "fp8wb/core/distributed.h"
 #include "fp8wb/core/metrics.h"
 #include "fp8wb/core/run_config.h"
 
@@ -31,6 +32,11 @@ class Trainer {
   void join();
   // CPU threads this run computes with (0: the process's setting); for runs side by side.
   void setComputeThreads(int threads);
+  // A data-parallel run (before start()): this process is one of `ranks.world` ranks,
+  // each training the same model on its share of every batch (the config's batch is the
+  // global one and must divide evenly), gradients averaged over all ranks. Rank 0's bus
+  // gets the run; on a GPU each rank takes the GPU of its local rank.
+  void setRanks(const RankInfo& ranks);
 
   RunStatus status() const;
   std::string message() const;  // why the run failed or diverged
@@ -40,6 +46,8 @@ class Trainer {
   // "cpu", "cuda:0": where a config's device points (throws std::invalid_argument with
   // a clear message when CUDA is asked for and absent).
   static std::string resolve_device(const std::string& device);
+  // The CUDA devices visible (0 without CUDA).
+  static int cuda_device_count();
 
   struct Impl;
 

@@ -53,6 +53,9 @@ class RunData {
   std::vector<std::string> layers() const;
   const std::vector<SqnrMetrics>& sqnr() const { return sqnr_; }
   const std::vector<RunEvent>& events() const { return events_; }
+  // A data-parallel run: every rank's amax and scale at the sampled steps, by step (empty
+  // for a run of one rank).
+  const std::vector<RankScale>& ranks() const { return ranks_; }
   int64_t revision() const { return revision_; }  // bumps on every change
   // Bumps when the series are replaced (another run, a run reloaded); between two bumps
   // they only grow at their ends, so a plot may append what is new.
@@ -72,6 +75,7 @@ class RunData {
   std::map<std::pair<std::string, Role>, size_t> index_;
   std::vector<SqnrMetrics> sqnr_;
   std::vector<RunEvent> events_;
+  std::vector<RankScale> ranks_;
   int64_t revision_ = 0;
   int64_t generation_ = 0;
 };

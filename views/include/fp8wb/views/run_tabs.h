@@ -98,9 +98,14 @@ class ScalingTab : public RunTabBase {
   Q_OBJECT
  public:
   ScalingTab(const RunData* run, QWidget* parent = nullptr);
-  std::vector<ExportablePlot*> plots() const override { return {amax_, scale_, counts_}; }
+  // The ranks' plots only where they are shown (a data-parallel run of 2 ranks or more).
+  std::vector<ExportablePlot*> plots() const override;
   // Selects a tensor by layer and role; false if the run has no such series.
   bool select(const QString& layer, const QString& role);
+  // Every rank's amax and scale of the selected tensor, a curve a rank (graph i: the
+  // i-th rank in rank order); hidden for a run of one rank.
+  ExportablePlot* rankAmaxPlot() const { return rank_amax_; }
+  ExportablePlot* rankScalePlot() const { return rank_scale_; }
   // The tensor drawn ("layer / role"), empty when none.
   QString selectedTensor() const;
   QString captionText() const;
@@ -113,10 +118,12 @@ class ScalingTab : public RunTabBase {
   void selectInTree();
   void drawSelected();
   void fitAxes();
+  void drawRanks();
   QTreeWidget* tree_;
   QLabel* caption_;
   QCheckBox* include_step0_;
   ExportablePlot *amax_, *scale_, *counts_;
+  ExportablePlot *rank_amax_, *rank_scale_;
   QCPItemRect* window_ = nullptr;
   QString layer_;
   Role role_ = Role::Input;

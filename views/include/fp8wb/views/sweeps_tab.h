@@ -9,6 +9,7 @@
 #pragma once
 
 #include <QWidget>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -64,6 +65,15 @@ class SweepsTab : public QWidget {
   void overlayLine(int x, int y, bool column);
   // What the overlaid curves show: the fixed value(s) and the axis they run along.
   QString overlayTitle() const;
+  // Collects a cluster sweep's folder (`fp8wb sweep --slurm`) into the open database on a
+  // pool thread, as `fp8wb sweep --collect` does (collect_sweep_folder()): a progress bar
+  // a trial, then each trial's state in the list and the sweep's heatmap; collected()
+  // follows, or failed() with the reason (a trial that could not be collected: failed()
+  // names it, the others are still collected). "Collect from folder…" asks for the folder
+  // (through the chooser, where one is set: tests) and calls it.
+  void collectFolder(const QString& dir);
+  bool isCollecting() const { return collect_job_.busy(); }
+  void setFolderChooser(std::function<QString(QWidget*)> chooser);
 
  Q_SIGNALS:
   // The sweep has ended and its heatmap shows every point.
@@ -71,6 +81,7 @@ class SweepsTab : public QWidget {
   void sweepShown(qint64 sweep_id);
   void curvesShown();
   void openRunRequested(qint64 run_id);
+  void collected(qint64 sweep_id, int added, int waiting);
   void failed(const QString& message);
   void notice(const QString& message);
 
@@ -90,10 +101,12 @@ class SweepsTab : public QWidget {
   QComboBox *preset_, *x_axis_, *y_axis_, *metric_, *overlay_;
   QPlainTextEdit *grid_, *base_;
   QSpinBox *seeds_, *parallel_;
-  QPushButton *start_, *stop_;
+  QPushButton *start_, *stop_, *collect_;
   QListWidget* trials_;
   QLabel *status_, *best_, *overlay_title_;
-  QProgressBar* reading_;  // busy while a sweep's points are read
+  QProgressBar* reading_;     // busy while a sweep's points are read
+  QProgressBar* collecting_;  // trials collected of the folder's
+  std::function<QString(QWidget*)> folder_chooser_;
   QHBoxLayout* slicer_row_;
   std::vector<QComboBox*> slicers_;  // one per axis (used for those not on x or y)
   ExportablePlot *heat_, *curves_;
@@ -105,9 +118,10 @@ class SweepsTab : public QWidget {
   int64_t sweep_id_ = 0;
   SweepSpec spec_;
   std::vector<SweepPoint> points_;
-  BackgroundJob run_job_{this};     // the sweep's trials
-  BackgroundJob points_job_{this};  // reads of its points
-  BackgroundJob curves_job_{this};  // reads of the overlaid loss curves
+  BackgroundJob run_job_{this};      // the sweep's trials
+  BackgroundJob points_job_{this};   // reads of its points
+  BackgroundJob curves_job_{this};   // reads of the overlaid loss curves
+  BackgroundJob collect_job_{this};  // a cluster sweep's folder collected
 };
 
 }  // namespace fp8wb

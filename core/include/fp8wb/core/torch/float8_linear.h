@@ -27,6 +27,10 @@ struct Float8RoleHistory {
   int64_t steps = 0;
 };
 
+// Data-parallel runs: makes a float tensor of amaxes (on its own device) the maximum over
+// every rank's, in place.
+using AmaxReducer = std::function<void(torch::Tensor&)>;
+
 // What a layer carries from step to step: its probe, the delayed-scaling history of each
 // role (input, weight, grad_output), and statistics still on their way from a GPU.
 struct Float8LinearState {
@@ -37,6 +41,11 @@ struct Float8LinearState {
   std::function<bool(Float8Probe&, bool wait)> pending;
   // The GPU path's statistics buffer of the latest forward, which its backward completes.
   std::shared_ptr<void> in_flight;
+  // Data-parallel runs: the tensorwise amax of each role (the one that sets the scale:
+  // delayed scaling's history entry, current scaling's amax) becomes the maximum over
+  // every rank's before it is used, so that every rank quantizes with the same scales.
+  // Empty: this process alone. Every rank calls it in the same order.
+  AmaxReducer reduce_amax;
 
   // The probe, once statistics still in flight from the device have arrived.
   const Float8Probe& settled() {

@@ -1,0 +1,180 @@
+#include "rank_launcher.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "stop_signals.h"
+
+extern char** environ;
+
+namespace fp8wb::cli {
+namespace {
+
+// This program's own arguments, as the kernel has them.
+std::vector<std::string> own_arguments() {
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  const std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<std::string> args;
+  size_t i = 0;
+  while (i < all.size()) {
+    const size_t j = all.find('\0', i);
+    args.push_back(all.substr(i, j == std::string::npos ? std::string::npos : j - i));
+    if (j == std::string::npos) break;
+    i = j + 1;
+  }
+  if (args.empty()) throw std::runtime_error("cannot read this program's arguments");
+  return args;
+}
+
+// A port no one listens on now (the kernel's choice); rank 0 binds it moments later.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error(std::string("cannot open a socket: ") + strerror(errno));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    const std::string why = strerror(errno);
+    ::close(fd);
+    throw std::runtime_error("cannot find a free port: " + why);
+  }
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::string ended(int status) {
+  if (WIFEXITED(status)) return fmt::format("ended with exit code {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status))
+    return fmt::format("was killed by signal {} ({})", WTERMSIG(status),
+                       strsignal(WTERMSIG(status)));
+  return "ended";
+}
+
+bool failed(int status) {
+  return !WIFEXITED(status) || (WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 2);
+}
+
+}  // namespace
+
+int launch_ranks(const LaunchOptions& opt, std::ostream& err) {
+  int port = opt.master_port;
+  if (port == 0) {
+    const char* env = std::getenv("MASTER_PORT");
+    port = env && *env ? std::atoi(env) : free_port();
+  }
+  if (port < 1 || port > 65535)
+    throw std::invalid_argument(fmt::format("the port {} is not one from 1 to 65535", port));
+  const std::vector<std::string> args = own_arguments();
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+
+  // The environment less any rank variables, then this rank's.
+  std::vector<std::string> base;
+  for (char** e = environ; *e; ++e) {
+    const std::string v = *e;
+    const std::string name = v.substr(0, v.find('='));
+    if (name == "RANK" || name == "WORLD_SIZE" || name == "LOCAL_RANK" ||
+        name == "LOCAL_WORLD_SIZE" || name == "MASTER_ADDR" || name == "MASTER_PORT")
+      continue;
+    base.push_back(v);
+  }
+
+  std::vector<pid_t> pids(static_cast<size_t>(opt.nproc), -1);
+  std::vector<int> status(pids.size(), 0);
+  std::vector<bool> done(pids.size(), false);
+  auto kill_all = [&](int sig) {
+    for (size_t r = 0; r < pids.size(); ++r)
+      if (pids[r] > 0 && !done[r]) ::kill(pids[r], sig);
+  };
+  for (int rank = 0; rank < opt.nproc; ++rank) {
+    std::vector<std::string> env = base;
+    env.push_back(fmt::format("RANK={}", rank));
+    env.push_back(fmt::format("WORLD_SIZE={}", opt.nproc));
+    env.push_back(fmt::format("LOCAL_RANK={}", rank));
+    env.push_back(fmt::format("LOCAL_WORLD_SIZE={}", opt.nproc));
+    env.push_back("MASTER_ADDR=127.0.0.1");
+    env.push_back(fmt::format("MASTER_PORT={}", port));
+    std::vector<char*> envp;
+    for (std::string& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    pid_t pid = -1;
+    const int rc =
+        ::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), envp.data());
+    if (rc != 0) {
+      kill_all(SIGKILL);
+      for (size_t r = 0; r < pids.size(); ++r)
+        if (pids[r] > 0) ::waitpid(pids[r], nullptr, 0);
+      throw std::runtime_error(fmt::format("cannot start rank {}: {}", rank, strerror(rc)));
+    }
+    pids[static_cast<size_t>(rank)] = pid;
+  }
+
+  // Signals reach the ranks from the terminal (Ctrl-C); others sent to this process (a
+  // scheduler's SIGTERM) are passed on. Each rank stops after the same step.
+  const StopSignals signals;
+  bool passed_on = false;
+  int first_failed = -1;
+  std::chrono::steady_clock::time_point deadline;
+  size_t left = pids.size();
+  while (left > 0) {
+    for (size_t r = 0; r < pids.size(); ++r) {
+      if (done[r]) continue;
+      int st = 0;
+      const pid_t w = ::waitpid(pids[r], &st, WNOHANG);
+      if (w == 0 || (w < 0 && errno == EINTR)) continue;
+      done[r] = true;
+      status[r] = w < 0 ? (1 << 8) : st;
+      --left;
+      if (failed(status[r]) && first_failed < 0) {
+        first_failed = static_cast<int>(r);
+        deadline = std::chrono::steady_clock::now() + std::chrono::seconds(opt.grace_seconds);
+      }
+    }
+    if (signals.requested() && !passed_on) {
+      kill_all(SIGTERM);
+      passed_on = true;
+    }
+    if (first_failed >= 0 && left > 0 && std::chrono::steady_clock::now() > deadline) {
+      kill_all(SIGKILL);
+      deadline = std::chrono::steady_clock::time_point::max();
+    }
+    if (left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (first_failed < 0) return WEXITSTATUS(status[0]);
+  std::string report;
+  for (size_t r = 0; r < pids.size(); ++r) {
+    if (!failed(status[r])) continue;
+    report += fmt::format("{}rank {} (pid {}) {}", report.empty() ? "" : "; ", r, pids[r],
+                          ended(status[r]));
+  }
+  err << fmt::format(
+      "fp8wb: {} of {} ranks failed, rank {} first: {}\n",
+      [&] {
+        int n = 0;
+        for (int s : status) n += failed(s) ? 1 : 0;
+        return n;
+      }(),
+      pids.size(), first_failed, report);
+  return WIFEXITED(status[0]) && WEXITSTATUS(status[0]) != 0 ? WEXITSTATUS(status[0]) : 1;
+}
+
+}  // namespace fp8wb::cli

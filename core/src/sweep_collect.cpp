@@ -1,0 +1,423 @@
+// The collection of a cluster sweep's trials (sweep_collect.h): what Slurm says of the
+// array's tasks (sacct, else scontrol), each trial database checked and imported with
+// RunStore::import_runs(), tasks that ended without a trial recorded as failed runs.
+#include "fp8wb/core/sweep_collect.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+
+#include "fp8wb/core/file_io.h"
+#include "fp8wb/core/run_config.h"
+#include "fp8wb/core/run_store.h"
+
+extern char** environ;
+
+namespace fp8wb {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+ProgramResult run_program(const std::vector<std::string>& argv) {
+  ProgramResult r;
+  int out_pipe[2], err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) return r;
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    return r;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  if (rc == 0) {
+    pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+    std::string* sinks[2] = {&r.out, &r.err};
+    int open_fds = 2;
+    while (open_fds > 0) {
+      if (poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      for (int k = 0; k < 2; ++k) {
+        if (fds[k].fd < 0 || !(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        char buf[4096];
+        const ssize_t n = read(fds[k].fd, buf, sizeof buf);
+        if (n > 0) {
+          sinks[k]->append(buf, static_cast<size_t>(n));
+        } else if (n == 0 || errno != EINTR) {
+          fds[k].fd = -1;
+          --open_fds;
+        }
+      }
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    r.started = true;
+    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  } else {
+    r.err = std::strerror(rc);
+  }
+  close(out_pipe[0]);
+  close(err_pipe[0]);
+  return r;
+}
+
+namespace {
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  size_t i = 0;
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\n')) ++i;
+  return s.substr(i);
+}
+
+bool active_state(const std::string& state) {
+  for (const char* s : {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING",
+                        "SUSPENDED", "REQUEUE_HOLD", "REQUEUE_FED", "SIGNALING", "STAGE_OUT"}) {
+    if (state == s) return true;
+  }
+  return false;
+}
+
+struct TaskState {
+  std::string state, exit_code, reason;
+};
+
+// What Slurm says of the array's tasks: sacct where accounting is there, else scontrol
+// (which knows a finished job for MinJobAge, 300 s by default).
+struct SlurmView {
+  bool asked = false;  // Slurm answered (possibly: no such job any more)
+  std::string source;  // "sacct" or "scontrol"
+  std::map<long, TaskState> tasks;
+};
+
+// "3", "2-5", "2-5%1", "1,3,7-8": the task ids.
+std::vector<long> task_ids(std::string text) {
+  std::vector<long> out;
+  if (const size_t pct = text.find('%'); pct != std::string::npos) text.resize(pct);
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    try {
+      const size_t dash = part.find('-');
+      const long a = std::stol(part.substr(0, dash));
+      const long b = dash == std::string::npos ? a : std::stol(part.substr(dash + 1));
+      for (long i = a; i <= b && out.size() < 1000000; ++i) out.push_back(i);
+    } catch (const std::exception&) {
+    }
+  }
+  return out;
+}
+
+SlurmView ask_slurm(const std::string& job) {
+  SlurmView v;
+  const ProgramResult acct =
+      run_program({"sacct", "-j", job, "-X", "-n", "-P", "-o", "JobID,State,ExitCode,Reason"});
+  if (acct.started && acct.status == 0 && !trim(acct.out).empty()) {
+    v.asked = true;
+    v.source = "sacct";
+    std::stringstream ss(acct.out);
+    std::string line;
+    while (std::getline(ss, line)) {
+      std::vector<std::string> f;
+      std::stringstream ls(line);
+      std::string cell;
+      while (std::getline(ls, cell, '|')) f.push_back(cell);
+      if (f.size() < 3) continue;
+      const size_t us = f[0].find('_');
+      if (us == std::string::npos) continue;
+      std::string ids = f[0].substr(us + 1);
+      if (!ids.empty() && ids.front() == '[') ids = ids.substr(1, ids.find(']') - 1);
+      const std::string state = f[1].substr(0, f[1].find(' '));  // "CANCELLED by 0"
+      for (long i : task_ids(ids)) v.tasks[i] = {state, f[2], f.size() > 3 ? f[3] : ""};
+    }
+    return v;
+  }
+  const ProgramResult ctl = run_program({"scontrol", "-o", "show", "job", job});
+  if (!ctl.started) return v;
+  if (ctl.status != 0) {
+    // A job Slurm no longer knows (purged after MinJobAge) has ended.
+    v.asked = ctl.err.find("Invalid job id") != std::string::npos;
+    v.source = "scontrol";
+    return v;
+  }
+  v.asked = true;
+  v.source = "scontrol";
+  std::stringstream ss(ctl.out);
+  std::string line;
+  while (std::getline(ss, line)) {
+    std::map<std::string, std::string> kv;
+    std::stringstream ls(line);
+    std::string word;
+    while (ls >> word) {
+      const size_t eq = word.find('=');
+      if (eq != std::string::npos) kv[word.substr(0, eq)] = word.substr(eq + 1);
+    }
+    for (long i : task_ids(kv["ArrayTaskId"])) {
+      v.tasks[i] = {kv["JobState"], kv["ExitCode"], kv["Reason"]};
+    }
+  }
+  return v;
+}
+
+// The last lines of a task's log, on one line.
+std::string log_tail(const fs::path& log) {
+  std::ifstream in(log);
+  if (!in) return {};
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    // The progress bar's redraws: only what follows the last carriage return.
+    if (const size_t cr = line.rfind('\r'); cr != std::string::npos) line = line.substr(cr + 1);
+    line = trim(line);
+    if (line.empty()) continue;
+    lines.push_back(line.substr(0, 200));
+    if (lines.size() > 5) lines.erase(lines.begin());
+  }
+  std::string s;
+  for (const std::string& l : lines) s += (s.empty() ? "" : " / ") + l;
+  return s;
+}
+
+std::string failure_reason(const std::optional<TaskState>& t, const fs::path& log) {
+  std::string s;
+  if (t) {
+    s = "Slurm: " + t->state;
+    if (!t->exit_code.empty()) s += ", exit code " + t->exit_code;
+    if (!t->reason.empty() && t->reason != "None") s += ", reason " + t->reason;
+  } else {
+    s = "the task ended without writing its trial";
+  }
+  const std::string tail = log_tail(log);
+  s += tail.empty() ? " (no log at " + log.string() + ")" : "; log: " + tail;
+  return s;
+}
+
+struct Manifest {
+  std::string sweep_uuid, sweep_name, db, job;
+  int64_t sweep_id = 0;
+  struct Trial {
+    std::string key, name, uuid, config_json;
+  };
+  std::vector<Trial> trials;
+};
+
+Manifest read_manifest(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) throw std::runtime_error("no sweep folder at " + dir.string());
+  if (!fs::is_directory(dir, ec)) {
+    throw std::runtime_error(dir.string() + " is not a folder (give the folder `fp8wb sweep " +
+                             "--slurm` wrote)");
+  }
+  const fs::path file = dir / kSweepManifest;
+  if (!fs::exists(file, ec)) {
+    throw std::runtime_error(dir.string() + " holds no " + kSweepManifest +
+                             ": not a folder that `fp8wb sweep --slurm` submitted");
+  }
+  Manifest m;
+  try {
+    const std::string text = read_regular_file(file.string(), 64 << 20);
+    const json j = json::parse(text);
+    if (j.value("format", "") != kSweepManifestFormat)
+      throw std::runtime_error("not a sweep's file");
+    m.sweep_uuid = j.at("sweep_uuid").get<std::string>();
+    m.sweep_name = j.at("sweep_name").get<std::string>();
+    m.sweep_id = j.at("sweep_id").get<int64_t>();
+    m.db = j.at("db").get<std::string>();
+    m.job = j.at("job").get<std::string>();
+    for (const json& t : j.at("trials")) {
+      m.trials.push_back({t.at("key").get<std::string>(), t.at("name").get<std::string>(),
+                          t.at("uuid").get<std::string>(), t.at("config").dump()});
+    }
+  } catch (const std::exception& e) {
+    throw std::runtime_error(file.string() +
+                             " cannot be read as a sweep's description: " + e.what());
+  }
+  return m;
+}
+
+}  // namespace
+
+SweepCollection collect_sweep_folder(const std::string& dir_text, const std::string& db,
+                                     const std::function<void(size_t, size_t)>& progress) {
+  const fs::path dir = fs::absolute(dir_text).lexically_normal();
+  const Manifest m = read_manifest(dir);
+  auto store = RunStore::open(db.empty() ? m.db : db);
+  std::optional<SweepInfo> sweep;
+  for (const SweepInfo& s : store->sweeps()) {
+    if (s.uuid == m.sweep_uuid) sweep = s;
+  }
+  if (!sweep) {
+    throw std::runtime_error("the sweep of " + dir.string() + " (\"" + m.sweep_name +
+                             "\", submitted from " + m.db + ") is not in " + store->path() +
+                             ": collect it into the database it was submitted from (--db)");
+  }
+  std::map<std::string, RunInfo> have;  // by identity
+  for (RunInfo& r : store->runs()) have.emplace(r.uuid, std::move(r));
+  const SlurmView slurm = ask_slurm(m.job);
+
+  struct Row {
+    std::string key, state, message;
+    int64_t run = 0;
+  };
+  std::vector<Row> rows;
+  std::vector<std::string> problems;
+  int added = 0, waiting = 0;
+  for (size_t i = 0; i < m.trials.size(); ++i) {
+    if (progress && i > 0) progress(i, m.trials.size());
+    const Manifest::Trial& t = m.trials[i];
+    Row row{t.key, "", "", 0};
+    const fs::path trial_db = dir / "trials" / (std::to_string(i) + ".sqlite");
+    const fs::path log = dir / "logs" / (std::to_string(i) + ".log");
+    std::optional<TaskState> task;
+    if (const auto it = slurm.tasks.find(static_cast<long>(i)); it != slurm.tasks.end())
+      task = it->second;
+    const bool task_active = task && active_state(task->state);
+    const bool task_ended = slurm.asked && !task_active;
+    const auto existing = have.find(t.uuid);
+    auto done = [&](const RunInfo& r) {
+      return r.status == RunStatus::Finished || r.status == RunStatus::Stopped ||
+             r.status == RunStatus::Diverged;
+    };
+    if (existing != have.end() && done(existing->second)) {
+      row.state = "collected before";
+      row.run = existing->second.id;
+      rows.push_back(row);
+      continue;
+    }
+    std::error_code ec;
+    if (fs::exists(trial_db, ec)) {
+      std::optional<RunInfo> run;
+      try {
+        auto trial = RunStore::open_read_only(trial_db.string());
+        const std::vector<RunInfo> runs = trial->runs();
+        for (const RunInfo& r : runs) {
+          if (r.uuid == t.uuid) run = r;
+        }
+        if (!run) {
+          std::string held = runs.empty() ? "no run" : "run \"" + runs.front().name + "\"";
+          throw std::runtime_error("it holds " + held + ", not this sweep's trial " + t.key +
+                                   " (a database from another sweep?)");
+        }
+        ImportOptions io;
+        io.uuid = t.uuid;
+        io.parent_sweep = sweep->id;
+        io.name = t.name;
+        const bool ended = run->status != RunStatus::Running && run->status != RunStatus::Paused &&
+                           run->status != RunStatus::Interrupted;
+        if (!ended) {
+          if (!task_ended) {
+            row.state = task ? "running" : "running?";
+            row.message = std::to_string(run->last_step + 1) + " steps done";
+            ++waiting;
+            rows.push_back(row);
+            continue;
+          }
+          // The cluster ended the task before the trial ended its run (a time limit, a
+          // node lost, the task killed).
+          io.status = RunStatus::Failed;
+          io.message = "the trial did not finish on the cluster: " + failure_reason(task, log);
+        }
+        if (existing != have.end() && !io.status && run->status == existing->second.status &&
+            run->last_step <= existing->second.last_step) {
+          row.state = "collected before";
+          row.run = existing->second.id;
+          rows.push_back(row);
+          continue;
+        }
+        const ImportReport rep = store->import_runs(trial_db.string(), io);
+        row.run = rep.run_ids.empty() ? 0 : rep.run_ids.front();
+        const bool changed = rep.added + rep.updated > 0;
+        added += changed ? 1 : 0;
+        const RunStatus st = io.status ? *io.status : run->status;
+        row.state = changed ? std::string(run_status_name(st)) : "collected before";
+        if (st == RunStatus::Failed) row.message = io.status ? io.message : run->message;
+      } catch (const std::exception& e) {
+        if (task_active) {
+          // A task that has only begun its database, or one written on another node that
+          // this one cannot read while it is written: judged when the task has ended.
+          row.state = "running";
+          row.message = std::string("not readable yet: ") + e.what();
+          ++waiting;
+        } else {
+          row.state = "error";
+          row.message = trial_db.string() + ": " + e.what();
+          problems.push_back("trial " + std::to_string(i) + " (" + t.key + "): " + row.message);
+        }
+      }
+      rows.push_back(row);
+      continue;
+    }
+    // No trial database (yet).
+    if (existing != have.end()) {
+      row.state = "collected before";  // recorded as failed by an earlier collection
+      row.run = existing->second.id;
+      row.message = existing->second.message;
+    } else if (task_active) {
+      row.state = task->state == "PENDING" ? "pending" : "running";
+      if (!task->reason.empty() && task->reason != "None") row.message = task->reason;
+      ++waiting;
+    } else if (!slurm.asked) {
+      row.state = "unknown";
+      row.message = "no trial database yet, and Slurm cannot be asked here";
+      ++waiting;
+    } else {
+      // The task ended without a trial: recorded as a failed run with Slurm's reason.
+      const std::string reason = failure_reason(task, log);
+      RunConfig cfg = parse_run_config(t.config_json);
+      row.run =
+          store->create_run(t.name, "sweep-trial", run_config_json(cfg), "", sweep->id, t.uuid);
+      store->set_status(row.run, RunStatus::Failed, reason);
+      store->flush();
+      row.state = "failed";
+      row.message = reason;
+      ++added;
+    }
+    rows.push_back(row);
+  }
+  // Every trial has its result: the sweep is complete.
+  const std::string status = waiting == 0 ? "finished" : "running";
+  if (sweep->status != status) store->set_sweep_status(sweep->id, status);
+  store->flush();
+
+  if (progress) progress(m.trials.size(), m.trials.size());
+  SweepCollection c;
+  c.sweep_id = sweep->id;
+  c.sweep_name = m.sweep_name;
+  c.job = m.job;
+  c.status = status;
+  c.db = store->path();
+  c.slurm_asked = slurm.asked;
+  c.slurm_source = slurm.source;
+  c.added = added;
+  c.waiting = waiting;
+  for (Row& r : rows) c.trials.push_back({r.key, r.state, r.message, r.run});
+  c.problems = std::move(problems);
+  return c;
+}
+
+}  // namespace fp8wb

@@ -1,0 +1,124 @@
+// fp8wb runs import, in-process: runs trained into one database come into another with
+// their steps, and a second import adds nothing; a damaged file is refused by name and
+// the target keeps its runs. fp8wb train --run-uuid takes only a UUID, once a database. fp8wb sweep
+// --slurm without sbatch on PATH and --collect of a missing folder fail clearly and store
+// nothing (the rest of the Slurm path runs against a real Slurm: cli_slurm_test.cpp).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_run.h"
+#include "fp8wb/core/run_store.h"
+#include "temp_dir_test.h"
+
+namespace {
+
+using fp8wb::test::run;
+
+class CliImport : public fp8wb::test::TempDirTest {
+ protected:
+  CliImport() : TempDirTest("fp8wb-cli-import") {}
+  std::string file(const char* name) const { return (dir_ / name).string(); }
+  fp8wb::test::Result train(const std::string& db, const std::string& name) {
+    return run({"train", "--db", db, "--set", "model=mlp", "--set", "steps=4", "--set",
+                "name=" + name, "--quiet"});
+  }
+};
+
+TEST_F(CliImport, RunsComeOnceWithTheirSteps) {
+  ASSERT_EQ(train(file("server.sqlite"), "on the server").rc, 0);
+  ASSERT_EQ(train(file("server.sqlite"), "second").rc, 0);
+  ASSERT_EQ(train(file("laptop.sqlite"), "here").rc, 0);
+  auto r = run({"runs", "import", file("server.sqlite"), "--db", file("laptop.sqlite"), "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["added"], 2);
+  EXPECT_EQ(j["unchanged"], 0);
+  r = run({"runs", "import", file("server.sqlite"), "--db", file("laptop.sqlite")});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("0 new, 0 updated, 2 already here"), std::string::npos) << r.out;
+  r = run({"runs", "list", "--db", file("laptop.sqlite"), "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 3u);
+  EXPECT_EQ(j[1]["name"], "on the server");
+  EXPECT_EQ(j[1]["steps"], 4);
+  EXPECT_EQ(j[2]["name"], "second");
+  // `runs show` still takes a number, and says so.
+  r = run({"runs", "show", "two", "--db", file("laptop.sqlite")});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("run id must be a number, not 'two'"), std::string::npos) << r.err;
+  r = run({"runs", "show", "2", "--db", file("laptop.sqlite")});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("on the server"), std::string::npos) << r.out;
+
+  {
+    std::ofstream f(file("broken.sqlite"));
+    f << std::string(5000, '#');
+  }
+  r = run({"runs", "import", file("broken.sqlite"), "--db", file("laptop.sqlite")});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find(file("broken.sqlite")), std::string::npos) << r.err;
+  r = run({"runs", "import", "--db", file("laptop.sqlite")});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("which database"), std::string::npos) << r.err;
+  r = run({"runs", "list", "--db", file("laptop.sqlite"), "--json"});
+  EXPECT_EQ(nlohmann::json::parse(r.out).size(), 3u);
+}
+
+TEST_F(CliImport, TrainTakesARunIdentity) {
+  const std::string uuid = "0123abcd-0000-4000-8000-00000000beef";
+  auto r = run({"train", "--db", path_, "--set", "model=mlp", "--set", "steps=2", "--quiet",
+                "--run-uuid", uuid});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  {
+    auto s = fp8wb::RunStore::open_read_only(path_);
+    EXPECT_EQ(s->runs().at(0).uuid, uuid);
+  }
+  // An identity is one run's: a second run with it is refused before it starts.
+  r = run({"train", "--db", path_, "--set", "model=mlp", "--set", "steps=2", "--quiet",
+           "--run-uuid", uuid});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("already holds a run with the identity " + uuid), std::string::npos)
+      << r.err;
+  EXPECT_EQ(fp8wb::RunStore::open_read_only(path_)->runs().size(), 1u);
+  r = run({"train", "--db", path_, "--set", "model=mlp", "--set", "steps=2", "--quiet",
+           "--run-uuid", "banana"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("--run-uuid takes a UUID"), std::string::npos) << r.err;
+}
+
+TEST_F(CliImport, SlurmWithoutSbatchStoresNothing) {
+  // No sbatch on PATH.
+  const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  std::filesystem::create_directories(dir_ / "empty-bin");
+  setenv("PATH", (dir_ / "empty-bin").c_str(), 1);
+  auto r = run({"sweep", "--db", path_, "--set", "model=mlp", "--grid", "margin=0,1", "--slurm",
+                "--slurm-dir", file("sw")});
+  setenv("PATH", old_path.c_str(), 1);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("sbatch cannot be run"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "sw" / "sweep.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "sw" / "trials"));
+  {
+    auto s = fp8wb::RunStore::open_read_only(path_);
+    EXPECT_TRUE(s->sweeps().empty());
+  }
+  // Collecting a folder that is not there, or a bad grid before anything is submitted.
+  r = run({"sweep", "--collect", file("nowhere"), "--db", path_});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("no sweep folder at " + file("nowhere")), std::string::npos) << r.err;
+  r = run({"sweep", "--db", path_, "--grid", "margin=0,banana", "--slurm"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("margin"), std::string::npos) << r.err;
+  r = run({"sweep", "--db", path_, "--grid", "margin=0,1", "--partition", "gpu"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("go with --slurm"), std::string::npos) << r.err;
+}
+
+}  // namespace

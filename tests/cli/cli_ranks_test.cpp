@@ -1,0 +1,303 @@
+// fp8wb train --nproc: ranks as processes of the real binary (Gloo on the CPU): a run of
+// two ranks lands in the database once with every rank's scales; a rank killed mid-run
+// fails the run with a clear error and nothing hangs; a port in use and a batch that does
+// not split are refused by name.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli_run.h"
+#include "fp8wb/core/distributed.h"
+#include "fp8wb/core/run_store.h"
+#include "fp8wb/core/trainer.h"
+#include "temp_dir.h"
+
+namespace {
+
+using fp8wb::test::Result;
+using fp8wb::test::run;
+
+class CliRanks : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fp8wb::distributed_backend_available("gloo")) GTEST_SKIP() << "built without Gloo";
+    dir_ = std::filesystem::temp_directory_path() /
+           ("fp8wb-ranks-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fp8wb::test::remove_tree(dir_.string());
+    std::filesystem::create_directories(dir_);
+    db_ = (dir_ / "runs.sqlite").string();
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fp8wb::test::remove_tree(dir_.string());
+  }
+  std::filesystem::path dir_;
+  std::string db_;
+};
+
+const std::vector<std::string> kTiny = {
+    "--set", "d_model=32",      "--set", "layers=1",         "--set", "heads=2",
+    "--set", "context=32",      "--set", "batch=8",          "--set", "reference=false",
+    "--set", "sqnr_interval=0", "--set", "stats_interval=5", "-q"};
+
+// The binary with stdout and stderr into files; returns its pid.
+pid_t spawn(std::vector<std::string> args, const std::string& out, const std::string& err) {
+  args.insert(args.begin(), FP8WB_BINARY);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(o, STDOUT_FILENO);
+    dup2(e, STDERR_FILENO);
+    execv(FP8WB_BINARY, argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Waits for the process at most `seconds`; returns its status, or kills it and fails.
+int wait_for(pid_t pid, int seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      ADD_FAILURE() << "still running after " << seconds << " s";
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return status;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// The child of `parent` whose environment says RANK=<rank>.
+pid_t rank_process(pid_t parent, int rank) {
+  std::ifstream children("/proc/" + std::to_string(parent) + "/task/" + std::to_string(parent) +
+                         "/children");
+  pid_t child = 0;
+  while (children >> child) {
+    const std::string env = slurp("/proc/" + std::to_string(child) + "/environ");
+    const std::string want = "RANK=" + std::to_string(rank);
+    size_t at = 0;
+    while (at < env.size()) {
+      const size_t end = env.find('\0', at);
+      if (env.compare(at, end - at, want) == 0) return child;
+      if (end == std::string::npos) break;
+      at = end + 1;
+    }
+  }
+  return 0;
+}
+
+TEST_F(CliRanks, TwoRanksWriteOneRunWithEveryRanksScales) {
+  std::vector<std::string> args = {"train", "--db", db_, "--nproc", "2", "--set", "steps=12"};
+  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
+  const int st = wait_for(spawn(args, out, err), 120);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0) << slurp(out) << slurp(err);
+  EXPECT_NE(slurp(out).find("run 1 finished after 12 steps"), std::string::npos) << slurp(out);
+  auto s = fp8wb::RunStore::open_read_only(db_);
+  const auto runs = s->runs();
+  ASSERT_EQ(runs.size(), 1u);  // rank 0 alone writes
+  EXPECT_EQ(runs[0].status, fp8wb::RunStatus::Finished);
+  EXPECT_EQ(s->series(runs[0].id, "loss").size(), 12u);
+  const auto events = s->events(runs[0].id);
+  ASSERT_FALSE(events.empty());
+  EXPECT_NE(events[0].message.find("2 ranks (Gloo), batch 4 each"), std::string::npos)
+      << events[0].message;
+  // Steps 0, 5 and 10 sampled: each FP8 layer's three roles, for both ranks.
+  const auto ranks = s->rank_scales(runs[0].id);
+  const auto stats = s->tensor_stats(runs[0].id);
+  ASSERT_FALSE(stats.empty());
+  EXPECT_EQ(ranks.size(), 2 * stats.size());
+  for (const auto& r : ranks) EXPECT_TRUE(r.rank == 0 || r.rank == 1);
+  // The JSON export holds them too.
+  const Result x = run({"runs", "export", "1", "--db", db_, "--format", "json"});
+  ASSERT_EQ(x.rc, 0) << x.err;
+  const auto j = nlohmann::json::parse(x.out);
+  ASSERT_EQ(j["rank_scales"].size(), ranks.size());
+  EXPECT_EQ(j["rank_scales"][0]["layer"], ranks[0].layer);
+  EXPECT_EQ(j["rank_scales"][0]["rank"], ranks[0].rank);
+  EXPECT_FLOAT_EQ(j["rank_scales"][0]["scale"].get<float>(), ranks[0].scale);
+}
+
+TEST_F(CliRanks, AKilledRankFailsTheRunAndNothingHangs) {
+  std::vector<std::string> args = {"train", "--db",          db_,     "--nproc",        "2",
+                                   "--set", "steps=1000000", "--set", "rank_timeout=30"};
+  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
+  const pid_t launcher = spawn(args, out, err);
+  // A few steps in, rank 1 dies.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  bool stepping = false;
+  while (!stepping && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    try {
+      auto s = fp8wb::RunStore::open_read_only(db_);
+      const auto runs = s->runs();
+      stepping = !runs.empty() && runs[0].last_step >= 3;
+    } catch (const std::exception&) {
+    }
+  }
+  ASSERT_TRUE(stepping) << slurp(err);
+  const pid_t rank1 = rank_process(launcher, 1);
+  ASSERT_GT(rank1, 0);
+  ASSERT_EQ(kill(rank1, SIGKILL), 0);
+  const auto killed = std::chrono::steady_clock::now();
+  const int st = wait_for(launcher, 60);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_NE(WEXITSTATUS(st), 0);
+  EXPECT_LT(took, 30.0);
+  const std::string e = slurp(err);
+  EXPECT_NE(e.find("rank 1 (pid " + std::to_string(rank1) + ") was killed by signal 9"),
+            std::string::npos)
+      << e;
+  auto s = fp8wb::RunStore::open_read_only(db_);
+  const auto runs = s->runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, fp8wb::RunStatus::Failed);
+  EXPECT_NE(runs[0].message.find("with the other ranks failed"), std::string::npos)
+      << runs[0].message;
+}
+
+TEST_F(CliRanks, APortInUseIsNamed) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(fd, 16), 0);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const int port = ntohs(a.sin_port);
+  std::vector<std::string> args = {
+      "train", "--db",    db_,     "--nproc",        "2", "--master-port", std::to_string(port),
+      "--set", "steps=5", "--set", "rank_timeout=20"};
+  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
+  const int st = wait_for(spawn(args, out, err), 60);
+  close(fd);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_NE(WEXITSTATUS(st), 0);
+  const std::string e = slurp(err);
+  EXPECT_NE(e.find(":" + std::to_string(port) + ": the port is in use"), std::string::npos) << e;
+  EXPECT_NE(e.find("MASTER_PORT"), std::string::npos) << e;
+  auto s = fp8wb::RunStore::open_read_only(db_);
+  const auto runs = s->runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, fp8wb::RunStatus::Failed);
+}
+
+TEST_F(CliRanks, BadRequestsAreRefusedBeforeAnyRankStarts) {
+  Result r = run({"train", "--db", db_, "--nproc", "3", "--set", "batch=8"});
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.err.find("'batch': 8 does not split evenly across 3 ranks"), std::string::npos)
+      << r.err;
+  r = run({"train", "--db", db_, "--nproc", "0"});
+  EXPECT_NE(r.rc, 0);
+  r = run({"train", "--db", db_, "--nproc", "2", "--set", "rank_timeout=0"});
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.err.find("rank_timeout"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(db_));
+  // Ranks on GPUs where there are fewer than two (or no CUDA, or no NCCL, in the build).
+  if (fp8wb::Trainer::cuda_device_count() < 2 || !fp8wb::distributed_backend_available("nccl")) {
+    r = run({"train", "--db", db_, "--nproc", "2", "--device", "cuda"});
+    EXPECT_NE(r.rc, 0);
+    EXPECT_TRUE(r.err.find("cuda") != std::string::npos || r.err.find("GPU") != std::string::npos)
+        << r.err;
+    EXPECT_FALSE(std::filesystem::exists(db_));
+  }
+}
+
+// bench --comm through Gloo with two ranks: every exchange reports its bytes as the
+// shapes give them (one rank's tensor: rows x cols of its dtype; gathered: twice that),
+// every gathered slot comes back byte for byte as its rank sent it (checked by rank 0
+// against each rank's payload rebuilt from its rank alone), and the all-reduce's sum of
+// two ranks is bit-identical to the two added locally.
+TEST_F(CliRanks, BenchCommGathersFp8CodesUnchanged) {
+  const int64_t rows = 96, cols = 200;
+  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
+  const int st = wait_for(spawn({"bench", "--comm", "--nproc", "2", "--rows", std::to_string(rows),
+                                 "--cols", std::to_string(cols), "--steps", "3", "--json"},
+                                out, err),
+                          120);
+  ASSERT_TRUE(WIFEXITED(st));
+  ASSERT_EQ(WEXITSTATUS(st), 0) << slurp(out) << slurp(err);
+  const nlohmann::json j = nlohmann::json::parse(slurp(out));  // rank 0 alone prints
+  EXPECT_EQ(j["backend"], "gloo");
+  EXPECT_EQ(j["ranks"], 2);
+  ASSERT_EQ(j["exchanges"].size(), 4u);
+  struct Want {
+    const char* op;
+    const char* payload;
+    std::vector<int64_t> shape;
+    int64_t element_bytes;
+  };
+  // bf16 goes as bfloat16, or as its bytes (uint8, twice the columns) where the backend
+  // has no bfloat16: two bytes an element either way.
+  const bool bf16_native = j["exchanges"][3]["dtype"] == "bfloat16";
+  const Want want[] = {
+      {"all_reduce", "fp32", {rows, cols}, 4},
+      {"all_gather", "fp8 codes", {rows, cols}, 1},
+      {"all_gather", "fp8 scales", {rows}, 4},
+      {"all_gather", "bf16", {rows, bf16_native ? cols : 2 * cols}, bf16_native ? 2 : 1}};
+  for (size_t i = 0; i < 4; ++i) {
+    const nlohmann::json& e = j["exchanges"][i];
+    SCOPED_TRACE(e.dump());
+    EXPECT_EQ(e["op"], want[i].op);
+    EXPECT_EQ(e["payload"], want[i].payload);
+    EXPECT_EQ(e["shape"].get<std::vector<int64_t>>(), want[i].shape);
+    int64_t elements = 1;
+    for (int64_t d : want[i].shape) elements *= d;
+    EXPECT_EQ(e["bytes_per_rank"].get<int64_t>(), elements * want[i].element_bytes);
+    EXPECT_EQ(e["bytes_result"].get<int64_t>(),
+              (i == 0 ? 1 : 2) * elements * want[i].element_bytes);
+    EXPECT_TRUE(e["identical"].get<bool>());
+    EXPECT_GT(e["ms"].get<double>(), 0.0);
+  }
+  EXPECT_EQ(j["exchanges"][1]["dtype"], "uint8");  // FP8 codes as bytes: nothing upcast
+  EXPECT_EQ(j["exchanges"][0]["max_abs_error"].get<double>(), 0.0);
+  // FP8 weights: one byte an element and a scale a row, against bf16's two bytes.
+  EXPECT_DOUBLE_EQ(
+      j["fp8_vs_bf16"]["bytes"].get<double>(),
+      static_cast<double>(rows * cols + rows * 4) / static_cast<double>(rows * cols * 2));
+}
+
+TEST_F(CliRanks, BenchCommNeedsRanks) {
+  Result r = run({"bench", "--comm"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("give --nproc 2 or more"), std::string::npos) << r.err;
+  r = run({"bench", "--comm", "--nproc", "2", "--device", "tpu"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("--device \"tpu\""), std::string::npos) << r.err;
+}
+
+}  // namespace
