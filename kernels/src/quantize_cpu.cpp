@@ -80,6 +80,20 @@ struct RawHistogram {
 struct Accum {
   StatsBuffer buf{};
   RawHistogram raw_hist;
+  // Four interleaved sub-histograms of 32-bit counts, kept across a chunk's segments (a
+  // segment may be a row of a few elements) and added into raw_hist before they could
+  // overflow and at the end: consecutive values mostly hit the same few fields, and one
+  // counter would serialise on its own store-to-load latency.
+  uint32_t sub_hist[4][256] = {};
+  uint64_t sub_hist_count = 0;
+  void flush_sub_hist() {
+    for (size_t f = 0; f < 256; ++f) {
+      raw_hist.field[f] +=
+          uint64_t{sub_hist[0][f]} + sub_hist[1][f] + sub_hist[2][f] + sub_hist[3][f];
+    }
+    std::memset(sub_hist, 0, sizeof sub_hist);
+    sub_hist_count = 0;
+  }
   std::vector<double> map_err, map_sum;
 };
 
@@ -129,8 +143,8 @@ struct Scratch {
 // if-conversion). The overflow mode is a template parameter for the same reason.
 // Codes equal encode_rne_bits(); counters and terms equal the definitions in
 // numerics.md ("Statistics") with decode(code) * scale_inv as the dequantized value.
-// Returns how many elements' dequantized values are not the computed ones (non-finite
-// inputs, and IEEE overflows to Inf/NaN codes): the caller takes those from the table.
+// Returns how many elements are non-finite or overflowed to an Inf/NaN code: the caller
+// takes their dequantized values from the table.
 template <Format F, Overflow ov, bool kCodes, bool kDequant, class In>
 FP8WB_TARGET_CLONES uint32_t segment_stats_loop(const In* __restrict__ in,
                                                 uint8_t* __restrict__ out,
@@ -145,7 +159,9 @@ FP8WB_TARGET_CLONES uint32_t segment_stats_loop(const In* __restrict__ in,
   constexpr uint32_t min_normal_bits = static_cast<uint32_t>(emin + 127) << 23;
   constexpr bool ieee_over = ov == Overflow::Ieee && s.nan != NanRule::None;
   // An IEEE overflow's code decodes to Inf (E5M2) or NaN: its error is that value's.
-  constexpr uint32_t over_value_bits = s.has_inf ? 0x7F800000u : 0x7FC00000u;
+  // The values of the NaN codes (what a NaN x * scale encodes to), by the sign of x * scale.
+  constexpr uint32_t nan_value_pos = decode_bits(codec_detail::nan_code(s, false), s);
+  constexpr uint32_t nan_value_neg = decode_bits(codec_detail::nan_code(s, true), s);
   const float to_sub_units = bits_float(static_cast<uint32_t>(127 + s.mbits - emin) << 23);
   const float sub_unit = bits_float(static_cast<uint32_t>(127 + emin - s.mbits) << 23);
   uint32_t zeros = 0, nonfinite = 0, underflow = 0, subnormal = 0, saturated = 0, special = 0,
@@ -169,7 +185,10 @@ FP8WB_TARGET_CLONES uint32_t segment_stats_loop(const In* __restrict__ in,
     // The code's sign survives unless the magnitude is zero in a format without -0.
     const uint32_t code_sign = (s.has_neg_zero || mag != 0) ? sign : 0u;
     uint32_t value_bits = (normal ? normal_bits : sub_bits) | code_sign;
-    if constexpr (ieee_over) value_bits = over ? over_value_bits | sign : value_bits;
+    const uint32_t nan_value = sign ? nan_value_neg : nan_value_pos;
+    if constexpr (ieee_over)
+      value_bits = over ? (s.has_inf ? 0x7F800000u | sign : nan_value) : value_bits;
+    value_bits = ya > 0x7F800000u ? nan_value : value_bits;
     const float dq = bits_float(value_bits) * scale_inv;
     const float e = v - dq;
     const uint32_t dq_zero = (float_bits(dq) & 0x7FFFFFFFu) == 0;
@@ -208,9 +227,24 @@ FP8WB_INLINE double lane_total(const double* l) {
   return (l[0] + l[1]) + (l[2] + l[3]);
 }
 
+// Cells of one element (narrow tensors' maps): the four-lane total of one square is the
+// square itself, exactly.
+bool one_element_cells(const float* __restrict__ e, const float* __restrict__ x, int64_t n,
+                       int64_t first_len, int64_t cell_cols, double* __restrict__ cell_err,
+                       double* __restrict__ cell_sq) {
+  if (first_len != 1 || (cell_cols != 1 && n > 1)) return false;
+  for (int64_t k = 0; k < n; ++k) {
+    const double de = e[k], dx = x[k];
+    cell_err[k] = de * de;
+    cell_sq[k] = dx * dx;
+  }
+  return true;
+}
+
 void cell_sums(const float* __restrict__ e, const float* __restrict__ x, int64_t n,
                int64_t first_len, int64_t cell_cols, double* __restrict__ cell_err,
                double* __restrict__ cell_sq) {
+  if (one_element_cells(e, x, n, first_len, cell_cols, cell_err, cell_sq)) return;
   int64_t j = 0, len = first_len;
   for (int64_t cell = 0; j < n; ++cell) {
     const int64_t end = std::min(n, j + len);
@@ -261,7 +295,12 @@ FP8WB_AVX2_INLINE uint32_t hsum_epi32(__m256i v) {
 // segment_stats_loop() eight elements at a time with AVX2 intrinsics: the same operations
 // on the same values, so the same bits out (codes, dequantized values, counters, error
 // terms). The last n % 8 elements go through segment_stats_loop() itself. Counters are
-// per-lane masks subtracted from a lane count.
+// per-lane masks subtracted from a lane count. For a scale pair that avx2_scales_ok()
+// accepts, some facts come cheaper than their definitions: a dequantized value is zero
+// exactly when its magnitude code is; a zero x has a zero magnitude; a non-finite x
+// rounds past the top (so counts as "over" and as normal). Non-finite x are rare: the
+// loop leaves their codes, error terms, squares and amax alone, and a scalar pass puts
+// them right where the segment has any.
 template <Format F, Overflow ov, bool kCodes, bool kDequant, class In>
 FP8WB_AVX2 uint32_t segment_stats_avx2(const In* __restrict__ in, uint8_t* __restrict__ out,
                                        float* __restrict__ dequant, float* __restrict__ err_out,
@@ -273,7 +312,8 @@ FP8WB_AVX2 uint32_t segment_stats_avx2(const In* __restrict__ in, uint8_t* __res
   constexpr uint32_t rebias = static_cast<uint32_t>(127 - s.bias) << 23;
   constexpr uint32_t min_normal_bits = static_cast<uint32_t>(emin + 127) << 23;
   constexpr bool ieee_over = ov == Overflow::Ieee && s.nan != NanRule::None;
-  constexpr uint32_t over_value_bits = s.has_inf ? 0x7F800000u : 0x7FC00000u;
+  constexpr uint32_t nan_value_pos = decode_bits(codec_detail::nan_code(s, false), s);
+  constexpr uint32_t nan_value_neg = decode_bits(codec_detail::nan_code(s, true), s);
   constexpr bool nan_follows_sign =
       s.nan == NanRule::MantissaAllOnes || s.nan == NanRule::Ieee || s.nan == NanRule::None;
   const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
@@ -291,11 +331,14 @@ FP8WB_AVX2 uint32_t segment_stats_avx2(const In* __restrict__ in, uint8_t* __res
   const __m256 v_scale = _mm256_set1_ps(scale);
   const __m256 v_scale_inv = _mm256_set1_ps(scale_inv);
   const __m256i zero = _mm256_setzero_si256();
-  const __m256i over_value = _mm256_set1_epi32(static_cast<int>(over_value_bits));
+  const __m256i over_value_pos =
+      _mm256_set1_epi32(static_cast<int>(s.has_inf ? 0x7F800000u : nan_value_pos));
+  const __m256i over_value_neg =
+      _mm256_set1_epi32(static_cast<int>(s.has_inf ? 0xFF800000u : nan_value_neg));
   const __m256i nan_code = _mm256_set1_epi32(s.nan_code);
   const __m256i over_code = _mm256_set1_epi32(s.max_mag + 1);
   const __m256i pack_order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  __m256i zeros = zero, finite_count = zero, underflow = zero, subnormal = zero, saturated = zero;
+  __m256i zeros = zero, finite_count = zero, mag_zeros = zero, normal_or_zero = zero, overs = zero;
   __m256i amax = _mm256_set1_epi32(static_cast<int>(c.amax));
   int64_t k = 0;
   for (; k + 8 <= n; k += 8) {
@@ -322,36 +365,36 @@ FP8WB_AVX2 uint32_t segment_stats_avx2(const In* __restrict__ in, uint8_t* __res
     const __m256i sub_bits = _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(mag), sub_unit));
     const __m256i code_sign = s.has_neg_zero ? sign : _mm256_andnot_si256(mag_zero, sign);
     __m256i value = _mm256_or_si256(_mm256_blendv_epi8(sub_bits, normal_bits, normal), code_sign);
-    if constexpr (ieee_over)
-      value = _mm256_blendv_epi8(value, _mm256_or_si256(over_value, sign), over);
+    if constexpr (ieee_over) {
+      // The sign bit of each lane picks (blendv_ps looks at bit 31 only).
+      const __m256i over_value = _mm256_castps_si256(
+          _mm256_blendv_ps(_mm256_castsi256_ps(over_value_pos), _mm256_castsi256_ps(over_value_neg),
+                           _mm256_castsi256_ps(sign)));
+      value = _mm256_blendv_epi8(value, over_value, over);
+    }
     const __m256 dq = _mm256_mul_ps(_mm256_castsi256_ps(value), v_scale_inv);
     if constexpr (kDequant) _mm256_storeu_ps(dequant + k, dq);
     const __m256 e = _mm256_sub_ps(v, dq);
-    const __m256 err = _mm256_and_ps(e, _mm256_castsi256_ps(fin));
-    const __m256 sq = _mm256_and_ps(v, _mm256_castsi256_ps(fin));
-    const __m256i dq_zero = _mm256_castps_si256(_mm256_cmp_ps(dq, _mm256_setzero_ps(), _CMP_EQ_OQ));
     const __m256i x_zero = _mm256_cmpeq_epi32(a, zero);
     zeros = _mm256_sub_epi32(zeros, x_zero);
     finite_count = _mm256_sub_epi32(finite_count, fin);
-    underflow =
-        _mm256_sub_epi32(underflow, _mm256_andnot_si256(x_zero, _mm256_and_si256(fin, dq_zero)));
-    subnormal = _mm256_sub_epi32(subnormal,
-                                 _mm256_andnot_si256(mag_zero, _mm256_andnot_si256(normal, fin)));
-    saturated = _mm256_sub_epi32(saturated, _mm256_and_si256(fin, over));
-    amax = _mm256_max_epu32(amax, _mm256_and_si256(a, fin));
-    _mm256_storeu_ps(err_out + k, err);
-    _mm256_storeu_ps(sq_out + k, sq);
+    mag_zeros = _mm256_sub_epi32(mag_zeros, mag_zero);  // underflows + zeros
+    normal_or_zero = _mm256_sub_epi32(normal_or_zero, _mm256_or_si256(normal, mag_zero));
+    overs = _mm256_sub_epi32(overs, over);  // saturated + non-finite
+    amax = _mm256_max_epu32(amax, a);       // non-finite: redone below
+    _mm256_storeu_ps(err_out + k, e);
+    _mm256_storeu_ps(sq_out + k, v);
     const __m256i bin = _mm256_srli_epi32(ya, 23);  // see RawHistogram
     __m256i code = zero;
     if constexpr (kCodes) {
-      const __m256i sign8 = _mm256_srli_epi32(sign, 32 - s.bits);
-      const __m256i nan = nan_follows_sign ? _mm256_xor_si256(nan_code, sign8) : nan_code;
       code = _mm256_or_si256(mag, _mm256_srli_epi32(code_sign, 32 - s.bits));
       if constexpr (ieee_over) {
-        const __m256i oc = s.has_inf ? _mm256_or_si256(over_code, sign8) : nan;
+        const __m256i sign8 = _mm256_srli_epi32(sign, 32 - s.bits);
+        const __m256i oc = s.has_inf
+                               ? _mm256_or_si256(over_code, sign8)
+                               : (nan_follows_sign ? _mm256_xor_si256(nan_code, sign8) : nan_code);
         code = _mm256_blendv_epi8(code, oc, over);
       }
-      code = _mm256_blendv_epi8(code, nan, _mm256_cmpgt_epi32(ya, inf_bits));
     }
     // Codes and bins to bytes: [codes 0-7, bins 0-7] in the low 16 bytes.
     const __m256i w = _mm256_packus_epi32(code, bin);
@@ -366,19 +409,42 @@ FP8WB_AVX2 uint32_t segment_stats_avx2(const In* __restrict__ in, uint8_t* __res
   const uint32_t tail_special = segment_stats_loop<F, ov, kCodes, kDequant>(
       in + k, kCodes ? out + k : nullptr, kDequant ? dequant + k : nullptr, err_out + k, sq_out + k,
       bins + k, n - k, scale, scale_inv, tail);
-  const uint32_t nonfinite = static_cast<uint32_t>(vector_elems) - hsum_epi32(finite_count);
-  const uint32_t sat = hsum_epi32(saturated);
-  c.zeros += hsum_epi32(zeros) + tail.zeros;
-  c.nonfinite += nonfinite + tail.nonfinite;
-  c.underflow += hsum_epi32(underflow) + tail.underflow;
-  c.subnormal += hsum_epi32(subnormal) + tail.subnormal;
-  c.saturated += sat + tail.saturated;
+  const auto count = static_cast<uint32_t>(vector_elems);
+  const uint32_t nonfinite = count - hsum_epi32(finite_count);
+  const uint32_t x_zeros = hsum_epi32(zeros);
+  const uint32_t sat = hsum_epi32(overs) - nonfinite;
   alignas(32) uint32_t m[8];
   _mm256_store_si256(reinterpret_cast<__m256i*>(m), amax);
   uint32_t mx = tail.amax;
   for (uint32_t x : m) mx = std::max(mx, x);
+  if (nonfinite > 0) {
+    // Their codes (NaN, or the top), no error terms or squares, no part in amax.
+    for (int64_t j = 0; j < vector_elems; ++j) {
+      const float v = widen(in[j]);
+      if ((float_bits(v) & 0x7FFFFFFFu) < 0x7F800000u) continue;
+      err_out[j] = 0.0f;
+      sq_out[j] = 0.0f;
+      if constexpr (kCodes) out[j] = encode_rne_bits(float_bits(v * scale), s, ov);
+    }
+    mx = std::max(tail.amax, finite_amax_bits(in, vector_elems));
+  }
+  c.zeros += x_zeros + tail.zeros;
+  c.nonfinite += nonfinite + tail.nonfinite;
+  c.underflow += hsum_epi32(mag_zeros) - x_zeros + tail.underflow;
+  c.subnormal += count - hsum_epi32(normal_or_zero) + tail.subnormal;
+  c.saturated += sat + tail.saturated;
   c.amax = mx;
   return tail_special + nonfinite + (ieee_over ? sat : 0u);
+}
+
+// Whether segment_stats_avx2() may take its shortcuts with this scale pair: x * scale is
+// zero for a zero x and NaN or infinite for a non-finite one (a finite scale), and the
+// smallest nonzero value times scale_inv is not zero (so no nonzero code dequantizes to 0).
+template <Format F>
+bool avx2_scales_ok(float scale, float scale_inv) {
+  constexpr CodecSpec s = codec_spec(F);
+  const float min_sub = bits_float(static_cast<uint32_t>(127 + 1 - s.bias - s.mbits) << 23);
+  return std::isfinite(scale) && std::isfinite(scale_inv) && min_sub * scale_inv != 0.0f;
 }
 
 // cell_sums() with four fp64 lanes in one register: element k of a cell into lane k % 4,
@@ -386,6 +452,7 @@ FP8WB_AVX2 uint32_t segment_stats_avx2(const In* __restrict__ in, uint8_t* __res
 FP8WB_AVX2 void cell_sums_avx2(const float* __restrict__ e, const float* __restrict__ x, int64_t n,
                                int64_t first_len, int64_t cell_cols, double* __restrict__ cell_err,
                                double* __restrict__ cell_sq) {
+  if (one_element_cells(e, x, n, first_len, cell_cols, cell_err, cell_sq)) return;
   int64_t j = 0, len = first_len;
   for (int64_t cell = 0; j < n; ++cell) {
     const int64_t end = std::min(n, j + len);
@@ -454,7 +521,10 @@ void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, flo
   const bool map = so.error_map && grid.cell_count() > 0;
   const int64_t first_len = map ? std::min(n, (c0 / grid.cell_cols + 1) * grid.cell_cols - c0) : n;
   const int64_t cell_cols = map ? grid.cell_cols : std::max<int64_t>(n, 1);
-  const bool avx2 = stats_path().load(std::memory_order_relaxed) == CpuStatsPath::Avx2;
+  bool avx2 = stats_path().load(std::memory_order_relaxed) == CpuStatsPath::Avx2;
+#if defined(FP8WB_HAVE_AVX2_PATH)
+  avx2 = avx2 && avx2_scales_ok<F>(scale, scale_inv);
+#endif
   auto run = [&](auto ov_tag) {
     constexpr Overflow O = decltype(ov_tag)::value;
     auto stats = [&](auto codes_tag, auto dq_tag, const auto* in) {
@@ -551,9 +621,9 @@ void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, flo
                                       : (a == 0 ? kHistZeroBin : hist_bin(v * scale))];
     }
   } else if (so.histogram) {
-    // Four interleaved sub-histograms: consecutive values mostly hit the same few bins,
-    // and one counter would serialise on its own store-to-load latency.
-    uint32_t h[4][256] = {};
+    if (acc.sub_hist_count + static_cast<uint64_t>(n) > 0xFFFFFFFFu) acc.flush_sub_hist();
+    acc.sub_hist_count += static_cast<uint64_t>(n);
+    auto& h = acc.sub_hist;
     const uint8_t* bins = tmp.bins.data();
     int64_t k = 0;
     for (; k + 4 <= n; k += 4) {
@@ -563,8 +633,6 @@ void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, flo
       ++h[3][bins[k + 3]];
     }
     for (; k < n; ++k) ++h[0][bins[k]];
-    for (size_t f = 0; f < 256; ++f)
-      acc.raw_hist.field[f] += uint64_t{h[0][f]} + h[1][f] + h[2][f] + h[3][f];
     acc.raw_hist.zeros += counts.zeros;
     acc.raw_hist.nonfinite += counts.nonfinite;
   }
@@ -831,6 +899,7 @@ QuantizeResult quantize(const TensorRef& x, const QuantRecipe& recipe, const Sca
     }
     for (int64_t c = 0; c < chunks; ++c) {
       Accum& a = acc[p][static_cast<size_t>(c)];
+      a.flush_sub_hist();
       a.raw_hist.fold_into(a.buf.hist);
       merge_stats(st.raw, a.buf);
       for (size_t i = 0; i < a.map_err.size(); ++i) {

@@ -459,23 +459,31 @@ TEST(Quantize, Avx2PathEqualsPortablePathBitForBit) {
       // each row its own scale (powers of two and between), every crafted value per row.
       const std::vector<float> base = crafted_values(f);
       const int64_t cols = 37;
-      const int64_t rows = static_cast<int64_t>((base.size() * 5 + cols - 1) / cols);
+      // Scale pairs: reciprocal ones, then two that are not (a scale_inv that dequantizes
+      // everything to zero, an infinite scale), where the AVX2 loop's shortcuts do not hold.
+      const std::pair<float, float> pairs[] = {{1.0f, 1.0f},
+                                               {0.5f, 2.0f},
+                                               {3.0f, 1.0f / 3.0f},
+                                               {1.0f / 3.0f, 3.0f},
+                                               {1024.0f, 1.0f / 1024.0f},
+                                               {1.0f, 0.0f},
+                                               {INFINITY, 0.0f}};
+      const size_t np = std::size(pairs);
+      const int64_t rows = static_cast<int64_t>((base.size() * np + cols - 1) / cols);
       std::vector<float> x(static_cast<size_t>(rows * cols));
       QuantRecipe r = R(ScalingKind::Rowwise, f);
       r.overflow = ov;
       ScaleSet sc;
       sc.layout = make_layout(r, rows, cols);
-      const float scales[] = {1.0f, 0.5f, 3.0f, 1.0f / 3.0f, 1024.0f};
       for (int64_t row = 0; row < rows; ++row) {
-        const float s = scales[row % 5];
-        sc.scale.push_back(s);
-        sc.scale_inv.push_back(1.0f / s);
+        sc.scale.push_back(pairs[static_cast<size_t>(row) % np].first);
+        sc.scale_inv.push_back(pairs[static_cast<size_t>(row) % np].second);
       }
       // Element i holds crafted value (i % n) divided by its row's scale: exactly the crafted
       // x * scale where the division is exact, near it elsewhere.
       for (size_t i = 0; i < x.size(); ++i) {
         const float s = sc.scale[i / static_cast<size_t>(cols)];
-        x[i] = base[i % base.size()] / s;
+        x[i] = std::isfinite(s) ? base[i % base.size()] / s : base[i % base.size()];
       }
       std::vector<uint16_t> bf(x.size());
       for (size_t i = 0; i < x.size(); ++i) bf[i] = static_cast<uint16_t>(float_bits(x[i]) >> 16);
