@@ -17,6 +17,8 @@ PACKAGES=(
     xvfb xauth fonts-dejavu-core              # GUI tests and screenshots without a display
   clang libclang-rt-14-dev                  # the readers' fuzzers (libFuzzer, sanitizers)
   clang-format                              # the format check (scripts/check-format.sh)
+  librsvg2-bin                              # the icon's PNG sizes (packaging/)
+  desktop-file-utils appstream lintian      # the Debian package's checks (scripts/test-deb.sh)
 )
 
 missing=()

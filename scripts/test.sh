@@ -13,6 +13,12 @@ BUILD_DIR="${BUILD_DIR:-build}"
 export QT_QPA_PLATFORM=offscreen
 ctest --test-dir "$BUILD_DIR" --output-on-failure --parallel "$(nproc)" --timeout 600
 
+# The Debian package of that Release build: built, checked with lintian, installed with
+# apt-get, run from /usr/bin (the CLI, a short training run, the GUI offscreen through its
+# desktop entry) and removed again, also when a step fails.
+echo "== Debian package"
+./scripts/test-deb.sh "$BUILD_DIR"
+
 # The unit, CLI and GUI tests again, built with AddressSanitizer and UndefinedBehaviorSanitizer
 # (the project's code only: LibTorch, Qt and OpenBLAS are Debian's, uninstrumented; what
 # they report is suppressed in tests/sanitizers/, each entry with its reason). A test that

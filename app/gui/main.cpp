@@ -1,5 +1,6 @@
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QIcon>
 #include <cstdio>
 #include <cstdlib>
 
@@ -25,6 +26,10 @@ int main(int argc, char** argv) {
   QApplication::setOrganizationName(QStringLiteral("fp8wb"));
   QApplication::setApplicationName(QStringLiteral("FP8 Workbench"));
   QApplication::setApplicationVersion(QString::fromStdString(fp8wb::workbench_version()));
+  // The installed desktop entry and icon (packaging/): Wayland compositors match the
+  // window to its entry by this name; the icon comes from the hicolor theme when installed.
+  QGuiApplication::setDesktopFileName(QStringLiteral(FP8WB_APP_ID));
+  QApplication::setWindowIcon(QIcon::fromTheme(QStringLiteral("fp8-workbench")));
 
   QCommandLineParser parser;
   parser.setApplicationDescription(QStringLiteral("FP8 Workbench: see what FP8 does to numbers"));

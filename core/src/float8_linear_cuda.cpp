@@ -248,6 +248,47 @@ DevQ quantize_role(const at::Tensor& t, const QuantRecipe& recipe, Float8RoleHis
   return q;
 }
 
+// The rowwise codes of t's transpose, made without forming the transpose: from t itself
+// (fp32 or bf16), or from rowwise codes and their scales (their values quantized again).
+// None where the kernels cannot take the shape, so the caller transposes instead.
+Operand transposed_operand(const at::Tensor& codes_t, const at::Tensor& buf, int64_t si_off,
+                           const QuantRecipe& r) {
+  const int64_t n = codes_t.size(0);
+  return {codes_t, buf.narrow(0, si_off, n).view({n, 1}), r, make_layout(r, n, codes_t.size(1))};
+}
+
+template <class Source>
+std::optional<Operand> rowwise_of_transpose(const Source& src, int64_t rows, int64_t cols,
+                                            const QuantRecipe& r, const at::TensorOptions& opt) {
+  if (r.kind != ScalingKind::Rowwise) return std::nullopt;
+  const int64_t up = (cols + 3) / 4 * 4;  // 16-byte aligned parts: amax, scale, scale_inv
+  const at::Tensor buf = at::empty({3 * up}, opt.dtype(at::kFloat));
+  const at::Tensor codes_t = at::empty({cols, rows}, opt.dtype(at::kByte));
+  float* b = buf.data_ptr<float>();
+  if (!rowwise_transposed_cuda(src, r, b, b + up, b + 2 * up, codes_t.data_ptr<uint8_t>(),
+                               stream())) {
+    return std::nullopt;
+  }
+  return transposed_operand(codes_t, buf, 2 * up, r);
+}
+
+std::optional<Operand> rowwise_of_transpose(const at::Tensor& t, const QuantRecipe& r) {
+  const at::Tensor c = t.contiguous();
+  return rowwise_of_transpose(device_tensor(c), c.size(0), c.size(1), r, c.options());
+}
+
+std::optional<Operand> rowwise_of_transpose(const Operand& o, const QuantRecipe& r) {
+  if (o.recipe.kind != ScalingKind::Rowwise) return std::nullopt;
+  const at::Tensor si = o.scale_inv.contiguous();
+  DeviceCodes d;
+  d.codes = o.codes.data_ptr<uint8_t>();
+  d.row_scale_inv = si.data_ptr<float>();
+  d.format = o.recipe.format;
+  d.rows = o.codes.size(0);
+  d.cols = o.codes.size(1);
+  return rowwise_of_transpose(d, d.rows, d.cols, r, o.codes.options());
+}
+
 at::Tensor dequant(const Operand& o) {
   at::Tensor out = at::empty(o.codes.sizes(), o.codes.options().dtype(at::kFloat));
   dequantize_cuda(o.codes.data_ptr<uint8_t>(), o.recipe, o.layout,
@@ -505,11 +546,11 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
 
     at::Tensor dx;
     if (dgrad_fp8) {
-      const Operand wt =
-          saved[4].defined()
-              ? operand(saved[4], saved[5], rw)
-              : quantize_role(w2.t().contiguous(), rw, nullptr, dcfg, true, false).rows;
-      dx = fp8_gemm(qdy.rows, wt, dx_t, dgrad_fast, probe);
+      std::optional<Operand> wt;
+      if (saved[4].defined()) wt = operand(saved[4], saved[5], rw);
+      if (!wt) wt = rowwise_of_transpose(w2, rw);
+      if (!wt) wt = quantize_role(w2.t().contiguous(), rw, nullptr, dcfg, true, false).rows;
+      dx = fp8_gemm(qdy.rows, *wt, dx_t, dgrad_fast, probe);
     } else {
       dx = at::matmul(dy, w2.to(dy.scalar_type())).to(dx_t);
     }
@@ -517,16 +558,20 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
     at::Tensor dw;
     const at::Tensor& x_hp = saved[3];
     if (wgrad_fp8) {
-      const Operand a =
-          dy_t ? qdy.cols
-               : quantize_role(dy.t().contiguous(), rdy, nullptr, dcfg, true, false).rows;
+      std::optional<Operand> a;
+      if (dy_t) a = qdy.cols;
+      if (!a) a = rowwise_of_transpose(dy, rdy);
+      if (!a) a = quantize_role(dy.t().contiguous(), rdy, nullptr, dcfg, true, false).rows;
       // x along M: its transposed codes, or its FP8 values quantized again along M.
-      const Operand b =
-          x_transposed ? operand(saved[1], saved[2], rin)
-                       : quantize_role(dequant(operand(saved[1], saved[2], rin)).t().contiguous(),
-                                       rin, nullptr, dcfg, true, false)
-                             .rows;
-      dw = fp8_gemm(a, b, dw_t, wgrad_fast, probe);
+      std::optional<Operand> b;
+      if (x_transposed) b = operand(saved[1], saved[2], rin);
+      if (!b) b = rowwise_of_transpose(operand(saved[1], saved[2], rin), rin);
+      if (!b) {
+        b = quantize_role(dequant(operand(saved[1], saved[2], rin)).t().contiguous(), rin, nullptr,
+                          dcfg, true, false)
+                .rows;
+      }
+      dw = fp8_gemm(*a, *b, dw_t, wgrad_fast, probe);
     } else {
       dw = at::matmul(dy.t(), x_hp.to(dy.scalar_type())).to(dw_t);
     }

@@ -23,7 +23,9 @@ void expect_same(const TensorAnalysis& gpu, const TensorAnalysis& cpu) {
     const RecipeResult& c = cpu.recipes[i];
     EXPECT_EQ(g.name, c.name);
     if (std::isfinite(c.sqnr_db)) {
-      EXPECT_NEAR(g.sqnr_db, c.sqnr_db, 1e-7) << c.name;
+      // Sums within 5 * 2^-24 relative (fp32 sums of four squares on the GPU): 10 log10 of
+      // the ratio moves by at most 2 * 4.343 * 3e-7 dB.
+      EXPECT_NEAR(g.sqnr_db, c.sqnr_db, 3e-6) << c.name;
     } else {
       EXPECT_EQ(g.sqnr_db, c.sqnr_db) << c.name;
     }

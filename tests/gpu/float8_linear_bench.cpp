@@ -72,11 +72,14 @@ double median_step_ms(const std::function<void()>& step, int reps) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string json_path;
+  std::string json_path, only;
   int reps = 20;
+  int64_t only_d = 0;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "--json") json_path = argv[i + 1];
     if (std::string(argv[i]) == "--reps") reps = std::stoi(argv[i + 1]);
+    if (std::string(argv[i]) == "--only") only = argv[i + 1];  // variants containing it, and bf16
+    if (std::string(argv[i]) == "--d") only_d = std::stoll(argv[i + 1]);  // one shape: 16384 x d
   }
   if (!torch::cuda::is_available()) {
     std::printf("no CUDA device: nothing to measure\n");
@@ -85,7 +88,13 @@ int main(int argc, char** argv) {
   const fp8wb::BackendInfo info = fp8wb::probe_backend();
   const std::vector<std::pair<int64_t, int64_t>> shapes = {
       {16384, 2048}, {16384, 4096}, {32768, 4096}};
-  const auto vs = variants();
+  std::vector<Variant> vs;
+  for (const Variant& v : variants()) {
+    // "--only NAME" keeps variants whose name contains NAME; "--only =NAME" the one named so.
+    const bool exact = !only.empty() && only[0] == '=';
+    const bool match = exact ? v.name == only.substr(1) : v.name.find(only) != std::string::npos;
+    if (only.empty() || !v.cfg || match) vs.push_back(v);
+  }
   std::printf("MLP block d -> 4d -> d, GELU, fwd+bwd, bf16; %s; median of %d steps\n",
               info.device_name.c_str(), reps);
   std::printf("%-14s %-32s %9s %9s\n", "tokens x d", "variant", "ms", "vs bf16");
@@ -97,6 +106,7 @@ int main(int argc, char** argv) {
   }
   bool first_row = true;
   for (const auto& [m, d] : shapes) {
+    if (only_d && (d != only_d || m != 16384)) continue;
     torch::manual_seed(0);
     const auto opt = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
     const torch::Tensor x = torch::randn({m, d}, opt).requires_grad_(true);

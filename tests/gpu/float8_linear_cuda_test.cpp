@@ -102,7 +102,8 @@ TEST_P(Float8LinearCuda, MatchesTheCpuEmulation) {
     EXPECT_EQ(a->stats.raw.saturated, b->stats.raw.saturated);
     EXPECT_EQ(a->stats.raw.amax_bits, b->stats.raw.amax_bits);
     for (int i = 0; i < kHistBins; ++i) EXPECT_EQ(a->stats.raw.hist[i], b->stats.raw.hist[i]);
-    EXPECT_NEAR(a->stats.raw.sq_err, b->stats.raw.sq_err, 1e-9 * b->stats.raw.sq_err);
+    // fp32 sums of four squares on the GPU (numerics.md): at most 5 roundings of 2^-24.
+    EXPECT_NEAR(a->stats.raw.sq_err, b->stats.raw.sq_err, 5 * 0x1p-24 * b->stats.raw.sq_err);
     ASSERT_EQ(a->stats.map_sq_err.size(), b->stats.map_sq_err.size());
   }
   EXPECT_EQ(pg.gemms_real + pg.gemms_emulated, 3);

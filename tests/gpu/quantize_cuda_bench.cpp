@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&b.map, 2 * 64 * 64 * sizeof(double)));
 
   auto measure = [&](const std::string& name, ScalingKind kind, Format f, bool fp32_in, bool stats,
-                     bool trans, bool current, bool hist_and_map = true) {
+                     bool trans, bool current, bool hist_and_map = true, bool amax = false) {
     const QuantRecipe r = setup(kind, f);
     const GroupLayout L = make_layout(r, rows, cols);
     const DeviceTensor x{fp32_in ? f32 : nullptr, fp32_in ? nullptr : bf16, rows, cols};
@@ -93,6 +93,8 @@ int main(int argc, char** argv) {
       t.map = hist_and_map ? b.map : nullptr;
       t.grid = make_map_grid(L, 64);
       t.histogram = hist_and_map;
+    } else if (amax) {
+      t.amax_bits = reinterpret_cast<uint32_t*>(b.amax);  // what delayed scaling records
     }
     const double ms = median_ms([&] {
       if (current) {
@@ -114,6 +116,18 @@ int main(int argc, char** argv) {
           true, false, false);
   measure("tensorwise E4M3, bf16, stats + transposed", ScalingKind::Tensorwise, Format::E4M3FN,
           false, true, true, false);
+  measure("tensorwise E4M3, bf16, codes + transposed + amax", ScalingKind::Tensorwise,
+          Format::E4M3FN, false, false, true, false, true, true);
+  {
+    // Rowwise scaling of the transpose (a rowwise GEMM's backward operand): column amax,
+    // scales and transposed codes; bytes = the input read once + codes written once.
+    QuantRecipe r = setup(ScalingKind::Rowwise, Format::E4M3FN);
+    const DeviceTensor x{nullptr, bf16, rows, cols};
+    const double ms =
+        median_ms([&] { rowwise_transposed_cuda(x, r, b.amax, b.scale, b.scale_inv, codes_t); });
+    rows_out.push_back(
+        {"rowwise of the transpose, bf16 (3 passes)", static_cast<double>(n) * 3, ms});
+  }
   measure("tensorwise E4M3, fp32 in, + all stats", ScalingKind::Tensorwise, Format::E4M3FN, true,
           true, false, false);
   measure("current: amax pass + scales + stats pass", ScalingKind::Tensorwise, Format::E4M3FN,

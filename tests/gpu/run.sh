@@ -6,6 +6,10 @@
 #   OUT=/tmp/out bash tests/gpu/run.sh
 #   QUICK=1 ...   skips the MLP, codec and quantize benchmarks and the GPT runs (measured
 #                 before; see docs/performance.md), keeping tests and checkpoint inspection
+#   PART=kernels  only the GPU kernel and FP8 linear tests and benchmarks, and an ncu
+#                 profile of the statistics kernel, for work on the kernels;
+#                 PROFILE_STEP="fp8 rowwise current" (a variant of the MLP benchmark)
+#                 adds the time of every kernel of its steps
 #
 # Missing headers (sqlite3.h on some GPU images) can be supplied under .deps/sqlite
 # (dpkg -x of Debian's libsqlite3-dev).
@@ -38,6 +42,38 @@ if [ -z "${QUICK:-}" ]; then
   python3 tests/gpu/scaled_mm_support.py >"$OUT/notes.txt" 2>&1
   python3 tests/gpu/mlp_gemms.py >>"$OUT/notes.txt" 2>&1
   cat "$OUT/notes.txt"
+fi
+
+if [ "${PART:-}" = kernels ]; then
+  log "build (kernels, GPU tests, benchmarks)"
+  start=$(date +%s)
+  ninja -C "$BUILD" fp8wb_gpu_tests fp8wb_float8_gpu_tests fp8wb_gpu_quantize_bench \
+    fp8wb_float8_linear_bench >>"$OUT/build.log" 2>&1 || { grep -E 'error|Error' -A3 "$OUT/build.log" | head -60; exit 1; }
+  echo "built in $(( $(date +%s) - start )) s"
+  log "GPU tests"
+  "$BUILD/tests/gpu/fp8wb_gpu_tests" >"$OUT/gpu_tests.log" 2>&1; rc1=$?
+  "$BUILD/tests/gpu/fp8wb_float8_gpu_tests" >"$OUT/float8_gpu_tests.log" 2>&1; rc2=$?
+  grep -E "FP8 conversion|FAILED|PASSED|Failure|Expected|Which is|first pattern" "$OUT/gpu_tests.log" "$OUT/float8_gpu_tests.log" | head -40
+  log "benchmarks"
+  "$BUILD/tests/gpu/fp8wb_gpu_quantize_bench" --json "$OUT/gpu_quantize_bench.json" | tail -25
+  "$BUILD/tests/gpu/fp8wb_float8_linear_bench" --json "$OUT/float8_linear_bench.json"
+  if command -v ncu >/dev/null; then
+    log "the statistics kernel (tensorwise E4M3, bf16, all statistics; ncu, clocks untouched)"
+    ncu --clock-control none --kernel-name-base demangled --kernel-name "regex:quantize_fast_kernel<.fp8wb::Format.0, .bool.1, .bool.0, .bool.1>" \
+      --launch-skip 2 --launch-count 1 --section SpeedOfLight --section Occupancy --section WarpStateStats \
+      --section LaunchStats --section ComputeWorkloadAnalysis \
+      "$BUILD/tests/gpu/fp8wb_gpu_quantize_bench" >"$OUT/ncu-stats.txt" 2>&1
+    grep -E "Duration|DRAM Throughput|Compute \(SM\)|Achieved Occupancy|Theoretical Occupancy|Registers Per|Issue Slots|Executed Ipc A|Block Limit|Warp Cycles Per Issued|Shared Memory Config|Local" \
+      "$OUT/ncu-stats.txt" | head -30
+    grep -iE "stall|spend|cycles" "$OUT/ncu-stats.txt" | grep -v "^\s*$" | cut -c1-220 | head -12
+  fi
+  if command -v ncu >/dev/null && [ -n "${PROFILE_STEP:-}" ]; then
+    log "kernels of MLP steps (variant $PROFILE_STEP and bf16), 16384 x 4096 (ncu, clocks untouched)"
+    timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel \
+      "$BUILD/tests/gpu/fp8wb_float8_linear_bench" --only "=$PROFILE_STEP" --d 4096 --reps 1 >"$OUT/ncu-step.txt" 2>&1
+    grep -E "gpu__time_duration|Invocations|\)x\(" "$OUT/ncu-step.txt" | sed -E 's/\(float, .*//; s/\(const .*//' | cut -c1-150 | head -120
+  fi
+  exit $(( rc1 | rc2 ))
 fi
 
 log "build"

@@ -88,4 +88,39 @@ std::vector<TensorStats> quantization_stats_cuda(const TensorRef& host_x,
                                                  const std::vector<QuantRecipe>& recipes,
                                                  const StatsOptions& stats = {});
 
+// Row-major codes on the device with one scale_inv a row (rowwise scaling), standing for
+// their dequantized values decode(code) * scale_inv.
+struct DeviceCodes {
+  const uint8_t* codes = nullptr;
+  const float* row_scale_inv = nullptr;
+  Format format = Format::E4M3FN;
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+
+// Rowwise current scaling of x's transpose without forming it, which a GEMM needs of an
+// operand it reduces along the other axis: per-column amax of finite values
+// (d_col_amax, cols floats), the recipe's rowwise scales per column (d_scale,
+// d_scale_inv), and the codes of x^T (codes_t: cols x rows, row-major). Bit for bit what
+// quantize_current on the transposed tensor gives. The codes form quantizes dequantized
+// codes again. Returns false, doing nothing, where it cannot: a recipe other than
+// rowwise, rows not a multiple of 16, cols not of 4, misaligned pointers.
+bool rowwise_transposed_cuda(const DeviceTensor& x, const QuantRecipe& recipe, float* d_col_amax,
+                             float* d_scale, float* d_scale_inv, uint8_t* codes_t,
+                             fp8wb_stream_t stream = nullptr);
+bool rowwise_transposed_cuda(const DeviceCodes& x, const QuantRecipe& recipe, float* d_col_amax,
+                             float* d_scale, float* d_scale_inv, uint8_t* codes_t,
+                             fp8wb_stream_t stream = nullptr);
+
+// Every fp32 bit pattern quantized (scale 1) by the GPU kernels' element step, which uses
+// the hardware conversion on sm_89+ for E4M3FN and E5M2 with saturation, and by the
+// software codec: the count of patterns where code, saturation, underflow or subnormal
+// flag, or dequantized value (decode * scale_inv) differ, and the first such pattern.
+struct ConversionCheck {
+  uint64_t mismatches = 0;
+  uint32_t first_bits = 0xFFFFFFFFu;  // the lowest mismatching pattern, if any
+  bool hardware = false;              // the GPU converts with its FP8 instructions
+};
+ConversionCheck check_conversion_cuda(Format format, float scale_inv = 1.0f);
+
 }  // namespace fp8wb
