@@ -358,7 +358,7 @@ TEST(Quantize, Bf16InputEqualsWidenedFp32) {
 TEST(Quantize, StatisticsWithoutCodesEqualThoseWithCodesForEveryBf16Value) {
   // Every bf16 bit pattern (NaN, Inf, subnormals, zeros of both signs) once per row of a
   // 256 x 256 tensor, with per-row scales from 2^-30 to 2^30 (and between powers of two):
-  // the computed-value loop and the table loop must count and sum the same, per format.
+  // with codes and without, the statistics must count and sum the same, per format.
   std::vector<uint16_t> x(65536);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint16_t>(i * 40503u);  // a permutation
   for (Format f : {Format::E4M3FN, Format::E5M2, Format::E4M3FNUZ, Format::E5M2FNUZ, Format::E2M1FN,
