@@ -2,6 +2,8 @@
 #include "cpu_target.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -10,6 +12,10 @@
 
 #include "fp8wb/kernels/codec_cpu.h"
 #include "fp8wb/kernels/quantize_element.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -52,8 +58,42 @@ void for_row_chunks(int64_t rows, int64_t cols, int threads, int64_t& chunks_out
   }
 }
 
+// The histogram as the loops count it: by the biased fp32 exponent field of |x * scale|
+// (a shift, no clamps or selects per element), zeros and non-finite x included. Where
+// the scale is finite, a zero x lands on field 0 and a non-finite x on field 255 (Inf or
+// NaN), so the bins of numerics.md follow from the fields and the zero and non-finite
+// counts: fold_into().
+struct RawHistogram {
+  std::array<uint64_t, 256> field{};
+  uint64_t zeros = 0, nonfinite = 0;  // of the elements counted here
+
+  void fold_into(uint64_t* hist) const {
+    auto bin_of = [](int f) { return std::clamp(f - 127 - kHistMinExp, 0, kHistExpBins - 1); };
+    for (int f = 0; f < 256; ++f) hist[bin_of(f)] += field[static_cast<size_t>(f)];
+    hist[bin_of(0)] -= zeros;
+    hist[kHistZeroBin] += zeros;
+    hist[bin_of(255)] -= nonfinite;
+    hist[kHistNonfiniteBin] += nonfinite;
+  }
+};
+
 struct Accum {
   StatsBuffer buf{};
+  RawHistogram raw_hist;
+  // Four interleaved sub-histograms of 32-bit counts, kept across a chunk's segments (a
+  // segment may be a row of a few elements) and added into raw_hist before they could
+  // overflow and at the end: consecutive values mostly hit the same few fields, and one
+  // counter would serialise on its own store-to-load latency.
+  uint32_t sub_hist[4][256] = {};
+  uint64_t sub_hist_count = 0;
+  void flush_sub_hist() {
+    for (size_t f = 0; f < 256; ++f) {
+      raw_hist.field[f] +=
+          uint64_t{sub_hist[0][f]} + sub_hist[1][f] + sub_hist[2][f] + sub_hist[3][f];
+    }
+    std::memset(sub_hist, 0, sizeof sub_hist);
+    sub_hist_count = 0;
+  }
   std::vector<double> map_err, map_sum;
 };
 
@@ -68,40 +108,6 @@ FP8WB_INLINE float widen(uint16_t b) {
   return bits_float(static_cast<uint32_t>(b) << 16);
 }
 
-// The hot loop, free of optional outputs and runtime modes: codes, counters, and the
-// error terms that the map and the sums add up afterwards. (The decode-table lookup is a
-// gather, so the loop stays scalar; arithmetic decoding vectorised but ran slower.)
-// The overflow mode is a template parameter: a runtime one leaves branches in the loop
-// body, and GCC then keeps it scalar.
-template <Format F, Overflow ov, class In>
-void segment_stats_loop(const In* __restrict__ in, uint8_t* __restrict__ out,
-                        float* __restrict__ err, float* __restrict__ sq, int64_t n, float scale,
-                        float scale_inv, const float* __restrict__ lut, SegmentCounts& c) {
-  constexpr CodecSpec s = codec_spec(F);
-  uint32_t zeros = 0, nonfinite = 0, underflow = 0, subnormal = 0, saturated = 0, amax = c.amax;
-  auto decoded = [lut](uint8_t code) { return lut[code]; };
-  for (int64_t j = 0; j < n; ++j) {
-    const float v = widen(in[j]);
-    const QuantizedElement q = quantize_element(v, scale, scale_inv, s, ov, decoded);
-    out[j] = q.code;
-    const uint32_t a = float_bits(v) & 0x7FFFFFFFu;
-    zeros += v == 0.0f;
-    nonfinite += !q.finite;
-    underflow += q.finite && v != 0.0f && q.dequant == 0.0f;
-    subnormal += is_subnormal_code(q.code, s);
-    saturated += q.saturated;
-    amax = q.finite && a > amax ? a : amax;
-    err[j] = q.finite ? v - q.dequant : 0.0f;
-    sq[j] = q.finite ? v : 0.0f;
-  }
-  c.zeros += zeros;
-  c.nonfinite += nonfinite;
-  c.underflow += underflow;
-  c.subnormal += subnormal;
-  c.saturated += saturated;
-  c.amax = amax;
-}
-
 // max |x| over the finite values, as fp32 bits (a max of masked integers: it vectorises).
 template <class In>
 FP8WB_TARGET_CLONES uint32_t finite_amax_bits(const In* __restrict__ p, int64_t n) {
@@ -113,29 +119,59 @@ FP8WB_TARGET_CLONES uint32_t finite_amax_bits(const In* __restrict__ p, int64_t 
   return m;
 }
 
-// Statistics without codes (what the checkpoint analysis asks for), saturating: the same
-// rounding as encode_rne_bits_mag(), then the value of the rounded magnitude computed
-// instead of looked up, so that the loop vectorises (no gather). Every counter, error
-// and square equals segment_stats_loop()'s bit for bit.
-template <Format F, class In>
-FP8WB_TARGET_CLONES void segment_stats_only_loop(const In* __restrict__ in, float* __restrict__ err,
-                                                 float* __restrict__ sq, int64_t n, float scale,
-                                                 float scale_inv, SegmentCounts& c) {
+// Where one segment's statistics loop leaves its per-element terms for the sums, the
+// histogram and the dequantized values that need the table (a row's worth each).
+struct Scratch {
+  std::vector<float> err, sq;
+  std::vector<uint8_t> codes, bins;
+  std::vector<double> cell_err, cell_sq;  // a segment's error-map cells (at most one each)
+  explicit Scratch(int64_t n)
+      : err(static_cast<size_t>(std::max<int64_t>(n, 1))),
+        sq(err.size()),
+        codes(err.size()),
+        bins(err.size()),
+        cell_err(err.size() + 1),
+        cell_sq(err.size() + 1) {}
+};
+
+// The hot loop: codes (when asked for), counters, the error terms that the map and the
+// sums add up afterwards, the histogram bin of each element, and the dequantized value.
+// Every fact comes from the rounding bits and a few compares, and the value of the
+// rounded magnitude is computed instead of looked up, so that the loop vectorises (no
+// gather, no branch): every floating-point operation runs unconditionally and every
+// choice is a select on integers (GCC keeps FP operations that might trap out of
+// if-conversion). The overflow mode is a template parameter for the same reason.
+// Codes equal encode_rne_bits(); counters and terms equal the definitions in
+// numerics.md ("Statistics") with decode(code) * scale_inv as the dequantized value.
+// Returns how many elements are non-finite or overflowed to an Inf/NaN code: the caller
+// takes their dequantized values from the table.
+template <Format F, Overflow ov, bool kCodes, bool kDequant, class In>
+FP8WB_TARGET_CLONES uint32_t segment_stats_loop(const In* __restrict__ in,
+                                                uint8_t* __restrict__ out,
+                                                float* __restrict__ dequant,
+                                                float* __restrict__ err, float* __restrict__ sq,
+                                                uint8_t* __restrict__ bins, int64_t n, float scale,
+                                                float scale_inv, SegmentCounts& c) {
   constexpr CodecSpec s = codec_spec(F);
   constexpr int emin = 1 - s.bias;
   constexpr uint32_t shift = 23u - s.mbits;
   constexpr uint32_t rebias = static_cast<uint32_t>(127 - s.bias) << 23;
   constexpr uint32_t min_normal_bits = static_cast<uint32_t>(emin + 127) << 23;
+  constexpr bool ieee_over = ov == Overflow::Ieee && s.nan != NanRule::None;
+  // An IEEE overflow's code decodes to Inf (E5M2) or NaN: its error is that value's.
+  // The values of the NaN codes (what a NaN x * scale encodes to), by the sign of x * scale.
+  constexpr uint32_t nan_value_pos = decode_bits(codec_detail::nan_code(s, false), s);
+  constexpr uint32_t nan_value_neg = decode_bits(codec_detail::nan_code(s, true), s);
   const float to_sub_units = bits_float(static_cast<uint32_t>(127 + s.mbits - emin) << 23);
   const float sub_unit = bits_float(static_cast<uint32_t>(127 + emin - s.mbits) << 23);
-  uint32_t zeros = 0, nonfinite = 0, underflow = 0, subnormal = 0, saturated = 0, amax = c.amax;
-  // Every floating-point operation runs unconditionally and every choice is a select on
-  // integers: GCC keeps FP operations that might trap out of if-conversion.
+  uint32_t zeros = 0, nonfinite = 0, underflow = 0, subnormal = 0, saturated = 0, special = 0,
+           amax = c.amax;
   for (int64_t j = 0; j < n; ++j) {
     const float v = widen(in[j]);
     const uint32_t a = float_bits(v) & 0x7FFFFFFFu;
     const uint32_t finite = a < 0x7F800000u;
     const uint32_t u = float_bits(v * scale);
+    const uint32_t sign = u & 0x80000000u;
     const uint32_t ya = u & 0x7FFFFFFFu;
     const uint32_t t = ya - rebias;
     const uint32_t q_norm = (t + ((1u << (shift - 1)) - 1u) + ((t >> shift) & 1u)) >> shift;
@@ -146,10 +182,22 @@ FP8WB_TARGET_CLONES void segment_stats_only_loop(const In* __restrict__ in, floa
     const uint32_t normal = (mag >> s.mbits) != 0;
     const uint32_t normal_bits = (mag << shift) + rebias;
     const uint32_t sub_bits = float_bits(static_cast<float>(static_cast<int32_t>(mag)) * sub_unit);
-    const uint32_t value_bits = (normal ? normal_bits : sub_bits) | (u & 0x80000000u);
+    // The code's sign survives unless the magnitude is zero in a format without -0.
+    const uint32_t code_sign = (s.has_neg_zero || mag != 0) ? sign : 0u;
+    uint32_t value_bits = (normal ? normal_bits : sub_bits) | code_sign;
+    const uint32_t nan_value = sign ? nan_value_neg : nan_value_pos;
+    if constexpr (ieee_over)
+      value_bits = over ? (s.has_inf ? 0x7F800000u | sign : nan_value) : value_bits;
+    value_bits = ya > 0x7F800000u ? nan_value : value_bits;
     const float dq = bits_float(value_bits) * scale_inv;
     const float e = v - dq;
     const uint32_t dq_zero = (float_bits(dq) & 0x7FFFFFFFu) == 0;
+    if constexpr (kCodes) {
+      uint32_t unused = 0;
+      out[j] = encode_rne_bits_mag(u, s, ov, unused);
+    }
+    if constexpr (kDequant) dequant[j] = dq;
+    special += (finite ^ 1u) | (ieee_over ? over : 0u);
     zeros += a == 0;
     nonfinite += finite ^ 1u;
     underflow += finite & (a != 0) & dq_zero;
@@ -158,6 +206,7 @@ FP8WB_TARGET_CLONES void segment_stats_only_loop(const In* __restrict__ in, floa
     amax = std::max(amax, a & (0u - finite));  // finite values only
     err[j] = bits_float(finite ? float_bits(e) : 0u);
     sq[j] = bits_float(finite ? a | (float_bits(v) & 0x80000000u) : 0u);
+    bins[j] = static_cast<uint8_t>(ya >> 23);  // see RawHistogram
   }
   c.zeros += zeros;
   c.nonfinite += nonfinite;
@@ -165,6 +214,287 @@ FP8WB_TARGET_CLONES void segment_stats_only_loop(const In* __restrict__ in, floa
   c.subnormal += subnormal;
   c.saturated += saturated;
   c.amax = amax;
+  return special;
+}
+
+// The squared errors and squares of one segment, cell by cell (cells of the error map:
+// the first `first_len` elements, then `cell_cols` at a time), in fp64: each fp32 term
+// widened exactly, squared and added in fp64, in four partial sums (element k of a cell
+// into sum k % 4, in element order) so that the adds do not wait on one another, then
+// added in a fixed order. The AVX2 loop adds in exactly this order, so both give the
+// same bits.
+FP8WB_INLINE double lane_total(const double* l) {
+  return (l[0] + l[1]) + (l[2] + l[3]);
+}
+
+// Cells of one element (narrow tensors' maps): the four-lane total of one square is the
+// square itself, exactly.
+bool one_element_cells(const float* __restrict__ e, const float* __restrict__ x, int64_t n,
+                       int64_t first_len, int64_t cell_cols, double* __restrict__ cell_err,
+                       double* __restrict__ cell_sq) {
+  if (first_len != 1 || (cell_cols != 1 && n > 1)) return false;
+  for (int64_t k = 0; k < n; ++k) {
+    const double de = e[k], dx = x[k];
+    cell_err[k] = de * de;
+    cell_sq[k] = dx * dx;
+  }
+  return true;
+}
+
+void cell_sums(const float* __restrict__ e, const float* __restrict__ x, int64_t n,
+               int64_t first_len, int64_t cell_cols, double* __restrict__ cell_err,
+               double* __restrict__ cell_sq) {
+  if (one_element_cells(e, x, n, first_len, cell_cols, cell_err, cell_sq)) return;
+  int64_t j = 0, len = first_len;
+  for (int64_t cell = 0; j < n; ++cell) {
+    const int64_t end = std::min(n, j + len);
+    double ae[4] = {}, ax[4] = {};
+    int64_t k = j;
+    for (; k + 4 <= end; k += 4) {
+      for (int l = 0; l < 4; ++l) {
+        const double de = e[k + l], dx = x[k + l];
+        ae[l] += de * de;
+        ax[l] += dx * dx;
+      }
+    }
+    for (int l = 0; k < end; ++k, ++l) {
+      const double de = e[k], dx = x[k];
+      ae[l] += de * de;
+      ax[l] += dx * dx;
+    }
+    cell_err[cell] = lane_total(ae);
+    cell_sq[cell] = lane_total(ax);
+    j = end;
+    len = cell_cols;
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define FP8WB_HAVE_AVX2_PATH 1
+#define FP8WB_AVX2 __attribute__((target("avx2")))
+#define FP8WB_AVX2_INLINE __attribute__((target("avx2"), always_inline)) inline
+
+template <class In>
+FP8WB_AVX2_INLINE __m256 load8(const In* p) {
+  if constexpr (std::is_same_v<In, float>) {
+    return _mm256_loadu_ps(p);
+  } else {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+}
+
+FP8WB_AVX2_INLINE uint32_t hsum_epi32(__m256i v) {
+  alignas(32) uint32_t l[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(l), v);
+  uint32_t t = 0;
+  for (uint32_t x : l) t += x;
+  return t;
+}
+
+// segment_stats_loop() eight elements at a time with AVX2 intrinsics: the same operations
+// on the same values, so the same bits out (codes, dequantized values, counters, error
+// terms). The last n % 8 elements go through segment_stats_loop() itself. Counters are
+// per-lane masks subtracted from a lane count. For a scale pair that avx2_scales_ok()
+// accepts, some facts come cheaper than their definitions: a dequantized value is zero
+// exactly when its magnitude code is; a zero x has a zero magnitude; a non-finite x
+// rounds past the top (so counts as "over" and as normal). Non-finite x are rare: the
+// loop leaves their codes, error terms, squares and amax alone, and a scalar pass puts
+// them right where the segment has any.
+template <Format F, Overflow ov, bool kCodes, bool kDequant, class In>
+FP8WB_AVX2 uint32_t segment_stats_avx2(const In* __restrict__ in, uint8_t* __restrict__ out,
+                                       float* __restrict__ dequant, float* __restrict__ err_out,
+                                       float* __restrict__ sq_out, uint8_t* __restrict__ bins,
+                                       int64_t n, float scale, float scale_inv, SegmentCounts& c) {
+  constexpr CodecSpec s = codec_spec(F);
+  constexpr int emin = 1 - s.bias;
+  constexpr int shift = 23 - s.mbits;
+  constexpr uint32_t rebias = static_cast<uint32_t>(127 - s.bias) << 23;
+  constexpr uint32_t min_normal_bits = static_cast<uint32_t>(emin + 127) << 23;
+  constexpr bool ieee_over = ov == Overflow::Ieee && s.nan != NanRule::None;
+  constexpr uint32_t nan_value_pos = decode_bits(codec_detail::nan_code(s, false), s);
+  constexpr uint32_t nan_value_neg = decode_bits(codec_detail::nan_code(s, true), s);
+  constexpr bool nan_follows_sign =
+      s.nan == NanRule::MantissaAllOnes || s.nan == NanRule::Ieee || s.nan == NanRule::None;
+  const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
+  const __m256i inf_bits = _mm256_set1_epi32(0x7F800000);
+  const __m256i v_rebias = _mm256_set1_epi32(static_cast<int>(rebias));
+  const __m256i half = _mm256_set1_epi32((1 << (shift - 1)) - 1);
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i below_normal = _mm256_set1_epi32(static_cast<int>(min_normal_bits) - 1);
+  const __m256 to_sub_units =
+      _mm256_set1_ps(bits_float(static_cast<uint32_t>(127 + s.mbits - emin) << 23));
+  const __m256i max_mag = _mm256_set1_epi32(s.max_mag);
+  const __m256i below_normal_mag = _mm256_set1_epi32((1 << s.mbits) - 1);
+  const __m256 sub_unit =
+      _mm256_set1_ps(bits_float(static_cast<uint32_t>(127 + emin - s.mbits) << 23));
+  const __m256 v_scale = _mm256_set1_ps(scale);
+  const __m256 v_scale_inv = _mm256_set1_ps(scale_inv);
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i over_value_pos =
+      _mm256_set1_epi32(static_cast<int>(s.has_inf ? 0x7F800000u : nan_value_pos));
+  const __m256i over_value_neg =
+      _mm256_set1_epi32(static_cast<int>(s.has_inf ? 0xFF800000u : nan_value_neg));
+  const __m256i nan_code = _mm256_set1_epi32(s.nan_code);
+  const __m256i over_code = _mm256_set1_epi32(s.max_mag + 1);
+  const __m256i pack_order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  __m256i zeros = zero, finite_count = zero, mag_zeros = zero, normal_or_zero = zero, overs = zero;
+  __m256i amax = _mm256_set1_epi32(static_cast<int>(c.amax));
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    const __m256 v = load8(in + k);
+    const __m256i vi = _mm256_castps_si256(v);
+    const __m256i a = _mm256_and_si256(vi, abs_mask);
+    const __m256i fin = _mm256_cmpgt_epi32(inf_bits, a);
+    const __m256i u = _mm256_castps_si256(_mm256_mul_ps(v, v_scale));
+    const __m256i sign = _mm256_andnot_si256(abs_mask, u);
+    const __m256i ya = _mm256_and_si256(u, abs_mask);
+    const __m256i t = _mm256_sub_epi32(ya, v_rebias);
+    const __m256i q_norm =
+        _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(t, half),
+                                           _mm256_and_si256(_mm256_srli_epi32(t, shift), one)),
+                          shift);
+    // The conversion rounds to nearest even, as the portable loop's 2^23 addition does.
+    const __m256i q_sub = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_castsi256_ps(ya), to_sub_units));
+    const __m256i rounded = _mm256_blendv_epi8(q_sub, q_norm, _mm256_cmpgt_epi32(ya, below_normal));
+    const __m256i over = _mm256_cmpgt_epi32(rounded, max_mag);
+    const __m256i mag = _mm256_min_epi32(rounded, max_mag);
+    const __m256i normal = _mm256_cmpgt_epi32(mag, below_normal_mag);
+    const __m256i mag_zero = _mm256_cmpeq_epi32(mag, zero);
+    const __m256i normal_bits = _mm256_add_epi32(_mm256_slli_epi32(mag, shift), v_rebias);
+    const __m256i sub_bits = _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(mag), sub_unit));
+    const __m256i code_sign = s.has_neg_zero ? sign : _mm256_andnot_si256(mag_zero, sign);
+    __m256i value = _mm256_or_si256(_mm256_blendv_epi8(sub_bits, normal_bits, normal), code_sign);
+    if constexpr (ieee_over) {
+      // The sign bit of each lane picks (blendv_ps looks at bit 31 only).
+      const __m256i over_value = _mm256_castps_si256(
+          _mm256_blendv_ps(_mm256_castsi256_ps(over_value_pos), _mm256_castsi256_ps(over_value_neg),
+                           _mm256_castsi256_ps(sign)));
+      value = _mm256_blendv_epi8(value, over_value, over);
+    }
+    const __m256 dq = _mm256_mul_ps(_mm256_castsi256_ps(value), v_scale_inv);
+    if constexpr (kDequant) _mm256_storeu_ps(dequant + k, dq);
+    const __m256 e = _mm256_sub_ps(v, dq);
+    const __m256i x_zero = _mm256_cmpeq_epi32(a, zero);
+    zeros = _mm256_sub_epi32(zeros, x_zero);
+    finite_count = _mm256_sub_epi32(finite_count, fin);
+    mag_zeros = _mm256_sub_epi32(mag_zeros, mag_zero);  // underflows + zeros
+    normal_or_zero = _mm256_sub_epi32(normal_or_zero, _mm256_or_si256(normal, mag_zero));
+    overs = _mm256_sub_epi32(overs, over);  // saturated + non-finite
+    amax = _mm256_max_epu32(amax, a);       // non-finite: redone below
+    _mm256_storeu_ps(err_out + k, e);
+    _mm256_storeu_ps(sq_out + k, v);
+    const __m256i bin = _mm256_srli_epi32(ya, 23);  // see RawHistogram
+    __m256i code = zero;
+    if constexpr (kCodes) {
+      code = _mm256_or_si256(mag, _mm256_srli_epi32(code_sign, 32 - s.bits));
+      if constexpr (ieee_over) {
+        const __m256i sign8 = _mm256_srli_epi32(sign, 32 - s.bits);
+        const __m256i oc = s.has_inf
+                               ? _mm256_or_si256(over_code, sign8)
+                               : (nan_follows_sign ? _mm256_xor_si256(nan_code, sign8) : nan_code);
+        code = _mm256_blendv_epi8(code, oc, over);
+      }
+    }
+    // Codes and bins to bytes: [codes 0-7, bins 0-7] in the low 16 bytes.
+    const __m256i w = _mm256_packus_epi32(code, bin);
+    const __m128i b =
+        _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_packus_epi16(w, w), pack_order));
+    if constexpr (kCodes) _mm_storel_epi64(reinterpret_cast<__m128i*>(out + k), b);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(bins + k), _mm_unpackhi_epi64(b, b));
+  }
+  const int64_t vector_elems = k;
+  SegmentCounts tail;  // the last elements, through the portable loop
+  tail.amax = c.amax;
+  const uint32_t tail_special = segment_stats_loop<F, ov, kCodes, kDequant>(
+      in + k, kCodes ? out + k : nullptr, kDequant ? dequant + k : nullptr, err_out + k, sq_out + k,
+      bins + k, n - k, scale, scale_inv, tail);
+  const auto count = static_cast<uint32_t>(vector_elems);
+  const uint32_t nonfinite = count - hsum_epi32(finite_count);
+  const uint32_t x_zeros = hsum_epi32(zeros);
+  const uint32_t sat = hsum_epi32(overs) - nonfinite;
+  alignas(32) uint32_t m[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(m), amax);
+  uint32_t mx = tail.amax;
+  for (uint32_t x : m) mx = std::max(mx, x);
+  if (nonfinite > 0) {
+    // Their codes (NaN, or the top), no error terms or squares, no part in amax.
+    for (int64_t j = 0; j < vector_elems; ++j) {
+      const float v = widen(in[j]);
+      if ((float_bits(v) & 0x7FFFFFFFu) < 0x7F800000u) continue;
+      err_out[j] = 0.0f;
+      sq_out[j] = 0.0f;
+      if constexpr (kCodes) out[j] = encode_rne_bits(float_bits(v * scale), s, ov);
+    }
+    mx = std::max(tail.amax, finite_amax_bits(in, vector_elems));
+  }
+  c.zeros += x_zeros + tail.zeros;
+  c.nonfinite += nonfinite + tail.nonfinite;
+  c.underflow += hsum_epi32(mag_zeros) - x_zeros + tail.underflow;
+  c.subnormal += count - hsum_epi32(normal_or_zero) + tail.subnormal;
+  c.saturated += sat + tail.saturated;
+  c.amax = mx;
+  return tail_special + nonfinite + (ieee_over ? sat : 0u);
+}
+
+// Whether segment_stats_avx2() may take its shortcuts with this scale pair: x * scale is
+// zero for a zero x and NaN or infinite for a non-finite one (a finite scale), and the
+// smallest nonzero value times scale_inv is not zero (so no nonzero code dequantizes to 0).
+template <Format F>
+bool avx2_scales_ok(float scale, float scale_inv) {
+  constexpr CodecSpec s = codec_spec(F);
+  const float min_sub = bits_float(static_cast<uint32_t>(127 + 1 - s.bias - s.mbits) << 23);
+  return std::isfinite(scale) && std::isfinite(scale_inv) && min_sub * scale_inv != 0.0f;
+}
+
+// cell_sums() with four fp64 lanes in one register: element k of a cell into lane k % 4,
+// in element order, the same additions in the same order, so the same bits.
+FP8WB_AVX2 void cell_sums_avx2(const float* __restrict__ e, const float* __restrict__ x, int64_t n,
+                               int64_t first_len, int64_t cell_cols, double* __restrict__ cell_err,
+                               double* __restrict__ cell_sq) {
+  if (one_element_cells(e, x, n, first_len, cell_cols, cell_err, cell_sq)) return;
+  int64_t j = 0, len = first_len;
+  for (int64_t cell = 0; j < n; ++cell) {
+    const int64_t end = std::min(n, j + len);
+    __m256d se = _mm256_setzero_pd(), sx = se;
+    int64_t k = j;
+    for (; k + 4 <= end; k += 4) {
+      const __m256d de = _mm256_cvtps_pd(_mm_loadu_ps(e + k));
+      const __m256d dx = _mm256_cvtps_pd(_mm_loadu_ps(x + k));
+      se = _mm256_add_pd(se, _mm256_mul_pd(de, de));
+      sx = _mm256_add_pd(sx, _mm256_mul_pd(dx, dx));
+    }
+    alignas(32) double ae[4], ax[4];
+    _mm256_store_pd(ae, se);
+    _mm256_store_pd(ax, sx);
+    for (int l = 0; k < end; ++k, ++l) {
+      const double de = e[k], dx = x[k];
+      ae[l] += de * de;
+      ax[l] += dx * dx;
+    }
+    cell_err[cell] = lane_total(ae);
+    cell_sq[cell] = lane_total(ax);
+    j = end;
+    len = cell_cols;
+  }
+}
+#endif
+
+CpuStatsPath resolve_path(CpuStatsPath p) {
+#if defined(FP8WB_HAVE_AVX2_PATH)
+  if (p == CpuStatsPath::Auto) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") ? CpuStatsPath::Avx2 : CpuStatsPath::Portable;
+  }
+#else
+  if (p == CpuStatsPath::Auto) return CpuStatsPath::Portable;
+#endif
+  return p;
+}
+
+std::atomic<CpuStatsPath>& stats_path() {
+  static std::atomic<CpuStatsPath> p{resolve_path(CpuStatsPath::Auto)};
+  return p;
 }
 
 template <Format F, Overflow ov, class In>
@@ -177,31 +507,61 @@ FP8WB_TARGET_CLONES void segment_codes_loop(const In* __restrict__ in, uint8_t* 
 // One row's share of a group's elements: [c0, c1) of row r, all with one scale.
 template <Format F>
 void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, float scale,
-                      float scale_inv, Overflow ov, const float* lut, uint8_t* code_tmp,
-                      uint8_t* codes, uint8_t* codes_t, float* dequant, int64_t rows,
-                      const StatsOptions& so, const MapGrid& grid, Accum& acc, float* err_tmp,
-                      float* sq_tmp) {
+                      float scale_inv, Overflow ov, const float* lut, uint8_t* codes,
+                      uint8_t* codes_t, float* dequant, int64_t rows, const StatsOptions& so,
+                      const MapGrid& grid, Accum& acc, Scratch& tmp) {
   const int64_t base = r * x.cols;
   const int64_t n = c1 - c0;
-  uint8_t* row_codes = codes ? codes + base + c0 : code_tmp;
+  uint8_t* row_codes = codes ? codes + base + c0 : tmp.codes.data();
+  float* row_dq = dequant ? dequant + base + c0 : nullptr;
   SegmentCounts counts;
   counts.amax = acc.buf.amax_bits;
+  uint32_t special = 0;
+  // The error map's cells within this segment: the first up to the next cell boundary.
+  const bool map = so.error_map && grid.cell_count() > 0;
+  const int64_t first_len = map ? std::min(n, (c0 / grid.cell_cols + 1) * grid.cell_cols - c0) : n;
+  const int64_t cell_cols = map ? grid.cell_cols : std::max<int64_t>(n, 1);
+  bool avx2 = stats_path().load(std::memory_order_relaxed) == CpuStatsPath::Avx2;
+#if defined(FP8WB_HAVE_AVX2_PATH)
+  avx2 = avx2 && avx2_scales_ok<F>(scale, scale_inv);
+#endif
   auto run = [&](auto ov_tag) {
     constexpr Overflow O = decltype(ov_tag)::value;
-    if (so.enabled && !codes && !codes_t && !dequant && O == Overflow::Saturate) {
-      if (x.f32) {
-        segment_stats_only_loop<F>(x.f32 + base + c0, err_tmp, sq_tmp, n, scale, scale_inv, counts);
-      } else {
-        segment_stats_only_loop<F>(x.bf16 + base + c0, err_tmp, sq_tmp, n, scale, scale_inv,
-                                   counts);
+    auto stats = [&](auto codes_tag, auto dq_tag, const auto* in) {
+      constexpr bool C = decltype(codes_tag)::value, D = decltype(dq_tag)::value;
+#if defined(FP8WB_HAVE_AVX2_PATH)
+      if (avx2) {
+        special =
+            segment_stats_avx2<F, O, C, D>(in, row_codes, row_dq, tmp.err.data(), tmp.sq.data(),
+                                           tmp.bins.data(), n, scale, scale_inv, counts);
+        cell_sums_avx2(tmp.err.data(), tmp.sq.data(), n, first_len, cell_cols, tmp.cell_err.data(),
+                       tmp.cell_sq.data());
+        return;
       }
-    } else if (so.enabled) {
+#endif
+      special = segment_stats_loop<F, O, C, D>(in, row_codes, row_dq, tmp.err.data(), tmp.sq.data(),
+                                               tmp.bins.data(), n, scale, scale_inv, counts);
+      cell_sums(tmp.err.data(), tmp.sq.data(), n, first_len, cell_cols, tmp.cell_err.data(),
+                tmp.cell_sq.data());
+    };
+    auto with_input = [&](auto codes_tag, auto dq_tag) {
       if (x.f32) {
-        segment_stats_loop<F, O>(x.f32 + base + c0, row_codes, err_tmp, sq_tmp, n, scale, scale_inv,
-                                 lut, counts);
+        stats(codes_tag, dq_tag, x.f32 + base + c0);
       } else {
-        segment_stats_loop<F, O>(x.bf16 + base + c0, row_codes, err_tmp, sq_tmp, n, scale,
-                                 scale_inv, lut, counts);
+        stats(codes_tag, dq_tag, x.bf16 + base + c0);
+      }
+    };
+    using T = std::true_type;
+    using N = std::false_type;
+    if (so.enabled) {
+      // The codes are needed for the transposed copy and the table's dequantized values.
+      const bool want_codes = codes || codes_t || dequant;
+      if (want_codes && dequant) {
+        with_input(T{}, T{});
+      } else if (want_codes) {
+        with_input(T{}, N{});
+      } else {
+        with_input(N{}, N{});
       }
     } else if (x.f32) {
       segment_codes_loop<F, O>(x.f32 + base + c0, row_codes, n, scale);
@@ -214,67 +574,73 @@ void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, flo
   } else {
     run(std::integral_constant<Overflow, Overflow::Ieee>{});
   }
-  const uint32_t zeros = counts.zeros, nonfinite = counts.nonfinite, underflow = counts.underflow,
-                 subnormal = counts.subnormal, saturated = counts.saturated, amax = counts.amax;
   if (codes_t) {
     // The transposed store is strided: a loop of its own keeps the one above vectorised.
     for (int64_t j = 0; j < n; ++j) codes_t[(c0 + j) * rows + r] = row_codes[j];
   }
-  if (dequant) {
+  if (dequant && !so.enabled) {
     // From the codes still in cache: no second pass over the input.
-    float* row = dequant + base + c0;
-    for (int64_t j = 0; j < n; ++j) row[j] = lut[row_codes[j]] * scale_inv;
+    for (int64_t j = 0; j < n; ++j) row_dq[j] = lut[row_codes[j]] * scale_inv;
+  } else if (dequant && special > 0) {
+    // Non-finite inputs and IEEE overflows: their codes' values from the table.
+    for (int64_t j = 0; j < n; ++j) {
+      const uint32_t a = float_bits(load(x, base + c0 + j)) & 0x7FFFFFFFu;
+      const bool over = float_bits(lut[row_codes[j]]) >= 0x7F800000u;  // Inf or NaN code
+      if (a >= 0x7F800000u || over) row_dq[j] = lut[row_codes[j]] * scale_inv;
+    }
   }
   if (!so.enabled) return;
   acc.buf.numel += static_cast<uint64_t>(n);
-  acc.buf.zeros += zeros;
-  acc.buf.nonfinite += nonfinite;
-  acc.buf.underflow += underflow;
-  acc.buf.subnormal += subnormal;
-  acc.buf.saturated += saturated;
-  acc.buf.amax_bits = amax;
+  acc.buf.zeros += counts.zeros;
+  acc.buf.nonfinite += counts.nonfinite;
+  acc.buf.underflow += counts.underflow;
+  acc.buf.subnormal += counts.subnormal;
+  acc.buf.saturated += counts.saturated;
+  acc.buf.amax_bits = counts.amax;
   double se = 0, ss = 0;
-  const bool map = so.error_map && grid.cell_count() > 0;
   const int64_t map_row = map ? (r / grid.cell_rows) * grid.cols : 0;
-  int64_t j = 0;
-  while (j < n) {
-    // Sum cell by cell so that the map costs one add per cell.
-    const int64_t cell = map ? (c0 + j) / grid.cell_cols : 0;
-    const int64_t end = map ? std::min(n, (cell + 1) * grid.cell_cols - c0) : n;
-    double ce = 0, cs = 0;
-    for (int64_t k = j; k < end; ++k) {
-      ce += static_cast<double>(err_tmp[k]) * err_tmp[k];
-      cs += static_cast<double>(sq_tmp[k]) * sq_tmp[k];
-    }
+  for (int64_t j = 0, cell = 0, len = first_len; j < n; j += len, len = cell_cols, ++cell) {
+    const double ce = tmp.cell_err[static_cast<size_t>(cell)];
+    const double cs = tmp.cell_sq[static_cast<size_t>(cell)];
     se += ce;
     ss += cs;
     if (map) {
-      acc.map_err[static_cast<size_t>(map_row + cell)] += ce;
-      acc.map_sum[static_cast<size_t>(map_row + cell)] += cs;
+      const int64_t at = map_row + (c0 + j) / grid.cell_cols;
+      acc.map_err[static_cast<size_t>(at)] += ce;
+      acc.map_sum[static_cast<size_t>(at)] += cs;
     }
-    j = end;
   }
   acc.buf.sq_err += se;
   acc.buf.sq_sum += ss;
-  if (so.histogram) {
-    // Four interleaved sub-histograms: consecutive values mostly hit the same few bins,
-    // and one counter would serialise on its own store-to-load latency.
-    uint32_t h[4][kHistBins] = {};
+  if (so.histogram && !std::isfinite(scale)) {
+    // Zeros and non-finite x need not land on the end fields: bin each element itself.
     for (int64_t k = 0; k < n; ++k) {
       const float v = load(x, base + c0 + k);
       const uint32_t a = float_bits(v) & 0x7FFFFFFFu;
-      const int bin =
-          a >= 0x7F800000u ? kHistNonfiniteBin : (a == 0 ? kHistZeroBin : hist_bin(v * scale));
-      ++h[k & 3][bin];
+      ++acc.buf.hist[a >= 0x7F800000u ? kHistNonfiniteBin
+                                      : (a == 0 ? kHistZeroBin : hist_bin(v * scale))];
     }
-    for (int b = 0; b < kHistBins; ++b)
-      acc.buf.hist[b] += uint64_t{h[0][b]} + h[1][b] + h[2][b] + h[3][b];
+  } else if (so.histogram) {
+    if (acc.sub_hist_count + static_cast<uint64_t>(n) > 0xFFFFFFFFu) acc.flush_sub_hist();
+    acc.sub_hist_count += static_cast<uint64_t>(n);
+    auto& h = acc.sub_hist;
+    const uint8_t* bins = tmp.bins.data();
+    int64_t k = 0;
+    for (; k + 4 <= n; k += 4) {
+      ++h[0][bins[k]];
+      ++h[1][bins[k + 1]];
+      ++h[2][bins[k + 2]];
+      ++h[3][bins[k + 3]];
+    }
+    for (; k < n; ++k) ++h[0][bins[k]];
+    acc.raw_hist.zeros += counts.zeros;
+    acc.raw_hist.nonfinite += counts.nonfinite;
   }
 }
 
 using SegmentFn = void (*)(const TensorRef&, int64_t, int64_t, int64_t, float, float, Overflow,
-                           const float*, uint8_t*, uint8_t*, uint8_t*, float*, int64_t,
-                           const StatsOptions&, const MapGrid&, Accum&, float*, float*);
+                           const float*, uint8_t*, uint8_t*, float*, int64_t, const StatsOptions&,
+                           const MapGrid&, Accum&, Scratch&);
 
 SegmentFn segment_fn(Format f) {
   return dispatch_element_format(
@@ -306,6 +672,20 @@ struct Pass {
 };
 
 }  // namespace
+
+bool cpu_stats_path_available(CpuStatsPath p) {
+  return p != CpuStatsPath::Avx2 || resolve_path(CpuStatsPath::Auto) == CpuStatsPath::Avx2;
+}
+
+void set_cpu_stats_path(CpuStatsPath p) {
+  if (!cpu_stats_path_available(p))
+    throw std::invalid_argument("this processor or build has no AVX2 statistics loop");
+  stats_path().store(resolve_path(p));
+}
+
+CpuStatsPath cpu_stats_path() {
+  return stats_path().load();
+}
 
 MapGrid make_map_grid(const GroupLayout& layout, int max_cells) {
   MapGrid g;
@@ -484,9 +864,7 @@ QuantizeResult quantize(const TensorRef& x, const QuantRecipe& recipe, const Sca
   std::vector<std::vector<Accum>> acc(passes.size(), std::vector<Accum>(max_chunks));
   int64_t chunks = 1;
   for_row_chunks(x.rows, x.cols, threads, chunks, [&](int64_t chunk, int64_t r0, int64_t r1) {
-    std::vector<float> err_tmp(static_cast<size_t>(std::max<int64_t>(x.cols, 1)));
-    std::vector<float> sq_tmp(err_tmp.size());
-    std::vector<uint8_t> code_tmp(err_tmp.size());
+    Scratch tmp(x.cols);
     for (size_t p = 0; p < passes.size(); ++p) {
       Accum& a = acc[p][static_cast<size_t>(chunk)];
       if (so.error_map) {
@@ -504,9 +882,9 @@ QuantizeResult quantize(const TensorRef& x, const QuantRecipe& recipe, const Sca
           const int64_t c1 = std::min(x.cols, c0 + L.block_cols);
           const auto g = static_cast<size_t>(grow + c0 / L.block_cols);
           ps.fn(x, r, c0, c1, ps.scales->scale[g], ps.scales->scale_inv[g], ps.recipe.overflow,
-                ps.lut, code_tmp.data(), p == 0 ? out.codes : nullptr,
-                p == 0 ? out.codes_t : nullptr, p == 0 ? out.dequant : nullptr, x.rows, so, ps.grid,
-                acc[p][static_cast<size_t>(chunk)], err_tmp.data(), sq_tmp.data());
+                ps.lut, p == 0 ? out.codes : nullptr, p == 0 ? out.codes_t : nullptr,
+                p == 0 ? out.dequant : nullptr, x.rows, so, ps.grid,
+                acc[p][static_cast<size_t>(chunk)], tmp);
         }
       }
     }
@@ -520,7 +898,9 @@ QuantizeResult quantize(const TensorRef& x, const QuantRecipe& recipe, const Sca
       st.map_sq_sum.assign(st.map_sq_err.size(), 0.0);
     }
     for (int64_t c = 0; c < chunks; ++c) {
-      const Accum& a = acc[p][static_cast<size_t>(c)];
+      Accum& a = acc[p][static_cast<size_t>(c)];
+      a.flush_sub_hist();
+      a.raw_hist.fold_into(a.buf.hist);
       merge_stats(st.raw, a.buf);
       for (size_t i = 0; i < a.map_err.size(); ++i) {
         st.map_sq_err[i] += a.map_err[i];

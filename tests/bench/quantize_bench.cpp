@@ -1,14 +1,27 @@
-// CPU scaled quantization with and without statistics, next to the plain codec and a
-// memcpy of the same bytes, in one run. bytes_per_second counts fp32 input bytes.
+// CPU scaled quantization with and without statistics, next to the plain codec, a memcpy
+// of the same bytes and PyTorch's own CPU cast to float8_e4m3fn, in one run.
+// bytes_per_second counts input bytes (4 per element for fp32, 2 for bf16);
+// items_per_second counts elements.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "bench_data.h"
+#include "fp8wb/kernels/codec.h"
 #include "fp8wb/kernels/codec_cpu.h"
 #include "fp8wb/kernels/quantize_cpu.h"
+
+// PyTorch has float8 types from 2.1 on; Debian 12's LibTorch (1.13) has none.
+#if defined(__has_include)
+#if __has_include(<c10/util/Float8_e4m3fn.h>)
+#define FP8WB_BENCH_TORCH_FLOAT8 1
+#endif
+#endif
 
 namespace {
 
@@ -18,6 +31,24 @@ constexpr size_t kN = static_cast<size_t>(kRows * kCols);
 const std::vector<float>& data() {
   static const std::vector<float> d = fp8wb::bench::normal_floats(kN, 1.f);
   return d;
+}
+
+// The same values rounded to bf16 (round to nearest even), as bit patterns.
+const std::vector<uint16_t>& data_bf16() {
+  static const std::vector<uint16_t> d = [] {
+    std::vector<uint16_t> b(kN);
+    for (size_t i = 0; i < kN; ++i) {
+      const uint32_t u = fp8wb::float_bits(data()[i]);
+      b[i] = static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+    }
+    return b;
+  }();
+  return d;
+}
+
+void set_counters(benchmark::State& s, size_t bytes_per_element) {
+  s.SetBytesProcessed(static_cast<int64_t>(s.iterations() * kN * bytes_per_element));
+  s.SetItemsProcessed(static_cast<int64_t>(s.iterations() * kN));
 }
 
 void BM_Memcpy(benchmark::State& s) {
@@ -30,35 +61,69 @@ void BM_PlainEncode(benchmark::State& s) {
     fp8wb::encode_f32(data().data(), out.data(), kN, {}, 1);
     benchmark::DoNotOptimize(out.data());
   }
-  s.SetBytesProcessed(static_cast<int64_t>(s.iterations() * kN * 4));
+  set_counters(s, 4);
+}
+
+// PyTorch's plain cast, x.to(float8_e4m3fn), on `threads` intra-op threads.
+void BM_TorchCast(benchmark::State& s) {
+  const bool bf16 = s.range(0) != 0;
+  const int threads = static_cast<int>(s.range(1));
+#if defined(FP8WB_BENCH_TORCH_FLOAT8)
+  at::set_num_threads(threads);
+  const at::Tensor x =
+      bf16 ? at::from_blob(const_cast<uint16_t*>(data_bf16().data()), {kRows, kCols}, at::kBFloat16)
+           : at::from_blob(const_cast<float*>(data().data()), {kRows, kCols}, at::kFloat);
+  for (auto _ : s) {
+    at::Tensor y = x.to(at::kFloat8_e4m3fn);
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  set_counters(s, bf16 ? 2 : 4);
+  s.SetLabel(std::string(bf16 ? "bf16" : "fp32") + ", " + std::to_string(threads) + " thread(s)");
+#else
+  (void)bf16;
+  (void)threads;
+  s.SkipWithError("this LibTorch has no float8_e4m3fn (PyTorch 2.1 or later has)");
+#endif
 }
 
 // Tensorwise E4M3 with a known (delayed) scale: one pass.
 void BM_Quantize(benchmark::State& s) {
   const bool stats = s.range(0) != 0;
   const int threads = static_cast<int>(s.range(1));
+  const bool bf16 = s.range(2) != 0;
   fp8wb::QuantRecipe r;
   const auto layout = fp8wb::make_layout(r, kRows, kCols);
   const auto scales = fp8wb::compute_scales(r, layout, {5.0f}, 5.0f);
   fp8wb::StatsOptions so;
   so.enabled = so.histogram = so.error_map = stats;
   std::vector<uint8_t> out(kN);
+  const fp8wb::TensorRef x = bf16 ? fp8wb::TensorRef::of(data_bf16().data(), kRows, kCols)
+                                  : fp8wb::TensorRef::of(data().data(), kRows, kCols);
   for (auto _ : s) {
-    auto res = fp8wb::quantize(fp8wb::TensorRef::of(data().data(), kRows, kCols), r, scales,
-                               {out.data()}, so, nullptr, threads);
+    auto res = fp8wb::quantize(x, r, scales, {out.data()}, so, nullptr, threads);
     benchmark::DoNotOptimize(res);
   }
-  s.SetBytesProcessed(static_cast<int64_t>(s.iterations() * kN * 4));
-  s.SetLabel(std::string(stats ? "all statistics" : "codes only") + ", " + std::to_string(threads) +
-             " thread(s)");
+  set_counters(s, bf16 ? 2 : 4);
+  s.SetLabel(std::string(bf16 ? "bf16, " : "fp32, ") + (stats ? "all statistics" : "codes only") +
+             ", " + std::to_string(threads) + " thread(s)");
 }
 
 BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PlainEncode)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Quantize)
+BENCHMARK(BM_TorchCast)
     ->Args({0, 1})
     ->Args({1, 1})
-    ->Args({1, 0})
+    ->Args({0, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+// {statistics, threads (0: all cores), bf16 input}
+BENCHMARK(BM_Quantize)
+    ->Args({0, 1, 0})
+    ->Args({1, 1, 0})
+    ->Args({0, 1, 1})
+    ->Args({1, 1, 1})
+    ->Args({0, 2, 0})
+    ->Args({1, 2, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <stdexcept>
@@ -356,7 +358,7 @@ TEST(Quantize, Bf16InputEqualsWidenedFp32) {
 TEST(Quantize, StatisticsWithoutCodesEqualThoseWithCodesForEveryBf16Value) {
   // Every bf16 bit pattern (NaN, Inf, subnormals, zeros of both signs) once per row of a
   // 256 x 256 tensor, with per-row scales from 2^-30 to 2^30 (and between powers of two):
-  // the computed-value loop and the table loop must count and sum the same, per format.
+  // with codes and without, the statistics must count and sum the same, per format.
   std::vector<uint16_t> x(65536);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint16_t>(i * 40503u);  // a permutation
   for (Format f : {Format::E4M3FN, Format::E5M2, Format::E4M3FNUZ, Format::E5M2FNUZ, Format::E2M1FN,
@@ -378,6 +380,159 @@ TEST(Quantize, StatisticsWithoutCodesEqualThoseWithCodesForEveryBf16Value) {
     EXPECT_GT(with.stats.raw.subnormal, 0u);
     EXPECT_GT(with.stats.raw.saturated, 0u);
     EXPECT_GT(with.stats.raw.underflow, 0u);
+  }
+}
+
+// expect_same_stats() with the sums compared as bit patterns: an IEEE overflow's error is
+// Inf or NaN, which == cannot compare.
+uint64_t double_bits(double d) {
+  uint64_t b = 0;
+  std::memcpy(&b, &d, sizeof b);
+  return b;
+}
+
+void expect_identical_stats(const TensorStats& a, const TensorStats& b) {
+  TensorStats a2 = a, b2 = b;
+  EXPECT_EQ(double_bits(a.raw.sq_err), double_bits(b.raw.sq_err));
+  EXPECT_EQ(double_bits(a.raw.sq_sum), double_bits(b.raw.sq_sum));
+  ASSERT_EQ(a.map_sq_err.size(), b.map_sq_err.size());
+  for (size_t i = 0; i < a.map_sq_err.size(); ++i) {
+    EXPECT_EQ(double_bits(a.map_sq_err[i]), double_bits(b.map_sq_err[i])) << "cell " << i;
+    EXPECT_EQ(double_bits(a.map_sq_sum[i]), double_bits(b.map_sq_sum[i])) << "cell " << i;
+  }
+  a2.raw.sq_err = b2.raw.sq_err = 0;
+  a2.map_sq_err.clear();
+  b2.map_sq_err.clear();
+  expect_same_stats(a2, b2);
+}
+
+// Crafted fp32 values for one format, in units of x * scale: every code's value and the
+// midpoints between neighbours (the rounding ties), just either side of each midpoint,
+// the saturation boundary and around it, the subnormal range, zeros of both signs,
+// Inf, NaN, fp32 subnormals and full-mantissa values, each with both signs.
+std::vector<float> crafted_values(Format f) {
+  const CodecSpec sp = codec_spec(f);
+  std::vector<float> grid;
+  for (int c = 0; c < (1 << (sp.bits - 1)); ++c) {
+    const float v = decode(static_cast<uint8_t>(c), sp);
+    if (std::isfinite(v)) grid.push_back(v);
+  }
+  std::sort(grid.begin(), grid.end());
+  const float top = grid.back();
+  grid.push_back(top + (top - grid[grid.size() - 2]));  // the next step past max
+  std::vector<float> v;
+  for (size_t i = 0; i < grid.size(); ++i) {
+    v.push_back(grid[i]);
+    if (i + 1 < grid.size()) {
+      const float mid = (grid[i] + grid[i + 1]) / 2;  // exact: one more bit
+      v.push_back(mid);
+      v.push_back(std::nextafter(mid, 0.0f));
+      v.push_back(std::nextafter(mid, INFINITY));
+    }
+  }
+  for (float t : {top * 1.5f, top * 4.0f, 3e38f, FLT_MAX, grid[1] / 4, grid[1] / 2,
+                  std::nextafter(grid[1] / 2, 1.0f), 1e-40f, 1e-45f, 0.0f, INFINITY,
+                  std::numeric_limits<float>::quiet_NaN()})
+    v.push_back(t);
+  // Full-mantissa values across the range, whose fp64 sums depend on the order of addition.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int i = 0; i < 64; ++i) v.push_back(std::ldexp(u(rng), i % 12 - 6) * top);
+  const size_t n = v.size();
+  for (size_t i = 0; i < n; ++i) v.push_back(-v[i]);
+  return v;
+}
+
+TEST(Quantize, Avx2PathEqualsPortablePathBitForBit) {
+  if (!cpu_stats_path_available(CpuStatsPath::Avx2))
+    GTEST_SKIP() << "no AVX2 statistics loop on this processor or build";
+  struct Restore {
+    CpuStatsPath p = cpu_stats_path();
+    ~Restore() { set_cpu_stats_path(p); }
+  } restore;
+  for (Format f : {Format::E4M3FN, Format::E5M2, Format::E4M3FNUZ, Format::E5M2FNUZ, Format::E2M1FN,
+                   Format::E3M2FN, Format::E2M3FN}) {
+    for (Overflow ov : {Overflow::Saturate, Overflow::Ieee}) {
+      SCOPED_TRACE(std::string(format_info(f).name) + " " + std::string(overflow_name(ov)));
+      const CodecSpec sp = codec_spec(f);
+      // Rows of 37 (tails after the eight-wide steps, cells of the error map across them),
+      // each row its own scale (powers of two and between), every crafted value per row.
+      const std::vector<float> base = crafted_values(f);
+      const int64_t cols = 37;
+      // Scale pairs: reciprocal ones, then two that are not (a scale_inv that dequantizes
+      // everything to zero, an infinite scale), where the AVX2 loop's shortcuts do not hold.
+      const std::pair<float, float> pairs[] = {{1.0f, 1.0f},
+                                               {0.5f, 2.0f},
+                                               {3.0f, 1.0f / 3.0f},
+                                               {1.0f / 3.0f, 3.0f},
+                                               {1024.0f, 1.0f / 1024.0f},
+                                               {1.0f, 0.0f},
+                                               {INFINITY, 0.0f}};
+      const size_t np = std::size(pairs);
+      const int64_t rows = static_cast<int64_t>((base.size() * np + cols - 1) / cols);
+      std::vector<float> x(static_cast<size_t>(rows * cols));
+      QuantRecipe r = R(ScalingKind::Rowwise, f);
+      r.overflow = ov;
+      ScaleSet sc;
+      sc.layout = make_layout(r, rows, cols);
+      for (int64_t row = 0; row < rows; ++row) {
+        sc.scale.push_back(pairs[static_cast<size_t>(row) % np].first);
+        sc.scale_inv.push_back(pairs[static_cast<size_t>(row) % np].second);
+      }
+      // Element i holds crafted value (i % n) divided by its row's scale: exactly the crafted
+      // x * scale where the division is exact, near it elsewhere.
+      for (size_t i = 0; i < x.size(); ++i) {
+        const float s = sc.scale[i / static_cast<size_t>(cols)];
+        x[i] = std::isfinite(s) ? base[i % base.size()] / s : base[i % base.size()];
+      }
+      std::vector<uint16_t> bf(x.size());
+      for (size_t i = 0; i < x.size(); ++i) bf[i] = static_cast<uint16_t>(float_bits(x[i]) >> 16);
+      for (bool bf16 : {false, true}) {
+        const TensorRef t =
+            bf16 ? TensorRef::of(bf.data(), rows, cols) : TensorRef::of(x.data(), rows, cols);
+        StatsOptions so;
+        so.map_max_cells = 8;  // cells of 5 columns: boundaries inside the eight-wide steps
+        struct Out {
+          std::vector<uint8_t> codes, codes_t;
+          std::vector<float> dq;
+          QuantizeResult with, without;
+        };
+        auto run = [&](CpuStatsPath p) {
+          set_cpu_stats_path(p);
+          Out o;
+          o.codes.assign(x.size(), 0xAA);
+          o.dq.assign(x.size(), -1.0f);
+          QuantizeTargets q;
+          q.codes = o.codes.data();
+          q.dequant = o.dq.data();
+          o.with = quantize(t, r, sc, q, so, nullptr, 1);
+          o.without = quantize(t, r, sc, {}, so, nullptr, 1);
+          return o;
+        };
+        const Out a = run(CpuStatsPath::Portable), b = run(CpuStatsPath::Avx2);
+        ASSERT_EQ(a.codes, b.codes);
+        for (size_t i = 0; i < x.size(); ++i) {
+          ASSERT_EQ(float_bits(a.dq[i]), float_bits(b.dq[i])) << "element " << i;
+        }
+        expect_identical_stats(a.with.stats, b.with.stats);
+        expect_identical_stats(a.without.stats, b.without.stats);
+        expect_identical_stats(a.with.stats, a.without.stats);
+        // And against the scalar codec: every code is encode()'s, every dequantized value
+        // decode(code) * scale_inv.
+        for (size_t i = 0; i < x.size(); ++i) {
+          const size_t row = i / static_cast<size_t>(cols);
+          const float v = bf16 ? bits_float(static_cast<uint32_t>(bf[i]) << 16) : x[i];
+          const uint8_t code = encode(v * sc.scale[row], sp, ov);
+          ASSERT_EQ(b.codes[i], code) << "element " << i << " x " << v;
+          ASSERT_EQ(float_bits(b.dq[i]), float_bits(decode(code, sp) * sc.scale_inv[row]))
+              << "element " << i << " x " << v;
+        }
+        EXPECT_GT(b.with.stats.raw.saturated, 0u);
+        EXPECT_GT(b.with.stats.raw.subnormal, 0u);
+        EXPECT_GT(b.with.stats.raw.underflow, 0u);
+        EXPECT_GT(b.with.stats.raw.nonfinite, 0u);
+      }
+    }
   }
 }
 

@@ -1,6 +1,6 @@
 // defines: TensorRef, QuantizeTargets, StatsOptions, WhatIf, compute_amax(), quantize(),
-// dequantize(), quantize_current(), ValueSummary, summarize_values(): scaled quantization
-// with every statistic gathered in the same pass, on all CPU cores.
+// dequantize(), quantize_current(), ValueSummary, summarize_values(), CpuStatsPath: scaled
+// quantization with every statistic gathered in the same pass, on all CPU cores.
 #pragma once
 
 #include <cstdint>
@@ -82,6 +82,16 @@ CurrentQuantization quantize_current(const TensorRef& x, const QuantRecipe& reci
                                      const QuantizeTargets& out = {},
                                      const StatsOptions& stats = {},
                                      const QuantRecipe* whatif = nullptr, int threads = 0);
+
+// Which statistics loop quantize() runs on the CPU: Auto picks the AVX2 one where the
+// processor has AVX2 (x86-64), else the portable one. Both give the same codes,
+// dequantized values and statistics, bit for bit; pinning one is for comparing them.
+// Process-wide. set_cpu_stats_path() throws std::invalid_argument for a path this
+// processor or build cannot run.
+enum class CpuStatsPath : uint8_t { Auto, Portable, Avx2 };
+bool cpu_stats_path_available(CpuStatsPath p);
+void set_cpu_stats_path(CpuStatsPath p);
+CpuStatsPath cpu_stats_path();  // the one in use (never Auto)
 
 // What a tensor's values are, before any quantization (the checkpoint inspector's
 // columns): one pass on all cores. Sums are double, merged in row-chunk order.
