@@ -9,6 +9,7 @@
 #   PART=ranks    (two GPUs) data-parallel runs through NCCL: two ranks against one on the
 #                 tiny GPT (loss, per-rank scales, without the amax reduction), 2 GPUs
 #                 against 1 in tokens/s, and `fp8wb bench --comm` over NCCL
+#   PART=verify   build everything and run every test (GPU ones included), then stop
 #   PART=kernels  only the GPU kernel and FP8 linear tests and benchmarks, and an ncu
 #                 profile of the statistics kernel, for work on the kernels;
 #                 PROFILE_STEP="fp8 rowwise current" (a variant of the MLP benchmark)
@@ -162,6 +163,24 @@ QT_QPA_PLATFORM=offscreen ctest --test-dir "$BUILD" -j 8 --output-on-failure >"$
 ctest_rc=$?
 tail -5 "$OUT/ctest.log"
 gpu_skipped=$(grep -cE '^\s+[0-9]+ - .*\(Skipped\)' "$OUT/ctest.log" || true)  # ctest's closing list
+
+if [ "${PART:-}" = verify ]; then
+  grep -E "Failed|\*\*\*" "$OUT/ctest.log" | head -20
+  log "benchmarks: GPU quantize, MLP block, CPU quantize beside PyTorch's cast, CPU training steps"
+  "$BUILD/tests/gpu/fp8wb_gpu_quantize_bench" --json "$OUT/gpu_quantize_bench.json" | tail -17
+  "$BUILD/tests/gpu/fp8wb_float8_linear_bench" --reps 10 --json "$OUT/float8_linear_bench.json" | tail -22
+  if [ -x "$BUILD/tests/bench/fp8wb_quantize_bench" ]; then
+    "$BUILD/tests/bench/fp8wb_quantize_bench" --benchmark_filter='BM_Memcpy|BM_TorchCast/./1/|BM_Quantize/./1/' \
+      --benchmark_out="$OUT/cpu_quantize_bench.json" --benchmark_out_format=json 2>&1 | grep -E "BM_|Run on"
+  fi
+  "$BUILD/app/fp8wb" bench --train-only --device cpu 2>&1 | tail -8
+  log "ranks on one GPU: two NCCL ranks need two GPUs, and are refused saying so"
+  "$BUILD/app/fp8wb" train --db "$OUT/v.sqlite" --quiet --nproc 2 --set device=cuda --set steps=2 2>&1 | tail -2
+  grep -E "NCCL|nccl" "$OUT/build.log" | head -2
+  printf '%-28s %s\n' "ctest" "$(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)"
+  printf '%-28s %s\n' "skipped tests" "$gpu_skipped"
+  exit $ctest_rc
+fi
 
 log "golden tables against ml_dtypes here"
 python3 tests/gpu/make_golden.py "$OUT/golden-now" >>"$OUT/ctest.log" 2>&1
