@@ -36,8 +36,9 @@ if [ -n "$sqlite_inc" ]; then
   lib=$(ls /usr/lib/x86_64-linux-gnu/libsqlite3.so.0* 2>/dev/null | head -1)
   extra+=(-DSQLite3_INCLUDE_DIR=$sqlite_inc -DSQLite3_LIBRARY=$lib)
 fi
-# NCCL's header, for data-parallel runs on GPUs: PyTorch's wheels keep it in site-packages.
-if [ -z "${NCCL_INCLUDE_DIR:-}" ]; then
+# NCCL's header, for data-parallel runs on GPUs (PART=ranks, or NCCL_INCLUDE_DIR given):
+# PyTorch's wheels keep it in site-packages.
+if [ -z "${NCCL_INCLUDE_DIR:-}" ] && [ "${PART:-}" = ranks ]; then
   NCCL_INCLUDE_DIR=$(python3 -c 'import nvidia, os
 print(next((os.path.join(p, "nccl", "include") for p in nvidia.__path__
             if os.path.exists(os.path.join(p, "nccl", "include", "nccl.h"))), ""))' 2>/dev/null)
