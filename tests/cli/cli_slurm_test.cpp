@@ -28,6 +28,9 @@
 
 namespace {
 
+// The one-node cluster of the ctest fixture, unless the caller names another.
+const int kSlurmConf = setenv("SLURM_CONF", FP8WB_SLURM_CONF, /*overwrite=*/0);
+
 namespace fs = std::filesystem;
 using fp8wb::cli::ProgramResult;
 using fp8wb::cli::run_program;

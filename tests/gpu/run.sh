@@ -13,7 +13,7 @@
 #   PART=kernels  only the GPU kernel and FP8 linear tests and benchmarks, and an ncu
 #                 profile of the statistics kernel, for work on the kernels;
 #                 PROFILE_STEP="fp8 rowwise current" (a variant of the MLP benchmark)
-#                 adds the time of every kernel of its steps
+#                 adds the time of every kernel of its steps; NO_BENCH=1: the tests only
 #
 # Missing headers (sqlite3.h on some GPU images) can be supplied under .deps/sqlite
 # (dpkg -x of Debian's libsqlite3-dev).
@@ -132,6 +132,7 @@ if [ "${PART:-}" = kernels ]; then
   "$BUILD/tests/gpu/fp8wb_gpu_tests" >"$OUT/gpu_tests.log" 2>&1; rc1=$?
   "$BUILD/tests/gpu/fp8wb_float8_gpu_tests" >"$OUT/float8_gpu_tests.log" 2>&1; rc2=$?
   grep -E "FP8 conversion|FAILED|PASSED|Failure|Expected|Which is|first pattern" "$OUT/gpu_tests.log" "$OUT/float8_gpu_tests.log" | head -40
+  [ -n "${NO_BENCH:-}" ] && exit $(( rc1 | rc2 ))
   log "benchmarks"
   "$BUILD/tests/gpu/fp8wb_gpu_quantize_bench" --json "$OUT/gpu_quantize_bench.json" | tail -25
   "$BUILD/tests/gpu/fp8wb_float8_linear_bench" --json "$OUT/float8_linear_bench.json"
