@@ -167,7 +167,8 @@ tail -5 "$OUT/ctest.log"
 gpu_skipped=$(grep -cE '^\s+[0-9]+ - .*\(Skipped\)' "$OUT/ctest.log" || true)  # ctest's closing list
 
 if [ "${PART:-}" = verify ]; then
-  grep -E "Failed|\*\*\*" "$OUT/ctest.log" | head -20
+  grep -E "Failed|\*\*\*|Errors" "$OUT/ctest.log" | head -20
+  if [ -z "${NO_BENCH:-}" ]; then
   log "benchmarks: GPU quantize, MLP block, CPU quantize beside PyTorch's cast, CPU training steps"
   "$BUILD/tests/gpu/fp8wb_gpu_quantize_bench" --json "$OUT/gpu_quantize_bench.json" | tail -17
   "$BUILD/tests/gpu/fp8wb_float8_linear_bench" --reps 10 --json "$OUT/float8_linear_bench.json" | tail -22
@@ -176,6 +177,7 @@ if [ "${PART:-}" = verify ]; then
       --benchmark_out="$OUT/cpu_quantize_bench.json" --benchmark_out_format=json 2>&1 | grep -E "BM_|Run on"
   fi
   "$BUILD/app/fp8wb" bench --train-only --device cpu 2>&1 | tail -8
+  fi
   log "ranks on one GPU: two NCCL ranks need two GPUs, and are refused saying so"
   "$BUILD/app/fp8wb" train --db "$OUT/v.sqlite" --quiet --nproc 2 --set device=cuda --set steps=2 2>&1 | tail -2
   grep -E "NCCL|nccl" "$OUT/build.log" | head -2
