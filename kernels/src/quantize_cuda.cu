@@ -578,54 +578,24 @@ __global__ void __launch_bounds__(kThreads)
           float y[4], dq[4], e[4], vf[4];
           const uint32_t word =
               quantize4<F, kHw, true>(v[j], sc, si, Overflow::Saturate, lut, y, dq);
-          uint32_t a[4];
 #pragma unroll
-          for (int k = 0; k < 4; ++k) a[k] = float_bits(v[j][k]) & 0x7FFFFFFFu;
-          const uint32_t a4 = max(max(a[0], a[1]), max(a[2], a[3]));
-          if (a4 < 0x7F800000u) {
-            // All four finite: the flags four codes at a time, from the magnitude bytes.
-            ls.amax = max(ls.amax, a4);
-            const uint32_t mags = word & 0x7F7F7F7Fu;
-            const uint32_t nonzero = (mags + 0x7F7F7F7Fu) & 0x80808080u;
-            const uint32_t normal = (mags + (0x80u - (1u << s.mbits)) * 0x01010101u) & 0x80808080u;
-            const uint32_t zeros = (a[0] == 0) + (a[1] == 0) + (a[2] == 0) + (a[3] == 0);
-            ls.zeros += zeros;
-            ls.subnormal += __popc(nonzero & ~normal);
-            ls.underflow += 4 - __popc(nonzero) - zeros;  // zero codes of nonzero inputs
-            // Saturation only where a code is the largest magnitude.
-            const uint32_t top = mags ^ (uint32_t{s.max_mag} * 0x01010101u);
-            if ((top - 0x01010101u) & ~top & 0x80808080u) {
-#pragma unroll
-              for (int k = 0; k < 4; ++k)
-                ls.saturated += (float_bits(y[k]) & 0x7FFFFFFFu) >= saturating_bits<F>();
+          for (int k = 0; k < 4; ++k) {
+            const uint32_t a = float_bits(v[j][k]) & 0x7FFFFFFFu;
+            const bool fin = a < 0x7F800000u;
+            const uint32_t m = (word >> (8 * k)) & 0x7Fu;
+            ls.zeros += a == 0;
+            ls.nonfinite += !fin;
+            ls.underflow += fin && a != 0 && m == 0;
+            ls.subnormal += m - 1u < (1u << s.mbits) - 1u;
+            ls.saturated += fin && (float_bits(y[k]) & 0x7FFFFFFFu) >= saturating_bits<F>();
+            ls.amax = fin ? max(ls.amax, a) : ls.amax;
+            e[k] = fin ? v[j][k] - dq[k] : 0.0f;  // the difference in fp32, as on the CPU
+            vf[k] = fin ? v[j][k] : 0.0f;
+            if (my_hist) {
+              const int bin = !fin ? kHistNonfiniteBin : (a == 0 ? kHistZeroBin : hist_bin(y[k]));
+              my_hist[bin * kThreads]++;
             }
-#pragma unroll
-            for (int k = 0; k < 4; ++k) {
-              e[k] = v[j][k] - dq[k];  // the difference in fp32, as on the CPU
-              vf[k] = v[j][k];
-              if (my_hist) my_hist[(a[k] == 0 ? kHistZeroBin : hist_bin(y[k])) * kThreads]++;
-              t[k][i / 4] |= ((word >> (8 * k)) & 0xFFu) << (8 * (i % 4));
-            }
-          } else {
-#pragma unroll
-            for (int k = 0; k < 4; ++k) {
-              const bool fin = a[k] < 0x7F800000u;
-              const uint32_t m = (word >> (8 * k)) & 0x7Fu;
-              ls.zeros += a[k] == 0;
-              ls.nonfinite += !fin;
-              ls.underflow += fin && a[k] != 0 && m == 0;
-              ls.subnormal += m - 1u < (1u << s.mbits) - 1u;
-              ls.saturated += fin && (float_bits(y[k]) & 0x7FFFFFFFu) >= saturating_bits<F>();
-              ls.amax = fin ? max(ls.amax, a[k]) : ls.amax;
-              e[k] = fin ? v[j][k] - dq[k] : 0.0f;
-              vf[k] = fin ? v[j][k] : 0.0f;
-              if (my_hist) {
-                const int bin =
-                    !fin ? kHistNonfiniteBin : (a[k] == 0 ? kHistZeroBin : hist_bin(y[k]));
-                my_hist[bin * kThreads]++;
-              }
-              t[k][i / 4] |= ((word >> (8 * k)) & 0xFFu) << (8 * (i % 4));
-            }
+            t[k][i / 4] |= ((word >> (8 * k)) & 0xFFu) << (8 * (i % 4));
           }
           ls.numel += 4;
           double re, rs;
