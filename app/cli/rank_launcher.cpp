@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -93,7 +95,8 @@ int launch_ranks(const LaunchOptions& opt, std::ostream& err) {
     const std::string v = *e;
     const std::string name = v.substr(0, v.find('='));
     if (name == "RANK" || name == "WORLD_SIZE" || name == "LOCAL_RANK" ||
-        name == "LOCAL_WORLD_SIZE" || name == "MASTER_ADDR" || name == "MASTER_PORT")
+        name == "LOCAL_WORLD_SIZE" || name == "MASTER_ADDR" || name == "MASTER_PORT" ||
+        name == kLauncherPidVariable)
       continue;
     base.push_back(v);
   }
@@ -113,6 +116,7 @@ int launch_ranks(const LaunchOptions& opt, std::ostream& err) {
     env.push_back(fmt::format("LOCAL_WORLD_SIZE={}", opt.nproc));
     env.push_back("MASTER_ADDR=127.0.0.1");
     env.push_back(fmt::format("MASTER_PORT={}", port));
+    env.push_back(fmt::format("{}={}", kLauncherPidVariable, ::getpid()));
     std::vector<char*> envp;
     for (std::string& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
@@ -175,6 +179,17 @@ int launch_ranks(const LaunchOptions& opt, std::ostream& err) {
       }(),
       pids.size(), first_failed, report);
   return WIFEXITED(status[0]) && WEXITSTATUS(status[0]) != 0 ? WEXITSTATUS(status[0]) : 1;
+}
+
+void stop_with_launcher() {
+  const char* v = std::getenv(kLauncherPidVariable);
+  if (!v) return;
+  char* end = nullptr;
+  const long launcher = std::strtol(v, &end, 10);
+  if (end == v || *end != '\0' || launcher <= 1) return;
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  // The launcher may have died before the line above: then this rank was reparented.
+  if (::getppid() != static_cast<pid_t>(launcher)) ::raise(SIGTERM);
 }
 
 }  // namespace fp8wb::cli

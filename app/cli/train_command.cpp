@@ -195,6 +195,7 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
     lo.master_port = opt.master_port;
     return launch_ranks(lo, err);
   }
+  if (ranks.distributed()) stop_with_launcher();
   if (ranks.distributed() && ranks.rank != 0) return run_other_rank(cfg, ranks, err);
 
   auto store = RunStore::open(db_path(opt.db));

@@ -188,6 +188,52 @@ TEST_F(CliRanks, AKilledRankFailsTheRunAndNothingHangs) {
       << runs[0].message;
 }
 
+// The launcher killed outright (no chance to stop its ranks): the ranks notice that their
+// parent is gone, stop after their step, and the run ends instead of training on unwatched.
+TEST_F(CliRanks, ALauncherKilledOutrightStopsItsRanks) {
+  std::vector<std::string> args = {"train", "--db", db_, "--nproc", "2", "--set", "steps=1000000"};
+  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
+  const pid_t launcher = spawn(args, out, err);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  bool stepping = false;
+  while (!stepping && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    try {
+      auto s = fp8wb::RunStore::open_read_only(db_);
+      const auto runs = s->runs();
+      stepping = !runs.empty() && runs[0].last_step >= 3;
+    } catch (const std::exception&) {
+    }
+  }
+  ASSERT_TRUE(stepping) << slurp(err);
+  const pid_t rank0 = rank_process(launcher, 0), rank1 = rank_process(launcher, 1);
+  ASSERT_GT(rank0, 0);
+  ASSERT_GT(rank1, 0);
+  ASSERT_EQ(kill(launcher, SIGKILL), 0);
+  int st = 0;
+  waitpid(launcher, &st, 0);
+  // Both ranks end (they were reparented, so they are polled by their /proc entry).
+  const auto gone = [](pid_t pid) {
+    const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+    return stat.empty() || stat.find(") Z ") != std::string::npos;
+  };
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while ((!gone(rank0) || !gone(rank1)) && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const bool ended = gone(rank0) && gone(rank1);
+  if (!ended) {
+    kill(rank0, SIGKILL);
+    kill(rank1, SIGKILL);
+  }
+  ASSERT_TRUE(ended) << "ranks still training 30 s after their launcher was killed";
+  auto s = fp8wb::RunStore::open_read_only(db_);
+  const auto runs = s->runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_NE(runs[0].status, fp8wb::RunStatus::Running);
+  EXPECT_LT(runs[0].last_step, 999999);
+}
+
 TEST_F(CliRanks, APortInUseIsNamed) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
