@@ -399,8 +399,9 @@ SweepCollection collect_sweep_folder(const std::string& dir_text, const std::str
     }
     rows.push_back(row);
   }
-  // Every trial has its result: the sweep is complete.
-  const std::string status = waiting == 0 ? "finished" : "running";
+  // Every trial has its result: the sweep is complete. A trial whose database could not be
+  // read (damaged, another sweep's) has none yet: it can be run again and collected.
+  const std::string status = waiting == 0 && problems.empty() ? "finished" : "running";
   if (sweep->status != status) store->set_sweep_status(sweep->id, status);
   store->flush();
 

@@ -182,6 +182,8 @@ TEST_F(SlurmSweep, GridRunsAsAnArrayAndIsCollected) {
     for (const auto& r : s->runs()) names.push_back(r.name);
     EXPECT_EQ(names, (std::vector<std::string>{"grid: margin=0 window=1 seed=1",
                                                "grid: margin=2 window=16 seed=1"}));
+    // Two trials without a result: the sweep is not finished.
+    EXPECT_NE(s->sweep(sweep_id)->status, "finished");
   }
 
   // The real folder: the other two come in, the first two stay as they are.
