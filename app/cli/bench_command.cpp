@@ -25,7 +25,8 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& opt) {
   auto* c = app.add_subcommand(
       "bench", "Measure: FP8 training steps against high precision, and the run store");
   c->add_option("--device", opt.device, "cpu, cuda or cuda:N");
-  c->add_option("--steps", opt.steps, "Timed steps per variant")->check(CLI::PositiveNumber);
+  c->add_option("--steps", opt.steps, "Timed steps per variant (1 to 100000)")
+      ->check(CLI::Range(1, 100000));
   c->add_option("--model", opt.model, "gpt or mlp")->check(CLI::IsMember({"gpt", "mlp"}));
   c->add_option("--set", opt.overrides, "Override a model field: key=value (repeatable)");
   c->add_flag("--json", opt.json, "Print the figures as JSON");
