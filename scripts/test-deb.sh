@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# test-deb.sh [BUILD_DIR]: builds the Debian package from a configured and built Release
-# folder (default ./build), installs it with apt-get, runs the installed programs as a
-# user would (fp8wb formats, a 20-step training run, the GUI's offscreen screenshot through
-# the installed desktop entry's Exec line), checks the installed files, and removes the
-# package again, whatever happened in between. Needs root or sudo, and apt.
+# test-deb.sh [BUILD_DIR]: makes the Debian package with scripts/make-deb.sh (a CPU
+# build of its own in BUILD_DIR, default ./build-deb), installs it with apt-get, checks
+# that every library the programs load belongs to a Debian package, runs the installed
+# programs as a user would (fp8wb formats, a 20-step training run, the GUI's offscreen
+# screenshot through the installed desktop entry's Exec line), checks the installed files,
+# and removes the package again, whatever happened in between. Needs root or sudo, and apt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD_DIR="${1:-${BUILD_DIR:-build}}"
+BUILD_DIR="${1:-build-deb}"
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 PKG=fp8-workbench
@@ -23,13 +24,9 @@ if installed; then
   exit 1
 fi
 
-version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$BUILD_DIR/CMakeCache.txt")
-arch=$(dpkg --print-architecture)
-deb="$BUILD_DIR/${PKG}_${version}_${arch}.deb"
-echo "== building $deb"
-rm -f "$BUILD_DIR"/${PKG}_*.deb
-(cd "$BUILD_DIR" && cpack -G DEB >/dev/null)
-[ -f "$deb" ] || { echo "test-deb: cpack did not write $deb"; exit 1; }
+echo "== building the package (scripts/make-deb.sh $BUILD_DIR)"
+deb=$(./scripts/make-deb.sh "$BUILD_DIR" | tail -1)
+echo "$deb"
 if command -v lintian >/dev/null; then
   echo "== lintian"
   # Clean of errors and warnings; the informational tags that stay are in docs/packaging.md.
@@ -78,6 +75,23 @@ for size in 16 32 48 64 128 256; do
   # The PNG's width and height, big-endian at bytes 16 and 20 of its IHDR chunk.
   wh=$(od -An -tu1 -j16 -N8 "$png" | awk '{print $3*256+$4 "x" $7*256+$8}')
   [ "$wh" = "${size}x${size}" ] || fail "$png is $wh, not ${size}x${size}"
+done
+# Every library the programs load must come from a Debian package (a library found only
+# through this machine's own setup, such as a CUDA toolkit in /usr/local, would be missing
+# on the user's machine, and dpkg-shlibdeps cannot declare it).
+owned() {
+  local p=$1 r
+  r=$(readlink -f "$p")
+  for q in "$p" "$r" "${r#/usr}" "/usr$r"; do
+    dpkg -S "$q" >/dev/null 2>&1 && return 0
+  done
+  return 1
+}
+for b in /usr/bin/fp8wb /usr/bin/fp8-workbench; do
+  while read -r name path; do
+    [ "$path" != "not" ] || fail "$b needs $name, which is not found"
+    owned "$path" || fail "$b needs $name ($path), which no Debian package provides"
+  done < <(ldd "$b" | awk '$2 == "=>" && $3 != "" {print $1, $3}')
 done
 if command -v desktop-file-validate >/dev/null; then
   desktop-file-validate /usr/share/applications/$APP_ID.desktop

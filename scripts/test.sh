@@ -14,11 +14,13 @@ BUILD_DIR="${BUILD_DIR:-build}"
 export QT_QPA_PLATFORM=offscreen
 ctest --test-dir "$BUILD_DIR" --output-on-failure --parallel "$(nproc)" --timeout 600
 
-# The Debian package of that Release build: built, checked with lintian, installed with
-# apt-get, run from /usr/bin (the CLI, a short training run, the GUI offscreen through its
-# desktop entry) and removed again, also when a step fails.
+# The Debian package, from a CPU build of its own (scripts/make-deb.sh: no CUDA or HIP
+# runtime, which Debian does not provide; ccache makes most of it from the build above):
+# built, checked with lintian, installed with apt-get, its libraries checked to come from
+# Debian packages, run from /usr/bin (the CLI, a short training run, the GUI offscreen
+# through its desktop entry) and removed again, also when a step fails.
 echo "== Debian package"
-./scripts/test-deb.sh "$BUILD_DIR"
+./scripts/test-deb.sh "$BUILD_DIR-deb"
 
 # The unit, CLI and GUI tests again, built with AddressSanitizer and UndefinedBehaviorSanitizer
 # (the project's code only: LibTorch, Qt and OpenBLAS are Debian's, uninstrumented; what
