@@ -95,6 +95,21 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
+// Whether the database's first run reaches `step` within two minutes.
+bool wait_for_steps(const std::string& db, int64_t step) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    try {
+      auto s = fp8wb::RunStore::open_read_only(db);
+      const auto runs = s->runs();
+      if (!runs.empty() && runs[0].last_step >= step) return true;
+    } catch (const std::exception&) {
+    }
+  }
+  return false;
+}
+
 // The child of `parent` whose environment says RANK=<rank>.
 pid_t rank_process(pid_t parent, int rank) {
   std::ifstream children("/proc/" + std::to_string(parent) + "/task/" + std::to_string(parent) +
@@ -154,18 +169,7 @@ TEST_F(CliRanks, AKilledRankFailsTheRunAndNothingHangs) {
   const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
   const pid_t launcher = spawn(args, out, err);
   // A few steps in, rank 1 dies.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  bool stepping = false;
-  while (!stepping && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    try {
-      auto s = fp8wb::RunStore::open_read_only(db_);
-      const auto runs = s->runs();
-      stepping = !runs.empty() && runs[0].last_step >= 3;
-    } catch (const std::exception&) {
-    }
-  }
-  ASSERT_TRUE(stepping) << slurp(err);
+  ASSERT_TRUE(wait_for_steps(db_, 3)) << slurp(err);
   const pid_t rank1 = rank_process(launcher, 1);
   ASSERT_GT(rank1, 0);
   ASSERT_EQ(kill(rank1, SIGKILL), 0);
@@ -195,18 +199,7 @@ TEST_F(CliRanks, ALauncherKilledOutrightStopsItsRanks) {
   args.insert(args.end(), kTiny.begin(), kTiny.end());
   const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
   const pid_t launcher = spawn(args, out, err);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  bool stepping = false;
-  while (!stepping && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    try {
-      auto s = fp8wb::RunStore::open_read_only(db_);
-      const auto runs = s->runs();
-      stepping = !runs.empty() && runs[0].last_step >= 3;
-    } catch (const std::exception&) {
-    }
-  }
-  ASSERT_TRUE(stepping) << slurp(err);
+  ASSERT_TRUE(wait_for_steps(db_, 3)) << slurp(err);
   const pid_t rank0 = rank_process(launcher, 0), rank1 = rank_process(launcher, 1);
   ASSERT_GT(rank0, 0);
   ASSERT_GT(rank1, 0);
