@@ -92,6 +92,7 @@ class SweepHeatmapTest : public QObject {
  private Q_SLOTS:
   void unfinishedAndDivergedCellsHaveTheirOwnLook();
   void clickAnywhereInACellOverlaysItsRowOrColumn();
+  void aOneAxisSweepIsOneRowOfCells();
 
  private:
   QTemporaryDir dir_;
@@ -280,6 +281,42 @@ void SweepHeatmapTest::clickAnywhereInACellOverlaysItsRowOrColumn() {
   QVERIFY2(tab.overlayTitle().contains(QStringLiteral("window=1,")) ||
                tab.overlayTitle().contains(QStringLiteral("window=1 ")),
            qPrintable(tab.overlayTitle()));
+}
+
+// A sweep along one axis: one row of cells, one a value, each with its own figure (not
+// the axis against itself, whose off-diagonal cells would read as trials still to run).
+void SweepHeatmapTest::aOneAxisSweepIsOneRowOfCells() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("one_axis.sqlite")));
+  SweepSpec spec;
+  spec.name = "one axis";
+  spec.base.model = ModelKind::Mlp;
+  spec.axes = {parse_grid("margin=0,1,2")};
+  RunStore& store = engine.store();
+  const int64_t sweep = store.create_sweep(spec.name, sweep_json(spec));
+  const std::map<std::string, double> base = {{"0", 0.9}, {"1", 0.7}, {"2", 1.1}};
+  for (const SweepTrial& t : expand_sweep(spec))
+    add_run(store, sweep, t, base.at(t.values[0]), RunStatus::Finished);
+  store.flush();
+
+  SweepsTab tab(&engine);
+  tab.resize(1400, 900);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  QSignalSpy shown(&tab, &SweepsTab::sweepShown);
+  tab.showSweep(sweep);
+  QVERIFY(shown.wait(30000));
+  tab.setMetric(SweepMetric::FinalLoss);
+  auto* map = qobject_cast<QCPColorMap*>(tab.plots()[0]->plottable(0));
+  QVERIFY(map);
+  QCOMPARE(map->data()->keySize(), 3);
+  QCOMPARE(map->data()->valueSize(), 1);
+  for (int x = 0; x < 3; ++x)
+    QCOMPARE(tab.cellValue(x, 0), final_by_hand(base.at(std::to_string(x))));
+  QVERIFY(std::isnan(tab.cellValue(0, 1)));
+  // No cell marked as still to run.
+  for (int i = 0; i < tab.plots()[0]->itemCount(); ++i)
+    QVERIFY(tab.plots()[0]->item(i)->objectName() != QLatin1String("unfinishedCell"));
 }
 
 QTEST_MAIN(SweepHeatmapTest)

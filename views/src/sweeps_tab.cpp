@@ -479,13 +479,15 @@ void SweepsTab::setMetric(SweepMetric metric) {
 const SweepPoint* SweepsTab::pointAt(int x, int y) const {
   const int xa = x_axis_->currentIndex(), ya = y_axis_->currentIndex();
   if (xa < 0 || ya < 0 || spec_.axes.empty()) return nullptr;
+  // The same axis across and up (a one-axis sweep): one row of cells.
+  const bool one_row = xa == ya;
   const auto& xv = spec_.axes[static_cast<size_t>(xa)].values;
   const auto& yv = spec_.axes[static_cast<size_t>(ya)].values;
-  if (x < 0 || y < 0 || x >= static_cast<int>(xv.size()) || y >= static_cast<int>(yv.size()))
-    return nullptr;
+  const int rows = one_row ? 1 : static_cast<int>(yv.size());
+  if (x < 0 || y < 0 || x >= static_cast<int>(xv.size()) || y >= rows) return nullptr;
   for (const SweepPoint& p : points_) {
     bool match = p.values[static_cast<size_t>(xa)] == xv[static_cast<size_t>(x)] &&
-                 p.values[static_cast<size_t>(ya)] == yv[static_cast<size_t>(y)];
+                 (one_row || p.values[static_cast<size_t>(ya)] == yv[static_cast<size_t>(y)]);
     for (size_t k = 0; match && k < spec_.axes.size(); ++k) {
       if (static_cast<int>(k) == xa || static_cast<int>(k) == ya) continue;
       match = p.values[k] ==
@@ -553,7 +555,10 @@ void SweepsTab::redraw() {
     slicers_[k]->setVisible(static_cast<int>(k) != xa && static_cast<int>(k) != ya);
   const SweepMetric metric = chosen(metric_, kSweepMetrics);
   const auto& xv = spec_.axes[static_cast<size_t>(xa)].values;
-  const auto& yv = spec_.axes[static_cast<size_t>(ya)].values;
+  // The same axis across and up (a one-axis sweep): one row of cells, nothing up.
+  const bool one_row = xa == ya;
+  const std::vector<std::string> yv =
+      one_row ? std::vector<std::string>{""} : spec_.axes[static_cast<size_t>(ya)].values;
   map_->data()->setSize(static_cast<int>(xv.size()), static_cast<int>(yv.size()));
   map_->data()->setRange(QCPRange(0, std::max<double>(1, static_cast<double>(xv.size() - 1))),
                          QCPRange(0, std::max<double>(1, static_cast<double>(yv.size() - 1))));
@@ -595,7 +600,8 @@ void SweepsTab::redraw() {
   heat_->xAxis->setTicker(tx);
   heat_->yAxis->setTicker(ty);
   heat_->xAxis->setLabel(QString::fromStdString(spec_.axes[static_cast<size_t>(xa)].key));
-  heat_->yAxis->setLabel(QString::fromStdString(spec_.axes[static_cast<size_t>(ya)].key));
+  heat_->yAxis->setLabel(one_row ? QString()
+                                 : QString::fromStdString(spec_.axes[static_cast<size_t>(ya)].key));
   heat_->rescaleAxes();
   heat_->xAxis->setRange(-0.5, static_cast<double>(xv.size()) - 0.5);
   heat_->yAxis->setRange(-0.5, static_cast<double>(yv.size()) - 0.5);
