@@ -85,6 +85,16 @@ double contrast_to_white(QColor c) {
   return 1.05 / (l + 0.05);
 }
 
+// The tab in a window, showing the sweep; false if it never shows.
+bool show_sweep(SweepsTab& tab, int64_t sweep) {
+  tab.resize(1400, 900);
+  tab.show();
+  if (!QTest::qWaitForWindowExposed(&tab)) return false;
+  QSignalSpy shown(&tab, &SweepsTab::sweepShown);
+  tab.showSweep(sweep);
+  return shown.wait(30000);
+}
+
 }  // namespace
 
 class SweepHeatmapTest : public QObject {
@@ -130,12 +140,7 @@ void SweepHeatmapTest::unfinishedAndDivergedCellsHaveTheirOwnLook() {
   store.flush();
 
   SweepsTab tab(&engine);
-  tab.resize(1400, 900);
-  tab.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&tab));
-  QSignalSpy shown(&tab, &SweepsTab::sweepShown);
-  tab.showSweep(sweep);
-  QVERIFY(shown.wait(30000));
+  QVERIFY(show_sweep(tab, sweep));
   tab.setAxes(1, 0);  // x = window, y = margin
   tab.setMetric(SweepMetric::FinalLoss);
 
@@ -236,12 +241,7 @@ void SweepHeatmapTest::clickAnywhereInACellOverlaysItsRowOrColumn() {
   store.flush();
 
   SweepsTab tab(&engine);
-  tab.resize(1400, 900);
-  tab.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&tab));
-  QSignalSpy shown(&tab, &SweepsTab::sweepShown);
-  tab.showSweep(sweep);
-  QVERIFY(shown.wait(30000));
+  QVERIFY(show_sweep(tab, sweep));
   tab.setAxes(1, 0);  // x = window, y = margin
   ExportablePlot* plot = tab.plots()[0];
   ExportablePlot* curves = tab.plots()[1];
@@ -300,12 +300,7 @@ void SweepHeatmapTest::aOneAxisSweepIsOneRowOfCells() {
   store.flush();
 
   SweepsTab tab(&engine);
-  tab.resize(1400, 900);
-  tab.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&tab));
-  QSignalSpy shown(&tab, &SweepsTab::sweepShown);
-  tab.showSweep(sweep);
-  QVERIFY(shown.wait(30000));
+  QVERIFY(show_sweep(tab, sweep));
   tab.setMetric(SweepMetric::FinalLoss);
   auto* map = qobject_cast<QCPColorMap*>(tab.plots()[0]->plottable(0));
   QVERIFY(map);
