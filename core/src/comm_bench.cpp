@@ -140,10 +140,10 @@ CommBenchMemory estimate_comm_bench_memory(const CommBenchOptions& opt, int worl
   const double all_reduce = 16 * n;
   const double gather = 4 * n + 3 * (w * 2 * n);
   const double exchanges = std::max(all_reduce, gather);
-  // Freed buffers the allocator keeps and the process group's own: a quarter more (two
-  // ranks of 2^24 elements measured 32.7 bytes an element on rank 0 against the 30
-  // counted here; tests/cli/cli_ranks_test.cpp measures it).
-  constexpr double kSlack = 1.25;
+  // Freed buffers the allocator keeps and the process group's own: 40% more (two ranks
+  // of 2^24 elements measured 32.7 to 35.7 bytes an element on rank 0, from one run to
+  // the next, against the 30 counted here; tests/cli/cli_ranks_test.cpp measures it).
+  constexpr double kSlack = 1.4;
   CommBenchMemory m;
   if (opt.device == "cuda") {
     // The exchanged tensors live on the GPU; the host keeps the payloads, rank 0's sum to
