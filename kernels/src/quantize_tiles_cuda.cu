@@ -62,7 +62,8 @@ __global__ void __launch_bounds__(kThreads)
 // Three blocks an SM (registers capped at 80; the lane histograms allow three on an H200):
 // latency, not issue, bounds this kernel, and 24 resident warps beat 16 (0.170 -> 0.157 ms
 // at 16384 x 4096, docs/performance.md).
-template <Format F, bool kHw>
+// kTrans: transposed codes into codes_t.
+template <Format F, bool kHw, bool kTrans>
 __global__ void __launch_bounds__(kThreads, 3)
     tile_stats_kernel(const float* xf, const uint16_t* xb, Geometry G,
                       const float* __restrict__ scale, const float* __restrict__ scale_inv,
@@ -89,7 +90,7 @@ __global__ void __launch_bounds__(kThreads, 3)
     if (c0 < G.cols && r0 < G.rows) {
       const int64_t g = (r0 / G.block_rows) * G.group_cols + c0 / G.block_cols;
       const float sc = scale[g], si = scale_inv[g];
-      uint32_t t[4][4] = {};
+      [[maybe_unused]] uint32_t t[4][4] = {};  // kTrans: transposed codes, 4 columns x 16 rows
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         float v[8][4];
@@ -102,8 +103,10 @@ __global__ void __launch_bounds__(kThreads, 3)
           const uint32_t word =
               quantize4<F, kHw, true>(v[j], sc, si, Overflow::Saturate, lut, y, dq);
           count4<F>(v[j], y, dq, word, ls, my_hist, e, vf);
+          if constexpr (kTrans) {
 #pragma unroll
-          for (int k = 0; k < 4; ++k) t[k][i / 4] |= ((word >> (8 * k)) & 0xFFu) << (8 * (i % 4));
+            for (int k = 0; k < 4; ++k) t[k][i / 4] |= ((word >> (8 * k)) & 0xFFu) << (8 * (i % 4));
+          }
           double re, rs;
           square_sums4(e, vf, re, rs);
           te += re;
@@ -111,7 +114,7 @@ __global__ void __launch_bounds__(kThreads, 3)
           if (codes) *reinterpret_cast<uint32_t*>(codes + (r0 + i) * G.cols + c0) = word;
         }
       }
-      if (codes_t) {
+      if constexpr (kTrans) {
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
           *reinterpret_cast<uint4*>(codes_t + (c0 + k) * G.rows + r0) =
@@ -233,10 +236,19 @@ void launch_tile_stats(Format f, const DeviceTensor& x, const Geometry& G, const
   dispatch_codec(f, true, [&](auto tag, auto hw_tag) {
     constexpr Format F = decltype(tag)::value;
     if constexpr (decltype(hw_tag)::value) {
-      constexpr auto k = &tile_stats_kernel<F, true>;
-      const unsigned grid = smem ? resident_hist_blocks<k>(tiles) : blocks_for(tiles, 1);
-      k<<<grid, kThreads, smem, st>>>(x.f32, x.bf16, G, sc, si, codes, codes_t, t.stats, map,
-                                      tile_cells, t.histogram);
+      const auto launch = [&](auto kernel_tag) {
+        constexpr auto k = decltype(kernel_tag)::value;
+        const unsigned grid = smem ? resident_hist_blocks<k>(tiles) : blocks_for(tiles, 1);
+        k<<<grid, kThreads, smem, st>>>(x.f32, x.bf16, G, sc, si, codes, codes_t, t.stats, map,
+                                        tile_cells, t.histogram);
+      };
+      if (codes_t) {
+        launch(std::integral_constant<decltype(&tile_stats_kernel<F, true, true>),
+                                      &tile_stats_kernel<F, true, true>>{});
+      } else {
+        launch(std::integral_constant<decltype(&tile_stats_kernel<F, true, false>),
+                                      &tile_stats_kernel<F, true, false>>{});
+      }
     } else {
       throw std::invalid_argument("tile statistics: E4M3FN or E5M2 with saturation only");
     }
