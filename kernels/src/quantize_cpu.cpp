@@ -740,8 +740,8 @@ std::atomic<CpuStatsPath>& stats_path() {
 }
 
 template <Format F, Overflow ov, class In>
-FP8WB_TARGET_CLONES void segment_codes_loop(const In* __restrict__ in, uint8_t* __restrict__ out,
-                                            int64_t n, float scale) {
+FP8WB_TARGET_CLONES_512 void segment_codes_loop(const In* __restrict__ in,
+                                                uint8_t* __restrict__ out, int64_t n, float scale) {
   constexpr CodecSpec s = codec_spec(F);
   for (int64_t j = 0; j < n; ++j) out[j] = encode_rne_bits(float_bits(widen(in[j]) * scale), s, ov);
 }

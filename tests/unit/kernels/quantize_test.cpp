@@ -508,8 +508,8 @@ void expect_path_equals_portable(CpuStatsPath path, ScalingKind kind) {
         StatsOptions so;
         so.map_max_cells = 8;  // cells of 5 (or 38) columns: boundaries inside the SIMD steps
         struct Out {
-          std::vector<uint8_t> codes, codes_t;
-          std::vector<float> dq;
+          std::vector<uint8_t> codes, codes_t, codes_only;
+          std::vector<float> dq, dq_only;
           QuantizeResult with, without;
         };
         auto run = [&](CpuStatsPath p) {
@@ -522,12 +522,20 @@ void expect_path_equals_portable(CpuStatsPath path, ScalingKind kind) {
           q.dequant = o.dq.data();
           o.with = quantize(t, r, sc, q, so, nullptr, 1);
           o.without = quantize(t, r, sc, {}, so, nullptr, 1);
+          // The loop without statistics (the widest vectors the processor has).
+          o.codes_only.assign(x.size(), 0xAA);
+          o.dq_only.assign(x.size(), -1.0f);
+          StatsOptions off;
+          off.enabled = off.histogram = off.error_map = false;
+          quantize(t, r, sc, {o.codes_only.data(), nullptr, o.dq_only.data()}, off, nullptr, 1);
           return o;
         };
         const Out a = run(CpuStatsPath::Portable), b = run(path);
         ASSERT_EQ(a.codes, b.codes);
+        ASSERT_EQ(a.codes, b.codes_only);
         for (size_t i = 0; i < x.size(); ++i) {
           ASSERT_EQ(float_bits(a.dq[i]), float_bits(b.dq[i])) << "element " << i;
+          ASSERT_EQ(float_bits(a.dq[i]), float_bits(b.dq_only[i])) << "element " << i;
         }
         expect_identical_stats(a.with.stats, b.with.stats);
         expect_identical_stats(a.without.stats, b.without.stats);
