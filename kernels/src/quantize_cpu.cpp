@@ -684,38 +684,49 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* _
 // The histogram's exponent fields of a segment (`bins`, one byte each) into raw.field,
 // 64 at a time without a store per element: the sixteen fields where scaled values mostly
 // lie (zero, and the fifteen up to one past the format's largest finite value) are counted
-// by compares and population counts of the masks; any other field (values far below the
-// format's range, overflows past it, non-finite values) one element at a time.
+// by compares into byte counters, one per field and byte lane (added up before they could
+// wrap); any other field (values far below the format's range, overflows past it,
+// non-finite values) one element at a time.
 template <Format F>
 FP8WB_AVX512 void count_fields_avx512(const uint8_t* __restrict__ bins, int64_t n,
                                       RawHistogram& raw) {
   constexpr CodecSpec s = codec_spec(F);
   constexpr int kHot = 15;
-  // The fp32 field of the largest finite value: its exponent is (max_mag >> mbits) - bias.
+  // One past the fp32 field of the largest finite value, whose exponent is
+  // (max_mag >> mbits) - bias.
   constexpr int top = 127 + (s.max_mag >> s.mbits) - s.bias + 1;
   constexpr int lo = top - (kHot - 1);
   static_assert(lo > 0 && top < 255);
-  uint64_t hot[kHot] = {}, zero = 0;
   const __m512i v_lo = _mm512_set1_epi8(static_cast<char>(lo));
   const __m512i v_span = _mm512_set1_epi8(kHot - 1);
-  for (int64_t k = 0; k < n; k += 64) {
-    const __mmask64 live =
-        n - k >= 64 ? ~__mmask64{0} : static_cast<__mmask64>((uint64_t{1} << (n - k)) - 1u);
-    const __m512i b = _mm512_maskz_loadu_epi8(live, bins + k);
-    const __m512i d = _mm512_sub_epi8(b, v_lo);
-    const __mmask64 in_hot = _mm512_mask_cmple_epu8_mask(live, d, v_span);
-    const __mmask64 z = _mm512_mask_testn_epi8_mask(live, b, b);
-    zero += static_cast<uint64_t>(__builtin_popcountll(_cvtmask64_u64(z)));
-    for (int f = 0; f < kHot; ++f) {
-      const __mmask64 m =
-          _mm512_mask_cmpeq_epi8_mask(in_hot, d, _mm512_set1_epi8(static_cast<char>(f)));
-      hot[f] += static_cast<uint64_t>(__builtin_popcountll(_cvtmask64_u64(m)));
+  const __m512i minus_one = _mm512_set1_epi8(-1);
+  int64_t k = 0;
+  while (k < n) {
+    __m512i count[kHot + 1];  // [kHot]: field 0
+    for (auto& c : count) c = _mm512_setzero_si512();
+    // At most 255 steps before the byte counters are added up.
+    const int64_t stop = std::min(n, k + 255 * 64);
+    for (; k < stop; k += 64) {
+      const __mmask64 live =
+          stop - k >= 64 ? ~__mmask64{0} : static_cast<__mmask64>((uint64_t{1} << (stop - k)) - 1u);
+      const __m512i b = _mm512_maskz_loadu_epi8(live, bins + k);
+      const __m512i d = _mm512_sub_epi8(b, v_lo);
+      const __mmask64 in_hot = _mm512_mask_cmple_epu8_mask(live, d, v_span);
+      const __mmask64 z = _mm512_mask_testn_epi8_mask(live, b, b);
+      count[kHot] = _mm512_mask_sub_epi8(count[kHot], z, count[kHot], minus_one);
+      for (int f = 0; f < kHot; ++f) {
+        const __mmask64 m = _mm512_cmpeq_epi8_mask(d, _mm512_set1_epi8(static_cast<char>(f)));
+        count[f] = _mm512_mask_sub_epi8(count[f], m, count[f], minus_one);
+      }
+      uint64_t other = _cvtmask64_u64(live) & ~_cvtmask64_u64(_kor_mask64(in_hot, z));
+      for (; other; other &= other - 1) ++raw.field[bins[k + __builtin_ctzll(other)]];
     }
-    uint64_t other = _cvtmask64_u64(live) & ~_cvtmask64_u64(_kor_mask64(in_hot, z));
-    for (; other; other &= other - 1) ++raw.field[bins[k + __builtin_ctzll(other)]];
+    for (int f = 0; f <= kHot; ++f) {
+      const auto c = static_cast<uint64_t>(
+          _mm512_reduce_add_epi64(_mm512_sad_epu8(count[f], _mm512_setzero_si512())));
+      raw.field[static_cast<size_t>(f == kHot ? 0 : lo + f)] += c;
+    }
   }
-  raw.field[0] += zero;
-  for (int f = 0; f < kHot; ++f) raw.field[static_cast<size_t>(lo + f)] += hot[f];
 }
 #endif
 
