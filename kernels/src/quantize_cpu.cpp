@@ -538,6 +538,7 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* _
   const __m512i round_add =
       _mm512_set1_epi32(static_cast<int>(((1u << (shift - 1)) - 1u) - rebias));
   const __m512i one = _mm512_set1_epi32(1);
+  const __m512i lsb = _mm512_set1_epi32(1 << shift);
   const __m512i below_normal = _mm512_set1_epi32(static_cast<int>(min_normal_bits) - 1);
   const __m512 to_sub_units =
       _mm512_set1_ps(bits_float(static_cast<uint32_t>(127 + s.mbits - emin) << 23));
@@ -581,10 +582,9 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* _
       const __mmask16 x_zero = _mm512_mask_testn_epi32_mask(live, vi, abs_mask);
       const __m512i u = _mm512_castps_si512(_mm512_mul_ps(v, v_scale));
       const __m512i ya = _mm512_and_si512(u, abs_mask);
-      const __m512i q_norm =
-          _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(ya, round_add),
-                                             _mm512_and_si512(_mm512_srli_epi32(ya, shift), one)),
-                            shift);
+      const __m512i biased = _mm512_add_epi32(ya, round_add);
+      const __m512i q_norm = _mm512_srli_epi32(
+          _mm512_mask_add_epi32(biased, _mm512_test_epi32_mask(ya, lsb), biased, one), shift);
       // The conversion rounds to nearest even, as the portable loop's 2^23 addition does.
       const __m512i q_sub =
           _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_castsi512_ps(ya), to_sub_units));
