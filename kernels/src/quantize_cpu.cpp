@@ -502,16 +502,18 @@ FP8WB_AVX2 void cell_sums_avx2(const float* __restrict__ e, const float* __restr
 // at a time, the last step of a cell under a mask, and adds each element's fp64 square into
 // lane k % 16 of its cell's sixteen partial sums in element order (as cell_sums() does; a
 // square of an fp32 value is exact in fp64, so a fused multiply-add rounds once, like the
-// add) and totals them with lane_total(). Lanes past the cell and non-finite x add +0,
-// which leaves a sum of squares as it is. Same shortcuts as segment_stats_avx2() (for a
-// scale pair that avx2_scales_ok() accepts), plus: a subnormal code's value is
+// add) and totals them with lane_total(). Lanes past the cell are loaded as +0, whose
+// error and square are +0 (adding them leaves a sum of squares as it is) and which the
+// zero, underflow and subnormal counts take in alike: the zero count drops them at the end
+// (the other two are differences of those counts). Same shortcuts as segment_stats_avx2()
+// (for a scale pair that avx2_scales_ok() accepts), plus: a subnormal code's value is
 // 2 * v - 2^(1 - bias), v being the value of its bits read as a normal code (exact, one
 // fused multiply-subtract). Each element's fp32 exponent field goes to `bins` (see
-// RawHistogram). Non-finite x are rare: their codes come from a scalar pass where the
-// segment has any; their dequantized values from the caller's table, as before. Where an
-// IEEE overflow turns a finite x's error into a NaN, which NaN a sum ends with depends on
-// the order of the operands in each add: the loop returns kRedoSegment without counting
-// anything, and the caller runs a loop whose order is the portable one.
+// RawHistogram). Two cases are rare and left to a loop whose order is the portable one
+// (the loop returns kRedoSegment without counting anything): a non-finite x * scale
+// (a non-finite x, which takes no part in the sums and amax), and, where an IEEE overflow
+// turns a finite x's error into a NaN, any overflow (which NaN a sum ends with depends on
+// the order of the operands in each add).
 constexpr uint32_t kRedoSegment = 0xFFFFFFFFu;
 
 template <Format F, Overflow ov, bool kCodes, bool kDequant, class In>
@@ -559,7 +561,9 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* _
   const __m512i over_code = _mm512_set1_epi32(s.max_mag + 1);
   __m512i x_zeros = _mm512_setzero_si512(), overs = x_zeros, small = x_zeros, mag_zeros = x_zeros;
   __m512 amax = _mm512_set1_ps(bits_float(c.amax));
-  __mmask16 any_nonfinite = 0, any_overflow = 0;
+  __m512i y_max = _mm512_setzero_si512();
+  __mmask16 any_overflow = 0;
+  int64_t steps = 0;
   int64_t j = 0, len = first_len;
   for (int64_t cell = 0; j < n; ++cell) {
     const int64_t end = std::min(n, j + len);
@@ -574,14 +578,12 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* _
         const __m256i h = _mm256_maskz_loadu_epi16(live, in + k);
         v = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
       }
+      ++steps;
       const __m512i vi = _mm512_castps_si512(v);
-      // QNaN, +Inf, -Inf, SNaN.
-      const __mmask16 nonfinite = _mm512_fpclass_ps_mask(v, 0x99);
-      any_nonfinite = _kor_mask16(any_nonfinite, nonfinite);
-      const __mmask16 fin = _kandn_mask16(nonfinite, live);
-      const __mmask16 x_zero = _mm512_mask_testn_epi32_mask(live, vi, abs_mask);
+      const __mmask16 x_zero = _mm512_testn_epi32_mask(vi, abs_mask);
       const __m512i u = _mm512_castps_si512(_mm512_mul_ps(v, v_scale));
       const __m512i ya = _mm512_and_si512(u, abs_mask);
+      y_max = _mm512_max_epu32(y_max, ya);
       const __m512i biased = _mm512_add_epi32(ya, round_add);
       const __m512i q_norm = _mm512_srli_epi32(
           _mm512_mask_add_epi32(biased, _mm512_test_epi32_mask(ya, lsb), biased, one), shift);
@@ -590,17 +592,16 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* _
           _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_castsi512_ps(ya), to_sub_units));
       const __m512i rounded =
           _mm512_mask_mov_epi32(q_sub, _mm512_cmpgt_epu32_mask(ya, below_normal), q_norm);
-      const __mmask16 over = _mm512_mask_cmpgt_epu32_mask(live, rounded, max_mag);
-      if constexpr (ieee_over && !s.has_inf)
-        any_overflow = _kor_mask16(any_overflow, _kand_mask16(over, fin));
+      const __mmask16 over = _mm512_cmpgt_epu32_mask(rounded, max_mag);
+      if constexpr (ieee_over && !s.has_inf) any_overflow = _kor_mask16(any_overflow, over);
       const __m512i mag = _mm512_min_epu32(rounded, max_mag);
-      const __mmask16 sub_or_zero = _mm512_mask_cmplt_epu32_mask(live, mag, first_normal_mag);
-      const __mmask16 mag_zero = _mm512_mask_testn_epi32_mask(live, mag, mag);
+      const __mmask16 sub_or_zero = _mm512_cmplt_epu32_mask(mag, first_normal_mag);
+      const __mmask16 mag_zero = _mm512_testn_epi32_mask(mag, mag);
       x_zeros = _mm512_mask_add_epi32(x_zeros, x_zero, x_zeros, one);
-      overs = _mm512_mask_add_epi32(overs, over, overs, one);  // saturated + non-finite
+      overs = _mm512_mask_add_epi32(overs, over, overs, one);
       small = _mm512_mask_add_epi32(small, sub_or_zero, small, one);
       mag_zeros = _mm512_mask_add_epi32(mag_zeros, mag_zero, mag_zeros, one);
-      amax = _mm512_mask_range_ps(amax, fin, amax, v, 0x0B);  // max of |.|, sign cleared
+      amax = _mm512_range_ps(amax, v, 0x0B);  // max of |.|, sign cleared
       __m512 value = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_slli_epi32(mag, shift), v_rebias));
       value = _mm512_mask_fmsub_ps(value, sub_or_zero, two, sub_offset);
       __m512i value_bits = _mm512_castps_si512(value);
@@ -616,10 +617,13 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* _
         value_bits = _mm512_mask_mov_epi32(
             value_bits, over, _mm512_mask_blend_epi32(negative, over_value_pos, over_value_neg));
       }
-      const __m512 dq = _mm512_mul_ps(_mm512_castsi512_ps(value_bits), v_scale_inv);
+      __m512 dq = _mm512_mul_ps(_mm512_castsi512_ps(value_bits), v_scale_inv);
+      // The error is x minus the rounded product: keep the compiler from contracting the
+      // two into one fused multiply-subtract.
+      asm("" : "+v"(dq));
       if constexpr (kDequant) _mm512_mask_storeu_ps(dequant + k, live, dq);
-      const __m512 e = _mm512_maskz_sub_ps(fin, v, dq);
-      const __m512 x = _mm512_maskz_mov_ps(fin, v);
+      const __m512 e = _mm512_sub_ps(v, dq);
+      const __m512 x = v;
       const __m512d e_lo = _mm512_cvtps_pd(_mm512_castps512_ps256(e));
       const __m512d e_hi =
           _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)));
@@ -656,29 +660,18 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* _
     j = end;
     len = cell_cols;
   }
-  if (any_overflow) return kRedoSegment;
-  uint32_t nonfinite = 0;
-  if (any_nonfinite) {
-    // Their codes (NaN, or the top); the sums and amax left them out already.
-    for (int64_t i = 0; i < n; ++i) {
-      const float v = widen(in[i]);
-      if ((float_bits(v) & 0x7FFFFFFFu) < 0x7F800000u) continue;
-      ++nonfinite;
-      if constexpr (kCodes) out[i] = encode_rne_bits(float_bits(v * scale), s, ov);
-    }
-  }
-  const auto count = static_cast<uint32_t>(n);
-  const auto zeros = static_cast<uint32_t>(_mm512_reduce_add_epi32(x_zeros));
-  const uint32_t sat = static_cast<uint32_t>(_mm512_reduce_add_epi32(overs)) - nonfinite;
+  if (any_overflow || static_cast<uint32_t>(_mm512_reduce_max_epu32(y_max)) >= 0x7F800000u)
+    return kRedoSegment;
+  const auto past_end = static_cast<uint32_t>(steps * 16 - n);
+  const auto zeros = static_cast<uint32_t>(_mm512_reduce_add_epi32(x_zeros)) - past_end;
+  const auto sat = static_cast<uint32_t>(_mm512_reduce_add_epi32(overs));
   const auto mag_zero_count = static_cast<uint32_t>(_mm512_reduce_add_epi32(mag_zeros));
   c.zeros += zeros;
-  c.nonfinite += nonfinite;
-  c.underflow += mag_zero_count - zeros;
+  c.underflow += mag_zero_count - past_end - zeros;
   c.subnormal += static_cast<uint32_t>(_mm512_reduce_add_epi32(small)) - mag_zero_count;
   c.saturated += sat;
   c.amax = float_bits(_mm512_reduce_max_ps(amax));
-  (void)count;
-  return nonfinite + (ieee_over ? sat : 0u);
+  return ieee_over ? sat : 0u;
 }
 
 // The histogram's exponent fields of a segment (`bins`, one byte each) into raw.field,
