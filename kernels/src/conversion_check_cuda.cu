@@ -9,7 +9,8 @@ using namespace qgpu;
 
 // Every fp32 bit pattern (as y, scale 1) through quantize4's hardware step and through
 // the software codec's element step; counts where the code, the saturation flag, the
-// flags read off the code, or the dequantized value (times scale_inv) differ.
+// flags read off the code, the dequantized value (times scale_inv), or the histogram bin
+// of a finite value (hist_row() against hist_bin()) differ.
 template <Format F>
 __global__ void conversion_check_kernel(float scale_inv, unsigned long long* mismatches,
                                         uint32_t* first) {
@@ -36,7 +37,8 @@ __global__ void conversion_check_kernel(float scale_inv, unsigned long long* mis
           float_bits(dq[k]) == float_bits(q.dequant) || (isnan(dq[k]) && isnan(q.dequant));
       const bool ok = c == q.code && sat == q.saturated && same_dq &&
                       (fin && a != 0 && m == 0) == (q.finite && a != 0 && q.dequant == 0.0f) &&
-                      (m - 1u < (1u << s.mbits) - 1u) == is_subnormal_code(q.code, s);
+                      (m - 1u < (1u << s.mbits) - 1u) == is_subnormal_code(q.code, s) &&
+                      (!fin || hist_row(y[k]) == hist_bin(y[k]));
       if (!ok) {
         ++bad;
         atomicMin(first, static_cast<uint32_t>(base + k));

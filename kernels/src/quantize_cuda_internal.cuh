@@ -359,6 +359,15 @@ constexpr bool kTileKernels = false;
 constexpr bool kTileKernels = true;
 #endif
 
+// hist_bin() of a finite y as the GPU counts it: the exponent field clamped to the fields
+// of the first and last exponent bins, then shifted (two min/max and a subtraction the
+// address arithmetic absorbs, where hist_bin() compares and selects).
+__device__ __forceinline__ int hist_row(float y) {
+  constexpr int kFirst = 127 + kHistMinExp, kLast = kFirst + kHistExpBins - 1;
+  const int field = static_cast<int>((__float_as_uint(y) >> 23) & 0xFFu);
+  return min(max(field, kFirst), kLast) - kFirst;
+}
+
 // Four elements' counters, amax and histogram from their codes (element k in byte k of
 // `word`), for E4M3FN and E5M2 with saturation, where a code's magnitude byte tells zero,
 // subnormal and largest: x, its scaled value y, its dequantized value dq. e and vf receive
@@ -385,10 +394,13 @@ __device__ __forceinline__ void count4(const float x[4], const float y[4], const
     // Bit 7 of each byte: the magnitude is not zero; it is at least the smallest normal.
     const uint32_t nonzero = (mags + 0x7F7F7F7Fu) & 0x80808080u;
     const uint32_t normal = (mags + (0x80u - (1u << s.mbits)) * 0x01010101u) & 0x80808080u;
-    const uint32_t zeros = (a[0] == 0) + (a[1] == 0) + (a[2] == 0) + (a[3] == 0);
-    ls.zeros += zeros;
+    const uint32_t nonzero_codes = __popc(nonzero);
     ls.subnormal += __popc(nonzero & ~normal);
-    ls.underflow += 4 - __popc(nonzero) - zeros;  // zero codes of nonzero inputs
+    if (nonzero_codes != 4) {  // a zero input or an underflow
+      const uint32_t zeros = (a[0] == 0) + (a[1] == 0) + (a[2] == 0) + (a[3] == 0);
+      ls.zeros += zeros;
+      ls.underflow += 4 - nonzero_codes - zeros;  // zero codes of nonzero inputs
+    }
     const uint32_t top = mags ^ (uint32_t{s.max_mag} * 0x01010101u);  // a zero byte: largest
     if ((top - 0x01010101u) & ~top & 0x80808080u) {
 #pragma unroll
@@ -399,7 +411,7 @@ __device__ __forceinline__ void count4(const float x[4], const float y[4], const
     for (int k = 0; k < 4; ++k) {
       e[k] = x[k] - dq[k];
       vf[k] = x[k];
-      if (hist) atomicAdd(&hist[hist_bin(y[k]) * kThreads], 1u);
+      if (hist) atomicAdd(&hist[hist_row(y[k]) * kThreads], 1u);
     }
     return;
   }
@@ -415,7 +427,7 @@ __device__ __forceinline__ void count4(const float x[4], const float y[4], const
     ls.amax = fin ? max(ls.amax, a[k]) : ls.amax;
     e[k] = fin ? x[k] - dq[k] : 0.0f;
     vf[k] = fin ? x[k] : 0.0f;
-    if (hist) atomicAdd(&hist[(fin ? hist_bin(y[k]) : kHistNonfiniteBin) * kThreads], 1u);
+    if (hist) atomicAdd(&hist[(fin ? hist_row(y[k]) : kHistNonfiniteBin) * kThreads], 1u);
   }
 }
 

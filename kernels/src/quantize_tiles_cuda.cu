@@ -62,23 +62,23 @@ __global__ void __launch_bounds__(kThreads)
 // Three blocks an SM (registers capped at 80; the lane histograms allow three on an H200):
 // latency, not issue, bounds this kernel, and 24 resident warps beat 16 (0.170 -> 0.157 ms
 // at 16384 x 4096, docs/performance.md).
-// kTrans: transposed codes into codes_t.
-template <Format F, bool kHw, bool kTrans>
+// kTrans: transposed codes into codes_t; kHist: the histogram.
+template <Format F, bool kHw, bool kTrans, bool kHist>
 __global__ void __launch_bounds__(kThreads, 3)
     tile_stats_kernel(const float* xf, const uint16_t* xb, Geometry G,
                       const float* __restrict__ scale, const float* __restrict__ scale_inv,
                       uint8_t* codes, uint8_t* __restrict__ codes_t, StatsBuffer* stats,
-                      double* map, bool tile_cells, bool with_hist) {
+                      double* map, bool tile_cells) {
   constexpr CodecSpec s = codec_spec(F);
-  extern __shared__ uint32_t lane_hist[];  // with_hist: kLaneHistBytes
+  extern __shared__ uint32_t lane_hist[];  // kHist: kLaneHistBytes
   __shared__ float lut[256];
   __shared__ double tile_sums[kWarps][2];
   for (int c = threadIdx.x; c < 256; c += blockDim.x) lut[c] = decode(static_cast<uint8_t>(c), s);
-  if (with_hist) {
+  if (kHist) {
     for (int i = threadIdx.x; i < kHistBins * kThreads; i += blockDim.x) lane_hist[i] = 0;
   }
   __syncthreads();
-  uint32_t* my_hist = with_hist ? lane_hist + threadIdx.x : nullptr;
+  uint32_t* my_hist = kHist ? lane_hist + threadIdx.x : nullptr;
   const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
   const int64_t col_tiles = (G.cols + 63) / 64;
   const int64_t tiles = col_tiles * ((G.rows + 255) / 256);
@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(kThreads, 3)
     }
   }
   __syncthreads();
-  flush_block_stats(ls, stats, with_hist ? lane_hist : nullptr, true);
+  flush_block_stats(ls, stats, kHist ? lane_hist : nullptr, true);
 }
 
 // Tensorwise (one scale), no statistics, no transposed codes: 16 consecutive elements a
@@ -236,18 +236,19 @@ void launch_tile_stats(Format f, const DeviceTensor& x, const Geometry& G, const
   dispatch_codec(f, true, [&](auto tag, auto hw_tag) {
     constexpr Format F = decltype(tag)::value;
     if constexpr (decltype(hw_tag)::value) {
-      const auto launch = [&](auto kernel_tag) {
-        constexpr auto k = decltype(kernel_tag)::value;
+      const auto launch = [&](auto trans_tag, auto hist_tag) {
+        constexpr auto k =
+            &tile_stats_kernel<F, true, decltype(trans_tag)::value, decltype(hist_tag)::value>;
         const unsigned grid = smem ? resident_hist_blocks<k>(tiles) : blocks_for(tiles, 1);
         k<<<grid, kThreads, smem, st>>>(x.f32, x.bf16, G, sc, si, codes, codes_t, t.stats, map,
-                                        tile_cells, t.histogram);
+                                        tile_cells);
       };
+      using Yes = std::true_type;
+      using No = std::false_type;
       if (codes_t) {
-        launch(std::integral_constant<decltype(&tile_stats_kernel<F, true, true>),
-                                      &tile_stats_kernel<F, true, true>>{});
+        t.histogram ? launch(Yes{}, Yes{}) : launch(Yes{}, No{});
       } else {
-        launch(std::integral_constant<decltype(&tile_stats_kernel<F, true, false>),
-                                      &tile_stats_kernel<F, true, false>>{});
+        t.histogram ? launch(No{}, Yes{}) : launch(No{}, No{});
       }
     } else {
       throw std::invalid_argument("tile statistics: E4M3FN or E5M2 with saturation only");
