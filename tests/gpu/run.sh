@@ -14,6 +14,9 @@
 #                 profile of the statistics kernel, for work on the kernels;
 #                 PROFILE_STEP="fp8 rowwise current" (a variant of the MLP benchmark)
 #                 adds the time of every kernel of its steps; NO_BENCH=1: the tests only
+#   PART=cpu      only the CPU figures beside PyTorch's: the quantize pass on one thread
+#                 (each statistics loop) against PyTorch's cast (P4), and the emulated
+#                 training steps of `fp8wb bench --train-only --device cpu` (P5)
 #
 # Missing headers (sqlite3.h on some GPU images) can be supplied under .deps/sqlite
 # (dpkg -x of Debian's libsqlite3-dev).
@@ -120,6 +123,19 @@ json.dump(out, open(sys.argv[2], "w"), indent=1)
 print(json.dumps(out, indent=1))
 PY
   exit $rc
+fi
+
+if [ "${PART:-}" = cpu ]; then
+  log "build (CLI, CPU quantize benchmark)"
+  start=$(date +%s)
+  ninja -C "$BUILD" fp8wb fp8wb_quantize_bench >>"$OUT/build.log" 2>&1 || { grep -E 'error|Error' -A3 "$OUT/build.log" | head -60; exit 1; }
+  echo "built in $(( $(date +%s) - start )) s"
+  log "CPU quantize, one thread, beside PyTorch's cast (P4)"
+  "$BUILD/tests/bench/fp8wb_quantize_bench" --benchmark_filter='BM_Memcpy|BM_TorchCast/./1/|BM_Quantize/./1/' \
+    --benchmark_out="$OUT/cpu_quantize_bench.json" --benchmark_out_format=json 2>&1 | grep -E "BM_|Run on"
+  log "CPU training steps (P5)"
+  "$BUILD/app/fp8wb" bench --train-only --device cpu 2>&1 | tail -8
+  exit 0
 fi
 
 if [ "${PART:-}" = kernels ]; then
