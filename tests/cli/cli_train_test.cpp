@@ -375,8 +375,9 @@ TEST_F(CliTrain, ALossBlowUpIsDiverged) {
   EXPECT_NE(r.out.find("blew up"), std::string::npos) << r.out;
 }
 
-// The binary itself, as a user's shell runs it.
-pid_t spawn(const std::vector<std::string>& args) {
+// The binary itself, as a user's shell runs it: stdout to /dev/null, stderr to
+// `stderr_fd` (else /dev/null too).
+pid_t spawn(const std::vector<std::string>& args, int stderr_fd = -1) {
   const pid_t pid = fork();
   if (pid == 0) {
     std::vector<char*> argv;
@@ -384,7 +385,7 @@ pid_t spawn(const std::vector<std::string>& args) {
     argv.push_back(nullptr);
     const int devnull = ::open("/dev/null", O_WRONLY);
     dup2(devnull, STDOUT_FILENO);
-    dup2(devnull, STDERR_FILENO);
+    dup2(stderr_fd >= 0 ? stderr_fd : devnull, STDERR_FILENO);
     execv(FP8WB_BINARY, argv.data());
     _exit(127);
   }
@@ -537,17 +538,7 @@ TEST_F(CliTrain, ProgressIsABarOnlyOnATerminal) {
                                          "--set",      "reference=false"};
   // Runs the binary with stderr on `fd`, reading `master` (a pty's, or -1) as it runs.
   auto run_with_stderr = [&](int fd, int master) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      std::vector<char*> argv;
-      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      const int devnull = ::open("/dev/null", O_WRONLY);
-      dup2(devnull, STDOUT_FILENO);
-      dup2(fd, STDERR_FILENO);
-      execv(FP8WB_BINARY, argv.data());
-      _exit(127);
-    }
+    const pid_t pid = spawn(args, fd);
     std::string seen;
     int status = 0;
     for (;;) {
