@@ -57,14 +57,16 @@ const std::vector<std::string> kTiny = {
     "--set", "context=32",      "--set", "batch=8",          "--set", "reference=false",
     "--set", "sqnr_interval=0", "--set", "stats_interval=5", "-q"};
 
-// The binary with stdout and stderr into files; returns its pid.
-pid_t spawn(std::vector<std::string> args, const std::string& out, const std::string& err) {
+// The binary with stdout and stderr into files and these variables set; returns its pid.
+pid_t spawn(std::vector<std::string> args, const std::string& out, const std::string& err,
+            const std::vector<std::pair<std::string, std::string>>& env = {}) {
   args.insert(args.begin(), FP8WB_BINARY);
   const pid_t pid = fork();
   if (pid == 0) {
     std::vector<char*> argv;
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
     const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(o, STDOUT_FILENO);
@@ -347,20 +349,7 @@ std::pair<int, long> run_measured(std::vector<std::string> args, const std::stri
                                   const std::string& err,
                                   const std::vector<std::pair<std::string, std::string>>& env,
                                   int seconds) {
-  args.insert(args.begin(), FP8WB_BINARY);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(o, STDOUT_FILENO);
-    dup2(e, STDERR_FILENO);
-    execv(FP8WB_BINARY, argv.data());
-    _exit(127);
-  }
+  const pid_t pid = spawn(std::move(args), out, err, env);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
   int status = 0;
   rusage ru{};
