@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -62,9 +63,7 @@ template <class Fn>
 void for_row_chunks(int64_t rows, int64_t cols, int threads, int64_t& chunks_out, Fn&& fn) {
   const int64_t chunks = row_chunk_count(rows, cols);
   chunks_out = chunks;
-  auto range = [&](int64_t c) {
-    fn(c, rows * c / chunks, rows * (c + 1) / chunks);
-  };
+  auto range = [&](int64_t c) { fn(c, rows * c / chunks, rows * (c + 1) / chunks); };
   const int t = static_cast<int>(std::min<int64_t>(thread_count(threads), chunks));
   if (t <= 1) {
     for (int64_t c = 0; c < chunks; ++c) range(c);
@@ -908,13 +907,16 @@ QuantizeResult quantize(const TensorRef& x, const QuantRecipe& recipe, const Sca
                       decode_table(whatif->recipe.format).data(),
                       make_map_grid(whatif->scales->layout, so.map_max_cells)});
   }
+  // Each chunk's accumulators, made (zeroed) by the chunk's own thread.
   const auto max_chunks = static_cast<size_t>(row_chunk_count(x.rows, x.cols));
-  std::vector<std::vector<Accum>> acc(passes.size(), std::vector<Accum>(max_chunks));
+  std::vector<std::vector<std::unique_ptr<Accum>>> acc(passes.size());
+  for (auto& a : acc) a.resize(max_chunks);
   int64_t chunks = 1;
   for_row_chunks(x.rows, x.cols, threads, chunks, [&](int64_t chunk, int64_t r0, int64_t r1) {
     Scratch tmp(x.cols);
     for (size_t p = 0; p < passes.size(); ++p) {
-      Accum& a = acc[p][static_cast<size_t>(chunk)];
+      acc[p][static_cast<size_t>(chunk)] = std::make_unique<Accum>();
+      Accum& a = *acc[p][static_cast<size_t>(chunk)];
       if (so.error_map) {
         // Indexed by the tensor's cell, but only the cells of these rows are touched
         // (and so zeroed, and merged).
@@ -937,9 +939,15 @@ QuantizeResult quantize(const TensorRef& x, const QuantRecipe& recipe, const Sca
           ps.fn(x, r, c0, c1, ps.scales->scale[g], ps.scales->scale_inv[g], ps.recipe.overflow,
                 ps.lut, p == 0 ? out.codes : nullptr, p == 0 ? out.codes_t : nullptr,
                 p == 0 ? out.dequant : nullptr, x.rows, so, ps.grid,
-                acc[p][static_cast<size_t>(chunk)], tmp);
+                *acc[p][static_cast<size_t>(chunk)], tmp);
         }
       }
+    }
+    // The histogram's counts into its bins here, in parallel: integer sums, in any order.
+    for (size_t p = 0; p < passes.size(); ++p) {
+      Accum& a = *acc[p][static_cast<size_t>(chunk)];
+      a.flush_sub_hist();
+      a.raw_hist.fold_into(a.buf.hist);
     }
   });
   QuantizeResult res;
@@ -951,14 +959,12 @@ QuantizeResult quantize(const TensorRef& x, const QuantRecipe& recipe, const Sca
       st.map_sq_sum.assign(st.map_sq_err.size(), 0.0);
     }
     for (int64_t c = 0; c < chunks; ++c) {
-      Accum& a = acc[p][static_cast<size_t>(c)];
-      a.flush_sub_hist();
-      a.raw_hist.fold_into(a.buf.hist);
+      const Accum& a = *acc[p][static_cast<size_t>(c)];
       merge_stats(st.raw, a.buf);
       if (a.map_err.empty()) continue;
       // The other cells hold +0 for this chunk: adding them would change no sum.
-      const auto [lo, hi] = map_cells_of_rows(st.map_grid, x.rows * c / chunks,
-                                              x.rows * (c + 1) / chunks);
+      const auto [lo, hi] =
+          map_cells_of_rows(st.map_grid, x.rows * c / chunks, x.rows * (c + 1) / chunks);
       for (size_t i = lo; i < hi; ++i) {
         st.map_sq_err[i] += a.map_err[i];
         st.map_sq_sum[i] += a.map_sum[i];
