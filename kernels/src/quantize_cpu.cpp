@@ -46,7 +46,7 @@ int thread_count(int threads) {
 // A chunk's share of the work in elements: small enough that the training step's
 // tensors (a few 10^4 elements) spread over several cores, large enough that a chunk's
 // accumulators cost little beside its elements.
-constexpr int64_t kChunkElements = 8192;
+constexpr int64_t kChunkElements = 4096;
 
 // How many chunks rows x cols splits into: a function of the shape alone, so that a
 // pass's results (fp64 sums added chunk by chunk) are the same at any thread count.
