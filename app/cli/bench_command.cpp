@@ -12,6 +12,7 @@
 
 #include "fp8wb/core/comm_bench.h"
 #include "fp8wb/core/distributed.h"
+#include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/trainer.h"
 #include "rank_launcher.h"
@@ -41,7 +42,9 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& opt) {
   c->add_option("--master-port", opt.master_port,
                 "--comm: the ranks' rendezvous port (default: MASTER_PORT, else a free one)")
       ->check(CLI::Range(1, 65535));
-  c->add_option("--rows", opt.rows, "--comm: rows of the weight matrix each rank sends")
+  c->add_option("--rows", opt.rows,
+                "--comm: rows of the weight matrix each rank sends (rows x cols at most 2^30; "
+                "the memory the ranks need is said before they start)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   c->add_option("--cols", opt.cols, "--comm: its columns")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
@@ -187,12 +190,56 @@ StoreFigures bench_store() {
   return f;
 }
 
+std::string bytes_text(double b) {
+  if (b >= double(1 << 30)) return fmt::format("{:.1f} GiB", b / double(1 << 30));
+  return fmt::format("{:.0f} MiB", std::ceil(b / double(1 << 20)));
+}
+
+// From this size on (16 MiB of fp32 a rank) the work takes long enough to report.
+constexpr int64_t kCommProgressElements = int64_t{1} << 22;
+
+// Rank 0's progress on a large matrix: a line as each step of the work begins and ends,
+// and every 5 s within one.
+class CommProgress {
+ public:
+  explicit CommProgress(std::ostream& err) : err_(err) {}
+  void operator()(const std::string& what, int done, int total) {
+    const auto now = std::chrono::steady_clock::now();
+    if (what == what_ && done < total && now - shown_ < std::chrono::seconds(5)) return;
+    what_ = what;
+    shown_ = now;
+    err_ << fmt::format("bench --comm: {}: {} of {}\n", what, done, total) << std::flush;
+  }
+
+ private:
+  std::ostream& err_;
+  std::string what_;
+  std::chrono::steady_clock::time_point shown_;
+};
+
 int bench_comm(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
   const std::string device = opt.device == "cpu" ? "cpu" : "cuda";
   if (device == "cuda" && opt.device != "cuda" && opt.device.rfind("cuda:", 0) != 0)
     throw std::invalid_argument("--device \"" + opt.device + "\": cpu (Gloo) or cuda (NCCL)");
+  CommBenchOptions o;
+  o.device = device;
+  o.rows = opt.rows;
+  o.cols = opt.cols;
+  o.iters = opt.steps;
   const RankInfo ranks = rank_info_from_env();
+  if (ranks.distributed()) {
+    // Ranks started by another launcher (torchrun, srun) check alike; rank 0 alone says
+    // what is refused, so that the message comes once.
+    try {
+      check_comm_bench_options(o);
+    } catch (const std::invalid_argument&) {
+      if (ranks.rank != 0) return 1;
+      throw;
+    }
+  }
   if (!ranks.distributed()) {
+    // Refused here, before any rank starts (then said once, not by every rank).
+    check_comm_bench_options(o);
     if (opt.nproc < 2) {
       throw std::invalid_argument(
           "bench --comm measures exchanges between ranks: give --nproc 2 or more, or start it "
@@ -210,16 +257,30 @@ int bench_comm(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
           fmt::format("--nproc {} asks for more ranks than the {} GPU(s) visible (one GPU a rank)",
                       opt.nproc, Trainer::cuda_device_count()));
     }
+    // What the ranks will hold, said before they start, and refused where all of them
+    // together would not fit in this machine's memory.
+    const CommBenchMemory m = estimate_comm_bench_memory(o, opt.nproc);
+    const double all = m.rank0_host + (opt.nproc - 1) * m.other_host;
+    const double have = static_cast<double>(run_memory_limit());
+    err << fmt::format(
+        "bench --comm: {} ranks, each sending a {} x {} matrix; memory: rank 0 about {}, "
+        "every other rank about {} ({} in all{}; this machine has {})\n",
+        opt.nproc, opt.rows, opt.cols, bytes_text(m.rank0_host), bytes_text(m.other_host),
+        bytes_text(all), device == "cuda" ? ", and " + bytes_text(m.device) + " on each GPU" : "",
+        bytes_text(have));
+    if (all > have) {
+      throw std::invalid_argument(fmt::format(
+          "--rows {} x --cols {} with --nproc {} needs about {} of memory, more than this "
+          "machine's {}: give a smaller matrix or fewer ranks",
+          opt.rows, opt.cols, opt.nproc, bytes_text(all), bytes_text(have)));
+    }
     LaunchOptions lo;
     lo.nproc = opt.nproc;
     lo.master_port = opt.master_port;
     return launch_ranks(lo, err);
   }
-  CommBenchOptions o;
-  o.device = device;
-  o.rows = opt.rows;
-  o.cols = opt.cols;
-  o.iters = opt.steps;
+  if (ranks.rank == 0 && opt.rows * opt.cols >= kCommProgressElements)
+    o.progress = CommProgress(err);
   const CommBenchResult r = run_comm_bench(ranks, o);
   if (ranks.rank != 0) return 0;  // rank 0 reports
   if (opt.json) {

@@ -45,7 +45,8 @@ int run_info(std::ostream& out) {
 
 }  // namespace
 
-int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool color) {
+int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool color,
+            bool err_terminal) {
   CLI::App app{"FP8 Workbench, headless: see what FP8 does to numbers"};
   app.name("fp8wb");
   app.require_subcommand(0, 1);
@@ -83,7 +84,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     }
     if (info->parsed()) return run_info(out);
     if (app.got_subcommand("demo")) return run_demo(demo, out, err);
-    if (train_cmd->parsed()) return run_train(train, out, err);
+    if (train_cmd->parsed()) {
+      train.terminal = err_terminal;
+      return run_train(train, out, err);
+    }
     if (runs_cmd->parsed()) return run_runs(runs, out, err);
     if (bench_cmd->parsed()) return run_bench(bench, out, err);
     if (inspect_cmd->parsed()) return run_inspect(inspect, out, err);

@@ -27,10 +27,12 @@ inline std::string db_path(const std::string& given) {
   return given.empty() ? default_database_path() : given;
 }
 
+// The median (of an even count, the mean of the middle two); NaN for none.
 inline double median(std::vector<double> v) {
   if (v.empty()) return NAN;
   std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace fp8wb::cli

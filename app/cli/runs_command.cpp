@@ -44,6 +44,26 @@ double last_value(const RunStore& s, int64_t id, const char* series) {
   return v.empty() ? NAN : v.back().value;
 }
 
+// A run's speed as `runs list` and `runs show` both give it: the median of the tokens/s
+// of its stored steps (steady, where the first step's warm-up and a last short step
+// would move a mean or the last value), with how many steps and the last one's.
+struct Speed {
+  double median = NAN, last = NAN;
+  size_t steps = 0;
+};
+Speed speed_of(const RunStore& s, int64_t id) {
+  const auto tps = s.series(id, "tokens_per_s");
+  std::vector<double> v;
+  for (const auto& p : tps)
+    if (std::isfinite(p.value)) v.push_back(p.value);
+  Speed sp;
+  sp.median = median(v);
+  sp.steps = v.size();
+  if (!v.empty()) sp.last = v.back();
+  return sp;
+}
+constexpr const char* kSpeedDefinition = "tokens/s: the median over the run's stored steps";
+
 // The run's final loss and loss gap (final_loss.h), as JSON.
 json final_json(const RunStore& s, const RunInfo& r) {
   const FinalLoss f = final_loss(s, r);
@@ -85,6 +105,11 @@ void export_run(const RunStore& s, const RunInfo& r, const std::string& format, 
               {"ended_at", r.ended_at},
               {"config", config_of(r)}};
   j["final"] = final_json(s, r);
+  const Speed sp = speed_of(s, r.id);
+  j["tokens_per_s"] = {{"median", num(sp.median)},
+                       {"last", num(sp.last)},
+                       {"steps", sp.steps},
+                       {"definition", kSpeedDefinition}};
   json series = json::object();
   for (const auto& n : s.series_names(r.id)) {
     json points = json::array();
@@ -189,6 +214,7 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
                      {"steps", r.last_step + 1},
                      {"loss", num(last_value(*store, r.id, "loss"))},  // the last step's
                      {"final_loss", num(final_loss(*store, r).loss)},
+                     {"tokens_per_s", num(speed_of(*store, r.id).median)},  // the median
                      {"device", r.device},
                      {"started_at", r.started_at}});
       }
@@ -202,16 +228,15 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
     out << fmt::format("{:>5}  {:<24} {:<12} {:>7} {:>10} {:>11}  {:<8} {}\n", "id", "name",
                        "status", "steps", "final loss", "tokens/s", "device", "started");
     for (const auto& r : runs) {
-      const auto tps = store->series(r.id, "tokens_per_s");
-      std::vector<double> t;
-      for (const auto& p : tps) t.push_back(p.value);
       const double loss = final_loss(*store, r).loss;  // none for a diverged run: "-"
-      out << fmt::format("{:>5}  {:<24} {:<12} {:>7} {:>10} {:>11.0f}  {:<8} {}\n", r.id,
+      const double tps = speed_of(*store, r.id).median;
+      out << fmt::format("{:>5}  {:<24} {:<12} {:>7} {:>10} {:>11}  {:<8} {}\n", r.id,
                          r.name.substr(0, 24), run_status_name(r.status), r.last_step + 1,
                          std::isfinite(loss) ? fmt::format("{:.4f}", loss) : std::string("-"),
-                         median(t), r.device, r.started_at);
+                         std::isfinite(tps) ? fmt::format("{:.0f}", tps) : std::string("-"),
+                         r.device, r.started_at);
     }
-    out << "(" << kFinalLossDefinition << ")\n";
+    out << "(" << kFinalLossDefinition << "; " << kSpeedDefinition << ")\n";
     return 0;
   }
   if (opt.target.empty()) {
@@ -246,10 +271,15 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
         out << "loss gap      none (no finite reference loss at each of those steps)\n";
       out << "              " << kFinalLossDefinition << "\n";
     }
-    for (const auto& [series, label] :
-         {std::pair{"grad_norm", "grad norm"}, std::pair{"tokens_per_s", "tokens/s"}}) {
-      const double v = last_value(*store, r->id, series);
-      if (std::isfinite(v)) out << fmt::format("{:<14}{:.6g} (last step)\n", label, v);
+    const double grad_norm = last_value(*store, r->id, "grad_norm");
+    if (std::isfinite(grad_norm))
+      out << fmt::format("{:<14}{:.6g} (last step)\n", "grad norm", grad_norm);
+    // The figure `runs list` gives, named as such.
+    if (const Speed sp = speed_of(*store, r->id); sp.steps > 0) {
+      out << fmt::format(
+          "{:<14}{:.0f} (median over {} stored steps, as `runs list` gives it; "
+          "the last step {:.0f})\n",
+          "tokens/s", sp.median, sp.steps, sp.last);
     }
     const double mem_fp8 = last_value(*store, r->id, "mem_fp8");
     const double mem_ref = last_value(*store, r->id, "mem_ref");

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -65,6 +66,24 @@ struct Written {
   }
 };
 
+// A database that is not there yet: whether it could be made, said before anything is
+// submitted (it is made only once the job is taken). Its folder may be made too, as
+// RunStore::open() makes it: the nearest folder that is there must take new files.
+void check_can_create(const std::string& db) {
+  std::error_code ec;
+  fs::path at = fs::absolute(db, ec).parent_path();
+  while (!at.empty() && !fs::exists(at, ec) && at != at.parent_path()) at = at.parent_path();
+  if (!fs::is_directory(at, ec)) {
+    throw std::runtime_error("the run database " + db + " cannot be created: " + at.string() +
+                             " is not a folder (nothing was submitted)");
+  }
+  if (::access(at.c_str(), W_OK | X_OK) != 0) {
+    throw std::runtime_error("the run database " + db + " cannot be created: " + at.string() +
+                             " is not writable (" + std::strerror(errno) +
+                             "; nothing was submitted)");
+  }
+}
+
 // Where Slurm's own words say more than its exit status: the first lines of its error.
 std::string slurm_words(const ProgramResult& r) {
   std::string s = trim(r.err.empty() ? r.out : r.err);
@@ -74,11 +93,20 @@ std::string slurm_words(const ProgramResult& r) {
 
 }  // namespace
 
-int submit_slurm_sweep(const SweepSpec& spec, RunStore& store, const SlurmOptions& opt,
+int submit_slurm_sweep(const SweepSpec& spec, const std::string& db, const SlurmOptions& opt,
                        bool as_json, std::ostream& out, std::ostream& err) {
   const std::vector<SweepTrial> trials = expand_sweep(spec);  // validated before anything
   if (trials.empty()) throw std::invalid_argument("the sweep has no trials");
   std::error_code ec;
+  // A database that is there is opened now (a damaged file or a folder is refused before
+  // anything is submitted); one that is not is created only once sbatch has taken the job.
+  std::unique_ptr<RunStore> store;
+  const bool db_existed = fs::exists(db, ec) || fs::is_symlink(db, ec);
+  if (db_existed) {
+    store = RunStore::open(db);
+  } else {
+    check_can_create(db);
+  }
   fs::path dir = opt.dir.empty() ? fs::current_path() / ("fp8wb-sweep-" + new_uuid().substr(0, 8))
                                  : fs::path(opt.dir);
   dir = fs::absolute(dir).lexically_normal();
@@ -167,13 +195,14 @@ int submit_slurm_sweep(const SweepSpec& spec, RunStore& store, const SlurmOption
   // The job is in; now the sweep is recorded, and the folder says which it is.
   int64_t sweep_id = 0;
   try {
-    sweep_id = store.create_sweep(spec.name, sweep_json(spec));
+    if (!store) store = RunStore::open(db);
+    sweep_id = store->create_sweep(spec.name, sweep_json(spec));
     json m;
     m["format"] = kSweepManifestFormat;
-    m["sweep_uuid"] = store.sweep(sweep_id)->uuid;
+    m["sweep_uuid"] = store->sweep(sweep_id)->uuid;
     m["sweep_id"] = sweep_id;
     m["sweep_name"] = spec.name;
-    m["db"] = fs::absolute(store.path()).lexically_normal().string();
+    m["db"] = fs::absolute(store->path()).lexically_normal().string();
     m["job"] = job;
     m["trials"] = json::array();
     for (size_t i = 0; i < trials.size(); ++i) {
@@ -185,6 +214,10 @@ int submit_slurm_sweep(const SweepSpec& spec, RunStore& store, const SlurmOption
     write_text(dir / kSweepManifest, m.dump(2) + "\n");
   } catch (const std::exception& e) {
     run_program({"scancel", job});
+    if (!db_existed) {  // a database made for this sweep goes with it
+      store.reset();
+      for (const char* ext : {"", "-wal", "-shm", "-journal"}) fs::remove(db + ext, ec);
+    }
     throw std::runtime_error(std::string("the sweep could not be recorded (") + e.what() +
                              "); job " + job + " was cancelled");
   }
@@ -193,7 +226,7 @@ int submit_slurm_sweep(const SweepSpec& spec, RunStore& store, const SlurmOption
                 {"job", job},
                 {"trials", trials.size()},
                 {"dir", dir.string()},
-                {"db", store.path()}}
+                {"db", store->path()}}
                .dump(2)
         << "\n";
   } else {

@@ -27,12 +27,13 @@ struct SlurmOptions {
   std::string program;      // the fp8wb each task runs (default: this one)
 };
 
-// Writes the folder, submits the array with sbatch and records the sweep in `store`
-// (only once sbatch has taken the job: a refused job leaves nothing behind). Throws
-// std::runtime_error naming the problem (sbatch missing or refusing the job, a folder
-// that already holds a sweep).
-int submit_slurm_sweep(const SweepSpec& spec, RunStore& store, const SlurmOptions& opt, bool json,
-                       std::ostream& out, std::ostream& err);
+// Writes the folder, submits the array with sbatch and records the sweep in the run
+// database at `db`, which is created (where it is not there yet) only once sbatch has
+// taken the job: a refused job leaves nothing behind, neither the folder's files nor a
+// database. Throws std::runtime_error naming the problem (sbatch missing or refusing the
+// job, a folder that already holds a sweep, a database that cannot be opened or made).
+int submit_slurm_sweep(const SweepSpec& spec, const std::string& db, const SlurmOptions& opt,
+                       bool json, std::ostream& out, std::ostream& err);
 
 // Prints collect_sweep_folder()'s result (sweep_collect.h): merges a folder's finished
 // trials into its sweep in the database at `db` (empty: the

@@ -156,14 +156,14 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
     for (const auto& g : opt.grid) spec.axes.push_back(parse_grid(g));
     spec.seeds = opt.seeds;
     expand_sweep(spec);  // every value checked before the database is opened
-    auto store = RunStore::open(opt.db.empty() ? default_database_path() : opt.db);
     SlurmOptions so;
     so.dir = opt.slurm_dir;
     so.partition = opt.partition;
     so.gpus_per_trial = opt.gpus_per_trial;
     so.cpus_per_trial = opt.cpus_per_trial;
     so.time = opt.time;
-    return submit_slurm_sweep(spec, *store, so, opt.json, out, err);
+    return submit_slurm_sweep(spec, opt.db.empty() ? default_database_path() : opt.db, so, opt.json,
+                              out, err);
   }
   if (opt.resume > 0 && (!opt.grid.empty() || !opt.overrides.empty() || !opt.config_file.empty() ||
                          opt.seeds != 1 || opt.name != "sweep")) {

@@ -32,15 +32,18 @@ std::string fmt_duration(double seconds) {
   return fmt::format("{:02}:{:02}", s / 60, s % 60);
 }
 
-// The progress bar: one line, redrawn at most five times a second, with the ETA.
+// The progress: on a terminal a bar, one line redrawn at most five times a second, with
+// the ETA; elsewhere (a file, a pipe, a job's log, where carriage returns would pile up)
+// a plain line at each tenth of the run, at least every 30 s, and at the last step.
 class Console : public MetricConsumer {
  public:
-  Console(std::ostream& err, int64_t steps, bool quiet) : err_(err), steps_(steps), quiet_(quiet) {}
+  Console(std::ostream& err, int64_t steps, bool quiet, bool terminal)
+      : err_(err), steps_(steps), quiet_(quiet), terminal_(terminal) {}
   void consume(const MetricBatch& b) override {
     const std::lock_guard<std::mutex> lock(mutex_);
     for (const RunEvent& e : b.events) {
       if (e.kind == "started" || e.kind == "skipped" || e.kind == "diverged") {
-        if (!quiet_) err_ << "\r\033[K" << e.kind << ": " << e.message << "\n";
+        if (!quiet_) err_ << (terminal_ ? "\r\033[K" : "") << e.kind << ": " << e.message << "\n";
       }
     }
     if (b.steps.empty()) return;
@@ -51,20 +54,32 @@ class Console : public MetricConsumer {
       start_ = now;
       started_ = true;
     }
-    if (quiet_ || (now - drawn_ < std::chrono::milliseconds(200) && last_.step + 1 < steps_))
+    if (quiet_) return;
+    const bool last_step = last_.step + 1 >= steps_;
+    const int64_t tenth = (last_.step + 1) * 10 / std::max<int64_t>(1, steps_);
+    if (terminal_) {
+      if (now - drawn_ < std::chrono::milliseconds(200) && !last_step) return;
+    } else if (tenth <= tenth_ && now - drawn_ < std::chrono::seconds(30) && !last_step) {
       return;
+    }
+    if (!terminal_ && last_step && drew_last_) return;
     drawn_ = now;
+    tenth_ = tenth;
+    drew_last_ = last_step;
     const double done = static_cast<double>(last_.step + 1) / static_cast<double>(steps_);
     const double elapsed = std::chrono::duration<double>(now - start_).count();
     const double eta = done > 0 ? elapsed * (1 - done) / done : NAN;
+    std::string figures = fmt::format("{}/{} loss {:.4f}", last_.step + 1, steps_, last_.loss);
+    if (std::isfinite(last_.ref_loss)) figures += fmt::format(" (ref {:.4f})", last_.ref_loss);
+    figures += fmt::format(" {:.0f} tok/s ETA {}", last_.tokens_per_s, fmt_duration(eta));
+    if (!terminal_) {
+      err_ << "step " << figures << "\n" << std::flush;
+      return;
+    }
     const int width = 30;
     const int fill = static_cast<int>(done * width);
     err_ << "\r[" << std::string(static_cast<size_t>(fill), '#')
-         << std::string(static_cast<size_t>(width - fill), '.') << "] "
-         << fmt::format("{}/{} loss {:.4f}", last_.step + 1, steps_, last_.loss);
-    if (std::isfinite(last_.ref_loss)) err_ << fmt::format(" (ref {:.4f})", last_.ref_loss);
-    err_ << fmt::format(" {:.0f} tok/s ETA {}", last_.tokens_per_s, fmt_duration(eta))
-         << std::flush;
+         << std::string(static_cast<size_t>(width - fill), '.') << "] " << figures << std::flush;
   }
   // The last step recorded; nullopt when the run ended before its first step.
   std::optional<StepMetrics> last() {
@@ -77,8 +92,10 @@ class Console : public MetricConsumer {
   std::mutex mutex_;
   std::ostream& err_;
   int64_t steps_;
-  bool quiet_;
+  bool quiet_, terminal_;
   bool started_ = false, any_ = false;
+  int64_t tenth_ = 0;       // the tenths of the run a line has been written for
+  bool drew_last_ = false;  // the last step's line is written
   std::chrono::steady_clock::time_point start_, drawn_;
   StepMetrics last_;
 };
@@ -139,7 +156,8 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& opt) {
   c->add_option("--run-uuid", opt.run_uuid,
                 "The run's identity (a UUID), where it is chosen beforehand: a sweep's trial on "
                 "a cluster, collected by `fp8wb sweep --collect`");
-  c->add_flag("-q,--quiet", opt.quiet, "No progress bar");
+  c->add_flag("-q,--quiet", opt.quiet,
+              "No progress (a bar on a terminal, else a line at each tenth of the run)");
   c->add_option("--nproc", opt.nproc,
                 "Ranks to start on this machine, each the same model on its share of every "
                 "batch (Gloo on CPUs, NCCL with one GPU each); the batch is the global one")
@@ -200,7 +218,7 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
 
   auto store = RunStore::open(db_path(opt.db));
   auto bus = std::make_shared<MetricBus>();
-  auto console = std::make_shared<Console>(err, cfg.steps, opt.quiet || opt.json);
+  auto console = std::make_shared<Console>(err, cfg.steps, opt.quiet || opt.json, opt.terminal);
   bus->add(store->consumer());
   bus->add(console);
   const int64_t id =
@@ -219,7 +237,9 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
       if (signals.requested() && !asked) {
         trainer.stop();
         asked = true;
-        if (!opt.quiet) err << "\ninterrupted: stopping after this step (the run is kept)\n";
+        if (!opt.quiet)
+          err << (opt.terminal ? "\n" : "")
+              << "interrupted: stopping after this step (the run is kept)\n";
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -236,7 +256,7 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
       message = std::string("the run database could not be written: ") + e.what();
     }
   }
-  if (!opt.quiet && !opt.json) err << "\n";
+  if (!opt.quiet && !opt.json && opt.terminal) err << "\n";  // below the bar
 
   const std::optional<StepMetrics> last = console->last();
   if (opt.json) {

@@ -17,6 +17,9 @@ struct TrainOptions {
   std::string run_uuid;  // the run's identity (a sweep's trial on a cluster), else a new one
   bool quiet = false;
   bool json = false;
+  // Whether the error stream is a terminal: then the progress is one line redrawn in
+  // place (a bar); otherwise (a file, a pipe, a job's log) plain lines now and then.
+  bool terminal = false;
   int nproc = 1;        // ranks to start on this machine (data-parallel)
   int master_port = 0;  // their rendezvous port (0: MASTER_PORT, else a free one)
 };

@@ -114,14 +114,52 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-CommBenchResult run_comm_bench(const RankInfo& info, const CommBenchOptions& opt) {
-  if (opt.rows < 1 || opt.cols < 1 || opt.rows * opt.cols > (int64_t{1} << 30))
+void check_comm_bench_options(const CommBenchOptions& opt) {
+  // rows x cols is compared by division: rows and cols may each be large.
+  if (opt.rows < 1 || opt.cols < 1 || opt.rows > kCommBenchMaxElements / opt.cols) {
     throw std::invalid_argument(
-        "the weight matrix must have at least one element and at most "
-        "2^30 (rows x cols)");
+        "--rows " + std::to_string(opt.rows) + " x --cols " + std::to_string(opt.cols) +
+        ": the weight matrix must have at least one element and at most 2^30 (1073741824)");
+  }
   if (opt.iters < 1 || opt.warmup < 0) throw std::invalid_argument("at least one timed exchange");
   if (opt.device != "cpu" && opt.device != "cuda")
     throw std::invalid_argument("device \"" + opt.device + "\": cpu (Gloo) or cuda (NCCL)");
+}
+
+CommBenchMemory estimate_comm_bench_memory(const CommBenchOptions& opt, int world) {
+  const double n = static_cast<double>(opt.rows) * static_cast<double>(opt.cols);
+  const double w = std::max(1, world);
+  // A payload: fp32 weights, codes, bf16 (7 bytes an element) and a scale a row; while
+  // one is built, its fp32 scaled copy (4 more).
+  const double payload = 7 * n + 4 * static_cast<double>(opt.rows);
+  const double building = 4 * n;
+  // The all-reduce: the source, the sum kept, the next copy and the process group's
+  // working copy (rank 0 compares with a sum of its own after); the bf16 gather: the
+  // source (and its bytes where bf16 goes as uint8), the process group's flat result, the
+  // slots it fills and the previous exchange's.
+  const double all_reduce = 16 * n;
+  const double gather = 4 * n + 3 * (w * 2 * n);
+  const double exchanges = std::max(all_reduce, gather);
+  // Freed buffers the allocator keeps and the process group's own: 40% more (two ranks
+  // of 2^24 elements measured 32.7 to 35.7 bytes an element on rank 0, from one run to
+  // the next, against the 30 counted here; tests/cli/cli_ranks_test.cpp measures it).
+  constexpr double kSlack = 1.4;
+  CommBenchMemory m;
+  if (opt.device == "cuda") {
+    // The exchanged tensors live on the GPU; the host keeps the payloads, rank 0's sum to
+    // compare and one slot copied back at a time.
+    m.device = kSlack * exchanges;
+    m.rank0_host = kSlack * (w * payload + building + 4 * n + 4 * n);
+    m.other_host = kSlack * (payload + building);
+  } else {
+    m.rank0_host = kSlack * std::max(w * payload + building, w * payload + exchanges);
+    m.other_host = kSlack * (payload + std::max(building, exchanges));
+  }
+  return m;
+}
+
+CommBenchResult run_comm_bench(const RankInfo& info, const CommBenchOptions& opt) {
+  check_comm_bench_options(opt);
   const torch::Device device = opt.device == "cpu" ? torch::Device(torch::kCPU)
                                                    : torch::Device(torch::kCUDA, info.local_rank);
   auto group = dist::RankGroup::connect(info, device, std::chrono::seconds(opt.timeout_s));
@@ -131,9 +169,13 @@ CommBenchResult run_comm_bench(const RankInfo& info, const CommBenchOptions& opt
   // This rank's payload; rank 0, which checks and reports, rebuilds every rank's as the
   // reference for what comes back.
   const bool checks = info.rank == 0;
+  auto progress = [&](const std::string& what, int done, int total) {
+    if (checks && opt.progress) opt.progress(what, done, total);
+  };
   std::vector<Payload> all(static_cast<size_t>(world));
   for (int r = 0; r < world; ++r) {
     if (checks || r == info.rank) all[static_cast<size_t>(r)] = payload(r, rows, cols);
+    progress("building every rank's payload to check against", r + 1, world);
   }
   const Payload& mine = all[static_cast<size_t>(info.rank)];
   const Timer timer(device);
@@ -159,6 +201,7 @@ CommBenchResult run_comm_bench(const RankInfo& info, const CommBenchOptions& opt
       const double ms = timer.ms([&] { group->sum(t, "fp32 values"); });
       if (k >= opt.warmup) times.push_back(ms);
       sum = t[0];
+      progress("all_reduce fp32", k + 1, opt.warmup + opt.iters);
     }
     CommFigure f;
     f.op = "all_reduce";
@@ -190,6 +233,7 @@ CommBenchResult run_comm_bench(const RankInfo& info, const CommBenchOptions& opt
       line_up();
       const double ms = timer.ms([&] { group->all_gather(src, out, name.c_str()); });
       if (k >= opt.warmup) times.push_back(ms);
+      progress("all_gather " + name, k + 1, opt.warmup + opt.iters);
     }
     CommFigure f;
     f.op = "all_gather";

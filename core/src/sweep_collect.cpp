@@ -18,6 +18,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include "fp8wb/core/file_io.h"
 #include "fp8wb/core/run_config.h"
@@ -262,6 +263,16 @@ Manifest read_manifest(const fs::path& dir) {
 
 }  // namespace
 
+SweepNotInDatabase::SweepNotInDatabase(std::string folder_, std::string sweep_name_,
+                                       std::string submitted_from_, std::string database_)
+    : std::runtime_error("the sweep of " + folder_ + " (\"" + sweep_name_ + "\", submitted from " +
+                         submitted_from_ + ") is not in " + database_ +
+                         ": collect it into the database it was submitted from (--db)"),
+      folder(std::move(folder_)),
+      sweep_name(std::move(sweep_name_)),
+      submitted_from(std::move(submitted_from_)),
+      database(std::move(database_)) {}
+
 SweepCollection collect_sweep_folder(const std::string& dir_text, const std::string& db,
                                      const std::function<void(size_t, size_t)>& progress) {
   const fs::path dir = fs::absolute(dir_text).lexically_normal();
@@ -271,11 +282,7 @@ SweepCollection collect_sweep_folder(const std::string& dir_text, const std::str
   for (const SweepInfo& s : store->sweeps()) {
     if (s.uuid == m.sweep_uuid) sweep = s;
   }
-  if (!sweep) {
-    throw std::runtime_error("the sweep of " + dir.string() + " (\"" + m.sweep_name +
-                             "\", submitted from " + m.db + ") is not in " + store->path() +
-                             ": collect it into the database it was submitted from (--db)");
-  }
+  if (!sweep) throw SweepNotInDatabase(dir.string(), m.sweep_name, m.db, store->path());
   std::map<std::string, RunInfo> have;  // by identity
   for (RunInfo& r : store->runs()) have.emplace(r.uuid, std::move(r));
   const SlurmView slurm = ask_slurm(m.job);

@@ -86,11 +86,32 @@ void BM_TorchCast(benchmark::State& s) {
 #endif
 }
 
-// Tensorwise E4M3 with a known (delayed) scale: one pass.
+const char* path_name(fp8wb::CpuStatsPath p) {
+  switch (p) {
+    case fp8wb::CpuStatsPath::Auto: return "auto";
+    case fp8wb::CpuStatsPath::Portable: return "portable";
+    case fp8wb::CpuStatsPath::Avx2: return "AVX2";
+    case fp8wb::CpuStatsPath::Avx512: return "AVX-512";
+  }
+  return "?";
+}
+
+// Tensorwise E4M3 with a known (delayed) scale: one pass, with the statistics loop the
+// processor's widest (path 0) or a pinned one (1 portable, 2 AVX2, 3 AVX-512).
 void BM_Quantize(benchmark::State& s) {
   const bool stats = s.range(0) != 0;
   const int threads = static_cast<int>(s.range(1));
   const bool bf16 = s.range(2) != 0;
+  const auto path = static_cast<fp8wb::CpuStatsPath>(s.range(3));
+  if (!fp8wb::cpu_stats_path_available(path)) {
+    s.SkipWithError((std::string("no ") + path_name(path) + " loop on this processor").c_str());
+    return;
+  }
+  struct Restore {
+    fp8wb::CpuStatsPath p = fp8wb::cpu_stats_path();
+    ~Restore() { fp8wb::set_cpu_stats_path(p); }
+  } restore;
+  fp8wb::set_cpu_stats_path(path);
   fp8wb::QuantRecipe r;
   const auto layout = fp8wb::make_layout(r, kRows, kCols);
   const auto scales = fp8wb::compute_scales(r, layout, {5.0f}, 5.0f);
@@ -105,7 +126,8 @@ void BM_Quantize(benchmark::State& s) {
   }
   set_counters(s, bf16 ? 2 : 4);
   s.SetLabel(std::string(bf16 ? "bf16, " : "fp32, ") + (stats ? "all statistics" : "codes only") +
-             ", " + std::to_string(threads) + " thread(s)");
+             ", " + std::to_string(threads) + " thread(s)" +
+             (stats ? std::string(", ") + path_name(fp8wb::cpu_stats_path()) + " loop" : ""));
 }
 
 BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond);
@@ -116,14 +138,17 @@ BENCHMARK(BM_TorchCast)
     ->Args({0, 2})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
-// {statistics, threads (0: all cores), bf16 input}
+// {statistics, threads (0: all cores), bf16 input, statistics loop}
 BENCHMARK(BM_Quantize)
-    ->Args({0, 1, 0})
-    ->Args({1, 1, 0})
-    ->Args({0, 1, 1})
-    ->Args({1, 1, 1})
-    ->Args({0, 2, 0})
-    ->Args({1, 2, 0})
+    ->Args({0, 1, 0, 0})
+    ->Args({1, 1, 0, 0})
+    ->Args({0, 1, 1, 0})
+    ->Args({1, 1, 1, 0})
+    ->Args({1, 1, 0, 1})
+    ->Args({1, 1, 0, 2})
+    ->Args({1, 1, 0, 3})
+    ->Args({0, 2, 0, 0})
+    ->Args({1, 2, 0, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

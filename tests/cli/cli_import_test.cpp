@@ -105,10 +105,8 @@ TEST_F(CliImport, SlurmWithoutSbatchStoresNothing) {
   EXPECT_NE(r.err.find("sbatch cannot be run"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "sw" / "sweep.json"));
   EXPECT_FALSE(std::filesystem::exists(dir_ / "sw" / "trials"));
-  {
-    auto s = fp8wb::RunStore::open_read_only(path_);
-    EXPECT_TRUE(s->sweeps().empty());
-  }
+  // No sweep stored: no database made at all.
+  EXPECT_FALSE(std::filesystem::exists(path_));
   // Collecting a folder that is not there, or a bad grid before anything is submitted.
   r = run({"sweep", "--collect", file("nowhere"), "--db", path_});
   EXPECT_EQ(r.rc, 1);
@@ -119,6 +117,68 @@ TEST_F(CliImport, SlurmWithoutSbatchStoresNothing) {
   r = run({"sweep", "--db", path_, "--grid", "margin=0,1", "--partition", "gpu"});
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("go with --slurm"), std::string::npos) << r.err;
+}
+
+void write_program(const std::filesystem::path& path, const std::string& text) {
+  {
+    std::ofstream f(path);
+    f << text;
+  }
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+}
+
+// A submission that fails makes no database (nor its folder), and one that was there
+// before keeps what it held; sbatch's own words say why. A job sbatch takes is recorded
+// in a database made then.
+TEST_F(CliImport, FailedSlurmSubmissionsMakeNoDatabase) {
+  const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  const std::filesystem::path bin = dir_ / "bin";
+  std::filesystem::create_directories(bin);
+  const std::string db = file("new/runs.sqlite");
+  auto submit = [&](const std::string& database, const char* folder) {
+    setenv("PATH", bin.c_str(), 1);
+    auto r = run({"sweep", "--db", database, "--set", "model=mlp", "--grid", "margin=0,1",
+                  "--slurm", "--slurm-dir", file(folder)});
+    setenv("PATH", old_path.c_str(), 1);
+    return r;
+  };
+  // No sbatch at all.
+  auto r = submit(db, "sw1");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("sbatch cannot be run"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(db));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "new"));
+  // An sbatch that refuses the job, as a cluster does for a partition it lacks.
+  write_program(bin / "sbatch",
+                "#!/bin/sh\necho 'sbatch: error: Batch job submission failed: Invalid partition "
+                "name specified' >&2\nexit 1\n");
+  r = submit(db, "sw2");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("sbatch refused the job"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Invalid partition name specified"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(db));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "new"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "sw2" / "sweep.json"));
+  // A database that was there keeps its runs and gains no sweep.
+  ASSERT_EQ(train(path_, "before").rc, 0);
+  r = submit(path_, "sw3");
+  EXPECT_EQ(r.rc, 1);
+  {
+    auto s = fp8wb::RunStore::open_read_only(path_);
+    EXPECT_TRUE(s->sweeps().empty());
+    ASSERT_EQ(s->runs().size(), 1u);
+    EXPECT_EQ(s->runs()[0].name, "before");
+  }
+  // Taken: the database is made with the sweep in it.
+  write_program(bin / "sbatch", "#!/bin/sh\necho 4242\n");
+  r = submit(db, "sw4");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("job array 4242"), std::string::npos) << r.out;
+  {
+    auto s = fp8wb::RunStore::open_read_only(db);
+    ASSERT_EQ(s->sweeps().size(), 1u);
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "sw4" / "sweep.json"));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,9 +19,11 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cli_run.h"
+#include "fp8wb/core/comm_bench.h"
 #include "fp8wb/core/distributed.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/trainer.h"
@@ -328,6 +331,122 @@ TEST_F(CliRanks, BenchCommGathersFp8CodesUnchanged) {
   EXPECT_DOUBLE_EQ(
       j["fp8_vs_bf16"]["bytes"].get<double>(),
       static_cast<double>(rows * cols + rows * 4) / static_cast<double>(rows * cols * 2));
+}
+
+// How often `needle` occurs in `text`.
+size_t count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// The binary with stdout and stderr into files and these variables set; waits for it at
+// most `seconds` and returns its status and the largest resident set of it and the
+// processes it waited for (wait4's rusage: the ranks), in KiB.
+std::pair<int, long> run_measured(std::vector<std::string> args, const std::string& out,
+                                  const std::string& err,
+                                  const std::vector<std::pair<std::string, std::string>>& env,
+                                  int seconds) {
+  args.insert(args.begin(), FP8WB_BINARY);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(o, STDOUT_FILENO);
+    dup2(e, STDERR_FILENO);
+    execv(FP8WB_BINARY, argv.data());
+    _exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  int status = 0;
+  rusage ru{};
+  while (wait4(pid, &status, WNOHANG, &ru) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      wait4(pid, &status, 0, &ru);
+      ADD_FAILURE() << "still running after " << seconds << " s";
+      return {-1, 0};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return {status, ru.ru_maxrss};
+}
+
+// A matrix over 2^30 elements: refused by the launcher before any rank starts, so the
+// reason is said once (not once a rank, nor followed by "ranks failed"); ranks started by
+// another launcher (torchrun's variables) say it once too: rank 0 alone.
+TEST_F(CliRanks, BenchCommRefusalIsSaidOnceBeforeRanksStart) {
+  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
+  const std::string reason = "the weight matrix must have at least one element and at most 2^30";
+  auto [st, rss] =
+      run_measured({"bench", "--comm", "--nproc", "2", "--rows", "1048576", "--cols", "1048576"},
+                   out, err, {}, 60);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 1);
+  std::string said = slurp(err);
+  EXPECT_EQ(count(said, reason), 1u) << said;
+  EXPECT_NE(said.find("--rows 1048576 x --cols 1048576"), std::string::npos) << said;
+  EXPECT_EQ(said.find("ranks failed"), std::string::npos) << said;
+  // Two ranks as torchrun starts them: rank 1 says nothing, rank 0 the reason once.
+  std::string both;
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string e = err + std::to_string(rank);
+    auto [rst, rrss] =
+        run_measured({"bench", "--comm", "--rows", "1048576", "--cols", "1048576"}, out, e,
+                     {{"RANK", std::to_string(rank)},
+                      {"WORLD_SIZE", "2"},
+                      {"LOCAL_RANK", std::to_string(rank)},
+                      {"LOCAL_WORLD_SIZE", "2"},
+                      {"MASTER_ADDR", "127.0.0.1"},
+                      {"MASTER_PORT", "1"}},
+                     60);
+    ASSERT_TRUE(WIFEXITED(rst));
+    EXPECT_EQ(WEXITSTATUS(rst), 1);
+    both += slurp(e);
+    if (rank == 1) EXPECT_EQ(slurp(e), "");
+  }
+  EXPECT_EQ(count(both, reason), 1u) << both;
+}
+
+// Before the ranks start, the memory each will hold is said (and the estimate holds what
+// they take: the ranks' largest resident set, less a tiny run's, measured here, is within
+// it and more than a third of it); on a large matrix rank 0 reports each step of the work
+// as it goes, once (the other rank says nothing).
+TEST_F(CliRanks, BenchCommSaysItsMemoryAndProgress) {
+  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
+  auto run_size = [&](int64_t side) {
+    return run_measured({"bench", "--comm", "--nproc", "2", "--rows", std::to_string(side),
+                         "--cols", std::to_string(side), "--steps", "2", "--json"},
+                        out, err, {}, 300);
+  };
+  const auto [tiny_st, tiny_rss] = run_size(8);
+  ASSERT_TRUE(WIFEXITED(tiny_st) && WEXITSTATUS(tiny_st) == 0) << slurp(err);
+  EXPECT_EQ(slurp(err).find("bench --comm: all_reduce"), std::string::npos);  // too quick
+  const int64_t side = 4096;  // 2^24 elements: 64 MiB of fp32 a rank
+  const auto [st, rss] = run_size(side);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << slurp(err);
+  const std::string said = slurp(err);
+  fp8wb::CommBenchOptions o;
+  o.rows = o.cols = side;
+  o.iters = 2;
+  const fp8wb::CommBenchMemory m = fp8wb::estimate_comm_bench_memory(o, 2);
+  const std::string memory_line =
+      "bench --comm: 2 ranks, each sending a 4096 x 4096 matrix; memory: rank 0 about ";
+  EXPECT_EQ(said.find(memory_line), 0u) << said;  // before anything else
+  const double grew = (static_cast<double>(rss) - static_cast<double>(tiny_rss)) * 1024.0;
+  EXPECT_LE(grew, m.rank0_host) << said;
+  EXPECT_GE(grew, m.rank0_host / 3) << said;
+  for (const char* step :
+       {"bench --comm: building every rank's payload to check against: 2 of 2\n",
+        "bench --comm: all_reduce fp32: 5 of 5\n", "bench --comm: all_gather fp8 codes: 5 of 5\n",
+        "bench --comm: all_gather bf16: 5 of 5\n"})
+    EXPECT_EQ(count(said, step), 1u) << step << said;
+  const nlohmann::json j = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(j["exchanges"].size(), 4u);
 }
 
 TEST_F(CliRanks, BenchCommNeedsRanks) {

@@ -2,6 +2,8 @@
 // SIGKILL or stopped with Ctrl-C (SIGINT) mid-run.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -11,6 +13,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -522,6 +525,80 @@ TEST_F(CliTrain, RepeatedSigkillAtRandomPointsLosesNoCommittedStep) {
   // And the next writer opens it and marks what the killed ones left.
   auto s = fp8wb::RunStore::open(db_);
   for (const auto& r : s->runs()) EXPECT_EQ(r.status, fp8wb::RunStatus::Interrupted);
+}
+
+// The real binary's progress, its error output a file and then a terminal (a
+// pseudo-terminal): into a file plain lines, no carriage return or escape sequence, a
+// line for each tenth of the run at most and one for the last step; on a terminal the
+// bar, redrawn in place.
+TEST_F(CliTrain, ProgressIsABarOnlyOnATerminal) {
+  const std::vector<std::string> args = {FP8WB_BINARY, "train",          "--db",  db_,
+                                         "--set",      "model=mlp",      "--set", "steps=40",
+                                         "--set",      "reference=false"};
+  // Runs the binary with stderr on `fd`, reading `master` (a pty's, or -1) as it runs.
+  auto run_with_stderr = [&](int fd, int master) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      std::vector<char*> argv;
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      const int devnull = ::open("/dev/null", O_WRONLY);
+      dup2(devnull, STDOUT_FILENO);
+      dup2(fd, STDERR_FILENO);
+      execv(FP8WB_BINARY, argv.data());
+      _exit(127);
+    }
+    std::string seen;
+    int status = 0;
+    for (;;) {
+      if (master >= 0) {
+        pollfd p{master, POLLIN, 0};
+        if (poll(&p, 1, 100) > 0) {
+          char buf[4096];
+          const ssize_t n = read(master, buf, sizeof buf);
+          if (n > 0) seen.append(buf, static_cast<size_t>(n));
+          continue;
+        }
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      if (waitpid(pid, &status, WNOHANG) == pid) break;
+    }
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    return seen;
+  };
+
+  const std::string log = (dir_ / "err.log").string();
+  {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0);
+    run_with_stderr(fd, -1);
+    ::close(fd);
+  }
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.find('\r'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\033'), std::string::npos) << text;
+  std::istringstream lines(text);
+  std::string line, last;
+  int step_lines = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("step ", 0) != 0) continue;
+    ++step_lines;
+    last = line;
+  }
+  EXPECT_GE(step_lines, 2) << text;
+  EXPECT_LE(step_lines, 12) << text;  // the first step, each tenth, the last (and 30 s ticks)
+  EXPECT_EQ(last.rfind("step 40/40 loss ", 0), 0u) << text;
+
+  int master = -1, slave = -1;
+  ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+  std::filesystem::remove(db_);
+  const std::string tty = run_with_stderr(slave, master);
+  ::close(slave);
+  ::close(master);
+  EXPECT_NE(tty.find("\r["), std::string::npos) << tty;
+  EXPECT_NE(tty.find("] 40/40 loss "), std::string::npos) << tty;
 }
 
 TEST_F(CliTrain, CtrlCStopsCleanlyAndKeepsTheRun) {

@@ -2,7 +2,8 @@
 // steps, the reference's over the same steps. Computed here by hand, in double, from the
 // values written to the store, for runs whose window holds a skipped (non-finite) step and
 // steps stored only every 5; the sweep's points, `fp8wb sweep --json`, `fp8wb runs show`
-// (text and --json) and `fp8wb runs list` all give that figure.
+// (text and --json) and `fp8wb runs list` all give that figure. A run's tokens/s is one
+// figure in `runs list` and `runs show` too, named.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -168,6 +169,55 @@ TEST_F(FinalLoss, OneFigureForTheSweepTheCliAndTheRun) {
   EXPECT_NE(r.out.find("final loss"), std::string::npos) << r.out;
   for (const Hand& h : hand)
     EXPECT_NE(r.out.find(fmt::format("{:.4f}", h.loss)), std::string::npos) << r.out;
+}
+
+// tokens/s: `runs list` and `runs show` give one figure, the median over the run's stored
+// steps (here by hand: ten steps, a slow first and last among them, whose middle two are
+// 4300 and 4400), and say which it is; the JSON of both carries it too.
+TEST_F(FinalLoss, ListAndShowGiveOneSpeedAndNameIt) {
+  using namespace fp8wb;
+  const double tps[] = {120, 4100, 4300, 4200, 4500, 4400, 4600, 4700, 4800, 2000};
+  int64_t id = 0;
+  {
+    auto store = RunStore::open(path_);
+    id = store->create_run("speed", "train", "{}", "cpu");
+    MetricBatch b;
+    b.run_id = id;
+    for (int64_t s = 0; s < 10; ++s) {
+      StepMetrics m;
+      m.step = s;
+      m.loss = 3.0 - 0.1 * static_cast<double>(s);
+      m.tokens_per_s = tps[s];
+      b.steps.push_back(m);
+    }
+    b.final = true;
+    b.status = RunStatus::Finished;
+    store->write(std::move(b));
+    store->flush();
+  }
+  const double by_hand = (4300.0 + 4400.0) / 2;  // the mean of the middle two of ten
+  auto r = run({"runs", "list", "--db", path_});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const size_t row = r.out.find("speed ");
+  ASSERT_NE(row, std::string::npos) << r.out;
+  const std::string line = r.out.substr(row, r.out.find('\n', row) - row);
+  EXPECT_NE(line.find(" 4350 "), std::string::npos) << line;
+  EXPECT_NE(r.out.find("tokens/s: the median over the run's stored steps"), std::string::npos)
+      << r.out;
+  r = run({"runs", "show", std::to_string(id), "--db", path_});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("tokens/s      4350 (median over 10 stored steps"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("the last step 2000"), std::string::npos) << r.out;
+  r = run({"runs", "list", "--db", path_, "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(r.out)[0]["tokens_per_s"].get<double>(), by_hand);
+  r = run({"runs", "show", std::to_string(id), "--db", path_, "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_DOUBLE_EQ(j["tokens_per_s"]["median"].get<double>(), by_hand);
+  EXPECT_DOUBLE_EQ(j["tokens_per_s"]["last"].get<double>(), 2000.0);
+  EXPECT_EQ(j["tokens_per_s"]["steps"], 10);
 }
 
 // A run stored at every step averages exactly its last tenth; no loss, no figure.

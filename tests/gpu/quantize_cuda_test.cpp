@@ -227,17 +227,22 @@ TEST(CudaDelayedScaling, MatchesTheHostScalerStepByStep) {
   }
 }
 
-// Statistics in whole-tile error-map cells (the tile kernel: cells of 256 rows x 64
-// columns or more, or no map), against the CPU: codes, transposed codes, every statistic.
-TEST(CudaQuantizeTiles, StatisticsInWholeTileCells) {
+// Statistics in the tile kernel, against the CPU: codes, transposed codes, every
+// statistic. Error-map cells of whole 256-row x 64-column tiles (a block's sums go to the
+// map once), cells of whole 16-row x 4-column pieces smaller than a tile (sums by cell
+// within each half-warp, two cells a half-warp where cells are 32 or 4 columns wide, tiles
+// cut by the last column), and no map.
+TEST(CudaQuantizeTiles, StatisticsInTileAndPieceCells) {
   if (gpu_device_count() == 0) GTEST_SKIP() << "no CUDA device";
   struct Shape {
     int64_t rows, cols;
     int cells;
     bool map;
   };
-  for (const Shape& sh : {Shape{1024, 512, 4, true}, Shape{2048, 512, 8, true},
-                          Shape{48, 20, 64, false}, Shape{272, 132, 64, false}}) {
+  for (const Shape& sh :
+       {Shape{1024, 512, 4, true}, Shape{2048, 512, 8, true}, Shape{48, 20, 64, false},
+        Shape{272, 132, 64, false}, Shape{1024, 512, 16, true}, Shape{512, 1024, 8, true},
+        Shape{1040, 200, 65, true}}) {
     for (const Format f : {Format::E4M3FN, Format::E5M2}) {
       for (const bool bf16 : {false, true}) {
         QuantRecipe r;

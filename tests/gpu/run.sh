@@ -137,9 +137,10 @@ if [ "${PART:-}" = kernels ]; then
   "$BUILD/tests/gpu/fp8wb_gpu_quantize_bench" --json "$OUT/gpu_quantize_bench.json" | tail -25
   "$BUILD/tests/gpu/fp8wb_float8_linear_bench" --json "$OUT/float8_linear_bench.json"
   if command -v ncu >/dev/null; then
+    # Past the 28 launches of the counters-and-sums case: the first of all statistics.
     log "the statistics kernel (tensorwise E4M3, bf16, all statistics; ncu, clocks untouched)"
-    ncu --clock-control none --kernel-name-base demangled --kernel-name "regex:quantize_fast_kernel<.fp8wb::Format.0, .bool.1, .bool.0, .bool.1>" \
-      --launch-skip 2 --launch-count 1 --section SpeedOfLight --section Occupancy --section WarpStateStats \
+    ncu --clock-control none --kernel-name-base demangled --kernel-name "regex:tile_stats_kernel<.fp8wb::Format.0" \
+      --launch-skip 30 --launch-count 1 --section SpeedOfLight --section Occupancy --section WarpStateStats \
       --section LaunchStats --section ComputeWorkloadAnalysis \
       "$BUILD/tests/gpu/fp8wb_gpu_quantize_bench" >"$OUT/ncu-stats.txt" 2>&1
     grep -E "Duration|DRAM Throughput|Compute \(SM\)|Achieved Occupancy|Theoretical Occupancy|Registers Per|Issue Slots|Executed Ipc A|Block Limit|Warp Cycles Per Issued|Shared Memory Config|Local" \

@@ -3,6 +3,7 @@
 // the wheel changes only a focused field; the buttons stay in view at any height; More
 // fields read as words; pausing reads "paused" everywhere and freezes the time left.
 #include <QAbstractSpinBox>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QFormLayout>
 #include <QGroupBox>
@@ -343,31 +344,44 @@ void RunPanelTest::pausedReadsPausedEverywhere() {
 }
 
 // A data-parallel run's two fields: readable labels, the config's values shown as it has
-// them (a boolean as true/false, not a number), and typed values taken into the config.
+// them (the amax reduction, a boolean, as a box ticked or not; the timeout in seconds),
+// and what the user clicks or types taken into the config.
 void RunPanelTest::rankFieldsShowAndTakeTheirValues() {
   MainWindow w(false);
   w.show();
   QVERIFY(QTest::qWaitForWindowActive(&w));
   RunPanel* p = w.runPanel();
   auto* more = child<QGroupBox>(p, "more-fields");
-  auto* reduction = child<QLineEdit>(p, "amax_reduction");
+  auto* reduction = child<QCheckBox>(p, "amax_reduction");
   auto* timeout = child<QLineEdit>(p, "rank_timeout");
   QVERIFY(more && reduction && timeout);
-  QCOMPARE(label_of(reduction), QStringLiteral("Amax reduction across ranks"));
+  QCOMPARE(reduction->text(), QStringLiteral("Amax reduction across ranks"));  // its label
   QCOMPARE(label_of(timeout), QStringLiteral("Rank timeout (seconds)"));
+  QVERIFY(reduction->toolTip().contains(QStringLiteral("amax_reduction")));
+  QCOMPARE(reduction->isChecked(), RunConfig{}.amax_reduction);  // on by default
   RunConfig c = p->config();
   c.amax_reduction = false;
   c.rank_timeout = 45;
   p->setConfig(c);
-  QCOMPARE(reduction->text(), QStringLiteral("false"));
+  QVERIFY(!reduction->isChecked());
   QCOMPARE(timeout->text(), QStringLiteral("45"));
   more->setChecked(true);
-  type_into(reduction, QStringLiteral("true"));
-  leave(reduction);
+  QTRY_VERIFY(reduction->isVisible());
+  // Clicked as a user clicks it: ticked, the config has it on; again, off.
+  QTest::mouseClick(reduction, Qt::LeftButton);
+  QVERIFY(reduction->isChecked());
   type_into(timeout, QStringLiteral("600"));
   leave(timeout);
   QCOMPARE(p->config().amax_reduction, true);
   QCOMPARE(p->config().rank_timeout, 600);
+  QTest::mouseClick(reduction, Qt::LeftButton);
+  QCOMPARE(p->config().amax_reduction, false);
+  QVERIFY(p->validationMessage().isEmpty());
+  // As key=value would set it.
+  QCOMPARE(p->setAdvanced(QStringLiteral("amax_reduction"), QStringLiteral("true")), QString());
+  QVERIFY(reduction->isChecked());
+  QVERIFY(!p->setAdvanced(QStringLiteral("amax_reduction"), QStringLiteral("maybe")).isEmpty());
+  QVERIFY(reduction->isChecked());
 }
 
 QTEST_MAIN(RunPanelTest)

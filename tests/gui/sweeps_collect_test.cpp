@@ -3,8 +3,11 @@
 // database written, the other's task failed; the button collects the folder in the
 // background with its progress: the finished trial's run carries the loss it was written
 // with, the failed task is a failed run with Slurm's state, the list shows both. A folder
-// that is not a sweep's is refused naming it, and the button works again.
+// that is not a sweep's is refused naming it, and the button works again. A folder whose
+// sweep the open database lacks is said in the workbench's terms, over the sweep still
+// shown.
 #include <QFile>
+#include <QLabel>
 #include <QListWidget>
 #include <QProcess>
 #include <QProgressBar>
@@ -15,6 +18,7 @@
 #include <string>
 
 #include "fp8wb/core/run_store.h"
+#include "fp8wb/core/sweep.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/sweeps_tab.h"
 
@@ -25,6 +29,7 @@ class SweepsCollectTest : public QObject {
  private slots:
   void initTestCase();
   void collectsAFolderInTheBackground();
+  void aFailedCollectionSaysWhatIsShown();
 
  private:
   QTemporaryDir dir_;
@@ -158,6 +163,76 @@ void SweepsCollectTest::collectsAFolderInTheBackground() {
            qPrintable(message));
   QTRY_VERIFY(button->isEnabled());
   QCOMPARE(collected.count(), 1);
+}
+
+// A folder whose sweep was submitted from another database than the one open: the
+// failure names the folder and both databases and says what to do in the workbench's
+// terms (the File menu, not a command-line option); over the heatmap, which still shows
+// the sweep shown before, a line says nothing was collected and that what is shown is that
+// sweep, unchanged. With the sweep's own database open, the folder is collected and the
+// line goes.
+void SweepsCollectTest::aFailedCollectionSaysWhatIsShown() {
+  const QString submitted_from = dir_.filePath(QStringLiteral("submitted.sqlite"));
+  const QString other = dir_.filePath(QStringLiteral("other.sqlite"));
+  const QString folder = dir_.filePath(QStringLiteral("elsewhere"));
+  QProcess submit;
+  submit.start(QStringLiteral(FP8WB_BINARY),
+               {QStringLiteral("sweep"), QStringLiteral("--db"), submitted_from,
+                QStringLiteral("--set"), QStringLiteral("model=mlp"), QStringLiteral("--grid"),
+                QStringLiteral("margin=0,1"), QStringLiteral("--name"), QStringLiteral("submitted"),
+                QStringLiteral("--slurm"), QStringLiteral("--slurm-dir"), folder});
+  QVERIFY(submit.waitForFinished(60000));
+  QVERIFY2(submit.exitCode() == 0, submit.readAllStandardError().constData());
+  // The database open here holds another sweep, shown in the tab.
+  int64_t shown_id = 0;
+  {
+    SweepSpec spec;
+    spec.name = "before";
+    spec.axes = {parse_grid("window=1,16,128")};
+    auto store = RunStore::open(other.toStdString());
+    shown_id = store->create_sweep(spec.name, sweep_json(spec));
+    store->flush();
+  }
+  EngineController engine;
+  engine.setDatabasePath(other);
+  SweepsTab tab(&engine);
+  tab.resize(1200, 800);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  QSignalSpy shown(&tab, &SweepsTab::sweepShown);
+  tab.showSweep(shown_id);
+  QVERIFY(shown.count() > 0 || shown.wait(30000));
+  auto* failure = tab.findChild<QLabel*>(QStringLiteral("collect-failure"));
+  QVERIFY(failure);
+  QVERIFY(!failure->isVisible());
+
+  tab.setFolderChooser([&](QWidget*) { return folder; });
+  auto* button = tab.findChild<QPushButton*>(QStringLiteral("collect-folder"));
+  QVERIFY(button);
+  QSignalSpy failed(&tab, &SweepsTab::failed);
+  QSignalSpy collected(&tab, &SweepsTab::collected);
+  QTest::mouseClick(button, Qt::LeftButton);
+  QVERIFY(failed.count() > 0 || failed.wait(30000));
+  QTRY_VERIFY(button->isEnabled());
+  const QString message = failed.at(0).at(0).toString();
+  for (const QString& part :
+       {folder, submitted_from, other, QStringLiteral("File > Open database")})
+    QVERIFY2(message.contains(part), qPrintable(part + QStringLiteral(" | ") + message));
+  QVERIFY2(!message.contains(QStringLiteral("--db")), qPrintable(message));
+  QVERIFY(failure->isVisible());
+  const QString said = failure->text();
+  QVERIFY2(said.contains(QStringLiteral("Nothing was collected")) && said.contains(folder),
+           qPrintable(said));
+  QVERIFY2(said.contains(QStringLiteral("sweep %1 (\"before\"), unchanged").arg(shown_id)),
+           qPrintable(said));
+  QCOMPARE(collected.count(), 0);
+
+  // The database the sweep came from: collected, and the line is gone.
+  engine.setDatabasePath(submitted_from);
+  QTest::mouseClick(button, Qt::LeftButton);
+  QVERIFY(collected.count() > 0 || collected.wait(60000));
+  QVERIFY(!failure->isVisible());
+  QCOMPARE(failed.count(), 1);
 }
 
 QTEST_MAIN(SweepsCollectTest)

@@ -270,6 +270,7 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
       wgrad_(new QCheckBox(tr("wgrad"), this)),
       fp8_(new QCheckBox(field_label(QStringLiteral("fp8")), this)),
       reference_(new QCheckBox(field_label(QStringLiteral("reference")), this)),
+      amax_reduction_(new QCheckBox(field_label(QStringLiteral("amax_reduction")), this)),
       name_(new QLineEdit(this)),
       error_(new QLabel(this)),
       eta_(new QLabel(this)),
@@ -391,8 +392,19 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
                           "outlier_channels", "outlier_scale", "target_tail", "warmup",
                           "min_lr_ratio", "weight_decay", "grad_clip", "dtype", "sqnr_interval",
                           "on_nonfinite", "log_interval", "amax_reduction", "rank_timeout"}) {
-    auto* edit = new QLineEdit(adv_body);
     const QString k = QString::fromLatin1(key);
+    if (k == QLatin1String("amax_reduction")) {
+      // A boolean: a box to tick, its label beside it (as FP8 linear layers), never a
+      // word to type.
+      amax_reduction_->setParent(adv_body);
+      amax_reduction_->setObjectName(k);
+      amax_reduction_->setToolTip(k);
+      adv_form->addRow(amax_reduction_);
+      fields_.push_back(amax_reduction_);
+      connect(amax_reduction_, &QCheckBox::toggled, this, &RunPanel::validate);
+      continue;
+    }
+    auto* edit = new QLineEdit(adv_body);
     edit->setObjectName(k);
     edit->setToolTip(k);
     adv_form->addRow(field_label(k), edit);
@@ -417,6 +429,9 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
     for (const auto& [key, text] : help) {
       if (k == QLatin1String(key)) edit->setToolTip(tr(text));
     }
+  }
+  for (const auto& [key, text] : help) {
+    if (amax_reduction_->objectName() == QLatin1String(key)) amax_reduction_->setToolTip(tr(text));
   }
   form->addRow(advanced);
   // Only a focused field takes the wheel: the wheel scrolls the form.
@@ -586,8 +601,8 @@ void RunPanel::setConfig(const RunConfig& c) {
     base_ = c;
     const QSignalBlocker b1(model_), b2(recipe_), b3(formats_), b4(scaling_), b5(algo_), b6(steps_),
         b7(margin_), b8(window_), b9(seed_), b10(stats_), b11(dmodel_), b12(layers_), b13(lr_),
-        b14(fp8_), b15(reference_), b16(name_), b17(fprop_), b18(dgrad_), b19(wgrad_),
-        b20(device_);  // all of them: a check half-way would take More fields' old values
+        b14(fp8_), b15(reference_), b16(name_), b17(fprop_), b18(dgrad_), b19(wgrad_), b20(device_),
+        b21(amax_reduction_);  // all of them: a check half-way would take More fields' old values
     std::vector<std::unique_ptr<QSignalBlocker>> edits;
     for (auto& [key, box] : numbers_)
       edits.push_back(std::make_unique<QSignalBlocker>(box->findChild<QLineEdit*>()));
@@ -610,6 +625,7 @@ void RunPanel::setConfig(const RunConfig& c) {
     show_value(seed_, static_cast<double>(c.seed));
     show_value(stats_, c.stats_interval);
     reference_->setChecked(c.reference);
+    amax_reduction_->setChecked(c.amax_reduction);
     const QString device = QString::fromStdString(c.device);
     int at = -1;
     for (int i = 0; i < device_->count(); ++i) {
@@ -651,6 +667,7 @@ RunConfig RunPanel::config() const {
   c.device = (at >= 0 ? device_->itemData(at).toString() : device.section(QLatin1Char(' '), 0, 0))
                  .toStdString();
   c.reference = reference_->isChecked();
+  c.amax_reduction = amax_reduction_->isChecked();
   return c;
 }
 
@@ -676,6 +693,17 @@ void RunPanel::showAdvancedValues() {
 }
 
 QString RunPanel::setAdvanced(const QString& key, const QString& value) {
+  if (key == amax_reduction_->objectName()) {
+    // Read as a config reads it (true/false), then ticked or not.
+    RunConfig c = config();
+    try {
+      apply_override(c, (key + QLatin1Char('=') + value.trimmed()).toStdString());
+    } catch (const std::exception& e) {
+      return readable(e);
+    }
+    amax_reduction_->setChecked(c.amax_reduction);
+    return problems_.value(amax_reduction_);
+  }
   for (auto& [k, edit] : advanced_) {
     if (k != key) continue;
     edit->setText(value);  // validate() takes it, or marks the box

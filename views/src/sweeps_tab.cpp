@@ -117,6 +117,7 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
       status_(new QLabel(this)),
       best_(new QLabel(this)),
       overlay_title_(new QLabel(this)),
+      collect_failure_(new QLabel(this)),
       reading_(new QProgressBar(this)),
       collecting_(new QProgressBar(this)),
       slicer_row_(new QHBoxLayout),
@@ -193,6 +194,13 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   auto* right = new QWidget(this);
   auto* rl = new QVBoxLayout(right);
   rl->addLayout(pick);
+  collect_failure_->setObjectName(QStringLiteral("collect-failure"));
+  collect_failure_->setWordWrap(true);
+  collect_failure_->setTextFormat(Qt::PlainText);
+  collect_failure_->setStyleSheet(
+      QStringLiteral("color: #b71c1c; background: #ffebee; padding: 4px"));
+  collect_failure_->setVisible(false);
+  rl->addWidget(collect_failure_);
   best_->setWordWrap(true);
   rl->addWidget(best_);
   rl->addWidget(heat_, 3);
@@ -296,6 +304,8 @@ QString SweepsTab::start() {
   spec_ = spec;
   points_.clear();
   sweep_id_ = runner_->sweepId();
+  collect_failure_->setVisible(false);  // the sweep shown now is this one
+  collect_failure_->clear();
   trials_->clear();
   for (const SweepTrial& t : runner_->trials())
     trials_->addItem(QString::fromStdString(t.key) + tr(": waiting"));
@@ -358,6 +368,8 @@ void SweepsTab::collectFolder(const QString& dir) {
   const std::string folder = dir.toStdString();
   const std::string db = engine_->databasePath().toStdString();
   collect_->setEnabled(false);
+  collect_failure_->setVisible(false);
+  collect_failure_->clear();
   collecting_->setRange(0, 0);  // busy until the folder says how many trials it has
   collecting_->setVisible(true);
   status_->setText(tr("collecting %1…").arg(dir.toHtmlEscaped()));
@@ -368,15 +380,26 @@ void SweepsTab::collectFolder(const QString& dir) {
   collect_job_.run(
       [this, folder, db] {
         // The tab outlives this work (the job's destructor waits for it).
-        return collect_sweep_folder(folder, db, [this](size_t done, size_t total) {
-          QMetaObject::invokeMethod(
-              this,
-              [this, done, total] {
-                collecting_->setRange(0, static_cast<int>(total));
-                collecting_->setValue(static_cast<int>(done));
-              },
-              Qt::QueuedConnection);
-        });
+        try {
+          return collect_sweep_folder(folder, db, [this](size_t done, size_t total) {
+            QMetaObject::invokeMethod(
+                this,
+                [this, done, total] {
+                  collecting_->setRange(0, static_cast<int>(total));
+                  collecting_->setValue(static_cast<int>(done));
+                },
+                Qt::QueuedConnection);
+          });
+        } catch (const SweepNotInDatabase& e) {
+          // Said as the workbench does it: another database is opened from the File menu.
+          throw std::runtime_error(
+              tr("the sweep in it (\"%1\") was submitted from the database %2, and the database "
+                 "open here, %3, does not hold it. Open %2 (File > Open database...) and "
+                 "collect the folder again.")
+                  .arg(QString::fromStdString(e.sweep_name),
+                       QString::fromStdString(e.submitted_from), QString::fromStdString(e.database))
+                  .toStdString());
+        }
       },
       [this, ended](SweepCollection c) {
         ended();
@@ -405,8 +428,23 @@ void SweepsTab::collectFolder(const QString& dir) {
       },
       [this, ended, dir](const QString& message) {
         ended();
+        // The folder, then the problem (which may begin with the folder: "it" there).
+        QString why = message.trimmed();
+        if (why.startsWith(dir + QLatin1Char(' '))) why = tr("it") + why.mid(dir.size());
+        if (!why.endsWith(QLatin1Char('.'))) why += QLatin1Char('.');
+        const QString what = tr("Nothing was collected from the folder %1: %2").arg(dir, why);
+        // Whatever the tab shows is the sweep from before: said over it, so that it is not
+        // taken for this folder's.
+        const QString shown =
+            spec_.axes.empty()
+                ? QString()
+                : tr(" The heatmap and the list still show sweep %1 (\"%2\"), unchanged.")
+                      .arg(sweep_id_)
+                      .arg(QString::fromStdString(spec_.name));
+        collect_failure_->setText(what + shown);
+        collect_failure_->setVisible(true);
         status_->setText(tr("collecting %1 failed").arg(dir.toHtmlEscaped()));
-        fail(message);
+        fail(what);
       });
 }
 
@@ -436,6 +474,8 @@ void SweepsTab::setReading(bool reading) {
 void SweepsTab::showPoints(int64_t sweep_id, SweepSpec spec, std::vector<SweepPoint> points) {
   points_job_.drop();  // what it would bring is older
   setReading(false);
+  collect_failure_->setVisible(false);  // what is shown now is this sweep
+  collect_failure_->clear();
   const bool axes_changed = spec.axes.size() != spec_.axes.size() || sweep_id != sweep_id_;
   spec_ = std::move(spec);
   sweep_id_ = sweep_id;

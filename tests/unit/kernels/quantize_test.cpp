@@ -443,24 +443,29 @@ std::vector<float> crafted_values(Format f) {
   return v;
 }
 
-TEST(Quantize, Avx2PathEqualsPortablePathBitForBit) {
-  if (!cpu_stats_path_available(CpuStatsPath::Avx2))
-    GTEST_SKIP() << "no AVX2 statistics loop on this processor or build";
+// The statistics loop `path` against the portable one, bit for bit, on crafted values
+// (every code, the ties between codes and either side of them, zeros, subnormals,
+// underflow, saturation, NaN and Inf), for every element format, both overflow modes, fp32
+// and bf16 input, and the given recipe's groups.
+void expect_path_equals_portable(CpuStatsPath path, ScalingKind kind) {
   struct Restore {
     CpuStatsPath p = cpu_stats_path();
     ~Restore() { set_cpu_stats_path(p); }
   } restore;
   for (Format f : {Format::E4M3FN, Format::E5M2, Format::E4M3FNUZ, Format::E5M2FNUZ, Format::E2M1FN,
                    Format::E3M2FN, Format::E2M3FN}) {
+    if (kind == ScalingKind::NVFP4 && f != Format::E2M1FN) continue;
+    if (kind == ScalingKind::MX && (f == Format::E4M3FNUZ || f == Format::E5M2FNUZ)) continue;
     for (Overflow ov : {Overflow::Saturate, Overflow::Ieee}) {
-      SCOPED_TRACE(std::string(format_info(f).name) + " " + std::string(overflow_name(ov)));
+      SCOPED_TRACE(std::string(format_info(f).name) + " " + std::string(overflow_name(ov)) + " " +
+                   std::string(scaling_kind_name(kind)));
       const CodecSpec sp = codec_spec(f);
-      // Rows of 37 (tails after the eight-wide steps, cells of the error map across them),
-      // each row its own scale (powers of two and between), every crafted value per row.
+      // Rowwise: rows of 37 (tails after the eight- and sixteen-wide steps, cells of the
+      // error map across them), each row its own scale (powers of two and between), every
+      // crafted value per row. Other recipes: rows of 300, their groups' scales in turn.
       const std::vector<float> base = crafted_values(f);
-      const int64_t cols = 37;
       // Scale pairs: reciprocal ones, then two that are not (a scale_inv that dequantizes
-      // everything to zero, an infinite scale), where the AVX2 loop's shortcuts do not hold.
+      // everything to zero, an infinite scale), where the SIMD loops' shortcuts do not hold.
       const std::pair<float, float> pairs[] = {{1.0f, 1.0f},
                                                {0.5f, 2.0f},
                                                {3.0f, 1.0f / 3.0f},
@@ -469,20 +474,30 @@ TEST(Quantize, Avx2PathEqualsPortablePathBitForBit) {
                                                {1.0f, 0.0f},
                                                {INFINITY, 0.0f}};
       const size_t np = std::size(pairs);
-      const int64_t rows = static_cast<int64_t>((base.size() * np + cols - 1) / cols);
+      const bool rowwise = kind == ScalingKind::Rowwise;
+      const int64_t cols = rowwise ? 37 : 300;
+      const int64_t rows =
+          rowwise ? static_cast<int64_t>((base.size() * np + cols - 1) / cols) : 130;
       std::vector<float> x(static_cast<size_t>(rows * cols));
-      QuantRecipe r = R(ScalingKind::Rowwise, f);
+      QuantRecipe r = R(kind, f);
       r.overflow = ov;
+      r.partial_blocks = true;  // 300 = 2 x 128 + 44, 130 = 128 + 2
       ScaleSet sc;
       sc.layout = make_layout(r, rows, cols);
-      for (int64_t row = 0; row < rows; ++row) {
-        sc.scale.push_back(pairs[static_cast<size_t>(row) % np].first);
-        sc.scale_inv.push_back(pairs[static_cast<size_t>(row) % np].second);
+      const size_t first_pair = rowwise ? 0 : 2;  // a tensorwise scale that is not 1
+      for (int64_t g = 0; g < sc.layout.group_count(); ++g) {
+        const auto& pr = pairs[(static_cast<size_t>(g) + first_pair) % np];
+        sc.scale.push_back(pr.first);
+        sc.scale_inv.push_back(pr.second);
       }
-      // Element i holds crafted value (i % n) divided by its row's scale: exactly the crafted
-      // x * scale where the division is exact, near it elsewhere.
+      auto group = [&](size_t i) {
+        return static_cast<size_t>(
+            sc.layout.group_of(static_cast<int64_t>(i) / cols, static_cast<int64_t>(i) % cols));
+      };
+      // Element i holds crafted value (i % n) divided by its group's scale: exactly the
+      // crafted x * scale where the division is exact, near it elsewhere.
       for (size_t i = 0; i < x.size(); ++i) {
-        const float s = sc.scale[i / static_cast<size_t>(cols)];
+        const float s = sc.scale[group(i)];
         x[i] = std::isfinite(s) ? base[i % base.size()] / s : base[i % base.size()];
       }
       std::vector<uint16_t> bf(x.size());
@@ -491,10 +506,10 @@ TEST(Quantize, Avx2PathEqualsPortablePathBitForBit) {
         const TensorRef t =
             bf16 ? TensorRef::of(bf.data(), rows, cols) : TensorRef::of(x.data(), rows, cols);
         StatsOptions so;
-        so.map_max_cells = 8;  // cells of 5 columns: boundaries inside the eight-wide steps
+        so.map_max_cells = 8;  // cells of 5 (or 38) columns: boundaries inside the SIMD steps
         struct Out {
-          std::vector<uint8_t> codes, codes_t;
-          std::vector<float> dq;
+          std::vector<uint8_t> codes, codes_t, codes_only;
+          std::vector<float> dq, dq_only;
           QuantizeResult with, without;
         };
         auto run = [&](CpuStatsPath p) {
@@ -507,12 +522,20 @@ TEST(Quantize, Avx2PathEqualsPortablePathBitForBit) {
           q.dequant = o.dq.data();
           o.with = quantize(t, r, sc, q, so, nullptr, 1);
           o.without = quantize(t, r, sc, {}, so, nullptr, 1);
+          // The loop without statistics (the widest vectors the processor has).
+          o.codes_only.assign(x.size(), 0xAA);
+          o.dq_only.assign(x.size(), -1.0f);
+          StatsOptions off;
+          off.enabled = off.histogram = off.error_map = false;
+          quantize(t, r, sc, {o.codes_only.data(), nullptr, o.dq_only.data()}, off, nullptr, 1);
           return o;
         };
-        const Out a = run(CpuStatsPath::Portable), b = run(CpuStatsPath::Avx2);
+        const Out a = run(CpuStatsPath::Portable), b = run(path);
         ASSERT_EQ(a.codes, b.codes);
+        ASSERT_EQ(a.codes, b.codes_only);
         for (size_t i = 0; i < x.size(); ++i) {
           ASSERT_EQ(float_bits(a.dq[i]), float_bits(b.dq[i])) << "element " << i;
+          ASSERT_EQ(float_bits(a.dq[i]), float_bits(b.dq_only[i])) << "element " << i;
         }
         expect_identical_stats(a.with.stats, b.with.stats);
         expect_identical_stats(a.without.stats, b.without.stats);
@@ -520,19 +543,48 @@ TEST(Quantize, Avx2PathEqualsPortablePathBitForBit) {
         // And against the scalar codec: every code is encode()'s, every dequantized value
         // decode(code) * scale_inv.
         for (size_t i = 0; i < x.size(); ++i) {
-          const size_t row = i / static_cast<size_t>(cols);
+          const size_t g = group(i);
           const float v = bf16 ? bits_float(static_cast<uint32_t>(bf[i]) << 16) : x[i];
-          const uint8_t code = encode(v * sc.scale[row], sp, ov);
+          const uint8_t code = encode(v * sc.scale[g], sp, ov);
           ASSERT_EQ(b.codes[i], code) << "element " << i << " x " << v;
-          ASSERT_EQ(float_bits(b.dq[i]), float_bits(decode(code, sp) * sc.scale_inv[row]))
+          ASSERT_EQ(float_bits(b.dq[i]), float_bits(decode(code, sp) * sc.scale_inv[g]))
               << "element " << i << " x " << v;
         }
         EXPECT_GT(b.with.stats.raw.saturated, 0u);
         EXPECT_GT(b.with.stats.raw.subnormal, 0u);
         EXPECT_GT(b.with.stats.raw.underflow, 0u);
         EXPECT_GT(b.with.stats.raw.nonfinite, 0u);
+        EXPECT_GT(b.with.stats.raw.zeros, 0u);
       }
     }
+  }
+}
+
+TEST(Quantize, Avx2PathEqualsPortablePathBitForBit) {
+  if (!cpu_stats_path_available(CpuStatsPath::Avx2))
+    GTEST_SKIP() << "no AVX2 statistics loop on this processor or build";
+  for (ScalingKind k : kAllScalingKinds) expect_path_equals_portable(CpuStatsPath::Avx2, k);
+}
+
+TEST(Quantize, Avx512PathEqualsPortablePathBitForBit) {
+  if (!cpu_stats_path_available(CpuStatsPath::Avx512))
+    GTEST_SKIP() << "no AVX-512 statistics loop on this processor or build";
+  for (ScalingKind k : kAllScalingKinds) expect_path_equals_portable(CpuStatsPath::Avx512, k);
+}
+
+TEST(Quantize, AutoPicksTheWidestStatisticsLoopTheProcessorHas) {
+  const CpuStatsPath before = cpu_stats_path();
+  set_cpu_stats_path(CpuStatsPath::Auto);
+  const CpuStatsPath picked = cpu_stats_path();
+  set_cpu_stats_path(before);
+  EXPECT_NE(picked, CpuStatsPath::Auto);
+  if (cpu_stats_path_available(CpuStatsPath::Avx512)) {
+    EXPECT_EQ(picked, CpuStatsPath::Avx512);
+  } else if (cpu_stats_path_available(CpuStatsPath::Avx2)) {
+    EXPECT_EQ(picked, CpuStatsPath::Avx2);
+    EXPECT_THROW(set_cpu_stats_path(CpuStatsPath::Avx512), std::invalid_argument);
+  } else {
+    EXPECT_EQ(picked, CpuStatsPath::Portable);
   }
 }
 

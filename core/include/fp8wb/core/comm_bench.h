@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,29 @@ struct CommBenchOptions {
   int iters = 20;  // timed exchanges of each kind (the median is reported)
   int warmup = 3;  // untimed exchanges before them
   int timeout_s = 60;
+  // Rank 0 only, where set: each step of the work as it is done (building every rank's
+  // payload, each exchange), for progress on long runs; `what` names the step.
+  std::function<void(const std::string& what, int done, int total)> progress;
 };
+
+// The largest matrix a rank sends: 2^30 elements (rows x cols).
+inline constexpr int64_t kCommBenchMaxElements = int64_t{1} << 30;
+
+// Throws std::invalid_argument naming the option (--rows/--cols, the timed exchanges, the
+// device) for what run_comm_bench() would refuse: the launcher checks before any rank
+// starts.
+void check_comm_bench_options(const CommBenchOptions& opt);
+
+// What a rank holds at its peak (bytes, upper estimates from the buffers
+// run_comm_bench() makes): rank 0 rebuilds every rank's payload (fp32 weights, FP8 codes
+// and row scales, bf16) to check what comes back, so it holds `world` payloads; every
+// rank holds its own and, at once, the all-reduce's copies or the gathered bf16 slots.
+// On GPUs the exchanged tensors are in `device` bytes a rank, the payloads in `host`.
+struct CommBenchMemory {
+  double rank0_host = 0, other_host = 0;
+  double device = 0;  // a rank's GPU, where the device is cuda
+};
+CommBenchMemory estimate_comm_bench_memory(const CommBenchOptions& opt, int world);
 
 struct CommFigure {
   std::string op;              // "all_reduce" or "all_gather"

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,19 @@ struct SweepCollection {
   std::vector<std::string> problems;  // trials that could not be collected, by name
 };
 
+// Thrown by collect_sweep_folder() where the database collected into does not hold the
+// folder's sweep; its parts let a caller say what to do in its own terms (the CLI's
+// message names --db, the workbench's its File menu).
+class SweepNotInDatabase : public std::runtime_error {
+ public:
+  SweepNotInDatabase(std::string folder, std::string sweep_name, std::string submitted_from,
+                     std::string database);
+  std::string folder;          // the sweep's folder
+  std::string sweep_name;      // its name
+  std::string submitted_from;  // the database it was submitted from (sweep.json's)
+  std::string database;        // the one collected into, which lacks it
+};
+
 // Merges a folder's finished trials into its sweep in the database at `db` (empty: the
 // one the sweep was submitted from). Trials already collected are left as they are, so
 // it can be run while the array runs and again at any time. A trial that failed on the
@@ -54,8 +68,8 @@ struct SweepCollection {
 // log). A trial database that is damaged or belongs to another sweep is listed in
 // `problems` and not imported; every other trial is still collected. `progress(done,
 // total)` is called after each trial (on the calling thread). Throws std::runtime_error
-// (or StoreError) naming the problem for a folder that is not a sweep's, or a database
-// that does not hold its sweep.
+// (or StoreError) naming the problem for a folder that is not a sweep's, and
+// SweepNotInDatabase for a database that does not hold its sweep.
 SweepCollection collect_sweep_folder(const std::string& dir, const std::string& db,
                                      const std::function<void(size_t, size_t)>& progress = {});
 

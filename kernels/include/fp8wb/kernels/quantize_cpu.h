@@ -83,12 +83,12 @@ CurrentQuantization quantize_current(const TensorRef& x, const QuantRecipe& reci
                                      const StatsOptions& stats = {},
                                      const QuantRecipe* whatif = nullptr, int threads = 0);
 
-// Which statistics loop quantize() runs on the CPU: Auto picks the AVX2 one where the
-// processor has AVX2 (x86-64), else the portable one. Both give the same codes,
-// dequantized values and statistics, bit for bit; pinning one is for comparing them.
-// Process-wide. set_cpu_stats_path() throws std::invalid_argument for a path this
-// processor or build cannot run.
-enum class CpuStatsPath : uint8_t { Auto, Portable, Avx2 };
+// Which statistics loop quantize() runs on the CPU: Auto picks the AVX-512 one where the
+// processor has AVX-512 F, BW, VL and DQ (x86-64), else the AVX2 one where it has AVX2,
+// else the portable one. All give the same codes, dequantized values and statistics, bit
+// for bit; pinning one is for comparing them. Process-wide. set_cpu_stats_path() throws
+// std::invalid_argument for a path this processor or build cannot run.
+enum class CpuStatsPath : uint8_t { Auto, Portable, Avx2, Avx512 };
 bool cpu_stats_path_available(CpuStatsPath p);
 void set_cpu_stats_path(CpuStatsPath p);
 CpuStatsPath cpu_stats_path();  // the one in use (never Auto)

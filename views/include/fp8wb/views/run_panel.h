@@ -79,6 +79,7 @@ class RunPanel : public QWidget {
   QSpinBox *steps_, *margin_, *window_, *seed_, *stats_, *dmodel_, *layers_;
   QDoubleSpinBox* lr_;
   QCheckBox *fprop_, *dgrad_, *wgrad_, *fp8_, *reference_;
+  QCheckBox* amax_reduction_;  // among More fields: a boolean, so a box to tick
   QLineEdit* name_;
   QLabel *error_, *eta_;
   QPushButton *start_, *pause_, *stop_;

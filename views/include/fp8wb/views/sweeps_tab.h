@@ -69,8 +69,13 @@ class SweepsTab : public QWidget {
   // pool thread, as `fp8wb sweep --collect` does (collect_sweep_folder()): a progress bar
   // a trial, then each trial's state in the list and the sweep's heatmap; collected()
   // follows, or failed() with the reason (a trial that could not be collected: failed()
-  // names it, the others are still collected). "Collect from folder…" asks for the folder
-  // (through the chooser, where one is set: tests) and calls it.
+  // names it, the others are still collected). A collection that fails as a whole (a
+  // folder that is no sweep's, a sweep the open database does not hold) names the folder
+  // and the problem in the workbench's terms, and a line over the heatmap says that
+  // nothing was collected and that what is shown is the sweep shown before, unchanged
+  // (the label "collect-failure"; gone once a sweep is shown, started or collected). "Collect from
+  // folder…" asks for the folder (through the chooser, where one is set: tests) and calls
+  // it.
   void collectFolder(const QString& dir);
   bool isCollecting() const { return collect_job_.busy(); }
   void setFolderChooser(std::function<QString(QWidget*)> chooser);
@@ -104,6 +109,7 @@ class SweepsTab : public QWidget {
   QPushButton *start_, *stop_, *collect_;
   QListWidget* trials_;
   QLabel *status_, *best_, *overlay_title_;
+  QLabel* collect_failure_;   // over the heatmap: a collection failed, what is shown is older
   QProgressBar* reading_;     // busy while a sweep's points are read
   QProgressBar* collecting_;  // trials collected of the folder's
   std::function<QString(QWidget*)> folder_chooser_;

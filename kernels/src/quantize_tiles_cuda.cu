@@ -1,0 +1,296 @@
+// Scaled quantization on the GPU, tile kernels and the flat kernel.
+//
+// A 16 x 16 block takes a tile of 64 columns x 256 rows, a thread 4 columns x 16 rows
+// (sixteen 16-byte loads in flight) under one scale, and stores 16 bytes of each of its
+// columns' transposed rows: the passes that write transposed codes (tensorwise, 128x128
+// blocks), and every statistic for E4M3FN and E5M2 with saturation. Tensorwise passes
+// without statistics or transposed codes take the flat kernel, 16 elements a thread.
+#include "quantize_cuda_internal.cuh"
+
+namespace fp8wb::qgpu {
+namespace {
+
+// No statistics, transposed codes (with the row-major ones and the amax where asked): a
+// 16 x 16 block takes a tile of 64 columns x 256 rows, a thread 4 columns x 16 rows
+// (sixteen loads in flight), one scale a thread (tensorwise or 128x128 blocks), and
+// stores 16 bytes of each of its columns' transposed rows.
+template <Format F, bool kHw, bool kAmax>
+__global__ void __launch_bounds__(kThreads)
+    tile_quantize_t_kernel(const float* xf, const uint16_t* xb, Geometry G,
+                           const float* __restrict__ scale, Overflow ov, uint8_t* codes,
+                           uint8_t* __restrict__ codes_t, uint32_t* amax_out) {
+  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+  const int64_t col_tiles = (G.cols + 63) / 64;
+  const int64_t tiles = col_tiles * ((G.rows + 255) / 256);
+  uint32_t m = 0;
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int64_t c0 = (tile % col_tiles) * 64 + tx * 4;
+    const int64_t r0 = (tile / col_tiles) * 256 + ty * 16;
+    if (c0 >= G.cols || r0 >= G.rows) continue;
+    const float sc = scale[(r0 / G.block_rows) * G.group_cols + c0 / G.block_cols];
+    float v[16][4];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) load4(xf, xb, (r0 + i) * G.cols + c0, v[i]);
+    uint32_t t[4][4] = {};
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      float y[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        y[k] = v[i][k] * sc;
+        if (kAmax) m = finite_abs_max(m, v[i][k]);
+      }
+      const uint32_t w = encode4<F, kHw, false>(y, 1.0f, ov, nullptr, nullptr);
+      if (codes) *reinterpret_cast<uint32_t*>(codes + (r0 + i) * G.cols + c0) = w;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) t[k][i / 4] |= ((w >> (8 * k)) & 0xFFu) << (8 * (i % 4));
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      *reinterpret_cast<uint4*>(codes_t + (c0 + k) * G.rows + r0) =
+          make_uint4(t[k][0], t[k][1], t[k][2], t[k][3]);
+    }
+  }
+  if (kAmax) flush_block_amax(m, amax_out);
+}
+
+// Every statistic in the tile layout of tile_quantize_t_kernel (codes, and transposed
+// codes where asked), for E4M3FN and E5M2 with saturation: flags off the codes, squares
+// summed four at a time. Where a tile lies inside one error-map cell, a block adds its
+// tile's sums to the map once (tile_cells); else a thread's 16-row x 4-column piece lies
+// inside one cell, and each half-warp's sums go to the map by a segmented reduction.
+// Three blocks an SM (registers capped at 80; the lane histograms allow three on an H200):
+// latency, not issue, bounds this kernel, and 24 resident warps beat 16 (0.170 -> 0.157 ms
+// at 16384 x 4096, docs/performance.md).
+// kTrans: transposed codes into codes_t; kHist: the histogram.
+template <Format F, bool kHw, bool kTrans, bool kHist>
+__global__ void __launch_bounds__(kThreads, 3)
+    tile_stats_kernel(const float* xf, const uint16_t* xb, Geometry G,
+                      const float* __restrict__ scale, const float* __restrict__ scale_inv,
+                      uint8_t* codes, uint8_t* __restrict__ codes_t, StatsBuffer* stats,
+                      double* map, bool tile_cells) {
+  constexpr CodecSpec s = codec_spec(F);
+  extern __shared__ uint32_t lane_hist[];  // kHist: kLaneHistBytes
+  __shared__ float lut[256];
+  __shared__ double tile_sums[kWarps][2];
+  for (int c = threadIdx.x; c < 256; c += blockDim.x) lut[c] = decode(static_cast<uint8_t>(c), s);
+  if (kHist) {
+    for (int i = threadIdx.x; i < kHistBins * kThreads; i += blockDim.x) lane_hist[i] = 0;
+  }
+  __syncthreads();
+  uint32_t* my_hist = kHist ? lane_hist + threadIdx.x : nullptr;
+  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+  const int64_t col_tiles = (G.cols + 63) / 64;
+  const int64_t tiles = col_tiles * ((G.rows + 255) / 256);
+  LaneStats ls;
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int64_t tc = (tile % col_tiles) * 64, tr = (tile / col_tiles) * 256;
+    const int64_t c0 = tc + tx * 4, r0 = tr + ty * 16;
+    double te = 0, ts = 0;
+    if (c0 < G.cols && r0 < G.rows) {
+      const int64_t g = (r0 / G.block_rows) * G.group_cols + c0 / G.block_cols;
+      const float sc = scale[g], si = scale_inv[g];
+      [[maybe_unused]] uint32_t t[4][4] = {};  // kTrans: transposed codes, 4 columns x 16 rows
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        float v[8][4];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) load4(xf, xb, (r0 + half * 8 + j) * G.cols + c0, v[j]);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const int i = half * 8 + j;
+          float y[4], dq[4], e[4], vf[4];
+          const uint32_t word =
+              quantize4<F, kHw, true>(v[j], sc, si, Overflow::Saturate, lut, y, dq);
+          count4<F>(v[j], y, dq, word, ls, my_hist, e, vf);
+          if constexpr (kTrans) {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) t[k][i / 4] |= ((word >> (8 * k)) & 0xFFu) << (8 * (i % 4));
+          }
+          double re, rs;
+          square_sums4(e, vf, re, rs);
+          te += re;
+          ts += rs;
+          if (codes) *reinterpret_cast<uint32_t*>(codes + (r0 + i) * G.cols + c0) = word;
+        }
+      }
+      if constexpr (kTrans) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          *reinterpret_cast<uint4*>(codes_t + (c0 + k) * G.rows + r0) =
+              make_uint4(t[k][0], t[k][1], t[k][2], t[k][3]);
+        }
+      }
+    }
+    ls.sq_err += te;
+    ls.sq_sum += ts;
+    if (map && tile_cells) {
+      te = warp_sum(te);
+      ts = warp_sum(ts);
+      if (gpu::lane_id() == 0) {
+        tile_sums[gpu::warp_id()][0] = te;
+        tile_sums[gpu::warp_id()][1] = ts;
+      }
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        double se = 0, ss = 0;
+        for (int w = 0; w < kWarps; ++w) {
+          se += tile_sums[w][0];
+          ss += tile_sums[w][1];
+        }
+        const int64_t cell = (tr / G.cell_rows) * G.map_cols + tc / G.cell_cols;
+        if (se != 0) atomicAdd(&map[cell], se);
+        if (ss != 0) atomicAdd(&map[G.cells + cell], ss);
+      }
+      __syncthreads();
+    } else if (map) {
+      // Keys rise along each half-warp (its 16 threads are consecutive columns of one row
+      // of pieces); the second half's are offset by the cell count, so that a run of equal
+      // keys is one half's threads in one cell.
+      const bool in = c0 < G.cols && r0 < G.rows;
+      const int64_t key = in ? (r0 / G.cell_rows) * G.map_cols + c0 / G.cell_cols +
+                                   ((gpu::lane_id() >> 4) & 1) * G.cells
+                             : LLONG_MAX;
+      const auto add = [](double a, double b) { return a + b; };
+      const double e = segmented_reduce(key, te, add), q = segmented_reduce(key, ts, add);
+      if (last_of_run(key) && in) {
+        const int64_t cell = key >= G.cells ? key - G.cells : key;
+        if (e != 0) atomicAdd(&map[cell], e);
+        if (q != 0) atomicAdd(&map[G.cells + cell], q);
+      }
+    }
+  }
+  __syncthreads();
+  flush_block_stats(ls, stats, kHist ? lane_hist : nullptr, true);
+}
+
+// Tensorwise (one scale), no statistics, no transposed codes: 16 consecutive elements a
+// thread, 16-byte loads and one 16-byte store of codes; kAmax: the tensor's amax too.
+template <Format F, bool kAmax, bool kHw>
+__global__ void __launch_bounds__(kThreads)
+    quantize_flat_kernel(const float* __restrict__ xf, const uint16_t* __restrict__ xb, int64_t n16,
+                         const float* __restrict__ scale, Overflow ov, uint8_t* __restrict__ codes,
+                         uint32_t* amax_out) {
+  const float sc = *scale;
+  uint32_t m = 0;
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n16;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    float v[16];
+    if (xf) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const float4 f = reinterpret_cast<const float4*>(xf)[i * 4 + q];
+        v[4 * q] = f.x;
+        v[4 * q + 1] = f.y;
+        v[4 * q + 2] = f.z;
+        v[4 * q + 3] = f.w;
+      }
+    } else {
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        const uint4 b = reinterpret_cast<const uint4*>(xb)[i * 2 + q];
+        const uint32_t w[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          v[8 * q + 2 * k] = __uint_as_float(w[k] << 16);
+          v[8 * q + 2 * k + 1] = __uint_as_float(w[k] & 0xFFFF0000u);
+        }
+      }
+    }
+    uint32_t out[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      float y[4];
+      out[q] = quantize4<F, kHw, false>(v + 4 * q, sc, 1.0f, ov, nullptr, y, nullptr);
+    }
+    reinterpret_cast<uint4*>(codes)[i] = make_uint4(out[0], out[1], out[2], out[3]);
+    if (kAmax) {
+#pragma unroll
+      for (int k = 0; k < 16; ++k) m = finite_abs_max(m, v[k]);
+    }
+  }
+  if (kAmax) flush_block_amax(m, amax_out);
+}
+
+}  // namespace
+
+// The statistics in tiles: rows a multiple of 16, groups and error-map cells of whole
+// 16-row x 4-column pieces, aligned pointers.
+bool tile_stats_ok(const DeviceTensor& x, const Geometry& G, const uint8_t* codes,
+                   const uint8_t* codes_t) {
+  const uintptr_t in =
+      reinterpret_cast<uintptr_t>(x.f32 ? static_cast<const void*>(x.f32) : x.bf16);
+  return kTileKernels && x.rows % 16 == 0 && x.cols % 4 == 0 && G.block_rows % 16 == 0 &&
+         G.block_cols % 4 == 0 && (!G.map || (G.cell_rows % 16 == 0 && G.cell_cols % 4 == 0)) &&
+         in % (x.f32 ? 16 : 8) == 0 && reinterpret_cast<uintptr_t>(codes) % 4 == 0 &&
+         reinterpret_cast<uintptr_t>(codes_t) % 16 == 0;
+}
+
+void launch_tile_stats(Format f, const DeviceTensor& x, const Geometry& G, const float* sc,
+                       const float* si, uint8_t* codes, uint8_t* codes_t,
+                       const DeviceStatsTargets& t, cudaStream_t st) {
+  double* map = G.map ? t.map : nullptr;
+  const bool tile_cells = G.cell_rows % 256 == 0 && G.cell_cols % 64 == 0;
+  const size_t smem = t.histogram ? kLaneHistBytes : 0;
+  const int64_t tiles = ((x.cols + 63) / 64) * ((x.rows + 255) / 256);
+  dispatch_codec(f, true, [&](auto tag, auto hw_tag) {
+    constexpr Format F = decltype(tag)::value;
+    if constexpr (decltype(hw_tag)::value) {
+      const auto launch = [&](auto trans_tag, auto hist_tag) {
+        constexpr auto k =
+            &tile_stats_kernel<F, true, decltype(trans_tag)::value, decltype(hist_tag)::value>;
+        const unsigned grid = smem ? resident_hist_blocks<k>(tiles) : blocks_for(tiles, 1);
+        k<<<grid, kThreads, smem, st>>>(x.f32, x.bf16, G, sc, si, codes, codes_t, t.stats, map,
+                                        tile_cells);
+      };
+      using Yes = std::true_type;
+      using No = std::false_type;
+      if (codes_t) {
+        t.histogram ? launch(Yes{}, Yes{}) : launch(Yes{}, No{});
+      } else {
+        t.histogram ? launch(No{}, Yes{}) : launch(No{}, No{});
+      }
+    } else {
+      throw std::invalid_argument("tile statistics: E4M3FN or E5M2 with saturation only");
+    }
+  });
+  FP8WB_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_tile_transposed(Format f, bool hw, const DeviceTensor& x, const Geometry& G,
+                            const float* sc, Overflow ov, uint8_t* codes, uint8_t* codes_t,
+                            uint32_t* amax_bits, cudaStream_t st) {
+  const unsigned grid = blocks_for(((x.cols + 63) / 64) * ((x.rows + 255) / 256), 1);
+  dispatch_codec(f, hw, [&](auto tag, auto hw_tag) {
+    constexpr Format F = decltype(tag)::value;
+    constexpr bool kHw = decltype(hw_tag)::value;
+    if (amax_bits) {
+      tile_quantize_t_kernel<F, kHw, true>
+          <<<grid, kThreads, 0, st>>>(x.f32, x.bf16, G, sc, ov, codes, codes_t, amax_bits);
+    } else {
+      tile_quantize_t_kernel<F, kHw, false>
+          <<<grid, kThreads, 0, st>>>(x.f32, x.bf16, G, sc, ov, codes, codes_t, nullptr);
+    }
+  });
+  FP8WB_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_flat(Format f, bool hw, const DeviceTensor& x, const float* sc, Overflow ov,
+                 uint8_t* codes, uint32_t* amax_bits, cudaStream_t st) {
+  const int64_t n16 = x.rows * x.cols / 16;
+  const unsigned grid = blocks_for(n16, kThreads);
+  dispatch_codec(f, hw, [&](auto tag, auto hw_tag) {
+    constexpr Format F = decltype(tag)::value;
+    constexpr bool kHw = decltype(hw_tag)::value;
+    if (amax_bits) {
+      quantize_flat_kernel<F, true, kHw>
+          <<<grid, kThreads, 0, st>>>(x.f32, x.bf16, n16, sc, ov, codes, amax_bits);
+    } else {
+      quantize_flat_kernel<F, false, kHw>
+          <<<grid, kThreads, 0, st>>>(x.f32, x.bf16, n16, sc, ov, codes, nullptr);
+    }
+  });
+  FP8WB_GPU_CHECK(cudaGetLastError());
+}
+
+}  // namespace fp8wb::qgpu
