@@ -407,7 +407,9 @@ TEST_F(CliRanks, BenchCommRefusalIsSaidOnceBeforeRanksStart) {
     ASSERT_TRUE(WIFEXITED(rst));
     EXPECT_EQ(WEXITSTATUS(rst), 1);
     both += slurp(e);
-    if (rank == 1) EXPECT_EQ(slurp(e), "");
+    if (rank == 1) {
+      EXPECT_EQ(slurp(e), "");
+    }
   }
   EXPECT_EQ(count(both, reason), 1u) << both;
 }
