@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <cstdlib>
 #include <thread>
 
 #include "fp8wb/core/version.h"
@@ -23,6 +24,13 @@ std::string workbench_version() {
 }
 
 int init_compute_threads(int threads) {
+  // OMP_NUM_THREADS, where set to a positive count, chooses as it does for OpenMP programs.
+  if (threads <= 0) {
+    const char* env = std::getenv("OMP_NUM_THREADS");
+    char* end = nullptr;
+    const long n = env ? std::strtol(env, &end, 10) : 0;
+    if (env && end != env && *end == '\0' && n > 0 && n <= 4096) threads = static_cast<int>(n);
+  }
   if (threads <= 0) {
     const unsigned h = std::thread::hardware_concurrency();
     threads = h == 0 ? 1 : static_cast<int>(h);

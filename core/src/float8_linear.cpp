@@ -19,14 +19,19 @@ using detail::sqnr_db;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// An operand quantized along its rows' K: codes, per-group scale_inv, and the values it
-// stands for.
+// An operand quantized along its rows' K: per-group scale_inv and the values its codes
+// stand for (the emulated GEMMs multiply those; the codes themselves are not kept).
 struct Quantized {
-  at::Tensor codes;      // uint8 [rows, cols]
   at::Tensor scale_inv;  // float [groups]
   at::Tensor dequant;    // float [rows, cols]: decode(code) * scale_inv
   TensorStats stats;
 };
+
+// The passes over an operand use the caller's share of the cores (LibTorch's intra-op
+// threads); their results do not depend on it.
+int pass_threads() {
+  return at::get_num_threads();
+}
 
 // A tensorwise amax, the maximum over every rank's where `reduce` is given.
 float reduced(float amax, const AmaxReducer* reduce) {
@@ -44,13 +49,12 @@ Quantized quantize_operand(const at::Tensor& t, const QuantRecipe& recipe, bool 
               "internal: bad operand");
   Quantized q;
   const int64_t rows = t.size(0), cols = t.size(1);
-  q.codes = at::empty({rows, cols}, at::TensorOptions().dtype(at::kByte));
+  const int threads = pass_threads();
   q.dequant = at::empty({rows, cols}, at::kFloat);
   StatsOptions so;
   so.enabled = so.histogram = so.error_map = stats;
-  // Codes and the dequantized values the emulated GEMM multiplies, in one pass.
+  // The dequantized values the emulated GEMM multiplies, in the pass that rounds them.
   QuantizeTargets out;
-  out.codes = q.codes.data_ptr<uint8_t>();
   out.dequant = q.dequant.data_ptr<float>();
   const TensorRef ref = TensorRef::of(t.data_ptr<float>(), rows, cols);
   if (delayed) {
@@ -58,29 +62,29 @@ Quantized quantize_operand(const at::Tensor& t, const QuantRecipe& recipe, bool 
     const bool bootstrap =
         delayed->steps() == 0 && delayed->config().initial == InitialScale::BootstrapCurrent;
     const float s = delayed->scale_for_step(
-        bootstrap ? reduced(compute_amax(ref, layout).tensor_amax, reduce) : 0);
+        bootstrap ? reduced(compute_amax(ref, layout, threads).tensor_amax, reduce) : 0);
     ScaleSet scales;
     scales.layout = layout;
     scales.scale = {s};
     scales.scale_inv = {1.0f / s};
-    const QuantizeResult r = quantize(ref, recipe, scales, out, so);
+    const QuantizeResult r = quantize(ref, recipe, scales, out, so, nullptr, threads);
     delayed->update(
-        reduced(stats ? r.stats.amax() : compute_amax(ref, layout).tensor_amax, reduce));
+        reduced(stats ? r.stats.amax() : compute_amax(ref, layout, threads).tensor_amax, reduce));
     q.scale_inv = at::full({1}, scales.scale_inv[0], at::kFloat);
     q.stats = r.stats;
     return q;
   }
   if (reduce && *reduce && recipe.kind == ScalingKind::Tensorwise) {
     const GroupLayout layout = make_layout(recipe, rows, cols);
-    AmaxResult am = compute_amax(ref, layout);
+    AmaxResult am = compute_amax(ref, layout, threads);
     am.tensor_amax = reduced(am.tensor_amax, reduce);
     for (float& g : am.group_amax) g = am.tensor_amax;
     const ScaleSet scales = compute_scales(recipe, layout, am.group_amax, am.tensor_amax);
-    q.stats = quantize(ref, recipe, scales, out, so).stats;
+    q.stats = quantize(ref, recipe, scales, out, so, nullptr, threads).stats;
     q.scale_inv = at::full({1}, scales.scale_inv[0], at::kFloat);
     return q;
   }
-  const auto cq = quantize_current(ref, recipe, out, so);
+  const auto cq = quantize_current(ref, recipe, out, so, nullptr, threads);
   q.scale_inv = at::from_blob(const_cast<float*>(cq.scales.scale_inv.data()),
                               {static_cast<int64_t>(cq.scales.scale_inv.size())}, at::kFloat)
                     .clone();
@@ -107,22 +111,6 @@ const AmaxReducer* reducer_of(Float8LinearState* state) {
   return state && state->reduce_amax ? &state->reduce_amax : nullptr;
 }
 
-ScaleSet scale_set(const QuantRecipe& r, int64_t rows, int64_t cols, const at::Tensor& scale_inv) {
-  ScaleSet s;
-  s.layout = make_layout(r, rows, cols);
-  s.scale_inv.assign(scale_inv.data_ptr<float>(), scale_inv.data_ptr<float>() + scale_inv.numel());
-  s.scale.resize(s.scale_inv.size());
-  return s;
-}
-
-at::Tensor dequantize_codes(const at::Tensor& codes, const QuantRecipe& r,
-                            const at::Tensor& scale_inv) {
-  at::Tensor out = at::empty(codes.sizes(), at::kFloat);
-  dequantize(codes.data_ptr<uint8_t>(), r, scale_set(r, codes.size(0), codes.size(1), scale_inv),
-             out.data_ptr<float>());
-  return out;
-}
-
 struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
                             const at::Tensor& bias, const Float8LinearConfig& cfg,
@@ -133,15 +121,16 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
     const at::Tensor w2 = weight.to(at::kFloat).contiguous();
     at::Tensor y;
     // High precision x only where a GEMM that needs it runs in high precision (or to
-    // sample the wgrad SQNR); otherwise backward keeps x as its FP8 codes and scales.
-    at::Tensor saved_x = x2, x_codes, x_scale_inv, w_codes, w_scale_inv;
+    // sample the wgrad SQNR); otherwise backward keeps the values of x's FP8 codes: the
+    // fp32 that the emulated wgrad multiplies, as many bytes as the high-precision layer
+    // keeps of x, and no second decoding of the codes in backward.
+    at::Tensor saved_x = x2, x_fp8, w_fp8;
     if (cfg.fprop_fp8 || cfg.wgrad_fp8) {
       Quantized qx = quantize_operand(x2, cfg.input, stats,
                                       host_scaler(state, Role::Input, cfg, cfg.input.format),
                                       reducer_of(state));
       if (probe && stats) probe->input = {true, qx.stats, first_scale(qx)};
-      x_codes = qx.codes;
-      x_scale_inv = qx.scale_inv;
+      x_fp8 = qx.dequant;
       if (cfg.fprop_fp8) {
         Quantized qw = quantize_operand(w2, cfg.weight, stats,
                                         host_scaler(state, Role::Weight, cfg, cfg.weight.format),
@@ -150,10 +139,7 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
         y = at::matmul(qx.dequant, qw.dequant.t());
         if (probe) probe->gemms_emulated++;
         // A tensorwise weight is the same FP8 tensor along either axis: dgrad reuses it.
-        if (cfg.weight.kind == ScalingKind::Tensorwise) {
-          w_codes = qw.codes;
-          w_scale_inv = qw.scale_inv;
-        }
+        if (cfg.weight.kind == ScalingKind::Tensorwise) w_fp8 = qw.dequant;
       } else {
         y = at::matmul(x2, w2.t());
       }
@@ -162,7 +148,7 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
     } else {
       y = at::matmul(x2, w2.t());
     }
-    ctx->save_for_backward({weight, x_codes, x_scale_inv, saved_x, w_codes, w_scale_inv});
+    ctx->save_for_backward({weight, x_fp8, saved_x, w_fp8});
     const bool has_bias = bias.defined() && bias.numel() > 0;
     if (has_bias) y = y + bias.to(at::kFloat);
     auto plan = c10::make_intrusive<Float8Backward>();
@@ -194,10 +180,9 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
     const at::Tensor dy = g.reshape({-1, n}).to(at::kFloat).contiguous();
     const at::Tensor w2 = weight.to(at::kFloat).contiguous();
 
-    // The x the forward saw: from its codes when it was quantized (for wgrad), else as saved.
-    const at::Tensor x_hp = saved[3];  // high precision: when a GEMM needs it, or to sample SQNR
-    const at::Tensor x2 =
-        wgrad_fp8 && saved[1].defined() ? dequantize_codes(saved[1], rin, saved[2]) : saved[3];
+    // The x the forward saw: its FP8 values when it was quantized (for wgrad), else as saved.
+    const at::Tensor x_hp = saved[2];  // high precision: when a GEMM needs it, or to sample SQNR
+    const at::Tensor x2 = wgrad_fp8 && saved[1].defined() ? saved[1] : saved[2];
 
     // dgrad: dx = dy w, contracting over N: dy along N as it is, w along N through w^T.
     // A tensorwise scale does not depend on the axis, so the same FP8 values serve both
@@ -211,8 +196,8 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
     }
     if (dgrad_fp8) {
       at::Tensor w_fp8;
-      if (saved[4].defined()) {
-        w_fp8 = dequantize_codes(saved[4], rw, saved[5]);
+      if (saved[3].defined()) {
+        w_fp8 = saved[3];
       } else if (rw.kind == ScalingKind::Tensorwise) {
         w_fp8 = quantize_operand(w2, rw, false).dequant;
       } else {
@@ -223,8 +208,8 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
     } else {
       dx = at::matmul(dy, w2);
     }
-    // wgrad: dw = dy^T x, contracting over M: both quantized along M. x comes from its FP8
-    // codes; per-row/per-block recipes quantize that FP8 x a second time.
+    // wgrad: dw = dy^T x, contracting over M: both quantized along M. x is the forward's
+    // FP8 x; per-row/per-block recipes quantize that FP8 x a second time.
     at::Tensor dw;
     if (wgrad_fp8) {
       const at::Tensor dyt = rdy.kind == ScalingKind::Tensorwise

@@ -6,9 +6,12 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "fp8wb/kernels/codec_cpu.h"
 #include "fp8wb/kernels/quantize_element.h"
@@ -46,22 +49,36 @@ int thread_count(int threads) {
   return threads > 0 ? threads : hardware_threads();
 }
 
-// Rows are split into contiguous chunks, one task each; results merge in chunk order so
-// that sums do not depend on scheduling.
+// A chunk's share of the work in elements: small enough that the training step's
+// tensors (a few 10^4 elements) spread over several cores, large enough that a chunk's
+// accumulators cost little beside its elements.
+constexpr int64_t kChunkElements = 4096;
+
+// How many chunks rows x cols splits into: a function of the shape alone, so that a
+// pass's results (fp64 sums added chunk by chunk) are the same at any thread count.
+int64_t row_chunk_count(int64_t rows, int64_t cols) {
+  if (rows <= 0) return 1;
+  const int64_t per_chunk = std::max<int64_t>(1, kChunkElements / std::max<int64_t>(cols, 1));
+  return (rows + per_chunk - 1) / per_chunk;
+}
+
+// Rows are split into row_chunk_count() contiguous chunks, one task each, spread over at
+// most `threads` threads; callers merge results in chunk order so that sums depend on
+// neither the thread count nor the scheduling.
 template <class Fn>
 void for_row_chunks(int64_t rows, int64_t cols, int threads, int64_t& chunks_out, Fn&& fn) {
-  const int64_t work = rows * std::max<int64_t>(cols, 1);
-  const int t = thread_count(threads);
-  int64_t chunks = std::min<int64_t>(rows, work < (1 << 16) ? 1 : int64_t{t} * 4);
-  chunks = std::max<int64_t>(chunks, 1);
+  const int64_t chunks = row_chunk_count(rows, cols);
   chunks_out = chunks;
-#if defined(_OPENMP)
-#pragma omp parallel for schedule(dynamic, 1) num_threads(t) if (chunks > 1)
-#endif
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t r0 = rows * c / chunks, r1 = rows * (c + 1) / chunks;
-    fn(c, r0, r1);
+  auto range = [&](int64_t c) { fn(c, rows * c / chunks, rows * (c + 1) / chunks); };
+  const int t = static_cast<int>(std::min<int64_t>(thread_count(threads), chunks));
+  if (t <= 1) {
+    for (int64_t c = 0; c < chunks; ++c) range(c);
+    return;
   }
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(t)
+#endif
+  for (int64_t c = 0; c < chunks; ++c) range(c);
 }
 
 // The histogram as the loops count it: by the biased fp32 exponent field of |x * scale|
@@ -83,6 +100,36 @@ struct RawHistogram {
   }
 };
 
+// An allocator whose resize() leaves new elements uninitialised: the error map's
+// per-chunk copies are zeroed only where the chunk writes.
+template <class T>
+struct DefaultInitAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = DefaultInitAllocator<U>;
+  };
+  using std::allocator<T>::allocator;
+  template <class U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+template <class T>
+using UninitVector = std::vector<T, DefaultInitAllocator<T>>;
+
+// The error-map cells [first, last) that rows [r0, r1) fall in (cells span whole rows of
+// the grid; their indices run row of cells by row of cells).
+std::pair<size_t, size_t> map_cells_of_rows(const MapGrid& g, int64_t r0, int64_t r1) {
+  if (r1 <= r0 || g.cell_count() == 0) return {0, 0};
+  const int64_t first = r0 / g.cell_rows * g.cols;
+  const int64_t last = std::min(g.rows, (r1 - 1) / g.cell_rows + 1) * g.cols;
+  return {static_cast<size_t>(first), static_cast<size_t>(last)};
+}
+
 struct Accum {
   StatsBuffer buf{};
   RawHistogram raw_hist;
@@ -100,7 +147,7 @@ struct Accum {
     std::memset(sub_hist, 0, sizeof sub_hist);
     sub_hist_count = 0;
   }
-  std::vector<double> map_err, map_sum;
+  UninitVector<double> map_err, map_sum;
 };
 
 struct SegmentCounts {
@@ -985,7 +1032,7 @@ AmaxResult compute_amax(const TensorRef& x, const GroupLayout& layout, int threa
   // Each chunk keeps its own copy of the group amaxes of the rows it covers; row groups of
   // 128x128 tiles can straddle chunks, hence the merge.
   int64_t chunks = 1;
-  std::vector<std::vector<uint32_t>> partial(static_cast<size_t>(thread_count(threads)) * 4 + 1);
+  std::vector<std::vector<uint32_t>> partial(static_cast<size_t>(row_chunk_count(x.rows, x.cols)));
   for_row_chunks(x.rows, x.cols, threads, chunks, [&](int64_t chunk, int64_t r0, int64_t r1) {
     auto& mine = partial[static_cast<size_t>(chunk)];
     mine.assign(static_cast<size_t>(layout.group_count()), 0u);
@@ -1076,7 +1123,7 @@ void summarize_span(const In* __restrict__ in, int64_t n, SummaryPart& p) {
 ValueSummary summarize_values(const TensorRef& x, int threads) {
   check_input(x);
   using Part = SummaryPart;
-  std::vector<Part> parts(static_cast<size_t>(thread_count(threads)) * 4 + 1);
+  std::vector<Part> parts(static_cast<size_t>(row_chunk_count(x.rows, x.cols)));
   int64_t chunks = 1;
   for_row_chunks(x.rows, x.cols, threads, chunks, [&](int64_t chunk, int64_t r0, int64_t r1) {
     Part& p = parts[static_cast<size_t>(chunk)];
@@ -1133,16 +1180,24 @@ QuantizeResult quantize(const TensorRef& x, const QuantRecipe& recipe, const Sca
                       decode_table(whatif->recipe.format).data(),
                       make_map_grid(whatif->scales->layout, so.map_max_cells)});
   }
-  const size_t max_chunks = static_cast<size_t>(thread_count(threads)) * 4 + 1;
-  std::vector<std::vector<Accum>> acc(passes.size(), std::vector<Accum>(max_chunks));
+  // Each chunk's accumulators, made (zeroed) by the chunk's own thread.
+  const auto max_chunks = static_cast<size_t>(row_chunk_count(x.rows, x.cols));
+  std::vector<std::vector<std::unique_ptr<Accum>>> acc(passes.size());
+  for (auto& a : acc) a.resize(max_chunks);
   int64_t chunks = 1;
   for_row_chunks(x.rows, x.cols, threads, chunks, [&](int64_t chunk, int64_t r0, int64_t r1) {
     Scratch tmp(x.cols);
     for (size_t p = 0; p < passes.size(); ++p) {
-      Accum& a = acc[p][static_cast<size_t>(chunk)];
+      acc[p][static_cast<size_t>(chunk)] = std::make_unique<Accum>();
+      Accum& a = *acc[p][static_cast<size_t>(chunk)];
       if (so.error_map) {
-        a.map_err.assign(static_cast<size_t>(passes[p].grid.cell_count()), 0.0);
-        a.map_sum.assign(a.map_err.size(), 0.0);
+        // Indexed by the tensor's cell, but only the cells of these rows are touched
+        // (and so zeroed, and merged).
+        a.map_err.resize(static_cast<size_t>(passes[p].grid.cell_count()));
+        a.map_sum.resize(a.map_err.size());
+        const auto [lo, hi] = map_cells_of_rows(passes[p].grid, r0, r1);
+        std::fill(a.map_err.begin() + lo, a.map_err.begin() + hi, 0.0);
+        std::fill(a.map_sum.begin() + lo, a.map_sum.begin() + hi, 0.0);
       }
     }
     for (int64_t r = r0; r < r1; ++r) {
@@ -1157,9 +1212,15 @@ QuantizeResult quantize(const TensorRef& x, const QuantRecipe& recipe, const Sca
           ps.fn(x, r, c0, c1, ps.scales->scale[g], ps.scales->scale_inv[g], ps.recipe.overflow,
                 ps.lut, p == 0 ? out.codes : nullptr, p == 0 ? out.codes_t : nullptr,
                 p == 0 ? out.dequant : nullptr, x.rows, so, ps.grid,
-                acc[p][static_cast<size_t>(chunk)], tmp);
+                *acc[p][static_cast<size_t>(chunk)], tmp);
         }
       }
+    }
+    // The histogram's counts into its bins here, in parallel: integer sums, in any order.
+    for (size_t p = 0; p < passes.size(); ++p) {
+      Accum& a = *acc[p][static_cast<size_t>(chunk)];
+      a.flush_sub_hist();
+      a.raw_hist.fold_into(a.buf.hist);
     }
   });
   QuantizeResult res;
@@ -1171,11 +1232,13 @@ QuantizeResult quantize(const TensorRef& x, const QuantRecipe& recipe, const Sca
       st.map_sq_sum.assign(st.map_sq_err.size(), 0.0);
     }
     for (int64_t c = 0; c < chunks; ++c) {
-      Accum& a = acc[p][static_cast<size_t>(c)];
-      a.flush_sub_hist();
-      a.raw_hist.fold_into(a.buf.hist);
+      const Accum& a = *acc[p][static_cast<size_t>(c)];
       merge_stats(st.raw, a.buf);
-      for (size_t i = 0; i < a.map_err.size(); ++i) {
+      if (a.map_err.empty()) continue;
+      // The other cells hold +0 for this chunk: adding them would change no sum.
+      const auto [lo, hi] =
+          map_cells_of_rows(st.map_grid, x.rows * c / chunks, x.rows * (c + 1) / chunks);
+      for (size_t i = lo; i < hi; ++i) {
         st.map_sq_err[i] += a.map_err[i];
         st.map_sq_sum[i] += a.map_sum[i];
       }

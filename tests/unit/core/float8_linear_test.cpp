@@ -148,6 +148,88 @@ TEST(Float8Linear, StatisticsAndSqnrOnTheirIntervals) {
   EXPECT_EQ(quiet->probe().stats_step, -1);
 }
 
+uint64_t double_bits(double d) {
+  uint64_t b = 0;
+  std::memcpy(&b, &d, sizeof b);
+  return b;
+}
+
+void expect_identical(const TensorStats& a, const TensorStats& b) {
+  EXPECT_EQ(a.raw.numel, b.raw.numel);
+  EXPECT_EQ(a.raw.underflow, b.raw.underflow);
+  EXPECT_EQ(a.raw.subnormal, b.raw.subnormal);
+  EXPECT_EQ(a.raw.saturated, b.raw.saturated);
+  EXPECT_EQ(a.raw.amax_bits, b.raw.amax_bits);
+  EXPECT_EQ(double_bits(a.raw.sq_err), double_bits(b.raw.sq_err));
+  EXPECT_EQ(double_bits(a.raw.sq_sum), double_bits(b.raw.sq_sum));
+  for (int i = 0; i < kHistBins; ++i) EXPECT_EQ(a.raw.hist[i], b.raw.hist[i]) << "bin " << i;
+  ASSERT_EQ(a.map_sq_err.size(), b.map_sq_err.size());
+  for (size_t i = 0; i < a.map_sq_err.size(); ++i) {
+    EXPECT_EQ(double_bits(a.map_sq_err[i]), double_bits(b.map_sq_err[i])) << "cell " << i;
+    EXPECT_EQ(double_bits(a.map_sq_sum[i]), double_bits(b.map_sq_sum[i])) << "cell " << i;
+  }
+}
+
+bool same_bits(const torch::Tensor& a, const torch::Tensor& b) {
+  return a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type() &&
+         std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), a.nbytes()) == 0;
+}
+
+// The layer's passes run on LibTorch's intra-op threads; its outputs, gradients and every
+// statistic are the same bits at any count, and its statistics are the kernels' own on
+// one thread.
+TEST(Float8Linear, ThreadCountChangesNoResultOrStatistic) {
+  torch::manual_seed(9);
+  const int before = at::get_num_threads();
+  const torch::Tensor x = torch::randn({1024, 64}), dy = torch::randn({1024, 256});
+  LinearLayer layer(64, 256);
+  Float8LinearConfig cfg;
+  cfg.stats_interval = 1;
+  layer->to_float8(cfg);
+  struct Out {
+    torch::Tensor y, dx, dw, db;
+    Float8Probe probe;
+  };
+  auto step = [&](int threads) {
+    at::set_num_threads(threads);
+    layer->zero_grad();
+    const torch::Tensor xi = x.clone().requires_grad_();
+    Out o;
+    o.y = layer->forward(xi);
+    o.y.backward(dy);
+    o.dx = xi.grad().clone();
+    o.dw = layer->weight.grad().clone();
+    o.db = layer->bias.grad().clone();
+    o.probe = layer->probe();
+    return o;
+  };
+  const Out one = step(1);
+  for (int threads : {2, 3, 8}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    const Out n = step(threads);
+    EXPECT_TRUE(same_bits(n.y, one.y));
+    EXPECT_TRUE(same_bits(n.dx, one.dx));
+    EXPECT_TRUE(same_bits(n.dw, one.dw));
+    EXPECT_TRUE(same_bits(n.db, one.db));
+    for (Role r : {Role::Input, Role::Weight, Role::GradOutput}) {
+      ASSERT_TRUE(n.probe.stats(r).valid);
+      EXPECT_EQ(n.probe.stats(r).scale, one.probe.stats(r).scale);
+      expect_identical(n.probe.stats(r).stats, one.probe.stats(r).stats);
+    }
+  }
+  at::set_num_threads(before);
+  // The kernels on one thread, called directly on the same operands.
+  const auto ref = [](const torch::Tensor& t, const QuantRecipe& r) {
+    const torch::Tensor c = t.contiguous();
+    return quantize_current(TensorRef::of(c.data_ptr<float>(), c.size(0), c.size(1)), r, {}, {},
+                            nullptr, 1)
+        .result.stats;
+  };
+  expect_identical(one.probe.stats(Role::Input).stats, ref(x, cfg.input));
+  expect_identical(one.probe.stats(Role::Weight).stats, ref(layer->weight.detach(), cfg.weight));
+  expect_identical(one.probe.stats(Role::GradOutput).stats, ref(dy, cfg.grad_output));
+}
+
 // Delayed scaling on the CPU: step t quantizes with the scale of the amax history of
 // steps < t (checked against quantize() with that scale, computed here from the amaxes
 // directly), and the layer's history holds the amaxes newest first.

@@ -597,6 +597,69 @@ TEST(Quantize, ThreadCountDoesNotChangeResults) {
   expect_close(one.result.stats.raw.sq_err, two.result.stats.raw.sq_err, "sq_err");
 }
 
+// Every pass over rows (amax, quantize with every statistic and a what-if, dequantize,
+// the value summary) gives the same bits at any thread count: the tensor splits into
+// chunks by its shape alone and chunks merge in their order.
+TEST(Quantize, ResultsAreBitIdenticalAtAnyThreadCount) {
+  struct Case {
+    QuantRecipe recipe;
+    int64_t rows, cols;
+  };
+  // The tiny GPT's activations and gradients, an uneven shape, and 128x128 tiles whose
+  // rows straddle chunks.
+  const Case cases[] = {{R(ScalingKind::Tensorwise, Format::E4M3FN), 1024, 64},
+                        {R(ScalingKind::Tensorwise, Format::E5M2), 1024, 256},
+                        {R(ScalingKind::Rowwise, Format::E4M3FN), 333, 200},
+                        {R(ScalingKind::Block128x128, Format::E4M3FN), 384, 256}};
+  const QuantRecipe whatif = R(ScalingKind::Rowwise, Format::E5M2);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(recipe_name(c.recipe) + " " + std::to_string(c.rows) + "x" +
+                 std::to_string(c.cols));
+    const auto x = test_tensor(c.rows, c.cols, 21);
+    const TensorRef t = TensorRef::of(x.data(), c.rows, c.cols);
+    const GroupLayout layout = make_layout(c.recipe, c.rows, c.cols);
+    struct Run {
+      AmaxResult amax;
+      CurrentQuantization q;
+      std::vector<uint8_t> codes;
+      std::vector<float> dequant, back;
+      ValueSummary summary;
+    };
+    auto run = [&](int threads) {
+      Run r;
+      r.amax = compute_amax(t, layout, threads);
+      r.codes.assign(x.size(), 0);
+      r.dequant.assign(x.size(), 0.0f);
+      r.back.assign(x.size(), 0.0f);
+      QuantizeTargets out;
+      out.codes = r.codes.data();
+      out.dequant = r.dequant.data();
+      r.q = quantize_current(t, c.recipe, out, {}, &whatif, threads);
+      dequantize(r.codes.data(), c.recipe, r.q.scales, r.back.data(), threads);
+      r.summary = summarize_values(t, threads);
+      return r;
+    };
+    const Run one = run(1);
+    for (int threads : {2, 3, 8, 16}) {
+      SCOPED_TRACE(std::to_string(threads) + " threads");
+      const Run n = run(threads);
+      EXPECT_EQ(float_bits(n.amax.tensor_amax), float_bits(one.amax.tensor_amax));
+      EXPECT_EQ(n.amax.group_amax, one.amax.group_amax);
+      EXPECT_EQ(n.q.scales.scale, one.q.scales.scale);
+      EXPECT_EQ(n.codes, one.codes);
+      EXPECT_EQ(0, std::memcmp(n.dequant.data(), one.dequant.data(), x.size() * sizeof(float)));
+      EXPECT_EQ(0, std::memcmp(n.back.data(), one.back.data(), x.size() * sizeof(float)));
+      expect_identical_stats(n.q.result.stats, one.q.result.stats);
+      ASSERT_TRUE(n.q.result.whatif.has_value());
+      expect_identical_stats(*n.q.result.whatif, *one.q.result.whatif);
+      EXPECT_EQ(double_bits(n.summary.sum), double_bits(one.summary.sum));
+      EXPECT_EQ(double_bits(n.summary.sq_sum), double_bits(one.summary.sq_sum));
+      EXPECT_EQ(n.summary.finite, one.summary.finite);
+      EXPECT_EQ(n.summary.hist, one.summary.hist);
+    }
+  }
+}
+
 TEST(Quantize, WhatIfEqualsRunningTheOtherRecipe) {
   const auto x = test_tensor(128, 256, 6);
   const QuantRecipe other = R(ScalingKind::Block1x128, Format::E5M2);

@@ -27,7 +27,8 @@ struct BackendInfo {
 
 BackendInfo probe_backend();
 
-// LibTorch's intra-op thread count (Debian's build defaults to 1). threads <= 0: one per
+// LibTorch's intra-op thread count (Debian's build defaults to 1). threads <= 0: the
+// OMP_NUM_THREADS environment variable where it is a positive count, else one per
 // hardware thread. Returns the count in force.
 int init_compute_threads(int threads = 0);
 
