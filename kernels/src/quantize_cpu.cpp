@@ -49,16 +49,21 @@ int thread_count(int threads) {
   return threads > 0 ? threads : hardware_threads();
 }
 
-// A chunk's share of the work in elements: small enough that the training step's
-// tensors (a few 10^4 elements) spread over several cores, large enough that a chunk's
-// accumulators cost little beside its elements.
+// A chunk's share of the work in elements: at least kChunkElements, small enough that the
+// training step's tensors (a few 10^4 elements) spread over several cores, large enough
+// that a chunk's accumulators cost little beside its elements; and at most kMaxChunks
+// chunks, so that a large tensor's chunks (their accumulators live until the merge, which
+// runs on one thread) stay few.
 constexpr int64_t kChunkElements = 4096;
+constexpr int64_t kMaxChunks = 256;
 
 // How many chunks rows x cols splits into: a function of the shape alone, so that a
 // pass's results (fp64 sums added chunk by chunk) are the same at any thread count.
 int64_t row_chunk_count(int64_t rows, int64_t cols) {
   if (rows <= 0) return 1;
-  const int64_t per_chunk = std::max<int64_t>(1, kChunkElements / std::max<int64_t>(cols, 1));
+  const int64_t c = std::max<int64_t>(cols, 1);
+  const int64_t by_size = (rows * c + kMaxChunks - 1) / kMaxChunks;  // elements a chunk
+  const int64_t per_chunk = std::max<int64_t>(1, std::max(kChunkElements, by_size) / c);
   return (rows + per_chunk - 1) / per_chunk;
 }
 
@@ -100,27 +105,6 @@ struct RawHistogram {
   }
 };
 
-// An allocator whose resize() leaves new elements uninitialised: the error map's
-// per-chunk copies are zeroed only where the chunk writes.
-template <class T>
-struct DefaultInitAllocator : std::allocator<T> {
-  template <class U>
-  struct rebind {
-    using other = DefaultInitAllocator<U>;
-  };
-  using std::allocator<T>::allocator;
-  template <class U>
-  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
-    ::new (static_cast<void*>(p)) U;
-  }
-  template <class U, class... Args>
-  void construct(U* p, Args&&... args) {
-    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
-  }
-};
-template <class T>
-using UninitVector = std::vector<T, DefaultInitAllocator<T>>;
-
 // The error-map cells [first, last) that rows [r0, r1) fall in (cells span whole rows of
 // the grid; their indices run row of cells by row of cells).
 std::pair<size_t, size_t> map_cells_of_rows(const MapGrid& g, int64_t r0, int64_t r1) {
@@ -147,7 +131,9 @@ struct Accum {
     std::memset(sub_hist, 0, sizeof sub_hist);
     sub_hist_count = 0;
   }
-  UninitVector<double> map_err, map_sum;
+  // The error map's cells [map_first, map_first + map_err.size()): those of the chunk's rows.
+  std::vector<double> map_err, map_sum;
+  size_t map_first = 0;
 };
 
 struct SegmentCounts {
@@ -186,6 +172,15 @@ struct Scratch {
         cell_err(err.size() + 1),
         cell_sq(err.size() + 1) {}
 };
+
+// This thread's scratch for rows of n elements, kept between chunks and calls (each chunk
+// writes what it reads): a chunk would otherwise allocate and zero about 26 bytes an
+// element of its row for a few rows' work.
+Scratch& thread_scratch(int64_t n) {
+  thread_local std::unique_ptr<Scratch> s;
+  if (!s || static_cast<int64_t>(s->err.size()) < n) s = std::make_unique<Scratch>(n);
+  return *s;
+}
 
 // The hot loop: codes (when asked for), counters, the error terms that the map and the
 // sums add up afterwards, the histogram bin of each element, and the dequantized value.
@@ -818,6 +813,13 @@ void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, flo
   bool avx2 = path == CpuStatsPath::Avx2, avx512 = path == CpuStatsPath::Avx512;
 #if defined(FP8WB_HAVE_AVX2_PATH)
   const bool shortcuts = avx2_scales_ok<F>(scale, scale_inv);
+  // The AVX-512 loop sums each error-map cell sixteen elements a step: cells narrower than
+  // that (a narrow tensor's map: cells of 1 to 8 columns) go to the AVX2 loop, which gives
+  // the same bits (at 1- and 4-column cells the AVX-512 loop took 5x and 1.4x its time).
+  if (avx512 && cell_cols < 16) {
+    avx512 = false;
+    avx2 = true;
+  }
   avx2 = avx2 && shortcuts;
   avx512 = avx512 && shortcuts;
 #else
@@ -910,8 +912,8 @@ void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, flo
     ss += cs;
     if (map) {
       const int64_t at = map_row + (c0 + j) / grid.cell_cols;
-      acc.map_err[static_cast<size_t>(at)] += ce;
-      acc.map_sum[static_cast<size_t>(at)] += cs;
+      acc.map_err[static_cast<size_t>(at) - acc.map_first] += ce;
+      acc.map_sum[static_cast<size_t>(at) - acc.map_first] += cs;
     }
   }
   acc.buf.sq_err += se;
@@ -1186,18 +1188,16 @@ QuantizeResult quantize(const TensorRef& x, const QuantRecipe& recipe, const Sca
   for (auto& a : acc) a.resize(max_chunks);
   int64_t chunks = 1;
   for_row_chunks(x.rows, x.cols, threads, chunks, [&](int64_t chunk, int64_t r0, int64_t r1) {
-    Scratch tmp(x.cols);
+    Scratch& tmp = thread_scratch(x.cols);
     for (size_t p = 0; p < passes.size(); ++p) {
       acc[p][static_cast<size_t>(chunk)] = std::make_unique<Accum>();
       Accum& a = *acc[p][static_cast<size_t>(chunk)];
       if (so.error_map) {
-        // Indexed by the tensor's cell, but only the cells of these rows are touched
-        // (and so zeroed, and merged).
-        a.map_err.resize(static_cast<size_t>(passes[p].grid.cell_count()));
-        a.map_sum.resize(a.map_err.size());
+        // Only the cells of these rows.
         const auto [lo, hi] = map_cells_of_rows(passes[p].grid, r0, r1);
-        std::fill(a.map_err.begin() + lo, a.map_err.begin() + hi, 0.0);
-        std::fill(a.map_sum.begin() + lo, a.map_sum.begin() + hi, 0.0);
+        a.map_first = lo;
+        a.map_err.assign(hi - lo, 0.0);
+        a.map_sum.assign(hi - lo, 0.0);
       }
     }
     for (int64_t r = r0; r < r1; ++r) {
@@ -1234,13 +1234,10 @@ QuantizeResult quantize(const TensorRef& x, const QuantRecipe& recipe, const Sca
     for (int64_t c = 0; c < chunks; ++c) {
       const Accum& a = *acc[p][static_cast<size_t>(c)];
       merge_stats(st.raw, a.buf);
-      if (a.map_err.empty()) continue;
       // The other cells hold +0 for this chunk: adding them would change no sum.
-      const auto [lo, hi] =
-          map_cells_of_rows(st.map_grid, x.rows * c / chunks, x.rows * (c + 1) / chunks);
-      for (size_t i = lo; i < hi; ++i) {
-        st.map_sq_err[i] += a.map_err[i];
-        st.map_sq_sum[i] += a.map_sum[i];
+      for (size_t i = 0; i < a.map_err.size(); ++i) {
+        st.map_sq_err[a.map_first + i] += a.map_err[i];
+        st.map_sq_sum[a.map_first + i] += a.map_sum[i];
       }
     }
     if (!so.enabled) st.raw = StatsBuffer{};

@@ -130,6 +130,37 @@ void BM_Quantize(benchmark::State& s) {
              (stats ? std::string(", ") + path_name(fp8wb::cpu_stats_path()) + " loop" : ""));
 }
 
+// The same elements as rows of `cols` (a small model's tensors are 64 to 1024 wide), fp32,
+// every statistic, one thread, with the loop the processor's widest or a pinned one: where
+// per-row costs (a row is a segment) decide between the loops.
+void BM_QuantizeNarrow(benchmark::State& s) {
+  const int64_t cols = s.range(0);
+  const auto path = static_cast<fp8wb::CpuStatsPath>(s.range(1));
+  if (!fp8wb::cpu_stats_path_available(path)) {
+    s.SkipWithError((std::string("no ") + path_name(path) + " loop on this processor").c_str());
+    return;
+  }
+  struct Restore {
+    fp8wb::CpuStatsPath p = fp8wb::cpu_stats_path();
+    ~Restore() { fp8wb::set_cpu_stats_path(p); }
+  } restore;
+  fp8wb::set_cpu_stats_path(path);
+  const int64_t rows = static_cast<int64_t>(kN) / cols;
+  fp8wb::QuantRecipe r;
+  const auto layout = fp8wb::make_layout(r, rows, cols);
+  const auto scales = fp8wb::compute_scales(r, layout, {5.0f}, 5.0f);
+  fp8wb::StatsOptions so;
+  std::vector<uint8_t> out(kN);
+  const fp8wb::TensorRef x = fp8wb::TensorRef::of(data().data(), rows, cols);
+  for (auto _ : s) {
+    auto res = fp8wb::quantize(x, r, scales, {out.data()}, so, nullptr, 1);
+    benchmark::DoNotOptimize(res);
+  }
+  set_counters(s, 4);
+  s.SetLabel(std::to_string(rows) + " x " + std::to_string(cols) + ", " +
+             path_name(fp8wb::cpu_stats_path()) + " loop");
+}
+
 BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PlainEncode)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TorchCast)
@@ -151,6 +182,10 @@ BENCHMARK(BM_Quantize)
     ->Args({1, 2, 0, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+// {columns, statistics loop}
+BENCHMARK(BM_QuantizeNarrow)
+    ->ArgsProduct({{64, 256, 1024, 4096}, {0, 2, 3}})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
