@@ -96,22 +96,32 @@ const char* path_name(fp8wb::CpuStatsPath p) {
   return "?";
 }
 
+// The statistics loop pinned to `path` for one benchmark (the previous one back after it),
+// or the benchmark skipped where the processor lacks it (ok false).
+struct PinnedPath {
+  fp8wb::CpuStatsPath before = fp8wb::cpu_stats_path();
+  bool ok = false;
+  PinnedPath(benchmark::State& s, fp8wb::CpuStatsPath path) {
+    ok = fp8wb::cpu_stats_path_available(path);
+    if (ok) {
+      fp8wb::set_cpu_stats_path(path);
+    } else {
+      s.SkipWithError((std::string("no ") + path_name(path) + " loop on this processor").c_str());
+    }
+  }
+  ~PinnedPath() { fp8wb::set_cpu_stats_path(before); }
+  PinnedPath(const PinnedPath&) = delete;
+  PinnedPath& operator=(const PinnedPath&) = delete;
+};
+
 // Tensorwise E4M3 with a known (delayed) scale: one pass, with the statistics loop the
 // processor's widest (path 0) or a pinned one (1 portable, 2 AVX2, 3 AVX-512).
 void BM_Quantize(benchmark::State& s) {
   const bool stats = s.range(0) != 0;
   const int threads = static_cast<int>(s.range(1));
   const bool bf16 = s.range(2) != 0;
-  const auto path = static_cast<fp8wb::CpuStatsPath>(s.range(3));
-  if (!fp8wb::cpu_stats_path_available(path)) {
-    s.SkipWithError((std::string("no ") + path_name(path) + " loop on this processor").c_str());
-    return;
-  }
-  struct Restore {
-    fp8wb::CpuStatsPath p = fp8wb::cpu_stats_path();
-    ~Restore() { fp8wb::set_cpu_stats_path(p); }
-  } restore;
-  fp8wb::set_cpu_stats_path(path);
+  const PinnedPath pinned(s, static_cast<fp8wb::CpuStatsPath>(s.range(3)));
+  if (!pinned.ok) return;
   fp8wb::QuantRecipe r;
   const auto layout = fp8wb::make_layout(r, kRows, kCols);
   const auto scales = fp8wb::compute_scales(r, layout, {5.0f}, 5.0f);
@@ -135,16 +145,8 @@ void BM_Quantize(benchmark::State& s) {
 // per-row costs (a row is a segment) decide between the loops.
 void BM_QuantizeNarrow(benchmark::State& s) {
   const int64_t cols = s.range(0);
-  const auto path = static_cast<fp8wb::CpuStatsPath>(s.range(1));
-  if (!fp8wb::cpu_stats_path_available(path)) {
-    s.SkipWithError((std::string("no ") + path_name(path) + " loop on this processor").c_str());
-    return;
-  }
-  struct Restore {
-    fp8wb::CpuStatsPath p = fp8wb::cpu_stats_path();
-    ~Restore() { fp8wb::set_cpu_stats_path(p); }
-  } restore;
-  fp8wb::set_cpu_stats_path(path);
+  const PinnedPath pinned(s, static_cast<fp8wb::CpuStatsPath>(s.range(1)));
+  if (!pinned.ok) return;
   const int64_t rows = static_cast<int64_t>(kN) / cols;
   fp8wb::QuantRecipe r;
   const auto layout = fp8wb::make_layout(r, rows, cols);
