@@ -429,7 +429,11 @@ TEST_F(CliRanks, BenchCommSaysItsMemoryAndProgress) {
       "bench --comm: 2 ranks, each sending a 4096 x 4096 matrix; memory: rank 0 about ";
   EXPECT_EQ(said.find(memory_line), 0u) << said;  // before anything else
   const double grew = (static_cast<double>(rss) - static_cast<double>(tiny_rss)) * 1024.0;
+#if !defined(__SANITIZE_ADDRESS__)
+  // (AddressSanitizer's allocator keeps freed blocks in quarantine and adds its own: under
+  // it the ranks hold more than any program's own figures could say.)
   EXPECT_LE(grew, m.rank0_host) << said;
+#endif
   EXPECT_GE(grew, m.rank0_host / 3) << said;
   for (const char* step :
        {"bench --comm: building every rank's payload to check against: 2 of 2\n",
