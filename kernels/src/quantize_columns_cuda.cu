@@ -34,6 +34,7 @@ struct CodesSource {
 
 constexpr int kColTile = 64;  // columns a block takes: 16 threads x 4
 constexpr int kRowsPerThread = 16;
+static_assert(kRowsPerThread == 16, "transposed codes are packed four rows of four columns at a time");
 // The column-scaled passes' blocks are 16 x 16 threads, whatever kThreads is (128 under HIP).
 constexpr int kColThreads = 16 * 16;
 
@@ -92,21 +93,24 @@ __global__ void __launch_bounds__(kColThreads)
     float sc[4];
 #pragma unroll
     for (int k = 0; k < 4; ++k) sc[k] = scale[c0 + k];
-    uint32_t t[4][4] = {};
+    uint32_t t[4][4];  // t[q][k]: column k of rows 4q..4q+3
 #pragma unroll
-    for (int i = 0; i < kRowsPerThread; ++i) {
-      float v[4], y[4];
-      src.load4(r0 + i, c0, v, lut);
+    for (int q = 0; q < 4; ++q) {
+      uint32_t w[4];
 #pragma unroll
-      for (int k = 0; k < 4; ++k) y[k] = v[k] * sc[k];
-      const uint32_t w = encode4<F, kHw, false>(y, 1.0f, ov, nullptr, nullptr);
+      for (int r = 0; r < 4; ++r) {
+        float v[4], y[4];
+        src.load4(r0 + 4 * q + r, c0, v, lut);
 #pragma unroll
-      for (int k = 0; k < 4; ++k) t[k][i / 4] |= ((w >> (8 * k)) & 0xFFu) << (8 * (i % 4));
+        for (int k = 0; k < 4; ++k) y[k] = v[k] * sc[k];
+        w[r] = encode4<F, kHw, false>(y, 1.0f, ov, nullptr, nullptr);
+      }
+      transpose_bytes4(w, t[q]);
     }
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       *reinterpret_cast<uint4*>(codes_t + (c0 + k) * rows + r0) =
-          make_uint4(t[k][0], t[k][1], t[k][2], t[k][3]);
+          make_uint4(t[0][k], t[1][k], t[2][k], t[3][k]);
     }
   }
 }

@@ -87,9 +87,74 @@ __device__ __forceinline__ void load4(const float* f, const uint16_t* b, int64_t
   }
 }
 
+// Four inputs held as loaded (bf16: two registers, not four) until they are used.
+template <bool kBf16>
+struct Raw4 {
+  float4 q;
+  __device__ __forceinline__ void load(const float* f, const uint16_t*, int64_t i) {
+    q = *reinterpret_cast<const float4*>(f + i);
+  }
+  __device__ __forceinline__ void get(float v[4]) const {
+    v[0] = q.x;
+    v[1] = q.y;
+    v[2] = q.z;
+    v[3] = q.w;
+  }
+};
+template <>
+struct Raw4<true> {
+  uint2 q;
+  __device__ __forceinline__ void load(const float*, const uint16_t* b, int64_t i) {
+    q = *reinterpret_cast<const uint2*>(b + i);
+  }
+  __device__ __forceinline__ void get(float v[4]) const {
+    v[0] = __uint_as_float(q.x << 16);
+    v[1] = __uint_as_float(q.x & 0xFFFF0000u);
+    v[2] = __uint_as_float(q.y << 16);
+    v[3] = __uint_as_float(q.y & 0xFFFF0000u);
+  }
+};
+
 // load4 under another name, for structs whose own load4 hides it.
 __device__ __forceinline__ void load4_at(const float* f, const uint16_t* b, int64_t i, float v[4]) {
   load4(f, b, i, v);
+}
+
+// The tiles of 256 rows x 64 columns a block takes in turn (tile blockIdx.x, then every
+// gridDim.x-th), walked by adding a fixed step of rows and columns instead of dividing
+// each tile's index, in 32-bit counters (tile_walk_fits: at most 2^31 tiles).
+struct TileWalk {
+  uint32_t col_tiles, tiles, tile, row, col, step_rows, step_cols;
+  __device__ explicit TileWalk(const Geometry& G)
+      : col_tiles(static_cast<uint32_t>((G.cols + 63) / 64)),
+        tiles(col_tiles * static_cast<uint32_t>((G.rows + 255) / 256)),
+        tile(blockIdx.x),
+        row(tile / col_tiles),
+        col(tile % col_tiles),
+        step_rows(gridDim.x / col_tiles),
+        step_cols(gridDim.x % col_tiles) {}
+  __device__ bool more() const { return tile < tiles; }
+  __device__ void next() {
+    tile += gridDim.x;
+    row += step_rows;
+    col += step_cols;
+    if (col >= col_tiles) {
+      col -= col_tiles;
+      ++row;
+    }
+  }
+  __device__ int64_t r() const { return int64_t{row} * 256; }  // the tile's first row, column
+  __device__ int64_t c() const { return int64_t{col} * 64; }
+};
+
+inline bool tile_walk_fits(int64_t rows, int64_t cols) {
+  return ((cols + 63) / 64) * ((rows + 255) / 256) <= (int64_t{1} << 31);
+}
+
+// The scale group of the piece at (r, c): no division where the tensor has one scale.
+__device__ __forceinline__ int64_t group_of(const Geometry& G, int64_t r, int64_t c) {
+  if (G.group_cols == 1 && G.block_rows >= G.rows) return 0;
+  return (r / G.block_rows) * G.group_cols + c / G.block_cols;
 }
 
 // Inclusive segmented reduction over lanes whose keys are contiguous runs; the last lane
@@ -234,9 +299,26 @@ constexpr bool hw_format() {
   return F == Format::E4M3FN || F == Format::E5M2;
 }
 
+// The codec's NaN codes (which keep the sign) for the NaN elements of y in `word`, where
+// the hardware conversion gives one NaN for every sign.
+template <Format F>
+__device__ __forceinline__ uint32_t patch_nan_codes(uint32_t word, const float y[4]) {
+  constexpr CodecSpec s = codec_spec(F);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const uint32_t u = float_bits(y[k]);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) {
+      word = (word & ~(0xFFu << (8 * k))) |
+             (static_cast<uint32_t>(codec_detail::nan_code(s, (u >> 31) != 0)) << (8 * k));
+    }
+  }
+  return word;
+}
+
 // Codes of four scaled values y (element k in byte k of the result) and, when asked,
-// their dequantized values decode(code) * si.
-template <Format F, bool kHw, bool kDequant>
+// their dequantized values decode(code) * si. kNanCodes false: the caller knows y has no
+// NaN or patches the NaN codes itself (patch_nan_codes), as count4 does.
+template <Format F, bool kHw, bool kDequant, bool kNanCodes = true>
 __device__ __forceinline__ uint32_t encode4(const float y[4], float si, Overflow ov,
                                             const float* lut, float dq[4]) {
   constexpr CodecSpec s = codec_spec(F);
@@ -245,20 +327,13 @@ __device__ __forceinline__ uint32_t encode4(const float y[4], float si, Overflow
     constexpr __nv_fp8_interpretation_t kind = F == Format::E4M3FN ? __NV_E4M3 : __NV_E5M2;
     const uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(y[0], y[1]), __NV_SATFINITE, kind);
     const uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(y[2], y[3]), __NV_SATFINITE, kind);
-    uint32_t word = lo | (hi << 16);
-    // The instruction gives one NaN; the codec's keeps the sign.
-    bool any_nan = false;
+    uint32_t word = __byte_perm(lo, hi, 0x5410);
+    if constexpr (kNanCodes) {
+      // The instruction gives one NaN; the codec's keeps the sign.
+      bool any_nan = false;
 #pragma unroll
-    for (int k = 0; k < 4; ++k) any_nan |= (float_bits(y[k]) & 0x7FFFFFFFu) > 0x7F800000u;
-    if (any_nan) {
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const uint32_t u = float_bits(y[k]);
-        if ((u & 0x7FFFFFFFu) > 0x7F800000u) {
-          word = (word & ~(0xFFu << (8 * k))) |
-                 (static_cast<uint32_t>(codec_detail::nan_code(s, (u >> 31) != 0)) << (8 * k));
-        }
-      }
+      for (int k = 0; k < 4; ++k) any_nan |= (float_bits(y[k]) & 0x7FFFFFFFu) > 0x7F800000u;
+      if (any_nan) word = patch_nan_codes<F>(word, y);
     }
     if constexpr (kDequant) {
       const __half2 h0(__nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(word), kind));
@@ -286,12 +361,23 @@ __device__ __forceinline__ uint32_t encode4(const float y[4], float si, Overflow
 
 // Four elements: codes (element k in byte k of `word`), |y| bits of y = x * scale (for
 // the saturation test and the histogram) and, when asked, the dequantized values.
-template <Format F, bool kHw, bool kDequant>
+template <Format F, bool kHw, bool kDequant, bool kNanCodes = true>
 __device__ __forceinline__ uint32_t quantize4(const float v[4], float sc, float si, Overflow ov,
                                               const float* lut, float y[4], float dq[4]) {
 #pragma unroll
   for (int k = 0; k < 4; ++k) y[k] = v[k] * sc;
-  return encode4<F, kHw, kDequant>(y, si, ov, lut, dq);
+  return encode4<F, kHw, kDequant, kNanCodes>(y, si, ov, lut, dq);
+}
+
+// A 4 x 4 byte transpose in eight byte permutes: t[k] holds byte k of w[0], w[1], w[2],
+// w[3] in that order (column k of four rows of codes).
+__device__ __forceinline__ void transpose_bytes4(const uint32_t w[4], uint32_t t[4]) {
+  const uint32_t a = __byte_perm(w[0], w[1], 0x5140), b = __byte_perm(w[0], w[1], 0x7362);
+  const uint32_t c = __byte_perm(w[2], w[3], 0x5140), d = __byte_perm(w[2], w[3], 0x7362);
+  t[0] = __byte_perm(a, c, 0x5410);
+  t[1] = __byte_perm(a, c, 0x7632);
+  t[2] = __byte_perm(b, d, 0x5410);
+  t[3] = __byte_perm(b, d, 0x7632);
 }
 
 // The smallest |y| bits that saturate (finite x whose x * scale rounds past the largest
@@ -368,66 +454,101 @@ __device__ __forceinline__ int hist_row(float y) {
   return min(max(field, kFirst), kLast) - kFirst;
 }
 
+// One count in bin hist_row(y) of a lane's column of the lane-private histogram (hist:
+// the lane's counter of bin 0; rows kThreads counters apart): the exponent field is
+// clamped where it already stands as a byte offset (field * 1 KB, a row's size).
+__device__ __forceinline__ void hist_inc(uint32_t* hist, float y) {
+  constexpr uint32_t kRowBytes = kThreads * sizeof(uint32_t);
+  static_assert(kRowBytes == 1024 || kRowBytes == 512, "a histogram row is 2^shift bytes");
+  constexpr int kShift = kRowBytes == 1024 ? 10 : 9;
+  constexpr uint32_t kFirst = 127 + kHistMinExp, kLast = kFirst + kHistExpBins - 1;
+  const uint32_t field = (__float_as_uint(y) >> (23 - kShift)) & (0xFFu << kShift);
+  const uint32_t off = min(max(field, kFirst << kShift), kLast << kShift) - (kFirst << kShift);
+  atomicAdd(reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(hist) + off), 1u);
+}
+
 // Four elements' counters, amax and histogram from their codes (element k in byte k of
 // `word`), for E4M3FN and E5M2 with saturation, where a code's magnitude byte tells zero,
 // subnormal and largest: x, its scaled value y, its dequantized value dq. e and vf receive
 // what the square sums take (the difference in fp32, as on the CPU, and x; zero where x is
-// not finite). Where all four inputs are finite (nearly always) the flags are counted
-// four codes at a time by byte arithmetic, and saturation is tested only where a code is
-// the largest magnitude (a saturated element's code is). hist: this lane's column of the
-// lane-private histogram; a zero input is counted in bin 0, where its exponent field puts
-// it, and moved to the zero bin when the block flushes (flush_block_stats). The counters
-// are lane-private: shared-memory atomic adds only spare the load and store of an increment.
-template <Format F>
-__device__ __forceinline__ void count4(const float x[4], const float y[4], const float dq[4],
-                                       uint32_t word, LaneStats& ls, uint32_t* hist, float e[4],
-                                       float vf[4]) {
+// not finite). hist: this lane's column of the lane-private histogram; a zero input is
+// counted in bin 0, where its exponent field puts it, and moved to the zero bin when the
+// block flushes (flush_block_stats). The counters are lane-private: shared-memory atomic
+// adds only spare the load and store of an increment.
+//
+// count4_finite counts the four when every x is finite and the scale is (nearly always),
+// four codes at a time by byte arithmetic, testing saturation only where a code is the
+// largest magnitude (a saturated element's code is), and returns true; else it counts
+// nothing and returns false. It does not read the NaN codes, which therefore need not be
+// patched (encode4's kNanCodes) before it: y has no NaN when x and the scale are finite.
+// kHistGiven: hist is not null (no test an element).
+template <Format F, bool kHistGiven = false>
+__device__ __forceinline__ bool count4_finite(const float x[4], const float y[4],
+                                              const float dq[4], uint32_t word, LaneStats& ls,
+                                              uint32_t* hist, float e[4], float vf[4],
+                                              bool finite_scale) {
   constexpr CodecSpec s = codec_spec(F);
   uint32_t a[4];
 #pragma unroll
   for (int k = 0; k < 4; ++k) a[k] = float_bits(x[k]) & 0x7FFFFFFFu;
-  ls.numel += 4;
   const uint32_t a4 = max(max(a[0], a[1]), max(a[2], a[3]));
-  if (a4 < 0x7F800000u) {
-    ls.amax = max(ls.amax, a4);
-    const uint32_t mags = word & 0x7F7F7F7Fu;
-    // Bit 7 of each byte: the magnitude is not zero; it is at least the smallest normal.
-    const uint32_t nonzero = (mags + 0x7F7F7F7Fu) & 0x80808080u;
-    const uint32_t normal = (mags + (0x80u - (1u << s.mbits)) * 0x01010101u) & 0x80808080u;
-    const uint32_t nonzero_codes = __popc(nonzero);
-    ls.subnormal += __popc(nonzero & ~normal);
-    if (nonzero_codes != 4) {  // a zero input or an underflow
-      const uint32_t zeros = (a[0] == 0) + (a[1] == 0) + (a[2] == 0) + (a[3] == 0);
-      ls.zeros += zeros;
-      ls.underflow += 4 - nonzero_codes - zeros;  // zero codes of nonzero inputs
-    }
-    const uint32_t top = mags ^ (uint32_t{s.max_mag} * 0x01010101u);  // a zero byte: largest
-    if ((top - 0x01010101u) & ~top & 0x80808080u) {
+  if (a4 >= 0x7F800000u || !finite_scale) return false;
+  ls.numel += 4;
+  ls.amax = max(ls.amax, a4);
+  const uint32_t mags = word & 0x7F7F7F7Fu;
+  // Bit 7 of each byte: the magnitude is not zero; it is at least the smallest normal.
+  const uint32_t nonzero = (mags + 0x7F7F7F7Fu) & 0x80808080u;
+  const uint32_t normal = (mags + (0x80u - (1u << s.mbits)) * 0x01010101u) & 0x80808080u;
+  const uint32_t nonzero_codes = __popc(nonzero);
+  ls.subnormal += __popc(nonzero & ~normal);
+  if (nonzero_codes != 4) {  // a zero input or an underflow
+    const uint32_t zeros = (a[0] == 0) + (a[1] == 0) + (a[2] == 0) + (a[3] == 0);
+    ls.zeros += zeros;
+    ls.underflow += 4 - nonzero_codes - zeros;  // zero codes of nonzero inputs
+  }
+  const uint32_t top = mags ^ (uint32_t{s.max_mag} * 0x01010101u);  // a zero byte: largest
+  if ((top - 0x01010101u) & ~top & 0x80808080u) {
 #pragma unroll
-      for (int k = 0; k < 4; ++k)
-        ls.saturated += (float_bits(y[k]) & 0x7FFFFFFFu) >= saturating_bits<F>();
-    }
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      e[k] = x[k] - dq[k];
-      vf[k] = x[k];
-      if (hist) atomicAdd(&hist[hist_row(y[k]) * kThreads], 1u);
-    }
-    return;
+    for (int k = 0; k < 4; ++k)
+      ls.saturated += (float_bits(y[k]) & 0x7FFFFFFFu) >= saturating_bits<F>();
   }
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
-    const bool fin = a[k] < 0x7F800000u;
+    e[k] = x[k] - dq[k];
+    vf[k] = x[k];
+    if (kHistGiven || hist) hist_inc(hist, y[k]);
+  }
+  return true;
+}
+
+// count4_finite, and any four elements else (word with its NaN codes).
+template <Format F>
+__device__ __forceinline__ void count4(const float x[4], const float y[4], const float dq[4],
+                                       uint32_t word, LaneStats& ls, uint32_t* hist, float e[4],
+                                       float vf[4]) {
+  if (count4_finite<F>(x, y, dq, word, ls, hist, e, vf, true)) return;
+  constexpr CodecSpec s = codec_spec(F);
+  ls.numel += 4;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const uint32_t a = float_bits(x[k]) & 0x7FFFFFFFu;
+    const bool fin = a < 0x7F800000u;
     const uint32_t m = (word >> (8 * k)) & 0x7Fu;
-    ls.zeros += a[k] == 0;
+    ls.zeros += a == 0;
     ls.nonfinite += !fin;
-    ls.underflow += fin && a[k] != 0 && m == 0;
+    ls.underflow += fin && a != 0 && m == 0;
     ls.subnormal += m - 1u < (1u << s.mbits) - 1u;
     ls.saturated += fin && (float_bits(y[k]) & 0x7FFFFFFFu) >= saturating_bits<F>();
-    ls.amax = fin ? max(ls.amax, a[k]) : ls.amax;
+    ls.amax = fin ? max(ls.amax, a) : ls.amax;
     e[k] = fin ? x[k] - dq[k] : 0.0f;
     vf[k] = fin ? x[k] : 0.0f;
-    if (hist) atomicAdd(&hist[(fin ? hist_row(y[k]) : kHistNonfiniteBin) * kThreads], 1u);
+    if (hist) {
+      if (fin) {
+        hist_inc(hist, y[k]);
+      } else {
+        atomicAdd(&hist[kHistNonfiniteBin * kThreads], 1u);
+      }
+    }
   }
 }
 

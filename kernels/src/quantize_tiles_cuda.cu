@@ -20,35 +20,37 @@ __global__ void __launch_bounds__(kThreads)
                            const float* __restrict__ scale, Overflow ov, uint8_t* codes,
                            uint8_t* __restrict__ codes_t, uint32_t* amax_out) {
   const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
-  const int64_t col_tiles = (G.cols + 63) / 64;
-  const int64_t tiles = col_tiles * ((G.rows + 255) / 256);
   uint32_t m = 0;
-  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    const int64_t c0 = (tile % col_tiles) * 64 + tx * 4;
-    const int64_t r0 = (tile / col_tiles) * 256 + ty * 16;
+  for (TileWalk tw(G); tw.more(); tw.next()) {
+    const int64_t c0 = tw.c() + tx * 4;
+    const int64_t r0 = tw.r() + ty * 16;
     if (c0 >= G.cols || r0 >= G.rows) continue;
-    const float sc = scale[(r0 / G.block_rows) * G.group_cols + c0 / G.block_cols];
+    const float sc = scale[group_of(G, r0, c0)];
     float v[16][4];
 #pragma unroll
     for (int i = 0; i < 16; ++i) load4(xf, xb, (r0 + i) * G.cols + c0, v[i]);
-    uint32_t t[4][4] = {};
+    uint32_t t[4][4];  // t[q][k]: column k of rows 4q..4q+3
 #pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      float y[4];
+    for (int q = 0; q < 4; ++q) {
+      uint32_t w[4];
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        y[k] = v[i][k] * sc;
-        if (kAmax) m = finite_abs_max(m, v[i][k]);
+      for (int r = 0; r < 4; ++r) {
+        const int i = 4 * q + r;
+        float y[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          y[k] = v[i][k] * sc;
+          if (kAmax) m = finite_abs_max(m, v[i][k]);
+        }
+        w[r] = encode4<F, kHw, false>(y, 1.0f, ov, nullptr, nullptr);
+        if (codes) *reinterpret_cast<uint32_t*>(codes + (r0 + i) * G.cols + c0) = w[r];
       }
-      const uint32_t w = encode4<F, kHw, false>(y, 1.0f, ov, nullptr, nullptr);
-      if (codes) *reinterpret_cast<uint32_t*>(codes + (r0 + i) * G.cols + c0) = w;
-#pragma unroll
-      for (int k = 0; k < 4; ++k) t[k][i / 4] |= ((w >> (8 * k)) & 0xFFu) << (8 * (i % 4));
+      transpose_bytes4(w, t[q]);
     }
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       *reinterpret_cast<uint4*>(codes_t + (c0 + k) * G.rows + r0) =
-          make_uint4(t[k][0], t[k][1], t[k][2], t[k][3]);
+          make_uint4(t[0][k], t[1][k], t[2][k], t[3][k]);
     }
   }
   if (kAmax) flush_block_amax(m, amax_out);
@@ -62,8 +64,8 @@ __global__ void __launch_bounds__(kThreads)
 // Three blocks an SM (registers capped at 80; the lane histograms allow three on an H200):
 // latency, not issue, bounds this kernel, and 24 resident warps beat 16 (0.170 -> 0.157 ms
 // at 16384 x 4096, docs/performance.md).
-// kTrans: transposed codes into codes_t; kHist: the histogram.
-template <Format F, bool kHw, bool kTrans, bool kHist>
+// kTrans: transposed codes into codes_t; kHist: the histogram; kBf16: the input is xb.
+template <Format F, bool kHw, bool kTrans, bool kHist, bool kBf16>
 __global__ void __launch_bounds__(kThreads, 3)
     tile_stats_kernel(const float* xf, const uint16_t* xb, Geometry G,
                       const float* __restrict__ scale, const float* __restrict__ scale_inv,
@@ -80,45 +82,67 @@ __global__ void __launch_bounds__(kThreads, 3)
   __syncthreads();
   uint32_t* my_hist = kHist ? lane_hist + threadIdx.x : nullptr;
   const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
-  const int64_t col_tiles = (G.cols + 63) / 64;
-  const int64_t tiles = col_tiles * ((G.rows + 255) / 256);
   LaneStats ls;
-  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    const int64_t tc = (tile % col_tiles) * 64, tr = (tile / col_tiles) * 256;
+  for (TileWalk tw(G); tw.more(); tw.next()) {
+    const int64_t tc = tw.c(), tr = tw.r();
     const int64_t c0 = tc + tx * 4, r0 = tr + ty * 16;
     double te = 0, ts = 0;
     if (c0 < G.cols && r0 < G.rows) {
-      const int64_t g = (r0 / G.block_rows) * G.group_cols + c0 / G.block_cols;
+      const int64_t g = group_of(G, r0, c0);
       const float sc = scale[g], si = scale_inv[g];
-      [[maybe_unused]] uint32_t t[4][4] = {};  // kTrans: transposed codes, 4 columns x 16 rows
+      const bool finite_scale = (float_bits(sc) & 0x7FFFFFFFu) < 0x7F800000u;
+      uint32_t slow = 0;  // bit i: row i's four elements wait for the loop after the body
+      [[maybe_unused]] uint32_t t[4][4];  // kTrans: t[q][k], column k of rows 4q..4q+3
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        float v[8][4];
+        Raw4<kBf16> raw[8];
 #pragma unroll
-        for (int j = 0; j < 8; ++j) load4(xf, xb, (r0 + half * 8 + j) * G.cols + c0, v[j]);
+        for (int j = 0; j < 8; ++j) raw[j].load(xf, xb, (r0 + half * 8 + j) * G.cols + c0);
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const int i = half * 8 + j;
-          float y[4], dq[4], e[4], vf[4];
-          const uint32_t word =
-              quantize4<F, kHw, true>(v[j], sc, si, Overflow::Saturate, lut, y, dq);
-          count4<F>(v[j], y, dq, word, ls, my_hist, e, vf);
-          if constexpr (kTrans) {
+        for (int q = 0; q < 2; ++q) {
+          uint32_t w[4];
 #pragma unroll
-            for (int k = 0; k < 4; ++k) t[k][i / 4] |= ((word >> (8 * k)) & 0xFFu) << (8 * (i % 4));
+          for (int r = 0; r < 4; ++r) {
+            const int j = 4 * q + r, i = half * 8 + j;
+            float v[4], y[4], dq[4], e[4], vf[4];
+            raw[j].get(v);
+            w[r] = quantize4<F, kHw, true, false>(v, sc, si, Overflow::Saturate, lut, y, dq);
+            if (count4_finite<F, kHist>(v, y, dq, w[r], ls, my_hist, e, vf, finite_scale)) {
+              double re, rs;
+              square_sums4(e, vf, re, rs);
+              te += re;
+              ts += rs;
+            } else {
+              slow |= 1u << i;
+            }
+            if (codes) *reinterpret_cast<uint32_t*>(codes + (r0 + i) * G.cols + c0) = w[r];
           }
-          double re, rs;
-          square_sums4(e, vf, re, rs);
-          te += re;
-          ts += rs;
-          if (codes) *reinterpret_cast<uint32_t*>(codes + (r0 + i) * G.cols + c0) = word;
+          if constexpr (kTrans) transpose_bytes4(w, t[half * 2 + q]);
         }
       }
       if constexpr (kTrans) {
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
           *reinterpret_cast<uint4*>(codes_t + (c0 + k) * G.rows + r0) =
-              make_uint4(t[k][0], t[k][1], t[k][2], t[k][3]);
+              make_uint4(t[0][k], t[1][k], t[2][k], t[3][k]);
+        }
+      }
+      // Rows with a non-finite input (or any row, under a non-finite scale), a loop kept
+      // out of the unrolled body: their codes with the codec's NaN codes, and their counts.
+#pragma unroll 1
+      for (; slow != 0; slow &= slow - 1) {
+        const int i = __ffs(slow) - 1;
+        float v[4], y[4], dq[4], e[4], vf[4];
+        load4(xf, xb, (r0 + i) * G.cols + c0, v);
+        const uint32_t w = quantize4<F, kHw, true>(v, sc, si, Overflow::Saturate, lut, y, dq);
+        count4<F>(v, y, dq, w, ls, my_hist, e, vf);
+        double re, rs;
+        square_sums4(e, vf, re, rs);
+        te += re;
+        ts += rs;
+        if (codes) *reinterpret_cast<uint32_t*>(codes + (r0 + i) * G.cols + c0) = w;
+        if constexpr (kTrans) {
+          for (int k = 0; k < 4; ++k) codes_t[(c0 + k) * G.rows + r0 + i] = (w >> (8 * k)) & 0xFFu;
         }
       }
     }
@@ -220,7 +244,8 @@ bool tile_stats_ok(const DeviceTensor& x, const Geometry& G, const uint8_t* code
                    const uint8_t* codes_t) {
   const uintptr_t in =
       reinterpret_cast<uintptr_t>(x.f32 ? static_cast<const void*>(x.f32) : x.bf16);
-  return kTileKernels && x.rows % 16 == 0 && x.cols % 4 == 0 && G.block_rows % 16 == 0 &&
+  return kTileKernels && tile_walk_fits(x.rows, x.cols) && x.rows % 16 == 0 && x.cols % 4 == 0 &&
+         G.block_rows % 16 == 0 &&
          G.block_cols % 4 == 0 && (!G.map || (G.cell_rows % 16 == 0 && G.cell_cols % 4 == 0)) &&
          in % (x.f32 ? 16 : 8) == 0 && reinterpret_cast<uintptr_t>(codes) % 4 == 0 &&
          reinterpret_cast<uintptr_t>(codes_t) % 16 == 0;
@@ -237,11 +262,14 @@ void launch_tile_stats(Format f, const DeviceTensor& x, const Geometry& G, const
     constexpr Format F = decltype(tag)::value;
     if constexpr (decltype(hw_tag)::value) {
       const auto launch = [&](auto trans_tag, auto hist_tag) {
-        constexpr auto k =
-            &tile_stats_kernel<F, true, decltype(trans_tag)::value, decltype(hist_tag)::value>;
-        const unsigned grid = smem ? resident_hist_blocks<k>(tiles) : blocks_for(tiles, 1);
-        k<<<grid, kThreads, smem, st>>>(x.f32, x.bf16, G, sc, si, codes, codes_t, t.stats, map,
-                                        tile_cells);
+        const auto run = [&](auto bf16_tag) {
+          constexpr auto k = &tile_stats_kernel<F, true, decltype(trans_tag)::value,
+                                                decltype(hist_tag)::value, decltype(bf16_tag)::value>;
+          const unsigned grid = smem ? resident_hist_blocks<k>(tiles) : blocks_for(tiles, 1);
+          k<<<grid, kThreads, smem, st>>>(x.f32, x.bf16, G, sc, si, codes, codes_t, t.stats, map,
+                                          tile_cells);
+        };
+        x.bf16 ? run(std::true_type{}) : run(std::false_type{});
       };
       using Yes = std::true_type;
       using No = std::false_type;

@@ -1,25 +1,31 @@
 #!/usr/bin/env bash
-# On a CUDA machine: build the quantize benchmark and profile the first launch of the
-# statistics kernel and of the codes-only kernel with Nsight Compute (clocks untouched).
+# On a CUDA machine, after `PART=kernels bash tests/gpu/run.sh` has built $BUILD: the SASS
+# of the statistics tile kernel (E4M3FN, hardware conversion, histogram, no transposed codes,
+# bf16 input) and Nsight Compute's per-instruction executed counts and stall samples of
+# its first all-statistics launch in the quantize benchmark (clocks untouched), under $OUT:
+#   tile_stats.sass      the kernel's SASS
+#   stats-sass.csv.gz    per SASS instruction: executed count, stall samples
+#   stats-details.txt    instruction mix, warp states, source counters
 #   OUT=/tmp/out bash tests/gpu/profile.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-out}
 BUILD=${BUILD:-build-gpu}
 mkdir -p "$OUT"
-TORCH_PREFIX=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
-extra=()
-if [ -f .deps/sqlite/usr/include/sqlite3.h ] && [ ! -f /usr/include/sqlite3.h ]; then
-  extra+=(-DSQLite3_INCLUDE_DIR=$PWD/.deps/sqlite/usr/include -DSQLite3_LIBRARY=$(ls /usr/lib/x86_64-linux-gnu/libsqlite3.so* | head -1))
-fi
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFP8WB_GUI=OFF -DFP8WB_CUDA=ON \
-  -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" "${extra[@]}" >"$OUT/profile-build.log" 2>&1 || exit 1
-ninja -C "$BUILD" fp8wb_gpu_quantize_bench >>"$OUT/profile-build.log" 2>&1 || exit 1
-for which in 1 0; do
-  ncu --clock-control none --kernel-name-base demangled --kernel-name "regex:quantize_fast_kernel.*Format.0, .bool.$which" \
-    --launch-count 1 --section SpeedOfLight --section Occupancy --section WarpStateStats \
-    --section LaunchStats --section ComputeWorkloadAnalysis \
-    "$BUILD/tests/gpu/fp8wb_gpu_quantize_bench" >"$OUT/ncu-stats-$which.txt" 2>&1
-  grep -E "Duration|Memory Throughput|DRAM Throughput|Compute \(SM\)|Achieved Occupancy|Theoretical Occupancy|Registers Per|Stall|Issue Slots|Executed Ipc|Block Limit|Warp Cycles Per Issued" \
-    "$OUT/ncu-stats-$which.txt" | head -40
-done
+obj=$BUILD/kernels/CMakeFiles/fp8wb_kernels_cuda.dir/src/quantize_tiles_cuda.cu.o
+bench=$BUILD/tests/gpu/fp8wb_gpu_quantize_bench
+[ -f "$obj" ] && [ -x "$bench" ] || { echo "build $BUILD first (PART=kernels bash tests/gpu/run.sh)"; exit 1; }
+cuobjdump -sass "$obj" | awk '/Function : .*tile_stats_kernel.*FormatE0ELb1ELb0ELb1ELb1E/ {p = 1; print; next}
+  /Function : / {p = 0} p' | gzip >"$OUT/tile_stats.sass.gz"
+echo "tile_stats_kernel<E4M3FN, hw, histogram, bf16>: $(zcat "$OUT/tile_stats.sass.gz" | grep -cE "^\s+/\*[0-9a-f]{4}\*/") SASS instructions," \
+  "$(zcat "$OUT/tile_stats.sass.gz" | grep -cE 'LDL|STL') local loads and stores"
+# Past the 28 launches of the counters-and-sums case: the first of all statistics.
+ncu --clock-control none --kernel-name-base demangled --kernel-name "regex:tile_stats_kernel<.fp8wb::Format.0" \
+  --launch-skip 30 --launch-count 1 --import-source no --section SourceCounters --section WarpStateStats \
+  --section InstructionStats --section LaunchStats --section Occupancy -f -o "$OUT/stats" "$bench" \
+  >"$OUT/ncu-profile.log" 2>&1 || { tail -5 "$OUT/ncu-profile.log"; exit 1; }
+ncu --import "$OUT/stats.ncu-rep" --page details >"$OUT/stats-details.txt" 2>&1
+ncu --import "$OUT/stats.ncu-rep" --page source --csv --print-source sass 2>&1 | gzip >"$OUT/stats-sass.csv.gz"
+rm -f "$OUT/stats.ncu-rep"
+grep -E "Registers Per|Achieved Occupancy|Local|Executed Instructions  |Warp Cycles Per Issued" "$OUT/stats-details.txt" | head
+zcat "$OUT/stats-sass.csv.gz" | wc -l
