@@ -1,5 +1,5 @@
 #include "fp8wb/kernels/quantize_cpu.h"
-#include "cpu_target.h"
+#include "quantize_cpu_internal.h"
 
 #include <algorithm>
 #include <array>
@@ -31,11 +31,8 @@
 #endif
 
 namespace fp8wb {
+using namespace quantize_cpu_detail;
 namespace {
-
-FP8WB_INLINE float load(const TensorRef& x, int64_t i) {
-  return x.f32 ? x.f32[i] : bits_float(static_cast<uint32_t>(x.bf16[i]) << 16);
-}
 
 void check_input(const TensorRef& x) {
   if (x.rows < 0 || x.cols < 0) throw std::invalid_argument("tensor shape is negative");
@@ -92,25 +89,6 @@ void for_row_chunks(int64_t rows, int64_t cols, int threads, int64_t& chunks_out
   for (int64_t c = 0; c < chunks; ++c) range(c);
 }
 
-// The histogram as the loops count it: by the biased fp32 exponent field of |x * scale|
-// (a shift, no clamps or selects per element), zeros and non-finite x included. Where
-// the scale is finite, a zero x lands on field 0 and a non-finite x on field 255 (Inf or
-// NaN), so the bins of numerics.md follow from the fields and the zero and non-finite
-// counts: fold_into().
-struct RawHistogram {
-  std::array<uint64_t, 256> field{};
-  uint64_t zeros = 0, nonfinite = 0;  // of the elements counted here
-
-  void fold_into(uint64_t* hist) const {
-    auto bin_of = [](int f) { return std::clamp(f - 127 - kHistMinExp, 0, kHistExpBins - 1); };
-    for (int f = 0; f < 256; ++f) hist[bin_of(f)] += field[static_cast<size_t>(f)];
-    hist[bin_of(0)] -= zeros;
-    hist[kHistZeroBin] += zeros;
-    hist[bin_of(255)] -= nonfinite;
-    hist[kHistNonfiniteBin] += nonfinite;
-  }
-};
-
 // The error-map cells [first, last) that rows [r0, r1) fall in (cells span whole rows of
 // the grid; their indices run row of cells by row of cells).
 std::pair<size_t, size_t> map_cells_of_rows(const MapGrid& g, int64_t r0, int64_t r1) {
@@ -120,65 +98,6 @@ std::pair<size_t, size_t> map_cells_of_rows(const MapGrid& g, int64_t r0, int64_
   return {static_cast<size_t>(first), static_cast<size_t>(last)};
 }
 
-struct Accum {
-  StatsBuffer buf{};
-  RawHistogram raw_hist;
-  // Four interleaved sub-histograms of 32-bit counts, kept across a chunk's segments (a
-  // segment may be a row of a few elements) and added into raw_hist before they could
-  // overflow and at the end: consecutive values mostly hit the same few fields, and one
-  // counter would serialise on its own store-to-load latency.
-  uint32_t sub_hist[4][256] = {};
-  uint64_t sub_hist_count = 0;
-  void flush_sub_hist() {
-    for (size_t f = 0; f < 256; ++f) {
-      raw_hist.field[f] +=
-          uint64_t{sub_hist[0][f]} + sub_hist[1][f] + sub_hist[2][f] + sub_hist[3][f];
-    }
-    std::memset(sub_hist, 0, sizeof sub_hist);
-    sub_hist_count = 0;
-  }
-  // The error map's cells [map_first, map_first + map_err.size()): those of the chunk's rows.
-  std::vector<double> map_err, map_sum;
-  size_t map_first = 0;
-};
-
-struct SegmentCounts {
-  uint32_t zeros = 0, nonfinite = 0, underflow = 0, subnormal = 0, saturated = 0, amax = 0;
-};
-
-FP8WB_INLINE float widen(float v) {
-  return v;
-}
-FP8WB_INLINE float widen(uint16_t b) {
-  return bits_float(static_cast<uint32_t>(b) << 16);
-}
-
-// max |x| over the finite values, as fp32 bits (a max of masked integers: it vectorises).
-template <class In>
-FP8WB_TARGET_CLONES uint32_t finite_amax_bits(const In* __restrict__ p, int64_t n) {
-  uint32_t m = 0;
-  for (int64_t c = 0; c < n; ++c) {
-    const uint32_t a = float_bits(widen(p[c])) & 0x7FFFFFFFu;
-    m = std::max(m, a & (0u - static_cast<uint32_t>(a < 0x7F800000u)));
-  }
-  return m;
-}
-
-// Where one segment's statistics loop leaves its per-element terms for the sums, the
-// histogram and the dequantized values that need the table (a row's worth each).
-struct Scratch {
-  std::vector<float> err, sq;
-  std::vector<uint8_t> codes, bins;
-  std::vector<double> cell_err, cell_sq;  // a segment's error-map cells (at most one each)
-  explicit Scratch(int64_t n)
-      : err(static_cast<size_t>(std::max<int64_t>(n, 1))),
-        sq(err.size()),
-        codes(err.size()),
-        bins(err.size()),
-        cell_err(err.size() + 1),
-        cell_sq(err.size() + 1) {}
-};
-
 // This thread's scratch for rows of n elements, kept between chunks and calls (each chunk
 // writes what it reads): a chunk would otherwise allocate and zero about 26 bytes an
 // element of its row for a few rows' work.
@@ -186,145 +105,6 @@ Scratch& thread_scratch(int64_t n) {
   thread_local std::unique_ptr<Scratch> s;
   if (!s || static_cast<int64_t>(s->err.size()) < n) s = std::make_unique<Scratch>(n);
   return *s;
-}
-
-// The hot loop: codes (when asked for), counters, the error terms that the map and the
-// sums add up afterwards, the histogram bin of each element, and the dequantized value.
-// Every fact comes from the rounding bits and a few compares, and the value of the
-// rounded magnitude is computed instead of looked up, so that the loop vectorises (no
-// gather, no branch): every floating-point operation runs unconditionally and every
-// choice is a select on integers (GCC keeps FP operations that might trap out of
-// if-conversion). The overflow mode is a template parameter for the same reason.
-// Codes equal encode_rne_bits(); counters and terms equal the definitions in
-// numerics.md ("Statistics") with decode(code) * scale_inv as the dequantized value.
-// Returns how many elements are non-finite or overflowed to an Inf/NaN code: the caller
-// takes their dequantized values from the table.
-template <Format F, Overflow ov, bool kCodes, bool kDequant, class In>
-FP8WB_TARGET_CLONES uint32_t segment_stats_loop(const In* __restrict__ in,
-                                                uint8_t* __restrict__ out,
-                                                float* __restrict__ dequant,
-                                                float* __restrict__ err, float* __restrict__ sq,
-                                                uint8_t* __restrict__ bins, int64_t n, float scale,
-                                                float scale_inv, SegmentCounts& c) {
-  constexpr CodecSpec s = codec_spec(F);
-  constexpr int emin = 1 - s.bias;
-  constexpr uint32_t shift = 23u - s.mbits;
-  constexpr uint32_t rebias = static_cast<uint32_t>(127 - s.bias) << 23;
-  constexpr uint32_t min_normal_bits = static_cast<uint32_t>(emin + 127) << 23;
-  constexpr bool ieee_over = ov == Overflow::Ieee && s.nan != NanRule::None;
-  // An IEEE overflow's code decodes to Inf (E5M2) or NaN: its error is that value's.
-  // The values of the NaN codes (what a NaN x * scale encodes to), by the sign of x * scale.
-  constexpr uint32_t nan_value_pos = decode_bits(codec_detail::nan_code(s, false), s);
-  constexpr uint32_t nan_value_neg = decode_bits(codec_detail::nan_code(s, true), s);
-  const float to_sub_units = bits_float(static_cast<uint32_t>(127 + s.mbits - emin) << 23);
-  const float sub_unit = bits_float(static_cast<uint32_t>(127 + emin - s.mbits) << 23);
-  uint32_t zeros = 0, nonfinite = 0, underflow = 0, subnormal = 0, saturated = 0, special = 0,
-           amax = c.amax;
-  for (int64_t j = 0; j < n; ++j) {
-    const float v = widen(in[j]);
-    const uint32_t a = float_bits(v) & 0x7FFFFFFFu;
-    const uint32_t finite = a < 0x7F800000u;
-    const uint32_t u = float_bits(v * scale);
-    const uint32_t sign = u & 0x80000000u;
-    const uint32_t ya = u & 0x7FFFFFFFu;
-    const uint32_t t = ya - rebias;
-    const uint32_t q_norm = (t + ((1u << (shift - 1)) - 1u) + ((t >> shift) & 1u)) >> shift;
-    const uint32_t q_sub = float_bits(bits_float(ya) * to_sub_units + 8388608.0f) - 0x4B000000u;
-    const uint32_t rounded = ya >= min_normal_bits ? q_norm : q_sub;
-    const uint32_t over = rounded > s.max_mag;
-    const uint32_t mag = over ? uint32_t{s.max_mag} : rounded;
-    const uint32_t normal = (mag >> s.mbits) != 0;
-    const uint32_t normal_bits = (mag << shift) + rebias;
-    const uint32_t sub_bits = float_bits(static_cast<float>(static_cast<int32_t>(mag)) * sub_unit);
-    // The code's sign survives unless the magnitude is zero in a format without -0.
-    const uint32_t code_sign = (s.has_neg_zero || mag != 0) ? sign : 0u;
-    uint32_t value_bits = (normal ? normal_bits : sub_bits) | code_sign;
-    const uint32_t nan_value = sign ? nan_value_neg : nan_value_pos;
-    if constexpr (ieee_over)
-      value_bits = over ? (s.has_inf ? 0x7F800000u | sign : nan_value) : value_bits;
-    value_bits = ya > 0x7F800000u ? nan_value : value_bits;
-    const float dq = bits_float(value_bits) * scale_inv;
-    const float e = v - dq;
-    const uint32_t dq_zero = (float_bits(dq) & 0x7FFFFFFFu) == 0;
-    if constexpr (kCodes) {
-      uint32_t unused = 0;
-      out[j] = encode_rne_bits_mag(u, s, ov, unused);
-    }
-    if constexpr (kDequant) dequant[j] = dq;
-    special += (finite ^ 1u) | (ieee_over ? over : 0u);
-    zeros += a == 0;
-    nonfinite += finite ^ 1u;
-    underflow += finite & (a != 0) & dq_zero;
-    subnormal += finite & (mag != 0) & (normal ^ 1u);
-    saturated += finite & over;
-    amax = std::max(amax, a & (0u - finite));  // finite values only
-    err[j] = bits_float(finite ? float_bits(e) : 0u);
-    sq[j] = bits_float(finite ? a | (float_bits(v) & 0x80000000u) : 0u);
-    bins[j] = static_cast<uint8_t>(ya >> 23);  // see RawHistogram
-  }
-  c.zeros += zeros;
-  c.nonfinite += nonfinite;
-  c.underflow += underflow;
-  c.subnormal += subnormal;
-  c.saturated += saturated;
-  c.amax = amax;
-  return special;
-}
-
-// The squared errors and squares of one segment, cell by cell (cells of the error map:
-// the first `first_len` elements, then `cell_cols` at a time), in fp64: each fp32 term
-// widened exactly, squared (exact in fp64) and added in fp64, in sixteen partial sums
-// (element k of a cell into sum k % 16, in element order) so that the adds do not wait on
-// one another, then added in a fixed tree: lane l + lane l + 8, then l + 4, l + 2, l + 1.
-// The AVX2 and AVX-512 loops add in exactly this order, so all give the same bits.
-constexpr int kSumLanes = 16;
-FP8WB_INLINE double lane_total(const double* l) {
-  double t[8];
-  for (int i = 0; i < 8; ++i) t[i] = l[i] + l[i + 8];
-  for (int i = 0; i < 4; ++i) t[i] = t[i] + t[i + 4];
-  return (t[0] + t[2]) + (t[1] + t[3]);
-}
-
-// Cells of one element (narrow tensors' maps): the lane total of one square is the
-// square itself, exactly.
-bool one_element_cells(const float* __restrict__ e, const float* __restrict__ x, int64_t n,
-                       int64_t first_len, int64_t cell_cols, double* __restrict__ cell_err,
-                       double* __restrict__ cell_sq) {
-  if (first_len != 1 || (cell_cols != 1 && n > 1)) return false;
-  for (int64_t k = 0; k < n; ++k) {
-    const double de = e[k], dx = x[k];
-    cell_err[k] = de * de;
-    cell_sq[k] = dx * dx;
-  }
-  return true;
-}
-
-void cell_sums(const float* __restrict__ e, const float* __restrict__ x, int64_t n,
-               int64_t first_len, int64_t cell_cols, double* __restrict__ cell_err,
-               double* __restrict__ cell_sq) {
-  if (one_element_cells(e, x, n, first_len, cell_cols, cell_err, cell_sq)) return;
-  int64_t j = 0, len = first_len;
-  for (int64_t cell = 0; j < n; ++cell) {
-    const int64_t end = std::min(n, j + len);
-    double ae[kSumLanes] = {}, ax[kSumLanes] = {};
-    int64_t k = j;
-    for (; k + kSumLanes <= end; k += kSumLanes) {
-      for (int l = 0; l < kSumLanes; ++l) {
-        const double de = e[k + l], dx = x[k + l];
-        ae[l] += de * de;
-        ax[l] += dx * dx;
-      }
-    }
-    for (int l = 0; k < end; ++k, ++l) {
-      const double de = e[k], dx = x[k];
-      ae[l] += de * de;
-      ax[l] += dx * dx;
-    }
-    cell_err[cell] = lane_total(ae);
-    cell_sq[cell] = lane_total(ax);
-    j = end;
-    len = cell_cols;
-  }
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -789,13 +569,6 @@ CpuStatsPath resolve_path(CpuStatsPath p) {
 std::atomic<CpuStatsPath>& stats_path() {
   static std::atomic<CpuStatsPath> p{resolve_path(CpuStatsPath::Auto)};
   return p;
-}
-
-template <Format F, Overflow ov, class In>
-FP8WB_TARGET_CLONES_512 void segment_codes_loop(const In* __restrict__ in,
-                                                uint8_t* __restrict__ out, int64_t n, float scale) {
-  constexpr CodecSpec s = codec_spec(F);
-  for (int64_t j = 0; j < n; ++j) out[j] = encode_rne_bits(float_bits(widen(in[j]) * scale), s, ov);
 }
 
 // One row's share of a group's elements: [c0, c1) of row r, all with one scale.

@@ -1,0 +1,160 @@
+// What the CPU quantize sources share (quantize_cpu.cpp: the entry points and the chunking;
+// quantize_cpu_portable.cpp: the portable loops): the chunk accumulators, the per-thread
+// scratch, the order of the fp64 sums, and the loops' declarations. Not installed.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "cpu_target.h"
+#include "fp8wb/kernels/codec_cpu.h"
+#include "fp8wb/kernels/quantize_cpu.h"
+#include "fp8wb/kernels/quantize_element.h"
+
+namespace fp8wb {
+namespace quantize_cpu_detail {
+
+FP8WB_INLINE float load(const TensorRef& x, int64_t i) {
+  return x.f32 ? x.f32[i] : bits_float(static_cast<uint32_t>(x.bf16[i]) << 16);
+}
+
+FP8WB_INLINE float widen(float v) {
+  return v;
+}
+FP8WB_INLINE float widen(uint16_t b) {
+  return bits_float(static_cast<uint32_t>(b) << 16);
+}
+
+// The histogram as the loops count it: by the biased fp32 exponent field of |x * scale|
+// (a shift, no clamps or selects per element), zeros and non-finite x included. Where
+// the scale is finite, a zero x lands on field 0 and a non-finite x on field 255 (Inf or
+// NaN), so the bins of numerics.md follow from the fields and the zero and non-finite
+// counts: fold_into().
+struct RawHistogram {
+  std::array<uint64_t, 256> field{};
+  uint64_t zeros = 0, nonfinite = 0;  // of the elements counted here
+
+  void fold_into(uint64_t* hist) const {
+    auto bin_of = [](int f) { return std::clamp(f - 127 - kHistMinExp, 0, kHistExpBins - 1); };
+    for (int f = 0; f < 256; ++f) hist[bin_of(f)] += field[static_cast<size_t>(f)];
+    hist[bin_of(0)] -= zeros;
+    hist[kHistZeroBin] += zeros;
+    hist[bin_of(255)] -= nonfinite;
+    hist[kHistNonfiniteBin] += nonfinite;
+  }
+};
+
+struct Accum {
+  StatsBuffer buf{};
+  RawHistogram raw_hist;
+  // Four interleaved sub-histograms of 32-bit counts, kept across a chunk's segments (a
+  // segment may be a row of a few elements) and added into raw_hist before they could
+  // overflow and at the end: consecutive values mostly hit the same few fields, and one
+  // counter would serialise on its own store-to-load latency.
+  uint32_t sub_hist[4][256] = {};
+  uint64_t sub_hist_count = 0;
+  void flush_sub_hist() {
+    for (size_t f = 0; f < 256; ++f) {
+      raw_hist.field[f] +=
+          uint64_t{sub_hist[0][f]} + sub_hist[1][f] + sub_hist[2][f] + sub_hist[3][f];
+    }
+    std::memset(sub_hist, 0, sizeof sub_hist);
+    sub_hist_count = 0;
+  }
+  // The error map's cells [map_first, map_first + map_err.size()): those of the chunk's rows.
+  std::vector<double> map_err, map_sum;
+  size_t map_first = 0;
+};
+
+struct SegmentCounts {
+  uint32_t zeros = 0, nonfinite = 0, underflow = 0, subnormal = 0, saturated = 0, amax = 0;
+};
+
+// Where one segment's statistics loop leaves its per-element terms for the sums, the
+// histogram and the dequantized values that need the table (a row's worth each).
+struct Scratch {
+  std::vector<float> err, sq;
+  std::vector<uint8_t> codes, bins;
+  std::vector<double> cell_err, cell_sq;  // a segment's error-map cells (at most one each)
+  explicit Scratch(int64_t n)
+      : err(static_cast<size_t>(std::max<int64_t>(n, 1))),
+        sq(err.size()),
+        codes(err.size()),
+        bins(err.size()),
+        cell_err(err.size() + 1),
+        cell_sq(err.size() + 1) {}
+};
+
+// The squared errors and squares of one segment, cell by cell (cells of the error map:
+// the first `first_len` elements, then `cell_cols` at a time), in fp64: each fp32 term
+// widened exactly, squared (exact in fp64) and added in fp64, in sixteen partial sums
+// (element k of a cell into sum k % 16, in element order) so that the adds do not wait on
+// one another, then added in a fixed tree: lane l + lane l + 8, then l + 4, l + 2, l + 1.
+// The AVX2 and AVX-512 loops add in exactly this order, so all give the same bits.
+constexpr int kSumLanes = 16;
+FP8WB_INLINE double lane_total(const double* l) {
+  double t[8];
+  for (int i = 0; i < 8; ++i) t[i] = l[i] + l[i + 8];
+  for (int i = 0; i < 4; ++i) t[i] = t[i] + t[i + 4];
+  return (t[0] + t[2]) + (t[1] + t[3]);
+}
+
+// Cells of one element (narrow tensors' maps): the lane total of one square is the
+// square itself, exactly.
+inline bool one_element_cells(const float* __restrict__ e, const float* __restrict__ x, int64_t n,
+                              int64_t first_len, int64_t cell_cols, double* __restrict__ cell_err,
+                              double* __restrict__ cell_sq) {
+  if (first_len != 1 || (cell_cols != 1 && n > 1)) return false;
+  for (int64_t k = 0; k < n; ++k) {
+    const double de = e[k], dx = x[k];
+    cell_err[k] = de * de;
+    cell_sq[k] = dx * dx;
+  }
+  return true;
+}
+
+// The portable loops (quantize_cpu_portable.cpp), defined with FP8WB_TARGET_CLONES or
+// FP8WB_TARGET_CLONES_512: declared here without the attribute, which would make every
+// caller emit a resolver of its own.
+template <class In>
+uint32_t finite_amax_bits(const In* __restrict__ p, int64_t n);
+template <Format F, Overflow ov, bool kCodes, bool kDequant, class In>
+uint32_t segment_stats_loop(const In* __restrict__ in, uint8_t* __restrict__ out,
+                            float* __restrict__ dequant, float* __restrict__ err,
+                            float* __restrict__ sq, uint8_t* __restrict__ bins, int64_t n,
+                            float scale, float scale_inv, SegmentCounts& c);
+void cell_sums(const float* __restrict__ e, const float* __restrict__ x, int64_t n,
+               int64_t first_len, int64_t cell_cols, double* __restrict__ cell_err,
+               double* __restrict__ cell_sq);
+template <Format F, Overflow ov, class In>
+void segment_codes_loop(const In* __restrict__ in, uint8_t* __restrict__ out, int64_t n,
+                        float scale);
+
+// The loops' instances, each file's made where it is defined: M(F, ov, kCodes, kDequant,
+// In) for every statistics loop a segment may take (every element format of
+// dispatch_element_format(), both overflow modes, codes and dequantized values, codes
+// only, or neither, fp32 or bf16 input); M(F, ov, In) for every codes-only loop.
+// clang-format off
+#define FP8WB_LOOPS_BY_INPUT(M, ...) M(__VA_ARGS__, float) M(__VA_ARGS__, uint16_t)
+#define FP8WB_STATS_LOOPS_BY_OUTPUT(M, F, O) \
+  FP8WB_LOOPS_BY_INPUT(M, F, O, true, true) \
+  FP8WB_LOOPS_BY_INPUT(M, F, O, true, false) \
+  FP8WB_LOOPS_BY_INPUT(M, F, O, false, false)
+#define FP8WB_STATS_LOOPS_BY_OVERFLOW(M, F) \
+  FP8WB_STATS_LOOPS_BY_OUTPUT(M, F, Overflow::Saturate) \
+  FP8WB_STATS_LOOPS_BY_OUTPUT(M, F, Overflow::Ieee)
+#define FP8WB_CODES_LOOPS_BY_OVERFLOW(M, F) \
+  FP8WB_LOOPS_BY_INPUT(M, F, Overflow::Saturate) \
+  FP8WB_LOOPS_BY_INPUT(M, F, Overflow::Ieee)
+#define FP8WB_FOR_EACH_ELEMENT_FORMAT(M, BY) \
+  BY(M, Format::E4M3FN) BY(M, Format::E5M2) BY(M, Format::E4M3FNUZ) BY(M, Format::E5M2FNUZ) \
+  BY(M, Format::E2M1FN) BY(M, Format::E3M2FN) BY(M, Format::E2M3FN)
+#define FP8WB_FOR_EACH_STATS_LOOP(M) FP8WB_FOR_EACH_ELEMENT_FORMAT(M, FP8WB_STATS_LOOPS_BY_OVERFLOW)
+#define FP8WB_FOR_EACH_CODES_LOOP(M) FP8WB_FOR_EACH_ELEMENT_FORMAT(M, FP8WB_CODES_LOOPS_BY_OVERFLOW)
+// clang-format on
+
+}  // namespace quantize_cpu_detail
+}  // namespace fp8wb
