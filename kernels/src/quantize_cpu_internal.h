@@ -1,10 +1,11 @@
 // What the CPU quantize sources share (quantize_cpu.cpp: the entry points and the chunking;
-// quantize_cpu_portable.cpp: the portable loops): the chunk accumulators, the per-thread
-// scratch, the order of the fp64 sums, and the loops' declarations. Not installed.
+// quantize_cpu_portable.cpp, quantize_cpu_avx2.cpp: the loops): the chunk accumulators, the
+// per-thread scratch, the order of the fp64 sums, and the loops' declarations. Not installed.
 #pragma once
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -13,6 +14,21 @@
 #include "fp8wb/kernels/codec_cpu.h"
 #include "fp8wb/kernels/quantize_cpu.h"
 #include "fp8wb/kernels/quantize_element.h"
+
+// The AVX2 and AVX-512 loops: on x86-64 with GCC, built by target attributes next to the
+// portable ones and chosen at run time (CpuStatsPath).
+#if defined(__x86_64__) && defined(__GNUC__)
+#define FP8WB_HAVE_AVX2_PATH 1
+#define FP8WB_AVX2 __attribute__((target("avx2")))
+#define FP8WB_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
+// GCC 12's AVX-512 headers start unmasked operations from _mm512_undefined_*() values,
+// which -Wuninitialized reports at every use (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
 
 namespace fp8wb {
 namespace quantize_cpu_detail {
@@ -132,6 +148,28 @@ void cell_sums(const float* __restrict__ e, const float* __restrict__ x, int64_t
 template <Format F, Overflow ov, class In>
 void segment_codes_loop(const In* __restrict__ in, uint8_t* __restrict__ out, int64_t n,
                         float scale);
+
+// Whether segment_stats_avx2() may take its shortcuts with this scale pair: x * scale is
+// zero for a zero x and NaN or infinite for a non-finite one (a finite scale), and the
+// smallest nonzero value times scale_inv is not zero (so no nonzero code dequantizes to 0).
+template <Format F>
+bool avx2_scales_ok(float scale, float scale_inv) {
+  constexpr CodecSpec s = codec_spec(F);
+  const float min_sub = bits_float(static_cast<uint32_t>(127 + 1 - s.bias - s.mbits) << 23);
+  return std::isfinite(scale) && std::isfinite(scale_inv) && min_sub * scale_inv != 0.0f;
+}
+
+#if defined(FP8WB_HAVE_AVX2_PATH)
+// The AVX2 loops (quantize_cpu_avx2.cpp).
+template <Format F, Overflow ov, bool kCodes, bool kDequant, class In>
+FP8WB_AVX2 uint32_t segment_stats_avx2(const In* __restrict__ in, uint8_t* __restrict__ out,
+                                       float* __restrict__ dequant, float* __restrict__ err_out,
+                                       float* __restrict__ sq_out, uint8_t* __restrict__ bins,
+                                       int64_t n, float scale, float scale_inv, SegmentCounts& c);
+FP8WB_AVX2 void cell_sums_avx2(const float* __restrict__ e, const float* __restrict__ x, int64_t n,
+                               int64_t first_len, int64_t cell_cols, double* __restrict__ cell_err,
+                               double* __restrict__ cell_sq);
+#endif
 
 // The loops' instances, each file's made where it is defined: M(F, ov, kCodes, kDequant,
 // In) for every statistics loop a segment may take (every element format of
