@@ -1,6 +1,7 @@
 // What the CPU quantize sources share (quantize_cpu.cpp: the entry points and the chunking;
-// quantize_cpu_portable.cpp, quantize_cpu_avx2.cpp: the loops): the chunk accumulators, the
-// per-thread scratch, the order of the fp64 sums, and the loops' declarations. Not installed.
+// quantize_cpu_portable.cpp, quantize_cpu_avx2.cpp, quantize_cpu_avx512.cpp: the loops): the chunk
+// accumulators, the per-thread scratch, the order of the fp64 sums, and the loops' declarations.
+// Not installed.
 #pragma once
 
 #include <algorithm>
@@ -169,12 +170,28 @@ FP8WB_AVX2 uint32_t segment_stats_avx2(const In* __restrict__ in, uint8_t* __res
 FP8WB_AVX2 void cell_sums_avx2(const float* __restrict__ e, const float* __restrict__ x, int64_t n,
                                int64_t first_len, int64_t cell_cols, double* __restrict__ cell_err,
                                double* __restrict__ cell_sq);
+
+// The AVX-512 loops (quantize_cpu_avx512.cpp). segment_stats_avx512() returns
+// kRedoSegment, having counted nothing, for a segment that must go through the loops
+// whose order is the portable one.
+constexpr uint32_t kRedoSegment = 0xFFFFFFFFu;
+template <Format F, Overflow ov, bool kCodes, bool kDequant, class In>
+FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* __restrict__ out,
+                                           float* __restrict__ dequant, uint8_t* __restrict__ bins,
+                                           int64_t n, int64_t first_len, int64_t cell_cols,
+                                           double* __restrict__ cell_err,
+                                           double* __restrict__ cell_sq, float scale,
+                                           float scale_inv, SegmentCounts& c);
+template <Format F>
+FP8WB_AVX512 void count_fields_avx512(const uint8_t* __restrict__ bins, int64_t n,
+                                      RawHistogram& raw);
 #endif
 
 // The loops' instances, each file's made where it is defined: M(F, ov, kCodes, kDequant,
 // In) for every statistics loop a segment may take (every element format of
 // dispatch_element_format(), both overflow modes, codes and dequantized values, codes
-// only, or neither, fp32 or bf16 input); M(F, ov, In) for every codes-only loop.
+// only, or neither, fp32 or bf16 input); M(F, ov, In) for every codes-only loop; M(F) for
+// every loop of one format alone.
 // clang-format off
 #define FP8WB_LOOPS_BY_INPUT(M, ...) M(__VA_ARGS__, float) M(__VA_ARGS__, uint16_t)
 #define FP8WB_STATS_LOOPS_BY_OUTPUT(M, F, O) \
@@ -192,6 +209,8 @@ FP8WB_AVX2 void cell_sums_avx2(const float* __restrict__ e, const float* __restr
   BY(M, Format::E2M1FN) BY(M, Format::E3M2FN) BY(M, Format::E2M3FN)
 #define FP8WB_FOR_EACH_STATS_LOOP(M) FP8WB_FOR_EACH_ELEMENT_FORMAT(M, FP8WB_STATS_LOOPS_BY_OVERFLOW)
 #define FP8WB_FOR_EACH_CODES_LOOP(M) FP8WB_FOR_EACH_ELEMENT_FORMAT(M, FP8WB_CODES_LOOPS_BY_OVERFLOW)
+#define FP8WB_LOOP_OF_FORMAT(M, F) M(F)
+#define FP8WB_FOR_EACH_FORMAT_LOOP(M) FP8WB_FOR_EACH_ELEMENT_FORMAT(M, FP8WB_LOOP_OF_FORMAT)
 // clang-format on
 
 }  // namespace quantize_cpu_detail
