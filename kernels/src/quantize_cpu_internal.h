@@ -1,7 +1,8 @@
-// What the CPU quantize sources share (quantize_cpu.cpp: the entry points and the chunking;
-// quantize_cpu_portable.cpp, quantize_cpu_avx2.cpp, quantize_cpu_avx512.cpp: the loops): the chunk
-// accumulators, the per-thread scratch, the order of the fp64 sums, and the loops' declarations.
-// Not installed.
+// What the CPU quantize sources share: quantize_cpu.cpp (the entry points, the chunking of
+// a pass and the merge of its chunks), quantize_cpu_segment.cpp (one segment's work and
+// the choice of its loop), quantize_cpu_portable.cpp, quantize_cpu_avx2.cpp and
+// quantize_cpu_avx512.cpp (the loops). The chunk accumulators, the per-thread scratch,
+// the order of the fp64 sums, and the loops' declarations. Not installed.
 #pragma once
 
 #include <algorithm>
@@ -186,6 +187,13 @@ template <Format F>
 FP8WB_AVX512 void count_fields_avx512(const uint8_t* __restrict__ bins, int64_t n,
                                       RawHistogram& raw);
 #endif
+
+// One segment's work (quantize_cpu_segment.cpp): [c0, c1) of row r, all with one scale,
+// by the loop CpuStatsPath picks, into the chunk's accumulators.
+using SegmentFn = void (*)(const TensorRef&, int64_t, int64_t, int64_t, float, float, Overflow,
+                           const float*, uint8_t*, uint8_t*, float*, int64_t, const StatsOptions&,
+                           const MapGrid&, Accum&, Scratch&);
+SegmentFn segment_fn(Format f);
 
 // The loops' instances, each file's made where it is defined: M(F, ov, kCodes, kDequant,
 // In) for every statistics loop a segment may take (every element format of
