@@ -46,35 +46,23 @@ FP8WB_AVX2 uint32_t segment_stats_avx2(const In* __restrict__ in, uint8_t* __res
                                        float* __restrict__ dequant, float* __restrict__ err_out,
                                        float* __restrict__ sq_out, uint8_t* __restrict__ bins,
                                        int64_t n, float scale, float scale_inv, SegmentCounts& c) {
-  constexpr CodecSpec s = codec_spec(F);
-  constexpr int emin = 1 - s.bias;
-  constexpr int shift = 23 - s.mbits;
-  constexpr uint32_t rebias = static_cast<uint32_t>(127 - s.bias) << 23;
-  constexpr uint32_t min_normal_bits = static_cast<uint32_t>(emin + 127) << 23;
-  constexpr bool ieee_over = ov == Overflow::Ieee && s.nan != NanRule::None;
-  constexpr uint32_t nan_value_pos = decode_bits(codec_detail::nan_code(s, false), s);
-  constexpr uint32_t nan_value_neg = decode_bits(codec_detail::nan_code(s, true), s);
-  constexpr bool nan_follows_sign =
-      s.nan == NanRule::MantissaAllOnes || s.nan == NanRule::Ieee || s.nan == NanRule::None;
+  using K = LoopConstants<F, ov>;
+  constexpr CodecSpec s = K::s;
   const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
   const __m256i inf_bits = _mm256_set1_epi32(0x7F800000);
-  const __m256i v_rebias = _mm256_set1_epi32(static_cast<int>(rebias));
-  const __m256i half = _mm256_set1_epi32((1 << (shift - 1)) - 1);
+  const __m256i v_rebias = _mm256_set1_epi32(static_cast<int>(K::rebias));
+  const __m256i half = _mm256_set1_epi32(static_cast<int>(K::round_half));
   const __m256i one = _mm256_set1_epi32(1);
-  const __m256i below_normal = _mm256_set1_epi32(static_cast<int>(min_normal_bits) - 1);
-  const __m256 to_sub_units =
-      _mm256_set1_ps(bits_float(static_cast<uint32_t>(127 + s.mbits - emin) << 23));
+  const __m256i below_normal = _mm256_set1_epi32(static_cast<int>(K::min_normal_bits) - 1);
+  const __m256 to_sub_units = _mm256_set1_ps(bits_float(K::to_sub_units_bits));
   const __m256i max_mag = _mm256_set1_epi32(s.max_mag);
   const __m256i below_normal_mag = _mm256_set1_epi32((1 << s.mbits) - 1);
-  const __m256 sub_unit =
-      _mm256_set1_ps(bits_float(static_cast<uint32_t>(127 + emin - s.mbits) << 23));
+  const __m256 sub_unit = _mm256_set1_ps(bits_float(K::sub_unit_bits));
   const __m256 v_scale = _mm256_set1_ps(scale);
   const __m256 v_scale_inv = _mm256_set1_ps(scale_inv);
   const __m256i zero = _mm256_setzero_si256();
-  const __m256i over_value_pos =
-      _mm256_set1_epi32(static_cast<int>(s.has_inf ? 0x7F800000u : nan_value_pos));
-  const __m256i over_value_neg =
-      _mm256_set1_epi32(static_cast<int>(s.has_inf ? 0xFF800000u : nan_value_neg));
+  const __m256i over_value_pos = _mm256_set1_epi32(static_cast<int>(K::over_value_pos));
+  const __m256i over_value_neg = _mm256_set1_epi32(static_cast<int>(K::over_value_neg));
   const __m256i nan_code = _mm256_set1_epi32(s.nan_code);
   const __m256i over_code = _mm256_set1_epi32(s.max_mag + 1);
   const __m256i pack_order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
@@ -92,8 +80,8 @@ FP8WB_AVX2 uint32_t segment_stats_avx2(const In* __restrict__ in, uint8_t* __res
     const __m256i t = _mm256_sub_epi32(ya, v_rebias);
     const __m256i q_norm =
         _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(t, half),
-                                           _mm256_and_si256(_mm256_srli_epi32(t, shift), one)),
-                          shift);
+                                           _mm256_and_si256(_mm256_srli_epi32(t, K::shift), one)),
+                          K::shift);
     // The conversion rounds to nearest even, as the portable loop's 2^23 addition does.
     const __m256i q_sub = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_castsi256_ps(ya), to_sub_units));
     const __m256i rounded = _mm256_blendv_epi8(q_sub, q_norm, _mm256_cmpgt_epi32(ya, below_normal));
@@ -101,11 +89,11 @@ FP8WB_AVX2 uint32_t segment_stats_avx2(const In* __restrict__ in, uint8_t* __res
     const __m256i mag = _mm256_min_epi32(rounded, max_mag);
     const __m256i normal = _mm256_cmpgt_epi32(mag, below_normal_mag);
     const __m256i mag_zero = _mm256_cmpeq_epi32(mag, zero);
-    const __m256i normal_bits = _mm256_add_epi32(_mm256_slli_epi32(mag, shift), v_rebias);
+    const __m256i normal_bits = _mm256_add_epi32(_mm256_slli_epi32(mag, K::shift), v_rebias);
     const __m256i sub_bits = _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(mag), sub_unit));
     const __m256i code_sign = s.has_neg_zero ? sign : _mm256_andnot_si256(mag_zero, sign);
     __m256i value = _mm256_or_si256(_mm256_blendv_epi8(sub_bits, normal_bits, normal), code_sign);
-    if constexpr (ieee_over) {
+    if constexpr (K::ieee_over) {
       // The sign bit of each lane picks (blendv_ps looks at bit 31 only).
       const __m256i over_value = _mm256_castps_si256(
           _mm256_blendv_ps(_mm256_castsi256_ps(over_value_pos), _mm256_castsi256_ps(over_value_neg),
@@ -128,11 +116,11 @@ FP8WB_AVX2 uint32_t segment_stats_avx2(const In* __restrict__ in, uint8_t* __res
     __m256i code = zero;
     if constexpr (kCodes) {
       code = _mm256_or_si256(mag, _mm256_srli_epi32(code_sign, 32 - s.bits));
-      if constexpr (ieee_over) {
+      if constexpr (K::ieee_over) {
         const __m256i sign8 = _mm256_srli_epi32(sign, 32 - s.bits);
-        const __m256i oc = s.has_inf
-                               ? _mm256_or_si256(over_code, sign8)
-                               : (nan_follows_sign ? _mm256_xor_si256(nan_code, sign8) : nan_code);
+        const __m256i oc =
+            s.has_inf ? _mm256_or_si256(over_code, sign8)
+                      : (K::nan_follows_sign ? _mm256_xor_si256(nan_code, sign8) : nan_code);
         code = _mm256_blendv_epi8(code, oc, over);
       }
     }
@@ -174,7 +162,7 @@ FP8WB_AVX2 uint32_t segment_stats_avx2(const In* __restrict__ in, uint8_t* __res
   c.subnormal += count - hsum_epi32(normal_or_zero) + tail.subnormal;
   c.saturated += sat + tail.saturated;
   c.amax = mx;
-  return tail_special + nonfinite + (ieee_over ? sat : 0u);
+  return tail_special + nonfinite + (K::ieee_over ? sat : 0u);
 }
 
 // cell_sums() with its sixteen fp64 lanes in four registers: element k of a cell into
@@ -202,13 +190,7 @@ FP8WB_AVX2 void cell_sums_avx2(const float* __restrict__ e, const float* __restr
       _mm256_store_pd(ae + 4 * q, se[q]);
       _mm256_store_pd(ax + 4 * q, sx[q]);
     }
-    for (int l = 0; k < end; ++k, ++l) {
-      const double de = e[k], dx = x[k];
-      ae[l] += de * de;
-      ax[l] += dx * dx;
-    }
-    cell_err[cell] = lane_total(ae);
-    cell_sq[cell] = lane_total(ax);
+    finish_cell(e, x, k, end, ae, ax, cell_err[cell], cell_sq[cell]);
     j = end;
     len = cell_cols;
   }

@@ -37,39 +37,26 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* _
                                            double* __restrict__ cell_err,
                                            double* __restrict__ cell_sq, float scale,
                                            float scale_inv, SegmentCounts& c) {
-  constexpr CodecSpec s = codec_spec(F);
-  constexpr int emin = 1 - s.bias;
-  constexpr int shift = 23 - s.mbits;
-  constexpr uint32_t rebias = static_cast<uint32_t>(127 - s.bias) << 23;
-  constexpr uint32_t min_normal_bits = static_cast<uint32_t>(emin + 127) << 23;
-  constexpr bool ieee_over = ov == Overflow::Ieee && s.nan != NanRule::None;
-  constexpr uint32_t nan_value_pos = decode_bits(codec_detail::nan_code(s, false), s);
-  constexpr uint32_t nan_value_neg = decode_bits(codec_detail::nan_code(s, true), s);
-  constexpr bool nan_follows_sign =
-      s.nan == NanRule::MantissaAllOnes || s.nan == NanRule::Ieee || s.nan == NanRule::None;
+  using K = LoopConstants<F, ov>;
+  constexpr CodecSpec s = K::s;
   const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
   const __m512i sign_mask = _mm512_set1_epi32(static_cast<int>(0x80000000u));
-  // (ya - rebias + half + lsb) >> shift, with rebias a multiple of 2^23 > 2^shift: the lsb
-  // of (ya - rebias) >> shift is that of ya >> shift.
-  const __m512i round_add =
-      _mm512_set1_epi32(static_cast<int>(((1u << (shift - 1)) - 1u) - rebias));
+  // (ya - rebias + round_half + lsb) >> shift, with rebias a multiple of 2^23 > 2^shift:
+  // the lsb of (ya - rebias) >> shift is that of ya >> shift.
+  const __m512i round_add = _mm512_set1_epi32(static_cast<int>(K::round_half - K::rebias));
   const __m512i one = _mm512_set1_epi32(1);
-  const __m512i lsb = _mm512_set1_epi32(1 << shift);
-  const __m512i below_normal = _mm512_set1_epi32(static_cast<int>(min_normal_bits) - 1);
-  const __m512 to_sub_units =
-      _mm512_set1_ps(bits_float(static_cast<uint32_t>(127 + s.mbits - emin) << 23));
+  const __m512i lsb = _mm512_set1_epi32(1 << K::shift);
+  const __m512i below_normal = _mm512_set1_epi32(static_cast<int>(K::min_normal_bits) - 1);
+  const __m512 to_sub_units = _mm512_set1_ps(bits_float(K::to_sub_units_bits));
   const __m512i max_mag = _mm512_set1_epi32(s.max_mag);
   const __m512i first_normal_mag = _mm512_set1_epi32(1 << s.mbits);
-  const __m512i v_rebias = _mm512_set1_epi32(static_cast<int>(rebias));
+  const __m512i v_rebias = _mm512_set1_epi32(static_cast<int>(K::rebias));
   const __m512 two = _mm512_set1_ps(2.0f);
-  const __m512 sub_offset =
-      _mm512_set1_ps(bits_float(static_cast<uint32_t>(127 + 1 - s.bias) << 23));
+  const __m512 sub_offset = _mm512_set1_ps(bits_float(K::min_normal_bits));  // 2^(1 - bias)
   const __m512 v_scale = _mm512_set1_ps(scale);
   const __m512 v_scale_inv = _mm512_set1_ps(scale_inv);
-  const __m512i over_value_pos =
-      _mm512_set1_epi32(static_cast<int>(s.has_inf ? 0x7F800000u : nan_value_pos));
-  const __m512i over_value_neg =
-      _mm512_set1_epi32(static_cast<int>(s.has_inf ? 0xFF800000u : nan_value_neg));
+  const __m512i over_value_pos = _mm512_set1_epi32(static_cast<int>(K::over_value_pos));
+  const __m512i over_value_neg = _mm512_set1_epi32(static_cast<int>(K::over_value_neg));
   const __m512i code_sign_bit = _mm512_set1_epi32(1 << (s.bits - 1));
   const __m512i nan_code = _mm512_set1_epi32(s.nan_code);
   const __m512i over_code = _mm512_set1_epi32(s.max_mag + 1);
@@ -100,14 +87,14 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* _
       y_max = _mm512_max_epu32(y_max, ya);
       const __m512i biased = _mm512_add_epi32(ya, round_add);
       const __m512i q_norm = _mm512_srli_epi32(
-          _mm512_mask_add_epi32(biased, _mm512_test_epi32_mask(ya, lsb), biased, one), shift);
+          _mm512_mask_add_epi32(biased, _mm512_test_epi32_mask(ya, lsb), biased, one), K::shift);
       // The conversion rounds to nearest even, as the portable loop's 2^23 addition does.
       const __m512i q_sub =
           _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_castsi512_ps(ya), to_sub_units));
       const __m512i rounded =
           _mm512_mask_mov_epi32(q_sub, _mm512_cmpgt_epu32_mask(ya, below_normal), q_norm);
       const __mmask16 over = _mm512_cmpgt_epu32_mask(rounded, max_mag);
-      if constexpr (ieee_over && !s.has_inf) any_overflow = _kor_mask16(any_overflow, over);
+      if constexpr (K::ieee_over && !s.has_inf) any_overflow = _kor_mask16(any_overflow, over);
       const __m512i mag = _mm512_min_epu32(rounded, max_mag);
       const __mmask16 sub_or_zero = _mm512_cmplt_epu32_mask(mag, first_normal_mag);
       const __mmask16 mag_zero = _mm512_testn_epi32_mask(mag, mag);
@@ -116,7 +103,8 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* _
       small = _mm512_mask_add_epi32(small, sub_or_zero, small, one);
       mag_zeros = _mm512_mask_add_epi32(mag_zeros, mag_zero, mag_zeros, one);
       amax = _mm512_range_ps(amax, v, 0x0B);  // max of |.|, sign cleared
-      __m512 value = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_slli_epi32(mag, shift), v_rebias));
+      __m512 value =
+          _mm512_castsi512_ps(_mm512_add_epi32(_mm512_slli_epi32(mag, K::shift), v_rebias));
       value = _mm512_mask_fmsub_ps(value, sub_or_zero, two, sub_offset);
       __m512i value_bits = _mm512_castps_si512(value);
       // The code's sign survives unless the magnitude is zero in a format without -0.
@@ -127,7 +115,7 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* _
             _mm512_mask_ternarylogic_epi32(value_bits, _knot_mask16(mag_zero), u, sign_mask, 0xF8);
       }
       const __mmask16 negative = _mm512_movepi32_mask(u);
-      if constexpr (ieee_over) {
+      if constexpr (K::ieee_over) {
         value_bits = _mm512_mask_mov_epi32(
             value_bits, over, _mm512_mask_blend_epi32(negative, over_value_pos, over_value_neg));
       }
@@ -154,11 +142,11 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* _
         __m512i code =
             _mm512_ternarylogic_epi32(mag, _mm512_srli_epi32(u, 32 - s.bits), code_sign_bit, 0xF8);
         if constexpr (!s.has_neg_zero) code = _mm512_mask_mov_epi32(code, mag_zero, mag);
-        if constexpr (ieee_over) {
+        if constexpr (K::ieee_over) {
           const __m512i sign_code = _mm512_maskz_mov_epi32(negative, code_sign_bit);
           const __m512i oc =
               s.has_inf ? _mm512_or_si512(over_code, sign_code)
-                        : (nan_follows_sign ? _mm512_xor_si512(nan_code, sign_code) : nan_code);
+                        : (K::nan_follows_sign ? _mm512_xor_si512(nan_code, sign_code) : nan_code);
           code = _mm512_mask_mov_epi32(code, over, oc);
         }
         _mm_mask_storeu_epi8(out + k, live, _mm512_cvtepi32_epi8(code));
@@ -185,7 +173,7 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* _
   c.subnormal += static_cast<uint32_t>(_mm512_reduce_add_epi32(small)) - mag_zero_count;
   c.saturated += sat;
   c.amax = float_bits(_mm512_reduce_max_ps(amax));
-  return ieee_over ? sat : 0u;
+  return K::ieee_over ? sat : 0u;
 }
 
 // The histogram's exponent fields of a segment (`bins`, one byte each) into raw.field,

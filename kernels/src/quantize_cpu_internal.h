@@ -120,6 +120,20 @@ FP8WB_INLINE double lane_total(const double* l) {
   return (t[0] + t[2]) + (t[1] + t[3]);
 }
 
+// How the portable and AVX2 cell sums end a cell: its last elements [k, end), fewer than
+// kSumLanes, into lanes 0, 1, ... of its partial sums ae and ax, then its two totals.
+FP8WB_INLINE void finish_cell(const float* __restrict__ e, const float* __restrict__ x, int64_t k,
+                              int64_t end, double* ae, double* ax, double& cell_err,
+                              double& cell_sq) {
+  for (int l = 0; k < end; ++k, ++l) {
+    const double de = e[k], dx = x[k];
+    ae[l] += de * de;
+    ax[l] += dx * dx;
+  }
+  cell_err = lane_total(ae);
+  cell_sq = lane_total(ax);
+}
+
 // Cells of one element (narrow tensors' maps): the lane total of one square is the
 // square itself, exactly.
 inline bool one_element_cells(const float* __restrict__ e, const float* __restrict__ x, int64_t n,
@@ -150,6 +164,35 @@ void cell_sums(const float* __restrict__ e, const float* __restrict__ x, int64_t
 template <Format F, Overflow ov, class In>
 void segment_codes_loop(const In* __restrict__ in, uint8_t* __restrict__ out, int64_t n,
                         float scale);
+
+// The figures of format F under overflow mode ov that the statistics loops (portable,
+// AVX2, AVX-512) compute with, defined once so that the loops agree to the bit. Values
+// are fp32 bit patterns.
+template <Format F, Overflow ov>
+struct LoopConstants {
+  static constexpr CodecSpec s = codec_spec(F);
+  static constexpr int emin = 1 - s.bias;
+  // A normal magnitude code is |x * scale|'s bits less rebias, rounded to nearest even at
+  // bit `shift` (adding round_half and the bit itself) and shifted right by `shift`.
+  static constexpr int shift = 23 - s.mbits;
+  static constexpr uint32_t round_half = (1u << (shift - 1)) - 1u;
+  static constexpr uint32_t rebias = static_cast<uint32_t>(127 - s.bias) << 23;
+  // 2^emin: |x * scale| below it rounds to a subnormal code, in units of sub_unit (a
+  // product by to_sub_units counts them).
+  static constexpr uint32_t min_normal_bits = static_cast<uint32_t>(emin + 127) << 23;
+  static constexpr uint32_t to_sub_units_bits = static_cast<uint32_t>(127 + s.mbits - emin) << 23;
+  static constexpr uint32_t sub_unit_bits = static_cast<uint32_t>(127 + emin - s.mbits) << 23;
+  static constexpr bool ieee_over = ov == Overflow::Ieee && s.nan != NanRule::None;
+  // An IEEE overflow's code decodes to Inf (E5M2) or NaN: its error is that value's.
+  // The values of the NaN codes (what a NaN x * scale encodes to), by the sign of x * scale.
+  static constexpr uint32_t nan_value_pos = decode_bits(codec_detail::nan_code(s, false), s);
+  static constexpr uint32_t nan_value_neg = decode_bits(codec_detail::nan_code(s, true), s);
+  static constexpr uint32_t over_value_pos = s.has_inf ? 0x7F800000u : nan_value_pos;
+  static constexpr uint32_t over_value_neg = s.has_inf ? 0xFF800000u : nan_value_neg;
+  // Whether a NaN code carries the sign of x * scale (else there is one NaN code).
+  static constexpr bool nan_follows_sign =
+      s.nan == NanRule::MantissaAllOnes || s.nan == NanRule::Ieee || s.nan == NanRule::None;
+};
 
 // Whether segment_stats_avx2() may take its shortcuts with this scale pair: x * scale is
 // zero for a zero x and NaN or infinite for a non-finite one (a finite scale), and the

@@ -38,18 +38,10 @@ FP8WB_TARGET_CLONES uint32_t segment_stats_loop(const In* __restrict__ in,
                                                 float* __restrict__ err, float* __restrict__ sq,
                                                 uint8_t* __restrict__ bins, int64_t n, float scale,
                                                 float scale_inv, SegmentCounts& c) {
-  constexpr CodecSpec s = codec_spec(F);
-  constexpr int emin = 1 - s.bias;
-  constexpr uint32_t shift = 23u - s.mbits;
-  constexpr uint32_t rebias = static_cast<uint32_t>(127 - s.bias) << 23;
-  constexpr uint32_t min_normal_bits = static_cast<uint32_t>(emin + 127) << 23;
-  constexpr bool ieee_over = ov == Overflow::Ieee && s.nan != NanRule::None;
-  // An IEEE overflow's code decodes to Inf (E5M2) or NaN: its error is that value's.
-  // The values of the NaN codes (what a NaN x * scale encodes to), by the sign of x * scale.
-  constexpr uint32_t nan_value_pos = decode_bits(codec_detail::nan_code(s, false), s);
-  constexpr uint32_t nan_value_neg = decode_bits(codec_detail::nan_code(s, true), s);
-  const float to_sub_units = bits_float(static_cast<uint32_t>(127 + s.mbits - emin) << 23);
-  const float sub_unit = bits_float(static_cast<uint32_t>(127 + emin - s.mbits) << 23);
+  using K = LoopConstants<F, ov>;
+  constexpr CodecSpec s = K::s;
+  const float to_sub_units = bits_float(K::to_sub_units_bits);
+  const float sub_unit = bits_float(K::sub_unit_bits);
   uint32_t zeros = 0, nonfinite = 0, underflow = 0, subnormal = 0, saturated = 0, special = 0,
            amax = c.amax;
   for (int64_t j = 0; j < n; ++j) {
@@ -59,20 +51,20 @@ FP8WB_TARGET_CLONES uint32_t segment_stats_loop(const In* __restrict__ in,
     const uint32_t u = float_bits(v * scale);
     const uint32_t sign = u & 0x80000000u;
     const uint32_t ya = u & 0x7FFFFFFFu;
-    const uint32_t t = ya - rebias;
-    const uint32_t q_norm = (t + ((1u << (shift - 1)) - 1u) + ((t >> shift) & 1u)) >> shift;
+    const uint32_t t = ya - K::rebias;
+    const uint32_t q_norm = (t + K::round_half + ((t >> K::shift) & 1u)) >> K::shift;
     const uint32_t q_sub = float_bits(bits_float(ya) * to_sub_units + 8388608.0f) - 0x4B000000u;
-    const uint32_t rounded = ya >= min_normal_bits ? q_norm : q_sub;
+    const uint32_t rounded = ya >= K::min_normal_bits ? q_norm : q_sub;
     const uint32_t over = rounded > s.max_mag;
     const uint32_t mag = over ? uint32_t{s.max_mag} : rounded;
     const uint32_t normal = (mag >> s.mbits) != 0;
-    const uint32_t normal_bits = (mag << shift) + rebias;
+    const uint32_t normal_bits = (mag << K::shift) + K::rebias;
     const uint32_t sub_bits = float_bits(static_cast<float>(static_cast<int32_t>(mag)) * sub_unit);
     // The code's sign survives unless the magnitude is zero in a format without -0.
     const uint32_t code_sign = (s.has_neg_zero || mag != 0) ? sign : 0u;
     uint32_t value_bits = (normal ? normal_bits : sub_bits) | code_sign;
-    const uint32_t nan_value = sign ? nan_value_neg : nan_value_pos;
-    if constexpr (ieee_over)
+    const uint32_t nan_value = sign ? K::nan_value_neg : K::nan_value_pos;
+    if constexpr (K::ieee_over)
       value_bits = over ? (s.has_inf ? 0x7F800000u | sign : nan_value) : value_bits;
     value_bits = ya > 0x7F800000u ? nan_value : value_bits;
     const float dq = bits_float(value_bits) * scale_inv;
@@ -83,7 +75,7 @@ FP8WB_TARGET_CLONES uint32_t segment_stats_loop(const In* __restrict__ in,
       out[j] = encode_rne_bits_mag(u, s, ov, unused);
     }
     if constexpr (kDequant) dequant[j] = dq;
-    special += (finite ^ 1u) | (ieee_over ? over : 0u);
+    special += (finite ^ 1u) | (K::ieee_over ? over : 0u);
     zeros += a == 0;
     nonfinite += finite ^ 1u;
     underflow += finite & (a != 0) & dq_zero;
@@ -119,13 +111,7 @@ void cell_sums(const float* __restrict__ e, const float* __restrict__ x, int64_t
         ax[l] += dx * dx;
       }
     }
-    for (int l = 0; k < end; ++k, ++l) {
-      const double de = e[k], dx = x[k];
-      ae[l] += de * de;
-      ax[l] += dx * dx;
-    }
-    cell_err[cell] = lane_total(ae);
-    cell_sq[cell] = lane_total(ax);
+    finish_cell(e, x, k, end, ae, ax, cell_err[cell], cell_sq[cell]);
     j = end;
     len = cell_cols;
   }
