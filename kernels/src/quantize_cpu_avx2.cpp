@@ -171,13 +171,11 @@ FP8WB_AVX2 void cell_sums_avx2(const float* __restrict__ e, const float* __restr
                                int64_t first_len, int64_t cell_cols, double* __restrict__ cell_err,
                                double* __restrict__ cell_sq) {
   if (one_element_cells(e, x, n, first_len, cell_cols, cell_err, cell_sq)) return;
-  int64_t j = 0, len = first_len;
-  for (int64_t cell = 0; j < n; ++cell) {
-    const int64_t end = std::min(n, j + len);
+  for (CellWalk c(n, first_len, cell_cols); c.more(); c.next()) {
     __m256d se[4], sx[4];
     for (int q = 0; q < 4; ++q) se[q] = sx[q] = _mm256_setzero_pd();
-    int64_t k = j;
-    for (; k + kSumLanes <= end; k += kSumLanes) {
+    int64_t k = c.begin;
+    for (; k + kSumLanes <= c.end; k += kSumLanes) {
       for (int q = 0; q < 4; ++q) {
         const __m256d de = _mm256_cvtps_pd(_mm_loadu_ps(e + k + 4 * q));
         const __m256d dx = _mm256_cvtps_pd(_mm_loadu_ps(x + k + 4 * q));
@@ -190,9 +188,7 @@ FP8WB_AVX2 void cell_sums_avx2(const float* __restrict__ e, const float* __restr
       _mm256_store_pd(ae + 4 * q, se[q]);
       _mm256_store_pd(ax + 4 * q, sx[q]);
     }
-    finish_cell(e, x, k, end, ae, ax, cell_err[cell], cell_sq[cell]);
-    j = end;
-    len = cell_cols;
+    finish_cell(e, x, k, c.end, ae, ax, cell_err[c.index], cell_sq[c.index]);
   }
 }
 

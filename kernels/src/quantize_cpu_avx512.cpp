@@ -65,11 +65,10 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* _
   __m512i y_max = _mm512_setzero_si512();
   __mmask16 any_overflow = 0;
   int64_t steps = 0;
-  int64_t j = 0, len = first_len;
-  for (int64_t cell = 0; j < n; ++cell) {
-    const int64_t end = std::min(n, j + len);
+  for (CellWalk cw(n, first_len, cell_cols); cw.more(); cw.next()) {
+    const int64_t end = cw.end;
     __m512d se_lo = _mm512_setzero_pd(), se_hi = se_lo, sx_lo = se_lo, sx_hi = se_lo;
-    for (int64_t k = j; k < end; k += 16) {
+    for (int64_t k = cw.begin; k < end; k += 16) {
       const __mmask16 live =
           end - k >= 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << (end - k)) - 1u);
       __m512 v;
@@ -157,10 +156,8 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* _
     _mm512_store_pd(ae + 8, se_hi);
     _mm512_store_pd(ax, sx_lo);
     _mm512_store_pd(ax + 8, sx_hi);
-    cell_err[cell] = lane_total(ae);
-    cell_sq[cell] = lane_total(ax);
-    j = end;
-    len = cell_cols;
+    cell_err[cw.index] = lane_total(ae);
+    cell_sq[cw.index] = lane_total(ax);
   }
   if (any_overflow || static_cast<uint32_t>(_mm512_reduce_max_epu32(y_max)) >= 0x7F800000u)
     return kRedoSegment;

@@ -120,6 +120,21 @@ FP8WB_INLINE double lane_total(const double* l) {
   return (t[0] + t[2]) + (t[1] + t[3]);
 }
 
+// The error-map cells that a segment of n elements spans, in order: its first `first_len`
+// elements, then `cell_cols` at a time. Cell `index` holds elements [begin, end):
+//   for (CellWalk c(n, first_len, cell_cols); c.more(); c.next()) ...
+struct CellWalk {
+  int64_t n, cell_cols, index = 0, begin = 0, end;
+  CellWalk(int64_t count, int64_t first_len, int64_t cols)
+      : n(count), cell_cols(cols), end(std::min(count, first_len)) {}
+  bool more() const { return begin < n; }
+  void next() {
+    ++index;
+    begin = end;
+    end = std::min(n, end + cell_cols);
+  }
+};
+
 // How the portable and AVX2 cell sums end a cell: its last elements [k, end), fewer than
 // kSumLanes, into lanes 0, 1, ... of its partial sums ae and ax, then its two totals.
 FP8WB_INLINE void finish_cell(const float* __restrict__ e, const float* __restrict__ x, int64_t k,

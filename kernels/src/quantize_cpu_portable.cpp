@@ -99,21 +99,17 @@ void cell_sums(const float* __restrict__ e, const float* __restrict__ x, int64_t
                int64_t first_len, int64_t cell_cols, double* __restrict__ cell_err,
                double* __restrict__ cell_sq) {
   if (one_element_cells(e, x, n, first_len, cell_cols, cell_err, cell_sq)) return;
-  int64_t j = 0, len = first_len;
-  for (int64_t cell = 0; j < n; ++cell) {
-    const int64_t end = std::min(n, j + len);
+  for (CellWalk c(n, first_len, cell_cols); c.more(); c.next()) {
     double ae[kSumLanes] = {}, ax[kSumLanes] = {};
-    int64_t k = j;
-    for (; k + kSumLanes <= end; k += kSumLanes) {
+    int64_t k = c.begin;
+    for (; k + kSumLanes <= c.end; k += kSumLanes) {
       for (int l = 0; l < kSumLanes; ++l) {
         const double de = e[k + l], dx = x[k + l];
         ae[l] += de * de;
         ax[l] += dx * dx;
       }
     }
-    finish_cell(e, x, k, end, ae, ax, cell_err[cell], cell_sq[cell]);
-    j = end;
-    len = cell_cols;
+    finish_cell(e, x, k, c.end, ae, ax, cell_err[c.index], cell_sq[c.index]);
   }
 }
 

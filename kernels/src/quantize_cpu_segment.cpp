@@ -149,13 +149,13 @@ void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, flo
   acc.buf.amax_bits = counts.amax;
   double se = 0, ss = 0;
   const int64_t map_row = map ? (r / grid.cell_rows) * grid.cols : 0;
-  for (int64_t j = 0, cell = 0, len = first_len; j < n; j += len, len = cell_cols, ++cell) {
-    const double ce = tmp.cell_err[static_cast<size_t>(cell)];
-    const double cs = tmp.cell_sq[static_cast<size_t>(cell)];
+  for (CellWalk cw(n, first_len, cell_cols); cw.more(); cw.next()) {
+    const double ce = tmp.cell_err[static_cast<size_t>(cw.index)];
+    const double cs = tmp.cell_sq[static_cast<size_t>(cw.index)];
     se += ce;
     ss += cs;
     if (map) {
-      const int64_t at = map_row + (c0 + j) / grid.cell_cols;
+      const int64_t at = map_row + (c0 + cw.begin) / grid.cell_cols;
       acc.map_err[static_cast<size_t>(at) - acc.map_first] += ce;
       acc.map_sum[static_cast<size_t>(at) - acc.map_first] += cs;
     }
