@@ -163,22 +163,20 @@ inline bool one_element_cells(const float* __restrict__ e, const float* __restri
   return true;
 }
 
+// The loops, declared for their callers (the definitions' pointers are __restrict__).
 // The portable loops (quantize_cpu_portable.cpp), defined with FP8WB_TARGET_CLONES or
 // FP8WB_TARGET_CLONES_512: declared here without the attribute, which would make every
 // caller emit a resolver of its own.
 template <class In>
-uint32_t finite_amax_bits(const In* __restrict__ p, int64_t n);
+uint32_t finite_amax_bits(const In* p, int64_t n);
 template <Format F, Overflow ov, bool kCodes, bool kDequant, class In>
-uint32_t segment_stats_loop(const In* __restrict__ in, uint8_t* __restrict__ out,
-                            float* __restrict__ dequant, float* __restrict__ err,
-                            float* __restrict__ sq, uint8_t* __restrict__ bins, int64_t n,
-                            float scale, float scale_inv, SegmentCounts& c);
-void cell_sums(const float* __restrict__ e, const float* __restrict__ x, int64_t n,
-               int64_t first_len, int64_t cell_cols, double* __restrict__ cell_err,
-               double* __restrict__ cell_sq);
+uint32_t segment_stats_loop(const In* in, uint8_t* out, float* dequant, float* err, float* sq,
+                            uint8_t* bins, int64_t n, float scale, float scale_inv,
+                            SegmentCounts& c);
+void cell_sums(const float* e, const float* x, int64_t n, int64_t first_len, int64_t cell_cols,
+               double* cell_err, double* cell_sq);
 template <Format F, Overflow ov, class In>
-void segment_codes_loop(const In* __restrict__ in, uint8_t* __restrict__ out, int64_t n,
-                        float scale);
+void segment_codes_loop(const In* in, uint8_t* out, int64_t n, float scale);
 
 // The figures of format F under overflow mode ov that the statistics loops (portable,
 // AVX2, AVX-512) compute with, defined once so that the loops agree to the bit. Values
@@ -222,28 +220,23 @@ bool avx2_scales_ok(float scale, float scale_inv) {
 #if defined(FP8WB_HAVE_AVX2_PATH)
 // The AVX2 loops (quantize_cpu_avx2.cpp).
 template <Format F, Overflow ov, bool kCodes, bool kDequant, class In>
-FP8WB_AVX2 uint32_t segment_stats_avx2(const In* __restrict__ in, uint8_t* __restrict__ out,
-                                       float* __restrict__ dequant, float* __restrict__ err_out,
-                                       float* __restrict__ sq_out, uint8_t* __restrict__ bins,
-                                       int64_t n, float scale, float scale_inv, SegmentCounts& c);
-FP8WB_AVX2 void cell_sums_avx2(const float* __restrict__ e, const float* __restrict__ x, int64_t n,
-                               int64_t first_len, int64_t cell_cols, double* __restrict__ cell_err,
-                               double* __restrict__ cell_sq);
+FP8WB_AVX2 uint32_t segment_stats_avx2(const In* in, uint8_t* out, float* dequant, float* err_out,
+                                       float* sq_out, uint8_t* bins, int64_t n, float scale,
+                                       float scale_inv, SegmentCounts& c);
+FP8WB_AVX2 void cell_sums_avx2(const float* e, const float* x, int64_t n, int64_t first_len,
+                               int64_t cell_cols, double* cell_err, double* cell_sq);
 
 // The AVX-512 loops (quantize_cpu_avx512.cpp). segment_stats_avx512() returns
 // kRedoSegment, having counted nothing, for a segment that must go through the loops
 // whose order is the portable one.
 constexpr uint32_t kRedoSegment = 0xFFFFFFFFu;
 template <Format F, Overflow ov, bool kCodes, bool kDequant, class In>
-FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* __restrict__ out,
-                                           float* __restrict__ dequant, uint8_t* __restrict__ bins,
-                                           int64_t n, int64_t first_len, int64_t cell_cols,
-                                           double* __restrict__ cell_err,
-                                           double* __restrict__ cell_sq, float scale,
-                                           float scale_inv, SegmentCounts& c);
+FP8WB_AVX512 uint32_t segment_stats_avx512(const In* in, uint8_t* out, float* dequant,
+                                           uint8_t* bins, int64_t n, int64_t first_len,
+                                           int64_t cell_cols, double* cell_err, double* cell_sq,
+                                           float scale, float scale_inv, SegmentCounts& c);
 template <Format F>
-FP8WB_AVX512 void count_fields_avx512(const uint8_t* __restrict__ bins, int64_t n,
-                                      RawHistogram& raw);
+FP8WB_AVX512 void count_fields_avx512(const uint8_t* bins, int64_t n, RawHistogram& raw);
 #endif
 
 // One segment's work (quantize_cpu_segment.cpp): [c0, c1) of row r, all with one scale,
