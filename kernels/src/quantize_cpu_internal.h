@@ -250,7 +250,8 @@ SegmentFn segment_fn(Format f);
 // In) for every statistics loop a segment may take (every element format of
 // dispatch_element_format(), both overflow modes, codes and dequantized values, codes
 // only, or neither, fp32 or bf16 input); M(F, ov, In) for every codes-only loop; M(F) for
-// every loop of one format alone.
+// every loop of one format alone. The formats are dispatch_element_format()'s: one added
+// there and not here leaves its loops undefined, and the library fails to link.
 // clang-format off
 #define FP8WB_LOOPS_BY_INPUT(M, ...) M(__VA_ARGS__, float) M(__VA_ARGS__, uint16_t)
 #define FP8WB_STATS_LOOPS_BY_OUTPUT(M, F, O) \
