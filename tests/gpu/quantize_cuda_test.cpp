@@ -141,18 +141,33 @@ INSTANTIATE_TEST_SUITE_P(
       return n;
     });
 
-TEST(CudaQuantizeLarge, TensorwiseAndBlocksOnAFewMillionElements) {
+// 4096 x 4096: more tiles (1024) than the tile kernels' blocks, so each block walks
+// several tiles and wraps from the last column of tiles to the next row.
+TEST(CudaQuantizeLarge, TensorwiseAndBlocksOnMillionsOfElements) {
   if (gpu_device_count() == 0) GTEST_SKIP() << "no CUDA device";
-  const auto x = tensor(2048, 2048, 4);
+  constexpr int64_t n = 4096;
+  const auto x = tensor(n, n, 4);
   for (ScalingKind k : {ScalingKind::Tensorwise, ScalingKind::Block1x128, ScalingKind::MX}) {
     QuantRecipe r;
     r.kind = k;
-    std::vector<uint8_t> codes(x.size());
-    const auto cpu = quantize_current(TensorRef::of(x.data(), 2048, 2048), r, {codes.data()});
-    const auto gpu = quantize_current_cuda(TensorRef::of(x.data(), 2048, 2048), r, false);
+    const bool trans = k == ScalingKind::Tensorwise;
+    std::vector<uint8_t> codes(x.size()), codes_t(trans ? x.size() : 0);
+    const auto cpu = quantize_current(TensorRef::of(x.data(), n, n), r,
+                                      {codes.data(), trans ? codes_t.data() : nullptr});
     SCOPED_TRACE(recipe_name(r));
+    const auto gpu = quantize_current_cuda(TensorRef::of(x.data(), n, n), r, trans);
     EXPECT_EQ(gpu.codes, codes);
+    if (trans) {
+      EXPECT_EQ(gpu.codes_t, codes_t);
+    }
     expect_same(gpu.stats, cpu.result.stats);
+    if (trans) {  // the tile kernel without statistics
+      StatsOptions none;
+      none.enabled = none.histogram = none.error_map = false;
+      const auto bare = quantize_current_cuda(TensorRef::of(x.data(), n, n), r, true, none);
+      EXPECT_EQ(bare.codes, codes);
+      EXPECT_EQ(bare.codes_t, codes_t);
+    }
   }
 }
 
