@@ -36,6 +36,17 @@ std::atomic<CpuStatsPath>& stats_path() {
   return p;
 }
 
+#if defined(FP8WB_HAVE_AVX2_PATH)
+// Whether the AVX-512 loop's histogram fields may be counted with GFNI and BITALG.
+bool gfni_fields() {
+  static const bool yes = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("gfni") && __builtin_cpu_supports("avx512bitalg");
+  }();
+  return yes;
+}
+#endif
+
 // One row's share of a group's elements: [c0, c1) of row r, all with one scale.
 template <Format F>
 void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, float scale,
@@ -172,7 +183,11 @@ void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, flo
     }
   } else if (so.histogram && avx512) {
 #if defined(FP8WB_HAVE_AVX2_PATH)
-    count_fields_avx512<F>(tmp.bins.data(), n, acc.raw_hist);
+    if (gfni_fields()) {
+      count_fields_gfni<F>(tmp.bins.data(), n, acc.raw_hist);
+    } else {
+      count_fields_avx512<F>(tmp.bins.data(), n, acc.raw_hist);
+    }
 #endif
     acc.raw_hist.zeros += counts.zeros;
     acc.raw_hist.nonfinite += counts.nonfinite;
