@@ -12,6 +12,16 @@
 namespace fp8wb {
 namespace quantize_cpu_detail {
 
+// lane_total() of the sixteen lanes lo (0-7) and hi (8-15) with the same adds, in vector
+// registers: lane l + lane l + 8, then l + 4 (the halves of a 512-bit register), then l + 2
+// (of a 256-bit one), then lane 0 + lane 1.
+FP8WB_AVX512 FP8WB_INLINE double lane_total_avx512(__m512d lo, __m512d hi) {
+  const __m512d t8 = _mm512_add_pd(lo, hi);
+  const __m256d t4 = _mm256_add_pd(_mm512_castpd512_pd256(t8), _mm512_extractf64x4_pd(t8, 1));
+  const __m128d t2 = _mm_add_pd(_mm256_castpd256_pd128(t4), _mm256_extractf128_pd(t4, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(t2, _mm_unpackhi_pd(t2, t2)));
+}
+
 // segment_stats_loop() sixteen elements a step with AVX-512 (F, BW, VL, DQ), with the error
 // map's cell sums in the same step: the loop walks the segment cell by cell (the first
 // `first_len` elements, then `cell_cols` at a time), sixteen elements from the cell's start
@@ -151,13 +161,8 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* _
         _mm_mask_storeu_epi8(out + k, live, _mm512_cvtepi32_epi8(code));
       }
     }
-    alignas(64) double ae[kSumLanes], ax[kSumLanes];
-    _mm512_store_pd(ae, se_lo);
-    _mm512_store_pd(ae + 8, se_hi);
-    _mm512_store_pd(ax, sx_lo);
-    _mm512_store_pd(ax + 8, sx_hi);
-    cell_err[cw.index] = lane_total(ae);
-    cell_sq[cw.index] = lane_total(ax);
+    cell_err[cw.index] = lane_total_avx512(se_lo, se_hi);
+    cell_sq[cw.index] = lane_total_avx512(sx_lo, sx_hi);
   }
   if (any_overflow || static_cast<uint32_t>(_mm512_reduce_max_epu32(y_max)) >= 0x7F800000u)
     return kRedoSegment;
