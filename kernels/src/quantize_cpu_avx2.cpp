@@ -167,6 +167,14 @@ FP8WB_AVX2 uint32_t segment_stats_avx2(const In* __restrict__ in, uint8_t* __res
 
 // cell_sums() with its sixteen fp64 lanes in four registers: element k of a cell into
 // lane k % 16, in element order, the same additions in the same order, so the same bits.
+// lane_total() of the sixteen lanes l[0] (lanes 0-3) to l[3] (12-15) with the same adds, in
+// vector registers: lane i + lane i + 8, then i + 4, then i + 2, then lane 0 + lane 1.
+FP8WB_AVX2 inline double lane_total_avx2(const __m256d* l) {
+  const __m256d t4 = _mm256_add_pd(_mm256_add_pd(l[0], l[2]), _mm256_add_pd(l[1], l[3]));
+  const __m128d t2 = _mm_add_pd(_mm256_castpd256_pd128(t4), _mm256_extractf128_pd(t4, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(t2, _mm_unpackhi_pd(t2, t2)));
+}
+
 FP8WB_AVX2 void cell_sums_avx2(const float* __restrict__ e, const float* __restrict__ x, int64_t n,
                                int64_t first_len, int64_t cell_cols, double* __restrict__ cell_err,
                                double* __restrict__ cell_sq) {
@@ -181,6 +189,16 @@ FP8WB_AVX2 void cell_sums_avx2(const float* __restrict__ e, const float* __restr
         const __m256d dx = _mm256_cvtps_pd(_mm_loadu_ps(x + k + 4 * q));
         se[q] = _mm256_add_pd(se[q], _mm256_mul_pd(de, de));
         sx[q] = _mm256_add_pd(sx[q], _mm256_mul_pd(dx, dx));
+      }
+    }
+    if (k == c.end) {
+      // A NaN's sign and payload depend on the order of each add's operands, which the
+      // compiler may swap in vector adds: NaN totals come from the scalar tree below.
+      const double te = lane_total_avx2(se), tx = lane_total_avx2(sx);
+      if (!std::isnan(te) && !std::isnan(tx)) {
+        cell_err[c.index] = te;
+        cell_sq[c.index] = tx;
+        continue;
       }
     }
     alignas(32) double ae[kSumLanes], ax[kSumLanes];
