@@ -22,6 +22,11 @@ FP8WB_AVX512 FP8WB_INLINE double lane_total_avx512(__m512d lo, __m512d hi) {
   return _mm_cvtsd_f64(_mm_add_sd(t2, _mm_unpackhi_pd(t2, t2)));
 }
 
+// The mask of the first i of sixteen lanes, i = 0 to 16.
+alignas(64) constexpr __mmask16 kLiveLanes[17] = {
+    0x0000, 0x0001, 0x0003, 0x0007, 0x000F, 0x001F, 0x003F, 0x007F, 0x00FF,
+    0x01FF, 0x03FF, 0x07FF, 0x0FFF, 0x1FFF, 0x3FFF, 0x7FFF, 0xFFFF};
+
 // segment_stats_loop() sixteen elements a step with AVX-512 (F, BW, VL, DQ), with the error
 // map's cell sums in the same step: the loop walks the segment cell by cell (the first
 // `first_len` elements, then `cell_cols` at a time), sixteen elements from the cell's start
@@ -79,8 +84,9 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* _
     const int64_t end = cw.end;
     __m512d se_lo = _mm512_setzero_pd(), se_hi = se_lo, sx_lo = se_lo, sx_hi = se_lo;
     for (int64_t k = cw.begin; k < end; k += 16) {
-      const __mmask16 live =
-          end - k >= 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << (end - k)) - 1u);
+      // From memory: a mask register loaded takes no vector port, one moved from a general
+      // register does.
+      const __mmask16 live = kLiveLanes[std::min<int64_t>(end - k, 16)];
       __m512 v;
       if constexpr (std::is_same_v<In, float>) {
         v = _mm512_maskz_loadu_ps(live, in + k);
