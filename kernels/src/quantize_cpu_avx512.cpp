@@ -80,10 +80,14 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* _
   __m512i y_max = _mm512_setzero_si512();
   __mmask16 any_overflow = 0;
   int64_t steps = 0;
-  for (CellWalk cw(n, first_len, cell_cols); cw.more(); cw.next()) {
+  // One loop over the steps of all cells (a loop per cell made the compiler load the
+  // constants again at each cell's start): a cell's last step ends at its end, then its
+  // totals are stored and the next cell starts.
+  __m512d se_lo = _mm512_setzero_pd(), se_hi = se_lo, sx_lo = se_lo, sx_hi = se_lo;
+  CellWalk cw(n, first_len, cell_cols);
+  for (int64_t k = 0; k < n;) {
     const int64_t end = cw.end;
-    __m512d se_lo = _mm512_setzero_pd(), se_hi = se_lo, sx_lo = se_lo, sx_hi = se_lo;
-    for (int64_t k = cw.begin; k < end; k += 16) {
+    {
       // From memory: a mask register loaded takes no vector port, one moved from a general
       // register does.
       const __mmask16 live = kLiveLanes[std::min<int64_t>(end - k, 16)];
@@ -167,8 +171,14 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* _
         _mm_mask_storeu_epi8(out + k, live, _mm512_cvtepi32_epi8(code));
       }
     }
-    cell_err[cw.index] = lane_total_avx512(se_lo, se_hi);
-    cell_sq[cw.index] = lane_total_avx512(sx_lo, sx_hi);
+    k += 16;
+    if (k >= end) {
+      cell_err[cw.index] = lane_total_avx512(se_lo, se_hi);
+      cell_sq[cw.index] = lane_total_avx512(sx_lo, sx_hi);
+      se_lo = se_hi = sx_lo = sx_hi = _mm512_setzero_pd();
+      k = end;
+      cw.next();
+    }
   }
   if (any_overflow || static_cast<uint32_t>(_mm512_reduce_max_epu32(y_max)) >= 0x7F800000u)
     return kRedoSegment;
