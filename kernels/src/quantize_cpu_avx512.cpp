@@ -23,9 +23,9 @@ FP8WB_AVX512 FP8WB_INLINE double lane_total_avx512(__m512d lo, __m512d hi) {
 }
 
 // The mask of the first i of sixteen lanes, i = 0 to 16.
-alignas(64) constexpr __mmask16 kLiveLanes[17] = {
-    0x0000, 0x0001, 0x0003, 0x0007, 0x000F, 0x001F, 0x003F, 0x007F, 0x00FF,
-    0x01FF, 0x03FF, 0x07FF, 0x0FFF, 0x1FFF, 0x3FFF, 0x7FFF, 0xFFFF};
+alignas(64) constexpr __mmask16 kLiveLanes[17] = {0x0000, 0x0001, 0x0003, 0x0007, 0x000F, 0x001F,
+                                                  0x003F, 0x007F, 0x00FF, 0x01FF, 0x03FF, 0x07FF,
+                                                  0x0FFF, 0x1FFF, 0x3FFF, 0x7FFF, 0xFFFF};
 
 // segment_stats_loop() sixteen elements a step with AVX-512 (F, BW, VL, DQ), with the error
 // map's cell sums in the same step: the loop walks the segment cell by cell (the first
@@ -33,7 +33,7 @@ alignas(64) constexpr __mmask16 kLiveLanes[17] = {
 // at a time, the last step of a cell under a mask, and adds each element's fp64 square into
 // lane k % 16 of its cell's sixteen partial sums in element order (as cell_sums() does; a
 // square of an fp32 value is exact in fp64, so a fused multiply-add rounds once, like the
-// add) and totals them with lane_total(). Lanes past the cell are loaded as +0, whose
+// add) and totals them as lane_total() does. Lanes past the cell are loaded as +0, whose
 // error and square are +0 (adding them leaves a sum of squares as it is) and which the
 // zero, underflow and subnormal counts take in alike: the zero count drops them at the end
 // (the other two are differences of those counts). Same shortcuts as segment_stats_avx2()
