@@ -90,10 +90,12 @@ __device__ __forceinline__ void load4(const float* f, const uint16_t* b, int64_t
 // Four inputs held as loaded (bf16: two registers, not four) until they are used.
 template <bool kBf16>
 struct Raw4 {
+  using Elem = float;
   float4 q;
   __device__ __forceinline__ void load(const float* f, const uint16_t*, int64_t i) {
     q = *reinterpret_cast<const float4*>(f + i);
   }
+  __device__ __forceinline__ void load(const float* p) { q = *reinterpret_cast<const float4*>(p); }
   __device__ __forceinline__ void get(float v[4]) const {
     v[0] = q.x;
     v[1] = q.y;
@@ -103,10 +105,12 @@ struct Raw4 {
 };
 template <>
 struct Raw4<true> {
+  using Elem = uint16_t;
   uint2 q;
   __device__ __forceinline__ void load(const float*, const uint16_t* b, int64_t i) {
     q = *reinterpret_cast<const uint2*>(b + i);
   }
+  __device__ __forceinline__ void load(const uint16_t* p) { q = *reinterpret_cast<const uint2*>(p); }
   __device__ __forceinline__ void get(float v[4]) const {
     v[0] = __uint_as_float(q.x << 16);
     v[1] = __uint_as_float(q.x & 0xFFFF0000u);
@@ -325,9 +329,24 @@ __device__ __forceinline__ uint32_t encode4(const float y[4], float si, Overflow
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890 && !defined(FP8WB_HIP)
   if constexpr (kHw && hw_format<F>()) {
     constexpr __nv_fp8_interpretation_t kind = F == Format::E4M3FN ? __NV_E4M3 : __NV_E5M2;
-    const uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(y[0], y[1]), __NV_SATFINITE, kind);
-    const uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(y[2], y[3]), __NV_SATFINITE, kind);
-    uint32_t word = __byte_perm(lo, hi, 0x5410);
+    // Two conversions of two elements each, packed in one word (element 0 in the low byte:
+    // the instruction's second source goes to the low byte of its result).
+    uint32_t word;
+    if constexpr (F == Format::E4M3FN) {
+      asm("{.reg .b16 lo, hi;\n\t"
+          "cvt.rn.satfinite.e4m3x2.f32 lo, %2, %1;\n\t"
+          "cvt.rn.satfinite.e4m3x2.f32 hi, %4, %3;\n\t"
+          "mov.b32 %0, {lo, hi};}"
+          : "=r"(word)
+          : "f"(y[0]), "f"(y[1]), "f"(y[2]), "f"(y[3]));
+    } else {
+      asm("{.reg .b16 lo, hi;\n\t"
+          "cvt.rn.satfinite.e5m2x2.f32 lo, %2, %1;\n\t"
+          "cvt.rn.satfinite.e5m2x2.f32 hi, %4, %3;\n\t"
+          "mov.b32 %0, {lo, hi};}"
+          : "=r"(word)
+          : "f"(y[0]), "f"(y[1]), "f"(y[2]), "f"(y[3]));
+    }
     if constexpr (kNanCodes) {
       // The instruction gives one NaN; the codec's keeps the sign.
       bool any_nan = false;
@@ -501,16 +520,19 @@ __device__ __forceinline__ bool count4_finite(const float x[4], const float y[4]
   const uint32_t normal = (mags + (0x80u - (1u << s.mbits)) * 0x01010101u) & 0x80808080u;
   const uint32_t nonzero_codes = __popc(nonzero);
   ls.subnormal += __popc(nonzero & ~normal);
-  if (nonzero_codes != 4) {  // a zero input or an underflow
-    const uint32_t zeros = (a[0] == 0) + (a[1] == 0) + (a[2] == 0) + (a[3] == 0);
-    ls.zeros += zeros;
-    ls.underflow += 4 - nonzero_codes - zeros;  // zero codes of nonzero inputs
-  }
   const uint32_t top = mags ^ (uint32_t{s.max_mag} * 0x01010101u);  // a zero byte: largest
-  if ((top - 0x01010101u) & ~top & 0x80808080u) {
+  const bool largest = (top - 0x01010101u) & ~top & 0x80808080u;
+  if (nonzero_codes != 4 || largest) {  // one branch for both rare cases
+    if (nonzero_codes != 4) {  // a zero input or an underflow
+      const uint32_t zeros = (a[0] == 0) + (a[1] == 0) + (a[2] == 0) + (a[3] == 0);
+      ls.zeros += zeros;
+      ls.underflow += 4 - nonzero_codes - zeros;  // zero codes of nonzero inputs
+    }
+    if (largest) {
 #pragma unroll
-    for (int k = 0; k < 4; ++k)
-      ls.saturated += (float_bits(y[k]) & 0x7FFFFFFFu) >= saturating_bits<F>();
+      for (int k = 0; k < 4; ++k)
+        ls.saturated += (float_bits(y[k]) & 0x7FFFFFFFu) >= saturating_bits<F>();
+    }
   }
 #pragma unroll
   for (int k = 0; k < 4; ++k) {

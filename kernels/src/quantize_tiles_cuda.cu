@@ -93,11 +93,23 @@ __global__ void __launch_bounds__(kThreads, 3)
       const bool finite_scale = (float_bits(sc) & 0x7FFFFFFFu) < 0x7F800000u;
       uint32_t slow = 0;  // bit i: row i's four elements wait for the loop after the body
       [[maybe_unused]] uint32_t t[4][4];  // kTrans: t[q][k], column k of rows 4q..4q+3
+      // Row pointers advanced a row at a time (one 64-bit add a row, not a multiply).
+      using Elem = typename Raw4<kBf16>::Elem;
+      const Elem* src;
+      if constexpr (kBf16) {
+        src = xb + r0 * G.cols + c0;
+      } else {
+        src = xf + r0 * G.cols + c0;
+      }
+      uint8_t* dst = codes ? codes + r0 * G.cols + c0 : nullptr;
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         Raw4<kBf16> raw[8];
 #pragma unroll
-        for (int j = 0; j < 8; ++j) raw[j].load(xf, xb, (r0 + half * 8 + j) * G.cols + c0);
+        for (int j = 0; j < 8; ++j) {
+          raw[j].load(src);
+          src += G.cols;
+        }
 #pragma unroll
         for (int q = 0; q < 2; ++q) {
           uint32_t w[4];
@@ -109,13 +121,16 @@ __global__ void __launch_bounds__(kThreads, 3)
             w[r] = quantize4<F, kHw, true, false>(v, sc, si, Overflow::Saturate, lut, y, dq);
             if (count4_finite<F, kHist>(v, y, dq, w[r], ls, my_hist, e, vf, finite_scale)) {
               double re, rs;
-              square_sums4(e, vf, re, rs);
+              square_sums4(e, v, re, rs);  // vf == v: every input is finite here
               te += re;
               ts += rs;
             } else {
               slow |= 1u << i;
             }
-            if (codes) *reinterpret_cast<uint32_t*>(codes + (r0 + i) * G.cols + c0) = w[r];
+            if (dst) {
+              *reinterpret_cast<uint32_t*>(dst) = w[r];
+              dst += G.cols;
+            }
           }
           if constexpr (kTrans) transpose_bytes4(w, t[half * 2 + q]);
         }
