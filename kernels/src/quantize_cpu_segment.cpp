@@ -159,16 +159,19 @@ void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, flo
   acc.buf.saturated += counts.saturated;
   acc.buf.amax_bits = counts.amax;
   double se = 0, ss = 0;
-  const int64_t map_row = map ? (r / grid.cell_rows) * grid.cols : 0;
+  // The segment's first cell in the map; the next ones follow it (one division a segment).
+  const size_t map_at =
+      map ? static_cast<size_t>((r / grid.cell_rows) * grid.cols + c0 / grid.cell_cols) -
+                acc.map_first
+          : 0;
   for (CellWalk cw(n, first_len, cell_cols); cw.more(); cw.next()) {
     const double ce = tmp.cell_err[static_cast<size_t>(cw.index)];
     const double cs = tmp.cell_sq[static_cast<size_t>(cw.index)];
     se += ce;
     ss += cs;
     if (map) {
-      const int64_t at = map_row + (c0 + cw.begin) / grid.cell_cols;
-      acc.map_err[static_cast<size_t>(at) - acc.map_first] += ce;
-      acc.map_sum[static_cast<size_t>(at) - acc.map_first] += cs;
+      acc.map_err[map_at + static_cast<size_t>(cw.index)] += ce;
+      acc.map_sum[map_at + static_cast<size_t>(cw.index)] += cs;
     }
   }
   acc.buf.sq_err += se;
