@@ -299,18 +299,22 @@ FP8WB_AVX512_GFNI void count_fields_gfni(const uint8_t* __restrict__ bins, int64
       uint64_t other = _cvtmask64_u64(live) & ~_cvtmask64_u64(_kor_mask64(in_hot, z));
       for (; other; other &= other - 1) ++raw.field[bins[k + __builtin_ctzll(other)]];
     }
-    alignas(64) uint8_t c_lo[64], c_hi[64];
-    _mm512_store_si512(c_lo, count_lo);
-    _mm512_store_si512(c_hi, count_hi);
-    // Byte j of a quadword's transform holds bit j of its eight bytes.
+    // Byte j of a quadword's transform holds bit j of its eight bytes: byte j of the
+    // eight quadwords added up as 16-bit sums (at most 8 * 248), each quadword widened to a
+    // 128-bit lane, then the lanes folded: count_lo's in words 0-7, count_hi's in 16-23.
+    const __m512i w_lo =
+        _mm512_add_epi16(_mm512_cvtepu8_epi16(_mm512_castsi512_si256(count_lo)),
+                         _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(count_lo, 1)));
+    const __m512i w_hi =
+        _mm512_add_epi16(_mm512_cvtepu8_epi16(_mm512_castsi512_si256(count_hi)),
+                         _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(count_hi, 1)));
+    const __m512i t = _mm512_add_epi16(_mm512_shuffle_i64x2(w_lo, w_hi, 0x44),
+                                       _mm512_shuffle_i64x2(w_lo, w_hi, 0xEE));
+    alignas(64) uint16_t sum[32];
+    _mm512_store_si512(sum, _mm512_add_epi16(t, _mm512_shuffle_i64x2(t, t, 0xB1)));
     for (int j = 0; j < 8; ++j) {
-      uint64_t t_lo = 0, t_hi = 0;
-      for (int q = 0; q < 8; ++q) {
-        t_lo += c_lo[q * 8 + j];
-        t_hi += c_hi[q * 8 + j];
-      }
-      raw.field[static_cast<size_t>(lo + j)] += t_lo;
-      raw.field[static_cast<size_t>(j == 7 ? 0 : lo + 8 + j)] += t_hi;
+      raw.field[static_cast<size_t>(lo + j)] += sum[j];
+      raw.field[static_cast<size_t>(j == 7 ? 0 : lo + 8 + j)] += sum[16 + j];
     }
   }
 }
