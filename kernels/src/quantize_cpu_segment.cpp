@@ -184,7 +184,9 @@ void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, flo
       ++acc.buf.hist[a >= 0x7F800000u ? kHistNonfiniteBin
                                       : (a == 0 ? kHistZeroBin : hist_bin(v * scale))];
     }
-  } else if (so.histogram && avx512) {
+  } else if (so.histogram && path == CpuStatsPath::Avx512) {
+    // Every loop leaves the same fields in tmp.bins: those of a segment that another loop
+    // took (narrow cells, a scale pair without the shortcuts, a segment redone) too.
 #if defined(FP8WB_HAVE_AVX2_PATH)
     if (gfni_fields()) {
       count_fields_gfni<F>(tmp.bins.data(), n, acc.raw_hist);
