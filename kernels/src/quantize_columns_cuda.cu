@@ -34,7 +34,8 @@ struct CodesSource {
 
 constexpr int kColTile = 64;  // columns a block takes: 16 threads x 4
 constexpr int kRowsPerThread = 16;
-static_assert(kRowsPerThread == 16, "transposed codes are packed four rows of four columns at a time");
+static_assert(kRowsPerThread == 16,
+              "transposed codes are packed four rows of four columns at a time");
 // The column-scaled passes' blocks are 16 x 16 threads, whatever kThreads is (128 under HIP).
 constexpr int kColThreads = 16 * 16;
 

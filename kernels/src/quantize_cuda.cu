@@ -180,9 +180,8 @@ bool tile_path_ok(const DeviceTensor& x, const GroupLayout& L, const DeviceStats
   const uintptr_t in =
       reinterpret_cast<uintptr_t>(x.f32 ? static_cast<const void*>(x.f32) : x.bf16);
   return kTileKernels && !t.stats && codes_t && tile_walk_fits(x.rows, x.cols) &&
-         x.rows % 16 == 0 && x.cols % 4 == 0 &&
-         L.block_rows % 16 == 0 && L.block_cols % 4 == 0 && in % (x.f32 ? 16 : 8) == 0 &&
-         reinterpret_cast<uintptr_t>(codes) % 4 == 0 &&
+         x.rows % 16 == 0 && x.cols % 4 == 0 && L.block_rows % 16 == 0 && L.block_cols % 4 == 0 &&
+         in % (x.f32 ? 16 : 8) == 0 && reinterpret_cast<uintptr_t>(codes) % 4 == 0 &&
          reinterpret_cast<uintptr_t>(codes_t) % 16 == 0;
 }
 

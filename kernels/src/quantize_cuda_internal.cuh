@@ -110,7 +110,9 @@ struct Raw4<true> {
   __device__ __forceinline__ void load(const float*, const uint16_t* b, int64_t i) {
     q = *reinterpret_cast<const uint2*>(b + i);
   }
-  __device__ __forceinline__ void load(const uint16_t* p) { q = *reinterpret_cast<const uint2*>(p); }
+  __device__ __forceinline__ void load(const uint16_t* p) {
+    q = *reinterpret_cast<const uint2*>(p);
+  }
   __device__ __forceinline__ void get(float v[4]) const {
     v[0] = __uint_as_float(q.x << 16);
     v[1] = __uint_as_float(q.x & 0xFFFF0000u);
@@ -502,10 +504,9 @@ __device__ __forceinline__ void hist_inc(uint32_t* hist, float y) {
 // patched (encode4's kNanCodes) before it: y has no NaN when x and the scale are finite.
 // kHistGiven: hist is not null (no test an element).
 template <Format F, bool kHistGiven = false>
-__device__ __forceinline__ bool count4_finite(const float x[4], const float y[4],
-                                              const float dq[4], uint32_t word, LaneStats& ls,
-                                              uint32_t* hist, float e[4], float vf[4],
-                                              bool finite_scale) {
+__device__ __forceinline__ bool count4_finite(const float x[4], const float y[4], const float dq[4],
+                                              uint32_t word, LaneStats& ls, uint32_t* hist,
+                                              float e[4], float vf[4], bool finite_scale) {
   constexpr CodecSpec s = codec_spec(F);
   uint32_t a[4];
 #pragma unroll
@@ -523,7 +524,7 @@ __device__ __forceinline__ bool count4_finite(const float x[4], const float y[4]
   const uint32_t top = mags ^ (uint32_t{s.max_mag} * 0x01010101u);  // a zero byte: largest
   const bool largest = (top - 0x01010101u) & ~top & 0x80808080u;
   if (nonzero_codes != 4 || largest) {  // one branch for both rare cases
-    if (nonzero_codes != 4) {  // a zero input or an underflow
+    if (nonzero_codes != 4) {           // a zero input or an underflow
       const uint32_t zeros = (a[0] == 0) + (a[1] == 0) + (a[2] == 0) + (a[3] == 0);
       ls.zeros += zeros;
       ls.underflow += 4 - nonzero_codes - zeros;  // zero codes of nonzero inputs

@@ -260,8 +260,8 @@ bool tile_stats_ok(const DeviceTensor& x, const Geometry& G, const uint8_t* code
   const uintptr_t in =
       reinterpret_cast<uintptr_t>(x.f32 ? static_cast<const void*>(x.f32) : x.bf16);
   return kTileKernels && tile_walk_fits(x.rows, x.cols) && x.rows % 16 == 0 && x.cols % 4 == 0 &&
-         G.block_rows % 16 == 0 &&
-         G.block_cols % 4 == 0 && (!G.map || (G.cell_rows % 16 == 0 && G.cell_cols % 4 == 0)) &&
+         G.block_rows % 16 == 0 && G.block_cols % 4 == 0 &&
+         (!G.map || (G.cell_rows % 16 == 0 && G.cell_cols % 4 == 0)) &&
          in % (x.f32 ? 16 : 8) == 0 && reinterpret_cast<uintptr_t>(codes) % 4 == 0 &&
          reinterpret_cast<uintptr_t>(codes_t) % 16 == 0;
 }
@@ -278,8 +278,9 @@ void launch_tile_stats(Format f, const DeviceTensor& x, const Geometry& G, const
     if constexpr (decltype(hw_tag)::value) {
       const auto launch = [&](auto trans_tag, auto hist_tag) {
         const auto run = [&](auto bf16_tag) {
-          constexpr auto k = &tile_stats_kernel<F, true, decltype(trans_tag)::value,
-                                                decltype(hist_tag)::value, decltype(bf16_tag)::value>;
+          constexpr auto k =
+              &tile_stats_kernel<F, true, decltype(trans_tag)::value, decltype(hist_tag)::value,
+                                 decltype(bf16_tag)::value>;
           const unsigned grid = smem ? resident_hist_blocks<k>(tiles) : blocks_for(tiles, 1);
           k<<<grid, kThreads, smem, st>>>(x.f32, x.bf16, G, sc, si, codes, codes_t, t.stats, map,
                                           tile_cells);

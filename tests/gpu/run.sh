@@ -79,6 +79,11 @@ if [ "${PART:-}" = ranks ]; then
     timeout 300 "$FP8WB" train --db "$db" --quiet --nproc 2 "${TINY[@]}" --set scaling=$scaling \
       --set amax_reduction=false --set name="two-noreduce-$scaling" || rc=1
   done
+  log "controls: one rank twice; two ranks against one without FP8 (GPU GEMMs' own drift)"
+  "$FP8WB" train --db "$db" --quiet "${TINY[@]}" --set scaling=delayed --set name="one-again-delayed" || rc=1
+  "$FP8WB" train --db "$db" --quiet "${TINY[@]}" --set fp8=false --set name="one-nofp8" || rc=1
+  timeout 300 "$FP8WB" train --db "$db" --quiet --nproc 2 "${TINY[@]}" --set fp8=false \
+    --set name="two-nofp8" || rc=1
   BIG=(--set d_model=1024 --set heads=16 --set layers=4 --set context=256 --set dtype=bf16
        --set steps=60 --set stats_interval=0 --set sqnr_interval=0 --set reference=false
        --set device=cuda --set rank_timeout=120)
@@ -115,6 +120,11 @@ for scaling in ("delayed", "current"):
                     "no_reduction_max_rel_loss": max(relnr) if relnr else None,
                     "rank_scales_differing_with_reduction": spread(ranks(f"two-{scaling}")),
                     "rank_scales_differing_without": spread(ranks(f"two-noreduce-{scaling}"))}
+def rel(a, b):
+    r = [abs(x - y) / abs(y) for x, y in zip(series(a, "loss"), series(b, "loss"))]
+    return {"first_10": max(r[:10]) if r else None, "all": max(r) if r else None}
+out["one_rank_twice"] = rel("one-again-delayed", "one-delayed")
+out["two_ranks_without_fp8"] = rel("two-nofp8", "one-nofp8")
 t1, t2 = series("big-1gpu", "tokens_per_s")[10:], series("big-2gpu", "tokens_per_s")[10:]
 out["tokens_per_s_1gpu"] = statistics.median(t1) if t1 else None
 out["tokens_per_s_2gpu"] = statistics.median(t2) if t2 else None
