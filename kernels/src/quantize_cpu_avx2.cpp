@@ -71,6 +71,10 @@ FP8WB_AVX2 uint32_t segment_stats_avx2(const In* __restrict__ in, uint8_t* __res
   int64_t k = 0;
   for (; k + 8 <= n; k += 8) {
     const __m256 v = load8(in + k);
+    // The input 4 KiB ahead: as the AVX-512 loop, this one otherwise waits on its loads.
+    // A prefetch never faults, past the input's end included.
+    _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(in + k) + 4096),
+                 _MM_HINT_T0);
     const __m256i vi = _mm256_castps_si256(v);
     const __m256i a = _mm256_and_si256(vi, abs_mask);
     const __m256i fin = _mm256_cmpgt_epi32(inf_bits, a);
@@ -165,8 +169,18 @@ FP8WB_AVX2 uint32_t segment_stats_avx2(const In* __restrict__ in, uint8_t* __res
   return tail_special + nonfinite + (K::ieee_over ? sat : 0u);
 }
 
+// lane_total() of the sixteen lanes l[0] (lanes 0-3) to l[3] (12-15) with the same adds, in
+// vector registers: lane i + lane i + 8, then i + 4, then i + 2, then lane 0 + lane 1.
+FP8WB_AVX2 inline double lane_total_avx2(const __m256d* l) {
+  const __m256d t4 = _mm256_add_pd(_mm256_add_pd(l[0], l[2]), _mm256_add_pd(l[1], l[3]));
+  const __m128d t2 = _mm_add_pd(_mm256_castpd256_pd128(t4), _mm256_extractf128_pd(t4, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(t2, _mm_unpackhi_pd(t2, t2)));
+}
+
 // cell_sums() with its sixteen fp64 lanes in four registers: element k of a cell into
 // lane k % 16, in element order, the same additions in the same order, so the same bits.
+// A cell's last elements (fewer than sixteen) go into their lanes from masked loads, the
+// lanes past the cell's end adding +0 (which leaves a sum of squares as it is).
 FP8WB_AVX2 void cell_sums_avx2(const float* __restrict__ e, const float* __restrict__ x, int64_t n,
                                int64_t first_len, int64_t cell_cols, double* __restrict__ cell_err,
                                double* __restrict__ cell_sq) {
@@ -181,6 +195,26 @@ FP8WB_AVX2 void cell_sums_avx2(const float* __restrict__ e, const float* __restr
         const __m256d dx = _mm256_cvtps_pd(_mm_loadu_ps(x + k + 4 * q));
         se[q] = _mm256_add_pd(se[q], _mm256_mul_pd(de, de));
         sx[q] = _mm256_add_pd(sx[q], _mm256_mul_pd(dx, dx));
+      }
+    }
+    {
+      __m256d te4[4] = {se[0], se[1], se[2], se[3]}, tx4[4] = {sx[0], sx[1], sx[2], sx[3]};
+      for (int q = 0; q < 4 && k + 4 * q < c.end; ++q) {
+        const __m128i live = _mm_cmpgt_epi32(
+            _mm_set1_epi32(static_cast<int>(std::min<int64_t>(c.end - k - 4 * q, 4))),
+            _mm_setr_epi32(0, 1, 2, 3));
+        const __m256d de = _mm256_cvtps_pd(_mm_maskload_ps(e + k + 4 * q, live));
+        const __m256d dx = _mm256_cvtps_pd(_mm_maskload_ps(x + k + 4 * q, live));
+        te4[q] = _mm256_add_pd(te4[q], _mm256_mul_pd(de, de));
+        tx4[q] = _mm256_add_pd(tx4[q], _mm256_mul_pd(dx, dx));
+      }
+      // A NaN's sign and payload depend on the order of each add's operands, which the
+      // compiler may swap in vector adds: NaN totals come from the scalar adds below.
+      const double te = lane_total_avx2(te4), tx = lane_total_avx2(tx4);
+      if (!std::isnan(te) && !std::isnan(tx)) {
+        cell_err[c.index] = te;
+        cell_sq[c.index] = tx;
+        continue;
       }
     }
     alignas(32) double ae[kSumLanes], ax[kSumLanes];

@@ -23,6 +23,9 @@
 #define FP8WB_HAVE_AVX2_PATH 1
 #define FP8WB_AVX2 __attribute__((target("avx2")))
 #define FP8WB_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
+// The histogram's field counting where the processor also has GFNI and AVX-512 BITALG.
+#define FP8WB_AVX512_GFNI \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,gfni,avx512bitalg")))
 // GCC 12's AVX-512 headers start unmasked operations from _mm512_undefined_*() values,
 // which -Wuninitialized reports at every use (GCC bug 105593).
 #pragma GCC diagnostic push
@@ -237,6 +240,8 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* in, uint8_t* out, float* de
                                            float scale, float scale_inv, SegmentCounts& c);
 template <Format F>
 FP8WB_AVX512 void count_fields_avx512(const uint8_t* bins, int64_t n, RawHistogram& raw);
+template <Format F>
+FP8WB_AVX512_GFNI void count_fields_gfni(const uint8_t* bins, int64_t n, RawHistogram& raw);
 #endif
 
 // One segment's work (quantize_cpu_segment.cpp): [c0, c1) of row r, all with one scale,

@@ -36,6 +36,17 @@ std::atomic<CpuStatsPath>& stats_path() {
   return p;
 }
 
+#if defined(FP8WB_HAVE_AVX2_PATH)
+// Whether the AVX-512 loop's histogram fields may be counted with GFNI and BITALG.
+bool gfni_fields() {
+  static const bool yes = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("gfni") && __builtin_cpu_supports("avx512bitalg");
+  }();
+  return yes;
+}
+#endif
+
 // One row's share of a group's elements: [c0, c1) of row r, all with one scale.
 template <Format F>
 void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, float scale,
@@ -148,16 +159,19 @@ void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, flo
   acc.buf.saturated += counts.saturated;
   acc.buf.amax_bits = counts.amax;
   double se = 0, ss = 0;
-  const int64_t map_row = map ? (r / grid.cell_rows) * grid.cols : 0;
+  // The segment's first cell in the map; the next ones follow it (one division a segment).
+  const size_t map_at =
+      map ? static_cast<size_t>((r / grid.cell_rows) * grid.cols + c0 / grid.cell_cols) -
+                acc.map_first
+          : 0;
   for (CellWalk cw(n, first_len, cell_cols); cw.more(); cw.next()) {
     const double ce = tmp.cell_err[static_cast<size_t>(cw.index)];
     const double cs = tmp.cell_sq[static_cast<size_t>(cw.index)];
     se += ce;
     ss += cs;
     if (map) {
-      const int64_t at = map_row + (c0 + cw.begin) / grid.cell_cols;
-      acc.map_err[static_cast<size_t>(at) - acc.map_first] += ce;
-      acc.map_sum[static_cast<size_t>(at) - acc.map_first] += cs;
+      acc.map_err[map_at + static_cast<size_t>(cw.index)] += ce;
+      acc.map_sum[map_at + static_cast<size_t>(cw.index)] += cs;
     }
   }
   acc.buf.sq_err += se;
@@ -170,9 +184,15 @@ void quantize_segment(const TensorRef& x, int64_t r, int64_t c0, int64_t c1, flo
       ++acc.buf.hist[a >= 0x7F800000u ? kHistNonfiniteBin
                                       : (a == 0 ? kHistZeroBin : hist_bin(v * scale))];
     }
-  } else if (so.histogram && avx512) {
+  } else if (so.histogram && path == CpuStatsPath::Avx512) {
+    // Every loop leaves the same fields in tmp.bins: those of a segment that another loop
+    // took (narrow cells, a scale pair without the shortcuts, a segment redone) too.
 #if defined(FP8WB_HAVE_AVX2_PATH)
-    count_fields_avx512<F>(tmp.bins.data(), n, acc.raw_hist);
+    if (gfni_fields()) {
+      count_fields_gfni<F>(tmp.bins.data(), n, acc.raw_hist);
+    } else {
+      count_fields_avx512<F>(tmp.bins.data(), n, acc.raw_hist);
+    }
 #endif
     acc.raw_hist.zeros += counts.zeros;
     acc.raw_hist.nonfinite += counts.nonfinite;
