@@ -204,6 +204,41 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* _
   return K::ieee_over ? sat : 0u;
 }
 
+// The fields both counters below count by vector: zero, and the kCount fields up to one
+// past the fp32 field of the format's largest finite value (whose exponent is
+// (max_mag >> mbits) - bias), from lo to top.
+template <Format F>
+struct HotFields {
+  static constexpr CodecSpec s = codec_spec(F);
+  static constexpr int kCount = 15;
+  static constexpr int top = 127 + (s.max_mag >> s.mbits) - s.bias + 1;
+  static constexpr int lo = top - (kCount - 1);
+  static_assert(lo > 0 && top < 255);
+};
+
+// One step of both counters over the fields [k, min(k + 64, stop)): the fields, their
+// offsets from lo, which lie in the hot range, which are field 0; any other field (values
+// far below the format's range, overflows past it, non-finite values) is counted here, one
+// element at a time.
+struct FieldStep {
+  __m512i b, d;
+  __mmask64 in_hot, zero;
+};
+
+FP8WB_AVX512 inline FieldStep field_step(const uint8_t* __restrict__ bins, int64_t k, int64_t stop,
+                                         __m512i v_lo, __m512i v_span, RawHistogram& raw) {
+  const __mmask64 live =
+      stop - k >= 64 ? ~__mmask64{0} : static_cast<__mmask64>((uint64_t{1} << (stop - k)) - 1u);
+  FieldStep f;
+  f.b = _mm512_maskz_loadu_epi8(live, bins + k);
+  f.d = _mm512_sub_epi8(f.b, v_lo);
+  f.in_hot = _mm512_mask_cmple_epu8_mask(live, f.d, v_span);
+  f.zero = _mm512_mask_testn_epi8_mask(live, f.b, f.b);
+  uint64_t other = _cvtmask64_u64(live) & ~_cvtmask64_u64(_kor_mask64(f.in_hot, f.zero));
+  for (; other; other &= other - 1) ++raw.field[bins[k + __builtin_ctzll(other)]];
+  return f;
+}
+
 // The histogram's exponent fields of a segment (`bins`, one byte each) into raw.field,
 // 64 at a time without a store per element: the sixteen fields where scaled values mostly
 // lie (zero, and the fifteen up to one past the format's largest finite value) are counted
@@ -213,13 +248,7 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* _
 template <Format F>
 FP8WB_AVX512 void count_fields_avx512(const uint8_t* __restrict__ bins, int64_t n,
                                       RawHistogram& raw) {
-  constexpr CodecSpec s = codec_spec(F);
-  constexpr int kHot = 15;
-  // One past the fp32 field of the largest finite value, whose exponent is
-  // (max_mag >> mbits) - bias.
-  constexpr int top = 127 + (s.max_mag >> s.mbits) - s.bias + 1;
-  constexpr int lo = top - (kHot - 1);
-  static_assert(lo > 0 && top < 255);
+  constexpr int kHot = HotFields<F>::kCount, lo = HotFields<F>::lo;
   const __m512i v_lo = _mm512_set1_epi8(static_cast<char>(lo));
   const __m512i v_span = _mm512_set1_epi8(kHot - 1);
   const __m512i minus_one = _mm512_set1_epi8(-1);
@@ -230,19 +259,12 @@ FP8WB_AVX512 void count_fields_avx512(const uint8_t* __restrict__ bins, int64_t 
     // At most 255 steps before the byte counters are added up.
     const int64_t stop = std::min(n, k + 255 * 64);
     for (; k < stop; k += 64) {
-      const __mmask64 live =
-          stop - k >= 64 ? ~__mmask64{0} : static_cast<__mmask64>((uint64_t{1} << (stop - k)) - 1u);
-      const __m512i b = _mm512_maskz_loadu_epi8(live, bins + k);
-      const __m512i d = _mm512_sub_epi8(b, v_lo);
-      const __mmask64 in_hot = _mm512_mask_cmple_epu8_mask(live, d, v_span);
-      const __mmask64 z = _mm512_mask_testn_epi8_mask(live, b, b);
-      count[kHot] = _mm512_mask_sub_epi8(count[kHot], z, count[kHot], minus_one);
+      const FieldStep st = field_step(bins, k, stop, v_lo, v_span, raw);
+      count[kHot] = _mm512_mask_sub_epi8(count[kHot], st.zero, count[kHot], minus_one);
       for (int f = 0; f < kHot; ++f) {
-        const __mmask64 m = _mm512_cmpeq_epi8_mask(d, _mm512_set1_epi8(static_cast<char>(f)));
+        const __mmask64 m = _mm512_cmpeq_epi8_mask(st.d, _mm512_set1_epi8(static_cast<char>(f)));
         count[f] = _mm512_mask_sub_epi8(count[f], m, count[f], minus_one);
       }
-      uint64_t other = _cvtmask64_u64(live) & ~_cvtmask64_u64(_kor_mask64(in_hot, z));
-      for (; other; other &= other - 1) ++raw.field[bins[k + __builtin_ctzll(other)]];
     }
     for (int f = 0; f <= kHot; ++f) {
       const auto c = static_cast<uint64_t>(
@@ -262,12 +284,9 @@ FP8WB_AVX512 void count_fields_avx512(const uint8_t* __restrict__ bins, int64_t 
 template <Format F>
 FP8WB_AVX512_GFNI void count_fields_gfni(const uint8_t* __restrict__ bins, int64_t n,
                                          RawHistogram& raw) {
-  constexpr CodecSpec s = codec_spec(F);
-  constexpr int kHot = 15;
-  constexpr int top = 127 + (s.max_mag >> s.mbits) - s.bias + 1;
-  constexpr int lo = top - (kHot - 1);
+  constexpr int kHot = HotFields<F>::kCount, lo = HotFields<F>::lo;
   // Field 0 lies outside the hot range's offsets [0, kHot) (it would be 256 - lo).
-  static_assert(lo > 0 && top < 255 && 256 - lo >= kHot);
+  static_assert(256 - lo >= kHot);
   const __m512i v_lo = _mm512_set1_epi8(static_cast<char>(lo));
   const __m512i v_span = _mm512_set1_epi8(kHot - 1);
   // One bit per offset: offsets 0-7 in the first byte, 8-14 in the second (field 0: 0x80).
@@ -283,21 +302,14 @@ FP8WB_AVX512_GFNI void count_fields_gfni(const uint8_t* __restrict__ bins, int64
     __m512i count_lo = _mm512_setzero_si512(), count_hi = count_lo;
     const int64_t stop = std::min(n, k + 31 * 64);
     for (; k < stop; k += 64) {
-      const __mmask64 live =
-          stop - k >= 64 ? ~__mmask64{0} : static_cast<__mmask64>((uint64_t{1} << (stop - k)) - 1u);
-      const __m512i b = _mm512_maskz_loadu_epi8(live, bins + k);
-      const __m512i d = _mm512_sub_epi8(b, v_lo);
-      const __mmask64 in_hot = _mm512_mask_cmple_epu8_mask(live, d, v_span);
-      const __mmask64 z = _mm512_mask_testn_epi8_mask(live, b, b);
-      const __m512i one_lo = _mm512_maskz_shuffle_epi8(in_hot, bit_lo, d);
-      const __m512i one_hi =
-          _mm512_mask_mov_epi8(_mm512_maskz_shuffle_epi8(in_hot, bit_hi, d), z, zero_bit);
+      const FieldStep st = field_step(bins, k, stop, v_lo, v_span, raw);
+      const __m512i one_lo = _mm512_maskz_shuffle_epi8(st.in_hot, bit_lo, st.d);
+      const __m512i one_hi = _mm512_mask_mov_epi8(
+          _mm512_maskz_shuffle_epi8(st.in_hot, bit_hi, st.d), st.zero, zero_bit);
       count_lo = _mm512_add_epi8(
           count_lo, _mm512_popcnt_epi8(_mm512_gf2p8affine_epi64_epi8(pick, one_lo, 0)));
       count_hi = _mm512_add_epi8(
           count_hi, _mm512_popcnt_epi8(_mm512_gf2p8affine_epi64_epi8(pick, one_hi, 0)));
-      uint64_t other = _cvtmask64_u64(live) & ~_cvtmask64_u64(_kor_mask64(in_hot, z));
-      for (; other; other &= other - 1) ++raw.field[bins[k + __builtin_ctzll(other)]];
     }
     // Byte j of a quadword's transform holds bit j of its eight bytes: byte j of the
     // eight quadwords added up as 16-bit sums (at most 8 * 248), each quadword widened to a
