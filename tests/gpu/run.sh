@@ -93,6 +93,10 @@ if [ "${PART:-}" = ranks ]; then
   log "FP8 weights across GPUs: fp8wb bench --comm (NCCL)"
   timeout 200 "$FP8WB" bench --comm --nproc 2 --device cuda --json >"$OUT/comm_nccl.json" 2>"$OUT/comm_nccl.err" || rc=1
   cat "$OUT/comm_nccl.json" "$OUT/comm_nccl.err" | head -40
+  log "the same at 8192 x 8192 (past the collectives' latency)"
+  timeout 200 "$FP8WB" bench --comm --nproc 2 --device cuda --rows 8192 --cols 8192 --json \
+    >"$OUT/comm_nccl_8192.json" 2>>"$OUT/comm_nccl.err" || rc=1
+  cat "$OUT/comm_nccl_8192.json"
   "$FP8WB" runs list --db "$db"
   python3 - "$db" "$OUT/ranks.json" <<'PY'
 import json, sqlite3, statistics, sys
