@@ -1,6 +1,6 @@
 // The hardware conversion checked against the software codec on the GPU, over every fp32
 // bit pattern (check_conversion_cuda()).
-#include "quantize_cuda_internal.cuh"
+#include "quantize_cuda_stats.cuh"
 
 namespace fp8wb {
 namespace {

@@ -7,7 +7,7 @@
 // the error map is flushed with one atomic per cell touched (a segmented warp reduction)
 // when the walk leaves a row of cells. Shapes or pointers this kernel cannot take go to a
 // plain element-per-thread kernel.
-#include "quantize_cuda_internal.cuh"
+#include "quantize_cuda_stats.cuh"
 
 namespace fp8wb::qgpu {
 namespace {

@@ -5,7 +5,7 @@
 // columns' transposed rows: the passes that write transposed codes (tensorwise, 128x128
 // blocks), and every statistic for E4M3FN and E5M2 with saturation. Tensorwise passes
 // without statistics or transposed codes take the flat kernel, 16 elements a thread.
-#include "quantize_cuda_internal.cuh"
+#include "quantize_cuda_stats.cuh"
 
 namespace fp8wb::qgpu {
 namespace {
