@@ -5,11 +5,16 @@
 #include "fp8wb/core/distributed.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "distributed_group.h"
 #include "fp8wb/core/run_config.h"
@@ -67,6 +72,65 @@ std::string cause(const std::exception& e) {
   if (const auto* c = dynamic_cast<const c10::Error*>(&e))
     return without_backtrace(c->what_without_backtrace());
   return without_backtrace(e.what());
+}
+
+// The store's making gave up on: the message is the whole story.
+struct StoreWaitError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The TCPStore, made on a thread of its own. A rank that reached a port where something
+// other than rank 0 listens waits in the store's handshake for an answer that never comes,
+// past the store's own timeout and deaf to signals; and rank 0 waits there for the others.
+// The caller gives up after `limit`, or as soon as `stop` is set, and leaves the thread to
+// the process's exit.
+c10::intrusive_ptr<c10d::Store> open_store(const RankInfo& info, const c10d::TCPStoreOptions& so,
+                                           std::chrono::milliseconds limit,
+                                           const std::atomic<bool>* stop,
+                                           const std::string& where) {
+  struct State {
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+    c10::intrusive_ptr<c10d::Store> store;
+    std::exception_ptr error;
+  };
+  auto st = std::make_shared<State>();
+  std::thread([st, addr = info.master_addr, so] {
+    c10::intrusive_ptr<c10d::Store> s;
+    std::exception_ptr e;
+    try {
+      s = c10::make_intrusive<c10d::TCPStore>(addr, so);
+    } catch (...) {
+      e = std::current_exception();
+    }
+    const std::lock_guard<std::mutex> lock(st->m);
+    st->store = std::move(s);
+    st->error = e;
+    st->done = true;
+    st->cv.notify_all();
+  }).detach();
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  std::unique_lock<std::mutex> lock(st->m);
+  while (!st->done) {
+    if (stop && stop->load()) {
+      throw StoreWaitError("rank " + std::to_string(info.rank) +
+                           ": stopped while waiting for the other ranks at " + where);
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      const std::string seconds = std::to_string(limit.count() / 1000) + " s";
+      throw StoreWaitError(info.rank == 0
+                               ? "rank 0 waited " + seconds + " at " + where +
+                                     " for the other ranks, which neither came nor failed"
+                               : "rank " + std::to_string(info.rank) + " reached " + where +
+                                     " but got no answer from rank 0 within " + seconds +
+                                     ": another program may be listening on that port; give the "
+                                     "ranks a free one with MASTER_PORT (or --master-port)");
+    }
+    st->cv.wait_for(lock, std::chrono::milliseconds(100));
+  }
+  if (st->error) std::rethrow_exception(st->error);
+  return st->store;
 }
 
 }  // namespace
@@ -146,7 +210,8 @@ RankGroup::RankGroup(RankInfo info, std::unique_ptr<Impl> impl)
 RankGroup::~RankGroup() = default;
 
 std::unique_ptr<RankGroup> RankGroup::connect(const RankInfo& info, const torch::Device& device,
-                                              std::chrono::milliseconds timeout) {
+                                              std::chrono::milliseconds timeout,
+                                              const std::atomic<bool>* stop) {
   auto impl = std::make_unique<Impl>();
   impl->timeout = timeout;
   const std::string where = info.master_addr + ":" + std::to_string(info.master_port);
@@ -177,7 +242,11 @@ std::unique_ptr<RankGroup> RankGroup::connect(const RankInfo& info, const torch:
   so.waitWorkers = true;
   so.timeout = timeout;
   try {
-    impl->store = c10::make_intrusive<c10d::TCPStore>(info.master_addr, so);
+    // The store's own waits (connecting, then every rank joining) take up to about twice
+    // its timeout; past that, and some slack, it is stuck.
+    impl->store = open_store(info, so, 2 * timeout + std::chrono::seconds(10), stop, where);
+  } catch (const StoreWaitError&) {
+    throw;
   } catch (const std::exception& e) {
     const std::string why = cause(e);
     if (info.rank == 0) {

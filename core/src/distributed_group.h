@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <vector>
@@ -19,9 +20,10 @@ class RankGroup {
   // group for `device` (Gloo on the CPU, NCCL on a CUDA device). Every collective that
   // waits longer than `timeout` ends with an error. Throws std::runtime_error with a
   // message naming the rank, the address and the cause (a port in use, rank 0 never
-  // reached, NCCL without GPUs).
+  // reached, NCCL without GPUs, no answer from the port, `stop` set while waiting).
   static std::unique_ptr<RankGroup> connect(const RankInfo& info, const torch::Device& device,
-                                            std::chrono::milliseconds timeout);
+                                            std::chrono::milliseconds timeout,
+                                            const std::atomic<bool>* stop = nullptr);
   ~RankGroup();
   RankGroup(const RankGroup&) = delete;
   RankGroup& operator=(const RankGroup&) = delete;

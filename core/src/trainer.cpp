@@ -351,7 +351,8 @@ void Trainer::Impl::body() {
                                   " does not split evenly across " + std::to_string(ranks.world) +
                                   " ranks (the batch is the global one)");
     }
-    group = dist::RankGroup::connect(ranks, device, std::chrono::seconds(cfg.rank_timeout));
+    group =
+        dist::RankGroup::connect(ranks, device, std::chrono::seconds(cfg.rank_timeout), &stop_flag);
   }
   const torch::ScalarType dtype = cfg.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat;
   auto data = train::make_data(cfg);

@@ -260,6 +260,77 @@ TEST_F(CliRanks, APortInUseIsNamed) {
   EXPECT_EQ(runs[0].status, fp8wb::RunStatus::Failed);
 }
 
+// A port where something other than rank 0 listens (here: a socket that takes the
+// connection and never answers): a rank launched by hand gives up within about twice its
+// rank_timeout, naming the port, instead of waiting in the handshake for ever.
+TEST_F(CliRanks, ARankAtAPortThatNeverAnswersGivesUp) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(fd, 16), 0);  // connections complete in the kernel; nothing answers
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const std::string port = std::to_string(ntohs(a.sin_port));
+  std::vector<std::string> args = {"train", "--db",          db_, "--set", "steps=5",
+                                   "--set", "rank_timeout=2"};
+  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
+  const auto t0 = std::chrono::steady_clock::now();
+  const int st = wait_for(spawn(args, out, err,
+                                {{"RANK", "1"},
+                                 {"WORLD_SIZE", "2"},
+                                 {"LOCAL_RANK", "1"},
+                                 {"MASTER_ADDR", "127.0.0.1"},
+                                 {"MASTER_PORT", port}}),
+                          60);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  close(fd);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_NE(WEXITSTATUS(st), 0);
+  EXPECT_LT(s, 40.0);
+  const std::string e = slurp(err);
+  EXPECT_NE(e.find("127.0.0.1:" + port + " but got no answer from rank 0"), std::string::npos) << e;
+  EXPECT_NE(e.find("MASTER_PORT"), std::string::npos) << e;
+}
+
+// Ctrl-C while rank 0 waits for ranks that never come ends it at once, not after the
+// rank_timeout.
+TEST_F(CliRanks, AnInterruptEndsTheWaitForTheOtherRanks) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);  // a free port, released for rank 0
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const std::string port = std::to_string(ntohs(a.sin_port));
+  close(fd);
+  std::vector<std::string> args = {"train",           "--db", db_, "--set", "steps=5", "--set",
+                                   "rank_timeout=120"};
+  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
+  const pid_t pid = spawn(args, out, err,
+                          {{"RANK", "0"},
+                           {"WORLD_SIZE", "2"},
+                           {"LOCAL_RANK", "0"},
+                           {"MASTER_ADDR", "127.0.0.1"},
+                           {"MASTER_PORT", port}});
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const auto t0 = std::chrono::steady_clock::now();
+  kill(pid, SIGINT);
+  const int st = wait_for(pid, 60);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_NE(WEXITSTATUS(st), 0);
+  EXPECT_LT(s, 10.0);
+  const std::string e = slurp(err);
+  EXPECT_NE(e.find("stopped while waiting for the other ranks at 127.0.0.1:" + port),
+            std::string::npos)
+      << e;
+}
+
 TEST_F(CliRanks, BadRequestsAreRefusedBeforeAnyRankStarts) {
   Result r = run({"train", "--db", db_, "--nproc", "3", "--set", "batch=8"});
   EXPECT_NE(r.rc, 0);
