@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -80,7 +81,16 @@ int launch_ranks(const LaunchOptions& opt, std::ostream& err) {
   int port = opt.master_port;
   if (port == 0) {
     const char* env = std::getenv("MASTER_PORT");
-    port = env && *env ? std::atoi(env) : free_port();
+    if (env && *env) {
+      const char* end = env + std::strlen(env);
+      const auto [at, ec] = std::from_chars(env, end, port);
+      if (ec != std::errc() || at != end || port < 1 || port > 65535) {
+        throw std::invalid_argument(
+            fmt::format("MASTER_PORT is \"{}\": not a port from 1 to 65535", env));
+      }
+    } else {
+      port = free_port();
+    }
   }
   if (port < 1 || port > 65535)
     throw std::invalid_argument(fmt::format("the port {} is not one from 1 to 65535", port));

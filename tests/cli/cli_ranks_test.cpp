@@ -342,6 +342,17 @@ TEST_F(CliRanks, BadRequestsAreRefusedBeforeAnyRankStarts) {
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.err.find("rank_timeout"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(db_));
+  // A MASTER_PORT that is not a port is quoted as given.
+  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
+  for (const std::string bad : {"abc", "0", "70000"}) {
+    const int st = wait_for(
+        spawn({"train", "--db", db_, "--nproc", "2"}, out, err, {{"MASTER_PORT", bad}}), 60);
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_NE(WEXITSTATUS(st), 0);
+    const std::string e = slurp(err);
+    EXPECT_NE(e.find("MASTER_PORT is \"" + bad + "\""), std::string::npos) << e;
+  }
+  EXPECT_FALSE(std::filesystem::exists(db_));
   // Ranks on GPUs where there are fewer than two (or no CUDA, or no NCCL, in the build).
   if (fp8wb::Trainer::cuda_device_count() < 2 || !fp8wb::distributed_backend_available("nccl")) {
     r = run({"train", "--db", db_, "--nproc", "2", "--device", "cuda"});
