@@ -134,6 +134,21 @@ pid_t rank_process(pid_t parent, int rank) {
   return 0;
 }
 
+// A TCP socket bound to a free port of `addr` (listening when asked: connections then
+// complete in the kernel though nothing answers them); its port into `port`.
+int bound_socket(uint32_t addr, bool listening, int& port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(addr);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  if (listening) EXPECT_EQ(listen(fd, 16), 0);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  port = ntohs(a.sin_port);
+  return fd;
+}
+
 TEST_F(CliRanks, TwoRanksWriteOneRunWithEveryRanksScales) {
   std::vector<std::string> args = {"train", "--db", db_, "--nproc", "2", "--set", "steps=12"};
   args.insert(args.end(), kTiny.begin(), kTiny.end());
@@ -233,15 +248,8 @@ TEST_F(CliRanks, ALauncherKilledOutrightStopsItsRanks) {
 }
 
 TEST_F(CliRanks, APortInUseIsNamed) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_ANY);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(listen(fd, 16), 0);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  const int port = ntohs(a.sin_port);
+  int port = 0;
+  const int fd = bound_socket(INADDR_ANY, true, port);
   std::vector<std::string> args = {
       "train", "--db",    db_,     "--nproc",        "2", "--master-port", std::to_string(port),
       "--set", "steps=5", "--set", "rank_timeout=20"};
@@ -264,15 +272,9 @@ TEST_F(CliRanks, APortInUseIsNamed) {
 // connection and never answers): a rank launched by hand gives up within about twice its
 // rank_timeout, naming the port, instead of waiting in the handshake for ever.
 TEST_F(CliRanks, ARankAtAPortThatNeverAnswersGivesUp) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(listen(fd, 16), 0);  // connections complete in the kernel; nothing answers
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  const std::string port = std::to_string(ntohs(a.sin_port));
+  int p = 0;
+  const int fd = bound_socket(INADDR_LOOPBACK, true, p);
+  const std::string port = std::to_string(p);
   std::vector<std::string> args = {"train", "--db",          db_, "--set", "steps=5",
                                    "--set", "rank_timeout=2"};
   args.insert(args.end(), kTiny.begin(), kTiny.end());
@@ -298,15 +300,9 @@ TEST_F(CliRanks, ARankAtAPortThatNeverAnswersGivesUp) {
 // Ctrl-C while rank 0 waits for ranks that never come ends it at once, not after the
 // rank_timeout.
 TEST_F(CliRanks, AnInterruptEndsTheWaitForTheOtherRanks) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);  // a free port, released for rank 0
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  const std::string port = std::to_string(ntohs(a.sin_port));
-  close(fd);
+  int p = 0;
+  close(bound_socket(INADDR_LOOPBACK, false, p));  // a free port, released for rank 0
+  const std::string port = std::to_string(p);
   std::vector<std::string> args = {"train",           "--db", db_, "--set", "steps=5", "--set",
                                    "rank_timeout=120"};
   args.insert(args.end(), kTiny.begin(), kTiny.end());
