@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "fp8wb/core/checkpoint_analysis.h"
 #include "fp8wb/core/safetensors.h"
 #include "temp_dir.h"
@@ -168,14 +170,18 @@ int main(int argc, char** argv) {
   }
   fp8wb::test::remove_tree(dir);
   if (!json.empty()) {
+    nlohmann::json out = {{"mb", bytes / 1e6},
+                          {"d", d},
+                          {"tensors", ckpt->tensors().size()},
+                          {"rows", nlohmann::json::array()}};
+    for (const auto& r : rows)
+      out["rows"].push_back({{"what", r.what}, {"s", r.seconds}, {"gbs", bytes / 1e9 / r.seconds}});
     std::ofstream f(json);
-    f << "{\"mb\": " << bytes / 1e6 << ", \"d\": " << d
-      << ", \"tensors\": " << ckpt->tensors().size() << ", \"rows\": [";
-    for (size_t i = 0; i < rows.size(); ++i) {
-      f << (i ? ", " : "") << "{\"what\": \"" << rows[i].what << "\", \"s\": " << rows[i].seconds
-        << ", \"gbs\": " << bytes / 1e9 / rows[i].seconds << "}";
+    f << out.dump(1) << "\n";
+    if (!f) {
+      std::fprintf(stderr, "cannot write %s\n", json.c_str());
+      return 1;
     }
-    f << "]}\n";
   }
   return 0;
 }

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #define FP8WB_BENCH_CHECK(x)                                               \
   do {                                                                     \
     cudaError_t e_ = (x);                                                  \
@@ -59,10 +61,10 @@ inline std::string json_path_arg(int argc, char** argv) {
 }
 
 // Prints a table with each row's throughput as a share of the first row's (the copy),
-// and writes {"device", <extra>, "rows": [...]} when json_path is not empty.
+// and writes `extra` with "device" and "rows" added when json_path is not empty.
 inline void report(const std::string& title, const std::string& device,
                    const std::vector<BenchRow>& rows, const std::string& json_path,
-                   const std::string& extra_json) {
+                   nlohmann::json extra) {
   const double copy_gbs = rows.front().bytes / rows.front().ms / 1e6;
   std::printf("%s\n%-44s %9s %9s %8s\n", title.c_str(), "what", "ms", "GB/s", "of copy");
   for (const BenchRow& r : rows) {
@@ -70,14 +72,16 @@ inline void report(const std::string& title, const std::string& device,
     std::printf("%-44s %9.3f %9.1f %7.1f%%\n", r.what.c_str(), r.ms, gbs, 100 * gbs / copy_gbs);
   }
   if (json_path.empty()) return;
-  std::ofstream js(json_path);
-  js << "{\"device\": \"" << device << "\", " << extra_json << ", \"rows\": [";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const double gbs = rows[i].bytes / rows[i].ms / 1e6;
-    js << (i ? ", " : "") << "{\"what\": \"" << rows[i].what << "\", \"ms\": " << rows[i].ms
-       << ", \"gbs\": " << gbs << ", \"of_copy\": " << gbs / copy_gbs << "}";
+  extra["device"] = device;
+  extra["rows"] = nlohmann::json::array();
+  for (const BenchRow& r : rows) {
+    const double gbs = r.bytes / r.ms / 1e6;
+    extra["rows"].push_back(
+        {{"what", r.what}, {"ms", r.ms}, {"gbs", gbs}, {"of_copy", gbs / copy_gbs}});
   }
-  js << "]}\n";
+  std::ofstream js(json_path);
+  js << extra.dump(1) << "\n";
+  if (!js) std::fprintf(stderr, "cannot write %s\n", json_path.c_str());
 }
 
 }  // namespace fp8wb::bench

@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
 
   fp8wb::bench::report("GPU codec throughput, " + std::string(prop.name) +
                            ", n = " + std::to_string(n) + " (bytes = read + written)",
-                       prop.name, rows, json_path, "\"n\": " + std::to_string(n));
+                       prop.name, rows, json_path, {{"n", n}});
   cudaFree(f32);
   cudaFree(f32b);
   cudaFree(bf16);

@@ -1,17 +1,24 @@
 // The MLP block of the performance notes, d -> 4d -> d with GELU, forward and backward,
 // bf16 activations and weights: plain bf16 (cuBLAS) against Float8Linear (tensorwise
 // current and delayed scaling, rowwise; statistics off and on every step), in one run.
-// Prints a table; --json PATH writes the figures.
+// Prints a table; --json PATH writes the figures; --trace DIR writes, for each variant
+// and shape, the Kineto profiler's events of five steps (every kernel, copy and CPU-side
+// operator with its times, clocks as they run), for tests/gpu/trace_summary.py.
+#include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/torch/float8_linear.h"
@@ -69,16 +76,47 @@ double median_step_ms(const std::function<void()>& step, int reps) {
   return t[t.size() / 2];
 }
 
+// Runs `steps` steps under the Kineto profiler (CPU operators and runtime calls, GPU
+// kernels, copies and memsets) and writes its events to `path` as JSON: an array of
+// {name, cuda (a GPU operation), start_ns, dur_ns}.
+void trace_steps(const std::function<void()>& step, int steps, const std::string& path) {
+  namespace prof = torch::profiler::impl;
+  const prof::ProfilerConfig cfg(prof::ProfilerState::KINETO);
+  const std::set<prof::ActivityType> acts{prof::ActivityType::CPU, prof::ActivityType::CUDA};
+  torch::autograd::profiler::prepareProfiler(cfg, acts);
+  torch::autograd::profiler::enableProfiler(cfg, acts);
+  for (int i = 0; i < steps; ++i) {
+    RECORD_USER_SCOPE("fp8wb_step");  // the step's window, up to its synchronisation
+    step();
+    torch::cuda::synchronize();
+  }
+  const auto result = torch::autograd::profiler::disableProfiler();
+  nlohmann::json events = nlohmann::json::array();
+  int64_t gpu = 0;
+  for (const auto& e : result->events()) {
+    const bool cuda = e.deviceType() == c10::DeviceType::CUDA;
+    gpu += cuda;
+    events.push_back({{"name", e.name()},
+                      {"cuda", cuda},
+                      {"start_ns", e.startNs()},
+                      {"dur_ns", e.durationNs()}});
+  }
+  std::ofstream(path) << events.dump() << "\n";
+  std::printf("   trace: %zu events, %lld on the GPU -> %s\n", events.size(),
+              static_cast<long long>(gpu), path.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string json_path, only;
+  std::string json_path, only, trace_dir;
   int reps = 20;
   int64_t only_d = 0;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "--json") json_path = argv[i + 1];
     if (std::string(argv[i]) == "--reps") reps = std::stoi(argv[i + 1]);
     if (std::string(argv[i]) == "--only") only = argv[i + 1];  // variants containing it, and bf16
+    if (std::string(argv[i]) == "--trace") trace_dir = argv[i + 1];
     if (std::string(argv[i]) == "--d") only_d = std::stoll(argv[i + 1]);  // one shape: 16384 x d
   }
   if (!torch::cuda::is_available()) {
@@ -98,13 +136,9 @@ int main(int argc, char** argv) {
   std::printf("MLP block d -> 4d -> d, GELU, fwd+bwd, bf16; %s; median of %d steps\n",
               info.device_name.c_str(), reps);
   std::printf("%-14s %-32s %9s %9s\n", "tokens x d", "variant", "ms", "vs bf16");
-  std::ofstream js;
-  if (!json_path.empty()) {
-    js.open(json_path);
-    js << "{\"device\": \"" << info.device_name << "\", \"torch\": \"" << info.torch_version
-       << "\", \"rows\": [";
-  }
-  bool first_row = true;
+  nlohmann::json js = {{"device", info.device_name},
+                       {"torch", info.torch_version},
+                       {"rows", nlohmann::json::array()}};
   for (const auto& [m, d] : shapes) {
     if (only_d && (d != only_d || m != 16384)) continue;
     torch::manual_seed(0);
@@ -139,18 +173,30 @@ int main(int argc, char** argv) {
       if (!v.cfg) bf16_ms = ms;
       const std::string shape = std::to_string(m) + "x" + std::to_string(d);
       std::printf("%-14s %-32s %9.3f %8.2fx\n", shape.c_str(), v.name.c_str(), ms, bf16_ms / ms);
-      if (js.is_open()) {
-        js << (first_row ? "" : ", ") << "{\"m\": " << m << ", \"d\": " << d << ", \"variant\": \""
-           << v.name << "\", \"ms\": " << ms << ", \"speedup\": " << bf16_ms / ms
-           << ", \"gemms_real\": " << s1.probe.gemms_real + s2.probe.gemms_real
-           << ", \"gemms_emulated\": " << s1.probe.gemms_emulated + s2.probe.gemms_emulated << "}";
-        first_row = false;
+      js["rows"].push_back({{"m", m},
+                            {"d", d},
+                            {"variant", v.name},
+                            {"ms", ms},
+                            {"speedup", bf16_ms / ms},
+                            {"gemms_real", s1.probe.gemms_real + s2.probe.gemms_real},
+                            {"gemms_emulated", s1.probe.gemms_emulated + s2.probe.gemms_emulated}});
+      if (!trace_dir.empty()) {
+        std::string file = shape + "-" + v.name;
+        for (char& c : file) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+        trace_steps(step, 5, trace_dir + "/" + file + ".json");
       }
       if (v.cfg && s1.probe.gemms_emulated + s2.probe.gemms_emulated > 0)
         std::printf("   (%lld GEMMs emulated)\n",
                     static_cast<long long>(s1.probe.gemms_emulated + s2.probe.gemms_emulated));
     }
   }
-  if (js.is_open()) js << "]}\n";
+  if (!json_path.empty()) {
+    std::ofstream f(json_path);
+    f << js.dump(1) << "\n";
+    if (!f) {
+      std::fprintf(stderr, "cannot write %s\n", json_path.c_str());
+      return 1;
+    }
+  }
   return 0;
 }

@@ -150,10 +150,8 @@ int main(int argc, char** argv) {
                         median_ms([&] { group_amax_cuda(x, L, b.amax, b.amax + 1); })});
   }
   CHECK(cudaDeviceSynchronize());
-  fp8wb::bench::report(
-      "GPU quantize, " + std::string(prop.name) + ", " + std::to_string(rows) + " x " +
-          std::to_string(cols) + " (bytes = read once + written once)",
-      prop.name, rows_out, json_path,
-      "\"rows_x_cols\": [" + std::to_string(rows) + ", " + std::to_string(cols) + "]");
+  fp8wb::bench::report("GPU quantize, " + std::string(prop.name) + ", " + std::to_string(rows) +
+                           " x " + std::to_string(cols) + " (bytes = read once + written once)",
+                       prop.name, rows_out, json_path, {{"rows_x_cols", {rows, cols}}});
   return 0;
 }

@@ -14,6 +14,10 @@
 #                 profile of the statistics kernel, for work on the kernels;
 #                 PROFILE_STEP="fp8 rowwise current" (a variant of the MLP benchmark)
 #                 adds the time of every kernel of its steps; NO_BENCH=1: the tests only
+#   PART=trace    only the MLP benchmark at 16384 x 4096 (bf16, tensorwise delayed with and
+#                 without statistics), then its steps under the Kineto profiler, clocks as
+#                 they run: GPU busy and idle time a step and every GPU operation, and what
+#                 statistics add (trace_summary.py); the traces are kept gzipped
 #   PART=cpu      only the CPU figures beside PyTorch's: the quantize pass on one thread
 #                 (each statistics loop) against PyTorch's cast (P4), and the emulated
 #                 training steps of `fp8wb bench --train-only --device cpu` (P5)
@@ -149,6 +153,23 @@ if [ "${PART:-}" = cpu ]; then
     --benchmark_out="$OUT/cpu_quantize_bench.json" --benchmark_out_format=json 2>&1 | grep -E "BM_|Run on"
   log "CPU training steps (P5)"
   "$BUILD/app/fp8wb" bench --train-only --device cpu 2>&1 | tail -8
+  exit 0
+fi
+
+if [ "${PART:-}" = trace ]; then
+  log "build (MLP benchmark)"
+  start=$(date +%s)
+  ninja -C "$BUILD" fp8wb_float8_linear_bench >>"$OUT/build.log" 2>&1 || { grep -E 'error|Error' -A3 "$OUT/build.log" | head -60; exit 1; }
+  echo "built in $(( $(date +%s) - start )) s"
+  log "MLP steps, then five of each under the Kineto profiler, 16384 x 4096"
+  mkdir -p "$OUT/traces"
+  "$BUILD/tests/gpu/fp8wb_float8_linear_bench" --only "tensorwise delayed" --d 4096 --reps 10 \
+    --trace "$OUT/traces" || exit 1
+  t="$OUT/traces/16384x4096_"
+  python3 tests/gpu/trace_summary.py "${t}bf16.json" "${t}fp8_tensorwise_delayed.json"
+  python3 tests/gpu/trace_summary.py "${t}fp8_tensorwise_delayed.json" \
+    "${t}fp8_tensorwise_delayed___stats.json" | tail -50
+  gzip -f "$OUT"/traces/*.json
   exit 0
 fi
 
