@@ -198,14 +198,21 @@ DevQ quantize_role(const at::Tensor& t, const QuantRecipe& recipe, Float8RoleHis
   uint32_t* amax_word = nullptr;
   at::Tensor* hd = hist ? &device_history(*hist, dcfg, t.device()) : nullptr;
   const bool bootstrap = hist && hist->steps == 0 && dcfg.initial == InitialScale::BootstrapCurrent;
-  if (hd && !bootstrap) {
-    // This step's scales (copies: the update below replaces the history's in stream
-    // order; separate allocations keep them 16-byte aligned, as cuBLAS wants its scales).
-    scale = hd->narrow(0, dcfg.window, 1).clone();
-    q.rows.scale_inv = hd->narrow(0, dcfg.window + 1, 1).clone();
+  // Under delayed scaling the quantize pass reads the history's scale (the update below
+  // comes after it in stream order); the update writes the scale_inv the codes were made
+  // with into their own allocation (16-byte aligned, as cuBLAS wants its scales) and into
+  // the statistics, and zeroes the amax word for the next step: no small copies between.
+  DelayedUpdateExtras after;
+  const bool from_history = hd && !bootstrap;
+  if (from_history) {
+    scale = hd->narrow(0, dcfg.window, 1);
+    q.rows.scale_inv = at::empty({1}, fopt);
+    after.used_scale_inv = q.rows.scale_inv.data_ptr<float>();
+    if (slot) after.used_scale_inv_2 = reinterpret_cast<float*>(&tg.stats->scale_inv_bits);
     if (!slot) {
-      hd->narrow(0, dcfg.window + 3, 1).zero_();
+      // Zero since the history was made, and zeroed again by every update.
       tg.amax_bits = reinterpret_cast<uint32_t*>(hd->data_ptr<float>() + dcfg.window + 3);
+      after.amax_reset = tg.amax_bits;
     }
   } else {
     // amax per group and of the tensor, scale, scale_inv, global scale (NVFP4); each
@@ -249,10 +256,10 @@ DevQ quantize_role(const at::Tensor& t, const QuantRecipe& recipe, Float8RoleHis
     float* h = hd->data_ptr<float>();
     const int w = dcfg.window;
     delayed_update_cuda(amax_word, h, w, hist->head, recipe.format, dcfg, h + w, h + w + 1,
-                        h + w + 2, stream());
+                        h + w + 2, stream(), after);
     hist->steps++;
   }
-  if (slot) {
+  if (slot && !from_history) {
     C10_CUDA_CHECK(cudaMemcpyAsync(&tg.stats->scale_inv_bits, q.rows.scale_inv.data_ptr<float>(), 4,
                                    cudaMemcpyDeviceToDevice,
                                    reinterpret_cast<cudaStream_t>(stream())));

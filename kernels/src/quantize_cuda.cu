@@ -139,11 +139,18 @@ __global__ void dequantize_kernel(const uint8_t* __restrict__ codes, Geometry G,
 // `head`, reduces the window and derives the next scale, as the host does in fp32.
 __global__ void delayed_update_kernel(const uint32_t* amax_bits, float* history, int window,
                                       int head, float fmax, int margin, bool most_recent,
-                                      float* scale, float* scale_inv, float* amax_h_out) {
+                                      float* scale, float* scale_inv, float* amax_h_out,
+                                      DelayedUpdateExtras after) {
   __shared__ float part[1024];
   const float amax = __uint_as_float(*amax_bits);
-  if (threadIdx.x == 0) history[head] = amax;
-  __syncthreads();
+  if (threadIdx.x == 0) {
+    history[head] = amax;
+    const float used = *scale_inv;  // before thread 0 writes the next step's below
+    if (after.used_scale_inv) *after.used_scale_inv = used;
+    if (after.used_scale_inv_2) *after.used_scale_inv_2 = used;
+  }
+  __syncthreads();  // every thread has read the amax: its word may be reset
+  if (threadIdx.x == 0 && after.amax_reset) *after.amax_reset = 0;
   float m = 0;
   for (int i = threadIdx.x; i < window; i += blockDim.x) m = fmaxf(m, history[i]);
   part[threadIdx.x] = m;
@@ -319,13 +326,14 @@ void dequantize_cuda(const uint8_t* codes, const QuantRecipe& recipe, const Grou
 
 void delayed_update_cuda(const uint32_t* d_amax_bits, float* d_history, int window, int head,
                          Format format, const DelayedScalingConfig& config, float* d_scale,
-                         float* d_scale_inv, float* d_amax_h, fp8wb_stream_t stream) {
+                         float* d_scale_inv, float* d_amax_h, fp8wb_stream_t stream,
+                         const DelayedUpdateExtras& after) {
   validate_delayed_config(config);
   if (head < 0 || head >= window || window != config.window)
     throw std::invalid_argument("delayed_update_cuda: head outside the window");
   delayed_update_kernel<<<1, 1024, 0, reinterpret_cast<cudaStream_t>(stream)>>>(
       d_amax_bits, d_history, window, head, static_cast<float>(format_info(format).max_finite),
-      config.margin, config.algo == AmaxAlgo::MostRecent, d_scale, d_scale_inv, d_amax_h);
+      config.margin, config.algo == AmaxAlgo::MostRecent, d_scale, d_scale_inv, d_amax_h, after);
   FP8WB_GPU_CHECK(cudaGetLastError());
 }
 

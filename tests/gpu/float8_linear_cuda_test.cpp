@@ -206,6 +206,12 @@ TEST(Float8LinearCudaDelayed, FollowsTheCpuScalerStepByStep) {
     }
     EXPECT_EQ(gpu->probe().stats_step, 6);
     EXPECT_EQ(gpu->probe().input.stats.raw.amax_bits, cpu->probe().input.stats.raw.amax_bits);
+    // The scale each role's statistics say it used (the delayed update writes it on the GPU).
+    for (const RoleEntry& role : kRoles) {
+      EXPECT_TRUE(gpu->probe().stats(role.value).valid) << "role " << role.name;
+      EXPECT_EQ(gpu->probe().stats(role.value).scale, cpu->probe().stats(role.value).scale)
+          << "role " << role.name;
+    }
   }
 }
 

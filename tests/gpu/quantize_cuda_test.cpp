@@ -201,12 +201,15 @@ TEST(CudaDelayedScaling, MatchesTheHostScalerStepByStep) {
     const GroupLayout L = make_layout(r, rows, cols);
     DelayedScaler host(r.format, cfg);
     Dev<float> x(static_cast<size_t>(rows * cols)), history(static_cast<size_t>(cfg.window)),
-        scale(1), scale_inv(1), amax_h(1);
+        scale(1), scale_inv(1), amax_h(1), used(1), used2(1);
     Dev<uint32_t> amax(1);
     Dev<uint8_t> codes(static_cast<size_t>(rows * cols));
     history.put(std::vector<float>(static_cast<size_t>(cfg.window), 0.0f));
     scale.put({1.0f});
     scale_inv.put({1.0f});
+    // The amax word is zeroed once: from then on each update resets it for the next step
+    // (DelayedUpdateExtras::amax_reset), as Float8Linear's steps do.
+    ASSERT_EQ(cudaMemset(amax.p, 0, 4), cudaSuccess);
     int head = 0;
     for (int step = 0; step < 40; ++step) {
       // Activations that drift: amaxes rise, then fall by 2^10, with a zero tensor once.
@@ -221,7 +224,6 @@ TEST(CudaDelayedScaling, MatchesTheHostScalerStepByStep) {
       ss.scale_inv = {1.0f / s};
       std::vector<uint8_t> want(v.size());
       const auto cpu = quantize(TensorRef::of(v.data(), rows, cols), r, ss, {want.data()});
-      ASSERT_EQ(cudaMemset(amax.p, 0, 4), cudaSuccess);
       DeviceStatsTargets t;
       t.amax_bits = amax.p;
       quantize_cuda({x.p, nullptr, rows, cols}, r, L, scale.p, scale_inv.p, codes.p, nullptr, t);
@@ -229,8 +231,16 @@ TEST(CudaDelayedScaling, MatchesTheHostScalerStepByStep) {
       const uint32_t got_amax = amax.get(1)[0];
       EXPECT_EQ(got_amax, cpu.stats.raw.amax_bits) << "step " << step;
       head = (head + cfg.window - 1) % cfg.window;
+      DelayedUpdateExtras after;
+      after.used_scale_inv = used.p;
+      after.used_scale_inv_2 = used2.p;
+      after.amax_reset = amax.p;
       delayed_update_cuda(amax.p, history.p, cfg.window, head, r.format, cfg, scale.p, scale_inv.p,
-                          amax_h.p);
+                          amax_h.p, nullptr, after);
+      // The scale_inv this step's codes were made with, before the update moved it on.
+      EXPECT_EQ(used.get(1)[0], 1.0f / s) << "step " << step;
+      EXPECT_EQ(used2.get(1)[0], 1.0f / s) << "step " << step;
+      EXPECT_EQ(amax.get(1)[0], 0u) << "step " << step;
       host.update(cpu.stats.amax());
       const float gs = scale.get(1)[0];
       EXPECT_EQ(gs, host.scale()) << "step " << step;

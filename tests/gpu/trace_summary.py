@@ -15,15 +15,28 @@ import re
 import sys
 
 def short(name):
-    name = re.sub(r"\(.*", "", name)  # parameters
-    name = re.sub(r"<.*>", "<>", name)  # template arguments
-    return name[:70]
+    """A kernel's name without its parameters and namespaces' clutter; template
+    arguments shortened, so that instances of one template stay apart."""
+    name = name.replace("void ", "", 1).replace("(anonymous namespace)::", "")
+    depth, out = 0, []
+    for ch in name:  # drop the parameter list: the first "(" outside template arguments
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "(" and depth == 0:
+            break
+        out.append(ch)
+    name = "".join(out)
+    name = re.sub(r"\(fp8wb::Format\)", "F", name)
+    name = re.sub(r"at::native::|fp8wb::qgpu::|std::", "", name)
+    return name[:90]
 
 
 def load(path):
     events = json.load(open(path))
     gpu = sorted(({"name": e["name"], "ts": e["start_ns"] / 1000, "dur": e["dur_ns"] / 1000}
-                  for e in events if e["cuda"]), key=lambda e: e["ts"])
+                  for e in events if e["cuda"] and e["name"] != "fp8wb_step"), key=lambda e: e["ts"])
     windows = sorted((e["start_ns"] / 1000, (e["start_ns"] + e["dur_ns"]) / 1000)
                      for e in events if not e["cuda"] and e["name"] == "fp8wb_step")
     steps = []

@@ -59,9 +59,19 @@ void quantize_cuda(const DeviceTensor& x, const QuantRecipe& recipe, const Group
 // window, before each update, as the host scaler does), and d_scale / d_scale_inv become
 // the next step's ((fmax / amax_h) / 2^margin; unchanged when amax_h <= 0 or non-finite).
 // d_amax_h (may be null) receives amax_h.
+// `after` (each pointer may be null) spares a step the small copies around an update:
+// the scale_inv the step's codes were made with (d_scale_inv as it was) is written to
+// used_scale_inv and used_scale_inv_2 before it moves on, and amax_reset (the word the
+// next step's amax gathers in) is zeroed once d_amax_bits has been read.
+struct DelayedUpdateExtras {
+  float* used_scale_inv = nullptr;
+  float* used_scale_inv_2 = nullptr;
+  uint32_t* amax_reset = nullptr;
+};
 void delayed_update_cuda(const uint32_t* d_amax_bits, float* d_history, int window, int head,
                          Format format, const DelayedScalingConfig& config, float* d_scale,
-                         float* d_scale_inv, float* d_amax_h, fp8wb_stream_t stream = nullptr);
+                         float* d_scale_inv, float* d_amax_h, fp8wb_stream_t stream = nullptr,
+                         const DelayedUpdateExtras& after = {});
 
 // out = decode(code) * scale_inv of the code's group, on the device.
 void dequantize_cuda(const uint8_t* codes, const QuantRecipe& recipe, const GroupLayout& layout,
