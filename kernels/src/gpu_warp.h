@@ -1,6 +1,6 @@
 // defines: the warp-level operations the kernels use, for any warp width: kWarpSize (32
 // lanes on NVIDIA GPUs, 64-lane wavefronts on the AMD GPUs the HIP build targets),
-// LaneMask, lane_id(), shuffles, ballot, active_mask(), match_any(), lane_count(),
+// LaneMask, lane_id(), shuffles, ballot, any_of(), active_mask(), match_any(), lane_count(),
 // lowest_lane(), warp_sum(), warp_max(). CUDA takes the *_sync forms over the full warp;
 // HIP's unsynchronised forms act on the whole wavefront (hipcc 5.2 has no *_sync forms, no
 // __activemask() and no __match_any(): they are built here from __ballot and __shfl).
@@ -78,6 +78,17 @@ __device__ __forceinline__ LaneMask ballot(bool p) {
   return __ballot(p);
 #else
   return __ballot_sync(kFullMask, p);
+#endif
+}
+
+// Whether p holds on any lane of `lanes`, which must be exactly the lanes executing the
+// call (HIP: the active lanes of the wavefront). Every one of them gets the same answer.
+__device__ __forceinline__ bool any_of(LaneMask lanes, bool p) {
+#if defined(FP8WB_HIP)
+  (void)lanes;
+  return __any(p);
+#else
+  return __any_sync(lanes, p);
 #endif
 }
 

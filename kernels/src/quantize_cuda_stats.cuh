@@ -111,14 +111,34 @@ constexpr uint32_t saturating_bits() {
   return F == Format::E4M3FN ? 0x43E80001u : 0x47700000u;
 }
 
+// How a counting step takes its rarely needed branches. LaneDecides: each lane for
+// itself. WarpDecides: the lanes of `lanes` (exactly those executing the step) together,
+// a branch any of them needs taken by all, its inner tests per lane: the warp never
+// splits, so no lane waits where the branches rejoin (those waits and the branches'
+// bookkeeping were a tenth of the tile kernel's instructions, docs/performance.md).
+struct LaneDecides {
+  __device__ __forceinline__ bool operator()(bool p) const { return p; }
+};
+struct WarpDecides {
+  gpu::LaneMask lanes;
+  __device__ __forceinline__ bool operator()(bool p) const { return gpu::any_of(lanes, p); }
+};
+
 // Squares of four differences and four inputs (finite inputs only; the caller zeroes the
 // rest) summed in fp32, then taken to fp64. Partials outside [2^-100, 2^126] (zeros,
 // values whose squares would leave fp32's normal range) are summed in fp64 instead.
+template <class Decide = LaneDecides>
 __device__ __forceinline__ void square_sums4(const float e[4], const float v[4], double& re,
-                                             double& rs) {
+                                             double& rs, Decide any = {}) {
   const float pe = fmaf(e[3], e[3], fmaf(e[2], e[2], fmaf(e[1], e[1], e[0] * e[0])));
   const float ps = fmaf(v[3], v[3], fmaf(v[2], v[2], fmaf(v[1], v[1], v[0] * v[0])));
-  if (pe >= 0x1p-100f && pe <= 0x1p126f && ps >= 0x1p-100f && ps <= 0x1p126f) {
+  const bool fp32 = pe >= 0x1p-100f && pe <= 0x1p126f && ps >= 0x1p-100f && ps <= 0x1p126f;
+  if (!any(!fp32)) {  // no lane needs fp64 (a branch of its own: it may be the warp's)
+    re = pe;
+    rs = ps;
+    return;
+  }
+  if (fp32) {
     re = pe;
     rs = ps;
     return;
@@ -196,17 +216,19 @@ __device__ __forceinline__ void hist_inc(uint32_t* hist, float y) {
 // largest magnitude (a saturated element's code is), and returns true; else it counts
 // nothing and returns false. It does not read the NaN codes, which therefore need not be
 // patched (encode4's kNanCodes) before it: y has no NaN when x and the scale are finite.
-// kHistGiven: hist is not null (no test an element).
-template <Format F, bool kHistGiven = false>
+// kHistGiven: hist is not null (no test an element). Under WarpDecides it counts the four
+// of every lane or of none.
+template <Format F, bool kHistGiven = false, class Decide = LaneDecides>
 __device__ __forceinline__ bool count4_finite(const float x[4], const float y[4], const float dq[4],
                                               uint32_t word, LaneStats& ls, uint32_t* hist,
-                                              float e[4], float vf[4], bool finite_scale) {
+                                              float e[4], float vf[4], bool finite_scale,
+                                              Decide any = {}) {
   constexpr CodecSpec s = codec_spec(F);
   uint32_t a[4];
 #pragma unroll
   for (int k = 0; k < 4; ++k) a[k] = float_bits(x[k]) & 0x7FFFFFFFu;
   const uint32_t a4 = max(max(a[0], a[1]), max(a[2], a[3]));
-  if (a4 >= 0x7F800000u || !finite_scale) return false;
+  if (any(a4 >= 0x7F800000u || !finite_scale)) return false;
   ls.numel += 4;
   ls.amax = max(ls.amax, a4);
   const uint32_t mags = word & 0x7F7F7F7Fu;
@@ -217,8 +239,8 @@ __device__ __forceinline__ bool count4_finite(const float x[4], const float y[4]
   ls.subnormal += __popc(nonzero & ~normal);
   const uint32_t top = mags ^ (uint32_t{s.max_mag} * 0x01010101u);  // a zero byte: largest
   const bool largest = (top - 0x01010101u) & ~top & 0x80808080u;
-  if (nonzero_codes != 4 || largest) {  // one branch for both rare cases
-    if (nonzero_codes != 4) {           // a zero input or an underflow
+  if (any(nonzero_codes != 4 || largest)) {  // one branch for both rare cases
+    if (nonzero_codes != 4) {                // a zero input or an underflow
       const uint32_t zeros = (a[0] == 0) + (a[1] == 0) + (a[2] == 0) + (a[3] == 0);
       ls.zeros += zeros;
       ls.underflow += 4 - nonzero_codes - zeros;  // zero codes of nonzero inputs

@@ -87,7 +87,11 @@ __global__ void __launch_bounds__(kThreads, 3)
     const int64_t tc = tw.c(), tr = tw.r();
     const int64_t c0 = tc + tx * 4, r0 = tr + ty * 16;
     double te = 0, ts = 0;
-    if (c0 < G.cols && r0 < G.rows) {
+    const bool in = c0 < G.cols && r0 < G.rows;
+    // The lanes in the tensor decide the rare branches together (every lane is here: the
+    // tile walk is the block's).
+    const WarpDecides any{gpu::ballot(in)};
+    if (in) {
       const int64_t g = group_of(G, r0, c0);
       const float sc = scale[g], si = scale_inv[g];
       const bool finite_scale = (float_bits(sc) & 0x7FFFFFFFu) < 0x7F800000u;
@@ -101,7 +105,9 @@ __global__ void __launch_bounds__(kThreads, 3)
       } else {
         src = xf + r0 * G.cols + c0;
       }
-      uint8_t* dst = codes ? codes + r0 * G.cols + c0 : nullptr;
+      // Advanced whether or not there are codes to store: the store's test is then the
+      // same for every row.
+      int64_t dst = r0 * G.cols + c0;
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         Raw4<kBf16> raw[8];
@@ -119,18 +125,16 @@ __global__ void __launch_bounds__(kThreads, 3)
             float v[4], y[4], dq[4], e[4], vf[4];
             raw[j].get(v);
             w[r] = quantize4<F, kHw, true, false>(v, sc, si, Overflow::Saturate, lut, y, dq);
-            if (count4_finite<F, kHist>(v, y, dq, w[r], ls, my_hist, e, vf, finite_scale)) {
+            if (count4_finite<F, kHist>(v, y, dq, w[r], ls, my_hist, e, vf, finite_scale, any)) {
               double re, rs;
-              square_sums4(e, v, re, rs);  // vf == v: every input is finite here
+              square_sums4(e, v, re, rs, any);  // vf == v: every input is finite here
               te += re;
               ts += rs;
             } else {
               slow |= 1u << i;
             }
-            if (dst) {
-              *reinterpret_cast<uint32_t*>(dst) = w[r];
-              dst += G.cols;
-            }
+            if (codes) *reinterpret_cast<uint32_t*>(codes + dst) = w[r];
+            dst += G.cols;
           }
           if constexpr (kTrans) transpose_bytes4(w, t[half * 2 + q]);
         }
@@ -186,7 +190,6 @@ __global__ void __launch_bounds__(kThreads, 3)
       // Keys rise along each half-warp (its 16 threads are consecutive columns of one row
       // of pieces); the second half's are offset by the cell count, so that a run of equal
       // keys is one half's threads in one cell.
-      const bool in = c0 < G.cols && r0 < G.rows;
       const int64_t key = in ? (r0 / G.cell_rows) * G.map_cols + c0 / G.cell_cols +
                                    ((gpu::lane_id() >> 4) & 1) * G.cells
                              : LLONG_MAX;
