@@ -94,4 +94,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BrokenPipeError:  # the reader (| head) had enough
+        sys.stderr.close()
