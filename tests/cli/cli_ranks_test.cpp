@@ -522,6 +522,32 @@ TEST_F(CliRanks, BenchCommSaysItsMemoryAndProgress) {
   EXPECT_EQ(j["exchanges"].size(), 4u);
 }
 
+// The options of --comm alone are refused without it, by name, before anything is measured
+// (they were ignored: a user asking for a larger matrix got the training figures instead).
+TEST(CliBench, CommOptionsNeedComm) {
+  const std::vector<std::string> tiny = {
+      "bench",    "--train-only", "--steps", "1",     "--set",      "d_model=32", "--set",
+      "layers=1", "--set",        "heads=2", "--set", "context=32", "--set",      "batch=8"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = tiny;
+    a.insert(a.end(), more.begin(), more.end());
+    return run(a);
+  };
+  Result r = with({"--rows", "4096"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("--rows applies only with --comm"), std::string::npos) << r.err;
+  r = with({"--rows", "4096", "--cols", "512"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("--rows and --cols apply only with --comm"), std::string::npos) << r.err;
+  r = with({"--cols", "512", "--nproc", "2", "--master-port", "29555"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("--nproc, --master-port and --cols apply only with --comm"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST_F(CliRanks, BenchCommNeedsRanks) {
   Result r = run({"bench", "--comm"});
   EXPECT_EQ(r.rc, 1);
