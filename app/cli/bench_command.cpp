@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fp8wb/core/comm_bench.h"
+#include "fp8wb/core/counted.h"
 #include "fp8wb/core/distributed.h"
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
@@ -377,8 +378,8 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
     return 0;
   }
   if (!train.empty()) {
-    out << fmt::format("training steps, {} on {} ({} steps: median, then mean)\n", opt.model,
-                       Trainer::resolve_device(opt.device), opt.steps);
+    out << fmt::format("training steps, {} on {} ({}: median, then mean)\n", opt.model,
+                       Trainer::resolve_device(opt.device), counted(opt.steps, "step"));
     for (const auto& t : train) {
       out << fmt::format(
           "  {:<40} {:9.2f} ms {:11.0f} tokens/s {:6.2f}x  mean {:9.2f} ms {:6.2f}x\n", t.variant,
