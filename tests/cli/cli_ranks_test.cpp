@@ -327,6 +327,49 @@ TEST_F(CliRanks, AnInterruptEndsTheWaitForTheOtherRanks) {
       << e;
 }
 
+// Ranks started by hand that disagree on WORLD_SIZE (rank 1 with 3, rank 0 with 2): both
+// say so in those words, soon, instead of failing inside Gloo.
+TEST_F(CliRanks, RanksThatDisagreeOnTheWorldSizeSaySo) {
+  int p = 0;
+  close(bound_socket(INADDR_LOOPBACK, false, p));  // a free port, released for rank 0
+  const std::string port = std::to_string(p);
+  std::vector<std::string> args = {"train", "--db",           db_, "--set", "steps=5",
+                                   "--set", "rank_timeout=20"};
+  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  args.insert(args.end(), {"--set", "batch=12"});  // splits across 2 ranks and 3
+  auto rank = [&](int r, int world) {
+    const std::string name = "rank" + std::to_string(r);
+    return spawn(args, (dir_ / (name + ".out")).string(), (dir_ / (name + ".err")).string(),
+                 {{"RANK", std::to_string(r)},
+                  {"WORLD_SIZE", std::to_string(world)},
+                  {"LOCAL_RANK", std::to_string(r)},
+                  {"MASTER_ADDR", "127.0.0.1"},
+                  {"MASTER_PORT", port}});
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t rank0 = rank(0, 2);
+  const pid_t rank1 = rank(1, 3);
+  const int st1 = wait_for(rank1, 60);
+  const int st0 = wait_for(rank0, 60);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(WIFEXITED(st0) && WIFEXITED(st1));
+  EXPECT_NE(WEXITSTATUS(st0), 0);
+  EXPECT_NE(WEXITSTATUS(st1), 0);
+  EXPECT_LT(s, 20.0);  // neither waits out its rank_timeout
+  const std::string e1 = slurp((dir_ / "rank1.err").string());
+  EXPECT_NE(e1.find("rank 1: this rank was started with WORLD_SIZE=3 but rank 0 with 2"),
+            std::string::npos)
+      << e1;
+  const std::string e0 = slurp((dir_ / "rank0.err").string());
+  EXPECT_NE(e0.find("rank 0: rank 1 was started with WORLD_SIZE=3 but this rank with 2"),
+            std::string::npos)
+      << e0;
+  for (const std::string& e : {e0, e1}) {
+    EXPECT_NE(e.find("start every rank with the same WORLD_SIZE"), std::string::npos) << e;
+    EXPECT_EQ(e.find("sizeof(impl_)"), std::string::npos) << e;
+  }
+}
+
 TEST_F(CliRanks, BadRequestsAreRefusedBeforeAnyRankStarts) {
   Result r = run({"train", "--db", db_, "--nproc", "3", "--set", "batch=8"});
   EXPECT_NE(r.rc, 0);
