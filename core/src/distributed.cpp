@@ -267,6 +267,11 @@ std::unique_ptr<RankGroup> RankGroup::connect(const RankInfo& info, const torch:
   impl->timeout = timeout;
   const std::string where = info.master_addr + ":" + std::to_string(info.master_port);
   const std::string seconds = std::to_string(timeout.count() / 1000) + " s";
+  // The first meeting's bound: the store waits up to `timeout` for every rank to reach
+  // rank 0 (and then lets rank 0 go on), the group's formation up to `timeout` again.
+  const std::string met =
+      std::to_string(2 * timeout.count() / 1000) + " s (the ranks' timeout of " + seconds +
+      " twice: once for every rank to reach rank 0, once for the group to form)";
   const std::string me = "rank " + std::to_string(info.rank);
   if (device.is_cuda()) {
 #if !defined(FP8WB_C10D_NCCL)
@@ -319,7 +324,7 @@ std::unique_ptr<RankGroup> RankGroup::connect(const RankInfo& info, const torch:
     throw;
   } catch (const std::exception& e) {
     throw std::runtime_error(me + ": the process group of " + std::to_string(info.world) +
-                             " ranks could not be formed within " + seconds + ": " + cause(e));
+                             " ranks could not be formed within " + met + ": " + cause(e));
   }
   try {
     if (device.is_cuda()) {
@@ -358,7 +363,7 @@ std::unique_ptr<RankGroup> RankGroup::connect(const RankInfo& info, const torch:
     }
   } catch (const std::exception& e) {
     throw std::runtime_error(me + ": the process group of " + std::to_string(info.world) +
-                             " ranks could not be formed within " + seconds + ": " + cause(e));
+                             " ranks could not be formed within " + met + ": " + cause(e));
   }
   return std::unique_ptr<RankGroup>(new RankGroup(info, std::move(impl)));
 }

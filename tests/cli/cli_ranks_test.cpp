@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -368,6 +369,37 @@ TEST_F(CliRanks, RanksThatDisagreeOnTheWorldSizeSaySo) {
     EXPECT_NE(e.find("start every rank with the same WORLD_SIZE"), std::string::npos) << e;
     EXPECT_EQ(e.find("sizeof(impl_)"), std::string::npos) << e;
   }
+}
+
+// Rank 0 alone at the first meeting waits for the others twice its rank_timeout (the
+// store's wait, then the group's): the message states that bound, not rank_timeout.
+TEST_F(CliRanks, TheFirstMeetingStatesItsRealBound) {
+  int p = 0;
+  close(bound_socket(INADDR_LOOPBACK, false, p));  // a free port, released for rank 0
+  std::vector<std::string> args = {"train", "--db",          db_, "--set", "steps=5",
+                                   "--set", "rank_timeout=2"};
+  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
+  const auto t0 = std::chrono::steady_clock::now();
+  const int st = wait_for(spawn(args, out, err,
+                                {{"RANK", "0"},
+                                 {"WORLD_SIZE", "2"},
+                                 {"LOCAL_RANK", "0"},
+                                 {"MASTER_ADDR", "127.0.0.1"},
+                                 {"MASTER_PORT", std::to_string(p)}}),
+                          60);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_NE(WEXITSTATUS(st), 0);
+  const std::string e = slurp(err);
+  const std::string said = "could not be formed within ";
+  const size_t at = e.find(said);
+  ASSERT_NE(at, std::string::npos) << e;
+  const int bound = std::atoi(e.c_str() + at + said.size());
+  EXPECT_EQ(bound, 4) << e;
+  EXPECT_NE(e.find("the ranks' timeout of 2 s twice"), std::string::npos) << e;
+  EXPECT_GE(s, 3.9);           // it did wait that long
+  EXPECT_LT(s, bound + 15.0);  // and not much longer (the process's start, the model's making)
 }
 
 TEST_F(CliRanks, BadRequestsAreRefusedBeforeAnyRankStarts) {
