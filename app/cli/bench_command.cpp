@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fp8wb/core/comm_bench.h"
+#include "fp8wb/core/counted.h"
 #include "fp8wb/core/distributed.h"
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
@@ -48,6 +49,12 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& opt) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   c->add_option("--cols", opt.cols, "--comm: its columns")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  // Without --comm these would be ignored: run_bench() refuses them instead.
+  c->parse_complete_callback([c, &opt] {
+    opt.comm_only_given.clear();
+    for (const char* name : {"--nproc", "--master-port", "--rows", "--cols"})
+      if (c->count(name) > 0) opt.comm_only_given.emplace_back(name);
+  });
   return c;
 }
 
@@ -335,6 +342,16 @@ int bench_comm(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
 
 int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
   if (opt.comm) return bench_comm(opt, out, err);
+  if (!opt.comm_only_given.empty()) {
+    const auto& given = opt.comm_only_given;
+    std::string names = given.front();
+    for (size_t i = 1; i < given.size(); ++i)
+      names += (i + 1 == given.size() ? " and " : ", ") + given[i];
+    throw std::invalid_argument(fmt::format(
+        "{} {} only with --comm (measuring the ranks' exchanges): add --comm, or "
+        "leave {} out",
+        names, given.size() == 1 ? "applies" : "apply", given.size() == 1 ? "it" : "them"));
+  }
   std::vector<TrainFigure> train;
   StoreFigures store;
   if (!opt.store_only) train = bench_training(opt);
@@ -361,8 +378,8 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
     return 0;
   }
   if (!train.empty()) {
-    out << fmt::format("training steps, {} on {} ({} steps: median, then mean)\n", opt.model,
-                       Trainer::resolve_device(opt.device), opt.steps);
+    out << fmt::format("training steps, {} on {} ({}: median, then mean)\n", opt.model,
+                       Trainer::resolve_device(opt.device), counted(opt.steps, "step"));
     for (const auto& t : train) {
       out << fmt::format(
           "  {:<40} {:9.2f} ms {:11.0f} tokens/s {:6.2f}x  mean {:9.2f} ms {:6.2f}x\n", t.variant,

@@ -22,6 +22,8 @@ struct BenchOptions {
   int master_port = 0;
   int64_t rows = 1024;
   int64_t cols = 1024;
+  // The options given that only --comm reads (--nproc, --rows, ...), as typed.
+  std::vector<std::string> comm_only_given;
 };
 
 CLI::App* add_bench_command(CLI::App& app, BenchOptions& opt);

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "fp8wb/core/counted.h"
 #include "fp8wb/core/file_io.h"
 #include "fp8wb/core/final_loss.h"
 #include "fp8wb/core/run_store.h"
@@ -80,9 +81,9 @@ void print_sweep_summary(const RunStore& store, int64_t sweep_id, std::ostream& 
     out << row << "\n";
   }
   out << fmt::format(
-      "{} of {} trials finished, {} diverged (the best: the lowest final loss among grid "
+      "{} of {} finished, {} diverged (the best: the lowest final loss among grid "
       "points whose trials all finished)\n",
-      counts.finished, counts.trials, counts.diverged);
+      counts.finished, counted(static_cast<int64_t>(counts.trials), "trial"), counts.diverged);
   if (best) {
     out << fmt::format("best: {} (final loss {}, gap {}, saturated {}%, underflow {}%)\n",
                        label(*best), fixed(best->final_loss, 5), fixed(best->loss_gap, 5),
@@ -189,8 +190,8 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
   std::mutex mutex;
   std::atomic<size_t> done{runner->skipped()};
   if (!opt.quiet && !opt.json) {
-    err << fmt::format("sweep {}: {} trials ({} already done)\n", runner->sweepId(), total,
-                       runner->skipped());
+    err << fmt::format("sweep {}: {} ({} already done)\n", runner->sweepId(),
+                       counted(static_cast<int64_t>(total), "trial"), runner->skipped());
   }
   auto signals = std::make_unique<StopSignals>();  // Ctrl-C, SIGTERM, SIGHUP
   std::atomic<bool> finished{false};

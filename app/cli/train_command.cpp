@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "fp8wb/core/backend_info.h"
+#include "fp8wb/core/counted.h"
 #include "fp8wb/core/default_formats.h"
 #include "fp8wb/core/distributed.h"
 #include "fp8wb/core/file_io.h"
@@ -271,7 +272,8 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
     j["db"] = store->path();
     out << dump(j) << "\n";
   } else {
-    out << fmt::format("run {} {} after {} steps", id, run_status_name(st), trainer.steps_done());
+    out << fmt::format("run {} {} after {}", id, run_status_name(st),
+                       counted(trainer.steps_done(), "step"));
     if (last) {
       out << fmt::format(": loss {:.4f}", last->loss);
       if (std::isfinite(last->ref_loss)) out << fmt::format(", reference {:.4f}", last->ref_loss);

@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "distributed_group.h"
 #include "fp8wb/core/run_config.h"
@@ -133,6 +134,56 @@ c10::intrusive_ptr<c10d::Store> open_store(const RankInfo& info, const c10d::TCP
   return st->store;
 }
 
+// Ranks that disagree on how many there are: said by each of them, in those words.
+struct WorldSizeError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::vector<uint8_t> bytes_of(int n) {
+  const std::string s = std::to_string(n);
+  return {s.begin(), s.end()};
+}
+
+int int_of(const std::vector<uint8_t>& v) {
+  return std::atoi(std::string(v.begin(), v.end()).c_str());
+}
+
+// Before the process group forms (where ranks of different world sizes fail inside Gloo's
+// address exchange, in words about byte counts, or wait for a rank that never comes): every
+// other rank puts its world size in the store and compares rank 0's with it; rank 0
+// compares theirs with its own. Each wait is bounded by the ranks' timeout.
+void check_world_size(c10d::Store& store, const RankInfo& info, std::chrono::milliseconds timeout) {
+  const bool slurm = info.source == "SLURM_PROCID";
+  const auto with = [slurm](int n) {
+    return (slurm ? "a task count of " : "WORLD_SIZE=") + std::to_string(n);
+  };
+  const std::string fix =
+      std::string(": start every rank with the same ") + (slurm ? "task count" : "WORLD_SIZE");
+  const std::string rank0_key = "fp8wb/world_size/0";
+  if (info.rank == 0) {
+    store.set(rank0_key, bytes_of(info.world));
+    // One rank at a time, so that a rank that disagrees is named without waiting for
+    // ranks that it did not count.
+    for (int r = 1; r < info.world; ++r) {
+      const std::string key = "fp8wb/world_size/" + std::to_string(r);
+      store.wait({key}, timeout);
+      const int theirs = int_of(store.get(key));
+      if (theirs != info.world) {
+        throw WorldSizeError("rank 0: rank " + std::to_string(r) + " was started with " +
+                             with(theirs) + " but this rank with " + std::to_string(info.world) +
+                             fix);
+      }
+    }
+    return;
+  }
+  store.set("fp8wb/world_size/" + std::to_string(info.rank), bytes_of(info.world));
+  const int rank0 = int_of(store.get(rank0_key));  // waits for rank 0 to put it there
+  if (rank0 != info.world) {
+    throw WorldSizeError("rank " + std::to_string(info.rank) + ": this rank was started with " +
+                         with(info.world) + " but rank 0 with " + std::to_string(rank0) + fix);
+  }
+}
+
 }  // namespace
 
 RankInfo rank_info_from_env(const std::function<const char*(const char*)>& getenv) {
@@ -216,6 +267,11 @@ std::unique_ptr<RankGroup> RankGroup::connect(const RankInfo& info, const torch:
   impl->timeout = timeout;
   const std::string where = info.master_addr + ":" + std::to_string(info.master_port);
   const std::string seconds = std::to_string(timeout.count() / 1000) + " s";
+  // The first meeting's bound: the store waits up to `timeout` for every rank to reach
+  // rank 0 (and then lets rank 0 go on), the group's formation up to `timeout` again.
+  const std::string met =
+      std::to_string(2 * timeout.count() / 1000) + " s (the ranks' timeout of " + seconds +
+      " twice: once for every rank to reach rank 0, once for the group to form)";
   const std::string me = "rank " + std::to_string(info.rank);
   if (device.is_cuda()) {
 #if !defined(FP8WB_C10D_NCCL)
@@ -263,6 +319,14 @@ std::unique_ptr<RankGroup> RankGroup::connect(const RankInfo& info, const torch:
                              ": " + why);
   }
   try {
+    check_world_size(*impl->store, info, timeout);
+  } catch (const WorldSizeError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw std::runtime_error(me + ": the process group of " + std::to_string(info.world) +
+                             " ranks could not be formed within " + met + ": " + cause(e));
+  }
+  try {
     if (device.is_cuda()) {
 #if defined(FP8WB_C10D_NCCL)
       auto opts = c10d::ProcessGroupNCCL::Options::create();
@@ -299,7 +363,7 @@ std::unique_ptr<RankGroup> RankGroup::connect(const RankInfo& info, const torch:
     }
   } catch (const std::exception& e) {
     throw std::runtime_error(me + ": the process group of " + std::to_string(info.world) +
-                             " ranks could not be formed within " + seconds + ": " + cause(e));
+                             " ranks could not be formed within " + met + ": " + cause(e));
   }
   return std::unique_ptr<RankGroup>(new RankGroup(info, std::move(impl)));
 }

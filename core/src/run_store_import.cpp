@@ -5,7 +5,9 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -123,11 +125,26 @@ RunStatus parse_status(const std::string& name, int64_t id, const std::string& p
   return s;
 }
 
+// Whether the file begins as every SQLite database does. SQLite calls any other file with
+// something in it "not a database" (SQLITE_NOTADB), which reads as a damaged database;
+// an empty file is an empty database to SQLite, so it counts as one.
+bool sqlite_file(const std::string& path) {
+  static const char kHeader[16] = "SQLite format 3";  // and its terminating zero
+  std::ifstream f(path, std::ios::binary);
+  char head[sizeof kHeader] = {};
+  f.read(head, sizeof head);
+  return f.gcount() == 0 ||
+         (f.gcount() == sizeof head && std::memcmp(head, kHeader, sizeof head) == 0);
+}
+
 Source read_source(const std::string& path, const ImportOptions& opt) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw StoreError("no run database at " + path);
   if (!std::filesystem::is_regular_file(path, ec)) {
     throw StoreError(path + " is not a file, so not a run database");
+  }
+  if (!sqlite_file(path)) {
+    throw StoreError(path + " is not a run database (not an SQLite file)");
   }
   std::unique_ptr<Db> db = open_reader(path);
   Source src;

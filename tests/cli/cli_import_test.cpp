@@ -71,6 +71,40 @@ TEST_F(CliImport, RunsComeOnceWithTheirSteps) {
   EXPECT_EQ(nlohmann::json::parse(r.out).size(), 3u);
 }
 
+// A file that is no SQLite database at all (a text file given by mistake) is called that,
+// by name; an SQLite run database with a damaged page is still called damaged.
+TEST_F(CliImport, ATextFileIsNotCalledADamagedDatabase) {
+  ASSERT_EQ(train(file("laptop.sqlite"), "here").rc, 0);
+  {
+    std::ofstream f(file("notes.txt"));
+    f << "step,loss\n1,4.2\n2,3.9\n";
+  }
+  auto r = run({"runs", "import", file("notes.txt"), "--db", file("laptop.sqlite")});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find(file("notes.txt") + " is not a run database (not an SQLite file)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("damaged"), std::string::npos) << r.err;
+
+  // A run database whose pages past the first are overwritten.
+  for (int i = 0; i < 6; ++i) ASSERT_EQ(train(file("server.sqlite"), "run").rc, 0);
+  const auto size = std::filesystem::file_size(file("server.sqlite"));
+  ASSERT_GT(size, 16384u);
+  {
+    std::fstream f(file("server.sqlite"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4096);
+    const std::string garbage(size - 4096, '\x5a');
+    f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  r = run({"runs", "import", file("server.sqlite"), "--db", file("laptop.sqlite")});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find(file("server.sqlite")), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("damaged"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("not an SQLite file"), std::string::npos) << r.err;
+  r = run({"runs", "list", "--db", file("laptop.sqlite"), "--json"});
+  EXPECT_EQ(nlohmann::json::parse(r.out).size(), 1u);
+}
+
 TEST_F(CliImport, TrainTakesARunIdentity) {
   const std::string uuid = "0123abcd-0000-4000-8000-00000000beef";
   auto r = run({"train", "--db", path_, "--set", "model=mlp", "--set", "steps=2", "--quiet",

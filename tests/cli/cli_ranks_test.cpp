@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -327,6 +328,80 @@ TEST_F(CliRanks, AnInterruptEndsTheWaitForTheOtherRanks) {
       << e;
 }
 
+// Ranks started by hand that disagree on WORLD_SIZE (rank 1 with 3, rank 0 with 2): both
+// say so in those words, soon, instead of failing inside Gloo.
+TEST_F(CliRanks, RanksThatDisagreeOnTheWorldSizeSaySo) {
+  int p = 0;
+  close(bound_socket(INADDR_LOOPBACK, false, p));  // a free port, released for rank 0
+  const std::string port = std::to_string(p);
+  std::vector<std::string> args = {"train", "--db",           db_, "--set", "steps=5",
+                                   "--set", "rank_timeout=20"};
+  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  args.insert(args.end(), {"--set", "batch=12"});  // splits across 2 ranks and 3
+  auto rank = [&](int r, int world) {
+    const std::string name = "rank" + std::to_string(r);
+    return spawn(args, (dir_ / (name + ".out")).string(), (dir_ / (name + ".err")).string(),
+                 {{"RANK", std::to_string(r)},
+                  {"WORLD_SIZE", std::to_string(world)},
+                  {"LOCAL_RANK", std::to_string(r)},
+                  {"MASTER_ADDR", "127.0.0.1"},
+                  {"MASTER_PORT", port}});
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t rank0 = rank(0, 2);
+  const pid_t rank1 = rank(1, 3);
+  const int st1 = wait_for(rank1, 60);
+  const int st0 = wait_for(rank0, 60);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(WIFEXITED(st0) && WIFEXITED(st1));
+  EXPECT_NE(WEXITSTATUS(st0), 0);
+  EXPECT_NE(WEXITSTATUS(st1), 0);
+  EXPECT_LT(s, 20.0);  // neither waits out its rank_timeout
+  const std::string e1 = slurp((dir_ / "rank1.err").string());
+  EXPECT_NE(e1.find("rank 1: this rank was started with WORLD_SIZE=3 but rank 0 with 2"),
+            std::string::npos)
+      << e1;
+  const std::string e0 = slurp((dir_ / "rank0.err").string());
+  EXPECT_NE(e0.find("rank 0: rank 1 was started with WORLD_SIZE=3 but this rank with 2"),
+            std::string::npos)
+      << e0;
+  for (const std::string& e : {e0, e1}) {
+    EXPECT_NE(e.find("start every rank with the same WORLD_SIZE"), std::string::npos) << e;
+    EXPECT_EQ(e.find("sizeof(impl_)"), std::string::npos) << e;
+  }
+}
+
+// Rank 0 alone at the first meeting waits for the others twice its rank_timeout (the
+// store's wait, then the group's): the message states that bound, not rank_timeout.
+TEST_F(CliRanks, TheFirstMeetingStatesItsRealBound) {
+  int p = 0;
+  close(bound_socket(INADDR_LOOPBACK, false, p));  // a free port, released for rank 0
+  std::vector<std::string> args = {"train", "--db",          db_, "--set", "steps=5",
+                                   "--set", "rank_timeout=2"};
+  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
+  const auto t0 = std::chrono::steady_clock::now();
+  const int st = wait_for(spawn(args, out, err,
+                                {{"RANK", "0"},
+                                 {"WORLD_SIZE", "2"},
+                                 {"LOCAL_RANK", "0"},
+                                 {"MASTER_ADDR", "127.0.0.1"},
+                                 {"MASTER_PORT", std::to_string(p)}}),
+                          60);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_NE(WEXITSTATUS(st), 0);
+  const std::string e = slurp(err);
+  const std::string said = "could not be formed within ";
+  const size_t at = e.find(said);
+  ASSERT_NE(at, std::string::npos) << e;
+  const int bound = std::atoi(e.c_str() + at + said.size());
+  EXPECT_EQ(bound, 4) << e;
+  EXPECT_NE(e.find("the ranks' timeout of 2 s twice"), std::string::npos) << e;
+  EXPECT_GE(s, 3.9);           // it did wait that long
+  EXPECT_LT(s, bound + 15.0);  // and not much longer (the process's start, the model's making)
+}
+
 TEST_F(CliRanks, BadRequestsAreRefusedBeforeAnyRankStarts) {
   Result r = run({"train", "--db", db_, "--nproc", "3", "--set", "batch=8"});
   EXPECT_NE(r.rc, 0);
@@ -520,6 +595,32 @@ TEST_F(CliRanks, BenchCommSaysItsMemoryAndProgress) {
     EXPECT_EQ(count(said, step), 1u) << step << said;
   const nlohmann::json j = nlohmann::json::parse(slurp(out));
   EXPECT_EQ(j["exchanges"].size(), 4u);
+}
+
+// The options of --comm alone are refused without it, by name, before anything is measured
+// (they were ignored: a user asking for a larger matrix got the training figures instead).
+TEST(CliBench, CommOptionsNeedComm) {
+  const std::vector<std::string> tiny = {
+      "bench",    "--train-only", "--steps", "1",     "--set",      "d_model=32", "--set",
+      "layers=1", "--set",        "heads=2", "--set", "context=32", "--set",      "batch=8"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = tiny;
+    a.insert(a.end(), more.begin(), more.end());
+    return run(a);
+  };
+  Result r = with({"--rows", "4096"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("--rows applies only with --comm"), std::string::npos) << r.err;
+  r = with({"--rows", "4096", "--cols", "512"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("--rows and --cols apply only with --comm"), std::string::npos) << r.err;
+  r = with({"--cols", "512", "--nproc", "2", "--master-port", "29555"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("--nproc, --master-port and --cols apply only with --comm"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(CliRanks, BenchCommNeedsRanks) {

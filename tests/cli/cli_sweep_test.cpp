@@ -15,6 +15,34 @@ namespace {
 
 using fp8wb::test::run;
 
+// One of a thing is said in the singular: a sweep of one trial, a run of one step (and
+// two stay plural).
+TEST(CliSweep, OneTrialAndOneStepAreSingular) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("fp8wb-cli-singular-" + std::to_string(getpid()));
+  fp8wb::test::remove_tree(dir.string());
+  std::filesystem::create_directories(dir);
+  const std::string db = (dir / "runs.sqlite").string();
+  auto r = run({"sweep", "--db", db, "--set", "model=mlp", "--set", "steps=1", "--set",
+                "reference=false", "--grid", "margin=0"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find(": 1 trial (0 already done)"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("1 of 1 trial finished"), std::string::npos) << r.out;
+  EXPECT_EQ((r.out + r.err).find("1 trials"), std::string::npos) << r.out << r.err;
+  r = run({"train", "--db", db, "--set", "model=mlp", "--set", "steps=1", "--set",
+           "reference=false", "-q"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find(" finished after 1 step: loss"), std::string::npos) << r.out;
+  r = run({"train", "--db", db, "--set", "model=mlp", "--set", "steps=2", "--set",
+           "reference=false", "-q"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find(" finished after 2 steps: loss"), std::string::npos) << r.out;
+  r = run({"bench", "--train-only", "--model", "mlp", "--steps", "1"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("(1 step: median, then mean)"), std::string::npos) << r.out;
+  fp8wb::test::remove_tree(dir.string());
+}
+
 TEST(CliSweep, TableJsonAndBadGrids) {
   const auto dir =
       std::filesystem::temp_directory_path() / ("fp8wb-cli-sweep-" + std::to_string(getpid()));

@@ -310,7 +310,7 @@ TEST_F(RunImportTest, DamagedForeignAndMissingSourcesChangeNothing) {
     std::ofstream f(file("junk.sqlite"));
     f << std::string(10000, 'j');
   }
-  refused(file("junk.sqlite"), "not a database");
+  refused(file("junk.sqlite"), "is not a run database (not an SQLite file)");
   // Another program's SQLite file.
   {
     sqlite3* db = nullptr;
@@ -337,6 +337,14 @@ TEST_F(RunImportTest, DamagedForeignAndMissingSourcesChangeNothing) {
     f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
   }
   refused(file("torn.sqlite"), "run database");
+  // Neither is called anything but a run database of fp8wb's that is damaged.
+  for (const char* name : {"cut.sqlite", "torn.sqlite"}) {
+    try {
+      b->import_runs(file(name));
+    } catch (const StoreError& e) {
+      EXPECT_EQ(std::string(e.what()).find("not an SQLite file"), std::string::npos) << e.what();
+    }
+  }
   // From a newer fp8wb.
   std::filesystem::copy_file(file("a.sqlite"), file("newer.sqlite"));
   {
