@@ -143,7 +143,9 @@ int bound_socket(uint32_t addr, bool listening, int& port) {
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(addr);
   EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  if (listening) EXPECT_EQ(listen(fd, 16), 0);
+  if (listening) {
+    EXPECT_EQ(listen(fd, 16), 0);
+  }
   socklen_t len = sizeof a;
   getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   port = ntohs(a.sin_port);
