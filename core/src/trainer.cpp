@@ -19,6 +19,7 @@
 
 #include "distributed_group.h"
 #include "fp8wb/core/backend_info.h"
+#include "fp8wb/core/counted.h"
 #include "fp8wb/core/notices.h"
 #include "fp8wb/core/safetensors.h"
 #include "models.h"
@@ -417,7 +418,7 @@ void Trainer::Impl::body() {
 
   for (int64_t step = 0; step < cfg.steps; ++step) {
     if (!group && !wait_if_paused(step)) {
-      finish(RunStatus::Stopped, "stopped after " + std::to_string(step) + " steps");
+      finish(RunStatus::Stopped, "stopped after " + counted(step, "step"));
       return;
     }
     const double lr = lr_at(step);
@@ -508,7 +509,7 @@ void Trainer::Impl::body() {
     }
     publish(b);
     if (stop_now) {
-      finish(RunStatus::Stopped, "stopped after " + std::to_string(step + 1) + " steps");
+      finish(RunStatus::Stopped, "stopped after " + counted(step + 1, "step"));
       return;
     }
   }

@@ -231,6 +231,33 @@ TEST(Trainer, PauseResumeAndStopBetweenSteps) {
   EXPECT_TRUE(col->batches.back().final);
 }
 
+// A run stopped once its first step is published says so in the singular.
+TEST(Trainer, AStopAfterOneStepSaysOneStep) {
+  RunConfig c;
+  c.model = ModelKind::Mlp;
+  c.steps = 100;
+  c.reference = false;
+  // Stops the run from the bus, as the first step's metrics arrive: the trainer sees it
+  // before its second step.
+  class StopAtFirstStep : public MetricConsumer {
+   public:
+    void consume(const MetricBatch& b) override {
+      if (!b.steps.empty() && trainer) trainer->stop();
+    }
+    Trainer* trainer = nullptr;
+  };
+  auto bus = std::make_shared<MetricBus>();
+  auto stopper = std::make_shared<StopAtFirstStep>();
+  bus->add(stopper);
+  Trainer t(c, bus);
+  stopper->trainer = &t;
+  t.start();
+  t.join();
+  ASSERT_EQ(t.status(), RunStatus::Stopped) << t.message();
+  EXPECT_EQ(t.steps_done(), 1);
+  EXPECT_EQ(t.message(), "stopped after 1 step");
+}
+
 TEST(Trainer, NonFiniteLossMarksTheRunDivergedOrSkipsTheStep) {
   for (const char* policy : {"stop", "skip"}) {
     RunConfig c;
