@@ -18,6 +18,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "fp8wb/core/counted.h"
 #include "fp8wb/core/file_io.h"
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/core/sweep_collect.h"
@@ -230,8 +231,8 @@ int submit_slurm_sweep(const SweepSpec& spec, const std::string& db, const Slurm
                .dump(2)
         << "\n";
   } else {
-    out << fmt::format("sweep {}: {} trials submitted to Slurm as job array {}\n", sweep_id,
-                       trials.size(), job);
+    out << fmt::format("sweep {}: {} submitted to Slurm as job array {}\n", sweep_id,
+                       counted(static_cast<int64_t>(trials.size()), "trial"), job);
     out << fmt::format("trials and logs: {}\n", dir.string());
     out << fmt::format("collect (any time, again as tasks finish): fp8wb sweep --collect {}\n",
                        dir.string());
@@ -260,8 +261,8 @@ int collect_slurm_sweep(const std::string& dir_text, const std::string& db, bool
     j["problems"] = c.problems;
     out << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
   } else {
-    out << fmt::format("sweep {} (\"{}\"), Slurm job {}: {} trials{}\n", c.sweep_id, c.sweep_name,
-                       c.job, c.trials.size(),
+    out << fmt::format("sweep {} (\"{}\"), Slurm job {}: {}{}\n", c.sweep_id, c.sweep_name, c.job,
+                       counted(static_cast<int64_t>(c.trials.size()), "trial"),
                        c.slurm_asked ? " (states from " + c.slurm_source + ")" : "");
     out << fmt::format("{:<34} {:<17} {:>6}  {}\n", "trial", "state", "run", "");
     for (const CollectedTrial& r : c.trials) {

@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "fp8wb/core/counted.h"
 #include "fp8wb/core/file_io.h"
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
@@ -339,7 +340,7 @@ SweepCollection collect_sweep_folder(const std::string& dir_text, const std::str
         if (!ended) {
           if (!task_ended) {
             row.state = task ? "running" : "running?";
-            row.message = std::to_string(run->last_step + 1) + " steps done";
+            row.message = counted(run->last_step + 1, "step") + " done";
             ++waiting;
             rows.push_back(row);
             continue;

@@ -1,14 +1,18 @@
 // fp8wb sweep, in-process: a 2 x 2 grid of tiny MLP runs gives a table with one row per
 // grid point, "-" where no reference run gives a loss gap, the best setting, and child
-// runs in the database; --json has every point; a bad grid names its problem.
+// runs in the database; --json has every point; a bad grid names its problem. One trial
+// and one step are said in the singular, in a Slurm sweep's submission and collection too.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli_run.h"
+#include "fp8wb/core/run_store.h"
 #include "temp_dir.h"
 
 namespace {
@@ -40,6 +44,57 @@ TEST(CliSweep, OneTrialAndOneStepAreSingular) {
   r = run({"bench", "--train-only", "--model", "mlp", "--steps", "1"});
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("(1 step: median, then mean)"), std::string::npos) << r.out;
+  fp8wb::test::remove_tree(dir.string());
+}
+
+// A Slurm sweep of one trial, with stand-ins for sbatch and sacct on PATH (the job taken,
+// its one task running): submitted and collected as "1 trial", and the trial's run, one
+// step in, as "1 step done".
+TEST(CliSweep, OneSlurmTrialAndOneStepDoneAreSingular) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("fp8wb-cli-slurm-singular-" + std::to_string(getpid()));
+  fp8wb::test::remove_tree(dir.string());
+  fs::create_directories(dir / "bin");
+  auto script = [&](const char* name, const std::string& text) {
+    const fs::path p = dir / "bin" / name;
+    std::ofstream(p) << text;
+    fs::permissions(p, fs::perms::owner_all);
+  };
+  script("sbatch", "#!/bin/sh\necho 4242\n");
+  script("sacct", "#!/bin/sh\nprintf '4242_0|RUNNING|0:0|None\\n'\n");
+  const std::string old_path = getenv("PATH") ? getenv("PATH") : "";
+  setenv("PATH", ((dir / "bin").string() + ":" + old_path).c_str(), 1);
+
+  const fs::path folder = dir / "sw";
+  auto r = run({"sweep", "--db", (dir / "runs.sqlite").string(), "--set", "model=mlp", "--grid",
+                "margin=0", "--slurm", "--slurm-dir", folder.string()});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find(": 1 trial submitted to Slurm as job array 4242"), std::string::npos)
+      << r.out;
+
+  // The trial's task has written one step of its run, and runs on.
+  {
+    std::ifstream u(folder / "trials" / "0.uuid");
+    std::string uuid;
+    u >> uuid;
+    auto trial = fp8wb::RunStore::open((folder / "trials" / "0.sqlite").string());
+    fp8wb::MetricBatch b;
+    b.run_id = trial->create_run("trial 0", "train", "{}", "cpu", 0, uuid);
+    fp8wb::StepMetrics m;
+    m.step = 0;
+    m.loss = 2.5;
+    b.steps.push_back(m);
+    trial->write(b);
+    trial->flush();
+  }
+  r = run({"sweep", "--collect", folder.string()});
+  setenv("PATH", old_path.c_str(), 1);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("Slurm job 4242: 1 trial (states from sacct)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 step done"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("1 trials"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("1 steps"), std::string::npos) << r.out;
   fp8wb::test::remove_tree(dir.string());
 }
 
