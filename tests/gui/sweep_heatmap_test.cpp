@@ -103,6 +103,7 @@ class SweepHeatmapTest : public QObject {
   void unfinishedAndDivergedCellsHaveTheirOwnLook();
   void clickAnywhereInACellOverlaysItsRowOrColumn();
   void aOneAxisSweepIsOneRowOfCells();
+  void aOneTrialSweepSaysTrial();
 
  private:
   QTemporaryDir dir_;
@@ -312,6 +313,28 @@ void SweepHeatmapTest::aOneAxisSweepIsOneRowOfCells() {
   // No cell marked as still to run.
   for (int i = 0; i < tab.plots()[0]->itemCount(); ++i)
     QVERIFY(tab.plots()[0]->item(i)->objectName() != QLatin1String("unfinishedCell"));
+}
+
+// A sweep of one trial counts it in the singular.
+void SweepHeatmapTest::aOneTrialSweepSaysTrial() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("one_trial.sqlite")));
+  SweepSpec spec;
+  spec.name = "one trial";
+  spec.base.model = ModelKind::Mlp;
+  spec.axes = {parse_grid("margin=0")};
+  RunStore& store = engine.store();
+  const int64_t sweep = store.create_sweep(spec.name, sweep_json(spec));
+  const std::vector<SweepTrial> trials = expand_sweep(spec);
+  QCOMPARE(trials.size(), size_t{1});
+  add_run(store, sweep, trials[0], 0.9, RunStatus::Finished);
+  store.flush();
+
+  SweepsTab tab(&engine);
+  QVERIFY(show_sweep(tab, sweep));
+  const QString best = tab.bestText();
+  QVERIFY2(best.contains(QStringLiteral("1 of 1 trial finished")), qPrintable(best));
+  QVERIFY2(!best.contains(QStringLiteral("1 trials")), qPrintable(best));
 }
 
 QTEST_MAIN(SweepHeatmapTest)

@@ -647,7 +647,10 @@ void SweepsTab::redraw() {
   heat_->yAxis->setRange(-0.5, static_cast<double>(yv.size()) - 0.5);
   // The best setting: the lowest final loss among points whose trials all finished.
   const SweepCounts counts = sweep_counts(spec_, points_);
-  QString progress = tr("%1 of %2 trials finished").arg(counts.finished).arg(counts.trials);
+  QString progress =
+      (counts.trials == 1 ? tr("%1 of %2 trial finished") : tr("%1 of %2 trials finished"))
+          .arg(counts.finished)
+          .arg(counts.trials);
   if (counts.diverged > 0) progress += tr(", %1 diverged").arg(counts.diverged);
   QString text;
   if (const SweepPoint* best = best_sweep_point(points_)) {
