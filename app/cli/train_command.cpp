@@ -33,9 +33,20 @@ std::string fmt_duration(double seconds) {
   return fmt::format("{:02}:{:02}", s / 60, s % 60);
 }
 
+// The time left, at the pace since the first step was recorded (`done_at_start` steps
+// done then): the first step, with its warm-up, is left out. None before 3 steps are
+// done, when one step's pace would say little.
+std::optional<double> eta_seconds(int64_t done, int64_t total, int64_t done_at_start,
+                                  double elapsed) {
+  if (done < 3 || done <= done_at_start) return std::nullopt;
+  return elapsed / static_cast<double>(done - done_at_start) *
+         static_cast<double>(std::max<int64_t>(0, total - done));
+}
+
 // The progress: on a terminal a bar, one line redrawn at most five times a second, with
-// the ETA; elsewhere (a file, a pipe, a job's log, where carriage returns would pile up)
-// a plain line at each tenth of the run, at least every 30 s, and at the last step.
+// the ETA (from the third step on); elsewhere (a file, a pipe, a job's log, where
+// carriage returns would pile up) a plain line at each tenth of the run, at least every
+// 30 s, and at the last step.
 class Console : public MetricConsumer {
  public:
   Console(std::ostream& err, int64_t steps, bool quiet, bool terminal)
@@ -53,6 +64,7 @@ class Console : public MetricConsumer {
     const auto now = std::chrono::steady_clock::now();
     if (!started_) {
       start_ = now;
+      started_at_ = last_.step + 1;
       started_ = true;
     }
     if (quiet_) return;
@@ -69,10 +81,11 @@ class Console : public MetricConsumer {
     drew_last_ = last_step;
     const double done = static_cast<double>(last_.step + 1) / static_cast<double>(steps_);
     const double elapsed = std::chrono::duration<double>(now - start_).count();
-    const double eta = done > 0 ? elapsed * (1 - done) / done : NAN;
     std::string figures = fmt::format("{}/{} loss {:.4f}", last_.step + 1, steps_, last_.loss);
     if (std::isfinite(last_.ref_loss)) figures += fmt::format(" (ref {:.4f})", last_.ref_loss);
-    figures += fmt::format(" {:.0f} tok/s ETA {}", last_.tokens_per_s, fmt_duration(eta));
+    figures += fmt::format(" {:.0f} tok/s", last_.tokens_per_s);
+    if (const auto eta = eta_seconds(last_.step + 1, steps_, started_at_, elapsed))
+      figures += " ETA " + fmt_duration(*eta);
     if (!terminal_) {
       err_ << "step " << figures << "\n" << std::flush;
       return;
@@ -95,6 +108,7 @@ class Console : public MetricConsumer {
   int64_t steps_;
   bool quiet_, terminal_;
   bool started_ = false, any_ = false;
+  int64_t started_at_ = 0;  // the steps done when the first was recorded (start_)
   int64_t tenth_ = 0;       // the tenths of the run a line has been written for
   bool drew_last_ = false;  // the last step's line is written
   std::chrono::steady_clock::time_point start_, drawn_;

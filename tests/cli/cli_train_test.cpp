@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -590,6 +591,27 @@ TEST_F(CliTrain, ProgressIsABarOnlyOnATerminal) {
   ::close(master);
   EXPECT_NE(tty.find("\r["), std::string::npos) << tty;
   EXPECT_NE(tty.find("] 40/40 loss "), std::string::npos) << tty;
+}
+
+// The progress gives an ETA only once 3 steps are done: one step's pace (its warm-up
+// in it) says little. A 5-step run writes a line at every step.
+TEST_F(CliTrain, ProgressShowsAnEtaFromTheThirdStep) {
+  const Result r = run(
+      {"train", "--db", db_, "--set", "model=mlp", "--set", "steps=5", "--set", "reference=false"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::map<int, std::string> at;  // the progress line of each step
+  std::istringstream lines(r.err);
+  std::string line;
+  while (std::getline(lines, line)) {
+    int step = 0;
+    if (std::sscanf(line.c_str(), "step %d/5 ", &step) == 1) at[step] = line;
+  }
+  ASSERT_EQ(at.size(), 5u) << r.err;
+  for (int step = 1; step <= 5; ++step) {
+    const bool eta = at[step].find(" ETA ") != std::string::npos;
+    EXPECT_EQ(eta, step >= 3) << at[step];
+  }
+  EXPECT_EQ(r.err.find("--:--"), std::string::npos) << r.err;
 }
 
 TEST_F(CliTrain, CtrlCStopsCleanlyAndKeepsTheRun) {
