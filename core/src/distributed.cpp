@@ -176,8 +176,10 @@ void check_world_size(c10d::Store& store, const RankInfo& info, std::chrono::mil
     }
     return;
   }
+  // Rank 0's first (it waits for rank 0 to put it there), then this rank's own: rank 0,
+  // which may stop as soon as it reads this one, cannot take the store away before it.
+  const int rank0 = int_of(store.get(rank0_key));
   store.set("fp8wb/world_size/" + std::to_string(info.rank), bytes_of(info.world));
-  const int rank0 = int_of(store.get(rank0_key));  // waits for rank 0 to put it there
   if (rank0 != info.world) {
     throw WorldSizeError("rank " + std::to_string(info.rank) + ": this rank was started with " +
                          with(info.world) + " but rank 0 with " + std::to_string(rank0) + fix);

@@ -58,6 +58,16 @@ const std::vector<std::string> kTiny = {
     "--set", "context=32",      "--set", "batch=8",          "--set", "reference=false",
     "--set", "sqnr_interval=0", "--set", "stats_interval=5", "-q"};
 
+// The variables torchrun sets for one of `world` ranks meeting at 127.0.0.1:port.
+std::vector<std::pair<std::string, std::string>> rank_env(int rank, int world,
+                                                          const std::string& port) {
+  return {{"RANK", std::to_string(rank)},
+          {"WORLD_SIZE", std::to_string(world)},
+          {"LOCAL_RANK", std::to_string(rank)},
+          {"MASTER_ADDR", "127.0.0.1"},
+          {"MASTER_PORT", port}};
+}
+
 // The binary with stdout and stderr into files and these variables set; returns its pid.
 pid_t spawn(std::vector<std::string> args, const std::string& out, const std::string& err,
             const std::vector<std::pair<std::string, std::string>>& env = {}) {
@@ -283,13 +293,7 @@ TEST_F(CliRanks, ARankAtAPortThatNeverAnswersGivesUp) {
   args.insert(args.end(), kTiny.begin(), kTiny.end());
   const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
   const auto t0 = std::chrono::steady_clock::now();
-  const int st = wait_for(spawn(args, out, err,
-                                {{"RANK", "1"},
-                                 {"WORLD_SIZE", "2"},
-                                 {"LOCAL_RANK", "1"},
-                                 {"MASTER_ADDR", "127.0.0.1"},
-                                 {"MASTER_PORT", port}}),
-                          60);
+  const int st = wait_for(spawn(args, out, err, rank_env(1, 2, port)), 60);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   close(fd);
   ASSERT_TRUE(WIFEXITED(st));
@@ -310,12 +314,7 @@ TEST_F(CliRanks, AnInterruptEndsTheWaitForTheOtherRanks) {
                                    "rank_timeout=120"};
   args.insert(args.end(), kTiny.begin(), kTiny.end());
   const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
-  const pid_t pid = spawn(args, out, err,
-                          {{"RANK", "0"},
-                           {"WORLD_SIZE", "2"},
-                           {"LOCAL_RANK", "0"},
-                           {"MASTER_ADDR", "127.0.0.1"},
-                           {"MASTER_PORT", port}});
+  const pid_t pid = spawn(args, out, err, rank_env(0, 2, port));
   std::this_thread::sleep_for(std::chrono::seconds(3));
   const auto t0 = std::chrono::steady_clock::now();
   kill(pid, SIGINT);
@@ -343,11 +342,7 @@ TEST_F(CliRanks, RanksThatDisagreeOnTheWorldSizeSaySo) {
   auto rank = [&](int r, int world) {
     const std::string name = "rank" + std::to_string(r);
     return spawn(args, (dir_ / (name + ".out")).string(), (dir_ / (name + ".err")).string(),
-                 {{"RANK", std::to_string(r)},
-                  {"WORLD_SIZE", std::to_string(world)},
-                  {"LOCAL_RANK", std::to_string(r)},
-                  {"MASTER_ADDR", "127.0.0.1"},
-                  {"MASTER_PORT", port}});
+                 rank_env(r, world, port));
   };
   const auto t0 = std::chrono::steady_clock::now();
   const pid_t rank0 = rank(0, 2);
@@ -383,13 +378,7 @@ TEST_F(CliRanks, TheFirstMeetingStatesItsRealBound) {
   args.insert(args.end(), kTiny.begin(), kTiny.end());
   const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
   const auto t0 = std::chrono::steady_clock::now();
-  const int st = wait_for(spawn(args, out, err,
-                                {{"RANK", "0"},
-                                 {"WORLD_SIZE", "2"},
-                                 {"LOCAL_RANK", "0"},
-                                 {"MASTER_ADDR", "127.0.0.1"},
-                                 {"MASTER_PORT", std::to_string(p)}}),
-                          60);
+  const int st = wait_for(spawn(args, out, err, rank_env(0, 2, std::to_string(p))), 60);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_TRUE(WIFEXITED(st));
   EXPECT_NE(WEXITSTATUS(st), 0);
