@@ -85,6 +85,71 @@ double contrast_to_white(QColor c) {
   return 1.05 / (l + 0.05);
 }
 
+// What is wrong with the heatmap as drawn, or empty: across and up, the axes span the
+// cells (one unit a cell, each tick on its cell's centre naming its value, `across` and
+// `up`), and every cell fills its own share of the plot: its centre and four points near
+// its corners all show the colour its figure takes on the scale.
+QString cells_fill_the_plot(SweepsTab& tab, const QStringList& across, const QStringList& up) {
+  ExportablePlot* plot = tab.plots()[0];
+  auto* map = qobject_cast<QCPColorMap*>(plot->plottable(0));
+  if (!map) return QStringLiteral("no colour map");
+  const int nx = static_cast<int>(across.size()), ny = static_cast<int>(up.size());
+  if (map->data()->keySize() != nx || map->data()->valueSize() != ny)
+    return QStringLiteral("the map is %1 x %2 cells, not %3 x %4")
+        .arg(map->data()->keySize())
+        .arg(map->data()->valueSize())
+        .arg(nx)
+        .arg(ny);
+  plot->replot(QCustomPlot::rpImmediateRefresh);
+  struct Along {
+    QCPAxis* axis;
+    const QStringList& values;
+  };
+  for (const Along a : {Along{plot->xAxis, across}, Along{plot->yAxis, up}}) {
+    const QCPRange r = a.axis->range();
+    const double n = static_cast<double>(a.values.size());
+    if (std::abs(r.lower + 0.5) > 1e-9 || std::abs(r.upper - (n - 0.5)) > 1e-9)
+      return QStringLiteral("the %1 axis spans %2..%3, not the %4 cells")
+          .arg(a.axis->axisType() == QCPAxis::atBottom ? QStringLiteral("x") : QStringLiteral("y"))
+          .arg(r.lower)
+          .arg(r.upper)
+          .arg(n);
+    const QVector<double> ticks = a.axis->tickVector();
+    const QVector<QString> labels = a.axis->tickVectorLabels();
+    QStringList seen;
+    for (qsizetype i = 0; i < ticks.size(); ++i)
+      seen << QStringLiteral("%1:%2").arg(ticks[i]).arg(labels.value(i));
+    QStringList want;
+    for (qsizetype i = 0; i < a.values.size(); ++i)
+      want << QStringLiteral("%1:%2").arg(i).arg(a.values[i]);
+    if (seen != want)
+      return QStringLiteral("ticks %1, not %2").arg(seen.join(u' '), want.join(u' '));
+  }
+  const QImage image = plot->toPixmap().toImage();
+  for (int x = 0; x < nx; ++x) {
+    for (int y = 0; y < ny; ++y) {
+      const double v = tab.cellValue(x, y);
+      if (!std::isfinite(v)) return QStringLiteral("cell %1,%2 has no figure").arg(x).arg(y);
+      const QColor want = QColor::fromRgb(map->gradient().color(v, map->dataRange()));
+      for (const QPointF d : {QPointF(0, 0), QPointF(-0.4, -0.4), QPointF(-0.4, 0.4),
+                              QPointF(0.4, -0.4), QPointF(0.4, 0.4)}) {
+        const QPoint at = map->coordsToPixels(x + d.x(), y + d.y()).toPoint();
+        const QColor c = image.pixelColor(at);
+        if (std::hypot(c.red() - want.red(), c.green() - want.green(), c.blue() - want.blue()) > 12)
+          return QStringLiteral("cell %1,%2 at %3,%4 (pixel %5,%6) is %7, not its colour %8")
+              .arg(x)
+              .arg(y)
+              .arg(x + d.x())
+              .arg(y + d.y())
+              .arg(at.x())
+              .arg(at.y())
+              .arg(c.name(), want.name());
+      }
+    }
+  }
+  return {};
+}
+
 // The tab in a window, showing the sweep; false if it never shows.
 bool show_sweep(SweepsTab& tab, int64_t sweep) {
   tab.resize(1400, 900);
@@ -104,6 +169,7 @@ class SweepHeatmapTest : public QObject {
   void clickAnywhereInACellOverlaysItsRowOrColumn();
   void aOneAxisSweepIsOneRowOfCells();
   void aOneTrialSweepSaysTrial();
+  void everyCellFillsItsShareOfThePlot();
 
  private:
   QTemporaryDir dir_;
@@ -335,6 +401,65 @@ void SweepHeatmapTest::aOneTrialSweepSaysTrial() {
   const QString best = tab.bestText();
   QVERIFY2(best.contains(QStringLiteral("1 of 1 trial finished")), qPrintable(best));
   QVERIFY2(!best.contains(QStringLiteral("1 trials")), qPrintable(best));
+}
+
+// A grid with one value along an axis (one trial; one value of two axes, either way
+// round; one axis of three values) draws each cell over its own share of the plot as
+// any other grid does, centred on its tick, in the colour of its figure.
+void SweepHeatmapTest::everyCellFillsItsShareOfThePlot() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("shapes.sqlite")));
+  RunStore& store = engine.store();
+  // A finished sweep of the grid `axes`, each trial's runs with a loss of their own.
+  auto sweep_of = [&](const char* name, const std::vector<const char*>& axes) {
+    SweepSpec spec;
+    spec.name = name;
+    spec.base.model = ModelKind::Mlp;
+    for (const char* a : axes) spec.axes.push_back(parse_grid(a));
+    const int64_t sweep = store.create_sweep(spec.name, sweep_json(spec));
+    double base = 0.5;
+    for (const SweepTrial& t : expand_sweep(spec)) {
+      add_run(store, sweep, t, base, RunStatus::Finished);
+      base += 0.15;
+    }
+    store.flush();
+    return sweep;
+  };
+  const int64_t one = sweep_of("one trial", {"margin=0"});
+  const int64_t row = sweep_of("one row", {"margin=0", "window=1,16,64"});
+  const int64_t line = sweep_of("one axis", {"margin=0,1,2"});
+  const int64_t grid = sweep_of("grid", {"margin=0,2", "window=1,16,64"});
+
+  SweepsTab tab(&engine);
+  QVERIFY(show_sweep(tab, one));
+  tab.setMetric(SweepMetric::FinalLoss);
+  // Every shape's problem, if any, so that one failing shape does not hide another's.
+  QStringList wrong;
+  auto check = [&](const QString& shape, const QStringList& across, const QStringList& up) {
+    const QString problem = cells_fill_the_plot(tab, across, up);
+    if (!problem.isEmpty()) wrong << shape + QStringLiteral(": ") + problem;
+  };
+  check(QStringLiteral("1 x 1"), {QStringLiteral("0")}, {QString()});
+
+  QSignalSpy shown(&tab, &SweepsTab::sweepShown);
+  tab.showSweep(row);
+  QVERIFY(shown.wait(30000));
+  const QStringList windows = {QStringLiteral("1"), QStringLiteral("16"), QStringLiteral("64")};
+  tab.setAxes(1, 0);  // x = window, y = margin
+  check(QStringLiteral("3 x 1"), windows, {QStringLiteral("0")});
+  tab.setAxes(0, 1);  // x = margin, y = window
+  check(QStringLiteral("1 x 3"), {QStringLiteral("0")}, windows);
+
+  tab.showSweep(line);
+  QVERIFY(shown.wait(30000));
+  check(QStringLiteral("one axis, 3 x 1"),
+        {QStringLiteral("0"), QStringLiteral("1"), QStringLiteral("2")}, {QString()});
+
+  tab.showSweep(grid);
+  QVERIFY(shown.wait(30000));
+  tab.setAxes(1, 0);
+  check(QStringLiteral("3 x 2"), windows, {QStringLiteral("0"), QStringLiteral("2")});
+  QVERIFY2(wrong.isEmpty(), qPrintable(wrong.join(QLatin1Char('\n'))));
 }
 
 QTEST_MAIN(SweepHeatmapTest)

@@ -600,8 +600,14 @@ void SweepsTab::redraw() {
   const std::vector<std::string> yv =
       one_row ? std::vector<std::string>{""} : spec_.axes[static_cast<size_t>(ya)].values;
   map_->data()->setSize(static_cast<int>(xv.size()), static_cast<int>(yv.size()));
-  map_->data()->setRange(QCPRange(0, std::max<double>(1, static_cast<double>(xv.size() - 1))),
-                         QCPRange(0, std::max<double>(1, static_cast<double>(yv.size() - 1))));
+  // Cell i is centred on i, one unit wide. The map's range runs from the centre of its
+  // first cell to the centre of its last, and it draws half a cell beyond each end, except
+  // along a side of one cell, which it draws over exactly its range: there the range is
+  // the cell's own span.
+  auto cells = [](size_t n) {
+    return n > 1 ? QCPRange(0, static_cast<double>(n - 1)) : QCPRange(-0.5, 0.5);
+  };
+  map_->data()->setRange(cells(xv.size()), cells(yv.size()));
   // Only cells whose trials have all ended take a colour of the scale, and the scale
   // spans only them.
   double lo = INFINITY, hi = -INFINITY;
