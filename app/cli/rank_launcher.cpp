@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
@@ -22,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "fp8wb/core/run_store.h"
 #include "stop_signals.h"
 
 extern char** environ;
@@ -63,8 +65,16 @@ int free_port() {
   return ntohs(a.sin_port);
 }
 
-std::string ended(int status) {
+// How a rank ended. `killed_here`: this launcher sent it SIGKILL, `grace` seconds after
+// rank `first` failed.
+std::string ended(int status, bool killed_here, int grace, int first) {
   if (WIFEXITED(status)) return fmt::format("ended with exit code {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status) && killed_here && WTERMSIG(status) == SIGKILL) {
+    return fmt::format(
+        "stopped answering (still running {} s after rank {} failed, so the launcher "
+        "killed it with signal 9)",
+        grace, first);
+  }
   if (WIFSIGNALED(status))
     return fmt::format("was killed by signal {} ({})", WTERMSIG(status),
                        strsignal(WTERMSIG(status)));
@@ -73,6 +83,42 @@ std::string ended(int status) {
 
 bool failed(int status) {
   return !WIFEXITED(status) || (WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 2);
+}
+
+// Puts how the ranks ended in front of the stored message of the run that rank 0 (pid
+// pids[0]) kept, once every rank has ended (so nothing else of this run writes the file):
+// the ranks that failed, those that died first (killed by a signal, then those that
+// stopped answering) before those that ended with an error, and rank 0 only where it did
+// not end on its own (else the message is its own account). A run that rank 0 did not
+// leave failed or interrupted is left as it is; a database that cannot be written is said
+// on `err`, the run then keeping rank 0's message. The exit status stays what it was.
+void record_how_ranks_ended(const LaunchOptions& opt, const std::vector<pid_t>& pids,
+                            const std::vector<int>& status, const std::vector<bool>& killed_here,
+                            int first, std::ostream& err) {
+  std::error_code ec;
+  // No file: rank 0 ended before it made the run (its error is on `err`).
+  if (opt.db.empty() || opt.run_uuid.empty() || !std::filesystem::exists(opt.db, ec)) return;
+  std::vector<std::string> parts[3];
+  for (size_t r = 0; r < pids.size(); ++r) {
+    if (!failed(status[r]) || (r == 0 && WIFEXITED(status[r]))) continue;
+    const int kind = WIFEXITED(status[r]) ? 2 : killed_here[r] ? 1 : 0;
+    parts[kind].push_back(fmt::format("rank {} (pid {}) {}", r, pids[r],
+                                      ended(status[r], killed_here[r], opt.grace_seconds, first)));
+  }
+  std::string note;
+  for (const auto& p : parts)
+    for (const std::string& s : p) note += (note.empty() ? "" : ", ") + s;
+  if (note.empty()) return;
+  try {
+    // Opening marks a run whose writer is gone (rank 0 killed) interrupted, as any open does.
+    auto store = RunStore::open(opt.db);
+    store->note_how_run_ended(opt.run_uuid, pids[0], note);
+  } catch (const std::exception& e) {
+    err << fmt::format(
+        "fp8wb: the run's stored message could not be given how the ranks ended (said above): "
+        "{}\n",
+        e.what());
+  }
 }
 
 }  // namespace
@@ -106,7 +152,7 @@ int launch_ranks(const LaunchOptions& opt, std::ostream& err) {
     const std::string name = v.substr(0, v.find('='));
     if (name == "RANK" || name == "WORLD_SIZE" || name == "LOCAL_RANK" ||
         name == "LOCAL_WORLD_SIZE" || name == "MASTER_ADDR" || name == "MASTER_PORT" ||
-        name == kLauncherPidVariable)
+        name == kLauncherPidVariable || name == kLauncherRunUuidVariable)
       continue;
     base.push_back(v);
   }
@@ -114,6 +160,7 @@ int launch_ranks(const LaunchOptions& opt, std::ostream& err) {
   std::vector<pid_t> pids(static_cast<size_t>(opt.nproc), -1);
   std::vector<int> status(pids.size(), 0);
   std::vector<bool> done(pids.size(), false);
+  std::vector<bool> killed_here(pids.size(), false);  // SIGKILL from here, the grace over
   auto kill_all = [&](int sig) {
     for (size_t r = 0; r < pids.size(); ++r)
       if (pids[r] > 0 && !done[r]) ::kill(pids[r], sig);
@@ -127,6 +174,8 @@ int launch_ranks(const LaunchOptions& opt, std::ostream& err) {
     env.push_back("MASTER_ADDR=127.0.0.1");
     env.push_back(fmt::format("MASTER_PORT={}", port));
     env.push_back(fmt::format("{}={}", kLauncherPidVariable, ::getpid()));
+    if (!opt.run_uuid.empty())
+      env.push_back(fmt::format("{}={}", kLauncherRunUuidVariable, opt.run_uuid));
     std::vector<char*> envp;
     for (std::string& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
@@ -168,6 +217,7 @@ int launch_ranks(const LaunchOptions& opt, std::ostream& err) {
       passed_on = true;
     }
     if (first_failed >= 0 && left > 0 && std::chrono::steady_clock::now() > deadline) {
+      for (size_t r = 0; r < pids.size(); ++r) killed_here[r] = !done[r];
       kill_all(SIGKILL);
       deadline = std::chrono::steady_clock::time_point::max();
     }
@@ -178,7 +228,7 @@ int launch_ranks(const LaunchOptions& opt, std::ostream& err) {
   for (size_t r = 0; r < pids.size(); ++r) {
     if (!failed(status[r])) continue;
     report += fmt::format("{}rank {} (pid {}) {}", report.empty() ? "" : "; ", r, pids[r],
-                          ended(status[r]));
+                          ended(status[r], killed_here[r], opt.grace_seconds, first_failed));
   }
   err << fmt::format(
       "fp8wb: {} of {} ranks failed, rank {} first: {}\n",
@@ -188,7 +238,14 @@ int launch_ranks(const LaunchOptions& opt, std::ostream& err) {
         return n;
       }(),
       pids.size(), first_failed, report);
+  record_how_ranks_ended(opt, pids, status, killed_here, first_failed, err);
   return WIFEXITED(status[0]) && WEXITSTATUS(status[0]) != 0 ? WEXITSTATUS(status[0]) : 1;
+}
+
+std::string launcher_run_uuid() {
+  const char* v = std::getenv(kLauncherRunUuidVariable);
+  if (!std::getenv(kLauncherPidVariable) || !v || !is_uuid(v)) return {};
+  return v;
 }
 
 void stop_with_launcher() {

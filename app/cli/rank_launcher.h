@@ -2,10 +2,12 @@
 // on this machine, each this same program with the same arguments and RANK, WORLD_SIZE,
 // LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT in its environment (as torchrun
 // sets them), waits for them all, ends the others when one fails, and reports;
-// stop_with_launcher(): a rank ends when its launcher does.
+// stop_with_launcher(): a rank ends when its launcher does; launcher_run_uuid(): the
+// identity that rank 0 gives the run.
 #pragma once
 
 #include <ostream>
+#include <string>
 
 namespace fp8wb::cli {
 
@@ -13,6 +15,13 @@ struct LaunchOptions {
   int nproc = 2;
   int master_port = 0;     // 0: MASTER_PORT from the environment, else a free port
   int grace_seconds = 10;  // after a rank fails, how long the others have to end on their own
+  // Where rank 0 keeps a run (train): the run database and the run's identity, which the
+  // ranks are given (kLauncherRunUuidVariable). When a rank failed, once every rank has
+  // ended, the run's stored message is given how the ranks ended (a rank killed by a
+  // signal, one that ended with an error, one that stopped answering), where rank 0 left
+  // the run failed or interrupted. Empty: nothing is recorded (bench --comm).
+  std::string db;
+  std::string run_uuid;
 };
 
 // Returns the exit status for the command: 0 when every rank succeeded, else rank 0's
@@ -21,6 +30,12 @@ int launch_ranks(const LaunchOptions& opt, std::ostream& err);
 
 // The variable that tells a rank its launcher's pid (set by launch_ranks()).
 inline constexpr const char* kLauncherPidVariable = "FP8WB_LAUNCHER_PID";
+// The variable that tells rank 0 the identity of its run (LaunchOptions::run_uuid).
+inline constexpr const char* kLauncherRunUuidVariable = "FP8WB_LAUNCHER_RUN_UUID";
+
+// In a rank that launch_ranks() started: the identity its launcher chose for the run
+// (empty where there is none).
+std::string launcher_run_uuid();
 
 // In a rank that launch_ranks() started: SIGTERM arrives when the launcher dies, however it
 // died (then the rank stops after its step, as on Ctrl-C), and a launcher already gone

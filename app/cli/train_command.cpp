@@ -226,6 +226,9 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
     LaunchOptions lo;
     lo.nproc = opt.nproc;
     lo.master_port = opt.master_port;
+    // Rank 0 gives its run this identity, by which the launcher finds the run afterwards.
+    lo.db = db_path(opt.db);
+    lo.run_uuid = opt.run_uuid.empty() ? new_uuid() : opt.run_uuid;
     return launch_ranks(lo, err);
   }
   if (ranks.distributed()) stop_with_launcher();
@@ -236,8 +239,9 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   auto console = std::make_shared<Console>(err, cfg.steps, opt.quiet || opt.json, opt.terminal);
   bus->add(store->consumer());
   bus->add(console);
-  const int64_t id =
-      store->create_run(cfg.name, "train", run_config_json(cfg), device, 0, opt.run_uuid);
+  const std::string uuid =
+      opt.run_uuid.empty() && ranks.distributed() ? launcher_run_uuid() : opt.run_uuid;
+  const int64_t id = store->create_run(cfg.name, "train", run_config_json(cfg), device, 0, uuid);
   Trainer trainer(cfg, bus, id);
   if (ranks.distributed()) {
     trainer.setRanks(ranks);

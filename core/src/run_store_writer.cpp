@@ -235,6 +235,25 @@ void RunStore::set_status(int64_t run_id, RunStatus status, const std::string& m
   im->enqueue([=] { im->write_status(run_id, status, message); });
 }
 
+bool RunStore::note_how_run_ended(const std::string& uuid, int64_t writer_pid,
+                                  const std::string& note) {
+  auto noted = std::make_shared<bool>(false);
+  Impl* im = impl_.get();
+  im->enqueue([=] {
+    // The condition and the new message in the one statement: a run that another process
+    // took over meanwhile (an import replacing it) is left as it is.
+    Stmt u(*im->writer,
+           "UPDATE runs SET message = CASE WHEN IFNULL(message, '') = '' THEN ?1 "
+           "ELSE ?1 || '; ' || message END "
+           "WHERE uuid = ?2 AND owner_host = ?3 AND owner_pid = ?4 "
+           "AND status IN ('failed', 'interrupted')");
+    u.bind(1, note).bind(2, uuid).bind(3, host_name()).bind(4, writer_pid).run();
+    *noted = sqlite3_changes(im->writer->get()) > 0;
+  });
+  flush();
+  return *noted;
+}
+
 void RunStore::rename_run(int64_t run_id, const std::string& name) {
   if (name.empty()) throw std::invalid_argument("a run's name must not be empty");
   if (name.size() > 200) {

@@ -1,7 +1,8 @@
 // fp8wb train --nproc: ranks as processes of the real binary (Gloo on the CPU): a run of
 // two ranks lands in the database once with every rank's scales; a rank killed mid-run
-// fails the run with a clear error and nothing hangs; a port in use and a batch that does
-// not split are refused by name.
+// fails the run with a clear error and nothing hangs, and the stored run names the rank
+// that died (or stopped answering) and how; a port in use and a batch that does not split
+// are refused by name.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -223,6 +224,68 @@ TEST_F(CliRanks, AKilledRankFailsTheRunAndNothingHangs) {
   EXPECT_EQ(runs[0].status, fp8wb::RunStatus::Failed);
   EXPECT_NE(runs[0].message.find("with the other ranks failed"), std::string::npos)
       << runs[0].message;
+  // The stored message names the rank that died and how, for whoever reads the run later.
+  EXPECT_NE(
+      runs[0].message.find("rank 1 (pid " + std::to_string(rank1) + ") was killed by signal 9"),
+      std::string::npos)
+      << runs[0].message;
+  const Result shown = run({"runs", "show", "1", "--db", db_});
+  ASSERT_EQ(shown.rc, 0) << shown.err;
+  EXPECT_NE(shown.out.find("rank 1 (pid " + std::to_string(rank1) + ") was killed by signal 9"),
+            std::string::npos)
+      << shown.out;
+}
+
+// Rank 0, which writes the run, killed: the run reads interrupted, as for any killed
+// writer, and its message says which rank died and how (the launcher records it).
+TEST_F(CliRanks, AKilledRankZeroIsNamedInItsInterruptedRun) {
+  std::vector<std::string> args = {"train", "--db",          db_,     "--nproc",        "2",
+                                   "--set", "steps=1000000", "--set", "rank_timeout=30"};
+  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
+  const pid_t launcher = spawn(args, out, err);
+  ASSERT_TRUE(wait_for_steps(db_, 3)) << slurp(err);
+  const pid_t rank0 = rank_process(launcher, 0);
+  ASSERT_GT(rank0, 0);
+  ASSERT_EQ(kill(rank0, SIGKILL), 0);
+  const int st = wait_for(launcher, 60);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_NE(WEXITSTATUS(st), 0);
+  auto s = fp8wb::RunStore::open_read_only(db_);
+  const auto runs = s->runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, fp8wb::RunStatus::Interrupted);
+  const std::string m = runs[0].message;
+  EXPECT_EQ(m.find("rank 0 (pid " + std::to_string(rank0) + ") was killed by signal 9"), 0u) << m;
+  EXPECT_NE(m.find("the process writing this run ended without finishing it"), std::string::npos)
+      << m;
+}
+
+// A rank that stops answering (stopped, not dead): rank 0 gives up after rank_timeout,
+// the launcher ends the stopped rank after its grace, and the run's message says so.
+TEST_F(CliRanks, ARankThatStopsAnsweringIsNamedInTheRun) {
+  std::vector<std::string> args = {"train", "--db",          db_,     "--nproc",       "2",
+                                   "--set", "steps=1000000", "--set", "rank_timeout=2"};
+  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
+  const pid_t launcher = spawn(args, out, err);
+  ASSERT_TRUE(wait_for_steps(db_, 3)) << slurp(err);
+  const pid_t rank1 = rank_process(launcher, 1);
+  ASSERT_GT(rank1, 0);
+  ASSERT_EQ(kill(rank1, SIGSTOP), 0);
+  const int st = wait_for(launcher, 60);
+  kill(rank1, SIGKILL);  // where the launcher did not
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_NE(WEXITSTATUS(st), 0);
+  const std::string said = "rank 1 (pid " + std::to_string(rank1) + ") stopped answering";
+  EXPECT_NE(slurp(err).find(said), std::string::npos) << slurp(err);
+  auto s = fp8wb::RunStore::open_read_only(db_);
+  const auto runs = s->runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, fp8wb::RunStatus::Failed);
+  const std::string m = runs[0].message;
+  EXPECT_EQ(m.find(said), 0u) << m;
+  EXPECT_NE(m.find("; rank 0: exchanging "), std::string::npos) << m;
 }
 
 // The launcher killed outright (no chance to stop its ranks): the ranks notice that their

@@ -134,6 +134,43 @@ TEST_F(RunStoreTest, RunsLeftRunningBecomeInterrupted) {
   EXPECT_EQ(runs[0].last_step, 0);
 }
 
+// A data-parallel run's launcher puts how its ranks ended in front of the message of the
+// run that rank 0 left failed or interrupted; nothing else of that run or of other runs
+// changes.
+TEST_F(RunStoreTest, HowARunEndedIsPutBeforeItsMessageAndNothingElse) {
+  auto s = RunStore::open(path_);
+  const std::string u1 = new_uuid(), u2 = new_uuid(), u3 = new_uuid(), u4 = new_uuid();
+  const int64_t failed = s->create_run("failed", "train", "{}", "cpu", 0, u1);
+  const int64_t finished = s->create_run("finished", "train", "{}", "cpu", 0, u2);
+  const int64_t quiet = s->create_run("quiet", "train", "{}", "cpu", 0, u3);
+  const int64_t live = s->create_run("live", "train", "{}", "cpu", 0, u4);
+  for (int64_t i = 0; i < 3; ++i) s->write(step_batch(failed, i));
+  s->set_status(failed, RunStatus::Failed, "rank 0: exchanging gradients failed");
+  s->set_status(finished, RunStatus::Finished, "done");
+  s->set_status(quiet, RunStatus::Failed);
+  s->flush();
+  const RunInfo before = *s->run(failed);
+  const int64_t me = getpid();
+  // Another writer's pid: not this run.
+  EXPECT_FALSE(s->note_how_run_ended(u1, me + 1, "rank 1 (pid 7) was killed by signal 9"));
+  EXPECT_TRUE(s->note_how_run_ended(u1, me, "rank 1 (pid 7) was killed by signal 9"));
+  const RunInfo after = *s->run(failed);
+  EXPECT_EQ(after.message,
+            "rank 1 (pid 7) was killed by signal 9; rank 0: exchanging gradients failed");
+  EXPECT_EQ(after.status, RunStatus::Failed);
+  EXPECT_EQ(after.ended_at, before.ended_at);
+  EXPECT_EQ(after.last_step, 2);
+  EXPECT_EQ(s->series(failed, "loss").size(), 3u);
+  // A finished run and a running one are left as they are; an empty message becomes the note.
+  EXPECT_FALSE(s->note_how_run_ended(u2, me, "rank 1 (pid 7) was killed by signal 9"));
+  EXPECT_EQ(s->run(finished)->message, "done");
+  EXPECT_FALSE(s->note_how_run_ended(u4, me, "rank 1 (pid 7) was killed by signal 9"));
+  EXPECT_EQ(s->run(live)->status, RunStatus::Running);
+  EXPECT_TRUE(s->note_how_run_ended(u3, me, "rank 1 (pid 7) ended with exit code 1"));
+  EXPECT_EQ(s->run(quiet)->message, "rank 1 (pid 7) ended with exit code 1");
+  EXPECT_EQ(s->integrity_check(), "ok");
+}
+
 TEST_F(RunStoreTest, LiveRunsOfThisProcessStayRunning) {
   auto a = RunStore::open(path_);
   const int64_t id = a->create_run("live", "train", "{}", "cpu");

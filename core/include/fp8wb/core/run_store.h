@@ -122,6 +122,12 @@ class RunStore {
   void write(const MetricBatch& batch);  // a final batch also sets the run's status
   void write(MetricBatch&& batch);       // the same, without copying the batch
   void set_status(int64_t run_id, RunStatus status, const std::string& message = {});
+  // After the process `writer_pid` (on this host) that wrote the run with identity `uuid`
+  // has ended: where that run ended 'failed' or 'interrupted', puts `note` in front of
+  // its message ("<note>; <message>"), in one statement that changes nothing else. For a
+  // data-parallel run's launcher, which knows how each rank ended (rank 0 wrote the run).
+  // Returns whether such a run was there.
+  bool note_how_run_ended(const std::string& uuid, int64_t writer_pid, const std::string& note);
   void rename_run(int64_t run_id, const std::string& name);
   int64_t create_sweep(const std::string& name, const std::string& grid_json);
   void set_sweep_status(int64_t sweep_id, const std::string& status);
