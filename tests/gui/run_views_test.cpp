@@ -31,6 +31,7 @@
 #include "fp8wb/views/run_data.h"
 #include "fp8wb/views/run_tabs.h"
 #include "fp8wb/views/runs_tab.h"
+#include "heatmap_cells.h"
 #include "main_window.h"
 #include "screenshot.h"
 
@@ -43,6 +44,7 @@ class RunViewsTest : public QObject {
   void axesFollowTheStepsAfterStepZero();
   void logAxisLabelsAreReadable();
   void heatmapCellsWholeAndTopNotWhite();
+  void everyLayerCellFillsItsShareOfThePlot();
   void currentScalingCaptionSaysSo();
   void everyTabShowsTheRunOpenedOrStarted();
   void runsTabDeleteRefreshAndRename();
@@ -223,6 +225,65 @@ void RunViewsTest::heatmapCellsWholeAndTopNotWhite() {
   QVERIFY2(top.lightness() < 200, qPrintable(top.name()));
   QCOMPARE(g.nanHandling(), QCPColorGradient::nhTransparent);
   QVERIFY(plot->axisRect()->backgroundBrush().style() != Qt::NoBrush);
+}
+
+// The layer x step heatmap of one layer, of one sampled step, or of both (a one-layer MLP
+// stopped before its second sample), and of several of each: every cell covers its own
+// share of the plot, centred on its layer's tick and its step, in the colour of its
+// figure; the axes span exactly the cells, with ticks only at whole steps.
+void RunViewsTest::everyLayerCellFillsItsShareOfThePlot() {
+  QStringList wrong;  // every shape's problem, so that one failing shape hides no other
+  int64_t run = 0;
+  auto check = [&](const QString& shape, const std::vector<std::string>& layers,
+                   const std::vector<int64_t>& steps) {
+    // Each cell an underflow of its own.
+    auto underflow = [&](size_t c, size_t l) { return static_cast<uint64_t>(5 + 7 * c + 23 * l); };
+    RunConfig c;
+    c.name = shape.toStdString();
+    c.model = ModelKind::Mlp;
+    c.depth = static_cast<int>(layers.size());
+    RunData data;
+    data.setRun(++run, c.name, run_config_json(c));
+    for (size_t i = 0; i < steps.size(); ++i) {
+      MetricBatch b;
+      StepMetrics m;
+      m.step = steps[i];
+      m.loss = 1;
+      b.steps.push_back(m);
+      for (size_t l = 0; l < layers.size(); ++l)
+        b.tensors.push_back(tensor_at(steps[i], layers[l], Role::Input, 3, 100, underflow(i, l)));
+      data.append(b);
+    }
+    QuantizationTab tab(&data);
+    tab.resize(1000, 800);
+    tab.show();
+    if (!QTest::qWaitForWindowExposed(&tab)) {
+      wrong << shape + QStringLiteral(": never shown");
+      return;
+    }
+    tab.refresh(true);
+    QCustomPlot* plot = tab.plots()[0];
+    QStringList names;
+    for (const std::string& l : layers) names << QString::fromStdString(l);
+    const double width = steps.size() > 1 ? static_cast<double>(steps[1] - steps[0]) : 1;
+    const QString problem = cells_fill_the_plot(
+        plot, qobject_cast<QCPColorMap*>(plot->plottable(0)),
+        {static_cast<int>(steps.size()), static_cast<double>(steps.front()), width},
+        {static_cast<int>(layers.size()), 0, 1, names}, [&](int col, int row) {
+          const uint64_t u = underflow(static_cast<size_t>(col), static_cast<size_t>(row));
+          return kUnderflowPct.of(tensor_at(0, "", Role::Input, 3, 100, u).raw);
+        });
+    if (!problem.isEmpty()) wrong << shape + QStringLiteral(": ") + problem;
+    for (const double t : plot->xAxis->tickVector()) {
+      if (t != std::round(t)) wrong << shape + QStringLiteral(": a tick at step %1").arg(t);
+    }
+  };
+  check(QStringLiteral("1 layer x 1 step"), {"layers.0"}, {0});
+  check(QStringLiteral("1 layer x 3 steps"), {"layers.0"}, {10, 20, 30});
+  check(QStringLiteral("3 layers x 1 step"), {"layers.0", "layers.1", "layers.2"}, {40});
+  check(QStringLiteral("3 layers x 4 steps"), {"layers.0", "layers.1", "layers.2"},
+        {10, 20, 30, 40});
+  QVERIFY2(wrong.isEmpty(), qPrintable(wrong.join(QLatin1Char('\n'))));
 }
 
 // With current scaling there is no delayed-scaling window: the Scaling tab's caption says

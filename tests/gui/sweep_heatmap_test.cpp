@@ -18,6 +18,7 @@
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/sweeps_tab.h"
+#include "heatmap_cells.h"
 
 using namespace fp8wb;
 
@@ -85,69 +86,15 @@ double contrast_to_white(QColor c) {
   return 1.05 / (l + 0.05);
 }
 
-// What is wrong with the heatmap as drawn, or empty: across and up, the axes span the
-// cells (one unit a cell, each tick on its cell's centre naming its value, `across` and
-// `up`), and every cell fills its own share of the plot: its centre and four points near
-// its corners all show the colour its figure takes on the scale.
+// What is wrong with the tab's heatmap as drawn, or empty: across and up, one unit a
+// cell, each tick on its cell's centre naming its value (`across` and `up`), every cell
+// in the colour of its figure.
 QString cells_fill_the_plot(SweepsTab& tab, const QStringList& across, const QStringList& up) {
   ExportablePlot* plot = tab.plots()[0];
-  auto* map = qobject_cast<QCPColorMap*>(plot->plottable(0));
-  if (!map) return QStringLiteral("no colour map");
-  const int nx = static_cast<int>(across.size()), ny = static_cast<int>(up.size());
-  if (map->data()->keySize() != nx || map->data()->valueSize() != ny)
-    return QStringLiteral("the map is %1 x %2 cells, not %3 x %4")
-        .arg(map->data()->keySize())
-        .arg(map->data()->valueSize())
-        .arg(nx)
-        .arg(ny);
-  plot->replot(QCustomPlot::rpImmediateRefresh);
-  struct Along {
-    QCPAxis* axis;
-    const QStringList& values;
-  };
-  for (const Along a : {Along{plot->xAxis, across}, Along{plot->yAxis, up}}) {
-    const QCPRange r = a.axis->range();
-    const double n = static_cast<double>(a.values.size());
-    if (std::abs(r.lower + 0.5) > 1e-9 || std::abs(r.upper - (n - 0.5)) > 1e-9)
-      return QStringLiteral("the %1 axis spans %2..%3, not the %4 cells")
-          .arg(a.axis->axisType() == QCPAxis::atBottom ? QStringLiteral("x") : QStringLiteral("y"))
-          .arg(r.lower)
-          .arg(r.upper)
-          .arg(n);
-    const QVector<double> ticks = a.axis->tickVector();
-    const QVector<QString> labels = a.axis->tickVectorLabels();
-    QStringList seen;
-    for (qsizetype i = 0; i < ticks.size(); ++i)
-      seen << QStringLiteral("%1:%2").arg(ticks[i]).arg(labels.value(i));
-    QStringList want;
-    for (qsizetype i = 0; i < a.values.size(); ++i)
-      want << QStringLiteral("%1:%2").arg(i).arg(a.values[i]);
-    if (seen != want)
-      return QStringLiteral("ticks %1, not %2").arg(seen.join(u' '), want.join(u' '));
-  }
-  const QImage image = plot->toPixmap().toImage();
-  for (int x = 0; x < nx; ++x) {
-    for (int y = 0; y < ny; ++y) {
-      const double v = tab.cellValue(x, y);
-      if (!std::isfinite(v)) return QStringLiteral("cell %1,%2 has no figure").arg(x).arg(y);
-      const QColor want = QColor::fromRgb(map->gradient().color(v, map->dataRange()));
-      for (const QPointF d : {QPointF(0, 0), QPointF(-0.4, -0.4), QPointF(-0.4, 0.4),
-                              QPointF(0.4, -0.4), QPointF(0.4, 0.4)}) {
-        const QPoint at = map->coordsToPixels(x + d.x(), y + d.y()).toPoint();
-        const QColor c = image.pixelColor(at);
-        if (std::hypot(c.red() - want.red(), c.green() - want.green(), c.blue() - want.blue()) > 12)
-          return QStringLiteral("cell %1,%2 at %3,%4 (pixel %5,%6) is %7, not its colour %8")
-              .arg(x)
-              .arg(y)
-              .arg(x + d.x())
-              .arg(y + d.y())
-              .arg(at.x())
-              .arg(at.y())
-              .arg(c.name(), want.name());
-      }
-    }
-  }
-  return {};
+  return fp8wb::cells_fill_the_plot(plot, qobject_cast<QCPColorMap*>(plot->plottable(0)),
+                                    {static_cast<int>(across.size()), 0, 1, across},
+                                    {static_cast<int>(up.size()), 0, 1, up},
+                                    [&](int x, int y) { return tab.cellValue(x, y); });
 }
 
 // The tab in a window, showing the sweep; false if it never shows.

@@ -709,6 +709,12 @@ QuantizationTab::QuantizationTab(const RunData* run, QWidget* parent)
     return m;
   };
   heat_map_ = colour_map(heat_, tr("layer x step"), tr("value"));
+  // Steps are whole numbers: ticks at whole steps only (1, 2, 5, 10, ... apart as the room
+  // allows), also when the axis spans a single step.
+  auto whole_steps = QSharedPointer<QCPAxisTickerFixed>::create();
+  whole_steps->setTickStep(1.0);
+  whole_steps->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+  heat_->xAxis->setTicker(whole_steps);
   block_map_ = colour_map(blocks_, tr("block error"), tr("relative RMS error"));
   bars_ = new QCPBars(hist_->xAxis, hist_->yAxis);
   bars_->setName(tr("exponent histogram"));
@@ -758,13 +764,28 @@ void QuantizationTab::rebuild() {
   heat_map_->data()->clear();
   const TensorStatFigure& figure =
       *kHeatmapFigures[static_cast<size_t>(std::clamp(metric_->currentIndex(), 0, 2))];
-  if (!rows.empty() && cols > 0) {
-    const double first = static_cast<double>(rows[0]->points.front().step);
-    const double last = static_cast<double>(rows[0]->points.back().step);
+  // Column c is centred on its sampled step and row r on r; a cell is as wide as the steps
+  // between samples (one step when there is one column) and one row high. The map's range
+  // runs from the centre of its first cell to the centre of its last, and it draws half a
+  // cell beyond each end, except along a side of one cell, which it draws over exactly its
+  // range: there the range is the cell's own span. The axes span the whole cells.
+  QCPRange steps_in_view, rows_in_view;
+  const bool drawn = !rows.empty() && cols > 0;
+  if (drawn) {
+    const TensorSeries* longest = *std::max_element(
+        rows.begin(), rows.end(), [](const TensorSeries* a, const TensorSeries* b) {
+          return a->points.size() < b->points.size();
+        });
+    const double first = static_cast<double>(longest->points.front().step);
+    const double last = static_cast<double>(longest->points.back().step);
+    const double n = static_cast<double>(cols), n_rows = static_cast<double>(rows.size());
+    const double width = cols > 1 && last > first ? (last - first) / (n - 1) : 1;
+    const QCPRange centres(first, first + width * (n - 1));
+    steps_in_view = QCPRange(centres.lower - width / 2, centres.upper + width / 2);
+    rows_in_view = QCPRange(-0.5, n_rows - 0.5);
     heat_map_->data()->setSize(static_cast<int>(cols), static_cast<int>(rows.size()));
-    heat_map_->data()->setRange(
-        QCPRange(first, std::max(last, first + 1)),
-        QCPRange(0, std::max<double>(1, static_cast<double>(rows.size() - 1))));
+    heat_map_->data()->setRange(cols > 1 ? centres : steps_in_view,
+                                rows.size() > 1 ? QCPRange(0, n_rows - 1) : rows_in_view);
     heat_map_->data()->fill(std::numeric_limits<double>::quiet_NaN());  // no data: hatched
     for (size_t r = 0; r < rows.size(); ++r) {
       for (size_t c = 0; c < rows[r]->points.size(); ++c) {
@@ -805,12 +826,9 @@ void QuantizationTab::rebuild() {
     heat_map_->colorScale()->axis()->setLabel(metric_->currentText());
   }
   heat_->rescaleAxes();
-  // Whole cells at the edges: the map's range gives the centres of its first and last cells.
-  if (const QCPColorMapData* d = heat_map_->data(); d->keySize() > 1 && d->valueSize() > 0) {
-    const double dx = d->keyRange().size() / (d->keySize() - 1);
-    heat_->xAxis->setRange(d->keyRange().lower - dx / 2, d->keyRange().upper + dx / 2);
-    const double dy = d->valueSize() > 1 ? d->valueRange().size() / (d->valueSize() - 1) : 1;
-    heat_->yAxis->setRange(d->valueRange().lower - dy / 2, d->valueRange().upper + dy / 2);
+  if (drawn) {
+    heat_->xAxis->setRange(steps_in_view);
+    heat_->yAxis->setRange(rows_in_view);
   }
 
   // The chosen tensor's last sampled step: exponent histogram and block errors.
