@@ -80,7 +80,8 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&b.map, 2 * 64 * 64 * sizeof(double)));
 
   auto measure = [&](const std::string& name, ScalingKind kind, Format f, bool fp32_in, bool stats,
-                     bool trans, bool current, bool hist_and_map = true, bool amax = false) {
+                     bool trans, bool current, bool hist = true, bool map = true,
+                     bool amax = false) {
     const QuantRecipe r = setup(kind, f);
     const GroupLayout L = make_layout(r, rows, cols);
     const DeviceTensor x{fp32_in ? f32 : nullptr, fp32_in ? nullptr : bf16, rows, cols};
@@ -90,9 +91,9 @@ int main(int argc, char** argv) {
     DeviceStatsTargets t;
     if (stats) {
       t.stats = b.stats;
-      t.map = hist_and_map ? b.map : nullptr;
+      t.map = map ? b.map : nullptr;
       t.grid = make_map_grid(L, 64);
-      t.histogram = hist_and_map;
+      t.histogram = hist;
     } else if (amax) {
       t.amax_bits = reinterpret_cast<uint32_t*>(b.amax);  // what delayed scaling records
     }
@@ -111,13 +112,17 @@ int main(int argc, char** argv) {
   measure("tensorwise E4M3, bf16 in, codes only", ScalingKind::Tensorwise, Format::E4M3FN, false,
           false, false, false);
   measure("tensorwise E4M3, bf16, + counters and sums", ScalingKind::Tensorwise, Format::E4M3FN,
-          false, true, false, false, false);
+          false, true, false, false, false, false);
+  measure("tensorwise E4M3, bf16, + histogram, no map", ScalingKind::Tensorwise, Format::E4M3FN,
+          false, true, false, false, true, false);
+  measure("tensorwise E4M3, bf16, + map, no histogram", ScalingKind::Tensorwise, Format::E4M3FN,
+          false, true, false, false, false, true);
   measure("tensorwise E4M3, bf16 in, + all stats", ScalingKind::Tensorwise, Format::E4M3FN, false,
           true, false, false);
   measure("tensorwise E4M3, bf16, stats + transposed", ScalingKind::Tensorwise, Format::E4M3FN,
           false, true, true, false);
   measure("tensorwise E4M3, bf16, codes + transposed + amax", ScalingKind::Tensorwise,
-          Format::E4M3FN, false, false, true, false, true, true);
+          Format::E4M3FN, false, false, true, false, true, true, true);
   {
     // Rowwise scaling of the transpose (a rowwise GEMM's backward operand): column amax,
     // scales and transposed codes; bytes = the input read once + codes written once.
