@@ -18,6 +18,7 @@
 #include "float8_linear_internal.h"
 #include "fp8wb/core/notices.h"
 #include "fp8wb/kernels/quantize_cuda.h"
+#include "scaled_gemm_cuda.h"
 
 namespace fp8wb::detail {
 namespace {
@@ -359,7 +360,7 @@ bool scaling_pair_ok(ScalingKind a, ScalingKind b) {
 // The GEMM on FP8 tensor cores, or nothing (with a notice, once per kind of GEMM) where
 // this LibTorch or GPU cannot take it.
 std::optional<at::Tensor> scaled_mm(const Operand& a, const Operand& b, at::ScalarType out,
-                                    bool fast_accum) {
+                                    bool fast_accum, bool tune) {
   const std::string combo = recipe_name(a.recipe) + " x " + recipe_name(b.recipe);
   auto refuse = [&](const std::string& why) -> std::optional<at::Tensor> {
     notice_once("fp8-gemm " + combo + " " + why,
@@ -396,6 +397,12 @@ std::optional<at::Tensor> scaled_mm(const Operand& a, const Operand& b, at::Scal
   const auto sa = scale_arg(a, false), sb = scale_arg(b, true);
   if (!sa || !sb) return refuse("at::_scaled_mm takes no such scales");
   try {
+    // Tensorwise: the same GEMM with the algorithm measured fastest (scaled_gemm_cuda.h).
+    if (tune && a.recipe.kind == ScalingKind::Tensorwise && want == out) {
+      if (auto y =
+              tuned_scaled_gemm(a.codes.view(*da), b.codes.view(*db), *sa, *sb, out, fast_accum))
+        return y;
+    }
     at::Tensor y = at::_scaled_mm(a.codes.view(*da), b.codes.view(*db).t(), *sa, *sb, std::nullopt,
                                   std::nullopt, want, fast_accum);
     return want == out ? y : y.to(out);
@@ -411,8 +418,8 @@ std::optional<at::Tensor> scaled_mm(const Operand& a, const Operand& b, at::Scal
 }
 
 at::Tensor fp8_gemm(const Operand& a, const Operand& b, at::ScalarType out, bool fast_accum,
-                    Float8Probe* probe) {
-  if (auto y = scaled_mm(a, b, out, fast_accum)) {
+                    bool tune, Float8Probe* probe) {
+  if (auto y = scaled_mm(a, b, out, fast_accum, tune)) {
     if (probe) probe->gemms_real++;
     return *y;
   }
@@ -482,7 +489,7 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
         DevQ qw = quantize_role(w2, cfg.weight, history(Role::Weight), dcfg, true, w_t, sbuf,
                                 slot(Role::Weight), reducer);
         if (flight) flight->roles[role_index(Role::Weight)] = true;
-        y = fp8_gemm(qx.rows, qw.rows, out_t, cfg.fprop_fast_accum, probe);
+        y = fp8_gemm(qx.rows, qw.rows, out_t, cfg.fprop_fast_accum, cfg.tune_gemms, probe);
         if (w_t) {
           w_codes_t = qw.cols.codes;
           w_scale_inv_t = qw.cols.scale_inv;
@@ -573,7 +580,7 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
       if (saved[4].defined()) wt = operand(saved[4], saved[5], rw);
       if (!wt) wt = rowwise_of_transpose(w2, rw);
       if (!wt) wt = quantize_role(w2.t().contiguous(), rw, nullptr, dcfg, true, false).rows;
-      dx = fp8_gemm(qdy.rows, *wt, dx_t, dgrad_fast, probe);
+      dx = fp8_gemm(qdy.rows, *wt, dx_t, dgrad_fast, cfg.tune_gemms, probe);
     } else {
       dx = at::matmul(dy, w2.to(dy.scalar_type())).to(dx_t);
     }
@@ -594,7 +601,7 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
                           dcfg, true, false)
                 .rows;
       }
-      dw = fp8_gemm(*a, *b, dw_t, wgrad_fast, probe);
+      dw = fp8_gemm(*a, *b, dw_t, wgrad_fast, cfg.tune_gemms, probe);
     } else {
       dw = at::matmul(dy.t(), x_hp.to(dy.scalar_type())).to(dw_t);
     }

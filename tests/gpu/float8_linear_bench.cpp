@@ -1,6 +1,7 @@
 // The MLP block of the performance notes, d -> 4d -> d with GELU, forward and backward,
 // bf16 activations and weights: plain bf16 (cuBLAS) against Float8Linear (tensorwise
-// current and delayed scaling, rowwise; statistics off and on every step), in one run.
+// current and delayed scaling, rowwise; statistics off and on every step; delayed with
+// at::_scaled_mm's GEMM algorithms instead of the tuned ones), in one run.
 // Prints a table; --json PATH writes the figures; --trace DIR writes, for each variant
 // and shape, the Kineto profiler's events of five steps (every kernel, copy and CPU-side
 // operator with its times, clocks as they run), for tests/gpu/trace_summary.py.
@@ -22,6 +23,7 @@
 
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/torch/float8_linear.h"
+#include "scaled_gemm_cuda.h"
 
 namespace {
 
@@ -47,6 +49,9 @@ std::vector<Variant> variants() {
   d.delayed = true;
   d.delayed_scaling.window = 16;
   v.push_back({"fp8 tensorwise delayed", d});
+  Float8LinearConfig untuned = d;  // every GEMM with at::_scaled_mm's algorithm
+  untuned.tune_gemms = false;
+  v.push_back({"fp8 tensorwise delayed, untuned", untuned});
   Float8LinearConfig fast = d;  // fast accumulation in dgrad and wgrad too
   fast.dgrad_fast_accum = fast.wgrad_fast_accum = true;
   v.push_back({"fp8 tensorwise delayed, fast accum", fast});
@@ -190,6 +195,19 @@ int main(int argc, char** argv) {
                     static_cast<long long>(s1.probe.gemms_emulated + s2.probe.gemms_emulated));
     }
   }
+  // The GEMM algorithms chosen for the tuned variants: index 0 is at::_scaled_mm's.
+  nlohmann::json choices = nlohmann::json::array();
+  for (const fp8wb::detail::GemmChoice& g : fp8wb::detail::gemm_choices()) {
+    if (g.first_ms > 0)
+      std::printf("   GEMM %-44s algorithm %d of %d: %.3f ms (first %.3f ms)\n", g.problem.c_str(),
+                  g.index, g.offered, g.chosen_ms, g.first_ms);
+    choices.push_back({{"problem", g.problem},
+                       {"index", g.index},
+                       {"offered", g.offered},
+                       {"first_ms", g.first_ms},
+                       {"chosen_ms", g.chosen_ms}});
+  }
+  js["gemm_choices"] = choices;
   if (!json_path.empty()) {
     std::ofstream f(json_path);
     f << js.dump(1) << "\n";

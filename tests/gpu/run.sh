@@ -18,6 +18,8 @@
 #                 without statistics), then its steps under the Kineto profiler, clocks as
 #                 they run: GPU busy and idle time a step and every GPU operation, and what
 #                 statistics add (trace_summary.py); the traces are kept gzipped
+#   PART=gemms    only the MLP's six FP8 GEMMs, at::_scaled_mm against every algorithm
+#                 cuBLASLt's heuristic offers (times, and whether their bits agree)
 #   PART=cpu      only the CPU figures beside PyTorch's: the quantize pass on one thread
 #                 (each statistics loop) against PyTorch's cast (P4), and the emulated
 #                 training steps of `fp8wb bench --train-only --device cpu` (P5)
@@ -156,6 +158,14 @@ if [ "${PART:-}" = cpu ]; then
   exit 0
 fi
 
+if [ "${PART:-}" = gemms ]; then
+  log "build (GEMM algorithm benchmark)"
+  ninja -C "$BUILD" fp8wb_gemm_algo_bench >>"$OUT/build.log" 2>&1 || { grep -E 'error|Error' -A3 "$OUT/build.log" | head -60; exit 1; }
+  log "the MLP's six FP8 GEMMs: at::_scaled_mm against every algorithm cuBLASLt's heuristic offers"
+  "$BUILD/tests/gpu/fp8wb_gemm_algo_bench" --json "$OUT/gemm_algos.json"
+  exit $?
+fi
+
 if [ "${PART:-}" = trace ]; then
   log "build (MLP benchmark)"
   start=$(date +%s)
@@ -177,21 +187,25 @@ if [ "${PART:-}" = kernels ]; then
   log "build (kernels, GPU tests, benchmarks)"
   start=$(date +%s)
   ninja -C "$BUILD" fp8wb_gpu_tests fp8wb_float8_gpu_tests fp8wb_gpu_quantize_bench \
-    fp8wb_float8_linear_bench >>"$OUT/build.log" 2>&1 || { grep -E 'error|Error' -A3 "$OUT/build.log" | head -60; exit 1; }
+    fp8wb_float8_linear_bench fp8wb_gemm_algo_bench fp8wb_scaled_gemm_tests >>"$OUT/build.log" 2>&1 || { grep -E 'error|Error' -A3 "$OUT/build.log" | head -60; exit 1; }
   echo "built in $(( $(date +%s) - start )) s"
   log "GPU tests"
   "$BUILD/tests/gpu/fp8wb_gpu_tests" >"$OUT/gpu_tests.log" 2>&1; rc1=$?
   "$BUILD/tests/gpu/fp8wb_float8_gpu_tests" >"$OUT/float8_gpu_tests.log" 2>&1; rc2=$?
+  "$BUILD/tests/gpu/fp8wb_scaled_gemm_tests" >>"$OUT/float8_gpu_tests.log" 2>&1 || rc2=1
   grep -E "FP8 conversion|FAILED|PASSED|Failure|Expected|Which is|first pattern" "$OUT/gpu_tests.log" "$OUT/float8_gpu_tests.log" | head -40
   [ -n "${NO_BENCH:-}" ] && exit $(( rc1 | rc2 ))
   log "benchmarks"
   "$BUILD/tests/gpu/fp8wb_gpu_quantize_bench" --json "$OUT/gpu_quantize_bench.json" | tail -25
   "$BUILD/tests/gpu/fp8wb_float8_linear_bench" --json "$OUT/float8_linear_bench.json"
+  log "the MLP's six FP8 GEMMs: at::_scaled_mm against every algorithm cuBLASLt's heuristic offers"
+  "$BUILD/tests/gpu/fp8wb_gemm_algo_bench" --json "$OUT/gemm_algos.json"
   if command -v ncu >/dev/null; then
-    # Past the 28 launches of the counters-and-sums case: the first of all statistics.
+    # Past the 3 x 28 launches of the counters-and-sums, histogram-only and map-only cases: the
+    # first of all statistics.
     log "the statistics kernel (tensorwise E4M3, bf16, all statistics; ncu, clocks untouched)"
     ncu --clock-control none --kernel-name-base demangled --kernel-name "regex:tile_stats_kernel<.fp8wb::Format.0" \
-      --launch-skip 30 --launch-count 1 --section SpeedOfLight --section Occupancy --section WarpStateStats \
+      --launch-skip 86 --launch-count 1 --section SpeedOfLight --section Occupancy --section WarpStateStats \
       --section LaunchStats --section ComputeWorkloadAnalysis \
       "$BUILD/tests/gpu/fp8wb_gpu_quantize_bench" >"$OUT/ncu-stats.txt" 2>&1
     grep -E "Duration|DRAM Throughput|Compute \(SM\)|Achieved Occupancy|Theoretical Occupancy|Registers Per|Issue Slots|Executed Ipc A|Block Limit|Warp Cycles Per Issued|Shared Memory Config|Local" \

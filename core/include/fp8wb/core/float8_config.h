@@ -26,6 +26,10 @@ struct Float8LinearConfig {
   bool fprop_fast_accum = true;
   bool dgrad_fast_accum = false;
   bool wgrad_fast_accum = false;
+  // Tensorwise GEMMs on FP8 tensor cores with the cuBLASLt algorithm measured fastest for
+  // each shape, among those that give the same bits (measured once per shape and process,
+  // for GEMMs of 2^34 multiply-adds or more); off: the one at::_scaled_mm takes.
+  bool tune_gemms = true;
   // Every statistic of the quantize passes on every N-th step (a forward and its
   // backward); 0: never, which costs nothing.
   int stats_interval = 1;
