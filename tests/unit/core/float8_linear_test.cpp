@@ -177,7 +177,9 @@ bool same_bits(const torch::Tensor& a, const torch::Tensor& b) {
 
 // The layer's passes run on LibTorch's intra-op threads; its outputs, gradients and every
 // statistic are the same bits at any count, and its statistics are the kernels' own on
-// one thread.
+// one thread. dw's GEMM sums over the 1024 tokens: a BLAS may split that sum among its
+// threads (MKL in PyTorch's wheels does; Debian's OpenBLAS does not), and where the same
+// fp32 GEMM alone changes with the count, dw is held to it only within fp32 rounding.
 TEST(Float8Linear, ThreadCountChangesNoResultOrStatistic) {
   torch::manual_seed(9);
   const int before = at::get_num_threads();
@@ -203,13 +205,27 @@ TEST(Float8Linear, ThreadCountChangesNoResultOrStatistic) {
     o.probe = layer->probe();
     return o;
   };
+  // Whether this BLAS gives dw's GEMM (256 x 1024 by 1024 x 64) the same bits at a count.
+  const torch::Tensor ga = torch::randn({256, 1024}), gb = torch::randn({1024, 64});
+  auto blas_same_bits = [&](int threads) {
+    at::set_num_threads(1);
+    const torch::Tensor r1 = at::mm(ga, gb);
+    at::set_num_threads(threads);
+    return same_bits(at::mm(ga, gb), r1);
+  };
   const Out one = step(1);
   for (int threads : {2, 3, 8}) {
     SCOPED_TRACE(std::to_string(threads) + " threads");
+    const bool blas_exact = blas_same_bits(threads);
     const Out n = step(threads);
     EXPECT_TRUE(same_bits(n.y, one.y));
     EXPECT_TRUE(same_bits(n.dx, one.dx));
-    EXPECT_TRUE(same_bits(n.dw, one.dw));
+    if (blas_exact) {
+      EXPECT_TRUE(same_bits(n.dw, one.dw));
+    } else {
+      EXPECT_LT((n.dw - one.dw).abs().max().item<float>(),
+                1e-5f * one.dw.abs().max().item<float>());
+    }
     EXPECT_TRUE(same_bits(n.db, one.db));
     for (Role r : {Role::Input, Role::Weight, Role::GradOutput}) {
       ASSERT_TRUE(n.probe.stats(r).valid);
