@@ -192,15 +192,23 @@ __device__ __forceinline__ int hist_row(float y) {
 // One count in bin hist_row(y) of a lane's column of the lane-private histogram (hist:
 // the lane's counter of bin 0; rows kThreads counters apart): the exponent field is
 // clamped where it already stands as a byte offset (field * 1 KB, a row's size).
+// kInRange: the caller knows y's exponent lies within the bins (a finite y whose code is
+// neither zero nor the largest magnitude: 2^-40 <= |y| < 2^24), and no clamp is needed.
+template <bool kInRange = false>
 __device__ __forceinline__ void hist_inc(uint32_t* hist, float y) {
   constexpr uint32_t kRowBytes = kThreads * sizeof(uint32_t);
   static_assert(kRowBytes == 1024 || kRowBytes == 512, "a histogram row is 2^shift bytes");
   constexpr int kShift = kRowBytes == 1024 ? 10 : 9;
   constexpr uint32_t kFirst = 127 + kHistMinExp, kLast = kFirst + kHistExpBins - 1;
   const uint32_t field = (__float_as_uint(y) >> (23 - kShift)) & (0xFFu << kShift);
-  const uint32_t off = min(max(field, kFirst << kShift), kLast << kShift) - (kFirst << kShift);
+  const uint32_t off =
+      (kInRange ? field : min(max(field, kFirst << kShift), kLast << kShift)) - (kFirst << kShift);
   atomicAdd(reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(hist) + off), 1u);
 }
+
+// The smallest nonzero magnitude of a format's codes is above 2^-40 and its largest below
+// 2^24: a y whose code is neither zero nor the largest lies within the histogram's bins.
+static_assert(kHistMinExp <= -17 && kHistMaxExp >= 16, "E4M3FN and E5M2 codes fit the bins");
 
 // Four elements' counters, amax and histogram from their codes (element k in byte k of
 // `word`), for E4M3FN and E5M2 with saturation, where a code's magnitude byte tells zero,
@@ -250,12 +258,19 @@ __device__ __forceinline__ bool count4_finite(const float x[4], const float y[4]
       for (int k = 0; k < 4; ++k)
         ls.saturated += (float_bits(y[k]) & 0x7FFFFFFFu) >= saturating_bits<F>();
     }
+    if (kHistGiven || hist) {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) hist_inc(hist, y[k]);  // clamped: y may lie beyond the bins
+    }
+  } else if (kHistGiven || hist) {
+    // Every code nonzero and below the largest, in every lane deciding: no clamp.
+#pragma unroll
+    for (int k = 0; k < 4; ++k) hist_inc<true>(hist, y[k]);
   }
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
     e[k] = x[k] - dq[k];
     vf[k] = x[k];
-    if (kHistGiven || hist) hist_inc(hist, y[k]);
   }
   return true;
 }
