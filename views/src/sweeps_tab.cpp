@@ -1,3 +1,8 @@
+// SweepsTab (sweeps_tab.h): the tab's widgets and layout, its presets, the form of a
+// sweep (base config, grid, seeds, trials side by side), start and stop with each trial's
+// state as a BackgroundJob, and "Collect from folder…": a cluster sweep's folder collected
+// as a BackgroundJob with a progress bar a trial, a failure named over the heatmap. The
+// heatmap, its cells and the overlaid curves are in sweeps_heatmap.cpp.
 #include "fp8wb/views/sweeps_tab.h"
 
 #include <QComboBox>
@@ -12,16 +17,12 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QVBoxLayout>
-#include <cmath>
-#include <iterator>
 
-#include "fp8wb/core/final_loss.h"
-#include "fp8wb/core/run_store.h"
 #include "fp8wb/core/sweep_collect.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
-#include "fp8wb/views/loss_curves.h"
 #include "fp8wb/views/name_choices.h"
+#include "sweeps_tab_internal.h"
 
 namespace fp8wb {
 namespace {
@@ -43,54 +44,9 @@ const Preset kPresets[] = {
      "formats=hybrid,e4m3\nscaling=delayed,current", SweepMetric::FinalLoss},
 };
 
-// A sweep's grid and points, read on a connection of its own.
-struct SweepRead {
-  SweepSpec spec;
-  std::vector<SweepPoint> points;
-  std::string status;
-};
-
-// Viridis (perceptually uniform, readable in grey) from its dark purple to its
-// yellow-green at 0.9: its last tenth, a bright yellow, stands out too little from the
-// plot's white for the scale's top (white itself would read as an empty cell).
-QCPColorGradient heat_gradient() {
-  static const char* const stops[] = {"#440154", "#482475", "#414487", "#355f8d", "#2a788e",
-                                      "#21918c", "#22a884", "#44bf70", "#7ad151", "#bddf26"};
-  QCPColorGradient g;
-  g.clearColorStops();
-  constexpr int n = static_cast<int>(std::size(stops));
-  for (int i = 0; i < n; ++i) g.setColorStopAt(i / double(n - 1), QColor(QLatin1String(stops[i])));
-  g.setColorInterpolation(QCPColorGradient::ciRGB);
-  // Cells without a figure of the scale are left empty in the map; their own items
-  // (markCell()) show what they are.
-  g.setNanHandling(QCPColorGradient::nhTransparent);
-  return g;
-}
-
-// The colour scale's label: the metric, and for the losses how they are taken.
-QString scale_label(SweepMetric m, const QString& label) {
-  switch (m) {
-    case SweepMetric::FinalLoss: return label + QObject::tr(" (mean of the last 10% of steps)");
-    case SweepMetric::LossGap: return label + QObject::tr(" (FP8 - reference, last 10% of steps)");
-    case SweepMetric::SaturatedPct:
-    case SweepMetric::UnderflowPct:
-    case SweepMetric::Diverged: return label;
-  }
-  return label;
-}
-
-SweepRead read_sweep(const std::string& path, int64_t sweep_id) {
-  const auto store = RunStore::open_read_only(path);
-  const auto info = store->sweep(sweep_id);
-  if (!info) throw StoreError("no sweep " + std::to_string(sweep_id) + " in " + path);
-  SweepRead r;
-  r.spec = sweep_from_json(info->grid_json);
-  r.points = sweep_points(*store, sweep_id);
-  r.status = info->status;
-  return r;
-}
-
 }  // namespace
+
+using namespace sweeps_detail;  // SweepRead, read_sweep(), heat_gradient() (sweeps_tab_internal.h)
 
 QStringList SweepsTab::presetNames() {
   QStringList n;
@@ -241,20 +197,6 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
 SweepsTab::~SweepsTab() {
   stop();
   run_job_.wait();  // its trials write through the engine's store
-}
-
-void SweepsTab::cellClicked(QMouseEvent* e, bool twice) {
-  if (e->button() != Qt::LeftButton || !heat_->axisRect()->rect().contains(e->position().toPoint()))
-    return;
-  double kx = 0, ky = 0;
-  map_->pixelsToCoords(e->position(), kx, ky);
-  const int x = static_cast<int>(std::lround(kx)), y = static_cast<int>(std::lround(ky));
-  if (!twice) {
-    overlayLine(x, y, overlay_->currentIndex() == 1);
-    return;
-  }
-  const auto ids = runsAt(x, y);
-  if (!ids.empty()) Q_EMIT openRunRequested(ids.front());
 }
 
 QString SweepsTab::fail(const QString& message) {
@@ -450,293 +392,6 @@ void SweepsTab::collectFolder(const QString& dir) {
 
 void SweepsTab::stop() {
   if (runner_) runner_->stop();
-}
-
-void SweepsTab::showSweep(int64_t sweep_id) {
-  const std::string path = engine_->databasePath().toStdString();
-  setReading(true);
-  points_job_.run([path, sweep_id] { return read_sweep(path, sweep_id); },
-                  [this, sweep_id](SweepRead r) {
-                    setReading(false);
-                    showPoints(sweep_id, std::move(r.spec), std::move(r.points));
-                    Q_EMIT sweepShown(sweep_id);
-                  },
-                  [this](const QString& message) {
-                    setReading(false);
-                    fail(message);
-                  });
-}
-
-void SweepsTab::setReading(bool reading) {
-  reading_->setVisible(reading);
-}
-
-void SweepsTab::showPoints(int64_t sweep_id, SweepSpec spec, std::vector<SweepPoint> points) {
-  points_job_.drop();  // what it would bring is older
-  setReading(false);
-  collect_failure_->setVisible(false);  // what is shown now is this sweep
-  collect_failure_->clear();
-  const bool axes_changed = spec.axes.size() != spec_.axes.size() || sweep_id != sweep_id_;
-  spec_ = std::move(spec);
-  sweep_id_ = sweep_id;
-  points_ = std::move(points);
-  if (axes_changed || static_cast<int>(slicers_.size()) != static_cast<int>(spec_.axes.size()))
-    rebuildSlicers();
-  redraw();
-}
-
-void SweepsTab::rebuildSlicers() {
-  const QSignalBlocker bx(x_axis_), by(y_axis_);
-  x_axis_->clear();
-  y_axis_->clear();
-  for (QComboBox* c : slicers_) c->deleteLater();
-  slicers_.clear();
-  for (const SweepAxis& a : spec_.axes) {
-    x_axis_->addItem(QString::fromStdString(a.key));
-    y_axis_->addItem(QString::fromStdString(a.key));
-    auto* s = new QComboBox(this);
-    s->setToolTip(QString::fromStdString(a.key));
-    for (const auto& v : a.values) s->addItem(QString::fromStdString(a.key + "=" + v));
-    connect(s, &QComboBox::currentIndexChanged, this, [this] { redraw(); });
-    slicer_row_->addWidget(s);
-    slicers_.push_back(s);
-  }
-  x_axis_->setCurrentIndex(spec_.axes.size() > 1 ? 1 : 0);  // e.g. window across,
-  y_axis_->setCurrentIndex(0);                              // margin up
-}
-
-void SweepsTab::setAxes(int x_axis, int y_axis) {
-  x_axis_->setCurrentIndex(x_axis);
-  y_axis_->setCurrentIndex(y_axis);
-  redraw();
-}
-
-void SweepsTab::setMetric(SweepMetric metric) {
-  choose(metric_, kSweepMetrics, metric);
-  redraw();
-}
-
-const SweepPoint* SweepsTab::pointAt(int x, int y) const {
-  const int xa = x_axis_->currentIndex(), ya = y_axis_->currentIndex();
-  if (xa < 0 || ya < 0 || spec_.axes.empty()) return nullptr;
-  // The same axis across and up (a one-axis sweep): one row of cells.
-  const bool one_row = xa == ya;
-  const auto& xv = spec_.axes[static_cast<size_t>(xa)].values;
-  const auto& yv = spec_.axes[static_cast<size_t>(ya)].values;
-  const int rows = one_row ? 1 : static_cast<int>(yv.size());
-  if (x < 0 || y < 0 || x >= static_cast<int>(xv.size()) || y >= rows) return nullptr;
-  for (const SweepPoint& p : points_) {
-    bool match = p.values[static_cast<size_t>(xa)] == xv[static_cast<size_t>(x)] &&
-                 (one_row || p.values[static_cast<size_t>(ya)] == yv[static_cast<size_t>(y)]);
-    for (size_t k = 0; match && k < spec_.axes.size(); ++k) {
-      if (static_cast<int>(k) == xa || static_cast<int>(k) == ya) continue;
-      match = p.values[k] ==
-              spec_.axes[k].values[static_cast<size_t>(std::max(0, slicers_[k]->currentIndex()))];
-    }
-    if (match) return &p;
-  }
-  return nullptr;
-}
-
-std::vector<int64_t> SweepsTab::runsAt(int x, int y) const {
-  const SweepPoint* p = pointAt(x, y);
-  return p ? p->run_ids : std::vector<int64_t>{};
-}
-
-double SweepsTab::cellValue(int x, int y) const {
-  const SweepPoint* p = pointAt(x, y);
-  return p ? sweep_metric(*p, chosen(metric_, kSweepMetrics)) : NAN;
-}
-
-QString SweepsTab::bestText() const {
-  return best_->text();
-}
-
-void SweepsTab::markCell(int x, int y, const QString& kind, const QString& text) {
-  const bool diverged =
-      kind == QLatin1String("divergedCell") || kind == QLatin1String("markedCell");
-  if (kind != QLatin1String("markedCell")) {
-    auto* r = new QCPItemRect(heat_);
-    r->setObjectName(kind);
-    r->setProperty("cell", QPoint(x, y));
-    r->topLeft->setCoords(x - 0.5, y + 0.5);
-    r->bottomRight->setCoords(x + 0.5, y - 0.5);
-    r->setPen(QPen(QColor(150, 150, 150)));
-    // Waiting or running: plain light grey. Diverged or without a figure: hatched.
-    r->setBrush(
-        kind == QLatin1String("unfinishedCell")
-            ? QBrush(QColor(215, 215, 215))
-            : QBrush(diverged ? QColor(170, 40, 40) : QColor(140, 140, 140), Qt::BDiagPattern));
-    r->setSelectable(false);
-    marks_.push_back(r);
-  }
-  auto* t = new QCPItemText(heat_);
-  t->setObjectName(QStringLiteral("cellMark"));
-  t->setProperty("cell", QPoint(x, y));
-  t->position->setCoords(x, y);
-  t->setText(text);
-  t->setColor(diverged ? QColor(140, 20, 20) : QColor(60, 60, 60));
-  t->setBrush(QBrush(QColor(255, 255, 255, 200)));
-  t->setPadding(QMargins(3, 1, 3, 1));
-  t->setSelectable(false);
-  marks_.push_back(t);
-}
-
-void SweepsTab::redraw() {
-  for (QCPAbstractItem* item : marks_) heat_->removeItem(item);
-  marks_.clear();
-  const int xa = x_axis_->currentIndex(), ya = y_axis_->currentIndex();
-  map_->data()->clear();
-  if (xa < 0 || ya < 0 || spec_.axes.empty()) {
-    heat_->replot(QCustomPlot::rpQueuedReplot);
-    return;
-  }
-  for (size_t k = 0; k < slicers_.size(); ++k)
-    slicers_[k]->setVisible(static_cast<int>(k) != xa && static_cast<int>(k) != ya);
-  const SweepMetric metric = chosen(metric_, kSweepMetrics);
-  const auto& xv = spec_.axes[static_cast<size_t>(xa)].values;
-  // The same axis across and up (a one-axis sweep): one row of cells, nothing up.
-  const bool one_row = xa == ya;
-  const std::vector<std::string> yv =
-      one_row ? std::vector<std::string>{""} : spec_.axes[static_cast<size_t>(ya)].values;
-  map_->data()->setSize(static_cast<int>(xv.size()), static_cast<int>(yv.size()));
-  // Cell i is centred on i, one unit wide. The map's range runs from the centre of its
-  // first cell to the centre of its last, and it draws half a cell beyond each end, except
-  // along a side of one cell, which it draws over exactly its range: there the range is
-  // the cell's own span.
-  auto cells = [](size_t n) {
-    return n > 1 ? QCPRange(0, static_cast<double>(n - 1)) : QCPRange(-0.5, 0.5);
-  };
-  map_->data()->setRange(cells(xv.size()), cells(yv.size()));
-  // Only cells whose trials have all ended take a colour of the scale, and the scale
-  // spans only them.
-  double lo = INFINITY, hi = -INFINITY;
-  for (int x = 0; x < static_cast<int>(xv.size()); ++x) {
-    for (int y = 0; y < static_cast<int>(yv.size()); ++y) {
-      const SweepPoint* p = pointAt(x, y);
-      const double v = p ? sweep_metric(*p, metric) : NAN;
-      double shown = NAN;
-      if (!p || !p->complete()) {
-        markCell(x, y, QStringLiteral("unfinishedCell"),
-                 p ? tr("… %1/%2").arg(p->runs).arg(p->trials) : tr("…"));
-      } else if (p->diverged > 0 && metric != SweepMetric::Diverged) {
-        markCell(x, y, QStringLiteral("divergedCell"), tr("diverged"));
-      } else if (!std::isfinite(v)) {
-        markCell(x, y, QStringLiteral("emptyCell"), tr("no figure"));
-      } else {
-        shown = v;
-        lo = std::min(lo, v);
-        hi = std::max(hi, v);
-        // Coloured by how many diverged: still named.
-        if (p->diverged > 0) markCell(x, y, QStringLiteral("markedCell"), tr("diverged"));
-      }
-      map_->data()->setCell(x, y, shown);
-    }
-  }
-  if (lo <= hi) {
-    const double pad = lo < hi ? 0 : std::max(0.5, std::abs(lo) * 0.05);
-    map_->setDataRange(QCPRange(lo - pad, hi + pad));
-  }
-  map_->colorScale()->axis()->setLabel(scale_label(metric, metric_->currentText()));
-  QSharedPointer<QCPAxisTickerText> tx(new QCPAxisTickerText), ty(new QCPAxisTickerText);
-  for (size_t i = 0; i < xv.size(); ++i)
-    tx->addTick(static_cast<double>(i), QString::fromStdString(xv[i]));
-  for (size_t i = 0; i < yv.size(); ++i)
-    ty->addTick(static_cast<double>(i), QString::fromStdString(yv[i]));
-  heat_->xAxis->setTicker(tx);
-  heat_->yAxis->setTicker(ty);
-  heat_->xAxis->setLabel(QString::fromStdString(spec_.axes[static_cast<size_t>(xa)].key));
-  heat_->yAxis->setLabel(one_row ? QString()
-                                 : QString::fromStdString(spec_.axes[static_cast<size_t>(ya)].key));
-  heat_->rescaleAxes();
-  heat_->xAxis->setRange(-0.5, static_cast<double>(xv.size()) - 0.5);
-  heat_->yAxis->setRange(-0.5, static_cast<double>(yv.size()) - 0.5);
-  // The best setting: the lowest final loss among points whose trials all finished.
-  const SweepCounts counts = sweep_counts(spec_, points_);
-  QString progress =
-      (counts.trials == 1 ? tr("%1 of %2 trial finished") : tr("%1 of %2 trials finished"))
-          .arg(counts.finished)
-          .arg(counts.trials);
-  if (counts.diverged > 0) progress += tr(", %1 diverged").arg(counts.diverged);
-  QString text;
-  if (const SweepPoint* best = best_sweep_point(points_)) {
-    QStringList where;
-    for (size_t k = 0; k < spec_.axes.size(); ++k)
-      where << QString::fromStdString(spec_.axes[k].key + "=" + best->values[k]);
-    text = tr("<b>Best of the finished: %1</b>: final loss %2, loss gap %3, saturated %4 %, "
-              "underflow %5 % (%6).")
-               .arg(where.join(QLatin1Char(' ')).toHtmlEscaped())
-               .arg(best->final_loss, 0, 'f', 4)
-               .arg(std::isfinite(best->loss_gap) ? QString::number(best->loss_gap, 'g', 3)
-                                                  : tr("none (no reference)"))
-               .arg(best->saturated_pct, 0, 'g', 3)
-               .arg(best->underflow_pct, 0, 'g', 3)
-               .arg(progress);
-  } else {
-    text = tr("<b>No grid point has finished all its trials yet</b> (%1).").arg(progress);
-  }
-  text += tr("<br>%1. Grey cells (…): trials still to run; hatched: a run diverged. Click a "
-             "cell for its row's (or column's) loss curves; double-click to open its run.")
-              .arg(QString::fromUtf8(kFinalLossDefinition.data(),
-                                     static_cast<qsizetype>(kFinalLossDefinition.size())));
-  best_->setText(text);
-  heat_->replot(QCustomPlot::rpQueuedReplot);
-}
-
-QString SweepsTab::overlayTitle() const {
-  return overlay_title_->text();
-}
-
-void SweepsTab::overlayLine(int x, int y, bool column) {
-  const int along = column ? y_axis_->currentIndex() : x_axis_->currentIndex();
-  const int fixed = column ? x_axis_->currentIndex() : y_axis_->currentIndex();
-  overlaid_cell_ = QPoint(x, y);
-  // The title names what is held: the clicked cell's value of the other axis and the
-  // slicers' values of the rest.
-  QString title;
-  if (along >= 0 && fixed >= 0 && !spec_.axes.empty()) {
-    QStringList held;
-    const auto& fv = spec_.axes[static_cast<size_t>(fixed)].values;
-    const int at = column ? x : y;
-    if (at >= 0 && at < static_cast<int>(fv.size()))
-      held << QString::fromStdString(spec_.axes[static_cast<size_t>(fixed)].key + "=" +
-                                     fv[static_cast<size_t>(at)]);
-    for (size_t k = 0; k < spec_.axes.size() && k < slicers_.size(); ++k)
-      if (static_cast<int>(k) != along && static_cast<int>(k) != fixed)
-        held << slicers_[k]->currentText();
-    title = tr("Loss at %1, one curve for each %2")
-                .arg(held.join(QStringLiteral(", ")),
-                     QString::fromStdString(spec_.axes[static_cast<size_t>(along)].key));
-  }
-  overlay_title_->setText(title);
-  curves_->setExportTitle(title);
-  std::vector<LossCurve> curves;
-  if (along >= 0 && !spec_.axes.empty()) {
-    const auto& values = spec_.axes[static_cast<size_t>(along)].values;
-    for (int i = 0; i < static_cast<int>(values.size()); ++i) {
-      for (int64_t id : column ? runsAt(x, i) : runsAt(i, y)) {
-        LossCurve c;
-        c.run_id = id;
-        c.name = QString::fromStdString(spec_.axes[static_cast<size_t>(along)].key + "=" +
-                                        values[static_cast<size_t>(i)]);
-        c.colour = i;
-        curves.push_back(std::move(c));
-      }
-    }
-  }
-  if (curves.empty()) {
-    curves_job_.drop();
-    show_loss_curves(curves_, {});
-    Q_EMIT curvesShown();
-    return;
-  }
-  const std::string path = engine_->databasePath().toStdString();
-  curves_job_.run([path, curves] { return read_loss_curves(path, curves); },
-                  [this](std::vector<LossCurve> c) {
-                    show_loss_curves(curves_, c);
-                    Q_EMIT curvesShown();
-                  },
-                  [this](const QString& message) { fail(message); });
 }
 
 }  // namespace fp8wb

@@ -1,0 +1,167 @@
+// CheckpointModel (checkpoint_tab.h): the Checkpoint tab's table, a row per tensor: its
+// dtype, shape, amax, dynamic range, NaN and Inf, the recommended and the highest-SQNR
+// recipe, numbers to sort by and text to show, the recommended recipe in bold and green
+// and the selected one on an orange ground.
+#include "fp8wb/views/checkpoint_tab.h"
+
+#include <QBrush>
+#include <QFont>
+#include <QStringList>
+#include <cmath>
+
+#include "checkpoint_tab_internal.h"
+
+namespace fp8wb {
+
+using namespace checkpoint_detail;  // qs(), best_sqnr(), ... (checkpoint_tab_internal.h)
+
+CheckpointModel::CheckpointModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void CheckpointModel::setTensors(std::vector<TensorAnalysis> t) {
+  beginResetModel();
+  tensors_ = std::move(t);
+  endResetModel();
+}
+
+const TensorAnalysis* CheckpointModel::tensorAt(int row) const {
+  return row >= 0 && row < static_cast<int>(tensors_.size()) ? &tensors_[static_cast<size_t>(row)]
+                                                             : nullptr;
+}
+
+int CheckpointModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(tensors_.size());
+}
+
+int CheckpointModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
+  const TensorAnalysis* t = index.isValid() ? tensorAt(index.row()) : nullptr;
+  if (!t) return {};
+  const RecipeResult* best = nullptr;
+  const double b = best_sqnr(*t, &best);
+  // Sorting uses EditRole numbers; display uses text.
+  if (role == Qt::EditRole || role == Qt::UserRole) {
+    switch (index.column()) {
+      case Amax: return t->amax;
+      case Range: return t->dynamic_range_bits;
+      case BestSqnr: return std::isfinite(b) ? b : 1e9;
+      case TensorwiseSqnr: {
+        const double v = sqnr_of(*t, ScalingKind::Tensorwise, recommend_format());
+        return std::isfinite(v) ? v : 1e9;
+      }
+      default: break;
+    }
+  }
+  const int64_t nonfinite = t->nan_count + t->inf_count;
+  if ((role == Qt::EditRole || role == Qt::UserRole) && index.column() == NonFinite)
+    return static_cast<qlonglong>(nonfinite);
+  if (role == Qt::DisplayRole || role == Qt::EditRole || role == Qt::UserRole) {
+    switch (index.column()) {
+      case Name: return qs(t->name);
+      case NonFinite:
+        return nonfinite == 0 ? QString()
+                              : tr("%1 NaN, %2 Inf").arg(t->nan_count).arg(t->inf_count);
+      case Dtype: return qs(t->dtype);
+      case Shape: {
+        QStringList d;
+        for (int64_t s : t->shape) d << QString::number(s);
+        return d.join(QLatin1Char('x'));
+      }
+      case Amax: return QString::number(t->amax, 'g', 5);
+      case Range: return QString::number(t->dynamic_range_bits, 'f', 1);
+      case Best: return best ? qs(best->name) : QStringLiteral("-");
+      case BestSqnr: return std::isfinite(b) ? QString::number(b, 'f', 1) : QStringLiteral("-");
+      case TensorwiseSqnr: {
+        const double v = sqnr_of(*t, ScalingKind::Tensorwise, recommend_format());
+        return std::isfinite(v) ? QString::number(v, 'f', 1) : QStringLiteral("-");
+      }
+      case Recommended:
+        return t->not_quantized.empty() ? qs(t->recommended)
+                                        : tr("none: %1").arg(qs(t->not_quantized));
+      default: return {};
+    }
+  }
+  if (role == Qt::ToolTipRole) {
+    switch (index.column()) {
+      case NonFinite:
+        return nonfinite == 0 ? tr("no NaN or Inf")
+                              : tr("%1 NaN and %2 Inf values: left out of every figure (amax, "
+                                   "moments, SQNR are over the finite values)")
+                                    .arg(t->nan_count)
+                                    .arg(t->inf_count);
+      case Best:
+      case BestSqnr: return tr("Highest SQNR: %1.").arg(tr(kBestCriterion));
+      default:
+        return !t->not_quantized.empty() ? tr("No SQNR: %1").arg(qs(t->not_quantized))
+               : t->reason.empty()       ? qs(t->name)
+                                         : qs(t->reason);
+    }
+  }
+  // The recommended recipe in bold and green, the selected one on an orange ground.
+  const QString cell = index.column() == Best          ? (best ? qs(best->name) : QString())
+                       : index.column() == Recommended ? qs(t->recommended)
+                                                       : QString();
+  if (role == Qt::FontRole && index.column() == Recommended && !cell.isEmpty()) {
+    QFont f;
+    f.setBold(true);
+    return f;
+  }
+  if (role == Qt::ForegroundRole && index.column() == Recommended && !cell.isEmpty())
+    return QBrush(kRecommendedColor.darker(140));
+  if (role == Qt::BackgroundRole) {
+    if (!cell.isEmpty() && cell == selected_) {
+      QColor c = kSelectedColor;
+      c.setAlpha(90);
+      return QBrush(c);
+    }
+    if (index.column() == NonFinite && nonfinite > 0) return QBrush(QColor(0xd6, 0x27, 0x28, 60));
+  }
+  return {};
+}
+
+void CheckpointModel::setSelectedRecipe(const QString& name) {
+  if (name == selected_) return;
+  selected_ = name;
+  // Queued: this is called while views handle this model's reset (a new file selects its
+  // first row), when a proxy must not hear of changed data.
+  QMetaObject::invokeMethod(
+      this,
+      [this] {
+        if (!tensors_.empty())
+          Q_EMIT dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1),
+                             {Qt::BackgroundRole});
+      },
+      Qt::QueuedConnection);
+}
+
+QVariant CheckpointModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
+  if (role == Qt::DisplayRole) {
+    static const char* names[] = {"tensor",
+                                  "dtype",
+                                  "shape",
+                                  "amax",
+                                  "range (bits)",
+                                  "NaN / Inf",
+                                  "recommended (%1)",
+                                  "highest SQNR (any format)",
+                                  "its SQNR (dB)",
+                                  "%1 tensorwise (dB)"};
+    const QString name = tr(names[section]);
+    return name.contains(QLatin1String("%1")) ? name.arg(format_name(recommend_format())) : name;
+  }
+  if (role == Qt::ToolTipRole) {
+    switch (section) {
+      case Best:
+      case BestSqnr: return tr("Highest SQNR: %1.").arg(tr(kBestCriterion));
+      case Recommended: return tr("Recommended: %1.").arg(recommended_criterion());
+      case NonFinite: return tr("NaN and Inf values, left out of every figure");
+      default: return {};
+    }
+  }
+  return {};
+}
+
+}  // namespace fp8wb

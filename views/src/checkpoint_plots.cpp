@@ -1,0 +1,263 @@
+// CheckpointTab::showTensor() and drawChart() (checkpoint_tab.h): the selected tensor's
+// figures: its log2 histogram against each FP8 format's range, the recipe x format SQNR
+// chart (scalings down the side, a bar per format, the recommended and the selected recipe
+// outlined), the block error map of the chosen recipe, their export titles and the caption
+// with both answers and their criteria; a tensor without signal says why instead.
+#include "fp8wb/views/checkpoint_tab.h"
+
+#include <QComboBox>
+#include <QFileInfo>
+#include <QLabel>
+#include <algorithm>
+#include <cmath>
+
+#include "checkpoint_tab_internal.h"
+#include "fp8wb/views/exportable_plot.h"
+
+namespace fp8wb {
+
+using namespace checkpoint_detail;  // qs(), best_sqnr(), ... (checkpoint_tab_internal.h)
+
+namespace {
+
+// A recipe's scaling without its format: "1x128", "mx floor" (the name less its format).
+QString scaling_of(const RecipeResult& r) {
+  const QString name = qs(r.name), f = format_name(r.recipe.format);
+  return name.startsWith(f + QLatin1Char(' ')) ? name.mid(f.size() + 1) : name;
+}
+
+}  // namespace
+
+void CheckpointTab::showTensor(const TensorAnalysis* t) {
+  if (t != shown_) {
+    shown_ = t;
+    const QSignalBlocker b(recipe_);
+    recipe_->clear();
+    if (t) {
+      for (const auto& r : t->recipes) recipe_->addItem(qs(r.name));
+      const int rec = recipe_->findText(qs(t->recommended));
+      recipe_->setCurrentIndex(rec >= 0 ? rec : 0);
+    }
+    model_->setSelectedRecipe(recipe_->currentText());
+  }
+  if (!t) {
+    // Nothing chosen (no file, or one that could not be read): no figures of another.
+    hist_bars_->data()->clear();
+    hist_->clearItems();
+    for (QCPBars* b : chart_bars_) chart_->removePlottable(b);
+    chart_bars_.clear();
+    chart_->clearItems();
+    block_map_->data()->clear();
+    blocks_->clearItems();
+    for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
+    return;
+  }
+  // log2 histogram, with each FP8 format's range as a tensorwise scale places it
+  // (its largest exponent at the tensor's amax).
+  QVector<double> keys, counts;
+  for (int b = 0; b < kHistExpBins && b < static_cast<int>(t->log2_hist.size()); ++b) {
+    if (t->log2_hist[static_cast<size_t>(b)] == 0) continue;
+    keys << static_cast<double>(b + kHistMinExp);
+    counts << static_cast<double>(t->log2_hist[static_cast<size_t>(b)]);
+  }
+  hist_bars_->setData(keys, counts);
+  hist_->clearItems();
+  // Nothing to place on a log2 axis (empty, all zero, no finite values): say why, no axes.
+  const bool has_hist = !keys.isEmpty();
+  for (QCPAxis* a : {hist_->xAxis, hist_->yAxis}) a->setVisible(has_hist);
+  if (!has_hist) {
+    auto* none = new QCPItemText(hist_);
+    none->setObjectName(QStringLiteral("noHistogram"));
+    none->setClipToAxisRect(false);  // the whole sentence, whatever the plot's margins
+    none->position->setType(QCPItemPosition::ptViewportRatio);
+    none->position->setCoords(0.5, 0.5);
+    none->setText(!t->not_quantized.empty() ? qs(t->not_quantized)
+                  : t->numel == 0           ? tr("empty tensor (0 elements)")
+                                            : tr("no finite nonzero values"));
+    none->setColor(palette().color(QPalette::Disabled, QPalette::WindowText));
+  }
+  const double top = t->amax > 0 ? std::floor(std::log2(t->amax)) : 0;
+  int lane = 0;
+  for (Format f : {machine_formats().input, machine_formats().grad_output}) {
+    if (!has_hist) break;
+    const FormatInfo& fi = format_info(f);
+    const double span =
+        std::floor(std::log2(fi.max_finite)) - std::floor(std::log2(fi.min_subnormal));
+    auto* band = new QCPItemRect(hist_);
+    band->setPen(Qt::NoPen);
+    QColor c = format_color(f);
+    c.setAlpha(35);
+    band->setBrush(c);
+    band->topLeft->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    band->bottomRight->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    band->topLeft->setCoords(top - span - 0.5, lane == 0 ? 0.0 : 0.5);
+    band->bottomRight->setCoords(top + 0.5, lane == 0 ? 0.5 : 1.0);
+    auto* label = new QCPItemText(hist_);
+    label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    label->position->setCoords(top - span + 1, lane == 0 ? 0.05 : 0.55);
+    label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+    label->setText(QString::fromLatin1(fi.name.data()));
+    label->setColor(format_color(f));
+    ++lane;
+  }
+  if (has_hist) {
+    hist_->rescaleAxes();
+    hist_->xAxis->setRange(std::min(hist_->xAxis->range().lower, top - 32), top + 2);
+  }
+  drawChart(*t);
+  // Block errors of the chosen recipe.
+  const int ri = recipe_->currentIndex();
+  const RecipeResult* chosen = ri >= 0 && ri < static_cast<int>(t->recipes.size())
+                                   ? &t->recipes[static_cast<size_t>(ri)]
+                                   : nullptr;
+  if (chosen) {
+    fill_block_map(block_map_, chosen->map_grid.rows, chosen->map_grid.cols, chosen->map_rel_error);
+  } else {
+    fill_block_map(block_map_, 0, 0, {});
+  }
+  // No map (an integer tensor, no recipe): say so instead of empty axes and a scale.
+  blocks_->clearItems();
+  const bool has_map = !block_map_->data()->isEmpty();
+  block_map_->setVisible(has_map);
+  block_scale_->setVisible(has_map);
+  for (QCPAxis* a : {blocks_->xAxis, blocks_->yAxis}) a->setVisible(has_map);
+  if (!has_map) {
+    auto* none = new QCPItemText(blocks_);
+    none->setObjectName(QStringLiteral("noBlockMap"));
+    none->setClipToAxisRect(false);  // the whole sentence, whatever the plot's margins
+    none->position->setType(QCPItemPosition::ptViewportRatio);
+    none->position->setCoords(0.5, 0.5);
+    none->setText(!t->not_quantized.empty() ? tr("no block errors: %1").arg(qs(t->not_quantized))
+                  : t->recipes.empty()
+                      ? tr("no block errors: %1 is not quantized").arg(qs(t->dtype))
+                      : tr("no block error map for this recipe"));
+    none->setColor(palette().color(QPalette::Disabled, QPalette::WindowText));
+  }
+  const QString file = QFileInfo(path_).fileName();
+  hist_->setExportTitle(tr("log2 histogram of %1 (%2)").arg(qs(t->name), file));
+  chart_->setExportTitle(tr("SQNR of every recipe x format: %1 (%2)").arg(qs(t->name), file));
+  blocks_->setExportTitle(
+      tr("Block errors of %1: %2 (%3)").arg(recipe_->currentText(), qs(t->name), file));
+  const RecipeResult* best = nullptr;
+  best_sqnr(*t, &best);
+  QString caption = tr("<b>%1</b> %2: amax %3, mean %4, std %5, dynamic range %6 bits.")
+                        .arg(qs(t->name).toHtmlEscaped(), qs(t->dtype))
+                        .arg(t->amax, 0, 'g', 5)
+                        .arg(t->mean, 0, 'g', 4)
+                        .arg(t->std, 0, 'g', 4)
+                        .arg(t->dynamic_range_bits, 0, 'f', 1);
+  if (t->nan_count + t->inf_count > 0) {
+    caption += tr(" <span style='color:#d62728'><b>%1 NaN, %2 Inf</b></span> (left out of "
+                  "every figure).")
+                   .arg(t->nan_count)
+                   .arg(t->inf_count);
+  }
+  // Two answers to two questions, each with its criterion.
+  if (best) {
+    caption += tr(" Highest SQNR of any format: %1 (%2 dB).")
+                   .arg(qs(best->name))
+                   .arg(best->sqnr_db, 0, 'f', 1);
+  }
+  if (!t->not_quantized.empty()) {
+    caption += tr(" No SQNR and no recommendation: %1.").arg(qs(t->not_quantized).toHtmlEscaped());
+  }
+  if (!t->recommended.empty()) {
+    caption += tr(" <span style='color:%1'>Recommended for %4 (the simplest recipe within "
+                  "1 dB of its best, no saturation): <b>%2</b></span>: %3.")
+                   .arg(kRecommendedColor.darker(140).name(), qs(t->recommended),
+                        qs(t->reason).toHtmlEscaped(), format_name(recommend_format()));
+  }
+  caption_->setText(caption);
+  caption_->setToolTip(
+      tr("Highest SQNR: %1.\nRecommended: %2.").arg(tr(kBestCriterion), recommended_criterion()));
+  for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void CheckpointTab::drawChart(const TensorAnalysis& t) {
+  for (QCPBars* b : chart_bars_) chart_->removePlottable(b);
+  chart_bars_.clear();
+  chart_->clearItems();
+  // The scalings in the order the analysis ran them, the formats likewise.
+  QStringList scalings;
+  std::vector<Format> formats;
+  for (const auto& r : t.recipes) {
+    if (!scalings.contains(scaling_of(r))) scalings << scaling_of(r);
+    if (std::find(formats.begin(), formats.end(), r.recipe.format) == formats.end())
+      formats.push_back(r.recipe.format);
+  }
+  double top = 0;
+  for (const auto& r : t.recipes) {
+    if (std::isfinite(r.sqnr_db)) top = std::max(top, r.sqnr_db);
+  }
+  const double exact = top > 0 ? top * 1.1 : 100;  // where an exact (+inf dB) bar ends
+  const double width = 0.8 / std::max<double>(1, static_cast<double>(formats.size()));
+  auto key_of = [&](const RecipeResult& r) {
+    const auto fi = std::find(formats.begin(), formats.end(), r.recipe.format) - formats.begin();
+    return static_cast<double>(scalings.indexOf(scaling_of(r))) - 0.4 + width * 0.5 +
+           width * static_cast<double>(fi);
+  };
+  auto value_of = [&](const RecipeResult& r) {
+    return std::isfinite(r.sqnr_db) ? std::max(0.0, r.sqnr_db) : (r.sqnr_db > 0 ? exact : 0.0);
+  };
+  for (Format f : formats) {
+    auto* bars = new QCPBars(chart_->yAxis, chart_->xAxis);
+    bars->setName(format_name(f));
+    bars->setWidth(width * 0.95);
+    QColor c = format_color(f);
+    bars->setPen(QPen(c.darker(120), 0.5));
+    c.setAlpha(190);
+    bars->setBrush(c);
+    for (const auto& r : t.recipes) {
+      if (r.recipe.format == f) bars->addData(key_of(r), value_of(r));
+    }
+    chart_bars_.push_back(bars);
+  }
+  for (QCPAxis* a : {chart_->xAxis, chart_->yAxis}) a->setVisible(!t.recipes.empty());
+  chart_->legend->setVisible(!t.recipes.empty());
+  if (t.recipes.empty()) {
+    auto* none = new QCPItemText(chart_);
+    none->setObjectName(QStringLiteral("noChart"));
+    none->setClipToAxisRect(false);  // the whole sentence, whatever the plot's margins
+    none->position->setType(QCPItemPosition::ptViewportRatio);
+    none->position->setCoords(0.5, 0.5);
+    none->setText(!t.not_quantized.empty() ? tr("no SQNR: %1").arg(qs(t.not_quantized))
+                                           : tr("no SQNR: %1 is not quantized").arg(qs(t.dtype)));
+    none->setColor(palette().color(QPalette::Disabled, QPalette::WindowText));
+    return;
+  }
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  for (int i = 0; i < scalings.size(); ++i) ticker->addTick(i, scalings[i]);
+  chart_->yAxis->setTicker(ticker);
+  chart_->yAxis->setRange(-0.6, static_cast<double>(scalings.size()) - 0.4);
+  chart_->xAxis->setRange(0, std::max(1.0, exact) * 1.05);
+  // The recommended and the selected recipe: an outline around their bar, explained by
+  // two entries of the legend.
+  const QString selected = recipe_->currentText();
+  const QPen rec_pen(kRecommendedColor.darker(130), 2.5);
+  const QPen sel_pen(kSelectedColor, 2.5, Qt::DashLine);
+  for (const auto& r : t.recipes) {
+    const bool rec = r.name == t.recommended, sel = qs(r.name) == selected;
+    if (!rec && !sel) continue;
+    const double k = key_of(r), v = value_of(r);
+    for (bool mark_rec : {true, false}) {
+      if (mark_rec ? !rec : !sel) continue;
+      auto* box = new QCPItemRect(chart_);
+      box->setObjectName(mark_rec ? QStringLiteral("recommendedMark")
+                                  : QStringLiteral("selectedMark"));
+      const double grow = mark_rec ? 0.65 : 0.9;  // both visible on one bar
+      box->topLeft->setCoords(0, k - width * grow);
+      box->bottomRight->setCoords(v, k + width * grow);
+      box->setPen(mark_rec ? rec_pen : sel_pen);
+      box->setBrush(Qt::NoBrush);
+    }
+  }
+  for (bool mark_rec : {true, false}) {
+    auto* entry = new QCPBars(chart_->yAxis, chart_->xAxis);  // no bars: a legend entry
+    entry->setName(mark_rec ? tr("recommended") : tr("selected"));
+    entry->setPen(mark_rec ? rec_pen : sel_pen);
+    entry->setBrush(Qt::NoBrush);
+    chart_bars_.push_back(entry);
+  }
+}
+
+}  // namespace fp8wb

@@ -1,0 +1,78 @@
+// defines: what the Checkpoint tab's files share (checkpoint_model.cpp: CheckpointModel;
+// checkpoint_tab.cpp: the tab, its files and the analysis job; checkpoint_plots.cpp: the
+// selected tensor's plots and caption): qs(), best_sqnr(), sqnr_of(), format_name(), the
+// colours that mark the recommended and the selected recipe, this machine's FP8 formats,
+// the format recommendations are made in and the criteria of both answers. Internal to
+// views.
+#pragma once
+
+#include <QColor>
+#include <QCoreApplication>
+#include <QString>
+#include <cmath>
+#include <string>
+#include <string_view>
+
+#include "fp8wb/core/backend_info.h"
+#include "fp8wb/core/checkpoint_analysis.h"
+#include "fp8wb/core/default_formats.h"
+
+namespace fp8wb::checkpoint_detail {
+
+inline QString qs(const std::string& s) {
+  return QString::fromStdString(s);
+}
+
+inline double best_sqnr(const TensorAnalysis& a, const RecipeResult** which = nullptr) {
+  double best = -INFINITY;
+  for (const auto& r : a.recipes) {
+    if (r.sqnr_db > best) {
+      best = r.sqnr_db;
+      if (which) *which = &r;
+    }
+  }
+  return best;
+}
+
+inline double sqnr_of(const TensorAnalysis& a, ScalingKind k, Format f) {
+  for (const auto& r : a.recipes) {
+    if (r.recipe.kind == k && r.recipe.format == f) return r.sqnr_db;
+  }
+  return NAN;
+}
+
+inline QString format_name(Format f) {
+  const std::string_view n = format_info(f).name;
+  return QString::fromLatin1(n.data(), static_cast<int>(n.size()));
+}
+
+// The marks of the recommended and the selected recipe, in the chart and the table.
+inline const QColor kRecommendedColor(0x2c, 0xa0, 0x2c);
+inline const QColor kSelectedColor(0xff, 0x7f, 0x0e);
+
+// The FP8 formats of this machine: E4M3FNUZ and E5M2FNUZ on AMD GPUs, E4M3FN and E5M2
+// elsewhere (default_formats.h). Recommendations are made in its E4M3.
+inline const FormatPairingEntry& machine_formats() {
+  static const FormatPairingEntry& e =
+      table_entry(kFormatPairings, default_format_pairing(probe_backend()));
+  return e;
+}
+inline Format recommend_format() {
+  return machine_formats().input;
+}
+
+inline QString recommended_criterion() {
+  const QString f = format_name(recommend_format());
+  const bool fnuz = recommend_format() == Format::E4M3FNUZ;
+  return QCoreApplication::translate("CheckpointTab",
+                                     "the simplest %1 recipe within 1 dB of the best %1 SQNR, "
+                                     "without saturation (%1: the format of weights and "
+                                     "activations on %2)")
+      .arg(f, fnuz ? QCoreApplication::translate("CheckpointTab", "AMD's FP8 hardware")
+                   : QCoreApplication::translate("CheckpointTab", "OCP FP8 hardware"));
+}
+inline const char* const kBestCriterion =
+    "the recipe x format with the highest SQNR, across every format analysed (the "
+    "FNUZ formats and FP4 too)";
+
+}  // namespace fp8wb::checkpoint_detail

@@ -1,0 +1,150 @@
+// GradientDemoView (demo_views.h): gradient-like values cast to E4M3 and E5M2, a slider
+// for the gradient scale and a checkbox for per-tensor scaling; their log2 histograms
+// over each format's representable band, underflow and SQNR in a table.
+#include "fp8wb/views/demo_views.h"
+
+#include <QCheckBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QSlider>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+
+#include "demo_views_internal.h"
+#include "fp8wb/views/exportable_plot.h"
+
+namespace fp8wb {
+
+using namespace demo_detail;  // qs() (demo_views_internal.h)
+
+namespace {
+
+// The representable band of a format on a log2 axis: subnormals light, normals darker.
+void add_band(QCustomPlot* plot, Format f, double y_top, int row) {
+  const auto& info = format_info(f);
+  const double lo = std::log2(info.min_subnormal), mid = std::log2(info.min_normal);
+  const double hi = std::log2(info.max_finite);
+  QColor c = format_color(f);
+  const double y0 = y_top * (1.02 + 0.04 * row), y1 = y0 + y_top * 0.035;
+  for (const auto& [a, b, alpha] : {std::tuple{lo, mid, 70}, std::tuple{mid, hi, 170}}) {
+    auto* rect = new QCPItemRect(plot);
+    rect->topLeft->setCoords(a, y1);
+    rect->bottomRight->setCoords(b, y0);
+    c.setAlpha(alpha);
+    rect->setBrush(c);
+    rect->setPen(Qt::NoPen);
+  }
+  // Left of the band: the axis ends soon after the widest format's largest value, and a
+  // label to its right would be cut at presentation size.
+  auto* label = new QCPItemText(plot);
+  label->position->setCoords(lo - 0.5, (y0 + y1) / 2);
+  label->setPositionAlignment(Qt::AlignRight | Qt::AlignVCenter);
+  label->setText(qs(info.name) + QStringLiteral(" range"));
+  label->setColor(format_color(f));
+}
+
+}  // namespace
+
+GradientDemoView::GradientDemoView(QWidget* parent)
+    : QWidget(parent),
+      slider_(new QSlider(Qt::Horizontal, this)),
+      slider_label_(new QLabel(this)),
+      scaled_(new QCheckBox(tr("Per-tensor scaling (scale = fmax / amax)"), this)),
+      hist_(new ExportablePlot(this)),
+      summary_(new QLabel(this)) {
+  auto* layout = new QVBoxLayout(this);
+  auto* intro = new QLabel(
+      tr("Gradient-like values, |g| log-uniform between 1e-8 and 0.1, cast to E4M3 and E5M2. "
+         "Without scaling, E4M3's narrow range flushes most of them to zero; a loss scale or "
+         "per-tensor scaling moves them into range."),
+      this);
+  intro->setWordWrap(true);
+  layout->addWidget(intro);
+  auto* row = new QHBoxLayout;
+  row->addWidget(new QLabel(tr("Gradient scale:"), this));
+  slider_->setRange(-8, 24);
+  slider_->setValue(0);
+  slider_->setTickPosition(QSlider::TicksBelow);
+  slider_->setTickInterval(4);
+  row->addWidget(slider_, 1);
+  row->addWidget(slider_label_);
+  row->addWidget(scaled_);
+  layout->addLayout(row);
+  hist_->xAxis->setLabel(tr("log2 |g × scale|"));
+  hist_->yAxis->setLabel(tr("values"));
+  hist_->legend->setVisible(true);
+  hist_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+  layout->addWidget(hist_, 1);
+  summary_->setTextFormat(Qt::RichText);
+  layout->addWidget(summary_);
+  connect(slider_, &QSlider::valueChanged, this, [this] { rerun(); });
+  connect(scaled_, &QCheckBox::toggled, this, [this] { rerun(); });
+  rerun();
+}
+
+void GradientDemoView::setScaleExponent(int k) {
+  slider_->setValue(k);
+}
+void GradientDemoView::setPerTensorScaling(bool on) {
+  scaled_->setChecked(on);
+}
+
+void GradientDemoView::rerun() {
+  GradientDemoConfig cfg;
+  cfg.n = 1 << 17;  // enough for smooth histograms, fast enough to follow the slider
+  cfg.gradient_scale = std::ldexp(1.0, slider_->value());
+  result_ = run_gradient_demo(cfg);
+  slider_label_->setText(QStringLiteral("2^%1").arg(slider_->value()));
+  const bool scaled = scaled_->isChecked();
+  hist_->clearGraphs();
+  hist_->clearItems();
+  double peak = 1;
+  QStringList rows;
+  for (const GradientDemoCase& c : result_.cases) {
+    rows << tr("<tr><td><b>%1</b></td><td>%2</td><td align=right>%3%</td><td "
+               "align=right>%4</td></tr>")
+                .arg(qs(format_info(c.format).name),
+                     c.scaled ? tr("per-tensor, scale %1").arg(c.scale, 0, 'g', 4)
+                              : tr("none (plain cast)"))
+                .arg(c.stats.underflow_pct(), 0, 'f', 1)
+                .arg(c.stats.sqnr_db(), 0, 'f', 1);
+    if (c.scaled != scaled) continue;
+    QCPGraph* g = hist_->addGraph();
+    g->setName(qs(format_info(c.format).name) + (c.scaled ? tr(" (scaled)") : QString()));
+    g->setLineStyle(QCPGraph::lsStepCenter);
+    // Unscaled, both formats see the same values, so their histograms coincide: the first
+    // format is drawn filled, the others as dashed outlines on top, so that every colour
+    // on the plot is one format's own, as the legend shows it.
+    QColor col = format_color(c.format);
+    if (hist_->graphCount() == 1) {
+      g->setPen(QPen(col, 1.5));
+      col.setAlpha(90);
+      g->setBrush(col);
+    } else {
+      g->setPen(QPen(col, 2.5, Qt::DashLine));
+      g->setBrush(Qt::NoBrush);
+    }
+    for (int b = 0; b < kHistExpBins; ++b) {
+      const double count = static_cast<double>(c.stats.raw.hist[b]);
+      g->addData(kHistMinExp + b, count);
+      peak = std::max(peak, count);
+    }
+  }
+  int row = 0;
+  for (Format f : result_.config.formats) add_band(hist_, f, peak, row++);
+  hist_->xAxis->setRange(-32, 20);
+  hist_->yAxis->setRange(0, peak * 1.25);
+  hist_->replot(QCustomPlot::rpQueuedReplot);
+  summary_->setText(
+      tr("<table cellspacing=8><tr><th>format</th><th>scaling</th><th>underflow</th><th>SQNR "
+         "dB</th>"
+         "</tr>%1</table>")
+          .arg(rows.join(QString())));
+}
+
+QString GradientDemoView::summaryText() const {
+  return summary_->text();
+}
+
+}  // namespace fp8wb
