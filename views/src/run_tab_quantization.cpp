@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string_view>
 
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/name_choices.h"
@@ -187,9 +188,12 @@ void QuantizationTab::rebuild() {
         }
       }
     }
-    if (any && span.size() == 0) span = QCPRange(span.lower - 0.5, span.upper + 0.5);
     if (any) {
-      heat_map_->setDataRange(span);
+      // A map of one value gets a band around it within what the figure can be (no
+      // negative percentages).
+      const bool percent = std::string_view(figure.unit) == "%";
+      heat_map_->setDataRange(
+          colour_scale_range(span.lower, span.upper, percent ? kPercentDomain : kAnyValue));
     } else {
       heat_map_->rescaleDataRange(true);
     }
