@@ -45,6 +45,7 @@ class RunViewsTest : public QObject {
   void logAxisLabelsAreReadable();
   void heatmapCellsWholeAndTopNotWhite();
   void everyLayerCellFillsItsShareOfThePlot();
+  void aConstantMapKeepsItsScaleWithinThePercentages();
   void currentScalingCaptionSaysSo();
   void everyTabShowsTheRunOpenedOrStarted();
   void runsTabDeleteRefreshAndRename();
@@ -283,6 +284,46 @@ void RunViewsTest::everyLayerCellFillsItsShareOfThePlot() {
   check(QStringLiteral("3 layers x 1 step"), {"layers.0", "layers.1", "layers.2"}, {40});
   check(QStringLiteral("3 layers x 4 steps"), {"layers.0", "layers.1", "layers.2"},
         {10, 20, 30, 40});
+  QVERIFY2(wrong.isEmpty(), qPrintable(wrong.join(QLatin1Char('\n'))));
+}
+
+// A layer x step heatmap whose every cell has the same underflow (none, or all of it): the
+// colour scale spans a band around that value, never below 0 % nor above 100 %.
+void RunViewsTest::aConstantMapKeepsItsScaleWithinThePercentages() {
+  QStringList wrong;
+  int64_t run = 100;
+  for (const uint64_t underflow : {uint64_t{0}, uint64_t{30}, uint64_t{100}}) {
+    RunConfig c;
+    c.name = "constant " + std::to_string(underflow);
+    c.model = ModelKind::Mlp;
+    c.depth = 2;
+    RunData data;
+    data.setRun(++run, c.name, run_config_json(c));
+    for (int64_t step : {0, 10, 20}) {
+      MetricBatch b;
+      StepMetrics m;
+      m.step = step;
+      m.loss = 1;
+      b.steps.push_back(m);
+      for (const char* layer : {"layers.0", "layers.1"})
+        b.tensors.push_back(tensor_at(step, layer, Role::Input, 3, 100, underflow));
+      data.append(b);
+    }
+    QuantizationTab tab(&data);
+    tab.resize(1000, 800);
+    tab.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&tab));
+    tab.refresh(true);
+    auto* map = qobject_cast<QCPColorMap*>(tab.plots()[0]->plottable(0));
+    QVERIFY(map && map->colorScale());
+    const QCPRange r = map->colorScale()->dataRange();
+    const double v = static_cast<double>(underflow);  // of 100 nonzero elements: a %
+    if (!(r.lower >= 0 && r.upper <= 100 && r.lower <= v && v <= r.upper && r.lower < r.upper))
+      wrong << QStringLiteral("every cell %1 %: the scale runs %2 .. %3")
+                   .arg(v)
+                   .arg(r.lower)
+                   .arg(r.upper);
+  }
   QVERIFY2(wrong.isEmpty(), qPrintable(wrong.join(QLatin1Char('\n'))));
 }
 

@@ -117,6 +117,7 @@ class SweepHeatmapTest : public QObject {
   void aOneAxisSweepIsOneRowOfCells();
   void aOneTrialSweepSaysTrial();
   void everyCellFillsItsShareOfThePlot();
+  void aConstantFigureKeepsItsScaleWithinItsDomain();
 
  private:
   QTemporaryDir dir_;
@@ -407,6 +408,31 @@ void SweepHeatmapTest::everyCellFillsItsShareOfThePlot() {
   tab.setAxes(1, 0);
   check(QStringLiteral("3 x 2"), windows, {QStringLiteral("0"), QStringLiteral("2")});
   QVERIFY2(wrong.isEmpty(), qPrintable(wrong.join(QLatin1Char('\n'))));
+}
+
+// A sweep whose every cell has the same figure (no run diverged): the colour scale spans
+// a band around it that stays within what the figure can be (no negative count of runs).
+void SweepHeatmapTest::aConstantFigureKeepsItsScaleWithinItsDomain() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("constant.sqlite")));
+  SweepSpec spec;
+  spec.name = "constant";
+  spec.base.model = ModelKind::Mlp;
+  spec.axes = {parse_grid("margin=0,1,2")};
+  RunStore& store = engine.store();
+  const int64_t sweep = store.create_sweep(spec.name, sweep_json(spec));
+  for (const SweepTrial& t : expand_sweep(spec)) add_run(store, sweep, t, 0.9, RunStatus::Finished);
+  store.flush();
+
+  SweepsTab tab(&engine);
+  QVERIFY(show_sweep(tab, sweep));
+  tab.setMetric(SweepMetric::Diverged);
+  for (int x = 0; x < 3; ++x) QCOMPARE(tab.cellValue(x, 0), 0.0);
+  auto* map = qobject_cast<QCPColorMap*>(tab.plots()[0]->plottable(0));
+  QVERIFY(map && map->colorScale());
+  const QCPRange r = map->colorScale()->dataRange();
+  QVERIFY2(r.lower >= 0 && r.lower < r.upper,
+           qPrintable(QStringLiteral("the scale runs %1 .. %2").arg(r.lower).arg(r.upper)));
 }
 
 QTEST_MAIN(SweepHeatmapTest)

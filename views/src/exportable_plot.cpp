@@ -29,6 +29,22 @@ QColor format_color(Format f) {
   return Qt::black;
 }
 
+QCPRange colour_scale_range(double lo, double hi, const QCPRange& domain) {
+  if (lo < hi) return QCPRange(lo, hi);
+  const double pad = std::max(0.5, std::abs(lo) * 0.05);
+  double lower = lo - pad, upper = hi + pad;
+  // Shifted, not cut, at the domain's ends: the band keeps its width where it can.
+  if (lower < domain.lower) {
+    upper = std::min(domain.upper, upper + (domain.lower - lower));
+    lower = domain.lower;
+  }
+  if (upper > domain.upper) {
+    lower = std::max(domain.lower, lower - (upper - domain.upper));
+    upper = domain.upper;
+  }
+  return QCPRange(lower, upper);
+}
+
 void fill_block_map(QCPColorMap* map, int64_t rows, int64_t cols, const std::vector<float>& cells) {
   map->data()->clear();
   if (rows <= 0 || cols <= 0 || cells.size() != static_cast<size_t>(rows * cols)) return;

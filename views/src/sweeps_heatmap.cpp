@@ -57,6 +57,19 @@ using namespace sweeps_detail;  // SweepRead, read_sweep() (sweeps_tab_internal.
 
 namespace {
 
+// What a metric can be: a constant one's colour scale stays within it (no negative
+// percentage, count of runs or loss).
+QCPRange metric_domain(SweepMetric m) {
+  switch (m) {
+    case SweepMetric::SaturatedPct:
+    case SweepMetric::UnderflowPct: return kPercentDomain;
+    case SweepMetric::FinalLoss:
+    case SweepMetric::Diverged: return kNonNegativeDomain;
+    case SweepMetric::LossGap: return kAnyValue;
+  }
+  return kAnyValue;
+}
+
 // The colour scale's label: the metric, and for the losses how they are taken.
 QString scale_label(SweepMetric m, const QString& label) {
   switch (m) {
@@ -265,10 +278,7 @@ void SweepsTab::redraw() {
       map_->data()->setCell(x, y, shown);
     }
   }
-  if (lo <= hi) {
-    const double pad = lo < hi ? 0 : std::max(0.5, std::abs(lo) * 0.05);
-    map_->setDataRange(QCPRange(lo - pad, hi + pad));
-  }
+  if (lo <= hi) map_->setDataRange(colour_scale_range(lo, hi, metric_domain(metric)));
   map_->colorScale()->axis()->setLabel(scale_label(metric, metric_->currentText()));
   QSharedPointer<QCPAxisTickerText> tx(new QCPAxisTickerText), ty(new QCPAxisTickerText);
   for (size_t i = 0; i < xv.size(); ++i)

@@ -184,7 +184,10 @@ TEST_F(RunStoreTest, LiveRunsOfThisProcessStayRunning) {
   } catch (const StoreError& e) {
     EXPECT_NE(std::string(e.what()).find("live"), std::string::npos) << e.what();
   }
-  a->write(MetricBatch{id, {StepMetrics{}}, {}, {}, {}, false, RunStatus::Running, {}});
+  MetricBatch step0;
+  step0.run_id = id;
+  step0.steps = {StepMetrics{}};
+  a->write(step0);
   a->flush();
   EXPECT_EQ(b->run(id)->last_step, 0);
 }

@@ -1,11 +1,14 @@
 // defines: ExportablePlot: a QCustomPlot with zoom/pan, a right-click menu exporting the
 // picture (PNG, PDF, with a title) and the data (CSV). PresentationMode scales its fonts
 // and pens. place_legend_below(): a legend under the plot instead of over its curves.
+// fill_block_map(): a block error map; colour_scale_range(): a colour scale's ends, kept
+// within what the figure can be.
 #pragma once
 
 #include <qcustomplot.h>
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "fp8wb/kernels/format.h"
@@ -53,5 +56,17 @@ QColor format_color(Format f);
 // axes to show every block whole; clears it when the grid and the values do not match
 // (no map taken).
 void fill_block_map(QCPColorMap* map, int64_t rows, int64_t cols, const std::vector<float>& cells);
+
+// What a figure can be: a percentage 0..100, a count or a loss 0 and up, else anything.
+inline const QCPRange kPercentDomain(0, 100);
+inline const QCPRange kNonNegativeDomain(0, std::numeric_limits<double>::infinity());
+inline const QCPRange kAnyValue(-std::numeric_limits<double>::infinity(),
+                                std::numeric_limits<double>::infinity());
+
+// The range a colour scale spans for figures from `lo` to `hi` (lo <= hi), all within
+// `domain`: lo..hi; where every figure is the same, a band around it (+-0.5, or +-5 % of
+// the value where that is wider) moved inside the domain: a constant 0 % spans 0..1 %,
+// not -0.5..0.5 %, and a constant 100 % spans 90..100 %, not 95..105 %.
+QCPRange colour_scale_range(double lo, double hi, const QCPRange& domain);
 
 }  // namespace fp8wb

@@ -1,0 +1,195 @@
+// defines: RunPanel's form and its config: the presets, setConfig() / config(), key=value
+// overrides, and the More fields, which show the config's other values and take them back.
+#include "fp8wb/views/run_panel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLineEdit>
+#include <QLocale>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <memory>
+#include <vector>
+
+#include "fp8wb/core/default_formats.h"
+#include "fp8wb/views/name_choices.h"
+#include "fp8wb/views/run_presets.h"
+#include "run_panel_fields.h"
+
+namespace fp8wb {
+
+using namespace detail;  // the field labels and number boxes (run_panel_fields.h)
+
+QStringList RunPanel::presetNames() {
+  QStringList n;
+  for (const RunPreset& p : run_presets()) n << p.name;
+  return n;
+}
+
+QString RunPanel::presetName() const {
+  return preset_->currentText();
+}
+
+bool RunPanel::applyPreset(const QString& name) {
+  for (const RunPreset& p : run_presets()) {
+    if (name != p.name) continue;
+    RunConfig c;
+    c.name = p.name.toStdString();
+    bool names_formats = false;
+    for (const QString& kv : p.overrides) {
+      apply_override(c, kv.toStdString());
+      names_formats = names_formats || kv.startsWith(QLatin1String("formats="));
+    }
+    c.device = config().device;  // the device chosen stays
+    // Where the preset names no formats, a GPU's own (hybrid_fnuz on AMD GPUs).
+    if (!names_formats) c.formats = default_run_formats(backend_, c);
+    setConfig(c);
+    if (preset_->currentText() != name) {
+      const QSignalBlocker b(preset_);
+      preset_->setCurrentText(name);
+    }
+    return true;
+  }
+  return false;
+}
+
+QString RunPanel::applyOverrides(const QStringList& key_values) {
+  RunConfig c = config();
+  try {
+    for (const QString& kv : key_values) apply_override(c, kv.toStdString());
+    validate_run_config(c);
+  } catch (const std::exception& e) {
+    return QString::fromStdString(e.what());
+  }
+  const int preset = preset_->currentIndex();  // changed fields keep the preset named
+  setConfig(c);
+  const QSignalBlocker b(preset_);
+  preset_->setCurrentIndex(preset);
+  return {};
+}
+
+void RunPanel::setConfig(const RunConfig& c) {
+  {
+    // The form is no preset's now (applyPreset() names its own after): the box says so,
+    // and choosing any preset again loads it.
+    const QSignalBlocker b0(preset_);
+    preset_->setCurrentIndex(-1);
+  }
+  {
+    base_ = c;
+    const QSignalBlocker b1(model_), b2(recipe_), b3(formats_), b4(scaling_), b5(algo_), b6(steps_),
+        b7(margin_), b8(window_), b9(seed_), b10(stats_), b11(dmodel_), b12(layers_), b13(lr_),
+        b14(fp8_), b15(reference_), b16(name_), b17(fprop_), b18(dgrad_), b19(wgrad_), b20(device_),
+        b21(amax_reduction_);  // all of them: a check half-way would take More fields' old values
+    std::vector<std::unique_ptr<QSignalBlocker>> edits;
+    for (auto& [key, box] : numbers_)
+      edits.push_back(std::make_unique<QSignalBlocker>(box->findChild<QLineEdit*>()));
+    name_->setText(QString::fromStdString(c.name));
+    model_->setCurrentText(QString::fromStdString(std::string(model_kind_name(c.model))));
+    show_value(dmodel_, c.d_model);
+    show_value(layers_, c.layers);
+    fp8_->setChecked(c.fp8);
+    choose(recipe_, kFloat8Recipes, c.recipe);
+    choose(formats_, kFormatPairings, c.formats);
+    scaling_->setCurrentText(QString::fromStdString(c.scaling));
+    show_value(margin_, c.margin);
+    show_value(window_, c.window);
+    algo_->setCurrentText(QString::fromStdString(c.amax_algo));
+    fprop_->setChecked(c.fprop_fp8);
+    dgrad_->setChecked(c.dgrad_fp8);
+    wgrad_->setChecked(c.wgrad_fp8);
+    show_value(steps_, static_cast<double>(c.steps));
+    show_value(lr_, c.lr);
+    show_value(seed_, static_cast<double>(c.seed));
+    show_value(stats_, c.stats_interval);
+    reference_->setChecked(c.reference);
+    amax_reduction_->setChecked(c.amax_reduction);
+    const QString device = QString::fromStdString(c.device);
+    int at = -1;
+    for (int i = 0; i < device_->count(); ++i) {
+      if (device_->itemData(i).toString() == device) at = i;
+    }
+    if (at >= 0) {
+      device_->setCurrentIndex(at);
+    } else {
+      device_->setEditText(device);
+    }
+    showAdvancedValues();
+  }
+  validate();
+}
+
+RunConfig RunPanel::config() const {
+  RunConfig c = base_;
+  c.name = name_->text().trimmed().toStdString();
+  c.model = model_->currentText() == QLatin1String("mlp") ? ModelKind::Mlp : ModelKind::Gpt;
+  c.d_model = dmodel_->value();
+  c.layers = layers_->value();
+  c.fp8 = fp8_->isChecked();
+  c.recipe = chosen(recipe_, kFloat8Recipes);
+  c.formats = chosen(formats_, kFormatPairings);
+  c.scaling = scaling_->currentText().toStdString();
+  c.margin = margin_->value();
+  c.window = window_->value();
+  c.amax_algo = algo_->currentText().toStdString();
+  c.fprop_fp8 = fprop_->isChecked();
+  c.dgrad_fp8 = dgrad_->isChecked();
+  c.wgrad_fp8 = wgrad_->isChecked();
+  c.steps = steps_->value();
+  c.lr = lr_->value();
+  c.seed = static_cast<uint64_t>(seed_->value());
+  c.stats_interval = stats_->value();
+  // An item reads "cuda:0  NVIDIA H200"; a typed device is taken as it is.
+  const QString device = device_->currentText().trimmed();
+  const int at = device_->findText(device);
+  c.device = (at >= 0 ? device_->itemData(at).toString() : device.section(QLatin1Char(' '), 0, 0))
+                 .toStdString();
+  c.reference = reference_->isChecked();
+  c.amax_reduction = amax_reduction_->isChecked();
+  return c;
+}
+
+void RunPanel::setSteps(int64_t steps) {
+  show_value(steps_, static_cast<double>(steps));
+  validate();
+}
+
+QString RunPanel::advancedValue(const QString& key) const {
+  const QJsonObject j =
+      QJsonDocument::fromJson(QByteArray::fromStdString(run_config_json(base_))).object();
+  const QJsonValue v = j.value(key);
+  if (v.isBool()) return v.toBool() ? QStringLiteral("true") : QStringLiteral("false");
+  return v.isString() ? v.toString()
+                      : QString::number(v.toDouble(), 'g', QLocale::FloatingPointShortest);
+}
+
+void RunPanel::showAdvancedValues() {
+  for (auto& [key, edit] : advanced_) {
+    const QSignalBlocker b(edit);
+    edit->setText(advancedValue(key));
+  }
+}
+
+QString RunPanel::setAdvanced(const QString& key, const QString& value) {
+  if (key == amax_reduction_->objectName()) {
+    // Read as a config reads it (true/false), then ticked or not.
+    RunConfig c = config();
+    try {
+      apply_override(c, (key + QLatin1Char('=') + value.trimmed()).toStdString());
+    } catch (const std::exception& e) {
+      return readable(e);
+    }
+    amax_reduction_->setChecked(c.amax_reduction);
+    return problems_.value(amax_reduction_);
+  }
+  for (auto& [k, edit] : advanced_) {
+    if (k != key) continue;
+    edit->setText(value);  // validate() takes it, or marks the box
+    return problems_.value(edit);
+  }
+  return tr("%1 is not one of the fields").arg(key);
+}
+
+}  // namespace fp8wb

@@ -1,0 +1,261 @@
+// defines: QuantizationTab: a layer x step heatmap of a figure (underflow, saturation,
+// SQNR) for a role, and for the chosen tensor's last sampled step its exponent histogram
+// against the format's range and its block error map.
+#include "fp8wb/views/run_tabs.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string_view>
+
+#include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/name_choices.h"
+#include "fp8wb/views/run_data.h"
+#include "run_tab_helpers.h"
+
+namespace fp8wb {
+
+using namespace detail;  // the helpers the run tabs share (run_tab_helpers.h)
+
+namespace {
+
+// The heatmap's choices, in the metric box's order.
+constexpr const TensorStatFigure* kHeatmapFigures[] = {&kUnderflowPct, &kSaturatedPct, &kSqnrDb};
+
+}  // namespace
+
+QuantizationTab::QuantizationTab(const RunData* run, QWidget* parent)
+    : RunTabBase(run, parent),
+      metric_(new QComboBox(this)),
+      role_(new QComboBox(this)),
+      tensor_(new QComboBox(this)),
+      include_step0_(make_step0_box(this)),
+      caption_(new QLabel(this)),
+      heat_(make_plot(this, tr("step"), tr("layer"))),
+      hist_(make_plot(this, tr("floor(log2 |x * scale|)"), tr("elements"))),
+      blocks_(make_plot(this, tr("block column"), tr("block row"))) {
+  for (const TensorStatFigure* f : kHeatmapFigures) metric_->addItem(label_of(*f));
+  fill_choices(role_, kRoles);
+  auto* controls = new QHBoxLayout;
+  controls->addWidget(new QLabel(tr("Heatmap of"), this));
+  controls->addWidget(metric_);
+  controls->addWidget(new QLabel(tr("for role"), this));
+  controls->addWidget(role_);
+  controls->addSpacing(20);
+  controls->addWidget(include_step0_);
+  controls->addSpacing(20);
+  controls->addWidget(new QLabel(tr("Histogram and block errors of"), this));
+  controls->addWidget(tensor_, 1);
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(controls);
+  caption_->setWordWrap(true);
+  layout->addWidget(caption_);
+  layout->addWidget(heat_, 1);
+  auto* row = new QHBoxLayout;
+  row->addWidget(hist_, 1);
+  row->addWidget(blocks_, 1);
+  layout->addLayout(row, 1);
+
+  auto colour_map = [](ExportablePlot* p, const QString& name, const QString& label) {
+    auto* m = new QCPColorMap(p->xAxis, p->yAxis);
+    m->setName(name);
+    auto* scale = new QCPColorScale(p);
+    p->plotLayout()->addElement(0, 1, scale);
+    scale->axis()->setLabel(label);
+    m->setColorScale(scale);
+    // Thermal without its white top, so that the highest values stay visible on the
+    // plot's white; a cell without data is left transparent over a grey hatch.
+    QCPColorGradient thermal(QCPColorGradient::gpThermal);  // color() is not const
+    QCPColorGradient g;
+    g.clearColorStops();
+    for (int i = 0; i <= 8; ++i)
+      g.setColorStopAt(i / 8.0, thermal.color(0.85 * i / 8.0, QCPRange(0, 1)));
+    g.setNanHandling(QCPColorGradient::nhTransparent);
+    m->setGradient(g);
+    m->setInterpolate(false);
+    p->axisRect()->setBackground(QBrush(QColor(0xbd, 0xbd, 0xbd), Qt::BDiagPattern));
+    auto* group = new QCPMarginGroup(p);
+    p->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+    scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+    return m;
+  };
+  heat_map_ = colour_map(heat_, tr("layer x step"), tr("value"));
+  // Steps are whole numbers: ticks at whole steps only (1, 2, 5, 10, ... apart as the room
+  // allows), also when the axis spans a single step.
+  auto whole_steps = QSharedPointer<QCPAxisTickerFixed>::create();
+  whole_steps->setTickStep(1.0);
+  whole_steps->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+  heat_->xAxis->setTicker(whole_steps);
+  block_map_ = colour_map(blocks_, tr("block error"), tr("relative RMS error"));
+  bars_ = new QCPBars(hist_->xAxis, hist_->yAxis);
+  bars_->setName(tr("exponent histogram"));
+  bars_->setWidth(0.9);
+  bars_->setBrush(QColor(0x1f, 0x77, 0xb4, 160));
+  band_ = new QCPItemRect(hist_);
+  band_->setPen(Qt::NoPen);
+  band_->setBrush(QColor(0x2c, 0xa0, 0x2c, 40));
+  band_->topLeft->setTypeY(QCPItemPosition::ptAxisRectRatio);
+  band_->bottomRight->setTypeY(QCPItemPosition::ptAxisRectRatio);
+  auto redraw = [this] { refresh(true); };
+  connect(metric_, &QComboBox::currentIndexChanged, this, redraw);
+  connect(role_, &QComboBox::currentIndexChanged, this, redraw);
+  connect(tensor_, &QComboBox::currentIndexChanged, this, redraw);
+  connect(include_step0_, &QCheckBox::toggled, this, redraw);
+}
+
+QString QuantizationTab::captionText() const {
+  return caption_->text();
+}
+
+void QuantizationTab::refillChoices() {
+  // Another run: its own tensors, from its first one.
+  const bool other_run = choices_generation_ != data_->generation();
+  choices_generation_ = data_->generation();
+  if (!other_run && tensors_seen_ == data_->tensors().size()) return;
+  tensors_seen_ = data_->tensors().size();
+  const QString keep = other_run ? QString() : tensor_->currentText();
+  const QSignalBlocker block(tensor_);
+  tensor_->clear();
+  for (const TensorSeries& t : data_->tensors())
+    tensor_->addItem(qs(t.layer) + QStringLiteral(" / ") + role_text(t.role));
+  const int i = tensor_->findText(keep);
+  tensor_->setCurrentIndex(i >= 0 ? i : 0);
+}
+
+void QuantizationTab::rebuild() {
+  refillChoices();
+  // Heatmap: layers (rows) x sampled steps (columns) for the chosen role.
+  const Role role = chosen(role_, kRoles);
+  std::vector<const TensorSeries*> rows;
+  for (const std::string& l : data_->layers()) {
+    if (const TensorSeries* t = data_->tensor(l, role)) rows.push_back(t);
+  }
+  size_t cols = 0;
+  for (const TensorSeries* t : rows) cols = std::max(cols, t->points.size());
+  heat_map_->data()->clear();
+  const TensorStatFigure& figure =
+      *kHeatmapFigures[static_cast<size_t>(std::clamp(metric_->currentIndex(), 0, 2))];
+  // Column c is centred on its sampled step and row r on r; a cell is as wide as the steps
+  // between samples (one step when there is one column) and one row high. The map's range
+  // runs from the centre of its first cell to the centre of its last, and it draws half a
+  // cell beyond each end, except along a side of one cell, which it draws over exactly its
+  // range: there the range is the cell's own span. The axes span the whole cells.
+  QCPRange steps_in_view, rows_in_view;
+  const bool drawn = !rows.empty() && cols > 0;
+  if (drawn) {
+    const TensorSeries* longest = *std::max_element(
+        rows.begin(), rows.end(), [](const TensorSeries* a, const TensorSeries* b) {
+          return a->points.size() < b->points.size();
+        });
+    const double first = static_cast<double>(longest->points.front().step);
+    const double last = static_cast<double>(longest->points.back().step);
+    const double n = static_cast<double>(cols), n_rows = static_cast<double>(rows.size());
+    const double width = cols > 1 && last > first ? (last - first) / (n - 1) : 1;
+    const QCPRange centres(first, first + width * (n - 1));
+    steps_in_view = QCPRange(centres.lower - width / 2, centres.upper + width / 2);
+    rows_in_view = QCPRange(-0.5, n_rows - 0.5);
+    heat_map_->data()->setSize(static_cast<int>(cols), static_cast<int>(rows.size()));
+    heat_map_->data()->setRange(cols > 1 ? centres : steps_in_view,
+                                rows.size() > 1 ? QCPRange(0, n_rows - 1) : rows_in_view);
+    heat_map_->data()->fill(std::numeric_limits<double>::quiet_NaN());  // no data: hatched
+    for (size_t r = 0; r < rows.size(); ++r) {
+      for (size_t c = 0; c < rows[r]->points.size(); ++c) {
+        double v = figure.of(rows[r]->points[c].raw);
+        if (!std::isfinite(v)) v = 200;  // exact (no error): off the top
+        heat_map_->data()->setCell(static_cast<int>(c), static_cast<int>(r), v);
+      }
+    }
+    // The colours span the steps after step 0 (unless asked otherwise): step 0 quantizes
+    // with the initial scale, and its underflow would leave every later step one colour.
+    const bool skip0 = !include_step0_->isChecked() && cols > 1;
+    QCPRange span;
+    bool any = false;
+    for (const TensorSeries* t : rows) {
+      for (const TensorMetrics& p : t->points) {
+        if (skip0 && p.step == 0) continue;
+        double v = figure.of(p.raw);
+        if (!std::isfinite(v)) v = 200;
+        if (any) {
+          span.expand(v);
+        } else {
+          span = QCPRange(v, v);
+          any = true;
+        }
+      }
+    }
+    if (any) {
+      // A map of one value gets a band around it within what the figure can be (no
+      // negative percentages).
+      const bool percent = std::string_view(figure.unit) == "%";
+      heat_map_->setDataRange(
+          colour_scale_range(span.lower, span.upper, percent ? kPercentDomain : kAnyValue));
+    } else {
+      heat_map_->rescaleDataRange(true);
+    }
+    // Layer names on the row axis.
+    QSharedPointer<QCPAxisTickerText> ticks(new QCPAxisTickerText);
+    for (size_t r = 0; r < rows.size(); ++r)
+      ticks->addTick(static_cast<double>(r), qs(rows[r]->layer));
+    heat_->yAxis->setTicker(ticks);
+    heat_map_->colorScale()->axis()->setLabel(metric_->currentText());
+  }
+  heat_->rescaleAxes();
+  if (drawn) {
+    heat_->xAxis->setRange(steps_in_view);
+    heat_->yAxis->setRange(rows_in_view);
+  }
+
+  // The chosen tensor's last sampled step: exponent histogram and block errors.
+  const int ti = tensor_->currentIndex();
+  if (ti < 0 || ti >= static_cast<int>(data_->tensors().size()) ||
+      data_->tensors()[static_cast<size_t>(ti)].points.empty()) {
+    // Nothing of another run stays under this caption.
+    bars_->data()->clear();
+    block_map_->data()->clear();
+    caption_->setText(
+        data_->runId() == 0
+            ? tr("<i>Start a run from the run panel, or open one in the Runs tab.</i>")
+            : tr("<i>%1 (run %2): no tensor statistics yet.</i>")
+                  .arg(qs(data_->name()).toHtmlEscaped())
+                  .arg(data_->runId()));
+    return;
+  }
+  const TensorSeries& t = data_->tensors()[static_cast<size_t>(ti)];
+  const TensorMetrics& p = t.points.back();
+  QVector<double> keys, counts;
+  for (int b = 0; b < kHistExpBins; ++b) {
+    if (p.raw.hist[b] == 0) continue;
+    keys << static_cast<double>(b + kHistMinExp);
+    counts << static_cast<double>(p.raw.hist[b]);
+  }
+  bars_->setData(keys, counts);
+  const Format f = role_format(*data_, t.role);
+  const FormatInfo& fi = format_info(f);
+  const double lo = std::floor(std::log2(fi.min_subnormal > 0 ? fi.min_subnormal : fi.min_normal));
+  const double hi = std::floor(std::log2(fi.max_finite));
+  band_->topLeft->setCoords(lo - 0.5, 0);
+  band_->bottomRight->setCoords(hi + 0.5, 1);
+  hist_->rescaleAxes();
+  hist_->xAxis->setRange(std::min(lo - 2, hist_->xAxis->range().lower),
+                         std::max(hi + 2, hist_->xAxis->range().upper));
+  fill_block_map(block_map_, p.map_grid.rows, p.map_grid.cols, p.map_rel_error);
+  caption_->setText(
+      tr("<b>%1 / %2</b>, step %3, %4: SQNR %5 dB, underflow %6 %, saturated %7 %, zeros %8 %. "
+         "Green: the exponents %4 represents (%9 to %10).")
+          .arg(qs(t.layer), role_text(t.role))
+          .arg(p.step)
+          .arg(QString::fromLatin1(fi.name.data()))
+          .arg(kSqnrDb.of(p.raw), 0, 'f', 1)
+          .arg(kUnderflowPct.of(p.raw), 0, 'g', 3)
+          .arg(kSaturatedPct.of(p.raw), 0, 'g', 3)
+          .arg(kZerosPct.of(p.raw), 0, 'g', 3)
+          .arg(lo)
+          .arg(hi));
+}
+
+}  // namespace fp8wb

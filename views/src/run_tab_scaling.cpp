@@ -1,0 +1,324 @@
+// defines: ScalingTab: a tensor chosen in a layer / role tree, its amax, scale, underflow
+// and saturation over the steps (the delayed-scaling window shaded), and for a run of two
+// ranks or more every rank's amax and scale side by side.
+#include "fp8wb/views/run_tabs.h"
+
+#include <QCheckBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QSplitter>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/name_choices.h"
+#include "fp8wb/views/run_data.h"
+#include "run_tab_helpers.h"
+
+namespace fp8wb {
+
+using namespace detail;  // the helpers the run tabs share (run_tab_helpers.h)
+
+ScalingTab::ScalingTab(const RunData* run, QWidget* parent)
+    : RunTabBase(run, parent),
+      tree_(new QTreeWidget(this)),
+      caption_(new QLabel(this)),
+      include_step0_(make_step0_box(this)),
+      amax_(make_plot(this, tr("step"), tr("amax"))),
+      scale_(make_plot(this, tr("step"), tr("scale"))),
+      counts_(make_plot(this, tr("step"), tr("% of elements"))),
+      rank_amax_(make_plot(this, tr("step"), tr("amax of each rank"))),
+      rank_scale_(make_plot(this, tr("step"), tr("scale of each rank"))) {
+  auto* split = new QSplitter(this);
+  tree_->setHeaderLabels({tr("layer / role")});
+  tree_->setMinimumWidth(220);
+  split->addWidget(tree_);
+  auto* right = new QWidget(split);
+  auto* rl = new QVBoxLayout(right);
+  caption_->setWordWrap(true);
+  auto* top = new QHBoxLayout;
+  top->addWidget(caption_, 1);
+  top->addWidget(include_step0_, 0, Qt::AlignTop);
+  rl->addLayout(top);
+  rl->addWidget(amax_, 2);
+  rl->addWidget(scale_, 1);
+  rl->addWidget(counts_, 1);
+  // A data-parallel run: the ranks side by side (each rank's own amax of its shard, and
+  // the scale it quantized with).
+  auto* ranks = new QHBoxLayout;
+  ranks->addWidget(rank_amax_, 1);
+  ranks->addWidget(rank_scale_, 1);
+  rl->addLayout(ranks, 1);
+  for (ExportablePlot* p : {rank_amax_, rank_scale_}) {
+    use_log_axis(p->yAxis);
+    p->legend->setVisible(true);
+    p->setVisible(false);
+  }
+  split->addWidget(right);
+  split->setStretchFactor(1, 1);
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(split);
+  add_graph(amax_, tr("amax"), QColor(0x1f, 0x77, 0xb4));
+  add_graph(amax_, tr("amax the scale maps to the format's max"), QColor(0xff, 0x7f, 0x0e));
+  amax_->graph(1)->setLineStyle(QCPGraph::lsStepLeft);
+  amax_->legend->setVisible(true);
+  place_legend_below(amax_, 2);  // under the plot: the curves stay visible
+  window_ = new QCPItemRect(amax_);
+  window_->setPen(Qt::NoPen);
+  window_->setBrush(QColor(0x1f, 0x77, 0xb4, 40));
+  window_->topLeft->setTypeY(QCPItemPosition::ptAxisRectRatio);
+  window_->bottomRight->setTypeY(QCPItemPosition::ptAxisRectRatio);
+  window_->setVisible(false);
+  use_log_axis(amax_->yAxis);
+  add_graph(scale_, tr("scale"), QColor(0x94, 0x67, 0xbd));
+  use_log_axis(scale_->yAxis);
+  add_graph(counts_, label_of(kUnderflowPct), QColor(0x2c, 0xa0, 0x2c));
+  add_graph(counts_, label_of(kSaturatedPct), QColor(0xd6, 0x27, 0x28));
+  counts_->legend->setVisible(true);
+  place_legend_below(counts_, 2);
+  connect(tree_, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem* item) {
+    if (!item || !item->parent()) return;
+    layer_ = item->parent()->text(0);
+    role_ = parse_role(item->text(0).toStdString()).value_or(Role::Input);
+    drawSelected();
+    for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
+  });
+  connect(include_step0_, &QCheckBox::toggled, this, [this] {
+    fitAxes();
+    for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
+  });
+}
+
+std::vector<ExportablePlot*> ScalingTab::plots() const {
+  std::vector<ExportablePlot*> out{amax_, scale_, counts_};
+  if (!rank_amax_->isHidden()) {
+    out.push_back(rank_amax_);
+    out.push_back(rank_scale_);
+  }
+  return out;
+}
+
+void ScalingTab::drawRanks() {
+  std::set<int> ranks;
+  for (const RankScale& k : data_->ranks()) ranks.insert(k.rank);
+  const bool show = ranks.size() > 1;
+  rank_amax_->setVisible(show);
+  rank_scale_->setVisible(show);
+  if (!show) {
+    for (ExportablePlot* p : {rank_amax_, rank_scale_}) {
+      for (int g = 0; g < p->graphCount(); ++g) p->graph(g)->data()->clear();
+    }
+    return;
+  }
+  // Ten distinguishable colours (matplotlib's tab10), then round again.
+  static const QColor kColours[] = {{0x1f, 0x77, 0xb4}, {0xff, 0x7f, 0x0e}, {0x2c, 0xa0, 0x2c},
+                                    {0xd6, 0x27, 0x28}, {0x94, 0x67, 0xbd}, {0x8c, 0x56, 0x4b},
+                                    {0xe3, 0x77, 0xc2}, {0x7f, 0x7f, 0x7f}, {0xbc, 0xbd, 0x22},
+                                    {0x17, 0xbe, 0xcf}};
+  std::map<int, int> graph_of;
+  for (int r : ranks) {
+    const int g = static_cast<int>(graph_of.size());
+    graph_of[r] = g;
+    for (ExportablePlot* p : {rank_amax_, rank_scale_}) {
+      if (p->graphCount() <= g) add_graph(p, QString(), kColours[g % 10]);
+      p->graph(g)->setName(tr("rank %1").arg(r));
+    }
+  }
+  for (ExportablePlot* p : {rank_amax_, rank_scale_}) {
+    while (p->graphCount() > static_cast<int>(ranks.size())) p->removeGraph(p->graphCount() - 1);
+    place_legend_below(p, std::min<int>(static_cast<int>(ranks.size()), 4));
+  }
+  std::vector<QVector<double>> x(ranks.size()), amax(ranks.size()), scale(ranks.size());
+  const std::string layer = layer_.toStdString();
+  for (const RankScale& k : data_->ranks()) {
+    if (k.role != role_ || k.layer != layer) continue;
+    const size_t g = static_cast<size_t>(graph_of[k.rank]);
+    x[g] << static_cast<double>(k.step);
+    amax[g] << k.amax;
+    scale[g] << k.scale;
+  }
+  for (size_t g = 0; g < ranks.size(); ++g) {
+    rank_amax_->graph(static_cast<int>(g))->setData(x[g], amax[g], true);
+    rank_scale_->graph(static_cast<int>(g))->setData(x[g], scale[g], true);
+  }
+  fit_axes(rank_amax_, include_step0_->isChecked());
+  fit_axes(rank_scale_, include_step0_->isChecked());
+}
+
+QString ScalingTab::selectedTensor() const {
+  return data_->tensor(layer_.toStdString(), role_)
+             ? layer_ + QStringLiteral(" / ") + role_text(role_)
+             : QString();
+}
+
+QString ScalingTab::captionText() const {
+  return caption_->text();
+}
+
+void ScalingTab::fitAxes() {
+  for (ExportablePlot* p : plots()) fit_axes(p, include_step0_->isChecked());
+}
+
+bool ScalingTab::select(const QString& layer, const QString& role) {
+  const std::optional<Role> r = parse_role(role.toStdString());
+  if (!r || !data_->tensor(layer.toStdString(), *r)) return false;
+  rebuildTree();
+  layer_ = layer;
+  role_ = *r;
+  selectInTree();
+  drawSelected();
+  for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
+  return true;
+}
+
+void ScalingTab::rebuildTree() {
+  // Another run (or the same one reloaded): its own tensors, from its first one.
+  if (tree_generation_ != data_->generation()) {
+    tree_generation_ = data_->generation();
+    tree_size_ = std::numeric_limits<size_t>::max();
+    layer_.clear();
+  }
+  if (tree_size_ == data_->tensors().size()) return;
+  tree_size_ = data_->tensors().size();
+  const QSignalBlocker block(tree_);
+  tree_->clear();
+  for (const std::string& layer : data_->layers()) {
+    auto* l = new QTreeWidgetItem(tree_, {qs(layer)});
+    for (const RoleEntry& role : kRoles) {
+      if (!data_->tensor(layer, role.value)) continue;
+      new QTreeWidgetItem(l, {role_text(role.value)});
+    }
+    l->setExpanded(true);
+  }
+  selectInTree();
+}
+
+// The tree's current item is the tensor drawn (none where none is).
+void ScalingTab::selectInTree() {
+  const QSignalBlocker block(tree_);
+  for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
+    QTreeWidgetItem* l = tree_->topLevelItem(i);
+    if (l->text(0) != layer_) continue;
+    for (int j = 0; j < l->childCount(); ++j) {
+      if (l->child(j)->text(0) == role_text(role_)) {
+        tree_->setCurrentItem(l->child(j));
+        return;
+      }
+    }
+  }
+  tree_->setCurrentItem(nullptr);
+}
+
+void ScalingTab::rebuild() {
+  rebuildTree();
+  if (layer_.isEmpty() && !data_->tensors().empty()) {
+    // The tree's first tensor: the first layer's first role.
+    const std::string layer = data_->layers().front();
+    layer_ = qs(layer);
+    for (const RoleEntry& r : kRoles) {
+      if (data_->tensor(layer, r.value)) {
+        role_ = r.value;
+        break;
+      }
+    }
+    selectInTree();
+  }
+  drawSelected();
+}
+
+void ScalingTab::drawSelected() {
+  const TensorSeries* t = data_->tensor(layer_.toStdString(), role_);
+  if (!t || t->points.empty()) {
+    // Nothing of another run or tensor stays under this caption.
+    size_t from = 0;
+    drawn_.append_from(data_->generation(), QString(), 0, from);
+    for (ExportablePlot* p : plots()) {
+      for (int g = 0; g < p->graphCount(); ++g) p->graph(g)->data()->clear();
+    }
+    window_->setVisible(false);
+    const int interval = data_->hasConfig() ? data_->config().stats_interval : -1;
+    const QString when = interval == 0  ? tr("this run records none")
+                         : interval > 0 ? tr("they arrive every %n step(s)", "", interval)
+                                        : tr("they arrive every few steps");
+    caption_->setText(
+        data_->runId() == 0
+            ? tr("<i>Start a run from the run panel, or open one in the Runs tab.</i>")
+            : tr("<i>%1 (run %2): no tensor statistics yet; %3.</i>")
+                  .arg(qs(data_->name()).toHtmlEscaped())
+                  .arg(data_->runId())
+                  .arg(when));
+    drawRanks();
+    return;
+  }
+  drawRanks();
+  const Format f = role_format(*data_, t->role);
+  const double fmax = format_info(f).max_finite;
+  // A live run's new points are appended; another tensor or run is drawn anew.
+  size_t from = 0;
+  const bool append = drawn_.append_from(
+      data_->generation(), layer_ + QChar('/') + role_text(role_), t->points.size(), from);
+  QVector<double> x, amax, mapped, scale, under, sat;
+  for (size_t i = from; i < t->points.size(); ++i) {
+    const TensorMetrics& p = t->points[i];
+    x << static_cast<double>(p.step);
+    amax << p.amax;
+    mapped << (p.scale > 0 ? fmax / p.scale : NAN);
+    scale << p.scale;
+    under << kUnderflowPct.of(p.raw);
+    sat << kSaturatedPct.of(p.raw);
+  }
+  const std::pair<QCPGraph*, const QVector<double>*> graphs[] = {{amax_->graph(0), &amax},
+                                                                 {amax_->graph(1), &mapped},
+                                                                 {scale_->graph(0), &scale},
+                                                                 {counts_->graph(0), &under},
+                                                                 {counts_->graph(1), &sat}};
+  for (const auto& [g, y] : graphs) {
+    if (append) {
+      g->addData(x, *y, true);
+    } else {
+      g->setData(x, *y, true);
+    }
+  }
+  fitAxes();
+  const TensorMetrics& last = t->points.back();
+  const bool delayed = data_->hasConfig() && data_->config().scaling == "delayed";
+  const int window = data_->hasConfig() ? data_->config().window : 0;
+  if (delayed && window > 0) {
+    // The steps whose amaxes the next scale comes from.
+    window_->topLeft->setCoords(static_cast<double>(last.step - window + 1), 0);
+    window_->bottomRight->setCoords(static_cast<double>(last.step) + 0.5, 1);
+    window_->setVisible(true);
+  } else {
+    window_->setVisible(false);
+  }
+  const int margin = data_->hasConfig() ? data_->config().margin : 0;
+  double headroom =
+      last.scale > 0 && last.amax > 0 ? std::log2(fmax / (last.amax * last.scale)) : 0.0;
+  if (std::abs(headroom) < 0.005) headroom = 0;  // no "2^-0.00"
+  const QString how =
+      delayed ? tr("The orange steps are the amax each step's scale maps to %1; the shaded "
+                   "steps are the delayed-scaling window.")
+                    .arg(fmax)
+              : tr("Each step's scale comes from that step's own amax (current scaling): the "
+                   "orange steps are the amax it maps to %1.")
+                    .arg(fmax);
+  caption_->setText(
+      tr("<b>%1 / %2</b> in %3 (max %4): last sampled step %5, amax %6, scale %7, headroom "
+         "2^%8 (margin %9)%10. %11")
+          .arg(layer_, role_text(role_), QString::fromLatin1(format_info(f).name.data()))
+          .arg(fmax)
+          .arg(last.step)
+          .arg(last.amax, 0, 'g', 5)
+          .arg(last.scale, 0, 'g', 5)
+          .arg(headroom, 0, 'f', 2)
+          .arg(margin)
+          .arg(delayed ? tr(", window %1").arg(window) : QString(), how));
+}
+
+}  // namespace fp8wb
