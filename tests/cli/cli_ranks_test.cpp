@@ -146,6 +146,37 @@ pid_t rank_process(pid_t parent, int rank) {
   return 0;
 }
 
+// A long run of two ranks (exchanges waiting at most `rank_timeout` seconds) and, three
+// steps in, `sig` to rank `rank`; then the launcher's end (at most 60 s; a stopped rank is
+// killed afterwards, where the launcher did not). The launcher's stderr goes to `err`.
+struct Signalled {
+  pid_t pid = 0;    // the rank's; 0: no third step came, or no such rank
+  int status = -1;  // the launcher's
+  double took = 0;  // seconds from the signal to the launcher's end
+};
+Signalled signal_a_rank(const std::string& db, const std::string& err, int rank, int sig,
+                        int rank_timeout) {
+  std::vector<std::string> args = {
+      "train",         "--db",  db,
+      "--nproc",       "2",     "--set",
+      "steps=1000000", "--set", "rank_timeout=" + std::to_string(rank_timeout)};
+  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  const pid_t launcher = spawn(args, err + ".out", err);
+  Signalled s;
+  if (wait_for_steps(db, 3)) s.pid = rank_process(launcher, rank);
+  if (s.pid <= 0 || kill(s.pid, sig) != 0) {
+    kill(launcher, SIGTERM);
+    wait_for(launcher, 60);
+    s.pid = 0;
+    return s;
+  }
+  const auto sent = std::chrono::steady_clock::now();
+  s.status = wait_for(launcher, 60);
+  s.took = std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+  if (sig == SIGSTOP) kill(s.pid, SIGKILL);
+  return s;
+}
+
 // A TCP socket bound to a free port of `addr` (listening when asked: connections then
 // complete in the kernel though nothing answers them); its port into `port`.
 int bound_socket(uint32_t addr, bool listening, int& port) {
@@ -197,23 +228,14 @@ TEST_F(CliRanks, TwoRanksWriteOneRunWithEveryRanksScales) {
 }
 
 TEST_F(CliRanks, AKilledRankFailsTheRunAndNothingHangs) {
-  std::vector<std::string> args = {"train", "--db",          db_,     "--nproc",        "2",
-                                   "--set", "steps=1000000", "--set", "rank_timeout=30"};
-  args.insert(args.end(), kTiny.begin(), kTiny.end());
-  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
-  const pid_t launcher = spawn(args, out, err);
   // A few steps in, rank 1 dies.
-  ASSERT_TRUE(wait_for_steps(db_, 3)) << slurp(err);
-  const pid_t rank1 = rank_process(launcher, 1);
-  ASSERT_GT(rank1, 0);
-  ASSERT_EQ(kill(rank1, SIGKILL), 0);
-  const auto killed = std::chrono::steady_clock::now();
-  const int st = wait_for(launcher, 60);
-  const double took =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
-  ASSERT_TRUE(WIFEXITED(st));
-  EXPECT_NE(WEXITSTATUS(st), 0);
-  EXPECT_LT(took, 30.0);
+  const std::string err = (dir_ / "err").string();
+  const Signalled k = signal_a_rank(db_, err, 1, SIGKILL, 30);
+  ASSERT_GT(k.pid, 0) << slurp(err);
+  const pid_t rank1 = k.pid;
+  ASSERT_TRUE(WIFEXITED(k.status));
+  EXPECT_NE(WEXITSTATUS(k.status), 0);
+  EXPECT_LT(k.took, 30.0);
   const std::string e = slurp(err);
   EXPECT_NE(e.find("rank 1 (pid " + std::to_string(rank1) + ") was killed by signal 9"),
             std::string::npos)
@@ -239,18 +261,12 @@ TEST_F(CliRanks, AKilledRankFailsTheRunAndNothingHangs) {
 // Rank 0, which writes the run, killed: the run reads interrupted, as for any killed
 // writer, and its message says which rank died and how (the launcher records it).
 TEST_F(CliRanks, AKilledRankZeroIsNamedInItsInterruptedRun) {
-  std::vector<std::string> args = {"train", "--db",          db_,     "--nproc",        "2",
-                                   "--set", "steps=1000000", "--set", "rank_timeout=30"};
-  args.insert(args.end(), kTiny.begin(), kTiny.end());
-  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
-  const pid_t launcher = spawn(args, out, err);
-  ASSERT_TRUE(wait_for_steps(db_, 3)) << slurp(err);
-  const pid_t rank0 = rank_process(launcher, 0);
-  ASSERT_GT(rank0, 0);
-  ASSERT_EQ(kill(rank0, SIGKILL), 0);
-  const int st = wait_for(launcher, 60);
-  ASSERT_TRUE(WIFEXITED(st));
-  EXPECT_NE(WEXITSTATUS(st), 0);
+  const std::string err = (dir_ / "err").string();
+  const Signalled k = signal_a_rank(db_, err, 0, SIGKILL, 30);
+  ASSERT_GT(k.pid, 0) << slurp(err);
+  const pid_t rank0 = k.pid;
+  ASSERT_TRUE(WIFEXITED(k.status));
+  EXPECT_NE(WEXITSTATUS(k.status), 0);
   auto s = fp8wb::RunStore::open_read_only(db_);
   const auto runs = s->runs();
   ASSERT_EQ(runs.size(), 1u);
@@ -264,19 +280,12 @@ TEST_F(CliRanks, AKilledRankZeroIsNamedInItsInterruptedRun) {
 // A rank that stops answering (stopped, not dead): rank 0 gives up after rank_timeout,
 // the launcher ends the stopped rank after its grace, and the run's message says so.
 TEST_F(CliRanks, ARankThatStopsAnsweringIsNamedInTheRun) {
-  std::vector<std::string> args = {"train", "--db",          db_,     "--nproc",       "2",
-                                   "--set", "steps=1000000", "--set", "rank_timeout=2"};
-  args.insert(args.end(), kTiny.begin(), kTiny.end());
-  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
-  const pid_t launcher = spawn(args, out, err);
-  ASSERT_TRUE(wait_for_steps(db_, 3)) << slurp(err);
-  const pid_t rank1 = rank_process(launcher, 1);
-  ASSERT_GT(rank1, 0);
-  ASSERT_EQ(kill(rank1, SIGSTOP), 0);
-  const int st = wait_for(launcher, 60);
-  kill(rank1, SIGKILL);  // where the launcher did not
-  ASSERT_TRUE(WIFEXITED(st));
-  EXPECT_NE(WEXITSTATUS(st), 0);
+  const std::string err = (dir_ / "err").string();
+  const Signalled k = signal_a_rank(db_, err, 1, SIGSTOP, 2);
+  ASSERT_GT(k.pid, 0) << slurp(err);
+  const pid_t rank1 = k.pid;
+  ASSERT_TRUE(WIFEXITED(k.status));
+  EXPECT_NE(WEXITSTATUS(k.status), 0);
   const std::string said = "rank 1 (pid " + std::to_string(rank1) + ") stopped answering";
   EXPECT_NE(slurp(err).find(said), std::string::npos) << slurp(err);
   auto s = fp8wb::RunStore::open_read_only(db_);
