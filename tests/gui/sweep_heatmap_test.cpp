@@ -11,6 +11,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cmath>
+#include <functional>
 #include <map>
 
 #include "fp8wb/core/run_store.h"
@@ -63,6 +64,21 @@ int64_t add_run(RunStore& store, int64_t sweep, const SweepTrial& t, double base
   }
   store.write(std::move(b));
   return id;
+}
+
+// A finished sweep of the grid `axes` (each "name=v1,v2,..."), a trial's runs with the
+// loss level base(trial): the sweep's id.
+int64_t finished_sweep(RunStore& store, const char* name, const std::vector<const char*>& axes,
+                       const std::function<double(const SweepTrial&)>& base) {
+  SweepSpec spec;
+  spec.name = name;
+  spec.base.model = ModelKind::Mlp;
+  for (const char* a : axes) spec.axes.push_back(parse_grid(a));
+  const int64_t sweep = store.create_sweep(spec.name, sweep_json(spec));
+  for (const SweepTrial& t : expand_sweep(spec))
+    add_run(store, sweep, t, base(t), RunStatus::Finished);
+  store.flush();
+  return sweep;
 }
 
 // How far a colour is from the nearest colour of the gradient.
@@ -303,16 +319,9 @@ void SweepHeatmapTest::clickAnywhereInACellOverlaysItsRowOrColumn() {
 void SweepHeatmapTest::aOneAxisSweepIsOneRowOfCells() {
   EngineController engine;
   engine.setDatabasePath(dir_.filePath(QStringLiteral("one_axis.sqlite")));
-  SweepSpec spec;
-  spec.name = "one axis";
-  spec.base.model = ModelKind::Mlp;
-  spec.axes = {parse_grid("margin=0,1,2")};
-  RunStore& store = engine.store();
-  const int64_t sweep = store.create_sweep(spec.name, sweep_json(spec));
   const std::map<std::string, double> base = {{"0", 0.9}, {"1", 0.7}, {"2", 1.1}};
-  for (const SweepTrial& t : expand_sweep(spec))
-    add_run(store, sweep, t, base.at(t.values[0]), RunStatus::Finished);
-  store.flush();
+  const int64_t sweep = finished_sweep(engine.store(), "one axis", {"margin=0,1,2"},
+                                       [&](const SweepTrial& t) { return base.at(t.values[0]); });
 
   SweepsTab tab(&engine);
   QVERIFY(show_sweep(tab, sweep));
@@ -359,19 +368,10 @@ void SweepHeatmapTest::everyCellFillsItsShareOfThePlot() {
   engine.setDatabasePath(dir_.filePath(QStringLiteral("shapes.sqlite")));
   RunStore& store = engine.store();
   // A finished sweep of the grid `axes`, each trial's runs with a loss of their own.
+  // Each trial's runs with a loss of their own.
+  double next = 0.35;  // the first trial 0.5
   auto sweep_of = [&](const char* name, const std::vector<const char*>& axes) {
-    SweepSpec spec;
-    spec.name = name;
-    spec.base.model = ModelKind::Mlp;
-    for (const char* a : axes) spec.axes.push_back(parse_grid(a));
-    const int64_t sweep = store.create_sweep(spec.name, sweep_json(spec));
-    double base = 0.5;
-    for (const SweepTrial& t : expand_sweep(spec)) {
-      add_run(store, sweep, t, base, RunStatus::Finished);
-      base += 0.15;
-    }
-    store.flush();
-    return sweep;
+    return finished_sweep(store, name, axes, [&](const SweepTrial&) { return next += 0.15; });
   };
   const int64_t one = sweep_of("one trial", {"margin=0"});
   const int64_t row = sweep_of("one row", {"margin=0", "window=1,16,64"});
@@ -415,14 +415,8 @@ void SweepHeatmapTest::everyCellFillsItsShareOfThePlot() {
 void SweepHeatmapTest::aConstantFigureKeepsItsScaleWithinItsDomain() {
   EngineController engine;
   engine.setDatabasePath(dir_.filePath(QStringLiteral("constant.sqlite")));
-  SweepSpec spec;
-  spec.name = "constant";
-  spec.base.model = ModelKind::Mlp;
-  spec.axes = {parse_grid("margin=0,1,2")};
-  RunStore& store = engine.store();
-  const int64_t sweep = store.create_sweep(spec.name, sweep_json(spec));
-  for (const SweepTrial& t : expand_sweep(spec)) add_run(store, sweep, t, 0.9, RunStatus::Finished);
-  store.flush();
+  const int64_t sweep = finished_sweep(engine.store(), "constant", {"margin=0,1,2"},
+                                       [](const SweepTrial&) { return 0.9; });
 
   SweepsTab tab(&engine);
   QVERIFY(show_sweep(tab, sweep));
