@@ -4,7 +4,9 @@ add_library(fp8wb_checkpoint STATIC
   ${CMAKE_CURRENT_LIST_DIR}/src/file_io.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/safetensors.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/checkpoint_analysis.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/src/torch_pickle.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/src/torch_pickle.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/torch_pickle_vm.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/torch_pickle_rebuild.cpp)
 target_include_directories(fp8wb_checkpoint PUBLIC ${CMAKE_CURRENT_LIST_DIR}/include)
 target_link_libraries(fp8wb_checkpoint PUBLIC fp8wb::kernels PRIVATE nlohmann_json::nlohmann_json)
 set_target_properties(fp8wb_checkpoint PROPERTIES POSITION_INDEPENDENT_CODE ON)

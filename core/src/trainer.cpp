@@ -1,21 +1,12 @@
-// Torch translation unit: the training loop behind Trainer (trainer.h).
-#include "fp8wb/core/trainer.h"
-
-#include <atomic>
+// Torch translation unit: the training loop behind Trainer (trainer.h): the models'
+// steps (forward, backward, the update, across ranks), their memory, the statistics
+// sampled at a step, divergence, the final weights; run(), which ends a run as failed on
+// any error, and the devices a config names. Trainer's controls, which need no torch,
+// are in trainer_control.cpp; what both share is trainer_impl.h.
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
-#include <mutex>
 #include <stdexcept>
-#include <thread>
-
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 
 #include "distributed_group.h"
 #include "fp8wb/core/backend_info.h"
@@ -23,6 +14,7 @@
 #include "fp8wb/core/notices.h"
 #include "fp8wb/core/safetensors.h"
 #include "models.h"
+#include "trainer_impl.h"
 
 #if defined(FP8WB_TORCH_CUDA)
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -42,82 +34,6 @@ std::string g6(double v) {
   std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
 }
-
-}  // namespace
-
-struct Trainer::Impl {
-  RunConfig cfg;
-  std::shared_ptr<MetricBus> bus;
-  int64_t run_id = 0;
-  std::thread thread;
-  std::atomic<bool> stop_flag{false}, pause_flag{false};
-  std::mutex mutex;
-  std::condition_variable cv;
-  std::atomic<RunStatus> status{RunStatus::Running};
-  std::string message;  // guarded by mutex
-  std::atomic<int64_t> steps{0};
-  int compute_threads = 0;
-  RankInfo ranks;
-
-  void finish(RunStatus s, const std::string& msg, std::vector<RunEvent> events = {}) {
-    {
-      const std::lock_guard<std::mutex> lock(mutex);
-      message = msg;
-    }
-    status = s;
-    MetricBatch b;
-    b.run_id = run_id;
-    b.final = true;
-    b.status = s;
-    b.message = msg;
-    b.events = std::move(events);
-    b.events.push_back({steps.load(), run_status_name(s), msg});
-    // Every consumer gets the final batch; one that cannot take it (the run store, failed
-    // already) has said so, and the run's status says it: nothing leaves the thread.
-    try {
-      if (bus && ranks.rank == 0) bus->publish(std::move(b));
-    } catch (const std::exception&) {
-    }
-  }
-
-  // Hands the batch on (the bus's last consumer takes it): `b` is left empty. In a
-  // data-parallel run only rank 0 publishes.
-  void publish(MetricBatch& b) {
-    b.run_id = run_id;
-    if (bus && ranks.rank == 0) bus->publish(std::move(b));
-  }
-
-  double lr_at(int64_t step) const {
-    if (step < cfg.warmup) return cfg.lr * static_cast<double>(step + 1) / (cfg.warmup + 1);
-    const double span = std::max<int64_t>(1, cfg.steps - cfg.warmup);
-    const double t = std::min(1.0, static_cast<double>(step - cfg.warmup) / span);
-    const double lo = cfg.lr * cfg.min_lr_ratio;
-    return lo + 0.5 * (cfg.lr - lo) * (1.0 + std::cos(M_PI * t));
-  }
-
-  // Waits while paused; returns false when the run is to stop.
-  bool wait_if_paused(int64_t step) {
-    if (!pause_flag) return !stop_flag;
-    status = RunStatus::Paused;
-    MetricBatch p;
-    p.events.push_back({step, "paused", ""});
-    publish(p);
-    std::unique_lock<std::mutex> lock(mutex);
-    cv.wait(lock, [&] { return !pause_flag || stop_flag; });
-    lock.unlock();
-    if (stop_flag) return false;
-    status = RunStatus::Running;
-    MetricBatch r;
-    r.events.push_back({step, "resumed", ""});
-    publish(r);
-    return true;
-  }
-
-  void body();
-  void save_weights(torch::nn::Module& model);
-};
-
-namespace {
 
 // What a step's forward and backward give: the loss (over the global batch), the
 // gradient norm, and whether any rank asked to stop.
@@ -198,7 +114,7 @@ struct Stepper {
 // Peak memory of one model's steps on a GPU: the caching allocator's peak of allocated
 // bytes during the step, less what was allocated before it (the other model, the data),
 // plus the model's own parameters and optimizer state. NaN on the CPU, where only the
-// process's peak resident set can be told (peak_rss_bytes).
+// process's peak resident set can be told (train::peak_rss_bytes).
 class StepMemory {
  public:
   explicit StepMemory(const torch::Device& d) : device_(d) {}
@@ -235,32 +151,6 @@ class StepMemory {
   int64_t before_ = 0;
   double max_ordinary_ = 0, max_sampling_ = 0;
 };
-
-double peak_rss_bytes() {
-  rusage u{};
-  if (getrusage(RUSAGE_SELF, &u) != 0) return NAN;
-  return static_cast<double>(u.ru_maxrss) * 1024.0;  // Linux reports KiB
-}
-
-// Where --save-weights will write: its folder must exist and the path be a regular file
-// or nothing (the writer refuses to replace anything else).
-void check_weights_path(const std::string& path) {
-  if (path.empty()) return;
-  const size_t slash = path.find_last_of('/');
-  const std::string folder =
-      slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1));
-  struct stat st {};
-  if (stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    throw std::invalid_argument("weights: the folder of " + path + " does not exist");
-  }
-  if (access(folder.c_str(), W_OK) != 0) {
-    throw std::invalid_argument("weights: cannot write into the folder of " + path + ": " +
-                                std::strerror(errno));
-  }
-  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    throw std::invalid_argument("weights: " + path + " exists and is not a regular file");
-  }
-}
 
 void add_role(MetricBatch& b, int64_t step, const std::string& layer, Role role, const RoleStats& r,
               LinearLayerImpl& l) {
@@ -337,6 +227,14 @@ std::string rank_device(const std::string& resolved, const RankInfo& r) {
 
 }  // namespace
 
+double Trainer::Impl::lr_at(int64_t step) const {
+  if (step < cfg.warmup) return cfg.lr * static_cast<double>(step + 1) / (cfg.warmup + 1);
+  const double span = std::max<int64_t>(1, cfg.steps - cfg.warmup);
+  const double t = std::min(1.0, static_cast<double>(step - cfg.warmup) / span);
+  const double lo = cfg.lr * cfg.min_lr_ratio;
+  return lo + 0.5 * (cfg.lr - lo) * (1.0 + std::cos(M_PI * t));
+}
+
 void Trainer::Impl::body() {
   if (compute_threads > 0) {
     at::set_num_threads(compute_threads);  // this thread's share of the cores
@@ -344,7 +242,7 @@ void Trainer::Impl::body() {
     init_compute_threads();
   }
   const torch::Device device(rank_device(Trainer::resolve_device(cfg.device), ranks));
-  if (ranks.rank == 0) check_weights_path(cfg.weights);  // before any step: not to be lost
+  if (ranks.rank == 0) train::check_weights_path(cfg.weights);  // before any step: not to be lost
   std::unique_ptr<dist::RankGroup> group;
   if (ranks.distributed()) {
     if (cfg.batch % ranks.world != 0) {
@@ -464,7 +362,7 @@ void Trainer::Impl::body() {
       m.ref_loss = rl;
       m.loss_gap = loss - rl;
     }
-    m.peak_rss = peak_rss_bytes();
+    m.peak_rss = train::peak_rss_bytes();
     if (step % cfg.log_interval == 0 || step + 1 == cfg.steps || !finite) b.steps.push_back(m);
     if (group && !layers.empty() && layers.front().second->probe().stats_step == step)
       b.ranks = gather_rank_scales(*group, step, layers, device);
@@ -536,19 +434,6 @@ void Trainer::Impl::save_weights(torch::nn::Module& model) {
   publish(b);
 }
 
-Trainer::Trainer(RunConfig config, std::shared_ptr<MetricBus> bus, int64_t run_id)
-    : impl_(std::make_unique<Impl>()) {
-  validate_run_config(config);
-  impl_->cfg = std::move(config);
-  impl_->bus = std::move(bus);
-  impl_->run_id = run_id;
-}
-
-Trainer::~Trainer() {
-  stop();
-  join();
-}
-
 void Trainer::run() {
   try {
     impl_->body();
@@ -559,60 +444,6 @@ void Trainer::run() {
   } catch (...) {
     impl_->finish(RunStatus::Failed, "unknown error");
   }
-}
-
-void Trainer::start() {
-  if (impl_->thread.joinable()) throw std::logic_error("the run has already started");
-  impl_->thread = std::thread([this] { run(); });
-}
-
-void Trainer::pause() {
-  impl_->pause_flag = true;
-}
-
-void Trainer::resume() {
-  {
-    const std::lock_guard<std::mutex> lock(impl_->mutex);
-    impl_->pause_flag = false;
-  }
-  impl_->cv.notify_all();
-}
-
-void Trainer::stop() {
-  {
-    const std::lock_guard<std::mutex> lock(impl_->mutex);
-    impl_->stop_flag = true;
-  }
-  impl_->cv.notify_all();
-}
-
-void Trainer::setComputeThreads(int threads) {
-  impl_->compute_threads = threads;
-}
-
-void Trainer::setRanks(const RankInfo& ranks) {
-  impl_->ranks = ranks;
-}
-
-void Trainer::join() {
-  if (impl_->thread.joinable()) impl_->thread.join();
-}
-
-RunStatus Trainer::status() const {
-  return impl_->status;
-}
-
-std::string Trainer::message() const {
-  const std::lock_guard<std::mutex> lock(impl_->mutex);
-  return impl_->message;
-}
-
-int64_t Trainer::steps_done() const {
-  return impl_->steps;
-}
-
-const RunConfig& Trainer::config() const {
-  return impl_->cfg;
 }
 
 int Trainer::cuda_device_count() {
