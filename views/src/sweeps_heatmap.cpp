@@ -141,7 +141,6 @@ void SweepsTab::refreshSweeps() {
         return listed;
       },
       [this](std::vector<ListedSweep> listed) {
-        list_error_.clear();
         {
           const QSignalBlocker block(stored_);
           stored_->clear();
@@ -161,15 +160,13 @@ void SweepsTab::refreshSweeps() {
         Q_EMIT sweepsListed();
       },
       [this](const QString& message) {
-        {
-          const QSignalBlocker block(stored_);
-          stored_->clear();
-          stored_->addItem(tr("stored sweeps could not be read"));
-          stored_->setItemData(0, message, Qt::ToolTipRole);
-          stored_->setEnabled(false);
-        }
-        if (message != list_error_) fail(message);  // once, not at every showing
-        list_error_ = message;
+        // Said in the list, not as a failure: a database that cannot be read is said where
+        // it is opened and where a sweep is started or shown, once each.
+        const QSignalBlocker block(stored_);
+        stored_->clear();
+        stored_->addItem(tr("stored sweeps could not be read"));
+        stored_->setItemData(0, message, Qt::ToolTipRole);
+        stored_->setEnabled(false);
         Q_EMIT sweepsListed();
       });
 }
@@ -205,7 +202,6 @@ void SweepsTab::databaseChanged() {
     redraw();
     best_->clear();
   }
-  list_error_.clear();
   refreshSweeps();
 }
 

@@ -59,7 +59,8 @@ class SweepsTab : public QWidget {
   // The sweep shown (0: none).
   int64_t shownSweep() const { return sweep_id_; }
   // Reads the open database's sweeps on a pool thread into the "Sweep" list (newest
-  // first; "no stored sweeps", disabled, where it holds none): sweepsListed() follows.
+  // first; "no stored sweeps", disabled, where it holds none; where it cannot be read, the
+  // list says so, the reason in its tooltip, not failed()): sweepsListed() follows.
   // Where no sweep is shown (nor read, run or collected), the newest is then shown. Called
   // when the tab is shown, when the engine opens another database, and as the tab's own
   // sweep starts and ends or a folder is collected.
@@ -153,7 +154,6 @@ class SweepsTab : public QWidget {
   BackgroundJob curves_job_{this};   // reads of the overlaid loss curves
   BackgroundJob collect_job_{this};  // a cluster sweep's folder collected
   BackgroundJob list_job_{this};     // reads of the database's list of sweeps
-  QString list_error_;               // why the list could not be read last (said once)
   int64_t chosen_ = 0;  // chosen from the list (or its newest): its first row's curves once shown
 };
 
