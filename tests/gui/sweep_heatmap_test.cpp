@@ -5,7 +5,9 @@
 // from the plot's white; the best named is the lowest final loss among points whose
 // trials all finished, with how many trials have; a cell's final loss is the mean over
 // the last 10% of its runs' steps, computed here by hand; clicking a diverged cell still
-// overlays its row's loss curves.
+// overlays its row's loss curves. The database's stored sweeps are listed over the
+// heatmap, newest first: the newest shows when the tab opens, another is shown by
+// choosing it, one stored later is listed when the tab is shown again.
 #include <QComboBox>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -77,6 +79,7 @@ int64_t finished_sweep(RunStore& store, const char* name, const std::vector<cons
   const int64_t sweep = store.create_sweep(spec.name, sweep_json(spec));
   for (const SweepTrial& t : expand_sweep(spec))
     add_run(store, sweep, t, base(t), RunStatus::Finished);
+  store.set_sweep_status(sweep, "finished");  // as a sweep whose every trial ran ends
   store.flush();
   return sweep;
 }
@@ -134,6 +137,7 @@ class SweepHeatmapTest : public QObject {
   void aOneTrialSweepSaysTrial();
   void everyCellFillsItsShareOfThePlot();
   void aConstantFigureKeepsItsScaleWithinItsDomain();
+  void aStoredSweepIsChosenFromTheList();
 
  private:
   QTemporaryDir dir_;
@@ -427,6 +431,83 @@ void SweepHeatmapTest::aConstantFigureKeepsItsScaleWithinItsDomain() {
   const QCPRange r = map->colorScale()->dataRange();
   QVERIFY2(r.lower >= 0 && r.lower < r.upper,
            qPrintable(QStringLiteral("the scale runs %1 .. %2").arg(r.lower).arg(r.upper)));
+}
+
+// The sweeps the database holds (written by another program: the CLI, a collection) are
+// listed newest first over the heatmap; the tab opens on the newest without a click, the
+// other shows its own grid when chosen, and a sweep stored later is listed once the tab
+// is shown again. A database without sweeps says so, and its list cannot be opened.
+void SweepHeatmapTest::aStoredSweepIsChosenFromTheList() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("stored.sqlite")));
+  auto level = [](const SweepTrial& t) {
+    return 0.5 + 0.1 * static_cast<double>(t.values[0].size());
+  };
+  const int64_t older =
+      finished_sweep(engine.store(), "older", {"margin=0,1", "window=1,16,128"}, level);
+  const int64_t newer = finished_sweep(engine.store(), "newer", {"window=1,16"}, level);
+  // How many cells of the shown sweep have a figure.
+  auto cells = [](const SweepsTab& tab) {
+    int n = 0;
+    for (int x = 0; x < 8; ++x)
+      for (int y = 0; y < 8; ++y) n += std::isfinite(tab.cellValue(x, y)) ? 1 : 0;
+    return n;
+  };
+
+  SweepsTab tab(&engine);
+  QSignalSpy shown(&tab, &SweepsTab::sweepShown);
+  QSignalSpy listed(&tab, &SweepsTab::sweepsListed);
+  tab.resize(1400, 900);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  QVERIFY(shown.count() > 0 || shown.wait(30000));
+  QCOMPARE(shown.at(0).at(0).toLongLong(), newer);
+  QCOMPARE(tab.shownSweep(), newer);
+  QCOMPARE(cells(tab), 2);
+  auto* chooser = tab.findChild<QComboBox*>(QStringLiteral("storedSweeps"));
+  QVERIFY(chooser);
+  QVERIFY(chooser->isEnabled());
+  QCOMPARE(chooser->count(), 2);
+  const QStringList texts = tab.storedSweeps();
+  QCOMPARE(texts.size(), 2);
+  QVERIFY2(texts[0].startsWith(QStringLiteral("#%1 window (2 trials, finished)").arg(newer)),
+           qPrintable(texts[0]));
+  QVERIFY2(
+      texts[1].startsWith(QStringLiteral("#%1 margin x window (6 trials, finished)").arg(older)),
+      qPrintable(texts[1]));
+  QCOMPARE(chooser->currentIndex(), 0);
+
+  // Choosing the other shows its grid: 2 margins x 3 windows.
+  shown.clear();
+  chooser->setCurrentIndex(1);
+  QVERIFY(shown.wait(30000));
+  QCOMPARE(shown.at(0).at(0).toLongLong(), older);
+  QCOMPARE(tab.shownSweep(), older);
+  QCOMPARE(cells(tab), 6);
+  // With its first row's loss curves, one for each window.
+  QTRY_COMPARE_WITH_TIMEOUT(tab.plots()[1]->graphCount(), 3, 30000);
+
+  // A sweep stored while the tab was hidden is listed, first, when it is shown again;
+  // the sweep shown stays.
+  tab.hide();
+  const int64_t later = finished_sweep(engine.store(), "later", {"margin=0,1,2"}, level);
+  listed.clear();
+  tab.show();
+  QVERIFY(listed.wait(30000));
+  QCOMPARE(tab.storedSweeps().size(), 3);
+  QVERIFY(tab.storedSweeps()[0].startsWith(QStringLiteral("#%1 ").arg(later)));
+  QCOMPARE(tab.shownSweep(), older);
+  QCOMPARE(chooser->currentIndex(), 2);
+
+  // Another database without sweeps: nothing to choose, and nothing of the last one shown.
+  listed.clear();
+  QVERIFY(engine.openDatabase(dir_.filePath(QStringLiteral("empty.sqlite"))));
+  QVERIFY(listed.count() > 0 || listed.wait(30000));
+  QVERIFY(tab.storedSweeps().isEmpty());
+  QCOMPARE(chooser->currentText(), QStringLiteral("no stored sweeps"));
+  QVERIFY(!chooser->isEnabled());
+  QCOMPARE(tab.shownSweep(), int64_t{0});
+  QCOMPARE(cells(tab), 0);
 }
 
 QTEST_MAIN(SweepHeatmapTest)

@@ -114,6 +114,7 @@ void EngineController::setDatabasePath(const QString& path) {
   if (path == db_path_) return;
   db_path_ = path;
   if (!isRunning()) store_.reset();
+  Q_EMIT databaseChanged(db_path_);
 }
 
 RunStore& EngineController::store() {
@@ -162,6 +163,7 @@ bool EngineController::openDatabase(const QString& path) {
   // The run shown was one of the other database's.
   data_.clear();
   Q_EMIT dataChanged();
+  Q_EMIT databaseChanged(db_path_);
   return true;
 }
 

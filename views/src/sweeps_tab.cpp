@@ -57,6 +57,7 @@ QStringList SweepsTab::presetNames() {
 SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
     : QWidget(parent),
       engine_(engine),
+      stored_(new QComboBox(this)),
       preset_(new QComboBox(this)),
       x_axis_(new QComboBox(this)),
       y_axis_(new QComboBox(this)),
@@ -147,8 +148,20 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   pick->addWidget(overlay_);
   pick->addLayout(slicer_row_);
   pick->addStretch(1);
+  // The database's sweeps: any of them is shown by choosing it.
+  stored_->setObjectName(QStringLiteral("storedSweeps"));
+  stored_->setToolTip(
+      tr("The sweeps stored in this database, newest first: run here, by "
+         "`fp8wb sweep`, or collected from a cluster's folder"));
+  stored_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  stored_->addItem(tr("no stored sweeps"));
+  stored_->setEnabled(false);
+  auto* chooser = new QHBoxLayout;
+  chooser->addWidget(new QLabel(tr("Sweep"), this));
+  chooser->addWidget(stored_, 1);
   auto* right = new QWidget(this);
   auto* rl = new QVBoxLayout(right);
+  rl->addLayout(chooser);
   rl->addLayout(pick);
   collect_failure_->setObjectName(QStringLiteral("collect-failure"));
   collect_failure_->setWordWrap(true);
@@ -178,6 +191,19 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
                                   this, tr("The folder of a sweep run on a cluster (sweep.json)"));
     if (!dir.isEmpty()) collectFolder(dir);
   });
+  connect(stored_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    const int64_t id = stored_->itemData(i).toLongLong();
+    if (id <= 0 || id == sweep_id_) return;
+    chosen_ = id;
+    showSweep(id);
+  });
+  // A sweep chosen from the list: its first row's curves, until a cell is clicked.
+  connect(this, &SweepsTab::sweepShown, this, [this](qint64 id) {
+    if (id != chosen_) return;
+    chosen_ = 0;
+    overlayLine(0, 0, overlay_->currentIndex() == 1);
+  });
+  connect(engine_, &EngineController::databaseChanged, this, &SweepsTab::databaseChanged);
   for (QComboBox* c : {x_axis_, y_axis_, metric_})
     connect(c, &QComboBox::currentIndexChanged, this, [this] { redraw(); });
   // A cell is clicked anywhere inside it, over the map or a marked cell's items (the
@@ -256,6 +282,7 @@ QString SweepsTab::start() {
   stop_->setEnabled(true);
   rebuildSlicers();
   redraw();
+  refreshSweeps();  // lists the new sweep, chosen
   const int64_t id = sweep_id_;
   const std::string path = engine_->databasePath().toStdString();
   std::shared_ptr<SweepRunner> runner = runner_;
@@ -291,11 +318,13 @@ QString SweepsTab::start() {
             overlay_->currentIndex() == 1);  // the first row's curves, until a cell is clicked
         status_->setText(tr("sweep %1 %2").arg(id).arg(status));
         Q_EMIT notice(tr("sweep %1 %2").arg(id).arg(status));
+        refreshSweeps();  // its status
         Q_EMIT sweepFinished(id, status);
       },
       [this, ended, id](const QString& message) {
         ended();
         status_->setText(tr("sweep %1 failed").arg(id));
+        refreshSweeps();
         fail(message);
         Q_EMIT sweepFinished(id, QStringLiteral("failed"));
       });
@@ -366,6 +395,7 @@ void SweepsTab::collectFolder(const QString& dir) {
                    .arg(problems.join(QStringLiteral("; "))));
         }
         showSweep(c.sweep_id);
+        refreshSweeps();  // lists it, chosen, once shown
         Q_EMIT collected(c.sweep_id, c.added, c.waiting);
       },
       [this, ended, dir](const QString& message) {

@@ -79,6 +79,9 @@ class EngineController : public QObject {
   // take it, layers kept in high precision and why, an update skipped, a store read-only.
   void notice(const QString& message);
   void pausedChanged(bool paused);
+  // Another database is the one runs go to and are read from (setDatabasePath() with
+  // another path, openDatabase()).
+  void databaseChanged(const QString& path);
 
  private:
   void drain();

@@ -5,7 +5,9 @@
 // column, double-clicking opens its run; the best setting named with its figures. Cells
 // whose trials have not all ended are grey with "…", cells with a diverged run hatched
 // with "diverged": neither takes a colour of the scale. The best is named among grid
-// points whose trials all finished, with how many of the sweep's trials have.
+// points whose trials all finished, with how many of the sweep's trials have. A "Sweep"
+// list over the heatmap names the open database's stored sweeps, newest first (those run
+// here, by `fp8wb sweep` or collected from a cluster's folder alike): choosing one shows it.
 #pragma once
 
 #include <QWidget>
@@ -27,6 +29,7 @@ class QCPAbstractItem;
 class QCPColorMap;
 class QHBoxLayout;
 class QMouseEvent;
+class QShowEvent;
 
 namespace fp8wb {
 
@@ -53,6 +56,18 @@ class SweepsTab : public QWidget {
   // (or failed()) follows. A newer call supersedes one still reading.
   void showSweep(int64_t sweep_id);
   bool isReading() const { return points_job_.busy(); }
+  // The sweep shown (0: none).
+  int64_t shownSweep() const { return sweep_id_; }
+  // Reads the open database's sweeps on a pool thread into the "Sweep" list (newest
+  // first; "no stored sweeps", disabled, where it holds none; where it cannot be read, the
+  // list says so, the reason in its tooltip, not failed()): sweepsListed() follows.
+  // Where no sweep is shown (nor read, run or collected), the newest is then shown. Called
+  // when the tab is shown, when the engine opens another database, and as the tab's own
+  // sweep starts and ends or a folder is collected.
+  void refreshSweeps();
+  bool isListing() const { return list_job_.busy(); }
+  // The list's entries, newest first: "#3 margin x window (12 trials, finished)".
+  QStringList storedSweeps() const;
   void setAxes(int x_axis, int y_axis);
   void setMetric(SweepMetric metric);  // the heatmap's colour
   // The heatmap cell (x, y) of the current slice: its run ids (empty if none).
@@ -84,13 +99,22 @@ class SweepsTab : public QWidget {
   // The sweep has ended and its heatmap shows every point.
   void sweepFinished(qint64 sweep_id, const QString& status);
   void sweepShown(qint64 sweep_id);
+  void sweepsListed();
   void curvesShown();
   void openRunRequested(qint64 run_id);
   void collected(qint64 sweep_id, int added, int waiting);
   void failed(const QString& message);
   void notice(const QString& message);
 
+ protected:
+  void showEvent(QShowEvent* e) override;
+
  private:
+  // The database was switched: what is shown is the other database's; forget it, list
+  // this one's.
+  void databaseChanged();
+  // The "Sweep" list's entry of the sweep shown, chosen (without showing it again).
+  void selectShownSweep();
   void redraw();
   void rebuildSlicers();
   // The grey or hatched look of a cell that takes no colour of the scale, with its mark.
@@ -103,6 +127,7 @@ class SweepsTab : public QWidget {
   QString fail(const QString& message);
   const SweepPoint* pointAt(int x, int y) const;
   EngineController* engine_;
+  QComboBox* stored_;  // the database's sweeps, newest first; choosing one shows it
   QComboBox *preset_, *x_axis_, *y_axis_, *metric_, *overlay_;
   QPlainTextEdit *grid_, *base_;
   QSpinBox *seeds_, *parallel_;
@@ -128,6 +153,8 @@ class SweepsTab : public QWidget {
   BackgroundJob points_job_{this};   // reads of its points
   BackgroundJob curves_job_{this};   // reads of the overlaid loss curves
   BackgroundJob collect_job_{this};  // a cluster sweep's folder collected
+  BackgroundJob list_job_{this};     // reads of the database's list of sweeps
+  int64_t chosen_ = 0;  // chosen from the list (or its newest): its first row's curves once shown
 };
 
 }  // namespace fp8wb
