@@ -46,6 +46,7 @@ class RunViewsTest : public QObject {
   void heatmapCellsWholeAndTopNotWhite();
   void everyLayerCellFillsItsShareOfThePlot();
   void aConstantMapKeepsItsScaleWithinThePercentages();
+  void anEndedRunsSummaryGivesItsFinalLoss();
   void currentScalingCaptionSaysSo();
   void everyTabShowsTheRunOpenedOrStarted();
   void runsTabDeleteRefreshAndRename();
@@ -285,6 +286,41 @@ void RunViewsTest::everyLayerCellFillsItsShareOfThePlot() {
   check(QStringLiteral("3 layers x 4 steps"), {"layers.0", "layers.1", "layers.2"},
         {10, 20, 30, 40});
   QVERIFY2(wrong.isEmpty(), qPrintable(wrong.join(QLatin1Char('\n'))));
+}
+
+// An ended run's summary gives its final loss and gap as the Sweeps and Runs tabs do (the
+// mean over the last 10% of the steps), beside the last step's loss; a running one not.
+void RunViewsTest::anEndedRunsSummaryGivesItsFinalLoss() {
+  RunConfig c;
+  c.name = "ended";
+  c.model = ModelKind::Mlp;
+  RunData data;
+  data.setRun(7, c.name, run_config_json(c));
+  MetricBatch b;
+  for (int64_t i = 0; i < 40; ++i) {  // the last 10%: steps 36..39
+    StepMetrics m;
+    m.step = i;
+    m.loss = 2.0 - 0.01 * static_cast<double>(i);
+    m.ref_loss = 1.5;
+    m.loss_gap = m.loss - m.ref_loss;
+    b.steps.push_back(m);
+  }
+  data.append(b);
+  OverviewTab tab(&data);
+  tab.resize(1000, 700);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  data.setStatus(RunStatus::Running, "");
+  tab.refresh(true);
+  QVERIFY2(!tab.summaryText().contains(QStringLiteral("final loss")),
+           qPrintable(tab.summaryText()));
+  data.setStatus(RunStatus::Finished, "");
+  tab.refresh(true);
+  // Mean of 1.64, 1.63, 1.62, 1.61; gap 0.125 below the reference's 1.5.
+  const QString t = tab.summaryText();
+  QVERIFY2(t.contains(QStringLiteral("loss 1.6100")), qPrintable(t));  // the last step's
+  QVERIFY2(t.contains(QStringLiteral("final loss 1.6250, gap 0.125 (mean of steps 37-40)")),
+           qPrintable(t));
 }
 
 // A layer x step heatmap whose every cell has the same underflow (none, or all of it): the

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "fp8wb/core/final_loss.h"
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/name_choices.h"
 #include "fp8wb/views/run_data.h"
@@ -130,6 +131,23 @@ void OverviewTab::rebuild() {
   if (std::isfinite(m.ref_loss))
     text += tr(", reference %1, gap %2").arg(m.ref_loss, 0, 'f', 4).arg(m.loss_gap, 0, 'g', 3);
   text += tr(", %1 tokens/s").arg(m.tokens_per_s, 0, 'f', 0);
+  // An ended run: its final loss and gap as the Sweeps and Runs tabs and the CLI give them
+  // (final_loss.h), which the last step's figures above are not.
+  const bool ended = data_->status() != RunStatus::Running && data_->status() != RunStatus::Paused;
+  if (ended) {
+    std::vector<SeriesPoint> loss, ref;
+    loss.reserve(s.size());
+    for (const StepMetrics& p : s) {
+      loss.push_back({p.step, p.loss});
+      if (std::isfinite(p.ref_loss)) ref.push_back({p.step, p.ref_loss});
+    }
+    const FinalLoss f = final_loss(loss, ref);
+    if (std::isfinite(f.loss)) {
+      text += tr("; final loss %1").arg(f.loss, 0, 'f', 4);
+      if (std::isfinite(f.gap)) text += tr(", gap %1").arg(f.gap, 0, 'g', 3);
+      text += tr(" (mean of steps %1-%2)").arg(f.from_step + 1).arg(f.to_step + 1);
+    }
+  }
   if (!bars.empty()) {
     QStringList parts;
     for (const auto& [label, bytes] : bars)
