@@ -15,6 +15,7 @@
 #include "fp8wb/core/default_formats.h"
 #include "fp8wb/core/distributed.h"
 #include "fp8wb/core/file_io.h"
+#include "fp8wb/core/final_loss.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/trainer.h"
 #include "rank_launcher.h"
@@ -278,6 +279,13 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   if (!opt.quiet && !opt.json && opt.terminal) err << "\n";  // below the bar
 
   const std::optional<StepMetrics> last = console->last();
+  // The run's final loss and gap as `runs show`, `runs list` and the GUI give them (the last
+  // step's loss is not the run's result); none where the store cannot be read back.
+  FinalLoss fin;
+  try {
+    if (const auto info = store->run(id)) fin = final_loss(*store, *info);
+  } catch (const StoreError&) {
+  }
   if (opt.json) {
     json j;
     j["run"] = id;
@@ -285,6 +293,8 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
     j["steps"] = trainer.steps_done();
     j["loss"] = last ? num(last->loss) : json();
     j["ref_loss"] = last ? num(last->ref_loss) : json();
+    j["final_loss"] = num(fin.loss);
+    j["loss_gap"] = num(fin.gap);
     j["tokens_per_s"] = last ? num(last->tokens_per_s) : json();
     j["message"] = message;
     j["db"] = store->path();
@@ -295,7 +305,13 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
     if (last) {
       out << fmt::format(": loss {:.4f}", last->loss);
       if (std::isfinite(last->ref_loss)) out << fmt::format(", reference {:.4f}", last->ref_loss);
-      out << fmt::format(", {:.0f} tokens/s", last->tokens_per_s);
+      out << " at the last step";
+      if (std::isfinite(fin.loss)) {
+        out << fmt::format("; final loss {:.4f}", fin.loss);
+        if (std::isfinite(fin.gap)) out << fmt::format(", gap {:+.4g}", fin.gap);
+        out << fmt::format(" (mean over steps {}-{})", fin.from_step, fin.to_step);
+      }
+      out << fmt::format("; {:.0f} tokens/s", last->tokens_per_s);
     }
     out << "\n";
     if (!message.empty()) out << message << "\n";

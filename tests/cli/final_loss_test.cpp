@@ -221,6 +221,41 @@ TEST_F(FinalLoss, ListAndShowGiveOneSpeedAndNameIt) {
 }
 
 // A run stored at every step averages exactly its last tenth; no loss, no figure.
+// `fp8wb train` ends with the run's final loss and gap as `runs show` gives them (its
+// last step's loss beside it, said to be the last step's), in text and in JSON.
+TEST_F(FinalLoss, TrainEndsWithTheRunsFinalLoss) {
+  const std::vector<std::string> base = {"train", "--db",     path_,   "--set",  "model=mlp",
+                                         "--set", "steps=20", "--set", "lr=0.01"};
+  auto text_args = base;
+  text_args.push_back("-q");
+  const auto t = run(text_args);
+  ASSERT_EQ(t.rc, 0) << t.err;
+  auto json_args = base;
+  json_args.push_back("--json");
+  const auto j = run(json_args);
+  ASSERT_EQ(j.rc, 0) << j.err;
+  const auto got = nlohmann::json::parse(j.out);
+  for (int id : {1, 2}) {
+    const auto shown = run({"runs", "show", std::to_string(id), "--db", path_, "--json"});
+    ASSERT_EQ(shown.rc, 0) << shown.err;
+    const auto fin = nlohmann::json::parse(shown.out)["final"];
+    ASSERT_TRUE(fin["loss"].is_number()) << shown.out;
+    ASSERT_TRUE(fin["loss_gap"].is_number()) << shown.out;
+    if (id == 1) {
+      EXPECT_NE(
+          t.out.find(fmt::format("at the last step; final loss {:.4f}, gap {:+.4g} "
+                                 "(mean over steps {}-{})",
+                                 fin["loss"].get<double>(), fin["loss_gap"].get<double>(),
+                                 fin["from_step"].get<int64_t>(), fin["to_step"].get<int64_t>())),
+          std::string::npos)
+          << t.out;
+    } else {
+      EXPECT_DOUBLE_EQ(got["final_loss"].get<double>(), fin["loss"].get<double>());
+      EXPECT_DOUBLE_EQ(got["loss_gap"].get<double>(), fin["loss_gap"].get<double>());
+    }
+  }
+}
+
 TEST(FinalLossDefinition, TheLastTenthOfTheStepsAndNoLossNoFigure) {
   std::vector<fp8wb::SeriesPoint> loss, ref;
   for (int64_t s = 0; s < 150; ++s) {

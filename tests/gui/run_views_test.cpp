@@ -316,10 +316,10 @@ void RunViewsTest::anEndedRunsSummaryGivesItsFinalLoss() {
            qPrintable(tab.summaryText()));
   data.setStatus(RunStatus::Finished, "");
   tab.refresh(true);
-  // Mean of 1.64, 1.63, 1.62, 1.61; gap 0.125 below the reference's 1.5.
+  // Mean of 1.64, 1.63, 1.62, 1.61: 1.625, 0.125 above the reference's 1.5.
   const QString t = tab.summaryText();
   QVERIFY2(t.contains(QStringLiteral("loss 1.6100")), qPrintable(t));  // the last step's
-  QVERIFY2(t.contains(QStringLiteral("final loss 1.6250, gap 0.125 (mean of steps 37-40)")),
+  QVERIFY2(t.contains(QStringLiteral("final loss 1.6250, gap 0.125 (mean over steps 36-39)")),
            qPrintable(t));
 }
 

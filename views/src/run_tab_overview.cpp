@@ -145,7 +145,7 @@ void OverviewTab::rebuild() {
     if (std::isfinite(f.loss)) {
       text += tr("; final loss %1").arg(f.loss, 0, 'f', 4);
       if (std::isfinite(f.gap)) text += tr(", gap %1").arg(f.gap, 0, 'g', 3);
-      text += tr(" (mean of steps %1-%2)").arg(f.from_step + 1).arg(f.to_step + 1);
+      text += tr(" (mean over steps %1-%2)").arg(f.from_step).arg(f.to_step);
     }
   }
   if (!bars.empty()) {
