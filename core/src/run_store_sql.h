@@ -47,8 +47,9 @@ inline std::string explain(int code) {
   switch (code & 0xFF) {
     case SQLITE_FULL: return " (disk full, or the database's size limit reached)";
     case SQLITE_READONLY: return " (the database is read-only)";
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB: return " (the database file is damaged)";
+    case SQLITE_CORRUPT: return " (the database file is damaged)";
+    // No SQLite header: another kind of file, or a database whose first page is damaged.
+    case SQLITE_NOTADB: return " (not an SQLite database, or its first page is damaged)";
     case SQLITE_IOERR: return " (an I/O error)";
     default: return "";
   }

@@ -255,6 +255,8 @@ TEST_F(RunStoreTest, BadFilesGiveClearErrors) {
     FAIL() << "opened a text file";
   } catch (const StoreError& e) {
     EXPECT_NE(std::string(e.what()).find("junk.sqlite"), std::string::npos) << e.what();
+    // A text file is not called a damaged database.
+    EXPECT_NE(std::string(e.what()).find("not an SQLite database"), std::string::npos) << e.what();
   }
   EXPECT_THROW(RunStore::open_read_only((dir_ / "missing.sqlite").string()), StoreError);
   // A database from a newer fp8wb.
