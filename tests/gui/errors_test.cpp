@@ -1,11 +1,13 @@
 // One channel for what goes wrong, offscreen: each controller (the engine, the sweeps,
-// the checkpoint analysis, the runs list) says a failure once through failed(), the engine's
+// the checkpoint analysis, the runs list) says a failure once through failed() (the runs
+// list, read again on each visit and every second: once a database), the engine's
 // notices (the core's, a run's events) come through notice(), the main window shows both in one
 // place, finished() carries the RunStatus (also queued), and opening a large stored run
 // leaves the GUI thread free.
 #include <QElapsedTimer>
 #include <QFile>
 #include <QLabel>
+#include <QMessageBox>
 #include <QSignalSpy>
 #include <QStatusBar>
 #include <QTemporaryDir>
@@ -37,6 +39,7 @@ class ErrorsTest : public QObject {
   void openingALargeRunLeavesTheGuiThreadFree();
   void aFailureSaidBeforeTheWindowShowsIsNotDrawnOverTheLabels();
   void aFailureIsTakenDownWhenARunStarts();
+  void anUnreadableRunListIsSaidOncePerDatabase();
 
  private:
   QString db(const QString& name) const { return dir_.filePath(name); }
@@ -313,4 +316,38 @@ void ErrorsTest::aFailureIsTakenDownWhenARunStarts() {
   QVERIFY(started.count() > 0 || started.wait(30000));
   QVERIFY(w.statusBar()->currentMessage() != message);
   QVERIFY(finished.wait(120000));
+}
+
+// A file that is not a database: the Runs tab, shown again and again (closing the
+// failure's message, going to another tab and back) and polling while shown, says so
+// once, and shows an empty list with the reason.
+void ErrorsTest::anUnreadableRunListIsSaidOncePerDatabase() {
+  const QString path = db(QStringLiteral("notdb.sqlite"));
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+  f.write("hello");
+  f.close();
+  MainWindow w(false);
+  w.engine()->setDatabasePath(path);
+  w.checkDatabase();  // said at start-up
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  const qsizetype said_at_start = w.failures().size();
+  RunsTab* runs = w.runsTab();
+  QSignalSpy runs_failed(runs, &RunsTab::failed);
+  for (int k = 0; k < 4; ++k) {
+    QVERIFY(w.selectTab(QStringLiteral("Runs")));
+    QTRY_VERIFY_WITH_TIMEOUT(!runs->isReading(), 30000);
+    QTest::qWait(1200);  // a poll
+    QTRY_VERIFY_WITH_TIMEOUT(!runs->isReading(), 30000);
+    for (QMessageBox* box : w.findChildren<QMessageBox*>())
+      if (box->isVisible()) box->close();
+    QVERIFY(w.selectTab(QStringLiteral("Formats")));
+    QTest::qWait(50);
+  }
+  QCOMPARE(runs_failed.count(), 1);
+  QCOMPARE(w.failures().size(), said_at_start + 1);
+  QCOMPARE(runs->model()->rowCount(), 0);
+  QVERIFY2(runs->statusText().contains(QLatin1String("could not be read")),
+           qPrintable(runs->statusText()));
 }

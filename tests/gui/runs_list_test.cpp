@@ -4,7 +4,11 @@
 // loss column says in its header what it is, with the definition in the header's tooltip.
 // The run form filled from an opened run names no preset (its box says so); changed
 // fields keep the preset named; choosing the preset again loads it.
+// A database whose runs cannot be read (a file that is not a database) is said once,
+// however often the tab is shown or polls it, and the tab itself says why; another
+// database that cannot be read is said again.
 #include <QComboBox>
+#include <QFile>
 #include <QHeaderView>
 #include <QMessageBox>
 #include <QPushButton>
@@ -50,6 +54,7 @@ class RunsListTest : public QObject {
  private Q_SLOTS:
   void liveRunRefusedBeforeAskingAndTheQuestionNamesRuns();
   void formFromAnOpenedRunNamesNoPreset();
+  void unreadableDatabaseSaidOnceAndInTheTab();
 
  private:
   QTemporaryDir dir_;
@@ -147,6 +152,56 @@ void RunsListTest::formFromAnOpenedRunNamesNoPreset() {
   box->setCurrentIndex(box->findText(preset));
   QCOMPARE(panel.presetName(), preset);
   QCOMPARE(QString::fromStdString(panel.config().name), preset);
+}
+
+void RunsListTest::unreadableDatabaseSaidOnceAndInTheTab() {
+  auto not_a_database = [&](const QString& name) {
+    const QString path = dir_.filePath(name);
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return QString();
+    f.write("hello");
+    return path;
+  };
+  const QString first = not_a_database(QStringLiteral("first-notdb.sqlite"));
+  const QString second = not_a_database(QStringLiteral("second-notdb.sqlite"));
+  QVERIFY(!first.isEmpty() && !second.isEmpty());
+  EngineController engine;
+  engine.setDatabasePath(first);
+
+  RunsTab tab(&engine);
+  tab.resize(900, 600);
+  QSignalSpy failed(&tab, &RunsTab::failed);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  QVERIFY(failed.count() > 0 || failed.wait(30000));
+  QVERIFY(failed.at(0).at(0).toString().contains(QLatin1String("not a database")));
+  // Shown again and again (as closing a message over the window does), and polled
+  // while shown: nothing more is said.
+  for (int k = 0; k < 5; ++k) {
+    tab.hide();
+    tab.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&tab));
+    QTRY_VERIFY_WITH_TIMEOUT(!tab.isReading(), 30000);
+  }
+  QTest::qWait(2500);  // two polls at least
+  QTRY_VERIFY_WITH_TIMEOUT(!tab.isReading(), 30000);
+  QCOMPARE(failed.count(), 1);
+  QCOMPARE(tab.model()->rowCount(), 0);
+  QVERIFY2(tab.statusText().contains(QLatin1String("could not be read")),
+           qPrintable(tab.statusText()));
+  QVERIFY2(tab.statusText().contains(QLatin1String("not a database")),
+           qPrintable(tab.statusText()));
+
+  // Another database that cannot be read is said again, once.
+  engine.setDatabasePath(second);
+  tab.reload();
+  QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 2, 30000);
+  tab.hide();
+  tab.show();
+  QTest::qWait(1500);
+  QTRY_VERIFY_WITH_TIMEOUT(!tab.isReading(), 30000);
+  QCOMPARE(failed.count(), 2);
+  QVERIFY2(tab.statusText().contains(second), qPrintable(tab.statusText()));
 }
 
 QTEST_MAIN(RunsListTest)

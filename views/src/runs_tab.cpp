@@ -141,6 +141,8 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
   connect(view_, &QTableView::doubleClicked, this, [this](const QModelIndex& i) {
     if (const RunInfo* r = model_->runAt(i.row())) Q_EMIT openRequested(r->id);
   });
+  // Another database's list that cannot be read is said again.
+  connect(engine_, &EngineController::databaseChanged, this, [this] { unreadable_said_.clear(); });
   // The list follows the database by itself: runs other processes start, their steps,
   // how they end. Read off the GUI thread, once a second while the tab is shown.
   auto* poll = new QTimer(this);
@@ -225,8 +227,14 @@ void RunsTab::reload() {
                   if (redraw_overlay) overlay(still);
                   Q_EMIT reloaded();
                 },
-                [this](const QString& message) {
-                  status_->setText(tr("the runs could not be read"));
+                [this, db = engine_->databasePath()](const QString& message) {
+                  // An empty list, and why, in the tab; failed() says it once a database:
+                  // the tab reads the list again each time it is shown and every second,
+                  // and a message each time would follow the user for as long as it is.
+                  model_->setRuns({}, {});
+                  status_->setText(tr("the runs in %1 could not be read: %2").arg(db, message));
+                  if (unreadable_said_ == db) return;
+                  unreadable_said_ = db;
                   fail(message);
                 });
 }

@@ -25,7 +25,9 @@ class RunsTab : public QWidget {
   RunListModel* model() const { return model_; }
   ExportablePlot* overlayPlot() const { return overlay_; }
   // Reads the list (with each run's final loss) on a pool thread: reloaded() (or failed())
-  // follows; a newer reload supersedes one still reading.
+  // follows; a newer reload supersedes one still reading. A list that cannot be read
+  // leaves the table empty with the reason in the status line, and is said by failed()
+  // once a database (again once another database is set).
   void reload();
   // reload(), unless a read is under way (the tab does this once a second while it is
   // shown, so runs that other processes write appear and move).
@@ -59,6 +61,7 @@ class RunsTab : public QWidget {
   QLabel* status_;
   std::vector<int64_t> overlaid_;   // the runs whose curves are drawn
   QString overlaid_names_;          // and their names, as drawn
+  QString unreadable_said_;         // the database whose list failed() said it cannot read
   BackgroundJob list_job_{this};    // reads of the list
   BackgroundJob curves_job_{this};  // reads of the overlaid curves
 };
