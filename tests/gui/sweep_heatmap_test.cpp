@@ -138,6 +138,7 @@ class SweepHeatmapTest : public QObject {
   void everyCellFillsItsShareOfThePlot();
   void aConstantFigureKeepsItsScaleWithinItsDomain();
   void aStoredSweepIsChosenFromTheList();
+  void aDatabaseWithoutSweepsShowsNoAxes();
 
  private:
   QTemporaryDir dir_;
@@ -500,6 +501,9 @@ void SweepHeatmapTest::aStoredSweepIsChosenFromTheList() {
   QCOMPARE(chooser->currentIndex(), 2);
 
   // Another database without sweeps: nothing to choose, and nothing of the last one shown.
+  ExportablePlot* heat = tab.plots()[0];
+  ExportablePlot* curves = tab.plots()[1];
+  const int heat_height = heat->height(), curves_height = curves->height();
   listed.clear();
   QVERIFY(engine.openDatabase(dir_.filePath(QStringLiteral("empty.sqlite"))));
   QVERIFY(listed.count() > 0 || listed.wait(30000));
@@ -508,6 +512,68 @@ void SweepHeatmapTest::aStoredSweepIsChosenFromTheList() {
   QVERIFY(!chooser->isEnabled());
   QCOMPARE(tab.shownSweep(), int64_t{0});
   QCOMPARE(cells(tab), 0);
+  // The heatmap and the overlay are empty: no cells, no ticks or labels of the old
+  // sweep's axes, no colour scale of its figures, no curves; it says that no sweep is
+  // shown.
+  auto* map = qobject_cast<QCPColorMap*>(heat->plottable(0));
+  QVERIFY(map);
+  QCOMPARE(map->data()->keySize(), 0);
+  QCOMPARE(map->data()->valueSize(), 0);
+  for (QCPAxis* axis : {heat->xAxis, heat->yAxis}) {
+    QVERIFY2(axis->label().isEmpty(), qPrintable(axis->label()));
+    const auto ticker = axis->ticker().dynamicCast<QCPAxisTickerText>();
+    QVERIFY2(!ticker || ticker->ticks().isEmpty(),
+             qPrintable(QStringList(ticker->ticks().values()).join(QLatin1Char(' '))));
+    QVERIFY(ticker || !axis->tickLabels());
+  }
+  QVERIFY(!map->colorScale()->visible());
+  QVERIFY(map->colorScale()->axis()->label().isEmpty());
+  QTRY_COMPARE_WITH_TIMEOUT(curves->graphCount(), 0, 30000);
+  QVERIFY(!curves->legend->visible());
+  QVERIFY(tab.overlayTitle().isEmpty());
+  bool said = false;
+  for (int i = 0; i < heat->itemCount(); ++i)
+    if (auto* t = qobject_cast<QCPItemText*>(heat->item(i)))
+      said = said || (t->visible() && t->text() == QStringLiteral("no sweep shown"));
+  QVERIFY(said);
+  // The loss plot's axis rect keeps the plot's width (no empty legend holds it to a sliver).
+  QTest::qWait(50);  // the layout settled
+  QVERIFY2(curves->axisRect()->width() > curves->width() / 2,
+           qPrintable(QStringLiteral("axis rect %1 px wide of %2")
+                          .arg(curves->axisRect()->width())
+                          .arg(curves->width())));
+  // Neither plot gives up its share (only the line of the best setting is gone).
+  QVERIFY2(heat->height() >= heat_height && curves->height() >= curves_height,
+           qPrintable(QStringLiteral("heights %1, %2 were %3, %4")
+                          .arg(heat->height())
+                          .arg(curves->height())
+                          .arg(heat_height)
+                          .arg(curves_height)));
+}
+
+// A database without sweeps: the heatmap has no axes of its own to show (no labels, no
+// ticks, no colour scale), it says that no sweep is shown.
+void SweepHeatmapTest::aDatabaseWithoutSweepsShowsNoAxes() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("none.sqlite")));
+  SweepsTab tab(&engine);
+  QSignalSpy listed(&tab, &SweepsTab::sweepsListed);
+  tab.resize(1400, 900);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  QVERIFY(listed.count() > 0 || listed.wait(30000));
+  ExportablePlot* heat = tab.plots()[0];
+  for (QCPAxis* axis : {heat->xAxis, heat->yAxis}) {
+    QVERIFY2(axis->label().isEmpty(), qPrintable(axis->label()));
+    QVERIFY(!axis->tickLabels());
+  }
+  auto* map = qobject_cast<QCPColorMap*>(heat->plottable(0));
+  QVERIFY(map);
+  QVERIFY(!map->colorScale()->visible());
+  auto* said = heat->findChild<QCPItemText*>(QStringLiteral("noSweep"));
+  QVERIFY(said);
+  QVERIFY(said->visible());
+  QCOMPARE(said->text(), QStringLiteral("no sweep shown"));
 }
 
 QTEST_MAIN(SweepHeatmapTest)

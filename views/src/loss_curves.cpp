@@ -37,7 +37,15 @@ void show_loss_curves(ExportablePlot* plot, const std::vector<LossCurve>& curves
     g->setData(c.steps, c.losses, true);
   }
   plot->legend->setVisible(plot->graphCount() > 0);
-  place_legend_below(plot, 3);  // under the plot: the curves stay visible
+  if (plot->graphCount() > 0) {
+    place_legend_below(plot, 3);  // under the plot: the curves stay visible
+  } else if (plot->legend->layout() == plot->plotLayout()) {
+    // An empty legend in the axis rect's column would hold the column to its own (nil)
+    // width, the axis rect squeezed to its tick labels: out of the layout until there
+    // are curves again.
+    plot->plotLayout()->take(plot->legend);
+    plot->plotLayout()->simplify();
+  }
   plot->rescaleAxes();
   plot->replot(QCustomPlot::rpQueuedReplot);
 }

@@ -196,10 +196,8 @@ void SweepsTab::databaseChanged() {
     points_.clear();
     trials_->clear();
     status_->clear();
-    overlay_title_->clear();
-    show_loss_curves(curves_, {});
     rebuildSlicers();
-    redraw();
+    redraw();  // no axes: nothing shown (showNoSweep())
     best_->clear();
   }
   refreshSweeps();
@@ -355,8 +353,14 @@ void SweepsTab::redraw() {
   const int xa = x_axis_->currentIndex(), ya = y_axis_->currentIndex();
   map_->data()->clear();
   if (xa < 0 || ya < 0 || spec_.axes.empty()) {
-    heat_->replot(QCustomPlot::rpQueuedReplot);
+    showNoSweep();
     return;
+  }
+  no_sweep_->setVisible(false);
+  scale_->setVisible(true);
+  for (QCPAxis* a : {heat_->xAxis, heat_->yAxis}) {
+    a->setTickLabels(true);
+    a->setTicks(true);
   }
   for (size_t k = 0; k < slicers_.size(); ++k)
     slicers_[k]->setVisible(static_cast<int>(k) != xa && static_cast<int>(k) != ya);
@@ -445,6 +449,29 @@ void SweepsTab::redraw() {
                                      static_cast<qsizetype>(kFinalLossDefinition.size())));
   best_->setText(text);
   heat_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void SweepsTab::showNoSweep() {
+  for (QCPAbstractItem* item : marks_) heat_->removeItem(item);
+  marks_.clear();
+  map_->data()->clear();
+  map_->setDataRange(QCPRange(0, 1));
+  // The colour scale keeps its place in the plot's layout: the axis rect does not move.
+  scale_->setVisible(false);
+  scale_->axis()->setLabel(QString());
+  for (QCPAxis* a : {heat_->xAxis, heat_->yAxis}) {
+    a->setTicker(QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText));
+    a->setTicks(false);
+    a->setTickLabels(false);
+    a->setLabel(QString());
+    a->setRange(0, 1);
+  }
+  no_sweep_->setVisible(true);
+  heat_->replot(QCustomPlot::rpQueuedReplot);
+  curves_job_.drop();
+  overlay_title_->clear();
+  curves_->setExportTitle(QString());
+  show_loss_curves(curves_, {});
 }
 
 QString SweepsTab::overlayTitle() const {

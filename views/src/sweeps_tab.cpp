@@ -123,13 +123,18 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   ll->addWidget(trials_, 1);
   left->setMaximumWidth(420);
 
-  heat_->xAxis->setLabel(tr("x axis"));
-  heat_->yAxis->setLabel(tr("y axis"));
   map_ = new QCPColorMap(heat_->xAxis, heat_->yAxis);
   map_->setName(tr("sweep"));
-  auto* scale = new QCPColorScale(heat_);
-  heat_->plotLayout()->addElement(0, 1, scale);
-  map_->setColorScale(scale);
+  scale_ = new QCPColorScale(heat_);
+  heat_->plotLayout()->addElement(0, 1, scale_);
+  map_->setColorScale(scale_);
+  no_sweep_ = new QCPItemText(heat_);
+  no_sweep_->setObjectName(QStringLiteral("noSweep"));
+  no_sweep_->position->setType(QCPItemPosition::ptAxisRectRatio);
+  no_sweep_->position->setCoords(0.5, 0.5);
+  no_sweep_->setText(tr("no sweep shown"));
+  no_sweep_->setColor(QColor(120, 120, 120));
+  no_sweep_->setSelectable(false);
   map_->setGradient(heat_gradient());
   map_->setInterpolate(false);
   heat_->setInteractions(QCP::Interactions());  // clicks pick cells
@@ -218,6 +223,7 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   connect(overlay_, &QComboBox::currentIndexChanged, this,
           [this](int column) { overlayLine(overlaid_cell_.x(), overlaid_cell_.y(), column == 1); });
   applyPreset(preset_->currentText());
+  showNoSweep();
 }
 
 SweepsTab::~SweepsTab() {

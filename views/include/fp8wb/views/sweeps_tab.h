@@ -27,6 +27,8 @@ class QPushButton;
 class QSpinBox;
 class QCPAbstractItem;
 class QCPColorMap;
+class QCPColorScale;
+class QCPItemText;
 class QHBoxLayout;
 class QMouseEvent;
 class QShowEvent;
@@ -116,6 +118,9 @@ class SweepsTab : public QWidget {
   // The "Sweep" list's entry of the sweep shown, chosen (without showing it again).
   void selectShownSweep();
   void redraw();
+  // No sweep shown: the heatmap without cells, ticks, axis labels or colour scale, saying
+  // so over its middle, and no overlaid curves; the plots keep their place.
+  void showNoSweep();
   void rebuildSlicers();
   // The grey or hatched look of a cell that takes no colour of the scale, with its mark.
   void markCell(int x, int y, const QString& kind, const QString& text);
@@ -142,6 +147,8 @@ class SweepsTab : public QWidget {
   std::vector<QComboBox*> slicers_;  // one per axis (used for those not on x or y)
   ExportablePlot *heat_, *curves_;
   QCPColorMap* map_;
+  QCPColorScale* scale_;
+  QCPItemText* no_sweep_;                // "no sweep shown", over the heatmap's middle
   QPoint pressed_at_;                    // where the heatmap was last pressed
   QPoint overlaid_cell_{0, 0};           // the cell whose row or column is overlaid
   std::vector<QCPAbstractItem*> marks_;  // the marked cells' items, drawn over the map
