@@ -217,7 +217,11 @@ DevQ quantize_role(const at::Tensor& t, const QuantRecipe& recipe, Float8RoleHis
     q.rows.scale_inv = buf.narrow(0, si_off, groups);
     if (bootstrap) amax_word = reinterpret_cast<uint32_t*>(b + groups);
   }
-  quantize_cuda(x, recipe, L, scale.data_ptr<float>(), q.rows.scale_inv.data_ptr<float>(),
+  // From a history, the codes' scale_inv is the history's own (the update copies it into
+  // q.rows.scale_inv only after this pass): the statistics' errors are measured with it.
+  const float* used_si =
+      from_history ? hd->data_ptr<float>() + dcfg.window + 1 : q.rows.scale_inv.data_ptr<float>();
+  quantize_cuda(x, recipe, L, scale.data_ptr<float>(), used_si,
                 want_rows ? q.rows.codes.data_ptr<uint8_t>() : nullptr,
                 want_cols ? q.cols.codes.data_ptr<uint8_t>() : nullptr, tg, stream());
   if (hd) {
