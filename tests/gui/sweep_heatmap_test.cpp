@@ -134,6 +134,7 @@ class SweepHeatmapTest : public QObject {
   void unfinishedAndDivergedCellsHaveTheirOwnLook();
   void clickAnywhereInACellOverlaysItsRowOrColumn();
   void aOneAxisSweepIsOneRowOfCells();
+  void aSweepOverSeedsTellsItsCurvesApart();
   void aOneTrialSweepSaysTrial();
   void everyCellFillsItsShareOfThePlot();
   void aConstantFigureKeepsItsScaleWithinItsDomain();
@@ -317,6 +318,64 @@ void SweepHeatmapTest::clickAnywhereInACellOverlaysItsRowOrColumn() {
   QVERIFY2(tab.overlayTitle().contains(QStringLiteral("window=1,")) ||
                tab.overlayTitle().contains(QStringLiteral("window=1 ")),
            qPrintable(tab.overlayTitle()));
+}
+
+// A one-axis sweep of two seeds a point, a click on a cell: a curve a run, each legend
+// entry naming its value and seed (none alike), under a title naming the sweep's own axis
+// and nothing held; then a two-axis sweep, then the one-axis one chosen again: each title
+// names the axis its curves run along.
+void SweepHeatmapTest::aSweepOverSeedsTellsItsCurvesApart() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("seeds.sqlite")));
+  RunStore& store = engine.store();
+  SweepSpec spec;
+  spec.name = "seeds";
+  spec.base.model = ModelKind::Mlp;
+  spec.base.seed = 7;
+  spec.axes = {parse_grid("margin=0,1")};
+  spec.seeds = 2;
+  const int64_t sweep = store.create_sweep(spec.name, sweep_json(spec));
+  for (const SweepTrial& t : expand_sweep(spec))
+    add_run(store, sweep, t, 0.5 + 0.1 * static_cast<double>(t.seed_index), RunStatus::Finished);
+  store.set_sweep_status(sweep, "finished");
+  store.flush();
+  const int64_t grid = finished_sweep(store, "grid", {"margin=0,2", "window=1,16"},
+                                      [](const SweepTrial&) { return 0.8; });
+
+  SweepsTab tab(&engine);
+  QVERIFY(show_sweep(tab, sweep));
+  ExportablePlot* plot = tab.plots()[0];
+  ExportablePlot* curves = tab.plots()[1];
+  auto* map = qobject_cast<QCPColorMap*>(plot->plottable(0));
+  QVERIFY(map);
+  plot->replot(QCustomPlot::rpImmediateRefresh);
+  QSignalSpy drawn(&tab, &SweepsTab::curvesShown);
+  QTest::mouseClick(plot, Qt::LeftButton, Qt::NoModifier, map->coordsToPixels(1, 0).toPoint());
+  QVERIFY(drawn.wait(30000));
+  QStringList names;
+  for (int i = 0; i < curves->graphCount(); ++i) names << curves->graph(i)->name();
+  names.sort();
+  QCOMPARE(names,
+           (QStringList{QStringLiteral("margin=0, seed 7"), QStringLiteral("margin=0, seed 8"),
+                        QStringLiteral("margin=1, seed 7"), QStringLiteral("margin=1, seed 8")}));
+  QCOMPARE(tab.overlayTitle(), QStringLiteral("Loss, one curve for each margin and seed"));
+
+  // The two-axis sweep, a row of its cells: along window, margin held.
+  QVERIFY(show_sweep(tab, grid));
+  // Not the seeds' title (the tab may have overlaid this sweep's first row on its own).
+  QVERIFY2(!tab.overlayTitle().contains(QStringLiteral("seed")), qPrintable(tab.overlayTitle()));
+  tab.setAxes(1, 0);  // x = window, y = margin
+  plot->replot(QCustomPlot::rpImmediateRefresh);
+  QTest::mouseClick(plot, Qt::LeftButton, Qt::NoModifier, map->coordsToPixels(0, 1).toPoint());
+  QTRY_VERIFY_WITH_TIMEOUT(drawn.size() >= 2, 30000);
+  QCOMPARE(tab.overlayTitle(), QStringLiteral("Loss at margin=2, one curve for each window"));
+
+  // The one-axis sweep again: nothing of the two-axis one's title.
+  QVERIFY(show_sweep(tab, sweep));
+  plot->replot(QCustomPlot::rpImmediateRefresh);
+  QTest::mouseClick(plot, Qt::LeftButton, Qt::NoModifier, map->coordsToPixels(0, 0).toPoint());
+  QTRY_VERIFY_WITH_TIMEOUT(drawn.size() >= 3, 30000);
+  QCOMPARE(tab.overlayTitle(), QStringLiteral("Loss, one curve for each margin and seed"));
 }
 
 // A sweep along one axis: one row of cells, one a value, each with its own figure (not

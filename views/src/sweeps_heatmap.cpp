@@ -241,6 +241,7 @@ void SweepsTab::showPoints(int64_t sweep_id, SweepSpec spec, std::vector<SweepPo
   collect_failure_->setVisible(false);  // what is shown now is this sweep
   collect_failure_->clear();
   const bool axes_changed = spec.axes.size() != spec_.axes.size() || sweep_id != sweep_id_;
+  if (sweep_id != sweep_id_) clearOverlay();  // the curves of the sweep shown before
   spec_ = std::move(spec);
   sweep_id_ = sweep_id;
   points_ = std::move(points);
@@ -468,6 +469,10 @@ void SweepsTab::showNoSweep() {
   }
   no_sweep_->setVisible(true);
   heat_->replot(QCustomPlot::rpQueuedReplot);
+  clearOverlay();
+}
+
+void SweepsTab::clearOverlay() {
   curves_job_.drop();
   overlay_title_->clear();
   curves_->setExportTitle(QString());
@@ -479,25 +484,33 @@ QString SweepsTab::overlayTitle() const {
 }
 
 void SweepsTab::overlayLine(int x, int y, bool column) {
-  const int along = column ? y_axis_->currentIndex() : x_axis_->currentIndex();
-  const int fixed = column ? x_axis_->currentIndex() : y_axis_->currentIndex();
+  // A one-axis sweep's row: along its axis, with nothing else of the grid held.
+  const bool one_row = x_axis_->currentIndex() == y_axis_->currentIndex();
+  const int along = column && !one_row ? y_axis_->currentIndex() : x_axis_->currentIndex();
+  const int fixed = one_row ? -1 : column ? x_axis_->currentIndex() : y_axis_->currentIndex();
   overlaid_cell_ = QPoint(x, y);
+  // Several seeds a point: a curve a seed, each named by its seed.
+  const bool seeds = spec_.seeds > 1;
   // The title names what is held: the clicked cell's value of the other axis and the
   // slicers' values of the rest.
   QString title;
-  if (along >= 0 && fixed >= 0 && !spec_.axes.empty()) {
+  if (along >= 0 && !spec_.axes.empty()) {
     QStringList held;
-    const auto& fv = spec_.axes[static_cast<size_t>(fixed)].values;
-    const int at = column ? x : y;
-    if (at >= 0 && at < static_cast<int>(fv.size()))
-      held << QString::fromStdString(spec_.axes[static_cast<size_t>(fixed)].key + "=" +
-                                     fv[static_cast<size_t>(at)]);
+    if (fixed >= 0) {
+      const auto& fv = spec_.axes[static_cast<size_t>(fixed)].values;
+      const int at = column ? x : y;
+      if (at >= 0 && at < static_cast<int>(fv.size()))
+        held << QString::fromStdString(spec_.axes[static_cast<size_t>(fixed)].key + "=" +
+                                       fv[static_cast<size_t>(at)]);
+    }
     for (size_t k = 0; k < spec_.axes.size() && k < slicers_.size(); ++k)
       if (static_cast<int>(k) != along && static_cast<int>(k) != fixed)
         held << slicers_[k]->currentText();
-    title = tr("Loss at %1, one curve for each %2")
-                .arg(held.join(QStringLiteral(", ")),
-                     QString::fromStdString(spec_.axes[static_cast<size_t>(along)].key));
+    const QString each = QString::fromStdString(spec_.axes[static_cast<size_t>(along)].key);
+    const QString curves_of = seeds ? tr("one curve for each %1 and seed").arg(each)
+                                    : tr("one curve for each %1").arg(each);
+    title = held.isEmpty() ? tr("Loss, %1").arg(curves_of)
+                           : tr("Loss at %1, %2").arg(held.join(QStringLiteral(", ")), curves_of);
   }
   overlay_title_->setText(title);
   curves_->setExportTitle(title);
@@ -505,12 +518,13 @@ void SweepsTab::overlayLine(int x, int y, bool column) {
   if (along >= 0 && !spec_.axes.empty()) {
     const auto& values = spec_.axes[static_cast<size_t>(along)].values;
     for (int i = 0; i < static_cast<int>(values.size()); ++i) {
-      for (int64_t id : column ? runsAt(x, i) : runsAt(i, y)) {
+      for (int64_t id : column && !one_row ? runsAt(x, i) : runsAt(i, y)) {
         LossCurve c;
         c.run_id = id;
         c.name = QString::fromStdString(spec_.axes[static_cast<size_t>(along)].key + "=" +
                                         values[static_cast<size_t>(i)]);
         c.colour = i;
+        c.name_seed = seeds;
         curves.push_back(std::move(c));
       }
     }

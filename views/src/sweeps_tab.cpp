@@ -278,6 +278,7 @@ QString SweepsTab::start() {
   spec_ = spec;
   points_.clear();
   sweep_id_ = runner_->sweepId();
+  clearOverlay();                       // the curves of the sweep shown before
   collect_failure_->setVisible(false);  // the sweep shown now is this one
   collect_failure_->clear();
   trials_->clear();

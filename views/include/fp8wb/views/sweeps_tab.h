@@ -121,6 +121,8 @@ class SweepsTab : public QWidget {
   // No sweep shown: the heatmap without cells, ticks, axis labels or colour scale, saying
   // so over its middle, and no overlaid curves; the plots keep their place.
   void showNoSweep();
+  // No overlaid curves nor their title (another sweep is shown or started).
+  void clearOverlay();
   void rebuildSlicers();
   // The grey or hatched look of a cell that takes no colour of the scale, with its mark.
   void markCell(int x, int y, const QString& kind, const QString& text);
