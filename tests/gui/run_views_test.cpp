@@ -14,6 +14,7 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTimer>
+#include <QToolTip>
 #include <QTreeWidget>
 #include <QtTest>
 #include <cmath>
@@ -43,6 +44,7 @@ class RunViewsTest : public QObject {
   void initTestCase();
   void axesFollowTheStepsAfterStepZero();
   void stepZeroIsDrawnOnlyWhenIncluded();
+  void heatmapTooltipNamesLayerAndStep();
   void logAxisLabelsAreReadable();
   void heatmapCellsWholeAndTopNotWhite();
   void everyLayerCellFillsItsShareOfThePlot();
@@ -254,6 +256,25 @@ void RunViewsTest::stepZeroIsDrawnOnlyWhenIncluded() {
   QCOMPARE(heat->data()->keySize(), 4);
   QCOMPARE(plot->xAxis->range().lower, -5.0);
   QCOMPARE(plot->xAxis->range().upper, 35.0);
+}
+
+// The pointer over a cell of the layer x step heatmap: its tooltip names the cell's layer
+// and step and gives its figure, not the cell's place in the grid.
+void RunViewsTest::heatmapTooltipNamesLayerAndStep() {
+  RunData data;
+  fill_delayed(data);  // steps 0, 10, 20, 30; fc1 and fc2
+  QuantizationTab quantization(&data);
+  quantization.resize(1000, 800);
+  quantization.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&quantization));
+  quantization.refresh(true);
+  QCustomPlot* plot = quantization.plots()[0];
+  auto* heat = static_cast<QCPColorMap*>(plot->plottable(0));
+  plot->replot(QCustomPlot::rpImmediateRefresh);
+  QToolTip::hideText();
+  QTest::mouseMove(plot, heat->coordsToPixels(21, 1.2).toPoint());
+  QTest::qWaitFor([] { return QToolTip::isVisible(); }, 5000);
+  QCOMPARE(QToolTip::text(), QStringLiteral("layer fc2, step 20: underflow % (of nonzero) 0"));
 }
 
 // The layer x step heatmap: its first and last columns and rows are whole cells (the axis

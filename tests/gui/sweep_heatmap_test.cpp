@@ -11,6 +11,7 @@
 #include <QComboBox>
 #include <QSignalSpy>
 #include <QTemporaryDir>
+#include <QToolTip>
 #include <QtTest>
 #include <cmath>
 #include <functional>
@@ -135,6 +136,7 @@ class SweepHeatmapTest : public QObject {
   void clickAnywhereInACellOverlaysItsRowOrColumn();
   void aOneAxisSweepIsOneRowOfCells();
   void aSweepOverSeedsTellsItsCurvesApart();
+  void aCellsTooltipNamesItsSettings();
   void aOneTrialSweepSaysTrial();
   void everyCellFillsItsShareOfThePlot();
   void aConstantFigureKeepsItsScaleWithinItsDomain();
@@ -376,6 +378,45 @@ void SweepHeatmapTest::aSweepOverSeedsTellsItsCurvesApart() {
   QTest::mouseClick(plot, Qt::LeftButton, Qt::NoModifier, map->coordsToPixels(0, 0).toPoint());
   QTRY_VERIFY_WITH_TIMEOUT(drawn.size() >= 3, 30000);
   QCOMPARE(tab.overlayTitle(), QStringLiteral("Loss, one curve for each margin and seed"));
+}
+
+// The pointer over a heatmap cell: its tooltip names the cell's settings (every axis, in
+// the grid's order) and its figure, not the cell's place in the grid; a cell still to run
+// says so.
+void SweepHeatmapTest::aCellsTooltipNamesItsSettings() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("tips.sqlite")));
+  RunStore& store = engine.store();
+  SweepSpec spec;
+  spec.name = "tips";
+  spec.base.model = ModelKind::Mlp;
+  spec.axes = {parse_grid("margin=0,2"), parse_grid("window=1,16")};
+  const int64_t sweep = store.create_sweep(spec.name, sweep_json(spec));
+  for (const SweepTrial& t : expand_sweep(spec)) {
+    if (t.values[0] == "0" && t.values[1] == "1") continue;  // still to run
+    add_run(store, sweep, t, t.values[1] == "16" ? 0.7 : 0.9, RunStatus::Finished);
+  }
+  store.flush();
+
+  SweepsTab tab(&engine);
+  QVERIFY(show_sweep(tab, sweep));
+  tab.setMetric(SweepMetric::FinalLoss);
+  tab.setAxes(1, 0);  // x = window, y = margin
+  ExportablePlot* plot = tab.plots()[0];
+  auto* map = qobject_cast<QCPColorMap*>(plot->plottable(0));
+  QVERIFY(map);
+  plot->replot(QCustomPlot::rpImmediateRefresh);
+  auto tip_at = [&](double x, double y) {
+    QToolTip::hideText();
+    QTest::mouseMove(plot, map->coordsToPixels(x, y).toPoint());
+    QTest::qWaitFor([] { return QToolTip::isVisible(); }, 5000);
+    return QToolTip::text();
+  };
+  QCOMPARE(tip_at(1.2, 1.2), QStringLiteral("margin 2, window 16: final loss %1")
+                                 .arg(QString::number(final_by_hand(0.7), 'g', 6)));
+  QCOMPARE(tip_at(1, 0), QStringLiteral("margin 0, window 16: final loss %1")
+                             .arg(QString::number(final_by_hand(0.7), 'g', 6)));
+  QCOMPARE(tip_at(0, 0), QStringLiteral("margin 0, window 1: trials still to run (0 of 1 ended)"));
 }
 
 // A sweep along one axis: one row of cells, one a value, each with its own figure (not

@@ -304,6 +304,45 @@ const SweepPoint* SweepsTab::pointAt(int x, int y) const {
   return nullptr;
 }
 
+QString SweepsTab::cellTip(int x, int y) const {
+  const int xa = x_axis_->currentIndex(), ya = y_axis_->currentIndex();
+  if (xa < 0 || ya < 0 || spec_.axes.empty()) return {};
+  const bool one_row = xa == ya;
+  const auto& xv = spec_.axes[static_cast<size_t>(xa)].values;
+  const auto& yv = spec_.axes[static_cast<size_t>(ya)].values;
+  if (x < 0 || y < 0 || x >= static_cast<int>(xv.size()) ||
+      y >= (one_row ? 1 : static_cast<int>(yv.size())))
+    return {};
+  // Every axis's value, in the grid's order: the cell's own, the slicers' for the rest.
+  QStringList where;
+  for (size_t k = 0; k < spec_.axes.size(); ++k) {
+    const auto& values = spec_.axes[k].values;
+    int at = static_cast<int>(k) == xa   ? x
+             : static_cast<int>(k) == ya ? y
+             : k < slicers_.size()       ? std::max(0, slicers_[k]->currentIndex())
+                                         : 0;
+    if (at >= static_cast<int>(values.size())) at = 0;
+    where << QString::fromStdString(spec_.axes[k].key + " " + values[static_cast<size_t>(at)]);
+  }
+  const SweepPoint* p = pointAt(x, y);
+  const SweepMetric metric = chosen(metric_, kSweepMetrics);
+  const double v = p ? sweep_metric(*p, metric) : NAN;
+  QString what;
+  if (!p || !p->complete()) {
+    what = tr("trials still to run (%1 of %2 ended)")
+               .arg(p ? p->runs : 0)
+               .arg(p ? p->trials : std::max(1, spec_.seeds));
+  } else if (p->diverged > 0 && metric != SweepMetric::Diverged) {
+    what = tr("diverged (%1 of %2 runs)").arg(p->diverged).arg(p->runs);
+  } else if (!std::isfinite(v)) {
+    what = tr("%1: no figure").arg(metric_->currentText());
+  } else {
+    what = metric_->currentText() + QLatin1Char(' ') + QString::number(v, 'g', 6);
+    if (p->runs > 1) what += tr(" (mean of %1 seeds)").arg(p->runs);
+  }
+  return where.join(QStringLiteral(", ")) + QStringLiteral(": ") + what;
+}
+
 std::vector<int64_t> SweepsTab::runsAt(int x, int y) const {
   const SweepPoint* p = pointAt(x, y);
   return p ? p->run_ids : std::vector<int64_t>{};
