@@ -55,6 +55,7 @@ class RunViewsTest : public QObject {
   void runsTabDeleteRefreshAndRename();
   void fileMenuOpensAndExports();
   void aDatabaseThatCannotBeOpenedIsSaidAtStartUp();
+  void aDatabaseInAMissingFolderIsSaid();
 
  private:
   QString path(const QString& name) const { return dir_.filePath(name); }
@@ -854,6 +855,35 @@ void RunViewsTest::aDatabaseThatCannotBeOpenedIsSaidAtStartUp() {
   QCOMPARE(apply_gui_options(w, o), QString());
   QVERIFY(w.failures().isEmpty());
   QVERIFY(!QFileInfo::exists(missing));
+}
+
+// A database path in a folder that does not exist, given at start-up or chosen in File >
+// Open database: said at once, naming the folder; nothing is created.
+void RunViewsTest::aDatabaseInAMissingFolderIsSaid() {
+  const QString folder = path(QStringLiteral("no-such-folder"));
+  const QString db = folder + QStringLiteral("/runs.sqlite");
+  {
+    MainWindow w(false);
+    GuiOptions o;
+    o.db = db;
+    QCOMPARE(apply_gui_options(w, o), QString());
+    QCOMPARE(w.failures().size(), 1);
+    const QString m = w.failures().front();
+    QVERIFY2(m.contains(db) && m.contains(folder) && m.contains(QStringLiteral("does not exist")),
+             qPrintable(m));
+    QVERIFY(!QFileInfo::exists(folder));
+  }
+  MainWindow w(false);
+  w.setFileDialogs(
+      [&](QWidget*, const QString&, const QString&, const QString&) { return db; },
+      [](QWidget*, const QString&, const QString&, const QString&) { return QString(); });
+  auto* open = w.findChild<QAction*>(QStringLiteral("open-database"));
+  QVERIFY(open);
+  open->trigger();
+  QCOMPARE(w.failures().size(), 1);
+  const QString m = w.failures().front();
+  QVERIFY2(m.contains(folder + QStringLiteral(" does not exist")), qPrintable(m));
+  QVERIFY(!QFileInfo::exists(folder));
 }
 
 QTEST_MAIN(RunViewsTest)
