@@ -55,6 +55,7 @@ class RunsListTest : public QObject {
   void liveRunRefusedBeforeAskingAndTheQuestionNamesRuns();
   void formFromAnOpenedRunNamesNoPreset();
   void unreadableDatabaseSaidOnceAndInTheTab();
+  void headersWholeWithoutRuns();
 
  private:
   QTemporaryDir dir_;
@@ -202,6 +203,38 @@ void RunsListTest::unreadableDatabaseSaidOnceAndInTheTab() {
   QTRY_VERIFY_WITH_TIMEOUT(!tab.isReading(), 30000);
   QCOMPARE(failed.count(), 2);
   QVERIFY2(tab.statusText().contains(second), qPrintable(tab.statusText()));
+}
+
+// With no runs listed (a database whose runs cannot be read) every column header is
+// whole: no column narrower than its header's text.
+void RunsListTest::headersWholeWithoutRuns() {
+  const QString path = dir_.filePath(QStringLiteral("headers-notdb.sqlite"));
+  {
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write("hello");
+  }
+  EngineController engine;
+  engine.setDatabasePath(path);
+  RunsTab tab(&engine);
+  tab.resize(1200, 600);
+  QSignalSpy failed(&tab, &RunsTab::failed);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  QVERIFY(failed.count() > 0 || failed.wait(30000));
+  QTRY_VERIFY_WITH_TIMEOUT(!tab.isReading(), 30000);
+  auto* view = tab.findChild<QTableView*>(QStringLiteral("runs"));
+  QVERIFY(view);
+  QHeaderView* header = view->horizontalHeader();
+  QCOMPARE(header->count(), static_cast<int>(RunListModel::ColumnCount));
+  for (int i = 0; i < header->count(); ++i) {
+    const QString text = tab.model()->headerData(i, Qt::Horizontal, Qt::DisplayRole).toString();
+    QVERIFY2(header->sectionSize(i) >= header->sectionSizeHint(i),
+             qPrintable(QStringLiteral("\"%1\": %2 px of %3")
+                            .arg(text)
+                            .arg(header->sectionSize(i))
+                            .arg(header->sectionSizeHint(i))));
+  }
 }
 
 QTEST_MAIN(RunsListTest)
