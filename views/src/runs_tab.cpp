@@ -157,6 +157,8 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
   poll->start();
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(buttons);
+  status_->setObjectName(QStringLiteral("runs-status"));
+  status_->setWordWrap(true);  // why a database cannot be read is long: said whole
   layout->addWidget(status_);
   layout->addWidget(view_, 1);
   layout->addWidget(overlay_, 1);
