@@ -16,6 +16,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/sweep.h"
@@ -361,6 +362,16 @@ void SweepHeatmapTest::aSweepOverSeedsTellsItsCurvesApart() {
            (QStringList{QStringLiteral("margin=0, seed 7"), QStringLiteral("margin=0, seed 8"),
                         QStringLiteral("margin=1, seed 7"), QStringLiteral("margin=1, seed 8")}));
   QCOMPARE(tab.overlayTitle(), QStringLiteral("Loss, one curve for each margin and seed"));
+  // The seeds of one value: one colour, each its own line style.
+  std::map<QString, std::set<QRgb>> colours;
+  std::map<QString, std::set<int>> styles;
+  for (int i = 0; i < curves->graphCount(); ++i) {
+    const QString value = curves->graph(i)->name().section(QLatin1Char(','), 0, 0);
+    colours[value].insert(curves->graph(i)->pen().color().rgb());
+    styles[value].insert(static_cast<int>(curves->graph(i)->pen().style()));
+  }
+  for (const auto& [value, seen] : colours) QVERIFY2(seen.size() == 1, qPrintable(value));
+  for (const auto& [value, seen] : styles) QVERIFY2(seen.size() == 2, qPrintable(value));
 
   // The two-axis sweep, a row of its cells: along window, margin held.
   QVERIFY(show_sweep(tab, grid));

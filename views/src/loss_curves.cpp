@@ -42,7 +42,9 @@ void show_loss_curves(ExportablePlot* plot, const std::vector<LossCurve>& curves
   for (const LossCurve& c : curves) {
     QCPGraph* g = plot->addGraph();
     g->setName(c.name);
-    g->setPen(QPen(colours[c.colour % 6], 1.5));
+    static const Qt::PenStyle styles[] = {Qt::SolidLine, Qt::DashLine, Qt::DotLine, Qt::DashDotLine,
+                                          Qt::DashDotDotLine};
+    g->setPen(QPen(colours[c.colour % 6], 1.5, styles[c.dashes % 5]));
     g->setData(c.steps, c.losses, true);
   }
   plot->legend->setVisible(plot->graphCount() > 0);

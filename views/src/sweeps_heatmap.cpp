@@ -557,8 +557,10 @@ void SweepsTab::overlayLine(int x, int y, bool column) {
   if (along >= 0 && !spec_.axes.empty()) {
     const auto& values = spec_.axes[static_cast<size_t>(along)].values;
     for (int i = 0; i < static_cast<int>(values.size()); ++i) {
+      int seed = 0;  // the point's runs in one colour, each in a line style of its own
       for (int64_t id : column && !one_row ? runsAt(x, i) : runsAt(i, y)) {
         LossCurve c;
+        c.dashes = seed++;
         c.run_id = id;
         c.name = QString::fromStdString(spec_.axes[static_cast<size_t>(along)].key + "=" +
                                         values[static_cast<size_t>(i)]);

@@ -18,6 +18,8 @@ struct LossCurve {
   QString name;                   // empty: "<id>: <the run's name>"
   int colour = 0;                 // the n-th colour of the overlay palette
   bool name_seed = false;         // the run's seed added to the name: "margin=1, seed 2"
+  int dashes = 0;                 // the n-th line style (solid, dashed, dotted, ...): curves
+                                  // of one colour told apart
   QVector<double> steps, losses;  // finite points only
 };
 
