@@ -224,7 +224,10 @@ bool MainWindow::openDatabaseFile(const QString& path) {
   }
   // Only a file that is there: the dialog's choice, or a recent file still there.
   if (!QFileInfo::exists(path)) {
-    showFailure(tr("no run database at %1").arg(path));
+    const QString folder = QFileInfo(path).absolutePath();
+    showFailure(QFileInfo(folder).isDir()
+                    ? tr("no run database at %1").arg(path)
+                    : tr("no run database at %1: the folder %2 does not exist").arg(path, folder));
     return false;
   }
   if (!engine_->openDatabase(path)) return false;  // failed() has said why
@@ -237,7 +240,18 @@ bool MainWindow::openDatabaseFile(const QString& path) {
 
 void MainWindow::checkDatabase() {
   const QString path = engine_->databasePath();
-  if (!QFileInfo::exists(path)) return;
+  if (!QFileInfo::exists(path)) {
+    // A new database is fine; one in a folder that is not there is most likely a mistyped
+    // path, whose runs would land in a folder made for them.
+    const QString folder = QFileInfo(path).absolutePath();
+    if (!QFileInfo(folder).isDir()) {
+      showFailure(tr("The run database %1 is in a folder that does not exist (%2). Check the "
+                     "path; starting a run would create the folder and a new, empty database "
+                     "in it.")
+                      .arg(path, folder));
+    }
+    return;
+  }
   try {
     engine_->store();
   } catch (const std::exception& e) {

@@ -73,7 +73,8 @@ class MainWindow : public QMainWindow {
   // the failure says why); true where it opened.
   bool openDatabaseFile(const QString& path);
   // Says at once (showFailure) where the database the window uses cannot be opened: a
-  // folder, a damaged file. One that does not exist yet is created by the first run.
+  // folder, a damaged file, a path in a folder that does not exist. One that does not
+  // exist yet, in a folder that does, is created by the first run.
   void checkDatabase();
   QStringList recentDatabases() const;
 

@@ -39,6 +39,7 @@ class RunPanelTest : public QObject {
   void messageCountsTheOtherMarkedFields();
   void overridesSurviveADeviceChange();
   void rankFieldsShowAndTakeTheirValues();
+  void fieldsFollowTheModelKind();
 
  private:
   QTemporaryDir dir_;
@@ -382,6 +383,51 @@ void RunPanelTest::rankFieldsShowAndTakeTheirValues() {
   QVERIFY(reduction->isChecked());
   QVERIFY(!p->setAdvanced(QStringLiteral("amax_reduction"), QStringLiteral("maybe")).isEmpty());
   QVERIFY(reduction->isChecked());
+}
+
+// An MLP's settings (its preset chosen, or its run opened) show the MLP's sizes, and no
+// field of a GPT ("Model width (GPT)"); a GPT's the other way round.
+void RunPanelTest::fieldsFollowTheModelKind() {
+  MainWindow w(false);
+  w.resize(1300, 900);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  RunPanel* p = w.runPanel();
+  auto* more = child<QGroupBox>(p, "more-fields");
+  auto* model = child<QComboBox>(p, "model");
+  auto* preset = child<QComboBox>(p, "preset");
+  auto* width = child<QLineEdit>(p, "width");
+  QVERIFY(more && model && preset && width);
+  more->setChecked(true);
+  // The labels shown beside visible fields, with (GPT) or (MLP).
+  auto shown_of = [&](const QString& kind) {
+    QStringList out;
+    for (QLabel* l : p->findChildren<QLabel*>())
+      if (l->isVisible() && l->text().contains(kind)) out << l->text();
+    return out;
+  };
+  preset->setCurrentText(QStringLiteral("Outliers: tensorwise"));
+  QCOMPARE(model->currentText(), QStringLiteral("mlp"));
+  QTRY_VERIFY(width->isVisible());
+  QVERIFY2(shown_of(QStringLiteral("(GPT)")).isEmpty(),
+           qPrintable(shown_of(QStringLiteral("(GPT)")).join(QStringLiteral(", "))));
+  QVERIFY(shown_of(QStringLiteral("(MLP)")).contains(QStringLiteral("Hidden width (MLP)")));
+  QCOMPARE(width->text(), QString::number(p->config().width));
+  // The MLP's width is typed in, as any field is.
+  type_into(width, QStringLiteral("48"));
+  leave(width);
+  QCOMPARE(p->config().width, 48);
+  // A GPT chosen: its fields, none of the MLP's.
+  model->setCurrentText(QStringLiteral("gpt"));
+  QTRY_VERIFY(!width->isVisible());
+  QVERIFY(shown_of(QStringLiteral("(MLP)")).isEmpty());
+  QVERIFY(shown_of(QStringLiteral("(GPT)")).contains(QStringLiteral("Model width (GPT)")));
+  // An MLP run's settings, as opening the run shows them.
+  RunConfig c = p->config();
+  c.model = ModelKind::Mlp;
+  p->setConfig(c);
+  QTRY_VERIFY(width->isVisible());
+  QVERIFY(shown_of(QStringLiteral("(GPT)")).isEmpty());
 }
 
 QTEST_MAIN(RunPanelTest)

@@ -188,11 +188,12 @@ void RunTabsTest::shortRunFillsTheTabsAndTheStore() {
   QCOMPARE(loss->graph(1)->dataCount(), 30);  // FP8 loss
   QCOMPARE(loss->graph(0)->dataCount(), 30);  // reference
   QVERIFY(w.overviewTab()->summaryText().contains(QStringLiteral("finished")));
-  // Scaling and Quantization have the layers' statistics (every 10 steps: 0, 10, 20).
+  // Scaling and Quantization have the layers' statistics (every 10 steps: 0, 10, 20), drawn
+  // after step 0 ("Include step 0" unticked).
   QVERIFY(w.scalingTab()->select(QStringLiteral("layers.0"), QStringLiteral("input")));
   w.selectTab(QStringLiteral("Scaling"));
   w.refreshRunTabs(true);
-  QCOMPARE(w.scalingTab()->plots()[0]->graph(0)->dataCount(), 3);
+  QCOMPARE(w.scalingTab()->plots()[0]->graph(0)->dataCount(), 2);
   w.selectTab(QStringLiteral("Quantization"));
   w.refreshRunTabs(true);
   // The exponent histogram is the chosen tensor's last sample: every nonzero finite element
@@ -211,7 +212,7 @@ void RunTabsTest::shortRunFillsTheTabsAndTheStore() {
                         static_cast<double>(last.raw.hist[kHistZeroBin] +
                                             last.raw.hist[kHistNonfiniteBin]));
     auto* heat = static_cast<QCPColorMap*>(w.quantizationTab()->plots()[0]->plottable(0));
-    QCOMPARE(heat->data()->keySize(), 3);
+    QCOMPARE(heat->data()->keySize(), 2);
     QCOMPARE(heat->data()->valueSize(), static_cast<int>(w.engine()->data().layers().size()));
   }
   // The run is in the database with the same loss series.
@@ -346,8 +347,10 @@ void RunTabsTest::liveCurvesAppendAndResetOnANewRun() {
     if (step > 0) data.append(live_batch(step));
     scaling.refresh(true);
     overview.refresh(true);
-    QCOMPARE(scaling.plots()[0]->graph(0)->dataCount(), static_cast<int>(step + 1));
-    QCOMPARE(scaling.plots()[2]->graph(0)->dataCount(), static_cast<int>(step + 1));
+    // Step 0 alone, then the steps after it ("Include step 0" unticked).
+    const int drawn = step == 0 ? 1 : static_cast<int>(step);
+    QCOMPARE(scaling.plots()[0]->graph(0)->dataCount(), drawn);
+    QCOMPARE(scaling.plots()[2]->graph(0)->dataCount(), drawn);
   }
   QCOMPARE(overview.plots()[0]->graph(1)->dataCount(), 5);  // one loss is NaN
   QCOMPARE(overview.plots()[0]->graph(2)->dataCount(), 1);  // its marker
@@ -370,14 +373,14 @@ void RunTabsTest::liveCurvesAppendAndResetOnANewRun() {
 
   // Another tensor: its own points only.
   QVERIFY(scaling.select(QStringLiteral("fc2"), QStringLiteral("input")));
-  QCOMPARE(scaling.plots()[0]->graph(0)->dataCount(), 6);
+  QCOMPARE(scaling.plots()[0]->graph(0)->dataCount(), 5);  // steps 1 to 5
   // Another run with fewer steps: drawn anew, nothing of the first left.
   data.setRun(2, "next", "{}");
   data.append(live_batch(0));
   data.append(live_batch(1));
   scaling.refresh(true);
   overview.refresh(true);
-  QCOMPARE(scaling.plots()[0]->graph(0)->dataCount(), 2);
+  QCOMPARE(scaling.plots()[0]->graph(0)->dataCount(), 1);  // step 1
   QCOMPARE(overview.plots()[0]->graph(1)->dataCount(), 2);
   QCOMPARE(overview.plots()[0]->graph(2)->dataCount(), 0);
   // The same number of points again after a reload is still drawn anew.

@@ -14,6 +14,7 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTimer>
+#include <QToolTip>
 #include <QTreeWidget>
 #include <QtTest>
 #include <cmath>
@@ -42,6 +43,8 @@ class RunViewsTest : public QObject {
  private Q_SLOTS:
   void initTestCase();
   void axesFollowTheStepsAfterStepZero();
+  void stepZeroIsDrawnOnlyWhenIncluded();
+  void heatmapTooltipNamesLayerAndStep();
   void logAxisLabelsAreReadable();
   void heatmapCellsWholeAndTopNotWhite();
   void everyLayerCellFillsItsShareOfThePlot();
@@ -52,6 +55,7 @@ class RunViewsTest : public QObject {
   void runsTabDeleteRefreshAndRename();
   void fileMenuOpensAndExports();
   void aDatabaseThatCannotBeOpenedIsSaidAtStartUp();
+  void aDatabaseInAMissingFolderIsSaid();
 
  private:
   QString path(const QString& name) const { return dir_.filePath(name); }
@@ -205,6 +209,75 @@ void RunViewsTest::axesFollowTheStepsAfterStepZero() {
   QVERIFY(heat->dataRange().upper >= 50);
 }
 
+// "Include step 0" unticked: neither the Scaling tab's curves nor the Quantization tab's
+// heatmap draw step 0, nor do their step axes reach it; ticked, both draw it.
+void RunViewsTest::stepZeroIsDrawnOnlyWhenIncluded() {
+  RunData data;
+  fill_delayed(data);  // steps 0, 10, 20, 30
+  auto keys_of = [](const QCPGraph* g) {
+    QVector<double> out;
+    for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) out << it->key;
+    return out;
+  };
+  ScalingTab scaling(&data);
+  scaling.resize(1000, 800);
+  scaling.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&scaling));
+  scaling.refresh(true);
+  auto* box = scaling.findChild<QCheckBox*>(QStringLiteral("include-step-0"));
+  QVERIFY(box && !box->isChecked());
+  const QVector<double> later{10, 20, 30}, all{0, 10, 20, 30};
+  for (ExportablePlot* p : scaling.plots()) {
+    for (int g = 0; g < p->graphCount(); ++g) QCOMPARE(keys_of(p->graph(g)), later);
+    QVERIFY2(p->xAxis->range().lower > 0, qPrintable(QString::number(p->xAxis->range().lower)));
+  }
+  QTest::mouseClick(box, Qt::LeftButton, {}, QPoint(5, box->height() / 2));
+  QVERIFY(box->isChecked());
+  for (ExportablePlot* p : scaling.plots()) {
+    for (int g = 0; g < p->graphCount(); ++g) QCOMPARE(keys_of(p->graph(g)), all);
+    QVERIFY(p->xAxis->range().lower <= 0);
+  }
+  QTest::mouseClick(box, Qt::LeftButton, {}, QPoint(5, box->height() / 2));
+  for (ExportablePlot* p : scaling.plots()) {
+    for (int g = 0; g < p->graphCount(); ++g) QCOMPARE(keys_of(p->graph(g)), later);
+  }
+
+  QuantizationTab quantization(&data);
+  quantization.resize(1000, 800);
+  quantization.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&quantization));
+  quantization.refresh(true);
+  QCustomPlot* plot = quantization.plots()[0];
+  auto* heat = static_cast<QCPColorMap*>(plot->plottable(0));
+  auto* qbox = quantization.findChild<QCheckBox*>(QStringLiteral("include-step-0"));
+  QVERIFY(qbox && !qbox->isChecked());
+  QCOMPARE(heat->data()->keySize(), 3);  // steps 10, 20, 30
+  QVERIFY2(plot->xAxis->range().lower > 0, qPrintable(QString::number(plot->xAxis->range().lower)));
+  QTest::mouseClick(qbox, Qt::LeftButton, {}, QPoint(5, qbox->height() / 2));
+  QCOMPARE(heat->data()->keySize(), 4);
+  QCOMPARE(plot->xAxis->range().lower, -5.0);
+  QCOMPARE(plot->xAxis->range().upper, 35.0);
+}
+
+// The pointer over a cell of the layer x step heatmap: its tooltip names the cell's layer
+// and step and gives its figure, not the cell's place in the grid.
+void RunViewsTest::heatmapTooltipNamesLayerAndStep() {
+  RunData data;
+  fill_delayed(data);  // steps 0, 10, 20, 30; fc1 and fc2
+  QuantizationTab quantization(&data);
+  quantization.resize(1000, 800);
+  quantization.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&quantization));
+  quantization.refresh(true);
+  QCustomPlot* plot = quantization.plots()[0];
+  auto* heat = static_cast<QCPColorMap*>(plot->plottable(0));
+  plot->replot(QCustomPlot::rpImmediateRefresh);
+  QToolTip::hideText();
+  QTest::mouseMove(plot, heat->coordsToPixels(21, 1.2).toPoint());
+  QTest::qWaitFor([] { return QToolTip::isVisible(); }, 5000);
+  QCOMPARE(QToolTip::text(), QStringLiteral("layer fc2, step 20: underflow % (of nonzero) 0"));
+}
+
 // The layer x step heatmap: its first and last columns and rows are whole cells (the axis
 // reaches half a step past the centres), a cell without data is NaN (drawn over the hatch,
 // not in the lowest colour), and the top of the colour scale stands out from white.
@@ -218,7 +291,7 @@ void RunViewsTest::heatmapCellsWholeAndTopNotWhite() {
   quantization.refresh(true);
   QCustomPlot* plot = quantization.plots()[0];
   auto* heat = static_cast<QCPColorMap*>(plot->plottable(0));
-  QCOMPARE(plot->xAxis->range().lower, -5.0);
+  QCOMPARE(plot->xAxis->range().lower, 5.0);  // step 0 left out: steps 10, 20 and 30
   QCOMPARE(plot->xAxis->range().upper, 35.0);
   QCOMPARE(plot->yAxis->range().lower, -0.5);
   QCOMPARE(plot->yAxis->range().upper, 1.5);
@@ -486,8 +559,8 @@ void RunViewsTest::everyTabShowsTheRunOpenedOrStarted() {
   QCOMPARE(w.scalingTab()->selectedTensor(), QStringLiteral("blocks.0.attn / input"));
   QVERIFY2(w.scalingTab()->captionText().contains(QStringLiteral("blocks.0.attn")),
            qPrintable(w.scalingTab()->captionText()));
-  // Its amaxes as stored: layer 1 of 2, steps 0 and 10.
-  QCOMPARE(values_of(w.scalingTab()->plots()[0]->graph(0)), (QVector<double>{1.0f, 1.0f + 0.1f}));
+  // Its amaxes as stored: layer 1 of 2, step 10 (step 0 is drawn only when included).
+  QCOMPARE(values_of(w.scalingTab()->plots()[0]->graph(0)), (QVector<double>{1.0f + 0.1f}));
   auto* tree = w.scalingTab()->findChild<QTreeWidget*>();
   QVERIFY(tree && tree->currentItem());
   QCOMPARE(tree->currentItem()->text(0), QStringLiteral("input"));
@@ -782,6 +855,35 @@ void RunViewsTest::aDatabaseThatCannotBeOpenedIsSaidAtStartUp() {
   QCOMPARE(apply_gui_options(w, o), QString());
   QVERIFY(w.failures().isEmpty());
   QVERIFY(!QFileInfo::exists(missing));
+}
+
+// A database path in a folder that does not exist, given at start-up or chosen in File >
+// Open database: said at once, naming the folder; nothing is created.
+void RunViewsTest::aDatabaseInAMissingFolderIsSaid() {
+  const QString folder = path(QStringLiteral("no-such-folder"));
+  const QString db = folder + QStringLiteral("/runs.sqlite");
+  {
+    MainWindow w(false);
+    GuiOptions o;
+    o.db = db;
+    QCOMPARE(apply_gui_options(w, o), QString());
+    QCOMPARE(w.failures().size(), 1);
+    const QString m = w.failures().front();
+    QVERIFY2(m.contains(db) && m.contains(folder) && m.contains(QStringLiteral("does not exist")),
+             qPrintable(m));
+    QVERIFY(!QFileInfo::exists(folder));
+  }
+  MainWindow w(false);
+  w.setFileDialogs(
+      [&](QWidget*, const QString&, const QString&, const QString&) { return db; },
+      [](QWidget*, const QString&, const QString&, const QString&) { return QString(); });
+  auto* open = w.findChild<QAction*>(QStringLiteral("open-database"));
+  QVERIFY(open);
+  open->trigger();
+  QCOMPARE(w.failures().size(), 1);
+  const QString m = w.failures().front();
+  QVERIFY2(m.contains(folder + QStringLiteral(" does not exist")), qPrintable(m));
+  QVERIFY(!QFileInfo::exists(folder));
 }
 
 QTEST_MAIN(RunViewsTest)

@@ -10,6 +10,7 @@
 #include <QComboBox>
 #include <QFile>
 #include <QHeaderView>
+#include <QLabel>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -55,6 +56,8 @@ class RunsListTest : public QObject {
   void liveRunRefusedBeforeAskingAndTheQuestionNamesRuns();
   void formFromAnOpenedRunNamesNoPreset();
   void unreadableDatabaseSaidOnceAndInTheTab();
+  void headersWholeWithoutRuns();
+  void whyRunsCannotBeReadIsSaidWhole();
 
  private:
   QTemporaryDir dir_;
@@ -202,6 +205,78 @@ void RunsListTest::unreadableDatabaseSaidOnceAndInTheTab() {
   QTRY_VERIFY_WITH_TIMEOUT(!tab.isReading(), 30000);
   QCOMPARE(failed.count(), 2);
   QVERIFY2(tab.statusText().contains(second), qPrintable(tab.statusText()));
+}
+
+// With no runs listed (a database whose runs cannot be read) every column header is
+// whole: no column narrower than its header's text.
+void RunsListTest::headersWholeWithoutRuns() {
+  const QString path = dir_.filePath(QStringLiteral("headers-notdb.sqlite"));
+  {
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write("hello");
+  }
+  EngineController engine;
+  engine.setDatabasePath(path);
+  RunsTab tab(&engine);
+  tab.resize(1200, 600);
+  QSignalSpy failed(&tab, &RunsTab::failed);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  QVERIFY(failed.count() > 0 || failed.wait(30000));
+  QTRY_VERIFY_WITH_TIMEOUT(!tab.isReading(), 30000);
+  auto* view = tab.findChild<QTableView*>(QStringLiteral("runs"));
+  QVERIFY(view);
+  QHeaderView* header = view->horizontalHeader();
+  QCOMPARE(header->count(), static_cast<int>(RunListModel::ColumnCount));
+  for (int i = 0; i < header->count(); ++i) {
+    const QString text = tab.model()->headerData(i, Qt::Horizontal, Qt::DisplayRole).toString();
+    QVERIFY2(header->sectionSize(i) >= header->sectionSizeHint(i),
+             qPrintable(QStringLiteral("\"%1\": %2 px of %3")
+                            .arg(text)
+                            .arg(header->sectionSize(i))
+                            .arg(header->sectionSizeHint(i))));
+  }
+}
+
+// Why a database's runs cannot be read, a long line, is shown whole in the tab's status
+// line (wrapped), and does not widen the tab (in the window: cut at the screen's edge).
+void RunsListTest::whyRunsCannotBeReadIsSaidWhole() {
+  const QString path = dir_.filePath(QStringLiteral("status-notdb.sqlite"));
+  {
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write(QByteArray(8192, 'x'));
+  }
+  EngineController engine;
+  engine.setDatabasePath(path);
+  RunsTab tab(&engine);
+  tab.resize(900, 600);
+  QSignalSpy failed(&tab, &RunsTab::failed);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  QVERIFY(failed.count() > 0 || failed.wait(30000));
+  QTRY_VERIFY_WITH_TIMEOUT(!tab.isReading(), 30000);
+  auto* status = tab.findChild<QLabel*>(QStringLiteral("runs-status"));
+  QVERIFY(status);
+  QCoreApplication::processEvents();
+  const QString text = status->text();
+  QVERIFY2(text.contains(QLatin1String("could not be read")), qPrintable(text));
+  // Its whole text in the label's own rectangle, within the tab.
+  const QRect needed = status->fontMetrics().boundingRect(
+      QRect(0, 0, status->contentsRect().width(), 10000), Qt::TextWordWrap, text);
+  QVERIFY2(needed.width() <= status->contentsRect().width() &&
+               needed.height() <= status->contentsRect().height() + 1,
+           qPrintable(QStringLiteral("%1 x %2 needed, %3 x %4 shown")
+                          .arg(needed.width())
+                          .arg(needed.height())
+                          .arg(status->contentsRect().width())
+                          .arg(status->contentsRect().height())));
+  QVERIFY(tab.rect().contains(QRect(status->mapTo(&tab, QPoint(0, 0)), status->size())));
+  // ... and the line does not widen the tab (in the window: past the screen's edge).
+  QCOMPARE(tab.width(), 900);
+  QVERIFY2(tab.minimumSizeHint().width() <= 900,
+           qPrintable(QString::number(tab.minimumSizeHint().width())));
 }
 
 QTEST_MAIN(RunsListTest)

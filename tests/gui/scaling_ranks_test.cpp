@@ -3,6 +3,7 @@
 // (read back by RunStore::rank_scales()); the curves grow as the run's new rows arrive
 // through read_new() (as a followed run's do), follow the tree's selection, and are not
 // shown for a run of one rank.
+#include <QCheckBox>
 #include <QTemporaryDir>
 #include <QTreeWidget>
 #include <QtTest>
@@ -56,11 +57,14 @@ MetricBatch step(int64_t run, int64_t s, int ranks) {
   return b;
 }
 
-// The tab's curve of `rank` (graph `g`) against the store's rows of that rank and role.
-void compare(QCPGraph* g, const std::vector<RankScale>& stored, int rank, bool amax) {
+// The tab's curve of `rank` (graph `g`) against the store's rows of that rank and role
+// after step 0 ("Include step 0" unticked), or of every step.
+void compare(QCPGraph* g, const std::vector<RankScale>& stored, int rank, bool amax,
+             bool with_step0 = false) {
   std::vector<std::pair<double, double>> want;
   for (const RankScale& k : stored) {
-    if (k.rank == rank) want.emplace_back(static_cast<double>(k.step), amax ? k.amax : k.scale);
+    if (k.rank == rank && (with_step0 || k.step > 0))
+      want.emplace_back(static_cast<double>(k.step), amax ? k.amax : k.scale);
   }
   QCOMPARE(g->dataCount(), static_cast<int>(want.size()));
   for (int i = 0; i < g->dataCount(); ++i) {
@@ -124,8 +128,8 @@ void ScalingRanksTest::ranksSideBySideGrowLive() {
     compare(tab.rankScalePlot()->graph(r), stored, r, false);
   }
   // The ranks differ: rank 1's amax is twice rank 0's at each step.
-  QCOMPARE(tab.rankAmaxPlot()->graph(1)->data()->at(2)->value,
-           2 * tab.rankAmaxPlot()->graph(0)->data()->at(2)->value);
+  QCOMPARE(tab.rankAmaxPlot()->graph(1)->data()->at(1)->value,
+           2 * tab.rankAmaxPlot()->graph(0)->data()->at(1)->value);
 
   // The run goes on: its new rows arrive as a follower reads them, and the curves grow.
   for (int64_t s : {30, 40}) store->write(step(id, s, 2));
@@ -144,6 +148,14 @@ void ScalingRanksTest::ranksSideBySideGrowLive() {
   select(tab, QStringLiteral("input"));
   stored = store->rank_scales(id, kLayer, "input");
   for (int r = 0; r < 2; ++r) compare(tab.rankAmaxPlot()->graph(r), stored, r, true);
+  // "Include step 0": step 0 too.
+  auto* box = tab.findChild<QCheckBox*>(QStringLiteral("include-step-0"));
+  QVERIFY(box);
+  box->setChecked(true);
+  for (int r = 0; r < 2; ++r) {
+    compare(tab.rankAmaxPlot()->graph(r), stored, r, true, true);
+    compare(tab.rankScalePlot()->graph(r), stored, r, false, true);
+  }
 }
 
 void ScalingRanksTest::oneRankShowsNoRankCurves() {

@@ -11,10 +11,12 @@
 #include <QComboBox>
 #include <QSignalSpy>
 #include <QTemporaryDir>
+#include <QToolTip>
 #include <QtTest>
 #include <cmath>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/sweep.h"
@@ -134,6 +136,8 @@ class SweepHeatmapTest : public QObject {
   void unfinishedAndDivergedCellsHaveTheirOwnLook();
   void clickAnywhereInACellOverlaysItsRowOrColumn();
   void aOneAxisSweepIsOneRowOfCells();
+  void aSweepOverSeedsTellsItsCurvesApart();
+  void aCellsTooltipNamesItsSettings();
   void aOneTrialSweepSaysTrial();
   void everyCellFillsItsShareOfThePlot();
   void aConstantFigureKeepsItsScaleWithinItsDomain();
@@ -317,6 +321,113 @@ void SweepHeatmapTest::clickAnywhereInACellOverlaysItsRowOrColumn() {
   QVERIFY2(tab.overlayTitle().contains(QStringLiteral("window=1,")) ||
                tab.overlayTitle().contains(QStringLiteral("window=1 ")),
            qPrintable(tab.overlayTitle()));
+}
+
+// A one-axis sweep of two seeds a point, a click on a cell: a curve a run, each legend
+// entry naming its value and seed (none alike), under a title naming the sweep's own axis
+// and nothing held; then a two-axis sweep, then the one-axis one chosen again: each title
+// names the axis its curves run along.
+void SweepHeatmapTest::aSweepOverSeedsTellsItsCurvesApart() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("seeds.sqlite")));
+  RunStore& store = engine.store();
+  SweepSpec spec;
+  spec.name = "seeds";
+  spec.base.model = ModelKind::Mlp;
+  spec.base.seed = 7;
+  spec.axes = {parse_grid("margin=0,1")};
+  spec.seeds = 2;
+  const int64_t sweep = store.create_sweep(spec.name, sweep_json(spec));
+  for (const SweepTrial& t : expand_sweep(spec))
+    add_run(store, sweep, t, 0.5 + 0.1 * static_cast<double>(t.seed_index), RunStatus::Finished);
+  store.set_sweep_status(sweep, "finished");
+  store.flush();
+  const int64_t grid = finished_sweep(store, "grid", {"margin=0,2", "window=1,16"},
+                                      [](const SweepTrial&) { return 0.8; });
+
+  SweepsTab tab(&engine);
+  QVERIFY(show_sweep(tab, sweep));
+  ExportablePlot* plot = tab.plots()[0];
+  ExportablePlot* curves = tab.plots()[1];
+  auto* map = qobject_cast<QCPColorMap*>(plot->plottable(0));
+  QVERIFY(map);
+  plot->replot(QCustomPlot::rpImmediateRefresh);
+  QSignalSpy drawn(&tab, &SweepsTab::curvesShown);
+  QTest::mouseClick(plot, Qt::LeftButton, Qt::NoModifier, map->coordsToPixels(1, 0).toPoint());
+  QVERIFY(drawn.wait(30000));
+  QStringList names;
+  for (int i = 0; i < curves->graphCount(); ++i) names << curves->graph(i)->name();
+  names.sort();
+  QCOMPARE(names,
+           (QStringList{QStringLiteral("margin=0, seed 7"), QStringLiteral("margin=0, seed 8"),
+                        QStringLiteral("margin=1, seed 7"), QStringLiteral("margin=1, seed 8")}));
+  QCOMPARE(tab.overlayTitle(), QStringLiteral("Loss, one curve for each margin and seed"));
+  // The seeds of one value: one colour, each its own line style.
+  std::map<QString, std::set<QRgb>> colours;
+  std::map<QString, std::set<int>> styles;
+  for (int i = 0; i < curves->graphCount(); ++i) {
+    const QString value = curves->graph(i)->name().section(QLatin1Char(','), 0, 0);
+    colours[value].insert(curves->graph(i)->pen().color().rgb());
+    styles[value].insert(static_cast<int>(curves->graph(i)->pen().style()));
+  }
+  for (const auto& [value, seen] : colours) QVERIFY2(seen.size() == 1, qPrintable(value));
+  for (const auto& [value, seen] : styles) QVERIFY2(seen.size() == 2, qPrintable(value));
+
+  // The two-axis sweep, a row of its cells: along window, margin held.
+  QVERIFY(show_sweep(tab, grid));
+  // Not the seeds' title (the tab may have overlaid this sweep's first row on its own).
+  QVERIFY2(!tab.overlayTitle().contains(QStringLiteral("seed")), qPrintable(tab.overlayTitle()));
+  tab.setAxes(1, 0);  // x = window, y = margin
+  plot->replot(QCustomPlot::rpImmediateRefresh);
+  QTest::mouseClick(plot, Qt::LeftButton, Qt::NoModifier, map->coordsToPixels(0, 1).toPoint());
+  QTRY_VERIFY_WITH_TIMEOUT(drawn.size() >= 2, 30000);
+  QCOMPARE(tab.overlayTitle(), QStringLiteral("Loss at margin=2, one curve for each window"));
+
+  // The one-axis sweep again: nothing of the two-axis one's title.
+  QVERIFY(show_sweep(tab, sweep));
+  plot->replot(QCustomPlot::rpImmediateRefresh);
+  QTest::mouseClick(plot, Qt::LeftButton, Qt::NoModifier, map->coordsToPixels(0, 0).toPoint());
+  QTRY_VERIFY_WITH_TIMEOUT(drawn.size() >= 3, 30000);
+  QCOMPARE(tab.overlayTitle(), QStringLiteral("Loss, one curve for each margin and seed"));
+}
+
+// The pointer over a heatmap cell: its tooltip names the cell's settings (every axis, in
+// the grid's order) and its figure, not the cell's place in the grid; a cell still to run
+// says so.
+void SweepHeatmapTest::aCellsTooltipNamesItsSettings() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("tips.sqlite")));
+  RunStore& store = engine.store();
+  SweepSpec spec;
+  spec.name = "tips";
+  spec.base.model = ModelKind::Mlp;
+  spec.axes = {parse_grid("margin=0,2"), parse_grid("window=1,16")};
+  const int64_t sweep = store.create_sweep(spec.name, sweep_json(spec));
+  for (const SweepTrial& t : expand_sweep(spec)) {
+    if (t.values[0] == "0" && t.values[1] == "1") continue;  // still to run
+    add_run(store, sweep, t, t.values[1] == "16" ? 0.7 : 0.9, RunStatus::Finished);
+  }
+  store.flush();
+
+  SweepsTab tab(&engine);
+  QVERIFY(show_sweep(tab, sweep));
+  tab.setMetric(SweepMetric::FinalLoss);
+  tab.setAxes(1, 0);  // x = window, y = margin
+  ExportablePlot* plot = tab.plots()[0];
+  auto* map = qobject_cast<QCPColorMap*>(plot->plottable(0));
+  QVERIFY(map);
+  plot->replot(QCustomPlot::rpImmediateRefresh);
+  auto tip_at = [&](double x, double y) {
+    QToolTip::hideText();
+    QTest::mouseMove(plot, map->coordsToPixels(x, y).toPoint());
+    QTest::qWaitFor([] { return QToolTip::isVisible(); }, 5000);
+    return QToolTip::text();
+  };
+  QCOMPARE(tip_at(1.2, 1.2), QStringLiteral("margin 2, window 16: final loss %1")
+                                 .arg(QString::number(final_by_hand(0.7), 'g', 6)));
+  QCOMPARE(tip_at(1, 0), QStringLiteral("margin 0, window 16: final loss %1")
+                             .arg(QString::number(final_by_hand(0.7), 'g', 6)));
+  QCOMPARE(tip_at(0, 0), QStringLiteral("margin 0, window 1: trials still to run (0 of 1 ended)"));
 }
 
 // A sweep along one axis: one row of cells, one a value, each with its own figure (not

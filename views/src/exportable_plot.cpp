@@ -102,6 +102,39 @@ void place_legend_below(QCustomPlot* plot, int columns) {
   legend->setColumnSpacing(12);
 }
 
+namespace {
+
+// "layer layers.0, step 10: underflow % 3.5": the cell by its axes (the row's first), each
+// by its label and its tick's text at the cell's centre (or the centre's coordinate), then
+// the colour scale's label and the cell's value.
+QString cell_text(const QCPColorMap* map, int x, int y) {
+  // Cell i of n is centred on its share of the range (the range's centre for one cell).
+  auto centre = [](const QCPRange& r, int n, int i) {
+    return n > 1 ? r.lower + (r.upper - r.lower) * i / (n - 1) : r.center();
+  };
+  const double key = centre(map->data()->keyRange(), map->data()->keySize(), x);
+  const double value = centre(map->data()->valueRange(), map->data()->valueSize(), y);
+  auto along = [](const QCPAxis* axis, double at) {
+    QString text = QString::number(at, 'g', 6);
+    if (auto ticks = qSharedPointerDynamicCast<QCPAxisTickerText>(axis->ticker()))
+      text = ticks->ticks().value(at, text);
+    return axis->label().isEmpty() ? text : axis->label() + QLatin1Char(' ') + text;
+  };
+  QStringList where;
+  if (map->data()->valueSize() > 1 || !map->valueAxis()->label().isEmpty())
+    where << along(map->valueAxis(), value);
+  where << along(map->keyAxis(), key);
+  const QString label = map->colorScale() && !map->colorScale()->axis()->label().isEmpty()
+                            ? map->colorScale()->axis()->label()
+                            : map->name();
+  const double v = map->data()->cell(x, y);
+  return where.join(QStringLiteral(", ")) + QStringLiteral(": ") +
+         (std::isnan(v) ? QObject::tr("no data")
+                        : label + QLatin1Char(' ') + QString::number(v, 'g', 6));
+}
+
+}  // namespace
+
 ExportablePlot::ExportablePlot(QWidget* parent) : QCustomPlot(parent) {
   setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   setContextMenuPolicy(Qt::CustomContextMenu);
@@ -171,11 +204,8 @@ void ExportablePlot::mouseMoveEvent(QMouseEvent* event) {
       int cx = 0, cy = 0;
       map->data()->coordToCell(x, y, &cx, &cy);
       if (cx >= 0 && cy >= 0 && cx < map->data()->keySize() && cy < map->data()->valueSize()) {
-        tip = QStringLiteral("%1\ncell (%2, %3) = %4")
-                  .arg(map->name())
-                  .arg(cx)
-                  .arg(cy)
-                  .arg(map->data()->cell(cx, cy), 0, 'g', 8);
+        if (cell_tip_) tip = cell_tip_(map, cx, cy);
+        if (tip.isEmpty()) tip = cell_text(map, cx, cy);
       }
     }
   }

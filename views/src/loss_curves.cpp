@@ -1,7 +1,9 @@
 #include "fp8wb/views/loss_curves.h"
 
 #include <cmath>
+#include <exception>
 
+#include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/views/exportable_plot.h"
 
@@ -15,6 +17,13 @@ std::vector<LossCurve> read_loss_curves(const std::string& db_path, std::vector<
     if (!info) continue;
     if (c.name.isEmpty())
       c.name = QStringLiteral("%1: %2").arg(c.run_id).arg(QString::fromStdString(info->name));
+    if (c.name_seed) {
+      try {
+        c.name += QStringLiteral(", seed %1").arg(parse_run_config(info->config_json).seed);
+      } catch (const std::exception&) {
+        c.name += QStringLiteral(", run %1").arg(c.run_id);  // its config unreadable
+      }
+    }
     for (const SeriesPoint& p : store->series(c.run_id, "loss")) {
       if (!std::isfinite(p.value)) continue;
       c.steps << static_cast<double>(p.step);
@@ -33,7 +42,9 @@ void show_loss_curves(ExportablePlot* plot, const std::vector<LossCurve>& curves
   for (const LossCurve& c : curves) {
     QCPGraph* g = plot->addGraph();
     g->setName(c.name);
-    g->setPen(QPen(colours[c.colour % 6], 1.5));
+    static const Qt::PenStyle styles[] = {Qt::SolidLine, Qt::DashLine, Qt::DotLine, Qt::DashDotLine,
+                                          Qt::DashDotDotLine};
+    g->setPen(QPen(colours[c.colour % 6], 1.5, styles[c.dashes % 5]));
     g->setData(c.steps, c.losses, true);
   }
   plot->legend->setVisible(plot->graphCount() > 0);

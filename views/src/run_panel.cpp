@@ -187,6 +187,12 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   connect(advanced, &QGroupBox::toggled, adv_body, &QWidget::setVisible);
   advanced->setFlat(true);  // folded: a title, not an empty frame
   connect(advanced, &QGroupBox::toggled, advanced, [advanced](bool on) { advanced->setFlat(!on); });
+  form_ = form;
+  advanced_form_ = adv_form;
+  // An MLP's sizes where a GPT's are, in the form itself (only one kind's are shown).
+  int sizes_row = 0;
+  QFormLayout::ItemRole sizes_role{};
+  form->getWidgetPosition(layers_, &sizes_row, &sizes_role);
   for (const char* key : {"heads", "context", "batch", "width", "depth", "features",
                           "outlier_channels", "outlier_scale", "target_tail", "warmup",
                           "min_lr_ratio", "weight_decay", "grad_clip", "dtype", "sqnr_interval",
@@ -203,10 +209,15 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
       connect(amax_reduction_, &QCheckBox::toggled, this, &RunPanel::validate);
       continue;
     }
-    auto* edit = new QLineEdit(adv_body);
+    const bool mlp_size = k == QLatin1String("width") || k == QLatin1String("depth");
+    auto* edit = new QLineEdit(mlp_size ? static_cast<QWidget*>(this) : adv_body);
     edit->setObjectName(k);
     edit->setToolTip(k);
-    adv_form->addRow(field_label(k), edit);
+    if (mlp_size) {
+      form->insertRow(++sizes_row, field_label(k), edit);
+    } else {
+      adv_form->addRow(field_label(k), edit);
+    }
     advanced_.emplace_back(k, edit);
     fields_.push_back(edit);
     connect(edit, &QLineEdit::textChanged, this, &RunPanel::validate);
@@ -275,6 +286,17 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
 
   connect(preset_, &QComboBox::currentTextChanged, this,
           [this](const QString& n) { applyPreset(n); });
+  // The fields of one model kind: only those of the kind chosen are shown.
+  model_fields_ = {{dmodel_, true}, {layers_, true}};
+  for (auto& [k, edit] : advanced_) {
+    for (const char* key : {"heads", "context"})
+      if (k == QLatin1String(key)) model_fields_.emplace_back(edit, true);
+    for (const char* key :
+         {"width", "depth", "features", "outlier_channels", "outlier_scale", "target_tail"})
+      if (k == QLatin1String(key)) model_fields_.emplace_back(edit, false);
+  }
+  connect(model_, &QComboBox::currentTextChanged, this, &RunPanel::showModelFields);
+  showModelFields();
   for (QComboBox* c : {model_, recipe_, formats_, scaling_, algo_, device_})
     connect(c, &QComboBox::currentTextChanged, this, &RunPanel::validate);
   // Every keystroke: text that is no value yet is named at once.
@@ -333,6 +355,18 @@ void RunPanel::showProgress() {
   } else {
     eta_->setText(left.isEmpty() ? tr("step %1 of %2").arg(done_).arg(total_)
                                  : tr("step %1 of %2, %3").arg(done_).arg(total_).arg(left));
+  }
+}
+
+void RunPanel::showModelFields() {
+  const bool gpt = model_->currentText() != QLatin1String("mlp");
+  for (const auto& [w, of_gpt] : model_fields_) {
+    for (QFormLayout* f : {form_, advanced_form_}) {
+      int row = -1;
+      QFormLayout::ItemRole role{};
+      f->getWidgetPosition(w, &row, &role);
+      if (row >= 0) f->setRowVisible(row, of_gpt == gpt);
+    }
   }
 }
 

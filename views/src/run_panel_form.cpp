@@ -118,6 +118,7 @@ void RunPanel::setConfig(const RunConfig& c) {
     }
     showAdvancedValues();
   }
+  showModelFields();
   validate();
 }
 

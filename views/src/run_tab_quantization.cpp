@@ -135,8 +135,20 @@ void QuantizationTab::rebuild() {
   for (const std::string& l : data_->layers()) {
     if (const TensorSeries* t = data_->tensor(l, role)) rows.push_back(t);
   }
+  // Without "Include step 0", step 0's column is not drawn (where later steps are): step 0
+  // quantizes with the initial scale, and its figures would leave every later step one
+  // colour.
+  bool after_step0 = false;
+  for (const TensorSeries* t : rows)
+    after_step0 = after_step0 || (!t->points.empty() && t->points.back().step > 0);
+  const bool skip0 = !include_step0_->isChecked() && after_step0;
+  // The points drawn of a row: from its first after step 0 where step 0 is left out.
+  auto drawn_from = [skip0](const TensorSeries* t) -> size_t {
+    return skip0 && !t->points.empty() && t->points.front().step == 0 ? 1 : 0;
+  };
+  auto drawn_count = [&](const TensorSeries* t) { return t->points.size() - drawn_from(t); };
   size_t cols = 0;
-  for (const TensorSeries* t : rows) cols = std::max(cols, t->points.size());
+  for (const TensorSeries* t : rows) cols = std::max(cols, drawn_count(t));
   heat_map_->data()->clear();
   const TensorStatFigure& figure =
       *kHeatmapFigures[static_cast<size_t>(std::clamp(metric_->currentIndex(), 0, 2))];
@@ -149,10 +161,11 @@ void QuantizationTab::rebuild() {
   const bool drawn = !rows.empty() && cols > 0;
   if (drawn) {
     const TensorSeries* longest = *std::max_element(
-        rows.begin(), rows.end(), [](const TensorSeries* a, const TensorSeries* b) {
-          return a->points.size() < b->points.size();
+        rows.begin(), rows.end(), [&](const TensorSeries* a, const TensorSeries* b) {
+          return drawn_count(a) < drawn_count(b);
         });
-    const double first = static_cast<double>(longest->points.front().step);
+    const size_t from = drawn_from(longest);
+    const double first = static_cast<double>(longest->points[from].step);
     const double last = static_cast<double>(longest->points.back().step);
     const double n = static_cast<double>(cols), n_rows = static_cast<double>(rows.size());
     const double width = cols > 1 && last > first ? (last - first) / (n - 1) : 1;
@@ -163,23 +176,15 @@ void QuantizationTab::rebuild() {
     heat_map_->data()->setRange(cols > 1 ? centres : steps_in_view,
                                 rows.size() > 1 ? QCPRange(0, n_rows - 1) : rows_in_view);
     heat_map_->data()->fill(std::numeric_limits<double>::quiet_NaN());  // no data: hatched
-    for (size_t r = 0; r < rows.size(); ++r) {
-      for (size_t c = 0; c < rows[r]->points.size(); ++c) {
-        double v = figure.of(rows[r]->points[c].raw);
-        if (!std::isfinite(v)) v = 200;  // exact (no error): off the top
-        heat_map_->data()->setCell(static_cast<int>(c), static_cast<int>(r), v);
-      }
-    }
-    // The colours span the steps after step 0 (unless asked otherwise): step 0 quantizes
-    // with the initial scale, and its underflow would leave every later step one colour.
-    const bool skip0 = !include_step0_->isChecked() && cols > 1;
+    // The colours span the cells drawn.
     QCPRange span;
     bool any = false;
-    for (const TensorSeries* t : rows) {
-      for (const TensorMetrics& p : t->points) {
-        if (skip0 && p.step == 0) continue;
-        double v = figure.of(p.raw);
-        if (!std::isfinite(v)) v = 200;
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const size_t skip = drawn_from(rows[r]);
+      for (size_t c = 0; c + skip < rows[r]->points.size(); ++c) {
+        double v = figure.of(rows[r]->points[c + skip].raw);
+        if (!std::isfinite(v)) v = 200;  // exact (no error): off the top
+        heat_map_->data()->setCell(static_cast<int>(c), static_cast<int>(r), v);
         if (any) {
           span.expand(v);
         } else {

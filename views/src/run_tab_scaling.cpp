@@ -90,7 +90,7 @@ ScalingTab::ScalingTab(const RunData* run, QWidget* parent)
     for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
   });
   connect(include_step0_, &QCheckBox::toggled, this, [this] {
-    fitAxes();
+    drawSelected();  // with step 0 or without it, drawn anew
     for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
   });
 }
@@ -136,8 +136,12 @@ void ScalingTab::drawRanks() {
   }
   std::vector<QVector<double>> x(ranks.size()), amax(ranks.size()), scale(ranks.size());
   const std::string layer = layer_.toStdString();
+  bool after_step0 = false;
+  for (const RankScale& k : data_->ranks())
+    after_step0 = after_step0 || (k.role == role_ && k.layer == layer && k.step > 0);
+  const bool skip0 = !include_step0_->isChecked() && after_step0;
   for (const RankScale& k : data_->ranks()) {
-    if (k.role != role_ || k.layer != layer) continue;
+    if (k.role != role_ || k.layer != layer || (skip0 && k.step == 0)) continue;
     const size_t g = static_cast<size_t>(graph_of[k.rank]);
     x[g] << static_cast<double>(k.step);
     amax[g] << k.amax;
@@ -259,13 +263,19 @@ void ScalingTab::drawSelected() {
   drawRanks();
   const Format f = role_format(*data_, t->role);
   const double fmax = format_info(f).max_finite;
-  // A live run's new points are appended; another tensor or run is drawn anew.
+  // Without "Include step 0", step 0 is not drawn (where later steps are).
+  const bool skip0 = !include_step0_->isChecked() && t->points.back().step > 0;
+  // A live run's new points are appended; another tensor or run, or step 0 shown or
+  // hidden, is drawn anew.
   size_t from = 0;
   const bool append = drawn_.append_from(
-      data_->generation(), layer_ + QChar('/') + role_text(role_), t->points.size(), from);
+      data_->generation(),
+      layer_ + QChar('/') + role_text(role_) + (skip0 ? QStringLiteral("/after 0") : QString()),
+      t->points.size(), from);
   QVector<double> x, amax, mapped, scale, under, sat;
   for (size_t i = from; i < t->points.size(); ++i) {
     const TensorMetrics& p = t->points[i];
+    if (skip0 && p.step == 0) continue;
     x << static_cast<double>(p.step);
     amax << p.amax;
     mapped << (p.scale > 0 ? fmax / p.scale : NAN);

@@ -141,8 +141,9 @@ QCheckBox* make_step0_box(QWidget* parent) {
   box->setObjectName(QStringLiteral("include-step-0"));
   box->setToolTip(QCoreApplication::translate(
       "fp8wb::RunTabBase",
-      "Fit the axes and colours to step 0 too. Step 0 quantizes with the initial scale (1 "
-      "for delayed scaling), so its figures are usually far from every later step's."));
+      "Draw step 0 too. Step 0 quantizes with the initial scale (1 for delayed scaling), so "
+      "its figures are usually far from every later step's, and the axes and colours would "
+      "stretch to them."));
   return box;
 }
 

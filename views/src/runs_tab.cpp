@@ -26,7 +26,10 @@ namespace fp8wb {
 namespace {
 // Pixels: wider names are elided in the middle (the whole name is in the tooltip).
 constexpr int kNameColumnMaxWidth = 320;
-void cap_name_column(QTableView* view) {
+// Every column as wide as its header and its cells (the name's capped): also with no runs
+// listed, where the headers alone would otherwise be cut to the default width.
+void fit_columns(QTableView* view) {
+  view->resizeColumnsToContents();
   view->setColumnWidth(RunListModel::Name,
                        std::min(view->columnWidth(RunListModel::Name), kNameColumnMaxWidth));
 }
@@ -46,6 +49,7 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
   view_->horizontalHeader()->setStretchLastSection(true);
   view_->verticalHeader()->hide();
   view_->setTextElideMode(Qt::ElideMiddle);  // a long name keeps the other columns in view
+  fit_columns(view_);                        // the headers whole before the first list
   overlay_->xAxis->setLabel(tr("step"));
   overlay_->yAxis->setLabel(tr("loss"));
   overlay_->legend->setVisible(false);  // shown once curves are overlaid
@@ -153,6 +157,8 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
   poll->start();
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(buttons);
+  status_->setObjectName(QStringLiteral("runs-status"));
+  status_->setWordWrap(true);  // why a database cannot be read is long: said whole
   layout->addWidget(status_);
   layout->addWidget(view_, 1);
   layout->addWidget(overlay_, 1);
@@ -219,8 +225,7 @@ void RunsTab::reload() {
                   const std::vector<int64_t> selected = selectedIds();
                   model_->setRuns(std::move(l.runs), std::move(l.final_loss));
                   selectIds(selected);
-                  view_->resizeColumnsToContents();
-                  cap_name_column(view_);
+                  fit_columns(view_);
                   status_->setText(
                       tr("%n run(s) in %1", "", model_->rowCount()).arg(engine_->databasePath()) +
                       (live > 0 ? tr(", %n being written now (live)", "", live) : QString()));
@@ -232,6 +237,7 @@ void RunsTab::reload() {
                   // the tab reads the list again each time it is shown and every second,
                   // and a message each time would follow the user for as long as it is.
                   model_->setRuns({}, {});
+                  fit_columns(view_);
                   status_->setText(tr("the runs in %1 could not be read: %2").arg(db, message));
                   if (unreadable_said_ == db) return;
                   unreadable_said_ = db;

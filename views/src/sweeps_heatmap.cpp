@@ -241,6 +241,7 @@ void SweepsTab::showPoints(int64_t sweep_id, SweepSpec spec, std::vector<SweepPo
   collect_failure_->setVisible(false);  // what is shown now is this sweep
   collect_failure_->clear();
   const bool axes_changed = spec.axes.size() != spec_.axes.size() || sweep_id != sweep_id_;
+  if (sweep_id != sweep_id_) clearOverlay();  // the curves of the sweep shown before
   spec_ = std::move(spec);
   sweep_id_ = sweep_id;
   points_ = std::move(points);
@@ -301,6 +302,45 @@ const SweepPoint* SweepsTab::pointAt(int x, int y) const {
     if (match) return &p;
   }
   return nullptr;
+}
+
+QString SweepsTab::cellTip(int x, int y) const {
+  const int xa = x_axis_->currentIndex(), ya = y_axis_->currentIndex();
+  if (xa < 0 || ya < 0 || spec_.axes.empty()) return {};
+  const bool one_row = xa == ya;
+  const auto& xv = spec_.axes[static_cast<size_t>(xa)].values;
+  const auto& yv = spec_.axes[static_cast<size_t>(ya)].values;
+  if (x < 0 || y < 0 || x >= static_cast<int>(xv.size()) ||
+      y >= (one_row ? 1 : static_cast<int>(yv.size())))
+    return {};
+  // Every axis's value, in the grid's order: the cell's own, the slicers' for the rest.
+  QStringList where;
+  for (size_t k = 0; k < spec_.axes.size(); ++k) {
+    const auto& values = spec_.axes[k].values;
+    int at = static_cast<int>(k) == xa   ? x
+             : static_cast<int>(k) == ya ? y
+             : k < slicers_.size()       ? std::max(0, slicers_[k]->currentIndex())
+                                         : 0;
+    if (at >= static_cast<int>(values.size())) at = 0;
+    where << QString::fromStdString(spec_.axes[k].key + " " + values[static_cast<size_t>(at)]);
+  }
+  const SweepPoint* p = pointAt(x, y);
+  const SweepMetric metric = chosen(metric_, kSweepMetrics);
+  const double v = p ? sweep_metric(*p, metric) : NAN;
+  QString what;
+  if (!p || !p->complete()) {
+    what = tr("trials still to run (%1 of %2 ended)")
+               .arg(p ? p->runs : 0)
+               .arg(p ? p->trials : std::max(1, spec_.seeds));
+  } else if (p->diverged > 0 && metric != SweepMetric::Diverged) {
+    what = tr("diverged (%1 of %2 runs)").arg(p->diverged).arg(p->runs);
+  } else if (!std::isfinite(v)) {
+    what = tr("%1: no figure").arg(metric_->currentText());
+  } else {
+    what = metric_->currentText() + QLatin1Char(' ') + QString::number(v, 'g', 6);
+    if (p->runs > 1) what += tr(" (mean of %1 seeds)").arg(p->runs);
+  }
+  return where.join(QStringLiteral(", ")) + QStringLiteral(": ") + what;
 }
 
 std::vector<int64_t> SweepsTab::runsAt(int x, int y) const {
@@ -468,6 +508,10 @@ void SweepsTab::showNoSweep() {
   }
   no_sweep_->setVisible(true);
   heat_->replot(QCustomPlot::rpQueuedReplot);
+  clearOverlay();
+}
+
+void SweepsTab::clearOverlay() {
   curves_job_.drop();
   overlay_title_->clear();
   curves_->setExportTitle(QString());
@@ -479,25 +523,33 @@ QString SweepsTab::overlayTitle() const {
 }
 
 void SweepsTab::overlayLine(int x, int y, bool column) {
-  const int along = column ? y_axis_->currentIndex() : x_axis_->currentIndex();
-  const int fixed = column ? x_axis_->currentIndex() : y_axis_->currentIndex();
+  // A one-axis sweep's row: along its axis, with nothing else of the grid held.
+  const bool one_row = x_axis_->currentIndex() == y_axis_->currentIndex();
+  const int along = column && !one_row ? y_axis_->currentIndex() : x_axis_->currentIndex();
+  const int fixed = one_row ? -1 : column ? x_axis_->currentIndex() : y_axis_->currentIndex();
   overlaid_cell_ = QPoint(x, y);
+  // Several seeds a point: a curve a seed, each named by its seed.
+  const bool seeds = spec_.seeds > 1;
   // The title names what is held: the clicked cell's value of the other axis and the
   // slicers' values of the rest.
   QString title;
-  if (along >= 0 && fixed >= 0 && !spec_.axes.empty()) {
+  if (along >= 0 && !spec_.axes.empty()) {
     QStringList held;
-    const auto& fv = spec_.axes[static_cast<size_t>(fixed)].values;
-    const int at = column ? x : y;
-    if (at >= 0 && at < static_cast<int>(fv.size()))
-      held << QString::fromStdString(spec_.axes[static_cast<size_t>(fixed)].key + "=" +
-                                     fv[static_cast<size_t>(at)]);
+    if (fixed >= 0) {
+      const auto& fv = spec_.axes[static_cast<size_t>(fixed)].values;
+      const int at = column ? x : y;
+      if (at >= 0 && at < static_cast<int>(fv.size()))
+        held << QString::fromStdString(spec_.axes[static_cast<size_t>(fixed)].key + "=" +
+                                       fv[static_cast<size_t>(at)]);
+    }
     for (size_t k = 0; k < spec_.axes.size() && k < slicers_.size(); ++k)
       if (static_cast<int>(k) != along && static_cast<int>(k) != fixed)
         held << slicers_[k]->currentText();
-    title = tr("Loss at %1, one curve for each %2")
-                .arg(held.join(QStringLiteral(", ")),
-                     QString::fromStdString(spec_.axes[static_cast<size_t>(along)].key));
+    const QString each = QString::fromStdString(spec_.axes[static_cast<size_t>(along)].key);
+    const QString curves_of = seeds ? tr("one curve for each %1 and seed").arg(each)
+                                    : tr("one curve for each %1").arg(each);
+    title = held.isEmpty() ? tr("Loss, %1").arg(curves_of)
+                           : tr("Loss at %1, %2").arg(held.join(QStringLiteral(", ")), curves_of);
   }
   overlay_title_->setText(title);
   curves_->setExportTitle(title);
@@ -505,12 +557,15 @@ void SweepsTab::overlayLine(int x, int y, bool column) {
   if (along >= 0 && !spec_.axes.empty()) {
     const auto& values = spec_.axes[static_cast<size_t>(along)].values;
     for (int i = 0; i < static_cast<int>(values.size()); ++i) {
-      for (int64_t id : column ? runsAt(x, i) : runsAt(i, y)) {
+      int seed = 0;  // the point's runs in one colour, each in a line style of its own
+      for (int64_t id : column && !one_row ? runsAt(x, i) : runsAt(i, y)) {
         LossCurve c;
+        c.dashes = seed++;
         c.run_id = id;
         c.name = QString::fromStdString(spec_.axes[static_cast<size_t>(along)].key + "=" +
                                         values[static_cast<size_t>(i)]);
         c.colour = i;
+        c.name_seed = seeds;
         curves.push_back(std::move(c));
       }
     }

@@ -136,6 +136,7 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   no_sweep_->setColor(QColor(120, 120, 120));
   no_sweep_->setSelectable(false);
   map_->setGradient(heat_gradient());
+  heat_->setCellTip([this](const QCPColorMap*, int x, int y) { return cellTip(x, y); });
   map_->setInterpolate(false);
   heat_->setInteractions(QCP::Interactions());  // clicks pick cells
   curves_->xAxis->setLabel(tr("step"));
@@ -278,6 +279,7 @@ QString SweepsTab::start() {
   spec_ = spec;
   points_.clear();
   sweep_id_ = runner_->sweepId();
+  clearOverlay();                       // the curves of the sweep shown before
   collect_failure_->setVisible(false);  // the sweep shown now is this one
   collect_failure_->clear();
   trials_->clear();

@@ -8,6 +8,7 @@
 #include <qcustomplot.h>
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -34,6 +35,11 @@ class ExportablePlot : public QCustomPlot {
   // run, tensor or format. Without one, the axis labels make it ("SQNR (dB) against step").
   void setExportTitle(const QString& title) { export_title_ = title; }
   QString exportTitle() const;
+  // What a colour map's cell (column x, row y) is, for its tooltip: the settings it stands
+  // for and its figure. Without one (or where it returns nothing), the tooltip names the
+  // cell by its axes' labels and ticks and gives its value.
+  using CellTip = std::function<QString(const QCPColorMap* map, int x, int y)>;
+  void setCellTip(CellTip tip) { cell_tip_ = std::move(tip); }
 
  protected:
   // A tooltip with the exact values of the nearest point (graphs) or cell (colour maps).
@@ -43,6 +49,7 @@ class ExportablePlot : public QCustomPlot {
   void showExportMenu(const QPoint& pos);
   void applyFonts();
   QString export_title_;
+  CellTip cell_tip_;
 };
 
 // Moves the plot's legend out of its axis rect into a row of its own below the plot, its

@@ -17,6 +17,9 @@ struct LossCurve {
   int64_t run_id = 0;
   QString name;                   // empty: "<id>: <the run's name>"
   int colour = 0;                 // the n-th colour of the overlay palette
+  bool name_seed = false;         // the run's seed added to the name: "margin=1, seed 2"
+  int dashes = 0;                 // the n-th line style (solid, dashed, dotted, ...): curves
+                                  // of one colour told apart
   QVector<double> steps, losses;  // finite points only
 };
 

@@ -23,6 +23,7 @@ class QPushButton;
 class QProgressBar;
 class QGroupBox;
 class QAbstractSpinBox;
+class QFormLayout;
 
 namespace fp8wb {
 
@@ -60,6 +61,8 @@ class RunPanel : public QWidget {
   void validate();
   void setRunning(bool running);
   void showAdvancedValues();
+  // Only the fields of the model kind chosen: a GPT's width and layers, or an MLP's.
+  void showModelFields();
   void showProgress();
   // Takes the More fields' values that the config accepts into base_; the others are
   // problems of their box.
@@ -72,6 +75,9 @@ class RunPanel : public QWidget {
   QHash<QWidget*, QString> problems_;  // what each marked field is refused for
   QString message_;                    // validationMessage()
   QGroupBox* advanced_box_;
+  // The fields of one model kind (true: the GPT's) and the form that holds each.
+  std::vector<std::pair<QWidget*, bool>> model_fields_;
+  QFormLayout *form_ = nullptr, *advanced_form_ = nullptr;
   EngineController* engine_;
   RunConfig base_;       // the preset's fields that the form does not show (batch, widths...)
   BackendInfo backend_;  // for a preset's formats on a GPU where it names none

@@ -121,6 +121,8 @@ class SweepsTab : public QWidget {
   // No sweep shown: the heatmap without cells, ticks, axis labels or colour scale, saying
   // so over its middle, and no overlaid curves; the plots keep their place.
   void showNoSweep();
+  // No overlaid curves nor their title (another sweep is shown or started).
+  void clearOverlay();
   void rebuildSlicers();
   // The grey or hatched look of a cell that takes no colour of the scale, with its mark.
   void markCell(int x, int y, const QString& kind, const QString& text);
@@ -131,6 +133,9 @@ class SweepsTab : public QWidget {
   void setReading(bool reading);
   QString fail(const QString& message);
   const SweepPoint* pointAt(int x, int y) const;
+  // The heatmap cell (x, y)'s tooltip: its settings and its figure ("margin 1, window 16:
+  // final loss 3.21"), or what it waits for.
+  QString cellTip(int x, int y) const;
   EngineController* engine_;
   QComboBox* stored_;  // the database's sweeps, newest first; choosing one shows it
   QComboBox *preset_, *x_axis_, *y_axis_, *metric_, *overlay_;
