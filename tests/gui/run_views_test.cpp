@@ -158,6 +158,16 @@ bool open_run(MainWindow& w, int64_t id) {
   return opened.count() > 0 || opened.wait(30000);
 }
 
+// The tab shown at 1000 x 800 and refreshed: its layer x step heatmap's plot (null where
+// the window never showed).
+QCustomPlot* shown_heatmap(QuantizationTab& quantization) {
+  quantization.resize(1000, 800);
+  quantization.show();
+  if (!QTest::qWaitForWindowExposed(&quantization)) return nullptr;
+  quantization.refresh(true);
+  return quantization.plots()[0];
+}
+
 }  // namespace
 
 void RunViewsTest::initTestCase() {
@@ -197,11 +207,9 @@ void RunViewsTest::axesFollowTheStepsAfterStepZero() {
 
   // The underflow heatmap: its colours span the later steps (all 0 %), not step 0's 50 %.
   QuantizationTab quantization(&data);
-  quantization.resize(1000, 800);
-  quantization.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&quantization));
-  quantization.refresh(true);
-  auto* heat = static_cast<QCPColorMap*>(quantization.plots()[0]->plottable(0));
+  QCustomPlot* const heat_plot = shown_heatmap(quantization);
+  QVERIFY(heat_plot);
+  auto* heat = static_cast<QCPColorMap*>(heat_plot->plottable(0));
   QVERIFY2(heat->dataRange().upper < 50, qPrintable(QString::number(heat->dataRange().upper)));
   auto* qbox = quantization.findChild<QCheckBox*>(QStringLiteral("include-step-0"));
   QVERIFY(qbox && qbox->isVisible() && !qbox->isChecked());
@@ -243,11 +251,8 @@ void RunViewsTest::stepZeroIsDrawnOnlyWhenIncluded() {
   }
 
   QuantizationTab quantization(&data);
-  quantization.resize(1000, 800);
-  quantization.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&quantization));
-  quantization.refresh(true);
-  QCustomPlot* plot = quantization.plots()[0];
+  QCustomPlot* plot = shown_heatmap(quantization);
+  QVERIFY(plot);
   auto* heat = static_cast<QCPColorMap*>(plot->plottable(0));
   auto* qbox = quantization.findChild<QCheckBox*>(QStringLiteral("include-step-0"));
   QVERIFY(qbox && !qbox->isChecked());
@@ -265,16 +270,13 @@ void RunViewsTest::heatmapTooltipNamesLayerAndStep() {
   RunData data;
   fill_delayed(data);  // steps 0, 10, 20, 30; fc1 and fc2
   QuantizationTab quantization(&data);
-  quantization.resize(1000, 800);
-  quantization.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&quantization));
-  quantization.refresh(true);
-  QCustomPlot* plot = quantization.plots()[0];
+  QCustomPlot* plot = shown_heatmap(quantization);
+  QVERIFY(plot);
   auto* heat = static_cast<QCPColorMap*>(plot->plottable(0));
   plot->replot(QCustomPlot::rpImmediateRefresh);
   QToolTip::hideText();
   QTest::mouseMove(plot, heat->coordsToPixels(21, 1.2).toPoint());
-  QTest::qWaitFor([] { return QToolTip::isVisible(); }, 5000);
+  QVERIFY(QTest::qWaitFor([] { return QToolTip::isVisible(); }, 5000));
   QCOMPARE(QToolTip::text(), QStringLiteral("layer fc2, step 20: underflow % (of nonzero) 0"));
 }
 
@@ -285,11 +287,8 @@ void RunViewsTest::heatmapCellsWholeAndTopNotWhite() {
   RunData data;
   fill_delayed(data);  // steps 0, 10, 20, 30; fc1 and fc2
   QuantizationTab quantization(&data);
-  quantization.resize(1000, 800);
-  quantization.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&quantization));
-  quantization.refresh(true);
-  QCustomPlot* plot = quantization.plots()[0];
+  QCustomPlot* plot = shown_heatmap(quantization);
+  QVERIFY(plot);
   auto* heat = static_cast<QCPColorMap*>(plot->plottable(0));
   QCOMPARE(plot->xAxis->range().lower, 5.0);  // step 0 left out: steps 10, 20 and 30
   QCOMPARE(plot->xAxis->range().upper, 35.0);

@@ -48,6 +48,24 @@ int64_t add_run(RunStore& store, const std::string& name, bool finish) {
   return id;
 }
 
+// The engine on a file that holds `bytes` (no database); false where it cannot be written.
+bool on_text_file(EngineController& engine, const QString& path, const QByteArray& bytes) {
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(bytes) != bytes.size())
+    return false;
+  f.close();
+  engine.setDatabasePath(path);
+  return true;
+}
+
+// Shows the tab and waits until it has said that its runs cannot be read, and is done.
+bool shown_failing(RunsTab& tab) {
+  QSignalSpy failed(&tab, &RunsTab::failed);
+  tab.show();
+  return QTest::qWaitForWindowExposed(&tab) && (failed.count() > 0 || failed.wait(30000)) &&
+         QTest::qWaitFor([&] { return !tab.isReading(); }, 30000);
+}
+
 }  // namespace
 
 class RunsListTest : public QObject {
@@ -210,21 +228,11 @@ void RunsListTest::unreadableDatabaseSaidOnceAndInTheTab() {
 // With no runs listed (a database whose runs cannot be read) every column header is
 // whole: no column narrower than its header's text.
 void RunsListTest::headersWholeWithoutRuns() {
-  const QString path = dir_.filePath(QStringLiteral("headers-notdb.sqlite"));
-  {
-    QFile f(path);
-    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
-    f.write("hello");
-  }
   EngineController engine;
-  engine.setDatabasePath(path);
+  QVERIFY(on_text_file(engine, dir_.filePath(QStringLiteral("headers-notdb.sqlite")), "hello"));
   RunsTab tab(&engine);
   tab.resize(1200, 600);
-  QSignalSpy failed(&tab, &RunsTab::failed);
-  tab.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&tab));
-  QVERIFY(failed.count() > 0 || failed.wait(30000));
-  QTRY_VERIFY_WITH_TIMEOUT(!tab.isReading(), 30000);
+  QVERIFY(shown_failing(tab));
   auto* view = tab.findChild<QTableView*>(QStringLiteral("runs"));
   QVERIFY(view);
   QHeaderView* header = view->horizontalHeader();
@@ -242,21 +250,12 @@ void RunsListTest::headersWholeWithoutRuns() {
 // Why a database's runs cannot be read, a long line, is shown whole in the tab's status
 // line (wrapped), and does not widen the tab (in the window: cut at the screen's edge).
 void RunsListTest::whyRunsCannotBeReadIsSaidWhole() {
-  const QString path = dir_.filePath(QStringLiteral("status-notdb.sqlite"));
-  {
-    QFile f(path);
-    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
-    f.write(QByteArray(8192, 'x'));
-  }
   EngineController engine;
-  engine.setDatabasePath(path);
+  QVERIFY(on_text_file(engine, dir_.filePath(QStringLiteral("status-notdb.sqlite")),
+                       QByteArray(8192, 'x')));
   RunsTab tab(&engine);
   tab.resize(900, 600);
-  QSignalSpy failed(&tab, &RunsTab::failed);
-  tab.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&tab));
-  QVERIFY(failed.count() > 0 || failed.wait(30000));
-  QTRY_VERIFY_WITH_TIMEOUT(!tab.isReading(), 30000);
+  QVERIFY(shown_failing(tab));
   auto* status = tab.findChild<QLabel*>(QStringLiteral("runs-status"));
   QVERIFY(status);
   QCoreApplication::processEvents();
