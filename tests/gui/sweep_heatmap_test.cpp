@@ -9,7 +9,12 @@
 // heatmap, newest first: the newest shows when the tab opens, another is shown by
 // choosing it, one stored later is listed when the tab is shown again.
 #include <QComboBox>
+#include <QGroupBox>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QPushButton>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTemporaryDir>
 #include <QToolTip>
 #include <QtTest>
@@ -143,6 +148,7 @@ class SweepHeatmapTest : public QObject {
   void aConstantFigureKeepsItsScaleWithinItsDomain();
   void aStoredSweepIsChosenFromTheList();
   void aDatabaseWithoutSweepsShowsNoAxes();
+  void theShownSweepIsDescribedApartFromTheNewSweepForm();
 
  private:
   QTemporaryDir dir_;
@@ -685,6 +691,67 @@ void SweepHeatmapTest::aDatabaseWithoutSweepsShowsNoAxes() {
   QVERIFY(said);
   QVERIFY(said->visible());
   QCOMPARE(said->text(), QStringLiteral("no sweep shown"));
+}
+
+// A stored sweep chosen beside a form that still holds the preset's grid: the line under
+// the "Sweep" list says what the shown sweep was run with (its grid, seeds and base
+// config), the form is the "New sweep" one, apart, and "Copy to new sweep" puts the shown
+// sweep's settings in it. Another database without sweeps describes none.
+void SweepHeatmapTest::theShownSweepIsDescribedApartFromTheNewSweepForm() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("described.sqlite")));
+  SweepSpec spec;
+  spec.name = "margin over seeds";
+  spec.base.model = ModelKind::Mlp;
+  spec.base.steps = kSteps;
+  spec.base.stats_interval = 5;
+  spec.axes.push_back(parse_grid("margin=0,1,2"));
+  spec.seeds = 2;
+  const int64_t sweep = engine.store().create_sweep(spec.name, sweep_json(spec));
+  for (const SweepTrial& t : expand_sweep(spec))
+    add_run(engine.store(), sweep, t, 0.5, RunStatus::Finished);
+  engine.store().set_sweep_status(sweep, "finished");
+  engine.store().flush();
+
+  SweepsTab tab(&engine);
+  QVERIFY(show_sweep(tab, sweep));
+  auto* form = tab.findChild<QGroupBox*>(QStringLiteral("newSweep"));
+  QVERIFY(form);
+  QCOMPARE(form->title(), QStringLiteral("New sweep"));
+  auto* grid = tab.findChild<QPlainTextEdit*>(QStringLiteral("gridText"));
+  auto* base = tab.findChild<QPlainTextEdit*>(QStringLiteral("baseText"));
+  auto* seeds = tab.findChild<QSpinBox*>(QStringLiteral("seedsPerPoint"));
+  QVERIFY(grid && base && seeds);
+  QVERIFY(form->isAncestorOf(grid) && form->isAncestorOf(base) && form->isAncestorOf(seeds));
+  QVERIFY2(grid->toPlainText().contains(QStringLiteral("window")),
+           qPrintable(grid->toPlainText()));  // the preset's grid, for a new sweep
+
+  auto* shown = tab.findChild<QLabel*>(QStringLiteral("shownSweepSpec"));
+  QVERIFY(shown);
+  QVERIFY(shown->isVisible());
+  QVERIFY(!form->isAncestorOf(shown));
+  const QString text = shown->text();
+  for (const char* part :
+       {"grid margin=0,1,2", "2 seeds a point", "model=mlp", "steps=40", "stats_interval=5"})
+    QVERIFY2(text.contains(QLatin1String(part)), qPrintable(part + (": " + text)));
+  QVERIFY2(!text.contains(QStringLiteral("window")), qPrintable(text));
+
+  auto* copy = tab.findChild<QPushButton*>(QStringLiteral("copyToForm"));
+  QVERIFY(copy);
+  QVERIFY(copy->isEnabled());
+  QTest::mouseClick(copy, Qt::LeftButton);
+  QCOMPARE(grid->toPlainText(), QStringLiteral("margin=0,1,2"));
+  QCOMPARE(seeds->value(), 2);
+  const QStringList lines = base->toPlainText().split(QLatin1Char('\n'));
+  for (const char* line : {"model=mlp", "steps=40", "stats_interval=5"})
+    QVERIFY2(lines.contains(QLatin1String(line)), qPrintable(base->toPlainText()));
+  QVERIFY2(!base->toPlainText().contains(QStringLiteral("drift")), qPrintable(base->toPlainText()));
+
+  QSignalSpy listed(&tab, &SweepsTab::sweepsListed);
+  QVERIFY(engine.openDatabase(dir_.filePath(QStringLiteral("described_empty.sqlite"))));
+  QVERIFY(listed.count() > 0 || listed.wait(30000));
+  QVERIFY2(shown->text().isEmpty(), qPrintable(shown->text()));
+  QVERIFY(!copy->isEnabled());
 }
 
 QTEST_MAIN(SweepHeatmapTest)

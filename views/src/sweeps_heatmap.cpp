@@ -269,6 +269,7 @@ void SweepsTab::rebuildSlicers() {
   }
   x_axis_->setCurrentIndex(spec_.axes.size() > 1 ? 1 : 0);  // e.g. window across,
   y_axis_->setCurrentIndex(0);                              // margin up
+  describeShownSweep();
 }
 
 void SweepsTab::setAxes(int x_axis, int y_axis) {

@@ -70,6 +70,9 @@ class SweepsTab : public QWidget {
   bool isListing() const { return list_job_.busy(); }
   // The list's entries, newest first: "#3 margin x window (12 trials, finished)".
   QStringList storedSweeps() const;
+  // Puts the shown sweep's grid, seeds and base config (the fields it sets apart from the
+  // defaults) in the form of a new sweep ("Copy to new sweep").
+  void copyShownToForm();
   void setAxes(int x_axis, int y_axis);
   void setMetric(SweepMetric metric);  // the heatmap's colour
   // The heatmap cell (x, y) of the current slice: its run ids (empty if none).
@@ -124,6 +127,8 @@ class SweepsTab : public QWidget {
   // No overlaid curves nor their title (another sweep is shown or started).
   void clearOverlay();
   void rebuildSlicers();
+  // The shown sweep's grid, seeds and base config in the line under the "Sweep" list.
+  void describeShownSweep();
   // The grey or hatched look of a cell that takes no colour of the scale, with its mark.
   void markCell(int x, int y, const QString& kind, const QString& text);
   // A press and release at (nearly) one place over the map's axis rect: its cell.
@@ -147,6 +152,8 @@ class SweepsTab : public QWidget {
   QLabel* collect_failure_;   // over the heatmap: a collection failed, what is shown is older
   QProgressBar* reading_;     // busy while a sweep's points are read
   QProgressBar* collecting_;  // trials collected of the folder's
+  QLabel* shown_spec_;        // the shown sweep's grid, seeds and base config
+  QPushButton* copy_spec_;    // "Copy to new sweep": those into the form
   std::function<QString(QWidget*)> folder_chooser_;
   QHBoxLayout* slicer_row_;
   std::vector<QComboBox*> slicers_;  // one per axis (used for those not on x or y)
