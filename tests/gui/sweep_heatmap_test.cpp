@@ -149,6 +149,7 @@ class SweepHeatmapTest : public QObject {
   void aStoredSweepIsChosenFromTheList();
   void aDatabaseWithoutSweepsShowsNoAxes();
   void theShownSweepIsDescribedApartFromTheNewSweepForm();
+  void theSameAxisAcrossAndUpKeepsTheLayout();
 
  private:
   QTemporaryDir dir_;
@@ -752,6 +753,94 @@ void SweepHeatmapTest::theShownSweepIsDescribedApartFromTheNewSweepForm() {
   QVERIFY(listed.count() > 0 || listed.wait(30000));
   QVERIFY2(shown->text().isEmpty(), qPrintable(shown->text()));
   QVERIFY(!copy->isEnabled());
+}
+
+namespace {
+
+// Where each of the tab's visible widgets is, in the tab's coordinates.
+std::map<QWidget*, QRect> widget_places(QWidget& tab) {
+  std::map<QWidget*, QRect> places;
+  for (QWidget* w : tab.findChildren<QWidget*>())
+    if (w->isVisible()) places[w] = QRect(w->mapTo(&tab, QPoint(0, 0)), w->size());
+  return places;
+}
+
+// What moved between two layouts, among the widgets visible in both, or empty.
+QString moved(const std::map<QWidget*, QRect>& before, const std::map<QWidget*, QRect>& after) {
+  QStringList what;
+  for (const auto& [w, r] : before) {
+    const auto a = after.find(w);
+    if (a == after.end() || a->second == r) continue;
+    what << QStringLiteral("%1 (%2) %3,%4 %5x%6 -> %7,%8 %9x%10")
+                .arg(QString::fromLatin1(w->metaObject()->className()), w->objectName())
+                .arg(r.x())
+                .arg(r.y())
+                .arg(r.width())
+                .arg(r.height())
+                .arg(a->second.x())
+                .arg(a->second.y())
+                .arg(a->second.width())
+                .arg(a->second.height());
+  }
+  return what.join(QStringLiteral("; "));
+}
+
+}  // namespace
+
+// Choosing for y the axis on x: one row of cells along it, said on the y axis, the other
+// axis held by its slicer; nothing of the tab moves or changes size, the heatmap keeps its
+// place, and the tab asks for no more room; back to two axes, the same again.
+void SweepHeatmapTest::theSameAxisAcrossAndUpKeepsTheLayout() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("same_axis.sqlite")));
+  const int64_t sweep =
+      finished_sweep(engine.store(), "same axis", {"margin=0,1", "window=1,16,1024"},
+                     [](const SweepTrial& t) { return 0.5 + 0.1 * std::stod(t.values[0]); });
+  SweepsTab tab(&engine);
+  QVERIFY(show_sweep(tab, sweep));
+  auto* x = tab.findChild<QComboBox*>(QStringLiteral("xAxis"));
+  auto* y = tab.findChild<QComboBox*>(QStringLiteral("yAxis"));
+  QVERIFY(x && y);
+  QCOMPARE(x->currentText(), QStringLiteral("window"));
+  QCOMPARE(y->currentText(), QStringLiteral("margin"));
+  ExportablePlot* heat = tab.plots()[0];
+  auto settle = [&] {
+    QTest::qWait(50);
+    heat->replot();
+  };
+  settle();
+  const auto before = widget_places(tab);
+  const QSize min_before = tab.minimumSizeHint();
+  const QRect rect_before = heat->axisRect()->rect();
+
+  y->setCurrentIndex(y->findText(QStringLiteral("window")));
+  settle();
+  auto* map = qobject_cast<QCPColorMap*>(heat->plottable(0));
+  QVERIFY(map);
+  QCOMPARE(map->data()->keySize(), 3);
+  QCOMPARE(map->data()->valueSize(), 1);
+  QVERIFY2(heat->yAxis->label().contains(QStringLiteral("one row")) &&
+               heat->yAxis->label().contains(QStringLiteral("window")),
+           qPrintable(heat->yAxis->label()));
+  bool held = false;  // margin, at its first value
+  for (QComboBox* c : tab.findChildren<QComboBox*>())
+    held = held || (c->isVisible() && c->currentText() == QStringLiteral("margin=0"));
+  QVERIFY(held);
+  const QString one_row = moved(before, widget_places(tab));
+  QVERIFY2(one_row.isEmpty(), qPrintable(one_row));
+  QCOMPARE(tab.minimumSizeHint(), min_before);
+  const QRect rect = heat->axisRect()->rect();
+  QCOMPARE(rect.left(), rect_before.left());
+  QCOMPARE(rect.top(), rect_before.top());
+  QCOMPARE(rect.bottom(), rect_before.bottom());
+
+  y->setCurrentIndex(y->findText(QStringLiteral("margin")));
+  settle();
+  QCOMPARE(map->data()->valueSize(), 2);
+  QCOMPARE(heat->yAxis->label(), QStringLiteral("margin"));
+  const QString two_axes = moved(before, widget_places(tab));
+  QVERIFY2(two_axes.isEmpty(), qPrintable(two_axes));
+  QCOMPARE(heat->axisRect()->rect().left(), rect_before.left());
 }
 
 QTEST_MAIN(SweepHeatmapTest)

@@ -86,6 +86,7 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
       shown_spec_(new QLabel(this)),
       copy_spec_(new QPushButton(tr("Copy to new sweep"), this)),
       slicer_row_(new QHBoxLayout),
+      held_none_(new QLabel(this)),
       heat_(new ExportablePlot(this)),
       curves_(new ExportablePlot(this)) {
   preset_->addItems(presetNames());
@@ -161,6 +162,8 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   heat_->setInteractions(QCP::Interactions());  // clicks pick cells
   curves_->xAxis->setLabel(tr("step"));
   curves_->yAxis->setLabel(tr("loss"));
+  x_axis_->setObjectName(QStringLiteral("xAxis"));
+  y_axis_->setObjectName(QStringLiteral("yAxis"));
   auto* pick = new QHBoxLayout;
   pick->addWidget(new QLabel(tr("x"), this));
   pick->addWidget(x_axis_);
@@ -172,8 +175,20 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   overlay_->setObjectName(QStringLiteral("overlayAlong"));
   overlay_->addItems({tr("row"), tr("column")});
   pick->addWidget(overlay_);
-  pick->addLayout(slicer_row_);
   pick->addStretch(1);
+  // The axes neither across nor up, each held at a value, on a line of their own: choosing
+  // axes shows and hides them there without widening the tab or moving the heatmap.
+  auto* held = new QWidget(this);
+  held->setObjectName(QStringLiteral("heldAxes"));
+  auto* hl = new QHBoxLayout(held);
+  hl->setContentsMargins(QMargins());
+  hl->addWidget(new QLabel(tr("Other axes at"), held));
+  hl->addLayout(slicer_row_);
+  held_none_->setObjectName(QStringLiteral("heldNone"));
+  hl->addWidget(held_none_);
+  hl->addStretch(1);
+  held->setFixedHeight(std::max(x_axis_->sizeHint().height(), held_none_->sizeHint().height()));
+  held->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
   // The database's sweeps: any of them is shown by choosing it.
   stored_->setObjectName(QStringLiteral("storedSweeps"));
   stored_->setToolTip(
@@ -203,6 +218,7 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   rl->addLayout(chooser);
   rl->addLayout(shown);
   rl->addLayout(pick);
+  rl->addWidget(held);
   collect_failure_->setObjectName(QStringLiteral("collect-failure"));
   collect_failure_->setWordWrap(true);
   collect_failure_->setTextFormat(Qt::PlainText);

@@ -73,6 +73,9 @@ class SweepsTab : public QWidget {
   // Puts the shown sweep's grid, seeds and base config (the fields it sets apart from the
   // defaults) in the form of a new sweep ("Copy to new sweep").
   void copyShownToForm();
+  // x and y (indices of the grid's axes). The same axis across and up is one row of cells
+  // along it, the other axes held by their slicers; the y axis says so, and the heatmap
+  // keeps its place.
   void setAxes(int x_axis, int y_axis);
   void setMetric(SweepMetric metric);  // the heatmap's colour
   // The heatmap cell (x, y) of the current slice: its run ids (empty if none).
@@ -129,6 +132,9 @@ class SweepsTab : public QWidget {
   void rebuildSlicers();
   // The shown sweep's grid, seeds and base config in the line under the "Sweep" list.
   void describeShownSweep();
+  // The heatmap's left margin, wide enough for any of the sweep's axes up (its values and
+  // label) or the one row of the same axis across and up: choosing axes does not move it.
+  void pinHeatmapMargin();
   // The grey or hatched look of a cell that takes no colour of the scale, with its mark.
   void markCell(int x, int y, const QString& kind, const QString& text);
   // A press and release at (nearly) one place over the map's axis rect: its cell.
@@ -157,6 +163,7 @@ class SweepsTab : public QWidget {
   std::function<QString(QWidget*)> folder_chooser_;
   QHBoxLayout* slicer_row_;
   std::vector<QComboBox*> slicers_;  // one per axis (used for those not on x or y)
+  QLabel* held_none_;                // in place of the slicers where every axis is on the map
   ExportablePlot *heat_, *curves_;
   QCPColorMap* map_;
   QCPColorScale* scale_;
