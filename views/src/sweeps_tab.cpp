@@ -1,7 +1,8 @@
-// SweepsTab (sweeps_tab.h): the tab's widgets and layout, its presets, the form of a
-// sweep (base config, grid, seeds, trials side by side), start and stop with each trial's
-// state as a BackgroundJob, and "Collect from folder…": a cluster sweep's folder collected
-// as a BackgroundJob with a progress bar a trial, a failure named over the heatmap. The
+// SweepsTab (sweeps_tab.h): the tab's widgets and layout, its presets, the "New sweep"
+// form (base config, grid, seeds, trials side by side), the line describing the sweep
+// shown and "Copy to new sweep", start and stop with each trial's state as a
+// BackgroundJob, and "Collect from folder…": a cluster sweep's folder collected as a
+// BackgroundJob with a progress bar a trial, a failure named over the heatmap. The
 // heatmap, its cells and the overlaid curves are in sweeps_heatmap.cpp.
 #include "fp8wb/views/sweeps_tab.h"
 

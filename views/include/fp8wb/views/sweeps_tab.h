@@ -7,7 +7,9 @@
 // with "diverged": neither takes a colour of the scale. The best is named among grid
 // points whose trials all finished, with how many of the sweep's trials have. A "Sweep"
 // list over the heatmap names the open database's stored sweeps, newest first (those run
-// here, by `fp8wb sweep` or collected from a cluster's folder alike): choosing one shows it.
+// here, by `fp8wb sweep` or collected from a cluster's folder alike): choosing one shows it,
+// and a line under it says what the shown sweep was run with; the form on the left is that
+// of a new sweep, apart.
 #pragma once
 
 #include <QWidget>
