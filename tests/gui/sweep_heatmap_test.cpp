@@ -9,7 +9,12 @@
 // heatmap, newest first: the newest shows when the tab opens, another is shown by
 // choosing it, one stored later is listed when the tab is shown again.
 #include <QComboBox>
+#include <QGroupBox>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QPushButton>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTemporaryDir>
 #include <QToolTip>
 #include <QtTest>
@@ -143,6 +148,8 @@ class SweepHeatmapTest : public QObject {
   void aConstantFigureKeepsItsScaleWithinItsDomain();
   void aStoredSweepIsChosenFromTheList();
   void aDatabaseWithoutSweepsShowsNoAxes();
+  void theShownSweepIsDescribedApartFromTheNewSweepForm();
+  void theSameAxisAcrossAndUpKeepsTheLayout();
 
  private:
   QTemporaryDir dir_;
@@ -685,6 +692,155 @@ void SweepHeatmapTest::aDatabaseWithoutSweepsShowsNoAxes() {
   QVERIFY(said);
   QVERIFY(said->visible());
   QCOMPARE(said->text(), QStringLiteral("no sweep shown"));
+}
+
+// A stored sweep chosen beside a form that still holds the preset's grid: the line under
+// the "Sweep" list says what the shown sweep was run with (its grid, seeds and base
+// config), the form is the "New sweep" one, apart, and "Copy to new sweep" puts the shown
+// sweep's settings in it. Another database without sweeps describes none.
+void SweepHeatmapTest::theShownSweepIsDescribedApartFromTheNewSweepForm() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("described.sqlite")));
+  SweepSpec spec;
+  spec.name = "margin over seeds";
+  spec.base.model = ModelKind::Mlp;
+  spec.base.steps = kSteps;
+  spec.base.stats_interval = 5;
+  spec.axes.push_back(parse_grid("margin=0,1,2"));
+  spec.seeds = 2;
+  const int64_t sweep = engine.store().create_sweep(spec.name, sweep_json(spec));
+  for (const SweepTrial& t : expand_sweep(spec))
+    add_run(engine.store(), sweep, t, 0.5, RunStatus::Finished);
+  engine.store().set_sweep_status(sweep, "finished");
+  engine.store().flush();
+
+  SweepsTab tab(&engine);
+  QVERIFY(show_sweep(tab, sweep));
+  auto* form = tab.findChild<QGroupBox*>(QStringLiteral("newSweep"));
+  QVERIFY(form);
+  QCOMPARE(form->title(), QStringLiteral("New sweep"));
+  auto* grid = tab.findChild<QPlainTextEdit*>(QStringLiteral("gridText"));
+  auto* base = tab.findChild<QPlainTextEdit*>(QStringLiteral("baseText"));
+  auto* seeds = tab.findChild<QSpinBox*>(QStringLiteral("seedsPerPoint"));
+  QVERIFY(grid && base && seeds);
+  QVERIFY(form->isAncestorOf(grid) && form->isAncestorOf(base) && form->isAncestorOf(seeds));
+  QVERIFY2(grid->toPlainText().contains(QStringLiteral("window")),
+           qPrintable(grid->toPlainText()));  // the preset's grid, for a new sweep
+
+  auto* shown = tab.findChild<QLabel*>(QStringLiteral("shownSweepSpec"));
+  QVERIFY(shown);
+  QVERIFY(shown->isVisible());
+  QVERIFY(!form->isAncestorOf(shown));
+  const QString text = shown->text();
+  for (const char* part :
+       {"grid margin=0,1,2", "2 seeds a point", "model=mlp", "steps=40", "stats_interval=5"})
+    QVERIFY2(text.contains(QLatin1String(part)), qPrintable(part + (": " + text)));
+  QVERIFY2(!text.contains(QStringLiteral("window")), qPrintable(text));
+
+  auto* copy = tab.findChild<QPushButton*>(QStringLiteral("copyToForm"));
+  QVERIFY(copy);
+  QVERIFY(copy->isEnabled());
+  QTest::mouseClick(copy, Qt::LeftButton);
+  QCOMPARE(grid->toPlainText(), QStringLiteral("margin=0,1,2"));
+  QCOMPARE(seeds->value(), 2);
+  const QStringList lines = base->toPlainText().split(QLatin1Char('\n'));
+  for (const char* line : {"model=mlp", "steps=40", "stats_interval=5"})
+    QVERIFY2(lines.contains(QLatin1String(line)), qPrintable(base->toPlainText()));
+  QVERIFY2(!base->toPlainText().contains(QStringLiteral("drift")), qPrintable(base->toPlainText()));
+
+  QSignalSpy listed(&tab, &SweepsTab::sweepsListed);
+  QVERIFY(engine.openDatabase(dir_.filePath(QStringLiteral("described_empty.sqlite"))));
+  QVERIFY(listed.count() > 0 || listed.wait(30000));
+  QVERIFY2(shown->text().isEmpty(), qPrintable(shown->text()));
+  QVERIFY(!copy->isEnabled());
+}
+
+namespace {
+
+// Where each of the tab's visible widgets is, in the tab's coordinates.
+std::map<QWidget*, QRect> widget_places(QWidget& tab) {
+  std::map<QWidget*, QRect> places;
+  for (QWidget* w : tab.findChildren<QWidget*>())
+    if (w->isVisible()) places[w] = QRect(w->mapTo(&tab, QPoint(0, 0)), w->size());
+  return places;
+}
+
+// What moved between two layouts, among the widgets visible in both, or empty.
+QString moved(const std::map<QWidget*, QRect>& before, const std::map<QWidget*, QRect>& after) {
+  QStringList what;
+  for (const auto& [w, r] : before) {
+    const auto a = after.find(w);
+    if (a == after.end() || a->second == r) continue;
+    what << QStringLiteral("%1 (%2) %3,%4 %5x%6 -> %7,%8 %9x%10")
+                .arg(QString::fromLatin1(w->metaObject()->className()), w->objectName())
+                .arg(r.x())
+                .arg(r.y())
+                .arg(r.width())
+                .arg(r.height())
+                .arg(a->second.x())
+                .arg(a->second.y())
+                .arg(a->second.width())
+                .arg(a->second.height());
+  }
+  return what.join(QStringLiteral("; "));
+}
+
+}  // namespace
+
+// Choosing for y the axis on x: one row of cells along it, said on the y axis, the other
+// axis held by its slicer; nothing of the tab moves or changes size, the heatmap keeps its
+// place, and the tab asks for no more room; back to two axes, the same again.
+void SweepHeatmapTest::theSameAxisAcrossAndUpKeepsTheLayout() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("same_axis.sqlite")));
+  const int64_t sweep =
+      finished_sweep(engine.store(), "same axis", {"margin=0,1", "window=1,16,1024"},
+                     [](const SweepTrial& t) { return 0.5 + 0.1 * std::stod(t.values[0]); });
+  SweepsTab tab(&engine);
+  QVERIFY(show_sweep(tab, sweep));
+  auto* x = tab.findChild<QComboBox*>(QStringLiteral("xAxis"));
+  auto* y = tab.findChild<QComboBox*>(QStringLiteral("yAxis"));
+  QVERIFY(x && y);
+  QCOMPARE(x->currentText(), QStringLiteral("window"));
+  QCOMPARE(y->currentText(), QStringLiteral("margin"));
+  ExportablePlot* heat = tab.plots()[0];
+  auto settle = [&] {
+    QTest::qWait(50);
+    heat->replot();
+  };
+  settle();
+  const auto before = widget_places(tab);
+  const QSize min_before = tab.minimumSizeHint();
+  const QRect rect_before = heat->axisRect()->rect();
+
+  y->setCurrentIndex(y->findText(QStringLiteral("window")));
+  settle();
+  auto* map = qobject_cast<QCPColorMap*>(heat->plottable(0));
+  QVERIFY(map);
+  QCOMPARE(map->data()->keySize(), 3);
+  QCOMPARE(map->data()->valueSize(), 1);
+  QVERIFY2(heat->yAxis->label().contains(QStringLiteral("one row")) &&
+               heat->yAxis->label().contains(QStringLiteral("window")),
+           qPrintable(heat->yAxis->label()));
+  bool held = false;  // margin, at its first value
+  for (QComboBox* c : tab.findChildren<QComboBox*>())
+    held = held || (c->isVisible() && c->currentText() == QStringLiteral("margin=0"));
+  QVERIFY(held);
+  const QString one_row = moved(before, widget_places(tab));
+  QVERIFY2(one_row.isEmpty(), qPrintable(one_row));
+  QCOMPARE(tab.minimumSizeHint(), min_before);
+  const QRect rect = heat->axisRect()->rect();
+  QCOMPARE(rect.left(), rect_before.left());
+  QCOMPARE(rect.top(), rect_before.top());
+  QCOMPARE(rect.bottom(), rect_before.bottom());
+
+  y->setCurrentIndex(y->findText(QStringLiteral("margin")));
+  settle();
+  QCOMPARE(map->data()->valueSize(), 2);
+  QCOMPARE(heat->yAxis->label(), QStringLiteral("margin"));
+  const QString two_axes = moved(before, widget_places(tab));
+  QVERIFY2(two_axes.isEmpty(), qPrintable(two_axes));
+  QCOMPARE(heat->axisRect()->rect().left(), rect_before.left());
 }
 
 QTEST_MAIN(SweepHeatmapTest)

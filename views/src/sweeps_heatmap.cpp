@@ -1,13 +1,16 @@
 // SweepsTab's results (sweeps_tab.h): a stored sweep's points read off the GUI thread,
-// the heatmap of two chosen axes with the others as slicers (one row of cells for a
-// one-axis sweep; cells still to run grey with "…", cells with a diverged run hatched),
-// a click on a cell and its row's or column's loss curves overlaid, a double click opening
-// its run, and the best setting among the finished; the "Sweep" list of the database's
-// stored sweeps, read off the GUI thread, and the one chosen shown. The form, start, stop
-// and collection are in sweeps_tab.cpp.
+// the heatmap of two chosen axes with the others as slicers on a line of their own (one
+// row of cells for a one-axis sweep or the same axis across and up, said on the y axis;
+// the heatmap's margin pinned, so that choosing axes does not move it; cells still to
+// run grey with "…", cells with a diverged run hatched), a click on a cell and its row's
+// or column's loss curves overlaid, a double click opening its run, and the best setting
+// among the finished; the "Sweep" list of the database's stored sweeps, read off the GUI
+// thread, and the one chosen shown. The form, start, stop and collection are in
+// sweeps_tab.cpp.
 #include "fp8wb/views/sweeps_tab.h"
 
 #include <QComboBox>
+#include <QFontMetrics>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMouseEvent>
@@ -269,6 +272,36 @@ void SweepsTab::rebuildSlicers() {
   }
   x_axis_->setCurrentIndex(spec_.axes.size() > 1 ? 1 : 0);  // e.g. window across,
   y_axis_->setCurrentIndex(0);                              // margin up
+  describeShownSweep();
+  pinHeatmapMargin();
+}
+
+// The one row's label up, where the same axis is across and up.
+static QString one_row_label(const SweepSpec& spec, int x_axis) {
+  if (spec.axes.size() < 2 || x_axis < 0) return QObject::tr("one row");
+  return QObject::tr("one row: y = x (%1)")
+      .arg(QString::fromStdString(spec.axes[static_cast<size_t>(x_axis)].key));
+}
+
+void SweepsTab::pinHeatmapMargin() {
+  QCPAxisRect* rect = heat_->axisRect();
+  if (spec_.axes.empty()) {
+    rect->setMinimumMargins(QMargins());
+    return;
+  }
+  // What the y axis needs beside the map at its widest: QCustomPlot's own margin is the
+  // tick labels' width and the label's height with their paddings; a few pixels to spare.
+  const QCPAxis* y = heat_->yAxis;
+  const QFontMetrics ticks(y->tickLabelFont()), label(y->labelFont());
+  int widest = 0;
+  for (const SweepAxis& a : spec_.axes)
+    for (const std::string& v : a.values)
+      widest = std::max(widest, ticks.horizontalAdvance(QString::fromStdString(v)));
+  const int left = y->padding() + y->offset() + std::max(0, y->tickLengthOut()) +
+                   y->tickLabelPadding() + widest + y->labelPadding() + label.height() + 6;
+  QMargins m = rect->minimumMargins();
+  m.setLeft(left);
+  rect->setMinimumMargins(m);
 }
 
 void SweepsTab::setAxes(int x_axis, int y_axis) {
@@ -402,11 +435,17 @@ void SweepsTab::redraw() {
     a->setTickLabels(true);
     a->setTicks(true);
   }
-  for (size_t k = 0; k < slicers_.size(); ++k)
+  bool held = false;
+  for (size_t k = 0; k < slicers_.size(); ++k) {
     slicers_[k]->setVisible(static_cast<int>(k) != xa && static_cast<int>(k) != ya);
+    held = held || slicers_[k]->isVisibleTo(this);
+  }
+  held_none_->setText(held ? QString() : tr("none: every axis is across or up"));
+  held_none_->setVisible(!held);
   const SweepMetric metric = chosen(metric_, kSweepMetrics);
   const auto& xv = spec_.axes[static_cast<size_t>(xa)].values;
-  // The same axis across and up (a one-axis sweep): one row of cells, nothing up.
+  // The same axis across and up (a one-axis sweep, or one axis chosen for both): one row
+  // of cells, no values up.
   const bool one_row = xa == ya;
   const std::vector<std::string> yv =
       one_row ? std::vector<std::string>{""} : spec_.axes[static_cast<size_t>(ya)].values;
@@ -454,7 +493,9 @@ void SweepsTab::redraw() {
   heat_->xAxis->setTicker(tx);
   heat_->yAxis->setTicker(ty);
   heat_->xAxis->setLabel(QString::fromStdString(spec_.axes[static_cast<size_t>(xa)].key));
-  heat_->yAxis->setLabel(one_row ? QString()
+  // The same axis across and up: the y axis says that the one row is x alone (the other
+  // axes held by their slicers).
+  heat_->yAxis->setLabel(one_row ? one_row_label(spec_, xa)
                                  : QString::fromStdString(spec_.axes[static_cast<size_t>(ya)].key));
   heat_->rescaleAxes();
   heat_->xAxis->setRange(-0.5, static_cast<double>(xv.size()) - 0.5);
@@ -507,6 +548,8 @@ void SweepsTab::showNoSweep() {
     a->setRange(0, 1);
   }
   no_sweep_->setVisible(true);
+  held_none_->setText(QStringLiteral("—"));
+  held_none_->setVisible(true);
   heat_->replot(QCustomPlot::rpQueuedReplot);
   clearOverlay();
 }

@@ -1,14 +1,19 @@
-// SweepsTab (sweeps_tab.h): the tab's widgets and layout, its presets, the form of a
-// sweep (base config, grid, seeds, trials side by side), start and stop with each trial's
-// state as a BackgroundJob, and "Collect from folder…": a cluster sweep's folder collected
-// as a BackgroundJob with a progress bar a trial, a failure named over the heatmap. The
+// SweepsTab (sweeps_tab.h): the tab's widgets and layout, its presets, the "New sweep"
+// form (base config, grid, seeds, trials side by side), the line describing the sweep
+// shown and "Copy to new sweep", start and stop with each trial's state as a
+// BackgroundJob, and "Collect from folder…": a cluster sweep's folder collected as a
+// BackgroundJob with a progress bar a trial, a failure named over the heatmap. The
 // heatmap, its cells and the overlaid curves are in sweeps_heatmap.cpp.
 #include "fp8wb/views/sweeps_tab.h"
 
 #include <QComboBox>
 #include <QFileDialog>
 #include <QFormLayout>
+#include <QGroupBox>
 #include <QHBoxLayout>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QListWidget>
 #include <QPlainTextEdit>
@@ -17,7 +22,9 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QVBoxLayout>
+#include <algorithm>
 
+#include "fp8wb/core/run_config.h"
 #include "fp8wb/core/sweep_collect.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
@@ -77,12 +84,16 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
       collect_failure_(new QLabel(this)),
       reading_(new QProgressBar(this)),
       collecting_(new QProgressBar(this)),
+      shown_spec_(new QLabel(this)),
+      copy_spec_(new QPushButton(tr("Copy to new sweep"), this)),
       slicer_row_(new QHBoxLayout),
+      held_none_(new QLabel(this)),
       heat_(new ExportablePlot(this)),
       curves_(new ExportablePlot(this)) {
   preset_->addItems(presetNames());
   fill_choices(metric_, kSweepMetrics, &SweepMetricEntry::label);
   seeds_->setRange(1, 100);
+  seeds_->setObjectName(QStringLiteral("seedsPerPoint"));
   parallel_->setRange(0, 64);
   parallel_->setSpecialValueText(tr("auto"));
   grid_->setPlaceholderText(tr("one axis a line: margin=0,1,2,4"));
@@ -90,6 +101,15 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   grid_->setMaximumHeight(90);
   base_->setMaximumHeight(110);
   stop_->setEnabled(false);
+  // The form of a sweep to start here, apart from the sweep shown on the right (which the
+  // line under the "Sweep" list describes).
+  auto* new_sweep = new QGroupBox(tr("New sweep"), this);
+  new_sweep->setObjectName(QStringLiteral("newSweep"));
+  new_sweep->setToolTip(
+      tr("The settings of a sweep to start here. The sweep shown on the right is described "
+         "under its \"Sweep\" list."));
+  grid_->setObjectName(QStringLiteral("gridText"));
+  base_->setObjectName(QStringLiteral("baseText"));
   auto* form = new QFormLayout;
   form->addRow(tr("Preset"), preset_);
   form->addRow(tr("Base config"), base_);
@@ -99,15 +119,17 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(start_);
   buttons->addWidget(stop_);
-  buttons->addWidget(collect_);
+  auto* nl = new QVBoxLayout(new_sweep);
+  nl->addLayout(form);
+  nl->addLayout(buttons);
   collect_->setObjectName(QStringLiteral("collect-folder"));
   collect_->setToolTip(
       tr("Merge the finished trials of a sweep run on a cluster (the folder `fp8wb sweep "
          "--slurm` wrote) into this database, as `fp8wb sweep --collect` does"));
   auto* left = new QWidget(this);
   auto* ll = new QVBoxLayout(left);
-  ll->addLayout(form);
-  ll->addLayout(buttons);
+  ll->addWidget(new_sweep);
+  ll->addWidget(collect_);
   status_->setWordWrap(true);
   ll->addWidget(status_);
   reading_->setRange(0, 0);  // busy, for as long as it takes
@@ -141,6 +163,8 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   heat_->setInteractions(QCP::Interactions());  // clicks pick cells
   curves_->xAxis->setLabel(tr("step"));
   curves_->yAxis->setLabel(tr("loss"));
+  x_axis_->setObjectName(QStringLiteral("xAxis"));
+  y_axis_->setObjectName(QStringLiteral("yAxis"));
   auto* pick = new QHBoxLayout;
   pick->addWidget(new QLabel(tr("x"), this));
   pick->addWidget(x_axis_);
@@ -152,8 +176,20 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   overlay_->setObjectName(QStringLiteral("overlayAlong"));
   overlay_->addItems({tr("row"), tr("column")});
   pick->addWidget(overlay_);
-  pick->addLayout(slicer_row_);
   pick->addStretch(1);
+  // The axes neither across nor up, each held at a value, on a line of their own: choosing
+  // axes shows and hides them there without widening the tab or moving the heatmap.
+  auto* held = new QWidget(this);
+  held->setObjectName(QStringLiteral("heldAxes"));
+  auto* hl = new QHBoxLayout(held);
+  hl->setContentsMargins(QMargins());
+  hl->addWidget(new QLabel(tr("Other axes at"), held));
+  hl->addLayout(slicer_row_);
+  held_none_->setObjectName(QStringLiteral("heldNone"));
+  hl->addWidget(held_none_);
+  hl->addStretch(1);
+  held->setFixedHeight(std::max(x_axis_->sizeHint().height(), held_none_->sizeHint().height()));
+  held->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
   // The database's sweeps: any of them is shown by choosing it.
   stored_->setObjectName(QStringLiteral("storedSweeps"));
   stored_->setToolTip(
@@ -165,10 +201,25 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   auto* chooser = new QHBoxLayout;
   chooser->addWidget(new QLabel(tr("Sweep"), this));
   chooser->addWidget(stored_, 1);
+  // What the sweep shown was run with: its grid, seeds and base config, read-only; the
+  // button puts them in the form of a new sweep.
+  shown_spec_->setObjectName(QStringLiteral("shownSweepSpec"));
+  shown_spec_->setWordWrap(true);
+  shown_spec_->setTextFormat(Qt::PlainText);
+  shown_spec_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  copy_spec_->setObjectName(QStringLiteral("copyToForm"));
+  copy_spec_->setToolTip(
+      tr("Put the shown sweep's grid, seeds and base config in the form of "
+         "a new sweep, on the left"));
+  auto* shown = new QHBoxLayout;
+  shown->addWidget(shown_spec_, 1);
+  shown->addWidget(copy_spec_, 0, Qt::AlignTop);
   auto* right = new QWidget(this);
   auto* rl = new QVBoxLayout(right);
   rl->addLayout(chooser);
+  rl->addLayout(shown);
   rl->addLayout(pick);
+  rl->addWidget(held);
   collect_failure_->setObjectName(QStringLiteral("collect-failure"));
   collect_failure_->setWordWrap(true);
   collect_failure_->setTextFormat(Qt::PlainText);
@@ -190,6 +241,7 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
           [this](const QString& n) { applyPreset(n); });
   connect(start_, &QPushButton::clicked, this, [this] { start(); });
   connect(stop_, &QPushButton::clicked, this, &SweepsTab::stop);
+  connect(copy_spec_, &QPushButton::clicked, this, &SweepsTab::copyShownToForm);
   connect(collect_, &QPushButton::clicked, this, [this] {
     const QString dir = folder_chooser_
                             ? folder_chooser_(this)
@@ -224,6 +276,7 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   connect(overlay_, &QComboBox::currentIndexChanged, this,
           [this](int column) { overlayLine(overlaid_cell_.x(), overlaid_cell_.y(), column == 1); });
   applyPreset(preset_->currentText());
+  describeShownSweep();  // none yet
   showNoSweep();
 }
 
@@ -246,6 +299,68 @@ bool SweepsTab::applyPreset(const QString& name) {
     return true;
   }
   return false;
+}
+
+namespace {
+
+// A config field's value as a key=value line writes it: "mlp", "150", "0.003", "true".
+QString field_text(const QJsonValue& v) {
+  if (v.isString()) return v.toString();
+  if (v.isBool()) return v.toBool() ? QStringLiteral("true") : QStringLiteral("false");
+  if (v.isDouble()) return QString::number(v.toDouble(), 'g', 15);
+  if (v.isArray())
+    return QString::fromUtf8(QJsonDocument(v.toArray()).toJson(QJsonDocument::Compact));
+  if (v.isObject())
+    return QString::fromUtf8(QJsonDocument(v.toObject()).toJson(QJsonDocument::Compact));
+  return {};
+}
+
+// The fields a sweep's base config sets apart from the defaults, as key=value lines (the
+// run's name, which each trial replaces, left out).
+QStringList base_overrides(const RunConfig& base) {
+  const QJsonObject defaults =
+      QJsonDocument::fromJson(QByteArray::fromStdString(run_config_json(RunConfig{}))).object();
+  const QJsonObject fields =
+      QJsonDocument::fromJson(QByteArray::fromStdString(run_config_json(base))).object();
+  QStringList lines;
+  for (auto f = fields.begin(); f != fields.end(); ++f)
+    if (f.key() != QLatin1String("name") && defaults.value(f.key()) != f.value())
+      lines << f.key() + QLatin1Char('=') + field_text(f.value());
+  return lines;
+}
+
+// A grid axis as the form writes it: "margin=0,1,2".
+QString axis_text(const SweepAxis& a) {
+  QStringList values;
+  for (const std::string& v : a.values) values << QString::fromStdString(v);
+  return QString::fromStdString(a.key) + QLatin1Char('=') + values.join(QLatin1Char(','));
+}
+
+}  // namespace
+
+void SweepsTab::describeShownSweep() {
+  copy_spec_->setEnabled(!spec_.axes.empty());
+  if (spec_.axes.empty()) {
+    shown_spec_->clear();
+    return;
+  }
+  QStringList grid;
+  for (const SweepAxis& a : spec_.axes) grid << axis_text(a);
+  const QStringList base = base_overrides(spec_.base);
+  shown_spec_->setText(
+      tr("Shown: grid %1 · %2 · base config %3")
+          .arg(grid.join(QStringLiteral(" x ")),
+               spec_.seeds == 1 ? tr("1 seed a point") : tr("%1 seeds a point").arg(spec_.seeds),
+               base.isEmpty() ? tr("the defaults") : base.join(QStringLiteral(", "))));
+}
+
+void SweepsTab::copyShownToForm() {
+  if (spec_.axes.empty()) return;
+  QStringList grid;
+  for (const SweepAxis& a : spec_.axes) grid << axis_text(a);
+  base_->setPlainText(base_overrides(spec_.base).join(QLatin1Char('\n')));
+  grid_->setPlainText(grid.join(QLatin1Char('\n')));
+  seeds_->setValue(spec_.seeds);
 }
 
 void SweepsTab::setGridText(const QString& text) {

@@ -7,7 +7,9 @@
 // with "diverged": neither takes a colour of the scale. The best is named among grid
 // points whose trials all finished, with how many of the sweep's trials have. A "Sweep"
 // list over the heatmap names the open database's stored sweeps, newest first (those run
-// here, by `fp8wb sweep` or collected from a cluster's folder alike): choosing one shows it.
+// here, by `fp8wb sweep` or collected from a cluster's folder alike): choosing one shows it,
+// and a line under it says what the shown sweep was run with; the form on the left is that
+// of a new sweep, apart.
 #pragma once
 
 #include <QWidget>
@@ -70,6 +72,12 @@ class SweepsTab : public QWidget {
   bool isListing() const { return list_job_.busy(); }
   // The list's entries, newest first: "#3 margin x window (12 trials, finished)".
   QStringList storedSweeps() const;
+  // Puts the shown sweep's grid, seeds and base config (the fields it sets apart from the
+  // defaults) in the form of a new sweep ("Copy to new sweep").
+  void copyShownToForm();
+  // x and y (indices of the grid's axes). The same axis across and up is one row of cells
+  // along it, the other axes held by their slicers; the y axis says so, and the heatmap
+  // keeps its place.
   void setAxes(int x_axis, int y_axis);
   void setMetric(SweepMetric metric);  // the heatmap's colour
   // The heatmap cell (x, y) of the current slice: its run ids (empty if none).
@@ -124,6 +132,11 @@ class SweepsTab : public QWidget {
   // No overlaid curves nor their title (another sweep is shown or started).
   void clearOverlay();
   void rebuildSlicers();
+  // The shown sweep's grid, seeds and base config in the line under the "Sweep" list.
+  void describeShownSweep();
+  // The heatmap's left margin, wide enough for any of the sweep's axes up (its values and
+  // label) or the one row of the same axis across and up: choosing axes does not move it.
+  void pinHeatmapMargin();
   // The grey or hatched look of a cell that takes no colour of the scale, with its mark.
   void markCell(int x, int y, const QString& kind, const QString& text);
   // A press and release at (nearly) one place over the map's axis rect: its cell.
@@ -147,9 +160,12 @@ class SweepsTab : public QWidget {
   QLabel* collect_failure_;   // over the heatmap: a collection failed, what is shown is older
   QProgressBar* reading_;     // busy while a sweep's points are read
   QProgressBar* collecting_;  // trials collected of the folder's
+  QLabel* shown_spec_;        // the shown sweep's grid, seeds and base config
+  QPushButton* copy_spec_;    // "Copy to new sweep": those into the form
   std::function<QString(QWidget*)> folder_chooser_;
   QHBoxLayout* slicer_row_;
   std::vector<QComboBox*> slicers_;  // one per axis (used for those not on x or y)
+  QLabel* held_none_;                // in place of the slicers where every axis is on the map
   ExportablePlot *heat_, *curves_;
   QCPColorMap* map_;
   QCPColorScale* scale_;
