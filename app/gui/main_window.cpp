@@ -5,7 +5,6 @@
 #include <QCloseEvent>
 #include <QDir>
 #include <QDockWidget>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
 #include <QMenuBar>
@@ -18,6 +17,7 @@
 #include "fp8wb/views/checkpoint_tab.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/file_dialogs.h"
 #include "fp8wb/views/formats_tab.h"
 #include "fp8wb/views/presentation_mode.h"
 #include "fp8wb/views/run_panel.h"
@@ -144,14 +144,8 @@ QAction* named(QAction* a, const char* name) {
 }  // namespace
 
 void MainWindow::buildMenus() {
-  open_dialog_ = [](QWidget* parent, const QString& caption, const QString& dir,
-                    const QString& filter) {
-    return QFileDialog::getOpenFileName(parent, caption, dir, filter);
-  };
-  save_dialog_ = [](QWidget* parent, const QString& caption, const QString& dir,
-                    const QString& filter) {
-    return QFileDialog::getSaveFileName(parent, caption, dir, filter);
-  };
+  open_dialog_ = &open_file_name;
+  save_dialog_ = &save_file_name;
   QMenu* file = menuBar()->addMenu(tr("&File"));
   file->setObjectName(QStringLiteral("file-menu"));
   named(file->addAction(tr("Open &checkpoint..."), QKeySequence::Open, this,

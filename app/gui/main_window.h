@@ -63,7 +63,7 @@ class MainWindow : public QMainWindow {
   QStringList notices() const { return notices_; }
 
   // The File menu's file dialogs: (parent, caption, folder, filter) -> the chosen path,
-  // empty when cancelled. QFileDialog's own by default.
+  // empty when cancelled. open_file_name() and save_file_name() (file_dialogs.h) by default.
   using FileDialog =
       std::function<QString(QWidget*, const QString&, const QString&, const QString&)>;
   void setFileDialogs(FileDialog open, FileDialog save);

@@ -8,7 +8,6 @@
 #include <QComboBox>
 #include <QDragEnterEvent>
 #include <QDropEvent>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -28,6 +27,7 @@
 #include "checkpoint_tab_internal.h"
 #include "fp8wb/core/open_checkpoint.h"
 #include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/file_dialogs.h"
 
 namespace fp8wb {
 namespace {
@@ -63,7 +63,7 @@ CheckpointTab::CheckpointTab(QWidget* parent)
   status_->setObjectName(QStringLiteral("checkpointStatus"));
   auto* open = new QPushButton(tr("Open checkpoint..."), this);
   connect(open, &QPushButton::clicked, this, [this] {
-    const QString path = QFileDialog::getOpenFileName(
+    const QString path = open_file_name(
         this, tr("Open checkpoint"), QString(),
         tr("Checkpoints (*.safetensors *.index.json *.pt *.pth *.bin);;All files (*)"));
     if (!path.isEmpty()) openCheckpoint(path);

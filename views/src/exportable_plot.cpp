@@ -2,7 +2,6 @@
 
 #include <QApplication>
 #include <QFile>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QMenu>
 #include <QMessageBox>
@@ -12,6 +11,7 @@
 #include <cmath>
 
 #include "fp8wb/core/value_report.h"
+#include "fp8wb/views/file_dialogs.h"
 
 namespace fp8wb {
 
@@ -306,7 +306,7 @@ void ExportablePlot::showExportMenu(const QPoint& pos) {
                                       std::pair{tr("Export PDF…"), tr("PDF (*.pdf)")},
                                       std::pair{tr("Export data as CSV…"), tr("CSV (*.csv)")}}) {
     menu.addAction(label, this, [this, filter = filter] {
-      const QString path = QFileDialog::getSaveFileName(this, tr("Export"), QString(), filter);
+      const QString path = save_file_name(this, tr("Export"), QString(), filter);
       if (path.isEmpty()) return;
       const QString err = exportTo(path);
       if (!err.isEmpty()) QMessageBox::warning(this, tr("Export failed"), err);

@@ -1,7 +1,6 @@
 #include "fp8wb/views/runs_tab.h"
 
 #include <QFile>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -20,6 +19,7 @@
 #include "fp8wb/core/final_loss.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/file_dialogs.h"
 #include "fp8wb/views/loss_curves.h"
 
 namespace fp8wb {
@@ -137,7 +137,7 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
   button("export", tr("Export CSV..."), [this] {
     const auto ids = selectedIds();
     if (ids.empty()) return;
-    const QString path = QFileDialog::getSaveFileName(
+    const QString path = save_file_name(
         this, tr("Export run"), QStringLiteral("run%1.csv").arg(ids.front()), tr("CSV (*.csv)"));
     if (!path.isEmpty()) exportCsv(ids.front(), path);
   });

@@ -7,7 +7,6 @@
 #include "fp8wb/views/sweeps_tab.h"
 
 #include <QComboBox>
-#include <QFileDialog>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -28,6 +27,7 @@
 #include "fp8wb/core/sweep_collect.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/file_dialogs.h"
 #include "fp8wb/views/name_choices.h"
 #include "sweeps_tab_internal.h"
 
@@ -243,10 +243,11 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   connect(stop_, &QPushButton::clicked, this, &SweepsTab::stop);
   connect(copy_spec_, &QPushButton::clicked, this, &SweepsTab::copyShownToForm);
   connect(collect_, &QPushButton::clicked, this, [this] {
-    const QString dir = folder_chooser_
-                            ? folder_chooser_(this)
-                            : QFileDialog::getExistingDirectory(
-                                  this, tr("The folder of a sweep run on a cluster (sweep.json)"));
+    const QString dir =
+        folder_chooser_
+            ? folder_chooser_(this)
+            : existing_folder(this, tr("The folder of a sweep run on a cluster (sweep.json)"),
+                              QString());
     if (!dir.isEmpty()) collectFolder(dir);
   });
   connect(stored_, &QComboBox::currentIndexChanged, this, [this](int i) {
