@@ -126,7 +126,7 @@ void OverviewTab::rebuild() {
                      .arg(qs(data_->name()).toHtmlEscaped())
                      .arg(data_->runId())
                      .arg(QString::fromLatin1(run_status_name(data_->status())))
-                     .arg(m.step + 1)
+                     .arg(m.step)  // as the plots number it (0 the first)
                      .arg(m.loss, 0, 'f', 4);
   if (std::isfinite(m.ref_loss))
     text += tr(", reference %1, gap %2").arg(m.ref_loss, 0, 'f', 4).arg(m.loss_gap, 0, 'g', 3);
