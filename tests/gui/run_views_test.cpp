@@ -44,6 +44,7 @@ class RunViewsTest : public QObject {
   void initTestCase();
   void axesFollowTheStepsAfterStepZero();
   void stepZeroIsDrawnOnlyWhenIncluded();
+  void aLoneSampleIsDrawnAsAPoint();
   void heatmapTooltipNamesLayerAndStep();
   void logAxisLabelsAreReadable();
   void heatmapCellsWholeAndTopNotWhite();
@@ -90,10 +91,10 @@ std::string delayed_config(const std::string& name) {
 // A delayed-scaling run as it starts: step 0 quantized with scale 1 (the amax the scale
 // maps to 448 is 448, half the elements underflow), the steps after with scales from the
 // amaxes seen.
-void fill_delayed(RunData& d) {
+void fill_delayed(RunData& d, int samples = 4) {
   d.setRun(1, "delayed", delayed_config("delayed"));
   const float amax[] = {3.0f, 3.1f, 3.2f, 3.3f};
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < samples; ++i) {
     MetricBatch b;
     StepMetrics m;
     m.step = i * 10;
@@ -262,6 +263,40 @@ void RunViewsTest::stepZeroIsDrawnOnlyWhenIncluded() {
   QCOMPARE(heat->data()->keySize(), 4);
   QCOMPARE(plot->xAxis->range().lower, -5.0);
   QCOMPARE(plot->xAxis->range().upper, 35.0);
+}
+
+// A run sampled at steps 0 and 10, step 0 left out: each curve of the Scaling tab has one
+// point, which a line alone would not draw; it is drawn as a dot.
+void RunViewsTest::aLoneSampleIsDrawnAsAPoint() {
+  RunData data;
+  fill_delayed(data, 2);  // steps 0 and 10
+  ScalingTab scaling(&data);
+  scaling.resize(1000, 800);
+  scaling.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&scaling));
+  scaling.refresh(true);
+  int lone = 0;
+  for (QCustomPlot* p : scaling.plots()) {
+    for (int g = 0; g < p->graphCount(); ++g) {
+      QCPGraph* graph = p->graph(g);
+      if (graph->dataCount() != 1 || graph->lineStyle() == QCPGraph::lsNone) continue;
+      ++lone;
+      QVERIFY2(graph->scatterStyle().shape() != QCPScatterStyle::ssNone, qPrintable(graph->name()));
+    }
+  }
+  QVERIFY(lone > 0);
+  // With step 0 back, two points: lines again, without dots.
+  auto* box = scaling.findChild<QCheckBox*>(QStringLiteral("include-step-0"));
+  QVERIFY(box);
+  box->setChecked(true);
+  scaling.refresh(true);
+  for (QCustomPlot* p : scaling.plots()) {
+    for (int g = 0; g < p->graphCount(); ++g) {
+      QCPGraph* graph = p->graph(g);
+      if (graph->dataCount() == 2 && graph->lineStyle() != QCPGraph::lsNone)
+        QCOMPARE(graph->scatterStyle().shape(), QCPScatterStyle::ssNone);
+    }
+  }
 }
 
 // The pointer over a cell of the layer x step heatmap: its tooltip names the cell's layer

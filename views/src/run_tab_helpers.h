@@ -40,6 +40,7 @@ void use_log_axis(QCPAxis* a);
 // Fits the plot's axes to its data; without `include_step0`, the value axis to the points
 // after step 0 (where there are any): a delayed-scaling run starts from a scale of 1, whose
 // figures at step 0 would otherwise stretch the axis over values no later step comes near.
+// A curve of one point (a line alone draws none) gets a dot.
 void fit_axes(QCustomPlot* p, bool include_step0);
 // "Include step 0", unticked.
 QCheckBox* make_step0_box(QWidget* parent);

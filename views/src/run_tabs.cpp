@@ -106,6 +106,14 @@ void use_log_axis(QCPAxis* a) {
 // after step 0 (where there are any): a delayed-scaling run starts from a scale of 1, whose
 // figures at step 0 would otherwise stretch the axis over values no later step comes near.
 void fit_axes(QCustomPlot* p, bool include_step0) {
+  // A line of one point draws nothing: such a curve shows its point as a dot.
+  for (int i = 0; i < p->graphCount(); ++i) {
+    QCPGraph* g = p->graph(i);
+    if (g->lineStyle() == QCPGraph::lsNone) continue;  // marks of their own
+    const QColor c = g->pen().color();
+    g->setScatterStyle(g->dataCount() == 1 ? QCPScatterStyle(QCPScatterStyle::ssDisc, c, c, 7)
+                                           : QCPScatterStyle());
+  }
   p->rescaleAxes();
   if (include_step0) return;
   QCPAxis* y = p->yAxis;
