@@ -61,9 +61,9 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
     // replace the original for good.
     std::vector<std::string> inputs{opt.path};
     for (const auto& r : ckpt->tensors()) inputs.push_back(r.file->path());
-    if (const std::string* in = same_file_as(opt.export_path, inputs)) {
+    if (const std::string in = same_file_as(opt.export_path, inputs); !in.empty()) {
       err << "fp8wb inspect: --export " << opt.export_path << " is the same file as "
-          << (*in == opt.path ? "the checkpoint " : "the checkpoint's shard ") << *in
+          << (in == opt.path ? "the checkpoint " : "the checkpoint's shard ") << in
           << ": the FP8 copy would replace it; give another path\n";
       return 1;
     }

@@ -12,6 +12,7 @@
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
 #include "run_command_common.h"
+#include "same_file.h"
 
 namespace fp8wb::cli {
 
@@ -308,6 +309,15 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
     if (opt.out_file.empty()) {
       export_run(*store, *r, opt.format, out);
     } else {
+      // Written over the database (or its write-ahead log), the export would replace every
+      // run in it.
+      if (const std::string in = same_file_as(opt.out_file, {path, path + "-wal", path + "-shm"});
+          !in.empty()) {
+        err << "fp8wb runs export: -o " << opt.out_file << " is the same file as "
+            << (in == path ? "the run database " : "the run database's companion file ") << in
+            << ": the export would replace it; give another path\n";
+        return 1;
+      }
       // All or nothing: a full disk leaves no truncated file, a device is not replaced.
       write_file_atomically(opt.out_file,
                             [&](std::ostream& f) { export_run(*store, *r, opt.format, f); });

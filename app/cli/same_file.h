@@ -10,14 +10,13 @@
 namespace fp8wb::cli {
 
 // The input that `out` names: the same path, or another path to the same file (a symlink,
-// `./x` for `x`, a hard link). Null where `out` is none of them (or does not exist yet).
-inline const std::string* same_file_as(const std::string& out,
-                                       const std::vector<std::string>& inputs) {
+// `./x` for `x`, a hard link). Empty where `out` is none of them (or does not exist yet).
+inline std::string same_file_as(const std::string& out, const std::vector<std::string>& inputs) {
   for (const auto& in : inputs) {
     std::error_code ec;
-    if (std::filesystem::equivalent(out, in, ec) && !ec) return &in;
+    if (std::filesystem::equivalent(out, in, ec) && !ec) return in;
   }
-  return nullptr;
+  return {};
 }
 
 }  // namespace fp8wb::cli

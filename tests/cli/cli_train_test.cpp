@@ -222,6 +222,40 @@ TEST_F(CliTrain, RunsExportWritesAllOrNothing) {
   EXPECT_EQ(nlohmann::json::parse(std::ifstream(out))["series"]["loss"].size(), 60u);
 }
 
+// `runs export -o` naming the run database itself, by whatever path, is refused with both
+// paths named: the export would have replaced every run.
+TEST_F(CliTrain, RunsExportNeverReplacesTheDatabase) {
+  {
+    auto s = fp8wb::RunStore::open(db_);
+    s->create_run("kept", "train", "{}", "cpu");
+  }
+  std::filesystem::create_symlink(db_, dir_ / "link.sqlite");
+  std::filesystem::create_hard_link(db_, dir_ / "hard.sqlite");
+  for (const std::string& out :
+       {db_, (dir_ / "." / "runs.sqlite").string(), (dir_ / "link.sqlite").string(),
+        (dir_ / "hard.sqlite").string()}) {
+    for (const char* format : {"csv", "json", "stats-csv"}) {
+      const Result r = run({"runs", "export", "1", "--db", db_, "--format", format, "-o", out});
+      EXPECT_EQ(r.rc, 1) << out;
+      EXPECT_NE(r.err.find("-o " + out + " is the same file as the run database " + db_),
+                std::string::npos)
+          << r.err;
+      EXPECT_EQ(r.out.find("wrote"), std::string::npos) << r.out;
+      std::ifstream in(db_, std::ios::binary);
+      std::string head(15, '\0');
+      in.read(head.data(), 15);
+      EXPECT_EQ(head, "SQLite format 3") << out << ": the database was replaced";
+      const Result l = run({"runs", "list", "--db", db_, "--json"});
+      ASSERT_EQ(l.rc, 0) << l.err;
+      EXPECT_EQ(nlohmann::json::parse(l.out).size(), 1u);
+    }
+  }
+  EXPECT_TRUE(std::filesystem::is_symlink(dir_ / "link.sqlite"));
+  // Another file is written as before.
+  const Result r = run({"runs", "export", "1", "--db", db_, "-o", (dir_ / "run.csv").string()});
+  EXPECT_EQ(r.rc, 0) << r.err;
+}
+
 // A damaged page met mid-run (SQLITE_CORRUPT on a write) ends the run as failed, as a
 // full disk does: the process reports and exits.
 TEST_F(CliTrain, ADamagedDatabaseEndsTheRunFailed) {
