@@ -256,6 +256,41 @@ TEST_F(CliTrain, RunsExportNeverReplacesTheDatabase) {
   EXPECT_EQ(r.rc, 0) << r.err;
 }
 
+// `train --save-weights` naming the run database or the config file, by whatever path, is
+// refused before any step, with both paths named.
+TEST_F(CliTrain, SaveWeightsNeverReplacesAnInput) {
+  {
+    auto s = fp8wb::RunStore::open(db_);
+    s->create_run("kept", "train", "{}", "cpu");
+  }
+  const std::string cfg = (dir_ / "mlp.json").string();
+  const std::string cfg_text = R"({"model": "mlp", "steps": 2})";
+  std::ofstream(cfg) << cfg_text;
+  std::filesystem::create_symlink(db_, dir_ / "link.sqlite");
+  struct Case {
+    std::string out, named;
+  };
+  for (const Case& c :
+       std::vector<Case>{{db_, "the run database " + db_},
+                         {(dir_ / "link.sqlite").string(), "the run database " + db_},
+                         {(dir_ / "." / "mlp.json").string(), "the config file " + cfg}}) {
+    const Result r = run({"train", cfg, "--db", db_, "--quiet", "--save-weights", c.out});
+    EXPECT_EQ(r.rc, 1) << c.out;
+    EXPECT_NE(r.err.find("--save-weights " + c.out + " is the same file as " + c.named),
+              std::string::npos)
+        << r.err;
+    std::ifstream in(db_, std::ios::binary);
+    std::string head(15, '\0');
+    in.read(head.data(), 15);
+    EXPECT_EQ(head, "SQLite format 3") << c.out << ": the database was replaced";
+    std::ifstream cf(cfg);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(cf), {}), cfg_text);
+    const Result l = run({"runs", "list", "--db", db_, "--json"});
+    ASSERT_EQ(l.rc, 0) << l.err;
+    EXPECT_EQ(nlohmann::json::parse(l.out).size(), 1u) << "a run was started";
+  }
+}
+
 // A damaged page met mid-run (SQLITE_CORRUPT on a write) ends the run as failed, as a
 // full disk does: the process reports and exits.
 TEST_F(CliTrain, ADamagedDatabaseEndsTheRunFailed) {
