@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -226,13 +227,22 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
       out << "no runs in " << store->path() << "\n";
       return 0;
     }
-    out << fmt::format("{:>5}  {:<24} {:<12} {:>7} {:>10} {:>11}  {:<8} {}\n", "id", "name",
+    // Names in full (two sweep trials may differ only at the end), the column as wide as
+    // the longest one, counted in characters (UTF-8 code points), not bytes.
+    auto chars = [](const std::string& s) {
+      return static_cast<size_t>(
+          std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+    };
+    size_t width = 24;
+    for (const auto& r : runs) width = std::max(width, chars(r.name));
+    auto padded = [&](const std::string& s) { return s + std::string(width - chars(s), ' '); };
+    out << fmt::format("{:>5}  {} {:<12} {:>7} {:>10} {:>11}  {:<8} {}\n", "id", padded("name"),
                        "status", "steps", "final loss", "tokens/s", "device", "started");
     for (const auto& r : runs) {
       const double loss = final_loss(*store, r).loss;  // none for a diverged run: "-"
       const double tps = speed_of(*store, r.id).median;
-      out << fmt::format("{:>5}  {:<24} {:<12} {:>7} {:>10} {:>11}  {:<8} {}\n", r.id,
-                         r.name.substr(0, 24), run_status_name(r.status), r.last_step + 1,
+      out << fmt::format("{:>5}  {} {:<12} {:>7} {:>10} {:>11}  {:<8} {}\n", r.id, padded(r.name),
+                         run_status_name(r.status), r.last_step + 1,
                          std::isfinite(loss) ? fmt::format("{:.4f}", loss) : std::string("-"),
                          std::isfinite(tps) ? fmt::format("{:.0f}", tps) : std::string("-"),
                          r.device, r.started_at);

@@ -291,6 +291,41 @@ TEST_F(CliTrain, SaveWeightsNeverReplacesAnInput) {
   }
 }
 
+// `runs list` shows every name whole (two sweep trials differing only at the end stay
+// apart), and the columns after the name stay aligned, counted in characters.
+TEST_F(CliTrain, RunsListShowsWholeNamesAligned) {
+  const std::vector<std::string> names{"sweep: margin=0 window=1", "sweep: margin=0 window=16",
+                                       "short", "Schrödinger’s run: µ-scale ≥ 2⁻⁹ and a long tail"};
+  {
+    auto s = fp8wb::RunStore::open(db_);
+    for (const auto& n : names) s->create_run(n, "train", "{}", "cpu");
+  }
+  const Result r = run({"runs", "list", "--db", db_});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto chars = [](const std::string& s) {
+    size_t n = 0;
+    for (char c : s) n += (c & 0xC0) != 0x80;
+    return n;
+  };
+  std::istringstream lines(r.out);
+  std::string header;
+  std::getline(lines, header);
+  const size_t status_at = chars(header.substr(0, header.find("status")));
+  for (const auto& n : names) {
+    // The line of this run: its name whole, then spaces, then the status column.
+    std::string line, found;
+    std::istringstream again(r.out);
+    while (std::getline(again, line)) {
+      const size_t at = line.find("  " + n + " ");
+      if (at == std::string::npos) continue;
+      const size_t next = line.find_first_not_of(' ', at + 2 + n.size());
+      EXPECT_EQ(chars(line.substr(0, next)), status_at) << "misaligned:\n" << r.out;
+      found = line;
+    }
+    EXPECT_FALSE(found.empty()) << "'" << n << "' not shown whole:\n" << r.out;
+  }
+}
+
 // A damaged page met mid-run (SQLITE_CORRUPT on a write) ends the run as failed, as a
 // full disk does: the process reports and exits.
 TEST_F(CliTrain, ADamagedDatabaseEndsTheRunFailed) {
