@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -187,8 +188,10 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
   const char* end = opt.target.data() + opt.target.size();
   if (const auto [at, e] = std::from_chars(opt.target.data(), end, id);
       !opt.target.empty() && (e != std::errc() || at != end || id <= 0)) {
-    err << "fp8wb runs " << opt.action << ": run id must be a number, not '" << opt.target
-        << "' (`fp8wb runs list` shows the ids)\n";
+    // One message for a word, a fraction, 0, a negative number or one too large: ids start
+    // at 1.
+    err << "fp8wb runs " << opt.action << ": run id must be a positive whole number (1 to "
+        << INT64_MAX << "), not '" << opt.target << "' (`fp8wb runs list` shows the ids)\n";
     return 1;
   }
   // Reading creates nothing (no folder, no file, no -wal): a missing database is an error.
