@@ -10,6 +10,7 @@
 #include "fp8wb/core/checkpoint_analysis.h"
 #include "fp8wb/core/default_formats.h"
 #include "fp8wb/core/open_checkpoint.h"
+#include "same_file.h"
 
 namespace fp8wb::cli {
 
@@ -56,6 +57,16 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
   const bool on_gpu = analysis_uses_gpu(ao.device);  // a clear error before any work
   const auto ckpt = open_any_checkpoint(opt.path);
   if (!opt.export_path.empty()) {
+    // The FP8 copy is lossy: written over the checkpoint (or one of its shards) it would
+    // replace the original for good.
+    std::vector<std::string> inputs{opt.path};
+    for (const auto& r : ckpt->tensors()) inputs.push_back(r.file->path());
+    if (const std::string in = same_file_as(opt.export_path, inputs); !in.empty()) {
+      err << "fp8wb inspect: --export " << opt.export_path << " is the same file as "
+          << (in == opt.path ? "the checkpoint " : "the checkpoint's shard ") << in
+          << ": the FP8 copy would replace it; give another path\n";
+      return 1;
+    }
     const ExportReport r = export_fp8_checkpoint(*ckpt, opt.export_path);
     err << "wrote " << opt.export_path << ": " << r.quantized.size()
         << " weights in FP8 (E4M3, 128x128 blocks), " << r.kept.size() << " tensors as they were\n";

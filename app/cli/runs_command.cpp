@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -12,6 +14,7 @@
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
 #include "run_command_common.h"
+#include "same_file.h"
 
 namespace fp8wb::cli {
 
@@ -185,8 +188,10 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
   const char* end = opt.target.data() + opt.target.size();
   if (const auto [at, e] = std::from_chars(opt.target.data(), end, id);
       !opt.target.empty() && (e != std::errc() || at != end || id <= 0)) {
-    err << "fp8wb runs " << opt.action << ": run id must be a number, not '" << opt.target
-        << "' (`fp8wb runs list` shows the ids)\n";
+    // One message for a word, a fraction, 0, a negative number or one too large: ids start
+    // at 1.
+    err << "fp8wb runs " << opt.action << ": run id must be a positive whole number (1 to "
+        << INT64_MAX << "), not '" << opt.target << "' (`fp8wb runs list` shows the ids)\n";
     return 1;
   }
   // Reading creates nothing (no folder, no file, no -wal): a missing database is an error.
@@ -225,13 +230,22 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
       out << "no runs in " << store->path() << "\n";
       return 0;
     }
-    out << fmt::format("{:>5}  {:<24} {:<12} {:>7} {:>10} {:>11}  {:<8} {}\n", "id", "name",
+    // Names in full (two sweep trials may differ only at the end), the column as wide as
+    // the longest one, counted in characters (UTF-8 code points), not bytes.
+    auto chars = [](const std::string& s) {
+      return static_cast<size_t>(
+          std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+    };
+    size_t width = 24;
+    for (const auto& r : runs) width = std::max(width, chars(r.name));
+    auto padded = [&](const std::string& s) { return s + std::string(width - chars(s), ' '); };
+    out << fmt::format("{:>5}  {} {:<12} {:>7} {:>10} {:>11}  {:<8} {}\n", "id", padded("name"),
                        "status", "steps", "final loss", "tokens/s", "device", "started");
     for (const auto& r : runs) {
       const double loss = final_loss(*store, r).loss;  // none for a diverged run: "-"
       const double tps = speed_of(*store, r.id).median;
-      out << fmt::format("{:>5}  {:<24} {:<12} {:>7} {:>10} {:>11}  {:<8} {}\n", r.id,
-                         r.name.substr(0, 24), run_status_name(r.status), r.last_step + 1,
+      out << fmt::format("{:>5}  {} {:<12} {:>7} {:>10} {:>11}  {:<8} {}\n", r.id, padded(r.name),
+                         run_status_name(r.status), r.last_step + 1,
                          std::isfinite(loss) ? fmt::format("{:.4f}", loss) : std::string("-"),
                          std::isfinite(tps) ? fmt::format("{:.0f}", tps) : std::string("-"),
                          r.device, r.started_at);
@@ -308,6 +322,15 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
     if (opt.out_file.empty()) {
       export_run(*store, *r, opt.format, out);
     } else {
+      // Written over the database (or its write-ahead log), the export would replace every
+      // run in it.
+      if (const std::string in = same_file_as(opt.out_file, {path, path + "-wal", path + "-shm"});
+          !in.empty()) {
+        err << "fp8wb runs export: -o " << opt.out_file << " is the same file as "
+            << (in == path ? "the run database " : "the run database's companion file ") << in
+            << ": the export would replace it; give another path\n";
+        return 1;
+      }
       // All or nothing: a full disk leaves no truncated file, a device is not replaced.
       write_file_atomically(opt.out_file,
                             [&](std::ostream& f) { export_run(*store, *r, opt.format, f); });

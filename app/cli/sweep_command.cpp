@@ -130,8 +130,15 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& opt) {
 }
 
 int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
+  // Given at all, --resume names a sweep: 0 or -1 is not one (and must not start a new
+  // sweep in its place).
+  if (opt.resume && *opt.resume < 1) {
+    throw std::invalid_argument("--resume takes a sweep id, a positive whole number (1 to " +
+                                std::to_string(INT64_MAX) + "), not '" +
+                                std::to_string(*opt.resume) + "'");
+  }
   if (!opt.collect.empty()) {
-    if (opt.slurm || opt.resume > 0 || !opt.grid.empty() || !opt.overrides.empty() ||
+    if (opt.slurm || opt.resume || !opt.grid.empty() || !opt.overrides.empty() ||
         !opt.config_file.empty()) {
       throw std::invalid_argument(
           "--collect merges a submitted sweep's trials: drop --slurm, --resume, --grid, --set "
@@ -146,7 +153,7 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
         "--slurm");
   }
   if (opt.slurm) {
-    if (opt.resume > 0) {
+    if (opt.resume) {
       throw std::invalid_argument(
           "--resume runs a stored sweep here; a Slurm sweep is collected with --collect DIR");
     }
@@ -166,8 +173,8 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
     return submit_slurm_sweep(spec, opt.db.empty() ? default_database_path() : opt.db, so, opt.json,
                               out, err);
   }
-  if (opt.resume > 0 && (!opt.grid.empty() || !opt.overrides.empty() || !opt.config_file.empty() ||
-                         opt.seeds != 1 || opt.name != "sweep")) {
+  if (opt.resume && (!opt.grid.empty() || !opt.overrides.empty() || !opt.config_file.empty() ||
+                     opt.seeds != 1 || opt.name != "sweep")) {
     // A resumed sweep runs the grid it was stored with: anything else would be ignored.
     throw std::invalid_argument(
         "--resume continues a stored sweep with its own grid, config and seeds: drop "
@@ -175,8 +182,8 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
   }
   auto store = RunStore::open(opt.db.empty() ? default_database_path() : opt.db);
   std::unique_ptr<SweepRunner> runner;
-  if (opt.resume > 0) {
-    runner = SweepRunner::resume(*store, opt.resume, opt.parallel);
+  if (opt.resume) {
+    runner = SweepRunner::resume(*store, *opt.resume, opt.parallel);
   } else {
     SweepSpec spec;
     spec.name = opt.name;

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -20,7 +21,7 @@ struct SweepOptions {
   int parallel = 0;
   std::string name = "sweep";
   std::string db;
-  int64_t resume = 0;
+  std::optional<int64_t> resume;  // the sweep's id, where given
   bool json = false;
   bool quiet = false;
   // On a cluster: submit as a Slurm job array (slurm_sweep.h), or collect its trials.

@@ -20,6 +20,7 @@
 #include "fp8wb/core/trainer.h"
 #include "rank_launcher.h"
 #include "run_command_common.h"
+#include "same_file.h"
 #include "stop_signals.h"
 
 namespace fp8wb::cli {
@@ -200,6 +201,18 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   if (cfg.device != "cpu" && !names_formats(opt))
     cfg.formats = default_run_formats(probe_backend(), cfg);
   validate_run_config(cfg);
+  // The weights written over the run database (or the config file read) would replace it.
+  if (!cfg.weights.empty()) {
+    const std::string db = db_path(opt.db);
+    std::vector<std::string> inputs{db, db + "-wal", db + "-shm"};
+    if (!opt.config_file.empty()) inputs.push_back(opt.config_file);
+    if (const std::string in = same_file_as(cfg.weights, inputs); !in.empty()) {
+      throw std::invalid_argument(
+          "--save-weights " + cfg.weights + " is the same file as " +
+          (in == opt.config_file ? "the config file " : "the run database ") + in +
+          ": the weights would replace it; give another path");
+    }
+  }
   if (!opt.run_uuid.empty() && !is_uuid(opt.run_uuid)) {
     throw std::invalid_argument("--run-uuid takes a UUID (8-4-4-4-12 hex digits), not \"" +
                                 opt.run_uuid.substr(0, 40) + "\"");

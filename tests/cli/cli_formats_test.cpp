@@ -215,17 +215,35 @@ TEST(CliDemo, LossScalingJson) {
 
 }  // namespace
 
-// A run id that is not a number is named as such (not the parser's words), with the
+// A run id that is not a positive whole number is named as such (not the parser's words), with the
 // exit code of the command's other errors; a folder given as the database is called one.
 TEST(CliRuns, BadIdAndAFolderAsTheDatabaseSaySo) {
   const std::string folder = ::testing::TempDir();
   Result r = run({"runs", "show", "abc", "--db", folder});
   EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.err.find("run id must be a number, not 'abc'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("run id must be a positive whole number (1 to 9223372036854775807), not "
+                       "'abc'"),
+            std::string::npos)
+      << r.err;
   EXPECT_EQ(r.err.find("Could not convert"), std::string::npos) << r.err;
   r = run({"runs", "delete", "12x", "--db", folder});
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("not '12x'"), std::string::npos) << r.err;
+  // A number that is no run id is not called "not a number": the same words for every
+  // command that takes a run id, before any database is opened.
+  for (const char* action : {"show", "export", "delete"}) {
+    for (const char* id : {"-1", "0", "1.5", "99999999999999999999"}) {
+      r = run({"runs", action, id, "--db", folder, "-y"});
+      EXPECT_EQ(r.rc, 1) << action << " " << id;
+      EXPECT_NE(r.err.find(std::string("fp8wb runs ") + action +
+                           ": run id must be a positive whole number (1 to "
+                           "9223372036854775807), not '" +
+                           id + "'"),
+                std::string::npos)
+          << r.err;
+      EXPECT_EQ(r.err.find("must be a number"), std::string::npos) << r.err;
+    }
+  }
   r = run({"runs", "list", "--db", folder});
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("is a folder"), std::string::npos) << r.err;

@@ -52,7 +52,10 @@ TEST_F(CliImport, RunsComeOnceWithTheirSteps) {
   // `runs show` still takes a number, and says so.
   r = run({"runs", "show", "two", "--db", file("laptop.sqlite")});
   EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.err.find("run id must be a number, not 'two'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("run id must be a positive whole number (1 to 9223372036854775807), not "
+                       "'two'"),
+            std::string::npos)
+      << r.err;
   r = run({"runs", "show", "2", "--db", file("laptop.sqlite")});
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("on the server"), std::string::npos) << r.out;

@@ -1,7 +1,7 @@
 // fp8wb inspect, in-process: the table and JSON for a checkpoint written by the
 // project's writer, filters, and clear errors for bad files and options; the binary
 // itself on a file that once ended it with SIGBUS; --export never replaces what is not a
-// regular file.
+// regular file, nor the checkpoint it reads (by any path to it).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -238,6 +238,53 @@ TEST(CliInspect, TensorsWithoutSignalHaveNoSqnr) {
     ASSERT_TRUE(t["not_quantized"].is_string()) << t["name"];
   }
   std::filesystem::remove(path);
+}
+
+// --export naming the checkpoint itself (or one of its shards), by whatever path, is
+// refused with both paths named, and the checkpoint stays as it was.
+TEST(CliInspect, ExportNeverReplacesTheCheckpoint) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("fp8wb-inspect-self-" + std::to_string(getpid()));
+  fp8wb::test::remove_tree(dir.string());
+  std::filesystem::create_directories(dir);
+  const std::string model = (dir / "model.safetensors").string();
+  std::vector<float> w(32 * 32);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * std::cos(0.3f * static_cast<float>(i));
+  std::vector<uint8_t> bytes(w.size() * 4);
+  std::memcpy(bytes.data(), w.data(), bytes.size());
+  fp8wb::write_safetensors(model, {{"proj.weight", fp8wb::StDtype::F32, {32, 32}, bytes}});
+  auto content = [](const std::string& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  const std::string original = content(model);
+  std::filesystem::create_symlink(model, dir / "link.safetensors");
+  std::filesystem::create_hard_link(model, dir / "hard.safetensors");
+  const std::string index = (dir / "model.safetensors.index.json").string();
+  std::ofstream(index) << R"({"weight_map": {"proj.weight": "model.safetensors"}})";
+  struct Case {
+    std::string in, out, named;
+  };
+  for (const Case& c : std::vector<Case>{
+           {model, model, model},
+           {model, (dir / "." / "model.safetensors").string(), model},
+           {model, (dir / "link.safetensors").string(), model},
+           {(dir / "link.safetensors").string(), model, (dir / "link.safetensors").string()},
+           {model, (dir / "hard.safetensors").string(), model},
+           {index, model, "shard"}}) {
+    const auto r = run({"inspect", c.in, "--export", c.out});
+    EXPECT_EQ(r.rc, 1) << c.in << " -> " << c.out;
+    EXPECT_NE(r.err.find("--export " + c.out + " is the same file as"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(c.named), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("wrote"), std::string::npos) << r.err;
+    EXPECT_EQ(content(model), original) << c.in << " -> " << c.out << ": the checkpoint changed";
+    EXPECT_TRUE(std::filesystem::is_symlink(dir / "link.safetensors"));
+  }
+  // Another path is written as before.
+  const auto r = run({"inspect", model, "--export", (dir / "fp8.safetensors").string()});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(content(model), original);
+  fp8wb::test::remove_tree(dir.string());
 }
 
 }  // namespace

@@ -47,6 +47,28 @@ TEST(CliSweep, OneTrialAndOneStepAreSingular) {
   fp8wb::test::remove_tree(dir.string());
 }
 
+// --resume 0 or -1 names no sweep: refused (as a run id of -1 is), and no new sweep is
+// started in its place.
+TEST(CliSweep, ResumeTakesAPositiveSweepId) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("fp8wb-cli-resume-id-" + std::to_string(getpid()));
+  fp8wb::test::remove_tree(dir.string());
+  std::filesystem::create_directories(dir);
+  const std::string db = (dir / "runs.sqlite").string();
+  for (const char* id : {"-1", "0"}) {
+    const auto r = run({"sweep", "--db", db, "--resume", id, "--set", "model=mlp", "--set",
+                        "steps=1", "--set", "reference=false", "--grid", "margin=0"});
+    EXPECT_EQ(r.rc, 1) << id;
+    EXPECT_NE(r.err.find("--resume takes a sweep id, a positive whole number (1 to "
+                         "9223372036854775807), not '" +
+                         std::string(id) + "'"),
+              std::string::npos)
+        << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(db)) << "a sweep was started";
+  fp8wb::test::remove_tree(dir.string());
+}
+
 // A Slurm sweep of one trial, with stand-ins for sbatch and sacct on PATH (the job taken,
 // its one task running): submitted and collected as "1 trial", and the trial's run, one
 // step in, as "1 step done".

@@ -222,6 +222,110 @@ TEST_F(CliTrain, RunsExportWritesAllOrNothing) {
   EXPECT_EQ(nlohmann::json::parse(std::ifstream(out))["series"]["loss"].size(), 60u);
 }
 
+// `runs export -o` naming the run database itself, by whatever path, is refused with both
+// paths named: the export would have replaced every run.
+TEST_F(CliTrain, RunsExportNeverReplacesTheDatabase) {
+  {
+    auto s = fp8wb::RunStore::open(db_);
+    s->create_run("kept", "train", "{}", "cpu");
+  }
+  std::filesystem::create_symlink(db_, dir_ / "link.sqlite");
+  std::filesystem::create_hard_link(db_, dir_ / "hard.sqlite");
+  for (const std::string& out :
+       {db_, (dir_ / "." / "runs.sqlite").string(), (dir_ / "link.sqlite").string(),
+        (dir_ / "hard.sqlite").string()}) {
+    for (const char* format : {"csv", "json", "stats-csv"}) {
+      const Result r = run({"runs", "export", "1", "--db", db_, "--format", format, "-o", out});
+      EXPECT_EQ(r.rc, 1) << out;
+      EXPECT_NE(r.err.find("-o " + out + " is the same file as the run database " + db_),
+                std::string::npos)
+          << r.err;
+      EXPECT_EQ(r.out.find("wrote"), std::string::npos) << r.out;
+      std::ifstream in(db_, std::ios::binary);
+      std::string head(15, '\0');
+      in.read(head.data(), 15);
+      EXPECT_EQ(head, "SQLite format 3") << out << ": the database was replaced";
+      const Result l = run({"runs", "list", "--db", db_, "--json"});
+      ASSERT_EQ(l.rc, 0) << l.err;
+      EXPECT_EQ(nlohmann::json::parse(l.out).size(), 1u);
+    }
+  }
+  EXPECT_TRUE(std::filesystem::is_symlink(dir_ / "link.sqlite"));
+  // Another file is written as before.
+  const Result r = run({"runs", "export", "1", "--db", db_, "-o", (dir_ / "run.csv").string()});
+  EXPECT_EQ(r.rc, 0) << r.err;
+}
+
+// `train --save-weights` naming the run database or the config file, by whatever path, is
+// refused before any step, with both paths named.
+TEST_F(CliTrain, SaveWeightsNeverReplacesAnInput) {
+  {
+    auto s = fp8wb::RunStore::open(db_);
+    s->create_run("kept", "train", "{}", "cpu");
+  }
+  const std::string cfg = (dir_ / "mlp.json").string();
+  const std::string cfg_text = R"({"model": "mlp", "steps": 2})";
+  std::ofstream(cfg) << cfg_text;
+  std::filesystem::create_symlink(db_, dir_ / "link.sqlite");
+  struct Case {
+    std::string out, named;
+  };
+  for (const Case& c :
+       std::vector<Case>{{db_, "the run database " + db_},
+                         {(dir_ / "link.sqlite").string(), "the run database " + db_},
+                         {(dir_ / "." / "mlp.json").string(), "the config file " + cfg}}) {
+    const Result r = run({"train", cfg, "--db", db_, "--quiet", "--save-weights", c.out});
+    EXPECT_EQ(r.rc, 1) << c.out;
+    EXPECT_NE(r.err.find("--save-weights " + c.out + " is the same file as " + c.named),
+              std::string::npos)
+        << r.err;
+    std::ifstream in(db_, std::ios::binary);
+    std::string head(15, '\0');
+    in.read(head.data(), 15);
+    EXPECT_EQ(head, "SQLite format 3") << c.out << ": the database was replaced";
+    std::ifstream cf(cfg);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(cf), {}), cfg_text);
+    const Result l = run({"runs", "list", "--db", db_, "--json"});
+    ASSERT_EQ(l.rc, 0) << l.err;
+    EXPECT_EQ(nlohmann::json::parse(l.out).size(), 1u) << "a run was started";
+  }
+}
+
+// `runs list` shows every name whole (two sweep trials differing only at the end stay
+// apart), and the columns after the name stay aligned, counted in characters.
+TEST_F(CliTrain, RunsListShowsWholeNamesAligned) {
+  const std::vector<std::string> names{"sweep: margin=0 window=1", "sweep: margin=0 window=16",
+                                       "short", "Schrödinger’s run: µ-scale ≥ 2⁻⁹ and a long tail"};
+  {
+    auto s = fp8wb::RunStore::open(db_);
+    for (const auto& n : names) s->create_run(n, "train", "{}", "cpu");
+  }
+  const Result r = run({"runs", "list", "--db", db_});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto chars = [](const std::string& s) {
+    size_t n = 0;
+    for (char c : s) n += (c & 0xC0) != 0x80;
+    return n;
+  };
+  std::istringstream lines(r.out);
+  std::string header;
+  std::getline(lines, header);
+  const size_t status_at = chars(header.substr(0, header.find("status")));
+  for (const auto& n : names) {
+    // The line of this run: its name whole, then spaces, then the status column.
+    std::string line, found;
+    std::istringstream again(r.out);
+    while (std::getline(again, line)) {
+      const size_t at = line.find("  " + n + " ");
+      if (at == std::string::npos) continue;
+      const size_t next = line.find_first_not_of(' ', at + 2 + n.size());
+      EXPECT_EQ(chars(line.substr(0, next)), status_at) << "misaligned:\n" << r.out;
+      found = line;
+    }
+    EXPECT_FALSE(found.empty()) << "'" << n << "' not shown whole:\n" << r.out;
+  }
+}
+
 // A damaged page met mid-run (SQLITE_CORRUPT on a write) ends the run as failed, as a
 // full disk does: the process reports and exits.
 TEST_F(CliTrain, ADamagedDatabaseEndsTheRunFailed) {
