@@ -1,6 +1,7 @@
 // The sweep grid: its syntax, expansion into trials and stored form (sweep.h). No torch
 // and no SQLite: the run-config fuzzer (tests/fuzz) builds this file alone.
 #include <algorithm>
+#include <climits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
@@ -122,7 +123,17 @@ SweepSpec sweep_from_json(const std::string& text) {
   try {
     const json j = json::parse(text);
     s.name = j.at("name").get<std::string>();
-    s.seeds = j.at("seeds").get<int>();
+    // A whole number within int's range (a fraction or 1e25 would not convert).
+    const json& seeds = j.at("seeds");
+    const bool whole = seeds.is_number_unsigned() ? seeds.get<uint64_t>() <= INT_MAX
+                       : seeds.is_number_integer()
+                           ? seeds.get<int64_t>() >= INT_MIN && seeds.get<int64_t>() <= INT_MAX
+                           : false;
+    if (!whole) {
+      throw std::invalid_argument("a stored sweep's grid is unreadable: its seeds (" +
+                                  seeds.dump() + ") are not a whole number of trials");
+    }
+    s.seeds = seeds.get<int>();
     s.base = parse_run_config(j.at("base").dump());
     for (const auto& a : j.at("axes"))
       s.axes.push_back(

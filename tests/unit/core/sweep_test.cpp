@@ -223,3 +223,18 @@ TEST(Sweep, AFullDiskStopsTheSweepCleanly) {
 
 }  // namespace
 }  // namespace fp8wb
+
+// A stored sweep's seeds that are no whole number of int's range (a fraction, 3.3e25, a
+// number beyond int) are refused by name, not converted (found by the fuzzer).
+TEST(Sweep, StoredSeedsThatAreNoWholeNumberAreRefused) {
+  for (const char* seeds : {"3.3e25", "1.5", "4294967296", "-9999999999", "\"2\""}) {
+    const std::string text = std::string("{\"name\": \"s\", \"seeds\": ") + seeds +
+                             ", \"base\": {}, \"axes\": [{\"key\": \"margin\", \"values\": "
+                             "[\"0\", \"1\"]}]}";
+    EXPECT_THROW(fp8wb::sweep_from_json(text), std::invalid_argument) << seeds;
+  }
+  const fp8wb::SweepSpec ok = fp8wb::sweep_from_json(
+      "{\"name\": \"s\", \"seeds\": 2, \"base\": {}, \"axes\": [{\"key\": \"margin\", "
+      "\"values\": [\"0\", \"1\"]}]}");
+  EXPECT_EQ(ok.seeds, 2);
+}
