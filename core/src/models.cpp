@@ -8,6 +8,34 @@
 #include <stdexcept>
 
 #include "fp8wb/core/corpus.h"
+#include "fp8wb/core/torch/gelu.h"
+
+namespace fp8wb {
+
+#if defined(FP8WB_FLOAT8_CUDA)
+namespace detail {
+at::Tensor gelu_tables_cuda(const at::Tensor& x);  // gelu_cuda.cpp
+}  // namespace detail
+#endif
+
+bool detail::gelu_uses_tables(const torch::Tensor& x) {
+#if defined(FP8WB_FLOAT8_CUDA)
+  return x.is_cuda() && x.scalar_type() == torch::kBFloat16 && x.is_contiguous() &&
+         reinterpret_cast<uintptr_t>(x.data_ptr()) % 16 == 0;
+#else
+  (void)x;
+  return false;
+#endif
+}
+
+torch::Tensor gelu(const torch::Tensor& x) {
+#if defined(FP8WB_FLOAT8_CUDA)
+  if (detail::gelu_uses_tables(x)) return detail::gelu_tables_cuda(x);
+#endif
+  return torch::gelu(x);
+}
+
+}  // namespace fp8wb
 
 namespace fp8wb::train {
 namespace {
@@ -51,7 +79,7 @@ struct BlockImpl : torch::nn::Module {
         torch::softmax(att.to(torch::kFloat).masked_fill(mask, -INFINITY), -1).to(x.scalar_type());
     const torch::Tensor y = torch::matmul(att, v).transpose(1, 2).reshape({b, t, d});
     const torch::Tensor h = x + proj->forward(y);
-    return h + fc2->forward(torch::gelu(fc1->forward(ln2->forward(h))));
+    return h + fc2->forward(fp8wb::gelu(fc1->forward(ln2->forward(h))));
   }
   int64_t heads_;
   Norm ln1{nullptr}, ln2{nullptr};
@@ -107,7 +135,7 @@ class OutlierMlp : public TrainModel {
     const size_t n = layers->size();
     for (size_t i = 0; i < n; ++i) {
       h = layers[i]->as<LinearLayerImpl>()->forward(h);
-      if (i + 1 < n) h = torch::gelu(h);
+      if (i + 1 < n) h = fp8wb::gelu(h);
     }
     return torch::mse_loss(h.to(torch::kFloat), b.y);
   }
