@@ -15,7 +15,8 @@
 #                 PROFILE_STEP="fp8 rowwise current" (a variant of the MLP benchmark)
 #                 adds the time of every kernel of its steps; NO_BENCH=1: the tests only
 #   PART=trace    only the MLP benchmark at 16384 x 4096 (bf16, tensorwise delayed with and
-#                 without statistics), then its steps under the Kineto profiler, clocks as
+#                 without statistics) with nvidia-smi's clocks and power during each variant
+#                 (clocks_summary.py), then its steps under the Kineto profiler, clocks as
 #                 they run: GPU busy and idle time a step and every GPU operation, and what
 #                 statistics add (trace_summary.py); the traces are kept gzipped
 #   PART=gemms    only the MLP's six FP8 GEMMs, at::_scaled_mm against every algorithm
@@ -173,8 +174,16 @@ if [ "${PART:-}" = trace ]; then
   echo "built in $(( $(date +%s) - start )) s"
   log "MLP steps, then five of each under the Kineto profiler, 16384 x 4096"
   mkdir -p "$OUT/traces"
-  "$BUILD/tests/gpu/fp8wb_float8_linear_bench" --only "tensorwise delayed" --d 4096 --reps 10 \
-    --trace "$OUT/traces" || exit 1
+  # The GPU's clocks and power during each variant's timed steps (FP8 steps run at the
+  # power limit).
+  nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu \
+    --format=csv,noheader,nounits -lms 10 >"$OUT/smi.csv" 2>/dev/null &
+  smi=$!
+  "$BUILD/tests/gpu/fp8wb_float8_linear_bench" --only "tensorwise delayed" --d 4096 --reps 20 \
+    --json "$OUT/trace_bench.json" --trace "$OUT/traces" || exit 1
+  kill $smi 2>/dev/null; wait $smi 2>/dev/null
+  python3 tests/gpu/clocks_summary.py "$OUT/smi.csv" "$OUT/trace_bench.json"
+  rm -f "$OUT/smi.csv"
   t="$OUT/traces/16384x4096_"
   python3 tests/gpu/trace_summary.py "${t}bf16.json" "${t}fp8_tensorwise_delayed.json"
   python3 tests/gpu/trace_summary.py "${t}fp8_tensorwise_delayed.json" \
