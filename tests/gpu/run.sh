@@ -13,7 +13,8 @@
 #   PART=kernels  only the GPU kernel and FP8 linear tests and benchmarks, and an ncu
 #                 profile of the statistics kernel, for work on the kernels;
 #                 PROFILE_STEP="fp8 rowwise current" (a variant of the MLP benchmark)
-#                 adds the time of every kernel of its steps; NO_BENCH=1: the tests only
+#                 adds the time of every kernel of its steps; NO_BENCH=1: the tests only;
+#                 MLP_REPS=N: timed steps a variant in the MLP benchmark (20)
 #   PART=trace    only the MLP benchmark at 16384 x 4096 (bf16, tensorwise delayed with and
 #                 without statistics) with nvidia-smi's clocks and power during each variant
 #                 (clocks_summary.py), then its steps under the Kineto profiler, clocks as
@@ -206,7 +207,7 @@ if [ "${PART:-}" = kernels ]; then
   [ -n "${NO_BENCH:-}" ] && exit $(( rc1 | rc2 ))
   log "benchmarks"
   "$BUILD/tests/gpu/fp8wb_gpu_quantize_bench" --json "$OUT/gpu_quantize_bench.json" | tail -25
-  "$BUILD/tests/gpu/fp8wb_float8_linear_bench" --json "$OUT/float8_linear_bench.json"
+  "$BUILD/tests/gpu/fp8wb_float8_linear_bench" --reps "${MLP_REPS:-20}" --json "$OUT/float8_linear_bench.json"
   log "the MLP's six FP8 GEMMs: at::_scaled_mm against every algorithm cuBLASLt's heuristic offers"
   "$BUILD/tests/gpu/fp8wb_gemm_algo_bench" --json "$OUT/gemm_algos.json"
   if command -v ncu >/dev/null; then
