@@ -40,6 +40,8 @@ const GeluTables& tables(const at::Device& device) {
     // 1 * factor is the factor itself.
     const at::Tensor xf = x.to(at::kFloat);
     t.backward = at::gelu_backward(at::ones_like(xf), xf).contiguous();
+    // Made on this thread's current stream; later calls may run on another.
+    at::cuda::getCurrentCUDAStream(device.index()).synchronize();
   }
   return t;
 }
