@@ -370,8 +370,9 @@ torch::Tensor float8_linear(const torch::Tensor& x, const torch::Tensor& weight,
   Float8Probe* probe = state ? &state->probe : nullptr;
   if (state) state->poll();  // statistics of earlier steps that have arrived
   const int64_t step = probe ? probe->steps++ : 0;
-  const bool stats = config.stats_interval > 0 && step % config.stats_interval == 0;
-  const bool sqnr = config.sqnr_interval > 0 && step % config.sqnr_interval == 0;
+  const bool last = step == config.final_step;
+  const bool stats = config.stats_interval > 0 && (step % config.stats_interval == 0 || last);
+  const bool sqnr = config.sqnr_interval > 0 && (step % config.sqnr_interval == 0 || last);
   if (probe && stats) probe->stats_step = step;
   if (probe && sqnr) probe->sqnr_step = step;
   if (x.is_cuda()) return detail::float8_linear_cuda(x, weight, bias, config, state, stats, sqnr);

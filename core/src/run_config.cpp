@@ -570,6 +570,7 @@ Float8LinearConfig float8_config_of(const RunConfig& c) {
   f.wgrad_fp8 = c.wgrad_fp8;
   f.stats_interval = c.stats_interval;
   f.sqnr_interval = c.sqnr_interval;
+  f.final_step = c.steps - 1;
   f.delayed = c.scaling == "delayed";
   f.delayed_scaling.window = c.window;
   f.delayed_scaling.margin = c.margin;

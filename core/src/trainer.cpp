@@ -336,8 +336,9 @@ void Trainer::Impl::body() {
     if (device.is_cuda()) torch::cuda::synchronize();
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    const bool sampling = (cfg.stats_interval > 0 && step % cfg.stats_interval == 0) ||
-                          (cfg.sqnr_interval > 0 && step % cfg.sqnr_interval == 0);
+    const bool last = step + 1 == cfg.steps;  // sampled whatever the intervals
+    const bool sampling = (cfg.stats_interval > 0 && (step % cfg.stats_interval == 0 || last)) ||
+                          (cfg.sqnr_interval > 0 && (step % cfg.sqnr_interval == 0 || last));
     const double fp8_mem = fp8_memory.end(fp8, sampling);
     fp8.drop_grads();
 

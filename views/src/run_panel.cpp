@@ -131,8 +131,8 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   preset_->setToolTip(tr("Fills the form; every field can be changed after"));
   stats_->setToolTip(
       tr("stats_interval: steps between full per-layer statistics (amax, "
-         "scale, underflow, saturation, histograms); 0 or \"never\": never, and "
-         "the Scaling and Quantization tabs stay empty"));
+         "scale, underflow, saturation, histograms), and the last step too; 0 or "
+         "\"never\": never, and the Scaling and Quantization tabs stay empty"));
   margin_->setToolTip(
       tr("margin: the scale leaves 2^margin of headroom below the format's "
          "largest value"));

@@ -180,6 +180,26 @@ bool same_bits(const torch::Tensor& a, const torch::Tensor& b) {
 // one thread. dw's GEMM sums over the 1024 tokens: a BLAS may split that sum among its
 // threads (MKL in PyTorch's wheels does; Debian's OpenBLAS does not), and where the same
 // fp32 GEMM alone changes with the count, dw is held to it only within fp32 rounding.
+// The final step is sampled whatever the interval; an interval of 0 still samples nothing.
+TEST(Float8Linear, TheFinalStepIsSampledToo) {
+  torch::manual_seed(6);
+  Float8LinearConfig cfg;
+  cfg.stats_interval = 10;
+  cfg.sqnr_interval = 0;
+  cfg.final_step = 3;
+  LinearLayer layer(64, 32);
+  layer->to_float8(cfg);
+  std::vector<int64_t> stats_steps, sqnr_steps;
+  for (int step = 0; step < 5; ++step) {
+    torch::Tensor x = torch::randn({16, 64}, torch::requires_grad());
+    layer->forward(x).sum().backward();
+    stats_steps.push_back(layer->probe().stats_step);
+    sqnr_steps.push_back(layer->probe().sqnr_step);
+  }
+  EXPECT_EQ(stats_steps, (std::vector<int64_t>{0, 0, 0, 3, 3}));
+  EXPECT_EQ(sqnr_steps, (std::vector<int64_t>(5, -1)));
+}
+
 TEST(Float8Linear, ThreadCountChangesNoResultOrStatistic) {
   torch::manual_seed(9);
   const int before = at::get_num_threads();

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <tuple>
 
@@ -92,9 +93,9 @@ TEST(Trainer, TinyGptLearnsWithFp8DelayedScalingAndTracksTheReference) {
     EXPECT_EQ(loss[i].value, s[i].loss);
   }
   EXPECT_EQ(reopened->run(id)->status, RunStatus::Finished);
-  // Statistics of 8 FP8 layers x 3 roles at steps 0, 25, ..., 275.
+  // Statistics of 8 FP8 layers x 3 roles at steps 0, 25, ..., 275 and the last, 299.
   const auto ts = reopened->tensor_stats(id);
-  EXPECT_EQ(ts.size(), 8u * 3u * 12u);
+  EXPECT_EQ(ts.size(), 8u * 3u * 13u);
   for (const auto& r : ts) {
     EXPECT_GT(r.raw.numel, 0u);
     EXPECT_GT(r.amax, 0);
@@ -256,6 +257,31 @@ TEST(Trainer, AStopAfterOneStepSaysOneStep) {
   ASSERT_EQ(t.status(), RunStatus::Stopped) << t.message();
   EXPECT_EQ(t.steps_done(), 1);
   EXPECT_EQ(t.message(), "stopped after 1 step");
+}
+
+// A run shorter than its statistics interval samples its first and its last step: before,
+// only step 0, so a sweep of short runs compared every trial's untrained first step.
+TEST(Trainer, ARunShorterThanItsStatisticsIntervalSamplesItsLastStep) {
+  RunConfig c;
+  c.model = ModelKind::Mlp;
+  c.steps = 6;
+  c.stats_interval = 10;
+  c.sqnr_interval = 0;
+  c.reference = false;
+  auto bus = std::make_shared<MetricBus>();
+  auto collect = std::make_shared<Collect>();
+  bus->add(collect);
+  Trainer t(c, bus);
+  t.start();
+  t.join();
+  ASSERT_EQ(t.status(), RunStatus::Finished) << t.message();
+  std::set<int64_t> sampled;
+  {
+    const std::lock_guard<std::mutex> lock(collect->mutex);
+    for (const MetricBatch& b : collect->batches)
+      for (const TensorMetrics& m : b.tensors) sampled.insert(m.step);
+  }
+  EXPECT_EQ(sampled, (std::set<int64_t>{0, 5}));
 }
 
 TEST(Trainer, NonFiniteLossMarksTheRunDivergedOrSkipsTheStep) {

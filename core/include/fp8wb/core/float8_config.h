@@ -36,6 +36,9 @@ struct Float8LinearConfig {
   // On every N-th step, the SQNR of each FP8 GEMM's output against the same GEMM in high
   // precision (three more GEMMs, and x kept in high precision for that step); 0: never.
   int sqnr_interval = 0;
+  // A step (a run's last) that samples the statistics and the SQNR too, where their
+  // interval is not 0, so that a run shorter than an interval ends with a sample; -1: none.
+  int64_t final_step = -1;
   // Delayed scaling (Transformer Engine's DelayedScaling) for all three roles, which must
   // then be tensorwise: each role's scale comes from its amax history of earlier steps
   // (window, margin and algorithm below; the roles' own margins are not used), so no
