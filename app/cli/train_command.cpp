@@ -192,6 +192,7 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& opt) {
 }
 
 int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
+  check_db_folder(opt.db);
   RunConfig cfg;
   if (!opt.config_file.empty()) cfg = read_run_config_file(opt.config_file);
   for (const auto& o : opt.overrides) apply_override(cfg, o);
