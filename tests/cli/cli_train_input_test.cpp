@@ -53,4 +53,41 @@ TEST_F(CliTrainInput, ADatabaseInAMissingFolderIsRefusedCreatingNothing) {
   EXPECT_NE(f.err.find(file + " is not a folder"), std::string::npos) << f.err;
 }
 
+// A key given twice would leave which value counts to the parser: refused, by name, in a
+// train's config and a sweep's alike.
+TEST_F(CliTrainInput, AConfigKeyGivenTwiceIsRefusedByName) {
+  const std::string config = write("twice.json", R"({"model": "mlp", "steps": 5, "steps": 7})");
+  Result r = run({"train", config, "--db", db_, "--quiet"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find(config + ": config key 'steps' is given twice"), std::string::npos) << r.err;
+  r = run({"sweep", config, "--db", db_, "--quiet", "--grid", "window=1,2"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("key 'steps' is given twice"), std::string::npos) << r.err;
+
+  // In a nested object too, naming the key it lies under.
+  const std::string nested = write("nested.json", R"({"formats": {"a": 1, "a": 2}})");
+  r = run({"train", nested, "--db", db_, "--quiet"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("key 'a' is given twice in 'formats'"), std::string::npos) << r.err;
+}
+
+// Text that is not JSON is named by file, line and column, not in the parser's own terms.
+TEST_F(CliTrainInput, MalformedConfigNamesFileLineAndColumn) {
+  const std::string config = write("bad.json", "{\n  \"steps\": 5,\n  \"window\": x\n}\n");
+  const Result r = run({"train", config, "--db", db_, "--quiet"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find(config + ": config is not valid JSON at line 3, column 13"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("last read"), std::string::npos) << r.err;
+
+  // Text that ends too soon: the line and column past its end.
+  const std::string cut = write("cut.json", "{\"steps\": 5,");
+  const Result c = run({"train", cut, "--db", db_, "--quiet"});
+  EXPECT_EQ(c.rc, 1);
+  EXPECT_NE(c.err.find(cut + ": config is not valid JSON at line 1"), std::string::npos) << c.err;
+  EXPECT_EQ(c.err.find("json.exception"), std::string::npos) << c.err;
+}
+
 }  // namespace
