@@ -283,24 +283,43 @@ TEST_F(CliTrainProcess, ProgressShowsAnEtaFromTheThirdStep) {
   EXPECT_EQ(r.err.find("--:--"), std::string::npos) << r.err;
 }
 
-TEST_F(CliTrainProcess, CtrlCStopsCleanlyAndKeepsTheRun) {
+// Ctrl-C stops the run after a step, keeps it as stopped and ends with exit status 130
+// (128 + SIGINT, as a shell reports a command a signal ended), saying so with what was
+// kept: a script or a scheduler sees that the run did not finish.
+TEST_F(CliTrainProcess, CtrlCStopsCleanlyKeepsTheRunAndExits130) {
+  const std::string log = (dir_ / "err.txt").string();
+  const std::string weights = (dir_ / "w.safetensors").string();
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
   const pid_t pid = spawn({FP8WB_BINARY, "train", "--db", db_, "--set", "model=mlp", "--set",
-                           "steps=1000000", "--set", "reference=false"});
+                           "steps=1000000", "--set", "reference=false", "--save-weights", weights},
+                          fd);
+  ::close(fd);
   ASSERT_GT(pid, 0);
   ASSERT_GE(wait_for_steps(db_, 10), 10);
   ASSERT_EQ(kill(pid, SIGINT), 0);
   int status = 0;
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(WEXITSTATUS(status), 130);
   auto s = fp8wb::RunStore::open_read_only(db_);
   const auto r = s->run(1);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->status, fp8wb::RunStatus::Stopped);
   EXPECT_EQ(static_cast<size_t>(r->last_step + 1), s->series(1, "loss").size());
+  EXPECT_EQ(s->integrity_check(), "ok");
+  std::ifstream in(log);
+  const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(err.find("fp8wb: interrupted by SIGINT (Ctrl-C): run 1 is kept as stopped after " +
+                     std::to_string(r->last_step + 1) + " steps, with all it recorded, in " + db_),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("no weights were written to " + weights), std::string::npos) << err;
+  EXPECT_FALSE(std::filesystem::exists(weights));
 }
 
-// SIGTERM and SIGHUP (a logout, a job scheduler) stop a run as Ctrl-C does.
+// SIGTERM and SIGHUP (a logout, a job scheduler) stop a run as Ctrl-C does, with exit
+// status 128 + the signal.
 TEST_F(CliTrainProcess, SigtermAndSighupStopLikeCtrlC) {
   int n = 0;
   for (const int sig : {SIGTERM, SIGHUP}) {
@@ -313,10 +332,40 @@ TEST_F(CliTrainProcess, SigtermAndSighupStopLikeCtrlC) {
     int status = 0;
     waitpid(pid, &status, 0);
     ASSERT_TRUE(WIFEXITED(status)) << "signal " << sig;
-    EXPECT_EQ(WEXITSTATUS(status), 0);
+    EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
     auto s = fp8wb::RunStore::open_read_only(db);
     EXPECT_EQ(s->run(1)->status, fp8wb::RunStatus::Stopped);
   }
+}
+
+// Under --nproc the launcher, which Ctrl-C reaches as it reaches the ranks, ends as one
+// process would: the ranks stop after one step alike, rank 0 keeps the run, and the exit
+// status is 130.
+TEST_F(CliTrainProcess, CtrlCOnSeveralRanksExits130) {
+  const std::string log = (dir_ / "err.txt").string();
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  const pid_t pid =
+      spawn({FP8WB_BINARY, "train", "--db", db_, "--nproc", "2", "-q", "--set", "model=mlp",
+             "--set", "steps=1000000", "--set", "reference=false", "--set", "batch=8"},
+            fd);
+  ::close(fd);
+  ASSERT_GT(pid, 0);
+  ASSERT_GE(wait_for_steps(db_, 5), 5);
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  auto s = fp8wb::RunStore::open_read_only(db_);
+  EXPECT_EQ(s->run(1)->status, fp8wb::RunStatus::Stopped);
+  std::ifstream in(log);
+  const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(err.find("fp8wb: interrupted by SIGINT (Ctrl-C): the 2 ranks stopped, rank 0 "
+                     "keeping the run in " +
+                     db_),
+            std::string::npos)
+      << err;
 }
 
 // Processes creating one new database at once all succeed (it raced: "table runs already
