@@ -131,8 +131,19 @@ ValueReport explain_value(double value, Format format, Overflow overflow) {
   }
   r.exact = r.decoded == value;
 
+  // The representable values either side of the input, where it lies between two: a
+  // tie is exactly midway (they have few bits: the midpoint is exact in fp64).
+  std::optional<double> tie_lo, tie_hi;
   if (!r.is_nan) {
     const auto vals = representable_values(format);
+    if (finite_in && !r.exact) {
+      const auto up = std::upper_bound(vals.begin(), vals.end(), value);
+      if (up != vals.end() && up != vals.begin() && *std::prev(up) < value &&
+          (*std::prev(up) + *up) / 2 == value) {
+        tie_lo = *std::prev(up);
+        tie_hi = *up;
+      }
+    }
     const double d =
         std::isinf(r.decoded) ? std::copysign(info.max_finite * 2, r.decoded) : r.decoded;
     auto hi = std::upper_bound(vals.begin(), vals.end(), d);
@@ -157,6 +168,17 @@ ValueReport explain_value(double value, Format format, Overflow overflow) {
              "): " + (std::isinf(r.decoded) ? "overflows to Inf" : "overflows to NaN");
   } else if (r.saturated) {
     r.note = "beyond the largest finite value: clamped to " + format_number(r.decoded);
+  } else if (tie_lo) {
+    // Exactly midway: nearest-even takes the neighbour whose last mantissa bit is 0 (zero
+    // counts as even); E8M0FNU, as ml_dtypes, rounds a half up.
+    const std::string between =
+        "a tie between " + format_number(*tie_lo) + " and " + format_number(*tie_hi);
+    const std::string half = r.underflow ? "exactly half the smallest subnormal: " : "";
+    r.note = s.nan == NanRule::AllOnes
+                 ? half + between + ": " + std::string(info.name) + " rounds a half up, to " +
+                       format_number(r.decoded)
+                 : half + between + ": rounds to the even one, " + format_number(r.decoded) +
+                       (r.underflow ? " (flushes to zero)" : "");
   } else if (r.underflow) {
     r.note = "below half the smallest subnormal: flushes to zero";
   }

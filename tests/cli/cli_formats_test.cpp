@@ -213,6 +213,34 @@ TEST(CliDemo, LossScalingJson) {
   EXPECT_EQ(run({"demo", "loss-scaling", "--init-scale", "0"}).rc, 2);
 }
 
+// A value exactly midway between two representable ones is a tie, said as such with the
+// neighbour nearest-even takes: half the smallest subnormal is not "below half" of it.
+TEST(CliFormats, ATieIsSaidAsATieThatRoundsToEven) {
+  Result r = run({"formats", "0x1p-10", "-f", "e4m3"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("note: exactly half the smallest subnormal: a tie between 0 and "
+                       "0.001953125: rounds to the even one, 0 (flushes to zero)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("below half"), std::string::npos) << r.out;
+  // Ties between normal values: down to 1 (mantissa 000), up to 1.25 (mantissa 010).
+  r = run({"formats", "1.0625", "1.1875", "-f", "e4m3"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("a tie between 1 and 1.125: rounds to the even one, 1\n"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("a tie between 1.125 and 1.25: rounds to the even one, 1.25\n"),
+            std::string::npos)
+      << r.out;
+  // E8M0FNU rounds a half up, as ml_dtypes does.
+  r = run({"formats", "3", "-f", "e8m0", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)[0]["note"],
+            "a tie between 2 and 4: E8M0FNU rounds a half up, to 4");
+  // Below the tie it is below half.
+  r = run({"formats", "0x1.fp-11", "-f", "e4m3"});
+  EXPECT_NE(r.out.find("below half the smallest subnormal"), std::string::npos) << r.out;
+}
+
 }  // namespace
 
 // A run id that is not a positive whole number is named as such (not the parser's words), with the
