@@ -241,6 +241,29 @@ TEST(CliFormats, ATieIsSaidAsATieThatRoundsToEven) {
   EXPECT_NE(r.out.find("below half the smallest subnormal"), std::string::npos) << r.out;
 }
 
+// Values beyond fp64 get one message however they are written (2^99999 was "not a
+// number", 1e400 became inf and 1e-400 "0, exact"); text fp64 rounds is never exact.
+TEST(CliFormats, BeyondFp64AndRoundedTextAreSaidSo) {
+  for (const std::string text : {"2^99999", "1e400", "1e-400"}) {
+    const Result r = run({"formats", text, "-f", "e4m3"});
+    EXPECT_EQ(r.rc, 2) << text;
+    EXPECT_NE(r.err.find("'" + text + "' is beyond the range of fp64"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("exact"), std::string::npos) << r.out;
+  }
+  Result r = run({"formats", "1.00000000000000000001", "-f", "e4m3"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("value 1 (fp64's nearest to 1.00000000000000000001)"), std::string::npos)
+      << r.out;
+  EXPECT_FALSE(has_line(r.out, "E4M3FN", "exact")) << r.out;
+  r = run({"formats", "1.00000000000000000001", "1", "-f", "e4m3", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j[0]["flags"]["exact"], false);
+  EXPECT_EQ(j[0]["input_rounded"], true);
+  EXPECT_EQ(j[1]["flags"]["exact"], true);
+  EXPECT_EQ(j[1]["input_rounded"], false);
+}
+
 }  // namespace
 
 // A run id that is not a positive whole number is named as such (not the parser's words), with the
