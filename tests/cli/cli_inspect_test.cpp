@@ -240,6 +240,32 @@ TEST(CliInspect, TensorsWithoutSignalHaveNoSqnr) {
   std::filesystem::remove(path);
 }
 
+// Zeros with NaN and Inf are not "all zero": what the tensor holds is counted.
+TEST(CliInspect, ZerosWithNanAndInfAreCountedNotAllZero) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("fp8wb-inspect-zeronan-" + std::to_string(getpid()) + ".safetensors"))
+                               .string();
+  std::vector<float> w(64 * 64, 0.0f);
+  w[3] = NAN;
+  w[70] = INFINITY;
+  w[71] = -INFINITY;
+  w[900] = -0.0f;
+  std::vector<uint8_t> bytes(w.size() * 4);
+  std::memcpy(bytes.data(), w.data(), bytes.size());
+  fp8wb::write_safetensors(path, {{"odd.weight", fp8wb::StDtype::F32, {64, 64}, bytes}});
+  auto r = run({"inspect", path});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("no SQNR: no finite nonzero values: 4093 zeros, 1 NaN, 2 Inf"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("all zero"), std::string::npos) << r.out;
+  r = run({"inspect", path, "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j[0]["not_quantized"], "no finite nonzero values: 4093 zeros, 1 NaN, 2 Inf");
+  std::filesystem::remove(path);
+}
+
 // --export naming the checkpoint itself (or one of its shards), by whatever path, is
 // refused with both paths named, and the checkpoint stays as it was.
 TEST(CliInspect, ExportNeverReplacesTheCheckpoint) {
