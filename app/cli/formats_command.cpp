@@ -54,6 +54,13 @@ std::string flags_of(const ValueReport& r) {
   return f.empty() ? "-" : f;
 }
 
+// The text without surrounding spaces.
+std::string trim_text(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\n\r\f\v");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\n\r\f\v") - b + 1);
+}
+
 std::string opt_number(const std::optional<double>& v) {
   return v ? format_number(*v) : "-";
 }
@@ -73,6 +80,7 @@ json report_json(const ValueReport& r) {
   j["format"] = std::string(format_info(r.format).name);
   j["overflow"] = std::string(overflow_name(r.overflow));
   j["input"] = num(r.input);
+  j["input_rounded"] = r.input_rounded;
   j["code"] = fmt::format("0x{:02x}", r.code);
   j["bits"] = {{"sign", r.bits.sign}, {"exponent", r.bits.exponent}, {"mantissa", r.bits.mantissa}};
   j["kind"] = std::string(code_kind_name(r.kind));
@@ -89,11 +97,11 @@ json report_json(const ValueReport& r) {
 
 int print_values(const FormatsOptions& opt, Overflow ov, std::ostream& out) {
   const auto formats = selected_formats(opt);
-  std::vector<double> values;
-  for (const auto& v : opt.values) values.push_back(parse_value(v));
+  std::vector<ParsedValue> values;
+  for (const auto& v : opt.values) values.push_back(parse_value_exactly(v));
   if (opt.json) {
     json all = json::array();
-    for (double v : values) {
+    for (const ParsedValue& v : values) {
       for (Format f : formats) all.push_back(report_json(explain_value(v, f, ov)));
     }
     out << all.dump(2) << "\n";
@@ -101,7 +109,13 @@ int print_values(const FormatsOptions& opt, Overflow ov, std::ostream& out) {
   }
   for (size_t i = 0; i < values.size(); ++i) {
     if (i > 0) out << "\n";
-    out << fmt::format("value {} ({} overflow)\n", format_number(values[i]), overflow_name(ov));
+    // Text that fp64 rounded to a value written otherwise is named beside it.
+    const std::string shown = format_number(values[i].value);
+    const std::string typed = trim_text(opt.values[i]);
+    out << fmt::format(
+        "value {}{} ({} overflow)\n", shown,
+        values[i].rounded && typed != shown ? " (fp64's nearest to " + typed + ")" : "",
+        overflow_name(ov));
     out << fmt::format("{:<9} {:<5} {:<12} {:>14} {:>12} {:>9} {:>14} {:>14}  {}\n", "format",
                        "code", "s exp man", "decoded", "abs error", "rel error", "below", "above",
                        "flags");

@@ -11,6 +11,7 @@
 #include "fp8wb/core/default_formats.h"
 #include "fp8wb/core/open_checkpoint.h"
 #include "same_file.h"
+#include "table_text.h"
 
 namespace fp8wb::cli {
 
@@ -139,8 +140,8 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
     const std::string sqnr = best ? fmt::format("{:.1f}", best->sqnr_db) : std::string("-");
     const std::string underflow =
         best ? fmt::format("{:.3f}%", best->underflow_pct) : std::string("-");
-    out << fmt::format("{:<40} {:<8} {:<14} {:>10.4g} {:>6.1f}b  {:<26} {:>8} {:>9}\n",
-                       a.name.substr(0, 40), a.dtype, shape.substr(0, 14), a.amax,
+    out << fmt::format("{} {:<8} {} {:>10.4g} {:>6.1f}b  {:<26} {:>8} {:>9}\n",
+                       fit_column(a.name, 40), a.dtype, fit_column(shape, 14), a.amax,
                        a.dynamic_range_bits, best ? best->name : std::string("-"), sqnr, underflow);
     if (!a.not_quantized.empty()) out << "    no SQNR: " << a.not_quantized << "\n";
     if (a.nan_count > 0 || a.inf_count > 0) {

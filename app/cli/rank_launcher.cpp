@@ -223,7 +223,17 @@ int launch_ranks(const LaunchOptions& opt, std::ostream& err) {
     }
     if (left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (first_failed < 0) return WEXITSTATUS(status[0]);
+  if (first_failed < 0) {
+    // Stopped by a signal (the ranks stopped after one step alike): 128 + the signal, as
+    // a single process gives it.
+    if (signals.signal() != 0 && WEXITSTATUS(status[0]) == 0) {
+      err << fmt::format("fp8wb: interrupted by {}: the {} ranks stopped{}\n",
+                         stop_signal_name(signals.signal()), pids.size(),
+                         opt.db.empty() ? "" : ", rank 0 keeping the run in " + opt.db);
+      return 128 + signals.signal();
+    }
+    return WEXITSTATUS(status[0]);
+  }
   std::string report;
   for (size_t r = 0; r < pids.size(); ++r) {
     if (!failed(status[r])) continue;

@@ -24,8 +24,9 @@ struct LaunchOptions {
   std::string run_uuid;
 };
 
-// Returns the exit status for the command: 0 when every rank succeeded, else rank 0's
-// status where it failed, else 1 (the failed ranks named on `err`).
+// Returns the exit status for the command: 0 when every rank succeeded, 128 + the signal
+// where SIGINT, SIGTERM or SIGHUP reached this process and the ranks stopped (said on
+// `err`), else rank 0's status where it failed, else 1 (the failed ranks named on `err`).
 int launch_ranks(const LaunchOptions& opt, std::ostream& err);
 
 // The variable that tells a rank its launcher's pid (set by launch_ranks()).

@@ -1,10 +1,12 @@
-// defines: dump(), num(), db_path(), median(): what `fp8wb train`, `runs` and `bench`
-// share (JSON output, the run database's path, medians of step figures).
+// defines: dump(), num(), db_path(), check_db_folder(), median(): what `fp8wb train`, `runs` and
+// `bench` share (JSON output, the run database's path, medians of step figures).
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,24 @@ inline nlohmann::json num(double v) {
 // The database given, or the default one.
 inline std::string db_path(const std::string& given) {
   return given.empty() ? default_database_path() : given;
+}
+
+// A --db given by the user must lie in a folder that is there: a mistyped path would
+// otherwise make folders and a new, empty database in them. The default database's
+// folder is made as needed.
+inline void check_db_folder(const std::string& given) {
+  if (given.empty()) return;
+  const std::filesystem::path folder = std::filesystem::path(given).parent_path();
+  if (folder.empty()) return;  // the current folder
+  std::error_code ec;
+  const auto st = std::filesystem::status(folder, ec);
+  if (!std::filesystem::exists(st)) {
+    throw std::invalid_argument("--db " + given + ": the folder " + folder.string() +
+                                " does not exist (create it first, or give another path)");
+  }
+  if (!std::filesystem::is_directory(st)) {
+    throw std::invalid_argument("--db " + given + ": " + folder.string() + " is not a folder");
+  }
 }
 
 // The median (of an even count, the mean of the middle two); NaN for none.

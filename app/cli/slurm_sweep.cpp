@@ -23,6 +23,7 @@
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/core/sweep_collect.h"
 #include "sweep_command.h"
+#include "table_text.h"
 
 extern char** environ;
 
@@ -266,8 +267,8 @@ int collect_slurm_sweep(const std::string& dir_text, const std::string& db, bool
                        c.slurm_asked ? " (states from " + c.slurm_source + ")" : "");
     out << fmt::format("{:<34} {:<17} {:>6}  {}\n", "trial", "state", "run", "");
     for (const CollectedTrial& r : c.trials) {
-      out << fmt::format("{:<34} {:<17} {:>6}  {}\n", r.key.substr(0, 34), r.state,
-                         r.run ? std::to_string(r.run) : "-", r.message.substr(0, 300));
+      out << fmt::format("{} {:<17} {:>6}  {}\n", fit_column(r.key, 34), r.state,
+                         r.run ? std::to_string(r.run) : "-", cut_text(r.message, 300));
     }
     bool any = false;
     for (const CollectedTrial& r : c.trials) any = any || r.run != 0;

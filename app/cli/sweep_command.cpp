@@ -18,6 +18,7 @@
 #include "fp8wb/core/sweep.h"
 #include "slurm_sweep.h"
 #include "stop_signals.h"
+#include "table_text.h"
 
 namespace fp8wb::cli {
 namespace {
@@ -75,7 +76,7 @@ void print_sweep_summary(const RunStore& store, int64_t sweep_id, std::ostream& 
   }
   out << heading << "\n";
   for (const auto& p : points) {
-    std::string row = fmt::format("{:<34} {:>5}", label(p).substr(0, 34), p.runs);
+    std::string row = fmt::format("{} {:>5}", fit_column(label(p), 34), p.runs);
     for (const SweepMetricEntry& m : kSweepMetrics)
       row += fmt::format(" {:>{}}", cell(p, m.value), column(m.value).width);
     out << row << "\n";

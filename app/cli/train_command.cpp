@@ -192,6 +192,7 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& opt) {
 }
 
 int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
+  check_db_folder(opt.db);
   RunConfig cfg;
   if (!opt.config_file.empty()) cfg = read_run_config_file(opt.config_file);
   for (const auto& o : opt.overrides) apply_override(cfg, o);
@@ -262,6 +263,7 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
     trainer.setComputeThreads(compute_threads_per_rank(ranks));
   }
 
+  int stop_signal = 0;  // the signal that stopped the run; 0: none
   {
     const StopSignals signals;  // Ctrl-C, SIGTERM, SIGHUP: stop after this step, keep the run
     trainer.start();
@@ -277,6 +279,7 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     trainer.join();
+    stop_signal = signals.signal();
   }
   RunStatus st = trainer.status();
   std::string message = without_backtrace(trainer.message());
@@ -333,6 +336,19 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   if (st == RunStatus::Failed) {
     err << "fp8wb: the run failed: " << message << "\n";
     return 1;
+  }
+  // Stopped by a signal: said, with what was kept, and an exit status of 128 + the signal
+  // (130 for Ctrl-C), as a shell gives a command the signal ended. A rank of several
+  // ends as a stopped run does (its launcher, or torchrun, says how the ranks ended).
+  if (st == RunStatus::Stopped && stop_signal != 0 && !ranks.distributed()) {
+    err << fmt::format(
+        "fp8wb: interrupted by {}: run {} is kept as stopped after {}, with all it recorded, in "
+        "{}{}\n",
+        stop_signal_name(stop_signal), id, counted(trainer.steps_done(), "step"), store->path(),
+        cfg.weights.empty() ? ""
+                            : "; no weights were written to " + cfg.weights +
+                                  " (they are written at a run's last step)");
+    return 128 + stop_signal;
   }
   return st == RunStatus::Diverged ? 2 : 0;
 }

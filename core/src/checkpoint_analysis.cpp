@@ -196,6 +196,12 @@ TensorAnalysis analyze_ref(const std::string& name, const std::string& dtype,
     } else if (v.finite == 0) {
       a.not_quantized = "no finite values: " + std::to_string(a.nan_count) + " NaN";
       if (a.inf_count > 0) a.not_quantized += ", " + std::to_string(a.inf_count) + " Inf";
+    } else if (a.amax == 0 && a.nan_count + a.inf_count > 0) {
+      // Zeros besides NaN or Inf: what it holds, not "all zero".
+      a.not_quantized = "no finite nonzero values: " + std::to_string(v.finite) +
+                        (v.finite == 1 ? " zero" : " zeros");
+      if (a.nan_count > 0) a.not_quantized += ", " + std::to_string(a.nan_count) + " NaN";
+      if (a.inf_count > 0) a.not_quantized += ", " + std::to_string(a.inf_count) + " Inf";
     } else if (a.amax == 0) {
       a.not_quantized = "all zero";
     }

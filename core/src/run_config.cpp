@@ -15,6 +15,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "config_json.h"
+
 namespace fp8wb {
 namespace {
 
@@ -329,12 +331,14 @@ RunConfig parse_run_config(std::string_view json_text) {
     return true;
   };
   try {
-    j = json::parse(json_text, track);
+    j = parse_config_json(json_text, track);
   } catch (const json::out_of_range& e) {
     if (!key.empty()) fail(key, "a number out of range (" + json_error(e) + ")");
-    throw std::invalid_argument(std::string("config has a number out of range: ") + e.what());
+    throw std::invalid_argument("config has a number out of range: " + json_error(e));
   } catch (const json::exception& e) {
-    throw std::invalid_argument(std::string("config is not valid JSON: ") + e.what());
+    throw std::invalid_argument("config is not valid JSON: " + json_error(e));
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("config ") + e.what());
   }
   if (!j.is_object()) throw std::invalid_argument("config must be a JSON object of fields");
   RunConfig c;

@@ -6,7 +6,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "fp8wb/kernels/codec.h"
 
@@ -131,8 +135,19 @@ ValueReport explain_value(double value, Format format, Overflow overflow) {
   }
   r.exact = r.decoded == value;
 
+  // The representable values either side of the input, where it lies between two: a
+  // tie is exactly midway (they have few bits: the midpoint is exact in fp64).
+  std::optional<double> tie_lo, tie_hi;
   if (!r.is_nan) {
     const auto vals = representable_values(format);
+    if (finite_in && !r.exact) {
+      const auto up = std::upper_bound(vals.begin(), vals.end(), value);
+      if (up != vals.end() && up != vals.begin() && *std::prev(up) < value &&
+          (*std::prev(up) + *up) / 2 == value) {
+        tie_lo = *std::prev(up);
+        tie_hi = *up;
+      }
+    }
     const double d =
         std::isinf(r.decoded) ? std::copysign(info.max_finite * 2, r.decoded) : r.decoded;
     auto hi = std::upper_bound(vals.begin(), vals.end(), d);
@@ -157,6 +172,17 @@ ValueReport explain_value(double value, Format format, Overflow overflow) {
              "): " + (std::isinf(r.decoded) ? "overflows to Inf" : "overflows to NaN");
   } else if (r.saturated) {
     r.note = "beyond the largest finite value: clamped to " + format_number(r.decoded);
+  } else if (tie_lo) {
+    // Exactly midway: nearest-even takes the neighbour whose last mantissa bit is 0 (zero
+    // counts as even); E8M0FNU, as ml_dtypes, rounds a half up.
+    const std::string between =
+        "a tie between " + format_number(*tie_lo) + " and " + format_number(*tie_hi);
+    const std::string half = r.underflow ? "exactly half the smallest subnormal: " : "";
+    r.note = s.nan == NanRule::AllOnes
+                 ? half + between + ": " + std::string(info.name) + " rounds a half up, to " +
+                       format_number(r.decoded)
+                 : half + between + ": rounds to the even one, " + format_number(r.decoded) +
+                       (r.underflow ? " (flushes to zero)" : "");
   } else if (r.underflow) {
     r.note = "below half the smallest subnormal: flushes to zero";
   }
@@ -167,33 +193,115 @@ ValueReport explain_value(double value, Format format, Overflow overflow) {
   return r;
 }
 
-double parse_value(std::string_view text) {
-  const std::string t = trim(text);
-  bool ok = false;
-  double v = strict_strtod(t, ok);
-  if (!ok) {
-    // 2^-9, -2^10: the way powers of two are written on a whiteboard.
-    const auto caret = t.find('^');
-    if (caret != std::string::npos) {
-      bool okb = false, oke = false;
-      std::string base = t.substr(0, caret);
-      const std::string ex = t.substr(caret + 1);
-      // -2^10 is -(2^10), as on paper.
-      const bool negative = !base.empty() && base[0] == '-';
-      if (negative || (!base.empty() && base[0] == '+')) base.erase(0, 1);
-      const double b = strict_strtod(base, okb);
-      const double e = strict_strtod(ex, oke);
-      if (okb && oke && b >= 0 && std::fabs(e) <= 2000) {
-        v = negative ? -std::pow(b, e) : std::pow(b, e);
-        ok = true;
-      }
+namespace {
+
+// A decimal number's digits without leading and trailing zeros, and the power of ten of
+// the first ("0.0125" -> "125", -2); "" for zero. `t`: digits, at most one '.', an
+// optional exponent after 'e' (as strtod took it).
+std::pair<std::string, long> decimal_digits(const std::string& t) {
+  std::string digits;
+  long point = -1;  // digits before the '.'
+  size_t i = 0;
+  for (; i < t.size() && t[i] != 'e' && t[i] != 'E'; ++i) {
+    if (t[i] == '.') {
+      point = static_cast<long>(digits.size());
+    } else {
+      digits.push_back(t[i]);
     }
   }
-  if (!ok) {
-    throw std::invalid_argument(
-        "'" + t + "' is not a number: type e.g. 0.1, -3e-5, 0x1.8p3, 2^-9, inf or nan");
+  if (point < 0) point = static_cast<long>(digits.size());
+  long exp = i < t.size() ? std::strtol(t.c_str() + i + 1, nullptr, 10) : 0;
+  const size_t first = digits.find_first_not_of('0');
+  if (first == std::string::npos) return {"", 0};
+  digits = digits.substr(first, digits.find_last_not_of('0') - first + 1);
+  exp += point - static_cast<long>(first) - 1;
+  return {digits, exp};
+}
+
+// Whether the decimal text `t` (no sign) says exactly the double `v` (>= 0): its digits
+// against v's exact decimal expansion (at most 767 significant digits).
+bool decimal_is_exact(const std::string& t, double v) {
+  std::vector<char> buf(1100);
+  std::snprintf(buf.data(), buf.size(), "%.800e", v);
+  return decimal_digits(t) == decimal_digits(buf.data());
+}
+
+[[noreturn]] void beyond_fp64(const std::string& t, bool too_small) {
+  throw std::invalid_argument("'" + t + "' is beyond the range of fp64: " +
+                              (too_small
+                                   ? "it is nearer zero than fp64's smallest nonzero value (" +
+                                         format_number(std::numeric_limits<double>::denorm_min()) +
+                                         ") and would read as 0"
+                                   : "it is further from zero than fp64's largest value (" +
+                                         format_number(std::numeric_limits<double>::max()) + ")"));
+}
+
+// A plain number (decimal or hex, inf, nan) as strtod reads it, with its range checked;
+// nullopt for text that is no number.
+std::optional<ParsedValue> parse_plain(const std::string& t) {
+  bool ok = false;
+  const double v = strict_strtod(t, ok);
+  if (!ok) return std::nullopt;
+  std::string body = t;
+  if (!body.empty() && (body[0] == '-' || body[0] == '+')) body.erase(0, 1);
+  const bool word = !body.empty() && std::isalpha(static_cast<unsigned char>(body[0]));
+  if (word) return ParsedValue{v, false};  // inf, infinity, nan
+  const bool hex = body.size() > 1 && body[0] == '0' && (body[1] == 'x' || body[1] == 'X');
+  if (std::isinf(v)) beyond_fp64(t, false);
+  // Text that says zero reads as 0; other text that does is beyond fp64's range.
+  const bool zero_text = hex ? body.find_first_not_of("0.", 2) == body.find_first_of("pP", 2)
+                             : decimal_digits(body).first.empty();
+  if (v == 0 && !zero_text) beyond_fp64(t, true);
+  // Hex text holds binary digits, which fp64 keeps up to 53 of: taken as exact.
+  return ParsedValue{v, !hex && !decimal_is_exact(body, std::fabs(v))};
+}
+
+}  // namespace
+
+ParsedValue parse_value_exactly(std::string_view text) {
+  const std::string t = trim(text);
+  if (const auto plain = parse_plain(t)) return *plain;
+  // 2^-9, -2^10: the way powers are written on a whiteboard.
+  const auto caret = t.find('^');
+  if (caret != std::string::npos) {
+    std::string base = t.substr(0, caret);
+    const std::string ex = t.substr(caret + 1);
+    // -2^10 is -(2^10), as on paper.
+    const bool negative = !base.empty() && base[0] == '-';
+    if (negative || (!base.empty() && base[0] == '+')) base.erase(0, 1);
+    const auto b =
+        base.empty() || base[0] == '-' || base[0] == '+' ? std::nullopt : parse_plain(base);
+    const auto e = ex.empty() ? std::nullopt : parse_plain(ex);
+    if (b && e && b->value >= 0 && std::isfinite(b->value) && std::isfinite(e->value) &&
+        !(b->value == 0 && e->value < 0)) {
+      const double v = std::pow(b->value, e->value);
+      if (std::isinf(v)) beyond_fp64(t, false);
+      if (v == 0 && b->value != 0) beyond_fp64(t, true);
+      // Exact where a power of two is raised to a whole power fp64 holds (2^-1074 and up),
+      // or a whole number to a whole power below 2^53.
+      const bool whole_e = !e->rounded && e->value == std::floor(e->value);
+      int k = 0;
+      const bool pow2 = std::frexp(b->value, &k) == 0.5;
+      const bool exact =
+          !b->rounded && whole_e &&
+          (b->value == 0 || b->value == 1 || (pow2 && (k - 1) * e->value >= -1074) ||
+           (b->value == std::floor(b->value) && e->value >= 0 && v < 9007199254740992.0));
+      return {negative ? -v : v, !exact};
+    }
   }
-  return v;
+  throw std::invalid_argument("'" + t +
+                              "' is not a number: type e.g. 0.1, -3e-5, 0x1.8p3, 2^-9, inf or nan");
+}
+
+double parse_value(std::string_view text) {
+  return parse_value_exactly(text).value;
+}
+
+ValueReport explain_value(const ParsedValue& value, Format format, Overflow overflow) {
+  ValueReport r = explain_value(value.value, format, overflow);
+  r.input_rounded = value.rounded;
+  r.exact = r.exact && !value.rounded;
+  return r;
 }
 
 std::string format_number(double v) {

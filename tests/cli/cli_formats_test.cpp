@@ -213,6 +213,57 @@ TEST(CliDemo, LossScalingJson) {
   EXPECT_EQ(run({"demo", "loss-scaling", "--init-scale", "0"}).rc, 2);
 }
 
+// A value exactly midway between two representable ones is a tie, said as such with the
+// neighbour nearest-even takes: half the smallest subnormal is not "below half" of it.
+TEST(CliFormats, ATieIsSaidAsATieThatRoundsToEven) {
+  Result r = run({"formats", "0x1p-10", "-f", "e4m3"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("note: exactly half the smallest subnormal: a tie between 0 and "
+                       "0.001953125: rounds to the even one, 0 (flushes to zero)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("below half"), std::string::npos) << r.out;
+  // Ties between normal values: down to 1 (mantissa 000), up to 1.25 (mantissa 010).
+  r = run({"formats", "1.0625", "1.1875", "-f", "e4m3"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("a tie between 1 and 1.125: rounds to the even one, 1\n"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("a tie between 1.125 and 1.25: rounds to the even one, 1.25\n"),
+            std::string::npos)
+      << r.out;
+  // E8M0FNU rounds a half up, as ml_dtypes does.
+  r = run({"formats", "3", "-f", "e8m0", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)[0]["note"],
+            "a tie between 2 and 4: E8M0FNU rounds a half up, to 4");
+  // Below the tie it is below half.
+  r = run({"formats", "0x1.fp-11", "-f", "e4m3"});
+  EXPECT_NE(r.out.find("below half the smallest subnormal"), std::string::npos) << r.out;
+}
+
+// Values beyond fp64 get one message however they are written (2^99999 was "not a
+// number", 1e400 became inf and 1e-400 "0, exact"); text fp64 rounds is never exact.
+TEST(CliFormats, BeyondFp64AndRoundedTextAreSaidSo) {
+  for (const std::string text : {"2^99999", "1e400", "1e-400"}) {
+    const Result r = run({"formats", text, "-f", "e4m3"});
+    EXPECT_EQ(r.rc, 2) << text;
+    EXPECT_NE(r.err.find("'" + text + "' is beyond the range of fp64"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("exact"), std::string::npos) << r.out;
+  }
+  Result r = run({"formats", "1.00000000000000000001", "-f", "e4m3"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("value 1 (fp64's nearest to 1.00000000000000000001)"), std::string::npos)
+      << r.out;
+  EXPECT_FALSE(has_line(r.out, "E4M3FN", "exact")) << r.out;
+  r = run({"formats", "1.00000000000000000001", "1", "-f", "e4m3", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j[0]["flags"]["exact"], false);
+  EXPECT_EQ(j[0]["input_rounded"], true);
+  EXPECT_EQ(j[1]["flags"]["exact"], true);
+  EXPECT_EQ(j[1]["input_rounded"], false);
+}
+
 }  // namespace
 
 // A run id that is not a positive whole number is named as such (not the parser's words), with the

@@ -240,6 +240,57 @@ TEST(CliInspect, TensorsWithoutSignalHaveNoSqnr) {
   std::filesystem::remove(path);
 }
 
+// Zeros with NaN and Inf are not "all zero": what the tensor holds is counted.
+TEST(CliInspect, ZerosWithNanAndInfAreCountedNotAllZero) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("fp8wb-inspect-zeronan-" + std::to_string(getpid()) + ".safetensors"))
+                               .string();
+  std::vector<float> w(64 * 64, 0.0f);
+  w[3] = NAN;
+  w[70] = INFINITY;
+  w[71] = -INFINITY;
+  w[900] = -0.0f;
+  std::vector<uint8_t> bytes(w.size() * 4);
+  std::memcpy(bytes.data(), w.data(), bytes.size());
+  fp8wb::write_safetensors(path, {{"odd.weight", fp8wb::StDtype::F32, {64, 64}, bytes}});
+  auto r = run({"inspect", path});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("no SQNR: no finite nonzero values: 4093 zeros, 1 NaN, 2 Inf"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("all zero"), std::string::npos) << r.out;
+  r = run({"inspect", path, "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j[0]["not_quantized"], "no finite nonzero values: 4093 zeros, 1 NaN, 2 Inf");
+  std::filesystem::remove(path);
+}
+
+// Names too long for the table's column end in "…" where they are cut, never mid-character.
+TEST(CliInspect, CutNamesEndInAnEllipsis) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("fp8wb-inspect-longname-" + std::to_string(getpid()) + ".safetensors"))
+                               .string();
+  std::vector<float> w(64 * 64);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.02f * std::sin(0.37f * static_cast<float>(i));
+  std::vector<uint8_t> bytes(w.size() * 4);
+  std::memcpy(bytes.data(), w.data(), bytes.size());
+  const std::string long_name = "model.layers.17.self_attention.query_key_value.weight";
+  const std::string greek = "βάρη.αβγδεζηθικλμνξοπρστυφχψωαβγδεζηθικλμν.weight";
+  fp8wb::write_safetensors(path, {{long_name, fp8wb::StDtype::F32, {64, 64}, bytes},
+                                  {greek, fp8wb::StDtype::F32, {64, 64}, bytes}});
+  const auto r = run({"inspect", path});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("\n" + long_name.substr(0, 39) + "… F32"), std::string::npos) << r.out;
+  // 39 characters of Greek (two bytes each, the dot one) and the mark.
+  size_t at = 0;
+  for (int chars = 0; chars < 39; ++at)
+    chars += (static_cast<unsigned char>(greek[at]) & 0xC0) != 0x80 ? 1 : 0;
+  while (at < greek.size() && (static_cast<unsigned char>(greek[at]) & 0xC0) == 0x80) ++at;
+  EXPECT_NE(r.out.find("\n" + greek.substr(0, at) + "… F32"), std::string::npos) << r.out;
+  std::filesystem::remove(path);
+}
+
 // --export naming the checkpoint itself (or one of its shards), by whatever path, is
 // refused with both paths named, and the checkpoint stays as it was.
 TEST(CliInspect, ExportNeverReplacesTheCheckpoint) {

@@ -13,6 +13,7 @@
 
 #include "cli_run.h"
 #include "fp8wb/core/run_store.h"
+#include "table_text.h"
 #include "temp_dir.h"
 
 namespace {
@@ -176,6 +177,75 @@ TEST(CliSweep, TableJsonAndBadGrids) {
            "-q"});
   EXPECT_NE(r.rc, 0);
   fp8wb::test::remove_tree(dir.string());
+}
+
+// A grid point's label too long for its column, in the sweep's summary and in a Slurm
+// sweep's collection (trial and message), ends in "…" where it is cut.
+TEST(CliSweep, CutLabelsEndInAnEllipsis) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("fp8wb-cli-sweep-cut-" + std::to_string(getpid()));
+  fp8wb::test::remove_tree(dir.string());
+  fs::create_directories(dir / "bin");
+  const std::string lr = "lr=0.00100000000000000000000000000001";
+  auto r = run({"sweep", "--db", (dir / "here.sqlite").string(), "--set", "model=mlp", "--set",
+                "steps=1", "--set", "reference=false", "--grid", lr + ",0.002", "-q"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("\n" + lr.substr(0, 33) + "…     1"), std::string::npos) << r.out;
+
+  auto script = [&](const char* name, const std::string& text) {
+    const fs::path p = dir / "bin" / name;
+    std::ofstream(p) << text;
+    fs::permissions(p, fs::perms::owner_all);
+  };
+  script("sbatch", "#!/bin/sh\necho 4242\n");
+  script("sacct", "#!/bin/sh\nprintf '4242_0|RUNNING|0:0|None\\n4242_1|RUNNING|0:0|None\\n'\n");
+  const std::string old_path = getenv("PATH") ? getenv("PATH") : "";
+  setenv("PATH", ((dir / "bin").string() + ":" + old_path).c_str(), 1);
+  const fs::path folder = dir / "sw";
+  r = run({"sweep", "--db", (dir / "runs.sqlite").string(), "--set", "model=mlp", "--grid",
+           lr + ",0.002", "--slurm", "--slurm-dir", folder.string()});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  {
+    std::ifstream u(folder / "trials" / "0.uuid");
+    std::string uuid;
+    u >> uuid;
+    auto trial = fp8wb::RunStore::open((folder / "trials" / "0.sqlite").string());
+    fp8wb::MetricBatch b;
+    b.run_id = trial->create_run("trial 0", "train", "{}", "cpu", 0, uuid);
+    fp8wb::StepMetrics m;
+    m.step = 0;
+    m.loss = 2.5;
+    b.steps.push_back(m);
+    trial->write(b);
+    trial->flush();
+  }
+  r = run({"sweep", "--collect", folder.string()});
+  setenv("PATH", old_path.c_str(), 1);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  // The trial's key in the collection's table (no run collected yet: no summary after it).
+  size_t cuts = 0;
+  for (size_t at = r.out.find(lr.substr(0, 20)); at != std::string::npos;
+       at = r.out.find(lr.substr(0, 20), at + 1)) {
+    const size_t end = r.out.find_first_of(" \n", at);
+    const std::string shown = r.out.substr(at, end - at);
+    EXPECT_EQ(shown.substr(shown.size() - 3), "…") << shown;
+    ++cuts;
+  }
+  EXPECT_EQ(cuts, 1u) << r.out;
+  fp8wb::test::remove_tree(dir.string());
+}
+
+// The tables' cut: whole characters, the mark counted as one, padding to the column.
+TEST(TableText, CutsWholeCharactersWithAMark) {
+  using fp8wb::cli::cut_text;
+  using fp8wb::cli::fit_column;
+  EXPECT_EQ(cut_text("abcdef", 6), "abcdef");
+  EXPECT_EQ(cut_text("abcdefg", 6), "abcde…");
+  EXPECT_EQ(cut_text("αβγδεζη", 4), "αβγ…");
+  EXPECT_EQ(fit_column("ab", 4), "ab  ");
+  EXPECT_EQ(fit_column("αβγδεζη", 4), "αβγ…");
+  EXPECT_EQ(fit_column("αβ", 3), "αβ ");
 }
 
 }  // namespace

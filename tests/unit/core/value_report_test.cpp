@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <stdexcept>
 
@@ -130,7 +131,42 @@ TEST(ParseValue, AcceptedSpellings) {
   EXPECT_TRUE(std::isinf(parse_value("inf")));
   EXPECT_TRUE(std::isinf(parse_value("-Infinity")));
   EXPECT_TRUE(std::isnan(parse_value("nan")));
-  EXPECT_EQ(parse_value("1e400"), HUGE_VAL);  // beyond fp64: Inf, a defined result
+}
+
+// Values beyond fp64's range, either way and however written, are refused alike, by name.
+TEST(ParseValue, BeyondFp64IsRefusedAlike) {
+  for (const char* text : {"1e400", "-1e400", "2^99999", "2^1024", "0x1p2000", "1e-400", "-1e-400",
+                           "2^-99999", "0x1p-2000"}) {
+    try {
+      parse_value(text);
+      ADD_FAILURE() << "accepted '" << text << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(
+          std::string(e.what()).find("'" + std::string(text) + "' is beyond the range of fp64"),
+          std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_EQ(parse_value("2^1023"), std::ldexp(1.0, 1023));
+  EXPECT_EQ(parse_value("2^-1074"), std::numeric_limits<double>::denorm_min());
+  EXPECT_EQ(parse_value("0e999"), 0.0);
+  EXPECT_EQ(parse_value("0x0p0"), 0.0);
+}
+
+// Whether fp64 rounded the text: then no result is exact.
+TEST(ParseValue, SaysWhereFp64RoundedTheText) {
+  for (const char* text :
+       {"0.5", "-3", "2^-9", "3^2", "0x1.8p3", "1.25e2", "0.0", "inf", "0e7", "0.0009765625"}) {
+    EXPECT_FALSE(parse_value_exactly(text).rounded) << text;
+  }
+  for (const char* text :
+       {"0.1", "1.00000000000000000001", "1e-310", "10^-1", "2^0.5", "3^40", "1e308"}) {
+    EXPECT_TRUE(parse_value_exactly(text).rounded) << text;
+  }
+  const ParsedValue one = parse_value_exactly("1.00000000000000000001");
+  EXPECT_EQ(one.value, 1.0);
+  EXPECT_FALSE(explain_value(one, Format::E4M3FN).exact);
+  EXPECT_TRUE(explain_value(parse_value_exactly("1"), Format::E4M3FN).exact);
 }
 
 TEST(ParseValue, RejectsNonNumbers) {

@@ -39,8 +39,9 @@ struct TensorAnalysis {
   std::string recommended;  // a recipe name, empty for non-float tensors
   std::string reason;
   // Why a floating-point tensor has no recipe results (SQNR needs finite signal):
-  // "empty tensor (0 elements)", "no finite values: N NaN, M Inf", "all zero"; empty
-  // when the recipes ran.
+  // "empty tensor (0 elements)", "no finite values: N NaN, M Inf", "no finite nonzero
+  // values: Z zeros, N NaN, M Inf" (zeros among NaN or Inf), "all zero"; empty when the
+  // recipes ran.
   std::string not_quantized;
 };
 

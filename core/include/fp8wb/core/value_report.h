@@ -38,13 +38,14 @@ struct ValueReport {
   // The representable finite values next to the decoded value, below and above it.
   std::optional<double> below;
   std::optional<double> above;
-  bool exact = false;       // decoded == input
-  bool subnormal = false;   // the code is a subnormal
-  bool saturated = false;   // |input| > max finite and the result was clamped to +-max
-  bool overflowed = false;  // |input| > max finite and the result is Inf or NaN (ieee mode)
-  bool underflow = false;   // input finite and != 0, result +-0
-  bool is_nan = false;      // the code is a NaN
-  std::string note;         // one sentence for the unusual cases (NaN, Inf, no zero...)
+  bool exact = false;          // decoded == input (and the input is what was typed)
+  bool input_rounded = false;  // the typed text is not an fp64 value: input is its nearest
+  bool subnormal = false;      // the code is a subnormal
+  bool saturated = false;      // |input| > max finite and the result was clamped to +-max
+  bool overflowed = false;     // |input| > max finite and the result is Inf or NaN (ieee mode)
+  bool underflow = false;      // input finite and != 0, result +-0
+  bool is_nan = false;         // the code is a NaN
+  std::string note;            // one sentence for the unusual cases (NaN, Inf, no zero...)
 };
 
 ValueReport explain_value(double value, Format format, Overflow overflow = Overflow::Saturate);
@@ -65,8 +66,22 @@ CodeKind classify_code(uint8_t code, Format format);
 std::vector<double> representable_values(Format format);
 
 // Parses what a user types: decimal or hex floats (0x1.8p3), "inf", "-inf", "nan", and
-// powers of two written 2^-9. Throws std::invalid_argument with a message for the user.
+// powers written 2^-9. Throws std::invalid_argument with a message for the user, for text
+// that is no number and for a finite value beyond fp64's range ("1e400 is beyond the
+// range of fp64", as are 1e-400, which fp64 would read as 0, and 2^99999).
 double parse_value(std::string_view text);
+
+// parse_value()'s value, and whether it differs from what the text says (0.1, 1e-310,
+// 10^-1: fp64's nearest), so that a result equal to it is not called exact.
+struct ParsedValue {
+  double value = 0;
+  bool rounded = false;
+};
+ParsedValue parse_value_exactly(std::string_view text);
+// explain_value() for a typed value: one that fp64 rounded is never exact (its errors are
+// against fp64's nearest value).
+ValueReport explain_value(const ParsedValue& value, Format format,
+                          Overflow overflow = Overflow::Saturate);
 
 // The shortest decimal that reads back as the same double ("inf", "nan" for those).
 std::string format_number(double v);

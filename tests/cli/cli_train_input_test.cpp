@@ -1,0 +1,93 @@
+// fp8wb train's inputs, in-process through run_cli(): where the run database may go and
+// how a config file is read.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "cli_run.h"
+#include "temp_dir.h"
+
+namespace {
+
+using fp8wb::test::Result;
+using fp8wb::test::run;
+
+class CliTrainInput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("fp8wb-cli-input-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fp8wb::test::remove_tree(dir_.string());
+    std::filesystem::create_directories(dir_);
+    db_ = (dir_ / "runs.sqlite").string();
+  }
+  void TearDown() override { fp8wb::test::remove_tree(dir_.string()); }
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+  }
+  std::filesystem::path dir_;
+  std::string db_;
+};
+
+// A --db in a folder that is not there is most likely a mistyped path: refused, naming the
+// folder, with nothing made.
+TEST_F(CliTrainInput, ADatabaseInAMissingFolderIsRefusedCreatingNothing) {
+  const std::filesystem::path missing = dir_ / "missing" / "dir";
+  const Result r = run({"train", "--db", (missing / "x.db").string(), "--quiet", "--set",
+                        "model=mlp", "--set", "steps=1"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("the folder " + missing.string() + " does not exist"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "missing"));
+
+  // A file where the folder should be is said as such.
+  const std::string file = write("plain", "x");
+  const Result f = run({"train", "--db", file + "/x.db", "--quiet", "--set", "steps=1"});
+  EXPECT_EQ(f.rc, 1);
+  EXPECT_NE(f.err.find(file + " is not a folder"), std::string::npos) << f.err;
+}
+
+// A key given twice would leave which value counts to the parser: refused, by name, in a
+// train's config and a sweep's alike.
+TEST_F(CliTrainInput, AConfigKeyGivenTwiceIsRefusedByName) {
+  const std::string config = write("twice.json", R"({"model": "mlp", "steps": 5, "steps": 7})");
+  Result r = run({"train", config, "--db", db_, "--quiet"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find(config + ": config key 'steps' is given twice"), std::string::npos) << r.err;
+  r = run({"sweep", config, "--db", db_, "--quiet", "--grid", "window=1,2"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("key 'steps' is given twice"), std::string::npos) << r.err;
+
+  // In a nested object too, naming the key it lies under.
+  const std::string nested = write("nested.json", R"({"formats": {"a": 1, "a": 2}})");
+  r = run({"train", nested, "--db", db_, "--quiet"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("key 'a' is given twice in 'formats'"), std::string::npos) << r.err;
+}
+
+// Text that is not JSON is named by file, line and column, not in the parser's own terms.
+TEST_F(CliTrainInput, MalformedConfigNamesFileLineAndColumn) {
+  const std::string config = write("bad.json", "{\n  \"steps\": 5,\n  \"window\": x\n}\n");
+  const Result r = run({"train", config, "--db", db_, "--quiet"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find(config + ": config is not valid JSON at line 3, column 13"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("last read"), std::string::npos) << r.err;
+
+  // Text that ends too soon: the line and column past its end.
+  const std::string cut = write("cut.json", "{\"steps\": 5,");
+  const Result c = run({"train", cut, "--db", db_, "--quiet"});
+  EXPECT_EQ(c.rc, 1);
+  EXPECT_NE(c.err.find(cut + ": config is not valid JSON at line 1"), std::string::npos) << c.err;
+  EXPECT_EQ(c.err.find("json.exception"), std::string::npos) << c.err;
+}
+
+}  // namespace
