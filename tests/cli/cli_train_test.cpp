@@ -85,7 +85,8 @@ TEST_F(CliTrain, TrainListShowExportDelete) {
   const auto e = nlohmann::json::parse(r.out);
   EXPECT_EQ(e["series"]["loss"].size(), 12u);
   EXPECT_EQ(e["run"]["config"]["model"], "mlp");
-  EXPECT_EQ(e["tensor_stats"].size(), 3u * 3u * 3u);  // 3 layers x 3 roles x steps 0, 4, 8
+  // 3 layers x 3 roles x steps 0, 4, 8 and the last, 11
+  EXPECT_EQ(e["tensor_stats"].size(), 3u * 3u * 4u);
 
   r = run({"runs", "delete", std::to_string(id), "--db", db_});
   EXPECT_EQ(r.rc, 1);  // needs --yes
