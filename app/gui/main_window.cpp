@@ -90,6 +90,9 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   // Failures and notices, from wherever they come, go to one place.
   connect(engine_, &EngineController::failed, this, &MainWindow::showFailure);
   connect(engine_, &EngineController::notice, this, &MainWindow::showNotice);
+  // A checkpoint chosen by any way (dialog, recent files, drop, --checkpoint) that is the
+  // run database, or one of its files, is refused before it is opened.
+  checkpoint_->setRunDatabase([this] { return engine_->databasePath(); });
   connect(checkpoint_, &CheckpointTab::failed, this, &MainWindow::showFailure);
   connect(checkpoint_, &CheckpointTab::notice, this, &MainWindow::showNotice);
   connect(checkpoint_, &CheckpointTab::checkpointLoaded, this, [this] { clearFailureMessage(); });
