@@ -1,8 +1,10 @@
-// The run database is never opened as a checkpoint, offscreen: the database file, its -wal
-// and -shm files, a symbolic link and a hard link to it, and a sharded index naming it are
-// refused before they are opened, by every way the window opens a checkpoint (File > Open
-// checkpoint, the tab's recent files, File > Recent files, a drop, --checkpoint); the
-// POSIX locks this process holds on those files stay.
+// The run database is never opened as a checkpoint, offscreen: the database
+// file, its -wal and -shm files, a symbolic link and a hard link to it, and a
+// sharded index naming it are refused before they are opened, by every way the
+// window opens a checkpoint (File > Open checkpoint, the tab's recent files,
+// File > Recent files, a drop, --checkpoint); the POSIX locks this process
+// holds on those files stay. After a checkpoint that fails to open, the recent
+// files' box names no checkpoint and the failure names the file.
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,8 +33,8 @@ using namespace fp8wb;
 
 namespace {
 
-// A write lock this process holds on one byte of a file (away from the bytes SQLite
-// locks), on a descriptor kept open until the end.
+// A write lock this process holds on one byte of a file (away from the bytes
+// SQLite locks), on a descriptor kept open until the end.
 struct HeldLock {
   QByteArray path;
   int fd = -1;
@@ -87,9 +89,11 @@ class CheckpointGuardTest : public QObject {
   void initTestCase() {
     QVERIFY(dir_.isValid());
     qputenv("XDG_DATA_HOME", dir_.path().toUtf8());
-    qputenv("XDG_CONFIG_HOME", dir_.path().toUtf8());  // recent files: not the user's
+    qputenv("XDG_CONFIG_HOME",
+            dir_.path().toUtf8());  // recent files: not the user's
   }
   void theRunDatabaseIsRefusedByEveryPath();
+  void aFailedOpenNamesNoOtherCheckpoint();
 
  private:
   QString file(const QString& name) const { return dir_.filePath(name); }
@@ -117,8 +121,9 @@ void CheckpointGuardTest::theRunDatabaseIsRefusedByEveryPath() {
   QVERIFY(::link(QFile::encodeName(db).constData(), QFile::encodeName(hard).constData()) == 0);
 
   MainWindow w(false);
-  // The Sweeps tab lists the database's sweeps on a connection of its own, closed after:
-  // SQLite's close of that file would take this test's locks too (not SQLite's own).
+  // The Sweeps tab lists the database's sweeps on a connection of its own,
+  // closed after: SQLite's close of that file would take this test's locks too
+  // (not SQLite's own).
   QSignalSpy listed(w.sweepsTab(), &SweepsTab::sweepsListed);
   w.engine()->setDatabasePath(db);
   QVERIFY(listed.wait(30000));
@@ -196,7 +201,8 @@ void CheckpointGuardTest::theRunDatabaseIsRefusedByEveryPath() {
   {
     QMimeData mime;
     mime.setUrls({QUrl::fromLocalFile(sym)});
-    // As a drag arrives: the tab takes it on entering (Qt delivers the drop to it then).
+    // As a drag arrives: the tab takes it on entering (Qt delivers the drop to
+    // it then).
     QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
     QCoreApplication::sendEvent(tab, &enter);
     QVERIFY(enter.isAccepted());
@@ -216,6 +222,42 @@ void CheckpointGuardTest::theRunDatabaseIsRefusedByEveryPath() {
   tab->openCheckpoint(good);
   QVERIFY(loaded.wait(60000));
   QVERIFY(db_lock.held() && shm_lock.held() && wal_lock.held());
+}
+
+void CheckpointGuardTest::aFailedOpenNamesNoOtherCheckpoint() {
+  const QString good = file(QStringLiteral("shown.safetensors"));
+  write_checkpoint(good);
+  const QString bad = file(QStringLiteral("bad.safetensors"));
+  {
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("this is not a checkpoint");
+  }
+  MainWindow w(false);
+  CheckpointTab* tab = w.checkpointTab();
+  auto* recent = tab->findChild<QComboBox*>(QStringLiteral("checkpointRecent"));
+  QVERIFY(recent);
+  QSignalSpy failed(tab, &CheckpointTab::failed);
+  QSignalSpy loaded(tab, &CheckpointTab::checkpointLoaded);
+  tab->openCheckpoint(good);
+  QVERIFY(loaded.wait(60000));
+  QCOMPARE(recent->currentText(), good);
+  QVERIFY(!tab->showsPlaceholder());
+
+  tab->openCheckpoint(bad);
+  QVERIFY(failed.wait(60000));
+  QVERIFY2(failed.at(0).at(0).toString().contains(bad), qPrintable(failed.at(0).at(0).toString()));
+  QVERIFY(w.failures().last().contains(bad));
+  // Nothing is shown now: the box names no checkpoint (the good one would read
+  // as shown).
+  QVERIFY(tab->showsPlaceholder());
+  QVERIFY2(recent->currentText().isEmpty(), qPrintable(recent->currentText()));
+  QCOMPARE(recent->currentIndex(), -1);
+  QVERIFY(tab->statusText().contains(bad));
+  // It stays so when the box is read again (shown, clicked).
+  tab->refreshRecent();
+  QCOMPARE(recent->currentIndex(), -1);
+  QVERIFY(!recent->itemText(0).isEmpty());
 }
 
 QTEST_MAIN(CheckpointGuardTest)

@@ -317,11 +317,13 @@ void CheckpointTab::openCheckpoint(const QString& path) {
         showTensor(nullptr);
         model_->setTensors({});
         pages_->setCurrentIndex(0);
+        path_.clear();
+        selectShownInRecent();  // nothing is shown: the box names no checkpoint
         // The reader's messages start with the file's name: name it once.
         QString detail = message;
         if (detail.startsWith(path + QStringLiteral(": "))) detail.remove(0, path.size() + 2);
         status_->setText(tr("%1 could not be analysed: %2").arg(path, detail));
-        Q_EMIT failed(message);
+        Q_EMIT failed(message.contains(path) ? message : tr("%1: %2").arg(path, message));
       });
 }
 
