@@ -381,18 +381,24 @@ std::unique_ptr<Db> store::open_reader(const std::string& path) {
 
 RunStore::RunStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-std::unique_ptr<RunStore> RunStore::open(const std::string& path) {
-  {
-    // A folder (or a FIFO, a device) where the database should be: said as such, not as
-    // whatever SQLite makes of it.
-    std::error_code ec;
-    const auto st = std::filesystem::status(path, ec);
-    if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
-      throw StoreError("run database " + path + " is " +
-                       (std::filesystem::is_directory(st) ? "a folder" : "not a regular file") +
-                       ", not a database file");
-    }
+namespace {
+
+// A folder (or a FIFO, a device) where the database should be: said as such, not as
+// whatever SQLite makes of it, nor as no database at all.
+void refuse_other_than_file(const std::string& path) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
+    throw StoreError("run database " + path + " is " +
+                     (std::filesystem::is_directory(st) ? "a folder" : "not a regular file") +
+                     ", not a database file");
   }
+}
+
+}  // namespace
+
+std::unique_ptr<RunStore> RunStore::open(const std::string& path) {
+  refuse_other_than_file(path);
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
@@ -419,6 +425,7 @@ std::unique_ptr<RunStore> RunStore::open(const std::string& path) {
 }
 
 std::unique_ptr<RunStore> RunStore::open_read_only(const std::string& path) {
+  refuse_other_than_file(path);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     throw StoreError("no run database at " + path);
