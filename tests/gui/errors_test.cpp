@@ -4,6 +4,7 @@
 // notices (the core's, a run's events) come through notice(), the main window shows both in one
 // place, finished() carries the RunStatus (also queued), and opening a large stored run
 // leaves the GUI thread free.
+#include <QApplication>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
@@ -42,6 +43,7 @@ class ErrorsTest : public QObject {
   void aFailureIsTakenDownWhenARunStarts();
   void anUnreadableRunListIsSaidOncePerDatabase();
   void aFolderGivenAsTheDatabaseIsSaidToBeAFolder();
+  void theFailureMessageIsWindowModal();
 
  private:
   QString db(const QString& name) const { return dir_.filePath(name); }
@@ -379,4 +381,27 @@ void ErrorsTest::aFolderGivenAsTheDatabaseIsSaidToBeAFolder() {
     QVERIFY2(!m.contains(QLatin1String("no run database")), qPrintable(m));
     QVERIFY2(m.contains(folder) && m.contains(QLatin1String("is a folder")), qPrintable(m));
   }
+}
+
+// The failure's message is modal to the window (a click behind it does nothing until it
+// is closed), while the event loop and so runs and sweeps go on.
+void ErrorsTest::theFailureMessageIsWindowModal() {
+  MainWindow w(false);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  w.showFailure(QStringLiteral("something failed"));
+  QMessageBox* box = nullptr;
+  for (QMessageBox* b : w.findChildren<QMessageBox*>())
+    if (b->isVisible()) box = b;
+  QVERIFY(box);
+  QCOMPARE(box->text(), QStringLiteral("something failed"));
+  QCOMPARE(box->windowModality(), Qt::WindowModal);
+  QCOMPARE(QApplication::activeModalWidget(), box);
+  // The window behind takes no input while it shows.
+  QVERIFY(QApplication::activeModalWidget() != &w);
+  bool ticked = false;
+  QTimer::singleShot(10, [&ticked] { ticked = true; });
+  QTRY_VERIFY(ticked);  // showing it blocks nothing
+  box->close();
+  QVERIFY(QApplication::activeModalWidget() == nullptr);
 }
