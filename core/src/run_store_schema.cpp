@@ -399,6 +399,21 @@ void refuse_other_than_file(const std::string& path) {
 
 std::unique_ptr<RunStore> RunStore::open(const std::string& path) {
   refuse_other_than_file(path);
+  {
+    // A file, or a folder, this process cannot write: refused before SQLite opens it. SQLite
+    // would open the file read-only without a word (writes failing later) and leave the
+    // -wal and -shm files it made beside it.
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec)) {
+      if (!writable(path)) {
+        throw StoreError("run database " + path + " is read-only: the file cannot be written");
+      }
+      if (!writable(folder_of(path))) {
+        throw StoreError("run database " + path + " is read-only: its folder " + folder_of(path) +
+                         " cannot be written (SQLite keeps its -wal and -shm files there)");
+      }
+    }
+  }
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
