@@ -6,6 +6,7 @@
 // holds on those files stay. After a checkpoint that fails to open, the recent
 // files' box names no checkpoint and the failure names the file.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -217,6 +218,16 @@ void CheckpointGuardTest::theRunDatabaseIsRefusedByEveryPath() {
   const QString err = open_checkpoint(w, o);
   QVERIFY2(err.contains(index), qPrintable(err));
   refused(index, QStringLiteral("--checkpoint, index naming the database"));
+
+  // An index that is a FIFO is not read here to look for shards (that would wait for a
+  // writer, with the window frozen): the reader refuses it.
+  const QString fifo = file(QStringLiteral("fifo.index.json"));
+  QCOMPARE(::mkfifo(QFile::encodeName(fifo).constData(), 0600), 0);
+  tab->openCheckpoint(fifo);
+  QVERIFY(failed.wait(30000));
+  QVERIFY2(failed.takeLast().at(0).toString().contains(fifo), "the FIFO not named");
+  QTRY_VERIFY_WITH_TIMEOUT(!tab->busy(), 30000);
+  QVERIFY(db_lock.held() && shm_lock.held() && wal_lock.held());
 
   // Another checkpoint still opens.
   tab->openCheckpoint(good);

@@ -33,6 +33,10 @@ QString run_database_file_of(const QString& chosen, const QString& database) {
 
 QStringList checkpoint_shards(const QString& index) {
   if (!index.endsWith(QLatin1String(".index.json"), Qt::CaseInsensitive)) return {};
+  // Only a regular file of at most the 100 MB the reader takes for an index: a FIFO would
+  // block here, and the reader says what is wrong with anything else.
+  const QFileInfo info(index);
+  if (!info.isFile() || info.size() > (qint64{100} << 20)) return {};
   QFile f(index);
   if (!f.open(QIODevice::ReadOnly)) return {};
   const QJsonObject map =
