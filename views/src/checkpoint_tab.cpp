@@ -231,6 +231,12 @@ QString CheckpointTab::refusal(const QString& path) const {
   if (db.isEmpty()) return {};
   const QString why = tr("opening it here could lose the runs being written to it");
   if (const QString file = run_database_file_of(path, db); !file.isEmpty()) {
+    // Named once where it is named as the database is; a link is named with what it is.
+    if (QFileInfo(path).absoluteFilePath() == QFileInfo(file).absoluteFilePath()) {
+      return tr("%1 was not opened: it is a run database file this window has open, not a "
+                "checkpoint (%2)")
+          .arg(path, why);
+    }
     return tr("%1 was not opened: it is the run database file %2, which this window has "
               "open, not a checkpoint (%3)")
         .arg(path, file, why);
