@@ -90,6 +90,9 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   // Failures and notices, from wherever they come, go to one place.
   connect(engine_, &EngineController::failed, this, &MainWindow::showFailure);
   connect(engine_, &EngineController::notice, this, &MainWindow::showNotice);
+  // A checkpoint chosen by any way (dialog, recent files, drop, --checkpoint) that is the
+  // run database, or one of its files, is refused before it is opened.
+  checkpoint_->setRunDatabase([this] { return engine_->databasePath(); });
   connect(checkpoint_, &CheckpointTab::failed, this, &MainWindow::showFailure);
   connect(checkpoint_, &CheckpointTab::notice, this, &MainWindow::showNotice);
   connect(checkpoint_, &CheckpointTab::checkpointLoaded, this, [this] { clearFailureMessage(); });
@@ -406,11 +409,12 @@ void MainWindow::showFailure(const QString& message) {
   statusBar()->showMessage(message, 20000);
   failures_ << message;
   while (failures_.size() > 20) failures_.removeFirst();
-  // One message, not one a failure; it never blocks (a run, a sweep go on behind it).
+  // One message, not one a failure. Modal to the window, so that nothing is clicked
+  // behind it unseen, but shown, not exec()'d: a run, a sweep go on behind it.
   if (!failure_box_) {
     failure_box_ = new QMessageBox(QMessageBox::Warning, tr("FP8 Workbench"), QString(),
                                    QMessageBox::Close, this);
-    failure_box_->setModal(false);
+    failure_box_->setWindowModality(Qt::WindowModal);
   }
   failure_box_->setText(message);
   failure_box_->show();

@@ -56,7 +56,7 @@ class MainWindow : public QMainWindow {
   // Replots the run tabs (all of them with force, else the visible one).
   void refreshRunTabs(bool force = false);
   // The one place failures and notices are shown (the status bar; failures also in a
-  // message that does not block).
+  // window-modal message that does not stop the event loop).
   void showFailure(const QString& message);
   void showNotice(const QString& message);
   QStringList failures() const { return failures_; }

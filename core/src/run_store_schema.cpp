@@ -381,16 +381,37 @@ std::unique_ptr<Db> store::open_reader(const std::string& path) {
 
 RunStore::RunStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
+namespace {
+
+// A folder (or a FIFO, a device) where the database should be: said as such, not as
+// whatever SQLite makes of it, nor as no database at all.
+void refuse_other_than_file(const std::string& path) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
+    throw StoreError("run database " + path + " is " +
+                     (std::filesystem::is_directory(st) ? "a folder" : "not a regular file") +
+                     ", not a database file");
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<RunStore> RunStore::open(const std::string& path) {
+  refuse_other_than_file(path);
   {
-    // A folder (or a FIFO, a device) where the database should be: said as such, not as
-    // whatever SQLite makes of it.
+    // A file, or a folder, this process cannot write: refused before SQLite opens it. SQLite
+    // would open the file read-only without a word (writes failing later) and leave the
+    // -wal and -shm files it made beside it.
     std::error_code ec;
-    const auto st = std::filesystem::status(path, ec);
-    if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
-      throw StoreError("run database " + path + " is " +
-                       (std::filesystem::is_directory(st) ? "a folder" : "not a regular file") +
-                       ", not a database file");
+    if (std::filesystem::exists(path, ec)) {
+      if (!writable(path)) {
+        throw StoreError("run database " + path + " is read-only: the file cannot be written");
+      }
+      if (!writable(folder_of(path))) {
+        throw StoreError("run database " + path + " is read-only: its folder " + folder_of(path) +
+                         " cannot be written (SQLite keeps its -wal and -shm files there)");
+      }
     }
   }
   auto impl = std::make_unique<Impl>();
@@ -419,6 +440,7 @@ std::unique_ptr<RunStore> RunStore::open(const std::string& path) {
 }
 
 std::unique_ptr<RunStore> RunStore::open_read_only(const std::string& path) {
+  refuse_other_than_file(path);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     throw StoreError("no run database at " + path);

@@ -4,6 +4,8 @@
 // notices (the core's, a run's events) come through notice(), the main window shows both in one
 // place, finished() carries the RunStatus (also queued), and opening a large stored run
 // leaves the GUI thread free.
+#include <QApplication>
+#include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QLabel>
@@ -40,6 +42,8 @@ class ErrorsTest : public QObject {
   void aFailureSaidBeforeTheWindowShowsIsNotDrawnOverTheLabels();
   void aFailureIsTakenDownWhenARunStarts();
   void anUnreadableRunListIsSaidOncePerDatabase();
+  void aFolderGivenAsTheDatabaseIsSaidToBeAFolder();
+  void theFailureMessageIsWindowModal();
 
  private:
   QString db(const QString& name) const { return dir_.filePath(name); }
@@ -350,4 +354,54 @@ void ErrorsTest::anUnreadableRunListIsSaidOncePerDatabase() {
   QCOMPARE(runs->model()->rowCount(), 0);
   QVERIFY2(runs->statusText().contains(QLatin1String("could not be read")),
            qPrintable(runs->statusText()));
+}
+
+// A folder given as the run database (--db, File > Open database): every message says it
+// is a folder, none that there is no database there.
+void ErrorsTest::aFolderGivenAsTheDatabaseIsSaidToBeAFolder() {
+  const QString folder = db(QStringLiteral("a-folder.sqlite"));
+  QVERIFY(QDir().mkpath(folder));
+  MainWindow w(false);
+  QSignalSpy listed(w.sweepsTab(), &SweepsTab::sweepsListed);
+  w.engine()->setDatabasePath(folder);
+  w.checkDatabase();  // said at start-up
+  QVERIFY(listed.count() > 0 || listed.wait(30000));
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  RunsTab* runs = w.runsTab();
+  QVERIFY(w.selectTab(QStringLiteral("Runs")));
+  QTRY_VERIFY_WITH_TIMEOUT(!runs->isReading(), 30000);
+  QTest::qWait(50);
+  // File > Open database, the same folder.
+  QVERIFY(!w.openDatabaseFile(folder));
+  QVERIFY(w.failures().size() >= 2);
+  QStringList said = w.failures();
+  said << runs->statusText();
+  for (const QString& m : said) {
+    QVERIFY2(!m.contains(QLatin1String("no run database")), qPrintable(m));
+    QVERIFY2(m.contains(folder) && m.contains(QLatin1String("is a folder")), qPrintable(m));
+  }
+}
+
+// The failure's message is modal to the window (a click behind it does nothing until it
+// is closed), while the event loop and so runs and sweeps go on.
+void ErrorsTest::theFailureMessageIsWindowModal() {
+  MainWindow w(false);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  w.showFailure(QStringLiteral("something failed"));
+  QMessageBox* box = nullptr;
+  for (QMessageBox* b : w.findChildren<QMessageBox*>())
+    if (b->isVisible()) box = b;
+  QVERIFY(box);
+  QCOMPARE(box->text(), QStringLiteral("something failed"));
+  QCOMPARE(box->windowModality(), Qt::WindowModal);
+  QCOMPARE(QApplication::activeModalWidget(), box);
+  // The window behind takes no input while it shows.
+  QVERIFY(QApplication::activeModalWidget() != &w);
+  bool ticked = false;
+  QTimer::singleShot(10, [&ticked] { ticked = true; });
+  QTRY_VERIFY(ticked);  // showing it blocks nothing
+  box->close();
+  QVERIFY(QApplication::activeModalWidget() == nullptr);
 }

@@ -76,6 +76,7 @@ class RunsListTest : public QObject {
   void unreadableDatabaseSaidOnceAndInTheTab();
   void headersWholeWithoutRuns();
   void whyRunsCannotBeReadIsSaidWhole();
+  void lastColumnFillsTheTable();
 
  private:
   QTemporaryDir dir_;
@@ -276,6 +277,43 @@ void RunsListTest::whyRunsCannotBeReadIsSaidWhole() {
   QCOMPARE(tab.width(), 900);
   QVERIFY2(tab.minimumSizeHint().width() <= 900,
            qPrintable(QString::number(tab.minimumSizeHint().width())));
+}
+
+// The last column reaches the table's right edge: after the list is read, as it is read
+// again, and when the tab is made wider or narrower.
+void RunsListTest::lastColumnFillsTheTable() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("stretch.sqlite")));
+  RunStore& store = engine.store();
+  add_run(store, "a", true);
+  add_run(store, "b", true);
+  store.flush();
+  RunsTab tab(&engine);
+  tab.resize(1400, 700);
+  QSignalSpy reloaded(&tab, &RunsTab::reloaded);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  QVERIFY(reloaded.count() > 0 || reloaded.wait(30000));
+  QTRY_COMPARE(tab.model()->rowCount(), 2);
+  auto* view = tab.findChild<QTableView*>(QStringLiteral("runs"));
+  QVERIFY(view);
+  QHeaderView* h = view->horizontalHeader();
+  auto fills = [&] {
+    const int last = h->logicalIndex(h->count() - 1);
+    return h->sectionViewportPosition(last) + h->sectionSize(last) == view->viewport()->width();
+  };
+  QTRY_VERIFY2(
+      fills(),
+      qPrintable(QStringLiteral("%1 of %2").arg(h->length()).arg(view->viewport()->width())));
+  // Read again (the tab polls once a second).
+  reloaded.clear();
+  QVERIFY(reloaded.wait(30000));
+  QTest::qWait(20);
+  QVERIFY(fills());
+  tab.resize(1600, 700);
+  QTRY_VERIFY(fills());
+  tab.resize(1300, 700);
+  QTRY_VERIFY(fills());
 }
 
 QTEST_MAIN(RunsListTest)

@@ -28,6 +28,7 @@
 #include "fp8wb/core/open_checkpoint.h"
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/file_dialogs.h"
+#include "fp8wb/views/run_database_guard.h"
 
 namespace fp8wb {
 namespace {
@@ -220,6 +221,36 @@ void CheckpointTab::refreshRecent() {
   fillRecent(r, current);
 }
 
+void CheckpointTab::selectShownInRecent() {
+  const QSignalBlocker b(recent_);
+  recent_->setCurrentIndex(path_.isEmpty() ? -1 : recent_->findText(path_));
+}
+
+QString CheckpointTab::refusal(const QString& path) const {
+  const QString db = run_database_ ? run_database_() : QString();
+  if (db.isEmpty()) return {};
+  const QString why = tr("opening it here could lose the runs being written to it");
+  if (const QString file = run_database_file_of(path, db); !file.isEmpty()) {
+    // Named once where it is named as the database is; a link is named with what it is.
+    if (QFileInfo(path).absoluteFilePath() == QFileInfo(file).absoluteFilePath()) {
+      return tr("%1 was not opened: it is a run database file this window has open, not a "
+                "checkpoint (%2)")
+          .arg(path, why);
+    }
+    return tr("%1 was not opened: it is the run database file %2, which this window has "
+              "open, not a checkpoint (%3)")
+        .arg(path, file, why);
+  }
+  for (const QString& shard : checkpoint_shards(path)) {
+    if (const QString file = run_database_file_of(shard, db); !file.isEmpty()) {
+      return tr("%1 was not opened: its shard %2 is the run database file %3, which this "
+                "window has open, not a checkpoint (%4)")
+          .arg(path, shard, file, why);
+    }
+  }
+  return {};
+}
+
 void CheckpointTab::fillRecent(const QStringList& paths, int current) {
   const QSignalBlocker b(recent_);
   recent_->clear();
@@ -242,6 +273,11 @@ bool CheckpointTab::eventFilter(QObject* watched, QEvent* e) {
 void CheckpointTab::openCheckpoint(const QString& path) {
   if (busy()) {
     Q_EMIT failed(tr("a checkpoint is being analysed: cancel it first"));
+    return;
+  }
+  if (const QString why = refusal(path); !why.isEmpty()) {
+    selectShownInRecent();  // what is shown stays, and the box names it
+    Q_EMIT failed(why);
     return;
   }
   cancel_flag_ = false;
@@ -287,11 +323,13 @@ void CheckpointTab::openCheckpoint(const QString& path) {
         showTensor(nullptr);
         model_->setTensors({});
         pages_->setCurrentIndex(0);
+        path_.clear();
+        selectShownInRecent();  // nothing is shown: the box names no checkpoint
         // The reader's messages start with the file's name: name it once.
         QString detail = message;
         if (detail.startsWith(path + QStringLiteral(": "))) detail.remove(0, path.size() + 2);
         status_->setText(tr("%1 could not be analysed: %2").arg(path, detail));
-        Q_EMIT failed(message);
+        Q_EMIT failed(message.contains(path) ? message : tr("%1: %2").arg(path, message));
       });
 }
 

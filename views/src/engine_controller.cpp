@@ -113,8 +113,17 @@ QString EngineController::fail(const QString& message) {
 void EngineController::setDatabasePath(const QString& path) {
   if (path == db_path_) return;
   db_path_ = path;
-  if (!isRunning()) store_.reset();
+  if (!isRunning()) {
+    store_.reset();
+    setReadOnlyReason({});  // not known before it is opened
+  }
   Q_EMIT databaseChanged(db_path_);
+}
+
+void EngineController::setReadOnlyReason(const QString& reason) {
+  if (reason == read_only_reason_) return;
+  read_only_reason_ = reason;
+  Q_EMIT readOnlyChanged(reason);
 }
 
 RunStore& EngineController::store() {
@@ -135,9 +144,15 @@ void EngineController::adoptStore(std::unique_ptr<RunStore> s, const std::string
   store_locked_ = why.find("locked") != std::string::npos || why.find("busy") != std::string::npos;
   // Browsing still works; runs cannot be started, renamed or deleted: say so once.
   if (store_->read_only()) {
-    Q_EMIT notice(tr("%1 is open read-only (%2): its runs can be browsed and followed, not "
-                     "written")
-                      .arg(db_path_, QString::fromStdString(why)));
+    const QString reason = QString::fromStdString(why);
+    // The core's reason names the database already ("run database PATH is read-only: ...").
+    const QString what =
+        reason.contains(db_path_) ? reason : tr("%1 is open read-only (%2)").arg(db_path_, reason);
+    Q_EMIT notice(
+        tr("%1. Its runs can be viewed and followed, not started, renamed or deleted").arg(what));
+    setReadOnlyReason(store_locked_ ? QString() : what);
+  } else {
+    setReadOnlyReason({});
   }
 }
 

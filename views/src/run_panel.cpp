@@ -318,6 +318,8 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
     showProgress();
   });
   connect(stop_, &QPushButton::clicked, engine_, &EngineController::stop);
+  connect(engine_, &EngineController::readOnlyChanged, this,
+          [this] { updateStart(engine_->isRunning()); });
   connect(engine_, &EngineController::progress, this,
           [this](qint64 step, qint64 steps, double eta) {
             done_ = step;
@@ -385,8 +387,15 @@ QString RunPanel::statusText() const {
   return eta_->text();
 }
 
+void RunPanel::updateStart(bool running) {
+  // A database that cannot be written takes no runs: Start says why, as for a field refused.
+  const QString read_only = engine_->readOnlyReason();
+  start_->setEnabled(!running && message_.isEmpty() && read_only.isEmpty());
+  start_->setToolTip(message_.isEmpty() ? read_only : message_);
+}
+
 void RunPanel::setRunning(bool running) {
-  start_->setEnabled(!running && message_.isEmpty());
+  updateStart(running);
   pause_->setEnabled(running);
   stop_->setEnabled(running);
   pause_->setText(tr("Pause"));

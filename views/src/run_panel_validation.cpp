@@ -110,8 +110,7 @@ void RunPanel::validate() {
   }
   problems_ = problems;
   error_->setText(message_);
-  start_->setEnabled(message_.isEmpty() && !engine_->isRunning());
-  start_->setToolTip(message_);
+  updateStart(engine_->isRunning());
 }
 
 }  // namespace fp8wb

@@ -28,10 +28,15 @@ namespace {
 constexpr int kNameColumnMaxWidth = 320;
 // Every column as wide as its header and its cells (the name's capped): also with no runs
 // listed, where the headers alone would otherwise be cut to the default width.
+// The last column then fills the table's width again (resizing it to its contents ends
+// its stretch, which leaves a gap at the right).
 void fit_columns(QTableView* view) {
   view->resizeColumnsToContents();
   view->setColumnWidth(RunListModel::Name,
                        std::min(view->columnWidth(RunListModel::Name), kNameColumnMaxWidth));
+  QHeaderView* h = view->horizontalHeader();
+  h->setStretchLastSection(false);
+  h->setStretchLastSection(true);
 }
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include <QElapsedTimer>
 #include <QWidget>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -72,8 +73,14 @@ class CheckpointTab : public QWidget {
   ~CheckpointTab() override;
   // Opens and analyses a checkpoint on a pool thread; returns at once.
   // checkpointLoaded() or failed() (a file that cannot be opened, one being analysed
-  // already) follow.
+  // already) follow. The run database (setRunDatabase()), one of its SQLite files or a
+  // sharded checkpoint with one of them as a shard, by any path, is refused before it is
+  // opened (run_database_guard.h says why), and what is shown stays.
   void openCheckpoint(const QString& path);
+  // Where the run database this process has open is (read at each open).
+  void setRunDatabase(std::function<QString()> path) { run_database_ = std::move(path); }
+  // The checkpoint the table and plots show; empty where none is.
+  QString shownPath() const { return path_; }
   void cancel();
   bool busy() const { return job_.busy(); }
   CheckpointModel* model() const { return model_; }
@@ -111,6 +118,10 @@ class CheckpointTab : public QWidget {
   void showBusy(bool busy);
   void remember(const QString& path);
   void fillRecent(const QStringList& paths, int current);
+  // The recent files' box names the checkpoint shown (none: its placeholder).
+  void selectShownInRecent();
+  // Why `path` must not be opened here (it is a file of the run database), or empty.
+  QString refusal(const QString& path) const;
   QComboBox* recent_;
   QLineEdit* filter_;
   QLabel* status_;
@@ -131,6 +142,7 @@ class CheckpointTab : public QWidget {
   std::atomic<bool> cancel_flag_{false};
   QElapsedTimer elapsed_;  // since the analysis started
   const TensorAnalysis* shown_ = nullptr;
+  std::function<QString()> run_database_;
   BackgroundJob job_{this};  // opens and analyses
 };
 

@@ -41,6 +41,10 @@ class EngineController : public QObject {
   // Opens another database now (not while a run trains) and shows no run; true where it
   // opened. One that cannot be opened keeps the database before, and failed() says why.
   bool openDatabase(const QString& path);
+  // Why the open database takes no runs (it cannot be written: a read-only file or
+  // folder), or empty: writable, or not opened yet. A store read-only only because another
+  // program held a lock is tried for writing again at the next start: not said here.
+  QString readOnlyReason() const { return read_only_reason_; }
 
   bool isRunning() const;
   bool isPaused() const { return paused_; }
@@ -82,6 +86,8 @@ class EngineController : public QObject {
   // Another database is the one runs go to and are read from (setDatabasePath() with
   // another path, openDatabase()).
   void databaseChanged(const QString& path);
+  // readOnlyReason() changed.
+  void readOnlyChanged(const QString& reason);
 
  private:
   void drain();
@@ -100,7 +106,9 @@ class EngineController : public QObject {
   double paused_at_ = 0;       // when the current pause began
   double paused_seconds_ = 0;  // the pauses before it, which the time left leaves out
   bool paused_ = false;
-  bool store_locked_ = false;     // the store is read-only because the file was locked
+  bool store_locked_ = false;  // the store is read-only because the file was locked
+  QString read_only_reason_;   // readOnlyReason()
+  void setReadOnlyReason(const QString& reason);
   BackgroundJob open_job_{this};  // last: it waits for its read before the rest goes
 };
 

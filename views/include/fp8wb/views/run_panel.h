@@ -60,6 +60,9 @@ class RunPanel : public QWidget {
  private:
   void validate();
   void setRunning(bool running);
+  // Start: enabled where nothing trains, the form is valid and the database can be
+  // written; its tooltip says why not.
+  void updateStart(bool running);
   void showAdvancedValues();
   // Only the fields of the model kind chosen: a GPT's width and layers, or an MLP's.
   void showModelFields();

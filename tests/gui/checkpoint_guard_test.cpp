@@ -1,0 +1,275 @@
+// The run database is never opened as a checkpoint, offscreen: the database
+// file, its -wal and -shm files, a symbolic link and a hard link to it, and a
+// sharded index naming it are refused before they are opened, by every way the
+// window opens a checkpoint (File > Open checkpoint, the tab's recent files,
+// File > Recent files, a drop, --checkpoint); the POSIX locks this process
+// holds on those files stay. After a checkpoint that fails to open, the recent
+// files' box names no checkpoint and the failure names the file.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <QAction>
+#include <QComboBox>
+#include <QFile>
+#include <QMenu>
+#include <QMimeData>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QUrl>
+#include <QtTest>
+#include <cstring>
+
+#include "fp8wb/core/run_store.h"
+#include "fp8wb/core/safetensors.h"
+#include "fp8wb/views/checkpoint_tab.h"
+#include "fp8wb/views/engine_controller.h"
+#include "fp8wb/views/sweeps_tab.h"
+#include "main_window.h"
+#include "screenshot.h"
+
+using namespace fp8wb;
+
+namespace {
+
+// A write lock this process holds on one byte of a file (away from the bytes
+// SQLite locks), on a descriptor kept open until the end.
+struct HeldLock {
+  QByteArray path;
+  int fd = -1;
+  explicit HeldLock(const QString& file) : path(QFile::encodeName(file)) {
+    fd = ::open(path.constData(), O_RDWR);
+    if (fd < 0) return;
+    struct flock l {};
+    l.l_type = F_WRLCK;
+    l.l_whence = SEEK_SET;
+    l.l_start = 4000;
+    l.l_len = 1;
+    if (::fcntl(fd, F_SETLK, &l) != 0) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ~HeldLock() {
+    if (fd >= 0) ::close(fd);
+  }
+  // Whether another process sees the lock (a process sees none of its own).
+  bool held() const {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const int f = ::open(path.constData(), O_RDWR);
+      struct flock l {};
+      l.l_type = F_WRLCK;
+      l.l_whence = SEEK_SET;
+      l.l_start = 4000;
+      l.l_len = 1;
+      const bool locked = f >= 0 && ::fcntl(f, F_GETLK, &l) == 0 && l.l_type != F_UNLCK;
+      ::_exit(locked ? 0 : 1);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+};
+
+void write_checkpoint(const QString& path) {
+  std::vector<float> w(64 * 64);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(i % 97);
+  std::vector<uint8_t> b(w.size() * 4);
+  std::memcpy(b.data(), w.data(), b.size());
+  write_safetensors(path.toStdString(), {{"a.weight", StDtype::F32, {64, 64}, b}});
+}
+
+}  // namespace
+
+class CheckpointGuardTest : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    qputenv("XDG_DATA_HOME", dir_.path().toUtf8());
+    qputenv("XDG_CONFIG_HOME",
+            dir_.path().toUtf8());  // recent files: not the user's
+  }
+  void theRunDatabaseIsRefusedByEveryPath();
+  void aFailedOpenNamesNoOtherCheckpoint();
+
+ private:
+  QString file(const QString& name) const { return dir_.filePath(name); }
+  QTemporaryDir dir_;
+};
+
+void CheckpointGuardTest::theRunDatabaseIsRefusedByEveryPath() {
+  const QString db = file(QStringLiteral("runs.sqlite"));
+  {
+    auto store = RunStore::open(db.toStdString());
+    store->create_run("one", "train", "{}", "cpu");
+    store->flush();
+  }
+  const QString good = file(QStringLiteral("good.safetensors"));
+  write_checkpoint(good);
+  const QString sym = file(QStringLiteral("link.safetensors"));
+  const QString hard = file(QStringLiteral("hard.safetensors"));
+  const QString index = file(QStringLiteral("model.safetensors.index.json"));
+  {
+    QFile f(index);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"weight_map": {"a.weight": "good.safetensors", "b.weight": "runs.sqlite"}})");
+  }
+  QVERIFY(QFile::link(db, sym));
+  QVERIFY(::link(QFile::encodeName(db).constData(), QFile::encodeName(hard).constData()) == 0);
+
+  MainWindow w(false);
+  // The Sweeps tab lists the database's sweeps on a connection of its own,
+  // closed after: SQLite's close of that file would take this test's locks too
+  // (not SQLite's own).
+  QSignalSpy listed(w.sweepsTab(), &SweepsTab::sweepsListed);
+  w.engine()->setDatabasePath(db);
+  QVERIFY(listed.wait(30000));
+  w.engine()->store();  // open, as while the window shows its runs
+  QVERIFY(QFile::exists(db + QStringLiteral("-wal")));
+  QVERIFY(QFile::exists(db + QStringLiteral("-shm")));
+  HeldLock db_lock(db);
+  HeldLock shm_lock(db + QStringLiteral("-shm"));
+  HeldLock wal_lock(db + QStringLiteral("-wal"));
+  QVERIFY(db_lock.fd >= 0 && shm_lock.fd >= 0 && wal_lock.fd >= 0);
+  QVERIFY(db_lock.held() && shm_lock.held() && wal_lock.held());
+
+  CheckpointTab* tab = w.checkpointTab();
+  auto* recent = tab->findChild<QComboBox*>(QStringLiteral("checkpointRecent"));
+  QVERIFY(recent);
+  QSignalSpy failed(tab, &CheckpointTab::failed);
+  QSignalSpy loaded(tab, &CheckpointTab::checkpointLoaded);
+  // A checkpoint shown first: a refusal leaves it shown, and the box names it.
+  tab->openCheckpoint(good);
+  QVERIFY(loaded.wait(60000));
+  QCOMPARE(recent->currentText(), good);
+
+  auto refused = [&](const QString& path, const QString& how) {
+    QTRY_VERIFY_WITH_TIMEOUT(!tab->busy(), 60000);
+    QVERIFY2(db_lock.held() && shm_lock.held() && wal_lock.held(), qPrintable(how));
+    QVERIFY2(failed.count() > 0, qPrintable(how));
+    const QString m = failed.takeLast().at(0).toString();
+    QVERIFY2(m.contains(path) && m.contains(QLatin1String("was not opened")) &&
+                 m.contains(QLatin1String("run database file")),
+             qPrintable(how + QStringLiteral(": ") + m));
+    QVERIFY2(w.failures().last() == m, qPrintable(how));
+    QCOMPARE(loaded.count(), 1);
+    QVERIFY2(!tab->showsPlaceholder(), qPrintable(how));
+    QVERIFY2(recent->currentText() == good,
+             qPrintable(how + QStringLiteral(": ") + recent->currentText()));
+    QVERIFY(tab->statusText().startsWith(good));
+  };
+
+  // File > Open checkpoint.
+  QString chosen = db;
+  w.setFileDialogs(
+      [&](QWidget*, const QString&, const QString&, const QString&) { return chosen; },
+      [](QWidget*, const QString&, const QString&, const QString&) { return QString(); });
+  auto* open_action = w.findChild<QAction*>(QStringLiteral("open-checkpoint"));
+  QVERIFY(open_action);
+  open_action->trigger();
+  refused(db, QStringLiteral("File > Open checkpoint"));
+  chosen = db + QStringLiteral("-shm");
+  open_action->trigger();
+  refused(chosen, QStringLiteral("File > Open checkpoint, -shm"));
+
+  // The tab's recent files (as another window may have listed them).
+  QSettings().setValue(QStringLiteral("checkpoint/recent"),
+                       QStringList{good, db + QStringLiteral("-wal"), sym, hard, index});
+  tab->refreshRecent();
+  QCOMPARE(recent->currentText(), good);
+  const int wal_item = recent->findText(db + QStringLiteral("-wal"));
+  QVERIFY(wal_item > 0);
+  recent->setCurrentIndex(wal_item);
+  Q_EMIT recent->activated(wal_item);
+  refused(db + QStringLiteral("-wal"), QStringLiteral("recent box, -wal"));
+
+  // File > Recent files: a hard link.
+  auto* menu = w.findChild<QMenu*>(QStringLiteral("recent-files"));
+  QVERIFY(menu);
+  Q_EMIT menu->aboutToShow();
+  QAction* hard_action = nullptr;
+  for (QAction* a : menu->actions())
+    if (a->data().toString() == hard) hard_action = a;
+  QVERIFY(hard_action);
+  hard_action->trigger();
+  refused(hard, QStringLiteral("File > Recent files, hard link"));
+
+  // A drop: a symbolic link.
+  {
+    QMimeData mime;
+    mime.setUrls({QUrl::fromLocalFile(sym)});
+    // As a drag arrives: the tab takes it on entering (Qt delivers the drop to
+    // it then).
+    QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QCoreApplication::sendEvent(tab, &enter);
+    QVERIFY(enter.isAccepted());
+    QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QCoreApplication::sendEvent(tab, &drop);
+  }
+  refused(sym, QStringLiteral("drop, symbolic link"));
+
+  // --checkpoint: a sharded checkpoint with the database as a shard.
+  GuiOptions o;
+  o.checkpoint = index;
+  const QString err = open_checkpoint(w, o);
+  QVERIFY2(err.contains(index), qPrintable(err));
+  refused(index, QStringLiteral("--checkpoint, index naming the database"));
+
+  // An index that is a FIFO is not read here to look for shards (that would wait for a
+  // writer, with the window frozen): the reader refuses it.
+  const QString fifo = file(QStringLiteral("fifo.index.json"));
+  QCOMPARE(::mkfifo(QFile::encodeName(fifo).constData(), 0600), 0);
+  tab->openCheckpoint(fifo);
+  QVERIFY(failed.wait(30000));
+  QVERIFY2(failed.takeLast().at(0).toString().contains(fifo), "the FIFO not named");
+  QTRY_VERIFY_WITH_TIMEOUT(!tab->busy(), 30000);
+  QVERIFY(db_lock.held() && shm_lock.held() && wal_lock.held());
+
+  // Another checkpoint still opens.
+  tab->openCheckpoint(good);
+  QVERIFY(loaded.wait(60000));
+  QVERIFY(db_lock.held() && shm_lock.held() && wal_lock.held());
+}
+
+void CheckpointGuardTest::aFailedOpenNamesNoOtherCheckpoint() {
+  const QString good = file(QStringLiteral("shown.safetensors"));
+  write_checkpoint(good);
+  const QString bad = file(QStringLiteral("bad.safetensors"));
+  {
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("this is not a checkpoint");
+  }
+  MainWindow w(false);
+  CheckpointTab* tab = w.checkpointTab();
+  auto* recent = tab->findChild<QComboBox*>(QStringLiteral("checkpointRecent"));
+  QVERIFY(recent);
+  QSignalSpy failed(tab, &CheckpointTab::failed);
+  QSignalSpy loaded(tab, &CheckpointTab::checkpointLoaded);
+  tab->openCheckpoint(good);
+  QVERIFY(loaded.wait(60000));
+  QCOMPARE(recent->currentText(), good);
+  QVERIFY(!tab->showsPlaceholder());
+
+  tab->openCheckpoint(bad);
+  QVERIFY(failed.wait(60000));
+  QVERIFY2(failed.at(0).at(0).toString().contains(bad), qPrintable(failed.at(0).at(0).toString()));
+  QVERIFY(w.failures().last().contains(bad));
+  // Nothing is shown now: the box names no checkpoint (the good one would read
+  // as shown).
+  QVERIFY(tab->showsPlaceholder());
+  QVERIFY2(recent->currentText().isEmpty(), qPrintable(recent->currentText()));
+  QCOMPARE(recent->currentIndex(), -1);
+  QVERIFY(tab->statusText().contains(bad));
+  // It stays so when the box is read again (shown, clicked).
+  tab->refreshRecent();
+  QCOMPARE(recent->currentIndex(), -1);
+  QVERIFY(!recent->itemText(0).isEmpty());
+}
+
+QTEST_MAIN(CheckpointGuardTest)
+#include "checkpoint_guard_test.moc"

@@ -1,0 +1,134 @@
+// A run database the user cannot write (the file 0444, or its folder read-only), offscreen:
+// opened with --db or File > Open database, it is said at once to be read-only (its runs
+// can be viewed, not started), Start is disabled with that reason as its tooltip, its runs
+// are listed, and no -wal or -shm file is left beside it. A writable database enables
+// Start again. Run as root, the program first becomes nobody: root may write any file.
+#include <grp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <QApplication>
+#include <QDir>
+#include <QFile>
+#include <QPushButton>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <memory>
+
+#include "fp8wb/core/run_store.h"
+#include "fp8wb/views/engine_controller.h"
+#include "fp8wb/views/run_list_model.h"
+#include "fp8wb/views/run_panel.h"
+#include "fp8wb/views/runs_tab.h"
+#include "main_window.h"
+
+using namespace fp8wb;
+
+namespace {
+
+void write_db(const QString& path) {
+  auto store = RunStore::open(path.toStdString());
+  const int64_t id = store->create_run("stored", "train", "{}", "cpu");
+  MetricBatch b;
+  b.run_id = id;
+  StepMetrics m;
+  m.step = 0;
+  m.loss = 1.0;
+  b.steps.push_back(m);
+  b.final = true;
+  b.status = RunStatus::Finished;
+  store->write(std::move(b));
+  store->flush();
+}
+
+bool sqlite_files_beside(const QString& db) {
+  return QFile::exists(db + QStringLiteral("-wal")) || QFile::exists(db + QStringLiteral("-shm"));
+}
+
+}  // namespace
+
+class ReadOnlyDatabaseTest : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    qputenv("XDG_DATA_HOME", dir_.path().toUtf8());
+    qputenv("XDG_CONFIG_HOME", dir_.path().toUtf8());
+  }
+  void readOnlyFile() { check(QStringLiteral("file"), false); }
+  void readOnlyFolder() { check(QStringLiteral("folder"), true); }
+
+ private:
+  void check(const QString& name, bool folder_read_only);
+  QTemporaryDir dir_;
+};
+
+void ReadOnlyDatabaseTest::check(const QString& name, bool folder_read_only) {
+  const QString folder = dir_.filePath(name);
+  QVERIFY(QDir().mkpath(folder));
+  const QString db = folder + QStringLiteral("/runs.sqlite");
+  write_db(db);
+  QVERIFY(!sqlite_files_beside(db));  // closed: the log is checkpointed into the file
+  const QString writable_db = dir_.filePath(name + QStringLiteral("-writable.sqlite"));
+  write_db(writable_db);
+  // The folder writable again at the end, whatever happens, for the temporary folder to go.
+  const QByteArray folder_name = QFile::encodeName(folder);
+  const std::unique_ptr<const char, void (*)(const char*)> restore(
+      folder_name.constData(), [](const char* f) { ::chmod(f, 0755); });
+  if (folder_read_only) {
+    QCOMPARE(::chmod(QFile::encodeName(folder).constData(), 0555), 0);
+  } else {
+    QCOMPARE(::chmod(QFile::encodeName(db).constData(), 0444), 0);
+  }
+  {
+    MainWindow w(false);
+    auto* start = w.runPanel()->findChild<QPushButton*>(QStringLiteral("start"));
+    QVERIFY(start);
+    QVERIFY(start->isEnabled());
+    // --db: said at start-up, before anything is started.
+    w.engine()->setDatabasePath(db);
+    w.checkDatabase();
+    QVERIFY2(!w.notices().isEmpty(), "nothing said at open");
+    const QString said = w.notices().last();
+    QVERIFY2(said.contains(db) && said.contains(QLatin1String("read-only")) &&
+                 said.contains(QLatin1String("viewed")) &&
+                 said.contains(QLatin1String("not started")),
+             qPrintable(said));
+    QVERIFY(w.failures().isEmpty());
+    QVERIFY(!start->isEnabled());
+    QVERIFY2(start->toolTip().contains(QLatin1String("read-only")), qPrintable(start->toolTip()));
+    // Its runs are listed.
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.selectTab(QStringLiteral("Runs")));
+    QTRY_COMPARE_WITH_TIMEOUT(w.runsTab()->model()->rowCount(), 1, 30000);
+    QVERIFY(!start->isEnabled());  // the form validated again stays so
+    // A writable database enables Start again; File > Open database on the read-only one
+    // disables it again.
+    QVERIFY(w.openDatabaseFile(writable_db));
+    QVERIFY(start->isEnabled());
+    QVERIFY(!start->toolTip().contains(QLatin1String("read-only")));
+    QVERIFY(w.openDatabaseFile(db));
+    QVERIFY(!start->isEnabled());
+    QVERIFY2(w.notices().last().contains(QLatin1String("read-only")),
+             qPrintable(w.notices().last()));
+    QVERIFY2(!sqlite_files_beside(db), "-wal or -shm while open");
+    QTRY_VERIFY_WITH_TIMEOUT(!w.runsTab()->isReading(), 30000);
+  }
+  QVERIFY2(!sqlite_files_beside(db), "-wal or -shm left behind");
+}
+
+int main(int argc, char** argv) {
+  // Root writes files whatever their mode: the test runs as nobody.
+  if (::geteuid() == 0) {
+    if (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0) {
+      std::perror("cannot become nobody");
+      return 1;
+    }
+  }
+  QApplication app(argc, argv);
+  ReadOnlyDatabaseTest t;
+  return QTest::qExec(&t, argc, argv);
+}
+
+#include "read_only_database_test.moc"

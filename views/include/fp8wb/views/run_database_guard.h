@@ -1,0 +1,26 @@
+// defines: run_database_file_of(): whether a file chosen to be read is the open run
+// database, or one of its SQLite files, by any path to it.
+//
+// Opening and closing a second descriptor of the run database (or of its -wal or -shm
+// file) in the process that has it open drops every POSIX lock the process holds on that
+// file, SQLite's too (see file_dialogs.h for what that loses). Files are compared by
+// device and inode with stat(), which opens nothing: a symlink or a hard link to the
+// database is the database.
+#pragma once
+
+#include <QString>
+#include <QStringList>
+
+namespace fp8wb {
+
+// The file of the run database at `database` (the database itself, its -wal, -shm or
+// -journal file) that `chosen` is, or empty where it is none of them (or the database
+// path is empty).
+QString run_database_file_of(const QString& chosen, const QString& database);
+
+// The files a sharded checkpoint's index (a *.index.json naming its shards in
+// "weight_map") would open: the shards' paths, next to the index. Empty for any other
+// file, or an index that cannot be read (its reader says why).
+QStringList checkpoint_shards(const QString& index);
+
+}  // namespace fp8wb

@@ -1,0 +1,56 @@
+#include "fp8wb/views/run_database_guard.h"
+
+#include <sys/stat.h>
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QSet>
+
+namespace fp8wb {
+namespace {
+
+bool same_file(const QString& a, const QString& b) {
+  struct stat sa {};
+  struct stat sb {};
+  if (::stat(QFile::encodeName(a).constData(), &sa) != 0) return false;
+  if (::stat(QFile::encodeName(b).constData(), &sb) != 0) return false;
+  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+}  // namespace
+
+QString run_database_file_of(const QString& chosen, const QString& database) {
+  if (chosen.isEmpty() || database.isEmpty()) return {};
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    const QString file = database + QLatin1String(suffix);
+    if (same_file(chosen, file)) return file;
+  }
+  return {};
+}
+
+QStringList checkpoint_shards(const QString& index) {
+  if (!index.endsWith(QLatin1String(".index.json"), Qt::CaseInsensitive)) return {};
+  // Only a regular file of at most the 100 MB the reader takes for an index: a FIFO would
+  // block here, and the reader says what is wrong with anything else.
+  const QFileInfo info(index);
+  if (!info.isFile() || info.size() > (qint64{100} << 20)) return {};
+  QFile f(index);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  const QJsonObject map =
+      QJsonDocument::fromJson(f.readAll()).object().value(QLatin1String("weight_map")).toObject();
+  const QDir folder = QFileInfo(index).dir();
+  QSet<QString> seen;
+  QStringList shards;
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    const QString shard = it.value().toString();
+    if (shard.isEmpty() || seen.contains(shard)) continue;
+    seen.insert(shard);
+    shards << folder.filePath(shard);
+  }
+  return shards;
+}
+
+}  // namespace fp8wb
