@@ -47,24 +47,6 @@ double last_value(const RunStore& s, int64_t id, const char* series) {
   return v.empty() ? NAN : v.back().value;
 }
 
-// A run's speed as `runs list` and `runs show` both give it: the median of the tokens/s
-// of its stored steps (steady, where the first step's warm-up and a last short step
-// would move a mean or the last value), with how many steps and the last one's.
-struct Speed {
-  double median = NAN, last = NAN;
-  size_t steps = 0;
-};
-Speed speed_of(const RunStore& s, int64_t id) {
-  const auto tps = s.series(id, "tokens_per_s");
-  std::vector<double> v;
-  for (const auto& p : tps)
-    if (std::isfinite(p.value)) v.push_back(p.value);
-  Speed sp;
-  sp.median = median(v);
-  sp.steps = v.size();
-  if (!v.empty()) sp.last = v.back();
-  return sp;
-}
 constexpr const char* kSpeedDefinition = "tokens/s: the median over the run's stored steps";
 
 // The run's final loss and loss gap (final_loss.h), as JSON.

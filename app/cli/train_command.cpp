@@ -298,8 +298,10 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   // The run's final loss and gap as `runs show`, `runs list` and the GUI give them (the last
   // step's loss is not the run's result); none where the store cannot be read back.
   FinalLoss fin;
+  Speed speed;  // tokens/s as `runs list` and `runs show` give it
   try {
     if (const auto info = store->run(id)) fin = final_loss(*store, *info);
+    speed = speed_of(*store, id);
   } catch (const StoreError&) {
   }
   if (opt.json) {
@@ -311,7 +313,7 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
     j["ref_loss"] = last ? num(last->ref_loss) : json();
     j["final_loss"] = num(fin.loss);
     j["loss_gap"] = num(fin.gap);
-    j["tokens_per_s"] = last ? num(last->tokens_per_s) : json();
+    j["tokens_per_s"] = num(speed.median);  // the median over the stored steps
     j["message"] = message;
     j["db"] = store->path();
     out << dump(j) << "\n";
@@ -327,7 +329,10 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
         if (std::isfinite(fin.gap)) out << fmt::format(", gap {:+.4g}", fin.gap);
         out << fmt::format(" (mean over steps {}-{})", fin.from_step, fin.to_step);
       }
-      out << fmt::format("; {:.0f} tokens/s", last->tokens_per_s);
+      if (speed.steps > 0) {
+        out << fmt::format("; {:.0f} tokens/s (median over {})", speed.median,
+                           counted(static_cast<int64_t>(speed.steps), "stored step"));
+      }
     }
     out << "\n";
     if (!message.empty()) out << message << "\n";

@@ -3,7 +3,7 @@
 // values written to the store, for runs whose window holds a skipped (non-finite) step and
 // steps stored only every 5; the sweep's points, `fp8wb sweep --json`, `fp8wb runs show`
 // (text and --json) and `fp8wb runs list` all give that figure. A run's tokens/s is one
-// figure in `runs list` and `runs show` too, named.
+// figure in `runs list`, `runs show` and `train`'s summary too, named.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -222,7 +222,9 @@ TEST_F(FinalLoss, ListAndShowGiveOneSpeedAndNameIt) {
 
 // A run stored at every step averages exactly its last tenth; no loss, no figure.
 // `fp8wb train` ends with the run's final loss and gap as `runs show` gives them (its
-// last step's loss beside it, said to be the last step's), in text and in JSON.
+// last step's loss beside it, said to be the last step's), in text and in JSON, and with
+// its tokens/s as `runs show` gives it (the median over the stored steps: it gave the last
+// step's, another figure under the same name).
 TEST_F(FinalLoss, TrainEndsWithTheRunsFinalLoss) {
   const std::vector<std::string> base = {"train", "--db",     path_,   "--set",  "model=mlp",
                                          "--set", "steps=20", "--set", "lr=0.01"};
@@ -238,7 +240,10 @@ TEST_F(FinalLoss, TrainEndsWithTheRunsFinalLoss) {
   for (int id : {1, 2}) {
     const auto shown = run({"runs", "show", std::to_string(id), "--db", path_, "--json"});
     ASSERT_EQ(shown.rc, 0) << shown.err;
-    const auto fin = nlohmann::json::parse(shown.out)["final"];
+    const auto shown_json = nlohmann::json::parse(shown.out);
+    const auto fin = shown_json["final"];
+    const auto speed = shown_json["tokens_per_s"];
+    ASSERT_TRUE(speed["median"].is_number()) << shown.out;
     ASSERT_TRUE(fin["loss"].is_number()) << shown.out;
     ASSERT_TRUE(fin["loss_gap"].is_number()) << shown.out;
     if (id == 1) {
@@ -249,7 +254,13 @@ TEST_F(FinalLoss, TrainEndsWithTheRunsFinalLoss) {
                                  fin["from_step"].get<int64_t>(), fin["to_step"].get<int64_t>())),
           std::string::npos)
           << t.out;
+      EXPECT_NE(
+          t.out.find(fmt::format("; {:.0f} tokens/s (median over {} stored steps)",
+                                 speed["median"].get<double>(), speed["steps"].get<int64_t>())),
+          std::string::npos)
+          << t.out;
     } else {
+      EXPECT_DOUBLE_EQ(got["tokens_per_s"].get<double>(), speed["median"].get<double>());
       EXPECT_DOUBLE_EQ(got["final_loss"].get<double>(), fin["loss"].get<double>());
       EXPECT_DOUBLE_EQ(got["loss_gap"].get<double>(), fin["loss_gap"].get<double>());
     }
