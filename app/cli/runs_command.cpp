@@ -36,7 +36,7 @@ CLI::App* add_runs_command(CLI::App& app, RunsOptions& opt) {
       ->check(CLI::IsMember({"csv", "json", "stats-csv"}));
   c->add_option("-o,--out", opt.out_file, "export: write to this file (default: stdout)");
   c->add_flag("--json", opt.json, "list/show as JSON");
-  c->add_flag("-y,--yes", opt.yes, "delete without asking");
+  c->add_flag("-y,--yes", opt.yes, "confirm the deletion (without it, delete refuses)");
   return c;
 }
 
