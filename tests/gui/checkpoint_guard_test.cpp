@@ -5,6 +5,7 @@
 // File > Recent files, a drop, --checkpoint); the POSIX locks this process
 // holds on those files stay. After a checkpoint that fails to open, the recent
 // files' box names no checkpoint and the failure names the file.
+// Exports (a run as CSV, a plot) never write over the run database either.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -13,6 +14,7 @@
 #include <QAction>
 #include <QComboBox>
 #include <QFile>
+#include <QFileInfo>
 #include <QMenu>
 #include <QMimeData>
 #include <QSettings>
@@ -26,6 +28,8 @@
 #include "fp8wb/core/safetensors.h"
 #include "fp8wb/views/checkpoint_tab.h"
 #include "fp8wb/views/engine_controller.h"
+#include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/runs_tab.h"
 #include "fp8wb/views/sweeps_tab.h"
 #include "main_window.h"
 #include "screenshot.h"
@@ -95,6 +99,7 @@ class CheckpointGuardTest : public QObject {
   }
   void theRunDatabaseIsRefusedByEveryPath();
   void aFailedOpenNamesNoOtherCheckpoint();
+  void exportsNeverWriteOverTheRunDatabase();
 
  private:
   QString file(const QString& name) const { return dir_.filePath(name); }
@@ -269,6 +274,44 @@ void CheckpointGuardTest::aFailedOpenNamesNoOtherCheckpoint() {
   tab->refreshRecent();
   QCOMPARE(recent->currentIndex(), -1);
   QVERIFY(!recent->itemText(0).isEmpty());
+}
+
+// A run exported as CSV, or a plot, to the run database's file (chosen by its name, as
+// its -wal, or through a link named *.csv) is not written: the file would be truncated
+// under SQLite and the process's locks on it dropped. The database and the locks stay.
+void CheckpointGuardTest::exportsNeverWriteOverTheRunDatabase() {
+  const QString db = file(QStringLiteral("exports.sqlite"));
+  {
+    auto store = RunStore::open(db.toStdString());
+    store->create_run("kept", "train", "{}", "cpu");
+    store->flush();
+  }
+  const QString sym = file(QStringLiteral("plot.csv"));
+  QVERIFY(QFile::link(db, sym));
+  MainWindow w(false);
+  QSignalSpy listed(w.sweepsTab(), &SweepsTab::sweepsListed);
+  w.engine()->setDatabasePath(db);
+  QVERIFY(listed.wait(30000));
+  w.engine()->store();
+  HeldLock db_lock(db);
+  HeldLock wal_lock(db + QStringLiteral("-wal"));
+  QVERIFY(db_lock.fd >= 0 && wal_lock.fd >= 0);
+  const qint64 size = QFileInfo(db).size();
+  QVERIFY(size > 0);
+
+  for (const QString& path : {db, db + QStringLiteral("-wal"), sym}) {
+    const QString m = w.runsTab()->exportCsv(1, path);
+    QVERIFY2(m.contains(QLatin1String("was not written")) && m.contains(path), qPrintable(m));
+  }
+  ExportablePlot plot;
+  const QString m = plot.exportTo(sym);
+  QVERIFY2(m.contains(QLatin1String("was not written")), qPrintable(m));
+  QVERIFY(db_lock.held() && wal_lock.held());
+  QCOMPARE(QFileInfo(db).size(), size);
+  auto reader = RunStore::open_read_only(db.toStdString());
+  QVERIFY(reader->run(1).has_value());
+  // Elsewhere, exports are written.
+  QVERIFY(w.runsTab()->exportCsv(1, file(QStringLiteral("run1.csv"))).startsWith("wrote"));
 }
 
 QTEST_MAIN(CheckpointGuardTest)

@@ -188,12 +188,12 @@ void RunTabsTest::shortRunFillsTheTabsAndTheStore() {
   QCOMPARE(loss->graph(1)->dataCount(), 30);  // FP8 loss
   QCOMPARE(loss->graph(0)->dataCount(), 30);  // reference
   QVERIFY(w.overviewTab()->summaryText().contains(QStringLiteral("finished")));
-  // Scaling and Quantization have the layers' statistics (every 10 steps: 0, 10, 20), drawn
-  // after step 0 ("Include step 0" unticked).
+  // Scaling and Quantization have the layers' statistics (every 10 steps and the last: 0,
+  // 10, 20, 29), drawn after step 0 ("Include step 0" unticked).
   QVERIFY(w.scalingTab()->select(QStringLiteral("layers.0"), QStringLiteral("input")));
   w.selectTab(QStringLiteral("Scaling"));
   w.refreshRunTabs(true);
-  QCOMPARE(w.scalingTab()->plots()[0]->graph(0)->dataCount(), 2);
+  QCOMPARE(w.scalingTab()->plots()[0]->graph(0)->dataCount(), 3);
   w.selectTab(QStringLiteral("Quantization"));
   w.refreshRunTabs(true);
   // The exponent histogram is the chosen tensor's last sample: every nonzero finite element
@@ -201,7 +201,7 @@ void RunTabsTest::shortRunFillsTheTabsAndTheStore() {
   {
     const TensorSeries& t = w.engine()->data().tensors().front();
     const TensorMetrics& last = t.points.back();
-    QCOMPARE(last.step, int64_t{20});
+    QCOMPARE(last.step, int64_t{29});
     uint64_t all = 0;
     for (uint64_t n : last.raw.hist) all += n;
     QCOMPARE(all, static_cast<uint64_t>(last.raw.numel));
@@ -212,7 +212,7 @@ void RunTabsTest::shortRunFillsTheTabsAndTheStore() {
                         static_cast<double>(last.raw.hist[kHistZeroBin] +
                                             last.raw.hist[kHistNonfiniteBin]));
     auto* heat = static_cast<QCPColorMap*>(w.quantizationTab()->plots()[0]->plottable(0));
-    QCOMPARE(heat->data()->keySize(), 2);
+    QCOMPARE(heat->data()->keySize(), 3);
     QCOMPARE(heat->data()->valueSize(), static_cast<int>(w.engine()->data().layers().size()));
   }
   // The run is in the database with the same loss series.

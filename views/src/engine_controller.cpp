@@ -11,6 +11,7 @@
 #include "fp8wb/core/run_follower.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/trainer.h"
+#include "fp8wb/views/run_database_guard.h"
 
 namespace fp8wb {
 
@@ -74,6 +75,7 @@ struct OpenedRun {
 
 EngineController::EngineController(QObject* parent)
     : QObject(parent), db_path_(QString::fromStdString(default_database_path())) {
+  set_open_run_database(this, db_path_);
   qRegisterMetaType<fp8wb::RunStatus>("fp8wb::RunStatus");
   timer_.setInterval(33);  // ~30 Hz
   connect(&timer_, &QTimer::timeout, this, &EngineController::drain);
@@ -92,6 +94,7 @@ EngineController::EngineController(QObject* parent)
 }
 
 EngineController::~EngineController() {
+  set_open_run_database(this, {});
   open_job_.drop();
   open_job_.wait();
   follower_.reset();
@@ -113,6 +116,7 @@ QString EngineController::fail(const QString& message) {
 void EngineController::setDatabasePath(const QString& path) {
   if (path == db_path_) return;
   db_path_ = path;
+  set_open_run_database(this, db_path_);
   if (!isRunning()) {
     store_.reset();
     setReadOnlyReason({});  // not known before it is opened
@@ -174,6 +178,7 @@ bool EngineController::openDatabase(const QString& path) {
   trainer_.reset();
   store_.reset();
   db_path_ = path;
+  set_open_run_database(this, db_path_);
   adoptStore(std::move(s), why);
   // The run shown was one of the other database's.
   data_.clear();

@@ -12,6 +12,7 @@
 
 #include "fp8wb/core/value_report.h"
 #include "fp8wb/views/file_dialogs.h"
+#include "fp8wb/views/run_database_guard.h"
 
 namespace fp8wb {
 
@@ -260,6 +261,13 @@ QString ExportablePlot::exportTitle() const {
 }
 
 QString ExportablePlot::exportTo(const QString& path) {
+  // Written over the run database (a link to it named *.csv, say), the file would be
+  // truncated under SQLite, and its close would end this process's locks on it.
+  if (const QString db = open_run_database_file_of(path); !db.isEmpty()) {
+    return tr("%1 was not written: it is the run database file %2, which an export would "
+              "destroy")
+        .arg(path, db);
+  }
   const QString suffix = QFileInfo(path).suffix().toLower();
   bool ok = false;
   if (suffix == QLatin1String("png") || suffix == QLatin1String("pdf")) {

@@ -8,6 +8,9 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QSet>
+#include <map>
+#include <mutex>
+#include <vector>
 
 namespace fp8wb {
 namespace {
@@ -27,6 +30,37 @@ QString run_database_file_of(const QString& chosen, const QString& database) {
   for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
     const QString file = database + QLatin1String(suffix);
     if (same_file(chosen, file)) return file;
+  }
+  return {};
+}
+
+namespace {
+
+std::mutex open_databases_mutex;
+std::map<const void*, QString>& open_databases() {
+  static std::map<const void*, QString> m;
+  return m;
+}
+
+}  // namespace
+
+void set_open_run_database(const void* owner, const QString& path) {
+  const std::lock_guard<std::mutex> lock(open_databases_mutex);
+  if (path.isEmpty()) {
+    open_databases().erase(owner);
+  } else {
+    open_databases()[owner] = path;
+  }
+}
+
+QString open_run_database_file_of(const QString& chosen) {
+  std::vector<QString> paths;
+  {
+    const std::lock_guard<std::mutex> lock(open_databases_mutex);
+    for (const auto& [owner, path] : open_databases()) paths.push_back(path);
+  }
+  for (const QString& db : paths) {
+    if (QString file = run_database_file_of(chosen, db); !file.isEmpty()) return file;
   }
   return {};
 }

@@ -21,6 +21,7 @@
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/file_dialogs.h"
 #include "fp8wb/views/loss_curves.h"
+#include "fp8wb/views/run_database_guard.h"
 
 namespace fp8wb {
 namespace {
@@ -303,6 +304,11 @@ void RunsTab::overlay(const std::vector<int64_t>& ids) {
 }
 
 QString RunsTab::exportCsv(int64_t id, const QString& path) {
+  if (const QString db = open_run_database_file_of(path); !db.isEmpty()) {
+    return fail(tr("%1 was not written: it is the run database file %2, which an export "
+                   "would destroy")
+                    .arg(path, db));
+  }
   std::ostringstream csv;
   try {
     write_run_csv(engine_->store(), id, csv);

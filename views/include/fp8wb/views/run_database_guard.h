@@ -1,5 +1,7 @@
 // defines: run_database_file_of(): whether a file chosen to be read is the open run
-// database, or one of its SQLite files, by any path to it.
+// database, or one of its SQLite files, by any path to it; set_open_run_database() and
+// open_run_database_file_of(): the run databases this process has open, for every file
+// it is about to write (an export written over the database would truncate it).
 //
 // Opening and closing a second descriptor of the run database (or of its -wal or -shm
 // file) in the process that has it open drops every POSIX lock the process holds on that
@@ -17,6 +19,13 @@ namespace fp8wb {
 // -journal file) that `chosen` is, or empty where it is none of them (or the database
 // path is empty).
 QString run_database_file_of(const QString& chosen, const QString& database);
+
+// Records (or, with an empty path, forgets) the run database `owner` has open: each
+// EngineController keeps its own up to date.
+void set_open_run_database(const void* owner, const QString& path);
+// run_database_file_of() against every run database this process has open: the file
+// `chosen` is, or empty.
+QString open_run_database_file_of(const QString& chosen);
 
 // The files a sharded checkpoint's index (a *.index.json naming its shards in
 // "weight_map") would open: the shards' paths, next to the index. Empty for any other
