@@ -23,26 +23,16 @@
 
 #include "cli_run.h"
 #include "fp8wb/core/run_store.h"
-#include "temp_dir.h"
+#include "temp_dir_test.h"
 
 namespace {
 
 using fp8wb::test::Result;
 using fp8wb::test::run;
 
-class CliTrainProcess : public ::testing::Test {
+class CliTrainProcess : public fp8wb::test::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("fp8wb-cli-process-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fp8wb::test::remove_tree(dir_.string());
-    std::filesystem::create_directories(dir_);
-    db_ = (dir_ / "runs.sqlite").string();
-  }
-  void TearDown() override { fp8wb::test::remove_tree(dir_.string()); }
-  std::filesystem::path dir_;
-  std::string db_;
+  CliTrainProcess() : TempDirTest("fp8wb-cli-process") {}
 };
 
 // The binary itself, as a user's shell runs it: stdout to /dev/null, stderr to
@@ -109,23 +99,23 @@ void wait_for_first_step(const std::string& db, int64_t runs) {
 }
 
 TEST_F(CliTrainProcess, SigkillMidRunLeavesASoundDatabase) {
-  const pid_t pid = spawn({FP8WB_BINARY, "train", "--db", db_, "--quiet", "--set", "model=mlp",
+  const pid_t pid = spawn({FP8WB_BINARY, "train", "--db", path_, "--quiet", "--set", "model=mlp",
                            "--set", "steps=1000000", "--set", "reference=false"});
   ASSERT_GT(pid, 0);
-  ASSERT_GE(wait_for_steps(db_, 40), 40);
+  ASSERT_GE(wait_for_steps(path_, 40), 40);
   ASSERT_EQ(kill(pid, SIGKILL), 0);
   int status = 0;
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFSIGNALED(status));
 
   {
-    auto ro = fp8wb::RunStore::open_read_only(db_);
+    auto ro = fp8wb::RunStore::open_read_only(path_);
     EXPECT_EQ(ro->integrity_check(), "ok");
     const auto loss = ro->series(1, "loss");
     ASSERT_GE(loss.size(), 40u);
     for (size_t i = 0; i < loss.size(); ++i) EXPECT_EQ(loss[i].step, static_cast<int64_t>(i));
   }
-  auto s = fp8wb::RunStore::open(db_);
+  auto s = fp8wb::RunStore::open(path_);
   EXPECT_EQ(s->run(1)->status, fp8wb::RunStatus::Interrupted);
 }
 
@@ -142,7 +132,7 @@ TEST_F(CliTrainProcess, RepeatedSigkillAtRandomPointsLosesNoCommittedStep) {
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < 15; ++i) {
     SCOPED_TRACE("kill " + std::to_string(i + 1));
-    const pid_t pid = spawn({FP8WB_BINARY, "train", "--db", db_, "--quiet", "--set", "model=mlp",
+    const pid_t pid = spawn({FP8WB_BINARY, "train", "--db", path_, "--quiet", "--set", "model=mlp",
                              "--set", "steps=1000000", "--set", "reference=false"});
     ASSERT_GT(pid, 0);
     // Every other kill counts its delay from when the new run exists, and every fourth
@@ -151,9 +141,9 @@ TEST_F(CliTrainProcess, RepeatedSigkillAtRandomPointsLosesNoCommittedStep) {
     // some land while the file or the run is being created.
     const int64_t next_run = static_cast<int64_t>(committed.size()) + 1;
     if (i % 4 == 3) {
-      wait_for_first_step(db_, next_run);
+      wait_for_first_step(path_, next_run);
     } else if (i % 2 == 1) {
-      wait_for_run(db_, next_run);
+      wait_for_run(path_, next_run);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(rng)));
     ASSERT_EQ(kill(pid, SIGKILL), 0);
@@ -161,10 +151,10 @@ TEST_F(CliTrainProcess, RepeatedSigkillAtRandomPointsLosesNoCommittedStep) {
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
     ASSERT_TRUE(WIFSIGNALED(status)) << "exited on its own with " << WEXITSTATUS(status);
 
-    if (!std::filesystem::exists(db_)) continue;  // killed before it created the file
+    if (!std::filesystem::exists(path_)) continue;  // killed before it created the file
     std::unique_ptr<fp8wb::RunStore> ro;
     try {
-      ro = fp8wb::RunStore::open_read_only(db_);
+      ro = fp8wb::RunStore::open_read_only(path_);
     } catch (const fp8wb::StoreError& e) {
       // Only while nothing was ever committed (killed while creating the schema).
       ASSERT_TRUE(committed.empty()) << e.what();
@@ -194,7 +184,7 @@ TEST_F(CliTrainProcess, RepeatedSigkillAtRandomPointsLosesNoCommittedStep) {
   EXPECT_GT(kills_after_a_commit, 0);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60));
   // And the next writer opens it and marks what the killed ones left.
-  auto s = fp8wb::RunStore::open(db_);
+  auto s = fp8wb::RunStore::open(path_);
   for (const auto& r : s->runs()) EXPECT_EQ(r.status, fp8wb::RunStatus::Interrupted);
 }
 
@@ -203,7 +193,7 @@ TEST_F(CliTrainProcess, RepeatedSigkillAtRandomPointsLosesNoCommittedStep) {
 // line for each tenth of the run at most and one for the last step; on a terminal the
 // bar, redrawn in place.
 TEST_F(CliTrainProcess, ProgressIsABarOnlyOnATerminal) {
-  const std::vector<std::string> args = {FP8WB_BINARY, "train",          "--db",  db_,
+  const std::vector<std::string> args = {FP8WB_BINARY, "train",          "--db",  path_,
                                          "--set",      "model=mlp",      "--set", "steps=40",
                                          "--set",      "reference=false"};
   // Runs the binary with stderr on `fd`, reading `master` (a pty's, or -1) as it runs.
@@ -254,7 +244,7 @@ TEST_F(CliTrainProcess, ProgressIsABarOnlyOnATerminal) {
 
   int master = -1, slave = -1;
   ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
-  std::filesystem::remove(db_);
+  std::filesystem::remove(path_);
   const std::string tty = run_with_stderr(slave, master);
   ::close(slave);
   ::close(master);
@@ -265,8 +255,8 @@ TEST_F(CliTrainProcess, ProgressIsABarOnlyOnATerminal) {
 // The progress gives an ETA only once 3 steps are done: one step's pace (its warm-up
 // in it) says little. A 5-step run writes a line at every step.
 TEST_F(CliTrainProcess, ProgressShowsAnEtaFromTheThirdStep) {
-  const Result r = run(
-      {"train", "--db", db_, "--set", "model=mlp", "--set", "steps=5", "--set", "reference=false"});
+  const Result r = run({"train", "--db", path_, "--set", "model=mlp", "--set", "steps=5", "--set",
+                        "reference=false"});
   ASSERT_EQ(r.rc, 0) << r.err;
   std::map<int, std::string> at;  // the progress line of each step
   std::istringstream lines(r.err);
@@ -291,18 +281,18 @@ TEST_F(CliTrainProcess, CtrlCStopsCleanlyKeepsTheRunAndExits130) {
   const std::string weights = (dir_ / "w.safetensors").string();
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   ASSERT_GE(fd, 0);
-  const pid_t pid = spawn({FP8WB_BINARY, "train", "--db", db_, "--set", "model=mlp", "--set",
+  const pid_t pid = spawn({FP8WB_BINARY, "train", "--db", path_, "--set", "model=mlp", "--set",
                            "steps=1000000", "--set", "reference=false", "--save-weights", weights},
                           fd);
   ::close(fd);
   ASSERT_GT(pid, 0);
-  ASSERT_GE(wait_for_steps(db_, 10), 10);
+  ASSERT_GE(wait_for_steps(path_, 10), 10);
   ASSERT_EQ(kill(pid, SIGINT), 0);
   int status = 0;
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 130);
-  auto s = fp8wb::RunStore::open_read_only(db_);
+  auto s = fp8wb::RunStore::open_read_only(path_);
   const auto r = s->run(1);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->status, fp8wb::RunStatus::Stopped);
@@ -310,9 +300,10 @@ TEST_F(CliTrainProcess, CtrlCStopsCleanlyKeepsTheRunAndExits130) {
   EXPECT_EQ(s->integrity_check(), "ok");
   std::ifstream in(log);
   const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_NE(err.find("fp8wb: interrupted by SIGINT (Ctrl-C): run 1 is kept as stopped after " +
-                     std::to_string(r->last_step + 1) + " steps, with all it recorded, in " + db_),
-            std::string::npos)
+  EXPECT_NE(
+      err.find("fp8wb: interrupted by SIGINT (Ctrl-C): run 1 is kept as stopped after " +
+               std::to_string(r->last_step + 1) + " steps, with all it recorded, in " + path_),
+      std::string::npos)
       << err;
   EXPECT_NE(err.find("no weights were written to " + weights), std::string::npos) << err;
   EXPECT_FALSE(std::filesystem::exists(weights));
@@ -346,24 +337,24 @@ TEST_F(CliTrainProcess, CtrlCOnSeveralRanksExits130) {
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   ASSERT_GE(fd, 0);
   const pid_t pid =
-      spawn({FP8WB_BINARY, "train", "--db", db_, "--nproc", "2", "-q", "--set", "model=mlp",
+      spawn({FP8WB_BINARY, "train", "--db", path_, "--nproc", "2", "-q", "--set", "model=mlp",
              "--set", "steps=1000000", "--set", "reference=false", "--set", "batch=8"},
             fd);
   ::close(fd);
   ASSERT_GT(pid, 0);
-  ASSERT_GE(wait_for_steps(db_, 5), 5);
+  ASSERT_GE(wait_for_steps(path_, 5), 5);
   ASSERT_EQ(kill(pid, SIGINT), 0);
   int status = 0;
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 130);
-  auto s = fp8wb::RunStore::open_read_only(db_);
+  auto s = fp8wb::RunStore::open_read_only(path_);
   EXPECT_EQ(s->run(1)->status, fp8wb::RunStatus::Stopped);
   std::ifstream in(log);
   const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(err.find("fp8wb: interrupted by SIGINT (Ctrl-C): the 2 ranks stopped, rank 0 "
                      "keeping the run in " +
-                     db_),
+                     path_),
             std::string::npos)
       << err;
 }
@@ -373,7 +364,7 @@ TEST_F(CliTrainProcess, CtrlCOnSeveralRanksExits130) {
 TEST_F(CliTrainProcess, ConcurrentTrainsOnANewDatabase) {
   std::vector<pid_t> pids;
   for (int i = 0; i < 8; ++i) {
-    pids.push_back(spawn({FP8WB_BINARY, "train", "--db", db_, "-q", "--set", "model=mlp", "--set",
+    pids.push_back(spawn({FP8WB_BINARY, "train", "--db", path_, "-q", "--set", "model=mlp", "--set",
                           "steps=2", "--set", "reference=false", "--set", "width=8", "--set",
                           "features=8", "--set", "outlier_channels=1"}));
   }
@@ -383,20 +374,22 @@ TEST_F(CliTrainProcess, ConcurrentTrainsOnANewDatabase) {
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 0);
   }
-  auto s = fp8wb::RunStore::open_read_only(db_);
+  auto s = fp8wb::RunStore::open_read_only(path_);
   EXPECT_EQ(s->runs().size(), 8u);
 }
 
 // Where the final weights go is checked before the first step, not after the last.
 TEST_F(CliTrainProcess, AnUnwritableWeightsPathFailsBeforeTraining) {
   const std::string missing = (dir_ / "no" / "such" / "w.safetensors").string();
-  Result r = run({"train", "--db", db_, "--quiet", "--set", "steps=50", "--save-weights", missing});
+  Result r =
+      run({"train", "--db", path_, "--quiet", "--set", "steps=50", "--save-weights", missing});
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
-  r = run({"train", "--db", db_, "--quiet", "--set", "steps=50", "--save-weights", dir_.string()});
+  r = run(
+      {"train", "--db", path_, "--quiet", "--set", "steps=50", "--save-weights", dir_.string()});
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << r.err;
-  auto s = fp8wb::RunStore::open_read_only(db_);
+  auto s = fp8wb::RunStore::open_read_only(path_);
   for (const auto& run : s->runs()) EXPECT_EQ(run.last_step, -1) << "run " << run.id << " trained";
 }
 
