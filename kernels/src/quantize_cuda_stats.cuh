@@ -275,6 +275,84 @@ __device__ __forceinline__ bool count4_finite(const float x[4], const float y[4]
   return true;
 }
 
+// Four elements of one lane in the tile kernels, in the common case: every x finite, no
+// code of the largest magnitude, and both fp32 partials of the squares (as square_sums4
+// sums them) within [2^-100, 2^126], or every x zero and its error partial zero. (Under a
+// non-finite scale no row is: a nonzero x gets the largest code or a NaN code, whose
+// partial is NaN, and a zero x a NaN code.) Then it counts the four as count4_finite and
+// square_sums4 would (the same counters, bins and sums), adds the partials to te and ts
+// and returns true; else it changes nothing and returns false, and the caller counts the
+// four later with count4 (a row of the tile kernels' slow loop). No vote among lanes and
+// no branch a warp must agree on: the three votes the steps above take for four elements
+// were a tenth of the kernel's instructions.
+// hist: the lane-private histograms (kHistBins rows of kThreads counters; unused without
+// kHist);
+// lane_off: the lane's byte offset in a row, below a row's size, so that a count's offset
+// is the row's OR'd with it.
+template <Format F, bool kHist>
+__device__ __forceinline__ bool count4_common(const float x[4], const float y[4], const float dq[4],
+                                              uint32_t word, LaneStats& ls, uint32_t* hist,
+                                              uint32_t lane_off, double& te,
+                                              double& ts) {
+  constexpr CodecSpec s = codec_spec(F);
+  uint32_t a[4];
+  float e[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    a[k] = float_bits(x[k]) & 0x7FFFFFFFu;
+    e[k] = x[k] - dq[k];
+  }
+  const uint32_t a4 = max(max(a[0], a[1]), max(a[2], a[3]));
+  const float pe = fmaf(e[3], e[3], fmaf(e[2], e[2], fmaf(e[1], e[1], e[0] * e[0])));
+  const float ps = fmaf(x[3], x[3], fmaf(x[2], x[2], fmaf(x[1], x[1], x[0] * x[0])));
+  const uint32_t mags = word & 0x7F7F7F7Fu;
+  const uint32_t top = mags ^ (uint32_t{s.max_mag} * 0x01010101u);  // a zero byte: largest
+  const uint32_t largest = (top - 0x01010101u) & ~top & 0x80808080u;
+  // Every x zero (under a finite scale): every code and difference is zero, and both
+  // partials are exactly 0.
+  const bool sums = (pe >= 0x1p-100f && pe <= 0x1p126f && ps >= 0x1p-100f && ps <= 0x1p126f) ||
+                    (a4 == 0 && pe == 0.0f);
+  if (a4 >= 0x7F800000u || largest != 0 || !sums) return false;
+  ls.numel += 4;
+  ls.amax = max(ls.amax, a4);
+  // Bit 7 of each byte: the magnitude is not zero; it is at least the smallest normal.
+  const uint32_t nonzero = (mags + 0x7F7F7F7Fu) & 0x80808080u;
+  const uint32_t normal = (mags + (0x80u - (1u << s.mbits)) * 0x01010101u) & 0x80808080u;
+  ls.subnormal += __popc(nonzero & ~normal);
+  constexpr uint32_t kRowBytes = kThreads * sizeof(uint32_t);
+  static_assert(kRowBytes == 1024 || kRowBytes == 512, "a histogram row is 2^shift bytes");
+  constexpr int kShift = kRowBytes == 1024 ? 10 : 9;
+  constexpr uint32_t kFirstRow = uint32_t{127 + kHistMinExp} << kShift;
+  if (nonzero != 0x80808080u) {  // a zero input or an underflow
+    const uint32_t zeros = (a[0] == 0) + (a[1] == 0) + (a[2] == 0) + (a[3] == 0);
+    ls.zeros += zeros;
+    ls.underflow += 4 - __popc(nonzero) - zeros;  // zero codes of nonzero inputs
+    if constexpr (kHist) {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        // y below the first bin (a zero, counted in bin 0 until the flush moves it, or an
+        // underflow) goes to the first; no code is the largest, so none lies past the last.
+        const uint32_t row = (float_bits(y[k]) >> (23 - kShift)) & (0xFFu << kShift);
+        atomicAdd(reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(hist) +
+                                              ((max(row, kFirstRow) | lane_off) - kFirstRow)),
+                  1u);
+      }
+    }
+  } else if constexpr (kHist) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      // Every code nonzero and below the largest: y lies within the bins.
+      const uint32_t row = (float_bits(y[k]) >> (23 - kShift)) & (0xFFu << kShift);
+      atomicAdd(reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(hist) +
+                                            ((row | lane_off) - kFirstRow)),
+                1u);
+    }
+  }
+  te += pe;
+  ts += ps;
+  return true;
+}
+
 // count4_finite, and any four elements else (word with its NaN codes).
 template <Format F>
 __device__ __forceinline__ void count4(const float x[4], const float y[4], const float dq[4],

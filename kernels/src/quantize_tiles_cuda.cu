@@ -81,6 +81,7 @@ __global__ void __launch_bounds__(kThreads, 3)
   }
   __syncthreads();
   uint32_t* my_hist = kHist ? lane_hist + threadIdx.x : nullptr;
+  const uint32_t lane_off = threadIdx.x * sizeof(uint32_t);  // in a histogram row
   const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
   LaneStats ls;
   for (TileWalk tw(G); tw.more(); tw.next()) {
@@ -88,13 +89,9 @@ __global__ void __launch_bounds__(kThreads, 3)
     const int64_t c0 = tc + tx * 4, r0 = tr + ty * 16;
     double te = 0, ts = 0;
     const bool in = c0 < G.cols && r0 < G.rows;
-    // The lanes in the tensor decide the rare branches together (every lane is here: the
-    // tile walk is the block's).
-    const WarpDecides any{gpu::ballot(in)};
     if (in) {
       const int64_t g = group_of(G, r0, c0);
       const float sc = scale[g], si = scale_inv[g];
-      const bool finite_scale = (float_bits(sc) & 0x7FFFFFFFu) < 0x7F800000u;
       uint32_t slow = 0;  // bit i: row i's four elements wait for the loop after the body
       [[maybe_unused]] uint32_t t[4][4];  // kTrans: t[q][k], column k of rows 4q..4q+3
       // Row pointers advanced a row at a time (one 64-bit add a row, not a multiply).
@@ -122,17 +119,13 @@ __global__ void __launch_bounds__(kThreads, 3)
 #pragma unroll
           for (int r = 0; r < 4; ++r) {
             const int j = 4 * q + r, i = half * 8 + j;
-            float v[4], y[4], dq[4], e[4], vf[4];
+            float v[4], y[4], dq[4];
             raw[j].get(v);
             w[r] = quantize4<F, kHw, true, false>(v, sc, si, Overflow::Saturate, lut, y, dq);
-            if (count4_finite<F, kHist>(v, y, dq, w[r], ls, my_hist, e, vf, finite_scale, any)) {
-              double re, rs;
-              square_sums4(e, v, re, rs, any);  // vf == v: every input is finite here
-              te += re;
-              ts += rs;
-            } else {
+            // Rows count4_common leaves (a non-finite input or scale, a code of the
+            // largest magnitude, squares beyond fp32's range) wait for the loop below.
+            if (!count4_common<F, kHist>(v, y, dq, w[r], ls, lane_hist, lane_off, te, ts))
               slow |= 1u << i;
-            }
             if (codes) *reinterpret_cast<uint32_t*>(codes + dst) = w[r];
             dst += G.cols;
           }
@@ -146,8 +139,9 @@ __global__ void __launch_bounds__(kThreads, 3)
               make_uint4(t[0][k], t[1][k], t[2][k], t[3][k]);
         }
       }
-      // Rows with a non-finite input (or any row, under a non-finite scale), a loop kept
-      // out of the unrolled body: their codes with the codec's NaN codes, and their counts.
+      // The rows count4_common left (a non-finite input, a code of the largest magnitude,
+      // squares beyond fp32's range; every row under a non-finite scale), a loop kept out
+      // of the unrolled body: their codes with the codec's NaN codes, and their counts.
 #pragma unroll 1
       for (; slow != 0; slow &= slow - 1) {
         const int i = __ffs(slow) - 1;

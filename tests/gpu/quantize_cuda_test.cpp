@@ -297,6 +297,61 @@ TEST(CudaQuantizeTiles, StatisticsInTileAndPieceCells) {
   }
 }
 
+// The tile kernel's rows of four elements that leave its common path, against the CPU:
+// pieces of exact zeros (every partial zero), values whose squares leave fp32's normal
+// range (1e-30: fp64 squares instead), underflows beside normal values, the largest code,
+// and a whole tensor of tiny values (a scale near 2^100, so codes are normal while the
+// squares of x are below 2^-100).
+TEST(CudaQuantizeTiles, RowsOfZerosTinyValuesAndTheLargestCode) {
+  if (gpu_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  const int64_t rows = 512, cols = 256;
+  std::mt19937 rng(17);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> mixed(static_cast<size_t>(rows * cols)), tiny(mixed.size());
+  for (size_t i = 0; i < mixed.size(); ++i) {
+    const int64_t r = static_cast<int64_t>(i) / cols, c = static_cast<int64_t>(i) % cols;
+    float v = nd(rng);
+    if (r % 16 < 4 && c % 64 < 8) v = (r + c) % 3 == 0 ? -0.0f : 0.0f;  // zero pieces
+    if (r % 32 == 20 && c % 16 < 4) v *= 1e-30f;                        // squares below fp32
+    if (r % 32 == 21 && c % 4 == 1) v *= 1e-12f;                        // underflows
+    mixed[i] = v;
+    tiny[i] = nd(rng) * 1e-31f;
+  }
+  mixed[777] = 500.0f;  // the amax: the largest code
+  for (const auto* x : {&mixed, &tiny}) {
+    for (const Format f : {Format::E4M3FN, Format::E5M2}) {
+      for (const bool bf16 : {false, true}) {
+        QuantRecipe r;
+        r.format = f;
+        StatsOptions so;
+        so.map_max_cells = 8;
+        std::vector<uint16_t> xb(x->size());
+        for (size_t i = 0; i < x->size(); ++i) {
+          xb[i] = static_cast<uint16_t>(float_bits((*x)[i]) >> 16);
+        }
+        const TensorRef ref =
+            bf16 ? TensorRef::of(xb.data(), rows, cols) : TensorRef::of(x->data(), rows, cols);
+        std::vector<uint8_t> codes(x->size()), codes_t(x->size());
+        const auto cpu = quantize_current(ref, r, {codes.data(), codes_t.data()}, so);
+        SCOPED_TRACE(::testing::Message() << (x == &tiny ? "tiny " : "mixed ")
+                                          << format_info(f).name << (bf16 ? " bf16" : " fp32"));
+        if (x == &mixed) {
+          ASSERT_GT(cpu.result.stats.raw.zeros, 1000u);
+          ASSERT_GT(cpu.result.stats.raw.underflow, 1000u);
+        }
+        for (const bool trans : {false, true}) {
+          const auto gpu = quantize_current_cuda(ref, r, trans, so);
+          EXPECT_EQ(gpu.codes, codes);
+          if (trans) {
+            EXPECT_EQ(gpu.codes_t, codes_t);
+          }
+          expect_same(gpu.stats, cpu.result.stats);
+        }
+      }
+    }
+  }
+}
+
 // Rowwise scaling of a transpose without forming it, against the CPU on the transposed
 // tensor: the same per-column scales and codes, bit for bit; from fp32, bf16 and from
 // rowwise codes (dequantized on the CPU, then transposed and quantized).
