@@ -292,8 +292,7 @@ __device__ __forceinline__ bool count4_finite(const float x[4], const float y[4]
 template <Format F, bool kHist>
 __device__ __forceinline__ bool count4_common(const float x[4], const float y[4], const float dq[4],
                                               uint32_t word, LaneStats& ls, uint32_t* hist,
-                                              uint32_t lane_off, double& te,
-                                              double& ts) {
+                                              uint32_t lane_off, double& te, double& ts) {
   constexpr CodecSpec s = codec_spec(F);
   uint32_t a[4];
   float e[4];
