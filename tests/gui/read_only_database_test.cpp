@@ -1,8 +1,9 @@
 // A run database the user cannot write (the file 0444, or its folder read-only), offscreen:
 // opened with --db or File > Open database, it is said at once to be read-only (its runs
-// can be viewed, not started), Start is disabled with that reason as its tooltip, its runs
-// are listed, and no -wal or -shm file is left beside it. A writable database enables
-// Start again. Run as root, the program first becomes nobody: root may write any file.
+// can be viewed, not started), Start and the Runs tab's Rename and Delete are disabled
+// with that reason as their tooltip, its runs are listed, and no -wal or -shm file is
+// left beside it. A writable database enables them again. Run as root, the program first
+// becomes nobody: root may write any file.
 #include <grp.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -43,6 +44,26 @@ void write_db(const QString& path) {
 
 bool sqlite_files_beside(const QString& db) {
   return QFile::exists(db + QStringLiteral("-wal")) || QFile::exists(db + QStringLiteral("-shm"));
+}
+
+// The Runs tab's buttons that write the database.
+QList<QPushButton*> write_buttons(MainWindow& w) {
+  return {w.runsTab()->findChild<QPushButton*>(QStringLiteral("rename")),
+          w.runsTab()->findChild<QPushButton*>(QStringLiteral("delete"))};
+}
+
+// Start, Rename and Delete all disabled, each saying read-only in its tooltip.
+void verify_writes_disabled(MainWindow& w) {
+  auto* start = w.runPanel()->findChild<QPushButton*>(QStringLiteral("start"));
+  QVERIFY(start);
+  QList<QPushButton*> buttons = write_buttons(w);
+  buttons << start;
+  for (QPushButton* b : buttons) {
+    QVERIFY(b);
+    QVERIFY2(!b->isEnabled(), qPrintable(b->objectName() + QStringLiteral(" enabled")));
+    QVERIFY2(b->toolTip().contains(QLatin1String("read-only")),
+             qPrintable(b->objectName() + QStringLiteral(": ") + b->toolTip()));
+  }
 }
 
 }  // namespace
@@ -95,8 +116,8 @@ void ReadOnlyDatabaseTest::check(const QString& name, bool folder_read_only) {
                  said.contains(QLatin1String("not started")),
              qPrintable(said));
     QVERIFY(w.failures().isEmpty());
-    QVERIFY(!start->isEnabled());
-    QVERIFY2(start->toolTip().contains(QLatin1String("read-only")), qPrintable(start->toolTip()));
+    verify_writes_disabled(w);
+    if (QTest::currentTestFailed()) return;
     // Its runs are listed.
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));
@@ -108,8 +129,13 @@ void ReadOnlyDatabaseTest::check(const QString& name, bool folder_read_only) {
     QVERIFY(w.openDatabaseFile(writable_db));
     QVERIFY(start->isEnabled());
     QVERIFY(!start->toolTip().contains(QLatin1String("read-only")));
+    for (QPushButton* b : write_buttons(w)) {
+      QVERIFY2(b->isEnabled(), qPrintable(b->objectName()));
+      QVERIFY2(!b->toolTip().contains(QLatin1String("read-only")), qPrintable(b->toolTip()));
+    }
     QVERIFY(w.openDatabaseFile(db));
-    QVERIFY(!start->isEnabled());
+    verify_writes_disabled(w);
+    if (QTest::currentTestFailed()) return;
     QVERIFY2(w.notices().last().contains(QLatin1String("read-only")),
              qPrintable(w.notices().last()));
     QVERIFY2(!sqlite_files_beside(db), "-wal or -shm while open");
