@@ -2,8 +2,9 @@
 // opened with --db or File > Open database, it is said at once to be read-only (its runs
 // can be viewed, not started), Start and the Runs tab's Rename and Delete are disabled
 // with that reason as their tooltip, its runs are listed, and no -wal or -shm file is
-// left beside it. A writable database enables them again. Run as root, the program first
-// becomes nobody: root may write any file.
+// left beside it. A writable database enables them again. The default database (no --db)
+// read-only is said at start-up the same way; a default whose folder is not made yet is
+// no failure. Run as root, the program first becomes nobody: root may write any file.
 #include <grp.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <QApplication>
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QPushButton>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -22,6 +24,7 @@
 #include "fp8wb/views/run_panel.h"
 #include "fp8wb/views/runs_tab.h"
 #include "main_window.h"
+#include "screenshot.h"
 
 using namespace fp8wb;
 
@@ -78,6 +81,8 @@ class ReadOnlyDatabaseTest : public QObject {
   }
   void readOnlyFile() { check(QStringLiteral("file"), false); }
   void readOnlyFolder() { check(QStringLiteral("folder"), true); }
+  void readOnlyDefaultSaidAtStartUp();
+  void defaultNotMadeYetIsNoFailure();
 
  private:
   void check(const QString& name, bool folder_read_only);
@@ -142,6 +147,48 @@ void ReadOnlyDatabaseTest::check(const QString& name, bool folder_read_only) {
     QTRY_VERIFY_WITH_TIMEOUT(!w.runsTab()->isReading(), 30000);
   }
   QVERIFY2(!sqlite_files_beside(db), "-wal or -shm left behind");
+}
+
+// No --db: the default database (in XDG_DATA_HOME) read-only is said as the window
+// starts, as a chosen one is, not first when Start is pressed.
+void ReadOnlyDatabaseTest::readOnlyDefaultSaidAtStartUp() {
+  const QString data = dir_.filePath(QStringLiteral("default-data"));
+  const QString folder = data + QStringLiteral("/fp8-workbench");
+  QVERIFY(QDir().mkpath(folder));
+  const QString db = folder + QStringLiteral("/runs.sqlite");
+  write_db(db);
+  QCOMPARE(::chmod(QFile::encodeName(db).constData(), 0444), 0);
+  const QByteArray old_data = qgetenv("XDG_DATA_HOME");
+  qputenv("XDG_DATA_HOME", data.toUtf8());
+  const std::unique_ptr<const QByteArray, void (*)(const QByteArray*)> restore(
+      &old_data, [](const QByteArray* v) { qputenv("XDG_DATA_HOME", *v); });
+  MainWindow w(false);
+  QCOMPARE(w.engine()->databasePath(), db);                 // the default is the one read-only
+  QCOMPARE(apply_gui_options(w, GuiOptions{}), QString());  // start-up without --db
+  QVERIFY2(!w.notices().isEmpty(), "nothing said at start-up");
+  const QString said = w.notices().last();
+  QVERIFY2(said.contains(db) && said.contains(QLatin1String("read-only")) &&
+               said.contains(QLatin1String("not started")),
+           qPrintable(said));
+  QVERIFY2(w.failures().isEmpty(), qPrintable(w.failures().join(QLatin1Char('\n'))));
+  verify_writes_disabled(w);
+  QVERIFY2(!sqlite_files_beside(db), "-wal or -shm while open");
+}
+
+// No --db and no default database yet, its folder not made either (a first start): nothing
+// is said and nothing is made; Start stays enabled.
+void ReadOnlyDatabaseTest::defaultNotMadeYetIsNoFailure() {
+  const QString data = dir_.filePath(QStringLiteral("first-start"));
+  const QByteArray old_data = qgetenv("XDG_DATA_HOME");
+  qputenv("XDG_DATA_HOME", data.toUtf8());
+  const std::unique_ptr<const QByteArray, void (*)(const QByteArray*)> restore(
+      &old_data, [](const QByteArray* v) { qputenv("XDG_DATA_HOME", *v); });
+  MainWindow w(false);
+  QCOMPARE(apply_gui_options(w, GuiOptions{}), QString());
+  QVERIFY2(w.failures().isEmpty(), qPrintable(w.failures().join(QLatin1Char('\n'))));
+  QVERIFY(!QFileInfo::exists(data));
+  auto* start = w.runPanel()->findChild<QPushButton*>(QStringLiteral("start"));
+  QVERIFY(start && start->isEnabled());
 }
 
 int main(int argc, char** argv) {
