@@ -248,6 +248,18 @@ void MainWindow::checkDatabase() {
                      "path; starting a run would create the folder and a new, empty database "
                      "in it.")
                       .arg(path, folder));
+      return;
+    }
+    // Made by the first run, in the folder, or in the nearest folder above it that is
+    // there: one this process cannot write takes no database, and no run.
+    QString there = folder;
+    while (!QFileInfo::exists(there) && QFileInfo(there).absolutePath() != there)
+      there = QFileInfo(there).absolutePath();
+    if (!QFileInfo(there).isWritable()) {
+      showFailure(tr("The run database %1 cannot be made: the folder %2 cannot be written, so "
+                     "no run can be stored there. Choose another database (File > Open "
+                     "database, or --db).")
+                      .arg(path, there));
     }
     return;
   }

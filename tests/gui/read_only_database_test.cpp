@@ -4,8 +4,9 @@
 // tab's Start sweep and Collect are disabled with that reason as their tooltip, its runs
 // are listed, and no -wal or -shm file is left beside it. A writable database enables
 // them again. The default database (no --db) read-only is said at start-up the same way;
-// a default whose folder is not made yet is no failure. Run as root, the program first
-// becomes nobody: root may write any file.
+// a default whose folder is not made yet is no failure, one where no database can be made
+// (a folder not writable) is. Run as root, the program first becomes nobody: root may
+// write any file.
 #include <grp.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -96,6 +97,7 @@ class ReadOnlyDatabaseTest : public QObject {
   void readOnlyFolder() { check(QStringLiteral("folder"), true); }
   void readOnlyDefaultSaidAtStartUp();
   void defaultNotMadeYetIsNoFailure();
+  void notMadeYetInAFolderNotWritableSaidAtStartUp();
 
  private:
   void check(const QString& name, bool folder_read_only);
@@ -202,6 +204,40 @@ void ReadOnlyDatabaseTest::defaultNotMadeYetIsNoFailure() {
   QVERIFY(!QFileInfo::exists(data));
   auto* start = w.runPanel()->findChild<QPushButton*>(QStringLiteral("start"));
   QVERIFY(start && start->isEnabled());
+}
+
+// A database not made yet where it cannot be made (its folder, or the nearest folder
+// above it that is there, cannot be written): said at start-up, by --db or by default;
+// nothing is made.
+void ReadOnlyDatabaseTest::notMadeYetInAFolderNotWritableSaidAtStartUp() {
+  const QString folder = dir_.filePath(QStringLiteral("not-writable"));
+  QVERIFY(QDir().mkpath(folder));
+  const QByteArray folder_name = QFile::encodeName(folder);
+  const std::unique_ptr<const char, void (*)(const char*)> restore_mode(
+      folder_name.constData(), [](const char* f) { ::chmod(f, 0755); });
+  QCOMPARE(::chmod(folder_name.constData(), 0555), 0);
+  const QByteArray old_data = qgetenv("XDG_DATA_HOME");
+  const std::unique_ptr<const QByteArray, void (*)(const QByteArray*)> restore(
+      &old_data, [](const QByteArray* v) { qputenv("XDG_DATA_HOME", *v); });
+  struct Case {
+    QString data;  // XDG_DATA_HOME
+    QString db;    // --db, or empty for the default
+  };
+  const Case cases[] = {{dir_.path(), folder + QStringLiteral("/new.sqlite")}, {folder, QString()}};
+  for (const Case& c : cases) {
+    qputenv("XDG_DATA_HOME", c.data.toUtf8());
+    MainWindow w(false);
+    GuiOptions o;
+    o.db = c.db;
+    QCOMPARE(apply_gui_options(w, o), QString());
+    const QString path = w.engine()->databasePath();
+    QVERIFY2(!w.failures().isEmpty(), qPrintable(QStringLiteral("nothing said of ") + path));
+    const QString said = w.failures().last();
+    QVERIFY2(said.contains(path) && said.contains(folder) &&
+                 said.contains(QLatin1String("cannot be written")),
+             qPrintable(said));
+  }
+  QCOMPARE(QDir(folder).entryList(QDir::NoDotAndDotDot | QDir::AllEntries), QStringList());
 }
 
 int main(int argc, char** argv) {
