@@ -257,8 +257,8 @@ void MainWindow::checkDatabase() {
       there = QFileInfo(there).absolutePath();
     if (!QFileInfo(there).isWritable()) {
       showFailure(tr("The run database %1 cannot be made: the folder %2 cannot be written, so "
-                     "no run can be stored there. Choose another database (File > Open "
-                     "database, or --db).")
+                     "no run can be stored there. Choose another database: File > Open "
+                     "database.")
                       .arg(path, there));
     }
     return;
