@@ -14,6 +14,7 @@
 #include <QTabWidget>
 
 #include "fp8wb/core/backend_info.h"
+#include "fp8wb/core/run_store.h"
 #include "fp8wb/views/checkpoint_tab.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
@@ -240,12 +241,25 @@ void MainWindow::checkDatabase() {
   if (!QFileInfo::exists(path)) {
     // A new database is fine; one in a folder that is not there is most likely a mistyped
     // path, whose runs would land in a folder made for them.
+    // The default database's folder is made with it (a first start).
     const QString folder = QFileInfo(path).absolutePath();
-    if (!QFileInfo(folder).isDir()) {
+    if (!QFileInfo(folder).isDir() && path != QString::fromStdString(default_database_path())) {
       showFailure(tr("The run database %1 is in a folder that does not exist (%2). Check the "
                      "path; starting a run would create the folder and a new, empty database "
                      "in it.")
                       .arg(path, folder));
+      return;
+    }
+    // Made by the first run, in the folder, or in the nearest folder above it that is
+    // there: one this process cannot write takes no database, and no run.
+    QString there = folder;
+    while (!QFileInfo::exists(there) && QFileInfo(there).absolutePath() != there)
+      there = QFileInfo(there).absolutePath();
+    if (!QFileInfo(there).isWritable()) {
+      showFailure(tr("The run database %1 cannot be made: the folder %2 cannot be written, so "
+                     "no run can be stored there. Choose another database: File > Open "
+                     "database.")
+                      .arg(path, there));
     }
     return;
   }

@@ -73,8 +73,11 @@ class MainWindow : public QMainWindow {
   // the failure says why); true where it opened.
   bool openDatabaseFile(const QString& path);
   // Says at once (showFailure) where the database the window uses cannot be opened: a
-  // folder, a damaged file, a path in a folder that does not exist. One that does not
-  // exist yet, in a folder that does, is created by the first run.
+  // folder, a damaged file, a path in a folder that does not exist (but for the default
+  // database's, made with it), a database not made yet whose folder cannot be written.
+  // One that does not exist yet, in a folder that does, is created by the first run. One
+  // that cannot be written is said by a notice (its runs can be viewed, not started,
+  // renamed or deleted).
   void checkDatabase();
   QStringList recentDatabases() const;
 

@@ -19,10 +19,10 @@ namespace fp8wb {
 
 QString apply_gui_options(MainWindow& w, const GuiOptions& o) {
   w.resize(o.size);
-  if (!o.db.isEmpty()) {
-    w.engine()->setDatabasePath(o.db);
-    w.checkDatabase();  // a folder or a damaged file is said now, naming it
-  }
+  if (!o.db.isEmpty()) w.engine()->setDatabasePath(o.db);
+  // The database chosen or the default one: a folder, a damaged or a read-only file is
+  // said now, naming it, not first when a run is started.
+  w.checkDatabase();
   for (const QString& t : o.tab.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
     if (!w.selectTab(t.trimmed())) {
       return QStringLiteral("unknown tab '%1': the tabs are %2")

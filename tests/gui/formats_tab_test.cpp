@@ -4,6 +4,7 @@
 #include <QFile>
 #include <QImage>
 #include <QItemSelectionModel>
+#include <QLabel>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -24,6 +25,7 @@ class FormatsTabTest : public QObject {
  private Q_SLOTS:
   void knownValuesShowKnownBits();
   void badInputShowsAMessage();
+  void textFp64RoundsIsNeverExact();
   void overflowModes();
   void allFormats();
   void codeTableModel();
@@ -65,6 +67,54 @@ void FormatsTabTest::badInputShowsAMessage() {
   QCOMPARE(tab.card(Format::E4M3FN)->decodedText(), QStringLiteral("2"));
   tab.setValueText(QStringLiteral("nan"));
   QVERIFY(tab.card(Format::E4M3FN)->flagsText().contains(QStringLiteral("NaN")));
+}
+
+// Text that fp64 cannot hold is shown as fp64's nearest value, which the tab says, and
+// no encoding of it is called exact, even where the nearest value has an exact code. The
+// references: 1 + 1e-20, 2^99 + 1 and 1 + 2^-56 each lie strictly between 1 (or 2^99) and
+// the next double, 1 + 2^-52 (2^99 + 2^47), so fp64 holds none of them; 1, 2^99 and 1.5
+// (0x1.8p0) are powers of two or short binary fractions, exact in fp64 and in E4M3 or
+// E8M0. 2^99 is written out by Qt from std::ldexp.
+void FormatsTabTest::textFp64RoundsIsNeverExact() {
+  FormatsTab tab;
+  tab.setShowAllFormats(true);
+  const auto* note = tab.findChild<QLabel*>(QStringLiteral("fp64-note"));
+  const QString two99 = QString::number(std::ldexp(1.0, 99), 'f', 0);
+  QCOMPARE(two99.size(), 30);
+  QVERIFY(two99.endsWith(QLatin1Char('8')));
+  const QString two99_plus_1 = two99.left(29) + QLatin1Char('9');
+  struct Case {
+    QString text;
+    Format format;  // a format holding fp64's nearest value exactly
+    bool rounded;
+  };
+  const Case cases[] = {
+      {QStringLiteral("1"), Format::E4M3FN, false},
+      {QStringLiteral("0x1.8p0"), Format::E4M3FN, false},
+      {two99, Format::E8M0FNU, false},
+      {QStringLiteral("1.00000000000000000001"), Format::E4M3FN, true},
+      {QStringLiteral("0x1.00000000000001p0"), Format::E4M3FN, true},
+      {two99_plus_1, Format::E8M0FNU, true},
+  };
+  for (const Case& c : cases) {
+    tab.setValueText(c.text);
+    QVERIFY2(tab.errorText().isEmpty(),
+             qPrintable(c.text + QStringLiteral(": ") + tab.errorText()));
+    const QString flags = tab.card(c.format)->flagsText();
+    QVERIFY2(flags.contains(QLatin1String("exact")) == !c.rounded,
+             qPrintable(c.text + QStringLiteral(": flags ") + flags));
+  }
+  QVERIFY2(note, "no label says where fp64 rounded the text");
+  for (const Case& c : cases) {
+    tab.setValueText(c.text);
+    QVERIFY2(note->isVisibleTo(&tab) == c.rounded,
+             qPrintable(c.text + QStringLiteral(": note ") + note->text()));
+    if (c.rounded) {
+      // It names the text and says that fp64 rounded it.
+      QVERIFY2(note->text().contains(c.text) && note->text().contains(QLatin1String("fp64")),
+               qPrintable(note->text()));
+    }
+  }
 }
 
 void FormatsTabTest::overflowModes() {

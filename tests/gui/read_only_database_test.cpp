@@ -1,8 +1,12 @@
 // A run database the user cannot write (the file 0444, or its folder read-only), offscreen:
 // opened with --db or File > Open database, it is said at once to be read-only (its runs
-// can be viewed, not started), Start is disabled with that reason as its tooltip, its runs
+// can be viewed, not started), Start, the Runs tab's Rename and Delete and the Sweeps
+// tab's Start sweep and Collect are disabled with that reason as their tooltip, its runs
 // are listed, and no -wal or -shm file is left beside it. A writable database enables
-// Start again. Run as root, the program first becomes nobody: root may write any file.
+// them again. The default database (no --db) read-only is said at start-up the same way;
+// a default whose folder is not made yet is no failure, one where no database can be made
+// (a folder not writable) is. Run as root, the program first becomes nobody: root may
+// write any file.
 #include <grp.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +14,7 @@
 #include <QApplication>
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QPushButton>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -20,7 +25,9 @@
 #include "fp8wb/views/run_list_model.h"
 #include "fp8wb/views/run_panel.h"
 #include "fp8wb/views/runs_tab.h"
+#include "fp8wb/views/sweeps_tab.h"
 #include "main_window.h"
+#include "screenshot.h"
 
 using namespace fp8wb;
 
@@ -45,6 +52,37 @@ bool sqlite_files_beside(const QString& db) {
   return QFile::exists(db + QStringLiteral("-wal")) || QFile::exists(db + QStringLiteral("-shm"));
 }
 
+// The button of `parent` showing `text`, or nullptr.
+QPushButton* button_named(QWidget* parent, const QString& text) {
+  for (QPushButton* b : parent->findChildren<QPushButton*>()) {
+    if (b->text() == text) return b;
+  }
+  return nullptr;
+}
+
+// The buttons that write the database: the Runs tab's Rename and Delete, the Sweeps
+// tab's Start sweep and Collect from folder.
+QList<QPushButton*> write_buttons(MainWindow& w) {
+  return {w.runsTab()->findChild<QPushButton*>(QStringLiteral("rename")),
+          w.runsTab()->findChild<QPushButton*>(QStringLiteral("delete")),
+          button_named(w.sweepsTab(), QStringLiteral("Start sweep")),
+          w.sweepsTab()->findChild<QPushButton*>(QStringLiteral("collect-folder"))};
+}
+
+// Start, Rename and Delete all disabled, each saying read-only in its tooltip.
+void verify_writes_disabled(MainWindow& w) {
+  auto* start = w.runPanel()->findChild<QPushButton*>(QStringLiteral("start"));
+  QVERIFY(start);
+  QList<QPushButton*> buttons = write_buttons(w);
+  buttons << start;
+  for (QPushButton* b : buttons) {
+    QVERIFY(b);
+    QVERIFY2(!b->isEnabled(), qPrintable(b->text() + QStringLiteral(" enabled")));
+    QVERIFY2(b->toolTip().contains(QLatin1String("read-only")),
+             qPrintable(b->text() + QStringLiteral(": ") + b->toolTip()));
+  }
+}
+
 }  // namespace
 
 class ReadOnlyDatabaseTest : public QObject {
@@ -57,6 +95,9 @@ class ReadOnlyDatabaseTest : public QObject {
   }
   void readOnlyFile() { check(QStringLiteral("file"), false); }
   void readOnlyFolder() { check(QStringLiteral("folder"), true); }
+  void readOnlyDefaultSaidAtStartUp();
+  void defaultNotMadeYetIsNoFailure();
+  void notMadeYetInAFolderNotWritableSaidAtStartUp();
 
  private:
   void check(const QString& name, bool folder_read_only);
@@ -95,8 +136,8 @@ void ReadOnlyDatabaseTest::check(const QString& name, bool folder_read_only) {
                  said.contains(QLatin1String("not started")),
              qPrintable(said));
     QVERIFY(w.failures().isEmpty());
-    QVERIFY(!start->isEnabled());
-    QVERIFY2(start->toolTip().contains(QLatin1String("read-only")), qPrintable(start->toolTip()));
+    verify_writes_disabled(w);
+    if (QTest::currentTestFailed()) return;
     // Its runs are listed.
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));
@@ -108,14 +149,95 @@ void ReadOnlyDatabaseTest::check(const QString& name, bool folder_read_only) {
     QVERIFY(w.openDatabaseFile(writable_db));
     QVERIFY(start->isEnabled());
     QVERIFY(!start->toolTip().contains(QLatin1String("read-only")));
+    for (QPushButton* b : write_buttons(w)) {
+      QVERIFY2(b && b->isEnabled(), qPrintable(b ? b->text() : QStringLiteral("no button")));
+      QVERIFY2(!b->toolTip().contains(QLatin1String("read-only")), qPrintable(b->toolTip()));
+    }
     QVERIFY(w.openDatabaseFile(db));
-    QVERIFY(!start->isEnabled());
+    verify_writes_disabled(w);
+    if (QTest::currentTestFailed()) return;
     QVERIFY2(w.notices().last().contains(QLatin1String("read-only")),
              qPrintable(w.notices().last()));
     QVERIFY2(!sqlite_files_beside(db), "-wal or -shm while open");
     QTRY_VERIFY_WITH_TIMEOUT(!w.runsTab()->isReading(), 30000);
   }
   QVERIFY2(!sqlite_files_beside(db), "-wal or -shm left behind");
+}
+
+// No --db: the default database (in XDG_DATA_HOME) read-only is said as the window
+// starts, as a chosen one is, not first when Start is pressed.
+void ReadOnlyDatabaseTest::readOnlyDefaultSaidAtStartUp() {
+  const QString data = dir_.filePath(QStringLiteral("default-data"));
+  const QString folder = data + QStringLiteral("/fp8-workbench");
+  QVERIFY(QDir().mkpath(folder));
+  const QString db = folder + QStringLiteral("/runs.sqlite");
+  write_db(db);
+  QCOMPARE(::chmod(QFile::encodeName(db).constData(), 0444), 0);
+  const QByteArray old_data = qgetenv("XDG_DATA_HOME");
+  qputenv("XDG_DATA_HOME", data.toUtf8());
+  const std::unique_ptr<const QByteArray, void (*)(const QByteArray*)> restore(
+      &old_data, [](const QByteArray* v) { qputenv("XDG_DATA_HOME", *v); });
+  MainWindow w(false);
+  QCOMPARE(w.engine()->databasePath(), db);                 // the default is the one read-only
+  QCOMPARE(apply_gui_options(w, GuiOptions{}), QString());  // start-up without --db
+  QVERIFY2(!w.notices().isEmpty(), "nothing said at start-up");
+  const QString said = w.notices().last();
+  QVERIFY2(said.contains(db) && said.contains(QLatin1String("read-only")) &&
+               said.contains(QLatin1String("not started")),
+           qPrintable(said));
+  QVERIFY2(w.failures().isEmpty(), qPrintable(w.failures().join(QLatin1Char('\n'))));
+  verify_writes_disabled(w);
+  QVERIFY2(!sqlite_files_beside(db), "-wal or -shm while open");
+}
+
+// No --db and no default database yet, its folder not made either (a first start): nothing
+// is said and nothing is made; Start stays enabled.
+void ReadOnlyDatabaseTest::defaultNotMadeYetIsNoFailure() {
+  const QString data = dir_.filePath(QStringLiteral("first-start"));
+  const QByteArray old_data = qgetenv("XDG_DATA_HOME");
+  qputenv("XDG_DATA_HOME", data.toUtf8());
+  const std::unique_ptr<const QByteArray, void (*)(const QByteArray*)> restore(
+      &old_data, [](const QByteArray* v) { qputenv("XDG_DATA_HOME", *v); });
+  MainWindow w(false);
+  QCOMPARE(apply_gui_options(w, GuiOptions{}), QString());
+  QVERIFY2(w.failures().isEmpty(), qPrintable(w.failures().join(QLatin1Char('\n'))));
+  QVERIFY(!QFileInfo::exists(data));
+  auto* start = w.runPanel()->findChild<QPushButton*>(QStringLiteral("start"));
+  QVERIFY(start && start->isEnabled());
+}
+
+// A database not made yet where it cannot be made (its folder, or the nearest folder
+// above it that is there, cannot be written): said at start-up, by --db or by default;
+// nothing is made.
+void ReadOnlyDatabaseTest::notMadeYetInAFolderNotWritableSaidAtStartUp() {
+  const QString folder = dir_.filePath(QStringLiteral("not-writable"));
+  QVERIFY(QDir().mkpath(folder));
+  const QByteArray folder_name = QFile::encodeName(folder);
+  const std::unique_ptr<const char, void (*)(const char*)> restore_mode(
+      folder_name.constData(), [](const char* f) { ::chmod(f, 0755); });
+  QCOMPARE(::chmod(folder_name.constData(), 0555), 0);
+  const QByteArray old_data = qgetenv("XDG_DATA_HOME");
+  const std::unique_ptr<const QByteArray, void (*)(const QByteArray*)> restore(
+      &old_data, [](const QByteArray* v) { qputenv("XDG_DATA_HOME", *v); });
+  struct Case {
+    QString data;  // XDG_DATA_HOME
+    QString db;    // --db, or empty for the default
+  };
+  const Case cases[] = {{dir_.path(), folder + QStringLiteral("/new.sqlite")}, {folder, QString()}};
+  for (const Case& c : cases) {
+    qputenv("XDG_DATA_HOME", c.data.toUtf8());
+    MainWindow w(false);
+    GuiOptions o;
+    o.db = c.db;
+    QCOMPARE(apply_gui_options(w, o), QString());
+    const QString path = w.engine()->databasePath();
+    QVERIFY2(!w.failures().isEmpty(), qPrintable(QStringLiteral("nothing said of ") + path));
+    const QString said = w.failures().last();
+    QVERIFY2(said.contains(path) && said.contains(folder) &&
+                 said.contains(QLatin1String("cannot be written")),
+             qPrintable(said));
+  }
+  QCOMPARE(QDir(folder).entryList(QDir::NoDotAndDotDot | QDir::AllEntries), QStringList());
 }
 
 int main(int argc, char** argv) {

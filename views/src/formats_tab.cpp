@@ -48,6 +48,7 @@ FormatsTab::FormatsTab(QWidget* parent)
       overflow_(new QComboBox(this)),
       all_formats_(new QCheckBox(tr("All formats"), this)),
       error_(new QLabel(this)),
+      fp64_note_(new QLabel(this)),
       cards_layout_(new QHBoxLayout),
       number_line_(new NumberLinePlot(this)),
       spacing_(new SpacingPlot(this)),
@@ -83,6 +84,15 @@ FormatsTab::FormatsTab(QWidget* parent)
   error_->setStyleSheet(QStringLiteral("color: #c62828;"));
   error_->setVisible(false);
   layout->addWidget(error_);
+  // Text that fp64 cannot hold (0.1000000000000000000001, a 30-digit integer, hex with
+  // more than 53 bits) is shown as fp64's nearest value: said here, as `fp8wb formats`
+  // says it.
+  fp64_note_->setObjectName(QStringLiteral("fp64-note"));
+  fp64_note_->setStyleSheet(QStringLiteral("color: #8a4b00;"));
+  fp64_note_->setWordWrap(true);
+  fp64_note_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  fp64_note_->setVisible(false);
+  layout->addWidget(fp64_note_);
 
   auto* cards_host = cards_host_ = new QWidget(this);
   cards_host->setLayout(cards_layout_);
@@ -165,28 +175,40 @@ void FormatsTab::rebuildCards() {
 
 void FormatsTab::refresh() {
   const QString text = edit_->text().trimmed();
+  fp64_note_->setVisible(false);
   if (text.isEmpty()) {
     error_->setVisible(false);
     return;
   }
+  ParsedValue parsed;
   try {
-    value_ = parse_value(text.toStdString());
+    parsed = parse_value_exactly(text.toStdString());
   } catch (const std::invalid_argument& e) {
     error_->setText(QString::fromStdString(e.what()));
     error_->setVisible(true);
     for (FormatCard* c : cards_) c->setEnabled(false);
     return;
   }
+  value_ = parsed.value;
   error_->setVisible(false);
+  // Text that fp64 rounded to a value written otherwise is named beside it; no encoding
+  // of a rounded value is called exact (explain_value(ParsedValue)).
+  const QString shown = QString::fromStdString(format_number(parsed.value));
+  if (parsed.rounded && text != shown) {
+    fp64_note_->setText(tr("value %1: fp64's nearest to %2, which fp64 cannot hold. The "
+                           "encodings and errors below are of %1; none is exact to the text.")
+                            .arg(shown, text));
+    fp64_note_->setVisible(true);
+  }
   const auto ov = static_cast<Overflow>(overflow_->currentData().toInt());
   for (FormatCard* c : cards_) {
     c->setEnabled(true);
-    c->showReport(explain_value(*value_, c->format(), ov));
+    c->showReport(explain_value(parsed, c->format(), ov));
   }
   number_line_->setMarker(value_);
   spacing_->setMarker(value_);
   // Point at the typed value's code in the table.
-  const ValueReport r = explain_value(*value_, table_model_->format(), ov);
+  const ValueReport r = explain_value(parsed, table_model_->format(), ov);
   table_view_->selectRow(r.code);
   table_view_->scrollTo(table_model_->index(r.code, 0));
   Q_EMIT valueChanged(*value_);

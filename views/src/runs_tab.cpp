@@ -73,7 +73,7 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
     if (!ids.empty()) Q_EMIT openRequested(ids.front());
   });
   button("overlay", tr("Overlay loss curves"), [this] { overlay(selectedIds()); });
-  button("rename", tr("Rename..."), [this] {
+  rename_ = button("rename", tr("Rename..."), [this] {
     const auto ids = selectedIds();
     if (ids.empty()) return;
     const int64_t id = ids.front();
@@ -102,7 +102,7 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
     });
     d->open();
   });
-  button("delete", tr("Delete"), [this] {
+  delete_ = button("delete", tr("Delete"), [this] {
     const auto ids = selectedIds();
     if (ids.empty()) return;
     // Named by id and name; a run being written is refused before anything is asked.
@@ -153,6 +153,10 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
   });
   // Another database's list that cannot be read is said again.
   connect(engine_, &EngineController::databaseChanged, this, [this] { unreadable_said_.clear(); });
+  // A database that cannot be written takes no renames or deletes: the buttons say why,
+  // as Start does.
+  connect(engine_, &EngineController::readOnlyChanged, this, &RunsTab::updateWriteButtons);
+  updateWriteButtons();
   // The list follows the database by itself: runs other processes start, their steps,
   // how they end. Read off the GUI thread, once a second while the tab is shown.
   auto* poll = new QTimer(this);
@@ -168,6 +172,14 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
   layout->addWidget(status_);
   layout->addWidget(view_, 1);
   layout->addWidget(overlay_, 1);
+}
+
+void RunsTab::updateWriteButtons() {
+  const QString read_only = engine_->readOnlyReason();
+  for (QPushButton* b : {rename_, delete_}) {
+    b->setEnabled(read_only.isEmpty());
+    b->setToolTip(read_only);
+  }
 }
 
 void RunsTab::showEvent(QShowEvent* e) {

@@ -122,10 +122,8 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   auto* nl = new QVBoxLayout(new_sweep);
   nl->addLayout(form);
   nl->addLayout(buttons);
+  start_->setObjectName(QStringLiteral("start-sweep"));
   collect_->setObjectName(QStringLiteral("collect-folder"));
-  collect_->setToolTip(
-      tr("Merge the finished trials of a sweep run on a cluster (the folder `fp8wb sweep "
-         "--slurm` wrote) into this database, as `fp8wb sweep --collect` does"));
   auto* left = new QWidget(this);
   auto* ll = new QVBoxLayout(left);
   ll->addWidget(new_sweep);
@@ -263,6 +261,9 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
     overlayLine(0, 0, overlay_->currentIndex() == 1);
   });
   connect(engine_, &EngineController::databaseChanged, this, &SweepsTab::databaseChanged);
+  // A database that cannot be written takes no sweeps: the buttons say why, as Start does.
+  connect(engine_, &EngineController::readOnlyChanged, this, &SweepsTab::updateWriteButtons);
+  updateWriteButtons();
   for (QComboBox* c : {x_axis_, y_axis_, metric_})
     connect(c, &QComboBox::currentIndexChanged, this, [this] { redraw(); });
   // A cell is clicked anywhere inside it, over the map or a marked cell's items (the
@@ -411,8 +412,8 @@ QString SweepsTab::start() {
   const std::string path = engine_->databasePath().toStdString();
   std::shared_ptr<SweepRunner> runner = runner_;
   auto ended = [this, id] {
-    start_->setEnabled(true);
     stop_->setEnabled(false);
+    updateWriteButtons();
   };
   run_job_.run(
       [this, runner, path, id] {
@@ -455,6 +456,19 @@ QString SweepsTab::start() {
   return {};
 }
 
+void SweepsTab::updateWriteButtons() {
+  const QString read_only = engine_->readOnlyReason();
+  // Start while no sweep runs (Stop is enabled then), Collect while no folder is collected.
+  start_->setEnabled(!stop_->isEnabled() && read_only.isEmpty());
+  start_->setToolTip(read_only);
+  collect_->setEnabled(collecting_->isHidden() && read_only.isEmpty());
+  collect_->setToolTip(
+      read_only.isEmpty()
+          ? tr("Merge the finished trials of a sweep run on a cluster (the folder `fp8wb sweep "
+               "--slurm` wrote) into this database, as `fp8wb sweep --collect` does")
+          : read_only);
+}
+
 void SweepsTab::setFolderChooser(std::function<QString(QWidget*)> chooser) {
   folder_chooser_ = std::move(chooser);
 }
@@ -469,8 +483,8 @@ void SweepsTab::collectFolder(const QString& dir) {
   collecting_->setVisible(true);
   status_->setText(tr("collecting %1…").arg(dir.toHtmlEscaped()));
   auto ended = [this] {
-    collect_->setEnabled(true);
     collecting_->setVisible(false);
+    updateWriteButtons();
   };
   collect_job_.run(
       [this, folder, db] {

@@ -163,6 +163,19 @@ TEST(ParseValue, SaysWhereFp64RoundedTheText) {
        {"0.1", "1.00000000000000000001", "1e-310", "10^-1", "2^0.5", "3^40", "1e308"}) {
     EXPECT_TRUE(parse_value_exactly(text).rounded) << text;
   }
+  // Hex text: fp64 holds 53 bits (1 + 2^-52 and 2^-1074 exactly, 1 + 2^-56 and
+  // 1.5 * 2^-1074 not), however the text spells them.
+  for (const char* text :
+       {"0x1.0000000000001p0", "0x1.fffffffffffffp1023", "0x1p-1074", "0x0.0000000000001p-1022",
+        "0x10p-4", "0x0.8p1", "0X1.8P3", "0x000.100"}) {
+    EXPECT_FALSE(parse_value_exactly(text).rounded) << text;
+  }
+  for (const char* text : {"0x1.00000000000001p0", "0x1.00000000000008p0", "0x1.8p-1074",
+                           "0x3fffffffffffffp0", "0x1.fffffffffffff8p0"}) {
+    EXPECT_TRUE(parse_value_exactly(text).rounded) << text;
+  }
+  EXPECT_EQ(parse_value_exactly("0x1.00000000000001p0").value, 1.0);
+  EXPECT_FALSE(explain_value(parse_value_exactly("0x1.00000000000001p0"), Format::E4M3FN).exact);
   const ParsedValue one = parse_value_exactly("1.00000000000000000001");
   EXPECT_EQ(one.value, 1.0);
   EXPECT_FALSE(explain_value(one, Format::E4M3FN).exact);

@@ -82,6 +82,7 @@ class FormatsTab : public QWidget {
   QComboBox* overflow_;
   QCheckBox* all_formats_;
   QLabel* error_;
+  QLabel* fp64_note_;  // "value 1: fp64's nearest to 1.00000000000000000001 ..."
   QHBoxLayout* cards_layout_;
   QWidget* cards_host_ = nullptr;
   QScrollArea* cards_scroll_ = nullptr;

@@ -12,6 +12,7 @@
 
 class QTableView;
 class QLabel;
+class QPushButton;
 
 namespace fp8wb {
 
@@ -54,11 +55,16 @@ class RunsTab : public QWidget {
   std::vector<int64_t> selectedIds() const;
   void selectIds(const std::vector<int64_t>& ids);
   QString fail(const QString& message);
+  // Rename and Delete disabled, with the reason as their tooltip, while the database is
+  // read-only (EngineController::readOnlyReason()).
+  void updateWriteButtons();
   EngineController* engine_;
   RunListModel* model_;
   QTableView* view_;
   ExportablePlot* overlay_;
   QLabel* status_;
+  QPushButton* rename_ = nullptr;
+  QPushButton* delete_ = nullptr;
   std::vector<int64_t> overlaid_;   // the runs whose curves are drawn
   QString overlaid_names_;          // and their names, as drawn
   QString unreadable_said_;         // the database whose list failed() said it cannot read

@@ -144,6 +144,9 @@ class SweepsTab : public QWidget {
   // Takes a sweep's grid and points (read on a pool thread) and draws them.
   void showPoints(int64_t sweep_id, SweepSpec spec, std::vector<SweepPoint> points);
   void setReading(bool reading);
+  // Start sweep and Collect disabled, with the reason as their tooltip, while the database
+  // is read-only (EngineController::readOnlyReason()), and while they are under way.
+  void updateWriteButtons();
   QString fail(const QString& message);
   const SweepPoint* pointAt(int x, int y) const;
   // The heatmap cell (x, y)'s tooltip: its settings and its figure ("margin 1, window 16:
