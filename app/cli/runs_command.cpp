@@ -164,6 +164,7 @@ int import_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
 }  // namespace
 
 int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
+  check_db_folder(opt.db);  // as train: a mistyped --db makes no folders
   if (opt.action == "import") return import_runs(opt, out, err);
   // The run's id, checked before the database is opened.
   int64_t id = 0;

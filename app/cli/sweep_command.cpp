@@ -16,16 +16,13 @@
 #include "fp8wb/core/final_loss.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/sweep.h"
+#include "run_command_common.h"
 #include "slurm_sweep.h"
 #include "stop_signals.h"
 #include "table_text.h"
 
 namespace fp8wb::cli {
 namespace {
-
-nlohmann::json num(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
-}
 
 // A figure a run did not record (no reference run: no loss gap) reads "-", not nan.
 std::string fixed(double v, int digits) {
@@ -131,6 +128,7 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& opt) {
 }
 
 int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
+  check_db_folder(opt.db);  // as train: a mistyped --db makes no folders
   // Given at all, --resume names a sweep: 0 or -1 is not one (and must not start a new
   // sweep in its place).
   if (opt.resume && *opt.resume < 1) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "cli_run.h"
 #include "temp_dir.h"
@@ -51,6 +52,31 @@ TEST_F(CliTrainInput, ADatabaseInAMissingFolderIsRefusedCreatingNothing) {
   const Result f = run({"train", "--db", file + "/x.db", "--quiet", "--set", "steps=1"});
   EXPECT_EQ(f.rc, 1);
   EXPECT_NE(f.err.find(file + " is not a folder"), std::string::npos) << f.err;
+}
+
+// sweep and runs refuse a --db in a missing folder as train does, with nothing made: they
+// made the folders and a new, empty database (runs import even for a source that is not
+// there).
+TEST_F(CliTrainInput, EveryCommandRefusesADatabaseInAMissingFolder) {
+  const std::filesystem::path missing = dir_ / "missing" / "dir";
+  const std::string db = (missing / "x.db").string();
+  const std::vector<std::vector<std::string>> commands = {
+      {"sweep", "--db", db, "--quiet", "--set", "model=mlp", "--set", "steps=1", "--grid",
+       "lr=0.01"},
+      {"sweep", "--db", db, "--collect", (dir_ / "slurm").string()},
+      {"runs", "import", (dir_ / "other.sqlite").string(), "--db", db},
+      {"runs", "list", "--db", db},
+      {"runs", "show", "1", "--db", db},
+      {"runs", "delete", "1", "--yes", "--db", db}};
+  for (const auto& args : commands) {
+    const Result r = run(args);
+    EXPECT_EQ(r.rc, 1) << args[0] << " " << args[1];
+    EXPECT_NE(r.err.find("--db " + db + ": the folder " + missing.string() + " does not exist"),
+              std::string::npos)
+        << args[0] << " " << args[1] << ": " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "missing")) << args[0] << " " << args[1];
+    fp8wb::test::remove_tree((dir_ / "missing").string());
+  }
 }
 
 // A key given twice would leave which value counts to the parser: refused, by name, in a
