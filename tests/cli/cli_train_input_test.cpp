@@ -79,6 +79,29 @@ TEST_F(CliTrainInput, EveryCommandRefusesADatabaseInAMissingFolder) {
   }
 }
 
+// A local sweep reads and checks its config and grid before it opens the database: a bad
+// one leaves no new, empty database (nor its -wal) behind.
+TEST_F(CliTrainInput, ABadSweepConfigMakesNoDatabase) {
+  const std::string broken = write("broken.json", R"({"model": "mlp", "steps": })");
+  const std::string unknown = write("unknown.json", R"({"model": "mlp", "no_such_key": 1})");
+  const std::vector<std::vector<std::string>> commands = {
+      {"sweep", broken, "--db", db_, "--quiet", "--grid", "lr=0.01"},
+      {"sweep", unknown, "--db", db_, "--quiet", "--grid", "lr=0.01"},
+      {"sweep", "--db", db_, "--quiet", "--set", "steps=0", "--grid", "lr=0.01"},
+      {"sweep", "--db", db_, "--quiet", "--set", "model=mlp", "--grid", "lr=0.01,-1"},
+      {"sweep", "--db", db_, "--quiet", "--grid", "no_such_key=1,2"}};
+  for (const auto& args : commands) {
+    const Result r = run(args);
+    EXPECT_EQ(r.rc, 1) << args[1] << " " << args.back() << ": " << r.err;
+    EXPECT_FALSE(r.err.empty());
+    for (const char* ext : {"", "-wal", "-shm"}) {
+      EXPECT_FALSE(std::filesystem::exists(db_ + ext))
+          << args[1] << " " << args.back() << ": " << db_ + ext << " was made";
+      std::filesystem::remove(db_ + ext);
+    }
+  }
+}
+
 // A key given twice would leave which value counts to the parser: refused, by name, in a
 // train's config and a sweep's alike.
 TEST_F(CliTrainInput, AConfigKeyGivenTwiceIsRefusedByName) {
