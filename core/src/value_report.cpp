@@ -1,6 +1,7 @@
 #include "fp8wb/core/value_report.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -260,6 +261,40 @@ bool decimal_is_exact(const std::string& t, double v) {
   return decimal_digits(t) == decimal_digits(buf.data());
 }
 
+// A hex float's binary digits without leading and trailing zeros, and the power of two of
+// the first ("0x0.18p4" -> "11", 0); "" for zero. `t`: "0x", hex digits, at most one '.',
+// an optional binary exponent after 'p' (as strtod took it).
+std::pair<std::string, long> hex_bits(const std::string& t) {
+  std::string bits;
+  long point = -1;  // bits before the '.'
+  size_t i = 2;
+  for (; i < t.size() && t[i] != 'p' && t[i] != 'P'; ++i) {
+    if (t[i] == '.') {
+      point = static_cast<long>(bits.size());
+      continue;
+    }
+    const int d = std::isdigit(static_cast<unsigned char>(t[i]))
+                      ? t[i] - '0'
+                      : std::tolower(static_cast<unsigned char>(t[i])) - 'a' + 10;
+    for (int b = 3; b >= 0; --b) bits.push_back(((d >> b) & 1) ? '1' : '0');
+  }
+  if (point < 0) point = static_cast<long>(bits.size());
+  long exp = i < t.size() ? std::strtol(t.c_str() + i + 1, nullptr, 10) : 0;
+  const size_t first = bits.find('1');
+  if (first == std::string::npos) return {"", 0};
+  bits = bits.substr(first, bits.find_last_of('1') - first + 1);
+  exp += point - static_cast<long>(first) - 1;
+  return {bits, exp};
+}
+
+// Whether the hex text `t` (no sign) says exactly the double `v` (>= 0): fp64 keeps 53
+// significant bits (fewer for subnormals), and rounds text that has more.
+bool hex_is_exact(const std::string& t, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", v);  // exact: every double has a short hex form
+  return hex_bits(t) == hex_bits(buf);
+}
+
 [[noreturn]] void beyond_fp64(const std::string& t, bool too_small) {
   throw std::invalid_argument("'" + t + "' is beyond the range of fp64: " +
                               (too_small
@@ -286,8 +321,8 @@ std::optional<ParsedValue> parse_plain(const std::string& t) {
   const bool zero_text = hex ? body.find_first_not_of("0.", 2) == body.find_first_of("pP", 2)
                              : decimal_digits(body).first.empty();
   if (v == 0 && !zero_text) beyond_fp64(t, true);
-  // Hex text holds binary digits, which fp64 keeps up to 53 of: taken as exact.
-  return ParsedValue{v, !hex && !decimal_is_exact(body, std::fabs(v))};
+  return ParsedValue{
+      v, hex ? !hex_is_exact(body, std::fabs(v)) : !decimal_is_exact(body, std::fabs(v))};
 }
 
 }  // namespace

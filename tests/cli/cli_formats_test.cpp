@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -341,6 +342,28 @@ TEST(CliFormats, BeyondFp64AndRoundedTextAreSaidSo) {
   EXPECT_EQ(j[0]["input_rounded"], true);
   EXPECT_EQ(j[1]["flags"]["exact"], true);
   EXPECT_EQ(j[1]["input_rounded"], false);
+}
+
+// Hex text with more significant bits than fp64 holds is rounded like decimal text, and
+// said so; hex text fp64 holds stays exact. The reference is the wider long double.
+TEST(CliFormats, HexTextThatFp64RoundsIsNotExact) {
+  for (const std::string text :
+       {"0x1.00000000000001p0", "0x1.0000000000000000p0", "0x1.fffffffffffff8p-3",
+        "0x1.fffffffffffffp-3", "0x3.0000000000001p-2", "0x1.8p-1074", "0x1p-1074", "0x10p0",
+        "0X1.000000000000008P+2", "0x0.00000000000001p0"}) {
+    const long double wide = std::strtold(text.c_str(), nullptr);
+    const bool rounded = wide != static_cast<long double>(std::strtod(text.c_str(), nullptr));
+    const Result r = run({"formats", text, "-f", "e8m0", "--json"});
+    ASSERT_EQ(r.rc, 0) << text << ": " << r.err;
+    const auto j = nlohmann::json::parse(r.out)[0];
+    EXPECT_EQ(j["input_rounded"], rounded) << text;
+    if (rounded) EXPECT_EQ(j["flags"]["exact"], false) << text;
+  }
+  const Result r = run({"formats", "0x1.00000000000001p0", "-f", "e4m3"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("value 1 (fp64's nearest to 0x1.00000000000001p0)"), std::string::npos)
+      << r.out;
+  EXPECT_FALSE(has_line(r.out, "E4M3FN", "exact")) << r.out;
 }
 
 }  // namespace

@@ -72,7 +72,8 @@ std::vector<double> representable_values(Format format);
 double parse_value(std::string_view text);
 
 // parse_value()'s value, and whether it differs from what the text says (0.1, 1e-310,
-// 10^-1: fp64's nearest), so that a result equal to it is not called exact.
+// 10^-1, 0x1.00000000000001p0: fp64's nearest), so that a result equal to it is not called
+// exact.
 struct ParsedValue {
   double value = 0;
   bool rounded = false;
