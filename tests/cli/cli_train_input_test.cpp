@@ -120,6 +120,31 @@ TEST_F(CliTrainInput, AConfigKeyGivenTwiceIsRefusedByName) {
   EXPECT_NE(r.err.find("key 'a' is given twice in 'formats'"), std::string::npos) << r.err;
 }
 
+// A JSON object given to --set is read as a config file is: a key it gives twice is
+// refused by name (it was read with the last value, which the error then showed alone).
+TEST_F(CliTrainInput, ASetValueGivingAKeyTwiceIsRefusedByName) {
+  for (const std::string cmd : {"train", "sweep", "bench"}) {
+    for (const std::string value :
+         {R"(formats={"a": 1, "a": 2})", R"(name=[{"b": {"a": 1}, "b": 2}])"}) {
+      std::vector<std::string> args = {cmd, "--set", value};
+      if (cmd != "bench") args.insert(args.end(), {"--db", db_, "--quiet"});
+      if (cmd == "sweep") args.insert(args.end(), {"--grid", "window=1,2"});
+      const Result r = run(args);
+      EXPECT_EQ(r.rc, 1) << cmd << " " << value;
+      const std::string key = value[0] == 'f' ? "formats" : "name";
+      const std::string twice =
+          value[0] == 'f' ? "key 'a' is given twice" : "key 'b' is given twice";
+      EXPECT_NE(r.err.find("'" + key + "'"), std::string::npos) << cmd << ": " << r.err;
+      EXPECT_NE(r.err.find(twice), std::string::npos) << cmd << ": " << r.err;
+      EXPECT_FALSE(std::filesystem::exists(db_)) << cmd << " " << value;
+    }
+  }
+  // Bare words stay strings, JSON values stay values.
+  const Result ok = run({"train", "--db", db_, "--quiet", "--set", "model=mlp", "--set", "steps=1",
+                         "--set", "name=a b{", "--json"});
+  EXPECT_EQ(ok.rc, 0) << ok.err;
+}
+
 // Text that is not JSON is named by file, line and column, not in the parser's own terms.
 TEST_F(CliTrainInput, MalformedConfigNamesFileLineAndColumn) {
   const std::string config = write("bad.json", "{\n  \"steps\": 5,\n  \"window\": x\n}\n");
