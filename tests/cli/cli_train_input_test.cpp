@@ -79,6 +79,17 @@ TEST_F(CliTrainInput, EveryCommandRefusesADatabaseInAMissingFolder) {
   }
 }
 
+// runs import of a source that is not there says so and makes no target database.
+TEST_F(CliTrainInput, ImportingAMissingSourceMakesNoDatabase) {
+  const std::string source = (dir_ / "no-such.sqlite").string();
+  const Result r = run({"runs", "import", source, "--db", db_});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("no run database at " + source), std::string::npos) << r.err;
+  for (const char* ext : {"", "-wal", "-shm"}) {
+    EXPECT_FALSE(std::filesystem::exists(db_ + ext)) << db_ + ext << " was made";
+  }
+}
+
 // A local sweep reads and checks its config and grid before it opens the database: a bad
 // one leaves no new, empty database (nor its -wal) behind.
 TEST_F(CliTrainInput, ABadSweepConfigMakesNoDatabase) {
