@@ -258,6 +258,10 @@ std::string launcher_run_uuid() {
   return v;
 }
 
+bool started_by_launch_ranks() {
+  return std::getenv(kLauncherPidVariable) != nullptr;
+}
+
 void stop_with_launcher() {
   const char* v = std::getenv(kLauncherPidVariable);
   if (!v) return;

@@ -38,6 +38,10 @@ inline constexpr const char* kLauncherRunUuidVariable = "FP8WB_LAUNCHER_RUN_UUID
 // (empty where there is none).
 std::string launcher_run_uuid();
 
+// Whether this process is a rank that launch_ranks() started (not one of torchrun's or
+// srun's).
+bool started_by_launch_ranks();
+
 // In a rank that launch_ranks() started: SIGTERM arrives when the launcher dies, however it
 // died (then the rank stops after its step, as on Ctrl-C), and a launcher already gone
 // stops the rank now. Nothing for ranks started otherwise.

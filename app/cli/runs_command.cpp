@@ -144,7 +144,13 @@ int import_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
     err << "fp8wb runs import: which database? (fp8wb runs import OTHER.sqlite)\n";
     return 1;
   }
-  // The target is opened for writing (created where there is none); the source only read.
+  // The target is opened for writing (created where there is none); the source only read,
+  // and looked for first, so that a mistyped source leaves no new, empty target behind.
+  std::error_code ec;
+  if (!std::filesystem::exists(opt.target, ec)) {
+    err << "fp8wb: no run database at " << opt.target << "\n";
+    return 1;
+  }
   auto store = RunStore::open(db_path(opt.db));
   const ImportReport r = store->import_runs(opt.target);
   if (opt.json) {
@@ -164,6 +170,7 @@ int import_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
 }  // namespace
 
 int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
+  check_db_folder(opt.db);  // as train: a mistyped --db makes no folders
   if (opt.action == "import") return import_runs(opt, out, err);
   // The run's id, checked before the database is opened.
   int64_t id = 0;

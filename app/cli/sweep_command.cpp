@@ -8,6 +8,7 @@
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -16,16 +17,13 @@
 #include "fp8wb/core/final_loss.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/sweep.h"
+#include "run_command_common.h"
 #include "slurm_sweep.h"
 #include "stop_signals.h"
 #include "table_text.h"
 
 namespace fp8wb::cli {
 namespace {
-
-nlohmann::json num(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
-}
 
 // A figure a run did not record (no reference run: no loss gap) reads "-", not nan.
 std::string fixed(double v, int digits) {
@@ -130,7 +128,25 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& opt) {
   return c;
 }
 
+namespace {
+
+// The sweep the options describe (config file, --set, --grid, --seeds), every value
+// checked.
+SweepSpec checked_spec(const SweepOptions& opt) {
+  SweepSpec spec;
+  spec.name = opt.name;
+  if (!opt.config_file.empty()) spec.base = read_run_config_file(opt.config_file);
+  for (const auto& o : opt.overrides) apply_override(spec.base, o);
+  for (const auto& g : opt.grid) spec.axes.push_back(parse_grid(g));
+  spec.seeds = opt.seeds;
+  expand_sweep(spec);
+  return spec;
+}
+
+}  // namespace
+
 int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
+  check_db_folder(opt.db);  // as train: a mistyped --db makes no folders
   // Given at all, --resume names a sweep: 0 or -1 is not one (and must not start a new
   // sweep in its place).
   if (opt.resume && *opt.resume < 1) {
@@ -158,13 +174,7 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
       throw std::invalid_argument(
           "--resume runs a stored sweep here; a Slurm sweep is collected with --collect DIR");
     }
-    SweepSpec spec;
-    spec.name = opt.name;
-    if (!opt.config_file.empty()) spec.base = read_run_config_file(opt.config_file);
-    for (const auto& o : opt.overrides) apply_override(spec.base, o);
-    for (const auto& g : opt.grid) spec.axes.push_back(parse_grid(g));
-    spec.seeds = opt.seeds;
-    expand_sweep(spec);  // every value checked before the database is opened
+    const SweepSpec spec = checked_spec(opt);
     SlurmOptions so;
     so.dir = opt.slurm_dir;
     so.partition = opt.partition;
@@ -181,18 +191,16 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
         "--resume continues a stored sweep with its own grid, config and seeds: drop "
         "--grid, --set, --seeds, --name and the config file (or start a new sweep)");
   }
+  // A new sweep's config and grid are read and checked before the database is opened: a
+  // bad one leaves no new, empty database behind.
+  std::optional<SweepSpec> spec_new;
+  if (!opt.resume) spec_new = checked_spec(opt);
   auto store = RunStore::open(opt.db.empty() ? default_database_path() : opt.db);
   std::unique_ptr<SweepRunner> runner;
   if (opt.resume) {
     runner = SweepRunner::resume(*store, *opt.resume, opt.parallel);
   } else {
-    SweepSpec spec;
-    spec.name = opt.name;
-    if (!opt.config_file.empty()) spec.base = read_run_config_file(opt.config_file);
-    for (const auto& o : opt.overrides) apply_override(spec.base, o);
-    for (const auto& g : opt.grid) spec.axes.push_back(parse_grid(g));
-    spec.seeds = opt.seeds;
-    runner = std::make_unique<SweepRunner>(spec, *store, opt.parallel);  // validates first
+    runner = std::make_unique<SweepRunner>(*spec_new, *store, opt.parallel);
   }
   const size_t total = runner->trials().size();
   std::mutex mutex;

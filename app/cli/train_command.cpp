@@ -139,6 +139,7 @@ int run_other_rank(const RunConfig& cfg, const RankInfo& ranks, std::ostream& er
   Trainer trainer(cfg, nullptr);
   trainer.setRanks(ranks);
   trainer.setComputeThreads(compute_threads_per_rank(ranks));
+  int stop_signal = 0;  // the signal that stopped this rank; 0: none
   {
     const StopSignals signals;  // a stop is agreed on by all ranks after a step
     trainer.start();
@@ -151,11 +152,18 @@ int run_other_rank(const RunConfig& cfg, const RankInfo& ranks, std::ostream& er
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     trainer.join();
+    stop_signal = signals.signal();
   }
   if (trainer.status() == RunStatus::Failed) {
     err << "fp8wb: rank " << ranks.rank
         << ": the run failed: " << without_backtrace(trainer.message()) << "\n";
     return 1;
+  }
+  if (trainer.status() == RunStatus::Stopped && stop_signal != 0 && !started_by_launch_ranks()) {
+    err << fmt::format(
+        "fp8wb: rank {}: interrupted by {}: stopped after {} (rank 0 keeps the run)\n", ranks.rank,
+        stop_signal_name(stop_signal), counted(trainer.steps_done(), "step"));
+    return 128 + stop_signal;
   }
   return trainer.status() == RunStatus::Diverged ? 2 : 0;
 }
@@ -343,9 +351,11 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
     return 1;
   }
   // Stopped by a signal: said, with what was kept, and an exit status of 128 + the signal
-  // (130 for Ctrl-C), as a shell gives a command the signal ended. A rank of several
-  // ends as a stopped run does (its launcher, or torchrun, says how the ranks ended).
-  if (st == RunStatus::Stopped && stop_signal != 0 && !ranks.distributed()) {
+  // (130 for Ctrl-C), as a shell gives a command the signal ended; so do the ranks that
+  // torchrun or srun started, for them to see. A rank that `train --nproc` started ends as
+  // a stopped run does (its launcher says how the ranks ended, and gives 128 + the signal).
+  if (st == RunStatus::Stopped && stop_signal != 0 &&
+      !(ranks.distributed() && started_by_launch_ranks())) {
     err << fmt::format(
         "fp8wb: interrupted by {}: run {} is kept as stopped after {}, with all it recorded, in "
         "{}{}\n",

@@ -393,11 +393,14 @@ void apply_override(RunConfig& c, std::string_view assignment) {
   }
   json v;
   try {
-    v = json::parse(text);
+    v = parse_config_json(text);  // a key given twice is refused, as in a config file
   } catch (const json::out_of_range&) {
     fail(key, quote_text(text) + " is out of range");
+  } catch (const std::invalid_argument& e) {
+    if (json::accept(text)) fail(key, e.what());  // JSON, but a key in it given twice
+    v = text;                                     // a bare word: a string
   } catch (const json::exception&) {
-    v = text;  // a bare word: a string
+    v = text;
   }
   if (text == "nan" || text == "NaN" || text == "inf" || text == "-inf") {
     fail(key, "expected a finite number, got " + text);

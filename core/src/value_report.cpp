@@ -39,6 +39,18 @@ double strict_strtod(const std::string& s, bool& ok) {
   return v;
 }
 
+// Whether finite `value` rounds beyond the format's largest finite value: exactly the
+// encoder's overflow decision (a tie between max and the step beyond it goes to the even
+// one, or up for E8M0FNU), the one the statistics count as saturated.
+bool rounds_beyond_max(double value, const CodecSpec& s) {
+  if (!std::isfinite(value)) return false;
+  // E8M0FNU gives NaN in ieee mode for a positive finite value only when it overflows.
+  if (s.nan == NanRule::AllOnes) return value > 0 && encode_f64(value, s, Overflow::Ieee) == 0xFF;
+  uint32_t rounded = 0;
+  encode_rne_bits_mag(float_bits(f64_to_f32_odd(value)), s, Overflow::Saturate, rounded);
+  return rounded > s.max_mag;
+}
+
 }  // namespace
 
 std::string BitFields::joined(char sep) const {
@@ -121,10 +133,14 @@ ValueReport explain_value(double value, Format format, Overflow overflow) {
 
   const bool finite_in = std::isfinite(value);
   const double mag = std::fabs(value);
-  if (finite_in && mag > info.max_finite) {
-    r.saturated = std::isfinite(r.decoded);
-    r.overflowed = !r.saturated;
-  }
+  // The value one step beyond max, were the exponent unbounded.
+  const double next_up =
+      s.nan == NanRule::AllOnes
+          ? info.max_finite * 2
+          : info.max_finite + std::ldexp(1.0, std::ilogb(info.max_finite) - s.mbits);
+  const bool beyond = rounds_beyond_max(value, s);
+  r.saturated = beyond && std::isfinite(r.decoded);
+  r.overflowed = beyond && !r.saturated;
   r.underflow = finite_in && value != 0 && r.decoded == 0;
   if (std::isnan(value) || std::isnan(r.decoded)) {
     r.abs_error = r.rel_error = std::numeric_limits<double>::quiet_NaN();
@@ -139,16 +155,20 @@ ValueReport explain_value(double value, Format format, Overflow overflow) {
   // The representable values either side of the input, where it lies between two: a
   // tie is exactly midway (they have few bits: the midpoint is exact in fp64).
   std::optional<double> tie_lo, tie_hi;
-  if (!r.is_nan) {
-    const auto vals = representable_values(format);
-    if (finite_in && !r.exact) {
-      const auto up = std::upper_bound(vals.begin(), vals.end(), value);
-      if (up != vals.end() && up != vals.begin() && *std::prev(up) < value &&
-          (*std::prev(up) + *up) / 2 == value) {
-        tie_lo = *std::prev(up);
-        tie_hi = *up;
-      }
+  const auto vals = representable_values(format);
+  if (finite_in && !r.exact && !(s.nan == NanRule::AllOnes && !(value > 0))) {
+    const auto up = std::upper_bound(vals.begin(), vals.end(), value);
+    if (up != vals.end() && up != vals.begin() && *std::prev(up) < value &&
+        (*std::prev(up) + *up) / 2 == value) {
+      tie_lo = *std::prev(up);
+      tie_hi = *up;
+    } else if (mag == (info.max_finite + next_up) / 2) {
+      // Midway between max and the step beyond it, which the format cannot hold.
+      tie_lo = value < 0 ? -next_up : info.max_finite;
+      tie_hi = value < 0 ? -info.max_finite : next_up;
     }
+  }
+  if (!r.is_nan) {
     const double d =
         std::isinf(r.decoded) ? std::copysign(info.max_finite * 2, r.decoded) : r.decoded;
     auto hi = std::upper_bound(vals.begin(), vals.end(), d);
@@ -168,11 +188,21 @@ ValueReport explain_value(double value, Format format, Overflow overflow) {
                         : "Inf is clamped to the largest finite value";
   } else if (s.nan == NanRule::AllOnes && !(value > 0)) {
     r.note = "E8M0FNU holds positive powers of two only: zero and negatives encode as NaN";
-  } else if (r.overflowed) {
-    r.note = "beyond the largest finite value (" + format_number(info.max_finite) +
-             "): " + (std::isinf(r.decoded) ? "overflows to Inf" : "overflows to NaN");
-  } else if (r.saturated) {
-    r.note = "beyond the largest finite value: clamped to " + format_number(r.decoded);
+  } else if (beyond) {
+    // A tie that rounds beyond max says so first: the rounded value is the step beyond.
+    const std::string tie = !tie_lo ? ""
+                            : s.nan == NanRule::AllOnes
+                                ? "a tie between " + format_number(*tie_lo) + " and " +
+                                      format_number(*tie_hi) + ": " + std::string(info.name) +
+                                      " rounds a half up, to " +
+                                      format_number(std::copysign(next_up, value)) + ", "
+                                : "a tie between " + format_number(*tie_lo) + " and " +
+                                      format_number(*tie_hi) + ": rounds to the even one, " +
+                                      format_number(std::copysign(next_up, value)) + ", ";
+    r.note = r.overflowed
+                 ? tie + "beyond the largest finite value (" + format_number(info.max_finite) +
+                       "): " + (std::isinf(r.decoded) ? "overflows to Inf" : "overflows to NaN")
+                 : tie + "beyond the largest finite value: clamped to " + format_number(r.decoded);
   } else if (tie_lo) {
     // Exactly midway: nearest-even takes the neighbour whose last mantissa bit is 0 (zero
     // counts as even); E8M0FNU, as ml_dtypes, rounds a half up.
@@ -186,6 +216,10 @@ ValueReport explain_value(double value, Format format, Overflow overflow) {
                        (r.underflow ? " (flushes to zero)" : "");
   } else if (r.underflow) {
     r.note = "below half the smallest subnormal: flushes to zero";
+  } else if (finite_in && mag > info.max_finite && !r.is_nan) {
+    r.note = "above the largest finite value but nearer to it than to the step beyond (" +
+             format_number(next_up) + "): rounds to it, no " +
+             (overflow == Overflow::Ieee && s.nan != NanRule::None ? "overflow" : "saturation");
   }
   if (!s.has_neg_zero && s.has_sign && std::signbit(value) && r.decoded == 0) {
     r.note +=

@@ -3,12 +3,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli_run.h"
+#include "fp8wb/core/value_report.h"
 
 namespace {
 
@@ -44,7 +47,7 @@ TEST(CliFormats, NegativeAndOverflowingValues) {
 }
 
 TEST(CliFormats, Json) {
-  const Result r = run({"formats", "448.5", "-f", "e4m3", "--json"});
+  const Result r = run({"formats", "470", "-f", "e4m3", "--json"});
   ASSERT_EQ(r.rc, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j.size(), 1u);
@@ -241,6 +244,83 @@ TEST(CliFormats, ATieIsSaidAsATieThatRoundsToEven) {
   EXPECT_NE(r.out.find("below half the smallest subnormal"), std::string::npos) << r.out;
 }
 
+// A value saturates (or overflows) when it rounds beyond max (docs/numerics.md): the tie
+// between max and the next step up goes to the even one, which for E4M3FN is max itself
+// (464 -> 448) and for E5M2 the step beyond (61440 saturates). The reference is each
+// format's max and mantissa width from the spec; E8M0FNU rounds a half up.
+TEST(CliFormats, SaturatesExactlyWhenTheValueRoundsBeyondMax) {
+  struct Spec {
+    const char* name;
+    double max;
+    int mbits;
+    bool has_nonfinite;  // ieee mode gives Inf or NaN (FP4/FP6 saturate)
+  };
+  const Spec specs[] = {{"E4M3FN", 448, 3, true},
+                        {"E5M2", 57344, 2, true},
+                        {"E4M3FNUZ", 240, 3, true},
+                        {"E5M2FNUZ", 57344, 2, true},
+                        {"E8M0FNU", std::ldexp(1.0, 127), 0, true},
+                        {"E2M1FN", 6, 1, false},
+                        {"E3M2FN", 28, 2, false},
+                        {"E2M3FN", 7.5, 3, false}};
+  auto hex = [](double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%a", v);
+    return std::string(buf);
+  };
+  for (const Spec& f : specs) {
+    const int e = std::ilogb(f.max);
+    const double step = std::ldexp(1.0, e - f.mbits);
+    const double next = f.max + step;
+    const double mid = (f.max + next) / 2;
+    // Ties go to an even last mantissa bit; E8M0FNU (no mantissa) rounds a half up.
+    const bool max_is_odd = std::fmod(f.max / step, 2.0) == 1.0;
+    const bool tie_goes_beyond = f.mbits == 0 || max_is_odd;
+    for (const std::string mode : {"saturate", "ieee"}) {
+      const bool nonfinite = mode == "ieee" && f.has_nonfinite;
+      const struct {
+        double v;
+        bool beyond;
+      } cases[] = {{f.max, false},
+                   {(f.max + mid) / 2, false},
+                   {mid, tie_goes_beyond},
+                   {(mid + next) / 2, true},
+                   {next, true}};
+      for (const auto& c : cases) {
+        for (const double v : {c.v, -c.v}) {
+          if (v < 0 && std::string(f.name) == "E8M0FNU") continue;  // no sign
+          const std::string text = hex(v);
+          const Result r = run({"formats", "-f", f.name, "-o", mode, "--json", "--", text});
+          ASSERT_EQ(r.rc, 0) << r.err;
+          const auto j = nlohmann::json::parse(r.out)[0];
+          const std::string what = std::string(f.name) + " " + mode + " " + text;
+          EXPECT_EQ(j["flags"]["saturated"], c.beyond && !nonfinite) << what << "\n" << r.out;
+          EXPECT_EQ(j["flags"]["overflow"], c.beyond && nonfinite) << what << "\n" << r.out;
+          if (!c.beyond) {
+            EXPECT_EQ(j["decoded"], v < 0 ? -f.max : f.max) << what;  // the nearest is max
+          }
+          if (v == mid || v == -mid) {
+            // Said as a tie between max and the step beyond it.
+            const std::string lo = fp8wb::format_number(v < 0 ? -next : f.max);
+            const std::string hi = fp8wb::format_number(v < 0 ? -f.max : next);
+            EXPECT_NE(j.value("note", "").find("a tie between " + lo + " and " + hi),
+                      std::string::npos)
+                << what << "\n"
+                << r.out;
+          }
+        }
+      }
+    }
+  }
+  // The text names the tie, and no clamping.
+  const Result r = run({"formats", "464", "-f", "e4m3"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.find("clamped"), std::string::npos) << r.out;
+  EXPECT_FALSE(has_line(r.out, "E4M3FN", "saturated")) << r.out;
+  EXPECT_NE(r.out.find("a tie between 448 and 480: rounds to the even one, 448"), std::string::npos)
+      << r.out;
+}
+
 // Values beyond fp64 get one message however they are written (2^99999 was "not a
 // number", 1e400 became inf and 1e-400 "0, exact"); text fp64 rounds is never exact.
 TEST(CliFormats, BeyondFp64AndRoundedTextAreSaidSo) {
@@ -262,6 +342,28 @@ TEST(CliFormats, BeyondFp64AndRoundedTextAreSaidSo) {
   EXPECT_EQ(j[0]["input_rounded"], true);
   EXPECT_EQ(j[1]["flags"]["exact"], true);
   EXPECT_EQ(j[1]["input_rounded"], false);
+}
+
+// Hex text with more significant bits than fp64 holds is rounded like decimal text, and
+// said so; hex text fp64 holds stays exact. The reference is the wider long double.
+TEST(CliFormats, HexTextThatFp64RoundsIsNotExact) {
+  for (const std::string text :
+       {"0x1.00000000000001p0", "0x1.0000000000000000p0", "0x1.fffffffffffff8p-3",
+        "0x1.fffffffffffffp-3", "0x3.0000000000001p-2", "0x1.8p-1074", "0x1p-1074", "0x10p0",
+        "0X1.000000000000008P+2", "0x0.00000000000001p0"}) {
+    const long double wide = std::strtold(text.c_str(), nullptr);
+    const bool rounded = wide != static_cast<long double>(std::strtod(text.c_str(), nullptr));
+    const Result r = run({"formats", text, "-f", "e8m0", "--json"});
+    ASSERT_EQ(r.rc, 0) << text << ": " << r.err;
+    const auto j = nlohmann::json::parse(r.out)[0];
+    EXPECT_EQ(j["input_rounded"], rounded) << text;
+    if (rounded) EXPECT_EQ(j["flags"]["exact"], false) << text;
+  }
+  const Result r = run({"formats", "0x1.00000000000001p0", "-f", "e4m3"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("value 1 (fp64's nearest to 0x1.00000000000001p0)"), std::string::npos)
+      << r.out;
+  EXPECT_FALSE(has_line(r.out, "E4M3FN", "exact")) << r.out;
 }
 
 }  // namespace

@@ -401,6 +401,40 @@ TEST_F(CliRanks, AnInterruptEndsTheWaitForTheOtherRanks) {
       << e;
 }
 
+// Ranks that torchrun or srun started, each sent a signal as those launchers pass them on,
+// stop after the same step and exit with 128 + their signal, as a plain train does (they
+// exited 0, which told the launcher that they had finished); rank 0 keeps the run as
+// stopped.
+TEST_F(CliRanks, RanksOfAnotherLauncherStoppedBySignalsExitWith128PlusTheSignal) {
+  int p = 0;
+  close(bound_socket(INADDR_LOOPBACK, false, p));  // a free port, released for rank 0
+  const std::string port = std::to_string(p);
+  std::vector<std::string> args = {"train", "--db",           db_, "--set", "steps=1000000",
+                                   "--set", "rank_timeout=60"};
+  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  const int sig[2] = {SIGTERM, SIGHUP};
+  pid_t pid[2];
+  std::string err[2];
+  for (int r = 0; r < 2; ++r) {
+    err[r] = (dir_ / ("err" + std::to_string(r))).string();
+    pid[r] = spawn(args, (dir_ / "out").string() + std::to_string(r), err[r], rank_env(r, 2, port));
+  }
+  const bool stepped = wait_for_steps(db_, 3);
+  for (int r = 0; r < 2; ++r) kill(pid[r], stepped ? sig[r] : SIGKILL);
+  ASSERT_TRUE(stepped) << slurp(err[0]) << slurp(err[1]);
+  for (int r = 0; r < 2; ++r) {
+    const int st = wait_for(pid[r], 60);
+    ASSERT_TRUE(WIFEXITED(st)) << "rank " << r;
+    EXPECT_EQ(WEXITSTATUS(st), 128 + sig[r]) << "rank " << r << ": " << slurp(err[r]);
+    EXPECT_NE(slurp(err[r]).find("interrupted by " + std::string(r == 0 ? "SIGTERM" : "SIGHUP")),
+              std::string::npos)
+        << slurp(err[r]);
+  }
+  auto store = fp8wb::RunStore::open_read_only(db_);
+  ASSERT_EQ(store->runs().size(), 1u);
+  EXPECT_EQ(store->runs()[0].status, fp8wb::RunStatus::Stopped);
+}
+
 // Ranks started by hand that disagree on WORLD_SIZE (rank 1 with 3, rank 0 with 2): both
 // say so in those words, soon, instead of failing inside Gloo.
 TEST_F(CliRanks, RanksThatDisagreeOnTheWorldSizeSaySo) {

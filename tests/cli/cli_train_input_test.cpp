@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "cli_run.h"
 #include "temp_dir.h"
@@ -53,6 +54,65 @@ TEST_F(CliTrainInput, ADatabaseInAMissingFolderIsRefusedCreatingNothing) {
   EXPECT_NE(f.err.find(file + " is not a folder"), std::string::npos) << f.err;
 }
 
+// sweep and runs refuse a --db in a missing folder as train does, with nothing made: they
+// made the folders and a new, empty database (runs import even for a source that is not
+// there).
+TEST_F(CliTrainInput, EveryCommandRefusesADatabaseInAMissingFolder) {
+  const std::filesystem::path missing = dir_ / "missing" / "dir";
+  const std::string db = (missing / "x.db").string();
+  const std::vector<std::vector<std::string>> commands = {
+      {"sweep", "--db", db, "--quiet", "--set", "model=mlp", "--set", "steps=1", "--grid",
+       "lr=0.01"},
+      {"sweep", "--db", db, "--collect", (dir_ / "slurm").string()},
+      {"runs", "import", (dir_ / "other.sqlite").string(), "--db", db},
+      {"runs", "list", "--db", db},
+      {"runs", "show", "1", "--db", db},
+      {"runs", "delete", "1", "--yes", "--db", db}};
+  for (const auto& args : commands) {
+    const Result r = run(args);
+    EXPECT_EQ(r.rc, 1) << args[0] << " " << args[1];
+    EXPECT_NE(r.err.find("--db " + db + ": the folder " + missing.string() + " does not exist"),
+              std::string::npos)
+        << args[0] << " " << args[1] << ": " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "missing")) << args[0] << " " << args[1];
+    fp8wb::test::remove_tree((dir_ / "missing").string());
+  }
+}
+
+// runs import of a source that is not there says so and makes no target database.
+TEST_F(CliTrainInput, ImportingAMissingSourceMakesNoDatabase) {
+  const std::string source = (dir_ / "no-such.sqlite").string();
+  const Result r = run({"runs", "import", source, "--db", db_});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("no run database at " + source), std::string::npos) << r.err;
+  for (const char* ext : {"", "-wal", "-shm"}) {
+    EXPECT_FALSE(std::filesystem::exists(db_ + ext)) << db_ + ext << " was made";
+  }
+}
+
+// A local sweep reads and checks its config and grid before it opens the database: a bad
+// one leaves no new, empty database (nor its -wal) behind.
+TEST_F(CliTrainInput, ABadSweepConfigMakesNoDatabase) {
+  const std::string broken = write("broken.json", R"({"model": "mlp", "steps": })");
+  const std::string unknown = write("unknown.json", R"({"model": "mlp", "no_such_key": 1})");
+  const std::vector<std::vector<std::string>> commands = {
+      {"sweep", broken, "--db", db_, "--quiet", "--grid", "lr=0.01"},
+      {"sweep", unknown, "--db", db_, "--quiet", "--grid", "lr=0.01"},
+      {"sweep", "--db", db_, "--quiet", "--set", "steps=0", "--grid", "lr=0.01"},
+      {"sweep", "--db", db_, "--quiet", "--set", "model=mlp", "--grid", "lr=0.01,-1"},
+      {"sweep", "--db", db_, "--quiet", "--grid", "no_such_key=1,2"}};
+  for (const auto& args : commands) {
+    const Result r = run(args);
+    EXPECT_EQ(r.rc, 1) << args[1] << " " << args.back() << ": " << r.err;
+    EXPECT_FALSE(r.err.empty());
+    for (const char* ext : {"", "-wal", "-shm"}) {
+      EXPECT_FALSE(std::filesystem::exists(db_ + ext))
+          << args[1] << " " << args.back() << ": " << db_ + ext << " was made";
+      std::filesystem::remove(db_ + ext);
+    }
+  }
+}
+
 // A key given twice would leave which value counts to the parser: refused, by name, in a
 // train's config and a sweep's alike.
 TEST_F(CliTrainInput, AConfigKeyGivenTwiceIsRefusedByName) {
@@ -69,6 +129,31 @@ TEST_F(CliTrainInput, AConfigKeyGivenTwiceIsRefusedByName) {
   r = run({"train", nested, "--db", db_, "--quiet"});
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("key 'a' is given twice in 'formats'"), std::string::npos) << r.err;
+}
+
+// A JSON object given to --set is read as a config file is: a key it gives twice is
+// refused by name (it was read with the last value, which the error then showed alone).
+TEST_F(CliTrainInput, ASetValueGivingAKeyTwiceIsRefusedByName) {
+  for (const std::string cmd : {"train", "sweep", "bench"}) {
+    for (const std::string value :
+         {R"(formats={"a": 1, "a": 2})", R"(name=[{"b": {"a": 1}, "b": 2}])"}) {
+      std::vector<std::string> args = {cmd, "--set", value};
+      if (cmd != "bench") args.insert(args.end(), {"--db", db_, "--quiet"});
+      if (cmd == "sweep") args.insert(args.end(), {"--grid", "window=1,2"});
+      const Result r = run(args);
+      EXPECT_EQ(r.rc, 1) << cmd << " " << value;
+      const std::string key = value[0] == 'f' ? "formats" : "name";
+      const std::string twice =
+          value[0] == 'f' ? "key 'a' is given twice" : "key 'b' is given twice";
+      EXPECT_NE(r.err.find("'" + key + "'"), std::string::npos) << cmd << ": " << r.err;
+      EXPECT_NE(r.err.find(twice), std::string::npos) << cmd << ": " << r.err;
+      EXPECT_FALSE(std::filesystem::exists(db_)) << cmd << " " << value;
+    }
+  }
+  // Bare words stay strings, JSON values stay values.
+  const Result ok = run({"train", "--db", db_, "--quiet", "--set", "model=mlp", "--set", "steps=1",
+                         "--set", "name=a b{", "--json"});
+  EXPECT_EQ(ok.rc, 0) << ok.err;
 }
 
 // Text that is not JSON is named by file, line and column, not in the parser's own terms.

@@ -433,12 +433,20 @@ TEST_F(CliTrain, JsonOutputIsValidJson) {
 
 TEST_F(CliTrain, ReadingCommandsCreateNothing) {
   const std::string missing = (dir_ / "missing" / "dir" / "x.sqlite").string();
+  const std::string absent = (dir_ / "x.sqlite").string();
   for (const char* action : {"list", "show", "export", "delete"}) {
-    const Result r = run({"runs", action, "1", "--db", missing, "-y"});
+    // A folder that is not there is named, as train names it.
+    Result r = run({"runs", action, "1", "--db", missing, "-y"});
+    EXPECT_EQ(r.rc, 1) << action;
+    EXPECT_NE(r.err.find("the folder " + (dir_ / "missing" / "dir").string() + " does not exist"),
+              std::string::npos)
+        << r.err;
+    r = run({"runs", action, "1", "--db", absent, "-y"});
     EXPECT_EQ(r.rc, 1) << action;
     EXPECT_NE(r.err.find("no run database"), std::string::npos) << r.err;
   }
   EXPECT_FALSE(std::filesystem::exists(dir_ / "missing"));
+  EXPECT_FALSE(std::filesystem::exists(absent));
 }
 
 // Another user reads a 644 database in a folder it cannot write: list, show and export

@@ -41,8 +41,8 @@ struct ValueReport {
   bool exact = false;          // decoded == input (and the input is what was typed)
   bool input_rounded = false;  // the typed text is not an fp64 value: input is its nearest
   bool subnormal = false;      // the code is a subnormal
-  bool saturated = false;      // |input| > max finite and the result was clamped to +-max
-  bool overflowed = false;     // |input| > max finite and the result is Inf or NaN (ieee mode)
+  bool saturated = false;      // input rounds beyond max finite and was clamped to +-max
+  bool overflowed = false;     // input rounds beyond max finite: Inf or NaN (ieee mode)
   bool underflow = false;      // input finite and != 0, result +-0
   bool is_nan = false;         // the code is a NaN
   std::string note;            // one sentence for the unusual cases (NaN, Inf, no zero...)
@@ -72,7 +72,8 @@ std::vector<double> representable_values(Format format);
 double parse_value(std::string_view text);
 
 // parse_value()'s value, and whether it differs from what the text says (0.1, 1e-310,
-// 10^-1: fp64's nearest), so that a result equal to it is not called exact.
+// 10^-1, 0x1.00000000000001p0: fp64's nearest), so that a result equal to it is not called
+// exact.
 struct ParsedValue {
   double value = 0;
   bool rounded = false;

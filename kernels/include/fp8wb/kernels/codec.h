@@ -131,11 +131,10 @@ FP8WB_INLINE uint8_t encode(float x, const CodecSpec& s, Overflow ov,
 }
 
 #if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
-// Encodes an fp64 value correctly rounded (no double rounding through fp32): the value is
-// first rounded to fp32 by round-to-odd, which keeps enough bits for the final rounding
-// to any format of at most 21 mantissa bits to come out as if done in one step.
+// An fp64 value rounded to fp32 by round-to-odd, which keeps enough bits for a final
+// rounding to any format of at most 21 mantissa bits to come out as if done in one step.
 // Values beyond the fp32 range become +-FLT_MAX, so they overflow as they should.
-inline uint8_t encode_f64(double x, const CodecSpec& s, Overflow ov) {
+inline float f64_to_f32_odd(double x) {
   float f = static_cast<float>(x);
   if (x == x && static_cast<double>(f) != x) {
     // Truncate toward zero, then make the last bit sticky.
@@ -145,7 +144,12 @@ inline uint8_t encode_f64(double x, const CodecSpec& s, Overflow ov) {
     if (too_big) b -= 1;  // the next fp32 value toward zero (same sign)
     f = bits_float(b | 1u);
   }
-  return encode(f, s, ov);
+  return f;
+}
+
+// Encodes an fp64 value correctly rounded (no double rounding through fp32).
+inline uint8_t encode_f64(double x, const CodecSpec& s, Overflow ov) {
+  return encode(f64_to_f32_odd(x), s, ov);
 }
 #endif
 
