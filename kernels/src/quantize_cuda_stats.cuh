@@ -111,17 +111,10 @@ constexpr uint32_t saturating_bits() {
   return F == Format::E4M3FN ? 0x43E80001u : 0x47700000u;
 }
 
-// How a counting step takes its rarely needed branches. LaneDecides: each lane for
-// itself. WarpDecides: the lanes of `lanes` (exactly those executing the step) together,
-// a branch any of them needs taken by all, its inner tests per lane: the warp never
-// splits, so no lane waits where the branches rejoin (those waits and the branches'
-// bookkeeping were a tenth of the tile kernel's instructions, docs/performance.md).
+// How a counting step takes its rarely needed branches: a callable from the branch's
+// condition in this lane to whether the lane takes it. LaneDecides: each lane for itself.
 struct LaneDecides {
   __device__ __forceinline__ bool operator()(bool p) const { return p; }
-};
-struct WarpDecides {
-  gpu::LaneMask lanes;
-  __device__ __forceinline__ bool operator()(bool p) const { return gpu::any_of(lanes, p); }
 };
 
 // Squares of four differences and four inputs (finite inputs only; the caller zeroes the
@@ -224,8 +217,7 @@ static_assert(kHistMinExp <= -17 && kHistMaxExp >= 16, "E4M3FN and E5M2 codes fi
 // largest magnitude (a saturated element's code is), and returns true; else it counts
 // nothing and returns false. It does not read the NaN codes, which therefore need not be
 // patched (encode4's kNanCodes) before it: y has no NaN when x and the scale are finite.
-// kHistGiven: hist is not null (no test an element). Under WarpDecides it counts the four
-// of every lane or of none.
+// kHistGiven: hist is not null (no test an element).
 template <Format F, bool kHistGiven = false, class Decide = LaneDecides>
 __device__ __forceinline__ bool count4_finite(const float x[4], const float y[4], const float dq[4],
                                               uint32_t word, LaneStats& ls, uint32_t* hist,
