@@ -252,6 +252,21 @@ TEST(CudaDelayedScaling, MatchesTheHostScalerStepByStep) {
   }
 }
 
+// The GPU's current scaling of `ref`, without and with transposed codes, against the
+// CPU's (cpu, with its codes and transposed codes): the same codes, equal statistics.
+void expect_tiles_match(const TensorRef& ref, const QuantRecipe& r, const StatsOptions& so,
+                        const CurrentQuantization& cpu, const std::vector<uint8_t>& codes,
+                        const std::vector<uint8_t>& codes_t) {
+  for (const bool trans : {false, true}) {
+    const auto gpu = quantize_current_cuda(ref, r, trans, so);
+    EXPECT_EQ(gpu.codes, codes);
+    if (trans) {
+      EXPECT_EQ(gpu.codes_t, codes_t);
+    }
+    expect_same(gpu.stats, cpu.result.stats);
+  }
+}
+
 // Statistics in the tile kernel, against the CPU: codes, transposed codes, every
 // statistic. Error-map cells of whole 256-row x 64-column tiles (a block's sums go to the
 // map once), cells of whole 16-row x 4-column pieces smaller than a tile (sums by cell
@@ -284,14 +299,7 @@ TEST(CudaQuantizeTiles, StatisticsInTileAndPieceCells) {
         const auto cpu = quantize_current(ref, r, {codes.data(), codes_t.data()}, so);
         SCOPED_TRACE(::testing::Message() << sh.rows << "x" << sh.cols << " " << format_info(f).name
                                           << (bf16 ? " bf16" : " fp32"));
-        for (const bool trans : {false, true}) {
-          const auto gpu = quantize_current_cuda(ref, r, trans, so);
-          EXPECT_EQ(gpu.codes, codes);
-          if (trans) {
-            EXPECT_EQ(gpu.codes_t, codes_t);
-          }
-          expect_same(gpu.stats, cpu.result.stats);
-        }
+        expect_tiles_match(ref, r, so, cpu, codes, codes_t);
       }
     }
   }
@@ -339,14 +347,7 @@ TEST(CudaQuantizeTiles, RowsOfZerosTinyValuesAndTheLargestCode) {
           ASSERT_GT(cpu.result.stats.raw.zeros, 1000u);
           ASSERT_GT(cpu.result.stats.raw.underflow, 1000u);
         }
-        for (const bool trans : {false, true}) {
-          const auto gpu = quantize_current_cuda(ref, r, trans, so);
-          EXPECT_EQ(gpu.codes, codes);
-          if (trans) {
-            EXPECT_EQ(gpu.codes_t, codes_t);
-          }
-          expect_same(gpu.stats, cpu.result.stats);
-        }
+        expect_tiles_match(ref, r, so, cpu, codes, codes_t);
       }
     }
   }
