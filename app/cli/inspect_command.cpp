@@ -68,6 +68,10 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
           << ": the FP8 copy would replace it; give another path\n";
       return 1;
     }
+    if (const std::string no = sqlite_refusal("--export", opt.export_path); !no.empty()) {
+      err << "fp8wb inspect: " << no << "\n";
+      return 1;
+    }
     const ExportReport r = export_fp8_checkpoint(*ckpt, opt.export_path);
     err << "wrote " << opt.export_path << ": " << r.quantized.size()
         << " weights in FP8 (E4M3, 128x128 blocks), " << r.kept.size() << " tensors as they were\n";

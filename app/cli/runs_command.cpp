@@ -320,6 +320,11 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
             << ": the export would replace it; give another path\n";
         return 1;
       }
+      // Nor over another run database (or any SQLite file).
+      if (const std::string no = sqlite_refusal("-o", opt.out_file); !no.empty()) {
+        err << "fp8wb runs export: " << no << "\n";
+        return 1;
+      }
       // All or nothing: a full disk leaves no truncated file, a device is not replaced.
       write_file_atomically(opt.out_file,
                             [&](std::ostream& f) { export_run(*store, *r, opt.format, f); });

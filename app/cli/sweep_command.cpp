@@ -233,6 +233,7 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
   }
   finished = true;
   watcher.join();
+  const int stop_signal = signals->signal();  // 0: none came
   signals.reset();
   const auto sweep = store->sweep(runner->sweepId());
   const SweepSpec spec = sweep_from_json(sweep->grid_json);
@@ -277,6 +278,16 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
   if (!failure.empty()) {
     err << "fp8wb sweep: " << without_backtrace(failure) << "\n";
     return 1;
+  }
+  // Stopped by a signal: said, with how to go on, and an exit status of 128 + the signal
+  // (130 for Ctrl-C), as train gives.
+  if (stop_signal != 0 && sweep->status != "finished") {
+    err << fmt::format(
+        "fp8wb sweep: interrupted by {}: sweep {} is kept as stopped with {} of {} trials "
+        "finished; `fp8wb sweep --resume {} --db {}` runs the rest\n",
+        stop_signal_name(stop_signal), runner->sweepId(), counts.finished, counts.trials,
+        runner->sweepId(), store->path());
+    return 128 + stop_signal;
   }
   return 0;
 }

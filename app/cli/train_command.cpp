@@ -221,6 +221,9 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
           (in == opt.config_file ? "the config file " : "the run database ") + in +
           ": the weights would replace it; give another path");
     }
+    if (const std::string no = sqlite_refusal("--save-weights", cfg.weights); !no.empty()) {
+      throw std::invalid_argument(no);
+    }
   }
   if (!opt.run_uuid.empty() && !is_uuid(opt.run_uuid)) {
     throw std::invalid_argument("--run-uuid takes a UUID (8-4-4-4-12 hex digits), not \"" +

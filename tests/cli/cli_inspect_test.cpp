@@ -17,6 +17,7 @@
 #include "cli_run.h"
 #include "fifo.h"
 #include "fp8wb/core/checkpoint_analysis.h"
+#include "fp8wb/core/run_store.h"
 #include "fp8wb/core/safetensors.h"
 #include "temp_dir.h"
 
@@ -335,6 +336,44 @@ TEST(CliInspect, ExportNeverReplacesTheCheckpoint) {
   const auto r = run({"inspect", model, "--export", (dir / "fp8.safetensors").string()});
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(content(model), original);
+  fp8wb::test::remove_tree(dir.string());
+}
+
+// --export naming an SQLite database (a run database given nowhere on the command line, the
+// default one say), one of its -wal, -shm or -journal files, or a link to it, is refused
+// with the database named, and the database keeps its run: the FP8 copy would have
+// replaced it.
+TEST(CliInspect, ExportNeverDestroysAnSqliteDatabase) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("fp8wb-inspect-db-" + std::to_string(getpid()));
+  fp8wb::test::remove_tree(dir.string());
+  std::filesystem::create_directories(dir);
+  const std::string model = (dir / "model.safetensors").string();
+  std::vector<uint8_t> bytes(16 * 16 * 4, 0);
+  for (size_t i = 0; i < bytes.size(); i += 4) bytes[i + 3] = 0x3f;  // 0.5f
+  fp8wb::write_safetensors(model, {{"proj.weight", fp8wb::StDtype::F32, {16, 16}, bytes}});
+  const std::string db = (dir / "runs.sqlite").string();
+  fp8wb::RunStore::open(db)->create_run("kept", "train", "{}", "cpu");
+  std::filesystem::create_symlink(db, dir / "export.csv");
+  for (const std::string& out :
+       {db, db + "-wal", db + "-shm", db + "-journal", (dir / "export.csv").string()}) {
+    const auto r = run({"inspect", model, "--export", out});
+    EXPECT_EQ(r.rc, 1) << out;
+    const bool named_db = out.size() > db.size() && out.compare(0, db.size(), db) == 0;
+    const std::string said = "--export " + out +
+                             (named_db ? " belongs to the SQLite database " + db
+                                       : std::string(" is an SQLite database"));
+    EXPECT_NE(r.err.find(said), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("wrote"), std::string::npos) << r.err;
+    std::ifstream in(db, std::ios::binary);
+    std::string head(15, '\0');
+    in.read(head.data(), 15);
+    EXPECT_EQ(head, "SQLite format 3") << out << ": the database was replaced";
+    EXPECT_EQ(fp8wb::RunStore::open_read_only(db)->runs().size(), 1u) << out;
+  }
+  // A file that is no database is written as before.
+  const auto r = run({"inspect", model, "--export", (dir / "fp8.safetensors").string()});
+  EXPECT_EQ(r.rc, 0) << r.err;
   fp8wb::test::remove_tree(dir.string());
 }
 

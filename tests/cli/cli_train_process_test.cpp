@@ -329,6 +329,41 @@ TEST_F(CliTrainProcess, SigtermAndSighupStopLikeCtrlC) {
   }
 }
 
+// A sweep stopped by a signal keeps what it ran, says how to go on, and exits with 128 +
+// the signal as train does (it exited 0, as if the sweep had finished).
+TEST_F(CliTrainProcess, ASweepStoppedBySignalsSaysHowToResumeAndExits128PlusTheSignal) {
+  int n = 0;
+  for (const int sig : {SIGINT, SIGTERM}) {
+    const std::string db = (dir_ / ("sweep" + std::to_string(++n) + ".sqlite")).string();
+    const std::string log = (dir_ / ("sweep" + std::to_string(n) + ".err")).string();
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0);
+    const pid_t pid = spawn({FP8WB_BINARY, "sweep", "--db", db, "--set", "model=mlp", "--set",
+                             "steps=1000000", "--set", "reference=false", "--grid", "margin=0,1"},
+                            fd);
+    ::close(fd);
+    ASSERT_GT(pid, 0);
+    ASSERT_GE(wait_for_steps(db, 5), 5);
+    ASSERT_EQ(kill(pid, sig), 0);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status)) << "signal " << sig;
+    EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
+    auto s = fp8wb::RunStore::open_read_only(db);
+    ASSERT_TRUE(s->sweep(1).has_value());
+    EXPECT_EQ(s->sweep(1)->status, "stopped");
+    std::ifstream in(log);
+    const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(err.find("fp8wb sweep: interrupted by " +
+                       std::string(sig == SIGINT ? "SIGINT (Ctrl-C)" : "SIGTERM") +
+                       ": sweep 1 is kept as stopped with 0 of 2 trials finished; `fp8wb sweep "
+                       "--resume 1 --db " +
+                       db + "` runs the rest"),
+              std::string::npos)
+        << err;
+  }
+}
+
 // Under --nproc the launcher, which Ctrl-C reaches as it reaches the ranks, ends as one
 // process would: the ranks stop after one step alike, rank 0 keeps the run, and the exit
 // status is 130.

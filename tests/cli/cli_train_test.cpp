@@ -292,6 +292,32 @@ TEST_F(CliTrain, SaveWeightsNeverReplacesAnInput) {
   }
 }
 
+// `runs export -o` and `train --save-weights` naming another SQLite database than the
+// one given (or one of its -wal files) are refused with it named: the export or weights
+// would have destroyed its runs.
+TEST_F(CliTrain, ExportsAndWeightsNeverDestroyAnotherDatabase) {
+  fp8wb::RunStore::open(db_)->create_run("here", "train", "{}", "cpu");
+  const std::string other = (dir_ / "other.sqlite").string();
+  fp8wb::RunStore::open(other)->create_run("kept", "train", "{}", "cpu");
+  for (const std::string& out : {other, other + "-wal"}) {
+    const std::string said =
+        out == other ? " is an SQLite database" : " belongs to the SQLite database " + other;
+    const Result e = run({"runs", "export", "1", "--db", db_, "-o", out});
+    EXPECT_EQ(e.rc, 1) << out;
+    EXPECT_NE(e.err.find("-o " + out + said), std::string::npos) << e.err;
+    const Result t = run({"train", "--db", db_, "--quiet", "--set", "model=mlp", "--set", "steps=2",
+                          "--save-weights", out});
+    EXPECT_EQ(t.rc, 1) << out;
+    EXPECT_NE(t.err.find("--save-weights " + out + said), std::string::npos) << t.err;
+    const Result l = run({"runs", "list", "--db", other, "--json"});
+    ASSERT_EQ(l.rc, 0) << l.err;
+    EXPECT_EQ(nlohmann::json::parse(l.out).size(), 1u) << out << ": the database was replaced";
+  }
+  const Result l = run({"runs", "list", "--db", db_, "--json"});
+  ASSERT_EQ(l.rc, 0) << l.err;
+  EXPECT_EQ(nlohmann::json::parse(l.out).size(), 1u) << "a run was started";
+}
+
 // `runs list` shows every name whole (two sweep trials differing only at the end stay
 // apart), and the columns after the name stay aligned, counted in characters.
 TEST_F(CliTrain, RunsListShowsWholeNamesAligned) {
