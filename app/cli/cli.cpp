@@ -90,7 +90,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     }
     if (runs_cmd->parsed()) return run_runs(runs, out, err);
     if (bench_cmd->parsed()) return run_bench(bench, out, err);
-    if (inspect_cmd->parsed()) return run_inspect(inspect, out, err);
+    if (inspect_cmd->parsed()) {
+      inspect.terminal = err_terminal;
+      return run_inspect(inspect, out, err);
+    }
     if (sweep_cmd->parsed()) return run_sweep(sweep, out, err);
     out << app.help();
     return 0;

@@ -38,7 +38,8 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
   if (!opt.format.empty()) {
     const auto f = parse_format(opt.format);
     if (!f) {
-      err << "fp8wb inspect: unknown format '" << opt.format << "'\n";
+      err << "fp8wb inspect: unknown format '" << opt.format << "': known formats are "
+          << format_names() << "\n";
       return 1;
     }
     ao.formats = {*f};
@@ -77,9 +78,16 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
         << " weights in FP8 (E4M3, 128x128 blocks), " << r.kept.size() << " tensors as they were\n";
   }
   if (!opt.json && ckpt->tensors().size() > 20) {
-    ao.progress = [&err](size_t done, size_t total) {
-      err << "\ranalysed " << done << "/" << total << " tensors" << std::flush;
-      if (done == total) err << "\n";
+    // Redrawn on a terminal; elsewhere (a log file) a plain line at each tenth.
+    ao.progress = [&err, terminal = opt.terminal, tenth = size_t{0}](size_t done,
+                                                                     size_t total) mutable {
+      if (terminal) {
+        err << "\ranalysed " << done << "/" << total << " tensors" << std::flush;
+        if (done == total) err << "\n";
+      } else if (done * 10 / total > tenth) {
+        tenth = done * 10 / total;
+        err << "analysed " << done << "/" << total << " tensors\n" << std::flush;
+      }
       return true;
     };
   }

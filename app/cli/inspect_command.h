@@ -14,6 +14,7 @@ struct InspectOptions {
   std::string device = "auto";  // auto, cpu or gpu
   bool json = false;
   std::string export_path;  // write an FP8 (128x128 blocks) copy here
+  bool terminal = false;    // stderr is a terminal: progress redrawn on one line
 };
 
 CLI::App* add_inspect_command(CLI::App& app, InspectOptions& opt);

@@ -101,7 +101,8 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& opt) {
                 "An axis: key=v1,v2,... (repeatable), e.g. --grid margin=0,1,2,4");
   c->add_option("--seeds", opt.seeds, "Seeds per grid point")->check(CLI::Range(1, 1000));
   c->add_option("--parallel", opt.parallel,
-                "Trials side by side (default: one per GPU, or per 2 cores)");
+                "Trials side by side (default: one per GPU, or per 2 cores)")
+      ->check(CLI::Range(1, 1024));
   c->add_option("--name", opt.name, "The sweep's name");
   c->add_option("--db", opt.db, "Run database (default: " + default_database_path() + ")");
   c->add_option("--resume", opt.resume, "Resume this sweep: finished trials are not run again");

@@ -86,6 +86,34 @@ TEST(CliInspect, TableJsonAndFilters) {
   std::filesystem::remove(path);
 }
 
+// Progress on stderr that is not a terminal (a log file) comes as plain lines, no carriage
+// returns; an unknown --format is named with the formats there are.
+TEST(CliInspect, ProgressInALogIsPlainLinesAndUnknownFormatsListTheKnown) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("fp8wb-inspect-log-" + std::to_string(getpid()) + ".safetensors"))
+                               .string();
+  std::vector<fp8wb::TensorToWrite> tensors;
+  for (int t = 0; t < 25; ++t) {
+    std::vector<uint8_t> bytes(8 * 8 * 4);
+    for (size_t i = 0; i < bytes.size(); i += 4) {
+      const float v = 0.01f * static_cast<float>(t + 1) * std::sin(static_cast<float>(i));
+      std::memcpy(&bytes[i], &v, 4);
+    }
+    tensors.push_back(
+        {"layer" + std::to_string(t) + ".weight", fp8wb::StDtype::F32, {8, 8}, bytes});
+  }
+  fp8wb::write_safetensors(path, tensors);
+  auto r = run({"inspect", path, "--format", "E4M3FN"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("analysed 25/25 tensors\n"), std::string::npos) << r.err;
+  r = run({"inspect", path, "--format", "foo"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("unknown format 'foo': known formats are"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(fp8wb::format_info(fp8wb::Format::E5M2).name), std::string::npos) << r.err;
+  std::filesystem::remove(path);
+}
+
 TEST(CliInspect, BadFilesNameTheProblem) {
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("fp8wb-inspect-bad-" + std::to_string(getpid()) + ".safetensors"))

@@ -70,6 +70,24 @@ TEST(CliSweep, ResumeTakesAPositiveSweepId) {
   fp8wb::test::remove_tree(dir.string());
 }
 
+// --parallel takes 1 or more trials side by side: 0 or a negative count is refused by name
+// before a database is made (it ran the sweep with the default).
+TEST(CliSweep, ParallelTakesAPositiveCount) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("fp8wb-cli-parallel-" + std::to_string(getpid()));
+  fp8wb::test::remove_tree(dir.string());
+  std::filesystem::create_directories(dir);
+  const std::string db = (dir / "runs.sqlite").string();
+  for (const char* n : {"0", "-3"}) {
+    const auto r = run({"sweep", "--db", db, "--parallel", n, "--set", "model=mlp", "--set",
+                        "steps=1", "--set", "reference=false", "--grid", "margin=0"});
+    EXPECT_NE(r.rc, 0) << n;
+    EXPECT_NE(r.err.find("--parallel"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(db)) << "a sweep was started";
+  fp8wb::test::remove_tree(dir.string());
+}
+
 // A Slurm sweep of one trial, with stand-ins for sbatch and sacct on PATH (the job taken,
 // its one task running): submitted and collected as "1 trial", and the trial's run, one
 // step in, as "1 step done".
