@@ -276,30 +276,47 @@ TEST_F(CliTrainProcess, ProgressShowsAnEtaFromTheThirdStep) {
 // Ctrl-C stops the run after a step, keeps it as stopped and ends with exit status 130
 // (128 + SIGINT, as a shell reports a command a signal ended), saying so with what was
 // kept: a script or a scheduler sees that the run did not finish.
-TEST_F(CliTrainProcess, CtrlCStopsCleanlyKeepsTheRunAndExits130) {
-  const std::string log = (dir_ / "err.txt").string();
-  const std::string weights = (dir_ / "w.safetensors").string();
+// What a run of the binary did when sent `sig` once the first run in `db` had `steps`
+// committed steps: its wait status (-1: it never got there, and was killed) and its
+// stderr (written to `log`).
+struct Stopped {
+  int status = -1;
+  std::string err;
+};
+Stopped stop_after_steps(const std::vector<std::string>& args, const std::string& db, int64_t steps,
+                         int sig, const std::string& log) {
+  Stopped r;
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  ASSERT_GE(fd, 0);
-  const pid_t pid = spawn({FP8WB_BINARY, "train", "--db", path_, "--set", "model=mlp", "--set",
-                           "steps=1000000", "--set", "reference=false", "--save-weights", weights},
-                          fd);
+  if (fd < 0) return r;
+  const pid_t pid = spawn(args, fd);
   ::close(fd);
-  ASSERT_GT(pid, 0);
-  ASSERT_GE(wait_for_steps(path_, 10), 10);
-  ASSERT_EQ(kill(pid, SIGINT), 0);
+  if (pid <= 0) return r;
+  const bool reached = wait_for_steps(db, steps) >= steps;
+  kill(pid, reached ? sig : SIGKILL);
   int status = 0;
   waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 130);
+  if (reached) r.status = status;
+  std::ifstream in(log);
+  r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return r;
+}
+
+TEST_F(CliTrainProcess, CtrlCStopsCleanlyKeepsTheRunAndExits130) {
+  const std::string weights = (dir_ / "w.safetensors").string();
+  const Stopped r0 =
+      stop_after_steps({FP8WB_BINARY, "train", "--db", path_, "--set", "model=mlp", "--set",
+                        "steps=1000000", "--set", "reference=false", "--save-weights", weights},
+                       path_, 10, SIGINT, (dir_ / "err.txt").string());
+  ASSERT_NE(r0.status, -1) << "never reached 10 steps: " << r0.err;
+  ASSERT_TRUE(WIFEXITED(r0.status));
+  EXPECT_EQ(WEXITSTATUS(r0.status), 130);
   auto s = fp8wb::RunStore::open_read_only(path_);
   const auto r = s->run(1);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->status, fp8wb::RunStatus::Stopped);
   EXPECT_EQ(static_cast<size_t>(r->last_step + 1), s->series(1, "loss").size());
   EXPECT_EQ(s->integrity_check(), "ok");
-  std::ifstream in(log);
-  const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string& err = r0.err;
   EXPECT_NE(
       err.find("fp8wb: interrupted by SIGINT (Ctrl-C): run 1 is kept as stopped after " +
                std::to_string(r->last_step + 1) + " steps, with all it recorded, in " + path_),
@@ -315,15 +332,12 @@ TEST_F(CliTrainProcess, SigtermAndSighupStopLikeCtrlC) {
   int n = 0;
   for (const int sig : {SIGTERM, SIGHUP}) {
     const std::string db = (dir_ / ("sig" + std::to_string(++n) + ".sqlite")).string();
-    const pid_t pid = spawn({FP8WB_BINARY, "train", "--db", db, "--set", "model=mlp", "--set",
-                             "steps=1000000", "--set", "reference=false"});
-    ASSERT_GT(pid, 0);
-    ASSERT_GE(wait_for_steps(db, 10), 10);
-    ASSERT_EQ(kill(pid, sig), 0);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFEXITED(status)) << "signal " << sig;
-    EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
+    const Stopped r = stop_after_steps({FP8WB_BINARY, "train", "--db", db, "--set", "model=mlp",
+                                        "--set", "steps=1000000", "--set", "reference=false"},
+                                       db, 10, sig, db + ".err");
+    ASSERT_NE(r.status, -1) << "never reached 10 steps: " << r.err;
+    ASSERT_TRUE(WIFEXITED(r.status)) << "signal " << sig;
+    EXPECT_EQ(WEXITSTATUS(r.status), 128 + sig);
     auto s = fp8wb::RunStore::open_read_only(db);
     EXPECT_EQ(s->run(1)->status, fp8wb::RunStatus::Stopped);
   }
@@ -335,25 +349,17 @@ TEST_F(CliTrainProcess, ASweepStoppedBySignalsSaysHowToResumeAndExits128PlusTheS
   int n = 0;
   for (const int sig : {SIGINT, SIGTERM}) {
     const std::string db = (dir_ / ("sweep" + std::to_string(++n) + ".sqlite")).string();
-    const std::string log = (dir_ / ("sweep" + std::to_string(n) + ".err")).string();
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ASSERT_GE(fd, 0);
-    const pid_t pid = spawn({FP8WB_BINARY, "sweep", "--db", db, "--set", "model=mlp", "--set",
-                             "steps=1000000", "--set", "reference=false", "--grid", "margin=0,1"},
-                            fd);
-    ::close(fd);
-    ASSERT_GT(pid, 0);
-    ASSERT_GE(wait_for_steps(db, 5), 5);
-    ASSERT_EQ(kill(pid, sig), 0);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFEXITED(status)) << "signal " << sig;
-    EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
+    const Stopped r =
+        stop_after_steps({FP8WB_BINARY, "sweep", "--db", db, "--set", "model=mlp", "--set",
+                          "steps=1000000", "--set", "reference=false", "--grid", "margin=0,1"},
+                         db, 5, sig, db + ".err");
+    ASSERT_NE(r.status, -1) << "never reached 5 steps: " << r.err;
+    ASSERT_TRUE(WIFEXITED(r.status)) << "signal " << sig;
+    EXPECT_EQ(WEXITSTATUS(r.status), 128 + sig);
     auto s = fp8wb::RunStore::open_read_only(db);
     ASSERT_TRUE(s->sweep(1).has_value());
     EXPECT_EQ(s->sweep(1)->status, "stopped");
-    std::ifstream in(log);
-    const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string& err = r.err;
     EXPECT_NE(err.find("fp8wb sweep: interrupted by " +
                        std::string(sig == SIGINT ? "SIGINT (Ctrl-C)" : "SIGTERM") +
                        ": sweep 1 is kept as stopped with 0 of 2 trials finished; `fp8wb sweep "
