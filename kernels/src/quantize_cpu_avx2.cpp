@@ -71,10 +71,13 @@ FP8WB_AVX2 uint32_t segment_stats_avx2(const In* __restrict__ in, uint8_t* __res
   int64_t k = 0;
   for (; k + 8 <= n; k += 8) {
     const __m256 v = load8(in + k);
-    // The input 4 KiB ahead: as the AVX-512 loop, this one otherwise waits on its loads.
-    // A prefetch never faults, past the input's end included.
-    _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(in + k) + 4096),
-                 _MM_HINT_T0);
+    // The input kPrefetchBytes ahead: as the AVX-512 loop, this one otherwise waits on its
+    // loads. A prefetch never faults, past the input's end included.
+    if constexpr (kPrefetchBytes > 0) {
+      _mm_prefetch(
+          reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(in + k) + kPrefetchBytes),
+          _MM_HINT_T0);
+    }
     const __m256i vi = _mm256_castps_si256(v);
     const __m256i a = _mm256_and_si256(vi, abs_mask);
     const __m256i fin = _mm256_cmpgt_epi32(inf_bits, a);

@@ -22,10 +22,6 @@ FP8WB_AVX512 FP8WB_INLINE double lane_total_avx512(__m512d lo, __m512d hi) {
   return _mm_cvtsd_f64(_mm_add_sd(t2, _mm_unpackhi_pd(t2, t2)));
 }
 
-// How far ahead of its step the statistics loop prefetches its input: 64 steps of fp32
-// (2048 to 8192 bytes ran alike; 1024 was slower, none 1.3x slower).
-constexpr uintptr_t kPrefetchBytes = 4096;
-
 // The mask of the first i of sixteen lanes, i = 0 to 16.
 alignas(64) constexpr __mmask16 kLiveLanes[17] = {0x0000, 0x0001, 0x0003, 0x0007, 0x000F, 0x001F,
                                                   0x003F, 0x007F, 0x00FF, 0x01FF, 0x03FF, 0x07FF,
@@ -102,12 +98,14 @@ FP8WB_AVX512 uint32_t segment_stats_avx512(const In* __restrict__ in, uint8_t* _
         const __m256i h = _mm256_maskz_loadu_epi16(live, in + k);
         v = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
       }
-      // The input kPrefetchBytes ahead: without it the loop waits on its loads (the
-      // processor's own prefetch does not run far enough ahead of a loop this long).
-      // A prefetch never faults, past the input's end included.
-      _mm_prefetch(
-          reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(in + k) + kPrefetchBytes),
-          _MM_HINT_T0);
+      // The input kPrefetchBytes ahead: without it the loop waits on its loads (on the
+      // development machine 2048 to 8192 bytes ran alike, 1024 was slower, none 1.3x
+      // slower). A prefetch never faults, past the input's end included.
+      if constexpr (kPrefetchBytes > 0) {
+        _mm_prefetch(
+            reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(in + k) + kPrefetchBytes),
+            _MM_HINT_T0);
+      }
       ++steps;
       const __m512i vi = _mm512_castps_si512(v);
       const __mmask16 x_zero = _mm512_testn_epi32_mask(vi, abs_mask);

@@ -178,6 +178,17 @@ uint32_t segment_stats_loop(const In* in, uint8_t* out, float* dequant, float* e
                             SegmentCounts& c);
 void cell_sums(const float* e, const float* x, int64_t n, int64_t first_len, int64_t cell_cols,
                double* cell_err, double* cell_sq);
+// How far ahead of their element the quantize loops prefetch their input, in bytes (0: they
+// do not). The processors' own prefetchers do not run far enough ahead of loops that spend
+// tens of cycles on a cache line. A build may set FP8WB_CPU_PREFETCH_BYTES (CMake's option
+// of that name) for a processor whose memory wants another distance.
+#ifndef FP8WB_CPU_PREFETCH_BYTES
+#define FP8WB_CPU_PREFETCH_BYTES 4096
+#endif
+constexpr uintptr_t kPrefetchBytes = FP8WB_CPU_PREFETCH_BYTES;
+static_assert(kPrefetchBytes == 0 || kPrefetchBytes >= 2048,
+              "the codes loop prefetches a 1 KiB chunk at least a chunk past its end");
+
 template <Format F, Overflow ov, class In>
 void segment_codes_loop(const In* in, uint8_t* out, int64_t n, float scale);
 

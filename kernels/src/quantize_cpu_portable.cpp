@@ -117,7 +117,21 @@ template <Format F, Overflow ov, class In>
 FP8WB_TARGET_CLONES_512 void segment_codes_loop(const In* __restrict__ in,
                                                 uint8_t* __restrict__ out, int64_t n, float scale) {
   constexpr CodecSpec s = codec_spec(F);
-  for (int64_t j = 0; j < n; ++j) out[j] = encode_rne_bits(float_bits(widen(in[j]) * scale), s, ov);
+  if constexpr (kPrefetchBytes == 0) {
+    for (int64_t j = 0; j < n; ++j)
+      out[j] = encode_rne_bits(float_bits(widen(in[j]) * scale), s, ov);
+  } else {
+    // 1 KiB of input at a time, its lines kPrefetchBytes ahead prefetched first, the inner
+    // loop long enough for the compiler to vectorise. A prefetch never faults.
+    constexpr int64_t kChunk = 1024 / sizeof(In);
+    for (int64_t b = 0; b < n; b += kChunk) {
+      const int64_t e = std::min(n, b + kChunk);
+      const char* ahead = reinterpret_cast<const char*>(in + b) + kPrefetchBytes;
+      for (int64_t line = 0; line < 1024; line += 64) __builtin_prefetch(ahead + line, 0, 3);
+      for (int64_t j = b; j < e; ++j)
+        out[j] = encode_rne_bits(float_bits(widen(in[j]) * scale), s, ov);
+    }
+  }
 }
 
 template uint32_t finite_amax_bits(const float* __restrict__, int64_t);
