@@ -93,6 +93,32 @@ TEST(CliFormats, BadInputGetsClearErrors) {
   EXPECT_NE(r.rc, 0);
 }
 
+// Every usage error the command-line parser finds exits with 2, as the commands' own
+// usage errors do, and says the parser's message; --help and --version exit with 0.
+TEST(CliFormats, ParserUsageErrorsExitTwo) {
+  const std::vector<std::vector<std::string>> usage = {
+      {"no-such-command"},                       // an unknown subcommand
+      {"formats", "1", "--no-such-option"},      // an unknown option
+      {"demo"},                                  // a required argument missing
+      {"demo", "nonsense"},                      // a value not in the option's set
+      {"demo", "gradients", "--scale", "abc"},   // a value of the wrong type
+      {"inspect", "x.safetensors", "--device"},  // an option without its value
+      {"train", "--nproc"},
+      {"runs", "list", "extra", "args"}};
+  for (const auto& args : usage) {
+    const Result r = run(args);
+    EXPECT_EQ(r.rc, 2) << args.front() << " " << r.err;
+    EXPECT_FALSE(r.err.empty()) << args.front();
+  }
+  EXPECT_NE(run({"formats", "1", "--no-such-option"}).err.find("--no-such-option"),
+            std::string::npos);
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--help"}, {"demo", "--help"}, {"train", "--help"}, {"--version"}}) {
+    const Result r = run(args);
+    EXPECT_EQ(r.rc, 0) << args.front() << " " << r.err;
+  }
+}
+
 TEST(CliFormats, Version) {
   const Result r = run({"--version"});
   EXPECT_EQ(r.rc, 0);
