@@ -1,12 +1,14 @@
 #include "fp8wb/core/demos.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
+#include "fp8wb/core/value_report.h"
 #include "fp8wb/kernels/codec.h"
 #include "fp8wb/kernels/float16.h"
 
@@ -90,6 +92,13 @@ GradientDemoResult run_gradient_demo(const GradientDemoConfig& cfg) {
   }
   if (!(cfg.gradient_scale > 0) || !std::isfinite(cfg.gradient_scale)) {
     throw std::invalid_argument("the gradient scale must be positive and finite");
+  }
+  // Values past fp32's range would be infinities: nothing left for FP8 to show.
+  if (!std::isfinite(static_cast<float>(cfg.hi * cfg.gradient_scale))) {
+    throw std::invalid_argument(
+        "the gradient scale " + format_number(cfg.gradient_scale) + " makes gradients up to " +
+        format_number(cfg.hi * cfg.gradient_scale) + ", not finite in fp32 (largest value " +
+        format_number(FLT_MAX) + "): the largest scale is " + format_number(FLT_MAX / cfg.hi));
   }
   GradientDemoResult res;
   res.config = cfg;

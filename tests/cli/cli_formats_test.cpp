@@ -161,6 +161,26 @@ TEST(CliDemo, BadArguments) {
   EXPECT_NE(r.err.find("gradient scale"), std::string::npos);
 }
 
+// A scale that takes the gradients past fp32's range leaves no finite value to cast:
+// refused, naming the scale and the largest one, as a non-finite scale is.
+TEST(CliDemo, GradientScaleBeyondFp32IsRefused) {
+  for (const bool as_json : {false, true}) {
+    std::vector<std::string> args = {"demo", "gradients", "--scale", "1e300"};
+    if (as_json) args.push_back("--json");
+    const Result r = run(args);
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_NE(r.err.find("gradient scale 1e+300"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("not finite in fp32"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("inf"), std::string::npos) << r.err;
+  }
+  // The largest scale the message names is still taken.
+  const Result ok = run({"demo", "gradients", "--scale", "3e39", "--json"});
+  ASSERT_EQ(ok.rc, 0) << ok.err;
+  const auto doc = nlohmann::json::parse(ok.out);
+  EXPECT_EQ(doc["cases"][0]["histogram"]["nonfinite"], 0);
+}
+
 TEST(CliFormats, NegativeValuesAfterDashDashAndCsvWithoutTable) {
   Result r = run({"formats", "-f", "e4m3", "--", "-inf"});
   EXPECT_EQ(r.rc, 0) << r.err;
