@@ -207,6 +207,38 @@ TEST_F(CliTrainInput, AnIntegerOutOfRangeNamesTheRange) {
   EXPECT_FALSE(std::filesystem::exists(db_));
 }
 
+// A control character in a run's name (a NUL would cut it short in `runs list`, a tab or
+// line break would break its columns) is refused, naming the field, and nothing is run.
+TEST_F(CliTrainInput, ControlCharactersInANameAreRefused) {
+  const std::string config =
+      write("nul.json", R"({"model": "mlp", "steps": 1, "name": "ab\u0000cd"})");
+  Result r = run({"train", config, "--db", db_, "--quiet"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("config field 'name': holds a control character (U+0000 at byte 2)"),
+            std::string::npos)
+      << r.err;
+  for (const std::string name : {"tab\there", "line\nbreak", "bell\x07", "del\x7f", "c1\xc2\x85"}) {
+    r = run({"train", "--db", db_, "--quiet", "--set", "model=mlp", "--set", "steps=1", "--set",
+             "name=" + name});
+    EXPECT_EQ(r.rc, 1) << name;
+    EXPECT_NE(r.err.find("config field 'name': holds a control character"), std::string::npos)
+        << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(db_));
+  // A sweep's name names its trials: refused the same way, before anything is stored.
+  r = run({"sweep", "--db", db_, "--quiet", "--name",
+           "sw\x01"
+           "eep",
+           "--grid", "window=1,2", "--set", "model=mlp", "--set", "steps=1"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("control character"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(db_));
+  // Names of any script stay welcome.
+  r = run({"train", "--db", db_, "--quiet", "--set", "model=mlp", "--set", "steps=1", "--set",
+           "name=Schrödinger’s run ≥ 2⁻⁹"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+}
+
 // Text that is not JSON is named by file, line and column, not in the parser's own terms.
 TEST_F(CliTrainInput, MalformedConfigNamesFileLineAndColumn) {
   const std::string config = write("bad.json", "{\n  \"steps\": 5,\n  \"window\": x\n}\n");
