@@ -505,6 +505,26 @@ TEST_F(CliTrain, AnotherUserReadsTheDatabase) {
   EXPECT_FALSE(std::filesystem::exists(db_ + "-shm"));
 }
 
+// Steps done are a count ("5/5 steps"), a step is named by its index (the first is step
+// 0, as in the store and the exports): a 5-step run's final loss is its last step's,
+// "step 4" in `train`'s summary and `runs show`, never "steps 4-4".
+TEST_F(CliTrain, StepCountsAndStepIndicesAreSaidApart) {
+  Result r = run({"train", "--db", db_, "--set", "model=mlp", "--set", "steps=5"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("5/5 steps, loss "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("step 5/5"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("run 1 finished after 5 steps"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" (mean over step 4)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("steps 4-4"), std::string::npos) << r.out;
+  r = run({"runs", "show", "1", "--db", db_});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("(mean over step 4)\n"), std::string::npos) << r.out;
+  // A window of several steps keeps its range.
+  r = run({"train", "--db", db_, "--quiet", "--set", "model=mlp", "--set", "steps=30"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find(" (mean over steps 27-29)"), std::string::npos) << r.out;
+}
+
 // A loss that blows up without a NaN (lr = 10): diverged, exit code 2.
 TEST_F(CliTrain, ALossBlowUpIsDiverged) {
   const Result r = run({"train", "--db", db_, "-q", "--set", "model=mlp", "--set", "lr=10", "--set",
