@@ -535,4 +535,56 @@ TEST_F(CliTrain, ALossBlowUpIsDiverged) {
   EXPECT_NE(r.out.find("blew up"), std::string::npos) << r.out;
 }
 
+// A run that runs out of steps while its loss is blown up (fewer than the ten steps over
+// the limit that end a run at once) ends diverged too, saying so, not finished. With a
+// constant learning rate the shorter run's steps are the longer one's.
+TEST_F(CliTrain, ARunEndingWhileItsLossIsBlownUpIsDiverged) {
+  const std::vector<std::string> base = {"train",
+                                         "--db",
+                                         db_,
+                                         "-q",
+                                         "--json",
+                                         "--set",
+                                         "model=mlp",
+                                         "--set",
+                                         "lr=10",
+                                         "--set",
+                                         "warmup=0",
+                                         "--set",
+                                         "grad_clip=0",
+                                         "--set",
+                                         "min_lr_ratio=1",
+                                         "--set",
+                                         "reference=false",
+                                         "--set",
+                                         "stats_interval=0"};
+  std::vector<std::string> args = base;
+  args.insert(args.end(), {"--set", "steps=300"});
+  Result r = run(args);
+  ASSERT_EQ(r.rc, 2) << r.out << r.err;
+  const auto whole = nlohmann::json::parse(r.out);
+  const std::string message = whole["message"];
+  const size_t at = message.find(" at step ");
+  ASSERT_NE(at, std::string::npos) << message;
+  ASSERT_NE(message.find("for 10 consecutive steps"), std::string::npos) << message;
+  const int64_t first_over = std::stoll(message.substr(at + 9)) - 9;  // the first of the ten
+  args = base;
+  args.insert(args.end(), {"--set", "steps=" + std::to_string(first_over + 3)});
+  r = run(args);
+  EXPECT_EQ(r.rc, 2) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["status"], "diverged") << r.out;
+  const std::string why = j["message"];
+  EXPECT_NE(why.find("at the end of the run"), std::string::npos) << why;
+  EXPECT_NE(why.find("at the last step, " + std::to_string(first_over + 2)), std::string::npos)
+      << why;
+  EXPECT_NE(why.find("for its last 3 steps"), std::string::npos) << why;
+  // One step before the blow-up the run finishes as before.
+  args = base;
+  args.insert(args.end(), {"--set", "steps=" + std::to_string(first_over)});
+  r = run(args);
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["status"], "finished") << r.out;
+}
+
 }  // namespace
