@@ -174,8 +174,13 @@ TEST(CliDemo, GradientScaleBeyondFp32IsRefused) {
     EXPECT_NE(r.err.find("not finite in fp32"), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("inf"), std::string::npos) << r.err;
   }
-  // The largest scale the message names is still taken.
-  const Result ok = run({"demo", "gradients", "--scale", "3e39", "--json"});
+  // The largest scale the message names is taken.
+  const std::string err = run({"demo", "gradients", "--scale", "1e300"}).err;
+  const std::string said = "the largest scale is ";
+  ASSERT_NE(err.find(said), std::string::npos) << err;
+  const std::string largest = err.substr(err.find(said) + said.size());
+  EXPECT_EQ(largest, "3.402e+39\n");
+  const Result ok = run({"demo", "gradients", "--scale", "3.402e39", "--json"});
   ASSERT_EQ(ok.rc, 0) << ok.err;
   const auto doc = nlohmann::json::parse(ok.out);
   EXPECT_EQ(doc["cases"][0]["histogram"]["nonfinite"], 0);
