@@ -262,8 +262,8 @@ const std::vector<std::pair<std::string, Field>>& fields() {
         {"seed", 0},          {"margin", -64},     {"window", 1},      {"stats_interval", 0},
         {"sqnr_interval", 0}, {"log_interval", 1}, {"rank_timeout", 1}};
     for (const auto& [k, min] : minima) {
-      for (auto& [key, f] : v) {
-        if (key == k) f.min = min;
+      for (auto& [name, field] : v) {
+        if (name == k) field.min = min;
       }
     }
     return v;
