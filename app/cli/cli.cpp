@@ -70,7 +70,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e, out, err);
+    // --help and --version end here with 0; every usage error (an unknown option, a
+    // missing or malformed value) with 2, as the commands' own usage errors do, CLI11's
+    // message said.
+    return app.exit(e, out, err) == 0 ? 0 : 2;
   }
   try {
     init_compute_threads();

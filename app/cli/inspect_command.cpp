@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fp8wb/core/checkpoint_analysis.h"
+#include "fp8wb/core/counted.h"
 #include "fp8wb/core/default_formats.h"
 #include "fp8wb/core/open_checkpoint.h"
 #include "same_file.h"
@@ -74,8 +75,20 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
       return 1;
     }
     const ExportReport r = export_fp8_checkpoint(*ckpt, opt.export_path);
-    err << "wrote " << opt.export_path << ": " << r.quantized.size()
-        << " weights in FP8 (E4M3, 128x128 blocks), " << r.kept.size() << " tensors as they were\n";
+    err << "wrote " << opt.export_path << ": "
+        << counted(static_cast<int64_t>(r.quantized.size()), "weight")
+        << " in FP8 (E4M3, 128x128 blocks), "
+        << counted(static_cast<int64_t>(r.kept.size()), "tensor")
+        << (r.kept.size() == 1 ? " as it was\n" : " as they were\n");
+  }
+  if (ckpt->tensors().empty()) {
+    // Nothing to analyse: said, not shown as an empty table (exit code 0, as `runs list`
+    // of a database without runs).
+    if (opt.json)
+      out << "[]\n";
+    else
+      out << "no tensors in " << opt.path << "\n";
+    return 0;
   }
   if (!opt.json && ckpt->tensors().size() > 20) {
     // Redrawn on a terminal; elsewhere (a log file) a plain line at each tenth.
@@ -167,7 +180,8 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
     return a.nan_count > 0 || a.inf_count > 0;
   });
   if (with_nonfinite > 0)
-    out << with_nonfinite << " of " << all.size() << " tensors hold NaN or Inf values\n";
+    out << with_nonfinite << " of " << counted(static_cast<int64_t>(all.size()), "tensor")
+        << (with_nonfinite == 1 ? " holds" : " hold") << " NaN or Inf values\n";
   size_t combos = 0;
   for (const auto& a : all) combos = std::max(combos, a.recipes.size());
   out << fmt::format(

@@ -1,6 +1,6 @@
-// defines: dump(), num(), db_path(), check_db_folder(), median(), Speed, speed_of(): what
-// `fp8wb train`, `runs` and `bench` share (JSON output, the run database's path, medians of
-// step figures, a run's tokens/s).
+// defines: dump(), num(), db_path(), check_db_folder(), median(), Speed, speed_of(),
+// step_range_text(): what `fp8wb train`, `runs` and `bench` share (JSON output, the run
+// database's path, medians of step figures, a run's tokens/s, steps named by index).
 #pragma once
 
 #include <algorithm>
@@ -23,6 +23,14 @@ inline std::string dump(const nlohmann::json& j, int indent = -1) {
 // A figure as JSON: null where it is not finite.
 inline nlohmann::json num(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
+
+// Steps by their index, as the store and numerics number them (the first is step 0):
+// "step 9" for one, "steps 90-99" for a range (both ends included). Counts of steps done
+// are said as counts ("10/10 steps").
+inline std::string step_range_text(int64_t from, int64_t to) {
+  return from == to ? "step " + std::to_string(from)
+                    : "steps " + std::to_string(from) + "-" + std::to_string(to);
 }
 
 // The database given, or the default one.

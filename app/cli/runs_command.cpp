@@ -265,8 +265,8 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
     if (r->status == RunStatus::Diverged) {
       out << "final loss    none (the run diverged)\n";
     } else if (std::isfinite(f.loss)) {
-      out << fmt::format("final loss    {:.6g} (mean over steps {}-{})\n", f.loss, f.from_step,
-                         f.to_step);
+      out << fmt::format("final loss    {:.6g} (mean over {})\n", f.loss,
+                         step_range_text(f.from_step, f.to_step));
       if (std::isfinite(f.gap))
         out << fmt::format("loss gap      {:+.6g} (the reference's final loss {:.6g})\n", f.gap,
                            f.ref_loss);

@@ -83,13 +83,16 @@ class Console : public MetricConsumer {
     drew_last_ = last_step;
     const double done = static_cast<double>(last_.step + 1) / static_cast<double>(steps_);
     const double elapsed = std::chrono::duration<double>(now - start_).count();
-    std::string figures = fmt::format("{}/{} loss {:.4f}", last_.step + 1, steps_, last_.loss);
+    // A count of the steps done ("10/10 steps" at the end), where summaries name a step
+    // by its index (the first is step 0).
+    std::string figures =
+        fmt::format("{}/{} steps, loss {:.4f}", last_.step + 1, steps_, last_.loss);
     if (std::isfinite(last_.ref_loss)) figures += fmt::format(" (ref {:.4f})", last_.ref_loss);
     figures += fmt::format(" {:.0f} tok/s", last_.tokens_per_s);
     if (const auto eta = eta_seconds(last_.step + 1, steps_, started_at_, elapsed))
       figures += " ETA " + fmt_duration(*eta);
     if (!terminal_) {
-      err_ << "step " << figures << "\n" << std::flush;
+      err_ << figures << "\n" << std::flush;
       return;
     }
     const int width = 30;
@@ -338,7 +341,7 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
       if (std::isfinite(fin.loss)) {
         out << fmt::format("; final loss {:.4f}", fin.loss);
         if (std::isfinite(fin.gap)) out << fmt::format(", gap {:+.4g}", fin.gap);
-        out << fmt::format(" (mean over steps {}-{})", fin.from_step, fin.to_step);
+        out << " (mean over " << step_range_text(fin.from_step, fin.to_step) << ")";
       }
       if (speed.steps > 0) {
         out << fmt::format("; {:.0f} tokens/s (median over {})", speed.median,

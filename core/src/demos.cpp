@@ -1,12 +1,15 @@
 #include "fp8wb/core/demos.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
+#include "fp8wb/core/value_report.h"
 #include "fp8wb/kernels/codec.h"
 #include "fp8wb/kernels/float16.h"
 
@@ -90,6 +93,18 @@ GradientDemoResult run_gradient_demo(const GradientDemoConfig& cfg) {
   }
   if (!(cfg.gradient_scale > 0) || !std::isfinite(cfg.gradient_scale)) {
     throw std::invalid_argument("the gradient scale must be positive and finite");
+  }
+  // Values past fp32's range would be infinities: nothing left for FP8 to show.
+  if (!std::isfinite(static_cast<float>(cfg.hi * cfg.gradient_scale))) {
+    // The largest scale, rounded down to four digits so that the figure given is taken.
+    const double most = FLT_MAX / cfg.hi;
+    const double unit = std::pow(10.0, std::floor(std::log10(most)) - 3);
+    char text[96];
+    std::snprintf(text, sizeof text, "not finite in fp32 (largest %.8g): the largest scale is %.4g",
+                  static_cast<double>(FLT_MAX), std::floor(most / unit) * unit);
+    throw std::invalid_argument("the gradient scale " + format_number(cfg.gradient_scale) +
+                                " makes gradients up to " +
+                                format_number(cfg.hi * cfg.gradient_scale) + ", " + text);
   }
   GradientDemoResult res;
   res.config = cfg;

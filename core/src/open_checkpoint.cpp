@@ -48,7 +48,14 @@ std::unique_ptr<Checkpoint> open_any_checkpoint(const std::string& path) {
   if (zip || pickle) return read_pt_checkpoint(path);
   const bool pt_name =
       has_suffix(path, ".pt") || has_suffix(path, ".pth") || has_suffix(path, ".bin");
-  if (pt_name && head.size() >= 8) {
+  if (pt_name && head.size() < 8) {
+    // Read as PyTorch by its name: too short for torch.save's archive (or a safetensors
+    // file), said as such rather than as a truncated safetensors file.
+    throw CheckpointError(path + " is not a PyTorch checkpoint: it is only " +
+                          std::to_string(head.size()) + (head.size() == 1 ? " byte" : " bytes") +
+                          " long, too short for the zip archive torch.save writes");
+  }
+  if (pt_name) {
     throw CheckpointError(path +
                           " is not a PyTorch checkpoint: it does not start like the zip "
                           "archive torch.save writes ('PK') nor like a safetensors file (a "

@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "config_json.h"
+#include "fp8wb/core/name_text.h"
 
 namespace fp8wb {
 namespace {
@@ -57,12 +58,24 @@ std::string quote_text(const std::string& t) {
   return t.size() > 40 ? t.substr(0, 37) + "..." : t;
 }
 
+// ": must be an integer in [lo, hi]" for an integer field with both bounds, else "".
+std::string int_range_text(const std::string& key);
+
+// A whole number too large for the field: said as out of range, with the range.
+[[noreturn]] void out_of_range(const std::string& key, const json& v) {
+  fail(key, quote(v) + " is out of range" + int_range_text(key));
+}
+
 int64_t as_int(const std::string& key, const json& v) {
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+    out_of_range(key, v);
   if (v.is_number_integer() || v.is_number_unsigned()) return v.get<int64_t>();
   if (v.is_number_float()) {
     const double d = v.get<double>();
     if (std::isfinite(d) && d == std::floor(d) && std::abs(d) < 9e15)
       return static_cast<int64_t>(d);
+    // 1e20: a whole number, only too large (every double this large is whole).
+    if (std::isfinite(d) && d == std::floor(d)) out_of_range(key, v);
     fail(key, "expected an integer, got " + quote(v));
   }
   fail(key, "expected an integer, got " + type_of(v) + " " + quote(v));
@@ -70,7 +83,7 @@ int64_t as_int(const std::string& key, const json& v) {
 
 int as_int32(const std::string& key, const json& v) {
   const int64_t i = as_int(key, v);
-  if (i < INT32_MIN || i > INT32_MAX) fail(key, std::to_string(i) + " is out of range");
+  if (i < INT32_MIN || i > INT32_MAX) out_of_range(key, v);
   return static_cast<int>(i);
 }
 
@@ -97,6 +110,8 @@ struct Field {
   // The documented upper bound of a number (docs/architecture.md, "Limits"); strings:
   // their length. NaN: none beyond the checks in validate_run_config.
   double max = std::nan("");
+  // An integer field's least value (validate_run_config checks it), for messages.
+  double min = std::nan("");
 };
 
 // A field holding an enum, written as a name of its table: parsed here, once.
@@ -239,6 +254,18 @@ const std::vector<std::pair<std::string, Field>>& fields() {
         if (key == k) f.max = max;
       }
     }
+    // The integer fields' least values, as validate_run_config refuses below them.
+    const std::pair<const char*, double> minima[] = {
+        {"d_model", 8},       {"layers", 1},       {"heads", 1},       {"context", 2},
+        {"width", 1},         {"depth", 1},        {"features", 1},    {"outlier_channels", 0},
+        {"drift_period", 2},  {"batch", 1},        {"steps", 1},       {"warmup", 0},
+        {"seed", 0},          {"margin", -64},     {"window", 1},      {"stats_interval", 0},
+        {"sqnr_interval", 0}, {"log_interval", 1}, {"rank_timeout", 1}};
+    for (const auto& [k, min] : minima) {
+      for (auto& [name, field] : v) {
+        if (name == k) field.min = min;
+      }
+    }
     return v;
   }();
   return f;
@@ -249,6 +276,12 @@ const Field* find_field(const std::string& key) {
     if (k == key) return &f;
   }
   return nullptr;
+}
+
+std::string int_range_text(const std::string& key) {
+  const Field* f = find_field(key);
+  if (!f || std::isnan(f->min) || std::isnan(f->max)) return "";
+  return ": must be an integer in [" + limit_text(f->min) + ", " + limit_text(f->max) + "]";
 }
 
 std::string key_list() {
@@ -395,7 +428,7 @@ void apply_override(RunConfig& c, std::string_view assignment) {
   try {
     v = parse_config_json(text);  // a key given twice is refused, as in a config file
   } catch (const json::out_of_range&) {
-    fail(key, quote_text(text) + " is out of range");
+    fail(key, quote_text(text) + " is out of range" + int_range_text(key));
   } catch (const std::invalid_argument& e) {
     if (json::accept(text)) fail(key, e.what());  // JSON, but a key in it given twice
     v = text;                                     // a bare word: a string
@@ -463,6 +496,8 @@ void validate_run_config(const RunConfig& c) {
   at_least("log_interval", c.log_interval, 1);
   at_least("rank_timeout", c.rank_timeout, 1);
   if (c.name.empty()) fail("name", "must not be empty");
+  // A NUL would cut the name short in lists; a tab or line break would break their columns.
+  if (const std::string why = control_character_in(c.name); !why.empty()) fail("name", why);
   for (const auto& [key, f] : fields()) {
     if (std::isnan(f.max)) continue;
     const json v = f.get(c);

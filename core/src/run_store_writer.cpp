@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "fp8wb/core/name_text.h"
 #include "run_store_sql.h"
 
 namespace fp8wb {
@@ -256,6 +257,8 @@ bool RunStore::note_how_run_ended(const std::string& uuid, int64_t writer_pid,
 
 void RunStore::rename_run(int64_t run_id, const std::string& name) {
   if (name.empty()) throw std::invalid_argument("a run's name must not be empty");
+  if (const std::string why = control_character_in(name); !why.empty())
+    throw std::invalid_argument("a run's name must be text that can be shown: it " + why);
   if (name.size() > 200) {
     throw std::invalid_argument("a run's name has at most 200 characters, not " +
                                 std::to_string(name.size()));

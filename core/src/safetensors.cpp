@@ -93,6 +93,15 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+// What a JSON value is, for a message: "a number (5)", "an object", ...
+std::string json_kind(const json& v) {
+  if (v.is_number()) return "a number (" + v.dump() + ")";
+  if (v.is_boolean()) return "a boolean (" + v.dump() + ")";
+  if (v.is_null()) return "null";
+  if (v.is_string()) return "a string";
+  return v.is_array() ? "an array" : "an object";
+}
+
 // Parses JSON and reports the first key that an object gives twice (and its depth: 1
 // for the keys of the outermost object).
 json parse_json_once(std::string_view text, std::string& duplicate, int& duplicate_depth) {
@@ -296,8 +305,13 @@ void SafetensorsFile::parse(const uint8_t* head, size_t head_size, uint64_t size
   int duplicate_depth = 0;
   try {
     j = parse_json_once(header, duplicate, duplicate_depth);
-  } catch (const json::exception& e) {
-    fail(std::string("the header is not valid JSON: ") + e.what());
+  } catch (const json::parse_error& e) {
+    // Where the text goes wrong, in the header's bytes (nlohmann's byte is 1-based).
+    fail("the safetensors header is not valid JSON (at byte " +
+         std::to_string(std::min<size_t>(e.byte, static_cast<size_t>(n))) + " of its " +
+         std::to_string(n) + ")");
+  } catch (const json::exception&) {
+    fail("the safetensors header is not valid JSON");
   }
   if (!j.is_object()) fail("the header is not a JSON object");
   // JSON keeps the last of two equal keys: a second tensor of the same name would hide
@@ -323,10 +337,12 @@ void SafetensorsFile::parse(const uint8_t* head, size_t head_size, uint64_t size
     if (!v.is_object()) bad("its entry is not an object");
     TensorEntry t;
     t.name = name;
-    if (!v.contains("dtype") || !v["dtype"].is_string()) bad("no dtype");
+    if (!v.contains("dtype")) bad("no dtype");
+    if (!v["dtype"].is_string()) bad("its dtype is not a string but " + json_kind(v["dtype"]));
     const std::string dt = v["dtype"].get<std::string>();
     if (!parse_st_dtype(dt, t.dtype)) bad("unknown dtype '" + dt + "'");
-    if (!v.contains("shape") || !v["shape"].is_array()) bad("no shape");
+    if (!v.contains("shape")) bad("no shape");
+    if (!v["shape"].is_array()) bad("its shape is not an array but " + json_kind(v["shape"]));
     // Every size from the header is overflow-checked: a shape whose byte count wraps
     // around 2^64 (F32 [2^62] is 0 bytes modulo 2^64) must not pass as a small tensor.
     uint64_t numel = 1, nonzero = 1;
@@ -407,8 +423,12 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {
     int duplicate_depth = 0;
     try {
       j = parse_json_once(text, duplicate, duplicate_depth);
-    } catch (const json::exception& e) {
-      throw CheckpointError(path + ": not valid JSON: " + e.what());
+    } catch (const json::parse_error& e) {
+      throw CheckpointError(path + ": the index is not valid JSON (at byte " +
+                            std::to_string(std::min<size_t>(e.byte, text.size())) + " of its " +
+                            std::to_string(text.size()) + ")");
+    } catch (const json::exception&) {
+      throw CheckpointError(path + ": the index is not valid JSON");
     }
     if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
       throw CheckpointError(path + ": no weight_map object");

@@ -6,6 +6,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "fp8wb/core/name_text.h"
 #include "fp8wb/core/sweep.h"
 
 namespace fp8wb {
@@ -52,6 +53,9 @@ SweepAxis parse_grid(const std::string& text) {
 
 std::vector<SweepTrial> expand_sweep(const SweepSpec& spec) {
   if (spec.axes.empty()) throw std::invalid_argument("a sweep needs at least one --grid axis");
+  // Its trials are named after it: a NUL or line break would cut or break their names.
+  if (const std::string why = control_character_in(spec.name); !why.empty())
+    throw std::invalid_argument("the sweep's name " + why);
   if (spec.seeds < 1 || spec.seeds > 1000)
     throw std::invalid_argument("seeds must be in [1, 1000], not " + std::to_string(spec.seeds));
   // The grid's size before anything is built: a 645M-trial grid is refused, not allocated.

@@ -313,6 +313,7 @@ void Trainer::Impl::body() {
   const double swing = cfg.model == ModelKind::Mlp && cfg.drift > 0 ? std::exp2(2 * cfg.drift) : 1;
   double first_loss = std::nan("");
   int64_t over_limit = 0;
+  double last_loss = std::nan(""), last_limit = std::nan("");  // of the last step run
 
   for (int64_t step = 0; step < cfg.steps; ++step) {
     if (!group && !wait_if_paused(step)) {
@@ -388,6 +389,8 @@ void Trainer::Impl::body() {
       b.events.push_back({step, "skipped", what + ": update skipped"});
     }
     const double limit = std::max(10 * first_loss, first_loss + 1) * swing;
+    last_loss = loss;
+    last_limit = limit;
     if (!std::isfinite(loss) || (std::isfinite(first_loss) && loss > limit)) {
       ++over_limit;
     } else {
@@ -411,6 +414,20 @@ void Trainer::Impl::body() {
       finish(RunStatus::Stopped, "stopped after " + counted(step + 1, "step"));
       return;
     }
+  }
+  if (over_limit > 0) {
+    // The run ran out of steps while its loss was over the limit or not finite (fewer
+    // than kBlowUpSteps steps of it): not a finished run, whose loss came back.
+    const int64_t last = cfg.steps - 1;
+    finish(RunStatus::Diverged,
+           std::isfinite(last_loss)
+               ? "loss blew up at the end of the run: " + g6(last_loss) + " at the last step, " +
+                     std::to_string(last) + ", over " + g6(last_limit) + " (10 x the first loss " +
+                     g6(first_loss) + ") for its last " + counted(over_limit, "step")
+               : "non-finite or blown-up loss at the end of the run: its last " +
+                     counted(over_limit, "step") + " (" + g6(last_loss) + " at step " +
+                     std::to_string(last) + ")");
+    return;
   }
   if (ranks.rank == 0) save_weights(*fp8.model);
   finish(RunStatus::Finished, "");

@@ -93,6 +93,32 @@ TEST(CliFormats, BadInputGetsClearErrors) {
   EXPECT_NE(r.rc, 0);
 }
 
+// Every usage error the command-line parser finds exits with 2, as the commands' own
+// usage errors do, and says the parser's message; --help and --version exit with 0.
+TEST(CliFormats, ParserUsageErrorsExitTwo) {
+  const std::vector<std::vector<std::string>> usage = {
+      {"no-such-command"},                       // an unknown subcommand
+      {"formats", "1", "--no-such-option"},      // an unknown option
+      {"demo"},                                  // a required argument missing
+      {"demo", "nonsense"},                      // a value not in the option's set
+      {"demo", "gradients", "--scale", "abc"},   // a value of the wrong type
+      {"inspect", "x.safetensors", "--device"},  // an option without its value
+      {"train", "--nproc"},
+      {"runs", "list", "extra", "args"}};
+  for (const auto& args : usage) {
+    const Result r = run(args);
+    EXPECT_EQ(r.rc, 2) << args.front() << " " << r.err;
+    EXPECT_FALSE(r.err.empty()) << args.front();
+  }
+  EXPECT_NE(run({"formats", "1", "--no-such-option"}).err.find("--no-such-option"),
+            std::string::npos);
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--help"}, {"demo", "--help"}, {"train", "--help"}, {"--version"}}) {
+    const Result r = run(args);
+    EXPECT_EQ(r.rc, 0) << args.front() << " " << r.err;
+  }
+}
+
 TEST(CliFormats, Version) {
   const Result r = run({"--version"});
   EXPECT_EQ(r.rc, 0);
@@ -133,6 +159,31 @@ TEST(CliDemo, BadArguments) {
   const Result r = run({"demo", "gradients", "--scale", "-1"});
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("gradient scale"), std::string::npos);
+}
+
+// A scale that takes the gradients past fp32's range leaves no finite value to cast:
+// refused, naming the scale and the largest one, as a non-finite scale is.
+TEST(CliDemo, GradientScaleBeyondFp32IsRefused) {
+  for (const bool as_json : {false, true}) {
+    std::vector<std::string> args = {"demo", "gradients", "--scale", "1e300"};
+    if (as_json) args.push_back("--json");
+    const Result r = run(args);
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_NE(r.err.find("gradient scale 1e+300"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("not finite in fp32"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("inf"), std::string::npos) << r.err;
+  }
+  // The largest scale the message names is taken.
+  const std::string err = run({"demo", "gradients", "--scale", "1e300"}).err;
+  const std::string said = "the largest scale is ";
+  ASSERT_NE(err.find(said), std::string::npos) << err;
+  const std::string largest = err.substr(err.find(said) + said.size());
+  EXPECT_EQ(largest, "3.402e+39\n");
+  const Result ok = run({"demo", "gradients", "--scale", "3.402e39", "--json"});
+  ASSERT_EQ(ok.rc, 0) << ok.err;
+  const auto doc = nlohmann::json::parse(ok.out);
+  EXPECT_EQ(doc["cases"][0]["histogram"]["nonfinite"], 0);
 }
 
 TEST(CliFormats, NegativeValuesAfterDashDashAndCsvWithoutTable) {

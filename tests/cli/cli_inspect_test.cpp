@@ -75,7 +75,10 @@ TEST(CliInspect, TableJsonAndFilters) {
   const std::string fp8 = path + ".fp8.safetensors";
   r = run({"inspect", path, "--export", fp8, "--recipe", "tensorwise"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.err.find("1 weights in FP8"), std::string::npos) << r.err;
+  // One of each, in the singular.
+  EXPECT_NE(r.err.find("1 weight in FP8 (E4M3, 128x128 blocks), 1 tensor as it was"),
+            std::string::npos)
+      << r.err;
   r = run({"inspect", fp8, "--json"});  // the export reads back
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)[0]["dtype"], "F8_E4M3");
@@ -126,6 +129,75 @@ TEST(CliInspect, BadFilesNameTheProblem) {
   r = run({"inspect", "/nonexistent.safetensors"});
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("/nonexistent.safetensors"), std::string::npos) << r.err;
+}
+
+// A safetensors file of the given header text (its length first), no data.
+std::string write_header(const std::string& name, const std::string& header) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("fp8wb-inspect-" + std::to_string(getpid()) + "-" + name))
+                               .string();
+  std::ofstream f(path, std::ios::binary);
+  const uint64_t n = header.size();
+  f.write(reinterpret_cast<const char*>(&n), 8);
+  f << header;
+  return path;
+}
+
+// Each message says, in the workbench's words, what the file was read as and what is
+// wrong with it.
+TEST(CliInspect, MessagesSayWhatIsWrongInOurWords) {
+  // A tiny .pt file is read as PyTorch (by its name), not as a truncated safetensors file.
+  const std::string pt = (std::filesystem::temp_directory_path() /
+                          ("fp8wb-inspect-tiny-" + std::to_string(getpid()) + ".pt"))
+                             .string();
+  std::ofstream(pt) << "abc";
+  auto r = run({"inspect", pt});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find(pt + " is not a PyTorch checkpoint: it is only 3 bytes long"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("truncated"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("header length"), std::string::npos) << r.err;
+  std::filesystem::remove(pt);
+  // A header that is not JSON: where, not nlohmann's exception text.
+  const std::string bad_json = write_header("json.safetensors", "{\"w\": nope}");
+  r = run({"inspect", bad_json});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("the safetensors header is not valid JSON (at byte 8 of its 11)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("parse_error"), std::string::npos) << r.err;
+  std::filesystem::remove(bad_json);
+  // A dtype that is there but not a string is said as such, not as missing.
+  const std::string bad_dtype = write_header(
+      "dtype.safetensors", R"({"w": {"dtype": 5, "shape": [1], "data_offsets": [0, 4]}})");
+  r = run({"inspect", bad_dtype});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("tensor 'w': its dtype is not a string but a number (5)"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("no dtype"), std::string::npos) << r.err;
+  std::filesystem::remove(bad_dtype);
+  const std::string bad_shape = write_header(
+      "shape.safetensors", R"({"w": {"dtype": "F32", "shape": 4, "data_offsets": [0, 4]}})");
+  r = run({"inspect", bad_shape});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("tensor 'w': its shape is not an array but a number (4)"), std::string::npos)
+      << r.err;
+  std::filesystem::remove(bad_shape);
+}
+
+// A checkpoint without tensors is said as such (exit code 0, as `runs list` of an empty
+// database), not shown as an empty table; --json gives an empty array.
+TEST(CliInspect, NoTensorsIsSaid) {
+  const std::string path = write_header("empty.safetensors", "{}");
+  auto r = run({"inspect", path});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "no tensors in " + path + "\n");
+  r = run({"inspect", path, "--json"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out), nlohmann::json::array());
+  std::filesystem::remove(path);
 }
 
 // The binary itself: a signal would end it, not an error message.
@@ -230,7 +302,7 @@ TEST(CliInspect, NanAndInfAreShown) {
   auto r = run({"inspect", path});
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("non-finite: 2 NaN, 1 Inf"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("1 of 1 tensors hold NaN or Inf"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 of 1 tensor holds NaN or Inf"), std::string::npos) << r.out;
   r = run({"inspect", path, "--json"});
   ASSERT_EQ(r.rc, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);

@@ -156,6 +156,89 @@ TEST_F(CliTrainInput, ASetValueGivingAKeyTwiceIsRefusedByName) {
   EXPECT_EQ(ok.rc, 0) << ok.err;
 }
 
+// A whole number too large for an integer field is said to be out of range, with the
+// field's range (not "not an integer"), from --set and from a config file, for every
+// integer field.
+TEST_F(CliTrainInput, AnIntegerOutOfRangeNamesTheRange) {
+  Result r = run({"train", "--db", db_, "--quiet", "--set", "batch=1e20"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("config field 'batch': 1e+20 is out of range: must be an integer in "
+                       "[1, 65536]"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("expected an integer"), std::string::npos) << r.err;
+  const std::string config = write("big.json", R"({"model": "mlp", "steps": 1e20})");
+  r = run({"train", config, "--db", db_, "--quiet"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("config field 'steps': 1e+20 is out of range: must be an integer in "
+                       "[1, 1000000000]"),
+            std::string::npos)
+      << r.err;
+  const std::vector<std::pair<std::string, std::string>> fields = {
+      {"d_model", "[8, 8192]"},
+      {"layers", "[1, 256]"},
+      {"heads", "[1, 256]"},
+      {"context", "[2, 8192]"},
+      {"width", "[1, 65536]"},
+      {"depth", "[1, 256]"},
+      {"features", "[1, 65536]"},
+      {"outlier_channels", "[0, 65536]"},
+      {"drift_period", "[2, 1000000000]"},
+      {"warmup", "[0, 1000000000]"},
+      {"margin", "[-64, 64]"},
+      {"window", "[1, 65536]"},
+      {"stats_interval", "[0, 1000000000]"},
+      {"sqnr_interval", "[0, 1000000000]"},
+      {"log_interval", "[1, 1000000000]"},
+      {"rank_timeout", "[1, 86400]"}};
+  for (const auto& [field, range] : fields) {
+    for (const std::string value : {"1e20", "-1e20", "3000000000", "18446744073709551615"}) {
+      r = run({"train", "--db", db_, "--quiet", "--set", field + "=" + value});
+      EXPECT_EQ(r.rc, 1) << field;
+      EXPECT_NE(r.err.find("config field '" + field + "': "), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find(" is out of range: must be an integer in " + range), std::string::npos)
+          << field << "=" << value << ": " << r.err;
+    }
+  }
+  // A fraction is still not an integer.
+  r = run({"train", "--db", db_, "--quiet", "--set", "batch=1.5"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("expected an integer, got 1.5"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(db_));
+}
+
+// A control character in a run's name (a NUL would cut it short in `runs list`, a tab or
+// line break would break its columns) is refused, naming the field, and nothing is run.
+TEST_F(CliTrainInput, ControlCharactersInANameAreRefused) {
+  const std::string config =
+      write("nul.json", R"({"model": "mlp", "steps": 1, "name": "ab\u0000cd"})");
+  Result r = run({"train", config, "--db", db_, "--quiet"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("config field 'name': holds a control character (U+0000 at byte 2)"),
+            std::string::npos)
+      << r.err;
+  for (const std::string name : {"tab\there", "line\nbreak", "bell\x07", "del\x7f", "c1\xc2\x85"}) {
+    r = run({"train", "--db", db_, "--quiet", "--set", "model=mlp", "--set", "steps=1", "--set",
+             "name=" + name});
+    EXPECT_EQ(r.rc, 1) << name;
+    EXPECT_NE(r.err.find("config field 'name': holds a control character"), std::string::npos)
+        << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(db_));
+  // A sweep's name names its trials: refused the same way, before anything is stored.
+  r = run({"sweep", "--db", db_, "--quiet", "--name",
+           "sw\x01"
+           "eep",
+           "--grid", "window=1,2", "--set", "model=mlp", "--set", "steps=1"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("control character"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(db_));
+  // Names of any script stay welcome.
+  r = run({"train", "--db", db_, "--quiet", "--set", "model=mlp", "--set", "steps=1", "--set",
+           "name=Schrödinger’s run ≥ 2⁻⁹"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+}
+
 // Text that is not JSON is named by file, line and column, not in the parser's own terms.
 TEST_F(CliTrainInput, MalformedConfigNamesFileLineAndColumn) {
   const std::string config = write("bad.json", "{\n  \"steps\": 5,\n  \"window\": x\n}\n");

@@ -440,7 +440,7 @@ TEST_F(CliTrain, AFullDiskEndsTheRunFailed) {
 TEST_F(CliTrain, JsonOutputIsValidJson) {
   const std::string weights = (dir_ / "no \"such\\ dir" / "w.safetensors").string();
   const Result r = run({"train", "--db", db_, "--json", "--set", "model=mlp", "--set", "steps=3",
-                        "--set", "name=a \"quoted\\ name\t", "--save-weights", weights});
+                        "--set", "name=a \"quoted\\ name", "--save-weights", weights});
   EXPECT_EQ(r.rc, 1) << r.err;
   nlohmann::json j;
   ASSERT_NO_THROW(j = nlohmann::json::parse(r.out)) << r.out;
@@ -451,7 +451,7 @@ TEST_F(CliTrain, JsonOutputIsValidJson) {
   ASSERT_EQ(l.rc, 0) << l.err;
   const auto runs = nlohmann::json::parse(l.out);
   ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0]["name"], "a \"quoted\\ name\t");
+  EXPECT_EQ(runs[0]["name"], "a \"quoted\\ name");
   l = run({"runs", "show", "1", "--db", db_, "--json"});
   ASSERT_EQ(l.rc, 0) << l.err;
   EXPECT_NO_THROW(nlohmann::json::parse(l.out)) << l.out.substr(0, 500);
@@ -505,6 +505,26 @@ TEST_F(CliTrain, AnotherUserReadsTheDatabase) {
   EXPECT_FALSE(std::filesystem::exists(db_ + "-shm"));
 }
 
+// Steps done are a count ("5/5 steps"), a step is named by its index (the first is step
+// 0, as in the store and the exports): a 5-step run's final loss is its last step's,
+// "step 4" in `train`'s summary and `runs show`, never "steps 4-4".
+TEST_F(CliTrain, StepCountsAndStepIndicesAreSaidApart) {
+  Result r = run({"train", "--db", db_, "--set", "model=mlp", "--set", "steps=5"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("5/5 steps, loss "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("step 5/5"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("run 1 finished after 5 steps"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" (mean over step 4)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("steps 4-4"), std::string::npos) << r.out;
+  r = run({"runs", "show", "1", "--db", db_});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("(mean over step 4)\n"), std::string::npos) << r.out;
+  // A window of several steps keeps its range.
+  r = run({"train", "--db", db_, "--quiet", "--set", "model=mlp", "--set", "steps=30"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find(" (mean over steps 27-29)"), std::string::npos) << r.out;
+}
+
 // A loss that blows up without a NaN (lr = 10): diverged, exit code 2.
 TEST_F(CliTrain, ALossBlowUpIsDiverged) {
   const Result r = run({"train", "--db", db_, "-q", "--set", "model=mlp", "--set", "lr=10", "--set",
@@ -513,6 +533,58 @@ TEST_F(CliTrain, ALossBlowUpIsDiverged) {
   EXPECT_EQ(r.rc, 2) << r.out << r.err;
   EXPECT_NE(r.out.find("diverged"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("blew up"), std::string::npos) << r.out;
+}
+
+// A run that runs out of steps while its loss is blown up (fewer than the ten steps over
+// the limit that end a run at once) ends diverged too, saying so, not finished. With a
+// constant learning rate the shorter run's steps are the longer one's.
+TEST_F(CliTrain, ARunEndingWhileItsLossIsBlownUpIsDiverged) {
+  const std::vector<std::string> base = {"train",
+                                         "--db",
+                                         db_,
+                                         "-q",
+                                         "--json",
+                                         "--set",
+                                         "model=mlp",
+                                         "--set",
+                                         "lr=10",
+                                         "--set",
+                                         "warmup=0",
+                                         "--set",
+                                         "grad_clip=0",
+                                         "--set",
+                                         "min_lr_ratio=1",
+                                         "--set",
+                                         "reference=false",
+                                         "--set",
+                                         "stats_interval=0"};
+  std::vector<std::string> args = base;
+  args.insert(args.end(), {"--set", "steps=300"});
+  Result r = run(args);
+  ASSERT_EQ(r.rc, 2) << r.out << r.err;
+  const auto whole = nlohmann::json::parse(r.out);
+  const std::string message = whole["message"];
+  const size_t at = message.find(" at step ");
+  ASSERT_NE(at, std::string::npos) << message;
+  ASSERT_NE(message.find("for 10 consecutive steps"), std::string::npos) << message;
+  const int64_t first_over = std::stoll(message.substr(at + 9)) - 9;  // the first of the ten
+  args = base;
+  args.insert(args.end(), {"--set", "steps=" + std::to_string(first_over + 3)});
+  r = run(args);
+  EXPECT_EQ(r.rc, 2) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["status"], "diverged") << r.out;
+  const std::string why = j["message"];
+  EXPECT_NE(why.find("at the end of the run"), std::string::npos) << why;
+  EXPECT_NE(why.find("at the last step, " + std::to_string(first_over + 2)), std::string::npos)
+      << why;
+  EXPECT_NE(why.find("for its last 3 steps"), std::string::npos) << why;
+  // One step before the blow-up the run finishes as before.
+  args = base;
+  args.insert(args.end(), {"--set", "steps=" + std::to_string(first_over)});
+  r = run(args);
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["status"], "finished") << r.out;
 }
 
 }  // namespace

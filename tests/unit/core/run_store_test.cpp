@@ -217,6 +217,16 @@ TEST_F(RunStoreTest, DeleteCascadesAndRenameWorks) {
   EXPECT_EQ(s->series(again, "loss").size(), 1u);
   EXPECT_THROW(s->rename_run(keep, ""), std::invalid_argument);
   EXPECT_THROW(s->rename_run(keep, std::string(201, 'a')), std::invalid_argument);
+  // A control character would cut the name short (a NUL) or break the lists it is in.
+  for (const std::string bad : {std::string("ke\0pt", 5), std::string("a\tb"), std::string("a\nb"),
+                                std::string("a\x7f"), std::string("a\xc2\x9b")}) {
+    try {
+      s->rename_run(keep, bad);
+      ADD_FAILURE() << "renamed to a name with a control character";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("control character"), std::string::npos) << e.what();
+    }
+  }
   EXPECT_EQ(s->run(keep)->name, "kept");
 }
 
