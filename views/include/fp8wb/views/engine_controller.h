@@ -43,8 +43,14 @@ class EngineController : public QObject {
   bool openDatabase(const QString& path);
   // Why the open database takes no runs (it cannot be written: a read-only file or
   // folder), or empty: writable, or not opened yet. A store read-only only because another
-  // program held a lock is tried for writing again at the next start: not said here.
+  // program held a lock is tried for writing again at the next start: not said here. A
+  // database that could not be opened at all (a folder, a file that is no database) gives
+  // the reason too, until another path is set or opened.
   QString readOnlyReason() const { return read_only_reason_; }
+
+  // Deletes these runs from the open database (StoreError where one cannot be: the runs
+  // before it are deleted), then runsDeleted() with those deleted.
+  void deleteRuns(const std::vector<int64_t>& ids);
 
   bool isRunning() const;
   bool isPaused() const { return paused_; }
