@@ -91,7 +91,11 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
     d->setTextValue(current);
     connect(d, &QInputDialog::textValueSelected, this, [this, id](const QString& text) {
       const QString name = text.trimmed();
-      if (name.isEmpty()) return;
+      if (name.isEmpty()) {
+        // Said, not passed over: the editor closed, and the run seemingly kept its name.
+        fail(tr("Run %1 was not renamed: a run's name cannot be empty").arg(id));
+        return;
+      }
       try {
         engine_->store().rename_run(id, name.toStdString());
         engine_->store().flush();
