@@ -338,10 +338,12 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
 }
 
 void RunPanel::showProgress() {
+  // A count of steps done ("10/10 steps"), never "step 10": steps are indices from 0 in the
+  // store and in the tabs' headers ("step 9" is the tenth).
   progress_->setRange(0, static_cast<int>(std::min<qint64>(total_, INT32_MAX)));
   progress_->setValue(static_cast<int>(std::min<qint64>(done_, INT32_MAX)));
   if (engine_->isFollowing()) {
-    eta_->setText(tr("following run %1 (another process writes it): step %2 of %3")
+    eta_->setText(tr("following run %1 (another process writes it): %2/%3 steps")
                       .arg(engine_->followedRun())
                       .arg(done_)
                       .arg(total_));
@@ -352,11 +354,11 @@ void RunPanel::showProgress() {
     // The time left stands still while nothing trains.
     eta_->setText(
         left.isEmpty()
-            ? tr("paused at step %1 of %2").arg(done_).arg(total_)
-            : tr("paused at step %1 of %2 (%3 once resumed)").arg(done_).arg(total_).arg(left));
+            ? tr("paused after %1/%2 steps").arg(done_).arg(total_)
+            : tr("paused after %1/%2 steps (%3 once resumed)").arg(done_).arg(total_).arg(left));
   } else {
-    eta_->setText(left.isEmpty() ? tr("step %1 of %2").arg(done_).arg(total_)
-                                 : tr("step %1 of %2, %3").arg(done_).arg(total_).arg(left));
+    eta_->setText(left.isEmpty() ? tr("%1/%2 steps").arg(done_).arg(total_)
+                                 : tr("%1/%2 steps, %3").arg(done_).arg(total_).arg(left));
   }
 }
 
