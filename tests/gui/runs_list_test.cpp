@@ -155,9 +155,10 @@ void RunsListTest::formFromAnOpenedRunNamesNoPreset() {
   const QString preset = RunPanel::presetNames().last();
   QVERIFY(panel.applyPreset(preset));
   QCOMPARE(panel.presetName(), preset);
-  // A changed field keeps the preset named.
+  // A changed field: the form is no longer the preset's.
   QVERIFY(panel.applyOverrides({QStringLiteral("steps=12")}).isEmpty());
-  QCOMPARE(panel.presetName(), preset);
+  QVERIFY2(panel.presetName().isEmpty(), qPrintable(panel.presetName()));
+  QVERIFY(panel.applyPreset(preset));
 
   // An opened run's settings: no preset is named, the box says why.
   RunConfig c = panel.config();

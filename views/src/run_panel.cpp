@@ -78,8 +78,9 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
       stop_(new QPushButton(tr("Stop"), this)),
       progress_(new QProgressBar(this)) {
   preset_->addItems(presetNames());
-  // Shown while the form holds what no preset gave it (an opened run's settings).
-  preset_->setPlaceholderText(tr("(not a preset: the settings of an opened run)"));
+  // Shown while the form holds what no preset gave it (a preset's fields changed, an opened
+  // run's settings).
+  preset_->setPlaceholderText(tr("custom (a preset changed, or an opened run's settings)"));
   model_->addItems({QStringLiteral("gpt"), QStringLiteral("mlp")});
   fill_choices(recipe_, kFloat8Recipes);
   fill_choices(formats_, kFormatPairings);
