@@ -46,6 +46,13 @@ QCPRange colour_scale_range(double lo, double hi, const QCPRange& domain) {
   return QCPRange(lower, upper);
 }
 
+void set_whole_number_ticks(QCPAxis* axis) {
+  auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
+  ticker->setTickStep(1.0);
+  ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+  axis->setTicker(ticker);
+}
+
 void fill_block_map(QCPColorMap* map, int64_t rows, int64_t cols, const std::vector<float>& cells) {
   map->data()->clear();
   if (rows <= 0 || cols <= 0 || cells.size() != static_cast<size_t>(rows * cols)) return;
@@ -68,12 +75,7 @@ void fill_block_map(QCPColorMap* map, int64_t rows, int64_t cols, const std::vec
   // Whole blocks in view: each cell spans +-0.5 around its index; ticks only at block
   // indices (whole numbers, steps of 1, 2, 5, 10, ... as the room allows).
   for (QCPAxis* axis : {map->keyAxis(), map->valueAxis()}) {
-    if (!axis->ticker().dynamicCast<QCPAxisTickerFixed>()) {
-      auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
-      ticker->setTickStep(1.0);
-      ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
-      axis->setTicker(ticker);
-    }
+    if (!axis->ticker().dynamicCast<QCPAxisTickerFixed>()) set_whole_number_ticks(axis);
   }
   map->keyAxis()->setRange(-0.5, static_cast<double>(cols) - 0.5);
   map->valueAxis()->setRange(-0.5, static_cast<double>(rows) - 0.5);

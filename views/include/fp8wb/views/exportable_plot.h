@@ -59,6 +59,10 @@ void place_legend_below(QCustomPlot* plot, int columns = 4);
 // The colour of a format across every plot.
 QColor format_color(Format f);
 
+// Ticks at whole numbers only (1, 2, 5, 10, ... apart as the room allows), also where the
+// axis spans a step or two: for axes of steps, which are indices (never "0.5").
+void set_whole_number_ticks(QCPAxis* axis);
+
 // Fills a colour map with a rows x cols grid (row-major), one cell per block, and sets its
 // axes to show every block whole; clears it when the grid and the values do not match
 // (no map taken).
