@@ -149,6 +149,39 @@ ExportablePlot::ExportablePlot(QWidget* parent) : QCustomPlot(parent) {
   applyFonts();
 }
 
+void ExportablePlot::setEmptyHint(const QString& text) {
+  if (!empty_hint_) {
+    empty_hint_ = new QCPItemText(this);
+    empty_hint_->setObjectName(QStringLiteral("emptyHint"));
+    empty_hint_->position->setType(QCPItemPosition::ptAxisRectRatio);
+    empty_hint_->position->setCoords(0.5, 0.5);
+    empty_hint_->setPositionAlignment(Qt::AlignCenter);
+    empty_hint_->setTextAlignment(Qt::AlignCenter);
+    empty_hint_->setColor(QColor(110, 110, 110));
+    empty_hint_->setSelectable(false);
+    connect(this, &QCustomPlot::beforeReplot, this, &ExportablePlot::updateEmptyHint);
+  }
+  empty_hint_->setText(text);
+  updateEmptyHint();
+  replot(rpQueuedReplot);
+}
+
+QString ExportablePlot::emptyHint() const {
+  return empty_hint_ && empty_hint_->visible() ? empty_hint_->text() : QString();
+}
+
+void ExportablePlot::updateEmptyHint() {
+  if (!empty_hint_) return;
+  bool drawn = false;
+  for (int i = 0; i < plottableCount() && !drawn; ++i) {
+    QCPAbstractPlottable* p = plottable(i);
+    if (!p->visible()) continue;
+    const QCPPlottableInterface1D* points = p->interface1D();
+    drawn = !points || points->dataCount() > 0;  // a colour map: drawn where shown
+  }
+  empty_hint_->setVisible(!drawn && !empty_hint_->text().isEmpty());
+}
+
 void ExportablePlot::mouseMoveEvent(QMouseEvent* event) {
   QCustomPlot::mouseMoveEvent(event);
   if (event->buttons() != Qt::NoButton) return;

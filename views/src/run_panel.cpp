@@ -186,8 +186,15 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   adv_layout->addWidget(adv_body);
   adv_body->setVisible(false);
   connect(advanced, &QGroupBox::toggled, adv_body, &QWidget::setVisible);
-  advanced->setFlat(true);  // folded: a title, not an empty frame
-  connect(advanced, &QGroupBox::toggled, advanced, [advanced](bool on) { advanced->setFlat(!on); });
+  // Folded: the title alone, not an empty grey frame under it (styles such as Fusion draw
+  // a group box's frame flat or not).
+  auto fold = [advanced, adv_layout, margins = adv_layout->contentsMargins()](bool on) {
+    advanced->setFlat(!on);
+    advanced->setStyleSheet(on ? QString() : QStringLiteral("QGroupBox { border: none; }"));
+    adv_layout->setContentsMargins(on ? margins : QMargins());
+  };
+  fold(false);
+  connect(advanced, &QGroupBox::toggled, advanced, fold);
   form_ = form;
   advanced_form_ = adv_form;
   // An MLP's sizes where a GPT's are, in the form itself (only one kind's are shown).

@@ -57,6 +57,10 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
   view_->setTextElideMode(Qt::ElideMiddle);  // a long name keeps the other columns in view
   fit_columns(view_);                        // the headers whole before the first list
   overlay_->xAxis->setLabel(tr("step"));
+  set_whole_number_ticks(overlay_->xAxis);
+  overlay_->setEmptyHint(
+      tr("Select runs in the list and press Overlay loss curves\nto compare "
+         "their loss"));
   overlay_->yAxis->setLabel(tr("loss"));
   overlay_->legend->setVisible(false);  // shown once curves are overlaid
   auto* buttons = new QHBoxLayout;

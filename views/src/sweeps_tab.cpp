@@ -160,6 +160,10 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   map_->setInterpolate(false);
   heat_->setInteractions(QCP::Interactions());  // clicks pick cells
   curves_->xAxis->setLabel(tr("step"));
+  set_whole_number_ticks(curves_->xAxis);
+  curves_->setEmptyHint(
+      tr("Choose a sweep above, then click a cell of its heatmap\nto compare "
+         "the loss curves of its row (or column)"));
   curves_->yAxis->setLabel(tr("loss"));
   x_axis_->setObjectName(QStringLiteral("xAxis"));
   y_axis_->setObjectName(QStringLiteral("yAxis"));
