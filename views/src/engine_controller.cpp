@@ -196,6 +196,21 @@ bool EngineController::openDatabase(const QString& path) {
   return true;
 }
 
+void EngineController::deleteRuns(const std::vector<int64_t>& ids) {
+  QList<qint64> deleted;
+  try {
+    for (int64_t id : ids) {
+      store().delete_run(id);
+      deleted << id;
+    }
+    store().flush();
+  } catch (...) {
+    if (!deleted.isEmpty()) Q_EMIT runsDeleted(deleted);
+    throw;
+  }
+  if (!deleted.isEmpty()) Q_EMIT runsDeleted(deleted);
+}
+
 bool EngineController::isRunning() const {
   return trainer_ &&
          (trainer_->status() == RunStatus::Running || trainer_->status() == RunStatus::Paused);

@@ -6,11 +6,13 @@
 // failing (the core's notices, a run's notice events) out of notice().
 #pragma once
 
+#include <QList>
 #include <QMetaType>
 #include <QObject>
 #include <QString>
 #include <QTimer>
 #include <memory>
+#include <vector>
 
 #include "fp8wb/core/metrics.h"
 #include "fp8wb/core/run_config.h"
@@ -92,6 +94,8 @@ class EngineController : public QObject {
   // Another database is the one runs go to and are read from (setDatabasePath() with
   // another path, openDatabase()).
   void databaseChanged(const QString& path);
+  // Runs were deleted from the database (deleteRuns()): views of them read it again.
+  void runsDeleted(const QList<qint64>& ids);
   // readOnlyReason() changed.
   void readOnlyChanged(const QString& reason);
 
