@@ -5,8 +5,10 @@
 // are listed, and no -wal or -shm file is left beside it. A writable database enables
 // them again. The default database (no --db) read-only is said at start-up the same way;
 // a default whose folder is not made yet is no failure, one where no database can be made
-// (a folder not writable) is. Run as root, the program first becomes nobody: root may
-// write any file.
+// (a folder not writable) is. A --db that is no database at all (a folder, a text file):
+// said at start-up, and Start, Rename, Delete and Start sweep disabled with the reason as
+// their tooltip, until a database that opens is chosen. Run as root, the program first
+// becomes nobody: root may write any file.
 #include <grp.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -98,6 +100,7 @@ class ReadOnlyDatabaseTest : public QObject {
   void readOnlyDefaultSaidAtStartUp();
   void defaultNotMadeYetIsNoFailure();
   void notMadeYetInAFolderNotWritableSaidAtStartUp();
+  void noDatabaseAtAllDisablesStart();
 
  private:
   void check(const QString& name, bool folder_read_only);
@@ -238,6 +241,43 @@ void ReadOnlyDatabaseTest::notMadeYetInAFolderNotWritableSaidAtStartUp() {
              qPrintable(said));
   }
   QCOMPARE(QDir(folder).entryList(QDir::NoDotAndDotDot | QDir::AllEntries), QStringList());
+}
+
+// --db naming a folder, or a text file: the failure is said at start-up, and every button
+// that writes the database is disabled with it as the tooltip (pressing Start would only
+// say it again); File > Open database on a database enables them.
+void ReadOnlyDatabaseTest::noDatabaseAtAllDisablesStart() {
+  const QString folder = dir_.filePath(QStringLiteral("a-folder"));
+  QVERIFY(QDir().mkpath(folder));
+  const QString text = dir_.filePath(QStringLiteral("notes.txt"));
+  QFile f(text);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write(QByteArray("These are notes, not a run database.\n").repeated(200));
+  f.close();
+  const QString good = dir_.filePath(QStringLiteral("good.sqlite"));
+  write_db(good);
+  for (const QString& db : {folder, text}) {
+    MainWindow w(false);
+    GuiOptions o;
+    o.db = db;
+    QCOMPARE(apply_gui_options(w, o), QString());
+    QVERIFY2(!w.failures().isEmpty(), qPrintable(QStringLiteral("nothing said of ") + db));
+    auto* start = w.runPanel()->findChild<QPushButton*>(QStringLiteral("start"));
+    QList<QPushButton*> buttons = write_buttons(w);
+    buttons << start;
+    for (QPushButton* b : buttons) {
+      QVERIFY(b);
+      QVERIFY2(!b->isEnabled(),
+               qPrintable(db + QStringLiteral(": ") + b->text() + QStringLiteral(" enabled")));
+      QVERIFY2(b->toolTip().contains(db),
+               qPrintable(b->text() + QStringLiteral(": ") + b->toolTip()));
+    }
+    QVERIFY(w.openDatabaseFile(good));
+    for (QPushButton* b : buttons) {
+      QVERIFY2(b->isEnabled(), qPrintable(b->text()));
+      QVERIFY2(!b->toolTip().contains(db), qPrintable(b->toolTip()));
+    }
+  }
 }
 
 int main(int argc, char** argv) {

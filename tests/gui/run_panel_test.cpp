@@ -2,6 +2,9 @@
 // block Start with a message beside it that names the field, and are never rewritten;
 // the wheel changes only a focused field; the buttons stay in view at any height; More
 // fields read as words; pausing reads "paused" everywhere and freezes the time left.
+// Progress is a count of steps done ("10/10 steps"), never a step index past the last;
+// every plot over steps ticks whole steps only; a preset whose field is changed is named
+// no more ("custom").
 #include <QAbstractSpinBox>
 #include <QCheckBox>
 #include <QComboBox>
@@ -15,8 +18,10 @@
 #include <QTemporaryDir>
 #include <QWheelEvent>
 #include <QtTest>
+#include <cmath>
 
 #include "fp8wb/views/engine_controller.h"
+#include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/run_data.h"
 #include "fp8wb/views/run_panel.h"
 #include "fp8wb/views/run_tabs.h"
@@ -40,6 +45,10 @@ class RunPanelTest : public QObject {
   void overridesSurviveADeviceChange();
   void rankFieldsShowAndTakeTheirValues();
   void fieldsFollowTheModelKind();
+  void progressCountsStepsDone();
+  void stepAxesTickWholeStepsOnly();
+  void aChangedPresetReadsCustom();
+  void foldedMoreFieldsIsATitleAlone();
 
  private:
   QTemporaryDir dir_;
@@ -430,9 +439,6 @@ void RunPanelTest::fieldsFollowTheModelKind() {
   QVERIFY(shown_of(QStringLiteral("(GPT)")).isEmpty());
 }
 
-QTEST_MAIN(RunPanelTest)
-#include "run_panel_test.moc"
-
 // The reviewer's form: Window, Steps, Learning rate and Seed refused. The message names
 // the first and counts the fields marked besides it (3), not the problems found (one more:
 // the config refused as a whole, which marks no field).
@@ -476,3 +482,103 @@ void RunPanelTest::overridesSurviveADeviceChange() {
   QCOMPARE(p->config().d_model, 96);
   QCOMPARE(p->config().heads, 3);
 }
+
+// Steps are indices from 0 (the tabs' headers say "step 9" for the tenth): the progress
+// counts steps done, "10/10 steps", never "step 10 of 10".
+void RunPanelTest::progressCountsStepsDone() {
+  MainWindow w(false);
+  RunPanel* p = w.runPanel();
+  Q_EMIT w.engine()->progress(10, 10, -1);
+  QVERIFY2(p->statusText().contains(QStringLiteral("10/10 steps")), qPrintable(p->statusText()));
+  QVERIFY2(!p->statusText().contains(QStringLiteral("step 10")), qPrintable(p->statusText()));
+  Q_EMIT w.engine()->progress(3, 10, 42);
+  QVERIFY2(p->statusText().startsWith(QStringLiteral("3/10 steps")), qPrintable(p->statusText()));
+}
+
+// Every plot of the window whose x axis is steps (run tabs, Runs, Sweeps, demos) ticks
+// whole steps only, also over a range of a step and a half (early in a run).
+void RunPanelTest::stepAxesTickWholeStepsOnly() {
+  MainWindow w(false);
+  w.resize(1400, 900);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  int checked = 0;
+  for (ExportablePlot* plot : w.findChildren<ExportablePlot*>()) {
+    if (plot->xAxis->label() != QLatin1String("step")) continue;
+    plot->xAxis->setRange(0, 1.5);
+    plot->toPixmap(600, 400);  // lays the plot out: its ticks
+    const QVector<double> ticks = plot->xAxis->tickVector();
+    QVERIFY2(!ticks.isEmpty(), qPrintable(plot->yAxis->label()));
+    for (double t : ticks) {
+      QVERIFY2(t == std::round(t),
+               qPrintable(QStringLiteral("%1 by step: tick %2").arg(plot->yAxis->label()).arg(t)));
+    }
+    ++checked;
+  }
+  QVERIFY2(checked >= 10, qPrintable(QString::number(checked)));
+}
+
+// Every preset, applied, is named; a field changed by typing (or by overrides) names it no
+// more: the box reads "custom"; choosing the preset again loads and names it.
+void RunPanelTest::aChangedPresetReadsCustom() {
+  MainWindow w(false);
+  w.resize(1300, 900);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  RunPanel* p = w.runPanel();
+  auto* box = child<QComboBox>(p, "preset");
+  QVERIFY(box);
+  for (const QString& name : RunPanel::presetNames()) {
+    QVERIFY(p->applyPreset(name));
+    QCoreApplication::processEvents();
+    QCOMPARE(p->presetName(), name);
+  }
+  const QString preset = RunPanel::presetNames().first();
+  QVERIFY(p->applyPreset(preset));
+  auto* steps = child<QSpinBox>(p, "steps");
+  QVERIFY(steps);
+  type_into(steps, QString::number(steps->value() + 7));
+  leave(steps);
+  QVERIFY2(p->presetName().isEmpty(), qPrintable(p->presetName()));
+  QCOMPARE(box->currentIndex(), -1);
+  QVERIFY2(box->placeholderText().contains(QStringLiteral("custom")),
+           qPrintable(box->placeholderText()));
+  box->setCurrentIndex(box->findText(preset));
+  QCOMPARE(p->presetName(), preset);
+  QVERIFY(p->applyOverrides({QStringLiteral("margin=3")}).isEmpty());
+  QVERIFY2(p->presetName().isEmpty(), qPrintable(p->presetName()));
+}
+
+// "More fields" folded is its title alone: no empty grey frame under it; unfolded, it
+// holds its fields, and folded again it is the title once more.
+void RunPanelTest::foldedMoreFieldsIsATitleAlone() {
+  MainWindow w(false);
+  w.resize(1300, 900);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  auto* more = child<QGroupBox>(w.runPanel(), "more-fields");
+  QVERIFY(more);
+  QVERIFY(!more->isChecked());
+  const int title = more->fontMetrics().height();
+  auto folded_height_ok = [&] {
+    QCoreApplication::processEvents();
+    return more->height() <= title + 12;
+  };
+  QVERIFY2(folded_height_ok(),
+           qPrintable(QStringLiteral("%1 px under a %2 px title").arg(more->height()).arg(title)));
+  // No frame drawn below the title: the box's lower half is the panel's own colour.
+  const QImage image = more->grab().toImage();
+  const QColor panel = more->palette().color(QPalette::Window);
+  for (int y = image.height() * 3 / 4; y < image.height(); ++y) {
+    const QColor c = image.pixelColor(image.width() / 2, y);
+    QVERIFY2(std::abs(c.lightness() - panel.lightness()) < 8,
+             qPrintable(QStringLiteral("row %1: %2").arg(y).arg(c.name())));
+  }
+  more->setChecked(true);
+  QTRY_VERIFY(more->height() > title * 4);
+  more->setChecked(false);
+  QTRY_VERIFY(folded_height_ok());
+}
+
+QTEST_MAIN(RunPanelTest)
+#include "run_panel_test.moc"

@@ -51,6 +51,7 @@ class RunViewsTest : public QObject {
   void everyLayerCellFillsItsShareOfThePlot();
   void aConstantMapKeepsItsScaleWithinThePercentages();
   void anEndedRunsSummaryGivesItsFinalLoss();
+  void aShortRunsFinalLossNamesItsOneStep();
   void currentScalingCaptionSaysSo();
   void everyTabShowsTheRunOpenedOrStarted();
   void runsTabDeleteRefreshAndRename();
@@ -429,6 +430,33 @@ void RunViewsTest::anEndedRunsSummaryGivesItsFinalLoss() {
   QVERIFY2(t.contains(QStringLiteral("step 39, loss 1.6100")), qPrintable(t));
   QVERIFY2(t.contains(QStringLiteral("final loss 1.6250, gap 0.125 (mean over steps 36-39)")),
            qPrintable(t));
+}
+
+// A run so short that its last 10% is one step: the summary names that step alone, not
+// as a range of one ("steps 11-11").
+void RunViewsTest::aShortRunsFinalLossNamesItsOneStep() {
+  RunConfig c;
+  c.name = "short";
+  c.model = ModelKind::Mlp;
+  RunData data;
+  data.setRun(8, c.name, run_config_json(c));
+  MetricBatch b;
+  for (int64_t i = 0; i < 12; ++i) {  // the last 10%: step 11
+    StepMetrics m;
+    m.step = i;
+    m.loss = 2.0 - 0.01 * static_cast<double>(i);
+    m.ref_loss = 1.5;
+    m.loss_gap = m.loss - m.ref_loss;
+    b.steps.push_back(m);
+  }
+  data.append(b);
+  OverviewTab tab(&data);
+  data.setStatus(RunStatus::Finished, "");
+  tab.refresh(true);
+  const QString t = tab.summaryText();
+  QVERIFY2(t.contains(QStringLiteral("final loss 1.8900, gap 0.39 (of step 11 alone)")),
+           qPrintable(t));
+  QVERIFY2(!t.contains(QStringLiteral("11-11")), qPrintable(t));
 }
 
 // A layer x step heatmap whose every cell has the same underflow (none, or all of it): the

@@ -3,25 +3,35 @@
 // very long name is elided in a column of capped width, whole in its tooltip; the final
 // loss column says in its header what it is, with the definition in the header's tooltip.
 // The run form filled from an opened run names no preset (its box says so); changed
-// fields keep the preset named; choosing the preset again loads it.
+// fields name no preset either ("custom"); choosing the preset again loads it.
 // A database whose runs cannot be read (a file that is not a database) is said once,
 // however often the tab is shown or polls it, and the tab itself says why; another
-// database that cannot be read is said again.
+// database that cannot be read is said again. An empty new name is refused, said. An
+// export onto the run database is refused without "replace?" asked first; onto another
+// file that is there, replacing is asked. The empty loss plot says how to fill it.
+#include <QApplication>
 #include <QComboBox>
+#include <QDialogButtonBox>
 #include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QHeaderView>
+#include <QInputDialog>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QtTest>
 #include <string>
 
 #include "fp8wb/core/final_loss.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/views/engine_controller.h"
+#include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/run_list_model.h"
 #include "fp8wb/views/run_panel.h"
 #include "fp8wb/views/runs_tab.h"
@@ -77,6 +87,9 @@ class RunsListTest : public QObject {
   void headersWholeWithoutRuns();
   void whyRunsCannotBeReadIsSaidWhole();
   void lastColumnFillsTheTable();
+  void anEmptyNameIsRefusedAndSaid();
+  void exportOntoTheDatabaseIsRefusedBeforeAskingToReplace();
+  void theEmptyLossPlotSaysHowToFillIt();
 
  private:
   QTemporaryDir dir_;
@@ -155,9 +168,10 @@ void RunsListTest::formFromAnOpenedRunNamesNoPreset() {
   const QString preset = RunPanel::presetNames().last();
   QVERIFY(panel.applyPreset(preset));
   QCOMPARE(panel.presetName(), preset);
-  // A changed field keeps the preset named.
+  // A changed field: the form is no longer the preset's.
   QVERIFY(panel.applyOverrides({QStringLiteral("steps=12")}).isEmpty());
-  QCOMPARE(panel.presetName(), preset);
+  QVERIFY2(panel.presetName().isEmpty(), qPrintable(panel.presetName()));
+  QVERIFY(panel.applyPreset(preset));
 
   // An opened run's settings: no preset is named, the box says why.
   RunConfig c = panel.config();
@@ -314,6 +328,134 @@ void RunsListTest::lastColumnFillsTheTable() {
   QTRY_VERIFY(fills());
   tab.resize(1300, 700);
   QTRY_VERIFY(fills());
+}
+
+// The Runs tab of a database with one finished run "kept", shown, its list read.
+struct ShownRuns {
+  EngineController engine;
+  RunsTab tab{&engine};
+  ShownRuns(const QString& db) {
+    engine.setDatabasePath(db);
+    add_run(engine.store(), "kept", true);
+    engine.store().flush();
+    tab.resize(1200, 700);
+  }
+  bool show() {
+    QSignalSpy reloaded(&tab, &RunsTab::reloaded);
+    tab.show();
+    return QTest::qWaitForWindowExposed(&tab) && (reloaded.count() > 0 || reloaded.wait(30000)) &&
+           tab.model()->rowCount() == 1;
+  }
+  void selectFirst() {
+    auto* view = tab.findChild<QTableView*>(QStringLiteral("runs"));
+    QTest::mouseClick(view->viewport(), Qt::LeftButton, {},
+                      view->visualRect(tab.model()->index(0, RunListModel::Id)).center());
+  }
+};
+
+// Renaming to nothing (blanks): refused, and said, the run keeps its name.
+void RunsListTest::anEmptyNameIsRefusedAndSaid() {
+  ShownRuns r(dir_.filePath(QStringLiteral("rename.sqlite")));
+  QVERIFY(r.show());
+  r.selectFirst();
+  QSignalSpy failed(&r.tab, &RunsTab::failed);
+  QTest::mouseClick(r.tab.findChild<QPushButton*>(QStringLiteral("rename")), Qt::LeftButton);
+  auto* editor = r.tab.findChild<QInputDialog*>(QStringLiteral("rename-run"));
+  QVERIFY(editor);
+  editor->setTextValue(QStringLiteral("   "));
+  auto* ok = editor->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok);
+  QVERIFY(ok);
+  QTest::mouseClick(ok, Qt::LeftButton);
+  QTRY_COMPARE(failed.count(), 1);
+  const QString why = failed.at(0).at(0).toString();
+  QVERIFY2(why.contains(QStringLiteral("empty")), qPrintable(why));
+  QCOMPARE(r.engine.store().runs().front().name, std::string("kept"));
+}
+
+// Export CSV... driven through its file dialog: the run database's own path is refused
+// with no "replace?" first (no question at all); a CSV file that is there is replaced
+// after a question answered Yes.
+void RunsListTest::exportOntoTheDatabaseIsRefusedBeforeAskingToReplace() {
+  const QString db = dir_.filePath(QStringLiteral("export.sqlite"));
+  ShownRuns r(db);
+  QVERIFY(r.show());
+  r.selectFirst();
+  auto* button = r.tab.findChild<QPushButton*>(QStringLiteral("export"));
+  QVERIFY(button);
+  // Answers the modal dialogs as they come: the file dialog is given `path` once (then
+  // cancelled), every question is recorded and answered `answer`.
+  auto drive = [&](const QString& path, QMessageBox::StandardButton answer) {
+    QStringList asked;
+    bool given = false;
+    QTimer t;
+    t.setInterval(50);
+    QWidget* last = nullptr;  // answered already (its answer is on its way)
+    QObject::connect(&t, &QTimer::timeout, [&] {
+      QWidget* modal = QApplication::activeModalWidget();
+      if (!modal || modal == last) return;
+      last = modal;
+      if (auto* box = qobject_cast<QMessageBox*>(modal)) {
+        asked << box->text();
+        QAbstractButton* b = box->button(answer);
+        if (b) {
+          QMetaObject::invokeMethod(b, "click", Qt::QueuedConnection);
+        } else {
+          QMetaObject::invokeMethod(box, "reject", Qt::QueuedConnection);
+        }
+      } else if (auto* d = qobject_cast<QFileDialog*>(modal)) {
+        if (given) {
+          QMetaObject::invokeMethod(d, "reject", Qt::QueuedConnection);
+          return;
+        }
+        given = true;
+        // Typed into the name field, as a user would.
+        auto* name = d->findChild<QLineEdit*>(QStringLiteral("fileNameEdit"));
+        if (name) name->setText(path);
+        // Later, out of this handler: the questions it may ask come in their own loop.
+        QMetaObject::invokeMethod(d, "accept", Qt::QueuedConnection);
+      }
+    });
+    t.start();
+    QTest::mouseClick(button, Qt::LeftButton);
+    return asked;
+  };
+  QSignalSpy failed(&r.tab, &RunsTab::failed);
+  QStringList asked = drive(db, QMessageBox::No);
+  QVERIFY2(asked.isEmpty(), qPrintable(asked.join(QLatin1Char('\n'))));
+  QCOMPARE(failed.count(), 1);
+  QVERIFY2(failed.at(0).at(0).toString().contains(QStringLiteral("run database")),
+           qPrintable(failed.at(0).at(0).toString()));
+  QVERIFY(QFileInfo(db).size() > 1000);  // still the database
+
+  const QString csv = dir_.filePath(QStringLiteral("old.csv"));
+  QFile f(csv);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write("old\n");
+  f.close();
+  asked = drive(csv, QMessageBox::Yes);
+  QCOMPARE(asked.size(), 1);
+  QVERIFY2(asked.front().contains(QStringLiteral("old.csv")), qPrintable(asked.front()));
+  QCOMPARE(failed.count(), 1);
+  QVERIFY(QFileInfo(csv).size() > 100);  // the run's series
+}
+
+// Before "Overlay loss curves" the loss plot is empty: a line over it says what fills it;
+// once curves are drawn, it is gone.
+void RunsListTest::theEmptyLossPlotSaysHowToFillIt() {
+  ShownRuns r(dir_.filePath(QStringLiteral("hint.sqlite")));
+  QVERIFY(r.show());
+  ExportablePlot* plot = r.tab.overlayPlot();
+  plot->replot(QCustomPlot::rpImmediateRefresh);
+  auto* hint = plot->findChild<QCPItemText*>(QStringLiteral("emptyHint"));
+  QVERIFY2(hint, "no hint in the empty loss plot");
+  QVERIFY(hint->visible());
+  QVERIFY2(hint->text().contains(QStringLiteral("Overlay")), qPrintable(hint->text()));
+  r.selectFirst();
+  QSignalSpy shown(&r.tab, &RunsTab::curvesShown);
+  QTest::mouseClick(r.tab.findChild<QPushButton*>(QStringLiteral("overlay")), Qt::LeftButton);
+  QVERIFY(shown.count() > 0 || shown.wait(30000));
+  plot->replot(QCustomPlot::rpImmediateRefresh);
+  QVERIFY(!hint->visible());
 }
 
 QTEST_MAIN(RunsListTest)

@@ -7,14 +7,18 @@
 // the last 10% of its runs' steps, computed here by hand; clicking a diverged cell still
 // overlays its row's loss curves. The database's stored sweeps are listed over the
 // heatmap, newest first: the newest shows when the tab opens, another is shown by
-// choosing it, one stored later is listed when the tab is shown again.
+// choosing it, one stored later is listed when the tab is shown again. A trial deleted on
+// the Runs tab (whose question names its sweep) reads as deleted on the heatmap at once,
+// not as still to run. The loss curves' plot says how to fill it while it is empty.
 #include <QComboBox>
 #include <QGroupBox>
 #include <QLabel>
+#include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QToolTip>
 #include <QtTest>
@@ -27,6 +31,8 @@
 #include "fp8wb/core/sweep.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/run_list_model.h"
+#include "fp8wb/views/runs_tab.h"
 #include "fp8wb/views/sweeps_tab.h"
 #include "heatmap_cells.h"
 
@@ -150,6 +156,8 @@ class SweepHeatmapTest : public QObject {
   void aDatabaseWithoutSweepsShowsNoAxes();
   void theShownSweepIsDescribedApartFromTheNewSweepForm();
   void theSameAxisAcrossAndUpKeepsTheLayout();
+  void aTrialDeletedOnTheRunsTabReadsDeleted();
+  void theEmptyCurvesPlotSaysHowToFillIt();
 
  private:
   QTemporaryDir dir_;
@@ -841,6 +849,92 @@ void SweepHeatmapTest::theSameAxisAcrossAndUpKeepsTheLayout() {
   const QString two_axes = moved(before, widget_places(tab));
   QVERIFY2(two_axes.isEmpty(), qPrintable(two_axes));
   QCOMPARE(heat->axisRect()->rect().left(), rect_before.left());
+}
+
+// A trial of a finished sweep deleted on the Runs tab: the question names the sweep, and
+// the Sweeps tab, left as it was, shows that cell as deleted (cross-hatched, "deleted
+// 1/1"), not grey "still to run", without another sweep being chosen.
+void SweepHeatmapTest::aTrialDeletedOnTheRunsTabReadsDeleted() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("deleted.sqlite")));
+  const int64_t sweep = finished_sweep(engine.store(), "del", {"margin=0,1", "window=1,16"},
+                                       [](const SweepTrial&) { return 1.0; });
+  SweepsTab tab(&engine);
+  QVERIFY(show_sweep(tab, sweep));
+  tab.setAxes(1, 0);                                    // x = window, y = margin
+  const std::vector<int64_t> trial = tab.runsAt(1, 0);  // margin=0 window=16
+  QCOMPARE(trial.size(), size_t{1});
+
+  RunsTab runs(&engine);
+  QSignalSpy reloaded(&runs, &RunsTab::reloaded);
+  runs.resize(1200, 700);
+  runs.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&runs));
+  QVERIFY(reloaded.count() > 0 || reloaded.wait(30000));
+  QTRY_COMPARE(runs.model()->rowCount(), 4);
+  auto* view = runs.findChild<QTableView*>(QStringLiteral("runs"));
+  QVERIFY(view);
+  int row = -1;
+  for (int r = 0; r < runs.model()->rowCount(); ++r)
+    if (runs.model()->runAt(r)->id == trial[0]) row = r;
+  QVERIFY(row >= 0);
+  QTest::mouseClick(view->viewport(), Qt::LeftButton, {},
+                    view->visualRect(runs.model()->index(row, RunListModel::Id)).center());
+  QTest::mouseClick(runs.findChild<QPushButton*>(QStringLiteral("delete")), Qt::LeftButton);
+  // margin=0's row overlaid: its two windows' curves.
+  QSignalSpy curves(&tab, &SweepsTab::curvesShown);
+  tab.overlayLine(0, 0, false);
+  QVERIFY(curves.wait(30000));
+  QCOMPARE(tab.plots()[1]->graphCount(), 2);
+  auto* confirm = runs.findChild<QMessageBox*>(QStringLiteral("delete-runs"));
+  QVERIFY(confirm);
+  QVERIFY2(confirm->text().contains(QStringLiteral("sweep #%1").arg(sweep)),
+           qPrintable(confirm->text()));
+  QTest::mouseClick(confirm->button(QMessageBox::Yes), Qt::LeftButton);
+
+  ExportablePlot* plot = tab.plots()[0];
+  auto item_at = [&](const QString& name, int x, int y) -> QCPAbstractItem* {
+    for (int i = 0; i < plot->itemCount(); ++i) {
+      QCPAbstractItem* item = plot->item(i);
+      if (item->objectName() == name && item->property("cell").toPoint() == QPoint(x, y))
+        return item;
+    }
+    return nullptr;
+  };
+  QTRY_VERIFY_WITH_TIMEOUT(item_at(QStringLiteral("deletedCell"), 1, 0), 30000);
+  QVERIFY(!item_at(QStringLiteral("unfinishedCell"), 1, 0));
+  auto* mark = qobject_cast<QCPItemText*>(item_at(QStringLiteral("cellMark"), 1, 0));
+  QVERIFY(mark);
+  QVERIFY2(mark->text().contains(QStringLiteral("deleted")), qPrintable(mark->text()));
+  QVERIFY(std::isnan(tab.cellValue(1, 0)));
+  // The other cells keep their figures; the deleted run's curve is gone.
+  QVERIFY(!std::isnan(tab.cellValue(0, 0)));
+  QVERIFY(!item_at(QStringLiteral("deletedCell"), 0, 0));
+  QTRY_COMPARE_WITH_TIMEOUT(tab.plots()[1]->graphCount(), 1, 30000);
+}
+
+// Before a sweep is shown, the loss curves' plot is empty: a line over it says how to
+// fill it; once curves are drawn it is gone.
+void SweepHeatmapTest::theEmptyCurvesPlotSaysHowToFillIt() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("hint.sqlite")));
+  SweepsTab tab(&engine);
+  tab.resize(1400, 900);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  ExportablePlot* curves = tab.plots()[1];
+  auto* hint = curves->findChild<QCPItemText*>(QStringLiteral("emptyHint"));
+  QVERIFY2(hint, "no hint in the empty curves plot");
+  QVERIFY(hint->visible());
+  QVERIFY2(hint->text().contains(QStringLiteral("sweep")), qPrintable(hint->text()));
+  const int64_t sweep =
+      finished_sweep(engine.store(), "hint", {"margin=0,1"}, [](const SweepTrial&) { return 1.0; });
+  QSignalSpy drawn(&tab, &SweepsTab::curvesShown);
+  QVERIFY(show_sweep(tab, sweep));
+  tab.overlayLine(0, 0, false);
+  QVERIFY(drawn.count() > 0 || drawn.wait(30000));
+  curves->replot(QCustomPlot::rpImmediateRefresh);
+  QVERIFY(!hint->visible());
 }
 
 QTEST_MAIN(SweepHeatmapTest)

@@ -137,7 +137,16 @@ RunStore& EngineController::store() {
   if (store_ && store_->read_only() && store_locked_ && !isRunning() && !follower_) store_.reset();
   if (!store_) {
     std::string why;
-    auto s = RunStore::open_or_read_only(db_path_.toStdString(), &why);
+    std::unique_ptr<RunStore> s;
+    try {
+      s = RunStore::open_or_read_only(db_path_.toStdString(), &why);
+    } catch (const std::exception& e) {
+      // No database at all (a folder, a file that is not one): nothing can be stored there,
+      // and Start, Rename, Delete and Start sweep say why, as for a read-only one, until
+      // another database is chosen.
+      setReadOnlyReason(QString::fromStdString(e.what()));
+      throw;
+    }
     adoptStore(std::move(s), why);
   }
   return *store_;
@@ -185,6 +194,21 @@ bool EngineController::openDatabase(const QString& path) {
   Q_EMIT dataChanged();
   Q_EMIT databaseChanged(db_path_);
   return true;
+}
+
+void EngineController::deleteRuns(const std::vector<int64_t>& ids) {
+  QList<qint64> deleted;
+  try {
+    for (int64_t id : ids) {
+      store().delete_run(id);
+      deleted << id;
+    }
+    store().flush();
+  } catch (...) {
+    if (!deleted.isEmpty()) Q_EMIT runsDeleted(deleted);
+    throw;
+  }
+  if (!deleted.isEmpty()) Q_EMIT runsDeleted(deleted);
 }
 
 bool EngineController::isRunning() const {

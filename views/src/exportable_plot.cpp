@@ -46,6 +46,13 @@ QCPRange colour_scale_range(double lo, double hi, const QCPRange& domain) {
   return QCPRange(lower, upper);
 }
 
+void set_whole_number_ticks(QCPAxis* axis) {
+  auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
+  ticker->setTickStep(1.0);
+  ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+  axis->setTicker(ticker);
+}
+
 void fill_block_map(QCPColorMap* map, int64_t rows, int64_t cols, const std::vector<float>& cells) {
   map->data()->clear();
   if (rows <= 0 || cols <= 0 || cells.size() != static_cast<size_t>(rows * cols)) return;
@@ -68,12 +75,7 @@ void fill_block_map(QCPColorMap* map, int64_t rows, int64_t cols, const std::vec
   // Whole blocks in view: each cell spans +-0.5 around its index; ticks only at block
   // indices (whole numbers, steps of 1, 2, 5, 10, ... as the room allows).
   for (QCPAxis* axis : {map->keyAxis(), map->valueAxis()}) {
-    if (!axis->ticker().dynamicCast<QCPAxisTickerFixed>()) {
-      auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
-      ticker->setTickStep(1.0);
-      ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
-      axis->setTicker(ticker);
-    }
+    if (!axis->ticker().dynamicCast<QCPAxisTickerFixed>()) set_whole_number_ticks(axis);
   }
   map->keyAxis()->setRange(-0.5, static_cast<double>(cols) - 0.5);
   map->valueAxis()->setRange(-0.5, static_cast<double>(rows) - 0.5);
@@ -145,6 +147,39 @@ ExportablePlot::ExportablePlot(QWidget* parent) : QCustomPlot(parent) {
   // from a window's larger one: PresentationMode scales every element once, from there.
   setFont(QApplication::font());
   applyFonts();
+}
+
+void ExportablePlot::setEmptyHint(const QString& text) {
+  if (!empty_hint_) {
+    empty_hint_ = new QCPItemText(this);
+    empty_hint_->setObjectName(QStringLiteral("emptyHint"));
+    empty_hint_->position->setType(QCPItemPosition::ptAxisRectRatio);
+    empty_hint_->position->setCoords(0.5, 0.5);
+    empty_hint_->setPositionAlignment(Qt::AlignCenter);
+    empty_hint_->setTextAlignment(Qt::AlignCenter);
+    empty_hint_->setColor(QColor(110, 110, 110));
+    empty_hint_->setSelectable(false);
+    connect(this, &QCustomPlot::beforeReplot, this, &ExportablePlot::updateEmptyHint);
+  }
+  empty_hint_->setText(text);
+  updateEmptyHint();
+  replot(rpQueuedReplot);
+}
+
+QString ExportablePlot::emptyHint() const {
+  return empty_hint_ && empty_hint_->visible() ? empty_hint_->text() : QString();
+}
+
+void ExportablePlot::updateEmptyHint() {
+  if (!empty_hint_) return;
+  bool drawn = false;
+  for (int i = 0; i < plottableCount() && !drawn; ++i) {
+    QCPAbstractPlottable* p = plottable(i);
+    if (!p->visible()) continue;
+    const QCPPlottableInterface1D* points = p->interface1D();
+    drawn = !points || points->dataCount() > 0;  // a colour map: drawn where shown
+  }
+  empty_hint_->setVisible(!drawn && !empty_hint_->text().isEmpty());
 }
 
 void ExportablePlot::mouseMoveEvent(QMouseEvent* event) {

@@ -3,7 +3,10 @@
 #include <QFileDialog>
 #include <QFileIconProvider>
 #include <QFileInfo>
+#include <QMessageBox>
 #include <QMimeDatabase>
+
+#include "fp8wb/views/run_database_guard.h"
 
 namespace fp8wb {
 namespace {
@@ -48,7 +51,22 @@ QString save_file_name(QWidget* parent, const QString& caption, const QString& d
   QFileDialog d(parent, caption, dir, filter);
   d.setFileMode(QFileDialog::AnyFile);
   d.setAcceptMode(QFileDialog::AcceptSave);
-  return chosen(d);
+  // Qt's own question would come before the caller's refusal of the run database: asked
+  // here, after that check, and only for a file the export may replace.
+  d.setOption(QFileDialog::DontConfirmOverwrite);
+  for (;;) {
+    const QString path = chosen(d);
+    if (path.isEmpty() || !QFileInfo::exists(path) || !open_run_database_file_of(path).isEmpty())
+      return path;  // the run database: the caller refuses it, without a question first
+    QMessageBox ask(QMessageBox::Question, caption,
+                    QFileDialog::tr("%1 already exists.\nDo you want to replace it?")
+                        .arg(QFileInfo(path).fileName()),
+                    QMessageBox::Yes | QMessageBox::No, parent);
+    ask.setObjectName(QStringLiteral("replace-file"));
+    ask.setDefaultButton(QMessageBox::No);
+    if (ask.exec() == QMessageBox::Yes) return path;
+    // No: back to the dialog, to choose another name.
+  }
 }
 
 QString existing_folder(QWidget* parent, const QString& caption, const QString& dir) {

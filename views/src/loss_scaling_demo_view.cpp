@@ -47,10 +47,12 @@ LossScalingDemoView::LossScalingDemoView(QWidget* parent)
   row->addWidget(growth_label_);
   layout->addLayout(row);
   scale_plot_->xAxis->setLabel(tr("step"));
+  set_whole_number_ticks(scale_plot_->xAxis);
   scale_plot_->yAxis->setLabel(tr("loss scale"));
   scale_plot_->yAxis->setScaleType(QCPAxis::stLogarithmic);
   scale_plot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
   underflow_plot_->xAxis->setLabel(tr("step"));
+  set_whole_number_ticks(underflow_plot_->xAxis);
   underflow_plot_->yAxis->setLabel(tr("gradient values flushed to zero (%)"));
   // The legends below the plots: over them they would hide the curves' first steps.
   for (ExportablePlot* p : {scale_plot_, underflow_plot_}) {

@@ -58,6 +58,7 @@ MasterWeightsDemoView::MasterWeightsDemoView(QWidget* parent)
   row->addWidget(steps_label_);
   layout->addLayout(row);
   plot_->xAxis->setLabel(tr("step"));
+  set_whole_number_ticks(plot_->xAxis);
   plot_->yAxis->setLabel(tr("weight"));
   plot_->legend->setVisible(true);
   plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);

@@ -78,8 +78,9 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
       stop_(new QPushButton(tr("Stop"), this)),
       progress_(new QProgressBar(this)) {
   preset_->addItems(presetNames());
-  // Shown while the form holds what no preset gave it (an opened run's settings).
-  preset_->setPlaceholderText(tr("(not a preset: the settings of an opened run)"));
+  // Shown while the form holds what no preset gave it (a preset's fields changed, an opened
+  // run's settings).
+  preset_->setPlaceholderText(tr("custom (a preset changed, or an opened run's settings)"));
   model_->addItems({QStringLiteral("gpt"), QStringLiteral("mlp")});
   fill_choices(recipe_, kFloat8Recipes);
   fill_choices(formats_, kFormatPairings);
@@ -185,8 +186,15 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   adv_layout->addWidget(adv_body);
   adv_body->setVisible(false);
   connect(advanced, &QGroupBox::toggled, adv_body, &QWidget::setVisible);
-  advanced->setFlat(true);  // folded: a title, not an empty frame
-  connect(advanced, &QGroupBox::toggled, advanced, [advanced](bool on) { advanced->setFlat(!on); });
+  // Folded: the title alone, not an empty grey frame under it (styles such as Fusion draw
+  // a group box's frame flat or not).
+  auto fold = [advanced, adv_layout, margins = adv_layout->contentsMargins()](bool on) {
+    advanced->setFlat(!on);
+    advanced->setStyleSheet(on ? QString() : QStringLiteral("QGroupBox { border: none; }"));
+    adv_layout->setContentsMargins(on ? margins : QMargins());
+  };
+  fold(false);
+  connect(advanced, &QGroupBox::toggled, advanced, fold);
   form_ = form;
   advanced_form_ = adv_form;
   // An MLP's sizes where a GPT's are, in the form itself (only one kind's are shown).
@@ -338,10 +346,12 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
 }
 
 void RunPanel::showProgress() {
+  // A count of steps done ("10/10 steps"), never "step 10": steps are indices from 0 in the
+  // store and in the tabs' headers ("step 9" is the tenth).
   progress_->setRange(0, static_cast<int>(std::min<qint64>(total_, INT32_MAX)));
   progress_->setValue(static_cast<int>(std::min<qint64>(done_, INT32_MAX)));
   if (engine_->isFollowing()) {
-    eta_->setText(tr("following run %1 (another process writes it): step %2 of %3")
+    eta_->setText(tr("following run %1 (another process writes it): %2/%3 steps")
                       .arg(engine_->followedRun())
                       .arg(done_)
                       .arg(total_));
@@ -352,11 +362,11 @@ void RunPanel::showProgress() {
     // The time left stands still while nothing trains.
     eta_->setText(
         left.isEmpty()
-            ? tr("paused at step %1 of %2").arg(done_).arg(total_)
-            : tr("paused at step %1 of %2 (%3 once resumed)").arg(done_).arg(total_).arg(left));
+            ? tr("paused after %1/%2 steps").arg(done_).arg(total_)
+            : tr("paused after %1/%2 steps (%3 once resumed)").arg(done_).arg(total_).arg(left));
   } else {
-    eta_->setText(left.isEmpty() ? tr("step %1 of %2").arg(done_).arg(total_)
-                                 : tr("step %1 of %2, %3").arg(done_).arg(total_).arg(left));
+    eta_->setText(left.isEmpty() ? tr("%1/%2 steps").arg(done_).arg(total_)
+                                 : tr("%1/%2 steps, %3").arg(done_).arg(total_).arg(left));
   }
 }
 

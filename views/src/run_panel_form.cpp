@@ -28,6 +28,16 @@ QStringList RunPanel::presetNames() {
   return n;
 }
 
+namespace {
+// A config as a preset names it: without the run's name and the device, which are the
+// form's own.
+std::string comparable_json(RunConfig c) {
+  c.name.clear();
+  c.device.clear();
+  return run_config_json(c);
+}
+}  // namespace
+
 QString RunPanel::presetName() const {
   return preset_->currentText();
 }
@@ -46,6 +56,7 @@ bool RunPanel::applyPreset(const QString& name) {
     // Where the preset names no formats, a GPU's own (hybrid_fnuz on AMD GPUs).
     if (!names_formats) c.formats = default_run_formats(backend_, c);
     setConfig(c);
+    preset_config_ = comparable_json(config());
     if (preset_->currentText() != name) {
       const QSignalBlocker b(preset_);
       preset_->setCurrentText(name);
@@ -63,11 +74,20 @@ QString RunPanel::applyOverrides(const QStringList& key_values) {
   } catch (const std::exception& e) {
     return QString::fromStdString(e.what());
   }
-  const int preset = preset_->currentIndex();  // changed fields keep the preset named
+  const int preset = preset_->currentIndex();
   setConfig(c);
-  const QSignalBlocker b(preset_);
-  preset_->setCurrentIndex(preset);
+  {
+    const QSignalBlocker b(preset_);
+    preset_->setCurrentIndex(preset);
+  }
+  showWhetherPreset();  // fields changed: "custom"; none (the device alone): still the preset
   return {};
+}
+
+void RunPanel::showWhetherPreset() {
+  if (preset_->currentIndex() < 0 || comparable_json(config()) == preset_config_) return;
+  const QSignalBlocker b(preset_);
+  preset_->setCurrentIndex(-1);  // the placeholder: custom
 }
 
 void RunPanel::setConfig(const RunConfig& c) {

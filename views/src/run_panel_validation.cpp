@@ -111,6 +111,7 @@ void RunPanel::validate() {
   problems_ = problems;
   error_->setText(message_);
   updateStart(engine_->isRunning());
+  showWhetherPreset();  // every edit comes here
 }
 
 }  // namespace fp8wb

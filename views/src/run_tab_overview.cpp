@@ -145,7 +145,10 @@ void OverviewTab::rebuild() {
     if (std::isfinite(f.loss)) {
       text += tr("; final loss %1").arg(f.loss, 0, 'f', 4);
       if (std::isfinite(f.gap)) text += tr(", gap %1").arg(f.gap, 0, 'g', 3);
-      text += tr(" (mean over steps %1-%2)").arg(f.from_step).arg(f.to_step);
+      // A run so short that its last 10% is one step: that step, not "steps 11-11".
+      text += f.from_step == f.to_step
+                  ? tr(" (of step %1 alone)").arg(f.to_step)
+                  : tr(" (mean over steps %1-%2)").arg(f.from_step).arg(f.to_step);
     }
   }
   if (!bars.empty()) {

@@ -87,10 +87,7 @@ QuantizationTab::QuantizationTab(const RunData* run, QWidget* parent)
   heat_map_ = colour_map(heat_, tr("layer x step"), tr("value"));
   // Steps are whole numbers: ticks at whole steps only (1, 2, 5, 10, ... apart as the room
   // allows), also when the axis spans a single step.
-  auto whole_steps = QSharedPointer<QCPAxisTickerFixed>::create();
-  whole_steps->setTickStep(1.0);
-  whole_steps->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
-  heat_->xAxis->setTicker(whole_steps);
+  set_whole_number_ticks(heat_->xAxis);
   block_map_ = colour_map(blocks_, tr("block error"), tr("relative RMS error"));
   bars_ = new QCPBars(hist_->xAxis, hist_->yAxis);
   bars_->setName(tr("exponent histogram"));

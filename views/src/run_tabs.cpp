@@ -82,6 +82,8 @@ ExportablePlot* make_plot(QWidget* parent, const QString& x, const QString& y) {
   auto* p = new ExportablePlot(parent);
   p->xAxis->setLabel(x);
   p->yAxis->setLabel(y);
+  // Steps are indices: no tick between two ("0.5") early in a run.
+  if (x == QObject::tr("step")) set_whole_number_ticks(p->xAxis);
   return p;
 }
 

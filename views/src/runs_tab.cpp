@@ -57,6 +57,10 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
   view_->setTextElideMode(Qt::ElideMiddle);  // a long name keeps the other columns in view
   fit_columns(view_);                        // the headers whole before the first list
   overlay_->xAxis->setLabel(tr("step"));
+  set_whole_number_ticks(overlay_->xAxis);
+  overlay_->setEmptyHint(
+      tr("Select runs in the list and press Overlay loss curves\nto compare "
+         "their loss"));
   overlay_->yAxis->setLabel(tr("loss"));
   overlay_->legend->setVisible(false);  // shown once curves are overlaid
   auto* buttons = new QHBoxLayout;
@@ -91,7 +95,11 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
     d->setTextValue(current);
     connect(d, &QInputDialog::textValueSelected, this, [this, id](const QString& text) {
       const QString name = text.trimmed();
-      if (name.isEmpty()) return;
+      if (name.isEmpty()) {
+        // Said, not passed over: the editor closed, and the run seemingly kept its name.
+        fail(tr("Run %1 was not renamed: a run's name cannot be empty").arg(id));
+        return;
+      }
       try {
         engine_->store().rename_run(id, name.toStdString());
         engine_->store().flush();
@@ -106,12 +114,13 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
     const auto ids = selectedIds();
     if (ids.empty()) return;
     // Named by id and name; a run being written is refused before anything is asked.
+    // A trial of a sweep says so: the sweep's heatmap loses that point's figure.
     QStringList named, live;
     for (int row = 0; row < model_->rowCount(); ++row) {
       const RunInfo* r = model_->runAt(row);
       if (!r || std::find(ids.begin(), ids.end(), r->id) == ids.end()) continue;
       const QString n = tr("%1 (%2)").arg(r->id).arg(QString::fromStdString(r->name));
-      named << n;
+      named << (r->parent_sweep > 0 ? n + QStringLiteral(": ") + sweepOf(r->parent_sweep) : n);
       if (r->live) live << n;
     }
     if (!live.isEmpty()) {
@@ -131,8 +140,7 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
     connect(box, &QMessageBox::finished, this, [this, ids](int result) {
       if (result != QMessageBox::Yes) return;
       try {
-        for (int64_t id : ids) engine_->store().delete_run(id);
-        engine_->store().flush();
+        engine_->deleteRuns(ids);  // the Sweeps tab follows
       } catch (const std::exception& e) {
         fail(QString::fromStdString(e.what()));
       }
@@ -172,6 +180,21 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
   layout->addWidget(status_);
   layout->addWidget(view_, 1);
   layout->addWidget(overlay_, 1);
+}
+
+QString RunsTab::sweepOf(int64_t sweep_id) {
+  QString name;
+  try {
+    if (const auto s = engine_->store().sweep(sweep_id); s && s->name != "sweep")
+      name = QString::fromStdString(s->name);
+  } catch (const std::exception&) {
+    // Named by its number alone.
+  }
+  return name.isEmpty()
+             ? tr("a trial of sweep #%1, whose heatmap will show it as deleted").arg(sweep_id)
+             : tr("a trial of sweep #%1 \"%2\", whose heatmap will show it as deleted")
+                   .arg(sweep_id)
+                   .arg(name);
 }
 
 void RunsTab::updateWriteButtons() {

@@ -109,7 +109,7 @@ void SweepsTab::showSweep(int64_t sweep_id) {
   points_job_.run([path, sweep_id] { return read_sweep(path, sweep_id); },
                   [this, sweep_id](SweepRead r) {
                     setReading(false);
-                    showPoints(sweep_id, std::move(r.spec), std::move(r.points));
+                    showPoints(sweep_id, std::move(r.spec), std::move(r.points), r.status);
                     Q_EMIT sweepShown(sweep_id);
                   },
                   [this](const QString& message) {
@@ -122,16 +122,23 @@ void SweepsTab::setReading(bool reading) {
   reading_->setVisible(reading);
 }
 
-void SweepsTab::showPoints(int64_t sweep_id, SweepSpec spec, std::vector<SweepPoint> points) {
+void SweepsTab::showPoints(int64_t sweep_id, SweepSpec spec, std::vector<SweepPoint> points,
+                           const std::string& status) {
   points_job_.drop();  // what it would bring is older
   setReading(false);
   collect_failure_->setVisible(false);  // what is shown now is this sweep
   collect_failure_->clear();
   const bool axes_changed = spec.axes.size() != spec_.axes.size() || sweep_id != sweep_id_;
-  if (sweep_id != sweep_id_) clearOverlay();  // the curves of the sweep shown before
+  if (sweep_id != sweep_id_) {
+    clearOverlay();  // the curves of the sweep shown before
+    seen_runs_.clear();
+  }
   spec_ = std::move(spec);
   sweep_id_ = sweep_id;
   points_ = std::move(points);
+  status_of_shown_ = status;
+  for (const SweepPoint& p : points_)
+    seen_runs_[p.values].insert(p.run_ids.begin(), p.run_ids.end());
   if (axes_changed || static_cast<int>(slicers_.size()) != static_cast<int>(spec_.axes.size()))
     rebuildSlicers();
   redraw();
@@ -199,26 +206,53 @@ void SweepsTab::setMetric(SweepMetric metric) {
   redraw();
 }
 
-const SweepPoint* SweepsTab::pointAt(int x, int y) const {
+std::vector<std::string> SweepsTab::valuesAt(int x, int y) const {
   const int xa = x_axis_->currentIndex(), ya = y_axis_->currentIndex();
-  if (xa < 0 || ya < 0 || spec_.axes.empty()) return nullptr;
+  if (xa < 0 || ya < 0 || spec_.axes.empty()) return {};
   // The same axis across and up (a one-axis sweep): one row of cells.
   const bool one_row = xa == ya;
   const auto& xv = spec_.axes[static_cast<size_t>(xa)].values;
   const auto& yv = spec_.axes[static_cast<size_t>(ya)].values;
   const int rows = one_row ? 1 : static_cast<int>(yv.size());
-  if (x < 0 || y < 0 || x >= static_cast<int>(xv.size()) || y >= rows) return nullptr;
+  if (x < 0 || y < 0 || x >= static_cast<int>(xv.size()) || y >= rows) return {};
+  std::vector<std::string> values;
+  for (size_t k = 0; k < spec_.axes.size(); ++k) {
+    const auto& v = spec_.axes[k].values;
+    size_t at = static_cast<int>(k) == xa ? static_cast<size_t>(x)
+                : static_cast<int>(k) == ya
+                    ? static_cast<size_t>(y)
+                    : static_cast<size_t>(
+                          std::max(0, k < slicers_.size() ? slicers_[k]->currentIndex() : 0));
+    if (at >= v.size()) at = 0;
+    values.push_back(v[at]);
+  }
+  return values;
+}
+
+const SweepPoint* SweepsTab::pointAt(int x, int y) const {
+  const std::vector<std::string> values = valuesAt(x, y);
+  if (values.empty()) return nullptr;
   for (const SweepPoint& p : points_) {
-    bool match = p.values[static_cast<size_t>(xa)] == xv[static_cast<size_t>(x)] &&
-                 (one_row || p.values[static_cast<size_t>(ya)] == yv[static_cast<size_t>(y)]);
-    for (size_t k = 0; match && k < spec_.axes.size(); ++k) {
-      if (static_cast<int>(k) == xa || static_cast<int>(k) == ya) continue;
-      match = p.values[k] ==
-              spec_.axes[k].values[static_cast<size_t>(std::max(0, slicers_[k]->currentIndex()))];
-    }
-    if (match) return &p;
+    if (p.values == values) return &p;
   }
   return nullptr;
+}
+
+int SweepsTab::deletedAt(int x, int y) const {
+  const std::vector<std::string> values = valuesAt(x, y);
+  if (values.empty()) return 0;
+  const SweepPoint* p = pointAt(x, y);
+  const int runs = p ? p->runs : 0;
+  const int trials = p ? p->trials : std::max(1, spec_.seeds);
+  int gone = 0;
+  if (const auto seen = seen_runs_.find(values); seen != seen_runs_.end()) {
+    for (int64_t id : seen->second) {
+      if (!p || std::find(p->run_ids.begin(), p->run_ids.end(), id) == p->run_ids.end()) ++gone;
+    }
+  }
+  // Every trial of a finished sweep ran: one without its run had it deleted.
+  if (status_of_shown_ == "finished") gone = std::max(gone, trials - runs);
+  return std::clamp(gone, 0, std::max(0, trials - runs));
 }
 
 QString SweepsTab::cellTip(int x, int y) const {
@@ -245,7 +279,11 @@ QString SweepsTab::cellTip(int x, int y) const {
   const SweepMetric metric = chosen(metric_, kSweepMetrics);
   const double v = p ? sweep_metric(*p, metric) : NAN;
   QString what;
-  if (!p || !p->complete()) {
+  if (const int gone = deletedAt(x, y); gone > 0) {
+    what = tr("%1 of %2 trials' runs deleted (no figure; run the sweep again for them)")
+               .arg(gone)
+               .arg(p ? p->trials : std::max(1, spec_.seeds));
+  } else if (!p || !p->complete()) {
     what = tr("trials still to run (%1 of %2 ended)")
                .arg(p ? p->runs : 0)
                .arg(p ? p->trials : std::max(1, spec_.seeds));
@@ -284,10 +322,12 @@ void SweepsTab::markCell(int x, int y, const QString& kind, const QString& text)
     r->topLeft->setCoords(x - 0.5, y + 0.5);
     r->bottomRight->setCoords(x + 0.5, y - 0.5);
     r->setPen(QPen(QColor(150, 150, 150)));
-    // Waiting or running: plain light grey. Diverged or without a figure: hatched.
+    // Waiting or running: plain light grey. Diverged or without a figure: hatched. A run
+    // deleted: cross-hatched.
     r->setBrush(
-        kind == QLatin1String("unfinishedCell")
-            ? QBrush(QColor(215, 215, 215))
+        kind == QLatin1String("unfinishedCell") ? QBrush(QColor(215, 215, 215))
+        : kind == QLatin1String("deletedCell")
+            ? QBrush(QColor(120, 120, 120), Qt::DiagCrossPattern)
             : QBrush(diverged ? QColor(170, 40, 40) : QColor(140, 140, 140), Qt::BDiagPattern));
     r->setSelectable(false);
     marks_.push_back(r);
@@ -350,7 +390,11 @@ void SweepsTab::redraw() {
       const SweepPoint* p = pointAt(x, y);
       const double v = p ? sweep_metric(*p, metric) : NAN;
       double shown = NAN;
-      if (!p || !p->complete()) {
+      if (const int gone = deletedAt(x, y); gone > 0) {
+        // Not "still to run": its run was there, and was deleted.
+        markCell(x, y, QStringLiteral("deletedCell"),
+                 tr("deleted %1/%2").arg(gone).arg(p ? p->trials : std::max(1, spec_.seeds)));
+      } else if (!p || !p->complete()) {
         markCell(x, y, QStringLiteral("unfinishedCell"),
                  p ? tr("… %1/%2").arg(p->runs).arg(p->trials) : tr("…"));
       } else if (p->diverged > 0 && metric != SweepMetric::Diverged) {
@@ -408,7 +452,8 @@ void SweepsTab::redraw() {
   } else {
     text = tr("<b>No grid point has finished all its trials yet</b> (%1).").arg(progress);
   }
-  text += tr("<br>%1. Grey cells (…): trials still to run; hatched: a run diverged. Click a "
+  text += tr("<br>%1. Grey cells (…): trials still to run; hatched: a run diverged; "
+             "cross-hatched: a trial's run was deleted. Click a "
              "cell for its row's (or column's) loss curves; double-click to open its run.")
               .arg(QString::fromUtf8(kFinalLossDefinition.data(),
                                      static_cast<qsizetype>(kFinalLossDefinition.size())));

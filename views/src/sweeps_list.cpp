@@ -9,6 +9,7 @@
 
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/views/engine_controller.h"
+#include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/sweeps_tab.h"
 #include "sweeps_tab_internal.h"
 
@@ -112,6 +113,22 @@ void SweepsTab::selectShownSweep() {
   if (i < 0) return;
   const QSignalBlocker block(stored_);
   stored_->setCurrentIndex(i);
+}
+
+void SweepsTab::runsDeleted() {
+  // A trial deleted reads as deleted, at once (not first when another sweep is chosen),
+  // and its loss curve leaves the overlaid ones.
+  if (sweep_id_ != 0 && !busy()) {
+    auto* once = new QObject(this);
+    connect(this, &SweepsTab::sweepShown, once, [this, once] {
+      once->deleteLater();
+      if (curves_->graphCount() > 0)
+        overlayLine(overlaid_cell_.x(), overlaid_cell_.y(), overlay_->currentIndex() == 1);
+    });
+    connect(this, &SweepsTab::failed, once, [once] { once->deleteLater(); });
+    showSweep(sweep_id_);
+  }
+  refreshSweeps();
 }
 
 void SweepsTab::databaseChanged() {

@@ -160,6 +160,10 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   map_->setInterpolate(false);
   heat_->setInteractions(QCP::Interactions());  // clicks pick cells
   curves_->xAxis->setLabel(tr("step"));
+  set_whole_number_ticks(curves_->xAxis);
+  curves_->setEmptyHint(
+      tr("Choose a sweep above, then click a cell of its heatmap\nto compare "
+         "the loss curves of its row (or column)"));
   curves_->yAxis->setLabel(tr("loss"));
   x_axis_->setObjectName(QStringLiteral("xAxis"));
   y_axis_->setObjectName(QStringLiteral("yAxis"));
@@ -261,6 +265,7 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
     overlayLine(0, 0, overlay_->currentIndex() == 1);
   });
   connect(engine_, &EngineController::databaseChanged, this, &SweepsTab::databaseChanged);
+  connect(engine_, &EngineController::runsDeleted, this, &SweepsTab::runsDeleted);
   // A database that cannot be written takes no sweeps: the buttons say why, as Start does.
   connect(engine_, &EngineController::readOnlyChanged, this, &SweepsTab::updateWriteButtons);
   updateWriteButtons();
@@ -437,7 +442,7 @@ QString SweepsTab::start() {
       [this, ended, id](SweepRead r) {
         ended();
         const QString status = QString::fromStdString(r.status);
-        showPoints(id, std::move(r.spec), std::move(r.points));
+        showPoints(id, std::move(r.spec), std::move(r.points), r.status);
         overlayLine(
             0, 0,
             overlay_->currentIndex() == 1);  // the first row's curves, until a cell is clicked

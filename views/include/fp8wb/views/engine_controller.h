@@ -6,11 +6,13 @@
 // failing (the core's notices, a run's notice events) out of notice().
 #pragma once
 
+#include <QList>
 #include <QMetaType>
 #include <QObject>
 #include <QString>
 #include <QTimer>
 #include <memory>
+#include <vector>
 
 #include "fp8wb/core/metrics.h"
 #include "fp8wb/core/run_config.h"
@@ -43,8 +45,14 @@ class EngineController : public QObject {
   bool openDatabase(const QString& path);
   // Why the open database takes no runs (it cannot be written: a read-only file or
   // folder), or empty: writable, or not opened yet. A store read-only only because another
-  // program held a lock is tried for writing again at the next start: not said here.
+  // program held a lock is tried for writing again at the next start: not said here. A
+  // database that could not be opened at all (a folder, a file that is no database) gives
+  // the reason too, until another path is set or opened.
   QString readOnlyReason() const { return read_only_reason_; }
+
+  // Deletes these runs from the open database (StoreError where one cannot be: the runs
+  // before it are deleted), then runsDeleted() with those deleted.
+  void deleteRuns(const std::vector<int64_t>& ids);
 
   bool isRunning() const;
   bool isPaused() const { return paused_; }
@@ -86,6 +94,8 @@ class EngineController : public QObject {
   // Another database is the one runs go to and are read from (setDatabasePath() with
   // another path, openDatabase()).
   void databaseChanged(const QString& path);
+  // Runs were deleted from the database (deleteRuns()): views of them read it again.
+  void runsDeleted(const QList<qint64>& ids);
   // readOnlyReason() changed.
   void readOnlyChanged(const QString& reason);
 

@@ -40,6 +40,12 @@ class ExportablePlot : public QCustomPlot {
   // cell by its axes' labels and ticks and gives its value.
   using CellTip = std::function<QString(const QCPColorMap* map, int x, int y)>;
   void setCellTip(CellTip tip) { cell_tip_ = std::move(tip); }
+  // A line (or two) of grey text over the plot's middle while it has nothing to draw (no
+  // plottable with points): what fills it, and how ("Select runs and press Overlay ...").
+  // Empty: none.
+  void setEmptyHint(const QString& text);
+  // The hint as shown at the last replot, or empty where it is not shown.
+  QString emptyHint() const;
 
  protected:
   // A tooltip with the exact values of the nearest point (graphs) or cell (colour maps).
@@ -48,6 +54,8 @@ class ExportablePlot : public QCustomPlot {
  private:
   void showExportMenu(const QPoint& pos);
   void applyFonts();
+  void updateEmptyHint();  // shown where nothing is drawn (before each replot)
+  QCPItemText* empty_hint_ = nullptr;
   QString export_title_;
   CellTip cell_tip_;
 };
@@ -58,6 +66,10 @@ void place_legend_below(QCustomPlot* plot, int columns = 4);
 
 // The colour of a format across every plot.
 QColor format_color(Format f);
+
+// Ticks at whole numbers only (1, 2, 5, 10, ... apart as the room allows), also where the
+// axis spans a step or two: for axes of steps, which are indices (never "0.5").
+void set_whole_number_ticks(QCPAxis* axis);
 
 // Fills a colour map with a rows x cols grid (row-major), one cell per block, and sets its
 // axes to show every block whole; clears it when the grid and the values do not match

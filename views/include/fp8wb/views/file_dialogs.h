@@ -23,6 +23,9 @@ void prepare_file_dialog(QFileDialog& dialog);
 // As QFileDialog's static functions (empty where cancelled), through prepare_file_dialog().
 QString open_file_name(QWidget* parent, const QString& caption, const QString& dir,
                        const QString& filter);
+// save_file_name() asks whether to replace a file that exists only after the chosen path
+// is known not to be the run database's (run_database_guard.h): that one comes back
+// unasked, for the caller to refuse, never "replace?" first and a refusal after.
 QString save_file_name(QWidget* parent, const QString& caption, const QString& dir,
                        const QString& filter);
 QString existing_folder(QWidget* parent, const QString& caption, const QString& dir);

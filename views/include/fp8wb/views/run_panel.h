@@ -67,6 +67,9 @@ class RunPanel : public QWidget {
   // Only the fields of the model kind chosen: a GPT's width and layers, or an MLP's.
   void showModelFields();
   void showProgress();
+  // A form that is no longer the preset's config (a field changed, overrides taken): the
+  // preset box names none ("custom"). Its name and device do not count.
+  void showWhetherPreset();
   // Takes the More fields' values that the config accepts into base_; the others are
   // problems of their box.
   void takeAdvanced(QHash<QWidget*, QString>& problems);
@@ -82,8 +85,9 @@ class RunPanel : public QWidget {
   std::vector<std::pair<QWidget*, bool>> model_fields_;
   QFormLayout *form_ = nullptr, *advanced_form_ = nullptr;
   EngineController* engine_;
-  RunConfig base_;       // the preset's fields that the form does not show (batch, widths...)
-  BackendInfo backend_;  // for a preset's formats on a GPU where it names none
+  RunConfig base_;             // the preset's fields that the form does not show (batch, widths...)
+  BackendInfo backend_;        // for a preset's formats on a GPU where it names none
+  std::string preset_config_;  // the named preset's config as the form held it (no name, device)
   QComboBox *preset_, *model_, *recipe_, *formats_, *scaling_, *algo_, *device_;
   QSpinBox *steps_, *margin_, *window_, *seed_, *stats_, *dmodel_, *layers_;
   QDoubleSpinBox* lr_;

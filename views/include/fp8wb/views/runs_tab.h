@@ -55,6 +55,8 @@ class RunsTab : public QWidget {
   std::vector<int64_t> selectedIds() const;
   void selectIds(const std::vector<int64_t>& ids);
   QString fail(const QString& message);
+  // "a trial of sweep #3 "NAME", ...": what the delete question says of a sweep's trial.
+  QString sweepOf(int64_t sweep_id);
   // Rename and Delete disabled, with the reason as their tooltip, while the database is
   // read-only (EngineController::readOnlyReason()).
   void updateWriteButtons();

@@ -14,7 +14,10 @@
 
 #include <QWidget>
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "fp8wb/core/sweep.h"
@@ -141,8 +144,17 @@ class SweepsTab : public QWidget {
   void markCell(int x, int y, const QString& kind, const QString& text);
   // A press and release at (nearly) one place over the map's axis rect: its cell.
   void cellClicked(QMouseEvent* e, bool twice);
-  // Takes a sweep's grid and points (read on a pool thread) and draws them.
-  void showPoints(int64_t sweep_id, SweepSpec spec, std::vector<SweepPoint> points);
+  // Takes a sweep's grid, points and status (read on a pool thread) and draws them.
+  void showPoints(int64_t sweep_id, SweepSpec spec, std::vector<SweepPoint> points,
+                  const std::string& status);
+  // Runs were deleted (EngineController::runsDeleted): the sweep shown is read again and
+  // the list too, so that a deleted trial reads as deleted.
+  void runsDeleted();
+  // Every axis's value at the heatmap cell (x, y) of the current slice (empty: none).
+  std::vector<std::string> valuesAt(int x, int y) const;
+  // How many of the cell's trials had a run that is gone: runs seen here for the point and
+  // no longer there, and in a sweep whose trials all ran ("finished") every trial missing.
+  int deletedAt(int x, int y) const;
   void setReading(bool reading);
   // Start sweep and Collect disabled, with the reason as their tooltip, while the database
   // is read-only (EngineController::readOnlyReason()), and while they are under way.
@@ -180,6 +192,10 @@ class SweepsTab : public QWidget {
   int64_t sweep_id_ = 0;
   SweepSpec spec_;
   std::vector<SweepPoint> points_;
+  std::string status_of_shown_;  // the shown sweep's stored status ("finished", ...)
+  // The runs seen for each grid point (its values) of the shown sweep: one gone since was
+  // deleted.
+  std::map<std::vector<std::string>, std::set<int64_t>> seen_runs_;
   BackgroundJob run_job_{this};      // the sweep's trials
   BackgroundJob points_job_{this};   // reads of its points
   BackgroundJob curves_job_{this};   // reads of the overlaid loss curves
