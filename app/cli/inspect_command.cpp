@@ -11,6 +11,7 @@
 #include "fp8wb/core/counted.h"
 #include "fp8wb/core/default_formats.h"
 #include "fp8wb/core/open_checkpoint.h"
+#include "fp8wb/core/safetensors.h"
 #include "same_file.h"
 #include "table_text.h"
 
@@ -72,6 +73,10 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
     }
     if (const std::string no = sqlite_refusal("--export", opt.export_path); !no.empty()) {
       err << "fp8wb inspect: " << no << "\n";
+      return 1;
+    }
+    if (const std::string no = safetensors_replace_refusal(opt.export_path); !no.empty()) {
+      err << "fp8wb inspect: --export " << no << "\n";
       return 1;
     }
     const ExportReport r = export_fp8_checkpoint(*ckpt, opt.export_path);

@@ -17,6 +17,7 @@
 #include "fp8wb/core/file_io.h"
 #include "fp8wb/core/final_loss.h"
 #include "fp8wb/core/run_store.h"
+#include "fp8wb/core/safetensors.h"
 #include "fp8wb/core/trainer.h"
 #include "rank_launcher.h"
 #include "run_command_common.h"
@@ -226,6 +227,10 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
     }
     if (const std::string no = sqlite_refusal("--save-weights", cfg.weights); !no.empty()) {
       throw std::invalid_argument(no);
+    }
+    // Said before the run rather than when its weights are written at the end.
+    if (const std::string no = safetensors_replace_refusal(cfg.weights); !no.empty()) {
+      throw std::invalid_argument("--save-weights " + no);
     }
   }
   if (!opt.run_uuid.empty() && !is_uuid(opt.run_uuid)) {

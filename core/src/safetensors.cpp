@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -597,8 +598,26 @@ std::vector<uint8_t> safetensors_image(const std::vector<TensorToWrite>& tensors
   return out;
 }
 
+std::string safetensors_replace_refusal(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return {};  // none, or refused on writing
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec || size == 0) return {};
+  std::ifstream f(path, std::ios::binary);
+  unsigned char head[9] = {};
+  f.read(reinterpret_cast<char*>(head), sizeof head);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | head[i];  // little-endian
+  if (f.gcount() == sizeof head && head[8] == '{' && n <= size - 8) return {};
+  return path +
+         " exists and is not a safetensors file: writing there would replace it; give "
+         "another path, or remove the file first";
+}
+
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata) {
+  if (const std::string no = safetensors_replace_refusal(path); !no.empty())
+    throw CheckpointError(no);
   const std::vector<uint8_t> image = safetensors_image(tensors, metadata);
   // Nothing half-written under the real name, nothing left beside it on a failure, and
   // never a device or a folder replaced by a file.

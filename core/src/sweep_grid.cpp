@@ -74,6 +74,8 @@ std::vector<SweepTrial> expand_sweep(const SweepSpec& spec) {
       throw std::invalid_argument("grid axis '" + a.key + "' given twice");
     if (a.key == "seed")
       throw std::invalid_argument("seeds are swept with --seeds, not a grid on 'seed'");
+    if (a.key == "weights")
+      throw std::invalid_argument("a sweep's trials write no weights: no grid on 'weights'");
     // Every value alone against the base config: a bad one is named before anything runs.
     for (const std::string& v : a.values) {
       RunConfig c = spec.base;
@@ -81,6 +83,13 @@ std::vector<SweepTrial> expand_sweep(const SweepSpec& spec) {
     }
   }
   validate_run_config(spec.base);
+  // Every trial would write its final weights to the one file, each over the one before.
+  if (!spec.base.weights.empty()) {
+    throw std::invalid_argument(
+        "config field 'weights': a sweep's trials would all write "
+        "their weights to " +
+        spec.base.weights + ", each over the last; leave it out of a sweep");
+  }
   std::vector<SweepTrial> out;
   std::vector<size_t> idx(spec.axes.size(), 0);
   for (;;) {

@@ -318,6 +318,65 @@ TEST_F(CliTrain, ExportsAndWeightsNeverDestroyAnotherDatabase) {
   EXPECT_EQ(nlohmann::json::parse(l.out).size(), 1u) << "a run was started";
 }
 
+// The final weights never replace a file that is not a safetensors file (a text file,
+// say): refused before the run, by --save-weights and by the config's `weights` alike, the
+// file kept and no run started. A safetensors file there is replaced. A sweep, whose trials
+// would write one file each over the last, takes no `weights`; inspect --export likewise
+// keeps a file that is not a safetensors file.
+TEST_F(CliTrain, WeightsReplaceNothingButASafetensorsFile) {
+  const std::string notes = (dir_ / "notes.txt").string();
+  { std::ofstream(notes) << "precious\n"; }
+  const std::vector<std::string> base{"train", "--db",           db_,     "--quiet",
+                                      "--set", "model=mlp",      "--set", "steps=2",
+                                      "--set", "reference=false"};
+  for (const std::vector<std::string>& how :
+       {std::vector<std::string>{"--save-weights", notes}, {"--set", "weights=" + notes}}) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), how.begin(), how.end());
+    const Result t = run(args);
+    EXPECT_EQ(t.rc, 1) << how[0];
+    EXPECT_NE(t.err.find("--save-weights " + notes + " exists and is not a safetensors file"),
+              std::string::npos)
+        << t.err;
+  }
+  auto text = [](const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  EXPECT_TRUE(text(notes) == "precious\n") << notes << " was replaced";
+  EXPECT_FALSE(std::filesystem::exists(db_)) << "a run was started";
+
+  const std::string weights = (dir_ / "w.safetensors").string();
+  for (int i = 0; i < 2; ++i) {  // the second run replaces the first's weights
+    std::vector<std::string> args = base;
+    args.insert(args.end(), {"--save-weights", weights});
+    const Result t = run(args);
+    ASSERT_EQ(t.rc, 0) << t.err;
+  }
+  const Result show = run({"inspect", weights, "--json"});
+  EXPECT_EQ(show.rc, 0) << show.err;
+
+  const Result e = run({"inspect", weights, "--export", notes});
+  EXPECT_EQ(e.rc, 1);
+  EXPECT_NE(e.err.find("--export " + notes + " exists and is not a safetensors file"),
+            std::string::npos)
+      << e.err;
+  EXPECT_TRUE(text(notes) == "precious\n") << notes << " was replaced";
+
+  const std::string sweep_db = (dir_ / "sweep.sqlite").string();
+  for (const std::vector<std::string>& how :
+       {std::vector<std::string>{"--set", "weights=" + weights},
+        {"--grid", "weights=" + weights + ",x.safetensors"}}) {
+    std::vector<std::string> args{"sweep", "--db",    sweep_db, "--set",     "model=mlp",
+                                  "--set", "steps=1", "--grid", "margin=0,1"};
+    args.insert(args.end(), how.begin(), how.end());
+    const Result r = run(args);
+    EXPECT_NE(r.rc, 0) << how[1];
+    EXPECT_NE(r.err.find("weights"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(sweep_db)) << "a sweep was started";
+}
+
 // `runs list` shows every name whole (two sweep trials differing only at the end stay
 // apart), and the columns after the name stay aligned, counted in characters.
 TEST_F(CliTrain, RunsListShowsWholeNamesAligned) {

@@ -109,9 +109,16 @@ struct TensorToWrite {
 std::vector<uint8_t> safetensors_image(const std::vector<TensorToWrite>& tensors,
                                        const std::map<std::string, std::string>& metadata = {});
 
+// Empty where a safetensors file written at `path` would replace nothing but a safetensors
+// file: no file is there, an empty one, or one that begins as safetensors files do (an
+// 8-byte header length within the file, then `{`). Else why not, naming the file: a text
+// file, a PyTorch checkpoint, any other file would be lost.
+std::string safetensors_replace_refusal(const std::string& path);
+
 // Writes a safetensors file (tensors in the given order, 8-byte aligned header), all or
 // nothing (write_file_atomically()). Throws CheckpointError (a shape/byte mismatch, a
-// file that cannot be written, a path that is a folder or a device).
+// file that cannot be written, a path that is a folder or a device, a file there that
+// safetensors_replace_refusal() refuses to replace).
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
