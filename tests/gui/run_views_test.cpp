@@ -170,6 +170,25 @@ QCustomPlot* shown_heatmap(QuantizationTab& quantization) {
   return quantization.plots()[0];
 }
 
+// Run `id` of an MLP named `name` with `steps` steps, the loss 2 - 0.01 x step against a
+// reference loss of 1.5.
+void fill_falling_loss(RunData& data, int64_t id, const char* name, int64_t steps) {
+  RunConfig c;
+  c.name = name;
+  c.model = ModelKind::Mlp;
+  data.setRun(id, c.name, run_config_json(c));
+  MetricBatch b;
+  for (int64_t i = 0; i < steps; ++i) {
+    StepMetrics m;
+    m.step = i;
+    m.loss = 2.0 - 0.01 * static_cast<double>(i);
+    m.ref_loss = 1.5;
+    m.loss_gap = m.loss - m.ref_loss;
+    b.steps.push_back(m);
+  }
+  data.append(b);
+}
+
 }  // namespace
 
 void RunViewsTest::initTestCase() {
@@ -399,21 +418,8 @@ void RunViewsTest::everyLayerCellFillsItsShareOfThePlot() {
 // An ended run's summary gives its final loss and gap as the Sweeps and Runs tabs do (the
 // mean over the last 10% of the steps), beside the last step's loss; a running one not.
 void RunViewsTest::anEndedRunsSummaryGivesItsFinalLoss() {
-  RunConfig c;
-  c.name = "ended";
-  c.model = ModelKind::Mlp;
   RunData data;
-  data.setRun(7, c.name, run_config_json(c));
-  MetricBatch b;
-  for (int64_t i = 0; i < 40; ++i) {  // the last 10%: steps 36..39
-    StepMetrics m;
-    m.step = i;
-    m.loss = 2.0 - 0.01 * static_cast<double>(i);
-    m.ref_loss = 1.5;
-    m.loss_gap = m.loss - m.ref_loss;
-    b.steps.push_back(m);
-  }
-  data.append(b);
+  fill_falling_loss(data, 7, "ended", 40);  // the last 10%: steps 36..39
   OverviewTab tab(&data);
   tab.resize(1000, 700);
   tab.show();
@@ -435,21 +441,8 @@ void RunViewsTest::anEndedRunsSummaryGivesItsFinalLoss() {
 // A run so short that its last 10% is one step: the summary names that step alone, not
 // as a range of one ("steps 11-11").
 void RunViewsTest::aShortRunsFinalLossNamesItsOneStep() {
-  RunConfig c;
-  c.name = "short";
-  c.model = ModelKind::Mlp;
   RunData data;
-  data.setRun(8, c.name, run_config_json(c));
-  MetricBatch b;
-  for (int64_t i = 0; i < 12; ++i) {  // the last 10%: step 11
-    StepMetrics m;
-    m.step = i;
-    m.loss = 2.0 - 0.01 * static_cast<double>(i);
-    m.ref_loss = 1.5;
-    m.loss_gap = m.loss - m.ref_loss;
-    b.steps.push_back(m);
-  }
-  data.append(b);
+  fill_falling_loss(data, 8, "short", 12);  // the last 10%: step 11
   OverviewTab tab(&data);
   data.setStatus(RunStatus::Finished, "");
   tab.refresh(true);

@@ -139,6 +139,15 @@ bool show_sweep(SweepsTab& tab, int64_t sweep) {
   return shown.wait(30000);
 }
 
+// The heatmap item named `name` (a cell's mark or pattern) over cell (x, y), or null.
+QCPAbstractItem* cell_item(QCustomPlot* plot, const QString& name, int x, int y) {
+  for (int i = 0; i < plot->itemCount(); ++i) {
+    QCPAbstractItem* item = plot->item(i);
+    if (item->objectName() == name && item->property("cell").toPoint() == QPoint(x, y)) return item;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 class SweepHeatmapTest : public QObject {
@@ -222,14 +231,7 @@ void SweepHeatmapTest::unfinishedAndDivergedCellsHaveTheirOwnLook() {
     const QPointF p = map->coordsToPixels(x - 0.3, y + 0.3);
     return image.pixelColor(p.toPoint());
   };
-  auto item_at = [&](const QString& name, int x, int y) -> QCPAbstractItem* {
-    for (int i = 0; i < plot->itemCount(); ++i) {
-      QCPAbstractItem* item = plot->item(i);
-      if (item->objectName() == name && item->property("cell").toPoint() == QPoint(x, y))
-        return item;
-    }
-    return nullptr;
-  };
+  auto item_at = [&](const QString& name, int x, int y) { return cell_item(plot, name, x, y); };
   // Finished cells are coloured from the scale (the check's own sanity).
   for (const QPoint c : {QPoint(0, 0), QPoint(1, 0), QPoint(1, 2)}) {
     QVERIFY2(distance_to_gradient(g, pixel(c.x(), c.y())) < 12,
@@ -893,14 +895,7 @@ void SweepHeatmapTest::aTrialDeletedOnTheRunsTabReadsDeleted() {
   QTest::mouseClick(confirm->button(QMessageBox::Yes), Qt::LeftButton);
 
   ExportablePlot* plot = tab.plots()[0];
-  auto item_at = [&](const QString& name, int x, int y) -> QCPAbstractItem* {
-    for (int i = 0; i < plot->itemCount(); ++i) {
-      QCPAbstractItem* item = plot->item(i);
-      if (item->objectName() == name && item->property("cell").toPoint() == QPoint(x, y))
-        return item;
-    }
-    return nullptr;
-  };
+  auto item_at = [&](const QString& name, int x, int y) { return cell_item(plot, name, x, y); };
   QTRY_VERIFY_WITH_TIMEOUT(item_at(QStringLiteral("deletedCell"), 1, 0), 30000);
   QVERIFY(!item_at(QStringLiteral("unfinishedCell"), 1, 0));
   auto* mark = qobject_cast<QCPItemText*>(item_at(QStringLiteral("cellMark"), 1, 0));
