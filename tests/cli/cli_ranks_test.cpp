@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -110,6 +111,31 @@ std::string slurp(const std::string& path) {
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
+}
+
+// Whether something listens on TCP `port` of this machine within `seconds`, as
+// /proc/net/tcp and tcp6 say (state 0A), without connecting to it.
+bool wait_listening(int port, int seconds) {
+  char hex[8];
+  std::snprintf(hex, sizeof hex, ":%04X", port);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+      std::ifstream f(table);
+      std::string line;
+      std::getline(f, line);  // the header
+      while (std::getline(f, line)) {
+        std::istringstream fields(line);
+        std::string slot, local, remote, state;
+        fields >> slot >> local >> remote >> state;
+        if (state == "0A" && local.size() > 5 && local.compare(local.size() - 5, 5, hex) == 0) {
+          return true;
+        }
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
 }
 
 // Whether the database's first run reaches `step` within two minutes.
@@ -387,7 +413,10 @@ TEST_F(CliRanks, AnInterruptEndsTheWaitForTheOtherRanks) {
   args.insert(args.end(), kTiny.begin(), kTiny.end());
   const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
   const pid_t pid = spawn(args, out, err, rank_env(0, 2, port));
-  std::this_thread::sleep_for(std::chrono::seconds(3));
+  // Rank 0 listens once it waits (its signal handlers are set by then); a slow start, as
+  // under a sanitizer on a busy machine, must not take the interrupt before that.
+  const bool listening = wait_listening(p, 60);
+  EXPECT_TRUE(listening) << "rank 0 never listened on port " << port;
   const auto t0 = std::chrono::steady_clock::now();
   kill(pid, SIGINT);
   const int st = wait_for(pid, 60);
