@@ -496,8 +496,9 @@ void validate_run_config(const RunConfig& c) {
   at_least("log_interval", c.log_interval, 1);
   at_least("rank_timeout", c.rank_timeout, 1);
   if (c.name.empty()) fail("name", "must not be empty");
-  // A NUL would cut the name short in lists; a tab or line break would break their columns.
-  if (const std::string why = control_character_in(c.name); !why.empty()) fail("name", why);
+  // A blank name shows as nothing in lists; bytes that are not UTF-8 cannot be shown; a NUL
+  // would cut the name short; a tab or line break would break the lists' columns.
+  if (const std::string why = name_problem(c.name); !why.empty()) fail("name", why);
   for (const auto& [key, f] : fields()) {
     if (std::isnan(f.max)) continue;
     const json v = f.get(c);

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "cli_run.h"
 #include "fp8wb/core/run_store.h"
@@ -214,6 +215,49 @@ TEST_F(CliImport, FailedSlurmSubmissionsMakeNoDatabase) {
     ASSERT_EQ(s->sweeps().size(), 1u);
   }
   EXPECT_TRUE(std::filesystem::exists(dir_ / "sw4" / "sweep.json"));
+}
+
+}  // namespace
+
+namespace {
+
+using fp8wb::test::Result;
+
+// A name of blanks only shows as nothing, and bytes that are not UTF-8 cannot be shown:
+// refused for a run's config name, a sweep's --name and a rename; names of any script
+// stay welcome.
+TEST_F(CliImport, BlankAndNonUtf8NamesAreRefused) {
+  for (const std::string name : {"   ", "\xc2\xa0\xe3\x80\x80"}) {
+    const Result r = run({"train", "--db", file("n.sqlite"), "--quiet", "--set", "model=mlp",
+                          "--set", "steps=1", "--set", "name=" + name});
+    EXPECT_EQ(r.rc, 1) << r.out;
+    EXPECT_NE(r.err.find("config field 'name': is blank (spaces only)"), std::string::npos)
+        << r.err;
+  }
+  for (const std::string name : {"bad\xff", "cut\xe4\xb8", "over\xc0\xaf"}) {
+    const Result r = run({"train", "--db", file("n.sqlite"), "--quiet", "--set", "model=mlp",
+                          "--set", "steps=1", "--set", "name=" + name});
+    EXPECT_EQ(r.rc, 1) << r.out;
+    EXPECT_NE(r.err.find("config field 'name': is not valid UTF-8 text"), std::string::npos)
+        << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(file("n.sqlite")));
+  Result r = run({"sweep", "--db", file("n.sqlite"), "--quiet", "--name", "  ", "--grid",
+                  "window=1,2", "--set", "model=mlp", "--set", "steps=1"});
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.err.find("the sweep's name is blank (spaces only)"), std::string::npos) << r.err;
+  r = run({"sweep", "--db", file("n.sqlite"), "--quiet", "--name", "sw\xfe", "--grid", "window=1,2",
+           "--set", "model=mlp", "--set", "steps=1"});
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.err.find("the sweep's name is not valid UTF-8 text"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(file("n.sqlite")));
+  ASSERT_EQ(train(file("n.sqlite"), "Schrödinger’s run 中文 😀").rc, 0);
+  auto store = fp8wb::RunStore::open(file("n.sqlite"));
+  for (const std::string name : {" ", "\xff"}) {
+    EXPECT_THROW(store->rename_run(1, name), std::invalid_argument) << name;
+  }
+  store->rename_run(1, "a new name");
+  EXPECT_EQ(store->run(1)->name, "a new name");
 }
 
 }  // namespace
