@@ -260,4 +260,37 @@ TEST_F(CliImport, BlankAndNonUtf8NamesAreRefused) {
   EXPECT_EQ(store->run(1)->name, "a new name");
 }
 
+// Seeds go up to 2^53 (docs/architecture.md, "Limits"): one past it is refused, though
+// it converts to 2^53 as a double; 2^53 itself is taken.
+TEST_F(CliImport, SeedsPast2To53AreRefused) {
+  Result r = run({"train", "--db", file("s.sqlite"), "--quiet", "--set", "model=mlp", "--set",
+                  "steps=1", "--set", "seed=9007199254740993"});
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(
+      r.err.find("config field 'seed': must be at most 9007199254740992, not 9007199254740993"),
+      std::string::npos)
+      << r.err;
+  r = run({"train", "--db", file("s.sqlite"), "--quiet", "--set", "model=mlp", "--set", "steps=1",
+           "--set", "seed=9007199254740992"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+}
+
+// A value of the wrong type is named once, with its type where the text alone does not
+// say it ("null", not "null null").
+TEST_F(CliImport, AWrongTypeIsSaidOnce) {
+  Result r = run(
+      {"train", "--db", file("t.sqlite"), "--quiet", "--set", "model=mlp", "--set", "steps=null"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("config field 'steps': expected an integer, got null\n"), std::string::npos)
+      << r.err;
+  r = run(
+      {"train", "--db", file("t.sqlite"), "--quiet", "--set", "model=mlp", "--set", "steps=[1,2]"});
+  EXPECT_NE(r.err.find("config field 'steps': expected an integer, got an array [1,2]"),
+            std::string::npos)
+      << r.err;
+  r = run({"train", "--db", file("t.sqlite"), "--quiet", "--set", "model=mlp", "--set", "lr=null"});
+  EXPECT_NE(r.err.find("config field 'lr': expected a number, got null\n"), std::string::npos)
+      << r.err;
+}
+
 }  // namespace
