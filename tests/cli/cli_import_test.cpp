@@ -223,6 +223,62 @@ namespace {
 
 using fp8wb::test::Result;
 
+// A database imported into itself (by its path or another path to it) is refused, and
+// its runs stay as they were.
+TEST_F(CliImport, ADatabaseIsNotImportedIntoItself) {
+  ASSERT_EQ(train(file("one.sqlite"), "only").rc, 0);
+  for (const std::string& other : {file("one.sqlite"), (dir_ / "." / "one.sqlite").string()}) {
+    const Result r = run({"runs", "import", other, "--db", file("one.sqlite")});
+    EXPECT_EQ(r.rc, 1) << r.out;
+    EXPECT_NE(r.err.find("fp8wb runs import: " + other + " is the run database itself (--db " +
+                         file("one.sqlite") + "): a database cannot be imported into itself"),
+              std::string::npos)
+        << r.err;
+  }
+  const Result list = run({"runs", "list", "--db", file("one.sqlite"), "--json"});
+  ASSERT_EQ(list.rc, 0) << list.err;
+  EXPECT_EQ(nlohmann::json::parse(list.out).size(), 1u);
+}
+
+// `runs list` takes no run: a word after it is said to be not expected, not checked as
+// a run id.
+TEST_F(CliImport, RunsListSaysAnExtraArgumentIsNotExpected) {
+  ASSERT_EQ(train(file("one.sqlite"), "only").rc, 0);
+  const Result r = run({"runs", "list", "extra", "--db", file("one.sqlite")});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("fp8wb runs list: 'extra' is not expected: list takes no run"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("run id"), std::string::npos) << r.err;
+}
+
+// An empty --db names no database: refused by every command that takes one, and the
+// default database is not touched.
+TEST_F(CliImport, AnEmptyDbPathIsRefused) {
+  const std::string xdg = (dir_ / "xdg").string();
+  const char* before = std::getenv("XDG_DATA_HOME");
+  const std::string kept = before ? before : "";
+  setenv("XDG_DATA_HOME", xdg.c_str(), 1);
+  const std::vector<std::vector<std::string>> commands = {
+      {"runs", "list", "--db", ""},
+      {"runs", "import", file("x.sqlite"), "--db", ""},
+      {"train", "--db", "", "--quiet", "--set", "model=mlp", "--set", "steps=1"},
+      {"sweep", "--db", "", "--quiet", "--grid", "window=1,2", "--set", "model=mlp", "--set",
+       "steps=1"}};
+  for (const auto& args : commands) {
+    const Result r = run(args);
+    EXPECT_EQ(r.rc, 2) << args[0] << " " << r.out;
+    EXPECT_NE(r.err.find("--db"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("an empty path names no run database"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(xdg + "/fp8-workbench/runs.sqlite"));
+  if (before)
+    setenv("XDG_DATA_HOME", kept.c_str(), 1);
+  else
+    unsetenv("XDG_DATA_HOME");
+}
+
 // A name of blanks only shows as nothing, and bytes that are not UTF-8 cannot be shown:
 // refused for a run's config name, a sweep's --name and a rename; names of any script
 // stay welcome.
