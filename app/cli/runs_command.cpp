@@ -15,6 +15,7 @@
 #include "fp8wb/core/run_store.h"
 #include "run_command_common.h"
 #include "same_file.h"
+#include "table_text.h"
 
 namespace fp8wb::cli {
 
@@ -234,14 +235,14 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
       return 0;
     }
     // Names in full (two sweep trials may differ only at the end), the column as wide as
-    // the longest one, counted in characters (UTF-8 code points), not bytes.
-    auto chars = [](const std::string& s) {
-      return static_cast<size_t>(
-          std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
-    };
+    // the longest one, counted in terminal columns (a CJK character or an emoji takes two),
+    // not bytes; a name stored elsewhere with a control character shows it escaped.
     size_t width = 24;
-    for (const auto& r : runs) width = std::max(width, chars(r.name));
-    auto padded = [&](const std::string& s) { return s + std::string(width - chars(s), ' '); };
+    for (const auto& r : runs) width = std::max(width, text_width(shown_text(r.name)));
+    auto padded = [&](const std::string& s) {
+      const std::string t = shown_text(s);
+      return t + std::string(width - text_width(t), ' ');
+    };
     out << fmt::format("{:>5}  {} {:<12} {:>7} {:>10} {:>11}  {:<8} {}\n", "id", padded("name"),
                        "status", "steps", "final loss", "tokens/s", "device", "started");
     for (const auto& r : runs) {

@@ -316,6 +316,30 @@ TEST_F(CliImport, BlankAndNonUtf8NamesAreRefused) {
   EXPECT_EQ(store->run(1)->name, "a new name");
 }
 
+// The number of spaces after `name` on the line that holds it.
+size_t spaces_after(const std::string& text, const std::string& name) {
+  size_t at = text.find(name);
+  if (at == std::string::npos) return 0;
+  at += name.size();
+  size_t n = 0;
+  while (at + n < text.size() && text[at + n] == ' ') ++n;
+  return n;
+}
+
+// `runs list` pads names to the columns a terminal gives them: a CJK character or an
+// emoji takes two, so the columns after the names line up.
+TEST_F(CliImport, RunsListAlignsNamesByDisplayWidth) {
+  ASSERT_EQ(train(file("w.sqlite"), "plain").rc, 0);
+  ASSERT_EQ(train(file("w.sqlite"), "中文名字").rc, 0);
+  ASSERT_EQ(train(file("w.sqlite"), "a😀").rc, 0);
+  const Result r = run({"runs", "list", "--db", file("w.sqlite")});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  // The name column is 24 columns wide, then one space.
+  EXPECT_EQ(spaces_after(r.out, "plain"), 24u - 5u + 1u) << r.out;
+  EXPECT_EQ(spaces_after(r.out, "中文名字"), 24u - 8u + 1u) << r.out;
+  EXPECT_EQ(spaces_after(r.out, "a😀"), 24u - 3u + 1u) << r.out;
+}
+
 // Seeds go up to 2^53 (docs/architecture.md, "Limits"): one past it is refused, though
 // it converts to 2^53 as a double; 2^53 itself is taken.
 TEST_F(CliImport, SeedsPast2To53AreRefused) {

@@ -478,3 +478,33 @@ TEST(CliInspect, ExportNeverDestroysAnSqliteDatabase) {
 }
 
 }  // namespace
+
+namespace {
+
+// Tensor names come from the checkpoint's author: in the text table a line break or an
+// escape sequence in one is shown escaped, never written to the terminal as it is; the
+// JSON holds the names as they are.
+TEST(CliInspect, ControlCharactersInNamesAreEscapedInTheTable) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("fp8wb-inspect-escape-" + std::to_string(getpid()) + ".safetensors"))
+                               .string();
+  std::vector<float> w(16 * 16);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.02f * std::sin(0.37f * static_cast<float>(i));
+  std::vector<uint8_t> bytes(w.size() * 4);
+  std::memcpy(bytes.data(), w.data(), bytes.size());
+  const std::string injected = "a\nFAKE\x1b[31mred\rb\\c\xe2\x80\xae";
+  fp8wb::write_safetensors(path, {{injected, fp8wb::StDtype::F32, {16, 16}, bytes}});
+  const auto r = run({"inspect", path});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\r'), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\nFAKE"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\xe2\x80\xae"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\na\\nFAKE\\x1b[31mred\\rb\\\\c\\u202e "), std::string::npos) << r.out;
+  const auto j = run({"inspect", path, "--json"});
+  ASSERT_EQ(j.rc, 0) << j.err;
+  EXPECT_EQ(nlohmann::json::parse(j.out)[0]["name"], injected);
+  std::filesystem::remove(path);
+}
+
+}  // namespace
