@@ -522,4 +522,52 @@ TEST(CliFormats, FormatsWithoutInfSayThatIeeeModeClamps) {
   EXPECT_EQ(s.out.find("ieee mode clamps too"), std::string::npos) << s.out;
 }
 
+// Outlier factors that take the outliers out of fp32's finite normal range (Inf, or
+// zeros and subnormals) are refused, naming the factor and the range taken; the range's
+// ends are taken.
+TEST(CliDemo, OutlierFactorsBeyondFp32AreRefused) {
+  for (const std::string k : {"1e300", "1e39", "1e-300", "1e-45"}) {
+    const Result r = run({"demo", "outliers", "-k", k, "--json"});
+    EXPECT_EQ(r.rc, 2) << k << "\n" << r.out;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_NE(r.err.find("outlier factor "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("out of fp32's finite normal range"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("factors from "), std::string::npos) << r.err;
+  }
+  const std::string err = run({"demo", "outliers", "-k", "1e300"}).err;
+  EXPECT_NE(err.find("outlier factor 1e+300 "), std::string::npos) << err;
+  const size_t from = err.find("factors from ") + 13;
+  const size_t to = err.find(" to ", from);
+  const size_t end = err.find(" are taken", to);
+  ASSERT_NE(end, std::string::npos) << err;
+  const std::string least = err.substr(from, to - from), most = err.substr(to + 4, end - to - 4);
+  const Result ok = run({"demo", "outliers", "-k", least, "-k", most, "--json"});
+  ASSERT_EQ(ok.rc, 0) << ok.err;
+  const auto doc = nlohmann::json::parse(ok.out);
+  ASSERT_EQ(doc["rows"].size(), 2u);
+  for (const auto& row : doc["rows"]) EXPECT_TRUE(row["tensorwise_sqnr_db"].is_number()) << row;
+}
+
+// A scale that takes the gradients below fp32's normal range leaves zeros and subnormals
+// before any cast: refused, naming the scale and the smallest one, which is taken.
+TEST(CliDemo, GradientScaleBelowFp32IsRefused) {
+  for (const std::string scale : {"1e-320", "1e-35"}) {
+    const Result r = run({"demo", "gradients", "--scale", scale});
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_NE(r.err.find("the gradient scale " +
+                         fp8wb::format_number(std::strtod(scale.c_str(), nullptr))),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("below fp32's smallest normal value"), std::string::npos) << r.err;
+  }
+  const std::string err = run({"demo", "gradients", "--scale", "1e-320"}).err;
+  const std::string said = "the smallest scale is ";
+  ASSERT_NE(err.find(said), std::string::npos) << err;
+  const std::string least = err.substr(err.find(said) + said.size());
+  EXPECT_EQ(least, "1.176e-30\n");
+  const Result ok = run({"demo", "gradients", "--scale", "1.176e-30", "--json"});
+  ASSERT_EQ(ok.rc, 0) << ok.err;
+}
+
 }  // namespace
