@@ -48,7 +48,7 @@ inline const CLI::Validator kDatabasePath(
                                 default_database_path() + ")"
                           : std::string();
     },
-    "PATH");
+    "");
 
 // A --db given by the user must lie in a folder that is there: a mistyped path would
 // otherwise make folders and a new, empty database in them. The default database's
