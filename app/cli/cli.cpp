@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "bench_command.h"
 #include "demo_command.h"
@@ -9,6 +11,7 @@
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/default_formats.h"
 #include "fp8wb/core/run_config.h"
+#include "fp8wb/core/value_report.h"
 #include "inspect_command.h"
 #include "runs_command.h"
 #include "sweep_command.h"
@@ -43,6 +46,28 @@ int run_info(std::ostream& out) {
   return 0;
 }
 
+// `formats`' arguments, with each negative value that the parser would take for an option
+// (-inf, -.5, -nan, -2^-9: a '-' before anything but a digit) given a leading space, which
+// keeps it a value and which the value's parser ignores. The others, and everything after
+// `--`, as they are.
+std::vector<std::string> with_negative_values(int argc, const char* const* argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  size_t i = 1;
+  while (i < args.size() && !args[i].empty() && args[i][0] == '-') ++i;  // fp8wb's own options
+  if (i >= args.size() || args[i] != "formats") return args;
+  for (++i; i < args.size() && args[i] != "--"; ++i) {
+    const std::string& a = args[i];
+    if (a.size() < 2 || a[0] != '-' || (a[1] >= '0' && a[1] <= '9')) continue;
+    try {
+      parse_value(a);
+    } catch (const std::exception&) {
+      continue;  // an option (or a mistake the parser names)
+    }
+    args[i] = " " + a;
+  }
+  return args;
+}
+
 }  // namespace
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool color,
@@ -68,7 +93,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   SweepOptions sweep;
   auto* sweep_cmd = add_sweep_command(app, sweep);
   try {
-    app.parse(argc, argv);
+    const std::vector<std::string> args = with_negative_values(argc, argv);
+    std::vector<const char*> arg_ptrs;
+    for (const std::string& a : args) arg_ptrs.push_back(a.c_str());
+    app.parse(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
   } catch (const CLI::ParseError& e) {
     // --help and --version end here with 0; every usage error (an unknown option, a
     // missing or malformed value) with 2, as the commands' own usage errors do, CLI11's

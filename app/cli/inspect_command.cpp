@@ -158,6 +158,8 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
     out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
+  // Names as text a terminal shows as it is (control characters escaped: shown_text());
+  // the JSON above holds them as they are.
   out << fmt::format("{:<40} {:<8} {:<14} {:>10} {:>7}  {:<26} {:>8} {:>9}\n", "tensor", "dtype",
                      "shape", "amax", "range", "recipe (best SQNR shown)", "SQNR dB", "underflow");
   for (const auto& a : all) {
@@ -171,7 +173,7 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
     const std::string underflow =
         best ? fmt::format("{:.3f}%", best->underflow_pct) : std::string("-");
     out << fmt::format("{} {:<8} {} {:>10.4g} {:>6.1f}b  {:<26} {:>8} {:>9}\n",
-                       fit_column(a.name, 40), a.dtype, fit_column(shape, 14), a.amax,
+                       fit_column(shown_text(a.name), 40), a.dtype, fit_column(shape, 14), a.amax,
                        a.dynamic_range_bits, best ? best->name : std::string("-"), sqnr, underflow);
     if (!a.not_quantized.empty()) out << "    no SQNR: " << a.not_quantized << "\n";
     if (a.nan_count > 0 || a.inf_count > 0) {

@@ -1,8 +1,9 @@
-// defines: dump(), num(), db_path(), check_db_folder(), median(), Speed, speed_of(),
+// defines: dump(), num(), db_path(), kDatabasePath, check_db_folder(), median(), Speed, speed_of(),
 // step_range_text(): what `fp8wb train`, `runs` and `bench` share (JSON output, the run
 // database's path, medians of step figures, a run's tokens/s, steps named by index).
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -37,6 +38,17 @@ inline std::string step_range_text(int64_t from, int64_t to) {
 inline std::string db_path(const std::string& given) {
   return given.empty() ? default_database_path() : given;
 }
+
+// --db's check: an empty path is refused (it would name no file; the default database is
+// had by leaving --db out).
+inline const CLI::Validator kDatabasePath(
+    [](std::string& path) {
+      return path.empty() ? "an empty path names no run database: give a file path, or leave "
+                            "--db out for the default (" +
+                                default_database_path() + ")"
+                          : std::string();
+    },
+    "");
 
 // A --db given by the user must lie in a folder that is there: a mistyped path would
 // otherwise make folders and a new, empty database in them. The default database's

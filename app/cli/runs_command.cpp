@@ -15,6 +15,7 @@
 #include "fp8wb/core/run_store.h"
 #include "run_command_common.h"
 #include "same_file.h"
+#include "table_text.h"
 
 namespace fp8wb::cli {
 
@@ -29,7 +30,8 @@ CLI::App* add_runs_command(CLI::App& app, RunsOptions& opt) {
   c->add_option("run", opt.target,
                 "The run's id (show, export, delete), or the run database to import from "
                 "(import: its runs are added; runs already here are not copied again)");
-  c->add_option("--db", opt.db, "Run database (default: " + default_database_path() + ")");
+  c->add_option("--db", opt.db, "Run database (default: " + default_database_path() + ")")
+      ->check(kDatabasePath);
   c->add_option("--format", opt.format,
                 "export: csv (the step series), json (everything), or stats-csv (the tensor "
                 "statistics, a row each)")
@@ -151,6 +153,12 @@ int import_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
     err << "fp8wb: no run database at " << opt.target << "\n";
     return 1;
   }
+  // Importing a database into itself would copy nothing and hold both ends of one file.
+  if (const std::string db = db_path(opt.db); !same_file_as(opt.target, {db}).empty()) {
+    err << "fp8wb runs import: " << opt.target << " is the run database itself (--db " << db
+        << "): a database cannot be imported into itself; give another database to import\n";
+    return 1;
+  }
   auto store = RunStore::open(db_path(opt.db));
   const ImportReport r = store->import_runs(opt.target);
   if (opt.json) {
@@ -172,6 +180,13 @@ int import_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
 int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
   check_db_folder(opt.db);  // as train: a mistyped --db makes no folders
   if (opt.action == "import") return import_runs(opt, out, err);
+  if (opt.action == "list" && !opt.target.empty()) {
+    // `list` shows every run: a word after it is a mistake, not a run id to check.
+    err << "fp8wb runs list: '" << opt.target
+        << "' is not expected: list takes no run (it shows them all; `fp8wb runs show ID` "
+           "shows one)\n";
+    return 2;
+  }
   // The run's id, checked before the database is opened.
   int64_t id = 0;
   const char* end = opt.target.data() + opt.target.size();
@@ -220,14 +235,14 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
       return 0;
     }
     // Names in full (two sweep trials may differ only at the end), the column as wide as
-    // the longest one, counted in characters (UTF-8 code points), not bytes.
-    auto chars = [](const std::string& s) {
-      return static_cast<size_t>(
-          std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
-    };
+    // the longest one, counted in terminal columns (a CJK character or an emoji takes two),
+    // not bytes; a name stored elsewhere with a control character shows it escaped.
     size_t width = 24;
-    for (const auto& r : runs) width = std::max(width, chars(r.name));
-    auto padded = [&](const std::string& s) { return s + std::string(width - chars(s), ' '); };
+    for (const auto& r : runs) width = std::max(width, text_width(shown_text(r.name)));
+    auto padded = [&](const std::string& s) {
+      const std::string t = shown_text(s);
+      return t + std::string(width - text_width(t), ' ');
+    };
     out << fmt::format("{:>5}  {} {:<12} {:>7} {:>10} {:>11}  {:<8} {}\n", "id", padded("name"),
                        "status", "steps", "final loss", "tokens/s", "device", "started");
     for (const auto& r : runs) {

@@ -104,7 +104,8 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& opt) {
                 "Trials side by side (default: one per GPU, or per 2 cores)")
       ->check(CLI::Range(1, 1024));
   c->add_option("--name", opt.name, "The sweep's name");
-  c->add_option("--db", opt.db, "Run database (default: " + default_database_path() + ")");
+  c->add_option("--db", opt.db, "Run database (default: " + default_database_path() + ")")
+      ->check(kDatabasePath);
   c->add_option("--resume", opt.resume, "Resume this sweep: finished trials are not run again");
   c->add_flag("--json", opt.json, "Print the summary as JSON");
   c->add_flag("-q,--quiet", opt.quiet, "No progress lines");

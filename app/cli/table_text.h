@@ -1,32 +1,145 @@
-// defines: text_width(), cut_text(), fit_column(): text in the CLI's tables, counted in
-// characters (UTF-8 code points, never split) and cut with a visible "…".
+// defines: shown_text(), text_width(), cut_text(), fit_column(): text in the CLI's tables:
+// control characters and bytes that are not UTF-8 escaped, widths counted in terminal
+// columns (a CJK character or an emoji takes two, a combining accent none) and text cut
+// with a visible "…", never inside a character.
 #pragma once
 
+#include <locale.h>
+#include <wchar.h>
+
 #include <cstddef>
+#include <cstdint>
+#include <cstdio>
 #include <string>
 
 namespace fp8wb::cli {
 
-// The characters of UTF-8 text (its bytes less continuation bytes).
+namespace detail {
+
+// The length of the UTF-8 character at s[at] and its code point; 0 where the bytes there
+// are not UTF-8 (a stray continuation byte, an overlong form, a surrogate, a cut
+// character).
+inline size_t utf8_at(const std::string& s, size_t at, uint32_t& code) {
+  const auto c = static_cast<unsigned char>(s[at]);
+  const size_t len = c < 0x80           ? 1
+                     : (c >> 5) == 0x6  ? 2
+                     : (c >> 4) == 0xE  ? 3
+                     : (c >> 3) == 0x1E ? 4
+                                        : 0;
+  if (len == 0 || at + len > s.size()) return 0;
+  code = len == 1 ? c : len == 2 ? c & 0x1Fu : len == 3 ? c & 0x0Fu : c & 0x07u;
+  for (size_t k = 1; k < len; ++k) {
+    const auto n = static_cast<unsigned char>(s[at + k]);
+    if ((n & 0xC0) != 0x80) return 0;
+    code = code << 6 | (n & 0x3Fu);
+  }
+  static constexpr uint32_t kLeast[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (code < kLeast[len] || (code >= 0xD800 && code <= 0xDFFF) || code > 0x10FFFF) return 0;
+  return len;
+}
+
+// The columns a code point takes on a terminal: the C library's wcwidth() in a UTF-8
+// locale (made once, used on this thread only for the call); -1 for one that is not
+// printable (a control character, a line or paragraph separator). Without a UTF-8 locale,
+// 1 for every printable character.
+inline int code_width(uint32_t code) {
+  if (code < 0x20 || (code >= 0x7F && code < 0xA0)) return -1;
+  static const locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(0));
+  if (utf8 == static_cast<locale_t>(0)) return 1;
+  const locale_t before = uselocale(utf8);
+  const int w = wcwidth(static_cast<wchar_t>(code));
+  uselocale(before);
+  return w;
+}
+
+}  // namespace detail
+
+// `s` as text that a terminal shows as it is: a control character or another character
+// that is not printable (a line separator, a bidirectional override) is written as an
+// escape ("\n", "\t", "\r", "\x1b", "\u2028"), a byte that is not UTF-8 as "\xff", and a
+// backslash as "\\", so that no name can move the cursor, recolour the terminal or pass
+// for another name.
+inline std::string shown_text(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    uint32_t code = 0;
+    const size_t len = detail::utf8_at(s, i, code);
+    char buf[16];
+    if (len == 0) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(s[i]));
+      out += buf;
+      ++i;
+      continue;
+    }
+    const bool bidi = (code >= 0x202A && code <= 0x202E) || (code >= 0x2066 && code <= 0x2069) ||
+                      code == 0x200E || code == 0x200F || code == 0x061C;
+    if (code == '\\') {
+      out += "\\\\";
+    } else if (code == '\n') {
+      out += "\\n";
+    } else if (code == '\t') {
+      out += "\\t";
+    } else if (code == '\r') {
+      out += "\\r";
+    } else if (code < 0x20 || code == 0x7F) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(code));
+      out += buf;
+    } else if (bidi || detail::code_width(code) < 0) {
+      std::snprintf(buf, sizeof buf, code > 0xFFFF ? "\\U%08x" : "\\u%04x",
+                    static_cast<unsigned>(code));
+      out += buf;
+    } else {
+      out.append(s, i, len);
+    }
+    i += len;
+  }
+  return out;
+}
+
+// The columns text takes on a terminal (for shown_text()'s text: printable UTF-8; a byte
+// that is not UTF-8, or a character that is not printable, counts one).
 inline size_t text_width(const std::string& s) {
   size_t n = 0;
-  for (const char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  for (size_t i = 0; i < s.size();) {
+    uint32_t code = 0;
+    const size_t len = detail::utf8_at(s, i, code);
+    if (len == 0) {
+      ++n;
+      ++i;
+      continue;
+    }
+    const int w = detail::code_width(code);
+    n += w < 0 ? 1 : static_cast<size_t>(w);
+    i += len;
+  }
   return n;
 }
 
-// `s` where it has at most `width` characters, else its first width - 1 and "…": a cut
-// is always seen.
+// `s` where it takes at most `width` columns, else as much of it as takes width - 1 and
+// "…": a cut is always seen.
 inline std::string cut_text(const std::string& s, size_t width) {
   if (text_width(s) <= width) return s;
   if (width == 0) return "";
-  size_t chars = 0, at = 0;
-  for (; at < s.size(); ++at) {
-    if ((static_cast<unsigned char>(s[at]) & 0xC0) != 0x80 && chars++ == width - 1) break;
+  size_t used = 0, at = 0;
+  while (at < s.size()) {
+    uint32_t code = 0;
+    size_t len = detail::utf8_at(s, at, code);
+    int w = 1;
+    if (len == 0) {
+      len = 1;
+    } else {
+      w = detail::code_width(code);
+      if (w < 0) w = 1;
+    }
+    if (used + static_cast<size_t>(w) > width - 1) break;
+    used += static_cast<size_t>(w);
+    at += len;
   }
   return s.substr(0, at) + "…";
 }
 
-// cut_text() padded with spaces to `width` characters: a left-aligned column.
+// cut_text() padded with spaces to `width` columns: a left-aligned column.
 inline std::string fit_column(const std::string& s, size_t width) {
   std::string t = cut_text(s, width);
   const size_t w = text_width(t);

@@ -178,7 +178,8 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& opt) {
   auto* c = app.add_subcommand("train", "Train a model with FP8 linear layers, keeping the run");
   c->add_option("config", opt.config_file, "A JSON file of config fields (optional)");
   c->add_option("--set", opt.overrides, "Override a field: key=value (repeatable)");
-  c->add_option("--db", opt.db, "Run database (default: " + default_database_path() + ")");
+  c->add_option("--db", opt.db, "Run database (default: " + default_database_path() + ")")
+      ->check(kDatabasePath);
   c->add_option("--device", opt.device, "cpu, cuda or cuda:N (overrides the config)");
   c->add_option("--save-weights", opt.weights,
                 "Write the final weights here (.safetensors; fp8wb inspect reads it)");

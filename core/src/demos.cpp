@@ -32,6 +32,31 @@ double error_pct_outside_first_block(const std::vector<float>& x, const std::vec
 
 }  // namespace
 
+namespace {
+
+// The factors, from and to, that keep outlier values from `smallest` (nonzero; Inf for
+// none) to `largest` finite and normal in fp32, as the demo scales them (in fp32).
+std::pair<double, double> outlier_factor_range(float largest, float smallest) {
+  // Four digits, rounded inwards, so that the figures said are taken.
+  auto four = [](double v, bool up) {
+    const double unit = std::pow(10.0, std::floor(std::log10(v)) - 3);
+    return (up ? std::ceil(v / unit) : std::floor(v / unit)) * unit;
+  };
+  const double most = largest > 0 ? FLT_MAX / static_cast<double>(largest) : DBL_MAX;
+  const double least = std::isfinite(smallest) ? FLT_MIN / static_cast<double>(smallest) : 0;
+  double lo = least > 0 ? four(least, true) : 0;
+  double hi = most < DBL_MAX ? four(most, false) : DBL_MAX;
+  // The rounded figures, checked in fp32 as the demo scales: nudged inwards where a
+  // rounding of the product would still leave the range.
+  while (largest > 0 && !std::isfinite(largest * static_cast<float>(hi)))
+    hi = four(hi * 0.9999, false);
+  while (std::isfinite(smallest) && std::fabs(smallest * static_cast<float>(lo)) < FLT_MIN)
+    lo = four(lo * 1.0001, true);
+  return {lo, hi};
+}
+
+}  // namespace
+
 OutlierDemoResult run_outlier_demo(const OutlierDemoConfig& cfg) {
   if (cfg.rows < 1 || cfg.cols < 256 || cfg.cols % 128 != 0) {
     throw std::invalid_argument(
@@ -50,9 +75,30 @@ OutlierDemoResult run_outlier_demo(const OutlierDemoConfig& cfg) {
   for (float& v : base) v = nd(rng);
   std::vector<uint8_t> codes(base.size());
   std::vector<float> back(base.size());
+  // The factors that keep every scaled outlier value finite and normal in fp32 (zeros
+  // aside): past them the outliers would be Inf, or zeros and subnormals, before any FP8
+  // cast, and the errors would describe fp32's overflow instead of FP8's scaling.
+  float big = 0.f, small = INFINITY;
+  for (int64_t r = 0; r < cfg.rows; ++r) {
+    for (int c = 0; c < cfg.outlier_channels; ++c) {
+      const float a = std::fabs(base[static_cast<size_t>(r * cfg.cols + c)]);
+      big = std::max(big, a);
+      if (a > 0) small = std::min(small, a);
+    }
+  }
+  const auto [least, most] = outlier_factor_range(big, small);
   for (double k : cfg.factors) {
     if (!(k > 0) || !std::isfinite(k))
       throw std::invalid_argument("outlier factors must be positive and finite");
+    if (cfg.outlier_channels > 0 && (k < least || k > most)) {
+      char text[256];
+      std::snprintf(text, sizeof text,
+                    " takes the outlier values out of fp32's finite normal range (%.8g to "
+                    "%.8g): factors from %.4g to %.4g are taken (with seed %llu)",
+                    static_cast<double>(FLT_MIN), static_cast<double>(FLT_MAX), least, most,
+                    static_cast<unsigned long long>(cfg.seed));
+      throw std::invalid_argument("outlier factor " + format_number(k) + text);
+    }
     std::vector<float> x = base;
     for (int64_t r = 0; r < cfg.rows; ++r) {
       for (int c = 0; c < cfg.outlier_channels; ++c)
@@ -105,6 +151,20 @@ GradientDemoResult run_gradient_demo(const GradientDemoConfig& cfg) {
     throw std::invalid_argument("the gradient scale " + format_number(cfg.gradient_scale) +
                                 " makes gradients up to " +
                                 format_number(cfg.hi * cfg.gradient_scale) + ", " + text);
+  }
+  // Values below fp32's normal range would be zeros and subnormals before any cast: the
+  // demo would show fp32's underflow, not FP8's.
+  if (static_cast<float>(cfg.lo * cfg.gradient_scale) < FLT_MIN) {
+    // The smallest scale, rounded up to four digits so that the figure given is taken.
+    const double least = FLT_MIN / cfg.lo;
+    const double unit = std::pow(10.0, std::floor(std::log10(least)) - 3);
+    char text[128];
+    std::snprintf(text, sizeof text,
+                  "below fp32's smallest normal value (%.8g): the smallest scale is %.4g",
+                  static_cast<double>(FLT_MIN), std::ceil(least / unit) * unit);
+    throw std::invalid_argument("the gradient scale " + format_number(cfg.gradient_scale) +
+                                " takes the smallest gradients (" + format_number(cfg.lo) + " x " +
+                                format_number(cfg.gradient_scale) + ") " + text);
   }
   GradientDemoResult res;
   res.config = cfg;

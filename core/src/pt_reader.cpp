@@ -18,6 +18,7 @@
 #include <map>
 
 #include "fp8wb/core/file_io.h"
+#include "fp8wb/core/name_text.h"
 #include "fp8wb/core/torch_pickle.h"
 #include "pt_reader.h"
 
@@ -143,7 +144,16 @@ std::map<std::string, ZipRecord> zip_directory(const FdAdapter& in, const std::s
     if (r.method == 0 && r.compressed != r.size)
       throw bad("stored record '" + name + "' with two sizes");
     const size_t slash = name.find('/');
-    out[slash == std::string::npos ? name : name.substr(slash + 1)] = r;
+    if (slash == std::string::npos) {
+      // PyTorchStreamReader's own words for this are an internal check's; said here.
+      const std::string which = name_problem(name).empty()
+                                    ? "record '" + name + "'"
+                                    : std::string("a record (its name cannot be shown)");
+      throw CheckpointError(path + " is not a PyTorch checkpoint: in this zip archive, " + which +
+                            " is not in a top folder, where torch.save puts every record "
+                            "(archive/data.pkl, archive/version, ...)");
+    }
+    out[name.substr(slash + 1)] = r;
     at += 46 + name_len + extra_len + comment_len;
   }
   return out;
@@ -213,6 +223,15 @@ std::unique_ptr<Checkpoint> read_pt_checkpoint(const std::string& path) {
   std::vector<TensorToWrite> tensors;
   try {
     const std::map<std::string, ZipRecord> records = zip_directory(*in, path);
+    // What every archive torch.save writes holds, looked for before LibTorch's reader,
+    // whose messages are its internal checks'.
+    for (const char* needed : {"data.pkl", "version"}) {
+      if (records.count(needed) == 0) {
+        throw CheckpointError(path + " is not a PyTorch checkpoint: a zip archive without the " +
+                              needed + " record every torch.save archive has (archive/" + needed +
+                              ")");
+      }
+    }
     check_declared_sizes(records, in->size(), path);
     caffe2::serialize::PyTorchStreamReader zip(in);
     if (zip.hasRecord("byteorder")) {
@@ -229,8 +248,17 @@ std::unique_ptr<Checkpoint> read_pt_checkpoint(const std::string& path) {
   } catch (const CheckpointError&) {
     throw;
   } catch (const std::exception& e) {  // LibTorch's zip reader: c10::Error
-    throw CheckpointError(path + ": not an archive torch.save wrote (" + first_line(e.what()) +
-                          ")");
+    // Without the place of LibTorch's internal check ("[enforce fail at
+    // inline_container.cc:129] . ") and its plea for a better message.
+    std::string why = first_line(e.what());
+    if (why.rfind("[enforce fail at ", 0) == 0 && why.find("] ") != std::string::npos)
+      why = why.substr(why.find("] ") + 2);
+    if (why.rfind(". ", 0) == 0) why = why.substr(2);
+    if (const size_t plea = why.find("  (Could this error message be improved?");
+        plea != std::string::npos)
+      why = why.substr(0, plea);
+    throw CheckpointError(
+        path + " is not a PyTorch checkpoint: LibTorch's zip reader refused it (" + why + ")");
   }
   if (tensors.empty()) throw CheckpointError(path + ": holds no tensors");
   return Checkpoint::from_image(safetensors_image(tensors), path);

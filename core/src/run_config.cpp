@@ -27,10 +27,6 @@ using nlohmann::json;
   throw std::invalid_argument("config field '" + key + "': " + why);
 }
 
-std::string type_of(const json& v) {
-  return v.type_name();
-}
-
 // A bad value as a message quotes it: at most 40 characters (values nest at most
 // kMaxJsonDepth deep, so dumping them is bounded too).
 std::string quote(const json& v) {
@@ -39,12 +35,29 @@ std::string quote(const json& v) {
   return s;
 }
 
+// A value of the wrong type, said with its type where the quote alone does not say it:
+// null, true, the string "12", an array [1, 2], an object {"a": 1}.
+std::string described(const json& v) {
+  if (v.is_string()) return "the string " + quote(v);
+  if (v.is_array()) return "an array " + quote(v);
+  if (v.is_object()) return "an object " + quote(v);
+  return quote(v);
+}
+
 // 65536, 1e+30: a bound as people write it.
 std::string limit_text(double v) {
-  if (v == std::floor(v) && std::abs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
+  if (v == std::floor(v) && std::abs(v) < 1e16) return std::to_string(static_cast<int64_t>(v));
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
+}
+
+// Whether a field's value is at most its bound; integers compared as integers, as
+// 2^53 + 1 is past a bound of 2^53 though it converts to 2^53 as a double.
+bool at_most(const json& v, double max) {
+  if (max < 9e18 && v.is_number_unsigned()) return v.get<uint64_t>() <= static_cast<uint64_t>(max);
+  if (max < 9e18 && v.is_number_integer()) return v.get<int64_t>() <= static_cast<int64_t>(max);
+  return v.get<double>() <= max;
 }
 
 // nlohmann's message without its "[json.exception.out_of_range.406] " prefix.
@@ -78,7 +91,7 @@ int64_t as_int(const std::string& key, const json& v) {
     if (std::isfinite(d) && d == std::floor(d)) out_of_range(key, v);
     fail(key, "expected an integer, got " + quote(v));
   }
-  fail(key, "expected an integer, got " + type_of(v) + " " + quote(v));
+  fail(key, "expected an integer, got " + described(v));
 }
 
 int as_int32(const std::string& key, const json& v) {
@@ -91,7 +104,7 @@ double as_double(const std::string& key, const json& v) {
   if (v.is_number()) return v.get<double>();
   // JSON has no NaN or infinities: written as strings they are still refused by name.
   if (v.is_string()) fail(key, "expected a number, got " + quote(v));
-  fail(key, "expected a number, got " + type_of(v));
+  fail(key, "expected a number, got " + described(v));
 }
 
 bool as_bool(const std::string& key, const json& v) {
@@ -496,8 +509,9 @@ void validate_run_config(const RunConfig& c) {
   at_least("log_interval", c.log_interval, 1);
   at_least("rank_timeout", c.rank_timeout, 1);
   if (c.name.empty()) fail("name", "must not be empty");
-  // A NUL would cut the name short in lists; a tab or line break would break their columns.
-  if (const std::string why = control_character_in(c.name); !why.empty()) fail("name", why);
+  // A blank name shows as nothing in lists; bytes that are not UTF-8 cannot be shown; a NUL
+  // would cut the name short; a tab or line break would break the lists' columns.
+  if (const std::string why = name_problem(c.name); !why.empty()) fail("name", why);
   for (const auto& [key, f] : fields()) {
     if (std::isnan(f.max)) continue;
     const json v = f.get(c);
@@ -507,7 +521,7 @@ void validate_run_config(const RunConfig& c) {
         fail(key, "is " + std::to_string(n) + " characters long, over the limit of " +
                       limit_text(f.max));
       }
-    } else if (v.is_number() && !(v.get<double>() <= f.max)) {
+    } else if (v.is_number() && !at_most(v, f.max)) {
       fail(key, "must be at most " + limit_text(f.max) + ", not " + quote(v));
     }
   }

@@ -257,7 +257,7 @@ bool RunStore::note_how_run_ended(const std::string& uuid, int64_t writer_pid,
 
 void RunStore::rename_run(int64_t run_id, const std::string& name) {
   if (name.empty()) throw std::invalid_argument("a run's name must not be empty");
-  if (const std::string why = control_character_in(name); !why.empty())
+  if (const std::string why = name_problem(name); !why.empty())
     throw std::invalid_argument("a run's name must be text that can be shown: it " + why);
   if (name.size() > 200) {
     throw std::invalid_argument("a run's name has at most 200 characters, not " +

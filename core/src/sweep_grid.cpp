@@ -53,8 +53,9 @@ SweepAxis parse_grid(const std::string& text) {
 
 std::vector<SweepTrial> expand_sweep(const SweepSpec& spec) {
   if (spec.axes.empty()) throw std::invalid_argument("a sweep needs at least one --grid axis");
-  // Its trials are named after it: a NUL or line break would cut or break their names.
-  if (const std::string why = control_character_in(spec.name); !why.empty())
+  // Its trials are named after it: a blank name would name them by their settings alone,
+  // bytes that are not UTF-8 cannot be shown, a NUL or line break would cut or break them.
+  if (const std::string why = name_problem(spec.name); !why.empty())
     throw std::invalid_argument("the sweep's name " + why);
   if (spec.seeds < 1 || spec.seeds > 1000)
     throw std::invalid_argument("seeds must be in [1, 1000], not " + std::to_string(spec.seeds));

@@ -139,7 +139,8 @@ ValueReport explain_value(double value, Format format, Overflow overflow) {
           ? info.max_finite * 2
           : info.max_finite + std::ldexp(1.0, std::ilogb(info.max_finite) - s.mbits);
   const bool beyond = rounds_beyond_max(value, s);
-  r.saturated = beyond && std::isfinite(r.decoded);
+  // Inf clamped to the largest finite value is saturated too.
+  r.saturated = (beyond || std::isinf(value)) && std::isfinite(r.decoded);
   r.overflowed = beyond && !r.saturated;
   r.underflow = finite_in && value != 0 && r.decoded == 0;
   if (std::isnan(value) || std::isnan(r.decoded)) {
@@ -155,6 +156,7 @@ ValueReport explain_value(double value, Format format, Overflow overflow) {
   // The representable values either side of the input, where it lies between two: a
   // tie is exactly midway (they have few bits: the midpoint is exact in fp64).
   std::optional<double> tie_lo, tie_hi;
+  bool tie_beyond = false;  // the tie is with the step beyond max, which the format lacks
   const auto vals = representable_values(format);
   if (finite_in && !r.exact && !(s.nan == NanRule::AllOnes && !(value > 0))) {
     const auto up = std::upper_bound(vals.begin(), vals.end(), value);
@@ -166,6 +168,7 @@ ValueReport explain_value(double value, Format format, Overflow overflow) {
       // Midway between max and the step beyond it, which the format cannot hold.
       tie_lo = value < 0 ? -next_up : info.max_finite;
       tie_hi = value < 0 ? -info.max_finite : next_up;
+      tie_beyond = true;
     }
   }
   if (!r.is_nan) {
@@ -177,6 +180,22 @@ ValueReport explain_value(double value, Format format, Overflow overflow) {
     if (lo != vals.begin()) r.below = *std::prev(lo);
   }
 
+  // "a tie between 1 and 1.125"; where one end is the step beyond max, each end named for
+  // what it is, as the format does not hold that step.
+  std::string between;
+  if (tie_beyond) {
+    between = "a tie between " + format_number(std::copysign(info.max_finite, value)) +
+              " (the largest finite value) and " + format_number(std::copysign(next_up, value)) +
+              " (one step beyond it, which " + std::string(info.name) + " does not have)";
+  } else if (tie_lo) {
+    between = "a tie between " + format_number(*tie_lo) + " and " + format_number(*tie_hi);
+  }
+  // Formats without Inf and NaN (the FP6 and FP4 ones) cannot overflow: in ieee mode too
+  // they clamp to their largest finite value.
+  const bool clamps_in_ieee = overflow == Overflow::Ieee && !s.has_inf && s.nan == NanRule::None;
+  const std::string no_inf_nan =
+      clamps_in_ieee ? " (" + std::string(info.name) + " has no Inf or NaN: ieee mode clamps too)"
+                     : "";
   if (std::isnan(value)) {
     r.note = s.nan == NanRule::None
                  ? std::string(info.name) +
@@ -185,29 +204,26 @@ ValueReport explain_value(double value, Format format, Overflow overflow) {
   } else if (std::isinf(value)) {
     r.note = s.has_inf && overflow == Overflow::Ieee ? "Inf stays Inf"
              : r.is_nan ? std::string(info.name) + " has no Inf: Inf becomes NaN in ieee mode"
-                        : "Inf is clamped to the largest finite value";
+                        : "Inf is clamped to the largest finite value" + no_inf_nan;
   } else if (s.nan == NanRule::AllOnes && !(value > 0)) {
     r.note = "E8M0FNU holds positive powers of two only: zero and negatives encode as NaN";
   } else if (beyond) {
     // A tie that rounds beyond max says so first: the rounded value is the step beyond.
     const std::string tie = !tie_lo ? ""
                             : s.nan == NanRule::AllOnes
-                                ? "a tie between " + format_number(*tie_lo) + " and " +
-                                      format_number(*tie_hi) + ": " + std::string(info.name) +
+                                ? between + ": " + std::string(info.name) +
                                       " rounds a half up, to " +
                                       format_number(std::copysign(next_up, value)) + ", "
-                                : "a tie between " + format_number(*tie_lo) + " and " +
-                                      format_number(*tie_hi) + ": rounds to the even one, " +
+                                : between + ": rounds to the even one, " +
                                       format_number(std::copysign(next_up, value)) + ", ";
     r.note = r.overflowed
                  ? tie + "beyond the largest finite value (" + format_number(info.max_finite) +
                        "): " + (std::isinf(r.decoded) ? "overflows to Inf" : "overflows to NaN")
-                 : tie + "beyond the largest finite value: clamped to " + format_number(r.decoded);
+                 : tie + "beyond the largest finite value: clamped to " + format_number(r.decoded) +
+                       no_inf_nan;
   } else if (tie_lo) {
     // Exactly midway: nearest-even takes the neighbour whose last mantissa bit is 0 (zero
     // counts as even); E8M0FNU, as ml_dtypes, rounds a half up.
-    const std::string between =
-        "a tie between " + format_number(*tie_lo) + " and " + format_number(*tie_hi);
     const std::string half = r.underflow ? "exactly half the smallest subnormal: " : "";
     r.note = s.nan == NanRule::AllOnes
                  ? half + between + ": " + std::string(info.name) + " rounds a half up, to " +

@@ -351,10 +351,12 @@ TEST(CliFormats, SaturatesExactlyWhenTheValueRoundsBeyondMax) {
             EXPECT_EQ(j["decoded"], v < 0 ? -f.max : f.max) << what;  // the nearest is max
           }
           if (v == mid || v == -mid) {
-            // Said as a tie between max and the step beyond it.
-            const std::string lo = fp8wb::format_number(v < 0 ? -next : f.max);
-            const std::string hi = fp8wb::format_number(v < 0 ? -f.max : next);
-            EXPECT_NE(j.value("note", "").find("a tie between " + lo + " and " + hi),
+            // Said as a tie between max and the step beyond it, which the format lacks.
+            const std::string lo = fp8wb::format_number(v < 0 ? -f.max : f.max);
+            const std::string hi = fp8wb::format_number(v < 0 ? -next : next);
+            EXPECT_NE(j.value("note", "")
+                          .find("a tie between " + lo + " (the largest finite value) and " + hi +
+                                " (one step beyond it, which " + f.name + " does not have)"),
                       std::string::npos)
                 << what << "\n"
                 << r.out;
@@ -368,7 +370,9 @@ TEST(CliFormats, SaturatesExactlyWhenTheValueRoundsBeyondMax) {
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(r.out.find("clamped"), std::string::npos) << r.out;
   EXPECT_FALSE(has_line(r.out, "E4M3FN", "saturated")) << r.out;
-  EXPECT_NE(r.out.find("a tie between 448 and 480: rounds to the even one, 448"), std::string::npos)
+  EXPECT_NE(r.out.find("a tie between 448 (the largest finite value) and 480 (one step beyond "
+                       "it, which E4M3FN does not have): rounds to the even one, 448"),
+            std::string::npos)
       << r.out;
 }
 
@@ -461,3 +465,109 @@ TEST(CliInfo, NamesTheDefaultFp8Formats) {
   EXPECT_TRUE(has_line(r.out, "FP8 formats", "hybrid (E4M3FN, E5M2)")) << r.out;
   EXPECT_EQ(r.out.find("ROCm"), std::string::npos) << r.out;
 }
+
+namespace {
+
+// Negative values are values wherever they are written, not only after `--`: -inf, -.5,
+// -nan and -2^-9 as -500 always was.
+TEST(CliFormats, NegativeValuesAreValuesWithoutDashDash) {
+  for (const std::string v : {"-inf", "-.5", "-nan", "-2^-9", "-infinity"}) {
+    const Result r = run({"formats", v, "-f", "e4m3", "--json"});
+    ASSERT_EQ(r.rc, 0) << v << ": " << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j.size(), 1u) << r.out;
+  }
+  Result r = run({"formats", "-inf", "-f", "e4m3"});
+  EXPECT_TRUE(has_line(r.out, "E4M3FN    0xfe", "-448")) << r.out << r.err;
+  r = run({"formats", "1", "-.5", "-f", "e4m3", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["input"], 1.0);  // in the order given
+  EXPECT_EQ(j[1]["input"], -0.5);
+  // An option that is no number is still an unknown option.
+  r = run({"formats", "1", "-x"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("-x"), std::string::npos) << r.err;
+}
+
+// Inf clamped to the largest finite value is flagged saturated, as a finite value beyond
+// max is; Inf that stays Inf (E5M2 in ieee mode) is not.
+TEST(CliFormats, InfClampedIsFlaggedSaturated) {
+  Result r = run({"formats", "inf", "-inf", "-f", "e4m3", "-f", "e5m2", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 4u);
+  for (const auto& row : j) EXPECT_EQ(row["flags"]["saturated"], true) << row.dump();
+  r = run({"formats", "inf", "-f", "e4m3"});
+  EXPECT_TRUE(has_line(r.out, "E4M3FN    0x7e", "saturated")) << r.out;
+  r = run({"formats", "inf", "-f", "e5m2", "-o", "ieee", "--json"});
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j[0]["flags"]["saturated"], false) << r.out;
+}
+
+// The formats without Inf and NaN (FP4, FP6) clamp in ieee mode too: said in the note,
+// and flagged saturated, never as if ieee overflow applied.
+TEST(CliFormats, FormatsWithoutInfSayThatIeeeModeClamps) {
+  for (const std::string v : {"1e300", "inf", "7"}) {
+    const Result r = run({"formats", v, "-f", "e2m1", "-o", "ieee"});
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_TRUE(has_line(r.out, "E2M1FN    0x07", "saturated")) << v << "\n" << r.out;
+    EXPECT_NE(r.out.find("E2M1FN has no Inf or NaN: ieee mode clamps too"), std::string::npos)
+        << v << "\n"
+        << r.out;
+  }
+  // In saturate mode the clamping is what was asked for: no such note.
+  const Result s = run({"formats", "1e300", "-f", "e2m1"});
+  EXPECT_EQ(s.out.find("ieee mode clamps too"), std::string::npos) << s.out;
+}
+
+// Outlier factors that take the outliers out of fp32's finite normal range (Inf, or
+// zeros and subnormals) are refused, naming the factor and the range taken; the range's
+// ends are taken.
+TEST(CliDemo, OutlierFactorsBeyondFp32AreRefused) {
+  for (const std::string k : {"1e300", "1e39", "1e-300", "1e-45"}) {
+    const Result r = run({"demo", "outliers", "-k", k, "--json"});
+    EXPECT_EQ(r.rc, 2) << k << "\n" << r.out;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_NE(r.err.find("outlier factor "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("out of fp32's finite normal range"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("factors from "), std::string::npos) << r.err;
+  }
+  const std::string err = run({"demo", "outliers", "-k", "1e300"}).err;
+  EXPECT_NE(err.find("outlier factor 1e+300 "), std::string::npos) << err;
+  const size_t from = err.find("factors from ") + 13;
+  const size_t to = err.find(" to ", from);
+  const size_t end = err.find(" are taken", to);
+  ASSERT_NE(end, std::string::npos) << err;
+  const std::string least = err.substr(from, to - from), most = err.substr(to + 4, end - to - 4);
+  const Result ok = run({"demo", "outliers", "-k", least, "-k", most, "--json"});
+  ASSERT_EQ(ok.rc, 0) << ok.err;
+  const auto doc = nlohmann::json::parse(ok.out);
+  ASSERT_EQ(doc["rows"].size(), 2u);
+  for (const auto& row : doc["rows"]) EXPECT_TRUE(row["tensorwise_sqnr_db"].is_number()) << row;
+}
+
+// A scale that takes the gradients below fp32's normal range leaves zeros and subnormals
+// before any cast: refused, naming the scale and the smallest one, which is taken.
+TEST(CliDemo, GradientScaleBelowFp32IsRefused) {
+  for (const std::string scale : {"1e-320", "1e-35"}) {
+    const Result r = run({"demo", "gradients", "--scale", scale});
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_NE(r.err.find("the gradient scale " +
+                         fp8wb::format_number(std::strtod(scale.c_str(), nullptr))),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("below fp32's smallest normal value"), std::string::npos) << r.err;
+  }
+  const std::string err = run({"demo", "gradients", "--scale", "1e-320"}).err;
+  const std::string said = "the smallest scale is ";
+  ASSERT_NE(err.find(said), std::string::npos) << err;
+  const std::string least = err.substr(err.find(said) + said.size());
+  EXPECT_EQ(least, "1.176e-30\n");
+  const Result ok = run({"demo", "gradients", "--scale", "1.176e-30", "--json"});
+  ASSERT_EQ(ok.rc, 0) << ok.err;
+}
+
+}  // namespace

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "cli_run.h"
 #include "fp8wb/core/run_store.h"
@@ -214,6 +215,162 @@ TEST_F(CliImport, FailedSlurmSubmissionsMakeNoDatabase) {
     ASSERT_EQ(s->sweeps().size(), 1u);
   }
   EXPECT_TRUE(std::filesystem::exists(dir_ / "sw4" / "sweep.json"));
+}
+
+}  // namespace
+
+namespace {
+
+using fp8wb::test::Result;
+
+// A database imported into itself (by its path or another path to it) is refused, and
+// its runs stay as they were.
+TEST_F(CliImport, ADatabaseIsNotImportedIntoItself) {
+  ASSERT_EQ(train(file("one.sqlite"), "only").rc, 0);
+  for (const std::string& other : {file("one.sqlite"), (dir_ / "." / "one.sqlite").string()}) {
+    const Result r = run({"runs", "import", other, "--db", file("one.sqlite")});
+    EXPECT_EQ(r.rc, 1) << r.out;
+    EXPECT_NE(r.err.find("fp8wb runs import: " + other + " is the run database itself (--db " +
+                         file("one.sqlite") + "): a database cannot be imported into itself"),
+              std::string::npos)
+        << r.err;
+  }
+  const Result list = run({"runs", "list", "--db", file("one.sqlite"), "--json"});
+  ASSERT_EQ(list.rc, 0) << list.err;
+  EXPECT_EQ(nlohmann::json::parse(list.out).size(), 1u);
+}
+
+// `runs list` takes no run: a word after it is said to be not expected, not checked as
+// a run id.
+TEST_F(CliImport, RunsListSaysAnExtraArgumentIsNotExpected) {
+  ASSERT_EQ(train(file("one.sqlite"), "only").rc, 0);
+  const Result r = run({"runs", "list", "extra", "--db", file("one.sqlite")});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("fp8wb runs list: 'extra' is not expected: list takes no run"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("run id"), std::string::npos) << r.err;
+}
+
+// An empty --db names no database: refused by every command that takes one, and the
+// default database is not touched.
+TEST_F(CliImport, AnEmptyDbPathIsRefused) {
+  const std::string xdg = (dir_ / "xdg").string();
+  const char* before = std::getenv("XDG_DATA_HOME");
+  const std::string kept = before ? before : "";
+  setenv("XDG_DATA_HOME", xdg.c_str(), 1);
+  const std::vector<std::vector<std::string>> commands = {
+      {"runs", "list", "--db", ""},
+      {"runs", "import", file("x.sqlite"), "--db", ""},
+      {"train", "--db", "", "--quiet", "--set", "model=mlp", "--set", "steps=1"},
+      {"sweep", "--db", "", "--quiet", "--grid", "window=1,2", "--set", "model=mlp", "--set",
+       "steps=1"}};
+  for (const auto& args : commands) {
+    const Result r = run(args);
+    EXPECT_EQ(r.rc, 2) << args[0] << " " << r.out;
+    EXPECT_NE(r.err.find("--db"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("an empty path names no run database"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(xdg + "/fp8-workbench/runs.sqlite"));
+  if (before)
+    setenv("XDG_DATA_HOME", kept.c_str(), 1);
+  else
+    unsetenv("XDG_DATA_HOME");
+}
+
+// A name of blanks only shows as nothing, and bytes that are not UTF-8 cannot be shown:
+// refused for a run's config name, a sweep's --name and a rename; names of any script
+// stay welcome.
+TEST_F(CliImport, BlankAndNonUtf8NamesAreRefused) {
+  for (const std::string name : {"   ", "\xc2\xa0\xe3\x80\x80"}) {
+    const Result r = run({"train", "--db", file("n.sqlite"), "--quiet", "--set", "model=mlp",
+                          "--set", "steps=1", "--set", "name=" + name});
+    EXPECT_EQ(r.rc, 1) << r.out;
+    EXPECT_NE(r.err.find("config field 'name': is blank (spaces only)"), std::string::npos)
+        << r.err;
+  }
+  for (const std::string name : {"bad\xff", "cut\xe4\xb8", "over\xc0\xaf"}) {
+    const Result r = run({"train", "--db", file("n.sqlite"), "--quiet", "--set", "model=mlp",
+                          "--set", "steps=1", "--set", "name=" + name});
+    EXPECT_EQ(r.rc, 1) << r.out;
+    EXPECT_NE(r.err.find("config field 'name': is not valid UTF-8 text"), std::string::npos)
+        << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(file("n.sqlite")));
+  Result r = run({"sweep", "--db", file("n.sqlite"), "--quiet", "--name", "  ", "--grid",
+                  "window=1,2", "--set", "model=mlp", "--set", "steps=1"});
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.err.find("the sweep's name is blank (spaces only)"), std::string::npos) << r.err;
+  r = run({"sweep", "--db", file("n.sqlite"), "--quiet", "--name", "sw\xfe", "--grid", "window=1,2",
+           "--set", "model=mlp", "--set", "steps=1"});
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.err.find("the sweep's name is not valid UTF-8 text"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(file("n.sqlite")));
+  ASSERT_EQ(train(file("n.sqlite"), "Schrödinger’s run 中文 😀").rc, 0);
+  auto store = fp8wb::RunStore::open(file("n.sqlite"));
+  for (const std::string name : {" ", "\xff"}) {
+    EXPECT_THROW(store->rename_run(1, name), std::invalid_argument) << name;
+  }
+  store->rename_run(1, "a new name");
+  EXPECT_EQ(store->run(1)->name, "a new name");
+}
+
+// The number of spaces after `name` on the line that holds it.
+size_t spaces_after(const std::string& text, const std::string& name) {
+  size_t at = text.find(name);
+  if (at == std::string::npos) return 0;
+  at += name.size();
+  size_t n = 0;
+  while (at + n < text.size() && text[at + n] == ' ') ++n;
+  return n;
+}
+
+// `runs list` pads names to the columns a terminal gives them: a CJK character or an
+// emoji takes two, so the columns after the names line up.
+TEST_F(CliImport, RunsListAlignsNamesByDisplayWidth) {
+  ASSERT_EQ(train(file("w.sqlite"), "plain").rc, 0);
+  ASSERT_EQ(train(file("w.sqlite"), "中文名字").rc, 0);
+  ASSERT_EQ(train(file("w.sqlite"), "a😀").rc, 0);
+  const Result r = run({"runs", "list", "--db", file("w.sqlite")});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  // The name column is 24 columns wide, then one space.
+  EXPECT_EQ(spaces_after(r.out, "plain"), 24u - 5u + 1u) << r.out;
+  EXPECT_EQ(spaces_after(r.out, "中文名字"), 24u - 8u + 1u) << r.out;
+  EXPECT_EQ(spaces_after(r.out, "a😀"), 24u - 3u + 1u) << r.out;
+}
+
+// Seeds go up to 2^53 (docs/architecture.md, "Limits"): one past it is refused, though
+// it converts to 2^53 as a double; 2^53 itself is taken.
+TEST_F(CliImport, SeedsPast2To53AreRefused) {
+  Result r = run({"train", "--db", file("s.sqlite"), "--quiet", "--set", "model=mlp", "--set",
+                  "steps=1", "--set", "seed=9007199254740993"});
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(
+      r.err.find("config field 'seed': must be at most 9007199254740992, not 9007199254740993"),
+      std::string::npos)
+      << r.err;
+  r = run({"train", "--db", file("s.sqlite"), "--quiet", "--set", "model=mlp", "--set", "steps=1",
+           "--set", "seed=9007199254740992"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+}
+
+// A value of the wrong type is named once, with its type where the text alone does not
+// say it ("null", not "null null").
+TEST_F(CliImport, AWrongTypeIsSaidOnce) {
+  Result r = run(
+      {"train", "--db", file("t.sqlite"), "--quiet", "--set", "model=mlp", "--set", "steps=null"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("config field 'steps': expected an integer, got null\n"), std::string::npos)
+      << r.err;
+  r = run(
+      {"train", "--db", file("t.sqlite"), "--quiet", "--set", "model=mlp", "--set", "steps=[1,2]"});
+  EXPECT_NE(r.err.find("config field 'steps': expected an integer, got an array [1,2]"),
+            std::string::npos)
+      << r.err;
+  r = run({"train", "--db", file("t.sqlite"), "--quiet", "--set", "model=mlp", "--set", "lr=null"});
+  EXPECT_NE(r.err.find("config field 'lr': expected a number, got null\n"), std::string::npos)
+      << r.err;
 }
 
 }  // namespace

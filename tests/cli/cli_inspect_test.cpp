@@ -478,3 +478,99 @@ TEST(CliInspect, ExportNeverDestroysAnSqliteDatabase) {
 }
 
 }  // namespace
+
+namespace {
+
+// Tensor names come from the checkpoint's author: in the text table a line break or an
+// escape sequence in one is shown escaped, never written to the terminal as it is; the
+// JSON holds the names as they are.
+TEST(CliInspect, ControlCharactersInNamesAreEscapedInTheTable) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("fp8wb-inspect-escape-" + std::to_string(getpid()) + ".safetensors"))
+                               .string();
+  std::vector<float> w(16 * 16);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.02f * std::sin(0.37f * static_cast<float>(i));
+  std::vector<uint8_t> bytes(w.size() * 4);
+  std::memcpy(bytes.data(), w.data(), bytes.size());
+  const std::string injected = "a\nFAKE\x1b[31mred\rb\\c\xe2\x80\xae";
+  fp8wb::write_safetensors(path, {{injected, fp8wb::StDtype::F32, {16, 16}, bytes}});
+  const auto r = run({"inspect", path});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\r'), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\nFAKE"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\xe2\x80\xae"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\na\\nFAKE\\x1b[31mred\\rb\\\\c\\u202e "), std::string::npos) << r.out;
+  const auto j = run({"inspect", path, "--json"});
+  ASSERT_EQ(j.rc, 0) << j.err;
+  EXPECT_EQ(nlohmann::json::parse(j.out)[0]["name"], injected);
+  std::filesystem::remove(path);
+}
+
+// Writes a zip archive of stored (uncompressed) records, as a tool other than torch.save
+// would.
+void write_zip(const std::string& path,
+               const std::vector<std::pair<std::string, std::string>>& records) {
+  std::string out, dir;
+  auto u16 = [](std::string& s, uint32_t v) {
+    s += static_cast<char>(v & 0xFF), s += static_cast<char>(v >> 8 & 0xFF);
+  };
+  auto u32 = [&](std::string& s, uint32_t v) { u16(s, v & 0xFFFF), u16(s, v >> 16); };
+  for (const auto& [name, data] : records) {
+    const auto offset = static_cast<uint32_t>(out.size());
+    const auto size = static_cast<uint32_t>(data.size());
+    const auto name_len = static_cast<uint32_t>(name.size());
+    u32(out, 0x04034b50), u16(out, 20), u16(out, 0), u16(out, 0), u16(out, 0), u16(out, 0);
+    u32(out, 0), u32(out, size), u32(out, size), u16(out, name_len), u16(out, 0);
+    out += name + data;
+    u32(dir, 0x02014b50), u16(dir, 20), u16(dir, 20), u16(dir, 0), u16(dir, 0), u16(dir, 0);
+    u16(dir, 0), u32(dir, 0), u32(dir, size), u32(dir, size), u16(dir, name_len), u16(dir, 0);
+    u16(dir, 0), u16(dir, 0), u16(dir, 0), u32(dir, 0), u32(dir, offset);
+    dir += name;
+  }
+  const auto dir_offset = static_cast<uint32_t>(out.size());
+  out += dir;
+  const auto n = static_cast<uint32_t>(records.size());
+  u32(out, 0x06054b50), u16(out, 0), u16(out, 0), u16(out, n), u16(out, n);
+  u32(out, static_cast<uint32_t>(dir.size())), u32(out, dir_offset), u16(out, 0);
+  std::ofstream(path, std::ios::binary) << out;
+}
+
+// A zip archive that torch.save did not write is said to be no PyTorch checkpoint, with
+// what it lacks, in the workbench's words, not LibTorch's internal check.
+TEST(CliInspect, AZipThatIsNoCheckpointIsSaidSo) {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("fp8wb-inspect-zip-" + std::to_string(getpid())))
+          .string();
+  std::filesystem::create_directories(dir);
+  const std::string flat = dir + "/flat.pt";
+  write_zip(flat, {{"notes.txt", "hello"}});
+  auto r = run({"inspect", flat});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find(flat + " is not a PyTorch checkpoint: in this zip archive, record "
+                              "'notes.txt' is not in a top folder"),
+            std::string::npos)
+      << r.err;
+  const std::string no_pickle = dir + "/no_pickle.pt";
+  write_zip(no_pickle, {{"archive/version", "3\n"}, {"archive/notes.txt", "hello"}});
+  r = run({"inspect", no_pickle});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find(no_pickle +
+                       " is not a PyTorch checkpoint: a zip archive without the data.pkl record"),
+            std::string::npos)
+      << r.err;
+  const std::string no_version = dir + "/no_version.pt";
+  write_zip(no_version, {{"archive/data.pkl", "."}});
+  r = run({"inspect", no_version});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("without the version record"), std::string::npos) << r.err;
+  for (const std::string& f : {flat, no_pickle, no_version}) {
+    r = run({"inspect", f});
+    EXPECT_EQ(r.err.find("enforce fail"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("inline_container"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("Could this error message be improved"), std::string::npos) << r.err;
+  }
+  fp8wb::test::remove_tree(dir);
+}
+
+}  // namespace

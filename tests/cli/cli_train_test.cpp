@@ -519,14 +519,22 @@ TEST_F(CliTrain, JsonOutputIsValidJson) {
 TEST_F(CliTrain, ReadingCommandsCreateNothing) {
   const std::string missing = (dir_ / "missing" / "dir" / "x.sqlite").string();
   const std::string absent = (dir_ / "x.sqlite").string();
-  for (const char* action : {"list", "show", "export", "delete"}) {
-    // A folder that is not there is named, as train names it.
-    Result r = run({"runs", action, "1", "--db", missing, "-y"});
+  for (const std::string action : {"list", "show", "export", "delete"}) {
+    // A folder that is not there is named, as train names it. (list takes no run id.)
+    const std::vector<std::string> id =
+        action == "list" ? std::vector<std::string>{} : std::vector<std::string>{"1"};
+    auto args = [&](const std::string& db) {
+      std::vector<std::string> a = {"runs", action};
+      a.insert(a.end(), id.begin(), id.end());
+      a.insert(a.end(), {"--db", db, "-y"});
+      return a;
+    };
+    Result r = run(args(missing));
     EXPECT_EQ(r.rc, 1) << action;
     EXPECT_NE(r.err.find("the folder " + (dir_ / "missing" / "dir").string() + " does not exist"),
               std::string::npos)
         << r.err;
-    r = run({"runs", action, "1", "--db", absent, "-y"});
+    r = run(args(absent));
     EXPECT_EQ(r.rc, 1) << action;
     EXPECT_NE(r.err.find("no run database"), std::string::npos) << r.err;
   }
