@@ -283,7 +283,11 @@ TEST_F(SlurmSweep, CancelledTasksAreFailedTrialsWithSlurmsReason) {
   while (!fs::exists(folder / "trials" / "0.sqlite") && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   ASSERT_TRUE(fs::exists(folder / "trials" / "0.sqlite"));
-  // The running task is killed outright (its run never ends), the waiting one cancelled.
+  // The waiting task is cancelled, then the running one killed outright (its run never
+  // ends). In the other order the waiting task could start in the CPUs the killed one
+  // freed before its cancel came, and stop as a run stopped by a signal.
+  EXPECT_EQ(run_program({"scancel", "--state=PENDING", job}).status, 0);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
   EXPECT_EQ(run_program({"scancel", "--batch", "--signal=KILL", job + "_0"}).status, 0);
   std::this_thread::sleep_for(std::chrono::seconds(2));
   EXPECT_EQ(run_program({"scancel", job}).status, 0);
