@@ -233,6 +233,7 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   rl->addWidget(best_);
   rl->addWidget(heat_, 3);
   overlay_title_->setObjectName(QStringLiteral("overlayTitle"));
+  overlay_title_->setWordWrap(true);
   rl->addWidget(overlay_title_);
   rl->addWidget(curves_, 2);
   auto* layout = new QHBoxLayout(this);
@@ -343,22 +344,45 @@ QString axis_text(const SweepAxis& a) {
   return QString::fromStdString(a.key) + QLatin1Char('=') + values.join(QLatin1Char(','));
 }
 
+// An axis as the line describing the shown sweep names it: a long one by its first
+// values and its last, "window=1,2,3,…,400 (400 values)", which wraps within the tab
+// (the whole list, one word, would not).
+QString short_axis_text(const SweepAxis& a) {
+  constexpr size_t kShown = 6;
+  if (a.values.size() <= kShown + 1) return axis_text(a);
+  QStringList values;
+  for (size_t i = 0; i < kShown - 1; ++i) values << QString::fromStdString(a.values[i]);
+  values << QStringLiteral("…") << QString::fromStdString(a.values.back());
+  return QString::fromStdString(a.key) + QLatin1Char('=') + values.join(QLatin1Char(',')) +
+         QObject::tr(" (%1 values)").arg(a.values.size());
+}
+
 }  // namespace
 
 void SweepsTab::describeShownSweep() {
   copy_spec_->setEnabled(!spec_.axes.empty());
   if (spec_.axes.empty()) {
     shown_spec_->clear();
+    shown_spec_->setToolTip(QString());
     return;
   }
-  QStringList grid;
-  for (const SweepAxis& a : spec_.axes) grid << axis_text(a);
+  QStringList grid, whole;
+  for (const SweepAxis& a : spec_.axes) {
+    grid << short_axis_text(a);
+    whole << axis_text(a);
+  }
   const QStringList base = base_overrides(spec_.base);
-  shown_spec_->setText(
-      tr("Shown: grid %1 · %2 · base config %3")
-          .arg(grid.join(QStringLiteral(" x ")),
-               spec_.seeds == 1 ? tr("1 seed a point") : tr("%1 seeds a point").arg(spec_.seeds),
-               base.isEmpty() ? tr("the defaults") : base.join(QStringLiteral(", "))));
+  const QString seeds =
+      spec_.seeds == 1 ? tr("1 seed a point") : tr("%1 seeds a point").arg(spec_.seeds);
+  const QString config = base.isEmpty() ? tr("the defaults") : base.join(QStringLiteral(", "));
+  shown_spec_->setText(tr("Shown: grid %1 · %2 · base config %3")
+                           .arg(grid.join(QStringLiteral(" x ")), seeds, config));
+  // Every value of every axis, wrapped where the tooltip is too narrow for a line.
+  shown_spec_->setToolTip(QStringLiteral("<p style='white-space:pre-wrap'>%1</p>")
+                              .arg(tr("Grid %1 · %2 · base config %3")
+                                       .arg(whole.join(QStringLiteral(" x ")), seeds, config)
+                                       .replace(QLatin1Char(','), QStringLiteral(", "))
+                                       .toHtmlEscaped()));
 }
 
 void SweepsTab::copyShownToForm() {
