@@ -91,6 +91,7 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
       heat_(new ExportablePlot(this)),
       curves_(new ExportablePlot(this)) {
   preset_->addItems(presetNames());
+  preset_->setObjectName(QStringLiteral("sweepPreset"));
   fill_choices(metric_, kSweepMetrics, &SweepMetricEntry::label);
   seeds_->setRange(1, 100);
   seeds_->setObjectName(QStringLiteral("seedsPerPoint"));
@@ -242,6 +243,11 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
 
   connect(preset_, &QComboBox::currentTextChanged, this,
           [this](const QString& n) { applyPreset(n); });
+  // The form edited away from its preset: no preset's now (the box says "custom"), and the
+  // sweep and its trials are not named after one.
+  preset_->setPlaceholderText(tr("custom (a preset changed, or a shown sweep's settings)"));
+  for (QPlainTextEdit* e : {base_, grid_})
+    connect(e, &QPlainTextEdit::textChanged, this, &SweepsTab::showWhetherPreset);
   connect(start_, &QPushButton::clicked, this, [this] { start(); });
   connect(stop_, &QPushButton::clicked, this, &SweepsTab::stop);
   connect(copy_spec_, &QPushButton::clicked, this, &SweepsTab::copyShownToForm);
@@ -301,12 +307,30 @@ QString SweepsTab::fail(const QString& message) {
 bool SweepsTab::applyPreset(const QString& name) {
   for (const Preset& p : kPresets) {
     if (name != QLatin1String(p.name)) continue;
-    base_->setPlainText(QString::fromLatin1(p.base));
-    grid_->setPlainText(QString::fromLatin1(p.grid));
+    {
+      const QSignalBlocker bb(base_), bg(grid_);
+      base_->setPlainText(QString::fromLatin1(p.base));
+      grid_->setPlainText(QString::fromLatin1(p.grid));
+    }
+    if (preset_->currentText() != name) {
+      const QSignalBlocker b(preset_);
+      preset_->setCurrentText(name);
+    }
     choose(metric_, kSweepMetrics, p.metric);
     return true;
   }
   return false;
+}
+
+void SweepsTab::showWhetherPreset() {
+  const int i = preset_->currentIndex();
+  if (i < 0) return;
+  const Preset& p = kPresets[static_cast<size_t>(i)];
+  if (base_->toPlainText() == QLatin1String(p.base) &&
+      grid_->toPlainText() == QLatin1String(p.grid))
+    return;
+  const QSignalBlocker b(preset_);
+  preset_->setCurrentIndex(-1);  // the placeholder: custom
 }
 
 namespace {
@@ -410,7 +434,8 @@ QString SweepsTab::start() {
   if (busy()) return fail(tr("a sweep is running"));
   SweepSpec spec;
   try {
-    spec.name = preset_->currentText().toStdString();
+    // Named after its preset where the form is one's; else the default name ("sweep").
+    if (preset_->currentIndex() >= 0) spec.name = preset_->currentText().toStdString();
     for (const QString& line : base_->toPlainText().split(QLatin1Char('\n'), Qt::SkipEmptyParts))
       apply_override(spec.base, line.trimmed().toStdString());
     for (const QString& line : grid_->toPlainText().split(QLatin1Char('\n'), Qt::SkipEmptyParts))

@@ -132,6 +132,8 @@ class SweepsTab : public QWidget {
   // No sweep shown: the heatmap without cells, ticks, axis labels or colour scale, saying
   // so over its middle, and no overlaid curves; the plots keep their place.
   // Nothing on the heatmap; `why` over its middle ("no sweep shown" without).
+  // The form's preset box says "custom" once the base config or grid is no preset's.
+  void showWhetherPreset();
   // Cells x0..x1 of row y marked alike by one item, without a text (a large grid's).
   void markCells(int x0, int x1, int y, const QString& kind);
   void showNoSweep(const QString& why = QString());
