@@ -6,11 +6,15 @@
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QSignalSpy>
+#include <QSortFilterProxyModel>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cmath>
+#include <cstring>
 
 #include "fp8wb/core/run_store.h"
+#include "fp8wb/core/safetensors.h"
+#include "fp8wb/views/checkpoint_tab.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/formats_tab.h"
@@ -61,6 +65,7 @@ class UserTrialTest : public QObject {
   void overlaysLeaveWithTheirDatabase();
   void editedPresetIsCustom();
   void longValueIsElided();
+  void tensorNamesCannotReorderText();
 
  private:
   QTemporaryDir dir_;
@@ -148,6 +153,37 @@ void UserTrialTest::longValueIsElided() {
   QVERIFY2(tab.minimumSizeHint().width() < 1200,
            qPrintable(QString::number(tab.minimumSizeHint().width())));
   QCOMPARE(tab.width(), 1200);
+}
+
+void UserTrialTest::tensorNamesCannotReorderText() {
+  // "layer.<RLO>thgiew" reads "layer.weight" reversed: the override is shown escaped.
+  const std::string name = "layer.\u202Ethgiew\x01";
+  std::vector<float> w(64 * 64);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(i % 97);
+  std::vector<uint8_t> bytes(w.size() * 4);
+  std::memcpy(bytes.data(), w.data(), bytes.size());
+  const QString path = dir_.filePath(QStringLiteral("bidi.safetensors"));
+  write_safetensors(path.toStdString(), {{name, StDtype::F32, {64, 64}, bytes}});
+  CheckpointTab tab;
+  tab.resize(1200, 800);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
+  tab.openCheckpoint(path);
+  QVERIFY(loaded.wait(60000));
+  tab.selectTensor(QString::fromStdString(name));
+  const QChar rlo(0x202E);
+  const QString cell = tab.proxy()->index(0, CheckpointModel::Name).data().toString();
+  QVERIFY2(!cell.contains(rlo), qPrintable(cell));
+  QCOMPARE(cell, QStringLiteral("layer.\\u202Ethgiew\\x01"));
+  bool captioned = false;
+  for (QLabel* l : tab.findChildren<QLabel*>()) {
+    QVERIFY2(!l->text().contains(rlo) && !l->text().contains(QChar(1)), qPrintable(l->text()));
+    captioned = captioned || l->text().contains(QStringLiteral("layer.\\u202Ethgiew"));
+  }
+  QVERIFY(captioned);
+  for (ExportablePlot* p : tab.plots())
+    QVERIFY2(!p->exportTitle().contains(rlo), qPrintable(p->exportTitle()));
 }
 
 QTEST_MAIN(UserTrialTest)

@@ -59,7 +59,7 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
     return static_cast<qlonglong>(nonfinite);
   if (role == Qt::DisplayRole || role == Qt::EditRole || role == Qt::UserRole) {
     switch (index.column()) {
-      case Name: return qs(t->name);
+      case Name: return role == Qt::DisplayRole ? shown_name(t->name) : qs(t->name);
       case NonFinite:
         return nonfinite == 0 ? QString()
                               : tr("%1 NaN, %2 Inf").arg(t->nan_count).arg(t->inf_count);
@@ -95,7 +95,7 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
       case BestSqnr: return tr("Highest SQNR: %1.").arg(tr(kBestCriterion));
       default:
         return !t->not_quantized.empty() ? tr("No SQNR: %1").arg(qs(t->not_quantized))
-               : t->reason.empty()       ? qs(t->name)
+               : t->reason.empty()       ? shown_name(t->name)
                                          : qs(t->reason);
     }
   }
