@@ -182,10 +182,21 @@ void SweepsLargeTest::longAxesFitTheWindow() {
   tab->overlayLine(0, 0, true);
   QVERIFY(curves.wait(60000));
   QCustomPlot* plot = tab->plots()[1];
-  QVERIFY2(plot->graphCount() >= 2 && plot->graphCount() <= 12,
+  QVERIFY2(plot->graphCount() >= 2 && plot->graphCount() <= 6,
            qPrintable(QString::number(plot->graphCount())));
   QVERIFY2(tab->overlayTitle().contains(QStringLiteral("of 129")), qPrintable(tab->overlayTitle()));
-  QVERIFY(plot->axisRect()->rect().height() > 100);
+  QVERIFY2(
+      plot->axisRect()->rect().height() > plot->height() * 2 / 5,
+      qPrintable(
+          QStringLiteral("%1 of %2").arg(plot->axisRect()->rect().height()).arg(plot->height())));
+  // Each entry of the legend has room for its name.
+  plot->replot(QCustomPlot::rpImmediateRefresh);
+  for (int i = 0; i < plot->legend->itemCount(); ++i) {
+    auto* item = qobject_cast<QCPPlottableLegendItem*>(plot->legend->item(i));
+    QVERIFY(item);
+    const int need = QFontMetrics(item->font()).horizontalAdvance(item->plottable()->name());
+    QVERIFY2(item->rect().width() >= need, qPrintable(item->plottable()->name()));
+  }
 
   // A small sweep chosen after: the window is no wider.
   QSignalSpy again(tab, &SweepsTab::sweepShown);
@@ -193,10 +204,6 @@ void SweepsLargeTest::longAxesFitTheWindow() {
   QVERIFY(again.wait(30000));
   QCoreApplication::processEvents();
   QCOMPARE(w.width(), 1400);
-  if (!qEnvironmentVariableIsEmpty("FP8WB_SHOT_DIR")) {
-    tab->showSweep(large);
-    QVERIFY(QSignalSpy(tab, &SweepsTab::sweepShown).wait(60000));
-  }
 }
 
 QTEST_MAIN(SweepsLargeTest)

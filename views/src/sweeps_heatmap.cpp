@@ -632,17 +632,21 @@ void SweepsTab::overlayLine(int x, int y, bool column) {
     std::vector<int> with_runs;
     for (int i = 0; i < static_cast<int>(values.size()); ++i)
       if (!runs_of(i).empty()) with_runs.push_back(i);
-    constexpr size_t kMostCurves = 10;
+    constexpr size_t kMostCurves = 6;  // the loss curves' six colours, each once
     std::vector<int> shown = with_runs;
     if (with_runs.size() > kMostCurves) {
       shown.clear();
       for (size_t j = 0; j < kMostCurves; ++j)
         shown.push_back(with_runs[j * (with_runs.size() - 1) / (kMostCurves - 1)]);
+      // The clicked cell's value in place of the nearest of them.
       const int clicked = column && !one_row ? y : x;
-      if (std::find(with_runs.begin(), with_runs.end(), clicked) != with_runs.end() &&
-          std::find(shown.begin(), shown.end(), clicked) == shown.end()) {
-        shown.push_back(clicked);
+      if (std::find(with_runs.begin(), with_runs.end(), clicked) != with_runs.end()) {
+        auto nearest = std::min_element(shown.begin(), shown.end(), [clicked](int a, int b) {
+          return std::abs(a - clicked) < std::abs(b - clicked);
+        });
+        *nearest = clicked;
         std::sort(shown.begin(), shown.end());
+        shown.erase(std::unique(shown.begin(), shown.end()), shown.end());
       }
       QStringList named;
       for (int i : shown) named << QString::fromStdString(values[static_cast<size_t>(i)]);
