@@ -13,6 +13,7 @@
 #include <QTimer>
 #include <QtTest>
 #include <cmath>
+#include <memory>
 
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/sweep.h"
@@ -93,10 +94,15 @@ class SweepsLargeTest : public QObject {
   Q_OBJECT
  private slots:
   void initTestCase();
+  void init();
+  void cleanup();
+  void choosingTakesTheOldDown();
   void longAxesFitTheWindow();
 
  private:
   QTemporaryDir dir_;
+  int64_t small_ = 0, large_ = 0;
+  std::unique_ptr<MainWindow> window_;
 };
 
 void SweepsLargeTest::initTestCase() {
@@ -105,34 +111,45 @@ void SweepsLargeTest::initTestCase() {
   qputenv("XDG_CONFIG_HOME", dir_.path().toUtf8());
 }
 
-void SweepsLargeTest::longAxesFitTheWindow() {
+void SweepsLargeTest::init() {
   const QString db = dir_.filePath(QStringLiteral("long.sqlite"));
-  int64_t small = 0, large = 0;
-  {
+  if (small_ == 0) {
     auto store = RunStore::open(db.toStdString());
-    small = make_sweep(*store, "small", {"margin=0,1", "window=1,16"},
-                       [](const SweepTrial&) { return true; });
+    small_ = make_sweep(*store, "small", {"margin=0,1", "window=1,16"},
+                        [](const SweepTrial&) { return true; });
     // The first row (margin=-64) and the first column (window=1) ran.
-    large = make_sweep(
+    large_ = make_sweep(
         *store, "long", {range_axis("window", 1, 400), range_axis("margin", -64, 64)},
         [](const SweepTrial& t) { return t.config.margin == -64 || t.config.window == 1; });
   }
-  MainWindow w(false);
-  w.engine()->setDatabasePath(db);
-  w.resize(1400, 900);
-  w.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&w));
-  QVERIFY(w.selectTab(QStringLiteral("Sweeps")));
-  SweepsTab* tab = w.sweepsTab();
+  window_ = std::make_unique<MainWindow>(false);
+  window_->engine()->setDatabasePath(db);
+  window_->resize(1400, 900);
+  window_->show();
+  QVERIFY(QTest::qWaitForWindowExposed(window_.get()));
+  QVERIFY(window_->selectTab(QStringLiteral("Sweeps")));
+  SweepsTab* tab = window_->sweepsTab();
+  QTRY_VERIFY_WITH_TIMEOUT(tab->storedSweeps().size() == 2, 30000);
+  // The newest, shown by itself.
+  QTRY_VERIFY_WITH_TIMEOUT(tab->shownSweep() != 0 && !tab->isReading(), 60000);
+}
+
+void SweepsLargeTest::cleanup() {
+  window_.reset();
+}
+
+void SweepsLargeTest::choosingTakesTheOldDown() {
+  SweepsTab* tab = window_->sweepsTab();
   {
     QSignalSpy shown(tab, &SweepsTab::sweepShown);
-    tab->showSweep(small);
+    tab->showSweep(small_);
     QVERIFY(shown.wait(30000));
   }
   QCoreApplication::processEvents();
   auto* map = qobject_cast<QCPColorMap*>(tab->plots()[0]->plottable(0));
   QVERIFY(map);
   QCOMPARE(map->data()->keySize(), 2);
+  const int64_t large = large_;
 
   // Chosen: the small sweep's heatmap is gone at once, not shown under the new name.
   QSignalSpy shown(tab, &SweepsTab::sweepShown);
@@ -153,6 +170,20 @@ void SweepsLargeTest::longAxesFitTheWindow() {
   QTest::qWait(200);
   tick.stop();
   QVERIFY2(longest < 1000, qPrintable(QStringLiteral("the window froze for %1 ms").arg(longest)));
+}
+
+void SweepsLargeTest::longAxesFitTheWindow() {
+  MainWindow& w = *window_;
+  SweepsTab* tab = w.sweepsTab();
+  const int64_t small = small_;
+  {
+    QSignalSpy shown(tab, &SweepsTab::sweepShown);
+    tab->showSweep(large_);
+    QVERIFY(shown.wait(60000));
+  }
+  QCoreApplication::processEvents();
+  auto* map = qobject_cast<QCPColorMap*>(tab->plots()[0]->plottable(0));
+  QVERIFY(map);
   QCOMPARE(map->data()->keySize(), 129);  // margin across, window up
   QCOMPARE(map->data()->valueSize(), 400);
   tab->setAxes(0, 1);  // window across
