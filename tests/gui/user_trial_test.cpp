@@ -66,6 +66,7 @@ class UserTrialTest : public QObject {
   void editedPresetIsCustom();
   void longValueIsElided();
   void tensorNamesCannotReorderText();
+  void exactSqnrIsInf();
 
  private:
   QTemporaryDir dir_;
@@ -184,6 +185,25 @@ void UserTrialTest::tensorNamesCannotReorderText() {
   QVERIFY(captioned);
   for (ExportablePlot* p : tab.plots())
     QVERIFY2(!p->exportTitle().contains(rlo), qPrintable(p->exportTitle()));
+}
+
+// A tensor every recipe holds exactly (1 and 2, scaled to 224 and 448 in E4M3): its SQNR
+// is infinite, "inf" as `fp8wb inspect` says, not "-" (no figure).
+void UserTrialTest::exactSqnrIsInf() {
+  std::vector<float> w(64 * 64);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = i % 2 ? 1.0f : 2.0f;
+  std::vector<uint8_t> bytes(w.size() * 4);
+  std::memcpy(bytes.data(), w.data(), bytes.size());
+  const QString path = dir_.filePath(QStringLiteral("exact.safetensors"));
+  write_safetensors(path.toStdString(), {{"exact", StDtype::F32, {64, 64}, bytes}});
+  CheckpointTab tab;
+  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
+  tab.openCheckpoint(path);
+  QVERIFY(loaded.wait(60000));
+  QCOMPARE(tab.proxy()->index(0, CheckpointModel::BestSqnr).data().toString(),
+           QStringLiteral("inf"));
+  QCOMPARE(tab.proxy()->index(0, CheckpointModel::TensorwiseSqnr).data().toString(),
+           QStringLiteral("inf"));
 }
 
 QTEST_MAIN(UserTrialTest)

@@ -72,10 +72,10 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
       case Amax: return QString::number(t->amax, 'g', 5);
       case Range: return QString::number(t->dynamic_range_bits, 'f', 1);
       case Best: return best ? qs(best->name) : QStringLiteral("-");
-      case BestSqnr: return std::isfinite(b) ? QString::number(b, 'f', 1) : QStringLiteral("-");
+      case BestSqnr: return best ? sqnr_text(b) : QStringLiteral("-");
       case TensorwiseSqnr: {
         const double v = sqnr_of(*t, ScalingKind::Tensorwise, recommend_format());
-        return std::isfinite(v) ? QString::number(v, 'f', 1) : QStringLiteral("-");
+        return sqnr_text(v);
       }
       case Recommended:
         return t->not_quantized.empty() ? qs(t->recommended)

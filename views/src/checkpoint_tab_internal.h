@@ -66,6 +66,14 @@ inline double sqnr_of(const TensorAnalysis& a, ScalingKind k, Format f) {
   return NAN;
 }
 
+// An SQNR in dB as `fp8wb inspect` writes it: "inf" where there is no error at all, "-"
+// where there is no figure.
+inline QString sqnr_text(double db) {
+  if (std::isnan(db)) return QStringLiteral("-");
+  if (std::isinf(db)) return db > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
+  return QString::number(db, 'f', 1);
+}
+
 inline QString format_name(Format f) {
   const std::string_view n = format_info(f).name;
   return QString::fromLatin1(n.data(), static_cast<int>(n.size()));
