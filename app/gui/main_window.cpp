@@ -256,10 +256,12 @@ void MainWindow::checkDatabase() {
     while (!QFileInfo::exists(there) && QFileInfo(there).absolutePath() != there)
       there = QFileInfo(there).absolutePath();
     if (!QFileInfo(there).isWritable()) {
-      showFailure(tr("The run database %1 cannot be made: the folder %2 cannot be written, so "
-                     "no run can be stored there. Choose another database: File > Open "
-                     "database.")
-                      .arg(path, there));
+      const QString why = tr("The run database %1 cannot be made: the folder %2 cannot be "
+                             "written, so no run can be stored there. Choose another database: "
+                             "File > Open database.")
+                              .arg(path, there);
+      engine_->setUnusableReason(why);  // Start, Rename, Delete disabled with it, as for --db
+      showFailure(why);
     }
     return;
   }
@@ -268,6 +270,25 @@ void MainWindow::checkDatabase() {
   } catch (const std::exception& e) {
     showFailure(QString::fromStdString(e.what()));
   }
+}
+
+void MainWindow::recheckDatabase() {
+  if (engine_->readOnlyReason().isEmpty() || engine_->isRunning()) return;
+  const QString path = engine_->databasePath();
+  if (QFileInfo::exists(path)) {
+    engine_->retryDatabase();
+    return;
+  }
+  // Not made yet: usable again once the nearest folder there can be written.
+  QString there = QFileInfo(path).absolutePath();
+  while (!QFileInfo::exists(there) && QFileInfo(there).absolutePath() != there)
+    there = QFileInfo(there).absolutePath();
+  if (QFileInfo(there).isWritable()) engine_->setUnusableReason({});
+}
+
+void MainWindow::changeEvent(QEvent* e) {
+  QMainWindow::changeEvent(e);
+  if (e->type() == QEvent::ActivationChange && isActiveWindow()) recheckDatabase();
 }
 
 QStringList MainWindow::recentDatabases() const {
@@ -429,6 +450,7 @@ void MainWindow::showFailure(const QString& message) {
     failure_box_ = new QMessageBox(QMessageBox::Warning, tr("FP8 Workbench"), QString(),
                                    QMessageBox::Close, this);
     failure_box_->setWindowModality(Qt::WindowModal);
+    connect(failure_box_, &QMessageBox::finished, this, &MainWindow::recheckDatabase);
   }
   failure_box_->setText(message);
   failure_box_->show();

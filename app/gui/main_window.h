@@ -79,11 +79,16 @@ class MainWindow : public QMainWindow {
   // that cannot be written is said by a notice (its runs can be viewed, not started,
   // renamed or deleted).
   void checkDatabase();
+  // Looks again, without a message, at a database that could not be opened, written or
+  // made (the file or folder may have been mended): done when the window is activated
+  // and when the failure's message is closed. Start, Rename and Delete follow.
+  void recheckDatabase();
   QStringList recentDatabases() const;
 
  protected:
   void closeEvent(QCloseEvent* e) override;
   void showEvent(QShowEvent* e) override;
+  void changeEvent(QEvent* e) override;
 
  private:
   void buildMenus();

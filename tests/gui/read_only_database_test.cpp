@@ -7,7 +7,9 @@
 // a default whose folder is not made yet is no failure, one where no database can be made
 // (a folder not writable) is. A --db that is no database at all (a folder, a text file):
 // said at start-up, and Start, Rename, Delete and Start sweep disabled with the reason as
-// their tooltip, until a database that opens is chosen. Run as root, the program first
+// their tooltip, until a database that opens is chosen, or the file is mended and the
+// failure's message closed. A default database that cannot be made disables them the same
+// way, until its folder can be written. Run as root, the program first
 // becomes nobody: root may write any file.
 #include <grp.h>
 #include <sys/stat.h>
@@ -17,6 +19,7 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QMessageBox>
 #include <QPushButton>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -101,6 +104,8 @@ class ReadOnlyDatabaseTest : public QObject {
   void defaultNotMadeYetIsNoFailure();
   void notMadeYetInAFolderNotWritableSaidAtStartUp();
   void noDatabaseAtAllDisablesStart();
+  void mendedDatabaseIsCheckedAgain();
+  void unmadeDefaultDisablesStart();
 
  private:
   void check(const QString& name, bool folder_read_only);
@@ -278,6 +283,73 @@ void ReadOnlyDatabaseTest::noDatabaseAtAllDisablesStart() {
       QVERIFY2(!b->toolTip().contains(db), qPrintable(b->toolTip()));
     }
   }
+}
+
+namespace {
+
+// The failure's message, closed as the user closes it.
+bool close_failure(MainWindow& w) {
+  auto* box = w.findChild<QMessageBox*>();
+  if (!box || !box->isVisible() || !box->button(QMessageBox::Close)) return false;
+  QTest::mouseClick(box->button(QMessageBox::Close), Qt::LeftButton);
+  return true;
+}
+
+}  // namespace
+
+// A --db that is no database, mended while the workbench is open (the file replaced by a
+// database): closing the failure's message looks again, and the buttons are enabled.
+void ReadOnlyDatabaseTest::mendedDatabaseIsCheckedAgain() {
+  const QString db = dir_.filePath(QStringLiteral("mended.sqlite"));
+  {
+    QFile f(db);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QByteArray("not yet a run database\n").repeated(100));
+  }
+  MainWindow w(false);
+  GuiOptions o;
+  o.db = db;
+  QCOMPARE(apply_gui_options(w, o), QString());
+  QVERIFY(!w.failures().isEmpty());
+  auto* start = w.runPanel()->findChild<QPushButton*>(QStringLiteral("start"));
+  QList<QPushButton*> buttons = write_buttons(w);
+  buttons << start;
+  for (QPushButton* b : buttons) QVERIFY2(!b->isEnabled(), qPrintable(b->text()));
+  QVERIFY(QFile::remove(db));
+  write_db(db);
+  QVERIFY(close_failure(w));
+  for (QPushButton* b : buttons) QTRY_VERIFY2(b->isEnabled(), qPrintable(b->text()));
+}
+
+// No --db, and the default database's folder cannot be made (XDG_DATA_HOME not
+// writable): Start, Rename, Delete and Start sweep are disabled with the reason as their
+// tooltip, as for a --db that is no database; once the folder can be written, enabled.
+void ReadOnlyDatabaseTest::unmadeDefaultDisablesStart() {
+  const QString folder = dir_.filePath(QStringLiteral("locked-data"));
+  QVERIFY(QDir().mkpath(folder));
+  const QByteArray folder_name = QFile::encodeName(folder);
+  const std::unique_ptr<const char, void (*)(const char*)> restore(
+      folder_name.constData(), [](const char* f) { ::chmod(f, 0755); });
+  QCOMPARE(::chmod(folder_name.constData(), 0555), 0);
+  const QByteArray data_home = qgetenv("XDG_DATA_HOME");
+  qputenv("XDG_DATA_HOME", folder.toUtf8());
+  {
+    MainWindow w(false);
+    QCOMPARE(apply_gui_options(w, GuiOptions{}), QString());
+    QVERIFY(!w.failures().isEmpty());
+    auto* start = w.runPanel()->findChild<QPushButton*>(QStringLiteral("start"));
+    QList<QPushButton*> buttons = write_buttons(w);
+    buttons << start;
+    for (QPushButton* b : buttons) {
+      QVERIFY2(!b->isEnabled(), qPrintable(b->text()));
+      QVERIFY2(b->toolTip().contains(QLatin1String("cannot be written")),
+               qPrintable(b->text() + QStringLiteral(": ") + b->toolTip()));
+    }
+    QCOMPARE(::chmod(folder_name.constData(), 0755), 0);
+    QVERIFY(close_failure(w));
+    for (QPushButton* b : buttons) QTRY_VERIFY2(b->isEnabled(), qPrintable(b->text()));
+  }
+  qputenv("XDG_DATA_HOME", data_home);
 }
 
 int main(int argc, char** argv) {

@@ -59,7 +59,7 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
     return static_cast<qlonglong>(nonfinite);
   if (role == Qt::DisplayRole || role == Qt::EditRole || role == Qt::UserRole) {
     switch (index.column()) {
-      case Name: return qs(t->name);
+      case Name: return role == Qt::DisplayRole ? shown_name(t->name) : qs(t->name);
       case NonFinite:
         return nonfinite == 0 ? QString()
                               : tr("%1 NaN, %2 Inf").arg(t->nan_count).arg(t->inf_count);
@@ -72,10 +72,10 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
       case Amax: return QString::number(t->amax, 'g', 5);
       case Range: return QString::number(t->dynamic_range_bits, 'f', 1);
       case Best: return best ? qs(best->name) : QStringLiteral("-");
-      case BestSqnr: return std::isfinite(b) ? QString::number(b, 'f', 1) : QStringLiteral("-");
+      case BestSqnr: return best ? sqnr_text(b) : QStringLiteral("-");
       case TensorwiseSqnr: {
         const double v = sqnr_of(*t, ScalingKind::Tensorwise, recommend_format());
-        return std::isfinite(v) ? QString::number(v, 'f', 1) : QStringLiteral("-");
+        return sqnr_text(v);
       }
       case Recommended:
         return t->not_quantized.empty() ? qs(t->recommended)
@@ -95,7 +95,7 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
       case BestSqnr: return tr("Highest SQNR: %1.").arg(tr(kBestCriterion));
       default:
         return !t->not_quantized.empty() ? tr("No SQNR: %1").arg(qs(t->not_quantized))
-               : t->reason.empty()       ? qs(t->name)
+               : t->reason.empty()       ? shown_name(t->name)
                                          : qs(t->reason);
     }
   }

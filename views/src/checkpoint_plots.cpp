@@ -134,14 +134,15 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
     none->setColor(palette().color(QPalette::Disabled, QPalette::WindowText));
   }
   const QString file = QFileInfo(path_).fileName();
-  hist_->setExportTitle(tr("log2 histogram of %1 (%2)").arg(qs(t->name), file));
-  chart_->setExportTitle(tr("SQNR of every recipe x format: %1 (%2)").arg(qs(t->name), file));
+  hist_->setExportTitle(tr("log2 histogram of %1 (%2)").arg(shown_name(t->name), file));
+  chart_->setExportTitle(
+      tr("SQNR of every recipe x format: %1 (%2)").arg(shown_name(t->name), file));
   blocks_->setExportTitle(
-      tr("Block errors of %1: %2 (%3)").arg(recipe_->currentText(), qs(t->name), file));
+      tr("Block errors of %1: %2 (%3)").arg(recipe_->currentText(), shown_name(t->name), file));
   const RecipeResult* best = nullptr;
   best_sqnr(*t, &best);
   QString caption = tr("<b>%1</b> %2: amax %3, mean %4, std %5, dynamic range %6 bits.")
-                        .arg(qs(t->name).toHtmlEscaped(), qs(t->dtype))
+                        .arg(shown_name(t->name).toHtmlEscaped(), qs(t->dtype))
                         .arg(t->amax, 0, 'g', 5)
                         .arg(t->mean, 0, 'g', 4)
                         .arg(t->std, 0, 'g', 4)

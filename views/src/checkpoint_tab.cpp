@@ -367,7 +367,7 @@ void CheckpointTab::finishLoad(const QString& path, std::vector<TensorAnalysis> 
 
 void CheckpointTab::selectTensor(const QString& name) {
   for (int r = 0; r < proxy_->rowCount(); ++r) {
-    if (proxy_->index(r, CheckpointModel::Name).data().toString() == name) {
+    if (proxy_->index(r, CheckpointModel::Name).data(Qt::UserRole).toString() == name) {
       table_->selectRow(r);
       return;
     }

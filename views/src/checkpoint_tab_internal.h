@@ -23,6 +23,31 @@ inline QString qs(const std::string& s) {
   return QString::fromStdString(s);
 }
 
+// A name read from a checkpoint as the tab shows it: control characters and the invisible
+// ones that reorder or join text (bidi overrides, embeddings, isolates and marks, zero
+// widths, line and paragraph separators) written as escapes, "\u202E", "\x01", so
+// that a name cannot reverse or garble the text around it.
+inline QString shown_name(const std::string& s) {
+  const QString name = QString::fromStdString(s);
+  QString out;
+  out.reserve(name.size());
+  for (const char32_t c : name.toUcs4()) {
+    const bool control = c < 0x20 || (c >= 0x7f && c < 0xa0);
+    const bool invisible = c == 0x061c || (c >= 0x200b && c <= 0x200f) ||
+                           (c >= 0x2028 && c <= 0x202e) || (c >= 0x2060 && c <= 0x206f) ||
+                           c == 0xfeff;
+    if (control)
+      out += QStringLiteral("\\x%1").arg(static_cast<uint>(c), 2, 16, QLatin1Char('0'));
+    else if (invisible)
+      out +=
+          QStringLiteral("\\u") +
+          QString::number(static_cast<uint>(c), 16).toUpper().rightJustified(4, QLatin1Char('0'));
+    else
+      out += QString::fromUcs4(&c, 1);
+  }
+  return out;
+}
+
 inline double best_sqnr(const TensorAnalysis& a, const RecipeResult** which = nullptr) {
   double best = -INFINITY;
   for (const auto& r : a.recipes) {
@@ -39,6 +64,14 @@ inline double sqnr_of(const TensorAnalysis& a, ScalingKind k, Format f) {
     if (r.recipe.kind == k && r.recipe.format == f) return r.sqnr_db;
   }
   return NAN;
+}
+
+// An SQNR in dB as `fp8wb inspect` writes it: "inf" where there is no error at all, "-"
+// where there is no figure.
+inline QString sqnr_text(double db) {
+  if (std::isnan(db)) return QStringLiteral("-");
+  if (std::isinf(db)) return db > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
+  return QString::number(db, 'f', 1);
 }
 
 inline QString format_name(Format f) {

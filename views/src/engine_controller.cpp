@@ -130,6 +130,20 @@ void EngineController::setReadOnlyReason(const QString& reason) {
   Q_EMIT readOnlyChanged(reason);
 }
 
+void EngineController::setUnusableReason(const QString& reason) {
+  if (!isRunning()) setReadOnlyReason(reason);
+}
+
+void EngineController::retryDatabase() {
+  // Only one that did not open: a read-only one that did is said once, not at each try.
+  if (isRunning() || follower_ || read_only_reason_.isEmpty() || store_) return;
+  try {
+    store();  // its reason, or none
+  } catch (const std::exception&) {
+    // Still no database: store() has kept the reason.
+  }
+}
+
 RunStore& EngineController::store() {
   // A database it cannot write (another user's, a read-only mount) is browsed read-only;
   // starting a run there says so (StoreError "... is open read-only").

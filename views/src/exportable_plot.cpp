@@ -96,8 +96,9 @@ void place_legend_below(QCustomPlot* plot, int columns) {
     grid->addElement(row, 0, legend);
     grid->setRowStretchFactor(row, 0.001);  // as tall as its entries, no more
   }
-  legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  // The wrap first: setting the fill order lays the entries out again, by the wrap.
   legend->setWrap(std::max(1, columns));
+  legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
   legend->setBorderPen(Qt::NoPen);
   legend->setBrush(Qt::NoBrush);
   legend->setMargins(QMargins(4, 0, 4, 2));

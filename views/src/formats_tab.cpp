@@ -82,6 +82,9 @@ FormatsTab::FormatsTab(QWidget* parent)
   input_row->addStretch(1);
   layout->addLayout(input_row);
   error_->setStyleSheet(QStringLiteral("color: #c62828;"));
+  error_->setObjectName(QStringLiteral("valueError"));
+  error_->setTextFormat(Qt::PlainText);
+  error_->setWordWrap(true);
   error_->setVisible(false);
   layout->addWidget(error_);
   // Text that fp64 cannot hold (0.1000000000000000000001, a 30-digit integer, hex with
@@ -184,7 +187,15 @@ void FormatsTab::refresh() {
   try {
     parsed = parse_value_exactly(text.toStdString());
   } catch (const std::invalid_argument& e) {
-    error_->setText(QString::fromStdString(e.what()));
+    // The value quoted in the message, where it is long, by its ends: a page-wide line
+    // (or wider: it does not wrap) for a pasted number says no more. Whole in the tooltip.
+    QString message = QString::fromStdString(e.what());
+    error_->setToolTip(message.size() > 120 ? message : QString());
+    constexpr qsizetype kLongest = 40;
+    if (text.size() > kLongest)
+      message.replace(
+          text, tr("%1…%2 (%3 characters)").arg(text.left(24), text.right(8)).arg(text.size()));
+    error_->setText(message);
     error_->setVisible(true);
     for (FormatCard* c : cards_) c->setEnabled(false);
     return;

@@ -160,7 +160,14 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
     if (const RunInfo* r = model_->runAt(i.row())) Q_EMIT openRequested(r->id);
   });
   // Another database's list that cannot be read is said again.
-  connect(engine_, &EngineController::databaseChanged, this, [this] { unreadable_said_.clear(); });
+  // The overlaid curves are the other database's runs (its ids name others here): gone.
+  connect(engine_, &EngineController::databaseChanged, this, [this] {
+    unreadable_said_.clear();
+    curves_job_.drop();
+    overlaid_.clear();
+    overlaid_names_.clear();
+    show_loss_curves(overlay_, {});
+  });
   // A database that cannot be written takes no renames or deletes: the buttons say why,
   // as Start does.
   connect(engine_, &EngineController::readOnlyChanged, this, &RunsTab::updateWriteButtons);

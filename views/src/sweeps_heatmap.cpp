@@ -63,6 +63,48 @@ using namespace sweeps_detail;  // SweepRead, read_sweep() (sweeps_tab_internal.
 
 namespace {
 
+// The values of a heatmap's side as tick labels: every one where they fit along the axis,
+// else every k-th (1, 2 or 5 times a power of ten) from the first, none overlapping.
+class CellTicker : public QCPAxisTickerText {
+ public:
+  explicit CellTicker(QCPAxis* axis) : axis_(axis) {}
+
+ protected:
+  QVector<double> createTickVector(double step, const QCPRange& range) override {
+    QVector<double> all = QCPAxisTickerText::createTickVector(step, range);
+    if (all.size() < 2 || !axis_->axisRect()) return all;
+    const QFontMetrics fm(axis_->tickLabelFont());
+    const bool across = axis_->orientation() == Qt::Horizontal;
+    int room = fm.height() + 4;  // a label's extent along the axis, with a gap
+    if (across) {
+      int widest = 0;
+      for (const QString& t : std::as_const(mTicks))
+        widest = std::max(widest, fm.horizontalAdvance(t));
+      room = widest + 12;
+    }
+    const double length = across ? axis_->axisRect()->width() : axis_->axisRect()->height();
+    const double cell = length / std::max(1.0, range.size());  // pixels a cell
+    if (cell <= 0 || cell >= room) return all;
+    const double need = room / cell;
+    long long k = 1;  // the first of 1, 2, 5, 10, 20, 50, ... cells apart with room
+    for (long long decade = 1; k == 1 && decade < (1LL << 40); decade *= 10) {
+      for (long long m : {decade, 2 * decade, 5 * decade}) {
+        if (static_cast<double>(m) >= need) {
+          k = m;
+          break;
+        }
+      }
+    }
+    QVector<double> some;
+    for (double t : all)
+      if (std::llround(t) % k == 0) some << t;
+    return some;
+  }
+
+ private:
+  QCPAxis* axis_;
+};
+
 // What a metric can be: a constant one's colour scale stays within it (no negative
 // percentage, count of runs or loss).
 QCPRange metric_domain(SweepMetric m) {
@@ -105,6 +147,17 @@ void SweepsTab::cellClicked(QMouseEvent* e, bool twice) {
 }
 void SweepsTab::showSweep(int64_t sweep_id) {
   const std::string path = engine_->databasePath().toStdString();
+  if (sweep_id != sweep_id_ && !busy()) {
+    // Another sweep: the one shown comes down at once, not left under the new one's name
+    // while it is read.
+    sweep_id_ = 0;
+    spec_ = SweepSpec{};
+    points_.clear();
+    seen_runs_.clear();
+    rebuildSlicers();
+    showNoSweep(tr("reading sweep %1…").arg(sweep_id));
+    best_->clear();
+  }
   setReading(true);
   points_job_.run([path, sweep_id] { return read_sweep(path, sweep_id); },
                   [this, sweep_id](SweepRead r) {
@@ -232,10 +285,14 @@ std::vector<std::string> SweepsTab::valuesAt(int x, int y) const {
 const SweepPoint* SweepsTab::pointAt(int x, int y) const {
   const std::vector<std::string> values = valuesAt(x, y);
   if (values.empty()) return nullptr;
-  for (const SweepPoint& p : points_) {
-    if (p.values == values) return &p;
+  if (indexed_ != points_.data() || indexed_size_ != points_.size()) {
+    point_index_.clear();
+    for (size_t i = 0; i < points_.size(); ++i) point_index_.emplace(points_[i].values, i);
+    indexed_ = points_.data();
+    indexed_size_ = points_.size();
   }
-  return nullptr;
+  const auto at = point_index_.find(values);
+  return at == point_index_.end() ? nullptr : &points_[at->second];
 }
 
 int SweepsTab::deletedAt(int x, int y) const {
@@ -344,6 +401,25 @@ void SweepsTab::markCell(int x, int y, const QString& kind, const QString& text)
   marks_.push_back(t);
 }
 
+void SweepsTab::markCells(int x0, int x1, int y, const QString& kind) {
+  auto* r = new QCPItemRect(heat_);
+  r->setObjectName(kind);
+  r->setProperty("cell", QPoint(x0, y));
+  r->setProperty("lastCell", QPoint(x1, y));
+  r->topLeft->setCoords(x0 - 0.5, y + 0.5);
+  r->bottomRight->setCoords(x1 + 0.5, y - 0.5);
+  r->setPen(Qt::NoPen);
+  const bool diverged =
+      kind == QLatin1String("divergedCell") || kind == QLatin1String("markedCell");
+  r->setBrush(
+      kind == QLatin1String("unfinishedCell") ? QBrush(QColor(215, 215, 215))
+      : kind == QLatin1String("deletedCell")
+          ? QBrush(QColor(120, 120, 120), Qt::DiagCrossPattern)
+          : QBrush(diverged ? QColor(170, 40, 40) : QColor(140, 140, 140), Qt::BDiagPattern));
+  r->setSelectable(false);
+  marks_.push_back(r);
+}
+
 void SweepsTab::redraw() {
   for (QCPAbstractItem* item : marks_) heat_->removeItem(item);
   marks_.clear();
@@ -385,35 +461,58 @@ void SweepsTab::redraw() {
   // Only cells whose trials have all ended take a colour of the scale, and the scale
   // spans only them.
   double lo = INFINITY, hi = -INFINITY;
-  for (int x = 0; x < static_cast<int>(xv.size()); ++x) {
-    for (int y = 0; y < static_cast<int>(yv.size()); ++y) {
+  // Each cell's mark (kind and text), made once every cell is known: on a large grid the
+  // cells of a row alike are one item (tens of thousands of items would hold the window
+  // for seconds, and their texts could not be read in cells a few pixels wide).
+  const int nx = static_cast<int>(xv.size()), ny = static_cast<int>(yv.size());
+  std::vector<std::pair<QString, QString>> cell_marks(static_cast<size_t>(nx) * ny);
+  auto mark = [&](int x, int y, const QString& kind, const QString& text) {
+    cell_marks[static_cast<size_t>(y) * nx + x] = {kind, text};
+  };
+  for (int x = 0; x < nx; ++x) {
+    for (int y = 0; y < ny; ++y) {
       const SweepPoint* p = pointAt(x, y);
       const double v = p ? sweep_metric(*p, metric) : NAN;
       double shown = NAN;
       if (const int gone = deletedAt(x, y); gone > 0) {
         // Not "still to run": its run was there, and was deleted.
-        markCell(x, y, QStringLiteral("deletedCell"),
-                 tr("deleted %1/%2").arg(gone).arg(p ? p->trials : std::max(1, spec_.seeds)));
+        mark(x, y, QStringLiteral("deletedCell"),
+             tr("deleted %1/%2").arg(gone).arg(p ? p->trials : std::max(1, spec_.seeds)));
       } else if (!p || !p->complete()) {
-        markCell(x, y, QStringLiteral("unfinishedCell"),
-                 p ? tr("… %1/%2").arg(p->runs).arg(p->trials) : tr("…"));
+        mark(x, y, QStringLiteral("unfinishedCell"),
+             p ? tr("… %1/%2").arg(p->runs).arg(p->trials) : tr("…"));
       } else if (p->diverged > 0 && metric != SweepMetric::Diverged) {
-        markCell(x, y, QStringLiteral("divergedCell"), tr("diverged"));
+        mark(x, y, QStringLiteral("divergedCell"), tr("diverged"));
       } else if (!std::isfinite(v)) {
-        markCell(x, y, QStringLiteral("emptyCell"), tr("no figure"));
+        mark(x, y, QStringLiteral("emptyCell"), tr("no figure"));
       } else {
         shown = v;
         lo = std::min(lo, v);
         hi = std::max(hi, v);
         // Coloured by how many diverged: still named.
-        if (p->diverged > 0) markCell(x, y, QStringLiteral("markedCell"), tr("diverged"));
+        if (p->diverged > 0) mark(x, y, QStringLiteral("markedCell"), tr("diverged"));
       }
       map_->data()->setCell(x, y, shown);
     }
   }
+  constexpr int kManyCells = 2500;
+  for (int y = 0; y < ny; ++y) {
+    for (int x = 0; x < nx;) {
+      const auto& [kind, text] = cell_marks[static_cast<size_t>(y) * nx + x];
+      int end = x + 1;
+      if (nx * ny > kManyCells) {
+        while (end < nx && cell_marks[static_cast<size_t>(y) * nx + end].first == kind) ++end;
+        if (!kind.isEmpty()) markCells(x, end - 1, y, kind);
+      } else if (!kind.isEmpty()) {
+        markCell(x, y, kind, text);
+      }
+      x = end;
+    }
+  }
   if (lo <= hi) map_->setDataRange(colour_scale_range(lo, hi, metric_domain(metric)));
   map_->colorScale()->axis()->setLabel(scale_label(metric, metric_->currentText()));
-  QSharedPointer<QCPAxisTickerText> tx(new QCPAxisTickerText), ty(new QCPAxisTickerText);
+  QSharedPointer<QCPAxisTickerText> tx(new CellTicker(heat_->xAxis)),
+      ty(new CellTicker(heat_->yAxis));
   for (size_t i = 0; i < xv.size(); ++i)
     tx->addTick(static_cast<double>(i), QString::fromStdString(xv[i]));
   for (size_t i = 0; i < yv.size(); ++i)
@@ -461,7 +560,8 @@ void SweepsTab::redraw() {
   heat_->replot(QCustomPlot::rpQueuedReplot);
 }
 
-void SweepsTab::showNoSweep() {
+void SweepsTab::showNoSweep(const QString& why) {
+  no_sweep_->setText(why.isEmpty() ? tr("no sweep shown") : why);
   for (QCPAbstractItem* item : marks_) heat_->removeItem(item);
   marks_.clear();
   map_->data()->clear();
@@ -523,25 +623,63 @@ void SweepsTab::overlayLine(int x, int y, bool column) {
     title = held.isEmpty() ? tr("Loss, %1").arg(curves_of)
                            : tr("Loss at %1, %2").arg(held.join(QStringLiteral(", ")), curves_of);
   }
-  overlay_title_->setText(title);
-  curves_->setExportTitle(title);
   std::vector<LossCurve> curves;
   if (along >= 0 && !spec_.axes.empty()) {
     const auto& values = spec_.axes[static_cast<size_t>(along)].values;
-    for (int i = 0; i < static_cast<int>(values.size()); ++i) {
+    auto runs_of = [&](int i) { return column && !one_row ? runsAt(x, i) : runsAt(i, y); };
+    // The values with runs; of a long axis, a few evenly spaced (the clicked cell's among
+    // them): more curves could not be told apart, and their legend would crush the plot.
+    std::vector<int> with_runs;
+    for (int i = 0; i < static_cast<int>(values.size()); ++i)
+      if (!runs_of(i).empty()) with_runs.push_back(i);
+    constexpr size_t kMostCurves = 6;  // the loss curves' six colours, each once
+    std::vector<int> shown = with_runs;
+    if (with_runs.size() > kMostCurves) {
+      shown.clear();
+      for (size_t j = 0; j < kMostCurves; ++j)
+        shown.push_back(with_runs[j * (with_runs.size() - 1) / (kMostCurves - 1)]);
+      // The clicked cell's value in place of the nearest of them.
+      const int clicked = column && !one_row ? y : x;
+      if (std::find(with_runs.begin(), with_runs.end(), clicked) != with_runs.end()) {
+        auto nearest = std::min_element(shown.begin(), shown.end(), [clicked](int a, int b) {
+          return std::abs(a - clicked) < std::abs(b - clicked);
+        });
+        *nearest = clicked;
+        std::sort(shown.begin(), shown.end());
+        shown.erase(std::unique(shown.begin(), shown.end()), shown.end());
+      }
+      QStringList named;
+      for (int i : shown) named << QString::fromStdString(values[static_cast<size_t>(i)]);
+      const QString key = QString::fromStdString(spec_.axes[static_cast<size_t>(along)].key);
+      title += with_runs.size() == values.size()
+                   ? tr(" (%1 of %2 %3 values shown: %4)")
+                         .arg(shown.size())
+                         .arg(values.size())
+                         .arg(key, named.join(QStringLiteral(", ")))
+                   : tr(" (%1 of the %2 %3 values with runs shown, of %4: %5)")
+                         .arg(shown.size())
+                         .arg(with_runs.size())
+                         .arg(key)
+                         .arg(values.size())
+                         .arg(named.join(QStringLiteral(", ")));
+    }
+    for (size_t n = 0; n < shown.size(); ++n) {
+      const int i = shown[n];
       int seed = 0;  // the point's runs in one colour, each in a line style of its own
-      for (int64_t id : column && !one_row ? runsAt(x, i) : runsAt(i, y)) {
+      for (int64_t id : runs_of(i)) {
         LossCurve c;
         c.dashes = seed++;
         c.run_id = id;
         c.name = QString::fromStdString(spec_.axes[static_cast<size_t>(along)].key + "=" +
                                         values[static_cast<size_t>(i)]);
-        c.colour = i;
+        c.colour = static_cast<int>(n);
         c.name_seed = seeds;
         curves.push_back(std::move(c));
       }
     }
   }
+  overlay_title_->setText(title);
+  curves_->setExportTitle(title);
   if (curves.empty()) {
     curves_job_.drop();
     show_loss_curves(curves_, {});

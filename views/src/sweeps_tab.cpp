@@ -91,6 +91,7 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
       heat_(new ExportablePlot(this)),
       curves_(new ExportablePlot(this)) {
   preset_->addItems(presetNames());
+  preset_->setObjectName(QStringLiteral("sweepPreset"));
   fill_choices(metric_, kSweepMetrics, &SweepMetricEntry::label);
   seeds_->setRange(1, 100);
   seeds_->setObjectName(QStringLiteral("seedsPerPoint"));
@@ -233,6 +234,7 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   rl->addWidget(best_);
   rl->addWidget(heat_, 3);
   overlay_title_->setObjectName(QStringLiteral("overlayTitle"));
+  overlay_title_->setWordWrap(true);
   rl->addWidget(overlay_title_);
   rl->addWidget(curves_, 2);
   auto* layout = new QHBoxLayout(this);
@@ -241,6 +243,11 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
 
   connect(preset_, &QComboBox::currentTextChanged, this,
           [this](const QString& n) { applyPreset(n); });
+  // The form edited away from its preset: no preset's now (the box says "custom"), and the
+  // sweep and its trials are not named after one.
+  preset_->setPlaceholderText(tr("custom (a preset changed, or a shown sweep's settings)"));
+  for (QPlainTextEdit* e : {base_, grid_})
+    connect(e, &QPlainTextEdit::textChanged, this, &SweepsTab::showWhetherPreset);
   connect(start_, &QPushButton::clicked, this, [this] { start(); });
   connect(stop_, &QPushButton::clicked, this, &SweepsTab::stop);
   connect(copy_spec_, &QPushButton::clicked, this, &SweepsTab::copyShownToForm);
@@ -300,12 +307,30 @@ QString SweepsTab::fail(const QString& message) {
 bool SweepsTab::applyPreset(const QString& name) {
   for (const Preset& p : kPresets) {
     if (name != QLatin1String(p.name)) continue;
-    base_->setPlainText(QString::fromLatin1(p.base));
-    grid_->setPlainText(QString::fromLatin1(p.grid));
+    {
+      const QSignalBlocker bb(base_), bg(grid_);
+      base_->setPlainText(QString::fromLatin1(p.base));
+      grid_->setPlainText(QString::fromLatin1(p.grid));
+    }
+    if (preset_->currentText() != name) {
+      const QSignalBlocker b(preset_);
+      preset_->setCurrentText(name);
+    }
     choose(metric_, kSweepMetrics, p.metric);
     return true;
   }
   return false;
+}
+
+void SweepsTab::showWhetherPreset() {
+  const int i = preset_->currentIndex();
+  if (i < 0) return;
+  const Preset& p = kPresets[static_cast<size_t>(i)];
+  if (base_->toPlainText() == QLatin1String(p.base) &&
+      grid_->toPlainText() == QLatin1String(p.grid))
+    return;
+  const QSignalBlocker b(preset_);
+  preset_->setCurrentIndex(-1);  // the placeholder: custom
 }
 
 namespace {
@@ -343,22 +368,45 @@ QString axis_text(const SweepAxis& a) {
   return QString::fromStdString(a.key) + QLatin1Char('=') + values.join(QLatin1Char(','));
 }
 
+// An axis as the line describing the shown sweep names it: a long one by its first
+// values and its last, "window=1,2,3,…,400 (400 values)", which wraps within the tab
+// (the whole list, one word, would not).
+QString short_axis_text(const SweepAxis& a) {
+  constexpr size_t kShown = 6;
+  if (a.values.size() <= kShown + 1) return axis_text(a);
+  QStringList values;
+  for (size_t i = 0; i < kShown - 1; ++i) values << QString::fromStdString(a.values[i]);
+  values << QStringLiteral("…") << QString::fromStdString(a.values.back());
+  return QString::fromStdString(a.key) + QLatin1Char('=') + values.join(QLatin1Char(',')) +
+         QObject::tr(" (%1 values)").arg(a.values.size());
+}
+
 }  // namespace
 
 void SweepsTab::describeShownSweep() {
   copy_spec_->setEnabled(!spec_.axes.empty());
   if (spec_.axes.empty()) {
     shown_spec_->clear();
+    shown_spec_->setToolTip(QString());
     return;
   }
-  QStringList grid;
-  for (const SweepAxis& a : spec_.axes) grid << axis_text(a);
+  QStringList grid, whole;
+  for (const SweepAxis& a : spec_.axes) {
+    grid << short_axis_text(a);
+    whole << axis_text(a);
+  }
   const QStringList base = base_overrides(spec_.base);
-  shown_spec_->setText(
-      tr("Shown: grid %1 · %2 · base config %3")
-          .arg(grid.join(QStringLiteral(" x ")),
-               spec_.seeds == 1 ? tr("1 seed a point") : tr("%1 seeds a point").arg(spec_.seeds),
-               base.isEmpty() ? tr("the defaults") : base.join(QStringLiteral(", "))));
+  const QString seeds =
+      spec_.seeds == 1 ? tr("1 seed a point") : tr("%1 seeds a point").arg(spec_.seeds);
+  const QString config = base.isEmpty() ? tr("the defaults") : base.join(QStringLiteral(", "));
+  shown_spec_->setText(tr("Shown: grid %1 · %2 · base config %3")
+                           .arg(grid.join(QStringLiteral(" x ")), seeds, config));
+  // Every value of every axis, wrapped where the tooltip is too narrow for a line.
+  shown_spec_->setToolTip(QStringLiteral("<p style='white-space:pre-wrap'>%1</p>")
+                              .arg(tr("Grid %1 · %2 · base config %3")
+                                       .arg(whole.join(QStringLiteral(" x ")), seeds, config)
+                                       .replace(QLatin1Char(','), QStringLiteral(", "))
+                                       .toHtmlEscaped()));
 }
 
 void SweepsTab::copyShownToForm() {
@@ -386,7 +434,8 @@ QString SweepsTab::start() {
   if (busy()) return fail(tr("a sweep is running"));
   SweepSpec spec;
   try {
-    spec.name = preset_->currentText().toStdString();
+    // Named after its preset where the form is one's; else the default name ("sweep").
+    if (preset_->currentIndex() >= 0) spec.name = preset_->currentText().toStdString();
     for (const QString& line : base_->toPlainText().split(QLatin1Char('\n'), Qt::SkipEmptyParts))
       apply_override(spec.base, line.trimmed().toStdString());
     for (const QString& line : grid_->toPlainText().split(QLatin1Char('\n'), Qt::SkipEmptyParts))

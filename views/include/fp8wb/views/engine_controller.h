@@ -49,6 +49,12 @@ class EngineController : public QObject {
   // database that could not be opened at all (a folder, a file that is no database) gives
   // the reason too, until another path is set or opened.
   QString readOnlyReason() const { return read_only_reason_; }
+  // Why the database cannot be used though it was not opened (one not made yet whose
+  // folder cannot be written), said as readOnlyReason(); empty to take it back.
+  void setUnusableReason(const QString& reason);
+  // Opens the database again where it could not be opened (the file may have been mended
+  // since): readOnlyReason() follows what it is now. Not while a run trains.
+  void retryDatabase();
 
   // Deletes these runs from the open database (StoreError where one cannot be: the runs
   // before it are deleted), then runsDeleted() with those deleted.

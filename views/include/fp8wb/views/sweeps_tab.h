@@ -131,7 +131,12 @@ class SweepsTab : public QWidget {
   void redraw();
   // No sweep shown: the heatmap without cells, ticks, axis labels or colour scale, saying
   // so over its middle, and no overlaid curves; the plots keep their place.
-  void showNoSweep();
+  // Nothing on the heatmap; `why` over its middle ("no sweep shown" without).
+  // The form's preset box says "custom" once the base config or grid is no preset's.
+  void showWhetherPreset();
+  // Cells x0..x1 of row y marked alike by one item, without a text (a large grid's).
+  void markCells(int x0, int x1, int y, const QString& kind);
+  void showNoSweep(const QString& why = QString());
   // No overlaid curves nor their title (another sweep is shown or started).
   void clearOverlay();
   void rebuildSlicers();
@@ -196,6 +201,10 @@ class SweepsTab : public QWidget {
   // The runs seen for each grid point (its values) of the shown sweep: one gone since was
   // deleted.
   std::map<std::vector<std::string>, std::set<int64_t>> seen_runs_;
+  // points_ by their values (pointAt() on a large grid), and the points_ it was made of.
+  mutable std::map<std::vector<std::string>, size_t> point_index_;
+  mutable const SweepPoint* indexed_ = nullptr;
+  mutable size_t indexed_size_ = 0;
   BackgroundJob run_job_{this};      // the sweep's trials
   BackgroundJob points_job_{this};   // reads of its points
   BackgroundJob curves_job_{this};   // reads of the overlaid loss curves
