@@ -12,31 +12,11 @@
 #include <cstdio>
 #include <string>
 
+#include "fp8wb/core/name_text.h"
+
 namespace fp8wb::cli {
 
 namespace detail {
-
-// The length of the UTF-8 character at s[at] and its code point; 0 where the bytes there
-// are not UTF-8 (a stray continuation byte, an overlong form, a surrogate, a cut
-// character).
-inline size_t utf8_at(const std::string& s, size_t at, uint32_t& code) {
-  const auto c = static_cast<unsigned char>(s[at]);
-  const size_t len = c < 0x80           ? 1
-                     : (c >> 5) == 0x6  ? 2
-                     : (c >> 4) == 0xE  ? 3
-                     : (c >> 3) == 0x1E ? 4
-                                        : 0;
-  if (len == 0 || at + len > s.size()) return 0;
-  code = len == 1 ? c : len == 2 ? c & 0x1Fu : len == 3 ? c & 0x0Fu : c & 0x07u;
-  for (size_t k = 1; k < len; ++k) {
-    const auto n = static_cast<unsigned char>(s[at + k]);
-    if ((n & 0xC0) != 0x80) return 0;
-    code = code << 6 | (n & 0x3Fu);
-  }
-  static constexpr uint32_t kLeast[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (code < kLeast[len] || (code >= 0xD800 && code <= 0xDFFF) || code > 0x10FFFF) return 0;
-  return len;
-}
 
 // The columns a code point takes on a terminal: the C library's wcwidth() in a UTF-8
 // locale (made once, used on this thread only for the call); -1 for one that is not
@@ -64,7 +44,7 @@ inline std::string shown_text(const std::string& s) {
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
     uint32_t code = 0;
-    const size_t len = detail::utf8_at(s, i, code);
+    const size_t len = utf8_char_at(s, i, code);
     char buf[16];
     if (len == 0) {
       std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(s[i]));
@@ -103,7 +83,7 @@ inline size_t text_width(const std::string& s) {
   size_t n = 0;
   for (size_t i = 0; i < s.size();) {
     uint32_t code = 0;
-    const size_t len = detail::utf8_at(s, i, code);
+    const size_t len = utf8_char_at(s, i, code);
     if (len == 0) {
       ++n;
       ++i;
@@ -124,7 +104,7 @@ inline std::string cut_text(const std::string& s, size_t width) {
   size_t used = 0, at = 0;
   while (at < s.size()) {
     uint32_t code = 0;
-    size_t len = detail::utf8_at(s, at, code);
+    size_t len = utf8_char_at(s, at, code);
     int w = 1;
     if (len == 0) {
       len = 1;

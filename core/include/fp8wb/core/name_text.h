@@ -1,6 +1,6 @@
-// defines: control_character_in(): whether a name (a run's, a sweep's) holds a character
-// that lists and tables cannot show; name_problem(): what is wrong with a name, if
-// anything (blank, not UTF-8, a control character).
+// defines: utf8_char_at(): the UTF-8 character at a byte of a text; control_character_in(): whether
+// a name (a run's, a sweep's) holds a character that lists and tables cannot show; name_problem():
+// what is wrong with a name, if anything (blank, not UTF-8, a control character).
 #pragma once
 
 #include <cstdint>
@@ -9,6 +9,28 @@
 #include <string_view>
 
 namespace fp8wb {
+
+// The length of the UTF-8 character at s[at] and its code point; 0 where the bytes there
+// are not UTF-8 (a stray continuation byte, an overlong form, a surrogate, a code point
+// past U+10FFFF, a cut character).
+inline size_t utf8_char_at(std::string_view s, size_t at, uint32_t& code) {
+  const auto c = static_cast<unsigned char>(s[at]);
+  const size_t len = c < 0x80           ? 1
+                     : (c >> 5) == 0x6  ? 2
+                     : (c >> 4) == 0xE  ? 3
+                     : (c >> 3) == 0x1E ? 4
+                                        : 0;
+  if (len == 0 || at + len > s.size()) return 0;
+  code = len == 1 ? c : len == 2 ? c & 0x1Fu : len == 3 ? c & 0x0Fu : c & 0x07u;
+  for (size_t k = 1; k < len; ++k) {
+    const auto n = static_cast<unsigned char>(s[at + k]);
+    if ((n & 0xC0) != 0x80) return 0;
+    code = code << 6 | (n & 0x3Fu);
+  }
+  static constexpr uint32_t kLeast[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (code < kLeast[len] || (code >= 0xD800 && code <= 0xDFFF) || code > 0x10FFFF) return 0;
+  return len;
+}
 
 // Empty where `name` holds no control character; else which one and where, e.g.
 // "holds a control character (U+0000 at byte 3)". C0 controls (U+0000-U+001F, tab and
@@ -40,26 +62,12 @@ inline std::string name_problem(std::string_view name) {
   if (name.empty()) return "is empty";
   bool blank = true;
   for (size_t i = 0; i < name.size();) {
-    const auto c = static_cast<unsigned char>(name[i]);
-    const size_t len = c < 0x80           ? 1
-                       : (c >> 5) == 0x6  ? 2
-                       : (c >> 4) == 0xE  ? 3
-                       : (c >> 3) == 0x1E ? 4
-                                          : 0;
-    uint32_t code = len == 1 ? c : len == 2 ? c & 0x1Fu : len == 3 ? c & 0x0Fu : c & 0x07u;
-    bool valid = len != 0 && i + len <= name.size();
-    for (size_t k = 1; valid && k < len; ++k) {
-      const auto n = static_cast<unsigned char>(name[i + k]);
-      valid = (n & 0xC0) == 0x80;
-      code = code << 6 | (n & 0x3Fu);
-    }
-    // Overlong forms, UTF-16 surrogates and code points past U+10FFFF are not UTF-8.
-    static constexpr uint32_t kLeast[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (valid && (code < kLeast[len] || (code >= 0xD800 && code <= 0xDFFF) || code > 0x10FFFF))
-      valid = false;
-    if (!valid) {
+    uint32_t code = 0;
+    const size_t len = utf8_char_at(name, i, code);
+    if (len == 0) {
       char buf[80];
-      std::snprintf(buf, sizeof buf, "is not valid UTF-8 text (byte 0x%02X at byte %zu)", c, i);
+      std::snprintf(buf, sizeof buf, "is not valid UTF-8 text (byte 0x%02X at byte %zu)",
+                    static_cast<unsigned char>(name[i]), i);
       return buf;
     }
     const bool space = code == 0x20 || code == 0xA0 || code == 0x1680 ||
