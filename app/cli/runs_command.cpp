@@ -85,7 +85,7 @@ void export_run(const RunStore& s, const RunInfo& r, const std::string& format, 
   json j;
   j["run"] = {{"id", r.id},
               {"name", r.name},
-              {"status", run_status_name(r.status)},
+              {"status", run_status_text(r)},
               {"message", r.message},
               {"device", r.device},
               {"started_at", r.started_at},
@@ -207,6 +207,11 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
     err << "fp8wb: run database " << path << " is a folder, not a database file\n";
     return 1;
   }
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    // A FIFO, a device: said as the GUI says it, not as no database at all.
+    err << "fp8wb: run database " << path << " is not a regular file, not a database file\n";
+    return 1;
+  }
   if (!std::filesystem::is_regular_file(path, ec)) {
     err << "fp8wb: no run database at " << path << "\n";
     return 1;
@@ -219,7 +224,7 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
       for (const auto& r : runs) {
         j.push_back({{"id", r.id},
                      {"name", r.name},
-                     {"status", run_status_name(r.status)},
+                     {"status", run_status_text(r)},
                      {"steps", r.last_step + 1},
                      {"loss", num(last_value(*store, r.id, "loss"))},  // the last step's
                      {"final_loss", num(final_loss(*store, r).loss)},
@@ -249,7 +254,7 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
       const double loss = final_loss(*store, r).loss;  // none for a diverged run: "-"
       const double tps = speed_of(*store, r.id).median;
       out << fmt::format("{:>5}  {} {:<12} {:>7} {:>10} {:>11}  {:<8} {}\n", r.id, padded(r.name),
-                         run_status_name(r.status), r.last_step + 1,
+                         run_status_text(r), r.last_step + 1,
                          std::isfinite(loss) ? fmt::format("{:.4f}", loss) : std::string("-"),
                          std::isfinite(tps) ? fmt::format("{:.0f}", tps) : std::string("-"),
                          r.device, r.started_at);
@@ -272,7 +277,7 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
       return 0;
     }
     out << fmt::format("run {}: {} ({})\nstatus   {}{}\ndevice   {}\nstarted  {}\nended    {}\n",
-                       r->id, r->name, r->kind, run_status_name(r->status),
+                       r->id, r->name, r->kind, run_status_text(*r),
                        r->message.empty() ? "" : " - " + r->message, r->device, r->started_at,
                        r->ended_at.empty() ? "-" : r->ended_at);
     out << "steps    " << r->last_step + 1 << "\n";

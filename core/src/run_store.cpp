@@ -12,6 +12,7 @@ namespace fp8wb {
 using namespace store;  // Db, Stmt, the stored forms (run_store_sql.h)
 
 std::vector<SweepInfo> RunStore::sweeps() const {
+  if (impl_->empty) return {};  // a file with no tables yet
   const bool has_uuid = impl_->has_uuid;
   return impl_->read<std::vector<SweepInfo>>([has_uuid](const Db& db) {
     const std::string sql = "SELECT id, name, grid_json, status, created_at, " +
@@ -33,6 +34,7 @@ std::optional<SweepInfo> RunStore::sweep(int64_t id) const {
 }
 
 std::vector<RunInfo> RunStore::runs() const {
+  if (impl_->empty) return {};
   const bool has_uuid = impl_->has_uuid;
   return impl_->read<std::vector<RunInfo>>([has_uuid](const Db& db) {
     const std::string sql =
@@ -49,15 +51,22 @@ std::vector<RunInfo> RunStore::runs() const {
       r.id = q.i(0);
       r.name = q.s(1);
       r.kind = q.s(2);
-      if (!parse_run_status(q.s(3), r.status)) {
-        throw StoreError("run " + std::to_string(r.id) + " has an unknown status \"" +
-                         q.s(3).substr(0, 40) + "\" (known: " + run_status_names() + ")");
+      // A status this fp8wb does not know (written by hand, or by a newer program): the
+      // run is listed all the same, unfinished, and the others stay readable.
+      const bool unknown = !parse_run_status(q.s(3), r.status);
+      if (unknown) {
+        r.status = RunStatus::Failed;
+        r.unknown_status = q.s(3).empty() ? "none" : q.s(3).substr(0, 40);
       }
       r.config_json = q.s(4);
       r.device = q.s(5);
       r.started_at = q.s(6);
       r.ended_at = q.s(7);
       r.message = q.s(8);
+      if (unknown) {
+        r.message = "its stored status is unknown (known: " + std::string(run_status_names()) +
+                    ")" + (r.message.empty() ? "" : "; " + r.message);
+      }
       r.parent_sweep = q.i(9);
       r.last_step = q.i(10);
       r.uuid = stored_uuid(q.s(13), has_uuid);
@@ -74,6 +83,11 @@ std::vector<RunInfo> RunStore::runs() const {
   });
 }
 
+std::string run_status_text(const RunInfo& run) {
+  if (run.unknown_status.empty()) return std::string(run_status_name(run.status));
+  return "unknown (" + run.unknown_status + ")";
+}
+
 std::optional<RunInfo> RunStore::run(int64_t id) const {
   for (RunInfo& r : runs()) {
     if (r.id == id) return r;
@@ -82,6 +96,7 @@ std::optional<RunInfo> RunStore::run(int64_t id) const {
 }
 
 std::vector<std::string> RunStore::series_names(int64_t run_id) const {
+  if (impl_->empty) return {};
   return impl_->read<std::vector<std::string>>([&](const Db& db) {
     Stmt q(db, "SELECT name FROM series WHERE run_id = ? ORDER BY id");
     q.bind(1, run_id);
@@ -92,6 +107,7 @@ std::vector<std::string> RunStore::series_names(int64_t run_id) const {
 }
 
 std::vector<SeriesPoint> RunStore::series(int64_t run_id, const std::string& name) const {
+  if (impl_->empty) return {};
   return impl_->read<std::vector<SeriesPoint>>([&](const Db& db) {
     Stmt q(db,
            "SELECT c.step, c.value FROM scalars c JOIN series s ON c.series_id = s.id "
@@ -105,6 +121,7 @@ std::vector<SeriesPoint> RunStore::series(int64_t run_id, const std::string& nam
 
 std::vector<TensorMetrics> RunStore::tensor_stats(int64_t run_id, const std::string& layer,
                                                   const std::string& role) const {
+  if (impl_->empty) return {};
   return impl_->read<std::vector<TensorMetrics>>([&](const Db& db) {
     const std::string sql = tensor_stat_select_sql() +
                             "WHERE run_id = ? AND (? = '' OR layer = ?) AND (? = '' OR role = ?) "
@@ -124,6 +141,7 @@ std::vector<TensorMetrics> RunStore::tensor_stats(int64_t run_id, const std::str
 }
 
 std::vector<BlobRow> RunStore::blobs(int64_t run_id, const std::string& kind) const {
+  if (impl_->empty) return {};
   return impl_->read<std::vector<BlobRow>>([&](const Db& db) {
     Stmt q(db,
            "SELECT step, layer, role, kind, shape, data FROM blobs WHERE run_id = ? "
@@ -138,6 +156,7 @@ std::vector<BlobRow> RunStore::blobs(int64_t run_id, const std::string& kind) co
 }
 
 std::vector<RunEvent> RunStore::events(int64_t run_id) const {
+  if (impl_->empty) return {};
   return impl_->read<std::vector<RunEvent>>([&](const Db& db) {
     Stmt q(db, "SELECT step, kind, message FROM events WHERE run_id = ? ORDER BY id");
     q.bind(1, run_id);
@@ -149,6 +168,7 @@ std::vector<RunEvent> RunStore::events(int64_t run_id) const {
 
 std::vector<RankScale> RunStore::rank_scales(int64_t run_id, const std::string& layer,
                                              const std::string& role) const {
+  if (impl_->empty) return {};
   return impl_->read<std::vector<RankScale>>([&](const Db& db) {
     std::vector<RankScale> out;
     Stmt t(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rank_scales'");
@@ -172,6 +192,11 @@ std::vector<RankScale> RunStore::rank_scales(int64_t run_id, const std::string& 
 }
 
 MetricBatch RunStore::read_new(int64_t run_id, RunCursor& cursor) const {
+  if (impl_->empty) {
+    MetricBatch b;
+    b.run_id = run_id;
+    return b;
+  }
   return impl_->read<MetricBatch>([&](const Db& db) {
     MetricBatch b;
     b.run_id = run_id;

@@ -162,6 +162,19 @@ Source read_source(const std::string& path, const ImportOptions& opt) {
                        ", newer than this fp8wb reads (" +
                        std::to_string(RunStore::kSchemaVersion) + "): update fp8wb");
     }
+    std::vector<std::string> tables;
+    switch (file_kind(*db, &tables)) {
+      case FileKind::Foreign:
+        throw StoreError(foreign_file_text(path, tables) + ": not a run database");
+      case FileKind::Empty:
+        // A 0-byte file or an SQLite file with no tables: an empty run database, as
+        // RunStore::open() would make it and `runs list` reads it.
+        if (!opt.uuid.empty())
+          throw StoreError(path + " holds no run with the identity " + opt.uuid);
+        db->exec("COMMIT");
+        return src;
+      case FileKind::Ours: break;
+    }
     if (v < 1 || !has_column(*db, "runs", "config_json")) {
       throw StoreError(path + " is not a run database (it has no runs table of fp8wb's)");
     }

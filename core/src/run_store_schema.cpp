@@ -57,6 +57,32 @@ bool has_column(const Db& db, const char* table, const char* column) {
   return false;
 }
 
+FileKind file_kind(const Db& db, std::vector<std::string>* tables) {
+  if (user_version(db) > 0) return FileKind::Ours;
+  Stmt q(db,
+         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' "
+         "ESCAPE '\\' ORDER BY name");
+  std::vector<std::string> names;
+  while (q.step()) {
+    if (q.s(0) == "runs") return FileKind::Ours;
+    names.push_back(q.s(0));
+  }
+  if (names.empty()) return FileKind::Empty;
+  if (tables) *tables = std::move(names);
+  return FileKind::Foreign;
+}
+
+std::string foreign_file_text(const std::string& path, const std::vector<std::string>& tables) {
+  constexpr size_t kNamed = 5;
+  std::string names;
+  for (size_t i = 0; i < tables.size() && i < kNamed; ++i) {
+    names += (i ? ", " : "") + tables[i].substr(0, 40);
+  }
+  if (tables.size() > kNamed) names += ", ... (" + std::to_string(tables.size()) + " in all)";
+  return path + " is an SQLite database of another program (it has the table" +
+         (tables.size() == 1 ? " " : "s ") + names + "; no FP8 Workbench runs)";
+}
+
 namespace {
 std::string uuid_text(uint64_t hi, uint64_t lo) {
   char buf[40];
@@ -424,6 +450,11 @@ std::unique_ptr<RunStore> RunStore::open(const std::string& path) {
   }
   impl->writer = std::make_unique<Db>(path, false);
   const Db& w = *impl->writer;
+  // Another program's file is left as it is: the switch to WAL alone rewrites its header.
+  if (std::vector<std::string> tables; file_kind(w, &tables) == FileKind::Foreign) {
+    throw StoreError(foreign_file_text(path, tables) +
+                     ": give a new file or an FP8 Workbench database");
+  }
   switch_to_wal(w, path);
   w.exec("PRAGMA synchronous = NORMAL");
   migrate(w, path);
@@ -450,6 +481,17 @@ std::unique_ptr<RunStore> RunStore::open_read_only(const std::string& path) {
   impl->read_only = true;
   impl->reader = open_reader(path);
   const int v = user_version(*impl->reader);
+  std::vector<std::string> tables;
+  switch (file_kind(*impl->reader, &tables)) {
+    case FileKind::Foreign:
+      throw StoreError(foreign_file_text(path, tables) + ": not an FP8 Workbench database");
+    case FileKind::Empty:
+      // A 0-byte file or an SQLite file with no tables: a run database with no runs yet, as
+      // open() would make it.
+      impl->empty = true;
+      return std::unique_ptr<RunStore>(new RunStore(std::move(impl)));
+    case FileKind::Ours: break;
+  }
   impl->has_uuid = v >= 1 && has_column(*impl->reader, "runs", "uuid");
   if (v > kSchemaVersion) {
     throw StoreError("run database " + path + " has schema version " + std::to_string(v) +

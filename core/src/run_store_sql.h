@@ -253,6 +253,17 @@ bool writer_alive(const std::string& host, int64_t pid, bool other_hosts_alive);
 int user_version(const Db& db);
 // Whether `table` has `column` (a file of an older schema may lack it).
 bool has_column(const Db& db, const char* table, const char* column);
+// What kind of file a database of schema version 0 is, by its tables (SQLite's own aside).
+enum class FileKind {
+  Empty,    // no tables: a new file, a 0-byte one, an empty SQLite database
+  Ours,     // a run database (an older one, or one to migrate)
+  Foreign,  // another program's: tables of its own, no runs table
+};
+// `tables`: the foreign file's tables, for the message.
+FileKind file_kind(const Db& db, std::vector<std::string>* tables = nullptr);
+// "PATH is an SQLite database of another program (it has the tables a, b; no FP8
+// Workbench runs)".
+std::string foreign_file_text(const std::string& path, const std::vector<std::string>& tables);
 // A reading connection that changes nothing on disk (run_store_schema.cpp).
 std::unique_ptr<Db> open_reader(const std::string& path);
 // The identity of a row written before identities were stored: a hash of what the row
@@ -277,6 +288,7 @@ struct RunStore::Impl {
   std::string path;
   bool read_only = false;
   bool has_uuid = true;               // false: a file of schema version 1 read as it stands
+  bool empty = false;                 // read-only, a file with no tables: no runs, no sweeps
   std::unique_ptr<store::Db> reader;  // guarded by read_mutex
   mutable std::mutex read_mutex;
 

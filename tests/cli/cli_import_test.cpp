@@ -4,11 +4,14 @@
 // --slurm without sbatch on PATH and --collect of a missing folder fail clearly and store
 // nothing (the rest of the Slurm path runs against a real Slurm: cli_slurm_test.cpp).
 #include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -107,6 +110,104 @@ TEST_F(CliImport, ATextFileIsNotCalledADamagedDatabase) {
   EXPECT_EQ(r.err.find("not an SQLite file"), std::string::npos) << r.err;
   r = run({"runs", "list", "--db", file("laptop.sqlite"), "--json"});
   EXPECT_EQ(nlohmann::json::parse(r.out).size(), 1u);
+}
+
+namespace sql {
+void exec(const std::string& path, const char* statements) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, statements, nullptr, nullptr, &err);
+  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+std::string bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+}  // namespace sql
+
+// Another program's SQLite file given as --db is refused, by train and by runs, and left
+// as it was; `runs list` does not invite migrating it.
+TEST_F(CliImport, AnotherProgramsDatabaseIsRefusedAndLeftAsItIs) {
+  const std::string foreign = file("foreign.sqlite");
+  sql::exec(foreign, "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT)");
+  const std::string before = sql::bytes(foreign);
+  auto r = run({"train", "--db", foreign, "--set", "model=mlp", "--set", "steps=2", "--quiet"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find(foreign + " is an SQLite database of another program (it has the table "
+                                 "customers; no FP8 Workbench runs)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(sql::bytes(foreign) == before) << "the file changed";
+  for (const char* action : {"list", "delete"}) {
+    r = run({"runs", action, "--db", foreign});
+    EXPECT_EQ(r.rc, 1) << action;
+    EXPECT_NE(r.err.find("another program"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("migrate"), std::string::npos) << r.err;
+    EXPECT_TRUE(sql::bytes(foreign) == before) << "the file changed";
+  }
+  r = run({"runs", "list", "--db", foreign});
+  EXPECT_NE(r.err.find("not an FP8 Workbench database"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(foreign + "-wal"));
+
+  // An empty file is a database with no runs, to list and to import, and takes runs.
+  { std::ofstream f(file("empty.sqlite")); }
+  r = run({"runs", "list", "--db", file("empty.sqlite")});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("no runs in " + file("empty.sqlite")), std::string::npos) << r.out;
+  r = run({"runs", "import", file("empty.sqlite"), "--db", file("laptop.sqlite")});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("0 new, 0 updated, 0 already here"), std::string::npos) << r.out;
+  EXPECT_EQ(std::filesystem::file_size(file("empty.sqlite")), 0u);
+  ASSERT_EQ(train(file("empty.sqlite"), "first").rc, 0);
+  r = run({"runs", "list", "--db", file("empty.sqlite"), "--json"});
+  EXPECT_EQ(nlohmann::json::parse(r.out).size(), 1u) << r.out;
+}
+
+// One row with a status this fp8wb does not know: listed as unknown, and every command
+// about the other runs works; the row can be deleted.
+TEST_F(CliImport, ARunWithAnUnknownStatusLeavesTheOthersUsable) {
+  ASSERT_EQ(train(path_, "bad").rc, 0);
+  ASSERT_EQ(train(path_, "good").rc, 0);
+  sql::exec(path_, "UPDATE runs SET status = 'bogus' WHERE id = 1");
+  auto r = run({"runs", "list", "--db", path_});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("unknown (bogus)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("good"), std::string::npos) << r.out;
+  r = run({"runs", "list", "--db", path_, "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["status"], "unknown (bogus)");
+  EXPECT_EQ(j[1]["status"], "finished");
+  r = run({"runs", "show", "2", "--db", path_});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  r = run({"runs", "show", "1", "--db", path_});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("unknown (bogus)"), std::string::npos) << r.out;
+  r = run({"runs", "export", "2", "--db", path_, "--format", "json"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["run"]["name"], "good");
+  r = run({"runs", "delete", "1", "-y", "--db", path_});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  r = run({"runs", "list", "--db", path_, "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out).size(), 1u);
+}
+
+// A FIFO where the database should be is said to be one, not a missing database.
+TEST_F(CliImport, AFifoIsNotARegularFile) {
+  ASSERT_EQ(mkfifo(file("fifo").c_str(), 0600), 0);
+  for (const char* action : {"list", "show"}) {
+    std::vector<std::string> args = {"runs", action, "--db", file("fifo")};
+    if (std::string(action) == "show") args.insert(args.begin() + 2, "1");
+    const auto r = run(args);
+    EXPECT_EQ(r.rc, 1) << action;
+    EXPECT_NE(r.err.find(file("fifo") + " is not a regular file"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("no run database"), std::string::npos) << r.err;
+  }
 }
 
 TEST_F(CliImport, TrainTakesARunIdentity) {

@@ -21,6 +21,7 @@
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/views/checkpoint_tab.h"
 #include "fp8wb/views/engine_controller.h"
+#include "fp8wb/views/run_list_model.h"
 #include "fp8wb/views/run_panel.h"
 #include "fp8wb/views/run_tabs.h"
 #include "fp8wb/views/runs_tab.h"
@@ -42,6 +43,7 @@ class ErrorsTest : public QObject {
   void aFailureSaidBeforeTheWindowShowsIsNotDrawnOverTheLabels();
   void aFailureIsTakenDownWhenARunStarts();
   void anUnreadableRunListIsSaidOncePerDatabase();
+  void aRunWithAnUnknownStatusLeavesTheOthersListed();
   void aFolderGivenAsTheDatabaseIsSaidToBeAFolder();
   void theFailureMessageIsWindowModal();
 
@@ -354,6 +356,33 @@ void ErrorsTest::anUnreadableRunListIsSaidOncePerDatabase() {
   QCOMPARE(runs->model()->rowCount(), 0);
   QVERIFY2(runs->statusText().contains(QLatin1String("could not be read")),
            qPrintable(runs->statusText()));
+}
+
+// One run whose stored status this fp8wb does not know: listed as unknown, the others as
+// ever, and no failure said.
+void ErrorsTest::aRunWithAnUnknownStatusLeavesTheOthersListed() {
+  const QString path = db(QStringLiteral("bogus.sqlite"));
+  write_run(path, 4, 2, 1);
+  write_run(path, 4, 2, 1);
+  {
+    auto store = RunStore::open(path.toStdString());
+    store->exec_on_writer_for_testing("UPDATE runs SET status = 'bogus' WHERE id = 1");
+    store->flush();
+  }
+  MainWindow w(false);
+  w.engine()->setDatabasePath(path);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  RunsTab* runs = w.runsTab();
+  QSignalSpy runs_failed(runs, &RunsTab::failed);
+  QVERIFY(w.selectTab(QStringLiteral("Runs")));
+  QTRY_COMPARE_WITH_TIMEOUT(runs->model()->rowCount(), 2, 30000);
+  QTRY_VERIFY_WITH_TIMEOUT(!runs->isReading(), 30000);
+  const QAbstractItemModel* m = runs->model();
+  QCOMPARE(m->data(m->index(0, RunListModel::Status)).toString(),
+           QStringLiteral("unknown (bogus)"));
+  QCOMPARE(m->data(m->index(1, RunListModel::Status)).toString(), QStringLiteral("finished"));
+  QCOMPARE(runs_failed.count(), 0);
 }
 
 // A folder given as the run database (--db, File > Open database): every message says it

@@ -52,7 +52,7 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
       case Id: return QVariant::fromValue<qlonglong>(r->id);
       case Name: return qs(r->name);
       case Status: {
-        const QString s = QString::fromLatin1(run_status_name(r->status));
+        const QString s = qs(run_status_text(*r));
         return r->live ? tr("%1 (live)").arg(s) : s;
       }
       case Steps: return QVariant::fromValue<qlonglong>(r->last_step + 1);

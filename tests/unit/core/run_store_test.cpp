@@ -14,6 +14,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 #include <thread>
 
 #include "temp_dir_test.h"
@@ -287,6 +289,109 @@ TEST_F(RunStoreTest, BadFilesGiveClearErrors) {
   sqlite3_close(db);
   auto ro = RunStore::open_read_only(path_);
   EXPECT_THROW(ro->create_run("x", "train", "{}", "cpu"), StoreError);
+}
+
+namespace sql {
+void exec(const std::string& path, const char* statements) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, statements, nullptr, nullptr, &err);
+  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+std::string bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+}  // namespace sql
+
+// Another program's SQLite file is refused, by reading and by writing, and left byte for
+// byte as it was (no tables added, no user_version, no WAL, no -wal or -shm beside it).
+TEST_F(RunStoreTest, AnotherProgramsDatabaseIsRefusedAndLeftAsItIs) {
+  std::filesystem::create_directories(dir_);
+  const std::string foreign = (dir_ / "foreign.sqlite").string();
+  sql::exec(foreign,
+            "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT);"
+            "CREATE TABLE orders(id INTEGER PRIMARY KEY, customer INTEGER);"
+            "INSERT INTO customers(name) VALUES('someone');");
+  const std::string before = sql::bytes(foreign);
+  auto refused = [&](const std::function<void()>& open, const std::string& says) {
+    try {
+      open();
+      ADD_FAILURE() << "opened another program's database";
+    } catch (const StoreError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(foreign + " is an SQLite database of another program"), std::string::npos)
+          << what;
+      EXPECT_NE(what.find("customers, orders"), std::string::npos) << what;
+      EXPECT_NE(what.find(says), std::string::npos) << what;
+    }
+    EXPECT_TRUE(sql::bytes(foreign) == before) << "the file changed";
+    EXPECT_FALSE(std::filesystem::exists(foreign + "-wal"));
+    EXPECT_FALSE(std::filesystem::exists(foreign + "-shm"));
+  };
+  refused([&] { RunStore::open(foreign); }, "give a new file or an FP8 Workbench database");
+  refused([&] { RunStore::open_read_only(foreign); }, "not an FP8 Workbench database");
+  refused([&] { RunStore::open_or_read_only(foreign); }, "another program");
+
+  // A new file, a 0-byte file and an SQLite file with no tables become run databases.
+  const std::string zero = (dir_ / "zero.sqlite").string();
+  const std::string blank = (dir_ / "blank.sqlite").string();
+  { std::ofstream f(zero); }
+  sql::exec(blank, "CREATE TABLE t(x); DROP TABLE t;");
+  for (const std::string& p : {zero, blank}) {
+    // Read first: an empty database with no runs, left as it is.
+    const auto size = std::filesystem::file_size(p);
+    {
+      auto ro = RunStore::open_read_only(p);
+      EXPECT_TRUE(ro->runs().empty());
+      EXPECT_TRUE(ro->sweeps().empty());
+      EXPECT_FALSE(ro->run(1).has_value());
+    }
+    EXPECT_EQ(std::filesystem::file_size(p), size) << p;
+    auto s = RunStore::open(p);
+    EXPECT_EQ(s->schema_version(), RunStore::kSchemaVersion) << p;
+    s->create_run("r", "train", "{}", "cpu");
+    EXPECT_EQ(s->runs().size(), 1u) << p;
+  }
+  auto made = RunStore::open((dir_ / "new" / "made.sqlite").string());
+  EXPECT_EQ(made->schema_version(), RunStore::kSchemaVersion);
+}
+
+// A row whose status this fp8wb does not know is listed as unknown (never finished); the
+// other runs read as ever, and the row can be deleted.
+TEST_F(RunStoreTest, ARunWithAnUnknownStatusLeavesTheOthersReadable) {
+  {
+    auto s = RunStore::open(path_);
+    for (const char* name : {"bad", "good"}) {
+      const int64_t id = s->create_run(name, "train", "{}", "cpu");
+      s->write(step_batch(id, 0));
+      s->set_status(id, RunStatus::Finished, "done");
+    }
+    s->flush();
+  }
+  sql::exec(path_, "UPDATE runs SET status = 'bogus' WHERE id = 1");
+  auto check = [](const RunStore& s) {
+    const auto runs = s.runs();
+    ASSERT_EQ(runs.size(), 2u);
+    EXPECT_NE(runs[0].status, RunStatus::Finished);
+    EXPECT_EQ(runs[0].unknown_status, "bogus");
+    EXPECT_EQ(run_status_text(runs[0]), "unknown (bogus)");
+    EXPECT_NE(runs[0].message.find("status is unknown"), std::string::npos) << runs[0].message;
+    EXPECT_EQ(runs[1].status, RunStatus::Finished);
+    EXPECT_EQ(run_status_text(runs[1]), "finished");
+    EXPECT_EQ(s.run(2)->name, "good");
+    EXPECT_EQ(s.series(2, "loss").size(), 1u);
+  };
+  check(*RunStore::open_read_only(path_));
+  auto s = RunStore::open(path_);
+  check(*s);
+  s->delete_run(1);
+  s->flush();
+  ASSERT_EQ(s->runs().size(), 1u);
+  EXPECT_EQ(s->runs()[0].name, "good");
 }
 
 // Many connections creating the same new file at once: each migrates it or finds it

@@ -24,8 +24,11 @@ struct StoreError : std::runtime_error {
 struct RunInfo {
   int64_t id = 0;
   std::string name, kind;
-  RunStatus status =
-      RunStatus::Running;  // parsed from its stored name (an unknown name is refused)
+  // Parsed from its stored name. A name this fp8wb does not know reads as Failed (never as
+  // finished), with the name in unknown_status and the message saying so: the run is
+  // listed and can be deleted, and the other runs read as ever.
+  RunStatus status = RunStatus::Running;
+  std::string unknown_status;  // empty where the status was read, else as stored
   std::string config_json, device, started_at, ended_at, message;
   int64_t parent_sweep = 0;  // 0: none
   int64_t last_step = -1;    // the last step with scalars
@@ -183,6 +186,9 @@ class RunStore {
   explicit RunStore(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// The run's status as shown to users: its name, or "unknown (<as stored>)".
+std::string run_status_text(const RunInfo& run);
 
 // A run's scalar series as CSV: a header `step,<series>...`, then a row a step (empty
 // cells where a series has no value). Throws StoreError.
