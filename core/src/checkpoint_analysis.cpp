@@ -164,7 +164,7 @@ TensorAnalysis analyze_ref(const std::string& name, const std::string& dtype,
   a.log2_hist = v.hist;
   // NaN and Inf stay out of every figure (moments, amax, SQNR are over finite values);
   // they are counted, NaN apart from Inf, so that a reader sees them.
-  if (v.hist.size() > kHistNonfiniteBin && v.hist[kHistNonfiniteBin] > 0) {
+  if (v.hist.size() > kValueHistNonfiniteBin && v.hist[kValueHistNonfiniteBin] > 0) {
     const int64_t n = x.numel();
     int64_t nans = 0;
     for (int64_t i = 0; i < n; ++i) {
@@ -177,7 +177,7 @@ TensorAnalysis analyze_ref(const std::string& name, const std::string& dtype,
       nans += (bits & 0x7FFFFFFFu) > 0x7F800000u;
     }
     a.nan_count = nans;
-    a.inf_count = static_cast<int64_t>(v.hist[kHistNonfiniteBin]) - nans;
+    a.inf_count = static_cast<int64_t>(v.hist[kValueHistNonfiniteBin]) - nans;
   }
   if (v.finite > 0) {
     a.mean = v.sum / static_cast<double>(v.finite);

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli_run.h"
@@ -574,3 +576,59 @@ TEST(CliInspect, AZipThatIsNoCheckpointIsSaidSo) {
 }
 
 }  // namespace
+
+namespace {
+
+std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
+  std::vector<uint8_t> b(v.size() * 4);
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+std::string temp_checkpoint(const std::string& stem) {
+  return (std::filesystem::temp_directory_path() /
+          ("fp8wb-inspect-" + stem + "-" + std::to_string(getpid()) + ".safetensors"))
+      .string();
+}
+
+}  // namespace
+
+// Values far outside 2^-40..2^23 are counted at their own exponents, not piled into the
+// end bins: the JSON names each bin's exponent, and every value is in the right one.
+TEST(CliInspect, HistogramBinsAreEveryValuesOwnExponent) {
+  const std::string path = temp_checkpoint("hist");
+  const int n = 4096;
+  std::vector<float> big(n), small(n);
+  for (int i = 0; i < n; ++i) {
+    big[static_cast<size_t>(i)] = std::exp2f(10.0f + 20.0f * (static_cast<float>(i) + 0.5f) / n);
+    small[static_cast<size_t>(i)] = std::exp2f(-60.0f + 15.0f * (static_cast<float>(i) + 0.5f) / n);
+  }
+  const std::vector<float> huge(4, 3e38f), denorm(4, std::numeric_limits<float>::denorm_min());
+  fp8wb::write_safetensors(path, {{"w.big", fp8wb::StDtype::F32, {64, 64}, f32_bytes(big)},
+                                  {"w.small", fp8wb::StDtype::F32, {64, 64}, f32_bytes(small)},
+                                  {"w.huge", fp8wb::StDtype::F32, {4}, f32_bytes(huge)},
+                                  {"w.denorm", fp8wb::StDtype::F32, {4}, f32_bytes(denorm)}});
+  const std::map<std::string, std::vector<float>> values{
+      {"w.big", big}, {"w.small", small}, {"w.huge", huge}, {"w.denorm", denorm}};
+  auto r = run({"inspect", path, "--json", "--device", "cpu"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 4u);
+  for (const auto& t : j) {
+    const std::string name = t["name"];
+    SCOPED_TRACE(name);
+    std::map<int, uint64_t> want;
+    for (float v : values.at(name)) ++want[std::ilogb(v)];
+    std::map<int, uint64_t> got;
+    ASSERT_TRUE(t["log2_bins"].is_array()) << t.dump();
+    for (const auto& b : t["log2_bins"]) got[b["exp"].get<int>()] = b["count"].get<uint64_t>();
+    EXPECT_EQ(got, want);
+    // The first layout stays for older readers: 64 exponent bins, zeros, non-finite.
+    ASSERT_EQ(t["log2_histogram"].size(), 66u);
+    uint64_t total = 0;
+    for (const auto& c : t["log2_histogram"]) total += c.get<uint64_t>();
+    EXPECT_EQ(total, values.at(name).size());
+    EXPECT_EQ(t["zero_count"], 0);
+  }
+  std::filesystem::remove(path);
+}

@@ -55,9 +55,10 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
   // log2 histogram, with each FP8 format's range as a tensorwise scale places it
   // (its largest exponent at the tensor's amax).
   QVector<double> keys, counts;
-  for (int b = 0; b < kHistExpBins && b < static_cast<int>(t->log2_hist.size()); ++b) {
+  // A bin for every fp32 exponent (kValueHistMinExp..kValueHistMaxExp): each value where it is.
+  for (int b = 0; b < kValueHistExpBins && b < static_cast<int>(t->log2_hist.size()); ++b) {
     if (t->log2_hist[static_cast<size_t>(b)] == 0) continue;
-    keys << static_cast<double>(b + kHistMinExp);
+    keys << static_cast<double>(b + kValueHistMinExp);
     counts << static_cast<double>(t->log2_hist[static_cast<size_t>(b)]);
   }
   hist_bars_->setData(keys, counts);

@@ -500,8 +500,10 @@ TEST(CheckpointAnalysis, SummaryMatchesFp64Recomputation) {
   x[8] = -0.0f;
   x[9] = std::numeric_limits<float>::quiet_NaN();
   x[10] = -std::numeric_limits<float>::infinity();
-  x[11] = std::numeric_limits<float>::denorm_min();  // below every bin
-  x[12] = 1e30f;                                     // above every bin
+  x[11] = std::numeric_limits<float>::denorm_min();  // the lowest bin, 2^-149
+  x[12] = 1e30f;                                     // 2^99, far above 2^23
+  x[15] = 3e38f;                                     // the highest bin, 2^127
+  x[16] = 1e-40f;                                    // a subnormal: 2^-133
   x[13] = -2.0f;                                     // exactly a power of two
   x[14] = std::nextafter(2.0f, 0.0f);                // just below one
   for (int threads : {1, 0}) {
@@ -510,12 +512,13 @@ TEST(CheckpointAnalysis, SummaryMatchesFp64Recomputation) {
     o.device = AnalysisDevice::Cpu;
     const TensorAnalysis a = analyze_values("x", "F32", {300, 257}, x, o);
     double sum = 0, sq = 0, mn = INFINITY, mx = -INFINITY, amax = 0, min_nz = INFINITY;
-    std::vector<uint64_t> hist(kHistBins, 0);
+    // A bin for every fp32 exponent: no value is counted anywhere but at its own.
+    std::vector<uint64_t> hist(kValueHistBins, 0);
     int64_t finite = 0;
     for (float f : x) {
       const double v = f;
       if (!std::isfinite(v)) {
-        hist[kHistNonfiniteBin]++;
+        hist[kValueHistNonfiniteBin]++;
         continue;
       }
       ++finite;
@@ -525,12 +528,14 @@ TEST(CheckpointAnalysis, SummaryMatchesFp64Recomputation) {
       mx = std::max(mx, v);
       amax = std::max(amax, std::fabs(v));
       if (v == 0) {
-        hist[kHistZeroBin]++;
+        hist[kValueHistZeroBin]++;
         continue;
       }
       min_nz = std::min(min_nz, std::fabs(v));
       const int e = static_cast<int>(std::floor(std::log2(std::fabs(v))));
-      hist[static_cast<size_t>(std::clamp(e - kHistMinExp, 0, kHistExpBins - 1))]++;
+      ASSERT_GE(e, kValueHistMinExp);
+      ASSERT_LE(e, kValueHistMaxExp);
+      hist[static_cast<size_t>(e - kValueHistMinExp)]++;
     }
     const double mean = sum / static_cast<double>(finite);
     EXPECT_NEAR(a.mean, mean, 1e-12 * std::fabs(mean)) << threads;
