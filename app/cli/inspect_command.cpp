@@ -176,6 +176,9 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
                           {"zero_count", zeros},
                           {"recommended", a.recommended},
                           {"reason", a.reason}};
+      // Why the recipes ran but none is recommended (every one zeroes the tensor), null
+      // otherwise.
+      t["no_recipe"] = a.no_recipe.empty() ? nlohmann::json() : nlohmann::json(a.no_recipe);
       // Why there is no SQNR (no finite signal), null when the recipes ran.
       t["not_quantized"] =
           a.not_quantized.empty() ? nlohmann::json() : nlohmann::json(a.not_quantized);
@@ -216,6 +219,7 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
     }
     if (!a.recommended.empty())
       out << "    recommended: " << a.recommended << " (" << a.reason << ")\n";
+    if (!a.no_recipe.empty()) out << "    recommended: none (" << a.no_recipe << ")\n";
   }
   const auto with_nonfinite = std::count_if(all.begin(), all.end(), [](const TensorAnalysis& a) {
     return a.nan_count > 0 || a.inf_count > 0;

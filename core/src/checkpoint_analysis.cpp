@@ -4,11 +4,13 @@
 #include <cmath>
 #include <cstring>
 #include <future>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
 
 #include "fp8wb/kernels/codec_cuda.h"
+#include "fp8wb/kernels/format.h"
 #include "fp8wb/kernels/quantize_cpu.h"
 #if defined(FP8WB_WITH_CUDA_KERNELS)
 #include "fp8wb/kernels/quantize_cuda.h"
@@ -41,15 +43,39 @@ std::string fixed(double v, int digits) {
 void recommend(TensorAnalysis& a, Format e4m3) {
   // Among the E4M3 recipes (the format of weights and activations: E4M3FN, or E4M3FNUZ on
   // AMD GPUs), the simplest one within 1 dB of the best SQNR, without saturation.
+  // A recipe that turns every finite nonzero value into 0, or whose SQNR is NaN,
+  // represents nothing of the tensor: it is never recommended.
+  auto zeroes_all = [](const RecipeResult& r) {
+    return r.underflow_pct >= 100.0 || std::isnan(r.sqnr_db);
+  };
   const RecipeResult* best = nullptr;
+  bool any_e4m3 = false;
   for (const auto& r : a.recipes) {
     if (r.recipe.format != e4m3) continue;
+    any_e4m3 = true;
+    if (zeroes_all(r)) continue;
     if (!best || r.sqnr_db > best->sqnr_db) best = &r;
   }
-  if (!best) return;
+  if (!best) {
+    if (!any_e4m3) return;
+    const bool none_at_all = std::all_of(a.recipes.begin(), a.recipes.end(), zeroes_all);
+    a.no_recipe = none_at_all ? "no FP8 recipe represents this tensor: every recipe, in every "
+                                "format, turns its nonzero values into 0 (or gives NaN)"
+                              : "no E4M3 recipe represents this tensor: every one turns its "
+                                "nonzero values into 0 (or gives NaN)";
+    std::ostringstream why;
+    why << " (amax " << a.amax;
+    const double fmax = format_info(e4m3).max_finite;
+    if (a.amax > 0 && fmax / a.amax > std::numeric_limits<float>::max())
+      why << ": its scale " << fmax << "/amax would overflow fp32";
+    why << ")";
+    a.no_recipe += why.str();
+    a.reason = a.no_recipe;
+    return;
+  }
   const RecipeResult* pick = best;
   for (const auto& r : a.recipes) {
-    if (r.recipe.format != e4m3 || r.saturated_pct > 0) continue;
+    if (r.recipe.format != e4m3 || r.saturated_pct > 0 || zeroes_all(r)) continue;
     if (r.sqnr_db >= best->sqnr_db - 1.0 &&
         simplicity(r.recipe.kind) < simplicity(pick->recipe.kind))
       pick = &r;

@@ -632,3 +632,38 @@ TEST(CliInspect, HistogramBinsAreEveryValuesOwnExponent) {
   }
   std::filesystem::remove(path);
 }
+
+// A tensor that every E4M3 recipe turns into zeros is not recommended a recipe: it is
+// said that none represents it.
+TEST(CliInspect, ATensorEveryRecipeZeroesGetsNoRecommendation) {
+  const std::string path = temp_checkpoint("tiny");
+  fp8wb::write_safetensors(path,
+                           {{"w.tiny", fp8wb::StDtype::F32, {2}, f32_bytes({1e-45f, -1e-45f})},
+                            {"w.fine", fp8wb::StDtype::F32, {2}, f32_bytes({0.5f, -0.25f})}});
+  auto r = run({"inspect", path, "--device", "cpu"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const size_t tiny = r.out.find("w.tiny"), fine = r.out.find("w.fine");
+  ASSERT_NE(tiny, std::string::npos) << r.out;
+  ASSERT_NE(fine, std::string::npos) << r.out;
+  const std::string tiny_text = r.out.substr(tiny, tiny < fine ? fine - tiny : std::string::npos);
+  EXPECT_NE(tiny_text.find("recommended: none (no FP8 recipe represents this tensor"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(tiny_text.find("overflow fp32"), std::string::npos) << r.out;
+  EXPECT_EQ(tiny_text.find("recommended: E4M3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("recommended: E4M3FN"), std::string::npos) << r.out;  // w.fine
+  r = run({"inspect", path, "--json", "--device", "cpu"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const auto& t : j) {
+    if (t["name"] == "w.tiny") {
+      EXPECT_EQ(t["recommended"], "");
+      ASSERT_TRUE(t["no_recipe"].is_string()) << t.dump();
+      EXPECT_NE(t["no_recipe"].get<std::string>().find("no FP8 recipe"), std::string::npos);
+    } else {
+      EXPECT_NE(t["recommended"], "");
+      EXPECT_TRUE(t["no_recipe"].is_null()) << t.dump();
+    }
+  }
+  std::filesystem::remove(path);
+}

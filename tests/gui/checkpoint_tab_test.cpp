@@ -3,6 +3,7 @@
 // the model under QAbstractItemModelTester; bad files give their message.
 #include <QAbstractItemModelTester>
 #include <QComboBox>
+#include <QLabel>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
@@ -33,6 +34,7 @@ class CheckpointTabTest : public QObject {
   void tensorsWithoutSignalSayWhy();
   void recentListIsTheSettingsList();
   void histogramShowsEveryValueWhereItIs();
+  void noRecipeIsSaid();
 
  private:
   QTemporaryDir dir_;
@@ -250,6 +252,12 @@ std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
   return b;
 }
 
+QString caption_text(const CheckpointTab& tab) {
+  QString all;
+  for (QLabel* l : tab.findChildren<QLabel*>()) all += l->text() + QLatin1Char('\n');
+  return all;
+}
+
 }  // namespace
 
 // Values far outside 2^-40..2^23 are drawn at their own exponents (not piled into an end
@@ -302,6 +310,27 @@ void CheckpointTabTest::histogramShowsEveryValueWhereItIs() {
     }
     QCOMPARE(bands, 2);
   }
+}
+
+// A tensor that every E4M3 recipe zeroes is recommended nothing, and it is said.
+void CheckpointTabTest::noRecipeIsSaid() {
+  const QString path = dir_.filePath(QStringLiteral("unrepresentable.safetensors"));
+  write_safetensors(path.toStdString(),
+                    {{"w.tiny", StDtype::F32, {2}, f32_bytes({1e-45f, -1e-45f})}});
+  CheckpointTab tab;
+  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
+  tab.openCheckpoint(path);
+  QVERIFY(loaded.wait(60000));
+  QCOMPARE(tab.model()->rowCount(), 1);
+  const QModelIndex rec = tab.proxy()->index(0, CheckpointModel::Recommended);
+  tab.selectTensor(QStringLiteral("w.tiny"));
+  const QString caption = caption_text(tab);
+  QVERIFY2(rec.data().toString().startsWith(
+               QStringLiteral("none: no FP8 recipe represents this tensor")),
+           qPrintable(rec.data().toString()));
+  QVERIFY(!rec.data(Qt::FontRole).isValid());  // not the bold of a recommendation
+  QVERIFY2(caption.contains(QStringLiteral("No recommendation:")), qPrintable(caption));
+  QVERIFY2(!caption.contains(QStringLiteral("Recommended for")), qPrintable(caption));
 }
 
 QTEST_MAIN(CheckpointTabTest)

@@ -78,8 +78,9 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
         return sqnr_text(v);
       }
       case Recommended:
-        return t->not_quantized.empty() ? qs(t->recommended)
-                                        : tr("none: %1").arg(qs(t->not_quantized));
+        return !t->not_quantized.empty() ? tr("none: %1").arg(qs(t->not_quantized))
+               : !t->no_recipe.empty()   ? tr("none: %1").arg(qs(t->no_recipe))
+                                         : qs(t->recommended);
       default: return {};
     }
   }

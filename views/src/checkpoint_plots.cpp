@@ -163,6 +163,10 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
   if (!t->not_quantized.empty()) {
     caption += tr(" No SQNR and no recommendation: %1.").arg(qs(t->not_quantized).toHtmlEscaped());
   }
+  if (!t->no_recipe.empty()) {
+    caption += tr(" <span style='color:#d62728'><b>No recommendation:</b> %1.</span>")
+                   .arg(qs(t->no_recipe).toHtmlEscaped());
+  }
   if (!t->recommended.empty()) {
     caption += tr(" <span style='color:%1'>Recommended for %4 (the simplest recipe within "
                   "1 dB of its best, no saturation): <b>%2</b></span>: %3.")

@@ -494,6 +494,25 @@ TEST(CheckpointAnalysis, NoSignalGivesNoSqnrAndNoRecommendation) {
   EXPECT_EQ(some.recommended, ref.recommended);
 }
 
+// A tensor so small that every E4M3 recipe turns each value into 0 (the tensorwise
+// scale 448 / amax would overflow fp32) is recommended nothing, and it is said why.
+TEST(CheckpointAnalysis, NoRecipeIsRecommendedWhereEveryRecipeZeroesTheTensor) {
+  AnalysisOptions o;
+  o.device = AnalysisDevice::Cpu;
+  const TensorAnalysis tiny = analyze_values("w.tiny", "F32", {2}, {1e-45f, -1e-45f}, o);
+  ASSERT_FALSE(tiny.recipes.empty());
+  for (const auto& r : tiny.recipes)
+    EXPECT_TRUE(r.underflow_pct == 100.0 || std::isnan(r.sqnr_db)) << r.name;
+  EXPECT_TRUE(tiny.recommended.empty()) << tiny.recommended;
+  EXPECT_EQ(tiny.no_recipe.rfind("no FP8 recipe represents this tensor", 0), 0u) << tiny.no_recipe;
+  EXPECT_NE(tiny.no_recipe.find("overflow fp32"), std::string::npos) << tiny.no_recipe;
+  EXPECT_EQ(tiny.reason, tiny.no_recipe);
+  // A tensor that some recipe keeps is recommended one as before.
+  const TensorAnalysis fine = analyze_values("w.fine", "F32", {2}, {0.5f, -0.25f}, o);
+  EXPECT_FALSE(fine.recommended.empty());
+  EXPECT_TRUE(fine.no_recipe.empty());
+}
+
 TEST(CheckpointAnalysis, SummaryMatchesFp64Recomputation) {
   std::vector<float> x = gaussian(300 * 257, 11, 5.0f);
   x[7] = 0.0f;

@@ -40,8 +40,12 @@ struct TensorAnalysis {
   // non-finite values.
   std::vector<uint64_t> log2_hist;
   std::vector<RecipeResult> recipes;
-  std::string recommended;  // a recipe name, empty for non-float tensors
+  std::string recommended;  // a recipe name; empty for non-float tensors, or see no_recipe
   std::string reason;
+  // Why no recipe is recommended although the recipes ran: every recommendable recipe
+  // zeroes every nonzero value ("no FP8 recipe represents this tensor: ..."); empty
+  // otherwise. reason says the same.
+  std::string no_recipe;
   // Why a floating-point tensor has no recipe results (SQNR needs finite signal):
   // "empty tensor (0 elements)", "no finite values: N NaN, M Inf", "no finite nonzero
   // values: Z zeros, N NaN, M Inf" (zeros among NaN or Inf), "all zero"; empty when the
