@@ -175,7 +175,8 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
                           {"log2_bins", log2_bins(a.log2_hist)},
                           {"zero_count", zeros},
                           {"recommended", a.recommended},
-                          {"reason", a.reason}};
+                          {"reason", a.reason},
+                          {"warnings", a.warnings}};
       // Why the recipes ran but none is recommended (every one zeroes the tensor), null
       // otherwise.
       t["no_recipe"] = a.no_recipe.empty() ? nlohmann::json() : nlohmann::json(a.no_recipe);
@@ -217,6 +218,7 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
       out << fmt::format("    non-finite: {} NaN, {} Inf (left out of every figure above)\n",
                          a.nan_count, a.inf_count);
     }
+    for (const std::string& w : a.warnings) out << "    warning: " << w << "\n";
     if (!a.recommended.empty())
       out << "    recommended: " << a.recommended << " (" << a.reason << ")\n";
     if (!a.no_recipe.empty()) out << "    recommended: none (" << a.no_recipe << ")\n";

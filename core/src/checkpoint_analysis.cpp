@@ -263,6 +263,51 @@ TensorAnalysis analyze_ref(const std::string& name, const std::string& dtype,
   return a;
 }
 
+// An FP8 weight's `<name>_scale_inv` companion (DeepSeek-V3's fp32 scale per 128x128
+// block) with scales that make no sense: NaN or Inf (the block's values become NaN or
+// Inf), zero (they become 0) or negative (their signs flip). Empty when the scales are
+// all finite and positive, or when there is no such companion.
+std::string bad_scale_inv(const Checkpoint& ckpt, const TensorEntry& e) {
+  if (e.dtype != StDtype::F8_E4M3 && e.dtype != StDtype::F8_E5M2) return {};
+  const Checkpoint::Ref* sc = ckpt.find(e.name + "_scale_inv");
+  if (!sc || e.shape.size() != 2 || sc->entry->dtype != StDtype::F32 ||
+      sc->entry->shape.size() != 2)
+    return {};
+  const int64_t bc = sc->entry->shape[1];
+  const std::vector<uint8_t> bytes = sc->file->bytes(*sc->entry);
+  const size_t n = bytes.size() / 4;
+  int64_t nan = 0, inf = 0, zero = 0, negative = 0, bad = 0;
+  std::string blocks;
+  for (size_t i = 0; i < n; ++i) {
+    float v = 0;
+    std::memcpy(&v, bytes.data() + 4 * i, 4);
+    if (std::isfinite(v) && v > 0) continue;
+    nan += std::isnan(v);
+    inf += std::isinf(v);
+    zero += v == 0;
+    negative += std::isfinite(v) && v < 0;
+    if (bad < 8) {  // the first few blocks by [row, column]
+      std::ostringstream b;
+      b << (bad ? ", " : "") << "[" << static_cast<int64_t>(i) / bc << ","
+        << static_cast<int64_t>(i) % bc << "] = " << v;
+      blocks += b.str();
+    }
+    ++bad;
+  }
+  if (bad == 0) return {};
+  std::string counts;
+  auto add = [&](int64_t c, const char* what) {
+    if (c > 0) counts += (counts.empty() ? "" : ", ") + std::to_string(c) + " " + what;
+  };
+  add(nan, "NaN");
+  add(inf, "Inf");
+  add(zero, "zero");
+  add(negative, "negative");
+  return "bad scales in '" + sc->entry->name + "': " + std::to_string(bad) + " of " +
+         std::to_string(n) + " blocks (" + counts + "): " + blocks + (bad > 8 ? ", ..." : "") +
+         "; the weight's values in those blocks come out NaN, Inf, zero or with flipped signs";
+}
+
 // A 2-D view: the last dimension is K.
 TensorRef ref_2d(const float* f32, const uint16_t* bf16, const std::vector<int64_t>& shape,
                  int64_t numel) {
@@ -319,6 +364,8 @@ std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
       const std::vector<float> v = ckpt.to_float(*pending[i]);
       out.push_back(analyze_ref(e.name, dtype, e.shape,
                                 ref_2d(v.data(), nullptr, e.shape, e.numel()), options, gpu));
+      const std::string bad = bad_scale_inv(ckpt, e);
+      if (!bad.empty()) out.back().warnings.push_back(bad);
     }
     if (options.progress && !options.progress(i + 1, pending.size())) break;
   }

@@ -667,3 +667,40 @@ TEST(CliInspect, ATensorEveryRecipeZeroesGetsNoRecommendation) {
   }
   std::filesystem::remove(path);
 }
+
+// DeepSeek-style `*_scale_inv` blocks that are NaN, Inf, zero or negative are named, with
+// a count of each, in the table and the JSON; good scales give no warning.
+TEST(CliInspect, BadScaleInvBlocksAreNamed) {
+  const std::string path = temp_checkpoint("scales");
+  const std::vector<uint8_t> ones(256 * 256, 0x38);  // E4M3FN 1.0
+  fp8wb::write_safetensors(
+      path,
+      {{"l.weight", fp8wb::StDtype::F8_E4M3, {256, 256}, ones},
+       {"l.weight_scale_inv", fp8wb::StDtype::F32, {2, 2}, f32_bytes({NAN, -1.0f, 0.0f, INFINITY})},
+       {"m.weight", fp8wb::StDtype::F8_E4M3, {256, 256}, ones},
+       {"m.weight_scale_inv", fp8wb::StDtype::F32, {2, 2}, f32_bytes({0.5f, 1.0f, 2.0f, 0.25f})}});
+  auto r = run({"inspect", path, "--device", "cpu"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("warning: bad scales in 'l.weight_scale_inv': 4 of 4 blocks (1 NaN, 1 "
+                       "Inf, 1 zero, 1 negative)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("[0,0] = nan"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[0,1] = -1"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("m.weight_scale_inv"), std::string::npos) << r.out;
+  r = run({"inspect", path, "--json", "--device", "cpu"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 2u);
+  for (const auto& t : j) {
+    ASSERT_TRUE(t["warnings"].is_array()) << t.dump();
+    if (t["name"] == "l.weight") {
+      ASSERT_EQ(t["warnings"].size(), 1u);
+      EXPECT_NE(t["warnings"][0].get<std::string>().find("1 NaN, 1 Inf, 1 zero, 1 negative"),
+                std::string::npos);
+    } else {
+      EXPECT_TRUE(t["warnings"].empty()) << t.dump();
+    }
+  }
+  std::filesystem::remove(path);
+}

@@ -35,6 +35,7 @@ class CheckpointTabTest : public QObject {
   void recentListIsTheSettingsList();
   void histogramShowsEveryValueWhereItIs();
   void noRecipeIsSaid();
+  void badScaleInvBlocksAreWarnedOf();
 
  private:
   QTemporaryDir dir_;
@@ -331,6 +332,31 @@ void CheckpointTabTest::noRecipeIsSaid() {
   QVERIFY(!rec.data(Qt::FontRole).isValid());  // not the bold of a recommendation
   QVERIFY2(caption.contains(QStringLiteral("No recommendation:")), qPrintable(caption));
   QVERIFY2(!caption.contains(QStringLiteral("Recommended for")), qPrintable(caption));
+}
+
+// An FP8 weight with NaN, Inf, zero or negative `_scale_inv` blocks is warned of, in the
+// caption and the row's tooltip.
+void CheckpointTabTest::badScaleInvBlocksAreWarnedOf() {
+  const std::vector<uint8_t> ones(256 * 256, 0x38);  // E4M3FN 1.0
+  const QString path = dir_.filePath(QStringLiteral("badscales.safetensors"));
+  write_safetensors(path.toStdString(), {{"l.weight", StDtype::F8_E4M3, {256, 256}, ones},
+                                         {"l.weight_scale_inv",
+                                          StDtype::F32,
+                                          {2, 2},
+                                          f32_bytes({std::nanf(""), -1.0f, 0.0f, INFINITY})}});
+  CheckpointTab tab;
+  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
+  tab.openCheckpoint(path);
+  QVERIFY(loaded.wait(60000));
+  QCOMPARE(tab.model()->rowCount(), 1);
+  tab.selectTensor(QStringLiteral("l.weight"));
+  const QString caption = caption_text(tab);
+  QVERIFY2(caption.contains(QStringLiteral("Warning:")) &&
+               caption.contains(QStringLiteral("l.weight_scale_inv")) &&
+               caption.contains(QStringLiteral("1 NaN, 1 Inf, 1 zero, 1 negative")),
+           qPrintable(caption));
+  const QString tip = tab.proxy()->index(0, CheckpointModel::Name).data(Qt::ToolTipRole).toString();
+  QVERIFY2(tip.contains(QStringLiteral("l.weight_scale_inv")), qPrintable(tip));
 }
 
 QTEST_MAIN(CheckpointTabTest)

@@ -94,10 +94,13 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
                                     .arg(t->inf_count);
       case Best:
       case BestSqnr: return tr("Highest SQNR: %1.").arg(tr(kBestCriterion));
-      default:
-        return !t->not_quantized.empty() ? tr("No SQNR: %1").arg(qs(t->not_quantized))
-               : t->reason.empty()       ? shown_name(t->name)
-                                         : qs(t->reason);
+      default: {
+        QString tip = !t->not_quantized.empty() ? tr("No SQNR: %1").arg(qs(t->not_quantized))
+                      : t->reason.empty()       ? shown_name(t->name)
+                                                : qs(t->reason);
+        for (const std::string& w : t->warnings) tip += tr("\nWarning: %1").arg(qs(w));
+        return tip;
+      }
     }
   }
   // The recommended recipe in bold and green, the selected one on an orange ground.

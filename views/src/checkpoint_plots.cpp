@@ -154,6 +154,10 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
                    .arg(t->nan_count)
                    .arg(t->inf_count);
   }
+  for (const std::string& w : t->warnings) {
+    caption +=
+        tr(" <span style='color:#d62728'><b>Warning:</b> %1.</span>").arg(qs(w).toHtmlEscaped());
+  }
   // Two answers to two questions, each with its criterion.
   if (best) {
     caption += tr(" Highest SQNR of any format: %1 (%2 dB).")

@@ -513,6 +513,39 @@ TEST(CheckpointAnalysis, NoRecipeIsRecommendedWhereEveryRecipeZeroesTheTensor) {
   EXPECT_TRUE(fine.no_recipe.empty());
 }
 
+// An FP8 weight whose `_scale_inv` blocks are NaN, Inf, zero or negative gets a warning
+// naming them; the NaN and Inf of its values are then explained.
+TEST_F(Safetensors, BadScaleInvBlocksAreWarnedOf) {
+  const std::vector<uint8_t> ones(256 * 256, 0x38);  // E4M3FN 1.0
+  auto f32 = [](const std::vector<float>& v) { return bytes_of(v); };
+  write_safetensors(
+      path("scales.safetensors"),
+      {{"l.weight", StDtype::F8_E4M3, {256, 256}, ones},
+       {"l.weight_scale_inv", StDtype::F32, {2, 2}, f32({std::nanf(""), -1.0f, 0.0f, INFINITY})},
+       {"m.weight", StDtype::F8_E4M3, {256, 256}, ones},
+       {"m.weight_scale_inv", StDtype::F32, {2, 2}, f32({0.5f, 1.0f, 2.0f, 0.25f})}});
+  const auto ckpt = Checkpoint::open(path("scales.safetensors"));
+  AnalysisOptions o;
+  o.device = AnalysisDevice::Cpu;
+  o.maps = false;
+  const std::vector<TensorAnalysis> all = analyze_checkpoint(*ckpt, o);
+  ASSERT_EQ(all.size(), 2u);
+  for (const auto& a : all) {
+    if (a.name == "l.weight") {
+      EXPECT_EQ(a.nan_count, 128 * 128);
+      EXPECT_EQ(a.inf_count, 128 * 128);
+      ASSERT_EQ(a.warnings.size(), 1u);
+      const std::string& w = a.warnings[0];
+      EXPECT_NE(w.find("'l.weight_scale_inv': 4 of 4 blocks (1 NaN, 1 Inf, 1 zero, 1 negative)"),
+                std::string::npos)
+          << w;
+      EXPECT_NE(w.find("[0,0] = nan, [0,1] = -1, [1,0] = 0, [1,1] = inf"), std::string::npos) << w;
+    } else {
+      EXPECT_TRUE(a.warnings.empty()) << a.warnings[0];
+    }
+  }
+}
+
 TEST(CheckpointAnalysis, SummaryMatchesFp64Recomputation) {
   std::vector<float> x = gaussian(300 * 257, 11, 5.0f);
   x[7] = 0.0f;

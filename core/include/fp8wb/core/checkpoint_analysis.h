@@ -46,6 +46,9 @@ struct TensorAnalysis {
   // zeroes every nonzero value ("no FP8 recipe represents this tensor: ..."); empty
   // otherwise. reason says the same.
   std::string no_recipe;
+  // What a reader must know about where the values come from: a `<name>_scale_inv`
+  // companion with NaN, Inf, zero or negative scales (which blocks, how many of each).
+  std::vector<std::string> warnings;
   // Why a floating-point tensor has no recipe results (SQNR needs finite signal):
   // "empty tensor (0 elements)", "no finite values: N NaN, M Inf", "no finite nonzero
   // values: Z zeros, N NaN, M Inf" (zeros among NaN or Inf), "all zero"; empty when the
