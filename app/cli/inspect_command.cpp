@@ -17,6 +17,36 @@
 
 namespace fp8wb::cli {
 
+namespace {
+
+// The histogram's first layout, for readers of older output: 64 bins for floor(log2 |x|)
+// from -40 to 23 (values beyond them counted in the end bins), zeros, non-finite values.
+std::vector<uint64_t> legacy_log2_histogram(const std::vector<uint64_t>& full) {
+  constexpr int kLo = -40, kHi = 23, kBins = kHi - kLo + 1;
+  std::vector<uint64_t> out(kBins + 2, 0);
+  if (full.size() < static_cast<size_t>(kValueHistBins)) return out;
+  for (int b = 0; b < kValueHistExpBins; ++b) {
+    const int e = std::clamp(b + kValueHistMinExp, kLo, kHi);
+    out[static_cast<size_t>(e - kLo)] += full[static_cast<size_t>(b)];
+  }
+  out[kBins] = full[kValueHistZeroBin];
+  out[kBins + 1] = full[kValueHistNonfiniteBin];
+  return out;
+}
+
+// Every nonempty bin over the whole fp32 range: {"exp": e, "count": n} holds the n values
+// with 2^e <= |x| < 2^(e+1).
+nlohmann::json log2_bins(const std::vector<uint64_t>& full) {
+  nlohmann::json bins = nlohmann::json::array();
+  for (int b = 0; b < kValueHistExpBins && b < static_cast<int>(full.size()); ++b) {
+    const uint64_t c = full[static_cast<size_t>(b)];
+    if (c > 0) bins.push_back({{"exp", b + kValueHistMinExp}, {"count", c}});
+  }
+  return bins;
+}
+
+}  // namespace
+
 CLI::App* add_inspect_command(CLI::App& app, InspectOptions& opt) {
   auto* c = app.add_subcommand(
       "inspect",
@@ -127,6 +157,8 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
   if (opt.json) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& a : all) {
+      const uint64_t zeros =
+          a.log2_hist.size() > kValueHistZeroBin ? a.log2_hist[kValueHistZeroBin] : 0;
       nlohmann::json t = {{"name", a.name},
                           {"dtype", a.dtype},
                           {"shape", a.shape},
@@ -139,9 +171,15 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
                           {"dynamic_range_bits", a.dynamic_range_bits},
                           {"nan_count", a.nan_count},
                           {"inf_count", a.inf_count},
-                          {"log2_histogram", a.log2_hist},
+                          {"log2_histogram", legacy_log2_histogram(a.log2_hist)},
+                          {"log2_bins", log2_bins(a.log2_hist)},
+                          {"zero_count", zeros},
                           {"recommended", a.recommended},
-                          {"reason", a.reason}};
+                          {"reason", a.reason},
+                          {"warnings", a.warnings}};
+      // Why the recipes ran but none is recommended (every one zeroes the tensor), null
+      // otherwise.
+      t["no_recipe"] = a.no_recipe.empty() ? nlohmann::json() : nlohmann::json(a.no_recipe);
       // Why there is no SQNR (no finite signal), null when the recipes ran.
       t["not_quantized"] =
           a.not_quantized.empty() ? nlohmann::json() : nlohmann::json(a.not_quantized);
@@ -180,8 +218,10 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
       out << fmt::format("    non-finite: {} NaN, {} Inf (left out of every figure above)\n",
                          a.nan_count, a.inf_count);
     }
+    for (const std::string& w : a.warnings) out << "    warning: " << w << "\n";
     if (!a.recommended.empty())
       out << "    recommended: " << a.recommended << " (" << a.reason << ")\n";
+    if (!a.no_recipe.empty()) out << "    recommended: none (" << a.no_recipe << ")\n";
   }
   const auto with_nonfinite = std::count_if(all.begin(), all.end(), [](const TensorAnalysis& a) {
     return a.nan_count > 0 || a.inf_count > 0;

@@ -4,11 +4,13 @@
 #include <cmath>
 #include <cstring>
 #include <future>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
 
 #include "fp8wb/kernels/codec_cuda.h"
+#include "fp8wb/kernels/format.h"
 #include "fp8wb/kernels/quantize_cpu.h"
 #if defined(FP8WB_WITH_CUDA_KERNELS)
 #include "fp8wb/kernels/quantize_cuda.h"
@@ -41,15 +43,39 @@ std::string fixed(double v, int digits) {
 void recommend(TensorAnalysis& a, Format e4m3) {
   // Among the E4M3 recipes (the format of weights and activations: E4M3FN, or E4M3FNUZ on
   // AMD GPUs), the simplest one within 1 dB of the best SQNR, without saturation.
+  // A recipe that turns every finite nonzero value into 0, or whose SQNR is NaN,
+  // represents nothing of the tensor: it is never recommended.
+  auto zeroes_all = [](const RecipeResult& r) {
+    return r.underflow_pct >= 100.0 || std::isnan(r.sqnr_db);
+  };
   const RecipeResult* best = nullptr;
+  bool any_e4m3 = false;
   for (const auto& r : a.recipes) {
     if (r.recipe.format != e4m3) continue;
+    any_e4m3 = true;
+    if (zeroes_all(r)) continue;
     if (!best || r.sqnr_db > best->sqnr_db) best = &r;
   }
-  if (!best) return;
+  if (!best) {
+    if (!any_e4m3) return;
+    const bool none_at_all = std::all_of(a.recipes.begin(), a.recipes.end(), zeroes_all);
+    a.no_recipe = none_at_all ? "no FP8 recipe represents this tensor: every recipe, in every "
+                                "format, turns its nonzero values into 0 (or gives NaN)"
+                              : "no E4M3 recipe represents this tensor: every one turns its "
+                                "nonzero values into 0 (or gives NaN)";
+    std::ostringstream why;
+    why << " (amax " << a.amax;
+    const double fmax = format_info(e4m3).max_finite;
+    if (a.amax > 0 && fmax / a.amax > std::numeric_limits<float>::max())
+      why << ": its scale " << fmax << "/amax would overflow fp32";
+    why << ")";
+    a.no_recipe += why.str();
+    a.reason = a.no_recipe;
+    return;
+  }
   const RecipeResult* pick = best;
   for (const auto& r : a.recipes) {
-    if (r.recipe.format != e4m3 || r.saturated_pct > 0) continue;
+    if (r.recipe.format != e4m3 || r.saturated_pct > 0 || zeroes_all(r)) continue;
     if (r.sqnr_db >= best->sqnr_db - 1.0 &&
         simplicity(r.recipe.kind) < simplicity(pick->recipe.kind))
       pick = &r;
@@ -164,7 +190,7 @@ TensorAnalysis analyze_ref(const std::string& name, const std::string& dtype,
   a.log2_hist = v.hist;
   // NaN and Inf stay out of every figure (moments, amax, SQNR are over finite values);
   // they are counted, NaN apart from Inf, so that a reader sees them.
-  if (v.hist.size() > kHistNonfiniteBin && v.hist[kHistNonfiniteBin] > 0) {
+  if (v.hist.size() > kValueHistNonfiniteBin && v.hist[kValueHistNonfiniteBin] > 0) {
     const int64_t n = x.numel();
     int64_t nans = 0;
     for (int64_t i = 0; i < n; ++i) {
@@ -177,7 +203,7 @@ TensorAnalysis analyze_ref(const std::string& name, const std::string& dtype,
       nans += (bits & 0x7FFFFFFFu) > 0x7F800000u;
     }
     a.nan_count = nans;
-    a.inf_count = static_cast<int64_t>(v.hist[kHistNonfiniteBin]) - nans;
+    a.inf_count = static_cast<int64_t>(v.hist[kValueHistNonfiniteBin]) - nans;
   }
   if (v.finite > 0) {
     a.mean = v.sum / static_cast<double>(v.finite);
@@ -237,6 +263,51 @@ TensorAnalysis analyze_ref(const std::string& name, const std::string& dtype,
   return a;
 }
 
+// An FP8 weight's `<name>_scale_inv` companion (DeepSeek-V3's fp32 scale per 128x128
+// block) with scales that make no sense: NaN or Inf (the block's values become NaN or
+// Inf), zero (they become 0) or negative (their signs flip). Empty when the scales are
+// all finite and positive, or when there is no such companion.
+std::string bad_scale_inv(const Checkpoint& ckpt, const TensorEntry& e) {
+  if (e.dtype != StDtype::F8_E4M3 && e.dtype != StDtype::F8_E5M2) return {};
+  const Checkpoint::Ref* sc = ckpt.find(e.name + "_scale_inv");
+  if (!sc || e.shape.size() != 2 || sc->entry->dtype != StDtype::F32 ||
+      sc->entry->shape.size() != 2)
+    return {};
+  const int64_t bc = sc->entry->shape[1];
+  const std::vector<uint8_t> bytes = sc->file->bytes(*sc->entry);
+  const size_t n = bytes.size() / 4;
+  int64_t nan = 0, inf = 0, zero = 0, negative = 0, bad = 0;
+  std::string blocks;
+  for (size_t i = 0; i < n; ++i) {
+    float v = 0;
+    std::memcpy(&v, bytes.data() + 4 * i, 4);
+    if (std::isfinite(v) && v > 0) continue;
+    nan += std::isnan(v);
+    inf += std::isinf(v);
+    zero += v == 0;
+    negative += std::isfinite(v) && v < 0;
+    if (bad < 8) {  // the first few blocks by [row, column]
+      std::ostringstream b;
+      b << (bad ? ", " : "") << "[" << static_cast<int64_t>(i) / bc << ","
+        << static_cast<int64_t>(i) % bc << "] = " << v;
+      blocks += b.str();
+    }
+    ++bad;
+  }
+  if (bad == 0) return {};
+  std::string counts;
+  auto add = [&](int64_t c, const char* what) {
+    if (c > 0) counts += (counts.empty() ? "" : ", ") + std::to_string(c) + " " + what;
+  };
+  add(nan, "NaN");
+  add(inf, "Inf");
+  add(zero, "zero");
+  add(negative, "negative");
+  return "bad scales in '" + sc->entry->name + "': " + std::to_string(bad) + " of " +
+         std::to_string(n) + " blocks (" + counts + "): " + blocks + (bad > 8 ? ", ..." : "") +
+         "; the weight's values in those blocks come out NaN, Inf, zero or with flipped signs";
+}
+
 // A 2-D view: the last dimension is K.
 TensorRef ref_2d(const float* f32, const uint16_t* bf16, const std::vector<int64_t>& shape,
                  int64_t numel) {
@@ -293,6 +364,8 @@ std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
       const std::vector<float> v = ckpt.to_float(*pending[i]);
       out.push_back(analyze_ref(e.name, dtype, e.shape,
                                 ref_2d(v.data(), nullptr, e.shape, e.numel()), options, gpu));
+      const std::string bad = bad_scale_inv(ckpt, e);
+      if (!bad.empty()) out.back().warnings.push_back(bad);
     }
     if (options.progress && !options.progress(i + 1, pending.size())) break;
   }

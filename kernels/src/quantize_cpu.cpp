@@ -182,7 +182,7 @@ struct SummaryPart {
   double sum = 0, sq = 0;
   float mn = INFINITY, mx = -INFINITY;
   uint32_t amax = 0, min_nz = 0x7F800000u;  // |x| as fp32 bits: ordered like the values
-  std::vector<uint64_t> hist = std::vector<uint64_t>(kHistBins, 0);
+  std::vector<uint64_t> hist = std::vector<uint64_t>(kValueHistBins, 0);
 };
 
 // Four interleaved lanes, each with its own sums, extremes and histogram, and no
@@ -194,7 +194,7 @@ void summarize_span(const In* __restrict__ in, int64_t n, SummaryPart& p) {
   double sum[L] = {}, sq[L] = {};
   float mn[L], mx[L];
   uint32_t amax[L] = {}, min_nz[L];
-  uint32_t hist[L][kHistBins] = {};
+  uint32_t hist[L][kValueHistBins] = {};
   for (int l = 0; l < L; ++l) {
     mn[l] = INFINITY;
     mx[l] = -INFINITY;
@@ -211,9 +211,11 @@ void summarize_span(const In* __restrict__ in, int64_t n, SummaryPart& p) {
     mx[l] = std::max(mx[l], fin ? v : -INFINITY);
     amax[l] = std::max(amax[l], a & (0u - fin));
     min_nz[l] = std::min(min_nz[l], (fin && a != 0) ? a : 0x7F800000u);
-    // floor(log2 |v|) is the unbiased exponent; subnormals lie below every bin.
-    const int e = std::clamp(static_cast<int>(a >> 23) - 127 - kHistMinExp, 0, kHistExpBins - 1);
-    ++hist[l][!fin ? kHistNonfiniteBin : (a == 0 ? kHistZeroBin : e)];
+    // floor(log2 |v|) - kValueHistMinExp: the biased exponent + 22 for normal values, the
+    // position of the mantissa's top bit for subnormals (|v| = mantissa * 2^-149).
+    const uint32_t biased = a >> 23;
+    const int e = biased != 0 ? static_cast<int>(biased) + 22 : 31 - __builtin_clz(a | 1u);
+    ++hist[l][!fin ? kValueHistNonfiniteBin : (a == 0 ? kValueHistZeroBin : e)];
   };
   int64_t i = 0;
   for (; i + L <= n; i += L) {
@@ -228,7 +230,7 @@ void summarize_span(const In* __restrict__ in, int64_t n, SummaryPart& p) {
     p.mx = std::max(p.mx, mx[l]);
     p.amax = std::max(p.amax, amax[l]);
     p.min_nz = std::min(p.min_nz, min_nz[l]);
-    for (int b = 0; b < kHistBins; ++b) p.hist[static_cast<size_t>(b)] += hist[l][b];
+    for (int b = 0; b < kValueHistBins; ++b) p.hist[static_cast<size_t>(b)] += hist[l][b];
   }
 }
 
@@ -248,7 +250,7 @@ ValueSummary summarize_values(const TensorRef& x, int threads) {
     }
   });
   ValueSummary s;
-  s.hist.assign(kHistBins, 0);
+  s.hist.assign(kValueHistBins, 0);
   float mn = INFINITY, mx = -INFINITY;
   uint32_t amax = 0, min_nz = 0x7F800000u;
   for (int64_t c = 0; c < chunks; ++c) {
@@ -260,7 +262,7 @@ ValueSummary summarize_values(const TensorRef& x, int threads) {
     mx = std::max(mx, p.mx);
     amax = std::max(amax, p.amax);
     min_nz = std::min(min_nz, p.min_nz);
-    for (int b = 0; b < kHistBins; ++b)
+    for (int b = 0; b < kValueHistBins; ++b)
       s.hist[static_cast<size_t>(b)] += p.hist[static_cast<size_t>(b)];
   }
   if (s.finite > 0) {

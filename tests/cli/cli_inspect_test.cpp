@@ -12,6 +12,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli_run.h"
@@ -574,3 +576,131 @@ TEST(CliInspect, AZipThatIsNoCheckpointIsSaidSo) {
 }
 
 }  // namespace
+
+namespace {
+
+std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
+  std::vector<uint8_t> b(v.size() * 4);
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+std::string temp_checkpoint(const std::string& stem) {
+  return (std::filesystem::temp_directory_path() /
+          ("fp8wb-inspect-" + stem + "-" + std::to_string(getpid()) + ".safetensors"))
+      .string();
+}
+
+}  // namespace
+
+// Values far outside 2^-40..2^23 are counted at their own exponents, not piled into the
+// end bins: the JSON names each bin's exponent, and every value is in the right one.
+TEST(CliInspect, HistogramBinsAreEveryValuesOwnExponent) {
+  const std::string path = temp_checkpoint("hist");
+  const int n = 4096;
+  std::vector<float> big(n), small(n);
+  for (int i = 0; i < n; ++i) {
+    big[static_cast<size_t>(i)] = std::exp2f(10.0f + 20.0f * (static_cast<float>(i) + 0.5f) / n);
+    small[static_cast<size_t>(i)] = std::exp2f(-60.0f + 15.0f * (static_cast<float>(i) + 0.5f) / n);
+  }
+  const std::vector<float> huge(4, 3e38f), denorm(4, std::numeric_limits<float>::denorm_min());
+  fp8wb::write_safetensors(path, {{"w.big", fp8wb::StDtype::F32, {64, 64}, f32_bytes(big)},
+                                  {"w.small", fp8wb::StDtype::F32, {64, 64}, f32_bytes(small)},
+                                  {"w.huge", fp8wb::StDtype::F32, {4}, f32_bytes(huge)},
+                                  {"w.denorm", fp8wb::StDtype::F32, {4}, f32_bytes(denorm)}});
+  const std::map<std::string, std::vector<float>> values{
+      {"w.big", big}, {"w.small", small}, {"w.huge", huge}, {"w.denorm", denorm}};
+  auto r = run({"inspect", path, "--json", "--device", "cpu"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 4u);
+  for (const auto& t : j) {
+    const std::string name = t["name"];
+    SCOPED_TRACE(name);
+    std::map<int, uint64_t> want;
+    for (float v : values.at(name)) ++want[std::ilogb(v)];
+    std::map<int, uint64_t> got;
+    ASSERT_TRUE(t["log2_bins"].is_array()) << t.dump();
+    for (const auto& b : t["log2_bins"]) got[b["exp"].get<int>()] = b["count"].get<uint64_t>();
+    EXPECT_EQ(got, want);
+    // The first layout stays for older readers: 64 exponent bins, zeros, non-finite.
+    ASSERT_EQ(t["log2_histogram"].size(), 66u);
+    uint64_t total = 0;
+    for (const auto& c : t["log2_histogram"]) total += c.get<uint64_t>();
+    EXPECT_EQ(total, values.at(name).size());
+    EXPECT_EQ(t["zero_count"], 0);
+  }
+  std::filesystem::remove(path);
+}
+
+// A tensor that every E4M3 recipe turns into zeros is not recommended a recipe: it is
+// said that none represents it.
+TEST(CliInspect, ATensorEveryRecipeZeroesGetsNoRecommendation) {
+  const std::string path = temp_checkpoint("tiny");
+  fp8wb::write_safetensors(path,
+                           {{"w.tiny", fp8wb::StDtype::F32, {2}, f32_bytes({1e-45f, -1e-45f})},
+                            {"w.fine", fp8wb::StDtype::F32, {2}, f32_bytes({0.5f, -0.25f})}});
+  auto r = run({"inspect", path, "--device", "cpu"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const size_t tiny = r.out.find("w.tiny"), fine = r.out.find("w.fine");
+  ASSERT_NE(tiny, std::string::npos) << r.out;
+  ASSERT_NE(fine, std::string::npos) << r.out;
+  const std::string tiny_text = r.out.substr(tiny, tiny < fine ? fine - tiny : std::string::npos);
+  EXPECT_NE(tiny_text.find("recommended: none (no FP8 recipe represents this tensor"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(tiny_text.find("overflow fp32"), std::string::npos) << r.out;
+  EXPECT_EQ(tiny_text.find("recommended: E4M3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("recommended: E4M3FN"), std::string::npos) << r.out;  // w.fine
+  r = run({"inspect", path, "--json", "--device", "cpu"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const auto& t : j) {
+    if (t["name"] == "w.tiny") {
+      EXPECT_EQ(t["recommended"], "");
+      ASSERT_TRUE(t["no_recipe"].is_string()) << t.dump();
+      EXPECT_NE(t["no_recipe"].get<std::string>().find("no FP8 recipe"), std::string::npos);
+    } else {
+      EXPECT_NE(t["recommended"], "");
+      EXPECT_TRUE(t["no_recipe"].is_null()) << t.dump();
+    }
+  }
+  std::filesystem::remove(path);
+}
+
+// DeepSeek-style `*_scale_inv` blocks that are NaN, Inf, zero or negative are named, with
+// a count of each, in the table and the JSON; good scales give no warning.
+TEST(CliInspect, BadScaleInvBlocksAreNamed) {
+  const std::string path = temp_checkpoint("scales");
+  const std::vector<uint8_t> ones(256 * 256, 0x38);  // E4M3FN 1.0
+  fp8wb::write_safetensors(
+      path,
+      {{"l.weight", fp8wb::StDtype::F8_E4M3, {256, 256}, ones},
+       {"l.weight_scale_inv", fp8wb::StDtype::F32, {2, 2}, f32_bytes({NAN, -1.0f, 0.0f, INFINITY})},
+       {"m.weight", fp8wb::StDtype::F8_E4M3, {256, 256}, ones},
+       {"m.weight_scale_inv", fp8wb::StDtype::F32, {2, 2}, f32_bytes({0.5f, 1.0f, 2.0f, 0.25f})}});
+  auto r = run({"inspect", path, "--device", "cpu"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("warning: bad scales in 'l.weight_scale_inv': 4 of 4 blocks (1 NaN, 1 "
+                       "Inf, 1 zero, 1 negative)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("[0,0] = nan"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[0,1] = -1"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("m.weight_scale_inv"), std::string::npos) << r.out;
+  r = run({"inspect", path, "--json", "--device", "cpu"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 2u);
+  for (const auto& t : j) {
+    ASSERT_TRUE(t["warnings"].is_array()) << t.dump();
+    if (t["name"] == "l.weight") {
+      ASSERT_EQ(t["warnings"].size(), 1u);
+      EXPECT_NE(t["warnings"][0].get<std::string>().find("1 NaN, 1 Inf, 1 zero, 1 negative"),
+                std::string::npos);
+    } else {
+      EXPECT_TRUE(t["warnings"].empty()) << t.dump();
+    }
+  }
+  std::filesystem::remove(path);
+}

@@ -3,6 +3,7 @@
 // the model under QAbstractItemModelTester; bad files give their message.
 #include <QAbstractItemModelTester>
 #include <QComboBox>
+#include <QLabel>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
@@ -11,10 +12,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 
 #include "fp8wb/core/safetensors.h"
-#include "fp8wb/kernels/tensor_stats.h"
 #include "fp8wb/views/checkpoint_tab.h"
 #include "fp8wb/views/exportable_plot.h"
 
@@ -32,6 +33,9 @@ class CheckpointTabTest : public QObject {
   void singleColumnBlockMapsAreDrawn();
   void tensorsWithoutSignalSayWhy();
   void recentListIsTheSettingsList();
+  void histogramShowsEveryValueWhereItIs();
+  void noRecipeIsSaid();
+  void badScaleInvBlocksAreWarnedOf();
 
  private:
   QTemporaryDir dir_;
@@ -72,8 +76,7 @@ void CheckpointTabTest::analysesAndShows() {
   std::map<int, double> expected;
   for (float v : x) {
     if (v == 0 || !std::isfinite(v)) continue;
-    const int e = std::clamp(std::ilogb(v), kHistMinExp, kHistMaxExp);
-    expected[e] += 1;
+    expected[std::ilogb(v)] += 1;  // every value at its own exponent, none clamped
   }
   QCPPlottableInterface1D* hist = tab.plots()[0]->plottable(0)->interface1D();
   QCOMPARE(hist->dataCount(), static_cast<int>(expected.size()));
@@ -240,6 +243,120 @@ void CheckpointTabTest::recentListIsTheSettingsList() {
   recent->hidePopup();
   QCOMPARE(recent->count(), 1);
   QCOMPARE(recent->itemText(0), files[1]);
+}
+
+namespace {
+
+std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
+  std::vector<uint8_t> b(v.size() * 4);
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+QString caption_text(const CheckpointTab& tab) {
+  QString all;
+  for (QLabel* l : tab.findChildren<QLabel*>()) all += l->text() + QLatin1Char('\n');
+  return all;
+}
+
+}  // namespace
+
+// Values far outside 2^-40..2^23 are drawn at their own exponents (not piled into an end
+// bin, not left off the axis), and the axis shows them and the formats' bands beside them.
+void CheckpointTabTest::histogramShowsEveryValueWhereItIs() {
+  const int n = 4096;
+  std::vector<float> big(n), small(n);
+  for (int i = 0; i < n; ++i) {
+    big[static_cast<size_t>(i)] = std::exp2f(10.0f + 20.0f * (static_cast<float>(i) + 0.5f) / n);
+    small[static_cast<size_t>(i)] = std::exp2f(-60.0f + 15.0f * (static_cast<float>(i) + 0.5f) / n);
+  }
+  const std::vector<float> huge(4, 3e38f), denorm(4, std::numeric_limits<float>::denorm_min());
+  const QString path = dir_.filePath(QStringLiteral("range.safetensors"));
+  write_safetensors(path.toStdString(), {{"w.big", StDtype::F32, {64, 64}, f32_bytes(big)},
+                                         {"w.small", StDtype::F32, {64, 64}, f32_bytes(small)},
+                                         {"w.huge", StDtype::F32, {4}, f32_bytes(huge)},
+                                         {"w.denorm", StDtype::F32, {4}, f32_bytes(denorm)}});
+  const std::map<QString, std::vector<float>> values{{QStringLiteral("w.big"), big},
+                                                     {QStringLiteral("w.small"), small},
+                                                     {QStringLiteral("w.huge"), huge},
+                                                     {QStringLiteral("w.denorm"), denorm}};
+  CheckpointTab tab;
+  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
+  tab.openCheckpoint(path);
+  QVERIFY(loaded.wait(60000));
+  for (const auto& [name, v] : values) {
+    tab.selectTensor(name);
+    std::map<int, double> expected;
+    for (float f : v) expected[std::ilogb(f)] += 1;
+    QCPPlottableInterface1D* hist = tab.plots()[0]->plottable(0)->interface1D();
+    QCOMPARE(hist->dataCount(), static_cast<int>(expected.size()));
+    for (int i = 0; i < hist->dataCount(); ++i) {
+      const int key = static_cast<int>(hist->dataMainKey(i));
+      QVERIFY2(expected.count(key) == 1,
+               qPrintable(name + QLatin1Char(' ') + QString::number(key)));
+      QCOMPARE(hist->dataMainValue(i), expected[key]);
+    }
+    // The axis holds every bar.
+    const QCPRange x = tab.plots()[0]->xAxis->range();
+    QVERIFY2(x.lower <= expected.begin()->first && x.upper >= expected.rbegin()->first + 1,
+             qPrintable(name + QStringLiteral(": %1..%2").arg(x.lower).arg(x.upper)));
+    // Each format's band ends at the tensor's largest bin (a tensorwise scale's place).
+    int bands = 0;
+    for (int i = 0; i < tab.plots()[0]->itemCount(); ++i) {
+      auto* band = qobject_cast<QCPItemRect*>(tab.plots()[0]->item(i));
+      if (!band) continue;
+      ++bands;
+      QCOMPARE(band->bottomRight->coords().x(), expected.rbegin()->first + 0.5);
+      QVERIFY(band->topLeft->coords().x() >= x.lower);
+    }
+    QCOMPARE(bands, 2);
+  }
+}
+
+// A tensor that every E4M3 recipe zeroes is recommended nothing, and it is said.
+void CheckpointTabTest::noRecipeIsSaid() {
+  const QString path = dir_.filePath(QStringLiteral("unrepresentable.safetensors"));
+  write_safetensors(path.toStdString(),
+                    {{"w.tiny", StDtype::F32, {2}, f32_bytes({1e-45f, -1e-45f})}});
+  CheckpointTab tab;
+  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
+  tab.openCheckpoint(path);
+  QVERIFY(loaded.wait(60000));
+  QCOMPARE(tab.model()->rowCount(), 1);
+  const QModelIndex rec = tab.proxy()->index(0, CheckpointModel::Recommended);
+  tab.selectTensor(QStringLiteral("w.tiny"));
+  const QString caption = caption_text(tab);
+  QVERIFY2(rec.data().toString().startsWith(
+               QStringLiteral("none: no FP8 recipe represents this tensor")),
+           qPrintable(rec.data().toString()));
+  QVERIFY(!rec.data(Qt::FontRole).isValid());  // not the bold of a recommendation
+  QVERIFY2(caption.contains(QStringLiteral("No recommendation:")), qPrintable(caption));
+  QVERIFY2(!caption.contains(QStringLiteral("Recommended for")), qPrintable(caption));
+}
+
+// An FP8 weight with NaN, Inf, zero or negative `_scale_inv` blocks is warned of, in the
+// caption and the row's tooltip.
+void CheckpointTabTest::badScaleInvBlocksAreWarnedOf() {
+  const std::vector<uint8_t> ones(256 * 256, 0x38);  // E4M3FN 1.0
+  const QString path = dir_.filePath(QStringLiteral("badscales.safetensors"));
+  write_safetensors(path.toStdString(), {{"l.weight", StDtype::F8_E4M3, {256, 256}, ones},
+                                         {"l.weight_scale_inv",
+                                          StDtype::F32,
+                                          {2, 2},
+                                          f32_bytes({std::nanf(""), -1.0f, 0.0f, INFINITY})}});
+  CheckpointTab tab;
+  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
+  tab.openCheckpoint(path);
+  QVERIFY(loaded.wait(60000));
+  QCOMPARE(tab.model()->rowCount(), 1);
+  tab.selectTensor(QStringLiteral("l.weight"));
+  const QString caption = caption_text(tab);
+  QVERIFY2(caption.contains(QStringLiteral("Warning:")) &&
+               caption.contains(QStringLiteral("l.weight_scale_inv")) &&
+               caption.contains(QStringLiteral("1 NaN, 1 Inf, 1 zero, 1 negative")),
+           qPrintable(caption));
+  const QString tip = tab.proxy()->index(0, CheckpointModel::Name).data(Qt::ToolTipRole).toString();
+  QVERIFY2(tip.contains(QStringLiteral("l.weight_scale_inv")), qPrintable(tip));
 }
 
 QTEST_MAIN(CheckpointTabTest)

@@ -78,8 +78,9 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
         return sqnr_text(v);
       }
       case Recommended:
-        return t->not_quantized.empty() ? qs(t->recommended)
-                                        : tr("none: %1").arg(qs(t->not_quantized));
+        return !t->not_quantized.empty() ? tr("none: %1").arg(qs(t->not_quantized))
+               : !t->no_recipe.empty()   ? tr("none: %1").arg(qs(t->no_recipe))
+                                         : qs(t->recommended);
       default: return {};
     }
   }
@@ -93,10 +94,13 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
                                     .arg(t->inf_count);
       case Best:
       case BestSqnr: return tr("Highest SQNR: %1.").arg(tr(kBestCriterion));
-      default:
-        return !t->not_quantized.empty() ? tr("No SQNR: %1").arg(qs(t->not_quantized))
-               : t->reason.empty()       ? shown_name(t->name)
-                                         : qs(t->reason);
+      default: {
+        QString tip = !t->not_quantized.empty() ? tr("No SQNR: %1").arg(qs(t->not_quantized))
+                      : t->reason.empty()       ? shown_name(t->name)
+                                                : qs(t->reason);
+        for (const std::string& w : t->warnings) tip += tr("\nWarning: %1").arg(qs(w));
+        return tip;
+      }
     }
   }
   // The recommended recipe in bold and green, the selected one on an orange ground.

@@ -55,9 +55,10 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
   // log2 histogram, with each FP8 format's range as a tensorwise scale places it
   // (its largest exponent at the tensor's amax).
   QVector<double> keys, counts;
-  for (int b = 0; b < kHistExpBins && b < static_cast<int>(t->log2_hist.size()); ++b) {
+  // A bin for every fp32 exponent (kValueHistMinExp..kValueHistMaxExp): each value where it is.
+  for (int b = 0; b < kValueHistExpBins && b < static_cast<int>(t->log2_hist.size()); ++b) {
     if (t->log2_hist[static_cast<size_t>(b)] == 0) continue;
-    keys << static_cast<double>(b + kHistMinExp);
+    keys << static_cast<double>(b + kValueHistMinExp);
     counts << static_cast<double>(t->log2_hist[static_cast<size_t>(b)]);
   }
   hist_bars_->setData(keys, counts);
@@ -153,6 +154,10 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
                    .arg(t->nan_count)
                    .arg(t->inf_count);
   }
+  for (const std::string& w : t->warnings) {
+    caption +=
+        tr(" <span style='color:#d62728'><b>Warning:</b> %1.</span>").arg(qs(w).toHtmlEscaped());
+  }
   // Two answers to two questions, each with its criterion.
   if (best) {
     caption += tr(" Highest SQNR of any format: %1 (%2 dB).")
@@ -161,6 +166,10 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
   }
   if (!t->not_quantized.empty()) {
     caption += tr(" No SQNR and no recommendation: %1.").arg(qs(t->not_quantized).toHtmlEscaped());
+  }
+  if (!t->no_recipe.empty()) {
+    caption += tr(" <span style='color:#d62728'><b>No recommendation:</b> %1.</span>")
+                   .arg(qs(t->no_recipe).toHtmlEscaped());
   }
   if (!t->recommended.empty()) {
     caption += tr(" <span style='color:%1'>Recommended for %4 (the simplest recipe within "

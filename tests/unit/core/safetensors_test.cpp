@@ -494,14 +494,68 @@ TEST(CheckpointAnalysis, NoSignalGivesNoSqnrAndNoRecommendation) {
   EXPECT_EQ(some.recommended, ref.recommended);
 }
 
+// A tensor so small that every E4M3 recipe turns each value into 0 (the tensorwise
+// scale 448 / amax would overflow fp32) is recommended nothing, and it is said why.
+TEST(CheckpointAnalysis, NoRecipeIsRecommendedWhereEveryRecipeZeroesTheTensor) {
+  AnalysisOptions o;
+  o.device = AnalysisDevice::Cpu;
+  const TensorAnalysis tiny = analyze_values("w.tiny", "F32", {2}, {1e-45f, -1e-45f}, o);
+  ASSERT_FALSE(tiny.recipes.empty());
+  for (const auto& r : tiny.recipes)
+    EXPECT_TRUE(r.underflow_pct == 100.0 || std::isnan(r.sqnr_db)) << r.name;
+  EXPECT_TRUE(tiny.recommended.empty()) << tiny.recommended;
+  EXPECT_EQ(tiny.no_recipe.rfind("no FP8 recipe represents this tensor", 0), 0u) << tiny.no_recipe;
+  EXPECT_NE(tiny.no_recipe.find("overflow fp32"), std::string::npos) << tiny.no_recipe;
+  EXPECT_EQ(tiny.reason, tiny.no_recipe);
+  // A tensor that some recipe keeps is recommended one as before.
+  const TensorAnalysis fine = analyze_values("w.fine", "F32", {2}, {0.5f, -0.25f}, o);
+  EXPECT_FALSE(fine.recommended.empty());
+  EXPECT_TRUE(fine.no_recipe.empty());
+}
+
+// An FP8 weight whose `_scale_inv` blocks are NaN, Inf, zero or negative gets a warning
+// naming them; the NaN and Inf of its values are then explained.
+TEST_F(Safetensors, BadScaleInvBlocksAreWarnedOf) {
+  const std::vector<uint8_t> ones(256 * 256, 0x38);  // E4M3FN 1.0
+  auto f32 = [](const std::vector<float>& v) { return bytes_of(v); };
+  write_safetensors(
+      path("scales.safetensors"),
+      {{"l.weight", StDtype::F8_E4M3, {256, 256}, ones},
+       {"l.weight_scale_inv", StDtype::F32, {2, 2}, f32({std::nanf(""), -1.0f, 0.0f, INFINITY})},
+       {"m.weight", StDtype::F8_E4M3, {256, 256}, ones},
+       {"m.weight_scale_inv", StDtype::F32, {2, 2}, f32({0.5f, 1.0f, 2.0f, 0.25f})}});
+  const auto ckpt = Checkpoint::open(path("scales.safetensors"));
+  AnalysisOptions o;
+  o.device = AnalysisDevice::Cpu;
+  o.maps = false;
+  const std::vector<TensorAnalysis> all = analyze_checkpoint(*ckpt, o);
+  ASSERT_EQ(all.size(), 2u);
+  for (const auto& a : all) {
+    if (a.name == "l.weight") {
+      EXPECT_EQ(a.nan_count, 128 * 128);
+      EXPECT_EQ(a.inf_count, 128 * 128);
+      ASSERT_EQ(a.warnings.size(), 1u);
+      const std::string& w = a.warnings[0];
+      EXPECT_NE(w.find("'l.weight_scale_inv': 4 of 4 blocks (1 NaN, 1 Inf, 1 zero, 1 negative)"),
+                std::string::npos)
+          << w;
+      EXPECT_NE(w.find("[0,0] = nan, [0,1] = -1, [1,0] = 0, [1,1] = inf"), std::string::npos) << w;
+    } else {
+      EXPECT_TRUE(a.warnings.empty()) << a.warnings[0];
+    }
+  }
+}
+
 TEST(CheckpointAnalysis, SummaryMatchesFp64Recomputation) {
   std::vector<float> x = gaussian(300 * 257, 11, 5.0f);
   x[7] = 0.0f;
   x[8] = -0.0f;
   x[9] = std::numeric_limits<float>::quiet_NaN();
   x[10] = -std::numeric_limits<float>::infinity();
-  x[11] = std::numeric_limits<float>::denorm_min();  // below every bin
-  x[12] = 1e30f;                                     // above every bin
+  x[11] = std::numeric_limits<float>::denorm_min();  // the lowest bin, 2^-149
+  x[12] = 1e30f;                                     // 2^99, far above 2^23
+  x[15] = 3e38f;                                     // the highest bin, 2^127
+  x[16] = 1e-40f;                                    // a subnormal: 2^-133
   x[13] = -2.0f;                                     // exactly a power of two
   x[14] = std::nextafter(2.0f, 0.0f);                // just below one
   for (int threads : {1, 0}) {
@@ -510,12 +564,13 @@ TEST(CheckpointAnalysis, SummaryMatchesFp64Recomputation) {
     o.device = AnalysisDevice::Cpu;
     const TensorAnalysis a = analyze_values("x", "F32", {300, 257}, x, o);
     double sum = 0, sq = 0, mn = INFINITY, mx = -INFINITY, amax = 0, min_nz = INFINITY;
-    std::vector<uint64_t> hist(kHistBins, 0);
+    // A bin for every fp32 exponent: no value is counted anywhere but at its own.
+    std::vector<uint64_t> hist(kValueHistBins, 0);
     int64_t finite = 0;
     for (float f : x) {
       const double v = f;
       if (!std::isfinite(v)) {
-        hist[kHistNonfiniteBin]++;
+        hist[kValueHistNonfiniteBin]++;
         continue;
       }
       ++finite;
@@ -525,12 +580,14 @@ TEST(CheckpointAnalysis, SummaryMatchesFp64Recomputation) {
       mx = std::max(mx, v);
       amax = std::max(amax, std::fabs(v));
       if (v == 0) {
-        hist[kHistZeroBin]++;
+        hist[kValueHistZeroBin]++;
         continue;
       }
       min_nz = std::min(min_nz, std::fabs(v));
       const int e = static_cast<int>(std::floor(std::log2(std::fabs(v))));
-      hist[static_cast<size_t>(std::clamp(e - kHistMinExp, 0, kHistExpBins - 1))]++;
+      ASSERT_GE(e, kValueHistMinExp);
+      ASSERT_LE(e, kValueHistMaxExp);
+      hist[static_cast<size_t>(e - kValueHistMinExp)]++;
     }
     const double mean = sum / static_cast<double>(finite);
     EXPECT_NEAR(a.mean, mean, 1e-12 * std::fabs(mean)) << threads;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "fp8wb/core/safetensors.h"
+#include "fp8wb/kernels/quantize_cpu.h"  // kValueHist*
 #include "fp8wb/kernels/recipe.h"
 #include "fp8wb/kernels/tensor_stats.h"
 
@@ -32,12 +33,22 @@ struct TensorAnalysis {
   // Over finite values: NaN and Inf are left out of every figure and counted apart.
   double min = 0, max = 0, mean = 0, std = 0, amax = 0;
   int64_t nan_count = 0, inf_count = 0;
-  double min_nonzero = 0;           // smallest |x| > 0
-  double dynamic_range_bits = 0;    // log2(amax) - log2(min_nonzero)
-  std::vector<uint64_t> log2_hist;  // kHistBins: floor(log2 |x|) from kHistMinExp, zero, non-finite
+  double min_nonzero = 0;         // smallest |x| > 0
+  double dynamic_range_bits = 0;  // log2(amax) - log2(min_nonzero)
+  // kValueHistBins (quantize_cpu.h): a bin for each floor(log2 |x|) from kValueHistMinExp
+  // (-149) to kValueHistMaxExp (127), every finite fp32 value in its own bin; then zeros,
+  // non-finite values.
+  std::vector<uint64_t> log2_hist;
   std::vector<RecipeResult> recipes;
-  std::string recommended;  // a recipe name, empty for non-float tensors
+  std::string recommended;  // a recipe name; empty for non-float tensors, or see no_recipe
   std::string reason;
+  // Why no recipe is recommended although the recipes ran: every recommendable recipe
+  // zeroes every nonzero value ("no FP8 recipe represents this tensor: ..."); empty
+  // otherwise. reason says the same.
+  std::string no_recipe;
+  // What a reader must know about where the values come from: a `<name>_scale_inv`
+  // companion with NaN, Inf, zero or negative scales (which blocks, how many of each).
+  std::vector<std::string> warnings;
   // Why a floating-point tensor has no recipe results (SQNR needs finite signal):
   // "empty tensor (0 elements)", "no finite values: N NaN, M Inf", "no finite nonzero
   // values: Z zeros, N NaN, M Inf" (zeros among NaN or Inf), "all zero"; empty when the

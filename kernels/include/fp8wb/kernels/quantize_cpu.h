@@ -93,6 +93,16 @@ bool cpu_stats_path_available(CpuStatsPath p);
 void set_cpu_stats_path(CpuStatsPath p);
 CpuStatsPath cpu_stats_path();  // the one in use (never Auto)
 
+// The exponent histogram of a tensor's own values covers every fp32 exponent:
+// floor(log2 |x|) from -149 (the smallest subnormal) to 127, no value clamped into an end
+// bin; then one bin for zeros, one for non-finite values.
+inline constexpr int kValueHistMinExp = -149;
+inline constexpr int kValueHistMaxExp = 127;
+inline constexpr int kValueHistExpBins = kValueHistMaxExp - kValueHistMinExp + 1;
+inline constexpr int kValueHistZeroBin = kValueHistExpBins;
+inline constexpr int kValueHistNonfiniteBin = kValueHistExpBins + 1;
+inline constexpr int kValueHistBins = kValueHistExpBins + 2;
+
 // What a tensor's values are, before any quantization (the checkpoint inspector's
 // columns): one pass on all cores. Sums are double, merged in row-chunk order.
 struct ValueSummary {
@@ -101,7 +111,7 @@ struct ValueSummary {
   double min = 0, max = 0;     // over finite values (0 when there are none)
   double amax = 0;             // max |x| over finite values
   double min_nonzero = 0;      // smallest |x| > 0 (0 when there is none)
-  std::vector<uint64_t> hist;  // kHistBins: floor(log2 |x|) bins, zeros, non-finite
+  std::vector<uint64_t> hist;  // kValueHistBins: log2 bins, zeros, non-finite
 };
 ValueSummary summarize_values(const TensorRef& x, int threads = 0);
 
