@@ -18,6 +18,7 @@
 
 #include "cli_run.h"
 #include "fp8wb/core/run_store.h"
+#include "sql_file.h"
 #include "temp_dir_test.h"
 
 namespace {
@@ -112,21 +113,7 @@ TEST_F(CliImport, ATextFileIsNotCalledADamagedDatabase) {
   EXPECT_EQ(nlohmann::json::parse(r.out).size(), 1u);
 }
 
-namespace sql {
-void exec(const std::string& path, const char* statements) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db, statements, nullptr, nullptr, &err);
-  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
-  sqlite3_free(err);
-  sqlite3_close(db);
-}
-std::string bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-}  // namespace sql
+namespace sql = fp8wb::test::sql;
 
 // Another program's SQLite file given as --db is refused, by train and by runs, and left
 // as it was; `runs list` does not invite migrating it.

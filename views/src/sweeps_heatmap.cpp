@@ -105,6 +105,21 @@ class CellTicker : public QCPAxisTickerText {
   QCPAxis* axis_;
 };
 
+// Whether a cell mark of this kind stands for a diverged run (drawn in red).
+bool diverged_kind(const QString& kind) {
+  return kind == QLatin1String("divergedCell") || kind == QLatin1String("markedCell");
+}
+
+// A cell mark's fill. Waiting or running: plain light grey. Diverged or without a figure:
+// hatched. A run deleted: cross-hatched.
+QBrush cell_brush(const QString& kind) {
+  if (kind == QLatin1String("unfinishedCell")) return QBrush(QColor(215, 215, 215));
+  if (kind == QLatin1String("deletedCell"))
+    return QBrush(QColor(120, 120, 120), Qt::DiagCrossPattern);
+  return QBrush(diverged_kind(kind) ? QColor(170, 40, 40) : QColor(140, 140, 140),
+                Qt::BDiagPattern);
+}
+
 // What a metric can be: a constant one's colour scale stays within it (no negative
 // percentage, count of runs or loss).
 QCPRange metric_domain(SweepMetric m) {
@@ -370,8 +385,7 @@ QString SweepsTab::bestText() const {
 }
 
 void SweepsTab::markCell(int x, int y, const QString& kind, const QString& text) {
-  const bool diverged =
-      kind == QLatin1String("divergedCell") || kind == QLatin1String("markedCell");
+  const bool diverged = diverged_kind(kind);
   if (kind != QLatin1String("markedCell")) {
     auto* r = new QCPItemRect(heat_);
     r->setObjectName(kind);
@@ -379,13 +393,7 @@ void SweepsTab::markCell(int x, int y, const QString& kind, const QString& text)
     r->topLeft->setCoords(x - 0.5, y + 0.5);
     r->bottomRight->setCoords(x + 0.5, y - 0.5);
     r->setPen(QPen(QColor(150, 150, 150)));
-    // Waiting or running: plain light grey. Diverged or without a figure: hatched. A run
-    // deleted: cross-hatched.
-    r->setBrush(
-        kind == QLatin1String("unfinishedCell") ? QBrush(QColor(215, 215, 215))
-        : kind == QLatin1String("deletedCell")
-            ? QBrush(QColor(120, 120, 120), Qt::DiagCrossPattern)
-            : QBrush(diverged ? QColor(170, 40, 40) : QColor(140, 140, 140), Qt::BDiagPattern));
+    r->setBrush(cell_brush(kind));
     r->setSelectable(false);
     marks_.push_back(r);
   }
@@ -409,13 +417,7 @@ void SweepsTab::markCells(int x0, int x1, int y, const QString& kind) {
   r->topLeft->setCoords(x0 - 0.5, y + 0.5);
   r->bottomRight->setCoords(x1 + 0.5, y - 0.5);
   r->setPen(Qt::NoPen);
-  const bool diverged =
-      kind == QLatin1String("divergedCell") || kind == QLatin1String("markedCell");
-  r->setBrush(
-      kind == QLatin1String("unfinishedCell") ? QBrush(QColor(215, 215, 215))
-      : kind == QLatin1String("deletedCell")
-          ? QBrush(QColor(120, 120, 120), Qt::DiagCrossPattern)
-          : QBrush(diverged ? QColor(170, 40, 40) : QColor(140, 140, 140), Qt::BDiagPattern));
+  r->setBrush(cell_brush(kind));
   r->setSelectable(false);
   marks_.push_back(r);
 }

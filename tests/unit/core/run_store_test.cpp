@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "sql_file.h"
 #include "temp_dir_test.h"
 
 #include "fp8wb/core/run_store.h"
@@ -291,21 +292,7 @@ TEST_F(RunStoreTest, BadFilesGiveClearErrors) {
   EXPECT_THROW(ro->create_run("x", "train", "{}", "cpu"), StoreError);
 }
 
-namespace sql {
-void exec(const std::string& path, const char* statements) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db, statements, nullptr, nullptr, &err);
-  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
-  sqlite3_free(err);
-  sqlite3_close(db);
-}
-std::string bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-}  // namespace sql
+namespace sql = fp8wb::test::sql;
 
 // Another program's SQLite file is refused, by reading and by writing, and left byte for
 // byte as it was (no tables added, no user_version, no WAL, no -wal or -shm beside it).
