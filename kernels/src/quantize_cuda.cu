@@ -1,7 +1,8 @@
 // Scaled quantization on the GPU: the entry points. amax, scales, dequantize and the
 // delayed-scaling update are here; quantize_cuda() picks the kernel family that takes the
 // pass (quantize_cuda_internal.cuh lists them):
-//   - statistics of E4M3FN/E5M2 with saturation in whole 16 x 4 pieces: tile kernel;
+//   - statistics of E4M3FN/E5M2 with saturation in whole 16 x 4 pieces: tile kernel, or
+//     for bf16 under one scale the kernel that counts by value (quantize_keys_cuda.cu);
 //   - transposed codes without statistics: tile kernel;
 //   - tensorwise codes only (an amax at most): flat kernel;
 //   - anything else with 16-byte-aligned rows: row-walk kernel;
@@ -170,6 +171,19 @@ __global__ void delayed_update_kernel(const uint32_t* amax_bits, float* history,
   *scale_inv = 1.0f / s;
 }
 
+// Zeroes a words of a and b words of b (8-byte words).
+__global__ void zero_words_kernel(unsigned long long* a, int64_t na, unsigned long long* b,
+                                  int64_t nb) {
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < na + nb;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    if (i < na) {
+      a[i] = 0;
+    } else {
+      b[i - na] = 0;
+    }
+  }
+}
+
 bool fast_path_ok(const DeviceTensor& x, const GroupLayout& L, const DeviceStatsTargets& t,
                   const uint8_t* codes, const uint8_t* codes_t) {
   const uintptr_t in =
@@ -273,12 +287,16 @@ void compute_scales_cuda(const QuantRecipe& r, const GroupLayout& L, const float
 }
 
 void zero_stats_cuda(const DeviceStatsTargets& t, fp8wb_stream_t stream) {
-  const auto st = reinterpret_cast<cudaStream_t>(stream);
-  if (t.stats) FP8WB_GPU_CHECK(cudaMemsetAsync(t.stats, 0, sizeof(StatsBuffer), st));
-  if (t.map && t.grid.cell_count() > 0) {
-    FP8WB_GPU_CHECK(cudaMemsetAsync(
-        t.map, 0, static_cast<size_t>(2 * t.grid.cell_count()) * sizeof(double), st));
-  }
+  const int64_t map_words = t.map ? 2 * t.grid.cell_count() : 0;
+  const int64_t stats_words = t.stats ? static_cast<int64_t>(sizeof(StatsBuffer) / 8) : 0;
+  if (stats_words + map_words == 0) return;
+  static_assert(sizeof(StatsBuffer) % 8 == 0, "the buffer is zeroed in 8-byte words");
+  // One launch for both buffers (two memsets cost two).
+  zero_words_kernel<<<blocks_for(stats_words + map_words, 256), 256, 0,
+                      reinterpret_cast<cudaStream_t>(stream)>>>(
+      reinterpret_cast<unsigned long long*>(t.stats), stats_words,
+      reinterpret_cast<unsigned long long*>(t.map), map_words);
+  FP8WB_GPU_CHECK(cudaGetLastError());
 }
 
 void quantize_cuda(const DeviceTensor& x, const QuantRecipe& recipe, const GroupLayout& L,
@@ -300,7 +318,9 @@ void quantize_cuda(const DeviceTensor& x, const QuantRecipe& recipe, const Group
                   recipe.overflow == Overflow::Saturate;
   const float *sc = d_scale, *si = d_scale_inv;
   const Overflow ov = recipe.overflow;
-  if (hw && t.stats && tile_stats_ok(x, G, codes, codes_t)) {
+  if (hw && t.stats && tile_keys_ok(x, G, codes, codes_t)) {
+    launch_tile_keys(recipe.format, x, G, sc, si, codes, codes_t, t, st);
+  } else if (hw && t.stats && tile_stats_ok(x, G, codes, codes_t)) {
     launch_tile_stats(recipe.format, x, G, sc, si, codes, codes_t, t, st);
   } else if (tile_path_ok(x, L, t, codes, codes_t)) {
     launch_tile_transposed(recipe.format, hw, x, G, sc, ov, codes, codes_t, t.amax_bits, st);

@@ -133,17 +133,22 @@ __device__ __forceinline__ void load4_at(const float* f, const uint16_t* b, int6
 // each tile's index, in 32-bit counters (tile_walk_fits: at most 2^31 tiles).
 struct TileWalk {
   uint32_t col_tiles, tiles, tile, row, col, step_rows, step_cols;
-  __device__ explicit TileWalk(const Geometry& G)
+  uint32_t stride;
+  __device__ explicit TileWalk(const Geometry& G) : TileWalk(G, blockIdx.x, gridDim.x) {}
+  // Tile `first`, then every `step`-th: a block's share of the tiles, or a share of one
+  // of several groups of kThreads threads in a block.
+  __device__ TileWalk(const Geometry& G, uint32_t first, uint32_t step)
       : col_tiles(static_cast<uint32_t>((G.cols + 63) / 64)),
         tiles(col_tiles * static_cast<uint32_t>((G.rows + 255) / 256)),
-        tile(blockIdx.x),
+        tile(first),
         row(tile / col_tiles),
         col(tile % col_tiles),
-        step_rows(gridDim.x / col_tiles),
-        step_cols(gridDim.x % col_tiles) {}
+        step_rows(step / col_tiles),
+        step_cols(step % col_tiles),
+        stride(step) {}
   __device__ bool more() const { return tile < tiles; }
   __device__ void next() {
-    tile += gridDim.x;
+    tile += stride;
     row += step_rows;
     col += step_cols;
     if (col >= col_tiles) {
@@ -345,6 +350,12 @@ bool tile_stats_ok(const DeviceTensor& x, const Geometry& G, const uint8_t* code
 void launch_tile_stats(Format f, const DeviceTensor& x, const Geometry& G, const float* sc,
                        const float* si, uint8_t* codes, uint8_t* codes_t,
                        const DeviceStatsTargets& t, cudaStream_t st);
+// quantize_keys_cuda.cu:
+bool tile_keys_ok(const DeviceTensor& x, const Geometry& G, const uint8_t* codes,
+                  const uint8_t* codes_t);
+void launch_tile_keys(Format f, const DeviceTensor& x, const Geometry& G, const float* sc,
+                      const float* si, uint8_t* codes, uint8_t* codes_t,
+                      const DeviceStatsTargets& t, cudaStream_t st);
 void launch_tile_transposed(Format f, bool hw, const DeviceTensor& x, const Geometry& G,
                             const float* sc, Overflow ov, uint8_t* codes, uint8_t* codes_t,
                             uint32_t* amax_bits, cudaStream_t st);

@@ -58,8 +58,8 @@ __global__ void __launch_bounds__(kThreads)
 
 // Every statistic in the tile layout of tile_quantize_t_kernel (codes, and transposed
 // codes where asked), for E4M3FN and E5M2 with saturation: flags off the codes, squares
-// summed four at a time. Where a tile lies inside one error-map cell, a block adds its
-// tile's sums to the map once (tile_cells); else a thread's 16-row x 4-column piece lies
+// summed four at a time. Where a tile lies inside one error-map cell, each warp adds its
+// sums to the cell (tile_cells); else a thread's 16-row x 4-column piece lies
 // inside one cell, and each half-warp's sums go to the map by a segmented reduction.
 // Three blocks an SM (registers capped at 80; the lane histograms allow three on an H200):
 // latency, not issue, bounds this kernel, and 24 resident warps beat 16 (0.170 -> 0.157 ms
@@ -74,7 +74,6 @@ __global__ void __launch_bounds__(kThreads, 3)
   constexpr CodecSpec s = codec_spec(F);
   extern __shared__ uint32_t lane_hist[];  // kHist: kLaneHistBytes
   __shared__ float lut[256];
-  __shared__ double tile_sums[kWarps][2];
   for (int c = threadIdx.x; c < 256; c += blockDim.x) lut[c] = decode(static_cast<uint8_t>(c), s);
   if (kHist) {
     for (int i = threadIdx.x; i < kHistBins * kThreads; i += blockDim.x) lane_hist[i] = 0;
@@ -162,24 +161,16 @@ __global__ void __launch_bounds__(kThreads, 3)
     ls.sq_err += te;
     ls.sq_sum += ts;
     if (map && tile_cells) {
+      // The tile lies in one cell: each warp adds its sums to the cell (no barrier, which
+      // would hold the block's warps in step, their loads and arithmetic no longer
+      // overlapping).
       te = warp_sum(te);
       ts = warp_sum(ts);
       if (gpu::lane_id() == 0) {
-        tile_sums[gpu::warp_id()][0] = te;
-        tile_sums[gpu::warp_id()][1] = ts;
-      }
-      __syncthreads();
-      if (threadIdx.x == 0) {
-        double se = 0, ss = 0;
-        for (int w = 0; w < kWarps; ++w) {
-          se += tile_sums[w][0];
-          ss += tile_sums[w][1];
-        }
         const int64_t cell = (tr / G.cell_rows) * G.map_cols + tc / G.cell_cols;
-        if (se != 0) atomicAdd(&map[cell], se);
-        if (ss != 0) atomicAdd(&map[G.cells + cell], ss);
+        if (te != 0) atomicAdd(&map[cell], te);
+        if (ts != 0) atomicAdd(&map[G.cells + cell], ts);
       }
-      __syncthreads();
     } else if (map) {
       // Keys rise along each half-warp (its 16 threads are consecutive columns of one row
       // of pieces); the second half's are offset by the cell count, so that a run of equal

@@ -353,6 +353,82 @@ TEST(CudaQuantizeTiles, RowsOfZerosTinyValuesAndTheLargestCode) {
   }
 }
 
+// bf16 tensors under a given scale (delayed scaling's case: the pass that counts by
+// value), against the CPU: scales that saturate much of the tensor, that underflow most
+// of it, and the largest finite scale (its inverse an fp32 subnormal), on a tensor with
+// NaN, Inf, zero rows and a row of one repeated value; error-map cells of whole tiles and
+// of pieces. 448 tiles: more than the GPU's groups of threads, so some walk two.
+TEST(CudaQuantizeTiles, Bf16UnderAGivenScale) {
+  if (gpu_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  const int64_t rows = 4096, cols = 1792;
+  const auto n = static_cast<size_t>(rows * cols);
+  std::mt19937 rng(23);
+  std::normal_distribution<float> nd(0.f, 4.f);
+  std::vector<uint16_t> xb(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t r = static_cast<int64_t>(i) / cols;
+    float v = nd(rng);
+    if (r >= 96 && r < 128) v = 0.0f;
+    if (r == 300) v = -1.5f;
+    if (i % 997 == 5) v = std::numeric_limits<float>::quiet_NaN();
+    if (i % 1009 == 7)
+      v = i % 2 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+    xb[i] = static_cast<uint16_t>(float_bits(v) >> 16);
+  }
+  const TensorRef ref = TensorRef::of(xb.data(), rows, cols);
+  Dev<uint16_t> x(n);
+  x.put(xb);
+  Dev<uint8_t> codes(n), codes_t(n);
+  Dev<float> scale(1), scale_inv(1);
+  Dev<StatsBuffer> stats(1);
+  for (const float s : {256.0f, 0x1p-20f, 1.0f, std::numeric_limits<float>::max()}) {
+    for (const Format f : {Format::E4M3FN, Format::E5M2}) {
+      for (const int cells : {4, 16}) {
+        SCOPED_TRACE(::testing::Message() << "scale " << s << " " << format_info(f).name << ", "
+                                          << cells << " x " << cells << " cells");
+        const QuantRecipe r{ScalingKind::Tensorwise, f};
+        const GroupLayout L = make_layout(r, rows, cols);
+        ScaleSet ss;
+        ss.layout = L;
+        ss.scale = {s};
+        ss.scale_inv = {1.0f / s};
+        StatsOptions so;
+        so.map_max_cells = cells;
+        std::vector<uint8_t> want(n), want_t(n);
+        const auto cpu = quantize(ref, r, ss, {want.data(), want_t.data()}, so);
+        const MapGrid grid = make_map_grid(L, cells);
+        Dev<double> map(static_cast<size_t>(2 * grid.cell_count()));
+        scale.put({s});
+        scale_inv.put({1.0f / s});
+        const DeviceStatsTargets t{stats.p, map.p, grid, true};
+        zero_stats_cuda(t);
+        quantize_cuda({nullptr, x.p, rows, cols}, r, L, scale.p, scale_inv.p, codes.p, codes_t.p,
+                      t);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        EXPECT_EQ(codes.get(n), want);
+        EXPECT_EQ(codes_t.get(n), want_t);
+        TensorStats gpu;
+        gpu.raw = stats.get(1)[0];
+        gpu.map_grid = grid;
+        const auto m = map.get(static_cast<size_t>(2 * grid.cell_count()));
+        gpu.map_sq_err.assign(m.begin(), m.begin() + grid.cell_count());
+        gpu.map_sq_sum.assign(m.begin() + grid.cell_count(), m.end());
+        ASSERT_GT(cpu.stats.raw.nonfinite, 0u);
+        if (s == 256.0f && f == Format::E4M3FN) {
+          ASSERT_GT(cpu.stats.raw.saturated, n / 2);
+        }
+        if (s == std::numeric_limits<float>::max()) {
+          ASSERT_GT(cpu.stats.raw.saturated, n / 2);
+        }
+        if (s == 0x1p-20f) {
+          ASSERT_GT(cpu.stats.raw.underflow, n / 2);
+        }
+        expect_same(gpu, cpu.stats);
+      }
+    }
+  }
+}
+
 // Rowwise scaling of a transpose without forming it, against the CPU on the transposed
 // tensor: the same per-column scales and codes, bit for bit; from fp32, bf16 and from
 // rowwise codes (dequantized on the CPU, then transposed and quantized).

@@ -214,7 +214,7 @@ if [ "${PART:-}" = kernels ]; then
     # Past the 3 x 28 launches of the counters-and-sums, histogram-only and map-only cases: the
     # first of all statistics.
     log "the statistics kernel (tensorwise E4M3, bf16, all statistics; ncu, clocks untouched)"
-    ncu --clock-control none --kernel-name-base demangled --kernel-name "regex:tile_stats_kernel<.fp8wb::Format.0" \
+    ncu --clock-control none --kernel-name-base demangled --kernel-name "regex:tile_keys_kernel<.fp8wb::Format.0" \
       --launch-skip 86 --launch-count 1 --section SpeedOfLight --section Occupancy --section WarpStateStats \
       --section LaunchStats --section ComputeWorkloadAnalysis \
       "$BUILD/tests/gpu/fp8wb_gpu_quantize_bench" >"$OUT/ncu-stats.txt" 2>&1

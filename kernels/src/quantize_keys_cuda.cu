@@ -1,0 +1,312 @@
+// Every statistic of a bf16 tensor under one scale (tensorwise E4M3FN or E5M2 with
+// saturation, the FP8 training passes), counted by value.
+//
+// Under one scale, each of an element's counters, its histogram bin and its part in the
+// amax depend on its magnitude alone, and a bf16 magnitude has 15 bits: a block counts
+// how often each of the 32768 magnitudes occurs (one shared-memory add an element, in a
+// 128 KB table), and derives the counters, the bins and the amax from that table once, at
+// its end, by quantizing each magnitude that occurred once (quantize_element(), the
+// software codec, which the hardware conversion equals bit for bit). The squares' sums
+// and the error map are summed element by element, as the tile statistics kernel does;
+// codes and transposed codes are stored in its layout.
+//
+// The table leaves room for one block an SM: a block is three groups of kThreads threads,
+// each walking its own share of the tiles as a block of the tile kernel would.
+#include "quantize_cuda_stats.cuh"
+
+namespace fp8wb::qgpu {
+namespace {
+
+constexpr int kGroups = 3;
+constexpr int kKeyThreads = kGroups * kThreads;
+constexpr int kKeyWarps = kKeyThreads / kWarpSize;
+constexpr int kKeys = 1 << 15;  // bf16 magnitudes
+constexpr size_t kKeyTableBytes = size_t{kKeys} * sizeof(uint32_t);
+
+// One count of each of the bf16 magnitudes in word w (two elements).
+__device__ __forceinline__ void count_keys(uint32_t* keys, uint32_t w) {
+  atomicAdd(&keys[w & 0x7FFFu], 1u);
+  atomicAdd(&keys[(w >> 16) & 0x7FFFu], 1u);
+}
+
+// The squares of four elements as count4_common sums them (fp32 partials of four, taken
+// to fp64), or false where that would lose them: a non-finite x (or a NaN difference: a
+// NaN code under a non-finite scale), partials outside [2^-100, 2^126]. Every x zero
+// (raw: the four bf16 words) sums exactly 0.
+__device__ __forceinline__ bool square_sums_common(const float x[4], const float dq[4], uint2 raw,
+                                                   double& te, double& ts) {
+  float e[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) e[k] = x[k] - dq[k];
+  const float pe = fmaf(e[3], e[3], fmaf(e[2], e[2], fmaf(e[1], e[1], e[0] * e[0])));
+  const float ps = fmaf(x[3], x[3], fmaf(x[2], x[2], fmaf(x[1], x[1], x[0] * x[0])));
+  const bool zeros = ((raw.x | raw.y) & 0x7FFF7FFFu) == 0 && pe == 0.0f;
+  if (!((pe >= 0x1p-100f && pe <= 0x1p126f && ps >= 0x1p-100f && ps <= 0x1p126f) || zeros))
+    return false;
+  te += pe;
+  ts += ps;
+  return true;
+}
+
+template <Format F, bool kTrans>
+__global__ void __launch_bounds__(kKeyThreads, 1)
+    tile_keys_kernel(const uint16_t* xb, Geometry G, const float* __restrict__ scale,
+                     const float* __restrict__ scale_inv, uint8_t* codes,
+                     uint8_t* __restrict__ codes_t, StatsBuffer* stats, double* map,
+                     bool tile_cells, bool want_hist) {
+  constexpr CodecSpec s = codec_spec(F);
+  extern __shared__ uint32_t keys[];  // kKeys counters
+  __shared__ float lut[256];
+  __shared__ unsigned long long hist[kHistBins];
+  for (int c = threadIdx.x; c < 256; c += blockDim.x) lut[c] = decode(static_cast<uint8_t>(c), s);
+  for (int i = threadIdx.x; i < kKeys / 4; i += blockDim.x)
+    reinterpret_cast<uint4*>(keys)[i] = make_uint4(0, 0, 0, 0);
+  for (int b = threadIdx.x; b < kHistBins; b += blockDim.x) hist[b] = 0;
+  __syncthreads();
+  const float sc = *scale, si = *scale_inv;
+  const int group = threadIdx.x / kThreads, gt = threadIdx.x % kThreads;
+  const int tx = gt & 15, ty = gt >> 4;
+  double sq_err = 0, sq_sum = 0;
+  for (TileWalk tw(G, blockIdx.x * kGroups + group, gridDim.x * kGroups); tw.more(); tw.next()) {
+    const int64_t tc = tw.c(), tr = tw.r();
+    const int64_t c0 = tc + tx * 4, r0 = tr + ty * 16;
+    double te = 0, ts = 0;
+    const bool in = c0 < G.cols && r0 < G.rows;
+    if (in) {
+      uint32_t slow = 0;  // bit i: row i's squares (and codes) wait for the loop below
+      [[maybe_unused]] uint32_t t[4][4];  // kTrans: t[q][k], column k of rows 4q..4q+3
+      const uint16_t* src = xb + r0 * G.cols + c0;
+      int64_t dst = r0 * G.cols + c0;
+      // All sixteen rows' loads in flight before the first is used.
+      Raw4<true> raw[16];
+#pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        raw[i].load(src);
+        src += G.cols;
+      }
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        uint32_t w[4];
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const int i = 4 * q + r;
+          float v[4], y[4], dq[4];
+          raw[i].get(v);
+          w[r] = quantize4<F, true, true, false>(v, sc, si, Overflow::Saturate, lut, y, dq);
+          count_keys(keys, raw[i].q.x);
+          count_keys(keys, raw[i].q.y);
+          if (!square_sums_common(v, dq, raw[i].q, te, ts)) slow |= 1u << i;
+          if (codes) *reinterpret_cast<uint32_t*>(codes + dst) = w[r];
+          dst += G.cols;
+        }
+        if constexpr (kTrans) transpose_bytes4(w, t[q]);
+      }
+      if constexpr (kTrans) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          *reinterpret_cast<uint4*>(codes_t + (c0 + k) * G.rows + r0) =
+              make_uint4(t[0][k], t[1][k], t[2][k], t[3][k]);
+        }
+      }
+      // The rows whose squares the fp32 partials would lose (a non-finite input or scale,
+      // squares beyond fp32's range): their codes with the codec's NaN codes, their
+      // squares in fp64 over the finite inputs. Their magnitudes are counted above.
+#pragma unroll 1
+      for (; slow != 0; slow &= slow - 1) {
+        const int i = __ffs(slow) - 1;
+        float v[4], y[4], dq[4], e[4], vf[4];
+        load4(nullptr, xb, (r0 + i) * G.cols + c0, v);
+        const uint32_t w = quantize4<F, true, true>(v, sc, si, Overflow::Saturate, lut, y, dq);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          const bool fin = (float_bits(v[k]) & 0x7FFFFFFFu) < 0x7F800000u;
+          e[k] = fin ? v[k] - dq[k] : 0.0f;
+          vf[k] = fin ? v[k] : 0.0f;
+        }
+        double re, rs;
+        square_sums4(e, vf, re, rs);
+        te += re;
+        ts += rs;
+        if (codes) *reinterpret_cast<uint32_t*>(codes + (r0 + i) * G.cols + c0) = w;
+        if constexpr (kTrans) {
+          for (int k = 0; k < 4; ++k) codes_t[(c0 + k) * G.rows + r0 + i] = (w >> (8 * k)) & 0xFFu;
+        }
+      }
+    }
+    sq_err += te;
+    sq_sum += ts;
+    if (map && tile_cells) {
+      // The tile lies in one cell: each warp adds its sums to the cell (no barrier, which
+      // would hold the group's warps in step, their loads and arithmetic no longer
+      // overlapping).
+      te = warp_sum(te);
+      ts = warp_sum(ts);
+      if (gpu::lane_id() == 0) {
+        const int64_t cell = (tr / G.cell_rows) * G.map_cols + tc / G.cell_cols;
+        if (te != 0) atomicAdd(&map[cell], te);
+        if (ts != 0) atomicAdd(&map[G.cells + cell], ts);
+      }
+    } else if (map) {
+      // As tile_stats_kernel: a run of equal keys is one half-warp's threads in one cell.
+      const int64_t key = in ? (r0 / G.cell_rows) * G.map_cols + c0 / G.cell_cols +
+                                   ((gpu::lane_id() >> 4) & 1) * G.cells
+                             : LLONG_MAX;
+      const auto add = [](double a, double b) { return a + b; };
+      const double e = segmented_reduce(key, te, add), q = segmented_reduce(key, ts, add);
+      if (last_of_run(key) && in) {
+        const int64_t cell = key >= G.cells ? key - G.cells : key;
+        if (e != 0) atomicAdd(&map[cell], e);
+        if (q != 0) atomicAdd(&map[G.cells + cell], q);
+      }
+    }
+  }
+  __syncthreads();
+  // The counters, bins and amax of every magnitude that occurred, as count_element()
+  // counts an element (a zero input in the zero bin, whatever its scaled value). Each
+  // thread takes a run of consecutive magnitudes, whose bins rise with them: a bin's count
+  // is added to the block's histogram once per run of the same bin, not once per
+  // magnitude (the adds of many threads to one bin would wait on each other).
+  unsigned long long n = 0, zeros = 0, nonfinite = 0, underflow = 0, subnormal = 0, saturated = 0,
+                     run = 0;
+  uint32_t amax = 0;
+  int run_bin = -1;
+  const int k_end = (threadIdx.x + 1) * kKeys / kKeyThreads;
+  for (int k = threadIdx.x * kKeys / kKeyThreads; k < k_end; ++k) {
+    const uint32_t count = keys[k];
+    if (count == 0) continue;
+    const float x = __uint_as_float(static_cast<uint32_t>(k) << 16);
+    const QuantizedElement qe =
+        quantize_element(x, sc, si, s, Overflow::Saturate, [&](uint8_t c) { return lut[c]; });
+    n += count;
+    int bin = kHistNonfiniteBin;
+    if (!qe.finite) {
+      nonfinite += count;
+    } else {
+      if (k == 0) {
+        zeros += count;
+        bin = kHistZeroBin;
+      } else {
+        amax = max(amax, float_bits(x));
+        if ((qe.code & 0x7Fu) == 0) underflow += count;  // a zero code of a nonzero input
+        bin = hist_bin(x * sc);
+      }
+      if (is_subnormal_code(qe.code, s)) subnormal += count;
+      if (qe.saturated) saturated += count;
+    }
+    if (bin != run_bin) {
+      if (want_hist && run) atomicAdd(&hist[run_bin], run);
+      run_bin = bin;
+      run = 0;
+    }
+    run += count;
+  }
+  if (want_hist && run) atomicAdd(&hist[run_bin], run);
+  __shared__ unsigned long long counts[kKeyWarps][6];
+  __shared__ double sums[kKeyWarps][2];
+  __shared__ uint32_t maxes[kKeyWarps];
+  const int lane = gpu::lane_id(), warp = gpu::warp_id();
+  const unsigned long long c[6] = {n, zeros, nonfinite, underflow, subnormal, saturated};
+#pragma unroll
+  for (int i = 0; i < 6; ++i) {
+    const unsigned long long sum = warp_sum(c[i]);
+    if (lane == 0) counts[warp][i] = sum;
+  }
+  const double e = warp_sum(sq_err), q = warp_sum(sq_sum);
+  const uint32_t m = warp_max(amax);
+  if (lane == 0) {
+    sums[warp][0] = e;
+    sums[warp][1] = q;
+    maxes[warp] = m;
+  }
+  __syncthreads();
+  unsigned long long* const dst[6] = {reinterpret_cast<unsigned long long*>(&stats->numel),
+                                      reinterpret_cast<unsigned long long*>(&stats->zeros),
+                                      reinterpret_cast<unsigned long long*>(&stats->nonfinite),
+                                      reinterpret_cast<unsigned long long*>(&stats->underflow),
+                                      reinterpret_cast<unsigned long long*>(&stats->subnormal),
+                                      reinterpret_cast<unsigned long long*>(&stats->saturated)};
+  if (threadIdx.x < 6) {
+    unsigned long long sum = 0;
+    for (int w = 0; w < kKeyWarps; ++w) sum += counts[w][threadIdx.x];
+    if (sum) atomicAdd(dst[threadIdx.x], sum);
+  } else if (threadIdx.x == 32 || threadIdx.x == 33) {
+    double sum = 0;
+    for (int w = 0; w < kKeyWarps; ++w) sum += sums[w][threadIdx.x - 32];
+    if (sum != 0) atomicAdd(threadIdx.x == 32 ? &stats->sq_err : &stats->sq_sum, sum);
+  } else if (threadIdx.x == 64) {
+    uint32_t mm = 0;
+    for (int w = 0; w < kKeyWarps; ++w) mm = max(mm, maxes[w]);
+    atomicMax(&stats->amax_bits, mm);
+  } else if (threadIdx.x >= 128 && threadIdx.x < 128 + kHistBins) {
+    const unsigned long long h = hist[threadIdx.x - 128];
+    if (h) atomicAdd(reinterpret_cast<unsigned long long*>(&stats->hist[threadIdx.x - 128]), h);
+  }
+}
+
+// Blocks of tile_keys_kernel for a tensor of `tiles` tiles: one an SM at most.
+unsigned keys_grid(int64_t tiles) {
+  return static_cast<unsigned>(
+      std::max<int64_t>(1, std::min<int64_t>((tiles + kGroups - 1) / kGroups, sm_count())));
+}
+
+int64_t tile_count(const DeviceTensor& x) {
+  return ((x.cols + 63) / 64) * ((x.rows + 255) / 256);
+}
+
+// The table's 128 KB past the default 48 KB of shared memory, allowed once per kernel.
+template <auto Kernel>
+void allow_key_table() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    FP8WB_GPU_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(Kernel),
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(kKeyTableBytes)));
+  });
+}
+
+}  // namespace
+
+bool tile_keys_ok(const DeviceTensor& x, const Geometry& G, const uint8_t* codes,
+                  const uint8_t* codes_t) {
+  if (!x.bf16 || G.group_cols != 1 || G.block_rows < G.rows ||
+      !tile_stats_ok(x, G, codes, codes_t)) {
+    return false;
+  }
+  // The table's counters are 32-bit: a block takes fewer than 2^32 elements.
+  const int64_t tiles = tile_count(x), grid = keys_grid(tiles);
+  return (tiles + grid - 1) / grid * (256 * 64) < (int64_t{1} << 32);
+}
+
+void launch_tile_keys(Format f, const DeviceTensor& x, const Geometry& G, const float* sc,
+                      const float* si, uint8_t* codes, uint8_t* codes_t,
+                      const DeviceStatsTargets& t, cudaStream_t st) {
+  double* map = G.map ? t.map : nullptr;
+  const bool tile_cells = G.cell_rows % 256 == 0 && G.cell_cols % 64 == 0;
+  const unsigned grid = keys_grid(tile_count(x));
+  const auto run = [&](auto kernel_tag) {
+    constexpr auto k = decltype(kernel_tag)::value;
+    allow_key_table<k>();
+    k<<<grid, kKeyThreads, kKeyTableBytes, st>>>(x.bf16, G, sc, si, codes, codes_t, t.stats, map,
+                                                 tile_cells, t.histogram);
+  };
+  const auto pick = [&](auto format_tag) {
+    constexpr Format F = decltype(format_tag)::value;
+    if (codes_t) {
+      run(std::integral_constant<decltype(&tile_keys_kernel<F, true>),
+                                 &tile_keys_kernel<F, true>>{});
+    } else {
+      run(std::integral_constant<decltype(&tile_keys_kernel<F, false>),
+                                 &tile_keys_kernel<F, false>>{});
+    }
+  };
+  if (f == Format::E4M3FN) {
+    pick(std::integral_constant<Format, Format::E4M3FN>{});
+  } else if (f == Format::E5M2) {
+    pick(std::integral_constant<Format, Format::E5M2>{});
+  } else {
+    throw std::invalid_argument("statistics by value: E4M3FN or E5M2 with saturation only");
+  }
+  FP8WB_GPU_CHECK(cudaGetLastError());
+}
+
+}  // namespace fp8wb::qgpu
