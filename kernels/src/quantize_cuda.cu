@@ -2,7 +2,8 @@
 // delayed-scaling update are here; quantize_cuda() picks the kernel family that takes the
 // pass (quantize_cuda_internal.cuh lists them):
 //   - statistics of E4M3FN/E5M2 with saturation in whole 16 x 4 pieces: tile kernel, or
-//     for bf16 under one scale the kernel that counts by value (quantize_keys_cuda.cu);
+//     with the histogram of bf16 under one scale, the kernel that counts by value
+//     (quantize_keys_cuda.cu);
 //   - transposed codes without statistics: tile kernel;
 //   - tensorwise codes only (an amax at most): flat kernel;
 //   - anything else with 16-byte-aligned rows: row-walk kernel;
@@ -318,7 +319,7 @@ void quantize_cuda(const DeviceTensor& x, const QuantRecipe& recipe, const Group
                   recipe.overflow == Overflow::Saturate;
   const float *sc = d_scale, *si = d_scale_inv;
   const Overflow ov = recipe.overflow;
-  if (hw && t.stats && tile_keys_ok(x, G, codes, codes_t)) {
+  if (hw && t.stats && tile_keys_ok(x, G, codes, codes_t, t.histogram)) {
     launch_tile_keys(recipe.format, x, G, sc, si, codes, codes_t, t, st);
   } else if (hw && t.stats && tile_stats_ok(x, G, codes, codes_t)) {
     launch_tile_stats(recipe.format, x, G, sc, si, codes, codes_t, t, st);

@@ -352,7 +352,7 @@ void launch_tile_stats(Format f, const DeviceTensor& x, const Geometry& G, const
                        const DeviceStatsTargets& t, cudaStream_t st);
 // quantize_keys_cuda.cu:
 bool tile_keys_ok(const DeviceTensor& x, const Geometry& G, const uint8_t* codes,
-                  const uint8_t* codes_t);
+                  const uint8_t* codes_t, bool histogram);
 void launch_tile_keys(Format f, const DeviceTensor& x, const Geometry& G, const float* sc,
                       const float* si, uint8_t* codes, uint8_t* codes_t,
                       const DeviceStatsTargets& t, cudaStream_t st);

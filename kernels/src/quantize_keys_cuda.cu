@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(kKeyThreads, 1)
     tile_keys_kernel(const uint16_t* xb, Geometry G, const float* __restrict__ scale,
                      const float* __restrict__ scale_inv, uint8_t* codes,
                      uint8_t* __restrict__ codes_t, StatsBuffer* stats, double* map,
-                     bool tile_cells, bool want_hist) {
+                     bool tile_cells) {
   constexpr CodecSpec s = codec_spec(F);
   extern __shared__ uint32_t keys[];  // kKeys counters
   __shared__ float lut[256];
@@ -194,13 +194,13 @@ __global__ void __launch_bounds__(kKeyThreads, 1)
       if (qe.saturated) saturated += count;
     }
     if (bin != run_bin) {
-      if (want_hist && run) atomicAdd(&hist[run_bin], run);
+      if (run) atomicAdd(&hist[run_bin], run);
       run_bin = bin;
       run = 0;
     }
     run += count;
   }
-  if (want_hist && run) atomicAdd(&hist[run_bin], run);
+  if (run) atomicAdd(&hist[run_bin], run);
   __shared__ unsigned long long counts[kKeyWarps][6];
   __shared__ double sums[kKeyWarps][2];
   __shared__ uint32_t maxes[kKeyWarps];
@@ -267,8 +267,10 @@ void allow_key_table() {
 }  // namespace
 
 bool tile_keys_ok(const DeviceTensor& x, const Geometry& G, const uint8_t* codes,
-                  const uint8_t* codes_t) {
-  if (!x.bf16 || G.group_cols != 1 || G.block_rows < G.rows ||
+                  const uint8_t* codes_t, bool histogram) {
+  // Without the histogram, the tile kernel's counters off the codes cost less than a
+  // shared-memory add an element.
+  if (!histogram || !x.bf16 || G.group_cols != 1 || G.block_rows < G.rows ||
       !tile_stats_ok(x, G, codes, codes_t)) {
     return false;
   }
@@ -287,7 +289,7 @@ void launch_tile_keys(Format f, const DeviceTensor& x, const Geometry& G, const 
     constexpr auto k = decltype(kernel_tag)::value;
     allow_key_table<k>();
     k<<<grid, kKeyThreads, kKeyTableBytes, st>>>(x.bf16, G, sc, si, codes, codes_t, t.stats, map,
-                                                 tile_cells, t.histogram);
+                                                 tile_cells);
   };
   const auto pick = [&](auto format_tag) {
     constexpr Format F = decltype(format_tag)::value;
