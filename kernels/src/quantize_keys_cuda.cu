@@ -67,7 +67,10 @@ __global__ void __launch_bounds__(kKeyThreads, 1)
   const int group = threadIdx.x / kThreads, gt = threadIdx.x % kThreads;
   const int tx = gt & 15, ty = gt >> 4;
   double sq_err = 0, sq_sum = 0;
-  for (TileWalk tw(G, blockIdx.x * kGroups + group, gridDim.x * kGroups); tw.more(); tw.next()) {
+  // Group g of block b takes tile g * gridDim.x + b, then every (kGroups * gridDim.x)-th:
+  // the tiles left over when the walks end are spread over the blocks (one an SM), not
+  // given to the first blocks.
+  for (TileWalk tw(G, group * gridDim.x + blockIdx.x, gridDim.x * kGroups); tw.more(); tw.next()) {
     const int64_t tc = tw.c(), tr = tw.r();
     const int64_t c0 = tc + tx * 4, r0 = tr + ty * 16;
     double te = 0, ts = 0;
