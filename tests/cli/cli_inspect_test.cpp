@@ -21,6 +21,7 @@
 #include "fp8wb/core/checkpoint_analysis.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/safetensors.h"
+#include "range_tensors.h"
 #include "temp_dir.h"
 
 namespace {
@@ -579,11 +580,7 @@ TEST(CliInspect, AZipThatIsNoCheckpointIsSaidSo) {
 
 namespace {
 
-std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
-  std::vector<uint8_t> b(v.size() * 4);
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
+using fp8wb::test::f32_bytes;
 
 std::string temp_checkpoint(const std::string& stem) {
   return (std::filesystem::temp_directory_path() /
@@ -597,19 +594,10 @@ std::string temp_checkpoint(const std::string& stem) {
 // end bins: the JSON names each bin's exponent, and every value is in the right one.
 TEST(CliInspect, HistogramBinsAreEveryValuesOwnExponent) {
   const std::string path = temp_checkpoint("hist");
-  const int n = 4096;
-  std::vector<float> big(n), small(n);
-  for (int i = 0; i < n; ++i) {
-    big[static_cast<size_t>(i)] = std::exp2f(10.0f + 20.0f * (static_cast<float>(i) + 0.5f) / n);
-    small[static_cast<size_t>(i)] = std::exp2f(-60.0f + 15.0f * (static_cast<float>(i) + 0.5f) / n);
-  }
-  const std::vector<float> huge(4, 3e38f), denorm(4, std::numeric_limits<float>::denorm_min());
-  fp8wb::write_safetensors(path, {{"w.big", fp8wb::StDtype::F32, {64, 64}, f32_bytes(big)},
-                                  {"w.small", fp8wb::StDtype::F32, {64, 64}, f32_bytes(small)},
-                                  {"w.huge", fp8wb::StDtype::F32, {4}, f32_bytes(huge)},
-                                  {"w.denorm", fp8wb::StDtype::F32, {4}, f32_bytes(denorm)}});
-  const std::map<std::string, std::vector<float>> values{
-      {"w.big", big}, {"w.small", small}, {"w.huge", huge}, {"w.denorm", denorm}};
+  const auto tensors = fp8wb::test::range_tensors();
+  fp8wb::write_safetensors(path, fp8wb::test::to_write(tensors));
+  std::map<std::string, std::vector<float>> values;
+  for (const auto& t : tensors) values[t.name] = t.values;
   auto r = run({"inspect", path, "--json", "--device", "cpu"});
   ASSERT_EQ(r.rc, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
