@@ -651,4 +651,17 @@ TEST(CliDemo, GradientsSayWhatIsClampedAndWhy) {
   EXPECT_EQ(column_of(band, band.find('s')), first_bin + static_cast<size_t>(-9 - lo)) << t.out;
 }
 
+// The outliers demo names its comparison figures for what they are, a reference result
+// from the literature on mixed-precision and FP8 training, with the figures themselves.
+TEST(CliDemo, OutliersNameTheReferenceResult) {
+  const Result r = run({"demo", "outliers"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.find("chapter"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("reference result from the mixed-precision / FP8 training literature"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("2.6% / 4.9% / 14.1% at k = 1e2 / 1e4 / 3e4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1x128 blocks 2.6% throughout"), std::string::npos) << r.out;
+}
+
 }  // namespace

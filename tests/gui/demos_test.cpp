@@ -246,7 +246,7 @@ void DemosTest::outlierFooterCitesAndComputes() {
   auto* slider = view.findChild<QSlider*>();
   QVERIFY(slider);
   slider->setValue(8);  // k = 100: the figures for the slider's k are another matter
-  // The source chapter's 4.9% at k = 1e4 and this tensor's own figure beside it.
+  // The reference result's 4.9% at k = 1e4 and this tensor's own figure beside it.
   const OutlierDemoResult core = run_outlier_demo({});
   const QString computed = QString::number(core.rows[1].tensorwise_error_pct, 'f', 2);
   QCOMPARE(computed, QStringLiteral("4.48"));
@@ -254,6 +254,11 @@ void DemosTest::outlierFooterCitesAndComputes() {
   QVERIFY2(text.contains(QStringLiteral("4.9")), qPrintable(text));
   QVERIFY2(text.contains(computed), qPrintable(text));
   QVERIFY2(text.contains(QStringLiteral("amax")), qPrintable(text));  // and why they differ
+  // Named for what it is, a reference result from the literature.
+  QVERIFY2(!text.contains(QStringLiteral("chapter")), qPrintable(text));
+  QVERIFY2(text.contains(QStringLiteral(
+               "A reference result from the mixed-precision / FP8 training literature")),
+           qPrintable(text));
 }
 
 // The footer's reasons follow the sliders: which formats lose the update, which move by
