@@ -187,7 +187,7 @@ void add_formats_command(CLI::App& app, FormatsOptions& opt) {
                   "Only these formats (repeatable): E4M3FN, E5M2, E4M3FNUZ, E5M2FNUZ, E8M0FNU, "
                   "E2M1FN, E3M2FN, E2M3FN, or aliases such as e4m3, fp4")
       ->allow_extra_args(false);  // one format an -f: `-f e4m3 -- -inf` leaves -inf a value
-  cmd->add_option("-t,--table", opt.table, "Print all codes of this format");
+  cmd->add_option("-t,--table", opt.table, "Print all codes of this format (without values)");
   cmd->add_option("-o,--overflow", opt.overflow, "Overflow mode: saturate (default) or ieee");
   cmd->add_flag("--json", opt.json, "Machine-readable output");
   cmd->add_flag("--csv", opt.csv, "CSV output (with --table)");
@@ -202,6 +202,14 @@ int run_formats(const FormatsOptions& opt, std::ostream& out, std::ostream& err)
     }
     if (opt.csv && opt.table.empty()) {
       throw std::invalid_argument("--csv is for a code table: give --table FORMAT (or --json)");
+    }
+    if (!opt.table.empty() && !opt.values.empty()) {
+      // The command explains values or lists a code table, not both: a value given with
+      // --table would be left out without a word.
+      const std::string& v = opt.values.front();
+      throw std::invalid_argument("give values or --table, not both: `fp8wb formats " + v + " -f " +
+                                  opt.table + "` explains " + v + " in " + opt.table +
+                                  ", `fp8wb formats --table " + opt.table + "` lists its codes");
     }
     if (!opt.table.empty()) return print_table(opt, out);
     if (opt.values.empty()) {

@@ -664,4 +664,23 @@ TEST(CliDemo, OutliersNameTheReferenceResult) {
   EXPECT_NE(r.out.find("1x128 blocks 2.6% throughout"), std::string::npos) << r.out;
 }
 
+// `formats` explains values or lists a code table: a value given with --table is refused
+// (it would be left out without a word), saying how to ask for each.
+TEST(CliFormats, ValuesWithATableAreRefused) {
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"formats", "0.1", "--table", "e4m3"},
+                                             {"formats", "--table", "e4m3", "0.1", "--json"},
+                                             {"formats", "0.1", "-t", "e4m3", "--csv"}}) {
+    const Result r = run(args);
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_NE(r.err.find("fp8wb formats: give values or --table, not both"), std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("`fp8wb formats 0.1 -f e4m3` explains 0.1 in e4m3"), std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("`fp8wb formats --table e4m3` lists its codes"), std::string::npos)
+        << r.err;
+  }
+}
+
 }  // namespace
