@@ -163,10 +163,11 @@ int print_table(const FormatsOptions& opt, std::ostream& out) {
     return 0;
   }
   const FormatInfo& info = format_info(*f);
+  // E8M0FNU has no subnormals (min_subnormal 0): said as "none", not as a value 0.
   out << fmt::format("{}: {} codes, bias {}, max {}, min normal {}, min subnormal {}\n", info.name,
                      info.code_count, static_cast<int>(info.spec.bias),
                      format_number(info.max_finite), format_number(info.min_normal),
-                     format_number(info.min_subnormal));
+                     info.min_subnormal > 0 ? format_number(info.min_subnormal) : "none");
   out << fmt::format("{:<6} {:<12} {:<10} {}\n", "code", "s exp man", "kind", "value");
   for (const auto& r : rows) {
     const std::string plain = r.bits.joined(' ');

@@ -683,4 +683,19 @@ TEST(CliFormats, ValuesWithATableAreRefused) {
   }
 }
 
+// E8M0FNU has no subnormals: its table's header says so, not "min subnormal 0".
+TEST(CliFormats, E8M0TableSaysItHasNoSubnormals) {
+  const Result r = run({"formats", "--table", "e8m0"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string head = r.out.substr(0, r.out.find('\n'));
+  EXPECT_NE(head.find("E8M0FNU:"), std::string::npos) << head;
+  EXPECT_NE(head.find("min subnormal none"), std::string::npos) << head;
+  EXPECT_EQ(head.find("min subnormal 0"), std::string::npos) << head;
+  const Result e4 = run({"formats", "--table", "e4m3"});
+  const std::string e4_head = e4.out.substr(0, e4.out.find('\n'));
+  EXPECT_NE(e4_head.find("min subnormal " + fp8wb::format_number(std::ldexp(1.0, -9))),
+            std::string::npos)
+      << e4_head;
+}
+
 }  // namespace
