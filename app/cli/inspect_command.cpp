@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "fp8wb/core/checkpoint_analysis.h"
 #include "fp8wb/core/counted.h"
@@ -43,6 +44,30 @@ nlohmann::json log2_bins(const std::vector<uint64_t>& full) {
     if (c > 0) bins.push_back({{"exp", b + kValueHistMinExp}, {"count", c}});
   }
   return bins;
+}
+
+// Bytes as people read them: "512 bytes", "12.3 kB", "45.6 MB", "7.89 GB".
+std::string byte_text(double bytes) {
+  if (bytes < 1e3) return fmt::format("{:.0f} bytes", bytes);
+  if (bytes < 1e6) return fmt::format("{:.1f} kB", bytes / 1e3);
+  if (bytes < 1e9) return fmt::format("{:.1f} MB", bytes / 1e6);
+  return fmt::format("{:.2f} GB", bytes / 1e9);
+}
+
+// The analysis' last line: what was analysed, in what time and, where the time is long
+// enough to measure a rate (not the fixed costs of a small file), at what rate.
+std::string analysis_line(double bytes, double seconds, size_t combos, bool on_gpu) {
+  const std::string time = seconds >= 1      ? fmt::format("{:.2f} s", seconds)
+                           : seconds >= 1e-3 ? fmt::format("{:.0f} ms", seconds * 1e3)
+                                             : std::string("under 1 ms");
+  std::string rate;
+  if (seconds >= 0.1) {
+    const double per_s = bytes / seconds;
+    rate = per_s >= 1e9 ? fmt::format("{:.2f} GB/s, ", per_s / 1e9)
+                        : fmt::format("{:.1f} MB/s, ", per_s / 1e6);
+  }
+  return fmt::format("analysed {} of tensors in {} ({}{} recipe x format each, {})\n",
+                     byte_text(bytes), time, rate, combos, on_gpu ? "on the GPU" : "on the CPU");
 }
 
 }  // namespace
@@ -231,10 +256,7 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
         << (with_nonfinite == 1 ? " holds" : " hold") << " NaN or Inf values\n";
   size_t combos = 0;
   for (const auto& a : all) combos = std::max(combos, a.recipes.size());
-  out << fmt::format(
-      "analysed {:.1f} MB of tensors in {:.2f} s ({:.3f} GB/s, {} recipe x format each, {})\n",
-      bytes / 1e6, seconds, bytes / 1e9 / std::max(seconds, 1e-9), combos,
-      on_gpu ? "on the GPU" : "on the CPU");
+  out << analysis_line(bytes, seconds, combos, on_gpu);
   return 0;
 }
 

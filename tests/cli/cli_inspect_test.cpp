@@ -692,3 +692,26 @@ TEST(CliInspect, BadScaleInvBlocksAreNamed) {
   }
   std::filesystem::remove(path);
 }
+
+namespace {
+
+// A small file's summary says its size and time in units that show them, and no rate
+// measured on the fixed costs of a few milliseconds ("0.0 MB ... 0.000 GB/s" said nothing).
+TEST(CliInspect, ASmallFilesSummarySaysItsSizeAndTime) {
+  const std::string path = temp_checkpoint("small");
+  fp8wb::write_safetensors(path, {{"w.a", fp8wb::StDtype::F32, {2}, f32_bytes({0.5f, -0.25f})},
+                                  {"w.b", fp8wb::StDtype::F32, {2}, f32_bytes({1.0f, 2.0f})}});
+  const auto r = run({"inspect", path, "--device", "cpu"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const size_t at = r.out.find("analysed ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+  EXPECT_EQ(line.rfind("analysed 16 bytes of tensors in ", 0), 0u) << line;
+  EXPECT_EQ(line.find("GB/s"), std::string::npos) << line;
+  EXPECT_EQ(line.find("0.0 MB"), std::string::npos) << line;
+  EXPECT_EQ(line.find("0.00 s"), std::string::npos) << line;
+  EXPECT_NE(line.find("on the CPU)"), std::string::npos) << line;
+  std::filesystem::remove(path);
+}
+
+}  // namespace
