@@ -2,11 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <system_error>
 
 #include "fp8wb/core/checkpoint_analysis.h"
 #include "fp8wb/core/counted.h"
@@ -44,6 +50,32 @@ nlohmann::json log2_bins(const std::vector<uint64_t>& full) {
     if (c > 0) bins.push_back({{"exp", b + kValueHistMinExp}, {"count", c}});
   }
   return bins;
+}
+
+// Why --export cannot write to `path`, said before any work (the analysis of a large
+// checkpoint takes minutes): its folder is not there, not a folder or not writable, or the
+// path is a folder. Empty where it can.
+std::string export_path_refusal(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    return "--export " + path + " is a folder: give a file path, e.g. " +
+           (fs::path(path) / "model-fp8.safetensors").string();
+  }
+  fs::path folder = fs::path(path).parent_path();
+  if (folder.empty()) folder = ".";
+  const auto st = fs::status(folder, ec);
+  if (!fs::exists(st)) {
+    return "--export " + path + ": the folder " + folder.string() +
+           " does not exist (create it first, or give another path)";
+  }
+  if (!fs::is_directory(st))
+    return "--export " + path + ": " + folder.string() + " is not a folder";
+  if (::access(folder.c_str(), W_OK | X_OK) != 0) {
+    return "--export " + path + ": the folder " + folder.string() + " is not writable (" +
+           std::strerror(errno) + ")";
+  }
+  return {};
 }
 
 // Bytes as people read them: "512 bytes", "12.3 kB", "45.6 MB", "7.89 GB".
@@ -114,6 +146,12 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
               : opt.device == "gpu" ? AnalysisDevice::Gpu
                                     : AnalysisDevice::Auto;
   const bool on_gpu = analysis_uses_gpu(ao.device);  // a clear error before any work
+  if (!opt.export_path.empty()) {
+    if (const std::string no = export_path_refusal(opt.export_path); !no.empty()) {
+      err << "fp8wb inspect: " << no << "\n";
+      return 1;
+    }
+  }
   const auto ckpt = open_any_checkpoint(opt.path);
   if (!opt.export_path.empty()) {
     // The FP8 copy is lossy: written over the checkpoint (or one of its shards) it would

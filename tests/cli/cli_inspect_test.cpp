@@ -714,4 +714,35 @@ TEST(CliInspect, ASmallFilesSummarySaysItsSizeAndTime) {
   std::filesystem::remove(path);
 }
 
+// --export into a folder that is not there (or a path that is a folder) is refused before
+// the checkpoint is read and analysed, naming the path and the folder.
+TEST(CliInspect, ExportToAMissingFolderIsRefusedFirst) {
+  const std::string path = temp_checkpoint("export-src");
+  fp8wb::write_safetensors(
+      path,
+      {{"w.weight", fp8wb::StDtype::F32, {16, 16}, f32_bytes(std::vector<float>(256, 0.5f))}});
+  const std::string folder = (std::filesystem::temp_directory_path() /
+                              ("fp8wb-inspect-missing-" + std::to_string(getpid())))
+                                 .string();
+  const std::string out = folder + "/model-fp8.safetensors";
+  auto r = run({"inspect", path, "--device", "cpu", "--export", out});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_EQ(r.err, "fp8wb inspect: --export " + out + ": the folder " + folder +
+                       " does not exist (create it first, or give another path)\n");
+  EXPECT_FALSE(std::filesystem::exists(folder));
+  // Said before the checkpoint is read: a checkpoint that is not there is not reached.
+  r = run({"inspect", path + ".none", "--device", "cpu", "--export", out});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("the folder " + folder + " does not exist"), std::string::npos) << r.err;
+  // A folder as the path: a file path is asked for.
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  r = run({"inspect", path, "--device", "cpu", "--export", dir});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("--export " + dir + " is a folder: give a file path"), std::string::npos)
+      << r.err;
+  std::filesystem::remove(path);
+}
+
 }  // namespace
