@@ -163,10 +163,11 @@ int print_table(const FormatsOptions& opt, std::ostream& out) {
     return 0;
   }
   const FormatInfo& info = format_info(*f);
+  // E8M0FNU has no subnormals (min_subnormal 0): said as "none", not as a value 0.
   out << fmt::format("{}: {} codes, bias {}, max {}, min normal {}, min subnormal {}\n", info.name,
                      info.code_count, static_cast<int>(info.spec.bias),
                      format_number(info.max_finite), format_number(info.min_normal),
-                     format_number(info.min_subnormal));
+                     info.min_subnormal > 0 ? format_number(info.min_subnormal) : "none");
   out << fmt::format("{:<6} {:<12} {:<10} {}\n", "code", "s exp man", "kind", "value");
   for (const auto& r : rows) {
     const std::string plain = r.bits.joined(' ');
@@ -187,7 +188,7 @@ void add_formats_command(CLI::App& app, FormatsOptions& opt) {
                   "Only these formats (repeatable): E4M3FN, E5M2, E4M3FNUZ, E5M2FNUZ, E8M0FNU, "
                   "E2M1FN, E3M2FN, E2M3FN, or aliases such as e4m3, fp4")
       ->allow_extra_args(false);  // one format an -f: `-f e4m3 -- -inf` leaves -inf a value
-  cmd->add_option("-t,--table", opt.table, "Print all codes of this format");
+  cmd->add_option("-t,--table", opt.table, "Print all codes of this format (without values)");
   cmd->add_option("-o,--overflow", opt.overflow, "Overflow mode: saturate (default) or ieee");
   cmd->add_flag("--json", opt.json, "Machine-readable output");
   cmd->add_flag("--csv", opt.csv, "CSV output (with --table)");
@@ -202,6 +203,14 @@ int run_formats(const FormatsOptions& opt, std::ostream& out, std::ostream& err)
     }
     if (opt.csv && opt.table.empty()) {
       throw std::invalid_argument("--csv is for a code table: give --table FORMAT (or --json)");
+    }
+    if (!opt.table.empty() && !opt.values.empty()) {
+      // The command explains values or lists a code table, not both: a value given with
+      // --table would be left out without a word.
+      const std::string& v = opt.values.front();
+      throw std::invalid_argument("give values or --table, not both: `fp8wb formats " + v + " -f " +
+                                  opt.table + "` explains " + v + " in " + opt.table +
+                                  ", `fp8wb formats --table " + opt.table + "` lists its codes");
     }
     if (!opt.table.empty()) return print_table(opt, out);
     if (opt.values.empty()) {

@@ -2,10 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <system_error>
 
 #include "fp8wb/core/checkpoint_analysis.h"
 #include "fp8wb/core/counted.h"
@@ -43,6 +50,56 @@ nlohmann::json log2_bins(const std::vector<uint64_t>& full) {
     if (c > 0) bins.push_back({{"exp", b + kValueHistMinExp}, {"count", c}});
   }
   return bins;
+}
+
+// Why --export cannot write to `path`, said before any work (the analysis of a large
+// checkpoint takes minutes): its folder is not there, not a folder or not writable, or the
+// path is a folder. Empty where it can.
+std::string export_path_refusal(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    return "--export " + path + " is a folder: give a file path, e.g. " +
+           (fs::path(path) / "model-fp8.safetensors").string();
+  }
+  fs::path folder = fs::path(path).parent_path();
+  if (folder.empty()) folder = ".";
+  const auto st = fs::status(folder, ec);
+  if (!fs::exists(st)) {
+    return "--export " + path + ": the folder " + folder.string() +
+           " does not exist (create it first, or give another path)";
+  }
+  if (!fs::is_directory(st))
+    return "--export " + path + ": " + folder.string() + " is not a folder";
+  if (::access(folder.c_str(), W_OK | X_OK) != 0) {
+    return "--export " + path + ": the folder " + folder.string() + " is not writable (" +
+           std::strerror(errno) + ")";
+  }
+  return {};
+}
+
+// Bytes as people read them: "512 bytes", "12.3 kB", "45.6 MB", "7.89 GB".
+std::string byte_text(double bytes) {
+  if (bytes < 1e3) return fmt::format("{:.0f} bytes", bytes);
+  if (bytes < 1e6) return fmt::format("{:.1f} kB", bytes / 1e3);
+  if (bytes < 1e9) return fmt::format("{:.1f} MB", bytes / 1e6);
+  return fmt::format("{:.2f} GB", bytes / 1e9);
+}
+
+// The analysis' last line: what was analysed, in what time and, where the time is long
+// enough to measure a rate (not the fixed costs of a small file), at what rate.
+std::string analysis_line(double bytes, double seconds, size_t combos, bool on_gpu) {
+  const std::string time = seconds >= 1      ? fmt::format("{:.2f} s", seconds)
+                           : seconds >= 1e-3 ? fmt::format("{:.0f} ms", seconds * 1e3)
+                                             : std::string("under 1 ms");
+  std::string rate;
+  if (seconds >= 0.1) {
+    const double per_s = bytes / seconds;
+    rate = per_s >= 1e9 ? fmt::format("{:.2f} GB/s, ", per_s / 1e9)
+                        : fmt::format("{:.1f} MB/s, ", per_s / 1e6);
+  }
+  return fmt::format("analysed {} of tensors in {} ({}{} recipe x format each, {})\n",
+                     byte_text(bytes), time, rate, combos, on_gpu ? "on the GPU" : "on the CPU");
 }
 
 }  // namespace
@@ -89,6 +146,12 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
               : opt.device == "gpu" ? AnalysisDevice::Gpu
                                     : AnalysisDevice::Auto;
   const bool on_gpu = analysis_uses_gpu(ao.device);  // a clear error before any work
+  if (!opt.export_path.empty()) {
+    if (const std::string no = export_path_refusal(opt.export_path); !no.empty()) {
+      err << "fp8wb inspect: " << no << "\n";
+      return 1;
+    }
+  }
   const auto ckpt = open_any_checkpoint(opt.path);
   if (!opt.export_path.empty()) {
     // The FP8 copy is lossy: written over the checkpoint (or one of its shards) it would
@@ -231,10 +294,7 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
         << (with_nonfinite == 1 ? " holds" : " hold") << " NaN or Inf values\n";
   size_t combos = 0;
   for (const auto& a : all) combos = std::max(combos, a.recipes.size());
-  out << fmt::format(
-      "analysed {:.1f} MB of tensors in {:.2f} s ({:.3f} GB/s, {} recipe x format each, {})\n",
-      bytes / 1e6, seconds, bytes / 1e9 / std::max(seconds, 1e-9), combos,
-      on_gpu ? "on the GPU" : "on the CPU");
+  out << analysis_line(bytes, seconds, combos, on_gpu);
   return 0;
 }
 

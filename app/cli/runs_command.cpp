@@ -239,13 +239,16 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
       out << "no runs in " << store->path() << "\n";
       return 0;
     }
-    // Names in full (two sweep trials may differ only at the end), the column as wide as
-    // the longest one, counted in terminal columns (a CJK character or an emoji takes two),
-    // not bytes; a name stored elsewhere with a control character shows it escaped.
+    // The column as wide as the longest name up to kRunNameWidth, counted in terminal
+    // columns (a CJK character or an emoji takes two), not bytes; a longer name is cut in
+    // the middle (two sweep trials may differ only at the end: `runs show` and --json
+    // give it whole); a name stored elsewhere with a control character shows it escaped.
+    constexpr size_t kRunNameWidth = 48;
     size_t width = 24;
-    for (const auto& r : runs) width = std::max(width, text_width(shown_text(r.name)));
+    for (const auto& r : runs)
+      width = std::max(width, std::min(kRunNameWidth, text_width(shown_text(r.name))));
     auto padded = [&](const std::string& s) {
-      const std::string t = shown_text(s);
+      const std::string t = cut_middle(shown_text(s), width);
       return t + std::string(width - text_width(t), ' ');
     };
     out << fmt::format("{:>5}  {} {:<12} {:>7} {:>10} {:>11}  {:<8} {}\n", "id", padded("name"),

@@ -192,6 +192,29 @@ GradientDemoResult run_gradient_demo(const GradientDemoConfig& cfg) {
   return res;
 }
 
+std::string gradient_clamp_note(const GradientDemoCase& c) {
+  const uint64_t clamped = c.stats.raw.saturated;
+  if (clamped == 0) return {};
+  const FormatInfo& info = format_info(c.format);
+  char share[48];
+  std::snprintf(share, sizeof share, "%.2f%%", c.stats.saturated_pct());
+  std::string note = std::string(share) + " of the values (" + std::to_string(clamped) +
+                     ") lie beyond " + std::string(info.name) + "'s largest value, ±" +
+                     format_number(info.max_finite) + ", and are clamped to it";
+  // The clamped values are the largest: where they hold most of the signal's energy, the
+  // error of clamping them is about as large as the signal.
+  const double sqnr = c.stats.sqnr_db();
+  if (sqnr < 10) {
+    char db[32];
+    std::snprintf(db, sizeof db, "%.1f", sqnr);
+    note +=
+        ": they are the largest values and hold most of the signal, and clamping loses "
+        "most of each, so the error is about as large as the signal (SQNR " +
+        std::string(db) + " dB)";
+  }
+  return note;
+}
+
 }  // namespace fp8wb
 
 namespace fp8wb {

@@ -1,4 +1,5 @@
 // fp8wb's output for known values, run in-process through run_cli().
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -568,6 +569,133 @@ TEST(CliDemo, GradientScaleBelowFp32IsRefused) {
   EXPECT_EQ(least, "1.176e-30\n");
   const Result ok = run({"demo", "gradients", "--scale", "1.176e-30", "--json"});
   ASSERT_EQ(ok.rc, 0) << ok.err;
+}
+
+}  // namespace
+
+namespace {
+
+// The code points (not bytes) before byte offset `at` of `line`: a column on a terminal
+// for the demo's text, whose block characters take one column each.
+size_t column_of(const std::string& line, size_t at) {
+  size_t n = 0;
+  for (size_t i = 0; i < at && i < line.size(); ++i) n += (line[i] & 0xC0) != 0x80;
+  return n;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// At a gradient scale of 2^24 about half the values lie beyond E4M3's 448 and are
+// clamped: the table, the JSON and a note say how many, and the note says why the SQNR
+// is near 0 dB; the histogram takes in every value's bin and its band stands under it.
+TEST(CliDemo, GradientsSayWhatIsClampedAndWhy) {
+  const Result j = run({"demo", "gradients", "--scale", "16777216", "--json"});
+  ASSERT_EQ(j.rc, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  const double n = doc["n"].get<double>();
+  const auto& cast = doc["cases"][0];  // E4M3FN, a plain cast
+  ASSERT_EQ(cast["format"], "E4M3FN");
+  ASSERT_EQ(cast["scaling"], "none");
+  ASSERT_TRUE(cast["saturated"].is_number_unsigned()) << cast.dump();
+  const double clamped = cast["saturated"].get<double>();
+  EXPECT_GT(clamped, 0.4 * n);
+  EXPECT_LT(clamped, 0.6 * n);
+  EXPECT_NEAR(cast["saturated_pct"].get<double>(), 100.0 * clamped / n, 1e-9);
+  EXPECT_LT(cast["sqnr_db"].get<double>(), 1.0);
+  ASSERT_TRUE(cast["note"].is_string()) << cast.dump();
+  const std::string note = cast["note"];
+  EXPECT_NE(note.find("clamped"), std::string::npos) << note;
+  EXPECT_NE(note.find("448"), std::string::npos) << note;
+  EXPECT_NE(note.find(fmt::format("{:.2f}%", cast["saturated_pct"].get<double>())),
+            std::string::npos)
+      << note;
+  EXPECT_NE(note.find("SQNR"), std::string::npos) << note;
+  // Per-tensor scaling never clamps: nothing to note.
+  EXPECT_EQ(doc["cases"][1]["saturated"], 0);
+  EXPECT_TRUE(doc["cases"][1]["note"].is_null()) << doc["cases"][1].dump();
+
+  const Result t = run({"demo", "gradients", "--scale", "16777216"});
+  ASSERT_EQ(t.rc, 0) << t.err;
+  const auto lines = lines_of(t.out);
+  size_t header = lines.size();
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].rfind("format", 0) == 0) header = i;
+  }
+  ASSERT_LT(header + 3, lines.size()) << t.out;
+  EXPECT_NE(lines[header].find("saturated"), std::string::npos) << t.out;
+  const std::string& row = lines[header + 1];  // E4M3FN, none (cast)
+  EXPECT_NE(row.find(fmt::format("{:.2f}% ({})", cast["saturated_pct"].get<double>(),
+                                 cast["saturated"].get<uint64_t>())),
+            std::string::npos)
+      << t.out;
+  // The note, its continuation lines (indented) joined to it.
+  std::string flat = t.out;
+  for (size_t at; (at = flat.find("\n      ")) != std::string::npos;) flat.replace(at, 7, " ");
+  EXPECT_TRUE(has_line(flat, "Note: E4M3FN, none (cast): " + note + ".", "")) << t.out;
+  EXPECT_TRUE(has_line(flat, "Note: E4M3FN, none (cast):",
+                       fmt::format("(SQNR {:.1f} dB)", cast["sqnr_db"].get<double>())))
+      << t.out;
+  // The largest values, |g| up to 0.1 * 2^24 = 2^20.6, are in the histogram's bin 2^20.
+  const std::string& bars = lines[header + 2];
+  const std::string& band = lines[header + 3];
+  ASSERT_NE(bars.find("log2|x*scale|"), std::string::npos) << t.out;
+  EXPECT_EQ(bars.substr(bars.size() - 5), " 2^20") << t.out;
+  // E4M3's band starts at its smallest subnormal, 2^-9, under the bin 2^-9.
+  const size_t first_bin = column_of(bars, bars.find(' ', bars.find("2^")) + 1);
+  const int lo = std::stoi(bars.substr(bars.find("2^") + 2));
+  EXPECT_EQ(column_of(band, band.find('s')), first_bin + static_cast<size_t>(-9 - lo)) << t.out;
+}
+
+// The outliers demo names its comparison figures for what they are, a reference result
+// from the literature on mixed-precision and FP8 training, with the figures themselves.
+TEST(CliDemo, OutliersNameTheReferenceResult) {
+  const Result r = run({"demo", "outliers"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.find("chapter"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("reference result from the mixed-precision / FP8 training literature"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("2.6% / 4.9% / 14.1% at k = 1e2 / 1e4 / 3e4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1x128 blocks 2.6% throughout"), std::string::npos) << r.out;
+}
+
+// `formats` explains values or lists a code table: a value given with --table is refused
+// (it would be left out without a word), saying how to ask for each.
+TEST(CliFormats, ValuesWithATableAreRefused) {
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"formats", "0.1", "--table", "e4m3"},
+                                             {"formats", "--table", "e4m3", "0.1", "--json"},
+                                             {"formats", "0.1", "-t", "e4m3", "--csv"}}) {
+    const Result r = run(args);
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_NE(r.err.find("fp8wb formats: give values or --table, not both"), std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("`fp8wb formats 0.1 -f e4m3` explains 0.1 in e4m3"), std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("`fp8wb formats --table e4m3` lists its codes"), std::string::npos)
+        << r.err;
+  }
+}
+
+// E8M0FNU has no subnormals: its table's header says so, not "min subnormal 0".
+TEST(CliFormats, E8M0TableSaysItHasNoSubnormals) {
+  const Result r = run({"formats", "--table", "e8m0"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string head = r.out.substr(0, r.out.find('\n'));
+  EXPECT_NE(head.find("E8M0FNU:"), std::string::npos) << head;
+  EXPECT_NE(head.find("min subnormal none"), std::string::npos) << head;
+  EXPECT_EQ(head.find("min subnormal 0"), std::string::npos) << head;
+  const Result e4 = run({"formats", "--table", "e4m3"});
+  const std::string e4_head = e4.out.substr(0, e4.out.find('\n'));
+  EXPECT_NE(e4_head.find("min subnormal " + fp8wb::format_number(std::ldexp(1.0, -9))),
+            std::string::npos)
+      << e4_head;
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "fp8wb/core/checkpoint_analysis.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/safetensors.h"
+#include "range_tensors.h"
 #include "temp_dir.h"
 
 namespace {
@@ -579,11 +580,7 @@ TEST(CliInspect, AZipThatIsNoCheckpointIsSaidSo) {
 
 namespace {
 
-std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
-  std::vector<uint8_t> b(v.size() * 4);
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
+using fp8wb::test::f32_bytes;
 
 std::string temp_checkpoint(const std::string& stem) {
   return (std::filesystem::temp_directory_path() /
@@ -597,19 +594,10 @@ std::string temp_checkpoint(const std::string& stem) {
 // end bins: the JSON names each bin's exponent, and every value is in the right one.
 TEST(CliInspect, HistogramBinsAreEveryValuesOwnExponent) {
   const std::string path = temp_checkpoint("hist");
-  const int n = 4096;
-  std::vector<float> big(n), small(n);
-  for (int i = 0; i < n; ++i) {
-    big[static_cast<size_t>(i)] = std::exp2f(10.0f + 20.0f * (static_cast<float>(i) + 0.5f) / n);
-    small[static_cast<size_t>(i)] = std::exp2f(-60.0f + 15.0f * (static_cast<float>(i) + 0.5f) / n);
-  }
-  const std::vector<float> huge(4, 3e38f), denorm(4, std::numeric_limits<float>::denorm_min());
-  fp8wb::write_safetensors(path, {{"w.big", fp8wb::StDtype::F32, {64, 64}, f32_bytes(big)},
-                                  {"w.small", fp8wb::StDtype::F32, {64, 64}, f32_bytes(small)},
-                                  {"w.huge", fp8wb::StDtype::F32, {4}, f32_bytes(huge)},
-                                  {"w.denorm", fp8wb::StDtype::F32, {4}, f32_bytes(denorm)}});
-  const std::map<std::string, std::vector<float>> values{
-      {"w.big", big}, {"w.small", small}, {"w.huge", huge}, {"w.denorm", denorm}};
+  const auto tensors = fp8wb::test::range_tensors();
+  fp8wb::write_safetensors(path, fp8wb::test::to_write(tensors));
+  std::map<std::string, std::vector<float>> values;
+  for (const auto& t : tensors) values[t.name] = t.values;
   auto r = run({"inspect", path, "--json", "--device", "cpu"});
   ASSERT_EQ(r.rc, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
@@ -704,3 +692,57 @@ TEST(CliInspect, BadScaleInvBlocksAreNamed) {
   }
   std::filesystem::remove(path);
 }
+
+namespace {
+
+// A small file's summary says its size and time in units that show them, and no rate
+// measured on the fixed costs of a few milliseconds ("0.0 MB ... 0.000 GB/s" said nothing).
+TEST(CliInspect, ASmallFilesSummarySaysItsSizeAndTime) {
+  const std::string path = temp_checkpoint("small");
+  fp8wb::write_safetensors(path, {{"w.a", fp8wb::StDtype::F32, {2}, f32_bytes({0.5f, -0.25f})},
+                                  {"w.b", fp8wb::StDtype::F32, {2}, f32_bytes({1.0f, 2.0f})}});
+  const auto r = run({"inspect", path, "--device", "cpu"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const size_t at = r.out.find("analysed ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+  EXPECT_EQ(line.rfind("analysed 16 bytes of tensors in ", 0), 0u) << line;
+  EXPECT_EQ(line.find("GB/s"), std::string::npos) << line;
+  EXPECT_EQ(line.find("0.0 MB"), std::string::npos) << line;
+  EXPECT_EQ(line.find("0.00 s"), std::string::npos) << line;
+  EXPECT_NE(line.find("on the CPU)"), std::string::npos) << line;
+  std::filesystem::remove(path);
+}
+
+// --export into a folder that is not there (or a path that is a folder) is refused before
+// the checkpoint is read and analysed, naming the path and the folder.
+TEST(CliInspect, ExportToAMissingFolderIsRefusedFirst) {
+  const std::string path = temp_checkpoint("export-src");
+  fp8wb::write_safetensors(
+      path,
+      {{"w.weight", fp8wb::StDtype::F32, {16, 16}, f32_bytes(std::vector<float>(256, 0.5f))}});
+  const std::string folder = (std::filesystem::temp_directory_path() /
+                              ("fp8wb-inspect-missing-" + std::to_string(getpid())))
+                                 .string();
+  const std::string out = folder + "/model-fp8.safetensors";
+  auto r = run({"inspect", path, "--device", "cpu", "--export", out});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_EQ(r.err, "fp8wb inspect: --export " + out + ": the folder " + folder +
+                       " does not exist (create it first, or give another path)\n");
+  EXPECT_FALSE(std::filesystem::exists(folder));
+  // Said before the checkpoint is read: a checkpoint that is not there is not reached.
+  r = run({"inspect", path + ".none", "--device", "cpu", "--export", out});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("the folder " + folder + " does not exist"), std::string::npos) << r.err;
+  // A folder as the path: a file path is asked for.
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  r = run({"inspect", path, "--device", "cpu", "--export", dir});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("--export " + dir + " is a folder: give a file path"), std::string::npos)
+      << r.err;
+  std::filesystem::remove(path);
+}
+
+}  // namespace

@@ -377,8 +377,9 @@ TEST_F(CliTrain, WeightsReplaceNothingButASafetensorsFile) {
   EXPECT_FALSE(std::filesystem::exists(sweep_db)) << "a sweep was started";
 }
 
-// `runs list` shows every name whole (two sweep trials differing only at the end stay
-// apart), and the columns after the name stay aligned, counted in characters.
+// `runs list` shows every name up to its name column's 48 columns whole (two sweep trials
+// differing only at the end stay apart), and the columns after the name stay aligned,
+// counted in characters.
 TEST_F(CliTrain, RunsListShowsWholeNamesAligned) {
   const std::vector<std::string> names{"sweep: margin=0 window=1", "sweep: margin=0 window=16",
                                        "short", "Schrödinger’s run: µ-scale ≥ 2⁻⁹ and a long tail"};
@@ -410,6 +411,68 @@ TEST_F(CliTrain, RunsListShowsWholeNamesAligned) {
     }
     EXPECT_FALSE(found.empty()) << "'" << n << "' not shown whole:\n" << r.out;
   }
+}
+
+// A name wider than the name column's 48 terminal columns is cut in the middle with "…":
+// its beginning and its end are kept (sweep trials that differ only at the end stay
+// apart), the columns after it stay aligned (a CJK character taking two), and --json
+// gives the name whole.
+TEST_F(CliTrain, RunsListCutsLongNamesInTheMiddle) {
+  const std::string stem = "sweep lr: " + std::string(100, 'x');
+  std::string cjk;
+  for (int i = 0; i < 40; ++i) cjk += "名";  // 80 columns
+  const std::vector<std::string> names{stem + " trial=1", stem + " trial=2", cjk, "short"};
+  {
+    auto s = fp8wb::RunStore::open(db_);
+    for (const auto& n : names) s->create_run(n, "train", "{}", "cpu");
+  }
+  const Result r = run({"runs", "list", "--db", db_});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  // The byte offset after `cols` terminal columns of `line` (CJK ideographs take two).
+  auto after_columns = [](const std::string& line, size_t cols) {
+    size_t at = 0, used = 0;
+    while (at < line.size() && used < cols) {
+      const auto lead = static_cast<unsigned char>(line[at]);
+      size_t len = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+      used += (lead >= 0xE3 && lead <= 0xE9) ? 2 : 1;
+      at += len;
+    }
+    return at;
+  };
+  std::istringstream lines(r.out);
+  std::string line;
+  std::getline(lines, line);
+  // "   id  " then the name column, 48 columns, then a space and the status.
+  const size_t name_end = after_columns(line, 7 + 48);
+  EXPECT_EQ(line.substr(name_end, 7), " status") << r.out;
+  std::vector<std::string> fields;
+  while (std::getline(lines, line) && line.rfind("(", 0) != 0) {
+    const size_t end = after_columns(line, 7 + 48);
+    ASSERT_LT(end + 1, line.size()) << line;
+    EXPECT_EQ(line[end], ' ') << "misaligned:\n" << r.out;
+    EXPECT_NE(line[end + 1], ' ') << "misaligned:\n" << r.out;
+    std::string field = line.substr(7, end - 7);
+    field.erase(field.find_last_not_of(' ') + 1);
+    fields.push_back(field);
+  }
+  ASSERT_EQ(fields.size(), names.size()) << r.out;
+  for (const std::string& f : fields) {
+    if (f == "short") continue;
+    EXPECT_NE(f.find("…"), std::string::npos) << r.out;
+  }
+  // Newest first or oldest first: the trials by their ends.
+  size_t seen = 0;
+  for (const std::string& f : fields) {
+    for (const std::string end : {" trial=1", " trial=2"}) {
+      if (f.size() < end.size() || f.compare(f.size() - end.size(), end.size(), end) != 0) continue;
+      ++seen;
+      EXPECT_EQ(f.rfind("sweep lr: xxxx", 0), 0u) << f;
+    }
+  }
+  EXPECT_EQ(seen, 2u) << r.out;
+  const Result j = run({"runs", "list", "--db", db_, "--json"});
+  ASSERT_EQ(j.rc, 0) << j.err;
+  for (const auto& n : names) EXPECT_NE(j.out.find("\"" + n + "\""), std::string::npos) << n;
 }
 
 // A damaged page met mid-run (SQLITE_CORRUPT on a write) ends the run as failed, as a

@@ -18,6 +18,7 @@
 #include "fp8wb/core/safetensors.h"
 #include "fp8wb/views/checkpoint_tab.h"
 #include "fp8wb/views/exportable_plot.h"
+#include "range_tensors.h"
 
 using namespace fp8wb;
 
@@ -247,11 +248,7 @@ void CheckpointTabTest::recentListIsTheSettingsList() {
 
 namespace {
 
-std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
-  std::vector<uint8_t> b(v.size() * 4);
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
+using fp8wb::test::f32_bytes;
 
 QString caption_text(const CheckpointTab& tab) {
   QString all;
@@ -264,22 +261,11 @@ QString caption_text(const CheckpointTab& tab) {
 // Values far outside 2^-40..2^23 are drawn at their own exponents (not piled into an end
 // bin, not left off the axis), and the axis shows them and the formats' bands beside them.
 void CheckpointTabTest::histogramShowsEveryValueWhereItIs() {
-  const int n = 4096;
-  std::vector<float> big(n), small(n);
-  for (int i = 0; i < n; ++i) {
-    big[static_cast<size_t>(i)] = std::exp2f(10.0f + 20.0f * (static_cast<float>(i) + 0.5f) / n);
-    small[static_cast<size_t>(i)] = std::exp2f(-60.0f + 15.0f * (static_cast<float>(i) + 0.5f) / n);
-  }
-  const std::vector<float> huge(4, 3e38f), denorm(4, std::numeric_limits<float>::denorm_min());
+  const auto tensors = fp8wb::test::range_tensors();
   const QString path = dir_.filePath(QStringLiteral("range.safetensors"));
-  write_safetensors(path.toStdString(), {{"w.big", StDtype::F32, {64, 64}, f32_bytes(big)},
-                                         {"w.small", StDtype::F32, {64, 64}, f32_bytes(small)},
-                                         {"w.huge", StDtype::F32, {4}, f32_bytes(huge)},
-                                         {"w.denorm", StDtype::F32, {4}, f32_bytes(denorm)}});
-  const std::map<QString, std::vector<float>> values{{QStringLiteral("w.big"), big},
-                                                     {QStringLiteral("w.small"), small},
-                                                     {QStringLiteral("w.huge"), huge},
-                                                     {QStringLiteral("w.denorm"), denorm}};
+  write_safetensors(path.toStdString(), fp8wb::test::to_write(tensors));
+  std::map<QString, std::vector<float>> values;
+  for (const auto& t : tensors) values[QString::fromStdString(t.name)] = t.values;
   CheckpointTab tab;
   QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
   tab.openCheckpoint(path);

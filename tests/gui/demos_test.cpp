@@ -42,6 +42,8 @@ class DemosTest : public QObject {
   void masterWeightsFollowTheSliders();
   void lossScalingFollowsTheSliders();
   void gradientHistogramsStayapart();
+  void gradientDemoSaysWhatIsClamped();
+  void gradientAxisTakesInEveryBin();
   void outlierFooterCitesAndComputes();
   void masterWeightsFooterFollowsTheSliders();
   void lossScalingLegendsBelowThePlots();
@@ -183,12 +185,68 @@ void DemosTest::gradientHistogramsStayapart() {
     QCOMPARE(e5->brush().color().rgb(), format_color(Format::E5M2).rgb());
 }
 
+// At a gradient scale of 2^24 about half the values lie beyond E4M3's 448 and are clamped:
+// the table shows each case's saturated share and count, and a note says why E4M3's SQNR
+// is near 0 dB.
+void DemosTest::gradientDemoSaysWhatIsClamped() {
+  GradientDemoView view;
+  view.setScaleExponent(24);
+  const GradientDemoCase& cast = view.result().cases[0];
+  QCOMPARE(cast.format, Format::E4M3FN);
+  QVERIFY(!cast.scaled);
+  QVERIFY(cast.stats.saturated_pct() > 40 && cast.stats.saturated_pct() < 60);
+  QVERIFY(cast.stats.sqnr_db() < 1);
+  const QString text = view.summaryText();
+  QVERIFY2(text.contains(QStringLiteral("saturated")), qPrintable(text));
+  QVERIFY2(text.contains(QStringLiteral("%1% (%2)")
+                             .arg(cast.stats.saturated_pct(), 0, 'f', 1)
+                             .arg(cast.stats.raw.saturated)),
+           qPrintable(text));
+  const QString note = QString::fromStdString(gradient_clamp_note(cast));
+  QVERIFY(note.contains(QStringLiteral("clamped")));
+  QVERIFY2(text.contains(note.toHtmlEscaped()), qPrintable(text));
+  QVERIFY2(text.contains(QStringLiteral("(SQNR %1 dB)").arg(cast.stats.sqnr_db(), 0, 'f', 1)),
+           qPrintable(text));
+  // Per-tensor scaling never clamps: its rows say 0, and no note is given below 2^0.
+  view.setScaleExponent(0);
+  QVERIFY2(!view.summaryText().contains(QStringLiteral("clamped to it")),
+           qPrintable(view.summaryText()));
+}
+
+// The histogram's axis takes in every nonempty bin (each drawn as a step of width 1 about
+// its exponent) at the slider's ends, scaled or not.
+void DemosTest::gradientAxisTakesInEveryBin() {
+  GradientDemoView view;
+  for (const bool scaled : {false, true}) {
+    view.setPerTensorScaling(scaled);
+    for (const int k : {-8, 0, 24}) {
+      view.setScaleExponent(k);
+      QCustomPlot* hist = view.histogramPlot();
+      const QCPRange x = hist->xAxis->range();
+      QVERIFY(hist->graphCount() > 0);
+      for (int i = 0; i < hist->graphCount(); ++i) {
+        QCPGraph* g = hist->graph(i);
+        for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) {
+          if (it->value <= 0) continue;
+          QVERIFY2(it->key - 0.5 >= x.lower && it->key + 0.5 <= x.upper,
+                   qPrintable(QStringLiteral("2^%1, scaled %2: bin %3 outside %4..%5")
+                                  .arg(k)
+                                  .arg(scaled)
+                                  .arg(it->key)
+                                  .arg(x.lower)
+                                  .arg(x.upper)));
+        }
+      }
+    }
+  }
+}
+
 void DemosTest::outlierFooterCitesAndComputes() {
   OutlierDemoView view;
   auto* slider = view.findChild<QSlider*>();
   QVERIFY(slider);
   slider->setValue(8);  // k = 100: the figures for the slider's k are another matter
-  // The source chapter's 4.9% at k = 1e4 and this tensor's own figure beside it.
+  // The reference result's 4.9% at k = 1e4 and this tensor's own figure beside it.
   const OutlierDemoResult core = run_outlier_demo({});
   const QString computed = QString::number(core.rows[1].tensorwise_error_pct, 'f', 2);
   QCOMPARE(computed, QStringLiteral("4.48"));
@@ -196,6 +254,11 @@ void DemosTest::outlierFooterCitesAndComputes() {
   QVERIFY2(text.contains(QStringLiteral("4.9")), qPrintable(text));
   QVERIFY2(text.contains(computed), qPrintable(text));
   QVERIFY2(text.contains(QStringLiteral("amax")), qPrintable(text));  // and why they differ
+  // Named for what it is, a reference result from the literature.
+  QVERIFY2(!text.contains(QStringLiteral("chapter")), qPrintable(text));
+  QVERIFY2(text.contains(QStringLiteral(
+               "A reference result from the mixed-precision / FP8 training literature")),
+           qPrintable(text));
 }
 
 // The footer's reasons follow the sliders: which formats lose the update, which move by

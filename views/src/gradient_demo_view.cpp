@@ -1,6 +1,7 @@
 // GradientDemoView (demo_views.h): gradient-like values cast to E4M3 and E5M2, a slider
 // for the gradient scale and a checkbox for per-tensor scaling; their log2 histograms
-// over each format's representable band, underflow and SQNR in a table.
+// over each format's representable band, underflow, saturation and SQNR in a table, and a
+// note where values are clamped.
 #include "fp8wb/views/demo_views.h"
 
 #include <QCheckBox>
@@ -77,6 +78,7 @@ GradientDemoView::GradientDemoView(QWidget* parent)
   hist_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
   layout->addWidget(hist_, 1);
   summary_->setTextFormat(Qt::RichText);
+  summary_->setWordWrap(true);  // the notes on clamped values
   layout->addWidget(summary_);
   connect(slider_, &QSlider::valueChanged, this, [this] { rerun(); });
   connect(scaled_, &QCheckBox::toggled, this, [this] { rerun(); });
@@ -100,15 +102,26 @@ void GradientDemoView::rerun() {
   hist_->clearGraphs();
   hist_->clearItems();
   double peak = 1;
-  QStringList rows;
+  // The axis takes in every nonempty bin drawn (each a step of width 1 about its
+  // exponent), and at least -32..20: the bands and their labels to their left.
+  double x_lo = -32, x_hi = 20;
+  QStringList rows, notes;
   for (const GradientDemoCase& c : result_.cases) {
+    const QString scaling =
+        c.scaled ? tr("per-tensor, scale %1").arg(c.scale, 0, 'g', 4) : tr("none (plain cast)");
     rows << tr("<tr><td><b>%1</b></td><td>%2</td><td align=right>%3%</td><td "
-               "align=right>%4</td></tr>")
-                .arg(qs(format_info(c.format).name),
-                     c.scaled ? tr("per-tensor, scale %1").arg(c.scale, 0, 'g', 4)
-                              : tr("none (plain cast)"))
+               "align=right>%4% (%5)</td><td align=right>%6</td></tr>")
+                .arg(qs(format_info(c.format).name), scaling)
                 .arg(c.stats.underflow_pct(), 0, 'f', 1)
+                .arg(c.stats.saturated_pct(), 0, 'f', 1)
+                .arg(c.stats.raw.saturated)
                 .arg(c.stats.sqnr_db(), 0, 'f', 1);
+    const std::string note = gradient_clamp_note(c);
+    if (!note.empty()) {
+      notes << tr("%1, %2: %3.")
+                   .arg(qs(format_info(c.format).name), scaling,
+                        QString::fromStdString(note).toHtmlEscaped());
+    }
     if (c.scaled != scaled) continue;
     QCPGraph* g = hist_->addGraph();
     g->setName(qs(format_info(c.format).name) + (c.scaled ? tr(" (scaled)") : QString()));
@@ -129,18 +142,24 @@ void GradientDemoView::rerun() {
       const double count = static_cast<double>(c.stats.raw.hist[b]);
       g->addData(kHistMinExp + b, count);
       peak = std::max(peak, count);
+      if (count > 0) {
+        x_lo = std::min(x_lo, kHistMinExp + b - 1.0);
+        x_hi = std::max(x_hi, kHistMinExp + b + 1.0);
+      }
     }
   }
   int row = 0;
   for (Format f : result_.config.formats) add_band(hist_, f, peak, row++);
-  hist_->xAxis->setRange(-32, 20);
+  hist_->xAxis->setRange(x_lo, x_hi);
   hist_->yAxis->setRange(0, peak * 1.25);
   hist_->replot(QCustomPlot::rpQueuedReplot);
-  summary_->setText(
-      tr("<table cellspacing=8><tr><th>format</th><th>scaling</th><th>underflow</th><th>SQNR "
-         "dB</th>"
-         "</tr>%1</table>")
-          .arg(rows.join(QString())));
+  // Saturated: values beyond the format's largest value, clamped to it.
+  QString text = tr("<table cellspacing=8><tr><th>format</th><th>scaling</th><th>underflow</th>"
+                    "<th>saturated (clamped)</th><th>SQNR dB</th></tr>%1</table>")
+                     .arg(rows.join(QString()));
+  if (!notes.isEmpty())
+    text += QStringLiteral("<p>") + notes.join(QStringLiteral("<br>")) + QStringLiteral("</p>");
+  summary_->setText(text);
 }
 
 QString GradientDemoView::summaryText() const {

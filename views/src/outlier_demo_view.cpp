@@ -1,6 +1,6 @@
 // OutlierDemoView (demo_views.h): an activation with outlier channels scaled by k, per
 // tensor against 1x128 blocks: the error outside the first block over k, the two block
-// error maps side by side at the slider's k, and the source chapter's figures beside this
+// error maps side by side at the slider's k, and a reference result's figures beside this
 // tensor's.
 #include "fp8wb/views/demo_views.h"
 
@@ -140,15 +140,16 @@ void OutlierDemoView::rebuildCurve() {
     b->addData(row.factor, row.block_error_pct);
   }
   for (QCPGraph* g : {t, b}) g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
-  // The source chapter's factors, to set its figures beside this tensor's.
+  // The reference result's factors, to set its figures beside this tensor's.
   OutlierDemoConfig ref;
   ref.format = cfg.format;
   reference_ = run_outlier_demo(ref);
   QStringList here;
   for (const auto& r : reference_.rows) here << QString::number(r.tensorwise_error_pct, 'f', 2);
   footer_->setText(
-      tr("The source chapter reports, for E4M3, %1% per tensor at k = 1e2 / 1e4 / 3e4 and %2% "
-         "with 1x128 blocks. This tensor (%3, seed %4) gives %5% per tensor and %6% with "
+      tr("A reference result from the mixed-precision / FP8 training literature, for this setup "
+         "in E4M3: %1% per tensor at k = 1e2 / 1e4 / 3e4 and %2% with 1x128 blocks. This tensor "
+         "(%3, seed %4) gives %5% per tensor and %6% with "
          "blocks. The per-tensor figures differ because the scale is set by the tensor's amax, "
          "which depends on the random draw (in E4M3, seeds 0 to 3 give 3.9 to 4.5% at k = 1e4 "
          "and 10.9 to 13.2% at k = 3e4). Blocks outside the first keep their own scale, so "

@@ -1,10 +1,11 @@
 // defines: OutlierDemo*, GradientDemo*, run_outlier_demo(), run_gradient_demo(),
-// StorageFormat, round_to(), MasterWeights*, run_master_weights_demo(), DynamicLossScaler,
-// LossScaling*, run_loss_scaling_demo(): the classroom demos of numerics.md as library
-// functions for the CLI and the GUI.
+// gradient_clamp_note(), StorageFormat, round_to(), MasterWeights*, run_master_weights_demo(),
+// DynamicLossScaler, LossScaling*, run_loss_scaling_demo(): the classroom demos of numerics.md as
+// library functions for the CLI and the GUI.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -65,6 +66,11 @@ struct GradientDemoResult {
 };
 
 GradientDemoResult run_gradient_demo(const GradientDemoConfig& config);
+
+// What a case's clamped values do to it, in a sentence for the demo's readers: the share
+// of values beyond the format's largest value (clamped to it) and, where the SQNR is near
+// 0 dB, that the clamping is why. Empty when no value was clamped.
+std::string gradient_clamp_note(const GradientDemoCase& c);
 
 // The formats a value is stored in by the mixed-precision demos: fp32, the 16-bit floats
 // and the two FP8 formats.

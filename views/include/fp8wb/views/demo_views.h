@@ -54,7 +54,7 @@ class OutlierDemoView : public QWidget {
   ExportablePlot* errorPlot() const { return curve_; }
   ExportablePlot* mapPlot() const { return maps_; }
   QString summaryText() const;  // the figures at the slider's k, then the footer
-  // The source chapter's figures beside this tensor's, and why they differ.
+  // A reference result's figures beside this tensor's, and why they differ.
   QString footerText() const;
 
  private:
@@ -72,7 +72,7 @@ class OutlierDemoView : public QWidget {
   QLabel* footer_;
   OutlierDemoResult result_;
   OutlierDemoResult curve_data_;
-  OutlierDemoResult reference_;  // at the source chapter's factors
+  OutlierDemoResult reference_;  // at the reference result's factors
 };
 
 class MasterWeightsDemoView : public QWidget {
