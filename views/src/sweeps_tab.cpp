@@ -20,6 +20,7 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
 
@@ -287,6 +288,16 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   });
   connect(heat_, &QCustomPlot::mouseDoubleClick, this,
           [this](QMouseEvent* e) { cellClicked(e, true); });
+  ticksFollowTheLayout();
+  // The sweep shown follows the database by itself, as the Runs tab's list does: trials
+  // another process ends or deletes (the CLI's sweep, `fp8wb runs delete`). Read off the
+  // GUI thread, once a second while the tab is shown.
+  auto* poll = new QTimer(this);
+  poll->setInterval(1000);
+  connect(poll, &QTimer::timeout, this, [this] {
+    if (isVisible()) pollShownSweep();
+  });
+  poll->start();
   connect(overlay_, &QComboBox::currentIndexChanged, this,
           [this](int column) { overlayLine(overlaid_cell_.x(), overlaid_cell_.y(), column == 1); });
   applyPreset(preset_->currentText());
