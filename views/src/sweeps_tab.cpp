@@ -93,6 +93,10 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
       curves_(new ExportablePlot(this)) {
   preset_->addItems(presetNames());
   preset_->setObjectName(QStringLiteral("sweepPreset"));
+  // Narrower than its longest preset where the window is (1280 px): the tab's form and
+  // heatmap side by side leave the run panel room for its form.
+  preset_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  preset_->setMinimumContentsLength(16);
   fill_choices(metric_, kSweepMetrics, &SweepMetricEntry::label);
   seeds_->setRange(1, 100);
   seeds_->setObjectName(QStringLiteral("seedsPerPoint"));
@@ -246,7 +250,11 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
           [this](const QString& n) { applyPreset(n); });
   // The form edited away from its preset: no preset's now (the box says "custom"), and the
   // sweep and its trials are not named after one.
-  preset_->setPlaceholderText(tr("custom (a preset changed, or a shown sweep's settings)"));
+  // Short: a combo box is never narrower than its placeholder (the form's column is).
+  preset_->setPlaceholderText(tr("custom sweep settings"));
+  preset_->setToolTip(
+      tr("Fills the form (\"custom sweep settings\": a preset changed, or a "
+         "shown sweep's settings)"));
   for (QPlainTextEdit* e : {base_, grid_})
     connect(e, &QPlainTextEdit::textChanged, this, &SweepsTab::showWhetherPreset);
   connect(start_, &QPushButton::clicked, this, [this] { start(); });
