@@ -348,6 +348,14 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
             eta_->setText(message.isEmpty() ? tr("run %1").arg(name)
                                             : tr("run %1: %2").arg(name, message));
           });
+  // Another database: the progress shown was of a run of the one before.
+  connect(engine_, &EngineController::databaseChanged, this, [this] {
+    if (engine_->isRunning()) return;
+    done_ = total_ = 0;
+    eta_seconds_ = -1;
+    progress_->reset();
+    eta_->clear();
+  });
   applyPreset(preset_->currentText());
 }
 
