@@ -9,7 +9,9 @@
 // heatmap, newest first: the newest shows when the tab opens, another is shown by
 // choosing it, one stored later is listed when the tab is shown again. A trial deleted on
 // the Runs tab (whose question names its sweep) reads as deleted on the heatmap at once,
-// not as still to run. The loss curves' plot says how to fill it while it is empty.
+// not as still to run, and is counted as deleted over it; one deleted by another program
+// shows by itself; every axis value keeps its tick label. The loss curves' plot says how
+// to fill it while it is empty.
 #include <QComboBox>
 #include <QGroupBox>
 #include <QLabel>

@@ -9,7 +9,8 @@
 // list over the heatmap names the open database's stored sweeps, newest first (those run
 // here, by `fp8wb sweep` or collected from a cluster's folder alike): choosing one shows it,
 // and a line under it says what the shown sweep was run with; the form on the left is that
-// of a new sweep, apart.
+// of a new sweep, apart. While the tab is shown, the shown sweep follows the database once
+// a second (trials another process ends or deletes), as the Runs tab's list does.
 #pragma once
 
 #include <QWidget>
