@@ -117,6 +117,11 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
     refreshRunTabs(true);
     showRunPanelForPresentation();
   });
+  // Another database (File > Open database, Recent files, any other way): the run named
+  // here was the other database's.
+  connect(engine_, &EngineController::databaseChanged, this, [this](const QString& path) {
+    run_status_->setText(tr("database %1").arg(QDir::toNativeSeparators(path)));
+  });
   connect(engine_, &EngineController::pausedChanged, this, [this](bool paused) {
     const qint64 id = engine_->data().runId();
     run_status_->setText(paused ? tr("run %1 paused").arg(id) : tr("run %1 training").arg(id));
@@ -229,8 +234,7 @@ bool MainWindow::openDatabaseFile(const QString& path) {
     return false;
   }
   if (!engine_->openDatabase(path)) return false;  // failed() has said why
-  rememberDatabase(path);
-  run_status_->setText(tr("database %1").arg(QDir::toNativeSeparators(path)));
+  rememberDatabase(path);                          // the run label says it (databaseChanged)
   runs_->reload();
   refreshRunTabs(true);
   return true;

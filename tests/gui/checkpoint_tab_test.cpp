@@ -37,6 +37,7 @@ class CheckpointTabTest : public QObject {
   void histogramShowsEveryValueWhereItIs();
   void noRecipeIsSaid();
   void badScaleInvBlocksAreWarnedOf();
+  void orangeCellsAreExplained();
 
  private:
   QTemporaryDir dir_;
@@ -343,6 +344,53 @@ void CheckpointTabTest::badScaleInvBlocksAreWarnedOf() {
            qPrintable(caption));
   const QString tip = tab.proxy()->index(0, CheckpointModel::Name).data(Qt::ToolTipRole).toString();
   QVERIFY2(tip.contains(QStringLiteral("l.weight_scale_inv")), qPrintable(tip));
+}
+
+// The table's orange cells (the recipe chosen under "Block errors of") are explained: by a
+// legend beside the table, in the orange itself, and by the cells' tooltips.
+void CheckpointTabTest::orangeCellsAreExplained() {
+  std::vector<float> w(128 * 128);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.02f * std::sin(0.1f * static_cast<float>(i));
+  std::vector<uint8_t> b(w.size() * 4);
+  std::memcpy(b.data(), w.data(), b.size());
+  const QString path = dir_.filePath(QStringLiteral("legend.safetensors"));
+  write_safetensors(path.toStdString(), {{"l.weight", StDtype::F32, {128, 128}, b}});
+  CheckpointTab tab;
+  tab.resize(1300, 800);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
+  tab.openCheckpoint(path);
+  QVERIFY(loaded.wait(60000));
+  QCoreApplication::processEvents();
+  // A cell on the orange ground: the recipe chosen is its tensor's recommended one.
+  auto* model = tab.proxy();
+  QModelIndex orange;
+  for (int c = 0; c < model->columnCount() && !orange.isValid(); ++c) {
+    const QModelIndex i = model->index(0, c);
+    const QColor bg = i.data(Qt::BackgroundRole).value<QBrush>().color();
+    if (bg.isValid() && bg.red() == 0xff && bg.green() == 0x7f) orange = i;
+  }
+  if (!orange.isValid()) {
+    tab.selectRecipe(model->index(0, CheckpointModel::Recommended).data().toString());
+    QTRY_VERIFY(model->index(0, CheckpointModel::Recommended)
+                    .data(Qt::BackgroundRole)
+                    .value<QBrush>()
+                    .color()
+                    .isValid());
+    orange = model->index(0, CheckpointModel::Recommended);
+  }
+  QVERIFY2(orange.data(Qt::ToolTipRole).toString().contains(QStringLiteral("Block errors of")),
+           qPrintable(orange.data(Qt::ToolTipRole).toString()));
+  QLabel* legend = nullptr;
+  for (QLabel* l : tab.findChildren<QLabel*>()) {
+    if (l->isVisible() && l->text().contains(QStringLiteral("Block errors of")) &&
+        l->text().contains(QStringLiteral("ff7f0e"), Qt::CaseInsensitive))
+      legend = l;
+  }
+  QVERIFY2(legend, "no legend of the table's orange cells, in the orange");
+  // Beside the table, whole.
+  QVERIFY(legend->width() >= legend->minimumSizeHint().width());
 }
 
 QTEST_MAIN(CheckpointTabTest)

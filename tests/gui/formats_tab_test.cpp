@@ -5,6 +5,7 @@
 #include <QImage>
 #include <QItemSelectionModel>
 #include <QLabel>
+#include <QLineEdit>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -37,6 +38,8 @@ class FormatsTabTest : public QObject {
   void gradientDemo();
   void outlierDemo();
   void demoPagesAreBuiltOnDemand();
+  void valueOffThePlotsIsSaid();
+  void clampedNoteGreyedWhileTextIsNoValue();
 };
 
 void FormatsTabTest::knownValuesShowKnownBits() {
@@ -295,6 +298,90 @@ void FormatsTabTest::demoPagesAreBuiltOnDemand() {
   GuiOptions o;
   o.page = QStringLiteral("bogus");
   QVERIFY(apply_gui_options(w, o).contains(QStringLiteral("outliers")));
+}
+
+namespace {
+
+// Types `text` into the tab's value field, as a user does.
+void type_value(FormatsTab& tab, const QString& text) {
+  QLineEdit* edit = nullptr;
+  for (QLineEdit* e : tab.findChildren<QLineEdit*>())
+    if (e->placeholderText().contains(QStringLiteral("a number"))) edit = e;
+  QVERIFY(edit);
+  edit->setFocus();
+  edit->selectAll();
+  QTest::keyClick(edit, Qt::Key_Delete);
+  QTest::keyClicks(edit, text);
+}
+
+// The note over a plot, as drawn, or empty where none is shown.
+QString plot_note(QCustomPlot* plot) {
+  plot->replot(QCustomPlot::rpImmediateRefresh);
+  QStringList notes;
+  for (int i = 0; i < plot->itemCount(); ++i) {
+    auto* t = qobject_cast<QCPItemText*>(plot->item(i));
+    if (t && t->visible() && !t->text().isEmpty()) notes << t->text();
+  }
+  return notes.join(u'\n');
+}
+
+// Pixels of the label drawn in the note's orange (#8a4b00, give or take antialiasing).
+int orange_pixels(QWidget* w) {
+  const QImage img = w->grab().toImage();
+  int n = 0;
+  for (int y = 0; y < img.height(); ++y)
+    for (int x = 0; x < img.width(); ++x) {
+      const QColor c = img.pixelColor(x, y);
+      if (std::abs(c.red() - 0x8a) + std::abs(c.green() - 0x4b) + std::abs(c.blue()) < 60) ++n;
+    }
+  return n;
+}
+
+}  // namespace
+
+// A value whose marker is off the number line's or the spacing plot's axis (beyond its
+// range, 0 on a log axis) is said over the plot; one on the axis is not.
+void FormatsTabTest::valueOffThePlotsIsSaid() {
+  FormatsTab tab;
+  tab.resize(1300, 800);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  const std::vector<QCustomPlot*> plots = {tab.numberLinePlot(), tab.spacingPlot()};
+  type_value(tab, QStringLiteral("0.1"));
+  for (QCustomPlot* p : plots) QCOMPARE(plot_note(p), QString());
+  type_value(tab, QStringLiteral("1e10"));
+  for (QCustomPlot* p : plots) {
+    QVERIFY2(plot_note(p).contains(QStringLiteral("beyond the plotted range")),
+             qPrintable(plot_note(p)));
+  }
+  type_value(tab, QStringLiteral("-1e-30"));
+  for (QCustomPlot* p : plots) {
+    QVERIFY2(plot_note(p).contains(QStringLiteral("beyond the plotted range")),
+             qPrintable(plot_note(p)));
+  }
+  type_value(tab, QStringLiteral("0"));
+  for (QCustomPlot* p : plots) QVERIFY2(!plot_note(p).isEmpty(), "0 said nothing");
+  type_value(tab, QStringLiteral("3"));
+  for (QCustomPlot* p : plots) QCOMPARE(plot_note(p), QString());
+}
+
+// A clamped value's orange note on the E4M3 card; then text that is no value: the note is
+// no longer drawn orange (the card greyed, as the rest of it).
+void FormatsTabTest::clampedNoteGreyedWhileTextIsNoValue() {
+  FormatsTab tab;
+  tab.resize(1300, 800);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  type_value(tab, QStringLiteral("1000"));
+  QLabel* note = nullptr;
+  for (QLabel* l : tab.card(Format::E4M3FN)->findChildren<QLabel*>())
+    if (l->isVisible() && l->text().contains(QStringLiteral("clamped"))) note = l;
+  QVERIFY2(note, "no clamped note on the E4M3 card");
+  QVERIFY(orange_pixels(note) > 0);
+  type_value(tab, QStringLiteral("1000x"));
+  QVERIFY(!tab.errorText().isEmpty());
+  QVERIFY2(note->isHidden() || orange_pixels(note) == 0,
+           qPrintable(QStringLiteral("%1 orange pixels").arg(orange_pixels(note))));
 }
 
 QTEST_MAIN(FormatsTabTest)

@@ -9,7 +9,9 @@
 // heatmap, newest first: the newest shows when the tab opens, another is shown by
 // choosing it, one stored later is listed when the tab is shown again. A trial deleted on
 // the Runs tab (whose question names its sweep) reads as deleted on the heatmap at once,
-// not as still to run. The loss curves' plot says how to fill it while it is empty.
+// not as still to run, and is counted as deleted over it; one deleted by another program
+// shows by itself; every axis value keeps its tick label. The loss curves' plot says how
+// to fill it while it is empty.
 #include <QComboBox>
 #include <QGroupBox>
 #include <QLabel>
@@ -18,6 +20,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QToolTip>
@@ -167,6 +170,8 @@ class SweepHeatmapTest : public QObject {
   void theSameAxisAcrossAndUpKeepsTheLayout();
   void aTrialDeletedOnTheRunsTabReadsDeleted();
   void theEmptyCurvesPlotSaysHowToFillIt();
+  void aDeletedTrialKeepsEveryTickAndIsCountedDeleted();
+  void aTrialDeletedByAnotherProgramReadsDeleted();
 
  private:
   QTemporaryDir dir_;
@@ -930,6 +935,91 @@ void SweepHeatmapTest::theEmptyCurvesPlotSaysHowToFillIt() {
   QVERIFY(drawn.count() > 0 || drawn.wait(30000));
   curves->replot(QCustomPlot::rpImmediateRefresh);
   QVERIFY(!hint->visible());
+}
+
+namespace {
+
+// The tick labels of an axis as drawn now ("1 4"): what the window's own replots left.
+QString drawn_tick_labels(QCPAxis* axis) {
+  for (int i = 0; i < 10; ++i) {
+    QCoreApplication::processEvents();
+    QTest::qWait(20);
+  }
+  QStringList labels;
+  for (const QString& l : axis->tickVectorLabels()) labels << l;
+  return labels.join(u' ');
+}
+
+}  // namespace
+
+// A 2 x 2 sweep with one trial's run deleted while the Sweeps tab was never opened (it
+// reads the newest sweep then, drawn on a page not laid out yet): opened, both axes have
+// a tick label for each of their values, and the line over the heatmap counts the trial
+// as deleted, not as one still to run.
+void SweepHeatmapTest::aDeletedTrialKeepsEveryTickAndIsCountedDeleted() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("deleted_ticks.sqlite")));
+  const int64_t sweep = finished_sweep(engine.store(), "ticks", {"margin=0,1", "window=1,4"},
+                                       [](const SweepTrial&) { return 1.0; });
+  QTabWidget window;
+  window.addTab(new QWidget, QStringLiteral("Runs"));
+  auto* tab = new SweepsTab(&engine);
+  window.addTab(tab, QStringLiteral("Sweeps"));
+  window.resize(1400, 900);
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  int64_t trial = 0;  // margin=0 window=4
+  for (const RunInfo& r : engine.store().runs()) {
+    const QString name = QString::fromStdString(r.name);
+    if (r.parent_sweep == sweep && name.contains(QStringLiteral("margin=0")) &&
+        name.contains(QStringLiteral("window=4")))
+      trial = r.id;
+  }
+  QVERIFY(trial > 0);
+  QSignalSpy shown(tab, &SweepsTab::sweepShown);
+  engine.deleteRuns({trial});
+  QVERIFY(shown.wait(30000));
+  QCOMPARE(tab->shownSweep(), sweep);
+  window.setCurrentWidget(tab);
+  ExportablePlot* plot = tab->plots()[0];
+  QCOMPARE(drawn_tick_labels(plot->xAxis), QStringLiteral("1 4"));
+  QCOMPARE(drawn_tick_labels(plot->yAxis), QStringLiteral("0 1"));
+  QVERIFY(cell_item(plot, QStringLiteral("deletedCell"), 1, 0));
+  const QString best = tab->bestText();
+  QVERIFY2(best.contains(QStringLiteral("3 of 4 trials finished, 1 deleted")), qPrintable(best));
+}
+
+// A trial's run deleted by another program (the CLI's `fp8wb runs delete`) while the
+// sweep is shown: the heatmap notices it by itself, as the Runs tab notices its list
+// change, without the sweep being chosen again.
+void SweepHeatmapTest::aTrialDeletedByAnotherProgramReadsDeleted() {
+  const QString path = dir_.filePath(QStringLiteral("deleted_elsewhere.sqlite"));
+  int64_t sweep = 0;
+  {
+    auto store = RunStore::open(path.toStdString());
+    sweep = finished_sweep(*store, "elsewhere", {"margin=0,1", "window=1,16"},
+                           [](const SweepTrial&) { return 1.0; });
+  }
+  EngineController engine;
+  engine.setDatabasePath(path);
+  SweepsTab tab(&engine);
+  QVERIFY(show_sweep(tab, sweep));
+  tab.setAxes(1, 0);
+  const std::vector<int64_t> trial = tab.runsAt(1, 0);
+  QCOMPARE(trial.size(), size_t{1});
+  ExportablePlot* plot = tab.plots()[0];
+  QVERIFY(!cell_item(plot, QStringLiteral("deletedCell"), 1, 0));
+  {
+    // Another program's connection: the tab's engine hears nothing of it.
+    auto other = RunStore::open(path.toStdString());
+    other->delete_run(trial[0]);
+    other->flush();
+  }
+  QTRY_VERIFY_WITH_TIMEOUT(cell_item(plot, QStringLiteral("deletedCell"), 1, 0), 10000);
+  QVERIFY(std::isnan(tab.cellValue(1, 0)));
+  QVERIFY(!std::isnan(tab.cellValue(0, 0)));
+  QCOMPARE(drawn_tick_labels(plot->xAxis), QStringLiteral("1 16"));
+  QVERIFY2(tab.bestText().contains(QStringLiteral("1 deleted")), qPrintable(tab.bestText()));
 }
 
 QTEST_MAIN(SweepHeatmapTest)

@@ -84,29 +84,36 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
       default: return {};
     }
   }
-  if (role == Qt::ToolTipRole) {
-    switch (index.column()) {
-      case NonFinite:
-        return nonfinite == 0 ? tr("no NaN or Inf")
-                              : tr("%1 NaN and %2 Inf values: left out of every figure (amax, "
-                                   "moments, SQNR are over the finite values)")
-                                    .arg(t->nan_count)
-                                    .arg(t->inf_count);
-      case Best:
-      case BestSqnr: return tr("Highest SQNR: %1.").arg(tr(kBestCriterion));
-      default: {
-        QString tip = !t->not_quantized.empty() ? tr("No SQNR: %1").arg(qs(t->not_quantized))
-                      : t->reason.empty()       ? shown_name(t->name)
-                                                : qs(t->reason);
-        for (const std::string& w : t->warnings) tip += tr("\nWarning: %1").arg(qs(w));
-        return tip;
-      }
-    }
-  }
   // The recommended recipe in bold and green, the selected one on an orange ground.
   const QString cell = index.column() == Best          ? (best ? qs(best->name) : QString())
                        : index.column() == Recommended ? qs(t->recommended)
                                                        : QString();
+  const bool selected = !cell.isEmpty() && cell == selected_;
+  if (role == Qt::ToolTipRole) {
+    QString tip;
+    switch (index.column()) {
+      case NonFinite:
+        tip = nonfinite == 0 ? tr("no NaN or Inf")
+                             : tr("%1 NaN and %2 Inf values: left out of every figure (amax, "
+                                  "moments, SQNR are over the finite values)")
+                                   .arg(t->nan_count)
+                                   .arg(t->inf_count);
+        break;
+      case Best:
+      case BestSqnr: tip = tr("Highest SQNR: %1.").arg(tr(kBestCriterion)); break;
+      default: {
+        tip = !t->not_quantized.empty() ? tr("No SQNR: %1").arg(qs(t->not_quantized))
+              : t->reason.empty()       ? shown_name(t->name)
+                                        : qs(t->reason);
+        for (const std::string& w : t->warnings) tip += tr("\nWarning: %1").arg(qs(w));
+      }
+    }
+    if (selected)
+      tip += tr("\nOrange: %1 is the recipe chosen under \u201cBlock errors of\u201d (its block "
+                "errors are shown below).")
+                 .arg(cell);
+    return tip;
+  }
   if (role == Qt::FontRole && index.column() == Recommended && !cell.isEmpty()) {
     QFont f;
     f.setBold(true);
@@ -115,7 +122,7 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::ForegroundRole && index.column() == Recommended && !cell.isEmpty())
     return QBrush(kRecommendedColor.darker(140));
   if (role == Qt::BackgroundRole) {
-    if (!cell.isEmpty() && cell == selected_) {
+    if (selected) {
       QColor c = kSelectedColor;
       c.setAlpha(90);
       return QBrush(c);

@@ -161,6 +161,23 @@ CheckpointTab::CheckpointTab(QWidget* parent)
   auto* content_layout = new QVBoxLayout(content);
   content_layout->setContentsMargins(0, 0, 0, 0);
   content_layout->addWidget(table_, 2);
+  // What the table's colours mark (checkpoint_model.cpp), in the colours themselves.
+  auto* legend = new QLabel(this);
+  legend->setObjectName(QStringLiteral("checkpointLegend"));
+  legend->setWordWrap(true);
+  QColor selected = kSelectedColor;
+  selected.setAlpha(90);
+  const auto swatch = [](const QColor& c) {
+    return QStringLiteral("<span style='background-color:%1'>&nbsp;&nbsp;&nbsp;&nbsp;</span>")
+        .arg(c.name(QColor::HexArgb));
+  };
+  legend->setText(tr("%1 the recipe chosen under \u201cBlock errors of\u201d (its block errors "
+                     "below, its bar in the SQNR chart), where a tensor's highest-SQNR or "
+                     "recommended recipe is it &nbsp; <b style='color:%2'>bold green</b>: the "
+                     "recommended recipe &nbsp; %3 NaN or Inf values")
+                      .arg(swatch(selected), kRecommendedColor.darker(140).name(),
+                           swatch(QColor(0xd6, 0x27, 0x28, 60))));
+  content_layout->addWidget(legend);
   caption_->setWordWrap(true);
   content_layout->addWidget(caption_);
   content_layout->addLayout(lower, 2);

@@ -2,6 +2,7 @@
 
 #include <QFormLayout>
 #include <QLabel>
+#include <QPalette>
 #include <QVBoxLayout>
 #include <cmath>
 
@@ -46,7 +47,13 @@ FormatCard::FormatCard(Format format, QWidget* parent)
   form->addRow(tr("flags"), flags_);
   layout->addLayout(form);
   note_->setWordWrap(true);
-  note_->setStyleSheet(QStringLiteral("color: #8a4b00;"));
+  note_->setObjectName(QStringLiteral("cardNote"));
+  // Orange while it is of the value typed; the card disabled (text that is no value), the
+  // greyed text of the rest of the card, not a bright note of a value no longer there.
+  QPalette orange = note_->palette();
+  for (QPalette::ColorGroup g : {QPalette::Active, QPalette::Inactive})
+    orange.setColor(g, QPalette::WindowText, QColor(0x8a, 0x4b, 0x00));
+  note_->setPalette(orange);
   layout->addWidget(note_);
   layout->addStretch(1);
   for (QLabel* l : {code_, decoded_, error_, neighbours_}) {

@@ -24,6 +24,43 @@ void place_marker(QCPItemStraightLine* line, std::optional<double> x) {
   line->setVisible(true);
 }
 
+// The note over a plot whose marker is not on its x axis as shown: in the axis rect's top
+// corner on the side where the value lies.
+QCPItemText* make_note(QCustomPlot* plot) {
+  auto* note = new QCPItemText(plot);
+  note->setObjectName(QStringLiteral("markerNote"));
+  note->position->setType(QCPItemPosition::ptAxisRectRatio);
+  note->setColor(QColor(60, 60, 60));
+  note->setBrush(QBrush(QColor(255, 255, 255, 220)));
+  note->setPadding(QMargins(4, 2, 4, 2));
+  note->setSelectable(false);
+  note->setVisible(false);
+  return note;
+}
+
+// value: the typed value; x: where its marker is on the axis (none for 0, NaN, Inf).
+void place_note(QCPItemText* note, const QCPAxis* axis, std::optional<double> value,
+                std::optional<double> x) {
+  QString text;
+  bool right = true;
+  if (value && std::isnan(*value)) {
+    text = QObject::tr("NaN: no place on the axis");
+  } else if (value && std::isinf(*value)) {
+    text = QObject::tr("value beyond the plotted range →");
+  } else if (value && *value == 0) {
+    text = QObject::tr("0: no place on a log axis");
+  } else if (x && *x > axis->range().upper) {
+    text = QObject::tr("value beyond the plotted range →");
+  } else if (x && *x < axis->range().lower) {
+    text = QObject::tr("← value beyond the plotted range");
+    right = false;
+  }
+  note->setText(text);
+  note->position->setCoords(right ? 0.99 : 0.01, 0.03);
+  note->setPositionAlignment((right ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignTop);
+  note->setVisible(!text.isEmpty());
+}
+
 QString names_of(const std::vector<Format>& formats) {
   QStringList names;
   for (Format f : formats) {
@@ -44,7 +81,10 @@ std::vector<double> positive_values(Format f) {
 }  // namespace
 
 NumberLinePlot::NumberLinePlot(QWidget* parent)
-    : ExportablePlot(parent), marker_(make_marker(this)) {
+    : ExportablePlot(parent), marker_(make_marker(this)), note_(make_note(this)) {
+  // Panned or zoomed: the note follows whether the value is still in view.
+  connect(xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
+          [this] { setMarker(value_); });
   xAxis->setLabel(tr("log2 |value|"));
   yAxis->setLabel(QString());
   axisRect()->setRangeZoom(Qt::Horizontal);
@@ -103,13 +143,18 @@ void NumberLinePlot::sizeForPresentation() {
 }
 
 void NumberLinePlot::setMarker(std::optional<double> value) {
+  value_ = value;
   std::optional<double> x;
   if (value && std::isfinite(*value) && *value != 0) x = std::log2(std::fabs(*value));
   place_marker(marker_, x);
+  place_note(note_, xAxis, value, x);
   replot(QCustomPlot::rpQueuedReplot);
 }
 
-SpacingPlot::SpacingPlot(QWidget* parent) : ExportablePlot(parent), marker_(make_marker(this)) {
+SpacingPlot::SpacingPlot(QWidget* parent)
+    : ExportablePlot(parent), marker_(make_marker(this)), note_(make_note(this)) {
+  connect(xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
+          [this] { setMarker(value_); });
   xAxis->setLabel(tr("|value|"));
   // Short enough for the plot's height at the default window size; the tab's heading
   // says what it is ("Spacing (ULP) against magnitude").
@@ -170,9 +215,11 @@ void SpacingPlot::presentationScaleChanged(double factor) {
 }
 
 void SpacingPlot::setMarker(std::optional<double> value) {
+  value_ = value;
   std::optional<double> x;
   if (value && std::isfinite(*value) && *value != 0) x = std::fabs(*value);
   place_marker(marker_, x);
+  place_note(note_, xAxis, value, x);
   replot(QCustomPlot::rpQueuedReplot);
 }
 

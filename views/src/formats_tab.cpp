@@ -128,6 +128,8 @@ FormatsTab::FormatsTab(QWidget* parent)
   main_split->addWidget(bottom);
   main_split->setStretchFactor(0, 2);
   main_split->setStretchFactor(1, 3);
+  // No pane is ever dragged or squeezed to nothing: each keeps its minimum size.
+  for (QSplitter* s : {plots, bottom, main_split}) s->setChildrenCollapsible(false);
   layout->addWidget(main_split, 1);
   explorer_scroll->setWidget(explorer);
   pages_->addTab(explorer_scroll, tr("Explorer"));

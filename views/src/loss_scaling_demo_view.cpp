@@ -62,6 +62,7 @@ LossScalingDemoView::LossScalingDemoView(QWidget* parent)
   auto* split = new QSplitter(Qt::Horizontal, this);
   split->addWidget(scale_plot_);
   split->addWidget(underflow_plot_);
+  split->setChildrenCollapsible(false);  // neither plot dragged or squeezed to nothing
   layout->addWidget(split, 1);
   summary_->setTextFormat(Qt::RichText);
   summary_->setWordWrap(true);

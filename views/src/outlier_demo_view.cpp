@@ -99,6 +99,7 @@ OutlierDemoView::OutlierDemoView(QWidget* parent)
   split->addWidget(maps_);
   split->setStretchFactor(0, 2);
   split->setStretchFactor(1, 3);
+  split->setChildrenCollapsible(false);  // neither plot dragged or squeezed to nothing
   layout->addWidget(split, 1);
   summary_->setTextFormat(Qt::RichText);
   summary_->setWordWrap(true);

@@ -17,6 +17,7 @@
 #include <QTimer>
 #include <QToolBar>
 #include <QTreeView>
+#include <algorithm>
 #include <cmath>
 #include <unordered_map>
 
@@ -125,8 +126,13 @@ void PresentationMode::enter() {
   std::unordered_map<QWidget*, std::pair<QFont, bool>> before;
   for (QWidget* w : widgets) before[w] = {w->font(), w->testAttribute(Qt::WA_SetFont)};
   for (QWidget* w : widgets) {
-    if (auto* splitter = qobject_cast<QSplitter*>(w))
-      splitters_.emplace_back(splitter, splitter->sizes());
+    auto* splitter = qobject_cast<QSplitter*>(w);
+    if (!splitter) continue;
+    // One never laid out yet (a tab not shown so far) has no sizes to go back to: all
+    // zero, which would shrink its panes to their minimums when set.
+    const QList<int> sizes = splitter->sizes();
+    if (std::any_of(sizes.begin(), sizes.end(), [](int s) { return s > 0; }))
+      splitters_.emplace_back(splitter, sizes);
   }
   window_font_ = window_->font();
   window_font_set_ = window_->testAttribute(Qt::WA_SetFont);

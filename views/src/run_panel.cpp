@@ -79,8 +79,9 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
       progress_(new QProgressBar(this)) {
   preset_->addItems(presetNames());
   // Shown while the form holds what no preset gave it (a preset's fields changed, an opened
-  // run's settings).
-  preset_->setPlaceholderText(tr("custom (a preset changed, or an opened run's settings)"));
+  // run's settings). Short: a combo box is never narrower than its placeholder, and the
+  // form never narrower than its widest field.
+  preset_->setPlaceholderText(tr("custom run settings"));
   model_->addItems({QStringLiteral("gpt"), QStringLiteral("mlp")});
   fill_choices(recipe_, kFloat8Recipes);
   fill_choices(formats_, kFormatPairings);
@@ -129,7 +130,9 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   name_->setObjectName(QStringLiteral("run-name"));  // "name" is any widget's default
   // Each field's tooltip: the key a config file or --set spells (and what it means).
   for (const auto& [w, key] : keys) w->setToolTip(QString::fromLatin1(key));
-  preset_->setToolTip(tr("Fills the form; every field can be changed after"));
+  preset_->setToolTip(
+      tr("Fills the form; every field can be changed after (\"custom run settings\": a "
+         "preset's field changed, or an opened run's settings)"));
   stats_->setToolTip(
       tr("stats_interval: steps between full per-layer statistics (amax, "
          "scale, underflow, saturation, histograms), and the last step too; 0 or "
@@ -269,9 +272,12 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   scroll->setWidget(body);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
-  // The form may scroll sideways too: a dock as wide as the whole form would not leave a
-  // 1300 px window room for its tabs.
-  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
+  // The form scrolls up and down, never sideways (a label scrolled off to the left reads
+  // "rgin" for "Margin"): the area is at least as wide as the form's minimum, rows whose
+  // field does not fit beside its label wrapping below it (eventFilter()).
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  form_area_ = scroll;
+  body->installEventFilter(this);
   error_->setObjectName(QStringLiteral("run-message"));
   error_->setWordWrap(true);
   error_->setTextFormat(Qt::PlainText);
@@ -342,6 +348,14 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
             eta_->setText(message.isEmpty() ? tr("run %1").arg(name)
                                             : tr("run %1: %2").arg(name, message));
           });
+  // Another database: the progress shown was of a run of the one before.
+  connect(engine_, &EngineController::databaseChanged, this, [this] {
+    if (engine_->isRunning()) return;
+    done_ = total_ = 0;
+    eta_seconds_ = -1;
+    progress_->reset();
+    eta_->clear();
+  });
   applyPreset(preset_->currentText());
 }
 
@@ -383,6 +397,12 @@ void RunPanel::showModelFields() {
 }
 
 bool RunPanel::eventFilter(QObject* watched, QEvent* event) {
+  if (form_area_ && watched == form_area_->widget() && event->type() == QEvent::LayoutRequest) {
+    // Room for the form's minimum beside the vertical scroll bar (fonts, More fields).
+    const int bar = form_area_->verticalScrollBar()->sizeHint().width();
+    form_area_->setMinimumWidth(form_area_->widget()->minimumSizeHint().width() + bar +
+                                2 * form_area_->frameWidth());
+  }
   if (event->type() == QEvent::Wheel) {
     auto* w = qobject_cast<QWidget*>(watched);
     if (w && !w->hasFocus()) {

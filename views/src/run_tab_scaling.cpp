@@ -62,6 +62,9 @@ ScalingTab::ScalingTab(const RunData* run, QWidget* parent)
   }
   split->addWidget(right);
   split->setStretchFactor(1, 1);
+  // Neither pane is ever dragged or squeezed (a smaller window, presentation mode's fonts)
+  // to nothing: each keeps its minimum width, the plots their axes.
+  split->setChildrenCollapsible(false);
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(split);
   add_graph(amax_, tr("amax"), QColor(0x1f, 0x77, 0xb4));

@@ -54,7 +54,20 @@ SweepRead read_sweep(const std::string& path, int64_t sweep_id) {
   r.spec = sweep_from_json(info->grid_json);
   r.points = sweep_points(*store, sweep_id);
   r.status = info->status;
+  r.runs_state = sweep_runs_state(*store, sweep_id);
   return r;
+}
+
+std::string sweep_runs_state(const RunStore& store, int64_t sweep_id) {
+  const auto info = store.sweep(sweep_id);
+  if (!info) return {};
+  std::string state = info->status;
+  for (const RunInfo& r : store.runs()) {
+    if (r.parent_sweep != sweep_id) continue;
+    state += ' ' + std::to_string(r.id) + ':' + std::string(run_status_name(r.status)) +
+             (r.live ? "+" : "");
+  }
+  return state;
 }
 
 }  // namespace sweeps_detail
@@ -68,10 +81,20 @@ namespace {
 class CellTicker : public QCPAxisTickerText {
  public:
   explicit CellTicker(QCPAxis* axis) : axis_(axis) {}
+  // The axis's length in pixels now, and the one the ticks were last made for: a replot
+  // makes them before it lays the plot out, so they are of the size before a resize (a
+  // plot drawn hidden, at a widget's first small size, then shown large) until the next.
+  double length() const {
+    if (!axis_->axisRect()) return 0;
+    return axis_->orientation() == Qt::Horizontal ? axis_->axisRect()->width()
+                                                  : axis_->axisRect()->height();
+  }
+  double lengthUsed() const { return length_used_; }
 
  protected:
   QVector<double> createTickVector(double step, const QCPRange& range) override {
     QVector<double> all = QCPAxisTickerText::createTickVector(step, range);
+    length_used_ = length();
     if (all.size() < 2 || !axis_->axisRect()) return all;
     const QFontMetrics fm(axis_->tickLabelFont());
     const bool across = axis_->orientation() == Qt::Horizontal;
@@ -82,7 +105,7 @@ class CellTicker : public QCPAxisTickerText {
         widest = std::max(widest, fm.horizontalAdvance(t));
       room = widest + 12;
     }
-    const double length = across ? axis_->axisRect()->width() : axis_->axisRect()->height();
+    const double length = length_used_;
     const double cell = length / std::max(1.0, range.size());  // pixels a cell
     if (cell <= 0 || cell >= room) return all;
     const double need = room / cell;
@@ -103,6 +126,7 @@ class CellTicker : public QCPAxisTickerText {
 
  private:
   QCPAxis* axis_;
+  double length_used_ = -1;
 };
 
 // Whether a cell mark of this kind stands for a diverged run (drawn in red).
@@ -160,6 +184,19 @@ void SweepsTab::cellClicked(QMouseEvent* e, bool twice) {
   const auto ids = runsAt(x, y);
   if (!ids.empty()) Q_EMIT openRunRequested(ids.front());
 }
+void SweepsTab::ticksFollowTheLayout() {
+  // Ticks made for another length than the one laid out: made again, once, for this one.
+  connect(heat_, &QCustomPlot::afterLayout, this, [this] {
+    for (QCPAxis* a : {heat_->xAxis, heat_->yAxis}) {
+      const auto* t = dynamic_cast<const CellTicker*>(a->ticker().data());
+      if (t && std::abs(t->lengthUsed() - t->length()) >= 1) {
+        heat_->replot(QCustomPlot::rpQueuedReplot);
+        return;
+      }
+    }
+  });
+}
+
 void SweepsTab::showSweep(int64_t sweep_id) {
   const std::string path = engine_->databasePath().toStdString();
   if (sweep_id != sweep_id_ && !busy()) {
@@ -178,6 +215,7 @@ void SweepsTab::showSweep(int64_t sweep_id) {
                   [this, sweep_id](SweepRead r) {
                     setReading(false);
                     showPoints(sweep_id, std::move(r.spec), std::move(r.points), r.status);
+                    shown_runs_state_ = std::move(r.runs_state);
                     Q_EMIT sweepShown(sweep_id);
                   },
                   [this](const QString& message) {
@@ -205,6 +243,7 @@ void SweepsTab::showPoints(int64_t sweep_id, SweepSpec spec, std::vector<SweepPo
   sweep_id_ = sweep_id;
   points_ = std::move(points);
   status_of_shown_ = status;
+  shown_runs_state_.clear();  // set by showSweep() after this, where it read the sweep
   for (const SweepPoint& p : points_)
     seen_runs_[p.values].insert(p.run_ids.begin(), p.run_ids.end());
   if (axes_changed || static_cast<int>(slicers_.size()) != static_cast<int>(spec_.axes.size()))
@@ -313,7 +352,28 @@ const SweepPoint* SweepsTab::pointAt(int x, int y) const {
 int SweepsTab::deletedAt(int x, int y) const {
   const std::vector<std::string> values = valuesAt(x, y);
   if (values.empty()) return 0;
-  const SweepPoint* p = pointAt(x, y);
+  return deletedOf(values, pointAt(x, y));
+}
+
+int SweepsTab::deletedTrials() const {
+  size_t points = 1;
+  for (const SweepAxis& a : spec_.axes) points *= a.values.size();
+  if (spec_.axes.empty()) return 0;
+  int gone = 0;
+  std::set<std::vector<std::string>> counted;
+  for (const SweepPoint& p : points_) {
+    if (counted.insert(p.values).second) gone += deletedOf(p.values, &p);
+  }
+  for (const auto& [values, runs] : seen_runs_) {
+    if (counted.insert(values).second) gone += deletedOf(values, nullptr);
+  }
+  // A finished sweep's points without a run at all had every trial deleted.
+  if (status_of_shown_ == "finished" && points > counted.size())
+    gone += static_cast<int>(points - counted.size()) * std::max(1, spec_.seeds);
+  return gone;
+}
+
+int SweepsTab::deletedOf(const std::vector<std::string>& values, const SweepPoint* p) const {
   const int runs = p ? p->runs : 0;
   const int trials = p ? p->trials : std::max(1, spec_.seeds);
   int gone = 0;
@@ -536,6 +596,8 @@ void SweepsTab::redraw() {
           .arg(counts.finished)
           .arg(counts.trials);
   if (counts.diverged > 0) progress += tr(", %1 diverged").arg(counts.diverged);
+  // A trial whose run was deleted is not one still to run.
+  if (const int gone = deletedTrials(); gone > 0) progress += tr(", %1 deleted").arg(gone);
   QString text;
   if (const SweepPoint* best = best_sweep_point(points_)) {
     QStringList where;

@@ -118,6 +118,28 @@ void SweepsTab::selectShownSweep() {
 void SweepsTab::runsDeleted() {
   // A trial deleted reads as deleted, at once (not first when another sweep is chosen),
   // and its loss curve leaves the overlaid ones.
+  rereadShownSweep();
+}
+
+void SweepsTab::pollShownSweep() {
+  if (sweep_id_ == 0 || busy() || isReading() || isCollecting() || poll_job_.busy()) return;
+  const std::string path = engine_->databasePath().toStdString();
+  const int64_t id = sweep_id_;
+  poll_job_.run(
+      [path, id] {
+        // A connection of its own: a read that waits on a busy database waits here.
+        return sweeps_detail::sweep_runs_state(*RunStore::open_read_only(path), id);
+      },
+      [this, id](std::string state) {
+        if (id != sweep_id_ || state.empty() || state == shown_runs_state_ || isReading()) return;
+        rereadShownSweep();
+      },
+      [](const QString&) {
+        // Not said: the list and the sweep's own reads say why a database cannot be read.
+      });
+}
+
+void SweepsTab::rereadShownSweep() {
   if (sweep_id_ != 0 && !busy()) {
     auto* once = new QObject(this);
     connect(this, &SweepsTab::sweepShown, once, [this, once] {
@@ -136,6 +158,8 @@ void SweepsTab::databaseChanged() {
     // The sweep shown is the other database's.
     points_job_.drop();
     curves_job_.drop();
+    poll_job_.drop();
+    shown_runs_state_.clear();
     setReading(false);
     sweep_id_ = 0;
     spec_ = SweepSpec{};

@@ -20,6 +20,7 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
 
@@ -92,6 +93,10 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
       curves_(new ExportablePlot(this)) {
   preset_->addItems(presetNames());
   preset_->setObjectName(QStringLiteral("sweepPreset"));
+  // Narrower than its longest preset where the window is (1280 px): the tab's form and
+  // heatmap side by side leave the run panel room for its form.
+  preset_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  preset_->setMinimumContentsLength(16);
   fill_choices(metric_, kSweepMetrics, &SweepMetricEntry::label);
   seeds_->setRange(1, 100);
   seeds_->setObjectName(QStringLiteral("seedsPerPoint"));
@@ -245,7 +250,11 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
           [this](const QString& n) { applyPreset(n); });
   // The form edited away from its preset: no preset's now (the box says "custom"), and the
   // sweep and its trials are not named after one.
-  preset_->setPlaceholderText(tr("custom (a preset changed, or a shown sweep's settings)"));
+  // Short: a combo box is never narrower than its placeholder (the form's column is).
+  preset_->setPlaceholderText(tr("custom sweep settings"));
+  preset_->setToolTip(
+      tr("Fills the form (\"custom sweep settings\": a preset changed, or a "
+         "shown sweep's settings)"));
   for (QPlainTextEdit* e : {base_, grid_})
     connect(e, &QPlainTextEdit::textChanged, this, &SweepsTab::showWhetherPreset);
   connect(start_, &QPushButton::clicked, this, [this] { start(); });
@@ -287,6 +296,16 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   });
   connect(heat_, &QCustomPlot::mouseDoubleClick, this,
           [this](QMouseEvent* e) { cellClicked(e, true); });
+  ticksFollowTheLayout();
+  // The sweep shown follows the database by itself, as the Runs tab's list does: trials
+  // another process ends or deletes (the CLI's sweep, `fp8wb runs delete`). Read off the
+  // GUI thread, once a second while the tab is shown.
+  auto* poll = new QTimer(this);
+  poll->setInterval(1000);
+  connect(poll, &QTimer::timeout, this, [this] {
+    if (isVisible()) pollShownSweep();
+  });
+  poll->start();
   connect(overlay_, &QComboBox::currentIndexChanged, this,
           [this](int column) { overlayLine(overlaid_cell_.x(), overlaid_cell_.y(), column == 1); });
   applyPreset(preset_->currentText());

@@ -13,6 +13,10 @@
 
 class QCPColorGradient;
 
+namespace fp8wb {
+class RunStore;
+}
+
 namespace fp8wb::sweeps_detail {
 
 // A sweep's grid and points, read on a connection of its own.
@@ -20,7 +24,12 @@ struct SweepRead {
   SweepSpec spec;
   std::vector<SweepPoint> points;
   std::string status;
+  std::string runs_state;  // sweep_runs_state() when it was read
 };
+
+// The sweep's status and its trials' runs (id, status, live), as one string: two reads
+// that give the same drew the same heatmap.
+std::string sweep_runs_state(const RunStore& store, int64_t sweep_id);
 
 SweepRead read_sweep(const std::string& path, int64_t sweep_id);
 

@@ -16,7 +16,8 @@ class NumberLinePlot : public ExportablePlot, public PresentationHook {
  public:
   explicit NumberLinePlot(QWidget* parent = nullptr);
   void setFormats(const std::vector<Format>& formats);
-  // A vertical line at |value| (none for 0, NaN, Inf).
+  // A vertical line at |value| (none for 0, NaN, Inf); where it is not on the axis as
+  // shown (beyond its range, 0, NaN, Inf), a note over the plot says so.
   void setMarker(std::optional<double> value);
   void presentationScaleChanged(double factor) override;
 
@@ -25,6 +26,8 @@ class NumberLinePlot : public ExportablePlot, public PresentationHook {
   double factor_ = 1;
   std::vector<Format> formats_;
   QCPItemStraightLine* marker_;
+  QCPItemText* note_;
+  std::optional<double> value_;
 };
 
 class SpacingPlot : public ExportablePlot, public PresentationHook {
@@ -32,6 +35,7 @@ class SpacingPlot : public ExportablePlot, public PresentationHook {
  public:
   explicit SpacingPlot(QWidget* parent = nullptr);
   void setFormats(const std::vector<Format>& formats);
+  // As NumberLinePlot's: a line at |value|, a note where it is not on the axis.
   void setMarker(std::optional<double> value);
   void presentationScaleChanged(double factor) override;
 
@@ -39,6 +43,8 @@ class SpacingPlot : public ExportablePlot, public PresentationHook {
   double factor_ = 1;
   int legend_rows_ = 1;
   QCPItemStraightLine* marker_;
+  QCPItemText* note_;
+  std::optional<double> value_;
 };
 
 }  // namespace fp8wb

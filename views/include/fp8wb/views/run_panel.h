@@ -21,6 +21,7 @@ class QCheckBox;
 class QLineEdit;
 class QPushButton;
 class QProgressBar;
+class QScrollArea;
 class QGroupBox;
 class QAbstractSpinBox;
 class QFormLayout;
@@ -54,7 +55,8 @@ class RunPanel : public QWidget {
   QString setAdvanced(const QString& key, const QString& value);
 
  protected:
-  // Only a focused field takes the wheel; otherwise the wheel scrolls the form.
+  // Only a focused field takes the wheel; otherwise the wheel scrolls the form. The form's
+  // area is never narrower than the form (its minimum follows the form's).
   bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
@@ -97,7 +99,8 @@ class RunPanel : public QWidget {
   QLabel *error_, *eta_;
   QPushButton *start_, *pause_, *stop_;
   QProgressBar* progress_;
-  qint64 done_ = 0, total_ = 0;  // the last progress: steps done, of
+  QScrollArea* form_area_ = nullptr;  // scrolls the form up and down, never sideways
+  qint64 done_ = 0, total_ = 0;       // the last progress: steps done, of
   double eta_seconds_ = -1;
 };
 

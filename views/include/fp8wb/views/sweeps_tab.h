@@ -9,7 +9,8 @@
 // list over the heatmap names the open database's stored sweeps, newest first (those run
 // here, by `fp8wb sweep` or collected from a cluster's folder alike): choosing one shows it,
 // and a line under it says what the shown sweep was run with; the form on the left is that
-// of a new sweep, apart.
+// of a new sweep, apart. While the tab is shown, the shown sweep follows the database once
+// a second (trials another process ends or deletes), as the Runs tab's list does.
 #pragma once
 
 #include <QWidget>
@@ -129,6 +130,8 @@ class SweepsTab : public QWidget {
   // The "Sweep" list's entry of the sweep shown, chosen (without showing it again).
   void selectShownSweep();
   void redraw();
+  // The heatmap's tick labels follow its size: replotted where they were made for another.
+  void ticksFollowTheLayout();
   // No sweep shown: the heatmap without cells, ticks, axis labels or colour scale, saying
   // so over its middle, and no overlaid curves; the plots keep their place.
   // Nothing on the heatmap; `why` over its middle ("no sweep shown" without).
@@ -155,6 +158,16 @@ class SweepsTab : public QWidget {
   // Runs were deleted (EngineController::runsDeleted): the sweep shown is read again and
   // the list too, so that a deleted trial reads as deleted.
   void runsDeleted();
+  // The shown sweep read again (its list entry too) where its trials' runs changed since
+  // it was read (their ids, how they stand): a run another process ended or deleted.
+  void pollShownSweep();
+  // The shown sweep read again and drawn, its overlaid curves too (a trial deleted, ended).
+  void rereadShownSweep();
+  // How many of the shown sweep's trials had a run that is gone (every grid point, not
+  // only the slice shown).
+  int deletedTrials() const;
+  // deletedAt()'s count for the grid point `values` (p: its point, or null).
+  int deletedOf(const std::vector<std::string>& values, const SweepPoint* p) const;
   // Every axis's value at the heatmap cell (x, y) of the current slice (empty: none).
   std::vector<std::string> valuesAt(int x, int y) const;
   // How many of the cell's trials had a run that is gone: runs seen here for the point and
@@ -210,6 +223,10 @@ class SweepsTab : public QWidget {
   BackgroundJob curves_job_{this};   // reads of the overlaid loss curves
   BackgroundJob collect_job_{this};  // a cluster sweep's folder collected
   BackgroundJob list_job_{this};     // reads of the database's list of sweeps
+  BackgroundJob poll_job_{this};     // looks at the shown sweep's runs, once a second
+  // The shown sweep's runs as read with it (sweep_runs_state()): a poll that finds them
+  // otherwise reads the sweep again. Empty: not known (the tab's own sweep drew it).
+  std::string shown_runs_state_;
   int64_t chosen_ = 0;  // chosen from the list (or its newest): its first row's curves once shown
 };
 
