@@ -108,11 +108,7 @@ __global__ void __launch_bounds__(kColThreads)
       }
       transpose_bytes4(w, t[q]);
     }
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      *reinterpret_cast<uint4*>(codes_t + (c0 + k) * rows + r0) =
-          make_uint4(t[0][k], t[1][k], t[2][k], t[3][k]);
-    }
+    store_transposed16(codes_t, rows, r0, c0, t);
   }
 }
 

@@ -311,6 +311,29 @@ __device__ __forceinline__ void transpose_bytes4(const uint32_t w[4], uint32_t t
   t[3] = __byte_perm(b, d, 0x7632);
 }
 
+// A piece's sixteen rows of four codes, transposed (t[q][k]: column k of rows 4q..4q+3),
+// into codes_t (`rows` codes a column): 16 bytes of each of the piece's four columns.
+__device__ __forceinline__ void store_transposed16(uint8_t* codes_t, int64_t rows, int64_t r0,
+                                                   int64_t c0, const uint32_t t[4][4]) {
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    *reinterpret_cast<uint4*>(codes_t + (c0 + k) * rows + r0) =
+        make_uint4(t[0][k], t[1][k], t[2][k], t[3][k]);
+  }
+}
+
+// Row r of a piece's four codes (`word`, element k in byte k) into the row-major codes
+// (where given) and the transposed ones (kTrans), one byte at a time there.
+template <bool kTrans>
+__device__ __forceinline__ void store_codes_row(uint8_t* codes, uint8_t* codes_t, int64_t rows,
+                                                int64_t cols, int64_t r, int64_t c0,
+                                                uint32_t word) {
+  if (codes) *reinterpret_cast<uint32_t*>(codes + r * cols + c0) = word;
+  if constexpr (kTrans) {
+    for (int k = 0; k < 4; ++k) codes_t[(c0 + k) * rows + r] = (word >> (8 * k)) & 0xFFu;
+  }
+}
+
 #if defined(FP8WB_HIP)
 // The tile kernels' blocks are 16 x 16 threads, twice HIP's kThreads, by which their block
 // reductions and lane histograms are sized: AMD GPUs take the row-walk kernels instead.

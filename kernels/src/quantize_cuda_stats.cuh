@@ -144,6 +144,39 @@ __device__ __forceinline__ void square_sums4(const float e[4], const float v[4],
   }
 }
 
+// A tile kernel's thread adds its piece's square sums (te, ts; the piece's first row r0
+// and column c0, `in` where the piece lies in the tensor) to the error map: where the
+// tile (first row tr, column tc) lies in one cell (tile_cells), each warp adds its sums
+// (no barrier, which would hold the warps in step, their loads and arithmetic no longer
+// overlapping); else each half-warp's sums go to their cells by a segmented reduction
+// (keys rise along a half-warp, whose 16 threads are consecutive columns of one row of
+// pieces; the second half's are offset by the cell count, so that a run of equal keys is
+// one half's threads in one cell).
+__device__ __forceinline__ void add_piece_to_map(const Geometry& G, double* map, bool tile_cells,
+                                                 int64_t tr, int64_t tc, int64_t r0, int64_t c0,
+                                                 bool in, double te, double ts) {
+  if (tile_cells) {
+    te = warp_sum(te);
+    ts = warp_sum(ts);
+    if (gpu::lane_id() == 0) {
+      const int64_t cell = (tr / G.cell_rows) * G.map_cols + tc / G.cell_cols;
+      if (te != 0) atomicAdd(&map[cell], te);
+      if (ts != 0) atomicAdd(&map[G.cells + cell], ts);
+    }
+    return;
+  }
+  const int64_t key = in ? (r0 / G.cell_rows) * G.map_cols + c0 / G.cell_cols +
+                               ((gpu::lane_id() >> 4) & 1) * G.cells
+                         : LLONG_MAX;
+  const auto add = [](double a, double b) { return a + b; };
+  const double e = segmented_reduce(key, te, add), q = segmented_reduce(key, ts, add);
+  if (last_of_run(key) && in) {
+    const int64_t cell = key >= G.cells ? key - G.cells : key;
+    if (e != 0) atomicAdd(&map[cell], e);
+    if (q != 0) atomicAdd(&map[G.cells + cell], q);
+  }
+}
+
 // Dynamic shared memory past the default 48 KB must be allowed once per kernel.
 template <auto Kernel>
 void allow_lane_hist() {

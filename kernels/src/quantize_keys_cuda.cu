@@ -105,11 +105,7 @@ __global__ void __launch_bounds__(kKeyThreads, 1)
         if constexpr (kTrans) transpose_bytes4(w, t[q]);
       }
       if constexpr (kTrans) {
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          *reinterpret_cast<uint4*>(codes_t + (c0 + k) * G.rows + r0) =
-              make_uint4(t[0][k], t[1][k], t[2][k], t[3][k]);
-        }
+        store_transposed16(codes_t, G.rows, r0, c0, t);
       }
       // The rows whose squares the fp32 partials would lose (a non-finite input or scale,
       // squares beyond fp32's range): their codes with the codec's NaN codes, their
@@ -130,38 +126,12 @@ __global__ void __launch_bounds__(kKeyThreads, 1)
         square_sums4(e, vf, re, rs);
         te += re;
         ts += rs;
-        if (codes) *reinterpret_cast<uint32_t*>(codes + (r0 + i) * G.cols + c0) = w;
-        if constexpr (kTrans) {
-          for (int k = 0; k < 4; ++k) codes_t[(c0 + k) * G.rows + r0 + i] = (w >> (8 * k)) & 0xFFu;
-        }
+        store_codes_row<kTrans>(codes, codes_t, G.rows, G.cols, r0 + i, c0, w);
       }
     }
     sq_err += te;
     sq_sum += ts;
-    if (map && tile_cells) {
-      // The tile lies in one cell: each warp adds its sums to the cell (no barrier, which
-      // would hold the group's warps in step, their loads and arithmetic no longer
-      // overlapping).
-      te = warp_sum(te);
-      ts = warp_sum(ts);
-      if (gpu::lane_id() == 0) {
-        const int64_t cell = (tr / G.cell_rows) * G.map_cols + tc / G.cell_cols;
-        if (te != 0) atomicAdd(&map[cell], te);
-        if (ts != 0) atomicAdd(&map[G.cells + cell], ts);
-      }
-    } else if (map) {
-      // As tile_stats_kernel: a run of equal keys is one half-warp's threads in one cell.
-      const int64_t key = in ? (r0 / G.cell_rows) * G.map_cols + c0 / G.cell_cols +
-                                   ((gpu::lane_id() >> 4) & 1) * G.cells
-                             : LLONG_MAX;
-      const auto add = [](double a, double b) { return a + b; };
-      const double e = segmented_reduce(key, te, add), q = segmented_reduce(key, ts, add);
-      if (last_of_run(key) && in) {
-        const int64_t cell = key >= G.cells ? key - G.cells : key;
-        if (e != 0) atomicAdd(&map[cell], e);
-        if (q != 0) atomicAdd(&map[G.cells + cell], q);
-      }
-    }
+    if (map) add_piece_to_map(G, map, tile_cells, tr, tc, r0, c0, in, te, ts);
   }
   __syncthreads();
   // The counters, bins and amax of every magnitude that occurred, as count_element()

@@ -47,11 +47,7 @@ __global__ void __launch_bounds__(kThreads)
       }
       transpose_bytes4(w, t[q]);
     }
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      *reinterpret_cast<uint4*>(codes_t + (c0 + k) * G.rows + r0) =
-          make_uint4(t[0][k], t[1][k], t[2][k], t[3][k]);
-    }
+    store_transposed16(codes_t, G.rows, r0, c0, t);
   }
   if (kAmax) flush_block_amax(m, amax_out);
 }
@@ -132,11 +128,7 @@ __global__ void __launch_bounds__(kThreads, 3)
         }
       }
       if constexpr (kTrans) {
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          *reinterpret_cast<uint4*>(codes_t + (c0 + k) * G.rows + r0) =
-              make_uint4(t[0][k], t[1][k], t[2][k], t[3][k]);
-        }
+        store_transposed16(codes_t, G.rows, r0, c0, t);
       }
       // The rows count4_common left (a non-finite input, a code of the largest magnitude,
       // squares beyond fp32's range; every row under a non-finite scale), a loop kept out
@@ -152,40 +144,12 @@ __global__ void __launch_bounds__(kThreads, 3)
         square_sums4(e, vf, re, rs);
         te += re;
         ts += rs;
-        if (codes) *reinterpret_cast<uint32_t*>(codes + (r0 + i) * G.cols + c0) = w;
-        if constexpr (kTrans) {
-          for (int k = 0; k < 4; ++k) codes_t[(c0 + k) * G.rows + r0 + i] = (w >> (8 * k)) & 0xFFu;
-        }
+        store_codes_row<kTrans>(codes, codes_t, G.rows, G.cols, r0 + i, c0, w);
       }
     }
     ls.sq_err += te;
     ls.sq_sum += ts;
-    if (map && tile_cells) {
-      // The tile lies in one cell: each warp adds its sums to the cell (no barrier, which
-      // would hold the block's warps in step, their loads and arithmetic no longer
-      // overlapping).
-      te = warp_sum(te);
-      ts = warp_sum(ts);
-      if (gpu::lane_id() == 0) {
-        const int64_t cell = (tr / G.cell_rows) * G.map_cols + tc / G.cell_cols;
-        if (te != 0) atomicAdd(&map[cell], te);
-        if (ts != 0) atomicAdd(&map[G.cells + cell], ts);
-      }
-    } else if (map) {
-      // Keys rise along each half-warp (its 16 threads are consecutive columns of one row
-      // of pieces); the second half's are offset by the cell count, so that a run of equal
-      // keys is one half's threads in one cell.
-      const int64_t key = in ? (r0 / G.cell_rows) * G.map_cols + c0 / G.cell_cols +
-                                   ((gpu::lane_id() >> 4) & 1) * G.cells
-                             : LLONG_MAX;
-      const auto add = [](double a, double b) { return a + b; };
-      const double e = segmented_reduce(key, te, add), q = segmented_reduce(key, ts, add);
-      if (last_of_run(key) && in) {
-        const int64_t cell = key >= G.cells ? key - G.cells : key;
-        if (e != 0) atomicAdd(&map[cell], e);
-        if (q != 0) atomicAdd(&map[G.cells + cell], q);
-      }
-    }
+    if (map) add_piece_to_map(G, map, tile_cells, tr, tc, r0, c0, in, te, ts);
   }
   __syncthreads();
   flush_block_stats(ls, stats, kHist ? lane_hist : nullptr, true);
