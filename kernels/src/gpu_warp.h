@@ -135,6 +135,10 @@ __device__ __forceinline__ LaneMask match_any(int v) {
 #endif
 }
 
+// The sum of v over `peers`, this lane's match_any() lanes, for every lane of the warp
+// (all take part): __reduce_add_sync on CUDA; on HIP one warp sum per distinct peer set.
+__device__ __forceinline__ uint32_t peer_sum(LaneMask peers, uint32_t v);
+
 template <class T>
 __device__ __forceinline__ T warp_sum(T v) {
 #pragma unroll
@@ -146,6 +150,21 @@ __device__ __forceinline__ uint32_t warp_max(uint32_t v) {
 #pragma unroll
   for (int o = kWarpSize / 2; o > 0; o >>= 1) v = max(v, shfl_xor(v, o));
   return v;
+}
+
+__device__ __forceinline__ uint32_t peer_sum(LaneMask peers, uint32_t v) {
+#if defined(FP8WB_HIP)
+  uint32_t mine = 0;
+  for (LaneMask todo = kFullMask; todo != 0;) {
+    const LaneMask set = __shfl(peers, lowest_lane(todo));
+    const uint32_t sum = warp_sum((set >> lane_id()) & 1 ? v : 0u);
+    if ((set >> lane_id()) & 1) mine = sum;
+    todo &= ~set;
+  }
+  return mine;
+#else
+  return __reduce_add_sync(peers, v);
+#endif
 }
 
 #endif  // __CUDACC__ || __HIPCC__

@@ -22,6 +22,8 @@ constexpr int kKeyThreads = kGroups * kThreads;
 constexpr int kKeyWarps = kKeyThreads / kWarpSize;
 constexpr int kKeys = 1 << 15;  // bf16 magnitudes
 constexpr size_t kKeyTableBytes = size_t{kKeys} * sizeof(uint32_t);
+// The end's loop over the magnitudes runs whole warps at every step (gpu::match_any()).
+static_assert(kKeys % kWarpSize == 0 && kKeyThreads % kWarpSize == 0);
 
 // One count of each of the bf16 magnitudes in word w (two elements).
 __device__ __forceinline__ void count_keys(uint32_t* keys, uint32_t w) {
@@ -135,45 +137,45 @@ __global__ void __launch_bounds__(kKeyThreads, 1)
   }
   __syncthreads();
   // The counters, bins and amax of every magnitude that occurred, as count_element()
-  // counts an element (a zero input in the zero bin, whatever its scaled value). Each
-  // thread takes a run of consecutive magnitudes, whose bins rise with them: a bin's count
-  // is added to the block's histogram once per run of the same bin, not once per
-  // magnitude (the adds of many threads to one bin would wait on each other).
-  unsigned long long n = 0, zeros = 0, nonfinite = 0, underflow = 0, subnormal = 0, saturated = 0,
-                     run = 0;
+  // counts an element (a zero input in the zero bin, whatever its scaled value). The
+  // threads take the magnitudes in turn (thread t: t, t + kKeyThreads, ...), so that the
+  // few thousand that occur in a typical tensor are shared by all the block's warps, not
+  // left to the two or three whose range holds them; a warp's 32 consecutive magnitudes
+  // fall in a few bins, each added to the block's histogram once (match_any(), the
+  // counts summed over its lanes).
+  unsigned long long n = 0, zeros = 0, nonfinite = 0, underflow = 0, subnormal = 0, saturated = 0;
   uint32_t amax = 0;
-  int run_bin = -1;
-  const int k_end = (threadIdx.x + 1) * kKeys / kKeyThreads;
-  for (int k = threadIdx.x * kKeys / kKeyThreads; k < k_end; ++k) {
+  for (int k = threadIdx.x; k < kKeys; k += kKeyThreads) {
     const uint32_t count = keys[k];
-    if (count == 0) continue;
-    const float x = __uint_as_float(static_cast<uint32_t>(k) << 16);
-    const QuantizedElement qe =
-        quantize_element(x, sc, si, s, Overflow::Saturate, [&](uint8_t c) { return lut[c]; });
-    n += count;
-    int bin = kHistNonfiniteBin;
-    if (!qe.finite) {
-      nonfinite += count;
-    } else {
-      if (k == 0) {
-        zeros += count;
-        bin = kHistZeroBin;
+    int bin = -1;
+    if (count != 0) {
+      const float x = __uint_as_float(static_cast<uint32_t>(k) << 16);
+      const QuantizedElement qe =
+          quantize_element(x, sc, si, s, Overflow::Saturate, [&](uint8_t c) { return lut[c]; });
+      n += count;
+      bin = kHistNonfiniteBin;
+      if (!qe.finite) {
+        nonfinite += count;
       } else {
-        amax = max(amax, float_bits(x));
-        if ((qe.code & 0x7Fu) == 0) underflow += count;  // a zero code of a nonzero input
-        bin = hist_bin(x * sc);
+        if (k == 0) {
+          zeros += count;
+          bin = kHistZeroBin;
+        } else {
+          amax = max(amax, float_bits(x));
+          if ((qe.code & 0x7Fu) == 0) underflow += count;  // a zero code of a nonzero input
+          bin = hist_bin(x * sc);
+        }
+        if (is_subnormal_code(qe.code, s)) subnormal += count;
+        if (qe.saturated) saturated += count;
       }
-      if (is_subnormal_code(qe.code, s)) subnormal += count;
-      if (qe.saturated) saturated += count;
     }
-    if (bin != run_bin) {
-      if (run) atomicAdd(&hist[run_bin], run);
-      run_bin = bin;
-      run = 0;
-    }
-    run += count;
+    // A bin's lanes hold fewer than 2^32 elements between them: the block takes fewer
+    // (tile_keys_ok()).
+    const gpu::LaneMask peers = gpu::match_any(bin);
+    const uint32_t total = gpu::peer_sum(peers, count);
+    if (bin >= 0 && gpu::lane_id() == gpu::lowest_lane(peers))
+      atomicAdd(&hist[bin], static_cast<unsigned long long>(total));
   }
-  if (run) atomicAdd(&hist[run_bin], run);
   __shared__ unsigned long long counts[kKeyWarps][6];
   __shared__ double sums[kKeyWarps][2];
   __shared__ uint32_t maxes[kKeyWarps];
