@@ -103,25 +103,62 @@ std::string json_kind(const json& v) {
   return v.is_array() ? "an array" : "an object";
 }
 
-// Parses JSON and reports the first key that an object gives twice (and its depth: 1
-// for the keys of the outermost object).
-json parse_json_once(std::string_view text, std::string& duplicate, int& duplicate_depth) {
-  std::vector<std::set<std::string>> keys;
-  json::parser_callback_t cb = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) {
-      keys.emplace_back();
-    } else if (event == json::parse_event_t::object_end) {
-      if (!keys.empty()) keys.pop_back();
-    } else if (event == json::parse_event_t::key && !keys.empty() && duplicate.empty() &&
-               parsed.is_string()) {
-      if (!keys.back().insert(parsed.get<std::string>()).second) {
-        duplicate = parsed.get<std::string>();
-        duplicate_depth = depth;
-      }
+// Finds the first key that an object gives twice, without building a document. (A
+// parser callback would do it in one pass, but nlohmann's callback parser scans the
+// whole enclosing object at the end of every inner one: quadratic in the number of
+// tensors, minutes for 100k of them.)
+struct DuplicateKeyFinder {
+  std::vector<std::set<std::string>> keys;  // one set per open object
+  int depth = 0;                            // open objects and arrays
+  std::string duplicate;
+  int duplicate_depth = 0;
+  bool null() { return true; }
+  bool boolean(bool) { return true; }
+  bool number_integer(json::number_integer_t) { return true; }
+  bool number_unsigned(json::number_unsigned_t) { return true; }
+  bool number_float(json::number_float_t, const std::string&) { return true; }
+  bool string(std::string&) { return true; }
+  bool binary(json::binary_t&) { return true; }
+  bool start_object(std::size_t) {
+    keys.emplace_back();
+    ++depth;
+    return true;
+  }
+  bool end_object() {
+    keys.pop_back();
+    --depth;
+    return true;
+  }
+  bool start_array(std::size_t) {
+    ++depth;
+    return true;
+  }
+  bool end_array() {
+    --depth;
+    return true;
+  }
+  bool key(std::string& k) {
+    if (!keys.back().insert(k).second) {
+      duplicate = k;
+      duplicate_depth = depth;
+      return false;  // the first one is enough
     }
     return true;
-  };
-  return json::parse(text, cb);
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) {
+    return false;
+  }
+};
+
+// Parses JSON and reports the first key that an object gives twice (and its depth: 1
+// for the keys of the outermost object). Both passes take O(n log n) time.
+json parse_json_once(std::string_view text, std::string& duplicate, int& duplicate_depth) {
+  json j = json::parse(text);  // throws on invalid JSON, before the second pass
+  DuplicateKeyFinder finder;
+  json::sax_parse(text, &finder);
+  duplicate = finder.duplicate;
+  duplicate_depth = finder.duplicate_depth;
+  return j;
 }
 
 // Whether `inner` lies inside the folder `outer` (both canonical), by path components.
@@ -401,10 +438,11 @@ void SafetensorsFile::parse(const uint8_t* head, size_t head_size, uint64_t size
 }
 
 const TensorEntry* SafetensorsFile::find(const std::string& name) const {
-  for (const auto& t : tensors_) {
-    if (t.name == name) return &t;
-  }
-  return nullptr;
+  // tensors_ is in the order of the parsed JSON object: sorted by name.
+  const auto it =
+      std::lower_bound(tensors_.begin(), tensors_.end(), name,
+                       [](const TensorEntry& t, const std::string& n) { return t.name < n; });
+  return it != tensors_.end() && it->name == name ? &*it : nullptr;
 }
 
 std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {

@@ -9,6 +9,7 @@
 #include <csignal>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -515,6 +516,51 @@ TEST(CheckpointAnalysis, NoRecipeIsRecommendedWhereEveryRecipeZeroesTheTensor) {
 
 // An FP8 weight whose `_scale_inv` blocks are NaN, Inf, zero or negative gets a warning
 // naming them; the NaN and Inf of its values are then explained.
+// A header of n one-element U8 tensors "t0".."t<n-1>" at bytes 0..n-1, then `extra`.
+std::string many_tensors_header(int n, const std::string& extra) {
+  std::string h = "{";
+  for (int i = 0; i < n; ++i) {
+    h += (i ? ",\"t" : "\"t") + std::to_string(i) + R"(":{"dtype":"U8","shape":[1],)" +
+         R"("data_offsets":[)" + std::to_string(i) + "," + std::to_string(i + 1) + "]}";
+  }
+  return h + extra + "}";
+}
+
+// Checking a header takes O(n log n) time in its number of tensors: 50k tensors once
+// took half a minute (the JSON parser's duplicate-key callback rescanned the whole
+// object after every tensor) and 100k took minutes. Duplicates and overlaps among them
+// are still found, and lookups by name still work.
+TEST(SafetensorsBadInput, HeadersWithManyTensorsAreCheckedQuickly) {
+  constexpr int n = 50000;
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<uint8_t> good = image(many_tensors_header(n, ""), n);
+  SafetensorsFile f(good.data(), good.size(), "mem.safetensors");
+  ASSERT_EQ(f.tensors().size(), static_cast<size_t>(n));
+  for (int i : {0, 1, 12345, n - 1}) {
+    const TensorEntry* e = f.find("t" + std::to_string(i));
+    ASSERT_NE(e, nullptr) << i;
+    EXPECT_EQ(e->begin, static_cast<uint64_t>(i));
+  }
+  EXPECT_EQ(f.find("t50000"), nullptr);
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"(,"t7":{"dtype":"U8","shape":[1],"data_offsets":[0,1]})", "tensor 't7' appears twice"},
+      {R"(,"u":{"dtype":"U8","shape":[2],"data_offsets":[40000,40002]})", "overlap at byte 40000"},
+  };
+  for (const auto& [extra, message] : bad) {
+    const std::vector<uint8_t> b = image(many_tensors_header(n, extra), n);
+    try {
+      SafetensorsFile g(b.data(), b.size(), "mem.safetensors");
+      ADD_FAILURE() << message << ": accepted";
+    } catch (const CheckpointError& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
+  // Three headers of 50k tensors: well under a second now, over a minute before.
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 15.0);
+}
+
 TEST_F(Safetensors, BadScaleInvBlocksAreWarnedOf) {
   const std::vector<uint8_t> ones(256 * 256, 0x38);  // E4M3FN 1.0
   auto f32 = [](const std::vector<float>& v) { return bytes_of(v); };
