@@ -557,10 +557,21 @@ std::vector<float> Checkpoint::to_float(const Ref& r) const {
     case StDtype::F8_E5M2: {
       const CodecSpec s = codec_spec(t.dtype == StDtype::F8_E4M3 ? Format::E4M3FN : Format::E5M2);
       for (size_t i = 0; i < n; ++i) out[i] = decode(p[i], s);
-      // DeepSeek-V3: `<name>_scale_inv` holds one fp32 per 128x128 block of a 2-D weight.
+      // `<name>_scale_inv`: one fp32 for the whole tensor ([] or [1]), or (DeepSeek-V3)
+      // one per 128x128 block of a 2-D weight. Any other companion is an error: dropping
+      // it would give the raw FP8 values as if they were the weight's.
       const Ref* sc = find(t.name + "_scale_inv");
-      if (sc && t.shape.size() == 2 && sc->entry->dtype == StDtype::F32 &&
-          sc->entry->shape.size() == 2) {
+      if (sc && sc->entry->dtype == StDtype::F32 && sc->entry->numel() == 1) {
+        const float scale = load<float>(sc->file->bytes(*sc->entry).data());
+        for (size_t i = 0; i < n; ++i) out[i] *= scale;
+      } else if (sc && (t.shape.size() != 2 || sc->entry->dtype != StDtype::F32 ||
+                        sc->entry->shape.size() != 2)) {
+        throw CheckpointError(
+            r.file->path() + ": '" + sc->entry->name + "' (" +
+            std::string(st_dtype_name(sc->entry->dtype)) + " " + shape_text(sc->entry->shape) +
+            ") is neither one F32 scale for the whole of '" + t.name + "' " + shape_text(t.shape) +
+            " nor an F32 grid of its 128x128 blocks, so it cannot be applied");
+      } else if (sc) {
         const int64_t rows = t.shape[0], cols = t.shape[1];
         const int64_t br = (rows + 127) / 128, bc = (cols + 127) / 128;
         if (sc->entry->shape[0] != br || sc->entry->shape[1] != bc) {

@@ -561,6 +561,45 @@ TEST(SafetensorsBadInput, HeadersWithManyTensorsAreCheckedQuickly) {
   EXPECT_LT(seconds, 15.0);
 }
 
+// A per-tensor `_scale_inv` ([1] or a scalar) scales the whole FP8 weight; a companion
+// of any other shape or dtype that fits no 128x128 blocks is an error naming both
+// tensors and shapes, never dropped silently (the raw FP8 values would pass as the
+// weight's); a `_scale_inv` beside a tensor that is not FP8 is analysed as itself.
+TEST_F(Safetensors, PerTensorScaleInvIsAppliedAndAnUnfitOneIsAnError) {
+  const std::vector<uint8_t> codes(256 * 256, 0x7e);  // E4M3FN 448
+  AnalysisOptions o;
+  o.device = AnalysisDevice::Cpu;
+  o.maps = false;
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{1}, std::vector<int64_t>{}}) {
+    write_safetensors(path("one.safetensors"),
+                      {{"w", StDtype::F8_E4M3, {256, 256}, codes},
+                       {"w_scale_inv", StDtype::F32, shape, bytes_of(std::vector<float>{2.0f})}});
+    const auto c = Checkpoint::open(path("one.safetensors"));
+    const std::vector<float> w = c->to_float(*c->find("w"));
+    EXPECT_EQ(w.front(), 896.0f);
+    EXPECT_EQ(w.back(), 896.0f);
+    const auto a = analyze_checkpoint(*c, o);
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_EQ(a[0].amax, 896.0);
+  }
+  write_safetensors(path("three.safetensors"),
+                    {{"w", StDtype::F8_E4M3, {256, 256}, codes},
+                     {"w_scale_inv", StDtype::F32, {3}, bytes_of(std::vector<float>{2, 2, 2})}});
+  const auto c = Checkpoint::open(path("three.safetensors"));
+  try {
+    analyze_checkpoint(*c, o);
+    FAIL() << "a [3] scale_inv was dropped silently";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("'w_scale_inv' (F32 [3])"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'w' [256, 256]"), std::string::npos) << e.what();
+  }
+  write_safetensors(path("f32.safetensors"),
+                    {{"w", StDtype::F32, {2}, bytes_of(std::vector<float>{1, 2})},
+                     {"w_scale_inv", StDtype::F32, {1}, bytes_of(std::vector<float>{2})}});
+  const auto f = Checkpoint::open(path("f32.safetensors"));
+  EXPECT_EQ(analyze_checkpoint(*f, o).size(), 2u);
+}
+
 TEST_F(Safetensors, BadScaleInvBlocksAreWarnedOf) {
   const std::vector<uint8_t> ones(256 * 256, 0x38);  // E4M3FN 1.0
   auto f32 = [](const std::vector<float>& v) { return bytes_of(v); };
