@@ -402,9 +402,15 @@ void SafetensorsFile::parse(const uint8_t* head, size_t head_size, uint64_t size
       bad("shape " + shape_text(t.shape) + " of " + dt + " is too large (more than 2^62 bytes)");
     nbytes = numel * st_dtype_size(t.dtype);  // <= the above: no overflow
     if (!v.contains("data_offsets") || !v["data_offsets"].is_array() ||
-        v["data_offsets"].size() != 2 || !v["data_offsets"][0].is_number_unsigned() ||
-        !v["data_offsets"][1].is_number_unsigned())
+        v["data_offsets"].size() != 2)
       bad("data_offsets must be [begin, end]");
+    for (const auto& o : v["data_offsets"]) {
+      if (o.is_number_unsigned()) continue;
+      if (o.is_number() && o.get<double>() < 0) bad("data_offsets " + o.dump() + " is negative");
+      if (o.is_number_float() && o.get<double>() >= 18446744073709551615.0)
+        bad("data_offsets " + o.dump() + " is out of range (at most 2^64 - 1)");
+      bad("data_offsets must be two whole numbers, not " + json_kind(o));
+    }
     t.begin = v["data_offsets"][0].get<uint64_t>();
     t.end = v["data_offsets"][1].get<uint64_t>();
     if (t.end < t.begin) bad("data_offsets end before they begin");
@@ -603,8 +609,17 @@ std::vector<float> Checkpoint::to_float(const Ref& r) const {
       for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<int8_t>(p[i]));
       break;
     case StDtype::U8:
-    case StDtype::BOOL:
       for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(p[i]);
+      break;
+    case StDtype::BOOL:  // 0 or 1: any other byte is no boolean
+      for (size_t i = 0; i < n; ++i) {
+        if (p[i] > 1) {
+          throw CheckpointError(r.file->path() + ": BOOL tensor '" + t.name + "' holds byte " +
+                                std::to_string(p[i]) + " at element " + std::to_string(i) +
+                                " (a BOOL byte is 0 or 1)");
+        }
+        out[i] = static_cast<float>(p[i]);
+      }
       break;
   }
   return out;

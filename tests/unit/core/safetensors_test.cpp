@@ -316,6 +316,14 @@ TEST(SafetensorsBadInput, EveryMalformedFileGivesAClearError) {
        "'t'"},
       {"bad offsets", image(R"({"t": {"dtype": "U8", "shape": [1], "data_offsets": [0]}})", 1),
        "data_offsets"},
+      {"offset 2^64",
+       image(R"({"t": {"dtype": "U8", "shape": [4],
+                        "data_offsets": [18446744073709551612, 18446744073709551616]}})",
+             4),
+       "data_offsets 1.8446744073709552e+19 is out of range (at most 2^64 - 1)"},
+      {"negative offset",
+       image(R"({"t": {"dtype": "U8", "shape": [1], "data_offsets": [-1, 0]}})", 1),
+       "data_offsets -1 is negative"},
       {"invalid UTF-8", image("{\"\xff\xfe\": {}}", 0), "UTF-8"},
       {"bad metadata", image(R"({"__metadata__": {"a": 1}})", 0), "__metadata__"},
       // Byte counts that wrap around 2^64 (4 x 2^62 = 0) must not pass as empty tensors.
@@ -598,6 +606,23 @@ TEST_F(Safetensors, PerTensorScaleInvIsAppliedAndAnUnfitOneIsAnError) {
                      {"w_scale_inv", StDtype::F32, {1}, bytes_of(std::vector<float>{2})}});
   const auto f = Checkpoint::open(path("f32.safetensors"));
   EXPECT_EQ(analyze_checkpoint(*f, o).size(), 2u);
+}
+
+// BOOL bytes read as 0 and 1 (not as byte values: 0x80 is no 128); any byte other than
+// 0 or 1 is refused, naming the tensor and the element.
+TEST_F(Safetensors, BoolTensorsReadAsZeroAndOne) {
+  write_safetensors(path("b.safetensors"), {{"b", StDtype::BOOL, {3}, {0, 1, 1}},
+                                            {"x", StDtype::BOOL, {3}, {0, 1, 0x80}}});
+  const auto c = Checkpoint::open(path("b.safetensors"));
+  EXPECT_EQ(c->to_float(*c->find("b")), (std::vector<float>{0, 1, 1}));
+  try {
+    c->to_float(*c->find("x"));
+    FAIL() << "a BOOL byte 0x80 was read";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("BOOL tensor 'x' holds byte 128 at element 2"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(Safetensors, BadScaleInvBlocksAreWarnedOf) {
