@@ -270,10 +270,10 @@ TensorAnalysis analyze_ref(const std::string& name, const std::string& dtype,
 std::string bad_scale_inv(const Checkpoint& ckpt, const TensorEntry& e) {
   if (e.dtype != StDtype::F8_E4M3 && e.dtype != StDtype::F8_E5M2) return {};
   const Checkpoint::Ref* sc = ckpt.find(e.name + "_scale_inv");
-  if (!sc || e.shape.size() != 2 || sc->entry->dtype != StDtype::F32 ||
-      sc->entry->shape.size() != 2)
-    return {};
-  const int64_t bc = sc->entry->shape[1];
+  if (!sc || sc->entry->dtype != StDtype::F32) return {};
+  const bool per_tensor = sc->entry->numel() == 1;
+  if (!per_tensor && (e.shape.size() != 2 || sc->entry->shape.size() != 2)) return {};
+  const int64_t bc = per_tensor ? 1 : std::max<int64_t>(1, sc->entry->shape[1]);
   const std::vector<uint8_t> bytes = sc->file->bytes(*sc->entry);
   const size_t n = bytes.size() / 4;
   int64_t nan = 0, inf = 0, zero = 0, negative = 0, bad = 0;
@@ -308,6 +308,11 @@ std::string bad_scale_inv(const Checkpoint& ckpt, const TensorEntry& e) {
          "; the weight's values in those blocks come out NaN, Inf, zero or with flipped signs";
 }
 
+// Whether a `_scale_inv` tensor's namesake is an FP8 tensor that it scales.
+bool is_fp8_weight(const Checkpoint::Ref* r) {
+  return r && (r->entry->dtype == StDtype::F8_E4M3 || r->entry->dtype == StDtype::F8_E5M2);
+}
+
 // A 2-D view: the last dimension is K.
 TensorRef ref_2d(const float* f32, const uint16_t* bf16, const std::vector<int64_t>& shape,
                  int64_t numel) {
@@ -334,8 +339,8 @@ std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
     const std::string suffix = "_scale_inv";
     if (n.size() > suffix.size() &&
         n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0 &&
-        ckpt.find(n.substr(0, n.size() - suffix.size())))
-      continue;  // folded into its FP8 weight
+        is_fp8_weight(ckpt.find(n.substr(0, n.size() - suffix.size()))))
+      continue;  // folded into its FP8 weight (to_float applies it)
     pending.push_back(&r);
   }
   std::vector<TensorAnalysis> out;

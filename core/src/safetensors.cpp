@@ -103,25 +103,62 @@ std::string json_kind(const json& v) {
   return v.is_array() ? "an array" : "an object";
 }
 
-// Parses JSON and reports the first key that an object gives twice (and its depth: 1
-// for the keys of the outermost object).
-json parse_json_once(std::string_view text, std::string& duplicate, int& duplicate_depth) {
-  std::vector<std::set<std::string>> keys;
-  json::parser_callback_t cb = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) {
-      keys.emplace_back();
-    } else if (event == json::parse_event_t::object_end) {
-      if (!keys.empty()) keys.pop_back();
-    } else if (event == json::parse_event_t::key && !keys.empty() && duplicate.empty() &&
-               parsed.is_string()) {
-      if (!keys.back().insert(parsed.get<std::string>()).second) {
-        duplicate = parsed.get<std::string>();
-        duplicate_depth = depth;
-      }
+// Finds the first key that an object gives twice, without building a document. (A
+// parser callback would do it in one pass, but nlohmann's callback parser scans the
+// whole enclosing object at the end of every inner one: quadratic in the number of
+// tensors, minutes for 100k of them.)
+struct DuplicateKeyFinder {
+  std::vector<std::set<std::string>> keys;  // one set per open object
+  int depth = 0;                            // open objects and arrays
+  std::string duplicate;
+  int duplicate_depth = 0;
+  bool null() { return true; }
+  bool boolean(bool) { return true; }
+  bool number_integer(json::number_integer_t) { return true; }
+  bool number_unsigned(json::number_unsigned_t) { return true; }
+  bool number_float(json::number_float_t, const std::string&) { return true; }
+  bool string(std::string&) { return true; }
+  bool binary(json::binary_t&) { return true; }
+  bool start_object(std::size_t) {
+    keys.emplace_back();
+    ++depth;
+    return true;
+  }
+  bool end_object() {
+    keys.pop_back();
+    --depth;
+    return true;
+  }
+  bool start_array(std::size_t) {
+    ++depth;
+    return true;
+  }
+  bool end_array() {
+    --depth;
+    return true;
+  }
+  bool key(std::string& k) {
+    if (!keys.back().insert(k).second) {
+      duplicate = k;
+      duplicate_depth = depth;
+      return false;  // the first one is enough
     }
     return true;
-  };
-  return json::parse(text, cb);
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) {
+    return false;
+  }
+};
+
+// Parses JSON and reports the first key that an object gives twice (and its depth: 1
+// for the keys of the outermost object). Both passes take O(n log n) time.
+json parse_json_once(std::string_view text, std::string& duplicate, int& duplicate_depth) {
+  json j = json::parse(text);  // throws on invalid JSON, before the second pass
+  DuplicateKeyFinder finder;
+  json::sax_parse(text, &finder);
+  duplicate = finder.duplicate;
+  duplicate_depth = finder.duplicate_depth;
+  return j;
 }
 
 // Whether `inner` lies inside the folder `outer` (both canonical), by path components.
@@ -365,9 +402,15 @@ void SafetensorsFile::parse(const uint8_t* head, size_t head_size, uint64_t size
       bad("shape " + shape_text(t.shape) + " of " + dt + " is too large (more than 2^62 bytes)");
     nbytes = numel * st_dtype_size(t.dtype);  // <= the above: no overflow
     if (!v.contains("data_offsets") || !v["data_offsets"].is_array() ||
-        v["data_offsets"].size() != 2 || !v["data_offsets"][0].is_number_unsigned() ||
-        !v["data_offsets"][1].is_number_unsigned())
+        v["data_offsets"].size() != 2)
       bad("data_offsets must be [begin, end]");
+    for (const auto& o : v["data_offsets"]) {
+      if (o.is_number_unsigned()) continue;
+      if (o.is_number() && o.get<double>() < 0) bad("data_offsets " + o.dump() + " is negative");
+      if (o.is_number_float() && o.get<double>() >= 18446744073709551615.0)
+        bad("data_offsets " + o.dump() + " is out of range (at most 2^64 - 1)");
+      bad("data_offsets must be two whole numbers, not " + json_kind(o));
+    }
     t.begin = v["data_offsets"][0].get<uint64_t>();
     t.end = v["data_offsets"][1].get<uint64_t>();
     if (t.end < t.begin) bad("data_offsets end before they begin");
@@ -401,10 +444,11 @@ void SafetensorsFile::parse(const uint8_t* head, size_t head_size, uint64_t size
 }
 
 const TensorEntry* SafetensorsFile::find(const std::string& name) const {
-  for (const auto& t : tensors_) {
-    if (t.name == name) return &t;
-  }
-  return nullptr;
+  // tensors_ is in the order of the parsed JSON object: sorted by name.
+  const auto it =
+      std::lower_bound(tensors_.begin(), tensors_.end(), name,
+                       [](const TensorEntry& t, const std::string& n) { return t.name < n; });
+  return it != tensors_.end() && it->name == name ? &*it : nullptr;
 }
 
 std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {
@@ -519,10 +563,21 @@ std::vector<float> Checkpoint::to_float(const Ref& r) const {
     case StDtype::F8_E5M2: {
       const CodecSpec s = codec_spec(t.dtype == StDtype::F8_E4M3 ? Format::E4M3FN : Format::E5M2);
       for (size_t i = 0; i < n; ++i) out[i] = decode(p[i], s);
-      // DeepSeek-V3: `<name>_scale_inv` holds one fp32 per 128x128 block of a 2-D weight.
+      // `<name>_scale_inv`: one fp32 for the whole tensor ([] or [1]), or (DeepSeek-V3)
+      // one per 128x128 block of a 2-D weight. Any other companion is an error: dropping
+      // it would give the raw FP8 values as if they were the weight's.
       const Ref* sc = find(t.name + "_scale_inv");
-      if (sc && t.shape.size() == 2 && sc->entry->dtype == StDtype::F32 &&
-          sc->entry->shape.size() == 2) {
+      if (sc && sc->entry->dtype == StDtype::F32 && sc->entry->numel() == 1) {
+        const float scale = load<float>(sc->file->bytes(*sc->entry).data());
+        for (size_t i = 0; i < n; ++i) out[i] *= scale;
+      } else if (sc && (t.shape.size() != 2 || sc->entry->dtype != StDtype::F32 ||
+                        sc->entry->shape.size() != 2)) {
+        throw CheckpointError(
+            r.file->path() + ": '" + sc->entry->name + "' (" +
+            std::string(st_dtype_name(sc->entry->dtype)) + " " + shape_text(sc->entry->shape) +
+            ") is neither one F32 scale for the whole of '" + t.name + "' " + shape_text(t.shape) +
+            " nor an F32 grid of its 128x128 blocks, so it cannot be applied");
+      } else if (sc) {
         const int64_t rows = t.shape[0], cols = t.shape[1];
         const int64_t br = (rows + 127) / 128, bc = (cols + 127) / 128;
         if (sc->entry->shape[0] != br || sc->entry->shape[1] != bc) {
@@ -554,8 +609,17 @@ std::vector<float> Checkpoint::to_float(const Ref& r) const {
       for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<int8_t>(p[i]));
       break;
     case StDtype::U8:
-    case StDtype::BOOL:
       for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(p[i]);
+      break;
+    case StDtype::BOOL:  // 0 or 1: any other byte is no boolean
+      for (size_t i = 0; i < n; ++i) {
+        if (p[i] > 1) {
+          throw CheckpointError(r.file->path() + ": BOOL tensor '" + t.name + "' holds byte " +
+                                std::to_string(p[i]) + " at element " + std::to_string(i) +
+                                " (a BOOL byte is 0 or 1)");
+        }
+        out[i] = static_cast<float>(p[i]);
+      }
       break;
   }
   return out;

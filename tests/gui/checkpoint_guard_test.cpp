@@ -98,7 +98,7 @@ class CheckpointGuardTest : public QObject {
             dir_.path().toUtf8());  // recent files: not the user's
   }
   void theRunDatabaseIsRefusedByEveryPath();
-  void aFailedOpenNamesNoOtherCheckpoint();
+  void aFailedOpenKeepsTheShownCheckpoint();
   void exportsNeverWriteOverTheRunDatabase();
 
  private:
@@ -240,7 +240,7 @@ void CheckpointGuardTest::theRunDatabaseIsRefusedByEveryPath() {
   QVERIFY(db_lock.held() && shm_lock.held() && wal_lock.held());
 }
 
-void CheckpointGuardTest::aFailedOpenNamesNoOtherCheckpoint() {
+void CheckpointGuardTest::aFailedOpenKeepsTheShownCheckpoint() {
   const QString good = file(QStringLiteral("shown.safetensors"));
   write_checkpoint(good);
   const QString bad = file(QStringLiteral("bad.safetensors"));
@@ -264,16 +264,14 @@ void CheckpointGuardTest::aFailedOpenNamesNoOtherCheckpoint() {
   QVERIFY(failed.wait(60000));
   QVERIFY2(failed.at(0).at(0).toString().contains(bad), qPrintable(failed.at(0).at(0).toString()));
   QVERIFY(w.failures().last().contains(bad));
-  // Nothing is shown now: the box names no checkpoint (the good one would read
-  // as shown).
-  QVERIFY(tab->showsPlaceholder());
-  QVERIFY2(recent->currentText().isEmpty(), qPrintable(recent->currentText()));
-  QCOMPARE(recent->currentIndex(), -1);
+  // The good analysis stays on screen, and the box names it, not the bad file.
+  QVERIFY(!tab->showsPlaceholder());
+  QCOMPARE(recent->currentText(), good);
   QVERIFY(tab->statusText().contains(bad));
+  QVERIFY(tab->statusText().contains(good));
   // It stays so when the box is read again (shown, clicked).
   tab->refreshRecent();
-  QCOMPARE(recent->currentIndex(), -1);
-  QVERIFY(!recent->itemText(0).isEmpty());
+  QCOMPARE(recent->currentText(), good);
 }
 
 // A run exported as CSV, or a plot, to the run database's file (chosen by its name, as

@@ -104,7 +104,8 @@ void CheckpointTabTest::badFilesShowTheirMessage() {
   f.write("tiny");
   f.close();
   CheckpointTab tab;
-  // A good file first: its table and figures must not stay on screen under the bad one.
+  // A good file first: its table and figures stay on screen after the bad one fails,
+  // and the status line says whose they are.
   const QString good = dir_.filePath(QStringLiteral("good.safetensors"));
   std::vector<uint8_t> ones(64 * 64 * 4);
   const float one = 1.5f;
@@ -124,15 +125,9 @@ void CheckpointTabTest::badFilesShowTheirMessage() {
   QCOMPARE(tab.statusText().count(path), 1);  // the file is named once
   QVERIFY(tab.statusText().contains(QStringLiteral("truncated")));
   QVERIFY(!tab.busy());
-  QCOMPARE(tab.model()->rowCount(), 0);
-  for (ExportablePlot* p : tab.plots()) {
-    for (int i = 0; i < p->plottableCount(); ++i) {
-      if (auto* d = p->plottable(i)->interface1D()) QCOMPARE(d->dataCount(), 0);
-    }
-  }
-  QCOMPARE(tab.plots()[2]->plottable(0)->interface1D(), nullptr);  // the block map (2D)
-  auto* map = static_cast<QCPColorMap*>(tab.plots()[2]->plottable(0));
-  QCOMPARE(map->data()->keySize() * map->data()->valueSize(), 0);
+  QCOMPARE(tab.model()->rowCount(), 1);
+  QVERIFY(tab.statusText().contains(QStringLiteral("still showing ") + good));
+  QVERIFY(tab.plots()[0]->plottable(0)->interface1D()->dataCount() > 0);
 }
 
 void CheckpointTabTest::singleColumnBlockMapsAreDrawn() {

@@ -39,6 +39,7 @@ class RunPanelTest : public QObject {
   void statisticsIntervalZeroSaysNever();
   void moreFieldsReadAsWords();
   void buttonsStayInView();
+  void buttonsStayPutWhenTheStatusWraps();
   void timeLeftInHoursMinutesSeconds();
   void pausedReadsPausedEverywhere();
   void messageCountsTheOtherMarkedFields();
@@ -296,6 +297,34 @@ void RunPanelTest::buttonsStayInView() {
     const QRect in_window(b->mapTo(&w, QPoint(0, 0)), b->size());
     QVERIFY2(w.rect().contains(in_window), name);
   }
+}
+
+// The status line under the buttons takes two lines whether its text is one line,
+// wrapped, or empty: the buttons do not jump when "paused after 25/3000 steps (about
+// 12 min left once resumed)" wraps.
+void RunPanelTest::buttonsStayPutWhenTheStatusWraps() {
+  MainWindow w(false);
+  w.resize(1200, 700);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  RunPanel* p = w.runPanel();
+  auto* status = child<QLabel>(p, "run-progress-text");
+  auto* start = child<QPushButton>(p, "start");
+  QVERIFY(status && start);
+  auto start_y = [&](const QString& text) {
+    status->setText(text);
+    QCoreApplication::processEvents();
+    if (p->layout()) p->layout()->activate();
+    QCoreApplication::processEvents();
+    return start->mapTo(p, QPoint(0, 0)).y();
+  };
+  const int one_line = start_y(QStringLiteral("25/3000 steps"));
+  QString wrapped = QStringLiteral("paused after 25/3000 steps (about 12 min left once resumed)");
+  while (status->fontMetrics().horizontalAdvance(wrapped) < 3 * status->width())
+    wrapped += QStringLiteral(" more words");
+  wrapped = wrapped.left(wrapped.size() * 2 / 3);  // wider than the label, within two lines
+  QCOMPARE(start_y(wrapped), one_line);
+  QCOMPARE(start_y(QString()), one_line);
 }
 
 void RunPanelTest::timeLeftInHoursMinutesSeconds() {

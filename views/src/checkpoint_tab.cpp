@@ -336,16 +336,16 @@ void CheckpointTab::openCheckpoint(const QString& path) {
       [this, path](Analysed a) { finishLoad(path, std::move(a.tensors), a.cancelled); },
       [this, path](const QString& message) {
         showBusy(false);
-        // The file shown before is gone from view: its figures would read as this file's.
-        showTensor(nullptr);
-        model_->setTensors({});
-        pages_->setCurrentIndex(0);
-        path_.clear();
-        selectShownInRecent();  // nothing is shown: the box names no checkpoint
+        // The analysis shown before stays (a failed open costs nothing), and the status
+        // line and the box both name the checkpoint it belongs to.
+        selectShownInRecent();
         // The reader's messages start with the file's name: name it once.
         QString detail = message;
         if (detail.startsWith(path + QStringLiteral(": "))) detail.remove(0, path.size() + 2);
-        status_->setText(tr("%1 could not be analysed: %2").arg(path, detail));
+        status_->setText(
+            path_.isEmpty()
+                ? tr("%1 could not be analysed: %2").arg(path, detail)
+                : tr("%1 could not be analysed: %2 (still showing %3)").arg(path, detail, path_));
         Q_EMIT failed(message.contains(path) ? message : tr("%1: %2").arg(path, message));
       });
 }

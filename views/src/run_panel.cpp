@@ -283,6 +283,10 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   error_->setTextFormat(Qt::PlainText);
   eta_->setObjectName(QStringLiteral("run-progress-text"));
   eta_->setWordWrap(true);  // a followed run's line is long: it wraps, the dock keeps its width
+  // Two lines always, whatever the text: a line that wraps (or clears) must not move the
+  // buttons above it, or a click meant for Resume lands on the progress bar.
+  eta_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+  eta_->setFixedHeight(2 * eta_->fontMetrics().lineSpacing() + 2);
   error_->setStyleSheet(QStringLiteral("color: #c62828"));
   start_->setObjectName(QStringLiteral("start"));
   pause_->setObjectName(QStringLiteral("pause"));

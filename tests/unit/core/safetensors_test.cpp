@@ -9,6 +9,7 @@
 #include <csignal>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -315,6 +316,14 @@ TEST(SafetensorsBadInput, EveryMalformedFileGivesAClearError) {
        "'t'"},
       {"bad offsets", image(R"({"t": {"dtype": "U8", "shape": [1], "data_offsets": [0]}})", 1),
        "data_offsets"},
+      {"offset 2^64",
+       image(R"({"t": {"dtype": "U8", "shape": [4],
+                        "data_offsets": [18446744073709551612, 18446744073709551616]}})",
+             4),
+       "data_offsets 1.8446744073709552e+19 is out of range (at most 2^64 - 1)"},
+      {"negative offset",
+       image(R"({"t": {"dtype": "U8", "shape": [1], "data_offsets": [-1, 0]}})", 1),
+       "data_offsets -1 is negative"},
       {"invalid UTF-8", image("{\"\xff\xfe\": {}}", 0), "UTF-8"},
       {"bad metadata", image(R"({"__metadata__": {"a": 1}})", 0), "__metadata__"},
       // Byte counts that wrap around 2^64 (4 x 2^62 = 0) must not pass as empty tensors.
@@ -515,6 +524,107 @@ TEST(CheckpointAnalysis, NoRecipeIsRecommendedWhereEveryRecipeZeroesTheTensor) {
 
 // An FP8 weight whose `_scale_inv` blocks are NaN, Inf, zero or negative gets a warning
 // naming them; the NaN and Inf of its values are then explained.
+// A header of n one-element U8 tensors "t0".."t<n-1>" at bytes 0..n-1, then `extra`.
+std::string many_tensors_header(int n, const std::string& extra) {
+  std::string h = "{";
+  for (int i = 0; i < n; ++i) {
+    h += (i ? ",\"t" : "\"t") + std::to_string(i) + R"(":{"dtype":"U8","shape":[1],)" +
+         R"("data_offsets":[)" + std::to_string(i) + "," + std::to_string(i + 1) + "]}";
+  }
+  return h + extra + "}";
+}
+
+// Checking a header takes O(n log n) time in its number of tensors: 50k tensors once
+// took half a minute (the JSON parser's duplicate-key callback rescanned the whole
+// object after every tensor) and 100k took minutes. Duplicates and overlaps among them
+// are still found, and lookups by name still work.
+TEST(SafetensorsBadInput, HeadersWithManyTensorsAreCheckedQuickly) {
+  constexpr int n = 50000;
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<uint8_t> good = image(many_tensors_header(n, ""), n);
+  SafetensorsFile f(good.data(), good.size(), "mem.safetensors");
+  ASSERT_EQ(f.tensors().size(), static_cast<size_t>(n));
+  for (int i : {0, 1, 12345, n - 1}) {
+    const TensorEntry* e = f.find("t" + std::to_string(i));
+    ASSERT_NE(e, nullptr) << i;
+    EXPECT_EQ(e->begin, static_cast<uint64_t>(i));
+  }
+  EXPECT_EQ(f.find("t50000"), nullptr);
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"(,"t7":{"dtype":"U8","shape":[1],"data_offsets":[0,1]})", "tensor 't7' appears twice"},
+      {R"(,"u":{"dtype":"U8","shape":[2],"data_offsets":[40000,40002]})", "overlap at byte 40000"},
+  };
+  for (const auto& [extra, message] : bad) {
+    const std::vector<uint8_t> b = image(many_tensors_header(n, extra), n);
+    try {
+      SafetensorsFile g(b.data(), b.size(), "mem.safetensors");
+      ADD_FAILURE() << message << ": accepted";
+    } catch (const CheckpointError& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
+  // Three headers of 50k tensors: well under a second now, over a minute before.
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 15.0);
+}
+
+// A per-tensor `_scale_inv` ([1] or a scalar) scales the whole FP8 weight; a companion
+// of any other shape or dtype that fits no 128x128 blocks is an error naming both
+// tensors and shapes, never dropped silently (the raw FP8 values would pass as the
+// weight's); a `_scale_inv` beside a tensor that is not FP8 is analysed as itself.
+TEST_F(Safetensors, PerTensorScaleInvIsAppliedAndAnUnfitOneIsAnError) {
+  const std::vector<uint8_t> codes(256 * 256, 0x7e);  // E4M3FN 448
+  AnalysisOptions o;
+  o.device = AnalysisDevice::Cpu;
+  o.maps = false;
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{1}, std::vector<int64_t>{}}) {
+    write_safetensors(path("one.safetensors"),
+                      {{"w", StDtype::F8_E4M3, {256, 256}, codes},
+                       {"w_scale_inv", StDtype::F32, shape, bytes_of(std::vector<float>{2.0f})}});
+    const auto c = Checkpoint::open(path("one.safetensors"));
+    const std::vector<float> w = c->to_float(*c->find("w"));
+    EXPECT_EQ(w.front(), 896.0f);
+    EXPECT_EQ(w.back(), 896.0f);
+    const auto a = analyze_checkpoint(*c, o);
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_EQ(a[0].amax, 896.0);
+  }
+  write_safetensors(path("three.safetensors"),
+                    {{"w", StDtype::F8_E4M3, {256, 256}, codes},
+                     {"w_scale_inv", StDtype::F32, {3}, bytes_of(std::vector<float>{2, 2, 2})}});
+  const auto c = Checkpoint::open(path("three.safetensors"));
+  try {
+    analyze_checkpoint(*c, o);
+    FAIL() << "a [3] scale_inv was dropped silently";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("'w_scale_inv' (F32 [3])"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'w' [256, 256]"), std::string::npos) << e.what();
+  }
+  write_safetensors(path("f32.safetensors"),
+                    {{"w", StDtype::F32, {2}, bytes_of(std::vector<float>{1, 2})},
+                     {"w_scale_inv", StDtype::F32, {1}, bytes_of(std::vector<float>{2})}});
+  const auto f = Checkpoint::open(path("f32.safetensors"));
+  EXPECT_EQ(analyze_checkpoint(*f, o).size(), 2u);
+}
+
+// BOOL bytes read as 0 and 1 (not as byte values: 0x80 is no 128); any byte other than
+// 0 or 1 is refused, naming the tensor and the element.
+TEST_F(Safetensors, BoolTensorsReadAsZeroAndOne) {
+  write_safetensors(path("b.safetensors"), {{"b", StDtype::BOOL, {3}, {0, 1, 1}},
+                                            {"x", StDtype::BOOL, {3}, {0, 1, 0x80}}});
+  const auto c = Checkpoint::open(path("b.safetensors"));
+  EXPECT_EQ(c->to_float(*c->find("b")), (std::vector<float>{0, 1, 1}));
+  try {
+    c->to_float(*c->find("x"));
+    FAIL() << "a BOOL byte 0x80 was read";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("BOOL tensor 'x' holds byte 128 at element 2"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(Safetensors, BadScaleInvBlocksAreWarnedOf) {
   const std::vector<uint8_t> ones(256 * 256, 0x38);  // E4M3FN 1.0
   auto f32 = [](const std::vector<float>& v) { return bytes_of(v); };
