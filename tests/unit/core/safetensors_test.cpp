@@ -522,8 +522,6 @@ TEST(CheckpointAnalysis, NoRecipeIsRecommendedWhereEveryRecipeZeroesTheTensor) {
   EXPECT_TRUE(fine.no_recipe.empty());
 }
 
-// An FP8 weight whose `_scale_inv` blocks are NaN, Inf, zero or negative gets a warning
-// naming them; the NaN and Inf of its values are then explained.
 // A header of n one-element U8 tensors "t0".."t<n-1>" at bytes 0..n-1, then `extra`.
 std::string many_tensors_header(int n, const std::string& extra) {
   std::string h = "{";
@@ -625,6 +623,8 @@ TEST_F(Safetensors, BoolTensorsReadAsZeroAndOne) {
   }
 }
 
+// An FP8 weight whose `_scale_inv` blocks are NaN, Inf, zero or negative gets a warning
+// naming them; the NaN and Inf of its values are then explained.
 TEST_F(Safetensors, BadScaleInvBlocksAreWarnedOf) {
   const std::vector<uint8_t> ones(256 * 256, 0x38);  // E4M3FN 1.0
   auto f32 = [](const std::vector<float>& v) { return bytes_of(v); };
