@@ -323,6 +323,32 @@ TEST_F(RunStoreTest, AnotherProgramsDatabaseIsRefusedAndLeftAsItIs) {
   refused([&] { RunStore::open_read_only(foreign); }, "not an FP8 Workbench database");
   refused([&] { RunStore::open_or_read_only(foreign); }, "another program");
 
+  // One whose table happens to be called runs is another program's too: not migrated, not
+  // switched to WAL, and no hint to migrate it.
+  const std::string runs_named = (dir_ / "runs_named.sqlite").string();
+  sql::exec(runs_named,
+            "CREATE TABLE runs(id INTEGER PRIMARY KEY, name TEXT); CREATE TABLE foo(a);"
+            "INSERT INTO runs(name) VALUES('theirs');");
+  const std::string runs_before = sql::bytes(runs_named);
+  for (int how = 0; how < 3; ++how) {
+    try {
+      if (how == 0) RunStore::open(runs_named);
+      if (how == 1) RunStore::open_read_only(runs_named);
+      if (how == 2) RunStore::open_or_read_only(runs_named);
+      ADD_FAILURE() << "opened another program's database with a runs table (" << how << ")";
+    } catch (const StoreError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(runs_named + " is an SQLite database of another program"),
+                std::string::npos)
+          << what;
+      EXPECT_NE(what.find("foo, runs"), std::string::npos) << what;
+      EXPECT_EQ(what.find("migrate"), std::string::npos) << what;
+    }
+    EXPECT_TRUE(sql::bytes(runs_named) == runs_before) << "the file changed (" << how << ")";
+    EXPECT_FALSE(std::filesystem::exists(runs_named + "-wal"));
+    EXPECT_FALSE(std::filesystem::exists(runs_named + "-shm"));
+  }
+
   // A new file, a 0-byte file and an SQLite file with no tables become run databases.
   const std::string zero = (dir_ / "zero.sqlite").string();
   const std::string blank = (dir_ / "blank.sqlite").string();
