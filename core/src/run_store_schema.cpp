@@ -448,6 +448,9 @@ std::unique_ptr<RunStore> RunStore::open(const std::string& path) {
         throw StoreError("run database " + path + " is read-only: its folder " + folder_of(path) +
                          " cannot be written (SQLite keeps its -wal and -shm files there)");
       }
+    } else if (std::filesystem::is_directory(folder_of(path), ec) && !writable(folder_of(path))) {
+      throw StoreError("cannot create run database " + path + ": its folder " + folder_of(path) +
+                       " cannot be written");
     }
   }
   auto impl = std::make_unique<Impl>();

@@ -502,6 +502,32 @@ int as_nobody(const std::function<int()>& fn) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// A new database in a folder this user cannot write: the file and the reason named.
+TEST_F(RunStoreTest, ANewDatabaseInAFolderThatCannotBeWrittenIsNamed) {
+  std::filesystem::create_directories(dir_);
+  std::filesystem::permissions(
+      dir_, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                std::filesystem::perms::others_exec);
+  const std::string path = (dir_ / "new.sqlite").string();
+  const int rc = as_nobody([&] {
+    try {
+      RunStore::open(path);
+      return 1;
+    } catch (const StoreError& e) {
+      const std::string what = e.what();
+      const bool named =
+          what.find(path) != std::string::npos &&
+          what.find("its folder " + dir_.string() + " cannot be written") != std::string::npos;
+      if (!named) std::fprintf(stderr, "%s\n", what.c_str());
+      return named ? 0 : 2;
+    }
+  });
+  if (rc == -1) GTEST_SKIP() << "needs root to write as another user";
+  EXPECT_EQ(rc, 0);
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
 // Another user's database (a 644 file in a folder only its owner writes), closed or with
 // a live writer: readable, writes refused with the reason, nothing left behind.
 TEST_F(RunStoreTest, AnotherUsersDatabaseReadsReadOnly) {
