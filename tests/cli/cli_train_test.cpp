@@ -349,9 +349,13 @@ TEST_F(CliTrain, WeightsReplaceNothingButASafetensorsFile) {
     args.insert(args.end(), how.begin(), how.end());
     const Result t = run(args);
     EXPECT_EQ(t.rc, 1) << how[0];
-    EXPECT_NE(t.err.find("--save-weights " + notes + " exists and is not a safetensors file"),
+    // Named as given: the option, or the config's field (by --set here).
+    const std::string given =
+        how[0] == "--save-weights" ? "--save-weights " : "config field 'weights': ";
+    EXPECT_NE(t.err.find(given + notes + " exists and is not a safetensors file"),
               std::string::npos)
         << t.err;
+    if (how[0] != "--save-weights") EXPECT_EQ(t.err.find("--save-weights"), std::string::npos);
   }
   auto text = [](const std::string& path) {
     std::ifstream f(path, std::ios::binary);
