@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "fp8wb/core/file_io.h"
@@ -71,6 +72,25 @@ json config_of(const RunInfo& r) {
   } catch (const std::exception&) {
     return r.config_json;  // as stored, if it is not JSON
   }
+}
+
+// Why `-o path` must not be written: an existing, non-empty file that is not an earlier
+// export (text beginning as the CSV formats' "step" header or the JSON format's "{" does),
+// as inspect --export and --save-weights keep a file that is not a safetensors file.
+// Empty where the path may be written.
+std::string export_replace_refusal(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return {};  // none, or refused on writing
+  if (std::filesystem::file_size(path, ec) == 0 || ec) return {};
+  std::ifstream f(path, std::ios::binary);
+  std::string head(4096, '\0');
+  f.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(f.gcount()));
+  const bool text = head.find('\0') == std::string::npos;
+  if (text && (head.rfind("step", 0) == 0 || head.rfind("{", 0) == 0)) return {};
+  return "-o " + path +
+         " exists and is not an export of a run (CSV or JSON): writing there would replace it; "
+         "give another path, or remove the file first";
 }
 
 void export_run(const RunStore& s, const RunInfo& r, const std::string& format, std::ostream& o) {
@@ -345,6 +365,11 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
       }
       // Nor over another run database (or any SQLite file).
       if (const std::string no = sqlite_refusal("-o", opt.out_file); !no.empty()) {
+        err << "fp8wb runs export: " << no << "\n";
+        return 1;
+      }
+      // Nor over any other file that is not an earlier export (a checkpoint, say).
+      if (const std::string no = export_replace_refusal(opt.out_file); !no.empty()) {
         err << "fp8wb runs export: " << no << "\n";
         return 1;
       }

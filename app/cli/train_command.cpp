@@ -217,21 +217,23 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   validate_run_config(cfg);
   // The weights written over the run database (or the config file read) would replace it.
   if (!cfg.weights.empty()) {
+    // Named as the user gave it: the option, or the field of the config file or --set.
+    const std::string given = opt.weights.empty() ? "config field 'weights':" : "--save-weights";
     const std::string db = db_path(opt.db);
     std::vector<std::string> inputs{db, db + "-wal", db + "-shm"};
     if (!opt.config_file.empty()) inputs.push_back(opt.config_file);
     if (const std::string in = same_file_as(cfg.weights, inputs); !in.empty()) {
       throw std::invalid_argument(
-          "--save-weights " + cfg.weights + " is the same file as " +
+          given + " " + cfg.weights + " is the same file as " +
           (in == opt.config_file ? "the config file " : "the run database ") + in +
           ": the weights would replace it; give another path");
     }
-    if (const std::string no = sqlite_refusal("--save-weights", cfg.weights); !no.empty()) {
+    if (const std::string no = sqlite_refusal(given, cfg.weights); !no.empty()) {
       throw std::invalid_argument(no);
     }
     // Said before the run rather than when its weights are written at the end.
     if (const std::string no = safetensors_replace_refusal(cfg.weights); !no.empty()) {
-      throw std::invalid_argument("--save-weights " + no);
+      throw std::invalid_argument(given + " " + no);
     }
   }
   if (!opt.run_uuid.empty() && !is_uuid(opt.run_uuid)) {

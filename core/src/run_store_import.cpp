@@ -288,6 +288,12 @@ ImportReport RunStore::import_runs(const std::string& source_path, const ImportO
     for (const SourceSweep& s : src->sweeps) {
       if (const auto it = sweeps_here.find(s.uuid); it != sweeps_here.end()) {
         sweep_ids[s.id] = it->second;
+        // A copy made while the sweep ran takes the source's later status, as its trials
+        // are replaced by their finished runs below.
+        if (s.status != "running") {
+          Stmt u(w, "UPDATE sweeps SET status = ? WHERE id = ? AND status = 'running'");
+          u.bind(1, s.status).bind(2, it->second).run();
+        }
         continue;
       }
       Stmt ins(w,

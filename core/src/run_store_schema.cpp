@@ -57,17 +57,27 @@ bool has_column(const Db& db, const char* table, const char* column) {
   return false;
 }
 
+// Ours: a user_version set (every migration sets it in the transaction that makes the
+// tables) and a runs table with fp8wb's config_json column. A file with tables but no
+// user_version, or whose runs table is not fp8wb's, is another program's, however its
+// tables are named: it is read (never written) to tell.
+// The tables are read before the version: a migration by another process between the two
+// reads then shows as tables and the version it set, never as tables without a version.
 FileKind file_kind(const Db& db, std::vector<std::string>* tables) {
-  if (user_version(db) > 0) return FileKind::Ours;
-  Stmt q(db,
-         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' "
-         "ESCAPE '\\' ORDER BY name");
   std::vector<std::string> names;
-  while (q.step()) {
-    if (q.s(0) == "runs") return FileKind::Ours;
-    names.push_back(q.s(0));
+  bool runs = false;
+  {
+    Stmt q(db,
+           "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' "
+           "ESCAPE '\\' ORDER BY name");
+    while (q.step()) {
+      if (q.s(0) == "runs") runs = true;
+      names.push_back(q.s(0));
+    }
   }
-  if (names.empty()) return FileKind::Empty;
+  const int v = user_version(db);
+  if (names.empty()) return v > 0 ? FileKind::Ours : FileKind::Empty;
+  if (v > 0 && runs && has_column(db, "runs", "config_json")) return FileKind::Ours;
   if (tables) *tables = std::move(names);
   return FileKind::Foreign;
 }
@@ -438,6 +448,9 @@ std::unique_ptr<RunStore> RunStore::open(const std::string& path) {
         throw StoreError("run database " + path + " is read-only: its folder " + folder_of(path) +
                          " cannot be written (SQLite keeps its -wal and -shm files there)");
       }
+    } else if (std::filesystem::is_directory(folder_of(path), ec) && !writable(folder_of(path))) {
+      throw StoreError("cannot create run database " + path + ": its folder " + folder_of(path) +
+                       " cannot be written");
     }
   }
   auto impl = std::make_unique<Impl>();

@@ -79,6 +79,19 @@ TEST_F(CliTrain, TrainListShowExportDelete) {
   int rows = 0;
   while (std::getline(in, line)) ++rows;
   EXPECT_EQ(rows, 12);
+  // An earlier export is replaced; a file that is none (a checkpoint) is kept and named.
+  r = run({"runs", "export", std::to_string(id), "--db", db_, "--format", "json", "-o", csv});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string ckpt = (dir_ / "model.safetensors").string();
+  const std::string ckpt_bytes("\x10\0\0\0\0\0\0\0{\"__metadata__\":{}}", 24);
+  { std::ofstream(ckpt, std::ios::binary) << ckpt_bytes; }
+  r = run({"runs", "export", std::to_string(id), "--db", db_, "--format", "csv", "-o", ckpt});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find(ckpt + " exists and is not an export of a run"), std::string::npos) << r.err;
+  {
+    std::ifstream k(ckpt, std::ios::binary);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(k), {}), ckpt_bytes);
+  }
 
   r = run({"runs", "export", std::to_string(id), "--db", db_, "--format", "json"});
   ASSERT_EQ(r.rc, 0) << r.err;
@@ -195,7 +208,8 @@ TEST_F(CliTrain, RunsExportWritesAllOrNothing) {
   ASSERT_EQ(r.rc, 0) << r.err;
   const std::string id = std::to_string(nlohmann::json::parse(r.out)["run"].get<int64_t>());
   const std::string out = (dir_ / "run.json").string();
-  std::ofstream(out) << "old";
+  const std::string old_export = R"({"old": "an earlier export"})";
+  std::ofstream(out) << old_export;
   // A full disk (here: a 64 KB file size limit; the export is larger) keeps the old file.
   struct rlimit old {};
   ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
@@ -210,8 +224,8 @@ TEST_F(CliTrain, RunsExportWritesAllOrNothing) {
   EXPECT_NE(r.err.find("writing " + out + " failed: File too large"), std::string::npos) << r.err;
   std::ifstream in(out);
   std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_TRUE(content == "old") << "a truncated export (" << content.size()
-                                << " bytes) replaced the file";
+  EXPECT_TRUE(content == old_export)
+      << "a truncated export (" << content.size() << " bytes) replaced the file";
   for (const auto& e : std::filesystem::directory_iterator(dir_))
     EXPECT_EQ(e.path().string().find(".part"), std::string::npos) << e.path();
   // A folder is not a file to replace.
@@ -335,9 +349,13 @@ TEST_F(CliTrain, WeightsReplaceNothingButASafetensorsFile) {
     args.insert(args.end(), how.begin(), how.end());
     const Result t = run(args);
     EXPECT_EQ(t.rc, 1) << how[0];
-    EXPECT_NE(t.err.find("--save-weights " + notes + " exists and is not a safetensors file"),
+    // Named as given: the option, or the config's field (by --set here).
+    const std::string given =
+        how[0] == "--save-weights" ? "--save-weights " : "config field 'weights': ";
+    EXPECT_NE(t.err.find(given + notes + " exists and is not a safetensors file"),
               std::string::npos)
         << t.err;
+    if (how[0] != "--save-weights") EXPECT_EQ(t.err.find("--save-weights"), std::string::npos);
   }
   auto text = [](const std::string& path) {
     std::ifstream f(path, std::ios::binary);

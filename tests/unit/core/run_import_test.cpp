@@ -179,6 +179,33 @@ TEST_F(RunImportTest, AnUnfinishedCopyIsReplacedByAFurtherOne) {
   EXPECT_EQ(b->integrity_check(), "ok");
 }
 
+// A sweep copied while it ran: a later import of the finished source brings its trials'
+// further runs and the sweep's status.
+TEST_F(RunImportTest, AnUnfinishedSweepsCopyIsReplacedByTheFinishedOne) {
+  auto a = RunStore::open(file("a.sqlite"));
+  auto b = RunStore::open(file("b.sqlite"));
+  const int64_t sweep = a->create_sweep("s", "{}");
+  const int64_t id = write_run(*a, "s: margin=0", 2.0, 3, RunStatus::Interrupted, sweep);
+  ImportReport rep = b->import_runs(a->path());
+  ASSERT_EQ(rep.added, 1);
+  const int64_t copy = rep.run_ids[0];
+  ASSERT_EQ(b->sweeps().size(), 1u);
+  EXPECT_EQ(b->sweeps()[0].status, "running");
+  for (int k = 3; k < 8; ++k) a->write(batch(id, k, 2.0));
+  a->set_status(id, RunStatus::Finished);
+  a->set_sweep_status(sweep, "finished");
+  a->flush();
+  rep = b->import_runs(a->path());
+  EXPECT_EQ(rep.updated, 1);
+  EXPECT_EQ(rep.unchanged, 0);
+  EXPECT_EQ(content(*b, copy), content(*a, id));
+  EXPECT_EQ(b->run(copy)->status, RunStatus::Finished);
+  EXPECT_EQ(b->run(copy)->parent_sweep, b->sweeps()[0].id);
+  ASSERT_EQ(b->sweeps().size(), 1u);
+  EXPECT_EQ(b->sweeps()[0].status, "finished");
+  EXPECT_EQ(b->integrity_check(), "ok");
+}
+
 TEST_F(RunImportTest, OneRunAsTheTrialOfASweep) {
   auto a = RunStore::open(file("trial.sqlite"));
   auto b = RunStore::open(file("main.sqlite"));

@@ -323,6 +323,32 @@ TEST_F(RunStoreTest, AnotherProgramsDatabaseIsRefusedAndLeftAsItIs) {
   refused([&] { RunStore::open_read_only(foreign); }, "not an FP8 Workbench database");
   refused([&] { RunStore::open_or_read_only(foreign); }, "another program");
 
+  // One whose table happens to be called runs is another program's too: not migrated, not
+  // switched to WAL, and no hint to migrate it.
+  const std::string runs_named = (dir_ / "runs_named.sqlite").string();
+  sql::exec(runs_named,
+            "CREATE TABLE runs(id INTEGER PRIMARY KEY, name TEXT); CREATE TABLE foo(a);"
+            "INSERT INTO runs(name) VALUES('theirs');");
+  const std::string runs_before = sql::bytes(runs_named);
+  for (int how = 0; how < 3; ++how) {
+    try {
+      if (how == 0) RunStore::open(runs_named);
+      if (how == 1) RunStore::open_read_only(runs_named);
+      if (how == 2) RunStore::open_or_read_only(runs_named);
+      ADD_FAILURE() << "opened another program's database with a runs table (" << how << ")";
+    } catch (const StoreError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(runs_named + " is an SQLite database of another program"),
+                std::string::npos)
+          << what;
+      EXPECT_NE(what.find("foo, runs"), std::string::npos) << what;
+      EXPECT_EQ(what.find("migrate"), std::string::npos) << what;
+    }
+    EXPECT_TRUE(sql::bytes(runs_named) == runs_before) << "the file changed (" << how << ")";
+    EXPECT_FALSE(std::filesystem::exists(runs_named + "-wal"));
+    EXPECT_FALSE(std::filesystem::exists(runs_named + "-shm"));
+  }
+
   // A new file, a 0-byte file and an SQLite file with no tables become run databases.
   const std::string zero = (dir_ / "zero.sqlite").string();
   const std::string blank = (dir_ / "blank.sqlite").string();
@@ -474,6 +500,32 @@ int as_nobody(const std::function<int()>& fn) {
   int status = 0;
   waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// A new database in a folder this user cannot write: the file and the reason named.
+TEST_F(RunStoreTest, ANewDatabaseInAFolderThatCannotBeWrittenIsNamed) {
+  std::filesystem::create_directories(dir_);
+  std::filesystem::permissions(
+      dir_, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                std::filesystem::perms::others_exec);
+  const std::string path = (dir_ / "new.sqlite").string();
+  const int rc = as_nobody([&] {
+    try {
+      RunStore::open(path);
+      return 1;
+    } catch (const StoreError& e) {
+      const std::string what = e.what();
+      const bool named =
+          what.find(path) != std::string::npos &&
+          what.find("its folder " + dir_.string() + " cannot be written") != std::string::npos;
+      if (!named) std::fprintf(stderr, "%s\n", what.c_str());
+      return named ? 0 : 2;
+    }
+  });
+  if (rc == -1) GTEST_SKIP() << "needs root to write as another user";
+  EXPECT_EQ(rc, 0);
+  EXPECT_FALSE(std::filesystem::exists(path));
 }
 
 // Another user's database (a 644 file in a folder only its owner writes), closed or with
