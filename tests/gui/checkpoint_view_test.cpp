@@ -167,10 +167,13 @@ void CheckpointViewTest::aFileThatIsNoCheckpointSaysWhatItIsNot() {
                                            "length below 100 MB followed by '{')")),
            qPrintable(m));
   QVERIFY2(!m.contains(QStringLiteral("over the 100 MB limit")), qPrintable(m));
-  // Back to the placeholder: nothing of the file before stays on screen.
+  // The checkpoint analysed before stays on screen, and the status line says it is that
+  // one's, not the refused file's.
   auto* placeholder =
       w->checkpointTab()->findChild<QLabel*>(QStringLiteral("checkpointPlaceholder"));
-  QVERIFY(placeholder && placeholder->isVisible());
+  QVERIFY(placeholder && !placeholder->isVisible());
+  QVERIFY2(w->checkpointTab()->statusText().contains(QStringLiteral("still showing ") + path_),
+           qPrintable(w->checkpointTab()->statusText()));
 }
 
 void CheckpointViewTest::chartLabelsFitAndUseTheFormatTable() {
