@@ -178,6 +178,11 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
         << " in FP8 (E4M3, 128x128 blocks), "
         << counted(static_cast<int64_t>(r.kept.size()), "tensor")
         << (r.kept.size() == 1 ? " as it was\n" : " as they were\n");
+    if (r.inf_values > 0)
+      err << "warning: " << counted(r.inf_values, "Inf value") << " in "
+          << counted(static_cast<int64_t>(r.with_inf.size()), "weight")
+          << " (first: " << shown_text(r.with_inf.front())
+          << ") written as the largest finite E4M3 value of their sign: E4M3 has no Inf\n";
   }
   if (ckpt->tensors().empty()) {
     // Nothing to analyse: said, not shown as an empty table (exit code 0, as `runs list`

@@ -392,6 +392,11 @@ ExportReport export_fp8_checkpoint(const Checkpoint& ckpt, const std::string& pa
     if (floating && weight && e.shape.size() == 2 && e.shape[0] >= 16 && e.shape[1] >= 16) {
       const std::vector<float> v = ckpt.to_float(ref);
       const int64_t rows = e.shape[0], cols = e.shape[1];
+      const auto infs = std::count_if(v.begin(), v.end(), [](float x) { return std::isinf(x); });
+      if (infs > 0) {
+        report.with_inf.push_back(e.name);
+        report.inf_values += infs;
+      }
       TensorToWrite codes{e.name, StDtype::F8_E4M3, e.shape,
                           std::vector<uint8_t>(static_cast<size_t>(rows * cols))};
       QuantizeTargets t;

@@ -92,6 +92,28 @@ TEST(CliInspect, TableJsonAndFilters) {
   std::filesystem::remove(path);
 }
 
+// --export says when it wrote a weight's Infs as finite values (E4M3 has none).
+TEST(CliInspect, ExportWarnsOfInfsWrittenAsTheLargestFiniteValue) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("fp8wb-inspect-inf-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::vector<float> w(32 * 32, 0.5f);
+  w[3] = std::numeric_limits<float>::infinity();
+  w[4] = -std::numeric_limits<float>::infinity();
+  w[5] = std::numeric_limits<float>::infinity();
+  std::vector<uint8_t> bytes(w.size() * 4);
+  std::memcpy(bytes.data(), w.data(), bytes.size());
+  const std::string model = (dir / "model.safetensors").string();
+  fp8wb::write_safetensors(model, {{"fc.weight", fp8wb::StDtype::F32, {32, 32}, bytes}});
+  const auto r = run({"inspect", model, "--export", (dir / "fp8.safetensors").string()});
+  fp8wb::test::remove_tree(dir.string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: 3 Inf values in 1 weight (first: fc.weight) written as the "
+                       "largest finite E4M3 value of their sign: E4M3 has no Inf"),
+            std::string::npos)
+      << r.err;
+}
+
 // Progress on stderr that is not a terminal (a log file) comes as plain lines, no carriage
 // returns; an unknown --format is named with the formats there are.
 TEST(CliInspect, ProgressInALogIsPlainLinesAndUnknownFormatsListTheKnown) {

@@ -417,6 +417,32 @@ TEST_F(Safetensors, Fp8ExportReopensBitIdentically) {
   EXPECT_TRUE(again.quantized.empty());  // F8 weights are kept as they are
 }
 
+// E4M3FN has no Inf: an Inf in a weight is written as the largest finite code of its sign
+// (448 x its block's scale_inv), NaN stays NaN, and the report names the weight and counts
+// the Infs, so that the CLI can say so.
+TEST_F(Safetensors, Fp8ExportReportsTheInfsItMadeFinite) {
+  std::vector<float> w = gaussian(64 * 64, 9, 0.05f);
+  w[5] = std::numeric_limits<float>::infinity();
+  w[700] = -std::numeric_limits<float>::infinity();
+  w[900] = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> clean = gaussian(32 * 32, 10, 0.05f);
+  write_safetensors(path("inf.safetensors"),
+                    {{"a.weight", StDtype::F32, {64, 64}, bytes_of(w)},
+                     {"b.weight", StDtype::F32, {32, 32}, bytes_of(clean)}});
+  auto c = Checkpoint::open(path("inf.safetensors"));
+  const ExportReport rep = export_fp8_checkpoint(*c, path("inf8.safetensors"));
+  EXPECT_EQ(rep.quantized, (std::vector<std::string>{"a.weight", "b.weight"}));
+  EXPECT_EQ(rep.with_inf, std::vector<std::string>{"a.weight"});
+  EXPECT_EQ(rep.inf_values, 2);
+  auto q = Checkpoint::open(path("inf8.safetensors"));
+  const std::vector<float> got = q->to_float(*q->find("a.weight"));
+  const std::vector<float> si = q->to_float(*q->find("a.weight_scale_inv"));
+  ASSERT_EQ(si.size(), 1u);  // one 64x64 block
+  EXPECT_EQ(got[5], 448.0f * si[0]);
+  EXPECT_EQ(got[700], -448.0f * si[0]);
+  EXPECT_TRUE(std::isnan(got[900]));
+}
+
 TEST(CheckpointAnalysis, FiguresMatchDirectComputationAndTheRecommendationFollowsTheData) {
   // A well-behaved weight: one tensorwise scale is as good as any.
   const std::vector<float> w = gaussian(256 * 256, 3, 0.02f);

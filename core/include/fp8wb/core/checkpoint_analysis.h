@@ -90,6 +90,10 @@ TensorAnalysis analyze_values(const std::string& name, const std::string& dtype,
 struct ExportReport {
   std::vector<std::string> quantized;  // written as E4M3 codes + `<name>_scale_inv`
   std::vector<std::string> kept;       // written as they were
+  // Quantized weights that held +-Inf: E4M3FN has no Inf, so each was written as the
+  // largest finite code of its sign (448 x its block's scale_inv). NaN stays NaN.
+  std::vector<std::string> with_inf;
+  int64_t inf_values = 0;
 };
 
 // Writes the checkpoint as safetensors with its 2-D floating-point weights (names ending
