@@ -155,8 +155,15 @@ TEST_F(SlurmSweep, GridRunsAsAnArrayAndIsCollected) {
   const int64_t sweep_id = sub["sweep"];
   EXPECT_EQ(sub["trials"], 4);
   const fs::path folder = dir_ / "grid";
-  // While the array runs, a collection stores nothing of the unfinished trials.
-  ProgramResult c = fp8wb_cmd({"sweep", "--collect", folder.string(), "--json"});
+  // While the array runs, a collection stores nothing of the unfinished trials. It stores
+  // into a copy of the database: a trial that has already finished would be stored, and
+  // the damaged copy of the folder below must find every trial still to collect.
+  const fs::path early_db = dir_ / "early.sqlite";
+  for (const char* side : {"", "-wal"}) {
+    if (fs::exists(db_ + side)) fs::copy_file(db_ + side, early_db.string() + side);
+  }
+  ProgramResult c =
+      fp8wb_cmd({"sweep", "--collect", folder.string(), "--db", early_db.string(), "--json"});
   ASSERT_EQ(c.status, 0) << c.err;
   wait_for_job(job, 600);
 
