@@ -77,6 +77,14 @@ std::vector<SweepTrial> expand_sweep(const SweepSpec& spec) {
       throw std::invalid_argument("seeds are swept with --seeds, not a grid on 'seed'");
     if (a.key == "weights")
       throw std::invalid_argument("a sweep's trials write no weights: no grid on 'weights'");
+    // Set for every trial below: a grid on them would run the same trial under other labels.
+    if (a.key == "name")
+      throw std::invalid_argument(
+          "a trial is named after the sweep and its grid point: no grid on 'name' (name the "
+          "sweep with --name)");
+    if (a.key == "on_nonfinite")
+      throw std::invalid_argument(
+          "a sweep's trials always stop at a non-finite loss: no grid on 'on_nonfinite'");
     // Every value alone against the base config: a bad one is named before anything runs.
     for (const std::string& v : a.values) {
       RunConfig c = spec.base;

@@ -163,6 +163,17 @@ TEST(Sweep, InvalidGridIsRefusedBeforeAnyTrial) {
   EXPECT_THROW(SweepRunner(s, *store), std::invalid_argument);
   EXPECT_THROW(parse_grid("margin"), std::invalid_argument);
   EXPECT_THROW(parse_grid("margin=1,,2"), std::invalid_argument);
+  // Fields every trial has set for it: a grid on them would only relabel one trial.
+  for (const char* axis : {"name=a,b", "on_nonfinite=skip,stop", "seed=1,2", "weights=a.pt"}) {
+    s.axes = {parse_grid(axis)};
+    try {
+      expand_sweep(s);
+      ADD_FAILURE() << "a grid on " << axis << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      const std::string key = std::string(axis).substr(0, std::string(axis).find('='));
+      EXPECT_NE(std::string(e.what()).find("'" + key + "'"), std::string::npos) << e.what();
+    }
+  }
   EXPECT_TRUE(store->sweeps().empty());
   EXPECT_TRUE(store->runs().empty());
   store.reset();
