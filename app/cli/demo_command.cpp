@@ -273,7 +273,7 @@ int loss_scaling(const DemoOptions& opt, std::ostream& out) {
     return 0;
   }
   out << fmt::format(
-      "Loss scaling: a {}-{}-1 MLP fitting a teacher ({} examples, {} steps); its fp32 "
+      "Loss scaling: an MLP ({}-{}-1) fitting a teacher ({} examples, {} steps); its fp32 "
       "gradients are cast\nto each format before the update. Dynamic scale: start {}, halve "
       "and skip the step on Inf/NaN,\ndouble after {} good steps.\n\n",
       cfg.inputs, cfg.hidden, cfg.examples, cfg.steps, format_number(cfg.init_scale),

@@ -115,6 +115,8 @@ void CheckpointTabTest::badFilesShowTheirMessage() {
   tab.openCheckpoint(good);
   QVERIFY(loaded.wait(30000));
   QCOMPARE(tab.model()->rowCount(), 1);
+  QVERIFY2(tab.statusText().contains(QStringLiteral(": 1 tensor analysed in ")),
+           qPrintable(tab.statusText()));
   tab.selectTensor(QStringLiteral("w"));
   QVERIFY(tab.plots()[0]->plottable(0)->interface1D()->dataCount() > 0);
   QSignalSpy failed(&tab, &CheckpointTab::failed);

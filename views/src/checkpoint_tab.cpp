@@ -372,11 +372,10 @@ void CheckpointTab::finishLoad(const QString& path, std::vector<TensorAnalysis> 
   remember(path);
   const QString where = analysis_gpu_available() ? tr("on the GPU") : tr("on the CPU");
   const QString took = QString::number(static_cast<double>(elapsed_.elapsed()) / 1000.0, 'f', 1);
-  status_->setText(cancelled ? tr("%1: cancelled after %2 tensors").arg(path).arg(n)
-                             : tr("%1: %2 tensors analysed in %3 s %4, worst SQNR first")
-                                   .arg(path)
-                                   .arg(n)
-                                   .arg(took, where));
+  const QString count = n == 1 ? tr("1 tensor") : tr("%1 tensors").arg(n);
+  status_->setText(
+      cancelled ? tr("%1: cancelled after %2").arg(path, count)
+                : tr("%1: %2 analysed in %3 s %4, worst SQNR first").arg(path, count, took, where));
   if (cancelled) Q_EMIT notice(status_->text());
   if (proxy_->rowCount() > 0) table_->selectRow(0);
   Q_EMIT checkpointLoaded(path, n);
