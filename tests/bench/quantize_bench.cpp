@@ -1,5 +1,6 @@
 // CPU scaled quantization with and without statistics, next to the plain codec, a memcpy
-// of the same bytes and PyTorch's own CPU cast to float8_e4m3fn, in one run.
+// of the same bytes, one read of them and PyTorch's own CPU cast to float8_e4m3fn, in one
+// run.
 // bytes_per_second counts input bytes (4 per element for fp32, 2 for bf16);
 // items_per_second counts elements.
 #include <ATen/ATen.h>
@@ -53,6 +54,34 @@ void set_counters(benchmark::State& s, size_t bytes_per_element) {
 
 void BM_Memcpy(benchmark::State& s) {
   fp8wb::bench::memcpy_benchmark(s, data());
+}
+
+// The fp32 input read once and nothing written (an OR of its words, one instruction a
+// vector at any instruction set): how fast one thread can stream the input at all, the
+// bound of any one pass over it.
+void BM_ReadOnly(benchmark::State& s) {
+  // Sixteen lanes, four independent ORs, each line prefetched 4 KiB ahead as the
+  // quantize loops prefetch theirs: the loop waits on memory, not on its ORs.
+  using Line = uint32_t __attribute__((vector_size(64)));
+  static_assert(kN % 64 == 0);
+  const float* in = data().data();
+  for (auto _ : s) {
+    Line m[4] = {};
+    for (size_t i = 0; i < kN; i += 64) {
+      for (int j = 0; j < 4; ++j) __builtin_prefetch(in + i + 16 * j + 1024);
+      for (int j = 0; j < 4; ++j) {
+        Line v;
+        std::memcpy(&v, in + i + 16 * j, sizeof v);
+        m[j] |= v;
+      }
+    }
+    uint32_t r = 0;
+    for (const Line& l : m) {
+      for (int k = 0; k < 16; ++k) r |= l[k];
+    }
+    benchmark::DoNotOptimize(r);
+  }
+  set_counters(s, 4);
 }
 
 void BM_PlainEncode(benchmark::State& s) {
@@ -164,6 +193,7 @@ void BM_QuantizeNarrow(benchmark::State& s) {
 }
 
 BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReadOnly)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PlainEncode)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TorchCast)
     ->Args({0, 1})

@@ -153,7 +153,7 @@ if [ "${PART:-}" = cpu ]; then
   ninja -C "$BUILD" fp8wb fp8wb_quantize_bench >>"$OUT/build.log" 2>&1 || { grep -E 'error|Error' -A3 "$OUT/build.log" | head -60; exit 1; }
   echo "built in $(( $(date +%s) - start )) s"
   log "CPU quantize, one thread, beside PyTorch's cast (P4)"
-  "$BUILD/tests/bench/fp8wb_quantize_bench" --benchmark_filter='BM_Memcpy|BM_TorchCast/./1/|BM_Quantize/./1/' \
+  "$BUILD/tests/bench/fp8wb_quantize_bench" --benchmark_filter='BM_Memcpy|BM_ReadOnly|BM_TorchCast/./1/|BM_Quantize/./1/' \
     --benchmark_out="$OUT/cpu_quantize_bench.json" --benchmark_out_format=json 2>&1 | grep -E "BM_|Run on"
   log "CPU training steps (P5)"
   "$BUILD/app/fp8wb" bench --train-only --device cpu 2>&1 | tail -8
@@ -249,7 +249,7 @@ if [ "${PART:-}" = verify ]; then
   "$BUILD/tests/gpu/fp8wb_gpu_quantize_bench" --json "$OUT/gpu_quantize_bench.json" | tail -17
   "$BUILD/tests/gpu/fp8wb_float8_linear_bench" --reps 10 --json "$OUT/float8_linear_bench.json" | tail -22
   if [ -x "$BUILD/tests/bench/fp8wb_quantize_bench" ]; then
-    "$BUILD/tests/bench/fp8wb_quantize_bench" --benchmark_filter='BM_Memcpy|BM_TorchCast/./1/|BM_Quantize/./1/' \
+    "$BUILD/tests/bench/fp8wb_quantize_bench" --benchmark_filter='BM_Memcpy|BM_ReadOnly|BM_TorchCast/./1/|BM_Quantize/./1/' \
       --benchmark_out="$OUT/cpu_quantize_bench.json" --benchmark_out_format=json 2>&1 | grep -E "BM_|Run on"
   fi
   "$BUILD/app/fp8wb" bench --train-only --device cpu 2>&1 | tail -8
