@@ -4,9 +4,10 @@
 // statistics off and on every step; delayed with at::_scaled_mm's GEMM algorithms instead
 // of the tuned ones, or with torch::gelu), and bf16 with fp8wb::gelu, in one run;
 // --interleave times the variants' steps in turn, round after round (see main()).
-// Prints a table; --json PATH writes the figures; --trace DIR writes, for each variant
-// and shape, the Kineto profiler's events of five steps (every kernel, copy and CPU-side
-// operator with its times, clocks as they run), for tests/gpu/trace_summary.py.
+// Prints a table; --json PATH writes the figures; --trace DIR (made if missing) writes,
+// for each variant and shape, the Kineto profiler's events of five steps (every kernel,
+// copy and CPU-side operator with its times, clocks as they run), for
+// tests/gpu/trace_summary.py.
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/torch.h>
 
@@ -14,11 +15,13 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -120,7 +123,9 @@ void trace_steps(const std::function<void()>& step, int steps, const std::string
                       {"start_ns", e.startNs()},
                       {"dur_ns", e.durationNs()}});
   }
-  std::ofstream(path) << events.dump() << "\n";
+  std::ofstream f(path);
+  f << events.dump() << "\n";
+  if (!f.flush()) throw std::runtime_error("cannot write the trace " + path);
   std::printf("   trace: %zu events, %lld on the GPU -> %s\n", events.size(),
               static_cast<long long>(gpu), path.c_str());
 }
@@ -142,6 +147,7 @@ int main(int argc, char** argv) {
     if (std::string(argv[i]) == "--trace") trace_dir = argv[i + 1];
     if (std::string(argv[i]) == "--d") only_d = std::stoll(argv[i + 1]);  // one shape: 16384 x d
   }
+  if (!trace_dir.empty()) std::filesystem::create_directories(trace_dir);
   if (!torch::cuda::is_available()) {
     std::printf("no CUDA device: nothing to measure\n");
     return 0;

@@ -23,8 +23,9 @@
 #   PART=gemms    only the MLP's six FP8 GEMMs, at::_scaled_mm against every algorithm
 #                 cuBLASLt's heuristic offers (times, and whether their bits agree)
 #   PART=cpu      only the CPU figures beside PyTorch's: the quantize pass on one thread
-#                 (each statistics loop) against PyTorch's cast (P4), and the emulated
-#                 training steps of `fp8wb bench --train-only --device cpu` (P5)
+#                 (each statistics loop) against PyTorch's cast and one read of the input
+#                 (P4), and the emulated training steps of
+#                 `fp8wb bench --train-only --device cpu` (P5)
 #
 # Missing headers (sqlite3.h on some GPU images) can be supplied under .deps/sqlite
 # (dpkg -x of Debian's libsqlite3-dev).
