@@ -15,11 +15,15 @@
 #                 PROFILE_STEP="fp8 rowwise current" (a variant of the MLP benchmark)
 #                 adds the time of every kernel of its steps; NO_BENCH=1: the tests only;
 #                 MLP_REPS=N: timed steps a variant in the MLP benchmark (20)
-#   PART=trace    only the MLP benchmark at 16384 x 4096 (bf16, tensorwise delayed with and
-#                 without statistics) with nvidia-smi's clocks and power during each variant
-#                 (clocks_summary.py), then its steps under the Kineto profiler, clocks as
-#                 they run: GPU busy and idle time a step and every GPU operation, and what
-#                 statistics add (trace_summary.py); the traces are kept gzipped
+#   PART=trace    only the MLP benchmark at 16384 x 4096 (TRACE_D=2048: 16384 x 2048; bf16,
+#                 tensorwise delayed with and without statistics) with nvidia-smi's clocks
+#                 and power during each variant (clocks_summary.py), then its steps under
+#                 the Kineto profiler, clocks as they run: GPU busy and idle time a step and
+#                 every GPU operation, what statistics add, and the host's operators at a
+#                 step's start (trace_summary.py); the traces are kept gzipped
+#   PART=steps    only the MLP benchmark's tensorwise delayed variants at 16384 x 2048
+#                 (TRACE_D=N: 16384 x N), and the tiny GPT's training steps on the GPU
+#                 (`fp8wb bench --train-only --device cuda`), where the host's time counts
 #   PART=gemms    only the MLP's six FP8 GEMMs, at::_scaled_mm against every algorithm
 #                 cuBLASLt's heuristic offers (times, and whether their bits agree)
 #   PART=cpu      only the CPU figures beside PyTorch's: the quantize pass on one thread
@@ -161,6 +165,20 @@ if [ "${PART:-}" = cpu ]; then
   exit 0
 fi
 
+if [ "${PART:-}" = steps ]; then
+  log "build (CLI, MLP benchmark)"
+  start=$(date +%s)
+  ninja -C "$BUILD" fp8wb fp8wb_float8_linear_bench >>"$OUT/build.log" 2>&1 || { grep -E 'error|Error' -A3 "$OUT/build.log" | head -60; exit 1; }
+  echo "built in $(( $(date +%s) - start )) s"
+  d=${TRACE_D:-2048}
+  log "MLP block at 16384 x $d, tensorwise delayed (the host's share of a synchronised step)"
+  "$BUILD/tests/gpu/fp8wb_float8_linear_bench" --only "tensorwise delayed" --d "$d" --reps "${MLP_REPS:-20}" \
+    --json "$OUT/steps_mlp.json" | grep -v "GEMM "
+  log "tiny GPT training steps on the GPU (host-bound: every launch counts)"
+  "$BUILD/app/fp8wb" bench --train-only --device cuda --steps "${GPT_STEPS:-100}" 2>&1 | tail -8
+  exit 0
+fi
+
 if [ "${PART:-}" = gemms ]; then
   log "build (GEMM algorithm benchmark)"
   ninja -C "$BUILD" fp8wb_gemm_algo_bench >>"$OUT/build.log" 2>&1 || { grep -E 'error|Error' -A3 "$OUT/build.log" | head -60; exit 1; }
@@ -174,22 +192,25 @@ if [ "${PART:-}" = trace ]; then
   start=$(date +%s)
   ninja -C "$BUILD" fp8wb_float8_linear_bench >>"$OUT/build.log" 2>&1 || { grep -E 'error|Error' -A3 "$OUT/build.log" | head -60; exit 1; }
   echo "built in $(( $(date +%s) - start )) s"
-  log "MLP steps, then five of each under the Kineto profiler, 16384 x 4096"
+  d=${TRACE_D:-4096}
+  log "MLP steps, then five of each under the Kineto profiler, 16384 x $d"
   mkdir -p "$OUT/traces"
   # The GPU's clocks and power during each variant's timed steps (FP8 steps run at the
   # power limit).
   nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu \
     --format=csv,noheader,nounits -lms 10 >"$OUT/smi.csv" 2>/dev/null &
   smi=$!
-  "$BUILD/tests/gpu/fp8wb_float8_linear_bench" --only "tensorwise delayed" --d 4096 --reps 20 \
+  "$BUILD/tests/gpu/fp8wb_float8_linear_bench" --only "tensorwise delayed" --d "$d" --reps 20 \
     --json "$OUT/trace_bench.json" --trace "$OUT/traces" || exit 1
   kill $smi 2>/dev/null; wait $smi 2>/dev/null
   python3 tests/gpu/clocks_summary.py "$OUT/smi.csv" "$OUT/trace_bench.json"
   rm -f "$OUT/smi.csv"
-  t="$OUT/traces/16384x4096_"
+  t="$OUT/traces/16384x${d}_"
   python3 tests/gpu/trace_summary.py "${t}bf16.json" "${t}fp8_tensorwise_delayed.json"
   python3 tests/gpu/trace_summary.py "${t}fp8_tensorwise_delayed.json" \
     "${t}fp8_tensorwise_delayed___stats.json" | tail -50
+  python3 tests/gpu/trace_summary.py --start "${t}bf16.json" "${t}fp8_tensorwise_delayed.json" \
+    "${t}fp8_tensorwise_delayed___stats.json" | cut -c1-130 | head -${START_LINES:-400}
   gzip -f "$OUT"/traces/*.json
   exit 0
 fi

@@ -2,12 +2,17 @@
 """Summarises Kineto traces written by `fp8wb_float8_linear_bench --trace DIR`.
 
   python3 tests/gpu/trace_summary.py TRACE.json [OTHER.json]
+  python3 tests/gpu/trace_summary.py --start TRACE.json
+
 
 For each trace: per step (the bench's "fp8wb_step" scope: a step and its
 synchronisation), the wall time of the step, the time the GPU is busy (the union of
 kernels, copies and memsets), the idle rest, and the GPU operations with their time by
 name. Given two traces, also the difference by name (OTHER minus TRACE), which shows
-what a variant adds to a step.
+what a variant adds to a step. With --start: the start of each step up to its first
+GEMM on the GPU (when the first GPU operation and the first GEMM began, and the GPU's idle
+time before it), and the host's operators of the middle step in that time, nested, with
+their start and duration: what keeps the GPU waiting after a synchronisation.
 """
 import collections
 import json
@@ -52,6 +57,46 @@ def load(path):
     return steps
 
 
+GEMM = re.compile(r"gemm|nvjet|xmma|cutlass", re.IGNORECASE)
+
+
+def start_report(path):
+    """The start of each step up to its first GEMM: see the module's text."""
+    events = json.load(open(path))
+    host = sorted(({"name": e["name"], "ts": e["start_ns"] / 1000, "dur": e["dur_ns"] / 1000}
+                   for e in events if not e["cuda"] and e["name"] != "fp8wb_step"),
+                  key=lambda e: (e["ts"], -e["dur"]))
+    steps = load(path)
+    windows = sorted((e["start_ns"] / 1000, (e["start_ns"] + e["dur_ns"]) / 1000)
+                     for e in events if not e["cuda"] and e["name"] == "fp8wb_step")
+    print(f"{path}: the start of each step (us from the step's start)")
+    for (a, _), st in zip(windows, steps):
+        gemm = next((e for e in st["ops"] if GEMM.search(e["name"])), None)
+        if not st["ops"] or gemm is None:
+            continue
+        busy = sum(e["dur"] for e in st["ops"] if e["ts"] < gemm["ts"])
+        print(f"  first GPU operation {st['ops'][0]['ts'] - a:7.1f}, first GEMM {gemm['ts'] - a:7.1f} "
+              f"(GPU busy {busy:6.1f} before it)")
+    if not windows:
+        return
+    a, _ = windows[len(windows) // 2]
+    st = steps[len(windows) // 2]
+    gemm = next((e for e in st["ops"] if GEMM.search(e["name"])), None)
+    stop = gemm["ts"] if gemm else a
+    print(f"  the middle step's host operators until its first GEMM began ({stop - a:.1f} us):")
+    open_ends = []
+    for e in host:
+        if not a <= e["ts"] < stop:
+            continue
+        while open_ends and open_ends[-1] <= e["ts"]:
+            open_ends.pop()
+        print(f"  {e['ts'] - a:8.1f} {e['dur']:7.1f}  {'  ' * len(open_ends)}{e['name'][:80]}")
+        open_ends.append(e["ts"] + e["dur"])
+    for e in st["ops"]:
+        if e["ts"] <= stop:
+            print(f"  GPU {e['ts'] - a:8.1f} {e['dur']:7.1f}  {short(e['name'])}")
+
+
 def by_name(steps):
     tot = collections.defaultdict(float)
     cnt = collections.Counter()
@@ -82,6 +127,10 @@ def report(path):
 
 
 def main():
+    if sys.argv[1] == "--start":
+        for path in sys.argv[2:]:
+            start_report(path)
+        return
     a = report(sys.argv[1])
     if len(sys.argv) > 2:
         b = report(sys.argv[2])
