@@ -171,7 +171,9 @@ DevQ quantize_role(const at::Tensor& t, const QuantRecipe& recipe, Float8RoleHis
   DeviceStatsTargets tg;
   if (slot) tg = targets(*sbuf, *slot);
   const DeviceTensor x = device_tensor(t);
-  at::Tensor scale;
+  // Few ATen calls here: each costs the host microseconds, and at a step's start, after a
+  // synchronisation, the GPU waits for them (pointers into buffers rather than views).
+  const float* scale = nullptr;
   uint32_t* amax_word = nullptr;
   at::Tensor* hd = hist ? &device_history(*hist, dcfg, t.device()) : nullptr;
   const bool bootstrap = hist && hist->steps == 0 && dcfg.initial == InitialScale::BootstrapCurrent;
@@ -182,8 +184,8 @@ DevQ quantize_role(const at::Tensor& t, const QuantRecipe& recipe, Float8RoleHis
   DelayedUpdateExtras after;
   const bool from_history = hd && !bootstrap;
   if (from_history) {
-    scale = hd->narrow(0, dcfg.window, 1);
-    q.rows.scale_inv = at::empty({1}, fopt);
+    scale = hd->data_ptr<float>() + dcfg.window;
+    q.rows.scale_inv = at::empty({L.group_rows, L.group_cols}, fopt);
     after.used_scale_inv = q.rows.scale_inv.data_ptr<float>();
     if (slot) after.used_scale_inv_2 = reinterpret_cast<float*>(&tg.stats->scale_inv_bits);
     if (!slot) {
@@ -213,15 +215,15 @@ DevQ quantize_role(const at::Tensor& t, const QuantRecipe& recipe, Float8RoleHis
     }
     compute_scales_cuda(rr, L, b, b + groups, b + s_off, b + si_off,
                         coded ? scodes.data_ptr<uint8_t>() : nullptr, b + g_off, stream());
-    scale = buf.narrow(0, s_off, groups);
-    q.rows.scale_inv = buf.narrow(0, si_off, groups);
+    scale = b + s_off;
+    q.rows.scale_inv = buf.as_strided({L.group_rows, L.group_cols}, {L.group_cols, 1}, si_off);
     if (bootstrap) amax_word = reinterpret_cast<uint32_t*>(b + groups);
   }
   // From a history, the codes' scale_inv is the history's own (the update copies it into
   // q.rows.scale_inv only after this pass): the statistics' errors are measured with it.
   const float* used_si =
       from_history ? hd->data_ptr<float>() + dcfg.window + 1 : q.rows.scale_inv.data_ptr<float>();
-  quantize_cuda(x, recipe, L, scale.data_ptr<float>(), used_si,
+  quantize_cuda(x, recipe, L, scale, used_si,
                 want_rows ? q.rows.codes.data_ptr<uint8_t>() : nullptr,
                 want_cols ? q.cols.codes.data_ptr<uint8_t>() : nullptr, tg, stream());
   if (hd) {
@@ -245,8 +247,10 @@ DevQ quantize_role(const at::Tensor& t, const QuantRecipe& recipe, Float8RoleHis
                                    cudaMemcpyDeviceToDevice,
                                    reinterpret_cast<cudaStream_t>(stream())));
   }
-  q.rows.scale_inv = q.rows.scale_inv.view({L.group_rows, L.group_cols});
-  if (want_cols) q.cols.scale_inv = q.rows.scale_inv.t().contiguous();
+  if (want_cols) {
+    // One scale (tensorwise) is its own transpose.
+    q.cols.scale_inv = groups == 1 ? q.rows.scale_inv : q.rows.scale_inv.t().contiguous();
+  }
   return q;
 }
 
@@ -304,7 +308,7 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
     Float8Probe* probe = state ? &state->probe : nullptr;
     stats = stats && state;
     const int64_t k = weight.size(1), n = weight.size(0);
-    const at::Tensor x2 = as_operand_dtype(x.reshape({-1, k}));
+    const at::Tensor x2 = as_operand_dtype(x.dim() == 2 ? x : x.reshape({-1, k}));
     const at::Tensor w2 = as_operand_dtype(weight);
     const int64_t m = x2.size(0);
     const at::ScalarType out_t = x.scalar_type();
@@ -333,7 +337,10 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
         s.grid = make_map_grid(make_layout(cfg.recipe(r.value), rows, cols), kMapCells);
         off += s.bytes();
       }
-      flight->device = at::zeros({off}, x.options().dtype(at::kByte));
+      // Zeroed by one memset (at::zeros goes through a fill kernel and several ATen calls).
+      flight->device = at::empty({off}, x.options().dtype(at::kByte));
+      C10_CUDA_CHECK(cudaMemsetAsync(flight->device.data_ptr(), 0, static_cast<size_t>(off),
+                                     at::cuda::getCurrentCUDAStream().stream()));
     }
     const at::Tensor* sbuf = flight ? &flight->device : nullptr;
     auto slot = [&](Role r) { return flight ? &flight->slots[role_index(r)] : nullptr; };
@@ -386,6 +393,7 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
     plan->has_bias = has_bias;
     plan->x_transposed = x_transposed;
     save_for_backward(ctx, std::move(plan));
+    if (x.dim() == 2) return y;
     std::vector<int64_t> out_shape = x.sizes().vec();
     out_shape.back() = n;
     return y.reshape(out_shape);
@@ -408,7 +416,7 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
     Float8Probe* probe = state ? &state->probe : nullptr;
     const int64_t k = weight.size(1), n = weight.size(0);
     const at::Tensor& g = grads[0];
-    const at::Tensor dy = as_operand_dtype(g.reshape({-1, n}));
+    const at::Tensor dy = as_operand_dtype(g.dim() == 2 ? g : g.reshape({-1, n}));
     const at::Tensor w2 = as_operand_dtype(weight);
     const at::ScalarType dx_t = g.scalar_type(), dw_t = weight.scalar_type();
 
@@ -477,9 +485,12 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
     }
     at::Tensor db;
     if (plan->has_bias) db = dy.sum(0).to(weight.scalar_type());
-    std::vector<int64_t> x_shape = g.sizes().vec();
-    x_shape.back() = k;
-    return {dx.reshape(x_shape), dw, db, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    if (g.dim() != 2) {
+      std::vector<int64_t> x_shape = g.sizes().vec();
+      x_shape.back() = k;
+      dx = dx.reshape(x_shape);
+    }
+    return {dx, dw, db, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -488,10 +499,11 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
 at::Tensor float8_linear_cuda(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                               const Float8LinearConfig& config, Float8LinearState* state,
                               bool stats, bool sqnr) {
-  // Custom functions take no undefined tensors: no bias travels as an empty one.
-  return Float8LinearCudaFunction::apply(x, weight,
-                                         bias.defined() ? bias : at::empty({0}, weight.options()),
-                                         config, state, stats, sqnr);
+  // Custom functions take no undefined tensors: no bias travels as an empty one (made once:
+  // the forward reads only its size).
+  static const at::Tensor no_bias = at::empty({0});
+  return Float8LinearCudaFunction::apply(x, weight, bias.defined() ? bias : no_bias, config, state,
+                                         stats, sqnr);
 }
 
 }  // namespace fp8wb::detail

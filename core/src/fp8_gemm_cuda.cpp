@@ -3,6 +3,7 @@
 // formats and scaling pair, else emulated on the GPU with a notice.
 #include "fp8_gemm_cuda.h"
 
+#include <atomic>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -57,10 +58,12 @@ bool scaling_pair_ok(ScalingKind a, ScalingKind b) {
 // this LibTorch or GPU cannot take it.
 std::optional<at::Tensor> scaled_mm(const Operand& a, const Operand& b, at::ScalarType out,
                                     bool fast_accum, bool tune) {
-  const std::string combo = recipe_name(a.recipe) + " x " + recipe_name(b.recipe);
+  // Names are made only where a GEMM is refused: this runs at every linear layer's call.
+  const auto combo = [&] { return recipe_name(a.recipe) + " x " + recipe_name(b.recipe); };
   auto refuse = [&](const std::string& why) -> std::optional<at::Tensor> {
-    notice_once("fp8-gemm " + combo + " " + why,
-                "FP8 GEMM " + combo + ": " + why +
+    const std::string c = combo();
+    notice_once("fp8-gemm " + c + " " + why,
+                "FP8 GEMM " + c + ": " + why +
                     "; emulated on the GPU instead (FP8 codes -> fp32, fp32 GEMM)");
     return std::nullopt;
   };
@@ -79,33 +82,39 @@ std::optional<at::Tensor> scaled_mm(const Operand& a, const Operand& b, at::Scal
       a.recipe.kind == ScalingKind::Block1x128 || a.recipe.kind == ScalingKind::Block128x128;
   if (blocks && k < 512) return refuse("block-scaled FP8 GEMMs need K >= 512 here");
   // What cuBLAS refused once (per recipes, shape and output type) is not tried again.
-  const std::string key = combo + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
-                          std::to_string(k) + " " + c10::toString(out);
+  const auto key = [&] {
+    return combo() + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+           " " + c10::toString(out);
+  };
   static std::mutex mu;
   static std::set<std::string> failed;
-  {
+  static std::atomic<bool> any_failed{false};
+  if (any_failed.load(std::memory_order_acquire)) {
     const std::lock_guard<std::mutex> lock(mu);
-    if (failed.count(key)) return std::nullopt;
+    if (failed.count(key())) return std::nullopt;
   }
   // Per-row and per-block scaling give bf16 out (what cuBLAS's FP8 kernels take).
   const at::ScalarType want =
       a.recipe.kind == ScalingKind::Tensorwise ? out : at::ScalarType::BFloat16;
-  const auto sa = scale_arg(a, false), sb = scale_arg(b, true);
-  if (!sa || !sb) return refuse("at::_scaled_mm takes no such scales");
   try {
-    // Tensorwise: the same GEMM with the algorithm measured fastest (scaled_gemm_cuda.h).
-    if (tune && a.recipe.kind == ScalingKind::Tensorwise && want == out) {
-      if (auto y =
-              tuned_scaled_gemm(a.codes.view(*da), b.codes.view(*db), *sa, *sb, out, fast_accum))
+    // Tensorwise: the same GEMM with the algorithm measured fastest (scaled_gemm_cuda.h),
+    // straight from the codes and their one-element scales.
+    if (tune && a.recipe.kind == ScalingKind::Tensorwise && want == out &&
+        a.scale_inv.numel() == 1 && b.scale_inv.numel() == 1) {
+      if (auto y = tuned_scaled_gemm(a.codes, *da, b.codes, *db, a.scale_inv.data_ptr<float>(),
+                                     b.scale_inv.data_ptr<float>(), out, fast_accum))
         return y;
     }
+    const auto sa = scale_arg(a, false), sb = scale_arg(b, true);
+    if (!sa || !sb) return refuse("at::_scaled_mm takes no such scales");
     at::Tensor y = at::_scaled_mm(a.codes.view(*da), b.codes.view(*db).t(), *sa, *sb, std::nullopt,
                                   std::nullopt, want, fast_accum);
     return want == out ? y : y.to(out);
   } catch (const c10::Error& e) {
     {
       const std::lock_guard<std::mutex> lock(mu);
-      failed.insert(key);
+      failed.insert(key());
+      any_failed.store(true, std::memory_order_release);
     }
     std::string what = e.what_without_backtrace();
     what = what.substr(0, what.find('\n'));

@@ -51,7 +51,7 @@ struct Problem {
   }
 
   Problem(int64_t m, int64_t n, int64_t k, cudaDataType_t ta, cudaDataType_t tb, cudaDataType_t tc,
-          bool fast, const void* sa, const void* sb, size_t workspace) {
+          bool fast, size_t workspace) {
     cublasLtMatmulDesc_t d = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulPreference_t p = nullptr;
@@ -70,12 +70,16 @@ struct Problem {
     const int8_t fast_mode = fast ? 1 : 0;
     ok = set(CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T) &&
          set(CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N) &&
-         set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, sb) &&
-         set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, sa) &&
          set(CUBLASLT_MATMUL_DESC_FAST_ACCUM, fast_mode) &&
          cublasLtMatmulPreferenceSetAttribute(p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                               &workspace,
                                               sizeof(workspace)) == CUBLAS_STATUS_SUCCESS;
+  }
+
+  // The scales of a call (device pointers: this call's sa and sb).
+  bool scales(const void* sa, const void* sb) {
+    return set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, sb) &&
+           set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, sa);
   }
 
   std::vector<cublasLtMatmulHeuristicResult_t> offers(int want) const {
@@ -101,6 +105,15 @@ struct Problem {
                           h.workspaceSize,
                           at::cuda::getCurrentCUDAStream().stream()) == CUBLAS_STATUS_SUCCESS;
   }
+};
+
+// The problems this thread has multiplied, their descriptors made once (making and freeing
+// them at every call cost more host time than the GEMM's launch), each with the algorithm
+// chosen for it. Per thread: a call sets its own scales in the descriptor.
+struct Made {
+  std::unique_ptr<Problem> problem;
+  std::optional<cublasLtMatmulHeuristicResult_t> algo;
+  bool picked = false;  // algo holds the problem's choice (none: cuBLASLt offered nothing)
 };
 
 bool without_split_k(const cublasLtMatmulAlgo_t& algo) {
@@ -149,74 +162,88 @@ std::string problem_name(int64_t m, int64_t n, int64_t k, at::ScalarType ta, at:
 
 }  // namespace
 
-std::optional<at::Tensor> tuned_scaled_gemm(const at::Tensor& a, const at::Tensor& b,
-                                            const at::Tensor& sa, const at::Tensor& sb,
-                                            at::ScalarType out, bool fast_accum) {
+std::optional<at::Tensor> tuned_scaled_gemm(const at::Tensor& a, at::ScalarType ta,
+                                            const at::Tensor& b, at::ScalarType tb, const float* sa,
+                                            const float* sb, at::ScalarType out, bool fast_accum) {
   const int64_t m = a.size(0), k = a.size(1), n = b.size(0);
   // cuBLASLt's heuristic assumes 256-byte aligned matrices (its preferences' default).
   auto aligned = [](const at::Tensor& t) {
     return reinterpret_cast<uintptr_t>(t.data_ptr()) % 256 == 0;
   };
   if (!a.is_contiguous() || !b.is_contiguous() || b.size(1) != k || !aligned(a) || !aligned(b) ||
-      sa.scalar_type() != at::kFloat || sb.scalar_type() != at::kFloat)
+      a.element_size() != 1 || b.element_size() != 1)
     return std::nullopt;
+  const Key key{a.get_device(),        m,         n, k, static_cast<int>(ta), static_cast<int>(tb),
+                static_cast<int>(out), fast_accum};
+  thread_local std::map<Key, Made> made;
+  auto it = made.find(key);
+  const bool fresh = it == made.end();
+  if (fresh) {
+    auto problem = std::make_unique<Problem>(m, n, k, lt_type(ta), lt_type(tb), lt_type(out),
+                                             fast_accum, at::cuda::getCUDABlasLtWorkspaceSize());
+    it = made.emplace(key, Made{std::move(problem), std::nullopt, false}).first;
+  }
+  Made& mine = it->second;
+  Problem& p = *mine.problem;
+  if (!p.ok || !p.scales(sa, sb)) return std::nullopt;
   at::Tensor y = at::empty({m, n}, a.options().dtype(out));
   if (!aligned(y)) return std::nullopt;
-  Problem p(m, n, k, lt_type(a.scalar_type()), lt_type(b.scalar_type()), lt_type(out), fast_accum,
-            sa.data_ptr(), sb.data_ptr(), at::cuda::getCUDABlasLtWorkspaceSize());
-  if (!p.ok) return std::nullopt;
-  const Key key{a.get_device(),
-                m,
-                n,
-                k,
-                static_cast<int>(a.scalar_type()),
-                static_cast<int>(b.scalar_type()),
-                static_cast<int>(out),
-                fast_accum};
-  std::optional<cublasLtMatmulHeuristicResult_t> algo;
-  bool known = false;
-  {
-    const std::lock_guard<std::mutex> lock(g_mu);
-    if (const auto it = chosen().find(key); it != chosen().end()) {
-      algo = it->second.algo;
-      known = true;
-    }
-  }
-  if (!known) {
-    Chosen c;
-    c.report.problem = problem_name(m, n, k, a.scalar_type(), b.scalar_type(), out, fast_accum);
-    std::vector<cublasLtMatmulHeuristicResult_t> offers = p.offers(8);
-    c.report.offered = static_cast<int>(offers.size());
-    if (!offers.empty()) c.algo = offers[0];
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    const bool capturing =
-        cudaStreamIsCapturing(at::cuda::getCurrentCUDAStream().stream(), &capture) != cudaSuccess ||
-        capture != cudaStreamCaptureStatusNone;
-    if (offers.size() > 1 && !capturing &&
-        static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) >= kTuneMinMacs) {
-      // Two rounds, each timing every candidate once (clock drift falls on all alike); a
-      // candidate's time is its faster round.
-      std::vector<double> t(offers.size(), INFINITY);
-      for (int round = 0; round < 2; ++round) {
-        for (size_t i = 0; i < offers.size(); ++i) {
-          if (i > 0 && !without_split_k(offers[i].algo)) continue;
-          t[i] = std::min(t[i], time_three(p, offers[i], a, b, y));
-        }
+  if (!mine.picked) {
+    // The algorithm chosen for this problem by any thread before, else chosen now.
+    bool known = false;
+    {
+      const std::lock_guard<std::mutex> lock(g_mu);
+      if (const auto c = chosen().find(key); c != chosen().end()) {
+        mine.algo = c->second.algo;
+        known = true;
       }
-      const double first = t[0];
-      c.report.index = static_cast<int>(std::min_element(t.begin(), t.end()) - t.begin());
-      const double best = t[static_cast<size_t>(c.report.index)];
-      if (!(best < 0.98 * first)) c.report.index = 0;
-      c.algo = offers[static_cast<size_t>(c.report.index)];
-      c.report.first_ms = std::isfinite(first) ? first : 0;
-      c.report.chosen_ms = c.report.index == 0 ? c.report.first_ms : best;
     }
-    algo = c.algo;
-    const std::lock_guard<std::mutex> lock(g_mu);
-    chosen().emplace(key, c);
+    if (!known) {
+      Chosen c;
+      c.report.problem = problem_name(m, n, k, ta, tb, out, fast_accum);
+      std::vector<cublasLtMatmulHeuristicResult_t> offers = p.offers(8);
+      c.report.offered = static_cast<int>(offers.size());
+      if (!offers.empty()) c.algo = offers[0];
+      cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+      const bool capturing = cudaStreamIsCapturing(at::cuda::getCurrentCUDAStream().stream(),
+                                                   &capture) != cudaSuccess ||
+                             capture != cudaStreamCaptureStatusNone;
+      if (offers.size() > 1 && !capturing &&
+          static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) >=
+              kTuneMinMacs) {
+        // Two rounds, each timing every candidate once (clock drift falls on all alike); a
+        // candidate's time is its faster round.
+        std::vector<double> t(offers.size(), INFINITY);
+        for (int round = 0; round < 2; ++round) {
+          for (size_t i = 0; i < offers.size(); ++i) {
+            if (i > 0 && !without_split_k(offers[i].algo)) continue;
+            t[i] = std::min(t[i], time_three(p, offers[i], a, b, y));
+          }
+        }
+        const double first = t[0];
+        c.report.index = static_cast<int>(std::min_element(t.begin(), t.end()) - t.begin());
+        const double best = t[static_cast<size_t>(c.report.index)];
+        if (!(best < 0.98 * first)) c.report.index = 0;
+        c.algo = offers[static_cast<size_t>(c.report.index)];
+        c.report.first_ms = std::isfinite(first) ? first : 0;
+        c.report.chosen_ms = c.report.index == 0 ? c.report.first_ms : best;
+      }
+      mine.algo = c.algo;
+      const std::lock_guard<std::mutex> lock(g_mu);
+      chosen().emplace(key, c);
+    }
+    mine.picked = true;
   }
-  if (!algo || !p.run(*algo, a, b, y)) return std::nullopt;
+  if (!mine.algo || !p.run(*mine.algo, a, b, y)) return std::nullopt;
   return y;
+}
+
+std::optional<at::Tensor> tuned_scaled_gemm(const at::Tensor& a, const at::Tensor& b,
+                                            const at::Tensor& sa, const at::Tensor& sb,
+                                            at::ScalarType out, bool fast_accum) {
+  if (sa.scalar_type() != at::kFloat || sb.scalar_type() != at::kFloat) return std::nullopt;
+  return tuned_scaled_gemm(a, a.scalar_type(), b, b.scalar_type(), sa.data_ptr<float>(),
+                           sb.data_ptr<float>(), out, fast_accum);
 }
 
 std::vector<GemmChoice> gemm_choices() {

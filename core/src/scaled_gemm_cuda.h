@@ -28,6 +28,11 @@ namespace fp8wb::detail {
 std::optional<at::Tensor> tuned_scaled_gemm(const at::Tensor& a, const at::Tensor& b,
                                             const at::Tensor& sa, const at::Tensor& sb,
                                             at::ScalarType out, bool fast_accum);
+// The same from one-byte codes of any dtype (uint8 included) read as ta and tb, with sa and
+// sb fp32 pointers on the device: no views made, for a caller that counts its host time.
+std::optional<at::Tensor> tuned_scaled_gemm(const at::Tensor& a, at::ScalarType ta,
+                                            const at::Tensor& b, at::ScalarType tb, const float* sa,
+                                            const float* sb, at::ScalarType out, bool fast_accum);
 
 inline constexpr double kTuneMinMacs = 1ull << 34;  // 2048^3 * 2
 

@@ -1,6 +1,7 @@
 // The tensorwise FP8 GEMMs with the cuBLASLt algorithm measured fastest
 // (core/src/scaled_gemm_cuda.h) against at::_scaled_mm on the same operands: the same
-// bits, for problems that are timed and for those that take the heuristic's first; and
+// bits, for problems that are timed and for those that take the heuristic's first, called
+// again with other scales and with the codes as bytes; and
 // Float8Linear's outputs and gradients with and without the tuning. Built only with a
 // CUDA LibTorch; skips without a GPU that multiplies FP8.
 #include <gtest/gtest.h>
@@ -57,6 +58,18 @@ TEST(TunedScaledGemm, GivesAtScaledMmsBits) {
     EXPECT_TRUE(torch::equal(*got, want));
     // Again, with the choice made: the same.
     EXPECT_TRUE(torch::equal(*detail::tuned_scaled_gemm(a, b, sa, sb, c.out, c.fast), want));
+    // The problem's descriptors are kept between calls: other scales must still be read
+    // (from the call's own pointers), and the codes may come as bytes.
+    const at::Tensor sa2 = torch::full({}, 2.5f, opt), sb2 = torch::full({}, 0.125f, opt);
+    const at::Tensor want2 =
+        at::_scaled_mm(a, b.t(), sa2, sb2, std::nullopt, std::nullopt, c.out, c.fast);
+    ASSERT_FALSE(torch::equal(want2, want));
+    EXPECT_TRUE(torch::equal(*detail::tuned_scaled_gemm(a, b, sa2, sb2, c.out, c.fast), want2));
+    const auto bytes =
+        detail::tuned_scaled_gemm(a.view(at::kByte), c.ta, b.view(at::kByte), c.tb,
+                                  sa.data_ptr<float>(), sb.data_ptr<float>(), c.out, c.fast);
+    ASSERT_TRUE(bytes.has_value());
+    EXPECT_TRUE(torch::equal(*bytes, want));
   }
   // Each problem was chosen for once; the large ones were timed, the small ones not.
   const std::vector<detail::GemmChoice> chosen = detail::gemm_choices();
