@@ -377,6 +377,10 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
     } else {
       y = at::matmul(x2, w2.to(x2.scalar_type()).t()).to(out_t);
     }
+    // Earlier steps' statistics that have arrived, taken in now that this forward's kernels
+    // are queued: before them, at a step's start, the GPU would wait for this host work.
+    // Before this step's own flight joins the queue, whose copy its backward starts.
+    if (state) state->poll();
     if (flight) {
       state->in_flight = flight;
       post(*state, flight);
