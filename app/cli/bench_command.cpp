@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -29,6 +30,10 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& opt) {
   c->add_option("--device", opt.device, "cpu, cuda or cuda:N");
   c->add_option("--steps", opt.steps, "Timed steps per variant (1 to 100000)")
       ->check(CLI::Range(1, 100000));
+  c->add_option("--rounds", opt.rounds,
+                "Run every variant this many times, the variants in turn, so that a machine's "
+                "drift moves them alike (1 to 100; the figures take every round's steps)")
+      ->check(CLI::Range(1, 100));
   c->add_option("--model", opt.model, "gpt or mlp")->check(CLI::IsMember({"gpt", "mlp"}));
   c->add_option("--set", opt.overrides, "Override a model field: key=value (repeatable)");
   c->add_flag("--json", opt.json, "Print the figures as JSON");
@@ -74,52 +79,77 @@ struct TrainFigure {
   std::string variant;
   double step_ms, tokens_per_s;  // median step
   double mean_ms;                // mean step: counts the steps that gather statistics
+  size_t timed_steps;            // over every round
 };
+
+// The variants' first steps warm up (allocations, the GEMMs' algorithm choice): not timed.
+constexpr size_t kWarmUpSteps = 5;
+
+struct TrainVariant {
+  const char* name;
+  bool fp8;
+  int stats;  // stats_interval
+  const char* scaling;
+};
+
+// One run of a variant: its timed steps' times (past the warm-up), the tokens of a step.
+struct TrainRun {
+  std::vector<double> ms;
+  double tokens = 0;
+};
+
+TrainRun bench_variant(const RunConfig& base, const TrainVariant& v) {
+  RunConfig c = base;
+  c.fp8 = v.fp8;
+  c.stats_interval = v.stats;
+  c.sqnr_interval = 0;
+  c.scaling = v.scaling;
+  auto bus = std::make_shared<MetricBus>();
+  auto col = std::make_shared<Collect>();
+  bus->add(col);
+  Trainer t(c, bus);
+  t.run();
+  if (t.status() != RunStatus::Finished)
+    throw std::runtime_error(std::string(v.name) + ": " + t.message());
+  TrainRun r;
+  for (size_t i = kWarmUpSteps; i < col->steps.size(); ++i) {
+    r.ms.push_back(col->steps[i].step_ms);
+    r.tokens = col->steps[i].tokens_per_s * col->steps[i].step_ms / 1000.0;
+  }
+  return r;
+}
 
 std::vector<TrainFigure> bench_training(const BenchOptions& opt) {
   RunConfig base;
   base.model = opt.model == "mlp" ? ModelKind::Mlp : ModelKind::Gpt;
   base.device = opt.device;
   base.reference = false;
-  base.steps = opt.steps + 5;  // the first steps warm up
+  base.steps = opt.steps + static_cast<int64_t>(kWarmUpSteps);
   for (const auto& o : opt.overrides) apply_override(base, o);
   validate_run_config(base);
-  struct V {
-    const char* name;
-    bool fp8;
-    int stats;
-    const char* scaling;
-  };
-  const V vs[] = {{"high precision", false, 0, "delayed"},
-                  {"FP8 delayed, no statistics", true, 0, "delayed"},
-                  {"FP8 current, no statistics", true, 0, "current"},
-                  {"FP8 delayed, statistics every 10 steps", true, 10, "delayed"},
-                  {"FP8 delayed, statistics every step", true, 1, "delayed"}};
-  std::vector<TrainFigure> out;
-  for (const V& v : vs) {
-    RunConfig c = base;
-    c.fp8 = v.fp8;
-    c.stats_interval = v.stats;
-    c.sqnr_interval = 0;
-    c.scaling = v.scaling;
-    auto bus = std::make_shared<MetricBus>();
-    auto col = std::make_shared<Collect>();
-    bus->add(col);
-    Trainer t(c, bus);
-    t.run();
-    if (t.status() != RunStatus::Finished)
-      throw std::runtime_error(std::string(v.name) + ": " + t.message());
-    std::vector<double> ms;
-    double tokens = 0;
-    for (size_t i = 5; i < col->steps.size(); ++i) {
-      ms.push_back(col->steps[i].step_ms);
-      tokens = col->steps[i].tokens_per_s * col->steps[i].step_ms / 1000.0;
+  const TrainVariant vs[] = {{"high precision", false, 0, "delayed"},
+                             {"FP8 delayed, no statistics", true, 0, "delayed"},
+                             {"FP8 current, no statistics", true, 0, "current"},
+                             {"FP8 delayed, statistics every 10 steps", true, 10, "delayed"},
+                             {"FP8 delayed, statistics every step", true, 1, "delayed"}};
+  constexpr size_t kVariants = std::size(vs);
+  // The variants in turn, round after round: each one's steps of every round together.
+  std::array<TrainRun, kVariants> all;
+  for (int round = 0; round < opt.rounds; ++round) {
+    for (size_t i = 0; i < kVariants; ++i) {
+      const TrainRun r = bench_variant(base, vs[i]);
+      all[i].ms.insert(all[i].ms.end(), r.ms.begin(), r.ms.end());
+      all[i].tokens = r.tokens;
     }
+  }
+  std::vector<TrainFigure> out;
+  for (size_t i = 0; i < kVariants; ++i) {
+    const std::vector<double>& ms = all[i].ms;
     const double m = median(ms);
     double sum = 0;
     for (double x : ms) sum += x;
     const double mean = ms.empty() ? 0.0 : sum / static_cast<double>(ms.size());
-    out.push_back({v.name, m, tokens / (m / 1000.0), mean});
+    out.push_back({vs[i].name, m, all[i].tokens / (m / 1000.0), mean, ms.size()});
   }
   return out;
 }
@@ -360,6 +390,8 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
     json j;
     j["device"] = Trainer::resolve_device(opt.device);
     j["model"] = opt.model;
+    j["steps"] = opt.steps;
+    j["rounds"] = opt.rounds;
     j["train"] = json::array();
     for (const auto& t : train) {
       j["train"].push_back({{"variant", t.variant},
@@ -367,7 +399,8 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
                             {"mean_step_ms", num(t.mean_ms)},
                             {"tokens_per_s", num(t.tokens_per_s)},
                             {"vs_high_precision", num(t.step_ms / train[0].step_ms)},
-                            {"mean_vs_high_precision", num(t.mean_ms / train[0].mean_ms)}});
+                            {"mean_vs_high_precision", num(t.mean_ms / train[0].mean_ms)},
+                            {"timed_steps", t.timed_steps}});
     }
     if (!opt.train_only) {
       j["store"] = {{"tensor_stat_rows_per_s", num(store.ingest_rows_per_s)},
@@ -378,8 +411,11 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
     return 0;
   }
   if (!train.empty()) {
-    out << fmt::format("training steps, {} on {} ({}: median, then mean)\n", opt.model,
-                       Trainer::resolve_device(opt.device), counted(opt.steps, "step"));
+    const std::string rounds =
+        opt.rounds > 1 ? fmt::format(" in each of {} rounds, the variants in turn", opt.rounds)
+                       : "";
+    out << fmt::format("training steps, {} on {} ({}{}: median, then mean)\n", opt.model,
+                       Trainer::resolve_device(opt.device), counted(opt.steps, "step"), rounds);
     for (const auto& t : train) {
       out << fmt::format(
           "  {:<40} {:9.2f} ms {:11.0f} tokens/s {:6.2f}x  mean {:9.2f} ms {:6.2f}x\n", t.variant,

@@ -11,6 +11,10 @@ namespace fp8wb::cli {
 struct BenchOptions {
   std::string device = "cpu";
   int steps = 30;
+  // Every variant runs this many times, the variants in turn (1 2 3 1 2 3 ...): a machine
+  // whose speed drifts moves every variant's figures alike. The figures take every round's
+  // timed steps.
+  int rounds = 1;
   std::string model = "gpt";
   std::vector<std::string> overrides;
   bool json = false;

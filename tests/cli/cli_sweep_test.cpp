@@ -48,6 +48,27 @@ TEST(CliSweep, OneTrialAndOneStepAreSingular) {
   fp8wb::test::remove_tree(dir.string());
 }
 
+// --rounds runs every variant that many times, the variants in turn, and the figures take
+// every round's timed steps.
+TEST(CliBench, RoundsRunEveryVariantAgain) {
+  auto r = run({"bench", "--train-only", "--model", "mlp", "--steps", "2", "--rounds", "3"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("(2 steps in each of 3 rounds, the variants in turn: median, then mean)"),
+            std::string::npos)
+      << r.out;
+  r = run({"bench", "--train-only", "--model", "mlp", "--steps", "2", "--rounds", "3", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("rounds"), 3);
+  ASSERT_EQ(j.at("train").size(), 5u);
+  for (const auto& t : j.at("train")) EXPECT_EQ(t.at("timed_steps"), 6) << t.dump();
+  for (const char* bad : {"0", "101", "x"}) {
+    r = run({"bench", "--train-only", "--rounds", bad});
+    EXPECT_NE(r.rc, 0) << bad;
+    EXPECT_NE(r.err.find("--rounds"), std::string::npos) << r.err;
+  }
+}
+
 // --resume 0 or -1 names no sweep: refused (as a run id of -1 is), and no new sweep is
 // started in its place.
 TEST(CliSweep, ResumeTakesAPositiveSweepId) {

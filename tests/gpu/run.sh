@@ -23,7 +23,8 @@
 #                 step's start (trace_summary.py); the traces are kept gzipped
 #   PART=steps    only the MLP benchmark's tensorwise delayed variants at 16384 x 2048
 #                 (TRACE_D=N: 16384 x N), and the tiny GPT's training steps on the GPU
-#                 (`fp8wb bench --train-only --device cuda`), where the host's time counts
+#                 (`fp8wb bench --train-only --device cuda --rounds 3`, GPT_ROUNDS=N), where
+#                 the host's time counts
 #   PART=gemms    only the MLP's six FP8 GEMMs, at::_scaled_mm against every algorithm
 #                 cuBLASLt's heuristic offers (times, and whether their bits agree)
 #   PART=cpu      only the CPU figures beside PyTorch's: the quantize pass on one thread
@@ -175,7 +176,8 @@ if [ "${PART:-}" = steps ]; then
   "$BUILD/tests/gpu/fp8wb_float8_linear_bench" --only "tensorwise delayed" --d "$d" --reps "${MLP_REPS:-20}" \
     --json "$OUT/steps_mlp.json" | grep -v "GEMM "
   log "tiny GPT training steps on the GPU (host-bound: every launch counts)"
-  "$BUILD/app/fp8wb" bench --train-only --device cuda --steps "${GPT_STEPS:-100}" 2>&1 | tail -8
+  "$BUILD/app/fp8wb" bench --train-only --device cuda --steps "${GPT_STEPS:-100}" \
+    --rounds "${GPT_ROUNDS:-3}" 2>&1 | tail -8
   exit 0
 fi
 
