@@ -311,7 +311,10 @@ void quantize_cuda(const DeviceTensor& x, const QuantRecipe& recipe, const Group
   }
   if (L.rows != x.rows || L.cols != x.cols)
     throw std::invalid_argument("quantize_cuda: layout and tensor shapes differ");
-  if (x.rows * x.cols == 0) return;
+  if (x.rows * x.cols == 0) {
+    if (t.stats && t.fresh) zero_stats_cuda(t, stream);
+    return;
+  }
   if (!x.f32 && !x.bf16) throw std::invalid_argument("quantize_cuda: null input");
   const Geometry G = geometry(L, t);
   const auto st = reinterpret_cast<cudaStream_t>(stream);
@@ -319,7 +322,10 @@ void quantize_cuda(const DeviceTensor& x, const QuantRecipe& recipe, const Group
                   recipe.overflow == Overflow::Saturate;
   const float *sc = d_scale, *si = d_scale_inv;
   const Overflow ov = recipe.overflow;
-  if (hw && t.stats && tile_keys_ok(x, G, codes, codes_t, t.histogram)) {
+  const bool by_value = hw && t.stats && tile_keys_ok(x, G, codes, codes_t, t.histogram);
+  // launch_tile_keys() starts fresh statistics itself.
+  if (t.stats && t.fresh && !by_value) zero_stats_cuda(t, stream);
+  if (by_value) {
     launch_tile_keys(recipe.format, x, G, sc, si, codes, codes_t, t, st);
   } else if (hw && t.stats && tile_stats_ok(x, G, codes, codes_t)) {
     launch_tile_stats(recipe.format, x, G, sc, si, codes, codes_t, t, st);

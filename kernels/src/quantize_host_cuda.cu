@@ -57,9 +57,9 @@ GpuQuantization quantize_current_cuda(const TensorRef& hx, const QuantRecipe& re
   group_amax_cuda(x, L, amax.p, amax.p + groups, nullptr);
   compute_scales_cuda(recipe, L, amax.p, amax.p + groups, scale.p, scale_inv.p, scale_codes.p,
                       global.p, nullptr);
-  const DeviceStatsTargets targets{so.enabled ? stats.p : nullptr, so.error_map ? map.p : nullptr,
-                                   grid, so.histogram};
-  zero_stats_cuda(targets, nullptr);
+  DeviceStatsTargets targets{so.enabled ? stats.p : nullptr, so.error_map ? map.p : nullptr, grid,
+                             so.histogram};
+  targets.fresh = true;
   quantize_cuda(x, recipe, L, scale.p, scale_inv.p, codes.p, transposed ? codes_t.p : nullptr,
                 targets, nullptr);
   DeviceArray<float> back(n);
@@ -137,10 +137,9 @@ std::vector<TensorStats> quantization_stats_cuda(const TensorRef& hx,
     if (!same_groups) group_amax_cuda(x, L, amax.p, tensor_amax.p, nullptr);
     compute_scales_cuda(recipes[i], L, amax.p, tensor_amax.p, scale.p, scale_inv.p, scale_codes.p,
                         global.p, nullptr);
-    const DeviceStatsTargets targets{so.enabled ? stats.p + i : nullptr,
-                                     so.error_map ? maps.p + map_at[i] : nullptr, grids[i],
-                                     so.histogram};
-    zero_stats_cuda(targets, nullptr);
+    DeviceStatsTargets targets{so.enabled ? stats.p + i : nullptr,
+                               so.error_map ? maps.p + map_at[i] : nullptr, grids[i], so.histogram};
+    targets.fresh = true;
     quantize_cuda(x, recipes[i], L, scale.p, scale_inv.p, nullptr, nullptr, targets, nullptr);
   }
   FP8WB_GPU_CHECK(cudaDeviceSynchronize());

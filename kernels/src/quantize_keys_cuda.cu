@@ -12,6 +12,16 @@
 //
 // The table leaves room for one block an SM: a block is three groups of kThreads threads,
 // each walking its own share of the tiles as a block of the tile kernel would.
+//
+// Fresh statistics (DeviceStatsTargets::fresh) without transposed codes are zeroed by the
+// kernel itself on CUDA: each block zeroes its share of the buffers, then waits at a grid
+// barrier (a cooperative launch: every block is resident) before it starts. That saves
+// the zeroing launch before the pass, which had cost 2-3 us of a 70 us pass.
+#if !defined(FP8WB_HIP)
+#include <cooperative_groups.h>
+#define FP8WB_KEYS_ZERO_IN_KERNEL 1
+#endif
+
 #include "quantize_cuda_stats.cuh"
 
 namespace fp8wb::qgpu {
@@ -24,6 +34,15 @@ constexpr int kKeys = 1 << 15;  // bf16 magnitudes
 constexpr size_t kKeyTableBytes = size_t{kKeys} * sizeof(uint32_t);
 // The end's loop over the magnitudes runs whole warps at every step (gpu::match_any()).
 static_assert(kKeys % kWarpSize == 0 && kKeyThreads % kWarpSize == 0);
+
+// The 8-byte words a fresh pass zeroes before it adds to them (stats, then the map), or
+// none where the caller zeroed them.
+struct ZeroFirst {
+  unsigned long long* a = nullptr;
+  int64_t words_a = 0;
+  unsigned long long* b = nullptr;
+  int64_t words_b = 0;
+};
 
 // One count of each of the bf16 magnitudes in word w (two elements).
 __device__ __forceinline__ void count_keys(uint32_t* keys, uint32_t w) {
@@ -81,12 +100,12 @@ __device__ __forceinline__ bool partials_fit(uint32_t lo, double te, double ts) 
   return te <= 0x1p126 && ts <= 0x1p126 && lo >= 0x0D800000u;  // 2^-100
 }
 
-template <Format F, bool kTrans>
+template <Format F, bool kTrans, bool kFresh>
 __global__ void __launch_bounds__(kKeyThreads, 1)
     tile_keys_kernel(const uint16_t* xb, Geometry G, const float* __restrict__ scale,
                      const float* __restrict__ scale_inv, uint8_t* codes,
                      uint8_t* __restrict__ codes_t, StatsBuffer* stats, double* map,
-                     bool tile_cells) {
+                     bool tile_cells, ZeroFirst zero) {
   constexpr CodecSpec s = codec_spec(F);
   extern __shared__ uint32_t keys[];  // kKeys counters
   __shared__ float lut[256];
@@ -95,6 +114,30 @@ __global__ void __launch_bounds__(kKeyThreads, 1)
   for (int i = threadIdx.x; i < kKeys / 4; i += blockDim.x)
     reinterpret_cast<uint4*>(keys)[i] = make_uint4(0, 0, 0, 0);
   for (int b = threadIdx.x; b < kHistBins; b += blockDim.x) hist[b] = 0;
+#if defined(FP8WB_KEYS_ZERO_IN_KERNEL)
+  // Fresh statistics: this block's share of the words zeroed, then a grid barrier (every
+  // block is resident: a cooperative launch) before any block adds to them. A wait later,
+  // in the tile loop (the first add is a tile in), spilled registers there, as did
+  // fetching the first tile into L2 during the wait. The kernel without it is unchanged.
+  if constexpr (kFresh) {
+    namespace cg = cooperative_groups;
+    // At most kMaxZeroWords words (launch_tile_keys()).
+    const auto na = static_cast<uint32_t>(zero.words_a),
+               words = static_cast<uint32_t>(zero.words_a + zero.words_b);
+    const uint32_t lo = words * blockIdx.x / gridDim.x, hi = words * (blockIdx.x + 1) / gridDim.x;
+    for (uint32_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+      if (i < na) {
+        zero.a[i] = 0;
+      } else {
+        zero.b[i - na] = 0;
+      }
+    }
+    cg::this_grid().sync();
+  }
+#else
+  static_assert(!kFresh, "fresh statistics are zeroed in the kernel on CUDA only");
+#endif
+  (void)zero;
   __syncthreads();
   const float sc = *scale, si = *scale_inv;
   const int group = threadIdx.x / kThreads, gt = threadIdx.x % kThreads;
@@ -305,6 +348,50 @@ void allow_key_table() {
   });
 }
 
+// tile_keys_kernel's arguments, each of the type of its parameter (a cooperative launch
+// takes their addresses).
+struct KeysArgs {
+  const uint16_t* xb;
+  Geometry G;
+  const float* scale;
+  const float* scale_inv;
+  uint8_t* codes;
+  uint8_t* codes_t;
+  StatsBuffer* stats;
+  double* map;
+  bool tile_cells;
+  ZeroFirst zero;
+};
+
+template <auto Kernel>
+void launch_plain(unsigned grid, cudaStream_t st, const KeysArgs& a) {
+  allow_key_table<Kernel>();
+  Kernel<<<grid, kKeyThreads, kKeyTableBytes, st>>>(
+      a.xb, a.G, a.scale, a.scale_inv, a.codes, a.codes_t, a.stats, a.map, a.tile_cells, a.zero);
+}
+
+#if defined(FP8WB_KEYS_ZERO_IN_KERNEL)
+// The most words a fresh pass zeroes in the kernel (a StatsBuffer and 2 x 256 x 256 cells:
+// 32-bit index arithmetic); more are zeroed by a launch of their own.
+constexpr int64_t kMaxZeroWords = int64_t{1} << 18;
+
+// False where not every block fits on the GPU at once (a GPU whose SMs others' limits
+// share out): the caller then zeroes by a launch of its own.
+template <auto Kernel>
+bool launch_cooperative(unsigned grid, cudaStream_t st, KeysArgs a) {
+  allow_key_table<Kernel>();
+  void* args[] = {&a.xb,      &a.G,     &a.scale, &a.scale_inv,  &a.codes,
+                  &a.codes_t, &a.stats, &a.map,   &a.tile_cells, &a.zero};
+  const cudaError_t e =
+      cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(Kernel), dim3(grid),
+                                  dim3(kKeyThreads), args, kKeyTableBytes, st);
+  if (e == cudaSuccess) return true;
+  if (e != cudaErrorCooperativeLaunchTooLarge && e != cudaErrorNotSupported) FP8WB_GPU_CHECK(e);
+  (void)cudaGetLastError();
+  return false;
+}
+#endif
+
 }  // namespace
 
 bool tile_keys_ok(const DeviceTensor& x, const Geometry& G, const uint8_t* codes,
@@ -323,23 +410,37 @@ bool tile_keys_ok(const DeviceTensor& x, const Geometry& G, const uint8_t* codes
 void launch_tile_keys(Format f, const DeviceTensor& x, const Geometry& G, const float* sc,
                       const float* si, uint8_t* codes, uint8_t* codes_t,
                       const DeviceStatsTargets& t, cudaStream_t st) {
-  double* map = G.map ? t.map : nullptr;
-  const bool tile_cells = G.cell_rows % 256 == 0 && G.cell_cols % 64 == 0;
+  KeysArgs a{x.bf16,
+             G,
+             sc,
+             si,
+             codes,
+             codes_t,
+             t.stats,
+             G.map ? t.map : nullptr,
+             G.cell_rows % 256 == 0 && G.cell_cols % 64 == 0,
+             ZeroFirst{}};
   const unsigned grid = keys_grid(tile_count(x));
-  const auto run = [&](auto kernel_tag) {
-    constexpr auto k = decltype(kernel_tag)::value;
-    allow_key_table<k>();
-    k<<<grid, kKeyThreads, kKeyTableBytes, st>>>(x.bf16, G, sc, si, codes, codes_t, t.stats, map,
-                                                 tile_cells);
-  };
   const auto pick = [&](auto format_tag) {
     constexpr Format F = decltype(format_tag)::value;
+#if defined(FP8WB_KEYS_ZERO_IN_KERNEL)
+    // Fresh statistics zeroed in the kernel, without transposed codes (the statistics of one
+    // tensor alone: checkpoints, the benchmarks); the same words as zero_stats_cuda() zeroes.
+    const ZeroFirst zero{reinterpret_cast<unsigned long long*>(t.stats),
+                         static_cast<int64_t>(sizeof(StatsBuffer) / 8),
+                         reinterpret_cast<unsigned long long*>(t.map),
+                         t.map ? 2 * t.grid.cell_count() : 0};
+    if (t.fresh && !codes_t && zero.words_a + zero.words_b <= kMaxZeroWords) {
+      KeysArgs fresh = a;
+      fresh.zero = zero;
+      if (launch_cooperative<&tile_keys_kernel<F, false, true>>(grid, st, fresh)) return;
+    }
+#endif
+    if (t.fresh) zero_stats_cuda(t, reinterpret_cast<fp8wb_stream_t>(st));
     if (codes_t) {
-      run(std::integral_constant<decltype(&tile_keys_kernel<F, true>),
-                                 &tile_keys_kernel<F, true>>{});
+      launch_plain<&tile_keys_kernel<F, true, false>>(grid, st, a);
     } else {
-      run(std::integral_constant<decltype(&tile_keys_kernel<F, false>),
-                                 &tile_keys_kernel<F, false>>{});
+      launch_plain<&tile_keys_kernel<F, false, false>>(grid, st, a);
     }
   };
   if (f == Format::E4M3FN) {

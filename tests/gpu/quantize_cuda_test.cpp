@@ -429,6 +429,92 @@ TEST(CudaQuantizeTiles, Bf16UnderAGivenScale) {
   }
 }
 
+// A fresh pass (DeviceStatsTargets::fresh) starts its statistics from zero whatever the
+// buffers held: here every byte 0xFF (NaN sums, counts near 2^64). bf16 passes count by
+// value, zeroing in the kernel (448 tiles; one tile, which leaves most of the groups of
+// threads without one) or, with transposed codes or a map of 294912 cells (one an
+// element), by a launch first; fp32 and a shape off the tiles take other kernels; an empty
+// tensor launches none. Three passes in a row on one stream, the
+// buffers spoiled again before each, the last two without a synchronisation between them.
+TEST(CudaQuantizeTiles, FreshStatisticsIgnoreWhatTheBuffersHeld) {
+  if (gpu_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  struct Shape {
+    int64_t rows, cols;
+    bool bf16, transposed;
+    int cells = 16;  // the map's most cells along each dimension
+  };
+  for (const Shape& sh :
+       {Shape{4096, 1792, true, false}, Shape{4096, 1792, true, true}, Shape{256, 64, true, false},
+        Shape{256, 64, true, true}, Shape{1024, 512, false, false}, Shape{300, 100, true, false},
+        Shape{0, 64, true, false}, Shape{512, 576, true, false, 1024}}) {
+    SCOPED_TRACE(::testing::Message()
+                 << sh.rows << " x " << sh.cols << (sh.bf16 ? " bf16" : " fp32")
+                 << (sh.transposed ? ", transposed codes" : "") << ", " << sh.cells
+                 << " cells at most");
+    const auto n = static_cast<size_t>(sh.rows * sh.cols);
+    const std::vector<float> xf = n ? tensor(sh.rows, sh.cols, 41) : std::vector<float>{};
+    std::vector<uint16_t> xb(n);
+    for (size_t i = 0; i < n; ++i) xb[i] = static_cast<uint16_t>(float_bits(xf[i]) >> 16);
+    const TensorRef ref = sh.bf16 ? TensorRef::of(xb.data(), sh.rows, sh.cols)
+                                  : TensorRef::of(xf.data(), sh.rows, sh.cols);
+    const QuantRecipe r{ScalingKind::Tensorwise, Format::E4M3FN};
+    const GroupLayout L = make_layout(r, sh.rows, sh.cols);
+    ScaleSet ss;
+    ss.layout = L;
+    ss.scale = {96.0f};
+    ss.scale_inv = {1.0f / 96.0f};
+    StatsOptions so;
+    so.map_max_cells = sh.cells;
+    std::vector<uint8_t> want(n), want_t(n);
+    TensorStats cpu;  // an empty tensor's: every count and sum 0, no cells
+    if (n > 0) {
+      cpu = quantize(ref, r, ss, {want.data(), sh.transposed ? want_t.data() : nullptr}, so).stats;
+      ASSERT_GT(cpu.raw.nonfinite + cpu.raw.saturated, 0u);
+    }
+    Dev<float> x(sh.bf16 ? 0 : n + 1);
+    Dev<uint16_t> x16(sh.bf16 ? n + 1 : 0);
+    if (sh.bf16) {
+      x16.put(xb);
+    } else {
+      x.put(xf);
+    }
+    Dev<uint8_t> codes(n + 1), codes_t(n + 1);
+    Dev<float> scale(1), scale_inv(1);
+    scale.put({96.0f});
+    scale_inv.put({1.0f / 96.0f});
+    const MapGrid grid = make_map_grid(L, so.map_max_cells);
+    const auto cells = static_cast<size_t>(grid.cell_count());
+    Dev<StatsBuffer> stats(1);
+    Dev<double> map(2 * cells + 1);
+    DeviceStatsTargets t{stats.p, map.p, grid, true};
+    t.fresh = true;
+    const DeviceTensor dx{sh.bf16 ? nullptr : x.p, sh.bf16 ? x16.p : nullptr, sh.rows, sh.cols};
+    for (int pass = 0; pass < 3; ++pass) {
+      ASSERT_EQ(cudaMemsetAsync(stats.p, 0xFF, sizeof(StatsBuffer)), cudaSuccess);
+      ASSERT_EQ(cudaMemsetAsync(map.p, 0xFF, (2 * cells + 1) * sizeof(double)), cudaSuccess);
+      quantize_cuda(dx, r, L, scale.p, scale_inv.p, codes.p, sh.transposed ? codes_t.p : nullptr,
+                    t);
+      if (pass == 0) {
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      }
+    }
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    TensorStats gpu;
+    gpu.raw = stats.get(1)[0];
+    gpu.map_grid = grid;
+    const auto m = map.get(2 * cells);
+    gpu.map_sq_err.assign(m.begin(), m.begin() + static_cast<std::ptrdiff_t>(cells));
+    gpu.map_sq_sum.assign(m.begin() + static_cast<std::ptrdiff_t>(cells), m.end());
+    expect_same(gpu, cpu);
+    if (n > 0) {
+      EXPECT_EQ(codes.get(n), want);
+      if (sh.transposed) {
+        EXPECT_EQ(codes_t.get(n), want_t);
+      }
+    }
+  }
+}
+
 // Rowwise scaling of a transpose without forming it, against the CPU on the transposed
 // tensor: the same per-column scales and codes, bit for bit; from fp32, bf16 and from
 // rowwise codes (dequantized on the CPU, then transposed and quantized).

@@ -23,14 +23,20 @@ struct DeviceTensor {
 };
 
 struct DeviceStatsTargets {
-  StatsBuffer* stats = nullptr;  // device; zeroed by zero_stats_cuda() before the first call
-  double* map = nullptr;         // device, 2 * grid.cell_count() doubles: sq_err then sq_sum
-  MapGrid grid;                  // make_map_grid(layout, max cells)
+  // device; zeroed by zero_stats_cuda() before the first call, unless `fresh`
+  StatsBuffer* stats = nullptr;
+  double* map = nullptr;  // device, 2 * grid.cell_count() doubles: sq_err then sq_sum
+  MapGrid grid;           // make_map_grid(layout, max cells)
   bool histogram = true;
   // Device word for max |x| over finite x as fp32 bits (atomicMax: zero it first), filled
   // by a quantize pass that gathers no statistics (with statistics, stats->amax_bits holds
   // it): what delayed scaling records without a separate amax pass.
   uint32_t* amax_bits = nullptr;
+  // The pass starts stats and map from zero itself, whatever they held: the caller does not
+  // call zero_stats_cuda(). A pass that gathers one tensor's statistics alone saves a
+  // launch this way (on CUDA the statistics-by-value kernel zeroes them in its first
+  // microseconds); passes that add into one buffer leave it false.
+  bool fresh = false;
 };
 
 // Per-group amax over finite values (d_group_amax: layout.group_count() floats) and the
