@@ -365,6 +365,14 @@ std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
               : ref_2d(nullptr, reinterpret_cast<const uint16_t*>(buffer.get()), e.shape,
                        e.numel());
       out.push_back(analyze_ref(e.name, dtype, e.shape, x, options, gpu));
+    } else if (const std::string unfit = ckpt.unfit_scale_inv(*pending[i]); !unfit.empty()) {
+      // An FP8 weight whose `_scale_inv` fits it no way: its values are unknown (the raw
+      // codes would pass as the weight's), so it is listed with the reason and the rest of
+      // the file is analysed.
+      TensorAnalysis a = analyze_ref(e.name, dtype, e.shape, TensorRef{}, options, gpu);
+      a.numel = e.numel();
+      a.not_quantized = "values unknown: " + unfit;
+      out.push_back(std::move(a));
     } else {
       const std::vector<float> v = ckpt.to_float(*pending[i]);
       out.push_back(analyze_ref(e.name, dtype, e.shape,

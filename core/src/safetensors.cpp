@@ -534,6 +534,25 @@ const Checkpoint::Ref* Checkpoint::find(const std::string& name) const {
   return it == index_.end() ? nullptr : &refs_[it->second];
 }
 
+std::string Checkpoint::unfit_scale_inv(const Ref& r) const {
+  const TensorEntry& t = *r.entry;
+  if (t.dtype != StDtype::F8_E4M3 && t.dtype != StDtype::F8_E5M2) return {};
+  const Ref* sc = find(t.name + "_scale_inv");
+  if (!sc || (sc->entry->dtype == StDtype::F32 && sc->entry->numel() == 1)) return {};
+  if (t.shape.size() != 2 || sc->entry->dtype != StDtype::F32 || sc->entry->shape.size() != 2) {
+    return r.file->path() + ": '" + sc->entry->name + "' (" +
+           std::string(st_dtype_name(sc->entry->dtype)) + " " + shape_text(sc->entry->shape) +
+           ") is neither one F32 scale for the whole of '" + t.name + "' " + shape_text(t.shape) +
+           " nor an F32 grid of its 128x128 blocks, so it cannot be applied";
+  }
+  const int64_t br = (t.shape[0] + 127) / 128, bc = (t.shape[1] + 127) / 128;
+  if (sc->entry->shape[0] != br || sc->entry->shape[1] != bc) {
+    return r.file->path() + ": '" + sc->entry->name + "' is not [" + std::to_string(br) + ", " +
+           std::to_string(bc) + "], the 128x128 blocks of '" + t.name + "'";
+  }
+  return {};
+}
+
 std::vector<float> Checkpoint::to_float(const Ref& r) const {
   const TensorEntry& t = *r.entry;
   const auto n = static_cast<size_t>(t.numel());
@@ -567,24 +586,13 @@ std::vector<float> Checkpoint::to_float(const Ref& r) const {
       // one per 128x128 block of a 2-D weight. Any other companion is an error: dropping
       // it would give the raw FP8 values as if they were the weight's.
       const Ref* sc = find(t.name + "_scale_inv");
-      if (sc && sc->entry->dtype == StDtype::F32 && sc->entry->numel() == 1) {
+      if (const std::string why = unfit_scale_inv(r); !why.empty()) throw CheckpointError(why);
+      if (sc && sc->entry->numel() == 1) {
         const float scale = load<float>(sc->file->bytes(*sc->entry).data());
         for (size_t i = 0; i < n; ++i) out[i] *= scale;
-      } else if (sc && (t.shape.size() != 2 || sc->entry->dtype != StDtype::F32 ||
-                        sc->entry->shape.size() != 2)) {
-        throw CheckpointError(
-            r.file->path() + ": '" + sc->entry->name + "' (" +
-            std::string(st_dtype_name(sc->entry->dtype)) + " " + shape_text(sc->entry->shape) +
-            ") is neither one F32 scale for the whole of '" + t.name + "' " + shape_text(t.shape) +
-            " nor an F32 grid of its 128x128 blocks, so it cannot be applied");
       } else if (sc) {
         const int64_t rows = t.shape[0], cols = t.shape[1];
-        const int64_t br = (rows + 127) / 128, bc = (cols + 127) / 128;
-        if (sc->entry->shape[0] != br || sc->entry->shape[1] != bc) {
-          throw CheckpointError(r.file->path() + ": '" + sc->entry->name + "' is not [" +
-                                std::to_string(br) + ", " + std::to_string(bc) +
-                                "], the 128x128 blocks of '" + t.name + "'");
-        }
+        const int64_t bc = (cols + 127) / 128;
         const std::vector<uint8_t> scales = sc->file->bytes(*sc->entry);
         const uint8_t* sp = scales.data();
         for (int64_t i = 0; i < rows; ++i) {

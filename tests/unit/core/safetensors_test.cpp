@@ -596,7 +596,9 @@ TEST(SafetensorsBadInput, HeadersWithManyTensorsAreCheckedQuickly) {
 // A per-tensor `_scale_inv` ([1] or a scalar) scales the whole FP8 weight; a companion
 // of any other shape or dtype that fits no 128x128 blocks is an error naming both
 // tensors and shapes, never dropped silently (the raw FP8 values would pass as the
-// weight's); a `_scale_inv` beside a tensor that is not FP8 is analysed as itself.
+// weight's): to_float() throws it, and the analysis lists the weight with it, no figures,
+// and analyses the file's other tensors; a `_scale_inv` beside a tensor that is not FP8 is
+// analysed as itself.
 TEST_F(Safetensors, PerTensorScaleInvIsAppliedAndAnUnfitOneIsAnError) {
   const std::vector<uint8_t> codes(256 * 256, 0x7e);  // E4M3FN 448
   AnalysisOptions o;
@@ -616,14 +618,38 @@ TEST_F(Safetensors, PerTensorScaleInvIsAppliedAndAnUnfitOneIsAnError) {
   }
   write_safetensors(path("three.safetensors"),
                     {{"w", StDtype::F8_E4M3, {256, 256}, codes},
-                     {"w_scale_inv", StDtype::F32, {3}, bytes_of(std::vector<float>{2, 2, 2})}});
+                     {"w_scale_inv", StDtype::F32, {3}, bytes_of(std::vector<float>{2, 2, 2})},
+                     {"v", StDtype::F8_E4M3, {256, 256}, codes},
+                     {"v_scale_inv", StDtype::F32, {3, 2}, bytes_of(std::vector<float>(6, 2.0f))},
+                     {"b", StDtype::F32, {4}, bytes_of(std::vector<float>{1, 2, 3, 4})}});
   const auto c = Checkpoint::open(path("three.safetensors"));
   try {
-    analyze_checkpoint(*c, o);
+    c->to_float(*c->find("w"));
     FAIL() << "a [3] scale_inv was dropped silently";
   } catch (const CheckpointError& e) {
     EXPECT_NE(std::string(e.what()).find("'w_scale_inv' (F32 [3])"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("'w' [256, 256]"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(c->to_float(*c->find("v")), CheckpointError);
+  const auto all = analyze_checkpoint(*c, o);
+  ASSERT_EQ(all.size(), 3u);  // the two weights (their companions folded in) and b
+  for (const auto& a : all) {
+    SCOPED_TRACE(a.name);
+    if (a.name == "b") {
+      EXPECT_EQ(a.amax, 4.0);
+      EXPECT_TRUE(a.not_quantized.empty()) << a.not_quantized;
+      EXPECT_FALSE(a.recipes.empty());
+      continue;
+    }
+    EXPECT_EQ(a.numel, 256 * 256);
+    EXPECT_TRUE(a.recipes.empty());
+    EXPECT_TRUE(a.recommended.empty());
+    EXPECT_EQ(a.amax, 0.0);
+    const std::string want = a.name == "w"
+                                 ? "'w_scale_inv' (F32 [3]) is neither one F32 scale"
+                                 : "'v_scale_inv' is not [2, 2], the 128x128 blocks of 'v'";
+    EXPECT_EQ(a.not_quantized.rfind("values unknown: ", 0), 0u) << a.not_quantized;
+    EXPECT_NE(a.not_quantized.find(want), std::string::npos) << a.not_quantized;
   }
   write_safetensors(path("f32.safetensors"),
                     {{"w", StDtype::F32, {2}, bytes_of(std::vector<float>{1, 2})},

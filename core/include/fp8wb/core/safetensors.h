@@ -87,6 +87,10 @@ class Checkpoint {
   // The tensor as fp32. FP8 tensors with a `<name>_scale_inv` companion (DeepSeek-V3's
   // 128x128 blocks) are dequantized with it; integer tensors are converted.
   std::vector<float> to_float(const Ref& r) const;
+  // Why to_float() cannot apply an FP8 tensor's `<name>_scale_inv` companion (neither one F32
+  // scale nor an F32 grid of its 128x128 blocks): the message it throws. Empty when it can,
+  // or when the tensor has no companion.
+  std::string unfit_scale_inv(const Ref& r) const;
   const std::string& path() const { return path_; }
 
  private:
