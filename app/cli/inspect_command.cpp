@@ -251,6 +251,12 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
       // Why there is no SQNR (no finite signal), null when the recipes ran.
       t["not_quantized"] =
           a.not_quantized.empty() ? nlohmann::json() : nlohmann::json(a.not_quantized);
+      // Values that could not be read (not_quantized says why): no figure describes them.
+      t["values_known"] = a.values_known;
+      if (!a.values_known) {
+        for (const char* k : {"min", "max", "mean", "std", "amax", "dynamic_range_bits"})
+          t[k] = nullptr;
+      }
       t["recipes"] = nlohmann::json::array();
       for (const auto& r : a.recipes) {
         t["recipes"].push_back(
@@ -278,9 +284,12 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
     const std::string sqnr = best ? fmt::format("{:.1f}", best->sqnr_db) : std::string("-");
     const std::string underflow =
         best ? fmt::format("{:.3f}%", best->underflow_pct) : std::string("-");
-    out << fmt::format("{} {:<8} {} {:>10.4g} {:>6.1f}b  {:<26} {:>8} {:>9}\n",
-                       fit_column(shown_text(a.name), 40), a.dtype, fit_column(shape, 14), a.amax,
-                       a.dynamic_range_bits, best ? best->name : std::string("-"), sqnr, underflow);
+    const std::string amax = a.values_known ? fmt::format("{:.4g}", a.amax) : std::string("-");
+    const std::string range =
+        a.values_known ? fmt::format("{:.1f}b", a.dynamic_range_bits) : std::string("-");
+    out << fmt::format("{} {:<8} {} {:>10} {:>7}  {:<26} {:>8} {:>9}\n",
+                       fit_column(shown_text(a.name), 40), a.dtype, fit_column(shape, 14), amax,
+                       range, best ? best->name : std::string("-"), sqnr, underflow);
     if (!a.not_quantized.empty()) out << "    no SQNR: " << a.not_quantized << "\n";
     if (a.nan_count > 0 || a.inf_count > 0) {
       out << fmt::format("    non-finite: {} NaN, {} Inf (left out of every figure above)\n",

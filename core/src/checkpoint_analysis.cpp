@@ -372,6 +372,7 @@ std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
       TensorAnalysis a = analyze_ref(e.name, dtype, e.shape, TensorRef{}, options, gpu);
       a.numel = e.numel();
       a.not_quantized = "values unknown: " + unfit;
+      a.values_known = false;
       out.push_back(std::move(a));
     } else {
       const std::vector<float> v = ckpt.to_float(*pending[i]);

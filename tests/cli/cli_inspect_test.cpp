@@ -715,6 +715,47 @@ TEST(CliInspect, BadScaleInvBlocksAreNamed) {
   std::filesystem::remove(path);
 }
 
+// An FP8 weight whose `_scale_inv` fits it no way is listed with the reason, "-" where its
+// amax and range would be (null in JSON, values_known false), and the file's other tensors
+// are analysed; the exit code is 0.
+TEST(CliInspect, AWeightWhoseScalesCannotBeAppliedIsListedAndTheRestAnalysed) {
+  const std::string path = temp_checkpoint("unfit");
+  fp8wb::write_safetensors(
+      path, {{"l.weight", fp8wb::StDtype::F8_E4M3, {256, 256}, std::vector<uint8_t>(65536, 0x38)},
+             {"l.weight_scale_inv", fp8wb::StDtype::F32, {3}, f32_bytes({1.0f, 1.0f, 1.0f})},
+             {"m.weight", fp8wb::StDtype::F32, {2, 2}, f32_bytes({1.0f, -2.0f, 3.0f, 0.5f})}});
+  auto r = run({"inspect", path, "--device", "cpu"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const size_t row = r.out.find("\nl.weight ");
+  ASSERT_NE(row, std::string::npos) << r.out;
+  const std::string line = r.out.substr(row + 1, r.out.find('\n', row + 1) - row - 1);
+  EXPECT_NE(line.find("256x256                 -       -  -"), std::string::npos) << line;
+  EXPECT_NE(r.out.find("no SQNR: values unknown: " + path +
+                       ": 'l.weight_scale_inv' (F32 [3]) is "
+                       "neither one F32 scale"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("recommended: E4M3"), std::string::npos) << r.out;  // m.weight's
+  r = run({"inspect", path, "--json", "--device", "cpu"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 2u);
+  for (const auto& t : j) {
+    if (t["name"] == "l.weight") {
+      EXPECT_FALSE(t["values_known"].get<bool>());
+      EXPECT_TRUE(t["amax"].is_null()) << t.dump();
+      EXPECT_TRUE(t["dynamic_range_bits"].is_null()) << t.dump();
+      EXPECT_TRUE(t["recipes"].empty()) << t.dump();
+      EXPECT_TRUE(t["not_quantized"].is_string()) << t.dump();
+    } else {
+      EXPECT_TRUE(t["values_known"].get<bool>());
+      EXPECT_EQ(t["amax"].get<double>(), 3.0);
+      EXPECT_FALSE(t["recipes"].empty());
+    }
+  }
+  std::filesystem::remove(path);
+}
+
 namespace {
 
 // A small file's summary says its size and time in units that show them, and no rate

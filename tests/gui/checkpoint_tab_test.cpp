@@ -168,17 +168,26 @@ void CheckpointTabTest::tensorsWithoutSignalSayWhy() {
     return b;
   };
   const QString path = dir_.filePath(QStringLiteral("nosignal.safetensors"));
-  write_safetensors(path.toStdString(), {{"nan.weight", StDtype::F32, {64, 64}, bytes(nan)},
-                                         {"zero.weight", StDtype::F32, {64, 64}, bytes(zero)},
-                                         {"empty.bias", StDtype::F32, {0}, {}}});
+  // An FP8 weight whose `_scale_inv` fits it no way: its values are unknown.
+  write_safetensors(path.toStdString(),
+                    {{"nan.weight", StDtype::F32, {64, 64}, bytes(nan)},
+                     {"zero.weight", StDtype::F32, {64, 64}, bytes(zero)},
+                     {"empty.bias", StDtype::F32, {0}, {}},
+                     {"unfit.weight", StDtype::F8_E4M3, {64, 64}, std::vector<uint8_t>(4096, 0x38)},
+                     {"unfit.weight_scale_inv", StDtype::F32, {3}, bytes({1.0f, 1.0f, 1.0f})}});
   CheckpointTab tab;
   QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
   tab.openCheckpoint(path);
   QVERIFY(loaded.wait(60000));
-  QCOMPARE(tab.model()->rowCount(), 3);
-  const std::map<QString, QString> why{{"nan.weight", "no finite values: 4096 NaN"},
-                                       {"zero.weight", "all zero"},
-                                       {"empty.bias", "empty tensor (0 elements)"}};
+  QCOMPARE(tab.model()->rowCount(), 4);
+  const std::map<QString, QString> why{
+      {"nan.weight", "no finite values: 4096 NaN"},
+      {"zero.weight", "all zero"},
+      {"empty.bias", "empty tensor (0 elements)"},
+      {"unfit.weight", "values unknown: " + path +
+                           ": 'unfit.weight_scale_inv' (F32 [3]) is neither one F32 scale for the "
+                           "whole of 'unfit.weight' [64, 64] nor an F32 grid of its 128x128 "
+                           "blocks, so it cannot be applied"}};
   auto item = [](ExportablePlot* p, const QString& name) -> QCPItemText* {
     for (int i = 0; i < p->itemCount(); ++i) {
       if (p->item(i)->objectName() == name) return qobject_cast<QCPItemText*>(p->item(i));
@@ -191,6 +200,12 @@ void CheckpointTabTest::tensorsWithoutSignalSayWhy() {
     const QString reason = why.at(name);
     QCOMPARE(tab.proxy()->index(r, CheckpointModel::BestSqnr).data().toString(),
              QStringLiteral("-"));
+    // No figures for values that are unknown (an amax of 0 would be made up).
+    const bool unknown = name == QStringLiteral("unfit.weight");
+    QCOMPARE(tab.proxy()->index(r, CheckpointModel::Amax).data().toString() == QStringLiteral("-"),
+             unknown);
+    QCOMPARE(tab.proxy()->index(r, CheckpointModel::Range).data().toString() == QStringLiteral("-"),
+             unknown);
     const QModelIndex rec = tab.proxy()->index(r, CheckpointModel::Recommended);
     QVERIFY2(rec.data().toString().contains(reason), qPrintable(rec.data().toString()));
     QVERIFY(!rec.data(Qt::FontRole).isValid());  // not the bold green of a recommendation

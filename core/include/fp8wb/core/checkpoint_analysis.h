@@ -54,6 +54,9 @@ struct TensorAnalysis {
   // values: Z zeros, N NaN, M Inf" (zeros among NaN or Inf), "all zero"; empty when the
   // recipes ran.
   std::string not_quantized;
+  // False where the values could not be read as the file defines them (not_quantized says
+  // why): no figure above describes them, and none is shown.
+  bool values_known = true;
 };
 
 enum class AnalysisDevice {
