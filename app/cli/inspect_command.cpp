@@ -284,9 +284,9 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
     const std::string sqnr = best ? fmt::format("{:.1f}", best->sqnr_db) : std::string("-");
     const std::string underflow =
         best ? fmt::format("{:.3f}%", best->underflow_pct) : std::string("-");
-    const std::string amax = a.values_known ? fmt::format("{:.4g}", a.amax) : std::string("-");
+    const std::string amax = a.has_figures() ? fmt::format("{:.4g}", a.amax) : std::string("-");
     const std::string range =
-        a.values_known ? fmt::format("{:.1f}b", a.dynamic_range_bits) : std::string("-");
+        a.has_figures() ? fmt::format("{:.1f}b", a.dynamic_range_bits) : std::string("-");
     out << fmt::format("{} {:<8} {} {:>10} {:>7}  {:<26} {:>8} {:>9}\n",
                        fit_column(shown_text(a.name), 40), a.dtype, fit_column(shape, 14), amax,
                        range, best ? best->name : std::string("-"), sqnr, underflow);

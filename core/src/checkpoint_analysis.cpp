@@ -365,21 +365,28 @@ std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
               : ref_2d(nullptr, reinterpret_cast<const uint16_t*>(buffer.get()), e.shape,
                        e.numel());
       out.push_back(analyze_ref(e.name, dtype, e.shape, x, options, gpu));
-    } else if (const std::string unfit = ckpt.unfit_scale_inv(*pending[i]); !unfit.empty()) {
-      // An FP8 weight whose `_scale_inv` fits it no way: its values are unknown (the raw
-      // codes would pass as the weight's), so it is listed with the reason and the rest of
-      // the file is analysed.
-      TensorAnalysis a = analyze_ref(e.name, dtype, e.shape, TensorRef{}, options, gpu);
-      a.numel = e.numel();
-      a.not_quantized = "values unknown: " + unfit;
-      a.values_known = false;
-      out.push_back(std::move(a));
     } else {
-      const std::vector<float> v = ckpt.to_float(*pending[i]);
-      out.push_back(analyze_ref(e.name, dtype, e.shape,
-                                ref_2d(v.data(), nullptr, e.shape, e.numel()), options, gpu));
-      const std::string bad = bad_scale_inv(ckpt, e);
-      if (!bad.empty()) out.back().warnings.push_back(bad);
+      std::vector<float> v;
+      bool known = true;
+      try {
+        v = ckpt.to_float(*pending[i]);
+      } catch (const TensorValueError& err) {
+        known = false;
+        // Values the file does not define (an FP8 weight whose `_scale_inv` fits it no way:
+        // its raw codes would pass as the weight's; a BOOL byte other than 0 or 1): the
+        // tensor is listed with the reason, and the rest of the file is analysed.
+        TensorAnalysis a = analyze_ref(e.name, dtype, e.shape, TensorRef{}, options, gpu);
+        a.numel = e.numel();
+        a.not_quantized = std::string("values unknown: ") + err.what();
+        a.values_known = false;
+        out.push_back(std::move(a));
+      }
+      if (known) {
+        out.push_back(analyze_ref(e.name, dtype, e.shape,
+                                  ref_2d(v.data(), nullptr, e.shape, e.numel()), options, gpu));
+        const std::string bad = bad_scale_inv(ckpt, e);
+        if (!bad.empty()) out.back().warnings.push_back(bad);
+      }
     }
     if (options.progress && !options.progress(i + 1, pending.size())) break;
   }

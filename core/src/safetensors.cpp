@@ -534,10 +534,12 @@ const Checkpoint::Ref* Checkpoint::find(const std::string& name) const {
   return it == index_.end() ? nullptr : &refs_[it->second];
 }
 
-std::string Checkpoint::unfit_scale_inv(const Ref& r) const {
+namespace {
+
+// Why to_float() cannot apply an FP8 tensor's `<name>_scale_inv` companion `sc` (neither one
+// F32 scale nor an F32 grid of its 128x128 blocks); empty when it can, or when there is none.
+std::string unfit_scale_inv(const Checkpoint::Ref& r, const Checkpoint::Ref* sc) {
   const TensorEntry& t = *r.entry;
-  if (t.dtype != StDtype::F8_E4M3 && t.dtype != StDtype::F8_E5M2) return {};
-  const Ref* sc = find(t.name + "_scale_inv");
   if (!sc || (sc->entry->dtype == StDtype::F32 && sc->entry->numel() == 1)) return {};
   if (t.shape.size() != 2 || sc->entry->dtype != StDtype::F32 || sc->entry->shape.size() != 2) {
     return r.file->path() + ": '" + sc->entry->name + "' (" +
@@ -547,11 +549,14 @@ std::string Checkpoint::unfit_scale_inv(const Ref& r) const {
   }
   const int64_t br = (t.shape[0] + 127) / 128, bc = (t.shape[1] + 127) / 128;
   if (sc->entry->shape[0] != br || sc->entry->shape[1] != bc) {
-    return r.file->path() + ": '" + sc->entry->name + "' is not [" + std::to_string(br) + ", " +
-           std::to_string(bc) + "], the 128x128 blocks of '" + t.name + "'";
+    return r.file->path() + ": '" + sc->entry->name + "' " + shape_text(sc->entry->shape) +
+           " is not [" + std::to_string(br) + ", " + std::to_string(bc) +
+           "], the 128x128 blocks of '" + t.name + "' " + shape_text(t.shape);
   }
   return {};
 }
+
+}  // namespace
 
 std::vector<float> Checkpoint::to_float(const Ref& r) const {
   const TensorEntry& t = *r.entry;
@@ -586,7 +591,7 @@ std::vector<float> Checkpoint::to_float(const Ref& r) const {
       // one per 128x128 block of a 2-D weight. Any other companion is an error: dropping
       // it would give the raw FP8 values as if they were the weight's.
       const Ref* sc = find(t.name + "_scale_inv");
-      if (const std::string why = unfit_scale_inv(r); !why.empty()) throw CheckpointError(why);
+      if (const std::string why = unfit_scale_inv(r, sc); !why.empty()) throw TensorValueError(why);
       if (sc && sc->entry->numel() == 1) {
         const float scale = load<float>(sc->file->bytes(*sc->entry).data());
         for (size_t i = 0; i < n; ++i) out[i] *= scale;
@@ -622,9 +627,9 @@ std::vector<float> Checkpoint::to_float(const Ref& r) const {
     case StDtype::BOOL:  // 0 or 1: any other byte is no boolean
       for (size_t i = 0; i < n; ++i) {
         if (p[i] > 1) {
-          throw CheckpointError(r.file->path() + ": BOOL tensor '" + t.name + "' holds byte " +
-                                std::to_string(p[i]) + " at element " + std::to_string(i) +
-                                " (a BOOL byte is 0 or 1)");
+          throw TensorValueError(r.file->path() + ": BOOL tensor '" + t.name + "' holds byte " +
+                                 std::to_string(p[i]) + " at element " + std::to_string(i) +
+                                 " (a BOOL byte is 0 or 1)");
         }
         out[i] = static_cast<float>(p[i]);
       }

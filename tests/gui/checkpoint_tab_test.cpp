@@ -4,6 +4,7 @@
 #include <QAbstractItemModelTester>
 #include <QComboBox>
 #include <QLabel>
+#include <QLineEdit>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
@@ -38,6 +39,7 @@ class CheckpointTabTest : public QObject {
   void noRecipeIsSaid();
   void badScaleInvBlocksAreWarnedOf();
   void orangeCellsAreExplained();
+  void anotherFileLeavesNoFiguresOfTheFirst();
 
  private:
   QTemporaryDir dir_;
@@ -160,6 +162,18 @@ void CheckpointTabTest::singleColumnBlockMapsAreDrawn() {
   QCOMPARE(at(0.7, 1.5), QColor(Qt::white));  // and no wider
 }
 
+namespace {
+
+using fp8wb::test::f32_bytes;
+
+QString caption_text(const CheckpointTab& tab) {
+  QString all;
+  for (QLabel* l : tab.findChildren<QLabel*>()) all += l->text() + QLatin1Char('\n');
+  return all;
+}
+
+}  // namespace
+
 void CheckpointTabTest::tensorsWithoutSignalSayWhy() {
   const std::vector<float> nan(64 * 64, std::nanf("")), zero(64 * 64, 0.0f);
   auto bytes = [](const std::vector<float>& v) {
@@ -200,16 +214,18 @@ void CheckpointTabTest::tensorsWithoutSignalSayWhy() {
     const QString reason = why.at(name);
     QCOMPARE(tab.proxy()->index(r, CheckpointModel::BestSqnr).data().toString(),
              QStringLiteral("-"));
-    // No figures for values that are unknown (an amax of 0 would be made up).
-    const bool unknown = name == QStringLiteral("unfit.weight");
-    QCOMPARE(tab.proxy()->index(r, CheckpointModel::Amax).data().toString() == QStringLiteral("-"),
-             unknown);
+    // No figures where no value is known and finite (an amax of 0 would be made up): only
+    // the all-zero tensor has an amax, 0; the caption gives none either.
+    const bool figures = name == QStringLiteral("zero.weight");
+    QCOMPARE(tab.proxy()->index(r, CheckpointModel::Amax).data().toString(),
+             figures ? QStringLiteral("0") : QStringLiteral("-"));
     QCOMPARE(tab.proxy()->index(r, CheckpointModel::Range).data().toString() == QStringLiteral("-"),
-             unknown);
+             !figures);
     const QModelIndex rec = tab.proxy()->index(r, CheckpointModel::Recommended);
     QVERIFY2(rec.data().toString().contains(reason), qPrintable(rec.data().toString()));
     QVERIFY(!rec.data(Qt::FontRole).isValid());  // not the bold green of a recommendation
     tab.selectTensor(name);
+    QCOMPARE(caption_text(tab).contains(QStringLiteral("amax")), figures);
     // No bars (none drawn at a made-up limit), the reason where they would be.
     for (int i = 0; i < tab.plots()[1]->plottableCount(); ++i)
       QCOMPARE(tab.plots()[1]->plottable(i)->interface1D()->dataCount(), 0);
@@ -258,18 +274,6 @@ void CheckpointTabTest::recentListIsTheSettingsList() {
   QCOMPARE(recent->count(), 1);
   QCOMPARE(recent->itemText(0), files[1]);
 }
-
-namespace {
-
-using fp8wb::test::f32_bytes;
-
-QString caption_text(const CheckpointTab& tab) {
-  QString all;
-  for (QLabel* l : tab.findChildren<QLabel*>()) all += l->text() + QLatin1Char('\n');
-  return all;
-}
-
-}  // namespace
 
 // Values far outside 2^-40..2^23 are drawn at their own exponents (not piled into an end
 // bin, not left off the axis), and the axis shows them and the formats' bands beside them.
@@ -403,6 +407,42 @@ void CheckpointTabTest::orangeCellsAreExplained() {
   QVERIFY2(legend, "no legend of the table's orange cells, in the orange");
   // Beside the table, whole.
   QVERIFY(legend->width() >= legend->minimumSizeHint().width());
+}
+
+// Opening another file replaces the figures of the tensor shown: where the filter lets no
+// tensor of the new file through, nothing is shown (the first file's caption and bars had
+// stayed beside the new file's empty table).
+void CheckpointTabTest::anotherFileLeavesNoFiguresOfTheFirst() {
+  const QString first = dir_.filePath(QStringLiteral("first.safetensors"));
+  const QString second = dir_.filePath(QStringLiteral("second.safetensors"));
+  write_safetensors(first.toStdString(),
+                    {{"layer.weight", StDtype::F32, {2, 2}, f32_bytes({1.0f, -2.0f, 3.0f, 0.5f})}});
+  write_safetensors(second.toStdString(),
+                    {{"other.bias", StDtype::F32, {2}, f32_bytes({0.25f, 4.0f})}});
+  CheckpointTab tab;
+  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
+  tab.openCheckpoint(first);
+  QVERIFY(loaded.wait(60000));
+  tab.selectTensor(QStringLiteral("layer.weight"));
+  QLineEdit* filter = nullptr;
+  for (QLineEdit* e : tab.findChildren<QLineEdit*>()) {
+    if (e->placeholderText().contains(QStringLiteral("filter"))) filter = e;
+  }
+  QVERIFY(filter);
+  QVERIFY2(caption_text(tab).contains(QStringLiteral("layer.weight")),
+           qPrintable(caption_text(tab)));
+  QVERIFY(tab.plots()[0]->plottable(0)->interface1D()->dataCount() > 0);
+  filter->setText(QStringLiteral("layer"));
+  tab.openCheckpoint(second);
+  QVERIFY(loaded.wait(60000));
+  QCOMPARE(tab.proxy()->rowCount(), 0);
+  QVERIFY2(!caption_text(tab).contains(QStringLiteral("layer.weight")),
+           qPrintable(caption_text(tab)));
+  QVERIFY2(!caption_text(tab).contains(QStringLiteral("amax")), qPrintable(caption_text(tab)));
+  QCOMPARE(tab.plots()[0]->plottable(0)->interface1D()->dataCount(), 0);
+  QCOMPARE(tab.plots()[1]->plottableCount(), 0);
+  filter->setText(QString());
+  QCOMPARE(tab.proxy()->rowCount(), 1);
 }
 
 QTEST_MAIN(CheckpointTabTest)

@@ -69,10 +69,10 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
         for (int64_t s : t->shape) d << QString::number(s);
         return d.join(QLatin1Char('x'));
       }
-      case Amax: return t->values_known ? QString::number(t->amax, 'g', 5) : QStringLiteral("-");
+      case Amax: return t->has_figures() ? QString::number(t->amax, 'g', 5) : QStringLiteral("-");
       case Range:
-        return t->values_known ? QString::number(t->dynamic_range_bits, 'f', 1)
-                               : QStringLiteral("-");
+        return t->has_figures() ? QString::number(t->dynamic_range_bits, 'f', 1)
+                                : QStringLiteral("-");
       case Best: return best ? qs(best->name) : QStringLiteral("-");
       case BestSqnr: return best ? sqnr_text(b) : QStringLiteral("-");
       case TensorwiseSqnr: {

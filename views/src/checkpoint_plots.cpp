@@ -49,6 +49,7 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
     chart_->clearItems();
     block_map_->data()->clear();
     blocks_->clearItems();
+    caption_->clear();
     for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
     return;
   }
@@ -142,12 +143,15 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
       tr("Block errors of %1: %2 (%3)").arg(recipe_->currentText(), shown_name(t->name), file));
   const RecipeResult* best = nullptr;
   best_sqnr(*t, &best);
-  QString caption = tr("<b>%1</b> %2: amax %3, mean %4, std %5, dynamic range %6 bits.")
-                        .arg(shown_name(t->name).toHtmlEscaped(), qs(t->dtype))
-                        .arg(t->amax, 0, 'g', 5)
-                        .arg(t->mean, 0, 'g', 4)
-                        .arg(t->std, 0, 'g', 4)
-                        .arg(t->dynamic_range_bits, 0, 'f', 1);
+  // No figures where no value is known and finite (an amax of 0 would be made up).
+  QString caption =
+      t->has_figures() ? tr("<b>%1</b> %2: amax %3, mean %4, std %5, dynamic range %6 bits.")
+                             .arg(shown_name(t->name).toHtmlEscaped(), qs(t->dtype))
+                             .arg(t->amax, 0, 'g', 5)
+                             .arg(t->mean, 0, 'g', 4)
+                             .arg(t->std, 0, 'g', 4)
+                             .arg(t->dynamic_range_bits, 0, 'f', 1)
+                       : tr("<b>%1</b> %2.").arg(shown_name(t->name).toHtmlEscaped(), qs(t->dtype));
   if (t->nan_count + t->inf_count > 0) {
     caption += tr(" <span style='color:#d62728'><b>%1 NaN, %2 Inf</b></span> (left out of "
                   "every figure).")

@@ -364,7 +364,9 @@ void CheckpointTab::finishLoad(const QString& path, std::vector<TensorAnalysis> 
   showBusy(false);
   const int n = static_cast<int>(result.size());
   path_ = path;
-  shown_ = nullptr;  // it points into the tensors being replaced
+  // No figures of the tensors being replaced (shown_ points into them): where no row is
+  // chosen below (none passes the filter), none stay on show.
+  showTensor(nullptr);
   model_->setTensors(std::move(result));
   pages_->setCurrentIndex(n > 0 ? 1 : 0);
   table_->sortByColumn(CheckpointModel::BestSqnr, Qt::AscendingOrder);  // worst first

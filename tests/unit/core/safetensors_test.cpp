@@ -645,9 +645,9 @@ TEST_F(Safetensors, PerTensorScaleInvIsAppliedAndAnUnfitOneIsAnError) {
     EXPECT_TRUE(a.recipes.empty());
     EXPECT_TRUE(a.recommended.empty());
     EXPECT_EQ(a.amax, 0.0);
-    const std::string want = a.name == "w"
-                                 ? "'w_scale_inv' (F32 [3]) is neither one F32 scale"
-                                 : "'v_scale_inv' is not [2, 2], the 128x128 blocks of 'v'";
+    const std::string want =
+        a.name == "w" ? "'w_scale_inv' (F32 [3]) is neither one F32 scale"
+                      : "'v_scale_inv' [3, 2] is not [2, 2], the 128x128 blocks of 'v' [256, 256]";
     EXPECT_EQ(a.not_quantized.rfind("values unknown: ", 0), 0u) << a.not_quantized;
     EXPECT_NE(a.not_quantized.find(want), std::string::npos) << a.not_quantized;
   }
@@ -659,7 +659,8 @@ TEST_F(Safetensors, PerTensorScaleInvIsAppliedAndAnUnfitOneIsAnError) {
 }
 
 // BOOL bytes read as 0 and 1 (not as byte values: 0x80 is no 128); any byte other than
-// 0 or 1 is refused, naming the tensor and the element.
+// 0 or 1 is refused, naming the tensor and the element; the analysis lists that tensor
+// with the reason and analyses the others.
 TEST_F(Safetensors, BoolTensorsReadAsZeroAndOne) {
   write_safetensors(path("b.safetensors"), {{"b", StDtype::BOOL, {3}, {0, 1, 1}},
                                             {"x", StDtype::BOOL, {3}, {0, 1, 0x80}}});
@@ -668,10 +669,27 @@ TEST_F(Safetensors, BoolTensorsReadAsZeroAndOne) {
   try {
     c->to_float(*c->find("x"));
     FAIL() << "a BOOL byte 0x80 was read";
-  } catch (const CheckpointError& e) {
+  } catch (const TensorValueError& e) {
     EXPECT_NE(std::string(e.what()).find("BOOL tensor 'x' holds byte 128 at element 2"),
               std::string::npos)
         << e.what();
+  }
+  // The analysis lists x with the reason and no figures, and describes b.
+  AnalysisOptions o;
+  o.device = AnalysisDevice::Cpu;
+  const auto all = analyze_checkpoint(*c, o);
+  ASSERT_EQ(all.size(), 2u);
+  for (const auto& a : all) {
+    SCOPED_TRACE(a.name);
+    EXPECT_EQ(a.values_known, a.name == "b");
+    EXPECT_EQ(a.has_figures(), a.name == "b");
+    if (a.name == "b") {
+      EXPECT_EQ(a.amax, 1.0);
+    } else {
+      EXPECT_NE(a.not_quantized.find("values unknown: "), std::string::npos) << a.not_quantized;
+      EXPECT_NE(a.not_quantized.find("holds byte 128 at element 2"), std::string::npos)
+          << a.not_quantized;
+    }
   }
 }
 

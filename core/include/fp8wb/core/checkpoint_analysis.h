@@ -51,12 +51,16 @@ struct TensorAnalysis {
   std::vector<std::string> warnings;
   // Why a floating-point tensor has no recipe results (SQNR needs finite signal):
   // "empty tensor (0 elements)", "no finite values: N NaN, M Inf", "no finite nonzero
-  // values: Z zeros, N NaN, M Inf" (zeros among NaN or Inf), "all zero"; empty when the
-  // recipes ran.
+  // values: Z zeros, N NaN, M Inf" (zeros among NaN or Inf), "all zero"; or why a tensor's
+  // values are unknown, "values unknown: ..." (a TensorValueError's message); empty when
+  // the recipes ran.
   std::string not_quantized;
   // False where the values could not be read as the file defines them (not_quantized says
   // why): no figure above describes them, and none is shown.
   bool values_known = true;
+  // Whether min, max, mean, std, amax and the dynamic range describe any value: the values
+  // are known and some are finite (not so for an empty tensor, or one of NaN and Inf only).
+  bool has_figures() const { return values_known && numel > nan_count + inf_count; }
 };
 
 enum class AnalysisDevice {

@@ -19,6 +19,13 @@ struct CheckpointError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A tensor whose bytes were read but hold no values as the file defines them (a BOOL byte
+// other than 0 or 1; an FP8 weight with a `<name>_scale_inv` that fits it no way): that
+// tensor alone is unusable, the file's others are not.
+struct TensorValueError : CheckpointError {
+  using CheckpointError::CheckpointError;
+};
+
 enum class StDtype : uint8_t { F64, F32, F16, BF16, F8_E4M3, F8_E5M2, I64, I32, I16, I8, U8, BOOL };
 
 std::string_view st_dtype_name(StDtype d);  // "F32", "F8_E4M3", ...
@@ -85,12 +92,9 @@ class Checkpoint {
   const std::vector<Ref>& tensors() const { return refs_; }
   const Ref* find(const std::string& name) const;
   // The tensor as fp32. FP8 tensors with a `<name>_scale_inv` companion (DeepSeek-V3's
-  // 128x128 blocks) are dequantized with it; integer tensors are converted.
+  // 128x128 blocks) are dequantized with it; integer tensors are converted. Values it
+  // cannot give are a TensorValueError, a file that cannot be read a CheckpointError.
   std::vector<float> to_float(const Ref& r) const;
-  // Why to_float() cannot apply an FP8 tensor's `<name>_scale_inv` companion (neither one F32
-  // scale nor an F32 grid of its 128x128 blocks): the message it throws. Empty when it can,
-  // or when the tensor has no companion.
-  std::string unfit_scale_inv(const Ref& r) const;
   const std::string& path() const { return path_; }
 
  private:
