@@ -20,6 +20,25 @@ using namespace checkpoint_detail;  // qs(), best_sqnr(), ... (checkpoint_tab_in
 
 namespace {
 
+// A plot's note in lines of at most `width` characters, broken at spaces: a note is one
+// QCPItemText, which does not wrap (a long reason ran off both sides of the plot).
+QString wrapped(const QString& text, qsizetype width = 44) {
+  QString out;
+  qsizetype line = 0;
+  for (const QString& word : text.split(QLatin1Char(' '))) {
+    if (line > 0 && line + 1 + word.size() > width) {
+      out += QLatin1Char('\n');
+      line = 0;
+    } else if (line > 0) {
+      out += QLatin1Char(' ');
+      ++line;
+    }
+    out += word;
+    line += word.size();
+  }
+  return out;
+}
+
 // A recipe's scaling without its format: "1x128", "mx floor" (the name less its format).
 QString scaling_of(const RecipeResult& r) {
   const QString name = qs(r.name), f = format_name(r.recipe.format);
@@ -73,9 +92,9 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
     none->setClipToAxisRect(false);  // the whole sentence, whatever the plot's margins
     none->position->setType(QCPItemPosition::ptViewportRatio);
     none->position->setCoords(0.5, 0.5);
-    none->setText(!t->not_quantized.empty() ? qs(t->not_quantized)
-                  : t->numel == 0           ? tr("empty tensor (0 elements)")
-                                            : tr("no finite nonzero values"));
+    none->setText(wrapped(!t->not_quantized.empty() ? qs(t->not_quantized)
+                          : t->numel == 0           ? tr("empty tensor (0 elements)")
+                                                    : tr("no finite nonzero values")));
     none->setColor(palette().color(QPalette::Disabled, QPalette::WindowText));
   }
   const double top = t->amax > 0 ? std::floor(std::log2(t->amax)) : 0;
@@ -129,10 +148,10 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
     none->setClipToAxisRect(false);  // the whole sentence, whatever the plot's margins
     none->position->setType(QCPItemPosition::ptViewportRatio);
     none->position->setCoords(0.5, 0.5);
-    none->setText(!t->not_quantized.empty() ? tr("no block errors: %1").arg(qs(t->not_quantized))
-                  : t->recipes.empty()
-                      ? tr("no block errors: %1 is not quantized").arg(qs(t->dtype))
-                      : tr("no block error map for this recipe"));
+    none->setText(
+        wrapped(!t->not_quantized.empty() ? tr("no block errors: %1").arg(qs(t->not_quantized))
+                : t->recipes.empty() ? tr("no block errors: %1 is not quantized").arg(qs(t->dtype))
+                                     : tr("no block error map for this recipe")));
     none->setColor(palette().color(QPalette::Disabled, QPalette::WindowText));
   }
   const QString file = QFileInfo(path_).fileName();
@@ -234,8 +253,9 @@ void CheckpointTab::drawChart(const TensorAnalysis& t) {
     none->setClipToAxisRect(false);  // the whole sentence, whatever the plot's margins
     none->position->setType(QCPItemPosition::ptViewportRatio);
     none->position->setCoords(0.5, 0.5);
-    none->setText(!t.not_quantized.empty() ? tr("no SQNR: %1").arg(qs(t.not_quantized))
-                                           : tr("no SQNR: %1 is not quantized").arg(qs(t.dtype)));
+    none->setText(wrapped(!t.not_quantized.empty()
+                              ? tr("no SQNR: %1").arg(qs(t.not_quantized))
+                              : tr("no SQNR: %1 is not quantized").arg(qs(t.dtype))));
     none->setColor(palette().color(QPalette::Disabled, QPalette::WindowText));
     return;
   }
