@@ -430,10 +430,7 @@ void CheckpointTabTest::anotherFileLeavesNoFiguresOfTheFirst() {
   tab.openCheckpoint(first);
   QVERIFY(loaded.wait(60000));
   tab.selectTensor(QStringLiteral("layer.weight"));
-  QLineEdit* filter = nullptr;
-  for (QLineEdit* e : tab.findChildren<QLineEdit*>()) {
-    if (e->placeholderText().contains(QStringLiteral("filter"))) filter = e;
-  }
+  auto* filter = tab.findChild<QLineEdit*>(QStringLiteral("checkpointFilter"));
   QVERIFY(filter);
   QVERIFY2(caption_text(tab).contains(QStringLiteral("layer.weight")),
            qPrintable(caption_text(tab)));

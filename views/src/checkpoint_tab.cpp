@@ -75,6 +75,7 @@ CheckpointTab::CheckpointTab(QWidget* parent)
   connect(recent_, &QComboBox::activated, this, [this](int i) {
     if (i >= 0) openCheckpoint(recent_->itemText(i));
   });
+  filter_->setObjectName(QStringLiteral("checkpointFilter"));
   filter_->setPlaceholderText(tr("filter tensors by name"));
   proxy_->setSourceModel(model_);
   proxy_->setSortRole(Qt::UserRole);
