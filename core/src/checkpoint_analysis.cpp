@@ -313,6 +313,21 @@ bool is_fp8_weight(const Checkpoint::Ref* r) {
   return r && (r->entry->dtype == StDtype::F8_E4M3 || r->entry->dtype == StDtype::F8_E5M2);
 }
 
+// A `<name>_scale_inv` tensor analysed as a tensor of its own, because the file has no FP8
+// tensor `<name>` for it to scale: what that means, else empty.
+std::string orphan_scale_inv(const Checkpoint& ckpt, const TensorEntry& e) {
+  const std::string suffix = "_scale_inv";
+  const std::string& n = e.name;
+  if (n.size() <= suffix.size() || n.compare(n.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return {};
+  const std::string weight = n.substr(0, n.size() - suffix.size());
+  const Checkpoint::Ref* w = ckpt.find(weight);
+  return "'" + n + "' scales no FP8 tensor: " +
+         (w ? "'" + weight + "' is " + std::string(st_dtype_name(w->entry->dtype)) + ", not FP8"
+            : "the checkpoint has no tensor '" + weight + "'") +
+         "; shown as a tensor of its own";
+}
+
 // A 2-D view: the last dimension is K.
 TensorRef ref_2d(const float* f32, const uint16_t* bf16, const std::vector<int64_t>& shape,
                  int64_t numel) {
@@ -352,41 +367,39 @@ std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
   for (size_t i = 0; i < pending.size(); ++i) {
     const TensorEntry& e = *pending[i]->entry;
     const std::string dtype(st_dtype_name(e.dtype));
-    if (e.dtype == StDtype::F32 || e.dtype == StDtype::BF16) {
-      const size_t words = static_cast<size_t>((e.end - e.begin + 3) / 4);
-      if (words > buffer_words) {
-        buffer.reset(new uint32_t[words]);  // not zeroed: read() fills it
-        buffer_words = words;
-      }
-      pending[i]->file->read(e, buffer.get());
-      const TensorRef x =
-          e.dtype == StDtype::F32
-              ? ref_2d(reinterpret_cast<const float*>(buffer.get()), nullptr, e.shape, e.numel())
-              : ref_2d(nullptr, reinterpret_cast<const uint16_t*>(buffer.get()), e.shape,
-                       e.numel());
-      out.push_back(analyze_ref(e.name, dtype, e.shape, x, options, gpu));
-    } else {
-      std::vector<float> v;
-      bool known = true;
-      try {
-        v = ckpt.to_float(*pending[i]);
-      } catch (const TensorValueError& err) {
-        known = false;
-        // Values the file does not define (an FP8 weight whose `_scale_inv` fits it no way:
-        // its raw codes would pass as the weight's; a BOOL byte other than 0 or 1): the
-        // tensor is listed with the reason, and the rest of the file is analysed.
-        TensorAnalysis a = analyze_ref(e.name, dtype, e.shape, TensorRef{}, options, gpu);
-        a.numel = e.numel();
-        a.not_quantized = std::string("values unknown: ") + err.what();
-        a.values_known = false;
-        out.push_back(std::move(a));
-      }
-      if (known) {
+    try {
+      if (e.dtype == StDtype::F32 || e.dtype == StDtype::BF16) {
+        const size_t words = static_cast<size_t>((e.end - e.begin + 3) / 4);
+        if (words > buffer_words) {
+          buffer.reset(new uint32_t[words]);  // not zeroed: read() fills it
+          buffer_words = words;
+        }
+        pending[i]->file->read(e, buffer.get());
+        const TensorRef x =
+            e.dtype == StDtype::F32
+                ? ref_2d(reinterpret_cast<const float*>(buffer.get()), nullptr, e.shape, e.numel())
+                : ref_2d(nullptr, reinterpret_cast<const uint16_t*>(buffer.get()), e.shape,
+                         e.numel());
+        out.push_back(analyze_ref(e.name, dtype, e.shape, x, options, gpu));
+      } else {
+        const std::vector<float> v = ckpt.to_float(*pending[i]);
         out.push_back(analyze_ref(e.name, dtype, e.shape,
                                   ref_2d(v.data(), nullptr, e.shape, e.numel()), options, gpu));
         const std::string bad = bad_scale_inv(ckpt, e);
         if (!bad.empty()) out.back().warnings.push_back(bad);
       }
+      if (const std::string orphan = orphan_scale_inv(ckpt, e); !orphan.empty())
+        out.back().warnings.push_back(orphan);
+    } catch (const TensorValueError& err) {
+      // Values the file does not define (an FP8 weight whose `_scale_inv` fits it no way:
+      // its raw codes would pass as the weight's; a BOOL byte other than 0 or 1; bytes cut
+      // off by a truncated file): the tensor is listed with the reason, and the rest of the
+      // file is analysed.
+      TensorAnalysis a = analyze_ref(e.name, dtype, e.shape, TensorRef{}, options, gpu);
+      a.numel = e.numel();
+      a.not_quantized = std::string("values unknown: ") + err.what();
+      a.values_known = false;
+      out.push_back(std::move(a));
     }
     if (options.progress && !options.progress(i + 1, pending.size())) break;
   }

@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -29,11 +31,14 @@ struct DtypeInfo {
   size_t size;
 };
 
-constexpr DtypeInfo kDtypes[] = {
-    {StDtype::F64, "F64", 8},   {StDtype::F32, "F32", 4},         {StDtype::F16, "F16", 2},
-    {StDtype::BF16, "BF16", 2}, {StDtype::F8_E4M3, "F8_E4M3", 1}, {StDtype::F8_E5M2, "F8_E5M2", 1},
-    {StDtype::I64, "I64", 8},   {StDtype::I32, "I32", 4},         {StDtype::I16, "I16", 2},
-    {StDtype::I8, "I8", 1},     {StDtype::U8, "U8", 1},           {StDtype::BOOL, "BOOL", 1}};
+constexpr DtypeInfo kDtypes[] = {{StDtype::F64, "F64", 8},         {StDtype::F32, "F32", 4},
+                                 {StDtype::F16, "F16", 2},         {StDtype::BF16, "BF16", 2},
+                                 {StDtype::F8_E4M3, "F8_E4M3", 1}, {StDtype::F8_E5M2, "F8_E5M2", 1},
+                                 {StDtype::F8_E8M0, "F8_E8M0", 1}, {StDtype::I64, "I64", 8},
+                                 {StDtype::I32, "I32", 4},         {StDtype::I16, "I16", 2},
+                                 {StDtype::I8, "I8", 1},           {StDtype::U64, "U64", 8},
+                                 {StDtype::U32, "U32", 4},         {StDtype::U16, "U16", 2},
+                                 {StDtype::U8, "U8", 1},           {StDtype::BOOL, "BOOL", 1}};
 
 bool valid_utf8(std::string_view s) {
   size_t i = 0;
@@ -283,6 +288,12 @@ void SafetensorsFile::read(const TensorEntry& t, void* out) const {
   const uint64_t n = t.end - t.begin;  // parse(): end >= begin, end inside the file at open
   if (n == 0) return;
   const uint64_t from = data_offset_ + t.begin;
+  if (t.cut_off) {
+    throw TensorValueError(label_ + ": tensor '" + t.name + "': its bytes [" +
+                           std::to_string(from) + ", " + std::to_string(from + n) +
+                           ") run past the end of the file (" + std::to_string(size_) +
+                           " bytes): the file is truncated");
+  }
   if (image_) {
     std::memcpy(out, image_ + from, static_cast<size_t>(n));
     return;
@@ -378,7 +389,11 @@ void SafetensorsFile::parse(const uint8_t* head, size_t head_size, uint64_t size
     if (!v.contains("dtype")) bad("no dtype");
     if (!v["dtype"].is_string()) bad("its dtype is not a string but " + json_kind(v["dtype"]));
     const std::string dt = v["dtype"].get<std::string>();
-    if (!parse_st_dtype(dt, t.dtype)) bad("unknown dtype '" + dt + "'");
+    if (!parse_st_dtype(dt, t.dtype)) {
+      std::string known;
+      for (const auto& i : kDtypes) known += (known.empty() ? "" : ", ") + std::string(i.name);
+      bad("unknown dtype '" + dt + "' (the workbench reads " + known + ")");
+    }
     if (!v.contains("shape")) bad("no shape");
     if (!v["shape"].is_array()) bad("its shape is not an array but " + json_kind(v["shape"]));
     // Every size from the header is overflow-checked: a shape whose byte count wraps
@@ -414,10 +429,9 @@ void SafetensorsFile::parse(const uint8_t* head, size_t head_size, uint64_t size
     t.begin = v["data_offsets"][0].get<uint64_t>();
     t.end = v["data_offsets"][1].get<uint64_t>();
     if (t.end < t.begin) bad("data_offsets end before they begin");
-    if (t.end > data_size) {
-      bad("data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
-          ") run past the data section (" + std::to_string(data_size) + " bytes)");
-    }
+    // A tensor whose bytes the file does not hold to the end (a download cut short: this
+    // tensor and every one after it) is listed, and cannot be read.
+    t.cut_off = t.end > data_size;
     if (nbytes != t.end - t.begin) {
       bad("shape " + shape_text(t.shape) + " x " + dt + " is " + std::to_string(nbytes) +
           " bytes, but its data has " + std::to_string(t.end - t.begin));
@@ -609,8 +623,23 @@ std::vector<float> Checkpoint::to_float(const Ref& r) const {
       }
       break;
     }
+    case StDtype::F8_E8M0:  // 2^(byte - 127), exact in fp32 (2^-127 as a subnormal)
+      for (size_t i = 0; i < n; ++i) {
+        out[i] = p[i] == 0xFF ? std::numeric_limits<float>::quiet_NaN()
+                              : std::ldexp(1.0f, static_cast<int>(p[i]) - 127);
+      }
+      break;
     case StDtype::I64:
       for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load<int64_t>(p + 8 * i));
+      break;
+    case StDtype::U64:
+      for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load<uint64_t>(p + 8 * i));
+      break;
+    case StDtype::U32:
+      for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load<uint32_t>(p + 4 * i));
+      break;
+    case StDtype::U16:
+      for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load<uint16_t>(p + 2 * i));
       break;
     case StDtype::I32:
       for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load<int32_t>(p + 4 * i));

@@ -1,6 +1,7 @@
 // libFuzzer target: any bytes given to the safetensors parser either parse into tensors
-// whose byte ranges lie inside the input, hold exactly shape x dtype bytes (computed
-// here without wrapping) and share no byte, or give a CheckpointError; never a crash.
+// whose byte ranges lie inside the input (or, cut off by the input's end, are never
+// read), hold exactly shape x dtype bytes (computed here without wrapping) and share no
+// byte, or give a CheckpointError; never a crash.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -22,7 +23,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (bytes > size) bytes = size + 1;  // (no wrap in 128 bits either)
       }
       if (bytes != t.end - t.begin) std::abort();  // e.g. 4 x 2^62 taken for 0
-      if (t.end > t.begin) {
+      if (t.cut_off) {
+        // A tensor whose bytes run past the input's end is listed and never read.
+        try {
+          (void)f.bytes(t);
+          std::abort();
+        } catch (const fp8wb::TensorValueError&) {
+        }
+      } else if (t.end > t.begin) {
         // Each tensor's bytes read from the file (sizes checked against it above): all of
         // them there, none past the file's end.
         if (f.bytes(t).size() != t.end - t.begin) std::abort();

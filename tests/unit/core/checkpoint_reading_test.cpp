@@ -1,7 +1,9 @@
 // Reading checkpoints safely: a file truncated between open and read gives an error
 // naming the file and the tensor (tensor bytes are read with pread, never through a
-// memory map, which would end the process with SIGBUS); files are recognised by what
-// they hold, not by their names; NaN and Inf are counted, not folded into the figures.
+// memory map, which would end the process with SIGBUS); a file cut short before it was
+// opened lists every tensor and analyses those it holds; files are recognised by what
+// they hold, not by their names; NaN and Inf are counted, not folded into the figures;
+// MX scales (F8_E8M0) and unsigned integers are read as their values.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <limits>
 
 #include "fp8wb/core/checkpoint_analysis.h"
@@ -64,6 +67,116 @@ TEST_F(CheckpointReading, ATruncatedFileGivesAnErrorNotSigbus) {
   const std::string none = error_of([&] { ckpt->to_float(*ckpt->find("first")); });
   EXPECT_NE(none.find("'first'"), std::string::npos) << none;
   EXPECT_NE(none.find("0 bytes now"), std::string::npos) << none;
+}
+
+// A download cut short: the header names four tensors, the file ends inside the third.
+// The file opens, every tensor is listed, the two whose bytes are all there are analysed,
+// and the other two are listed with the reason; so for the file on disk and for its image
+// in memory (read without going past its end).
+TEST_F(CheckpointReading, AFileCutShortListsEveryTensorAndAnalysesThoseItHolds) {
+  const std::string p = path("cut.safetensors");
+  const std::vector<float> a = {1, -2, 3, -4}, c(128 * 128, 0.5f);
+  const std::vector<uint8_t> b = {0x80, 0x3F, 0x00, 0xC1};  // bf16 1, -8
+  write_safetensors(p, {{"a", StDtype::F32, {4}, f32_bytes(a)},
+                        {"b", StDtype::BF16, {2}, b},
+                        {"c", StDtype::F32, {128, 128}, f32_bytes(c)},
+                        {"d", StDtype::F32, {4}, f32_bytes(a)}});
+  const auto full = std::filesystem::file_size(p);
+  ASSERT_EQ(::truncate(p.c_str(), static_cast<off_t>(full - 1000)), 0);
+  std::ifstream in(p, std::ios::binary);
+  std::vector<uint8_t> image((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  AnalysisOptions o;
+  o.device = AnalysisDevice::Cpu;
+  for (const auto& ckpt : {open_any_checkpoint(p), Checkpoint::from_image(image, "cut image")}) {
+    SCOPED_TRACE(ckpt->path());
+    ASSERT_EQ(ckpt->tensors().size(), 4u);
+    EXPECT_EQ(ckpt->to_float(*ckpt->find("a")), a);
+    EXPECT_EQ(ckpt->to_float(*ckpt->find("b")), (std::vector<float>{1, -8}));
+    EXPECT_FALSE(ckpt->find("b")->entry->cut_off);
+    EXPECT_TRUE(ckpt->find("c")->entry->cut_off);
+    EXPECT_TRUE(ckpt->find("d")->entry->cut_off);
+    try {
+      ckpt->to_float(*ckpt->find("c"));
+      FAIL() << "the cut tensor was read";
+    } catch (const TensorValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("tensor 'c': its bytes"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("run past the end of the file (" +
+                                           std::to_string(full - 1000) +
+                                           " bytes): the file is truncated"),
+                std::string::npos)
+          << e.what();
+    }
+    const auto all = analyze_checkpoint(*ckpt, o);
+    ASSERT_EQ(all.size(), 4u);
+    for (const TensorAnalysis& t : all) {
+      SCOPED_TRACE(t.name);
+      EXPECT_EQ(t.values_known, t.name == "a" || t.name == "b");
+      if (!t.values_known) {
+        EXPECT_EQ(t.numel, t.name == "c" ? 128 * 128 : 4);
+        EXPECT_FALSE(t.has_figures());
+        EXPECT_EQ(t.not_quantized.rfind("values unknown: ", 0), 0u) << t.not_quantized;
+        EXPECT_NE(t.not_quantized.find("the file is truncated"), std::string::npos);
+      } else {
+        EXPECT_EQ(t.amax, t.name == "a" ? 4.0 : 8.0);
+      }
+    }
+  }
+}
+
+// F8_E8M0 (the scales of MX checkpoints: 2^(byte - 127), 0xFF NaN) and the unsigned
+// integers are read as their values; a dtype the workbench does not read is named with
+// those it does.
+TEST_F(CheckpointReading, MxScalesAndUnsignedIntegersAreRead) {
+  const std::string p = path("mx.safetensors");
+  const std::vector<uint16_t> u16 = {0, 7, 65535};
+  const std::vector<uint32_t> u32 = {0, 7, 4294967295u};
+  const std::vector<uint64_t> u64 = {0, 7, 18446744073709551615ull};
+  const auto raw = [](const auto& v) {
+    std::vector<uint8_t> out(v.size() * sizeof(v[0]));
+    std::memcpy(out.data(), v.data(), out.size());
+    return out;
+  };
+  write_safetensors(p, {{"scales", StDtype::F8_E8M0, {7}, {0, 1, 126, 127, 128, 254, 255}},
+                        {"u16", StDtype::U16, {3}, raw(u16)},
+                        {"u32", StDtype::U32, {3}, raw(u32)},
+                        {"u64", StDtype::U64, {3}, raw(u64)}});
+  const auto ckpt = open_any_checkpoint(p);
+  const std::vector<float> s = ckpt->to_float(*ckpt->find("scales"));
+  ASSERT_EQ(s.size(), 7u);
+  EXPECT_EQ(s[0], 0x1p-127f);
+  EXPECT_EQ(s[1], 0x1p-126f);
+  EXPECT_EQ(s[2], 0.5f);
+  EXPECT_EQ(s[3], 1.0f);
+  EXPECT_EQ(s[4], 2.0f);
+  EXPECT_EQ(s[5], 0x1p127f);
+  EXPECT_TRUE(std::isnan(s[6]));
+  EXPECT_EQ(ckpt->to_float(*ckpt->find("u16")), (std::vector<float>{0, 7, 65535}));
+  EXPECT_EQ(ckpt->to_float(*ckpt->find("u32")), (std::vector<float>{0, 7, 0x1p32f}));
+  EXPECT_EQ(ckpt->to_float(*ckpt->find("u64")), (std::vector<float>{0, 7, 0x1p64f}));
+  AnalysisOptions o;
+  o.device = AnalysisDevice::Cpu;
+  const auto all = analyze_checkpoint(*ckpt, o);
+  ASSERT_EQ(all.size(), 4u);
+  for (const TensorAnalysis& t : all) {
+    if (t.name == "scales") {
+      EXPECT_EQ(t.dtype, "F8_E8M0");
+      EXPECT_EQ(t.amax, 0x1p127);
+      EXPECT_EQ(t.nan_count, 1);
+    }
+  }
+  // A dtype it does not read names the tensor and what it reads.
+  std::vector<uint8_t> img = safetensors_image({{"t", StDtype::U8, {1}, {0}}});
+  const std::string h = R"({"t":{"dtype":"F4","shape":[1],"data_offsets":[0,1]}})";
+  img.resize(8 + h.size() + 1, 0);
+  const uint64_t n = h.size();
+  std::memcpy(img.data(), &n, 8);
+  std::memcpy(img.data() + 8, h.data(), h.size());
+  const std::string err = error_of([&] { Checkpoint::from_image(img, "f4"); });
+  EXPECT_NE(err.find("tensor 't': unknown dtype 'F4' (the workbench reads F64, F32"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("F8_E8M0"), std::string::npos) << err;
 }
 
 // bf16 and converted dtypes go through the same reads.

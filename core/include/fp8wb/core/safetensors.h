@@ -26,7 +26,25 @@ struct TensorValueError : CheckpointError {
   using CheckpointError::CheckpointError;
 };
 
-enum class StDtype : uint8_t { F64, F32, F16, BF16, F8_E4M3, F8_E5M2, I64, I32, I16, I8, U8, BOOL };
+// F8_E8M0: an 8-bit power of two, 2^(byte - 127), 0xFF NaN (the scales of MX checkpoints).
+enum class StDtype : uint8_t {
+  F64,
+  F32,
+  F16,
+  BF16,
+  F8_E4M3,
+  F8_E5M2,
+  F8_E8M0,
+  I64,
+  I32,
+  I16,
+  I8,
+  U64,
+  U32,
+  U16,
+  U8,
+  BOOL
+};
 
 std::string_view st_dtype_name(StDtype d);  // "F32", "F8_E4M3", ...
 bool parse_st_dtype(std::string_view name, StDtype& out);
@@ -37,6 +55,9 @@ struct TensorEntry {
   StDtype dtype = StDtype::F32;
   std::vector<int64_t> shape;
   uint64_t begin = 0, end = 0;  // byte offsets in the data section
+  // The file ends before `end` (a truncated download): the header names the tensor, its
+  // bytes are not all there. Reading it throws a TensorValueError.
+  bool cut_off = false;
   int64_t numel() const;
 };
 
