@@ -40,6 +40,17 @@ std::string fixed(double v, int digits) {
   return s.str();
 }
 
+// Four significant digits: 4.179, 3.735e-39 (an amax is no fixed-point figure).
+std::string significant(double v) {
+  std::ostringstream s;
+  s.precision(4);
+  s << v;
+  return s.str();
+}
+
+// Scale formulas take an amax below 1e-12 as 1e-12 (docs/numerics.md).
+constexpr double kAmaxFloor = 1e-12;
+
 void recommend(TensorAnalysis& a, Format e4m3) {
   // Among the E4M3 recipes (the format of weights and activations: E4M3FN, or E4M3FNUZ on
   // AMD GPUs), the simplest one within 1 dB of the best SQNR, without saturation.
@@ -64,10 +75,14 @@ void recommend(TensorAnalysis& a, Format e4m3) {
                               : "no E4M3 recipe represents this tensor: every one turns its "
                                 "nonzero values into 0 (or gives NaN)";
     std::ostringstream why;
-    why << " (amax " << a.amax;
+    why << " (amax " << significant(a.amax);
     const double fmax = format_info(e4m3).max_finite;
-    if (a.amax > 0 && fmax / a.amax > std::numeric_limits<float>::max())
-      why << ": its scale " << fmax << "/amax would overflow fp32";
+    if (a.amax > 0 && a.amax < kAmaxFloor) {
+      why << ": below 1e-12, which the scale formulas take as the least amax, so no scale is "
+             "above "
+          << significant(fmax / kAmaxFloor)
+          << " (MX scales stop at 2^127) and every scaled value stays below FP8's smallest step";
+    }
     why << ")";
     a.no_recipe += why.str();
     a.reason = a.no_recipe;
@@ -94,8 +109,12 @@ void recommend(TensorAnalysis& a, Format e4m3) {
     for (const auto& r : a.recipes) {
       if (r.recipe.format == e4m3 && r.recipe.kind == ScalingKind::Tensorwise) {
         a.reason += "; one tensorwise scale gives " + fixed(r.sqnr_db, 1) + " dB (amax " +
-                    fixed(a.amax, 3) + " against a dynamic range of " +
-                    fixed(a.dynamic_range_bits, 1) + " bits)";
+                    significant(a.amax) + " against a dynamic range of " +
+                    fixed(a.dynamic_range_bits, 1) + " bits" +
+                    (a.amax < kAmaxFloor ? "; an amax below 1e-12 counts as 1e-12 in its scale, "
+                                           "which leaves the values below FP8's smallest step"
+                                         : "") +
+                    ")";
       }
     }
   }

@@ -527,8 +527,9 @@ TEST(CheckpointAnalysis, NoSignalGivesNoSqnrAndNoRecommendation) {
   EXPECT_EQ(some.recommended, ref.recommended);
 }
 
-// A tensor so small that every E4M3 recipe turns each value into 0 (the tensorwise
-// scale 448 / amax would overflow fp32) is recommended nothing, and it is said why.
+// A tensor so small that every E4M3 recipe turns each value into 0 (scales take an amax
+// below 1e-12 as 1e-12) is recommended nothing, and it is said why; one that only MX
+// scales keep says why tensorwise scaling fails.
 TEST(CheckpointAnalysis, NoRecipeIsRecommendedWhereEveryRecipeZeroesTheTensor) {
   AnalysisOptions o;
   o.device = AnalysisDevice::Cpu;
@@ -538,12 +539,29 @@ TEST(CheckpointAnalysis, NoRecipeIsRecommendedWhereEveryRecipeZeroesTheTensor) {
     EXPECT_TRUE(r.underflow_pct == 100.0 || std::isnan(r.sqnr_db)) << r.name;
   EXPECT_TRUE(tiny.recommended.empty()) << tiny.recommended;
   EXPECT_EQ(tiny.no_recipe.rfind("no FP8 recipe represents this tensor", 0), 0u) << tiny.no_recipe;
-  EXPECT_NE(tiny.no_recipe.find("overflow fp32"), std::string::npos) << tiny.no_recipe;
+  EXPECT_NE(tiny.no_recipe.find("(amax 1.401e-45: below 1e-12, which the scale formulas take as "
+                                "the least amax, so no scale is above 4.48e+14"),
+            std::string::npos)
+      << tiny.no_recipe;
   EXPECT_EQ(tiny.reason, tiny.no_recipe);
   // A tensor that some recipe keeps is recommended one as before.
   const TensorAnalysis fine = analyze_values("w.fine", "F32", {2}, {0.5f, -0.25f}, o);
   EXPECT_FALSE(fine.recommended.empty());
   EXPECT_TRUE(fine.no_recipe.empty());
+  // Values around 2^-130: MX scales (powers of two down to 2^-127) keep them, one tensorwise
+  // scale cannot (its amax counts as 1e-12); the reason gives the amax as it is, not as
+  // 0.000, and says why tensorwise fails.
+  std::vector<float> sub(32 * 32);
+  for (size_t i = 0; i < sub.size(); ++i)
+    sub[i] = std::ldexp(static_cast<float>(i % 16 + 1), -134) * (i % 2 ? -1.0f : 1.0f);
+  const TensorAnalysis small = analyze_values("w.sub", "F32", {32, 32}, sub, o);
+  EXPECT_NE(small.recommended.find("mx"), std::string::npos) << small.recommended;
+  EXPECT_NE(small.reason.find("one tensorwise scale gives 0.0 dB (amax 7.347e-40 against"),
+            std::string::npos)
+      << small.reason;
+  EXPECT_NE(small.reason.find("an amax below 1e-12 counts as 1e-12 in its scale"),
+            std::string::npos)
+      << small.reason;
 }
 
 // A header of n one-element U8 tensors "t0".."t<n-1>" at bytes 0..n-1, then `extra`.
