@@ -250,6 +250,11 @@ TensorAnalysis analyze_ref(const std::string& name, const std::string& dtype,
     } else if (a.amax == 0) {
       a.not_quantized = "all zero";
     }
+  } else {
+    a.not_quantized =
+        (dtype == "BOOL" ? std::string("a BOOL tensor") : "an integer tensor (" + dtype + ")") +
+        ": FP8 holds floating-point values, so its values are described, not "
+        "quantized";
   }
   if (!a.not_quantized.empty()) {
     if (on_gpu.valid()) on_gpu.wait();  // it reads x
@@ -347,6 +352,28 @@ std::string orphan_scale_inv(const Checkpoint& ckpt, const TensorEntry& e) {
          "; shown as a tensor of its own";
 }
 
+// An F64 tensor's finite values beyond fp32's range, which the analysis (in fp32) counts
+// as Inf: how many and the largest, else empty.
+std::string f64_beyond_fp32(const Checkpoint::Ref& r) {
+  const std::vector<uint8_t> bytes = r.file->bytes(*r.entry);
+  int64_t count = 0;
+  double largest = 0;
+  for (size_t i = 0; i + 8 <= bytes.size(); i += 8) {
+    double v = 0;
+    std::memcpy(&v, bytes.data() + i, 8);
+    if (std::isfinite(v) && std::fabs(v) > std::numeric_limits<float>::max()) {
+      ++count;
+      largest = std::max(largest, std::fabs(v));
+    }
+  }
+  if (count == 0) return {};
+  std::ostringstream s;
+  s << count << " finite F64 value" << (count == 1 ? " lies" : "s lie")
+    << " beyond fp32's range (the largest magnitude " << largest
+    << ") and count as Inf here: FP8 scaling works in fp32";
+  return s.str();
+}
+
 // A 2-D view: the last dimension is K.
 TensorRef ref_2d(const float* f32, const uint16_t* bf16, const std::vector<int64_t>& shape,
                  int64_t numel) {
@@ -406,6 +433,10 @@ std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
                                   ref_2d(v.data(), nullptr, e.shape, e.numel()), options, gpu));
         const std::string bad = bad_scale_inv(ckpt, e);
         if (!bad.empty()) out.back().warnings.push_back(bad);
+        if (e.dtype == StDtype::F64 && out.back().inf_count > 0) {
+          if (const std::string w = f64_beyond_fp32(*pending[i]); !w.empty())
+            out.back().warnings.push_back(w);
+        }
       }
       if (const std::string orphan = orphan_scale_inv(ckpt, e); !orphan.empty())
         out.back().warnings.push_back(orphan);

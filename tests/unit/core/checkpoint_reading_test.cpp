@@ -125,8 +125,9 @@ TEST_F(CheckpointReading, AFileCutShortListsEveryTensorAndAnalysesThoseItHolds) 
 }
 
 // F8_E8M0 (the scales of MX checkpoints: 2^(byte - 127), 0xFF NaN) and the unsigned
-// integers are read as their values; a dtype the workbench does not read is named with
-// those it does.
+// integers are read as their values, integers described with the reason they are not
+// quantized; F64 values beyond fp32 are warned of; a dtype the workbench does not read is
+// named with those it does.
 TEST_F(CheckpointReading, MxScalesAndUnsignedIntegersAreRead) {
   const std::string p = path("mx.safetensors");
   const std::vector<uint16_t> u16 = {0, 7, 65535};
@@ -137,10 +138,12 @@ TEST_F(CheckpointReading, MxScalesAndUnsignedIntegersAreRead) {
     std::memcpy(out.data(), v.data(), out.size());
     return out;
   };
-  write_safetensors(p, {{"scales", StDtype::F8_E8M0, {7}, {0, 1, 126, 127, 128, 254, 255}},
-                        {"u16", StDtype::U16, {3}, raw(u16)},
-                        {"u32", StDtype::U32, {3}, raw(u32)},
-                        {"u64", StDtype::U64, {3}, raw(u64)}});
+  write_safetensors(p,
+                    {{"scales", StDtype::F8_E8M0, {7}, {0, 1, 126, 127, 128, 254, 255}},
+                     {"u16", StDtype::U16, {3}, raw(u16)},
+                     {"u32", StDtype::U32, {3}, raw(u32)},
+                     {"u64", StDtype::U64, {3}, raw(u64)},
+                     {"f64", StDtype::F64, {4}, raw(std::vector<double>{1e300, -2, 0.5, -4e39})}});
   const auto ckpt = open_any_checkpoint(p);
   const std::vector<float> s = ckpt->to_float(*ckpt->find("scales"));
   ASSERT_EQ(s.size(), 7u);
@@ -157,12 +160,28 @@ TEST_F(CheckpointReading, MxScalesAndUnsignedIntegersAreRead) {
   AnalysisOptions o;
   o.device = AnalysisDevice::Cpu;
   const auto all = analyze_checkpoint(*ckpt, o);
-  ASSERT_EQ(all.size(), 4u);
+  ASSERT_EQ(all.size(), 5u);
   for (const TensorAnalysis& t : all) {
+    SCOPED_TRACE(t.name);
     if (t.name == "scales") {
       EXPECT_EQ(t.dtype, "F8_E8M0");
       EXPECT_EQ(t.amax, 0x1p127);
       EXPECT_EQ(t.nan_count, 1);
+    } else if (t.name == "f64") {
+      // Finite F64 values beyond fp32 count as Inf, and a warning says so.
+      EXPECT_EQ(t.inf_count, 2);
+      EXPECT_EQ(t.amax, 2.0);
+      ASSERT_EQ(t.warnings.size(), 1u);
+      EXPECT_EQ(t.warnings[0],
+                "2 finite F64 values lie beyond fp32's range (the largest magnitude 1e+300) and "
+                "count as Inf here: FP8 scaling works in fp32");
+    } else {
+      // Integers are described, and it is said why they are not quantized.
+      EXPECT_EQ(t.amax, t.name == "u16" ? 65535.0 : t.name == "u32" ? 0x1p32 : 0x1p64);
+      EXPECT_TRUE(t.recipes.empty());
+      EXPECT_EQ(t.not_quantized, "an integer tensor (" + t.dtype +
+                                     "): FP8 holds floating-point values, so its values are "
+                                     "described, not quantized");
     }
   }
   // A dtype it does not read names the tensor and what it reads.

@@ -713,6 +713,9 @@ TEST_F(Safetensors, BoolTensorsReadAsZeroAndOne) {
     EXPECT_EQ(a.has_figures(), a.name == "b");
     if (a.name == "b") {
       EXPECT_EQ(a.amax, 1.0);
+      EXPECT_EQ(a.not_quantized,
+                "a BOOL tensor: FP8 holds floating-point values, so its values are described, "
+                "not quantized");
     } else {
       EXPECT_NE(a.not_quantized.find("values unknown: "), std::string::npos) << a.not_quantized;
       EXPECT_NE(a.not_quantized.find("holds byte 128 at element 2"), std::string::npos)

@@ -52,8 +52,9 @@ struct TensorAnalysis {
   // Why a floating-point tensor has no recipe results (SQNR needs finite signal):
   // "empty tensor (0 elements)", "no finite values: N NaN, M Inf", "no finite nonzero
   // values: Z zeros, N NaN, M Inf" (zeros among NaN or Inf), "all zero"; or why a tensor's
-  // values are unknown, "values unknown: ..." (a TensorValueError's message); empty when
-  // the recipes ran.
+  // values are unknown, "values unknown: ..." (a TensorValueError's message); or why an
+  // integer or BOOL tensor has none ("an integer tensor (I32): FP8 holds floating-point
+  // values, ..."); empty when the recipes ran.
   std::string not_quantized;
   // False where the values could not be read as the file defines them (not_quantized says
   // why): no figure above describes them, and none is shown.
