@@ -40,8 +40,9 @@ inline int code_width(uint32_t code) {
 // that is not printable (a line separator, a bidirectional override) is written as an
 // escape ("\n", "\t", "\r", "\x1b", "\u2028"), a byte that is not UTF-8 as "\xff", and a
 // backslash as "\\", so that no name can move the cursor, recolour the terminal or pass
-// for another name.
+// for another name; an empty name (safetensors allows one) as "" so that it is seen.
 inline std::string shown_text(const std::string& s) {
+  if (s.empty()) return "\"\"";
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {

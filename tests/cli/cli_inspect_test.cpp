@@ -507,8 +507,8 @@ TEST(CliInspect, ExportNeverDestroysAnSqliteDatabase) {
 namespace {
 
 // Tensor names come from the checkpoint's author: in the text table a line break or an
-// escape sequence in one is shown escaped, never written to the terminal as it is; the
-// JSON holds the names as they are.
+// escape sequence in one is shown escaped, never written to the terminal as it is; an
+// empty name is shown as ""; the JSON holds the names as they are.
 TEST(CliInspect, ControlCharactersInNamesAreEscapedInTheTable) {
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("fp8wb-inspect-escape-" + std::to_string(getpid()) + ".safetensors"))
@@ -518,7 +518,8 @@ TEST(CliInspect, ControlCharactersInNamesAreEscapedInTheTable) {
   std::vector<uint8_t> bytes(w.size() * 4);
   std::memcpy(bytes.data(), w.data(), bytes.size());
   const std::string injected = "a\nFAKE\x1b[31mred\rb\\c\xe2\x80\xae";
-  fp8wb::write_safetensors(path, {{injected, fp8wb::StDtype::F32, {16, 16}, bytes}});
+  fp8wb::write_safetensors(path, {{injected, fp8wb::StDtype::F32, {16, 16}, bytes},
+                                  {"", fp8wb::StDtype::F32, {16, 16}, bytes}});
   const auto r = run({"inspect", path});
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
@@ -526,9 +527,14 @@ TEST(CliInspect, ControlCharactersInNamesAreEscapedInTheTable) {
   EXPECT_EQ(r.out.find("\nFAKE"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("\xe2\x80\xae"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\na\\nFAKE\\x1b[31mred\\rb\\\\c\\u202e "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n\"\"      "), std::string::npos) << r.out;  // the empty name, seen
   const auto j = run({"inspect", path, "--json"});
   ASSERT_EQ(j.rc, 0) << j.err;
-  EXPECT_EQ(nlohmann::json::parse(j.out)[0]["name"], injected);
+  const auto names = nlohmann::json::parse(j.out);
+  ASSERT_EQ(names.size(), 2u);
+  EXPECT_TRUE((names[0]["name"] == injected && names[1]["name"] == "") ||
+              (names[1]["name"] == injected && names[0]["name"] == ""))
+      << j.out;
   std::filesystem::remove(path);
 }
 

@@ -26,8 +26,10 @@ inline QString qs(const std::string& s) {
 // A name read from a checkpoint as the tab shows it: control characters and the invisible
 // ones that reorder or join text (bidi overrides, embeddings, isolates and marks, zero
 // widths, line and paragraph separators) written as escapes, "\u202E", "\x01", so
-// that a name cannot reverse or garble the text around it.
+// that a name cannot reverse or garble the text around it; an empty name (safetensors
+// allows one) as "" so that it is seen.
 inline QString shown_name(const std::string& s) {
+  if (s.empty()) return QStringLiteral("\"\"");
   const QString name = QString::fromStdString(s);
   QString out;
   out.reserve(name.size());
