@@ -280,7 +280,15 @@ TensorAnalysis analyze_ref(const std::string& name, const std::string& dtype,
     res.underflow_pct = stats[i].underflow_pct();
     res.saturated_pct = stats[i].saturated_pct();
     res.map_grid = stats[i].map_grid;
-    if (options.maps) res.map_rel_error = stats[i].map_rel_error();
+    if (options.maps) {
+      // A block without finite nonzero values (all zero, NaN or Inf) has no relative
+      // error: NaN, drawn apart from the blocks that have one, not as an error of 0.
+      res.map_rel_error = stats[i].map_rel_error();
+      for (size_t c = 0; c < res.map_rel_error.size(); ++c) {
+        if (!(stats[i].map_sq_sum[c] > 0))
+          res.map_rel_error[c] = std::numeric_limits<float>::quiet_NaN();
+      }
+    }
     a.recipes.push_back(std::move(res));
   }
   recommend(a, options.recommend_format);

@@ -40,6 +40,7 @@ class CheckpointTabTest : public QObject {
   void badScaleInvBlocksAreWarnedOf();
   void orangeCellsAreExplained();
   void anotherFileLeavesNoFiguresOfTheFirst();
+  void blocksWithoutSignalAreGrey();
 
  private:
   QTemporaryDir dir_;
@@ -446,6 +447,59 @@ void CheckpointTabTest::anotherFileLeavesNoFiguresOfTheFirst() {
   QCOMPARE(tab.plots()[1]->plottableCount(), 0);
   filter->setText(QString());
   QCOMPARE(tab.proxy()->rowCount(), 1);
+}
+
+// A block without finite nonzero values (all NaN, all zero) has no relative error: it is
+// drawn grey, apart from the scale (before, it was drawn as an error of 0), and a note
+// says what grey means.
+void CheckpointTabTest::blocksWithoutSignalAreGrey() {
+  std::vector<float> w(256 * 256);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.02f * std::sin(0.1f * static_cast<float>(i));
+  for (size_t r = 0; r < 128; ++r) {
+    for (size_t c = 0; c < 128; ++c) {
+      w[r * 256 + c] = std::nanf("");
+      w[r * 256 + c + 128] = 0.0f;
+    }
+  }
+  const QString path = dir_.filePath(QStringLiteral("grey.safetensors"));
+  write_safetensors(path.toStdString(), {{"g.weight", StDtype::F32, {256, 256}, f32_bytes(w)}});
+  CheckpointTab tab;
+  tab.resize(1300, 800);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
+  tab.openCheckpoint(path);
+  QVERIFY(loaded.wait(60000));
+  tab.selectTensor(QStringLiteral("g.weight"));
+  tab.selectRecipe(QStringLiteral("E4M3FN 128x128"));
+  ExportablePlot* blocks = tab.plots()[2];
+  QCPItemText* note = nullptr;
+  for (int i = 0; i < blocks->itemCount(); ++i) {
+    if (blocks->item(i)->objectName() == QStringLiteral("greyBlocks"))
+      note = qobject_cast<QCPItemText*>(blocks->item(i));
+  }
+  QVERIFY(note);
+  QVERIFY2(note->text().contains(QStringLiteral("no finite nonzero value")),
+           qPrintable(note->text()));
+  blocks->replot();
+  const QImage img = blocks->toPixmap(blocks->width(), blocks->height()).toImage();
+  auto at = [&](double x, double y) {
+    return img.pixelColor(static_cast<int>(blocks->xAxis->coordToPixel(x)),
+                          static_cast<int>(blocks->yAxis->coordToPixel(y)));
+  };
+  // Block row 0 (columns 0 and 1) has no signal, row 1 has.
+  QCOMPARE(at(0, 0), QColor(0xb0, 0xb0, 0xb0));
+  QCOMPARE(at(1, 0), QColor(0xb0, 0xb0, 0xb0));
+  QVERIFY(at(0, 1) != QColor(0xb0, 0xb0, 0xb0));
+  QVERIFY(at(1, 1) != QColor(0xb0, 0xb0, 0xb0));
+  // The colour scale spans the blocks with a figure (QCustomPlot's own rescale gave NaN
+  // where the first block was NaN).
+  const QCPRange range = blocks->findChild<QCPColorScale*>()
+                             ? blocks->findChild<QCPColorScale*>()->dataRange()
+                             : QCPRange();
+  QVERIFY2(std::isfinite(range.lower) && std::isfinite(range.upper) && range.lower > 0 &&
+               range.upper < 1,
+           qPrintable(QStringLiteral("%1 %2").arg(range.lower).arg(range.upper)));
 }
 
 QTEST_MAIN(CheckpointTabTest)

@@ -142,6 +142,18 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
   block_map_->setVisible(has_map);
   block_scale_->setVisible(has_map);
   for (QCPAxis* a : {blocks_->xAxis, blocks_->yAxis}) a->setVisible(has_map);
+  if (has_map && std::any_of(chosen->map_rel_error.begin(), chosen->map_rel_error.end(),
+                             [](float e) { return std::isnan(e); })) {
+    auto* grey = new QCPItemText(blocks_);
+    grey->setObjectName(QStringLiteral("greyBlocks"));
+    grey->setClipToAxisRect(false);
+    grey->position->setType(QCPItemPosition::ptViewportRatio);
+    grey->position->setCoords(0.5, 0.0);
+    grey->setPositionAlignment(Qt::AlignTop | Qt::AlignHCenter);
+    // Grey blocks hold no finite nonzero value (all zero, NaN or Inf): no relative error.
+    grey->setText(tr("grey: no finite nonzero value"));
+    grey->setColor(palette().color(QPalette::Disabled, QPalette::WindowText));
+  }
   if (!has_map) {
     auto* none = new QCPItemText(blocks_);
     none->setObjectName(QStringLiteral("noBlockMap"));

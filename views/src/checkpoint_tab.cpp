@@ -121,7 +121,11 @@ CheckpointTab::CheckpointTab(QWidget* parent)
   blocks_->plotLayout()->addElement(0, 1, block_scale_);
   block_scale_->axis()->setLabel(tr("relative RMS error"));
   block_map_->setColorScale(block_scale_);
-  block_map_->setGradient(QCPColorGradient::gpThermal);
+  // Blocks without finite nonzero values (NaN in the map) in grey, apart from the scale.
+  QCPColorGradient thermal(QCPColorGradient::gpThermal);
+  thermal.setNanHandling(QCPColorGradient::nhNanColor);
+  thermal.setNanColor(QColor(0xb0, 0xb0, 0xb0));
+  block_map_->setGradient(thermal);
   block_map_->setInterpolate(false);
 
   auto* top = new QHBoxLayout;

@@ -71,7 +71,23 @@ void fill_block_map(QCPColorMap* map, int64_t rows, int64_t cols, const std::vec
                            cells[static_cast<size_t>(cell)]);
     }
   }
-  map->rescaleDataRange(true);
+  // The colour range over the blocks with a figure: QCustomPlot's own rescale starts from
+  // the first cell and ends NaN where that cell is NaN (a block without signal).
+  float lo = INFINITY, hi = -INFINITY;
+  for (float e : cells) {
+    if (std::isnan(e)) continue;
+    lo = std::min(lo, e);
+    hi = std::max(hi, e);
+  }
+  if (!(lo <= hi)) {
+    map->setDataRange(QCPRange(0, 1));  // no block has a figure: all grey
+  } else if (lo == hi) {
+    map->rescaleDataRange(true);  // every block alike (NaN-free): as QCustomPlot widens it
+    if (std::isnan(map->dataRange().lower) || std::isnan(map->dataRange().upper))
+      map->setDataRange(QCPRange(lo, lo + 1));
+  } else {
+    map->setDataRange(QCPRange(lo, hi));
+  }
   // Whole blocks in view: each cell spans +-0.5 around its index; ticks only at block
   // indices (whole numbers, steps of 1, 2, 5, 10, ... as the room allows).
   for (QCPAxis* axis : {map->keyAxis(), map->valueAxis()}) {

@@ -833,6 +833,50 @@ TEST(CheckpointAnalysis, EachRecipeGivesWhatQuantizeCurrentGives) {
   }
 }
 
+// A block of the error map without finite nonzero values (all NaN, all zero) has no
+// relative error: NaN, not 0 (which would read as a block FP8 holds exactly); the other
+// blocks keep theirs, as an fp64 recomputation of the 128x128 recipe gives them.
+TEST(CheckpointAnalysis, BlocksWithoutSignalHaveNoRelativeError) {
+  std::vector<float> x = gaussian(256 * 256, 5, 0.1f);
+  for (int64_t r = 0; r < 128; ++r) {
+    for (int64_t c = 0; c < 128; ++c) {
+      x[static_cast<size_t>(r * 256 + c)] = std::numeric_limits<float>::quiet_NaN();
+      x[static_cast<size_t>(r * 256 + c + 128)] = 0.0f;
+    }
+  }
+  AnalysisOptions o;
+  o.device = AnalysisDevice::Cpu;
+  const TensorAnalysis a = analyze_values("x", "F32", {256, 256}, x, o);
+  const RecipeResult* blocks = nullptr;
+  for (const RecipeResult& r : a.recipes) {
+    if (r.recipe.kind == ScalingKind::Block128x128 && r.recipe.format == Format::E4M3FN)
+      blocks = &r;
+  }
+  ASSERT_NE(blocks, nullptr);
+  ASSERT_EQ(blocks->map_rel_error.size(), 4u);
+  EXPECT_TRUE(std::isnan(blocks->map_rel_error[0]));
+  EXPECT_TRUE(std::isnan(blocks->map_rel_error[1]));
+  const CodecSpec s = codec_spec(Format::E4M3FN);
+  for (size_t cell = 2; cell < 4; ++cell) {
+    const int64_t c0 = cell == 2 ? 0 : 128;
+    double amax = 0, err = 0, sum = 0;
+    for (int64_t r = 128; r < 256; ++r)
+      for (int64_t c = c0; c < c0 + 128; ++c)
+        amax = std::max(amax, std::fabs(static_cast<double>(x[static_cast<size_t>(r * 256 + c)])));
+    const auto scale = static_cast<float>(448.0 / amax);
+    for (int64_t r = 128; r < 256; ++r) {
+      for (int64_t c = c0; c < c0 + 128; ++c) {
+        const float v = x[static_cast<size_t>(r * 256 + c)];
+        const float back = decode(encode(v * scale, s, Overflow::Saturate), s) * (1.0f / scale);
+        err += (static_cast<double>(v) - back) * (static_cast<double>(v) - back);
+        sum += static_cast<double>(v) * v;
+      }
+    }
+    EXPECT_NEAR(blocks->map_rel_error[cell], std::sqrt(err / sum), 1e-6) << cell;
+    EXPECT_GT(blocks->map_rel_error[cell], 0.0f);
+  }
+}
+
 TEST_F(Safetensors, TensorsReadInPlaceGiveTheFiguresOfTheirFp32Values) {
   // bf16 and fp32 are analysed where the file maps them; f16 through a conversion. All
   // must equal the analysis of the same values as an fp32 vector.

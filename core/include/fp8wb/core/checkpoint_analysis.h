@@ -22,7 +22,9 @@ struct RecipeResult {
   std::string name;  // recipe_name()
   double sqnr_db = 0, underflow_pct = 0, saturated_pct = 0;
   MapGrid map_grid;
-  std::vector<float> map_rel_error;  // per block (cell), when maps were asked for
+  // Per block (cell), when maps were asked for: sqrt(sq_err / sq_sum); NaN for a block
+  // without finite nonzero values (all zero, NaN or Inf), which has no relative error.
+  std::vector<float> map_rel_error;
 };
 
 struct TensorAnalysis {
