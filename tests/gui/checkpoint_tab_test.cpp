@@ -167,6 +167,16 @@ namespace {
 
 using fp8wb::test::f32_bytes;
 
+// The tab at 1300 x 800 on screen, `path` opened and analysed.
+bool shownWithFile(CheckpointTab& tab, const QString& path) {
+  tab.resize(1300, 800);
+  tab.show();
+  if (!QTest::qWaitForWindowExposed(&tab)) return false;
+  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
+  tab.openCheckpoint(path);
+  return loaded.wait(60000);
+}
+
 QString caption_text(const CheckpointTab& tab) {
   QString all;
   for (QLabel* l : tab.findChildren<QLabel*>()) all += l->text() + QLatin1Char('\n');
@@ -379,12 +389,7 @@ void CheckpointTabTest::orangeCellsAreExplained() {
   const QString path = dir_.filePath(QStringLiteral("legend.safetensors"));
   write_safetensors(path.toStdString(), {{"l.weight", StDtype::F32, {128, 128}, b}});
   CheckpointTab tab;
-  tab.resize(1300, 800);
-  tab.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&tab));
-  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
-  tab.openCheckpoint(path);
-  QVERIFY(loaded.wait(60000));
+  QVERIFY(shownWithFile(tab, path));
   QCoreApplication::processEvents();
   // A cell on the orange ground: the recipe chosen is its tensor's recommended one.
   auto* model = tab.proxy();
@@ -464,12 +469,7 @@ void CheckpointTabTest::blocksWithoutSignalAreGrey() {
   const QString path = dir_.filePath(QStringLiteral("grey.safetensors"));
   write_safetensors(path.toStdString(), {{"g.weight", StDtype::F32, {256, 256}, f32_bytes(w)}});
   CheckpointTab tab;
-  tab.resize(1300, 800);
-  tab.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&tab));
-  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
-  tab.openCheckpoint(path);
-  QVERIFY(loaded.wait(60000));
+  QVERIFY(shownWithFile(tab, path));
   tab.selectTensor(QStringLiteral("g.weight"));
   tab.selectRecipe(QStringLiteral("E4M3FN 128x128"));
   ExportablePlot* blocks = tab.plots()[2];
