@@ -164,7 +164,9 @@ int main(int argc, char** argv) {
   if (!o.checkpoint.isEmpty()) {
     if (const QString err = fp8wb::open_checkpoint(window, o); !err.isEmpty()) {
       std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
-      return 1;
+      // A screenshot of it cannot be taken; on screen the window opens on the Checkpoint
+      // tab with the error shown, as when the file is opened from the tab.
+      if (!o.screenshot.isEmpty()) return 1;
     }
     if (o.tab.isEmpty()) window.selectTab(QStringLiteral("Checkpoint"));
   }

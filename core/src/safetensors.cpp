@@ -334,7 +334,9 @@ void SafetensorsFile::parse(const uint8_t* head, size_t head_size, uint64_t size
   const uint64_t n = load<uint64_t>(head);
   // A safetensors file starts with its JSON header's length, then '{'; a file that
   // does not is some other file, and is named as such rather than by its odd numbers.
-  if (!(head_size > 8 && head[8] == '{') && (n > kMaxHeader || n > size - 8)) {
+  // A file of its 8-byte length alone (cut right after it) is a cut safetensors file.
+  const bool cut_after_length = size == 8 && n <= kMaxHeader;
+  if (!(head_size > 8 && head[8] == '{') && !cut_after_length && (n > kMaxHeader || n > size - 8)) {
     throw CheckpointError(label_ + " is not a safetensors file: its first 8 bytes do not " +
                           "give a header length (expected a little-endian length below 100 " +
                           "MB followed by '{')" + looks_like(head, head_size) +

@@ -17,6 +17,7 @@
 #include <QFileInfo>
 #include <QMenu>
 #include <QMimeData>
+#include <QProcess>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -100,6 +101,7 @@ class CheckpointGuardTest : public QObject {
   void theRunDatabaseIsRefusedByEveryPath();
   void aFailedOpenKeepsTheShownCheckpoint();
   void exportsNeverWriteOverTheRunDatabase();
+  void aCheckpointOptionThatFailsOpensTheWindowAnyway();
 
  private:
   QString file(const QString& name) const { return dir_.filePath(name); }
@@ -310,6 +312,45 @@ void CheckpointGuardTest::exportsNeverWriteOverTheRunDatabase() {
   QVERIFY(reader->run(1).has_value());
   // Elsewhere, exports are written.
   QVERIFY(w.runsTab()->exportCsv(1, file(QStringLiteral("run1.csv"))).startsWith("wrote"));
+}
+
+// `fp8-workbench --checkpoint FILE` with a file that cannot be read: the window opens on
+// the Checkpoint tab with the error (the program had ended at once, the error on stderr
+// alone); with --screenshot, the error ends the program.
+void CheckpointGuardTest::aCheckpointOptionThatFailsOpensTheWindowAnyway() {
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  const QString bad = dir.filePath(QStringLiteral("cut.safetensors"));
+  {
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("\x82\x02\0\0\0\0\0\0", 8);  // a header length, then nothing
+  }
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+  env.insert(QStringLiteral("DISPLAY"), QStringLiteral(":0"));  // "a display" for main()
+  env.insert(QStringLiteral("XDG_CONFIG_HOME"), dir.filePath(QStringLiteral("config")));
+  env.insert(QStringLiteral("XDG_DATA_HOME"), dir.filePath(QStringLiteral("data")));
+  const QStringList args{QStringLiteral("--db"), dir.filePath(QStringLiteral("runs.sqlite")),
+                         QStringLiteral("--checkpoint"), bad};
+  QProcess gui;
+  gui.setProcessEnvironment(env);
+  gui.start(QStringLiteral(FP8WB_GUI_BINARY), args);
+  QVERIFY(gui.waitForStarted());
+  const bool ended = gui.waitForFinished(8000);
+  const QByteArray said = gui.readAllStandardError();
+  QVERIFY2(!ended, said.constData());
+  QVERIFY2(said.contains(bad.toUtf8() + ": header length 642 runs past the end of the file"),
+           said.constData());
+  gui.kill();
+  gui.waitForFinished();
+  QProcess shot;
+  shot.setProcessEnvironment(env);
+  shot.start(QStringLiteral(FP8WB_GUI_BINARY),
+             args + QStringList{QStringLiteral("--screenshot"), dir.filePath("x.png")});
+  QVERIFY(shot.waitForFinished(60000));
+  QCOMPARE(shot.exitCode(), 1);
+  QVERIFY(!QFile::exists(dir.filePath("x.png")));
 }
 
 QTEST_MAIN(CheckpointGuardTest)

@@ -285,6 +285,8 @@ TEST(SafetensorsBadInput, EveryMalformedFileGivesAClearError) {
   const std::vector<Bad> cases = {
       {"truncated", {1, 2, 3}, "truncated"},
       {"header past the end", image(R"({})", 0, 1000), "past the end"},
+      {"cut right after the length", image("", 0, 642),
+       "header length 642 runs past the end of the file (8 bytes)"},
       {"huge header", image(R"({})", 0, uint64_t{1} << 40), "100 MB"},
       {"not a safetensors file at all",
        [] {
