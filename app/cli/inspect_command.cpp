@@ -211,8 +211,18 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
   std::vector<TensorAnalysis> all = analyze_checkpoint(*ckpt, ao);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // The bytes analysed: not those a truncated file cut off. A file cut short ends the
+  // command with status 1, after what could be read is shown.
   double bytes = 0;
-  for (const auto& r : ckpt->tensors()) bytes += static_cast<double>(r.entry->end - r.entry->begin);
+  int64_t cut_off = 0;
+  for (const auto& r : ckpt->tensors()) {
+    if (r.entry->cut_off) {
+      ++cut_off;
+    } else {
+      bytes += static_cast<double>(r.entry->end - r.entry->begin);
+    }
+  }
+  const int status = cut_off > 0 ? 1 : 0;
   // Worst first: the lowest best-E4M3... SQNR among the results shown.
   auto worst = [](const TensorAnalysis& a) {
     double best = -INFINITY;
@@ -251,9 +261,10 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
       // Why there is no SQNR (no finite signal), null when the recipes ran.
       t["not_quantized"] =
           a.not_quantized.empty() ? nlohmann::json() : nlohmann::json(a.not_quantized);
-      // Values that could not be read (not_quantized says why): no figure describes them.
+      // Values that could not be read (not_quantized says why), or none finite (empty, all
+      // NaN or Inf): no figure describes them.
       t["values_known"] = a.values_known;
-      if (!a.values_known) {
+      if (!a.has_figures()) {
         for (const char* k : {"min", "max", "mean", "std", "amax", "dynamic_range_bits"})
           t[k] = nullptr;
       }
@@ -268,7 +279,7 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
       j.push_back(t);
     }
     out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    return 0;
+    return status;
   }
   // Names as text a terminal shows as it is (control characters escaped: shown_text());
   // the JSON above holds them as they are.
@@ -306,10 +317,18 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
   if (with_nonfinite > 0)
     out << with_nonfinite << " of " << counted(static_cast<int64_t>(all.size()), "tensor")
         << (with_nonfinite == 1 ? " holds" : " hold") << " NaN or Inf values\n";
+  const auto unknown = std::count_if(all.begin(), all.end(),
+                                     [](const TensorAnalysis& a) { return !a.values_known; });
+  if (unknown > 0) {
+    out << unknown << " of " << counted(static_cast<int64_t>(all.size()), "tensor")
+        << (unknown == 1 ? " has" : " have") << " values that could not be read (said above)";
+    if (cut_off > 0) out << "; the file is truncated: " << counted(cut_off, "tensor") << " cut off";
+    out << "\n";
+  }
   size_t combos = 0;
   for (const auto& a : all) combos = std::max(combos, a.recipes.size());
   out << analysis_line(bytes, seconds, combos, on_gpu);
-  return 0;
+  return status;
 }
 
 }  // namespace fp8wb::cli

@@ -764,6 +764,40 @@ TEST(CliInspect, AWeightWhoseScalesCannotBeAppliedIsListedAndTheRestAnalysed) {
   std::filesystem::remove(path);
 }
 
+// A download cut short: what the file holds is analysed, the tensors cut off are listed
+// with the reason, a line sums them up, the bytes analysed leave them out, and the exit
+// status is 1. In JSON, a tensor without a finite value (all NaN) has null figures.
+TEST(CliInspect, AFileCutShortIsAnalysedAsFarAsItGoesAndEndsWithStatus1) {
+  const std::string path = temp_checkpoint("cut");
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  fp8wb::write_safetensors(
+      path,
+      {{"a.weight", fp8wb::StDtype::F32, {2, 2}, f32_bytes({1, -2, 3, 0.5f})},
+       {"n.weight", fp8wb::StDtype::F32, {2}, f32_bytes({nan, nan})},
+       {"z.weight", fp8wb::StDtype::F32, {64, 64}, f32_bytes(std::vector<float>(64 * 64, 0.25f))}});
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 100);
+  auto r = run({"inspect", path, "--device", "cpu"});
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_NE(r.out.find("recommended: E4M3"), std::string::npos) << r.out;  // a.weight's
+  EXPECT_NE(r.out.find("tensor 'z.weight': its bytes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 of 3 tensors has values that could not be read (said above); the "
+                       "file is truncated: 1 tensor cut off\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("analysed 24 bytes of tensors"), std::string::npos) << r.out;
+  r = run({"inspect", path, "--json", "--device", "cpu"});
+  EXPECT_EQ(r.rc, 1) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 3u);
+  for (const auto& t : j) {
+    SCOPED_TRACE(t["name"].get<std::string>());
+    EXPECT_EQ(t["values_known"].get<bool>(), t["name"] != "z.weight");
+    EXPECT_EQ(t["amax"].is_null(), t["name"] != "a.weight") << t.dump();
+    EXPECT_EQ(t["max"].is_null(), t["name"] != "a.weight") << t.dump();
+  }
+  std::filesystem::remove(path);
+}
+
 namespace {
 
 // A small file's summary says its size and time in units that show them, and no rate

@@ -368,6 +368,8 @@ void CheckpointTab::finishLoad(const QString& path, std::vector<TensorAnalysis> 
                                bool cancelled) {
   showBusy(false);
   const int n = static_cast<int>(result.size());
+  const auto unknown = std::count_if(result.begin(), result.end(),
+                                     [](const TensorAnalysis& a) { return !a.values_known; });
   path_ = path;
   // No figures of the tensors being replaced (shown_ points into them): where no row is
   // chosen below (none passes the filter), none stay on show.
@@ -380,9 +382,15 @@ void CheckpointTab::finishLoad(const QString& path, std::vector<TensorAnalysis> 
   const QString where = analysis_gpu_available() ? tr("on the GPU") : tr("on the CPU");
   const QString took = QString::number(static_cast<double>(elapsed_.elapsed()) / 1000.0, 'f', 1);
   const QString count = n == 1 ? tr("1 tensor") : tr("%1 tensors").arg(n);
-  status_->setText(
+  QString status =
       cancelled ? tr("%1: cancelled after %2").arg(path, count)
-                : tr("%1: %2 analysed in %3 s %4, worst SQNR first").arg(path, count, took, where));
+                : tr("%1: %2 analysed in %3 s %4, worst SQNR first").arg(path, count, took, where);
+  // Tensors whose values could not be read (a file cut short, say): counted where it is
+  // seen first, not only in each one's long reason.
+  if (unknown > 0)
+    status += tr("; %n with values that could not be read (see their rows)", "",
+                 static_cast<int>(unknown));
+  status_->setText(status);
   if (cancelled) Q_EMIT notice(status_->text());
   if (proxy_->rowCount() > 0) table_->selectRow(0);
   Q_EMIT checkpointLoaded(path, n);
