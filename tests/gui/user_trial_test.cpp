@@ -7,6 +7,7 @@
 #include <QPlainTextEdit>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cmath>
@@ -67,6 +68,7 @@ class UserTrialTest : public QObject {
   void longValueIsElided();
   void tensorNamesCannotReorderText();
   void exactSqnrIsInf();
+  void longNamesKeepTheTabsSize();
 
  private:
   QTemporaryDir dir_;
@@ -211,6 +213,45 @@ void UserTrialTest::exactSqnrIsInf() {
            QStringLiteral("inf"));
   QCOMPARE(tab.proxy()->index(0, CheckpointModel::TensorwiseSqnr).data().toString(),
            QStringLiteral("inf"));
+}
+
+// A name of 339 characters without a space: the tab keeps its size (the caption had
+// widened the window past the screen), the name's column stays narrow enough for the
+// others to be seen, and the caption cuts the name in the middle, its tooltip whole.
+void UserTrialTest::longNamesKeepTheTabsSize() {
+  std::string name = "model.layers";
+  for (int i = 0; i < 40; ++i) name += ".block" + std::to_string(i);
+  name += ".attention.weight";
+  std::vector<float> w(64 * 64);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(i % 97);
+  std::vector<uint8_t> bytes(w.size() * 4);
+  std::memcpy(bytes.data(), w.data(), bytes.size());
+  const QString path = dir_.filePath(QStringLiteral("long.safetensors"));
+  write_safetensors(path.toStdString(), {{name, StDtype::F32, {64, 64}, bytes}});
+  CheckpointTab tab;
+  tab.resize(1200, 800);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
+  tab.openCheckpoint(path);
+  QVERIFY(loaded.wait(60000));
+  tab.selectTensor(QString::fromStdString(name));
+  QCoreApplication::processEvents();
+  QVERIFY2(tab.minimumSizeHint().width() < 1200,
+           qPrintable(QString::number(tab.minimumSizeHint().width())));
+  QCOMPARE(tab.width(), 1200);
+  auto* table = tab.findChild<QTableView*>(QStringLiteral("checkpointTable"));
+  QVERIFY(table);
+  QVERIFY2(table->columnWidth(CheckpointModel::Name) <= 420,
+           qPrintable(QString::number(table->columnWidth(CheckpointModel::Name))));
+  bool cut = false;
+  for (QLabel* l : tab.findChildren<QLabel*>()) {
+    if (!l->text().contains(QStringLiteral("model.layers.block0"))) continue;
+    QVERIFY2(!l->text().contains(QString::fromStdString(name)), qPrintable(l->text()));
+    cut = cut || (l->text().contains(QChar(0x2026)) &&
+                  l->toolTip().startsWith(QString::fromStdString(name) + QStringLiteral("\n\n")));
+  }
+  QVERIFY(cut);
 }
 
 QTEST_MAIN(UserTrialTest)

@@ -167,22 +167,22 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
     none->setColor(palette().color(QPalette::Disabled, QPalette::WindowText));
   }
   const QString file = QFileInfo(path_).fileName();
-  hist_->setExportTitle(tr("log2 histogram of %1 (%2)").arg(shown_name(t->name), file));
-  chart_->setExportTitle(
-      tr("SQNR of every recipe x format: %1 (%2)").arg(shown_name(t->name), file));
+  const QString name = short_name(t->name);
+  hist_->setExportTitle(tr("log2 histogram of %1 (%2)").arg(name, file));
+  chart_->setExportTitle(tr("SQNR of every recipe x format: %1 (%2)").arg(name, file));
   blocks_->setExportTitle(
-      tr("Block errors of %1: %2 (%3)").arg(recipe_->currentText(), shown_name(t->name), file));
+      tr("Block errors of %1: %2 (%3)").arg(recipe_->currentText(), name, file));
   const RecipeResult* best = nullptr;
   best_sqnr(*t, &best);
   // No figures where no value is known and finite (an amax of 0 would be made up).
-  QString caption =
-      t->has_figures() ? tr("<b>%1</b> %2: amax %3, mean %4, std %5, dynamic range %6 bits.")
-                             .arg(shown_name(t->name).toHtmlEscaped(), qs(t->dtype))
-                             .arg(t->amax, 0, 'g', 5)
-                             .arg(t->mean, 0, 'g', 4)
-                             .arg(t->std, 0, 'g', 4)
-                             .arg(t->dynamic_range_bits, 0, 'f', 1)
-                       : tr("<b>%1</b> %2.").arg(shown_name(t->name).toHtmlEscaped(), qs(t->dtype));
+  QString caption = t->has_figures()
+                        ? tr("<b>%1</b> %2: amax %3, mean %4, std %5, dynamic range %6 bits.")
+                              .arg(name.toHtmlEscaped(), qs(t->dtype))
+                              .arg(t->amax, 0, 'g', 5)
+                              .arg(t->mean, 0, 'g', 4)
+                              .arg(t->std, 0, 'g', 4)
+                              .arg(t->dynamic_range_bits, 0, 'f', 1)
+                        : tr("<b>%1</b> %2.").arg(name.toHtmlEscaped(), qs(t->dtype));
   if (t->nan_count + t->inf_count > 0) {
     caption += tr(" <span style='color:#d62728'><b>%1 NaN, %2 Inf</b></span> (left out of "
                   "every figure).")
@@ -213,7 +213,9 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
                         qs(t->reason).toHtmlEscaped(), format_name(recommend_format()));
   }
   caption_->setText(caption);
+  // The whole name first where the caption shows it cut.
   caption_->setToolTip(
+      (name != shown_name(t->name) ? shown_name(t->name) + QStringLiteral("\n\n") : QString()) +
       tr("Highest SQNR: %1.\nRecommended: %2.").arg(tr(kBestCriterion), recommended_criterion()));
   for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
 }

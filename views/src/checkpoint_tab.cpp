@@ -57,6 +57,7 @@ CheckpointTab::CheckpointTab(QWidget* parent)
       pages_(new QStackedWidget(this)) {
   setAcceptDrops(true);
   table_->setObjectName(QStringLiteral("checkpointTable"));
+  table_->setTextElideMode(Qt::ElideMiddle);  // a long name or reason: both ends seen
   chart_->setObjectName(QStringLiteral("checkpointSqnrChart"));
   hist_->setObjectName(QStringLiteral("checkpointHistogram"));
   blocks_->setObjectName(QStringLiteral("checkpointBlockMap"));
@@ -378,6 +379,11 @@ void CheckpointTab::finishLoad(const QString& path, std::vector<TensorAnalysis> 
   pages_->setCurrentIndex(n > 0 ? 1 : 0);
   table_->sortByColumn(CheckpointModel::BestSqnr, Qt::AscendingOrder);  // worst first
   table_->resizeColumnsToContents();
+  // No column wider than kMaxColumn (a name of hundreds of characters, a long reason): the
+  // others stay in view; the cell is cut in the middle, its tooltip whole.
+  constexpr int kMaxColumn = 420;
+  for (int c = 0; c < model_->columnCount(); ++c)
+    table_->setColumnWidth(c, std::min(table_->columnWidth(c), kMaxColumn));
   remember(path);
   const QString where = analysis_gpu_available() ? tr("on the GPU") : tr("on the CPU");
   const QString took = QString::number(static_cast<double>(elapsed_.elapsed()) / 1000.0, 'f', 1);

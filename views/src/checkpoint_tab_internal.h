@@ -50,6 +50,16 @@ inline QString shown_name(const std::string& s) {
   return out;
 }
 
+// shown_name() cut in the middle to at most `max` characters ("layer.0.very…weight"): a
+// name of hundreds of characters without a space would widen a caption, and the window
+// with it, past the screen.
+inline QString short_name(const std::string& s, int max = 80) {
+  const QString name = shown_name(s);
+  if (name.size() <= max) return name;
+  const int keep = (max - 1) / 2;
+  return name.left(keep) + QChar(0x2026) + name.right(max - 1 - keep);
+}
+
 inline double best_sqnr(const TensorAnalysis& a, const RecipeResult** which = nullptr) {
   double best = -INFINITY;
   for (const auto& r : a.recipes) {
