@@ -41,6 +41,7 @@ class CheckpointTabTest : public QObject {
   void orangeCellsAreExplained();
   void anotherFileLeavesNoFiguresOfTheFirst();
   void blocksWithoutSignalAreGrey();
+  void aFilterThatMatchesNothingShowsNoFigures();
 
  private:
   QTemporaryDir dir_;
@@ -504,6 +505,36 @@ void CheckpointTabTest::blocksWithoutSignalAreGrey() {
   QVERIFY2(std::isfinite(range.lower) && std::isfinite(range.upper) && range.lower > 0 &&
                range.upper < 1,
            qPrintable(QStringLiteral("%1 %2").arg(range.lower).arg(range.upper)));
+}
+
+// A filter that no tensor's name passes: no figures of the tensor filtered out, no axes
+// of its ranges, and the caption says why; cleared, the first tensor is shown again.
+void CheckpointTabTest::aFilterThatMatchesNothingShowsNoFigures() {
+  std::vector<float> w(64 * 64);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.02f * std::sin(0.1f * static_cast<float>(i));
+  const QString path = dir_.filePath(QStringLiteral("filter.safetensors"));
+  write_safetensors(path.toStdString(), {{"a.weight", StDtype::F32, {64, 64}, f32_bytes(w)},
+                                         {"b.weight", StDtype::F32, {64, 64}, f32_bytes(w)}});
+  CheckpointTab tab;
+  QVERIFY(shownWithFile(tab, path));
+  QVERIFY(caption_text(tab).contains(QStringLiteral("amax")));
+  auto* filter = tab.findChild<QLineEdit*>(QStringLiteral("checkpointFilter"));
+  QVERIFY(filter);
+  QTest::keyClicks(filter, QStringLiteral("zzz"));
+  QCOMPARE(tab.proxy()->rowCount(), 0);
+  QVERIFY2(caption_text(tab).contains(QStringLiteral("No tensor's name contains “zzz”")),
+           qPrintable(caption_text(tab)));
+  QVERIFY(!caption_text(tab).contains(QStringLiteral("amax")));
+  for (ExportablePlot* p : tab.plots()) {
+    QVERIFY(!p->xAxis->visible());
+    for (int i = 0; i < p->plottableCount(); ++i) {
+      if (auto* one_d = p->plottable(i)->interface1D()) QCOMPARE(one_d->dataCount(), 0);
+    }
+  }
+  filter->clear();
+  QCOMPARE(tab.proxy()->rowCount(), 2);
+  QTRY_VERIFY(caption_text(tab).contains(QStringLiteral("amax")));
+  QVERIFY(tab.plots()[0]->xAxis->visible());
 }
 
 QTEST_MAIN(CheckpointTabTest)

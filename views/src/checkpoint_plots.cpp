@@ -69,6 +69,12 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
     block_map_->data()->clear();
     blocks_->clearItems();
     caption_->clear();
+    // No axes of another tensor's ranges (the next tensor shown sets each plot's own).
+    for (ExportablePlot* p : plots()) {
+      for (QCPAxis* a : {p->xAxis, p->yAxis}) a->setVisible(false);
+    }
+    block_scale_->setVisible(false);
+    chart_->legend->setVisible(false);
     for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
     return;
   }

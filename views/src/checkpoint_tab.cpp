@@ -82,7 +82,16 @@ CheckpointTab::CheckpointTab(QWidget* parent)
   proxy_->setSortRole(Qt::UserRole);
   proxy_->setFilterKeyColumn(CheckpointModel::Name);
   proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
-  connect(filter_, &QLineEdit::textChanged, proxy_, &QSortFilterProxyModel::setFilterFixedString);
+  connect(filter_, &QLineEdit::textChanged, this, [this](const QString& text) {
+    proxy_->setFilterFixedString(text);
+    // No tensor passes: no figures of one that is filtered out, and it is said why.
+    if (proxy_->rowCount() == 0 && model_->rowCount() > 0) {
+      showTensor(nullptr);
+      caption_->setText(tr("No tensor's name contains “%1”.").arg(text.toHtmlEscaped()));
+    } else if (!shown_ && proxy_->rowCount() > 0) {
+      table_->selectRow(0);
+    }
+  });
   table_->setModel(proxy_);
   table_->setSortingEnabled(true);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
