@@ -57,6 +57,16 @@ void type_lines(QPlainTextEdit* edit, const QStringList& lines) {
   }
 }
 
+// The tab at 1200 x 800 on screen, `path` opened and analysed.
+bool shownWithFile(CheckpointTab& tab, const QString& path) {
+  tab.resize(1200, 800);
+  tab.show();
+  if (!QTest::qWaitForWindowExposed(&tab)) return false;
+  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
+  tab.openCheckpoint(path);
+  return loaded.wait(60000);
+}
+
 }  // namespace
 
 class UserTrialTest : public QObject {
@@ -169,12 +179,7 @@ void UserTrialTest::tensorNamesCannotReorderText() {
   write_safetensors(path.toStdString(),
                     {{name, StDtype::F32, {64, 64}, bytes}, {"", StDtype::F32, {64, 64}, bytes}});
   CheckpointTab tab;
-  tab.resize(1200, 800);
-  tab.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&tab));
-  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
-  tab.openCheckpoint(path);
-  QVERIFY(loaded.wait(60000));
+  QVERIFY(shownWithFile(tab, path));
   tab.selectTensor(QString::fromStdString(name));
   const QChar rlo(0x202E);
   QCOMPARE(tab.proxy()->rowCount(), 2);
@@ -229,12 +234,7 @@ void UserTrialTest::longNamesKeepTheTabsSize() {
   const QString path = dir_.filePath(QStringLiteral("long.safetensors"));
   write_safetensors(path.toStdString(), {{name, StDtype::F32, {64, 64}, bytes}});
   CheckpointTab tab;
-  tab.resize(1200, 800);
-  tab.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&tab));
-  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
-  tab.openCheckpoint(path);
-  QVERIFY(loaded.wait(60000));
+  QVERIFY(shownWithFile(tab, path));
   tab.selectTensor(QString::fromStdString(name));
   QCoreApplication::processEvents();
   QVERIFY2(tab.minimumSizeHint().width() < 1200,
