@@ -422,6 +422,7 @@ std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
     const TensorEntry& e = *pending[i]->entry;
     const std::string dtype(st_dtype_name(e.dtype));
     try {
+      pending[i]->file->require_present(e);  // before a buffer of its claimed size
       if (e.dtype == StDtype::F32 || e.dtype == StDtype::BF16) {
         const size_t words = static_cast<size_t>((e.end - e.begin + 3) / 4);
         if (words > buffer_words) {

@@ -284,16 +284,21 @@ SafetensorsFile::~SafetensorsFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+void SafetensorsFile::require_present(const TensorEntry& t) const {
+  if (!t.cut_off) return;
+  // Offsets in the data section (from the header, up to 2^64 - 1: no sum with its start).
+  throw TensorValueError(label_ + ": tensor '" + t.name + "': its bytes [" +
+                         std::to_string(t.begin) + ", " + std::to_string(t.end) +
+                         ") of the data section, which starts at byte " +
+                         std::to_string(data_offset_) + ", run past the end of the file (" +
+                         std::to_string(size_) + " bytes): the file is truncated");
+}
+
 void SafetensorsFile::read(const TensorEntry& t, void* out) const {
+  require_present(t);
   const uint64_t n = t.end - t.begin;  // parse(): end >= begin, end inside the file at open
   if (n == 0) return;
   const uint64_t from = data_offset_ + t.begin;
-  if (t.cut_off) {
-    throw TensorValueError(label_ + ": tensor '" + t.name + "': its bytes [" +
-                           std::to_string(from) + ", " + std::to_string(from + n) +
-                           ") run past the end of the file (" + std::to_string(size_) +
-                           " bytes): the file is truncated");
-  }
   if (image_) {
     std::memcpy(out, image_ + from, static_cast<size_t>(n));
     return;
@@ -322,6 +327,7 @@ void SafetensorsFile::read(const TensorEntry& t, void* out) const {
 }
 
 std::vector<uint8_t> SafetensorsFile::bytes(const TensorEntry& t) const {
+  require_present(t);
   std::vector<uint8_t> out(static_cast<size_t>(t.end - t.begin));
   read(t, out.data());
   return out;
@@ -576,6 +582,7 @@ std::string unfit_scale_inv(const Checkpoint::Ref& r, const Checkpoint::Ref* sc)
 
 std::vector<float> Checkpoint::to_float(const Ref& r) const {
   const TensorEntry& t = *r.entry;
+  r.file->require_present(t);
   const auto n = static_cast<size_t>(t.numel());
   std::vector<float> out(n);
   if (n == 0) return out;

@@ -124,6 +124,46 @@ TEST_F(CheckpointReading, AFileCutShortListsEveryTensorAndAnalysesThoseItHolds) 
   }
 }
 
+// A header may claim a cut-off tensor of any size (here 2^42 bytes of F32 in a file of a
+// few hundred): it is listed as cut off, and no buffer of that size is ever asked for
+// (the analysis would end with std::bad_alloc, or take the machine's memory).
+TEST_F(CheckpointReading, ACutOffTensorOfAnySizeIsNeverAllocated) {
+  std::vector<uint8_t> img = safetensors_image({{"t", StDtype::U8, {1}, {0}}});
+  const std::string h =
+      R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+      R"("huge":{"dtype":"F32","shape":[1099511627776],"data_offsets":[8,4398046511112]},)"
+      R"("far":{"dtype":"BF16","shape":[1099511627776],"data_offsets":[4398046511112,)"
+      R"(6597069766664]},"f16":{"dtype":"F16","shape":[1099511627776],)"
+      R"("data_offsets":[6597069766664,8796093022216]}})";
+  img.assign(8 + h.size() + 8, 0);
+  const uint64_t n = h.size();
+  std::memcpy(img.data(), &n, 8);
+  std::memcpy(img.data() + 8, h.data(), h.size());
+  const float one = 1.0f;
+  std::memcpy(img.data() + 8 + h.size(), &one, 4);
+  const auto ckpt = Checkpoint::from_image(img, "claims");
+  ASSERT_EQ(ckpt->tensors().size(), 4u);
+  AnalysisOptions o;
+  o.device = AnalysisDevice::Cpu;
+  const auto all = analyze_checkpoint(*ckpt, o);
+  ASSERT_EQ(all.size(), 4u);
+  for (const TensorAnalysis& t : all) {
+    SCOPED_TRACE(t.name);
+    EXPECT_EQ(t.values_known, t.name == "a");
+    if (t.name == "huge") {
+      EXPECT_NE(t.not_quantized.find("its bytes [8, 4398046511112) of the data section, which "
+                                     "starts at byte " +
+                                     std::to_string(8 + h.size()) + ", run past the end"),
+                std::string::npos)
+          << t.not_quantized;
+    }
+  }
+  for (const char* name : {"huge", "far", "f16"}) {
+    EXPECT_THROW(ckpt->to_float(*ckpt->find(name)), TensorValueError) << name;
+    EXPECT_THROW(ckpt->find(name)->file->bytes(*ckpt->find(name)->entry), TensorValueError);
+  }
+}
+
 // F8_E8M0 (the scales of MX checkpoints: 2^(byte - 127), 0xFF NaN) and the unsigned
 // integers are read as their values, integers described with the reason they are not
 // quantized; F64 values beyond fp32 are warned of; a dtype the workbench does not read is

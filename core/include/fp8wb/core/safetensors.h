@@ -83,9 +83,14 @@ class SafetensorsFile {
   const TensorEntry* find(const std::string& name) const;
   // The tensor's raw bytes (little-endian, as stored): t.end - t.begin bytes into `out`.
   // Thread-safe. A file that has shrunk since it was opened, or a read that ends early,
-  // throws CheckpointError naming the file and the tensor.
+  // throws CheckpointError naming the file and the tensor; a tensor cut off by the file's
+  // end (cut_off), a TensorValueError (require_present()).
   void read(const TensorEntry& t, void* out) const;
   std::vector<uint8_t> bytes(const TensorEntry& t) const;
+  // Throws the TensorValueError of a tensor the file does not hold to its end. Called
+  // before any buffer for its bytes or values is allocated: a header may claim a cut-off
+  // tensor of any size up to 2^62 bytes.
+  void require_present(const TensorEntry& t) const;
 
  private:
   void parse(const uint8_t* head, size_t head_size, uint64_t file_size);
