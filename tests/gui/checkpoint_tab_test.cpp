@@ -16,6 +16,7 @@
 #include <limits>
 #include <map>
 
+#include "checkpoint_tab_shown.h"
 #include "fp8wb/core/safetensors.h"
 #include "fp8wb/views/checkpoint_tab.h"
 #include "fp8wb/views/exportable_plot.h"
@@ -167,16 +168,6 @@ void CheckpointTabTest::singleColumnBlockMapsAreDrawn() {
 namespace {
 
 using fp8wb::test::f32_bytes;
-
-// The tab at 1300 x 800 on screen, `path` opened and analysed.
-bool shownWithFile(CheckpointTab& tab, const QString& path) {
-  tab.resize(1300, 800);
-  tab.show();
-  if (!QTest::qWaitForWindowExposed(&tab)) return false;
-  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
-  tab.openCheckpoint(path);
-  return loaded.wait(60000);
-}
 
 QString caption_text(const CheckpointTab& tab) {
   QString all;
@@ -394,7 +385,7 @@ void CheckpointTabTest::orangeCellsAreExplained() {
   const QString path = dir_.filePath(QStringLiteral("legend.safetensors"));
   write_safetensors(path.toStdString(), {{"l.weight", StDtype::F32, {128, 128}, b}});
   CheckpointTab tab;
-  QVERIFY(shownWithFile(tab, path));
+  QVERIFY(test::shown_with_file(tab, path, 1300, 800));
   QCoreApplication::processEvents();
   // A cell on the orange ground: the recipe chosen is its tensor's recommended one.
   auto* model = tab.proxy();
@@ -474,7 +465,7 @@ void CheckpointTabTest::blocksWithoutSignalAreGrey() {
   const QString path = dir_.filePath(QStringLiteral("grey.safetensors"));
   write_safetensors(path.toStdString(), {{"g.weight", StDtype::F32, {256, 256}, f32_bytes(w)}});
   CheckpointTab tab;
-  QVERIFY(shownWithFile(tab, path));
+  QVERIFY(test::shown_with_file(tab, path, 1300, 800));
   tab.selectTensor(QStringLiteral("g.weight"));
   tab.selectRecipe(QStringLiteral("E4M3FN 128x128"));
   ExportablePlot* blocks = tab.plots()[2];
@@ -516,7 +507,7 @@ void CheckpointTabTest::aFilterThatMatchesNothingShowsNoFigures() {
   write_safetensors(path.toStdString(), {{"a.weight", StDtype::F32, {64, 64}, f32_bytes(w)},
                                          {"b.weight", StDtype::F32, {64, 64}, f32_bytes(w)}});
   CheckpointTab tab;
-  QVERIFY(shownWithFile(tab, path));
+  QVERIFY(test::shown_with_file(tab, path, 1300, 800));
   QVERIFY(caption_text(tab).contains(QStringLiteral("amax")));
   auto* filter = tab.findChild<QLineEdit*>(QStringLiteral("checkpointFilter"));
   QVERIFY(filter);

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "checkpoint_tab_shown.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/safetensors.h"
 #include "fp8wb/views/checkpoint_tab.h"
@@ -55,16 +56,6 @@ void type_lines(QPlainTextEdit* edit, const QStringList& lines) {
     if (i > 0) QTest::keyClick(edit, Qt::Key_Return);
     QTest::keyClicks(edit, lines[i]);
   }
-}
-
-// The tab at 1200 x 800 on screen, `path` opened and analysed.
-bool shownWithFile(CheckpointTab& tab, const QString& path) {
-  tab.resize(1200, 800);
-  tab.show();
-  if (!QTest::qWaitForWindowExposed(&tab)) return false;
-  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
-  tab.openCheckpoint(path);
-  return loaded.wait(60000);
 }
 
 }  // namespace
@@ -179,7 +170,7 @@ void UserTrialTest::tensorNamesCannotReorderText() {
   write_safetensors(path.toStdString(),
                     {{name, StDtype::F32, {64, 64}, bytes}, {"", StDtype::F32, {64, 64}, bytes}});
   CheckpointTab tab;
-  QVERIFY(shownWithFile(tab, path));
+  QVERIFY(test::shown_with_file(tab, path, 1200, 800));
   tab.selectTensor(QString::fromStdString(name));
   const QChar rlo(0x202E);
   QCOMPARE(tab.proxy()->rowCount(), 2);
@@ -234,7 +225,7 @@ void UserTrialTest::longNamesKeepTheTabsSize() {
   const QString path = dir_.filePath(QStringLiteral("long.safetensors"));
   write_safetensors(path.toStdString(), {{name, StDtype::F32, {64, 64}, bytes}});
   CheckpointTab tab;
-  QVERIFY(shownWithFile(tab, path));
+  QVERIFY(test::shown_with_file(tab, path, 1200, 800));
   tab.selectTensor(QString::fromStdString(name));
   QCoreApplication::processEvents();
   QVERIFY2(tab.minimumSizeHint().width() < 1200,
