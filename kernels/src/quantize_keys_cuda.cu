@@ -5,8 +5,10 @@
 // amax depend on its magnitude alone, and a bf16 magnitude has 15 bits: a block counts
 // how often each of the 32768 magnitudes occurs (one shared-memory add an element, in a
 // 128 KB table), and derives the counters, the bins and the amax from that table once, at
-// its end, by quantizing each magnitude that occurred once (quantize_element(), the
-// software codec, which the hardware conversion equals bit for bit). The squares' sums
+// its end. None of these facts decreases with the magnitude, so the end finds, with the
+// software codec (quantize_element(), which the hardware conversion equals bit for bit),
+// the three magnitudes from which a code is nonzero, normal and saturated, and counts each
+// magnitude against them; its bin comes from its scaled value. The squares' sums
 // and the error map are summed element by element, as the tile statistics kernel does;
 // codes and transposed codes are stored in its layout.
 //
@@ -32,8 +34,34 @@ constexpr int kKeyThreads = kGroups * kThreads;
 constexpr int kKeyWarps = kKeyThreads / kWarpSize;
 constexpr int kKeys = 1 << 15;  // bf16 magnitudes
 constexpr size_t kKeyTableBytes = size_t{kKeys} * sizeof(uint32_t);
-// The end's loop over the magnitudes runs whole warps at every step (gpu::match_any()).
-static_assert(kKeys % kWarpSize == 0 && kKeyThreads % kWarpSize == 0);
+// The end's loop over the magnitudes, four a lane, runs whole warps at every step
+// (gpu::match_any()).
+static_assert((kKeys / 4) % kWarpSize == 0 && kKeyThreads % kWarpSize == 0);
+
+// Magnitudes from kFiniteKeys on are Inf and NaN.
+constexpr uint32_t kFiniteKeys = 0x7F80;
+
+// The first magnitude k in [lo, hi) that has a fact, or hi where none has it; the fact
+// (`has`) holds from some magnitude on. The warp's lanes try kWarpSize magnitudes at once:
+// three rounds for 2^15 of them on 32 lanes. Every lane gets the answer.
+template <class Has>
+__device__ uint32_t first_with(uint32_t lo, uint32_t hi, Has&& has) {
+  const auto lane = static_cast<uint32_t>(gpu::lane_id());
+  while (lo < hi) {
+    const uint32_t step = (hi - lo + kWarpSize - 1) / kWarpSize;
+    const uint32_t k = lo + step * lane;
+    const gpu::LaneMask found = gpu::ballot(k < hi && has(k));
+    if (found == 0) {  // none of the magnitudes tried below hi: past the last
+      lo += step * min(static_cast<uint32_t>(kWarpSize - 1), (hi - 1 - lo) / step) + 1;
+    } else {
+      const auto j = static_cast<uint32_t>(gpu::lowest_lane(found));
+      if (j == 0) return lo;
+      hi = lo + step * j;
+      lo += step * (j - 1) + 1;
+    }
+  }
+  return lo;
+}
 
 // The 8-byte words a fresh pass zeroes before it adds to them (stats, then the map), or
 // none where the caller zeroed them.
@@ -107,6 +135,8 @@ __global__ void __launch_bounds__(kKeyThreads, 1)
                      uint8_t* __restrict__ codes_t, StatsBuffer* stats, double* map,
                      bool tile_cells, ZeroFirst zero) {
   constexpr CodecSpec s = codec_spec(F);
+  // The end's subnormal codes are those whose magnitude lies below the first normal one.
+  static_assert(s.bits == 8 && s.mbits != 0 && s.nan != NanRule::AllOnes);
   extern __shared__ uint32_t keys[];  // kKeys counters
   __shared__ float lut[256];
   __shared__ unsigned long long hist[kHistBins];
@@ -241,50 +271,109 @@ __global__ void __launch_bounds__(kKeyThreads, 1)
     }
   }
   if constexpr (!kTrans) add_previous_to_map();
+  // The magnitudes from which an element has a nonzero code, a normal code and a saturated
+  // one, found by three warps that have ended their walk (the last group's, which takes
+  // fewer tiles where the walk ends unevenly); and the facts of a zero element.
+  __shared__ uint32_t bounds[3];
+  __shared__ bool zero_subnormal, zero_saturated;
+  if (const int from_last = kKeyWarps - 1 - gpu::warp_id(); from_last < 3) {
+    const auto element = [&](uint32_t k) {
+      return quantize_element(__uint_as_float(k << 16), sc, si, s, Overflow::Saturate,
+                              [&](uint8_t c) { return lut[c]; });
+    };
+    uint32_t b;
+    if (from_last == 0) {
+      b = first_with(1, kFiniteKeys, [&](uint32_t k) { return (element(k).code & 0x7Fu) != 0; });
+    } else if (from_last == 1) {
+      b = first_with(1, kFiniteKeys,
+                     [&](uint32_t k) { return ((element(k).code & 0x7Fu) >> s.mbits) != 0; });
+      if (gpu::lane_id() == 0) {
+        const QuantizedElement z = element(0);
+        zero_subnormal = is_subnormal_code(z.code, s);
+        zero_saturated = z.saturated;
+      }
+    } else {
+      b = first_with(1, kFiniteKeys, [&](uint32_t k) { return element(k).saturated; });
+    }
+    if (gpu::lane_id() == 0) bounds[from_last] = b;
+  }
   __syncthreads();
-  // The counters, bins and amax of every magnitude that occurred, as count_element()
-  // counts an element (a zero input in the zero bin, whatever its scaled value). The
-  // threads take the magnitudes in turn (thread t: t, t + kKeyThreads, ...), so that the
-  // few thousand that occur in a typical tensor are shared by all the block's warps, not
-  // left to the two or three whose range holds them; a warp's 32 consecutive magnitudes
-  // fall in a few bins, each added to the block's histogram once (match_any(), the
-  // counts summed over its lanes).
-  unsigned long long n = 0, zeros = 0, nonfinite = 0, underflow = 0, subnormal = 0, saturated = 0;
+  // The zero magnitude's count, taken out of the table for the loop below.
+  uint32_t n = 0, zeros = 0, nonfinite = 0, underflow = 0, subnormal = 0, saturated = 0;
+  if (threadIdx.x == 0) {
+    zeros = n = keys[0];
+    keys[0] = 0;
+    if (zeros) {
+      hist[kHistZeroBin] += zeros;
+      if (zero_subnormal) subnormal = zeros;
+      if (zero_saturated) saturated = zeros;
+    }
+  }
+  const uint32_t nonzero_code = bounds[0], normal_code = bounds[1], saturates = bounds[2];
+  __syncthreads();
+  // The counters, bins and amax of every nonzero magnitude that occurred, as
+  // count_element() counts an element. Under one scale, x * scale, and with it the code's
+  // magnitude, its saturation and the bin, never decrease with |x| (the scale a NaN: every
+  // nonzero x alike): the counters come from the bounds above, the bin from the scaled
+  // magnitude. Each thread takes four magnitudes at a time (one 16-byte load), the threads
+  // in turn (thread t: quad t, t + kKeyThreads, ...), so that the few thousand magnitudes
+  // that occur in a typical tensor are shared by all the block's warps; every load is
+  // issued before the first is used. A warp's 128 consecutive magnitudes mostly fall in
+  // one bin, added to the block's histogram once (in two or more bins: once a bin, by
+  // match_any(); a lane whose four span two bins adds each itself). The counts fit in 32
+  // bits: a block takes fewer than 2^32 elements (tile_keys_ok()).
   uint32_t amax = 0;
-  for (int k = threadIdx.x; k < kKeys; k += kKeyThreads) {
-    const uint32_t count = keys[k];
-    // Most runs of 32 magnitudes never occur (a normal tensor holds a few thousand of the
-    // 32768): their warp goes on at once, without the match, the sum and the add.
-    if (gpu::ballot(count != 0) == 0) continue;
-    int bin = -1;
-    if (count != 0) {
-      const float x = __uint_as_float(static_cast<uint32_t>(k) << 16);
-      const QuantizedElement qe =
-          quantize_element(x, sc, si, s, Overflow::Saturate, [&](uint8_t c) { return lut[c]; });
-      n += count;
-      bin = kHistNonfiniteBin;
-      if (!qe.finite) {
+  constexpr int kQuads = kKeys / 4;
+  constexpr int kPerThread = (kQuads + kKeyThreads - 1) / kKeyThreads;
+  uint4 quads[kPerThread];
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const uint32_t u = threadIdx.x + i * kKeyThreads;
+    quads[i] = u < kQuads ? reinterpret_cast<const uint4*>(keys)[u] : make_uint4(0, 0, 0, 0);
+  }
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const uint32_t u = threadIdx.x + i * kKeyThreads;
+    if (i == kPerThread - 1 && u - gpu::lane_id() >= kQuads) break;
+    const uint32_t c[4] = {quads[i].x, quads[i].y, quads[i].z, quads[i].w};
+    if (gpu::ballot((c[0] | c[1] | c[2] | c[3]) != 0) == 0) continue;
+    int b[4];
+    uint32_t total = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const uint32_t k = 4 * u + j, count = c[j];
+      total += count;
+      b[j] = kHistNonfiniteBin;
+      if (k >= kFiniteKeys) {
         nonfinite += count;
       } else {
-        if (k == 0) {
-          zeros += count;
-          bin = kHistZeroBin;
-        } else {
-          amax = max(amax, float_bits(x));
-          if ((qe.code & 0x7Fu) == 0) underflow += count;  // a zero code of a nonzero input
-          bin = hist_bin(x * sc);
-        }
-        if (is_subnormal_code(qe.code, s)) subnormal += count;
-        if (qe.saturated) saturated += count;
+        b[j] = hist_bin(__uint_as_float(k << 16) * sc);
+        if (count) amax = k;  // k grows
+        if (k < nonzero_code) underflow += count;
+        if (k - nonzero_code < normal_code - nonzero_code) subnormal += count;
+        if (k >= saturates) saturated += count;
       }
     }
-    // A bin's lanes hold fewer than 2^32 elements between them: the block takes fewer
-    // (tile_keys_ok()).
-    const gpu::LaneMask peers = gpu::match_any(bin);
-    const uint32_t total = gpu::peer_sum(peers, count);
-    if (bin >= 0 && gpu::lane_id() == gpu::lowest_lane(peers))
-      atomicAdd(&hist[bin], static_cast<unsigned long long>(total));
+    n += total;
+    int bin = b[0];
+    if (b[3] != b[0]) {  // a bin starts among this lane's four: each to its own bin
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (c[j]) atomicAdd(&hist[b[j]], static_cast<unsigned long long>(c[j]));
+      total = 0;
+    }
+    const int first = gpu::shfl(bin, 0);
+    if (gpu::ballot(bin == first) == gpu::kFullMask) {
+      const uint32_t sum = gpu::peer_sum(gpu::kFullMask, total);
+      if (gpu::lane_id() == 0 && sum) atomicAdd(&hist[bin], static_cast<unsigned long long>(sum));
+    } else {
+      const gpu::LaneMask peers = gpu::match_any(bin);
+      const uint32_t sum = gpu::peer_sum(peers, total);
+      if (gpu::lane_id() == gpu::lowest_lane(peers) && sum)
+        atomicAdd(&hist[bin], static_cast<unsigned long long>(sum));
+    }
   }
+  amax <<= 16;  // the largest's float bits
   __shared__ unsigned long long counts[kKeyWarps][6];
   __shared__ double sums[kKeyWarps][2];
   __shared__ uint32_t maxes[kKeyWarps];

@@ -381,7 +381,10 @@ TEST(CudaQuantizeTiles, Bf16UnderAGivenScale) {
   Dev<uint8_t> codes(n), codes_t(n);
   Dev<float> scale(1), scale_inv(1);
   Dev<StatsBuffer> stats(1);
-  for (const float s : {256.0f, 0x1p-20f, 1.0f, std::numeric_limits<float>::max()}) {
+  // Scales off the powers of two put the bins' and the codes' bounds inside a binade of
+  // bf16 magnitudes (the by-value kernel's end counts against such bounds).
+  for (const float s :
+       {256.0f, 0x1p-20f, 1.0f, std::numeric_limits<float>::max(), 0.3f, 1234.5678f}) {
     for (const Format f : {Format::E4M3FN, Format::E5M2}) {
       for (const int cells : {4, 16}) {
         SCOPED_TRACE(::testing::Message() << "scale " << s << " " << format_info(f).name << ", "
