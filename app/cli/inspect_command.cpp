@@ -116,7 +116,8 @@ CLI::App* add_inspect_command(CLI::App& app, InspectOptions& opt) {
       ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
   c->add_flag("--json", opt.json, "Every figure as JSON");
   c->add_option("--export", opt.export_path,
-                "Also write an FP8 copy (E4M3 weights in 128x128 blocks + *_scale_inv)");
+                std::string("Also write an FP8 copy: ") + kFp8ExportRule +
+                    ", as E4M3 in 128x128 blocks with <name>_scale_inv; the rest as they are");
   return c;
 }
 
@@ -178,6 +179,8 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
         << " in FP8 (E4M3, 128x128 blocks), "
         << counted(static_cast<int64_t>(r.kept.size()), "tensor")
         << (r.kept.size() == 1 ? " as it was\n" : " as they were\n");
+    if (r.quantized.empty())
+      err << "note: no tensor was written in FP8: --export converts " << kFp8ExportRule << "\n";
     if (r.inf_values > 0)
       err << "warning: " << counted(r.inf_values, "Inf value") << " in "
           << counted(static_cast<int64_t>(r.with_inf.size()), "weight")

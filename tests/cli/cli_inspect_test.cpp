@@ -112,6 +112,34 @@ TEST(CliInspect, ExportWarnsOfInfsWrittenAsTheLargestFiniteValue) {
                        "largest finite E4M3 value of their sign: E4M3 has no Inf"),
             std::string::npos)
       << r.err;
+  EXPECT_EQ(r.err.find("note: no tensor"), std::string::npos) << r.err;  // one was converted
+}
+
+// --export of a checkpoint without a tensor it converts says so, and which tensors it
+// converts (a bias, a 2-D tensor not named a weight, a weight under 16 x 16, an integer
+// weight).
+TEST(CliInspect, ExportSaysWhenNoTensorQualifies) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("fp8wb-inspect-none-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const auto f32 = [](size_t n) { return std::vector<uint8_t>(n * 4, 0x3F); };
+  const std::string model = (dir / "model.safetensors").string();
+  fp8wb::write_safetensors(model, {{"fc.bias", fp8wb::StDtype::F32, {32}, f32(32)},
+                                   {"emb", fp8wb::StDtype::F32, {32, 32}, f32(32 * 32)},
+                                   {"small.weight", fp8wb::StDtype::F32, {8, 32}, f32(8 * 32)},
+                                   {"ids.weight", fp8wb::StDtype::I32, {32, 32}, f32(32 * 32)}});
+  const std::string out = (dir / "fp8.safetensors").string();
+  const auto r = run({"inspect", model, "--export", out});
+  const bool written = std::filesystem::exists(out);
+  fp8wb::test::remove_tree(dir.string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(written);
+  EXPECT_NE(r.err.find("0 weights in FP8 (E4M3, 128x128 blocks), 4 tensors as they were\n"
+                       "note: no tensor was written in FP8: --export converts 2-D "
+                       "floating-point tensors (F32, F64, F16, BF16) whose names end in "
+                       "\"weight\", both dimensions 16 or more\n"),
+            std::string::npos)
+      << r.err;
 }
 
 // Progress on stderr that is not a terminal (a log file) comes as plain lines, no carriage

@@ -106,6 +106,11 @@ struct ExportReport {
   int64_t inf_values = 0;
 };
 
+// Which tensors export_fp8_checkpoint() writes in FP8, in words (help and messages).
+inline constexpr const char* kFp8ExportRule =
+    "2-D floating-point tensors (F32, F64, F16, BF16) whose names end in \"weight\", both "
+    "dimensions 16 or more";
+
 // Writes the checkpoint as safetensors with its 2-D floating-point weights (names ending
 // in "weight", both dimensions >= 16) quantized to E4M3 in 128x128 blocks, DeepSeek-V3's
 // layout: `<name>` F8_E4M3 and `<name>_scale_inv` F32 [ceil(rows/128), ceil(cols/128)];
