@@ -108,8 +108,13 @@ void recommend(TensorAnalysis& a, Format e4m3) {
   if (pick->recipe.kind != ScalingKind::Tensorwise) {
     for (const auto& r : a.recipes) {
       if (r.recipe.format == e4m3 && r.recipe.kind == ScalingKind::Tensorwise) {
-        a.reason += "; one tensorwise scale gives " + fixed(r.sqnr_db, 1) + " dB (amax " +
-                    significant(a.amax) + " against a dynamic range of " +
+        // An SQNR carried by a few large values hides the small ones lost: said beside it.
+        const std::string lost =
+            r.underflow_pct >= 1.0
+                ? " but turns " + fixed(r.underflow_pct, 3) + "% of the nonzero values into 0"
+                : "";
+        a.reason += "; one tensorwise scale gives " + fixed(r.sqnr_db, 1) + " dB" + lost +
+                    " (amax " + significant(a.amax) + " against a dynamic range of " +
                     fixed(a.dynamic_range_bits, 1) + " bits" +
                     (a.amax < kAmaxFloor ? "; an amax below 1e-12 counts as 1e-12 in its scale, "
                                            "which leaves the values below FP8's smallest step"

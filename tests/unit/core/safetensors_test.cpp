@@ -558,12 +558,45 @@ TEST(CheckpointAnalysis, NoRecipeIsRecommendedWhereEveryRecipeZeroesTheTensor) {
     sub[i] = std::ldexp(static_cast<float>(i % 16 + 1), -134) * (i % 2 ? -1.0f : 1.0f);
   const TensorAnalysis small = analyze_values("w.sub", "F32", {32, 32}, sub, o);
   EXPECT_NE(small.recommended.find("mx"), std::string::npos) << small.recommended;
-  EXPECT_NE(small.reason.find("one tensorwise scale gives 0.0 dB (amax 7.347e-40 against"),
+  EXPECT_NE(small.reason.find("one tensorwise scale gives 0.0 dB but turns 100.000% of the "
+                              "nonzero values into 0 (amax 7.347e-40 against"),
             std::string::npos)
       << small.reason;
   EXPECT_NE(small.reason.find("an amax below 1e-12 counts as 1e-12 in its scale"),
             std::string::npos)
       << small.reason;
+}
+
+// One outlier of 1000 among values near 1e-6: one tensorwise scale keeps the outlier
+// exactly and turns every other value into 0, yet its SQNR, carried by the outlier, reads
+// above 100 dB. The reason says what it loses beside that figure; a tensor without such
+// losses gets no such words.
+TEST(CheckpointAnalysis, TheTensorwiseNoteSaysWhatAnOutlierHides) {
+  AnalysisOptions o;
+  o.device = AnalysisDevice::Cpu;
+  std::vector<float> v(256 * 256);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = 1e-6f * static_cast<float>(i % 7 + 1) * (i % 2 ? -1.0f : 1.0f);
+  v[7] = 1000.0f;
+  const TensorAnalysis a = analyze_values("w.outlier", "F32", {256, 256}, v, o);
+  const auto tw = std::find_if(a.recipes.begin(), a.recipes.end(), [](const RecipeResult& r) {
+    return r.recipe.format == Format::E4M3FN && r.recipe.kind == ScalingKind::Tensorwise;
+  });
+  ASSERT_NE(tw, a.recipes.end());
+  EXPECT_GT(tw->sqnr_db, 100.0);
+  EXPECT_NE(a.recommended.find("E4M3FN"), std::string::npos);
+  EXPECT_EQ(a.recommended.find("tensorwise"), std::string::npos) << a.recommended;
+  EXPECT_NE(a.reason.find("; one tensorwise scale gives 1"), std::string::npos) << a.reason;
+  EXPECT_NE(a.reason.find(" dB but turns 99.998% of the nonzero values into 0 (amax 1000 against"),
+            std::string::npos)
+      << a.reason;
+  // Rows 2^(r/2) apart: finer scales win, and one tensorwise scale loses no value to 0.
+  std::vector<float> w(32 * 32);
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = (static_cast<float>(i % 13) - 6.5f) * std::exp2(static_cast<float>(i / 32) / 2.0f);
+  const TensorAnalysis b = analyze_values("w.rows", "F32", {32, 32}, w, o);
+  EXPECT_NE(b.reason.find("; one tensorwise scale gives "), std::string::npos) << b.reason;
+  EXPECT_EQ(b.reason.find("into 0"), std::string::npos) << b.reason;
 }
 
 // A header of n one-element U8 tensors "t0".."t<n-1>" at bytes 0..n-1, then `extra`.
