@@ -43,6 +43,7 @@ class CheckpointTabTest : public QObject {
   void anotherFileLeavesNoFiguresOfTheFirst();
   void blocksWithoutSignalAreGrey();
   void aFilterThatMatchesNothingShowsNoFigures();
+  void exactRecipesSayInf();
 
  private:
   QTemporaryDir dir_;
@@ -526,6 +527,59 @@ void CheckpointTabTest::aFilterThatMatchesNothingShowsNoFigures() {
   QCOMPARE(tab.proxy()->rowCount(), 2);
   QTRY_VERIFY(caption_text(tab).contains(QStringLiteral("amax")));
   QVERIFY(tab.plots()[0]->xAxis->visible());
+}
+
+// A recipe that represents every value exactly has an SQNR of +inf: its bar, whose length
+// is no figure, ends past the largest finite one at a dashed line marked "inf" (before, it
+// read as a finite bar of 1.1 x the largest).
+void CheckpointTabTest::exactRecipesSayInf() {
+  // Powers of two from 2^-3 to 2^3: one tensorwise scale (448 / 8) gives each an E4M3 and
+  // an E5M2 code exactly; FP4's one mantissa bit cannot hold 1.75 x 2^k.
+  std::vector<float> w(64 * 64);
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = std::ldexp(i % 2 ? -1.0f : 1.0f, static_cast<int>(i % 7) - 3);
+  const QString path = dir_.filePath(QStringLiteral("exact.safetensors"));
+  write_safetensors(path.toStdString(), {{"e.weight", StDtype::F32, {64, 64}, f32_bytes(w)}});
+  CheckpointTab tab;
+  QVERIFY(test::shown_with_file(tab, path, 1300, 800));
+  tab.selectTensor(QStringLiteral("e.weight"));
+  const TensorAnalysis* t = tab.model()->tensorAt(0);
+  QVERIFY(t);
+  double top = 0;
+  int exact = 0;
+  for (const auto& r : t->recipes) {
+    if (std::isinf(r.sqnr_db) && r.sqnr_db > 0) ++exact;
+    if (std::isfinite(r.sqnr_db)) top = std::max(top, r.sqnr_db);
+  }
+  QVERIFY(exact > 0 && exact < static_cast<int>(t->recipes.size()));
+  QVERIFY(top > 0);
+  ExportablePlot* chart = tab.plots()[1];
+  QCPItemStraightLine* line = nullptr;
+  QCPItemText* label = nullptr;
+  for (int i = 0; i < chart->itemCount(); ++i) {
+    if (chart->item(i)->objectName() == QStringLiteral("exactLine"))
+      line = qobject_cast<QCPItemStraightLine*>(chart->item(i));
+    if (chart->item(i)->objectName() == QStringLiteral("exactLabel"))
+      label = qobject_cast<QCPItemText*>(chart->item(i));
+  }
+  QVERIFY(line && label);
+  QCOMPARE(label->text(), QStringLiteral("inf"));
+  // Past every finite bar, inside the axis's range; the exact bars end there, the others
+  // before it.
+  const double at = line->point1->coords().x();
+  QCOMPARE(line->point2->coords().x(), at);
+  QCOMPARE(label->position->coords().x(), at);
+  QVERIFY(at > top && at < chart->xAxis->range().upper);
+  int ending_there = 0;
+  for (int p = 0; p < chart->plottableCount(); ++p) {
+    auto* bars = qobject_cast<QCPBars*>(chart->plottable(p));
+    if (!bars) continue;
+    for (auto it = bars->data()->constBegin(); it != bars->data()->constEnd(); ++it) {
+      if (it->value == at) ++ending_there;
+      QVERIFY(it->value <= at);
+    }
+  }
+  QCOMPARE(ending_there, exact);
 }
 
 QTEST_MAIN(CheckpointTabTest)

@@ -283,7 +283,29 @@ void CheckpointTab::drawChart(const TensorAnalysis& t) {
   for (int i = 0; i < scalings.size(); ++i) ticker->addTick(i, scalings[i]);
   chart_->yAxis->setTicker(ticker);
   chart_->yAxis->setRange(-0.6, static_cast<double>(scalings.size()) - 0.4);
-  chart_->xAxis->setRange(0, std::max(1.0, exact) * 1.05);
+  // An exact recipe's bar (+inf dB) ends past the largest finite one, at a dashed line
+  // marked "inf": its length is no figure.
+  const bool any_exact = std::any_of(t.recipes.begin(), t.recipes.end(), [](const auto& r) {
+    return std::isinf(r.sqnr_db) && r.sqnr_db > 0;
+  });
+  chart_->xAxis->setRange(0, std::max(1.0, exact) * (any_exact ? 1.15 : 1.05));
+  if (any_exact) {
+    const QColor ink = palette().color(QPalette::WindowText);
+    auto* line = new QCPItemStraightLine(chart_);
+    line->setObjectName(QStringLiteral("exactLine"));
+    line->point1->setCoords(exact, 0);
+    line->point2->setCoords(exact, 1);
+    line->setPen(QPen(ink, 1, Qt::DashLine));
+    auto* label = new QCPItemText(chart_);
+    label->setObjectName(QStringLiteral("exactLabel"));
+    label->position->setTypeX(QCPItemPosition::ptPlotCoords);
+    label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    label->position->setCoords(exact, 0);
+    label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+    label->setPadding(QMargins(3, 1, 0, 0));
+    label->setText(sqnr_text(INFINITY));
+    label->setColor(ink);
+  }
   // The recommended and the selected recipe: an outline around their bar, explained by
   // two entries of the legend.
   const QString selected = recipe_->currentText();
