@@ -291,6 +291,7 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
   for (const auto& a : all) {
     std::string shape;
     for (int64_t d : a.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    if (a.shape.empty()) shape = "scalar";  // no dimension
     const RecipeResult* best = nullptr;
     for (const auto& r : a.recipes) {
       if (!best || r.sqnr_db > best->sqnr_db) best = &r;

@@ -142,6 +142,25 @@ TEST(CliInspect, ExportSaysWhenNoTensorQualifies) {
       << r.err;
 }
 
+// A tensor without dimensions (a scalar) says so in the shape column, not a blank.
+TEST(CliInspect, AScalarsShapeIsSaid) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("fp8wb-inspect-scalar-" + std::to_string(getpid()) + ".safetensors"))
+                               .string();
+  std::vector<uint8_t> half(4), w(4 * 4);
+  const float h = 0.5f;
+  std::memcpy(half.data(), &h, 4);
+  fp8wb::write_safetensors(path, {{"scale", fp8wb::StDtype::F32, {}, half},
+                                  {"w.weight", fp8wb::StDtype::F32, {2, 2}, w}});
+  const auto r = run({"inspect", path, "--device", "cpu"});
+  std::filesystem::remove(path);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const size_t line = r.out.find("\nscale ");
+  ASSERT_NE(line, std::string::npos) << r.out;
+  const std::string row = r.out.substr(line + 1, r.out.find('\n', line + 1) - line - 1);
+  EXPECT_NE(row.find(" F32      scalar "), std::string::npos) << row;
+}
+
 // Progress on stderr that is not a terminal (a log file) comes as plain lines, no carriage
 // returns; an unknown --format is named with the formats there are.
 TEST(CliInspect, ProgressInALogIsPlainLinesAndUnknownFormatsListTheKnown) {

@@ -44,6 +44,7 @@ class CheckpointTabTest : public QObject {
   void blocksWithoutSignalAreGrey();
   void aFilterThatMatchesNothingShowsNoFigures();
   void exactRecipesSayInf();
+  void aScalarsShapeIsSaid();
 
  private:
   QTemporaryDir dir_;
@@ -580,6 +581,22 @@ void CheckpointTabTest::exactRecipesSayInf() {
     }
   }
   QCOMPARE(ending_there, exact);
+}
+
+// A tensor without dimensions says "scalar" in the shape column, not a blank.
+void CheckpointTabTest::aScalarsShapeIsSaid() {
+  const QString path = dir_.filePath(QStringLiteral("scalar.safetensors"));
+  write_safetensors(path.toStdString(), {{"s", StDtype::F32, {}, f32_bytes({0.5f})},
+                                         {"v", StDtype::F32, {3}, f32_bytes({1, 2, 3})}});
+  CheckpointTab tab;
+  QVERIFY(test::shown_with_file(tab, path, 1300, 800));
+  std::map<QString, QString> shapes;
+  for (int row = 0; row < tab.model()->rowCount(); ++row) {
+    shapes[tab.model()->index(row, CheckpointModel::Name).data().toString()] =
+        tab.model()->index(row, CheckpointModel::Shape).data().toString();
+  }
+  QCOMPARE(shapes[QStringLiteral("s")], QStringLiteral("scalar"));
+  QCOMPARE(shapes[QStringLiteral("v")], QStringLiteral("3"));
 }
 
 QTEST_MAIN(CheckpointTabTest)

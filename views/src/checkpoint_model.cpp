@@ -67,7 +67,7 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
       case Shape: {
         QStringList d;
         for (int64_t s : t->shape) d << QString::number(s);
-        return d.join(QLatin1Char('x'));
+        return d.isEmpty() ? tr("scalar") : d.join(QLatin1Char('x'));  // no dimension
       }
       case Amax: return t->has_figures() ? QString::number(t->amax, 'g', 5) : QStringLiteral("-");
       case Range:
