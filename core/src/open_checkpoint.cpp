@@ -41,10 +41,13 @@ std::unique_ptr<Checkpoint> open_any_checkpoint(const std::string& path) {
   const std::string head = first_bytes(path, 9);
   // A safetensors header: a little-endian length, then '{' (safetensors.cpp).
   if (head.size() == 9 && head[8] == '{') return Checkpoint::open(path);
-  // torch.save's zip archive, or its legacy bare pickle (refused by name): pt_reader.cpp,
-  // whatever the file is called.
+  // torch.save's zip archive, whatever the file is called, or its legacy bare pickle
+  // (refused by name): pt_reader.cpp. A file named .safetensors whose header length's low
+  // byte is 0x80 (as pickle's first opcode) and that ends before its '{' is a safetensors
+  // file cut short, said so by the safetensors reader (which names a real pickle too).
   const bool zip = head.compare(0, 4, "PK\x03\x04", 4) == 0;
-  const bool pickle = !head.empty() && static_cast<unsigned char>(head[0]) == 0x80;
+  const bool pickle = !head.empty() && static_cast<unsigned char>(head[0]) == 0x80 &&
+                      !has_suffix(path, ".safetensors");
   if (zip || pickle) return read_pt_checkpoint(path);
   const bool pt_name =
       has_suffix(path, ".pt") || has_suffix(path, ".pth") || has_suffix(path, ".bin");

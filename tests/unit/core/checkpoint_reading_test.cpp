@@ -286,6 +286,23 @@ TEST_F(CheckpointReading, FilesAreRecognisedByContent) {
   const std::string t = error_of([&] { open_any_checkpoint(txt); });
   EXPECT_NE(t.find("is not a safetensors file"), std::string::npos) << t;
   EXPECT_EQ(t.find("over the 100 MB limit"), std::string::npos) << t;
+  // A safetensors file cut after its header length 640 (0x80 0x02: the start of a pickle of
+  // protocol 2): said to be cut short. The same bytes named .pt are read as a pickle.
+  const std::string cut = path("cut.safetensors");
+  const std::string cut_pt = path("cut.pt");
+  for (const std::string& p : {cut, cut_pt})
+    std::ofstream(p, std::ios::binary) << std::string("\x80\x02\0\0\0\0\0\0", 8);
+  const std::string c = error_of([&] { open_any_checkpoint(cut); });
+  EXPECT_NE(c.find("header length 640 runs past the end of the file (8 bytes)"), std::string::npos)
+      << c;
+  const std::string c_pt = error_of([&] { open_any_checkpoint(cut_pt); });
+  EXPECT_NE(c_pt.find("legacy format"), std::string::npos) << c_pt;
+  // A real legacy pickle named .safetensors is named as one.
+  const std::string pickle = path("old.safetensors");
+  std::ofstream(pickle, std::ios::binary)
+      << std::string("\x80\x02}q\x00(X\x01\x00\x00\x00wq\x01ctorch._utils\n", 30);
+  const std::string o = error_of([&] { open_any_checkpoint(pickle); });
+  EXPECT_NE(o.find("pickle"), std::string::npos) << o;
   // A .pt that is neither a zip archive nor safetensors.
   const std::string fake = path("model.pt");
   std::ofstream(fake) << "hello, this is not a model";
