@@ -186,6 +186,19 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
           << counted(static_cast<int64_t>(r.with_inf.size()), "weight")
           << " (first: " << shown_text(r.with_inf.front())
           << ") written as the largest finite E4M3 value of their sign: E4M3 has no Inf\n";
+    if (!r.zeroed.empty()) {
+      // An outlier among small values, or values below FP8's range: the export keeps the
+      // codes it was asked for, and says what they lose (the first five named).
+      err << "warning: " << counted(static_cast<int64_t>(r.zeroed.size()), "weight") << " lost "
+          << kExportZeroedPct << "% or more of their nonzero values to 0 in "
+          << "128x128 blocks: ";
+      for (size_t i = 0; i < r.zeroed.size() && i < 5; ++i) {
+        err << (i ? ", " : "") << shown_text(r.zeroed[i].first) << " ("
+            << fmt::format("{:.3f}", r.zeroed[i].second) << "%)";
+      }
+      if (r.zeroed.size() > 5) err << " and " << r.zeroed.size() - 5 << " more";
+      err << "; see the recipes recommended for them below\n";
+    }
   }
   if (ckpt->tensors().empty()) {
     // Nothing to analyse: said, not shown as an empty table (exit code 0, as `runs list`

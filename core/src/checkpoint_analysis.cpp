@@ -5,6 +5,7 @@
 #include <cstring>
 #include <future>
 #include <limits>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -494,9 +495,11 @@ ExportReport export_fp8_checkpoint(const Checkpoint& ckpt, const std::string& pa
                           std::vector<uint8_t>(static_cast<size_t>(rows * cols))};
       QuantizeTargets t;
       t.codes = codes.bytes.data();
-      StatsOptions so;
-      so.enabled = so.histogram = so.error_map = false;
+      StatsOptions so;  // the counters (values turned into 0), not the histogram or map
+      so.histogram = so.error_map = false;
       const CurrentQuantization q = quantize_current(TensorRef::of(v.data(), rows, cols), r, t, so);
+      if (const double pct = q.result.stats.underflow_pct(); pct >= kExportZeroedPct)
+        report.zeroed.emplace_back(e.name, pct);
       const GroupLayout& L = q.scales.layout;
       TensorToWrite scales{e.name + "_scale_inv",
                            StDtype::F32,
@@ -511,11 +514,16 @@ ExportReport export_fp8_checkpoint(const Checkpoint& ckpt, const std::string& pa
       report.kept.push_back(e.name);
     }
   }
-  write_safetensors(
-      path, out,
-      {{"quantization", "fp8 E4M3FN, 128x128 blocks, <name>_scale_inv = fp32 per block"},
-       {"weight_block_size", "128,128"},
-       {"written_by", "fp8wb"}});
+  // The source's metadata (every file's, for a sharded set), then the layout's.
+  std::map<std::string, std::string> metadata;
+  for (const auto& ref : ckpt.tensors()) {
+    if (ref.file) metadata.insert(ref.file->metadata().begin(), ref.file->metadata().end());
+  }
+  metadata.emplace("format", "pt");
+  metadata["quantization"] = "fp8 E4M3FN, 128x128 blocks, <name>_scale_inv = fp32 per block";
+  metadata["weight_block_size"] = "128,128";
+  metadata["written_by"] = "fp8wb";
+  write_safetensors(path, out, metadata);
   return report;
 }
 

@@ -113,6 +113,34 @@ TEST(CliInspect, ExportWarnsOfInfsWrittenAsTheLargestFiniteValue) {
             std::string::npos)
       << r.err;
   EXPECT_EQ(r.err.find("note: no tensor"), std::string::npos) << r.err;  // one was converted
+  EXPECT_EQ(r.err.find("to 0 in 128x128 blocks"), std::string::npos) << r.err;
+}
+
+// --export names the weights whose 128x128 blocks turn their values into 0 (one outlier
+// among tiny values; values all below FP8's range), with the share each loses.
+TEST(CliInspect, ExportWarnsOfWeightsThatLoseTheirValues) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("fp8wb-inspect-lost-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::vector<float> outlier(32 * 32, 1e-4f), tiny(32 * 32, 1e-30f), fine(32 * 32, 0.25f);
+  outlier[3] = 1000.0f;
+  auto bytes = [](const std::vector<float>& v) {
+    std::vector<uint8_t> b(v.size() * 4);
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  };
+  const std::string model = (dir / "model.safetensors").string();
+  fp8wb::write_safetensors(model, {{"fine.weight", fp8wb::StDtype::F32, {32, 32}, bytes(fine)},
+                                   {"out.weight", fp8wb::StDtype::F32, {32, 32}, bytes(outlier)},
+                                   {"tiny.weight", fp8wb::StDtype::F32, {32, 32}, bytes(tiny)}});
+  const auto r = run({"inspect", model, "--export", (dir / "fp8.safetensors").string()});
+  fp8wb::test::remove_tree(dir.string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: 2 weights lost 1% or more of their nonzero values to 0 in "
+                       "128x128 blocks: out.weight (99.902%), tiny.weight (100.000%); see the "
+                       "recipes recommended for them below\n"),
+            std::string::npos)
+      << r.err;
 }
 
 // --export of a checkpoint without a tensor it converts says so, and which tensors it

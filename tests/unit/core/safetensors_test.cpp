@@ -443,6 +443,46 @@ TEST_F(Safetensors, Fp8ExportReportsTheInfsItMadeFinite) {
   EXPECT_TRUE(std::isnan(got[900]));
 }
 
+// A weight whose 128x128 block holds one outlier among values far below it loses them to
+// 0: the report names it with the share lost, counted directly here; a plain weight is
+// not named. The export keeps the source's metadata beside its own, and says the format
+// ("pt") where the source says none.
+TEST_F(Safetensors, Fp8ExportNamesWeightsThatLoseValuesAndKeepsTheMetadata) {
+  std::vector<float> w = gaussian(128 * 128, 11, 1e-4f);
+  w[77] = 1000.0f;
+  const std::vector<float> plain = gaussian(64 * 64, 12, 0.05f);
+  write_safetensors(path("o.safetensors"),
+                    {{"outlier.weight", StDtype::F32, {128, 128}, bytes_of(w)},
+                     {"plain.weight", StDtype::F32, {64, 64}, bytes_of(plain)}},
+                    {{"format", "pt"}, {"source", "a test"}});
+  auto c = Checkpoint::open(path("o.safetensors"));
+  const ExportReport rep = export_fp8_checkpoint(*c, path("o8.safetensors"));
+  ASSERT_EQ(rep.zeroed.size(), 1u);
+  EXPECT_EQ(rep.zeroed[0].first, "outlier.weight");
+  auto q = Checkpoint::open(path("o8.safetensors"));
+  const std::vector<float> got = q->to_float(*q->find("outlier.weight"));
+  int64_t nonzero = 0, lost = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (w[i] == 0) continue;
+    ++nonzero;
+    if (got[i] == 0) ++lost;
+  }
+  EXPECT_GT(lost, nonzero * 99 / 100);
+  EXPECT_NEAR(rep.zeroed[0].second, 100.0 * static_cast<double>(lost) / nonzero, 1e-9);
+  const auto& meta = q->tensors()[0].file->metadata();
+  EXPECT_EQ(meta.at("format"), "pt");
+  EXPECT_EQ(meta.at("source"), "a test");
+  EXPECT_EQ(meta.at("weight_block_size"), "128,128");
+  // A source without metadata: the export says its format.
+  write_safetensors(path("p.safetensors"),
+                    {{"plain.weight", StDtype::F32, {64, 64}, bytes_of(plain)}});
+  const ExportReport none =
+      export_fp8_checkpoint(*Checkpoint::open(path("p.safetensors")), path("p8.safetensors"));
+  EXPECT_TRUE(none.zeroed.empty());
+  EXPECT_EQ(Checkpoint::open(path("p8.safetensors"))->tensors()[0].file->metadata().at("format"),
+            "pt");
+}
+
 TEST(CheckpointAnalysis, FiguresMatchDirectComputationAndTheRecommendationFollowsTheData) {
   // A well-behaved weight: one tensorwise scale is as good as any.
   const std::vector<float> w = gaussian(256 * 256, 3, 0.02f);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fp8wb/core/safetensors.h"
@@ -104,7 +105,14 @@ struct ExportReport {
   // largest finite code of its sign (448 x its block's scale_inv). NaN stays NaN.
   std::vector<std::string> with_inf;
   int64_t inf_values = 0;
+  // Quantized weights whose 128x128 blocks turned kExportZeroedPct % or more of their finite
+  // nonzero values into 0 (an outlier among small values, values below FP8's range), with
+  // that share, in the checkpoint's order.
+  std::vector<std::pair<std::string, double>> zeroed;
 };
+
+// The share of a weight's nonzero values turned into 0 from which an export names it.
+inline constexpr double kExportZeroedPct = 1.0;
 
 // Which tensors export_fp8_checkpoint() writes in FP8, in words (help and messages).
 inline constexpr const char* kFp8ExportRule =
@@ -114,7 +122,9 @@ inline constexpr const char* kFp8ExportRule =
 // Writes the checkpoint as safetensors with its 2-D floating-point weights (names ending
 // in "weight", both dimensions >= 16) quantized to E4M3 in 128x128 blocks, DeepSeek-V3's
 // layout: `<name>` F8_E4M3 and `<name>_scale_inv` F32 [ceil(rows/128), ceil(cols/128)];
-// the layout is in the metadata. Other tensors are copied unchanged. Reading the file
+// the layout is in the metadata, beside the source's own metadata ("format": "pt" where
+// the source gives none: loaders such as transformers' refuse metadata without a format).
+// Other tensors are copied unchanged. Reading the file
 // back gives exactly the FP8 values (decode(code) * scale_inv). Throws CheckpointError.
 ExportReport export_fp8_checkpoint(const Checkpoint& ckpt, const std::string& path);
 
