@@ -117,7 +117,10 @@ CLI::App* add_inspect_command(CLI::App& app, InspectOptions& opt) {
   c->add_flag("--json", opt.json, "Every figure as JSON");
   c->add_option("--export", opt.export_path,
                 std::string("Also write an FP8 copy: ") + kFp8ExportRule +
-                    ", as E4M3 in 128x128 blocks with <name>_scale_inv; the rest as they are");
+                    ", as E4M3 in 128x128 blocks with <name>_scale_inv; the rest as they are")
+      ->check(CLI::Validator(
+          [](const std::string& v) { return v.empty() ? std::string("needs a file path") : ""; },
+          "FILE"));
   return c;
 }
 
@@ -142,6 +145,31 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
       return 1;
     }
     ao.kinds = {*k};
+  }
+  if (!opt.format.empty() || !opt.recipe.empty()) {
+    // Filters that leave no recipe x format pairing to run (NVFP4 in an FP8 format, E8M0
+    // elements) would give a table of "-": said instead.
+    std::string why;
+    bool any = false;
+    for (ScalingKind k : ao.kinds) {
+      for (Format f : ao.formats) {
+        QuantRecipe r;
+        r.kind = k;
+        r.format = f;
+        try {
+          validate_recipe(r);
+          any = true;
+        } catch (const std::invalid_argument& e) {
+          if (why.empty()) why = e.what();
+        }
+      }
+    }
+    if (!any) {
+      err << "fp8wb inspect: nothing to run"
+          << (opt.recipe.empty() ? "" : " with --recipe " + opt.recipe)
+          << (opt.format.empty() ? "" : " in --format " + opt.format) << ": " << why << "\n";
+      return 1;
+    }
   }
   ao.device = opt.device == "cpu"   ? AnalysisDevice::Cpu
               : opt.device == "gpu" ? AnalysisDevice::Gpu

@@ -89,6 +89,24 @@ TEST(CliInspect, TableJsonAndFilters) {
   r = run({"inspect", path, "--format", "E9M9"});
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("E9M9"), std::string::npos);
+  // Filters that leave nothing to run say why, instead of a table of "-".
+  r = run({"inspect", path, "--format", "E4M3FN", "--recipe", "nvfp4"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err,
+            "fp8wb inspect: nothing to run with --recipe nvfp4 in --format E4M3FN: NVFP4 scaling "
+            "needs E2M1FN elements, not E4M3FN\n");
+  EXPECT_EQ(r.out, "");
+  r = run({"inspect", path, "--format", "E8M0FNU"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("nothing to run in --format E8M0FNU: E8M0FNU holds scales"),
+            std::string::npos)
+      << r.err;
+  r = run({"inspect", path, "--format", "E2M1FN", "--recipe", "nvfp4"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  // An empty --export is a usage error, not a plain inspection.
+  r = run({"inspect", path, "--export", ""});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--export: needs a file path"), std::string::npos) << r.err;
   std::filesystem::remove(path);
 }
 
