@@ -98,8 +98,9 @@ void recommend(TensorAnalysis& a, Format e4m3) {
   }
   a.recommended = pick->name;
   if (pick == best) {
-    a.reason = "best SQNR of the E4M3 recipes: " + fixed(pick->sqnr_db, 1) + " dB, " +
-               fixed(pick->underflow_pct, 3) + "% underflow";
+    a.reason = "best SQNR of the " + std::string(format_info(e4m3).name) +
+               " recipes: " + fixed(pick->sqnr_db, 1) + " dB, " + fixed(pick->underflow_pct, 3) +
+               "% underflow";
   } else {
     a.reason = "within 1 dB of the best (" + best->name + ", " + fixed(best->sqnr_db, 1) +
                " dB) and simpler: " + fixed(pick->sqnr_db, 1) + " dB, " +

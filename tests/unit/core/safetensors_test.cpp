@@ -626,6 +626,8 @@ TEST(CheckpointAnalysis, TheTensorwiseNoteSaysWhatAnOutlierHides) {
   EXPECT_GT(tw->sqnr_db, 100.0);
   EXPECT_NE(a.recommended.find("E4M3FN"), std::string::npos);
   EXPECT_EQ(a.recommended.find("tensorwise"), std::string::npos) << a.recommended;
+  // The recommendation's scope is named: its format's recipes, not every E4M3 format's.
+  EXPECT_EQ(a.reason.rfind("best SQNR of the E4M3FN recipes: ", 0), 0u) << a.reason;
   EXPECT_NE(a.reason.find("; one tensorwise scale gives 1"), std::string::npos) << a.reason;
   EXPECT_NE(a.reason.find(" dB but turns 99.998% of the nonzero values into 0 (amax 1000 against"),
             std::string::npos)
