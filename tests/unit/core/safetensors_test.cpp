@@ -654,11 +654,27 @@ std::string many_tensors_header(int n, const std::string& extra) {
 // Checking a header takes O(n log n) time in its number of tensors: 50k tensors once
 // took half a minute (the JSON parser's duplicate-key callback rescanned the whole
 // object after every tensor) and 100k took minutes. Duplicates and overlaps among them
-// are still found, and lookups by name still work.
+// are still found, and lookups by name still work. The time is compared between 12.5k
+// and 50k tensors in the same run (a quadratic check takes 16 times as long, O(n log n)
+// about 4.5 times), not against a clock limit that a loaded or sanitized build misses.
 TEST(SafetensorsBadInput, HeadersWithManyTensorsAreCheckedQuickly) {
   constexpr int n = 50000;
-  const auto start = std::chrono::steady_clock::now();
   const std::vector<uint8_t> good = image(many_tensors_header(n, ""), n);
+  const std::vector<uint8_t> quarter = image(many_tensors_header(n / 4, ""), n / 4);
+  // The least of three checks of a header, in seconds.
+  const auto check_time = [](const std::vector<uint8_t>& b) {
+    double least = INFINITY;
+    for (int rep = 0; rep < 3; ++rep) {
+      const auto start = std::chrono::steady_clock::now();
+      SafetensorsFile f(b.data(), b.size(), "mem.safetensors");
+      least = std::min(
+          least, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    return least;
+  };
+  const double t_quarter = check_time(quarter), t_full = check_time(good);
+  EXPECT_LT(t_full, 9.0 * t_quarter)
+      << t_quarter << " s for " << n / 4 << " tensors, " << t_full << " s for " << n;
   SafetensorsFile f(good.data(), good.size(), "mem.safetensors");
   ASSERT_EQ(f.tensors().size(), static_cast<size_t>(n));
   for (int i : {0, 1, 12345, n - 1}) {
@@ -680,10 +696,6 @@ TEST(SafetensorsBadInput, HeadersWithManyTensorsAreCheckedQuickly) {
       EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
     }
   }
-  // Three headers of 50k tensors: well under a second now, over a minute before.
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(seconds, 15.0);
 }
 
 // A per-tensor `_scale_inv` ([1] or a scalar) scales the whole FP8 weight; a companion
