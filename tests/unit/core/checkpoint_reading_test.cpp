@@ -299,8 +299,14 @@ TEST_F(CheckpointReading, FilesAreRecognisedByContent) {
   EXPECT_NE(c_pt.find("legacy format"), std::string::npos) << c_pt;
   // A real legacy pickle named .safetensors is named as one.
   const std::string pickle = path("old.safetensors");
-  std::ofstream(pickle, std::ios::binary)
-      << std::string("\x80\x02}q\x00(X\x01\x00\x00\x00wq\x01ctorch._utils\n", 30);
+  {
+    // Split literals: a hex escape would take the next hex digit ('c') with it.
+    static const char kPickle[] =
+        "\x80\x02}q\x00(X\x01\x00\x00\x00"
+        "wq\x01"
+        "ctorch._utils\n";
+    std::ofstream(pickle, std::ios::binary) << std::string(kPickle, sizeof kPickle - 1);
+  }
   const std::string o = error_of([&] { open_any_checkpoint(pickle); });
   EXPECT_NE(o.find("pickle"), std::string::npos) << o;
   // A .pt that is neither a zip archive nor safetensors.

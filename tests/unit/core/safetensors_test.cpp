@@ -468,7 +468,8 @@ TEST_F(Safetensors, Fp8ExportNamesWeightsThatLoseValuesAndKeepsTheMetadata) {
     if (got[i] == 0) ++lost;
   }
   EXPECT_GT(lost, nonzero * 99 / 100);
-  EXPECT_NEAR(rep.zeroed[0].second, 100.0 * static_cast<double>(lost) / nonzero, 1e-9);
+  EXPECT_NEAR(rep.zeroed[0].second,
+              100.0 * static_cast<double>(lost) / static_cast<double>(nonzero), 1e-9);
   const auto& meta = q->tensors()[0].file->metadata();
   EXPECT_EQ(meta.at("format"), "pt");
   EXPECT_EQ(meta.at("source"), "a test");
