@@ -218,7 +218,7 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
       // An outlier among small values, or values below FP8's range: the export keeps the
       // codes it was asked for, and says what they lose (the first five named).
       err << "warning: " << counted(static_cast<int64_t>(r.zeroed.size()), "weight") << " lost "
-          << kExportZeroedPct << "% or more of their nonzero values to 0 in "
+          << kNamedZeroedPct << "% or more of their nonzero values to 0 in "
           << "128x128 blocks: ";
       for (size_t i = 0; i < r.zeroed.size() && i < 5; ++i) {
         err << (i ? ", " : "") << shown_text(r.zeroed[i].first) << " ("

@@ -112,7 +112,7 @@ void recommend(TensorAnalysis& a, Format e4m3) {
       if (r.recipe.format == e4m3 && r.recipe.kind == ScalingKind::Tensorwise) {
         // An SQNR carried by a few large values hides the small ones lost: said beside it.
         const std::string lost =
-            r.underflow_pct >= 1.0
+            r.underflow_pct >= kNamedZeroedPct
                 ? " but turns " + fixed(r.underflow_pct, 3) + "% of the nonzero values into 0"
                 : "";
         a.reason += "; one tensorwise scale gives " + fixed(r.sqnr_db, 1) + " dB" + lost +
@@ -499,7 +499,7 @@ ExportReport export_fp8_checkpoint(const Checkpoint& ckpt, const std::string& pa
       StatsOptions so;  // the counters (values turned into 0), not the histogram or map
       so.histogram = so.error_map = false;
       const CurrentQuantization q = quantize_current(TensorRef::of(v.data(), rows, cols), r, t, so);
-      if (const double pct = q.result.stats.underflow_pct(); pct >= kExportZeroedPct)
+      if (const double pct = q.result.stats.underflow_pct(); pct >= kNamedZeroedPct)
         report.zeroed.emplace_back(e.name, pct);
       const GroupLayout& L = q.scales.layout;
       TensorToWrite scales{e.name + "_scale_inv",

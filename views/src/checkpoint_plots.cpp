@@ -249,8 +249,9 @@ void CheckpointTab::drawChart(const TensorAnalysis& t) {
     return static_cast<double>(scalings.indexOf(scaling_of(r))) - 0.4 + width * 0.5 +
            width * static_cast<double>(fi);
   };
+  auto is_exact = [](const RecipeResult& r) { return std::isinf(r.sqnr_db) && r.sqnr_db > 0; };
   auto value_of = [&](const RecipeResult& r) {
-    return std::isfinite(r.sqnr_db) ? std::max(0.0, r.sqnr_db) : (r.sqnr_db > 0 ? exact : 0.0);
+    return is_exact(r) ? exact : (std::isfinite(r.sqnr_db) ? std::max(0.0, r.sqnr_db) : 0.0);
   };
   for (Format f : formats) {
     auto* bars = new QCPBars(chart_->yAxis, chart_->xAxis);
@@ -285,9 +286,7 @@ void CheckpointTab::drawChart(const TensorAnalysis& t) {
   chart_->yAxis->setRange(-0.6, static_cast<double>(scalings.size()) - 0.4);
   // An exact recipe's bar (+inf dB) ends past the largest finite one, at a dashed line
   // marked "inf": its length is no figure.
-  const bool any_exact = std::any_of(t.recipes.begin(), t.recipes.end(), [](const auto& r) {
-    return std::isinf(r.sqnr_db) && r.sqnr_db > 0;
-  });
+  const bool any_exact = std::any_of(t.recipes.begin(), t.recipes.end(), is_exact);
   chart_->xAxis->setRange(0, std::max(1.0, exact) * (any_exact ? 1.15 : 1.05));
   if (any_exact) {
     const QColor ink = palette().color(QPalette::WindowText);

@@ -105,14 +105,15 @@ struct ExportReport {
   // largest finite code of its sign (448 x its block's scale_inv). NaN stays NaN.
   std::vector<std::string> with_inf;
   int64_t inf_values = 0;
-  // Quantized weights whose 128x128 blocks turned kExportZeroedPct % or more of their finite
+  // Quantized weights whose 128x128 blocks turned kNamedZeroedPct % or more of their finite
   // nonzero values into 0 (an outlier among small values, values below FP8's range), with
   // that share, in the checkpoint's order.
   std::vector<std::pair<std::string, double>> zeroed;
 };
 
-// The share of a weight's nonzero values turned into 0 from which an export names it.
-inline constexpr double kExportZeroedPct = 1.0;
+// The share of a tensor's nonzero values turned into 0 from which it is named: by an export,
+// and beside one tensorwise scale's SQNR in a recommendation's reason.
+inline constexpr double kNamedZeroedPct = 1.0;
 
 // Which tensors export_fp8_checkpoint() writes in FP8, in words (help and messages).
 inline constexpr const char* kFp8ExportRule =
