@@ -10,15 +10,19 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <optional>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include "fp8wb/core/checkpoint_analysis.h"
 #include "fp8wb/core/counted.h"
 #include "fp8wb/core/default_formats.h"
 #include "fp8wb/core/open_checkpoint.h"
 #include "fp8wb/core/safetensors.h"
+#include "fp8wb/core/value_report.h"
 #include "same_file.h"
 #include "table_text.h"
 
@@ -102,6 +106,36 @@ std::string analysis_line(double bytes, double seconds, size_t combos, bool on_g
                      byte_text(bytes), time, rate, combos, on_gpu ? "on the GPU" : "on the CPU");
 }
 
+// --recipe as the table names recipes: a scaling ("mx"), optionally after a format and,
+// for MX, before its rounding ("E4M3FN mx floor": the analysis rounds MX scales down, as
+// OCP's MX does). Fills kind and, where the text names one, format; else says why not.
+std::string parse_recipe_filter(const std::string& text, ScalingKind& kind,
+                                std::optional<Format>& format) {
+  std::vector<std::string> words;
+  std::istringstream in(text);
+  for (std::string w; in >> w;) words.push_back(w);
+  if (words.size() >= 2) {
+    if (const auto f = parse_format(words.front())) {
+      format = f;
+      words.erase(words.begin());
+    }
+  }
+  const auto k = words.empty() ? std::nullopt : parse_scaling_kind(words.front());
+  const bool mx = k.has_value() && *k == ScalingKind::MX;
+  const bool floor = words.size() == 2 && mx &&
+                     (words[1] == "floor" || words[1] == "FLOOR" || words[1] == "Floor");
+  if (!k || (words.size() > 1 && !floor)) {
+    std::string why = "unknown recipe '" + text + "' (tensorwise, rowwise, 1x128, 128x128, mx, " +
+                      "nvfp4; or as the table names them: E4M3FN mx floor)";
+    if (mx && words.size() == 2)
+      why = "the analysis runs MX with its scales rounded down ('mx floor'), not '" + words[1] +
+            "'";
+    return why;
+  }
+  kind = *k;
+  return {};
+}
+
 }  // namespace
 
 CLI::App* add_inspect_command(CLI::App& app, InspectOptions& opt) {
@@ -110,7 +144,9 @@ CLI::App* add_inspect_command(CLI::App& app, InspectOptions& opt) {
       "What FP8 does to each tensor of a checkpoint (.safetensors, *.index.json, .pt/.pth)");
   c->add_option("checkpoint", opt.path, "The checkpoint")->required();
   c->add_option("--format", opt.format, "Only this format (E4M3FN, E5M2, E4M3FNUZ, ...)");
-  c->add_option("--recipe", opt.recipe, "Only this scaling (tensorwise, rowwise, 1x128, ...)");
+  c->add_option("--recipe", opt.recipe,
+                "Only this scaling (tensorwise, rowwise, 1x128, 128x128, mx, nvfp4), or a "
+                "recipe as the table names it (\"E4M3FN mx floor\")");
   c->add_option("--device", opt.device,
                 "Where the recipes run: auto (the GPU when there is one), cpu, gpu")
       ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
@@ -138,13 +174,19 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
     ao.formats = {*f};
   }
   if (!opt.recipe.empty()) {
-    const auto k = parse_scaling_kind(opt.recipe);
-    if (!k) {
-      err << "fp8wb inspect: unknown recipe '" << opt.recipe
-          << "' (tensorwise, rowwise, 1x128, 128x128, mx, nvfp4)\n";
+    ScalingKind k{};
+    std::optional<Format> f;
+    if (const std::string why = parse_recipe_filter(opt.recipe, k, f); !why.empty()) {
+      err << "fp8wb inspect: " << why << "\n";
       return 1;
     }
-    ao.kinds = {*k};
+    if (f && !opt.format.empty() && ao.formats != std::vector<Format>{*f}) {
+      err << "fp8wb inspect: --recipe '" << opt.recipe << "' names format "
+          << format_info(*f).name << ", --format " << opt.format << "\n";
+      return 1;
+    }
+    if (f) ao.formats = {*f};
+    ao.kinds = {k};
   }
   if (!opt.format.empty() || !opt.recipe.empty()) {
     // Filters that leave no recipe x format pairing to run (NVFP4 in an FP8 format, E8M0
@@ -316,7 +358,10 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
       for (const auto& r : a.recipes) {
         t["recipes"].push_back(
             {{"recipe", r.name},
-             {"sqnr_db", std::isfinite(r.sqnr_db) ? nlohmann::json(r.sqnr_db) : nlohmann::json()},
+             // An exact recipe's +inf as "inf", as the other commands write what JSON's
+             // numbers cannot hold; null would read as "no figure".
+             {"sqnr_db", std::isfinite(r.sqnr_db) ? nlohmann::json(r.sqnr_db)
+                                                  : nlohmann::json(format_number(r.sqnr_db))},
              {"underflow_pct", r.underflow_pct},
              {"saturated_pct", r.saturated_pct}});
       }

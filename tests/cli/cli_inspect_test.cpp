@@ -14,6 +14,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "cli_run.h"
@@ -108,6 +109,53 @@ TEST(CliInspect, TableJsonAndFilters) {
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("--export: needs a file path"), std::string::npos) << r.err;
   std::filesystem::remove(path);
+}
+
+// --recipe takes a recipe as the table and the JSON name it, format and MX rounding
+// included; an exact recipe's SQNR is "inf" in JSON, not null (no figure).
+TEST(CliInspect, RecipesAsTheTableNamesThemAndExactSqnr) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("fp8wb-inspect-names-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::vector<float> w(32 * 32, 0.5f);  // 0.5 is exact in every format under every scale
+  std::vector<uint8_t> bytes(w.size() * 4);
+  std::memcpy(bytes.data(), w.data(), bytes.size());
+  const std::string model = (dir / "exact.safetensors").string();
+  fp8wb::write_safetensors(model, {{"fc.weight", fp8wb::StDtype::F32, {32, 32}, bytes}});
+  auto r = run({"inspect", model, "--json"});
+
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(j[0]["recipes"].empty());
+  std::set<std::string> names;
+  for (const auto& rec : j[0]["recipes"]) {
+    EXPECT_EQ(rec["sqnr_db"], "inf") << rec;
+    names.insert(rec["recipe"].get<std::string>());
+  }
+  ASSERT_TRUE(names.count("E4M3FN mx floor"));
+  // Each name the JSON gives selects that recipe alone.
+  for (const std::string& name : names) {
+    r = run({"inspect", model, "--json", "--recipe", name});
+    ASSERT_EQ(r.rc, 0) << name << ": " << r.err;
+    j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j[0]["recipes"].size(), 1u) << name;
+    EXPECT_EQ(j[0]["recipes"][0]["recipe"], name);
+  }
+  r = run({"inspect", model, "--json", "--recipe", "mx floor"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)[0]["recipes"].size(), 3u);  // E4M3FN, E5M2, E2M1FN
+  r = run({"inspect", model, "--recipe", "mx rceil"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err,
+            "fp8wb inspect: the analysis runs MX with its scales rounded down ('mx floor'), not "
+            "'rceil'\n");
+  r = run({"inspect", model, "--recipe", "E5M2 rowwise", "--format", "E4M3FN"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err, "fp8wb inspect: --recipe 'E5M2 rowwise' names format E5M2, --format E4M3FN\n");
+  r = run({"inspect", model, "--recipe", "rowwise extra"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("unknown recipe 'rowwise extra'"), std::string::npos) << r.err;
+  fp8wb::test::remove_tree(dir.string());
 }
 
 // --export says when it wrote a weight's Infs as finite values (E4M3 has none).
