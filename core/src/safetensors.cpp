@@ -463,6 +463,23 @@ void SafetensorsFile::parse(const uint8_t* head, size_t head_size, uint64_t size
     }
     if (!furthest || t->end > furthest->end) furthest = t;
   }
+  // Nor may bytes belong to no tensor: the format's tensors cover the data section without
+  // holes (so that no file is also another kind of file), and its loaders refuse a file
+  // with a hole or bytes after the last tensor. A file cut short is listed (above) instead.
+  uint64_t covered = 0;
+  for (const TensorEntry* t : by_offset) {
+    if (t->begin > covered) {
+      fail("bytes [" + std::to_string(covered) + ", " + std::to_string(t->begin) +
+           ") of the data section, before tensor '" + t->name +
+           "', belong to no tensor (a safetensors file's tensors cover its data without holes)");
+    }
+    covered = t->end;  // no overlap: t->end is the furthest yet
+  }
+  if (covered < data_size) {
+    fail(std::to_string(data_size - covered) + " bytes after " +
+         (by_offset.empty() ? "the header" : "the last tensor's data") +
+         " belong to no tensor (a safetensors file ends with its last tensor)");
+  }
 }
 
 const TensorEntry* SafetensorsFile::find(const std::string& name) const {

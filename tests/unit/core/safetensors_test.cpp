@@ -358,6 +358,20 @@ TEST(SafetensorsBadInput, EveryMalformedFileGivesAClearError) {
                             "c": {"dtype": "U8", "shape": [40], "data_offsets": [300, 340]}})",
              400),
        "overlap"},
+      // Bytes that belong to no tensor (a polyglot file's other contents): the format's
+      // loaders refuse them.
+      {"a hole between tensors",
+       image(R"({"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]},
+                            "b": {"dtype": "U8", "shape": [4], "data_offsets": [6, 10]}})",
+             10),
+       "bytes [4, 6) of the data section, before tensor 'b', belong to no tensor"},
+      {"a hole before the first tensor",
+       image(R"({"a": {"dtype": "U8", "shape": [4], "data_offsets": [2, 6]}})", 6),
+       "bytes [0, 2) of the data section, before tensor 'a', belong to no tensor"},
+      {"bytes after the last tensor",
+       image(R"({"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]}})", 7),
+       "3 bytes after the last tensor's data belong to no tensor"},
+      {"bytes and no tensor", image(R"({})", 5), "5 bytes after the header belong to no tensor"},
       // JSON keeps the last of two equal keys: the first tensor would vanish silently.
       {"duplicate name",
        image(R"({"t": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]},
