@@ -10,9 +10,9 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -128,8 +128,8 @@ std::string parse_recipe_filter(const std::string& text, ScalingKind& kind,
     std::string why = "unknown recipe '" + text + "' (tensorwise, rowwise, 1x128, 128x128, mx, " +
                       "nvfp4; or as the table names them: E4M3FN mx floor)";
     if (mx && words.size() == 2)
-      why = "the analysis runs MX with its scales rounded down ('mx floor'), not '" + words[1] +
-            "'";
+      why =
+          "the analysis runs MX with its scales rounded down ('mx floor'), not '" + words[1] + "'";
     return why;
   }
   kind = *k;
@@ -181,8 +181,8 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
       return 1;
     }
     if (f && !opt.format.empty() && ao.formats != std::vector<Format>{*f}) {
-      err << "fp8wb inspect: --recipe '" << opt.recipe << "' names format "
-          << format_info(*f).name << ", --format " << opt.format << "\n";
+      err << "fp8wb inspect: --recipe '" << opt.recipe << "' names format " << format_info(*f).name
+          << ", --format " << opt.format << "\n";
       return 1;
     }
     if (f) ao.formats = {*f};

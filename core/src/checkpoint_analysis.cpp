@@ -89,11 +89,24 @@ void recommend(TensorAnalysis& a, Format e4m3) {
     a.reason = a.no_recipe;
     return;
   }
-  const RecipeResult* pick = best;
+  // Within 1 dB of the best, a recipe that turns fewer of the values into 0 is preferred
+  // (an SQNR carried by a few large values hides the small ones lost), then the simplest.
+  auto candidate = [&](const RecipeResult& r) {
+    return &r == best || (r.recipe.format == e4m3 && r.saturated_pct <= 0 && !zeroes_all(r) &&
+                          r.sqnr_db >= best->sqnr_db - 1.0);
+  };
+  double least_zeroed = best->underflow_pct;
   for (const auto& r : a.recipes) {
-    if (r.recipe.format != e4m3 || r.saturated_pct > 0 || zeroes_all(r)) continue;
-    if (r.sqnr_db >= best->sqnr_db - 1.0 &&
-        simplicity(r.recipe.kind) < simplicity(pick->recipe.kind))
+    if (candidate(r)) least_zeroed = std::min(least_zeroed, r.underflow_pct);
+  }
+  auto few_zeroed = [&](const RecipeResult& r) {
+    return r.underflow_pct < least_zeroed + kNamedZeroedPct;
+  };
+  const RecipeResult* pick = nullptr;
+  for (const auto& r : a.recipes) {
+    if (!candidate(r) || !few_zeroed(r)) continue;
+    if (!pick || simplicity(r.recipe.kind) < simplicity(pick->recipe.kind) ||
+        (simplicity(r.recipe.kind) == simplicity(pick->recipe.kind) && r.sqnr_db > pick->sqnr_db))
       pick = &r;
   }
   a.recommended = pick->name;
@@ -102,12 +115,18 @@ void recommend(TensorAnalysis& a, Format e4m3) {
                " recipes: " + fixed(pick->sqnr_db, 1) + " dB, " + fixed(pick->underflow_pct, 3) +
                "% underflow";
   } else {
-    a.reason = "within 1 dB of the best (" + best->name + ", " + fixed(best->sqnr_db, 1) +
-               " dB) and simpler: " + fixed(pick->sqnr_db, 1) + " dB, " +
-               fixed(pick->underflow_pct, 3) + "% underflow";
+    const bool fewer = !few_zeroed(*best);
+    const bool simpler = simplicity(pick->recipe.kind) < simplicity(best->recipe.kind);
+    a.reason = "within 1 dB of the best (" + best->name + ", " + fixed(best->sqnr_db, 1) + " dB" +
+               (fewer ? ", " + fixed(best->underflow_pct, 3) + "% underflow" : std::string()) +
+               ")" + (fewer ? " and turns fewer values into 0" : "") +
+               (simpler ? std::string(fewer ? "," : "") + " and simpler" : "") + ": " +
+               fixed(pick->sqnr_db, 1) + " dB, " + fixed(pick->underflow_pct, 3) + "% underflow";
   }
-  // Say why finer scaling wins when it does: the spread inside the tensor.
-  if (pick->recipe.kind != ScalingKind::Tensorwise) {
+  // Say why finer scaling wins when it does: the spread inside the tensor (unless the best,
+  // named above, is tensorwise).
+  if (pick->recipe.kind != ScalingKind::Tensorwise &&
+      best->recipe.kind != ScalingKind::Tensorwise) {
     for (const auto& r : a.recipes) {
       if (r.recipe.format == e4m3 && r.recipe.kind == ScalingKind::Tensorwise) {
         // An SQNR carried by a few large values hides the small ones lost: said beside it.

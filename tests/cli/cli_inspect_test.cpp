@@ -14,8 +14,8 @@
 #include <fstream>
 #include <limits>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli_run.h"
 #include "fifo.h"
@@ -114,8 +114,8 @@ TEST(CliInspect, TableJsonAndFilters) {
 // --recipe takes a recipe as the table and the JSON name it, format and MX rounding
 // included; an exact recipe's SQNR is "inf" in JSON, not null (no figure).
 TEST(CliInspect, RecipesAsTheTableNamesThemAndExactSqnr) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("fp8wb-inspect-names-" + std::to_string(getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("fp8wb-inspect-names-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   std::vector<float> w(32 * 32, 0.5f);  // 0.5 is exact in every format under every scale
   std::vector<uint8_t> bytes(w.size() * 4);

@@ -656,6 +656,51 @@ TEST(CheckpointAnalysis, TheTensorwiseNoteSaysWhatAnOutlierHides) {
   EXPECT_EQ(b.reason.find("into 0"), std::string::npos) << b.reason;
 }
 
+// Rows 10^-4 to 10^3 apart: one tensorwise scale has the best SQNR by a fraction of a dB
+// (the large rows carry it) and turns a third of the values into 0, rowwise none. Within
+// 1 dB of the best, the recipe that turns fewer values into 0 is recommended, and the
+// reason says so; so with one outlier among values near 1e-6, where rowwise keeps all but
+// the rows' smallest.
+TEST(CheckpointAnalysis, WithinOneDbTheRecipeThatTurnsFewerValuesIntoZeroIsRecommended) {
+  AnalysisOptions o;
+  o.device = AnalysisDevice::Cpu;
+  o.formats = {Format::E4M3FN};
+  std::vector<float> v(64 * 128);
+  for (size_t i = 0; i < v.size(); ++i) {
+    const int row = static_cast<int>(i / 128);
+    v[i] = std::pow(10.0f, static_cast<float>(row % 8 - 4)) * (static_cast<float>(i % 29) - 14.3f) /
+           7.0f;
+  }
+  const TensorAnalysis a = analyze_values("w.rows", "F32", {64, 128}, v, o);
+  const auto find = [&](const TensorAnalysis& t, ScalingKind k) {
+    return *std::find_if(t.recipes.begin(), t.recipes.end(),
+                         [&](const RecipeResult& r) { return r.recipe.kind == k; });
+  };
+  const RecipeResult tw = find(a, ScalingKind::Tensorwise), rw = find(a, ScalingKind::Rowwise);
+  // The premise: tensorwise best, rowwise within 1 dB of it, far fewer values turned into 0.
+  ASSERT_GE(tw.sqnr_db, rw.sqnr_db);
+  ASSERT_LT(tw.sqnr_db - rw.sqnr_db, 1.0);
+  ASSERT_GT(tw.underflow_pct, 10.0);
+  ASSERT_LT(rw.underflow_pct, 1.0);
+  EXPECT_EQ(a.recommended, "E4M3FN rowwise");
+  EXPECT_EQ(a.reason.rfind("within 1 dB of the best (E4M3FN tensorwise, ", 0), 0u) << a.reason;
+  EXPECT_NE(a.reason.find("% underflow) and turns fewer values into 0: "), std::string::npos)
+      << a.reason;
+  EXPECT_EQ(a.reason.find("one tensorwise scale"), std::string::npos) << a.reason;  // said
+  // One outlier of 10^4 among values near 1e-6 (64 x 64): rowwise and tensorwise within a
+  // hundredth of a dB of each other; tensorwise turns all but the outlier into 0.
+  std::vector<float> w(64 * 64);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 1e-6f * static_cast<float>(i % 11 + 1) / 11.0f;
+  w[100] = 1e4f;
+  const TensorAnalysis b = analyze_values("w.outlier", "F32", {64, 64}, w, o);
+  EXPECT_EQ(b.recommended.find("tensorwise"), std::string::npos) << b.recommended << b.reason;
+  EXPECT_LT(find(b, ScalingKind::Rowwise).underflow_pct, 5.0);
+  // Without such losses, the simplest within 1 dB still wins.
+  std::vector<float> u(64 * 128);
+  for (size_t i = 0; i < u.size(); ++i) u[i] = std::sin(0.37f * static_cast<float>(i));
+  EXPECT_EQ(analyze_values("w.plain", "F32", {64, 128}, u, o).recommended, "E4M3FN tensorwise");
+}
+
 // A header of n one-element U8 tensors "t0".."t<n-1>" at bytes 0..n-1, then `extra`.
 std::string many_tensors_header(int n, const std::string& extra) {
   std::string h = "{";
