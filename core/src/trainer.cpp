@@ -314,6 +314,16 @@ void Trainer::Impl::body() {
   double first_loss = std::nan("");
   int64_t over_limit = 0;
   double last_loss = std::nan(""), last_limit = std::nan("");  // of the last step run
+  int64_t ref_over_limit = 0;  // the reference's consecutive steps over the same limit
+  double last_ref_loss = std::nan("");
+  // Where the high-precision reference blew up over the same steps, the settings (a
+  // learning rate too high, say) diverge, not FP8 alone: said after the reason.
+  const auto reference_too = [&] {
+    return ref_over_limit >= over_limit
+               ? "; the high-precision reference blew up too (" + g6(last_ref_loss) +
+                     " at that step): the settings diverge, not FP8 alone"
+               : std::string();
+  };
 
   for (int64_t step = 0; step < cfg.steps; ++step) {
     if (!group && !wait_if_paused(step)) {
@@ -391,6 +401,11 @@ void Trainer::Impl::body() {
     const double limit = std::max(10 * first_loss, first_loss + 1) * swing;
     last_loss = loss;
     last_limit = limit;
+    if (ref.model) {
+      last_ref_loss = m.ref_loss;
+      const bool ref_over = !std::isfinite(m.ref_loss) || m.ref_loss > limit;
+      ref_over_limit = ref_over && std::isfinite(first_loss) ? ref_over_limit + 1 : 0;
+    }
     if (!std::isfinite(loss) || (std::isfinite(first_loss) && loss > limit)) {
       ++over_limit;
     } else {
@@ -399,14 +414,14 @@ void Trainer::Impl::body() {
     }
     if (over_limit >= blow_up_steps) {
       publish(b);
-      finish(RunStatus::Diverged, std::isfinite(loss)
-                                      ? "loss blew up: " + g6(loss) + " at step " +
-                                            std::to_string(step) + ", over " + g6(limit) +
-                                            " (10 x the first loss " + g6(first_loss) + ") for " +
-                                            std::to_string(over_limit) + " consecutive steps"
-                                      : "non-finite or blown-up loss for " +
-                                            std::to_string(over_limit) + " consecutive steps (" +
-                                            g6(loss) + " at step " + std::to_string(step) + ")");
+      finish(RunStatus::Diverged,
+             std::isfinite(loss)
+                 ? "loss blew up: " + g6(loss) + " at step " + std::to_string(step) + ", over " +
+                       g6(limit) + " (10 x the first loss " + g6(first_loss) + ") for " +
+                       std::to_string(over_limit) + " consecutive steps" + reference_too()
+                 : "non-finite or blown-up loss for " + std::to_string(over_limit) +
+                       " consecutive steps (" + g6(loss) + " at step " + std::to_string(step) +
+                       ")" + reference_too());
       return;
     }
     publish(b);
@@ -426,7 +441,7 @@ void Trainer::Impl::body() {
                      g6(first_loss) + ") for its last " + counted(over_limit, "step")
                : "non-finite or blown-up loss at the end of the run: its last " +
                      counted(over_limit, "step") + " (" + g6(last_loss) + " at step " +
-                     std::to_string(last) + ")");
+                     std::to_string(last) + ")" + reference_too());
     return;
   }
   if (ranks.rank == 0) save_weights(*fp8.model);

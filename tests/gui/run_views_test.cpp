@@ -416,7 +416,8 @@ void RunViewsTest::everyLayerCellFillsItsShareOfThePlot() {
 }
 
 // An ended run's summary gives its final loss and gap as the Sweeps and Runs tabs do (the
-// mean over the last 10% of the steps), beside the last step's loss; a running one not.
+// mean over the last 10% of the steps), beside the last step's loss; a running one not, a
+// diverged one none.
 void RunViewsTest::anEndedRunsSummaryGivesItsFinalLoss() {
   RunData data;
   fill_falling_loss(data, 7, "ended", 40);  // the last 10%: steps 36..39
@@ -436,6 +437,12 @@ void RunViewsTest::anEndedRunsSummaryGivesItsFinalLoss() {
   QVERIFY2(t.contains(QStringLiteral("step 39, loss 1.6100")), qPrintable(t));
   QVERIFY2(t.contains(QStringLiteral("final loss 1.6250, gap 0.125 (mean over steps 36-39)")),
            qPrintable(t));
+  // A diverged run has none, as `fp8wb runs show` and the Runs tab say (final_loss.h).
+  data.setStatus(RunStatus::Diverged, "loss blew up");
+  tab.refresh(true);
+  const QString d = tab.summaryText();
+  QVERIFY2(d.contains(QStringLiteral("; final loss none (the run diverged)")), qPrintable(d));
+  QVERIFY2(!d.contains(QStringLiteral("1.6250")), qPrintable(d));
 }
 
 // A run so short that its last 10% is one step: the summary names that step alone, not

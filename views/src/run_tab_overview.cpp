@@ -134,7 +134,11 @@ void OverviewTab::rebuild() {
   // An ended run: its final loss and gap as the Sweeps and Runs tabs and the CLI give them
   // (final_loss.h), which the last step's figures above are not.
   const bool ended = data_->status() != RunStatus::Running && data_->status() != RunStatus::Paused;
-  if (ended) {
+  if (data_->status() == RunStatus::Diverged) {
+    // As the stored run's final loss (final_loss.h), `fp8wb runs show` and the Runs tab:
+    // none, since the loss of a diverged run's last steps is no result.
+    text += tr("; final loss none (the run diverged)");
+  } else if (ended) {
     std::vector<SeriesPoint> loss, ref;
     loss.reserve(s.size());
     for (const StepMetrics& p : s) {

@@ -336,7 +336,8 @@ TEST(Trainer, ErrorsEndTheRunAsFailedWithTheMessage) {
 }
 
 // A loss that blows up without turning NaN (lr = 10) ends the run as diverged
-// (docs/numerics.md, "Divergence"), as a sane run of the same model finishes.
+// (docs/numerics.md, "Divergence"), as a sane run of the same model finishes; where the
+// reference blows up too, the reason says so.
 TEST(Trainer, ALossBlowUpIsDivergence) {
   RunConfig c;
   c.model = ModelKind::Mlp;
@@ -351,7 +352,20 @@ TEST(Trainer, ALossBlowUpIsDivergence) {
   t.run();
   EXPECT_EQ(t.status(), RunStatus::Diverged) << t.message();
   EXPECT_NE(t.message().find("blew up"), std::string::npos) << t.message();
+  EXPECT_EQ(t.message().find("reference"), std::string::npos) << t.message();  // none ran
   EXPECT_LT(t.steps_done(), 300);
+  // With the high-precision reference beside it, which blows up as well at lr = 10: the
+  // reason says so, since the settings diverge, not FP8 alone.
+  c.reference = true;
+  Trainer both(c, std::make_shared<MetricBus>());
+  both.run();
+  EXPECT_EQ(both.status(), RunStatus::Diverged) << both.message();
+  EXPECT_NE(both.message().find("; the high-precision reference blew up too ("), std::string::npos)
+      << both.message();
+  EXPECT_NE(both.message().find(" at that step): the settings diverge, not FP8 alone"),
+            std::string::npos)
+      << both.message();
+  c.reference = false;
   c.lr = 3e-3;
   c.steps = 60;
   Trainer sane(c, std::make_shared<MetricBus>());
