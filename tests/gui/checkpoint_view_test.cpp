@@ -8,6 +8,7 @@
 #include <QComboBox>
 #include <QHeaderView>
 #include <QLabel>
+#include <QRegularExpression>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTemporaryDir>
@@ -344,6 +345,20 @@ void CheckpointViewTest::anEmptyBlockMapDoesNotLookLikeData() {
   tab->selectTensor(QStringLiteral("a.weight"));
   QCoreApplication::processEvents();
   QVERIFY(map->visible() && !map->data()->isEmpty());
+  // The axis says what a block is, and the blocks cover the 256 x 128 tensor.
+  const QRegularExpression what(
+      QStringLiteral("^block column \\(blocks of (\\d+) x (\\d+) values\\)$"));
+  const auto got = what.match(blocks->xAxis->label());
+  QVERIFY2(got.hasMatch(), qPrintable(blocks->xAxis->label()));
+  const int br = got.captured(1).toInt(), bc = got.captured(2).toInt();
+  QVERIFY(br >= 1 && bc >= 1);
+  QCOMPARE((256 + br - 1) / br, map->data()->valueSize());
+  QCOMPARE((128 + bc - 1) / bc, map->data()->keySize());
+  // The scale's top (a block that lost everything) is no white: on the plot's white it
+  // would read as an empty block.
+  QCPColorGradient g = map->gradient();  // color() is not const
+  const QColor top = g.color(1.0, QCPRange(0, 1));
+  QVERIFY2(top.lightness() < 200, qPrintable(top.name()));
 }
 
 void CheckpointViewTest::nanAndInfAreCountedInTheTable() {

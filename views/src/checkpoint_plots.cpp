@@ -148,6 +148,12 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
   block_map_->setVisible(has_map);
   block_scale_->setVisible(has_map);
   for (QCPAxis* a : {blocks_->xAxis, blocks_->yAxis}) a->setVisible(has_map);
+  // What a block is: the recipe's own blocks where the map has room for them, else an even
+  // tiling (at most 64 x 64 blocks).
+  blocks_->xAxis->setLabel(has_map ? tr("block column (blocks of %1 x %2 values)")
+                                         .arg(chosen->map_grid.cell_rows)
+                                         .arg(chosen->map_grid.cell_cols)
+                                   : tr("block column"));
   if (has_map && std::any_of(chosen->map_rel_error.begin(), chosen->map_rel_error.end(),
                              [](float e) { return std::isnan(e); })) {
     auto* grey = new QCPItemText(blocks_);

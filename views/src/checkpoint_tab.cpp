@@ -132,7 +132,7 @@ CheckpointTab::CheckpointTab(QWidget* parent)
   block_scale_->axis()->setLabel(tr("relative RMS error"));
   block_map_->setColorScale(block_scale_);
   // Blocks without finite nonzero values (NaN in the map) in grey, apart from the scale.
-  QCPColorGradient thermal(QCPColorGradient::gpThermal);
+  QCPColorGradient thermal = thermal_on_white();
   thermal.setNanHandling(QCPColorGradient::nhNanColor);
   thermal.setNanColor(QColor(0xb0, 0xb0, 0xb0));
   block_map_->setGradient(thermal);

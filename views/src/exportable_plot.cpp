@@ -46,6 +46,16 @@ QCPRange colour_scale_range(double lo, double hi, const QCPRange& domain) {
   return QCPRange(lower, upper);
 }
 
+QCPColorGradient thermal_on_white() {
+  QCPColorGradient thermal(QCPColorGradient::gpThermal);  // color() is not const
+  QCPColorGradient g;
+  g.clearColorStops();
+  for (int i = 0; i <= 8; ++i)
+    g.setColorStopAt(i / 8.0, thermal.color(0.85 * i / 8.0, QCPRange(0, 1)));
+  g.setNanHandling(QCPColorGradient::nhTransparent);
+  return g;
+}
+
 void set_whole_number_ticks(QCPAxis* axis) {
   auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
   ticker->setTickStep(1.0);

@@ -90,7 +90,7 @@ OutlierDemoView::OutlierDemoView(QWidget* parent)
   }
   for (QCPColorMap* m : {map_tensor_, map_block_}) {
     m->setColorScale(color_scale_);
-    m->setGradient(QCPColorGradient(QCPColorGradient::gpThermal));
+    m->setGradient(thermal_on_white());
     m->setInterpolate(false);
   }
 

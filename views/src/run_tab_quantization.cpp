@@ -68,15 +68,8 @@ QuantizationTab::QuantizationTab(const RunData* run, QWidget* parent)
     p->plotLayout()->addElement(0, 1, scale);
     scale->axis()->setLabel(label);
     m->setColorScale(scale);
-    // Thermal without its white top, so that the highest values stay visible on the
-    // plot's white; a cell without data is left transparent over a grey hatch.
-    QCPColorGradient thermal(QCPColorGradient::gpThermal);  // color() is not const
-    QCPColorGradient g;
-    g.clearColorStops();
-    for (int i = 0; i <= 8; ++i)
-      g.setColorStopAt(i / 8.0, thermal.color(0.85 * i / 8.0, QCPRange(0, 1)));
-    g.setNanHandling(QCPColorGradient::nhTransparent);
-    m->setGradient(g);
+    // A cell without data is left transparent over a grey hatch.
+    m->setGradient(thermal_on_white());
     m->setInterpolate(false);
     p->axisRect()->setBackground(QBrush(QColor(0xbd, 0xbd, 0xbd), Qt::BDiagPattern));
     auto* group = new QCPMarginGroup(p);

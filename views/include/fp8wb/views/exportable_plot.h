@@ -2,7 +2,7 @@
 // picture (PNG, PDF, with a title) and the data (CSV). PresentationMode scales its fonts
 // and pens. place_legend_below(): a legend under the plot instead of over its curves.
 // fill_block_map(): a block error map; colour_scale_range(): a colour scale's ends, kept
-// within what the figure can be.
+// within what the figure can be; thermal_on_white(): the maps' colours.
 #pragma once
 
 #include <qcustomplot.h>
@@ -75,6 +75,11 @@ void set_whole_number_ticks(QCPAxis* axis);
 // axes to show every block whole; clears it when the grid and the values do not match
 // (no map taken).
 void fill_block_map(QCPColorMap* map, int64_t rows, int64_t cols, const std::vector<float>& cells);
+
+// QCustomPlot's thermal gradient without its white top, so that the highest values stay
+// visible on a plot's white (a block that lost everything is no blank); NaN cells
+// transparent unless the caller sets a NaN colour.
+QCPColorGradient thermal_on_white();
 
 // What a figure can be: a percentage 0..100, a count or a loss 0 and up, else anything.
 inline const QCPRange kPercentDomain(0, 100);
