@@ -1,6 +1,8 @@
 // The Sweeps tab, offscreen: a small grid runs from the tab, every trial lands in the
 // store as a child run, the heatmap cells equal the grid points' figures, slicers pick
 // the third axis, an invalid grid is refused naming the field.
+#include <QLabel>
+#include <QListWidget>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -28,6 +30,17 @@ void SweepsTabTest::smallSweepFromTheTab() {
   EngineController engine;
   engine.setDatabasePath(dir_.filePath(QStringLiteral("s.sqlite")));
   SweepsTab tab(&engine);
+  tab.resize(1200, 800);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  // Before any sweep, the trials' list is no blank box: a grey line says what it holds.
+  auto* list = tab.findChild<QListWidget*>();
+  auto* hint = tab.findChild<QLabel*>(QStringLiteral("noTrials"));
+  QVERIFY(list && hint);
+  QVERIFY(!list->isVisible());
+  QVERIFY(hint->isVisible());
+  QVERIFY2(hint->text().contains(QStringLiteral("lists its trials here")),
+           qPrintable(hint->text()));
   tab.setBaseOverrides(QStringLiteral("model=mlp\nsteps=8\nstats_interval=4\nreference=false"));
   tab.setGridText(QStringLiteral("margin=0,2\nwindow=1,4\namax_algo=max,most_recent"));
   QSignalSpy done(&tab, &SweepsTab::sweepFinished);
@@ -40,6 +53,8 @@ void SweepsTabTest::smallSweepFromTheTab() {
   int children = 0;
   for (const RunInfo& r : engine.store().runs()) children += r.parent_sweep == id ? 1 : 0;
   QCOMPARE(children, 8);
+  QVERIFY(list->isVisible() && list->count() == 8);  // the trials, in place of the line
+  QVERIFY(!hint->isVisible());
   // x = window (axis 1), y = margin (axis 0); amax_algo sliced at its first value.
   tab.setAxes(1, 0);
   tab.setMetric(SweepMetric::UnderflowPct);

@@ -79,6 +79,7 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
       stop_(new QPushButton(tr("Stop"), this)),
       collect_(new QPushButton(tr("Collect from folder…"), this)),
       trials_(new QListWidget(this)),
+      no_trials_(new QLabel(this)),
       status_(new QLabel(this)),
       best_(new QLabel(this)),
       overlay_title_(new QLabel(this)),
@@ -147,6 +148,24 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   collecting_->setVisible(false);
   ll->addWidget(collecting_);
   ll->addWidget(trials_, 1);
+  // An empty list is a blank box: while it is, a line says what it will hold instead.
+  no_trials_->setObjectName(QStringLiteral("noTrials"));
+  no_trials_->setText(
+      tr("A sweep started here, or a folder collected, lists its trials here "
+         "with their progress."));
+  no_trials_->setWordWrap(true);
+  no_trials_->setEnabled(false);  // grey: a hint, not a figure
+  no_trials_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+  ll->addWidget(no_trials_, 1);
+  const auto show_trials = [this] {
+    const bool any = trials_->count() > 0;
+    trials_->setVisible(any);
+    no_trials_->setVisible(!any);
+  };
+  connect(trials_->model(), &QAbstractItemModel::rowsInserted, this, show_trials);
+  connect(trials_->model(), &QAbstractItemModel::rowsRemoved, this, show_trials);
+  connect(trials_->model(), &QAbstractItemModel::modelReset, this, show_trials);
+  show_trials();
   left->setMaximumWidth(420);
 
   map_ = new QCPColorMap(heat_->xAxis, heat_->yAxis);

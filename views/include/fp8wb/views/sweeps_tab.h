@@ -189,6 +189,7 @@ class SweepsTab : public QWidget {
   QSpinBox *seeds_, *parallel_;
   QPushButton *start_, *stop_, *collect_;
   QListWidget* trials_;
+  QLabel* no_trials_;  // in place of the trials' list while it is empty: what it will hold
   QLabel *status_, *best_, *overlay_title_;
   QLabel* collect_failure_;   // over the heatmap: a collection failed, what is shown is older
   QProgressBar* reading_;     // busy while a sweep's points are read
