@@ -251,6 +251,10 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
         << (r.kept.size() == 1 ? " as it was\n" : " as they were\n");
     if (r.quantized.empty())
       err << "note: no tensor was written in FP8: --export converts " << kFp8ExportRule << "\n";
+    // The filters choose what the table shows; the export's recipe is fixed.
+    if (!r.quantized.empty() && (!opt.format.empty() || !opt.recipe.empty()))
+      err << "note: --format and --recipe choose the figures shown; --export always writes "
+             "E4M3 in 128x128 blocks\n";
     if (r.inf_values > 0)
       err << "warning: " << counted(r.inf_values, "Inf value") << " in "
           << counted(static_cast<int64_t>(r.with_inf.size()), "weight")

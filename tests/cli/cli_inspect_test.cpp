@@ -83,6 +83,11 @@ TEST(CliInspect, TableJsonAndFilters) {
   EXPECT_NE(r.err.find("1 weight in FP8 (E4M3, 128x128 blocks), 1 tensor as it was"),
             std::string::npos)
       << r.err;
+  // A filter does not choose the export's recipe, and the export says so.
+  EXPECT_NE(r.err.find("note: --format and --recipe choose the figures shown; --export always "
+                       "writes E4M3 in 128x128 blocks\n"),
+            std::string::npos)
+      << r.err;
   r = run({"inspect", fp8, "--json"});  // the export reads back
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)[0]["dtype"], "F8_E4M3");
