@@ -354,6 +354,13 @@ void CheckpointViewTest::anEmptyBlockMapDoesNotLookLikeData() {
   QVERIFY(br >= 1 && bc >= 1);
   QCOMPARE((256 + br - 1) / br, map->data()->valueSize());
   QCOMPARE((128 + bc - 1) / bc, map->data()->keySize());
+  // The histogram counts elements by whole exponents: whole-number ticks on both axes.
+  for (QCPAxis* a : {tab->plots()[0]->xAxis, tab->plots()[0]->yAxis}) {
+    const auto fixed = qSharedPointerDynamicCast<QCPAxisTickerFixed>(a->ticker());
+    QVERIFY2(fixed && fixed->tickStep() == 1.0 &&
+                 fixed->scaleStrategy() == QCPAxisTickerFixed::ssMultiples,
+             qPrintable(a->label()));
+  }
   // The scale's top (a block that lost everything) is no white: on the plot's white it
   // would read as an empty block.
   QCPColorGradient g = map->gradient();  // color() is not const

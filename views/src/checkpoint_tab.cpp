@@ -112,6 +112,9 @@ CheckpointTab::CheckpointTab(QWidget* parent)
 
   hist_->xAxis->setLabel(tr("floor(log2 |x|)"));
   hist_->yAxis->setLabel(tr("elements"));
+  // Counts and exponents are whole numbers: no tick at 0.5 elements.
+  set_whole_number_ticks(hist_->xAxis);
+  set_whole_number_ticks(hist_->yAxis);
   hist_bars_ = new QCPBars(hist_->xAxis, hist_->yAxis);
   hist_bars_->setName(tr("log2 histogram"));
   hist_bars_->setWidth(0.9);
