@@ -274,6 +274,14 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
       err << "; see the recipes recommended for them below\n";
     }
   }
+  // A shard's tensors that the index does not name are no part of the checkpoint as
+  // loaders read it: said, not analysed (on stderr, which leaves --json's array whole).
+  if (const auto& extra = ckpt->unindexed(); !extra.empty()) {
+    err << "note: " << counted(static_cast<int64_t>(extra.size()), "tensor") << " in the shards "
+        << (extra.size() == 1 ? "is" : "are")
+        << " not in the index's weight_map, so not analysed nor exported (first: "
+        << shown_text(extra.front().first) << " in " << shown_text(extra.front().second) << ")\n";
+  }
   if (ckpt->tensors().empty()) {
     // Nothing to analyse: said, not shown as an empty table (exit code 0, as `runs list`
     // of a database without runs).

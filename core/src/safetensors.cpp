@@ -544,6 +544,13 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {
       c->index_[name] = c->refs_.size();
       c->refs_.push_back({&f, e});
     }
+    std::vector<const std::string*> shard_names(c->files_.size());
+    for (const auto& [file, i] : shard_index) shard_names[i] = &file;
+    for (size_t i = 0; i < c->files_.size(); ++i) {
+      for (const TensorEntry& e : c->files_[i]->tensors()) {
+        if (!c->index_.count(e.name)) c->unindexed_.emplace_back(e.name, *shard_names[i]);
+      }
+    }
   } else {
     c->files_.push_back(std::make_unique<SafetensorsFile>(path));
     c->index_file(*c->files_.back());

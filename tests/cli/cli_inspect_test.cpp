@@ -163,6 +163,33 @@ TEST(CliInspect, RecipesAsTheTableNamesThemAndExactSqnr) {
   fp8wb::test::remove_tree(dir.string());
 }
 
+// A shard's tensor that the index's weight_map does not name is said, not analysed: the
+// set as loaders read it is what the index names. --json's array stays whole.
+TEST(CliInspect, AShardsTensorsOutsideTheIndexAreSaid) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("fp8wb-inspect-unindexed-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::vector<uint8_t> bytes(16 * 16 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 4) bytes[i + 3] = 0x3F;  // ~0.5
+  fp8wb::write_safetensors((dir / "s1.safetensors").string(),
+                           {{"a.weight", fp8wb::StDtype::F32, {16, 16}, bytes},
+                            {"extra.weight", fp8wb::StDtype::F32, {16, 16}, bytes}});
+  const std::string index = (dir / "model.safetensors.index.json").string();
+  std::ofstream(index) << R"({"weight_map": {"a.weight": "s1.safetensors"}})";
+  auto r = run({"inspect", index});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("a.weight"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("extra.weight"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err,
+            "note: 1 tensor in the shards is not in the index's weight_map, so not analysed nor "
+            "exported (first: extra.weight in s1.safetensors)\n");
+  r = run({"inspect", index, "--json"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out).size(), 1u);
+  EXPECT_NE(r.err.find("extra.weight"), std::string::npos) << r.err;
+  fp8wb::test::remove_tree(dir.string());
+}
+
 // --export says when it wrote a weight's Infs as finite values (E4M3 has none).
 TEST(CliInspect, ExportWarnsOfInfsWrittenAsTheLargestFiniteValue) {
   const std::filesystem::path dir =

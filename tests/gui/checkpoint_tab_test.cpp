@@ -3,6 +3,7 @@
 // the model under QAbstractItemModelTester; bad files give their message.
 #include <QAbstractItemModelTester>
 #include <QComboBox>
+#include <QFile>
 #include <QLabel>
 #include <QLineEdit>
 #include <QSettings>
@@ -45,6 +46,7 @@ class CheckpointTabTest : public QObject {
   void aFilterThatMatchesNothingShowsNoFigures();
   void exactRecipesSayInf();
   void aScalarsShapeIsSaid();
+  void shardTensorsOutsideTheIndexAreSaid();
 
  private:
   QTemporaryDir dir_;
@@ -597,6 +599,29 @@ void CheckpointTabTest::aScalarsShapeIsSaid() {
   }
   QCOMPARE(shapes[QStringLiteral("s")], QStringLiteral("scalar"));
   QCOMPARE(shapes[QStringLiteral("v")], QStringLiteral("3"));
+}
+
+// A shard's tensor that the index's weight_map does not name: not listed, and said on the
+// status line, as `fp8wb inspect` says it.
+void CheckpointTabTest::shardTensorsOutsideTheIndexAreSaid() {
+  write_safetensors(dir_.filePath(QStringLiteral("s1.safetensors")).toStdString(),
+                    {{"a.weight", StDtype::F32, {2}, f32_bytes({0.5f, 1.0f})},
+                     {"b.extra", StDtype::F32, {2}, f32_bytes({0.5f, 1.0f})},
+                     {"c.extra", StDtype::F32, {2}, f32_bytes({0.5f, 1.0f})}});
+  const QString index = dir_.filePath(QStringLiteral("part.safetensors.index.json"));
+  QFile f(index);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write(R"({"weight_map": {"a.weight": "s1.safetensors"}})");
+  f.close();
+  CheckpointTab tab;
+  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
+  tab.openCheckpoint(index);
+  QVERIFY(loaded.wait(60000));
+  QCOMPARE(tab.model()->rowCount(), 1);
+  QVERIFY2(tab.statusText().endsWith(QStringLiteral(
+               "; 2 tensors in the shards not in the index's weight_map, not analysed (first: "
+               "b.extra in s1.safetensors)")),
+           qPrintable(tab.statusText()));
 }
 
 QTEST_MAIN(CheckpointTabTest)

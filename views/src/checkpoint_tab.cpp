@@ -323,6 +323,7 @@ void CheckpointTab::openCheckpoint(const QString& path) {
   struct Analysed {
     std::vector<TensorAnalysis> tensors;
     bool cancelled = false;
+    QString unindexed;  // what the shards hold beyond the index's weight_map, said
   };
   job_.run(
       [this, path] {
@@ -349,9 +350,19 @@ void CheckpointTab::openCheckpoint(const QString& path) {
         Analysed a;
         a.tensors = analyze_checkpoint(*ckpt, o);
         a.cancelled = cancel_flag_.load();
+        if (const auto& extra = ckpt->unindexed(); !extra.empty()) {
+          const QString count =
+              extra.size() == 1 ? tr("1 tensor") : tr("%1 tensors").arg(extra.size());
+          a.unindexed =
+              tr("%1 in the shards not in the index's weight_map, not analysed "
+                 "(first: %2 in %3)")
+                  .arg(count, shown_name(extra.front().first), shown_name(extra.front().second));
+        }
         return a;
       },
-      [this, path](Analysed a) { finishLoad(path, std::move(a.tensors), a.cancelled); },
+      [this, path](Analysed a) {
+        finishLoad(path, std::move(a.tensors), a.cancelled, a.unindexed);
+      },
       [this, path](const QString& message) {
         showBusy(false);
         // The analysis shown before stays (a failed open costs nothing), and the status
@@ -378,7 +389,7 @@ void CheckpointTab::cancel() {
 }
 
 void CheckpointTab::finishLoad(const QString& path, std::vector<TensorAnalysis> result,
-                               bool cancelled) {
+                               bool cancelled, const QString& note) {
   showBusy(false);
   const int n = static_cast<int>(result.size());
   const auto unknown = std::count_if(result.begin(), result.end(),
@@ -408,6 +419,7 @@ void CheckpointTab::finishLoad(const QString& path, std::vector<TensorAnalysis> 
   if (unknown > 0)
     status += tr("; %n with values that could not be read (see their rows)", "",
                  static_cast<int>(unknown));
+  if (!note.isEmpty()) status += tr("; ") + note;
   status_->setText(status);
   if (cancelled) Q_EMIT notice(status_->text());
   if (proxy_->rowCount() > 0) table_->selectRow(0);

@@ -138,6 +138,19 @@ TEST_F(Safetensors, ShardedSetsOpenThroughTheirIndex) {
   auto c = Checkpoint::open(path("model.safetensors.index.json"));
   ASSERT_EQ(c->tensors().size(), 2u);
   EXPECT_EQ(c->to_float(*c->find("y")), std::vector<float>{3});
+  EXPECT_TRUE(c->unindexed().empty());
+  // A shard's tensor that the weight_map does not name is no part of the set, and is
+  // reported as such (by shard, in the shards' order).
+  write_safetensors(path("c.safetensors"),
+                    {{"w", StDtype::F32, {1}, bytes_of(std::vector<float>{4})},
+                     {"extra", StDtype::F32, {1}, bytes_of(std::vector<float>{5})}});
+  std::ofstream(path("part.index.json"))
+      << R"({"weight_map": {"x": "a.safetensors", "w": "c.safetensors"}})";
+  c = Checkpoint::open(path("part.index.json"));
+  EXPECT_EQ(c->tensors().size(), 2u);
+  EXPECT_EQ(c->find("extra"), nullptr);
+  EXPECT_EQ(c->unindexed(),
+            (std::vector<std::pair<std::string, std::string>>{{"extra", "c.safetensors"}}));
   std::ofstream(path("bad.index.json")) << R"({"weight_map": {"x": "../etc/passwd"}})";
   EXPECT_THROW(Checkpoint::open(path("bad.index.json")), CheckpointError);
   std::ofstream(path("missing.index.json")) << R"({"weight_map": {"z": "a.safetensors"}})";

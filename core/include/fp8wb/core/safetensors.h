@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace fp8wb {
@@ -122,6 +123,10 @@ class Checkpoint {
   // cannot give are a TensorValueError, a file that cannot be read a CheckpointError.
   std::vector<float> to_float(const Ref& r) const;
   const std::string& path() const { return path_; }
+  // A sharded set's tensors that its shards hold but its index's weight_map does not name
+  // (name, shard as the index names it), in the shards' order: not part of the checkpoint,
+  // as loaders read it, so neither listed nor analysed; said by those who show it.
+  const std::vector<std::pair<std::string, std::string>>& unindexed() const { return unindexed_; }
 
  private:
   void index_file(const SafetensorsFile& f);
@@ -130,6 +135,7 @@ class Checkpoint {
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::vector<Ref> refs_;
   std::map<std::string, size_t> index_;
+  std::vector<std::pair<std::string, std::string>> unindexed_;
 };
 
 struct TensorToWrite {

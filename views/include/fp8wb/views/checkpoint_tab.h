@@ -114,7 +114,9 @@ class CheckpointTab : public QWidget {
  private:
   void showTensor(const TensorAnalysis* t);
   void drawChart(const TensorAnalysis& t);
-  void finishLoad(const QString& path, std::vector<TensorAnalysis> result, bool cancelled);
+  // `note`: said after the status line's count (a sharded set's tensors outside its index).
+  void finishLoad(const QString& path, std::vector<TensorAnalysis> result, bool cancelled,
+                  const QString& note = {});
   void showBusy(bool busy);
   void remember(const QString& path);
   void fillRecent(const QStringList& paths, int current);
