@@ -1,12 +1,8 @@
-// defines: shown_text(), text_width(), cut_text(), cut_middle(), fit_column(): text in the
-// CLI's tables:
-// control characters and bytes that are not UTF-8 escaped, widths counted in terminal
+// defines: text_width(), cut_text(), cut_middle(), fit_column(): text in the CLI's tables
+// (names escaped by shown_text(), fp8wb/core/name_text.h): widths counted in terminal
 // columns (a CJK character or an emoji takes two, a combining accent none) and text cut
 // with a visible "…", never inside a character.
 #pragma once
-
-#include <locale.h>
-#include <wchar.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -17,68 +13,6 @@
 #include "fp8wb/core/name_text.h"
 
 namespace fp8wb::cli {
-
-namespace detail {
-
-// The columns a code point takes on a terminal: the C library's wcwidth() in a UTF-8
-// locale (made once, used on this thread only for the call); -1 for one that is not
-// printable (a control character, a line or paragraph separator). Without a UTF-8 locale,
-// 1 for every printable character.
-inline int code_width(uint32_t code) {
-  if (code < 0x20 || (code >= 0x7F && code < 0xA0)) return -1;
-  static const locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(0));
-  if (utf8 == static_cast<locale_t>(0)) return 1;
-  const locale_t before = uselocale(utf8);
-  const int w = wcwidth(static_cast<wchar_t>(code));
-  uselocale(before);
-  return w;
-}
-
-}  // namespace detail
-
-// `s` as text that a terminal shows as it is: a control character or another character
-// that is not printable (a line separator, a bidirectional override) is written as an
-// escape ("\n", "\t", "\r", "\x1b", "\u2028"), a byte that is not UTF-8 as "\xff", and a
-// backslash as "\\", so that no name can move the cursor, recolour the terminal or pass
-// for another name; an empty name (safetensors allows one) as "" so that it is seen.
-inline std::string shown_text(const std::string& s) {
-  if (s.empty()) return "\"\"";
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    uint32_t code = 0;
-    const size_t len = utf8_char_at(s, i, code);
-    char buf[16];
-    if (len == 0) {
-      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(s[i]));
-      out += buf;
-      ++i;
-      continue;
-    }
-    const bool bidi = (code >= 0x202A && code <= 0x202E) || (code >= 0x2066 && code <= 0x2069) ||
-                      code == 0x200E || code == 0x200F || code == 0x061C;
-    if (code == '\\') {
-      out += "\\\\";
-    } else if (code == '\n') {
-      out += "\\n";
-    } else if (code == '\t') {
-      out += "\\t";
-    } else if (code == '\r') {
-      out += "\\r";
-    } else if (code < 0x20 || code == 0x7F) {
-      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(code));
-      out += buf;
-    } else if (bidi || detail::code_width(code) < 0) {
-      std::snprintf(buf, sizeof buf, code > 0xFFFF ? "\\U%08x" : "\\u%04x",
-                    static_cast<unsigned>(code));
-      out += buf;
-    } else {
-      out.append(s, i, len);
-    }
-    i += len;
-  }
-  return out;
-}
 
 // The columns text takes on a terminal (for shown_text()'s text: printable UTF-8; a byte
 // that is not UTF-8, or a character that is not printable, counts one).
@@ -92,7 +26,7 @@ inline size_t text_width(const std::string& s) {
       ++i;
       continue;
     }
-    const int w = detail::code_width(code);
+    const int w = code_width(code);
     n += w < 0 ? 1 : static_cast<size_t>(w);
     i += len;
   }
@@ -112,7 +46,7 @@ inline std::string cut_text(const std::string& s, size_t width) {
     if (len == 0) {
       len = 1;
     } else {
-      w = detail::code_width(code);
+      w = code_width(code);
       if (w < 0) w = 1;
     }
     if (used + static_cast<size_t>(w) > width - 1) break;
@@ -140,7 +74,7 @@ inline std::string cut_middle(const std::string& s, size_t width) {
     if (len == 0) {
       len = 1;
     } else {
-      const int w = detail::code_width(code);
+      const int w = code_width(code);
       cols = w < 0 ? 1 : static_cast<size_t>(w);
     }
     chars.push_back({i, len, cols});

@@ -12,6 +12,7 @@
 #include <QtTest>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "checkpoint_tab_shown.h"
 #include "fp8wb/core/run_store.h"
@@ -167,25 +168,33 @@ void UserTrialTest::tensorNamesCannotReorderText() {
   std::vector<uint8_t> bytes(w.size() * 4);
   std::memcpy(bytes.data(), w.data(), bytes.size());
   const QString path = dir_.filePath(QStringLiteral("bidi.safetensors"));
-  write_safetensors(path.toStdString(),
-                    {{name, StDtype::F32, {64, 64}, bytes}, {"", StDtype::F32, {64, 64}, bytes}});
+  // Also a name of two double quotes (which must not read as the empty name) and one with
+  // a tab, a backslash and a zero-width space: shown as `fp8wb inspect` shows them.
+  const std::string quotes = "\"\"", tabbed = "t\tb\\c\xe2\x80\x8b";
+  write_safetensors(path.toStdString(), {{name, StDtype::F32, {64, 64}, bytes},
+                                         {"", StDtype::F32, {64, 64}, bytes},
+                                         {quotes, StDtype::F32, {64, 64}, bytes},
+                                         {tabbed, StDtype::F32, {64, 64}, bytes}});
   CheckpointTab tab;
   QVERIFY(test::shown_with_file(tab, path, 1200, 800));
   tab.selectTensor(QString::fromStdString(name));
   const QChar rlo(0x202E);
-  QCOMPARE(tab.proxy()->rowCount(), 2);
-  QString cell, empty;
-  for (int row = 0; row < 2; ++row) {
+  QCOMPARE(tab.proxy()->rowCount(), 4);
+  std::map<std::string, QString> shown;  // by the name as it is
+  for (int row = 0; row < 4; ++row) {
     const QModelIndex i = tab.proxy()->index(row, CheckpointModel::Name);
-    (i.data(Qt::EditRole).toString().isEmpty() ? empty : cell) = i.data().toString();
+    shown[i.data(Qt::EditRole).toString().toStdString()] = i.data().toString();
   }
+  const QString cell = shown[name];
   QVERIFY2(!cell.contains(rlo), qPrintable(cell));
-  QCOMPARE(cell, QStringLiteral("layer.\\u202Ethgiew\\x01"));
-  QCOMPARE(empty, QStringLiteral("\"\""));  // an empty name is seen
+  QCOMPARE(cell, QStringLiteral("layer.\\u202ethgiew\\x01"));
+  QCOMPARE(shown[""], QStringLiteral("\"\""));  // an empty name is seen
+  QCOMPARE(shown[quotes], QStringLiteral("\\\"\\\""));
+  QCOMPARE(shown[tabbed], QStringLiteral("t\\tb\\\\c\\u200b"));
   bool captioned = false;
   for (QLabel* l : tab.findChildren<QLabel*>()) {
     QVERIFY2(!l->text().contains(rlo) && !l->text().contains(QChar(1)), qPrintable(l->text()));
-    captioned = captioned || l->text().contains(QStringLiteral("layer.\\u202Ethgiew"));
+    captioned = captioned || l->text().contains(QStringLiteral("layer.\\u202ethgiew"));
   }
   QVERIFY(captioned);
   for (ExportablePlot* p : tab.plots())

@@ -16,6 +16,7 @@
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/checkpoint_analysis.h"
 #include "fp8wb/core/default_formats.h"
+#include "fp8wb/core/name_text.h"
 
 namespace fp8wb::checkpoint_detail {
 
@@ -23,31 +24,11 @@ inline QString qs(const std::string& s) {
   return QString::fromStdString(s);
 }
 
-// A name read from a checkpoint as the tab shows it: control characters and the invisible
-// ones that reorder or join text (bidi overrides, embeddings, isolates and marks, zero
-// widths, line and paragraph separators) written as escapes, "\u202E", "\x01", so
-// that a name cannot reverse or garble the text around it; an empty name (safetensors
-// allows one) as "" so that it is seen.
+// A name read from a checkpoint as the tab shows it: as `fp8wb inspect` shows it
+// (shown_text(): control characters, invisible characters that reorder or join text, a
+// backslash and a double quote escaped; an empty name as "").
 inline QString shown_name(const std::string& s) {
-  if (s.empty()) return QStringLiteral("\"\"");
-  const QString name = QString::fromStdString(s);
-  QString out;
-  out.reserve(name.size());
-  for (const char32_t c : name.toUcs4()) {
-    const bool control = c < 0x20 || (c >= 0x7f && c < 0xa0);
-    const bool invisible = c == 0x061c || (c >= 0x200b && c <= 0x200f) ||
-                           (c >= 0x2028 && c <= 0x202e) || (c >= 0x2060 && c <= 0x206f) ||
-                           c == 0xfeff;
-    if (control)
-      out += QStringLiteral("\\x%1").arg(static_cast<uint>(c), 2, 16, QLatin1Char('0'));
-    else if (invisible)
-      out +=
-          QStringLiteral("\\u") +
-          QString::number(static_cast<uint>(c), 16).toUpper().rightJustified(4, QLatin1Char('0'));
-    else
-      out += QString::fromUcs4(&c, 1);
-  }
-  return out;
+  return QString::fromStdString(shown_text(s));
 }
 
 // shown_name() cut in the middle to at most `max` characters ("layer.0.very…weight"): a

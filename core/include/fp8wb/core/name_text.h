@@ -1,7 +1,12 @@
 // defines: utf8_char_at(): the UTF-8 character at a byte of a text; control_character_in(): whether
 // a name (a run's, a sweep's) holds a character that lists and tables cannot show; name_problem():
-// what is wrong with a name, if anything (blank, not UTF-8, a control character).
+// what is wrong with a name, if anything (blank, not UTF-8, a control character);
+// code_width(): a character's terminal columns; shown_text(): a name read from a file as
+// the CLI and the GUI show it.
 #pragma once
+
+#include <locale.h>
+#include <wchar.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -79,6 +84,70 @@ inline std::string name_problem(std::string_view name) {
   if (const std::string why = control_character_in(name); !why.empty()) return why;
   if (blank) return "is blank (spaces only)";
   return "";
+}
+
+// The columns a code point takes on a terminal: the C library's wcwidth() in a UTF-8
+// locale (made once, used on this thread only for the call); -1 for one that is not
+// printable (a control character, a line or paragraph separator). Without a UTF-8 locale,
+// 1 for every printable character.
+inline int code_width(uint32_t code) {
+  if (code < 0x20 || (code >= 0x7F && code < 0xA0)) return -1;
+  static const locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(0));
+  if (utf8 == static_cast<locale_t>(0)) return 1;
+  const locale_t before = uselocale(utf8);
+  const int w = wcwidth(static_cast<wchar_t>(code));
+  uselocale(before);
+  return w;
+}
+
+// `s` (a tensor's name, read from a file) as the CLI's tables and the GUI show it: a
+// control character, a character that is not printable (a line separator) or that is
+// invisible yet reorders or joins the text around it (bidirectional overrides, embeddings,
+// isolates and marks, zero widths, joiners, the byte order mark) is written as an escape
+// ("\n", "\t", "\r", "\x1b", "\u202e"), a byte that is not UTF-8 as "\xff", a
+// backslash as "\\" and a double quote as "\"", so that no name can move a terminal's
+// cursor, recolour it, garble the text beside it or pass for another name; an empty name
+// (safetensors allows one) as "" so that it is seen.
+inline std::string shown_text(const std::string& s) {
+  if (s.empty()) return "\"\"";
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    uint32_t code = 0;
+    const size_t len = utf8_char_at(s, i, code);
+    char buf[16];
+    if (len == 0) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(s[i]));
+      out += buf;
+      ++i;
+      continue;
+    }
+    const bool invisible = code == 0x061C || (code >= 0x200B && code <= 0x200F) ||
+                           (code >= 0x2028 && code <= 0x202E) ||
+                           (code >= 0x2060 && code <= 0x206F) || code == 0xFEFF;
+    if (code == '\\') {
+      out += "\\\\";
+    } else if (code == '"') {
+      out += "\\\"";
+    } else if (code == '\n') {
+      out += "\\n";
+    } else if (code == '\t') {
+      out += "\\t";
+    } else if (code == '\r') {
+      out += "\\r";
+    } else if (code < 0x20 || code == 0x7F) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(code));
+      out += buf;
+    } else if (invisible || code_width(code) < 0) {
+      std::snprintf(buf, sizeof buf, code > 0xFFFF ? "\\U%08x" : "\\u%04x",
+                    static_cast<unsigned>(code));
+      out += buf;
+    } else {
+      out.append(s, i, len);
+    }
+    i += len;
+  }
+  return out;
 }
 
 }  // namespace fp8wb
