@@ -321,14 +321,10 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
     }
   }
   const int status = cut_off > 0 ? 1 : 0;
-  // Worst first: the lowest best-E4M3... SQNR among the results shown.
-  auto worst = [](const TensorAnalysis& a) {
-    double best = -INFINITY;
-    for (const auto& r : a.recipes) best = std::max(best, r.sqnr_db);
-    return a.recipes.empty() ? INFINITY : best;
-  };
+  // Worst first: the lowest best SQNR among the results shown, exact ones after, tensors
+  // without an SQNR last.
   std::stable_sort(all.begin(), all.end(), [&](const TensorAnalysis& a, const TensorAnalysis& b) {
-    return worst(a) < worst(b);
+    return worst_first_key(a) < worst_first_key(b);
   });
   if (opt.json) {
     nlohmann::json j = nlohmann::json::array();

@@ -148,6 +148,18 @@ void recommend(TensorAnalysis& a, Format e4m3) {
 
 }  // namespace
 
+double worst_first_key(const TensorAnalysis& a) {
+  double best = -INFINITY;
+  bool any = false;
+  for (const auto& r : a.recipes) {
+    if (std::isnan(r.sqnr_db)) continue;
+    any = true;
+    best = std::max(best, r.sqnr_db);
+  }
+  if (!any) return INFINITY;
+  return best == INFINITY ? std::numeric_limits<double>::max() : best;
+}
+
 bool analysis_gpu_available() {
 #if defined(FP8WB_WITH_CUDA_KERNELS)
   return gpu_device_count() > 0;

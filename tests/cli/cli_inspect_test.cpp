@@ -190,6 +190,50 @@ TEST(CliInspect, AShardsTensorsOutsideTheIndexAreSaid) {
   fp8wb::test::remove_tree(dir.string());
 }
 
+// Worst SQNR first: finite SQNRs ascending, then exact tensors (inf), then those without an
+// SQNR (an integer tensor, an all-zero one), whatever the file's order.
+TEST(CliInspect, WorstFirstPutsExactThenNoSqnrLast) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("fp8wb-inspect-order-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto f32 = [](const std::vector<float>& v) {
+    std::vector<uint8_t> b(v.size() * 4);
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  };
+  std::vector<float> coarse(256), fine(256);
+  for (size_t i = 0; i < 256; ++i) {
+    coarse[i] = std::sin(0.37f * static_cast<float>(i)) * std::exp2(static_cast<float>(i % 40));
+    fine[i] = 0.01f * std::sin(0.37f * static_cast<float>(i));
+  }
+  const std::string model = (dir / "m.safetensors").string();
+  // Names in the file's (alphabetical) order mix the kinds.
+  fp8wb::write_safetensors(
+      model, {{"a.ints", fp8wb::StDtype::I32, {4}, std::vector<uint8_t>(16, 1)},
+              {"b.exact", fp8wb::StDtype::F32, {16, 16}, f32(std::vector<float>(256, 0.5f))},
+              {"c.zeros", fp8wb::StDtype::F32, {16, 16}, f32(std::vector<float>(256, 0.0f))},
+              {"d.fine", fp8wb::StDtype::F32, {16, 16}, f32(fine)},
+              {"e.coarse", fp8wb::StDtype::F32, {16, 16}, f32(coarse)}});
+  const auto r = run({"inspect", model, "--json"});
+  fp8wb::test::remove_tree(dir.string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::vector<std::string> order;
+  std::vector<double> best;
+  for (const auto& t : nlohmann::json::parse(r.out)) {
+    order.push_back(t["name"]);
+    double b = -INFINITY;
+    for (const auto& rec : t["recipes"])
+      if (rec["sqnr_db"].is_number()) b = std::max(b, rec["sqnr_db"].get<double>());
+    best.push_back(b);
+  }
+  ASSERT_EQ(order.size(), 5u);
+  EXPECT_EQ(std::set<std::string>(order.begin(), order.begin() + 2),
+            (std::set<std::string>{"d.fine", "e.coarse"}));
+  EXPECT_LE(best[0], best[1]);  // the finite ones, ascending
+  EXPECT_EQ(std::vector<std::string>(order.begin() + 2, order.end()),
+            (std::vector<std::string>{"b.exact", "a.ints", "c.zeros"}));
+}
+
 // --export says when it wrote a weight's Infs as finite values (E4M3 has none).
 TEST(CliInspect, ExportWarnsOfInfsWrittenAsTheLargestFiniteValue) {
   const std::filesystem::path dir =

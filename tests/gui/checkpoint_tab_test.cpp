@@ -47,6 +47,7 @@ class CheckpointTabTest : public QObject {
   void exactRecipesSayInf();
   void aScalarsShapeIsSaid();
   void shardTensorsOutsideTheIndexAreSaid();
+  void worstFirstPutsExactThenNoSqnrLast();
 
  private:
   QTemporaryDir dir_;
@@ -622,6 +623,29 @@ void CheckpointTabTest::shardTensorsOutsideTheIndexAreSaid() {
                "; 2 tensors in the shards not in the index's weight_map, not analysed (first: "
                "b.extra in s1.safetensors)")),
            qPrintable(tab.statusText()));
+}
+
+// The table's "worst SQNR first", as `fp8wb inspect`'s: finite SQNRs ascending, then the
+// exact tensors, then those without an SQNR (integers, all zeros).
+void CheckpointTabTest::worstFirstPutsExactThenNoSqnrLast() {
+  std::vector<float> fine(256);
+  for (size_t i = 0; i < 256; ++i) fine[i] = 0.01f * std::sin(0.37f * static_cast<float>(i));
+  const QString path = dir_.filePath(QStringLiteral("order.safetensors"));
+  write_safetensors(path.toStdString(),
+                    {{"a.ints", StDtype::I32, {4}, std::vector<uint8_t>(16, 1)},
+                     {"b.exact", StDtype::F32, {16, 16}, f32_bytes(std::vector<float>(256, 0.5f))},
+                     {"c.zeros", StDtype::F32, {16, 16}, f32_bytes(std::vector<float>(256, 0.0f))},
+                     {"d.fine", StDtype::F32, {16, 16}, f32_bytes(fine)}});
+  CheckpointTab tab;
+  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
+  tab.openCheckpoint(path);
+  QVERIFY(loaded.wait(60000));
+  QStringList order;
+  for (int r = 0; r < tab.proxy()->rowCount(); ++r)
+    order << tab.proxy()->index(r, CheckpointModel::Name).data(Qt::EditRole).toString();
+  QCOMPARE(order.mid(0, 2), (QStringList{QStringLiteral("d.fine"), QStringLiteral("b.exact")}));
+  QCOMPARE(QSet<QString>(order.begin() + 2, order.end()),
+           (QSet<QString>{QStringLiteral("a.ints"), QStringLiteral("c.zeros")}));
 }
 
 QTEST_MAIN(CheckpointTabTest)

@@ -8,6 +8,7 @@
 #include <QFont>
 #include <QStringList>
 #include <cmath>
+#include <limits>
 
 #include "checkpoint_tab_internal.h"
 
@@ -46,10 +47,13 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
     switch (index.column()) {
       case Amax: return t->amax;
       case Range: return t->dynamic_range_bits;
-      case BestSqnr: return std::isfinite(b) ? b : 1e9;
+      case BestSqnr: return worst_first_key(*t);  // exact after finite, none last
       case TensorwiseSqnr: {
+        // As the best SQNR's column: exact after finite, none last.
         const double v = sqnr_of(*t, ScalingKind::Tensorwise, recommend_format());
-        return std::isfinite(v) ? v : 1e9;
+        return std::isnan(v)   ? INFINITY
+               : std::isinf(v) ? (v > 0 ? std::numeric_limits<double>::max() : -INFINITY)
+                               : v;
       }
       default: break;
     }

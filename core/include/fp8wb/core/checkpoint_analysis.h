@@ -67,6 +67,11 @@ struct TensorAnalysis {
   bool has_figures() const { return values_known && numel > nan_count + inf_count; }
 };
 
+// The order of "worst SQNR first" (`fp8wb inspect`, the Checkpoint tab): a tensor's best
+// SQNR over its recipes, ascending; the exact ones (+inf) after every finite one, and
+// those without an SQNR (not quantized: integers, no finite signal, values unknown) last.
+double worst_first_key(const TensorAnalysis& a);
+
 enum class AnalysisDevice {
   Auto,  // the GPU when this build has CUDA kernels and a GPU is there, else the CPU
   Cpu,
