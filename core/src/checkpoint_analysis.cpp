@@ -144,6 +144,28 @@ void recommend(TensorAnalysis& a, Format e4m3) {
       }
     }
   }
+  // A pick that still turns values into 0 (a dynamic range wider than E4M3's): said, with
+  // the recipe of any format that keeps the most of them (nearly all, at the best SQNR,
+  // where one does), so that the high SQNR of the large values is not read as "all kept".
+  if (pick->underflow_pct >= kNamedZeroedPct) {
+    const RecipeResult* keeps = nullptr;
+    auto nearly_all = [](const RecipeResult& r) { return r.underflow_pct < kNamedZeroedPct; };
+    for (const auto& r : a.recipes) {
+      if (r.saturated_pct > 0 || zeroes_all(r) ||
+          r.underflow_pct > pick->underflow_pct - kNamedZeroedPct)
+        continue;
+      const bool better =
+          !keeps || (nearly_all(r) && !nearly_all(*keeps)) ||
+          (nearly_all(r) && nearly_all(*keeps) ? r.sqnr_db > keeps->sqnr_db
+                                               : r.underflow_pct < keeps->underflow_pct);
+      if (better) keeps = &r;
+    }
+    a.reason += "; " + pick->name + " still turns " + fixed(pick->underflow_pct, 3) +
+                "% of the nonzero values into 0";
+    a.reason += keeps ? "; " + keeps->name + " turns " + fixed(keeps->underflow_pct, 3) +
+                            "% into 0, at " + fixed(keeps->sqnr_db, 1) + " dB"
+                      : "; no recipe without saturation turns fewer into 0";
+  }
 }
 
 }  // namespace

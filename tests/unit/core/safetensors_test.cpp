@@ -714,6 +714,37 @@ TEST(CheckpointAnalysis, WithinOneDbTheRecipeThatTurnsFewerValuesIntoZeroIsRecom
   EXPECT_EQ(analyze_values("w.plain", "F32", {64, 128}, u, o).recommended, "E4M3FN tensorwise");
 }
 
+// Values m x 2^e (m in 1, 1.25, 1.5, 1.75; e from -14 to 15) and 57344: 30 binades, wider
+// than E4M3's, every value exact in E5M2. The best E4M3 recipe still turns a third of
+// the values into 0, and the reason says so and names the recipe that keeps them all.
+TEST(CheckpointAnalysis, AnE4m3PickThatStillZeroesValuesNamesTheRecipeThatKeepsThem) {
+  AnalysisOptions o;
+  o.device = AnalysisDevice::Cpu;
+  std::vector<float> v(64 * 64);
+  for (size_t i = 0; i < v.size(); ++i) {
+    v[i] = (1.0f + 0.25f * static_cast<float>(i % 4)) *
+           std::exp2(static_cast<float>(static_cast<int>(i / 4 % 30) - 14));
+  }
+  v[0] = 57344.0f;
+  const TensorAnalysis a = analyze_values("w.wide", "F32", {64, 64}, v, o);
+  const auto pick = std::find_if(a.recipes.begin(), a.recipes.end(),
+                                 [&](const RecipeResult& r) { return r.name == a.recommended; });
+  ASSERT_NE(pick, a.recipes.end()) << a.recommended;
+  ASSERT_GT(pick->underflow_pct, 10.0);  // the premise: E4M3 cannot keep them
+  char pct[32];
+  std::snprintf(pct, sizeof pct, "%.3f", pick->underflow_pct);
+  EXPECT_NE(a.reason.find("; " + a.recommended + " still turns " + pct +
+                          "% of the nonzero values into 0; E5M2 tensorwise turns 0.000% into 0, "
+                          "at inf dB"),
+            std::string::npos)
+      << a.reason;
+  // A pick that keeps its values says nothing of the kind.
+  std::vector<float> u(64 * 64);
+  for (size_t i = 0; i < u.size(); ++i) u[i] = std::sin(0.37f * static_cast<float>(i));
+  EXPECT_EQ(analyze_values("w.plain", "F32", {64, 64}, u, o).reason.find("still turns"),
+            std::string::npos);
+}
+
 // A header of n one-element U8 tensors "t0".."t<n-1>" at bytes 0..n-1, then `extra`.
 std::string many_tensors_header(int n, const std::string& extra) {
   std::string h = "{";
