@@ -423,6 +423,16 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
     if (cut_off > 0) out << "; the file is truncated: " << counted(cut_off, "tensor") << " cut off";
     out << "\n";
   }
+  // Filters that leave out the recommendation's format: said once, not by missing lines.
+  const bool analysed = std::any_of(all.begin(), all.end(),
+                                    [](const TensorAnalysis& a) { return !a.recipes.empty(); });
+  const bool recommended = std::any_of(all.begin(), all.end(), [](const TensorAnalysis& a) {
+    return !a.recommended.empty() || !a.no_recipe.empty();
+  });
+  if (analysed && !recommended) {
+    out << "no recommendations: they are made among the "
+        << format_info(ao.recommend_format).name << " recipes, which the filters leave out\n";
+  }
   size_t combos = 0;
   for (const auto& a : all) combos = std::max(combos, a.recipes.size());
   out << analysis_line(bytes, seconds, combos, on_gpu);

@@ -109,6 +109,13 @@ TEST(CliInspect, TableJsonAndFilters) {
       << r.err;
   r = run({"inspect", path, "--format", "E2M1FN", "--recipe", "nvfp4"});
   EXPECT_EQ(r.rc, 0) << r.err;
+  // The recommendation's format filtered out: said once.
+  EXPECT_NE(r.out.find("no recommendations: they are made among the E4M3FN recipes, which the "
+                       "filters leave out\n"),
+            std::string::npos)
+      << r.out;
+  r = run({"inspect", path, "--format", "E4M3FN"});
+  EXPECT_EQ(r.out.find("no recommendations"), std::string::npos) << r.out;
   // An empty --export is a usage error, not a plain inspection.
   r = run({"inspect", path, "--export", ""});
   EXPECT_EQ(r.rc, 2);
