@@ -430,8 +430,8 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
     return !a.recommended.empty() || !a.no_recipe.empty();
   });
   if (analysed && !recommended) {
-    out << "no recommendations: they are made among the "
-        << format_info(ao.recommend_format).name << " recipes, which the filters leave out\n";
+    out << "no recommendations: they are made among the " << format_info(ao.recommend_format).name
+        << " recipes, which the filters leave out\n";
   }
   size_t combos = 0;
   for (const auto& a : all) combos = std::max(combos, a.recipes.size());

@@ -536,7 +536,14 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {
           throw CheckpointError(path + ": shard '" + file +
                                 "' lies outside the checkpoint's folder");
         shard_index[file] = c->files_.size();
-        c->files_.push_back(std::make_unique<SafetensorsFile>((dir / file).string()));
+        // A shard that cannot be opened (missing from a download, say) is named with the
+        // index and a tensor it should hold.
+        try {
+          c->files_.push_back(std::make_unique<SafetensorsFile>((dir / file).string()));
+        } catch (const CheckpointError& e) {
+          throw CheckpointError(path + ": shard '" + file + "' (of '" + name +
+                                "' and any other tensor the index puts there): " + e.what());
+        }
       }
       const SafetensorsFile& f = *c->files_[shard_index[file]];
       const TensorEntry* e = f.find(name);

@@ -155,6 +155,21 @@ TEST_F(Safetensors, ShardedSetsOpenThroughTheirIndex) {
   EXPECT_THROW(Checkpoint::open(path("bad.index.json")), CheckpointError);
   std::ofstream(path("missing.index.json")) << R"({"weight_map": {"z": "a.safetensors"}})";
   EXPECT_THROW(Checkpoint::open(path("missing.index.json")), CheckpointError);
+  // A shard that is not there is named with the index and a tensor of it.
+  std::ofstream(path("gone.index.json"))
+      << R"({"weight_map": {"x": "a.safetensors", "q": "gone.safetensors"}})";
+  try {
+    Checkpoint::open(path("gone.index.json"));
+    ADD_FAILURE() << "a missing shard was accepted";
+  } catch (const CheckpointError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind(path("gone.index.json") + ": shard 'gone.safetensors' (of 'q' and any "
+                                                   "other tensor the index puts there): ",
+                         0),
+              0u)
+        << what;
+    EXPECT_NE(what.find("gone.safetensors"), std::string::npos) << what;
+  }
 }
 
 TEST_F(Safetensors, ShardPathsAreResolvedAndComparedByComponent) {
