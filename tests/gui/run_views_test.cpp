@@ -437,6 +437,23 @@ void RunViewsTest::anEndedRunsSummaryGivesItsFinalLoss() {
   QVERIFY2(t.contains(QStringLiteral("step 39, loss 1.6100")), qPrintable(t));
   QVERIFY2(t.contains(QStringLiteral("final loss 1.6250, gap 0.125 (mean over steps 36-39)")),
            qPrintable(t));
+  // Every curve's points lie inside its plot's frame, not on its edge.
+  for (int k = 0; k < 3; ++k) {
+    ExportablePlot* p = tab.plots()[static_cast<size_t>(k)];
+    const QCPRange y = p->yAxis->range();
+    for (int g = 0; g < p->graphCount(); ++g) {
+      bool found = false;
+      const QCPRange v = p->graph(g)->getValueRange(found);
+      if (!found) continue;
+      QVERIFY2(v.lower > y.lower && v.upper < y.upper,
+               qPrintable(QStringLiteral("plot %1: values %2..%3, axis %4..%5")
+                              .arg(k)
+                              .arg(v.lower)
+                              .arg(v.upper)
+                              .arg(y.lower)
+                              .arg(y.upper)));
+    }
+  }
   // A diverged run has none, as `fp8wb runs show` and the Runs tab say (final_loss.h).
   data.setStatus(RunStatus::Diverged, "loss blew up");
   tab.refresh(true);

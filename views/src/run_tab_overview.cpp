@@ -101,6 +101,13 @@ void OverviewTab::rebuild() {
   memory_bars_->setData(keys, values, true);
   memory_->xAxis->setTicker(ticker);
   for (ExportablePlot* p : plots()) p->rescaleAxes();
+  // The curves' highest and lowest points inside the frame, not on it (a line there is cut
+  // in half by the axis rect and reads as running off it).
+  for (ExportablePlot* p : {loss_, gap_, speed_}) {
+    const QCPRange r = p->yAxis->range();
+    const double pad = r.size() > 0 ? r.size() * 0.05 : std::max(std::abs(r.upper) * 0.1, 0.5);
+    p->yAxis->setRange(r.lower - pad, r.upper + pad);
+  }
   memory_->xAxis->setRange(0.4, std::max<double>(2, static_cast<double>(bars.size())) + 0.6);
   memory_->yAxis->setRangeLower(0);
   if (data_->runId() == 0) {
