@@ -168,6 +168,15 @@ void CheckpointTabTest::singleColumnBlockMapsAreDrawn() {
   QVERIFY2(at(0, 1.5) != QColor(Qt::white), "the column is not drawn");
   QVERIFY2(at(0.45, 1.5) != QColor(Qt::white), "the column is narrower than its block");
   QCOMPARE(at(0.7, 1.5), QColor(Qt::white));  // and no wider
+  // Every block exact (relative error 0): the colour scale spans 0 to 1, not a range that
+  // no relative error of the tensor comes near.
+  fill_block_map(map, 2, 2, {0.0f, 0.0f, 0.0f, 0.0f});
+  QCOMPARE(map->dataRange(), QCPRange(0, 1));
+  fill_block_map(map, 2, 2, {0.3f, 0.3f, 0.3f, 0.3f});  // one figure: a band around it
+  QVERIFY2(
+      map->dataRange().contains(0.3) && map->dataRange().lower >= 0 &&
+          map->dataRange().size() <= 1.0,
+      qPrintable(QStringLiteral("%1..%2").arg(map->dataRange().lower).arg(map->dataRange().upper)));
 }
 
 namespace {

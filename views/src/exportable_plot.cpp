@@ -92,9 +92,9 @@ void fill_block_map(QCPColorMap* map, int64_t rows, int64_t cols, const std::vec
   if (!(lo <= hi)) {
     map->setDataRange(QCPRange(0, 1));  // no block has a figure: all grey
   } else if (lo == hi) {
-    map->rescaleDataRange(true);  // every block alike (NaN-free): as QCustomPlot widens it
-    if (std::isnan(map->dataRange().lower) || std::isnan(map->dataRange().upper))
-      map->setDataRange(QCPRange(lo, lo + 1));
+    // Every block alike (an exact tensor: all 0): a band around the figure, within what a
+    // relative error can be.
+    map->setDataRange(colour_scale_range(lo, hi, kNonNegativeDomain));
   } else {
     map->setDataRange(QCPRange(lo, hi));
   }
