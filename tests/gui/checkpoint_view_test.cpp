@@ -346,8 +346,7 @@ void CheckpointViewTest::anEmptyBlockMapDoesNotLookLikeData() {
   QCoreApplication::processEvents();
   QVERIFY(map->visible() && !map->data()->isEmpty());
   // The axis says what a block is, and the blocks cover the 256 x 128 tensor.
-  const QRegularExpression what(
-      QStringLiteral("^block column \\(blocks of (\\d+) x (\\d+) values\\)$"));
+  const QRegularExpression what(QStringLiteral("^block column \\(blocks of (\\d+) x (\\d+)\\)$"));
   const auto got = what.match(blocks->xAxis->label());
   QVERIFY2(got.hasMatch(), qPrintable(blocks->xAxis->label()));
   const int br = got.captured(1).toInt(), bc = got.captured(2).toInt();

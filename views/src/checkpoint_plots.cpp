@@ -150,7 +150,7 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
   for (QCPAxis* a : {blocks_->xAxis, blocks_->yAxis}) a->setVisible(has_map);
   // What a block is: the recipe's own blocks where the map has room for them, else an even
   // tiling (at most 64 x 64 blocks).
-  blocks_->xAxis->setLabel(has_map ? tr("block column (blocks of %1 x %2 values)")
+  blocks_->xAxis->setLabel(has_map ? tr("block column (blocks of %1 x %2)")
                                          .arg(chosen->map_grid.cell_rows)
                                          .arg(chosen->map_grid.cell_cols)
                                    : tr("block column"));
@@ -219,8 +219,9 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
                    .arg(qs(t->no_recipe).toHtmlEscaped());
   }
   if (!t->recommended.empty()) {
-    caption += tr(" <span style='color:%1'>Recommended for %4 (the simplest recipe within "
-                  "1 dB of its best, no saturation): <b>%2</b></span>: %3.")
+    caption += tr(" <span style='color:%1'>Recommended for %4 (within 1 dB of its best, no "
+                  "saturation: the fewest values turned into 0, then the simplest): "
+                  "<b>%2</b></span>: %3.")
                    .arg(kRecommendedColor.darker(140).name(), qs(t->recommended),
                         qs(t->reason).toHtmlEscaped(), format_name(recommend_format()));
   }

@@ -91,9 +91,10 @@ inline QString recommended_criterion() {
   const QString f = format_name(recommend_format());
   const bool fnuz = recommend_format() == Format::E4M3FNUZ;
   return QCoreApplication::translate("CheckpointTab",
-                                     "the simplest %1 recipe within 1 dB of the best %1 SQNR, "
-                                     "without saturation (%1: the format of weights and "
-                                     "activations on %2)")
+                                     "among the %1 recipes within 1 dB of the best %1 SQNR "
+                                     "and without saturation, the one that turns the fewest "
+                                     "values into 0, then the simplest (%1: the format of "
+                                     "weights and activations on %2)")
       .arg(f, fnuz ? QCoreApplication::translate("CheckpointTab", "AMD's FP8 hardware")
                    : QCoreApplication::translate("CheckpointTab", "OCP FP8 hardware"));
 }
