@@ -165,6 +165,7 @@ void SweepsTab::databaseChanged() {
     spec_ = SweepSpec{};
     points_.clear();
     trials_->clear();
+    showTrialsOrHint();
     status_->clear();
     rebuildSlicers();
     redraw();  // no axes: nothing shown (showNoSweep())

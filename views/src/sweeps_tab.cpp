@@ -157,15 +157,9 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   no_trials_->setEnabled(false);  // grey: a hint, not a figure
   no_trials_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
   ll->addWidget(no_trials_, 1);
-  const auto show_trials = [this] {
-    const bool any = trials_->count() > 0;
-    trials_->setVisible(any);
-    no_trials_->setVisible(!any);
-  };
-  connect(trials_->model(), &QAbstractItemModel::rowsInserted, this, show_trials);
-  connect(trials_->model(), &QAbstractItemModel::rowsRemoved, this, show_trials);
-  connect(trials_->model(), &QAbstractItemModel::modelReset, this, show_trials);
-  show_trials();
+  // Called where the list is filled or cleared, not on the model's signals: those also
+  // come while the tab's children are destroyed, after the tab itself.
+  showTrialsOrHint();
   left->setMaximumWidth(420);
 
   map_ = new QCPColorMap(heat_->xAxis, heat_->yAxis);
@@ -494,6 +488,7 @@ QString SweepsTab::start() {
   trials_->clear();
   for (const SweepTrial& t : runner_->trials())
     trials_->addItem(QString::fromStdString(t.key) + tr(": waiting"));
+  showTrialsOrHint();
   status_->setText(tr("sweep %1: %2 trials").arg(sweep_id_).arg(runner_->trials().size()));
   start_->setEnabled(false);
   stop_->setEnabled(true);
@@ -612,6 +607,7 @@ void SweepsTab::collectFolder(const QString& dir) {
             line += QStringLiteral(" (") + QString::fromStdString(t.message) + QChar(')');
           trials_->addItem(line);
         }
+        showTrialsOrHint();
         status_->setText(tr("sweep %1 (%2): %3 collected now, %4 still to come; %5")
                              .arg(c.sweep_id)
                              .arg(QString::fromStdString(c.sweep_name).toHtmlEscaped())
@@ -652,6 +648,12 @@ void SweepsTab::collectFolder(const QString& dir) {
 
 void SweepsTab::stop() {
   if (runner_) runner_->stop();
+}
+
+void SweepsTab::showTrialsOrHint() {
+  const bool any = trials_->count() > 0;
+  trials_->setVisible(any);
+  no_trials_->setVisible(!any);
 }
 
 }  // namespace fp8wb

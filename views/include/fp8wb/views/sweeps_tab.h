@@ -182,6 +182,8 @@ class SweepsTab : public QWidget {
   // The heatmap cell (x, y)'s tooltip: its settings and its figure ("margin 1, window 16:
   // final loss 3.21"), or what it waits for.
   QString cellTip(int x, int y) const;
+  // The trials' list where it holds any, else the grey line saying what it will hold.
+  void showTrialsOrHint();
   EngineController* engine_;
   QComboBox* stored_;  // the database's sweeps, newest first; choosing one shows it
   QComboBox *preset_, *x_axis_, *y_axis_, *metric_, *overlay_;
