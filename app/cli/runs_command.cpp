@@ -271,14 +271,17 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
       const std::string t = cut_middle(shown_text(s), width);
       return t + std::string(width - text_width(t), ' ');
     };
-    out << fmt::format("{:>5}  {} {:<12} {:>7} {:>10} {:>11}  {:<8} {}\n", "id", padded("name"),
-                       "status", "steps", "final loss", "tokens/s", "device", "started");
+    out << fmt::format("{:>5}  {} {:<12} {:>7} {:>10} {:>9} {:>11}  {:<8} {}\n", "id",
+                       padded("name"), "status", "steps", "final loss", "loss gap", "tokens/s",
+                       "device", "started");
     for (const auto& r : runs) {
-      const double loss = final_loss(*store, r).loss;  // none for a diverged run: "-"
+      // None for a diverged run, and no gap without a finite reference loss: "-".
+      const FinalLoss f = final_loss(*store, r);
       const double tps = speed_of(*store, r.id).median;
-      out << fmt::format("{:>5}  {} {:<12} {:>7} {:>10} {:>11}  {:<8} {}\n", r.id, padded(r.name),
-                         run_status_text(r), r.last_step + 1,
-                         std::isfinite(loss) ? fmt::format("{:.4f}", loss) : std::string("-"),
+      out << fmt::format("{:>5}  {} {:<12} {:>7} {:>10} {:>9} {:>11}  {:<8} {}\n", r.id,
+                         padded(r.name), run_status_text(r), r.last_step + 1,
+                         std::isfinite(f.loss) ? fmt::format("{:.4f}", f.loss) : std::string("-"),
+                         std::isfinite(f.gap) ? fmt::format("{:+.4f}", f.gap) : std::string("-"),
                          std::isfinite(tps) ? fmt::format("{:.0f}", tps) : std::string("-"),
                          r.device, r.started_at);
     }

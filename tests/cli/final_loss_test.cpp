@@ -163,12 +163,16 @@ TEST_F(FinalLoss, OneFigureForTheSweepTheCliAndTheRun) {
     }
     EXPECT_NE(r.out.find(std::string(kFinalLossDefinition)), std::string::npos) << r.out;
   }
-  // fp8wb runs list's column.
+  // fp8wb runs list's columns: the final loss, and the loss gap its footnote defines ("-"
+  // without a finite reference loss).
   r = run({"runs", "list", "--db", path_});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.out.find("final loss"), std::string::npos) << r.out;
-  for (const Hand& h : hand)
-    EXPECT_NE(r.out.find(fmt::format("{:.4f}", h.loss)), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("final loss  loss gap"), std::string::npos) << r.out;
+  for (int t = 0; t < 2; ++t) {
+    const std::string gap = t == 0 ? fmt::format("{:+.4f}", hand[t].gap) : std::string("-");
+    EXPECT_NE(r.out.find(fmt::format(" {:.4f} {:>9} ", hand[t].loss, gap)), std::string::npos)
+        << r.out;
+  }
 }
 
 // tokens/s: `runs list` and `runs show` give one figure, the median over the run's stored
