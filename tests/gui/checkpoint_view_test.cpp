@@ -105,6 +105,7 @@ class CheckpointViewTest : public QObject {
   void bestAndRecommendedStateTheirCriteria();
   void anEmptyBlockMapDoesNotLookLikeData();
   void nanAndInfAreCountedInTheTable();
+  void histogramShowsItsSmallestBins();
   void legendsDoNotCoverTheData();
   void theUlpAxisLabelFits();
   void exportedPicturesHaveATitle();
@@ -353,8 +354,10 @@ void CheckpointViewTest::anEmptyBlockMapDoesNotLookLikeData() {
   QVERIFY(br >= 1 && bc >= 1);
   QCOMPARE((256 + br - 1) / br, map->data()->valueSize());
   QCOMPARE((128 + bc - 1) / bc, map->data()->keySize());
-  // The histogram counts elements by whole exponents: whole-number ticks on both axes.
-  for (QCPAxis* a : {tab->plots()[0]->xAxis, tab->plots()[0]->yAxis}) {
+  // The histogram counts elements by whole exponents: whole-number ticks on the exponent
+  // axis, and on the count axis powers of ten (histogramShowsItsSmallestBins()).
+  {
+    QCPAxis* a = tab->plots()[0]->xAxis;
     const auto fixed = qSharedPointerDynamicCast<QCPAxisTickerFixed>(a->ticker());
     QVERIFY2(fixed && fixed->tickStep() == 1.0 &&
                  fixed->scaleStrategy() == QCPAxisTickerFixed::ssMultiples,
@@ -365,6 +368,44 @@ void CheckpointViewTest::anEmptyBlockMapDoesNotLookLikeData() {
   QCPColorGradient g = map->gradient();  // color() is not const
   const QColor top = g.color(1.0, QCPRange(0, 1));
   QVERIFY2(top.lightness() < 200, qPrintable(top.name()));
+}
+
+// A bin of a few elements among tens of thousands (the outlier channel's values, those an
+// FP8 format may lose) is seen: bars on a log count axis, a bar of one element several
+// pixels high; the count axis labelled so, its ticks at powers of ten.
+void CheckpointViewTest::histogramShowsItsSmallestBins() {
+  auto w = window(QStringLiteral("Checkpoint"));
+  QVERIFY(load(*w, path_));
+  CheckpointTab* tab = w->checkpointTab();
+  tab->selectTensor(QStringLiteral("b.outliers"));
+  QCoreApplication::processEvents();
+  ExportablePlot* hist = tab->plots()[0];
+  hist->replot();
+  auto* bars = qobject_cast<QCPBars*>(hist->plottable(0));
+  QVERIFY(bars && !bars->data()->isEmpty());
+  double smallest = 0, largest = 0;
+  for (auto it = bars->data()->constBegin(); it != bars->data()->constEnd(); ++it) {
+    if (smallest == 0 || it->value < smallest) smallest = it->value;
+    largest = std::max(largest, it->value);
+  }
+  QVERIFY2(smallest >= 1 && largest > 1000 * smallest,
+           qPrintable(QStringLiteral("%1 to %2").arg(smallest).arg(largest)));
+  QCPAxis* y = hist->yAxis;
+  QCOMPARE(y->scaleType(), QCPAxis::stLogarithmic);
+  QVERIFY(y->label().contains(QStringLiteral("log")));
+  // The bars rise from inside the axis, and the tallest fits under its top.
+  QVERIFY(y->range().contains(bars->baseValue()));
+  QVERIFY(y->range().upper >= largest);
+  const double one_high = std::abs(y->coordToPixel(smallest) - y->coordToPixel(bars->baseValue()));
+  QVERIFY2(one_high >= 0.04 * y->axisRect()->height(),
+           qPrintable(QStringLiteral("a bin of %1 is %2 px of %3")
+                          .arg(smallest)
+                          .arg(one_high)
+                          .arg(y->axisRect()->height())));
+  for (double t : y->tickVector()) {
+    const double p = std::log10(t);
+    QVERIFY2(std::abs(p - std::round(p)) < 1e-9, qPrintable(QString::number(t)));
+  }
 }
 
 void CheckpointViewTest::nanAndInfAreCountedInTheTable() {

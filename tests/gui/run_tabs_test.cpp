@@ -211,6 +211,18 @@ void RunTabsTest::shortRunFillsTheTabsAndTheStore() {
     QCOMPARE(shown, static_cast<double>(last.raw.numel) -
                         static_cast<double>(last.raw.hist[kHistZeroBin] +
                                             last.raw.hist[kHistNonfiniteBin]));
+    // Counts on a log axis (a bin of one element among thousands shows), from below one
+    // element to above the largest; every bar whole inside the exponent axis.
+    ExportablePlot* hist = w.quantizationTab()->plots()[1];
+    QCOMPARE(hist->yAxis->scaleType(), QCPAxis::stLogarithmic);
+    double largest = 0;
+    for (int i = 0; i < bars->dataCount(); ++i) {
+      largest = std::max(largest, bars->dataMainValue(i));
+      const double key = bars->dataMainKey(i);
+      QVERIFY2(hist->xAxis->range().contains(key - 0.5) && hist->xAxis->range().contains(key + 0.5),
+               qPrintable(QString::number(key)));
+    }
+    QVERIFY(hist->yAxis->range().lower < 1 && hist->yAxis->range().upper >= largest);
     auto* heat = static_cast<QCPColorMap*>(w.quantizationTab()->plots()[0]->plottable(0));
     QCOMPARE(heat->data()->keySize(), 3);
     QCOMPARE(heat->data()->valueSize(), static_cast<int>(w.engine()->data().layers().size()));

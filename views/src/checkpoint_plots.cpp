@@ -13,6 +13,7 @@
 
 #include "checkpoint_tab_internal.h"
 #include "fp8wb/views/exportable_plot.h"
+#include "run_tab_helpers.h"
 
 namespace fp8wb {
 
@@ -128,8 +129,10 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
     ++lane;
   }
   if (has_hist) {
-    hist_->rescaleAxes();
-    hist_->xAxis->setRange(std::min(hist_->xAxis->range().lower, top - 32), top + 2);
+    // Every bar whole (a bin's bar spans its exponent +- 0.45), and at least 32 binades
+    // below the largest exponent: the formats' bands.
+    hist_->xAxis->setRange(std::min(keys.front() - 1, top - 32), std::max(keys.back(), top) + 2);
+    detail::fit_log_counts(hist_->yAxis, counts);
   }
   drawChart(*t);
   // Block errors of the chosen recipe.

@@ -29,6 +29,7 @@
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/file_dialogs.h"
 #include "fp8wb/views/run_database_guard.h"
+#include "run_tab_helpers.h"
 
 namespace fp8wb {
 namespace {
@@ -111,11 +112,12 @@ CheckpointTab::CheckpointTab(QWidget* parent)
   });
 
   hist_->xAxis->setLabel(tr("floor(log2 |x|)"));
-  hist_->yAxis->setLabel(tr("elements"));
-  // Counts and exponents are whole numbers: no tick at 0.5 elements.
+  hist_->yAxis->setLabel(tr("elements (log scale)"));
+  // Exponents are whole numbers: no tick at 0.5.
   set_whole_number_ticks(hist_->xAxis);
-  set_whole_number_ticks(hist_->yAxis);
   hist_bars_ = new QCPBars(hist_->xAxis, hist_->yAxis);
+  // The few values far from the rest (those an FP8 format loses) stay in sight.
+  detail::use_log_count_axis(hist_->yAxis, hist_bars_);
   hist_bars_->setName(tr("log2 histogram"));
   hist_bars_->setWidth(0.9);
   // Horizontal bars: the scalings down the side (a handful of short labels that never

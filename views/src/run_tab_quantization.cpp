@@ -85,6 +85,8 @@ QuantizationTab::QuantizationTab(const RunData* run, QWidget* parent)
   bars_ = new QCPBars(hist_->xAxis, hist_->yAxis);
   bars_->setName(tr("exponent histogram"));
   bars_->setWidth(0.9);
+  hist_->yAxis->setLabel(tr("elements (log scale)"));
+  use_log_count_axis(hist_->yAxis, bars_);
   bars_->setBrush(QColor(0x1f, 0x77, 0xb4, 160));
   band_ = new QCPItemRect(hist_);
   band_->setPen(Qt::NoPen);
@@ -236,8 +238,10 @@ void QuantizationTab::rebuild() {
   band_->topLeft->setCoords(lo - 0.5, 0);
   band_->bottomRight->setCoords(hi + 0.5, 1);
   hist_->rescaleAxes();
-  hist_->xAxis->setRange(std::min(lo - 2, hist_->xAxis->range().lower),
-                         std::max(hi + 2, hist_->xAxis->range().upper));
+  // Every bar whole: a bin's bar spans its exponent +- 0.45.
+  hist_->xAxis->setRange(std::min(lo - 2, keys.isEmpty() ? lo : keys.front() - 1),
+                         std::max(hi + 2, keys.isEmpty() ? hi : keys.back() + 1));
+  fit_log_counts(hist_->yAxis, counts);
   fill_block_map(block_map_, p.map_grid.rows, p.map_grid.cols, p.map_rel_error);
   caption_->setText(
       tr("<b>%1 / %2</b>, step %3, %4: SQNR %5 dB, underflow %6 %, saturated %7 %, zeros %8 %. "

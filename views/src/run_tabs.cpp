@@ -104,6 +104,22 @@ void use_log_axis(QCPAxis* a) {
   a->setNumberFormat(QStringLiteral("gb"));  // "1e-03" drawn as a power of ten
 }
 
+void use_log_count_axis(QCPAxis* a, QCPBars* bars) {
+  a->setScaleType(QCPAxis::stLogarithmic);
+  auto ticker = QSharedPointer<QCPAxisTickerLog>::create();
+  ticker->setSubTickCount(8);  // 2 to 9 between powers of ten
+  a->setTicker(ticker);
+  a->setNumberFormat(QStringLiteral("gb"));  // 10^4, not 1e+04
+  a->setNumberPrecision(0);
+  bars->setBaseValue(0.5);
+}
+
+void fit_log_counts(QCPAxis* a, const QVector<double>& counts) {
+  double top = 1;
+  for (double c : counts) top = std::max(top, c);
+  a->setRange(0.5, 2 * top);
+}
+
 // Fits the plot's axes to its data; without `include_step0`, the value axis to the points
 // after step 0 (where there are any): a delayed-scaling run starts from a scale of 1, whose
 // figures at step 0 would otherwise stretch the axis over values no later step comes near.
