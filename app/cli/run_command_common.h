@@ -1,6 +1,7 @@
-// defines: dump(), num(), db_path(), kDatabasePath, check_db_folder(), median(), Speed, speed_of(),
+// defines: dump(), num(), db_path(), kDatabasePath, check_db_folder(), median(),
 // step_range_text(): what `fp8wb train`, `runs` and `bench` share (JSON output, the run
-// database's path, medians of step figures, a run's tokens/s, steps named by index).
+// database's path, medians of step figures, steps named by index; a run's tokens/s is
+// run_speed(), final_loss.h).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -74,25 +75,6 @@ inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// A run's speed as `runs list`, `runs show` and `train`'s summary all give it: the median
-// of the tokens/s of its stored steps (steady, where the first step's warm-up and a last
-// short step would move a mean or the last value), with how many steps and the last one's.
-struct Speed {
-  double median = NAN, last = NAN;
-  size_t steps = 0;
-};
-inline Speed speed_of(const RunStore& s, int64_t id) {
-  const auto tps = s.series(id, "tokens_per_s");
-  std::vector<double> v;
-  for (const auto& p : tps)
-    if (std::isfinite(p.value)) v.push_back(p.value);
-  Speed sp;
-  sp.median = median(v);
-  sp.steps = v.size();
-  if (!v.empty()) sp.last = v.back();
-  return sp;
 }
 
 }  // namespace fp8wb::cli

@@ -50,8 +50,6 @@ double last_value(const RunStore& s, int64_t id, const char* series) {
   return v.empty() ? NAN : v.back().value;
 }
 
-constexpr const char* kSpeedDefinition = "tokens/s: the median over the run's stored steps";
-
 // The run's final loss and loss gap (final_loss.h), as JSON.
 json final_json(const RunStore& s, const RunInfo& r) {
   const FinalLoss f = final_loss(s, r);
@@ -112,7 +110,7 @@ void export_run(const RunStore& s, const RunInfo& r, const std::string& format, 
               {"ended_at", r.ended_at},
               {"config", config_of(r)}};
   j["final"] = final_json(s, r);
-  const Speed sp = speed_of(s, r.id);
+  const RunSpeed sp = run_speed(s, r.id);
   j["tokens_per_s"] = {{"median", num(sp.median)},
                        {"last", num(sp.last)},
                        {"steps", sp.steps},
@@ -248,7 +246,7 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
                      {"steps", r.last_step + 1},
                      {"loss", num(last_value(*store, r.id, "loss"))},  // the last step's
                      {"final_loss", num(final_loss(*store, r).loss)},
-                     {"tokens_per_s", num(speed_of(*store, r.id).median)},  // the median
+                     {"tokens_per_s", num(run_speed(*store, r.id).median)},  // the median
                      {"device", r.device},
                      {"started_at", r.started_at}});
       }
@@ -277,7 +275,7 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
     for (const auto& r : runs) {
       // None for a diverged run, and no gap without a finite reference loss: "-".
       const FinalLoss f = final_loss(*store, r);
-      const double tps = speed_of(*store, r.id).median;
+      const double tps = run_speed(*store, r.id).median;
       out << fmt::format("{:>5}  {} {:<12} {:>7} {:>10} {:>9} {:>11}  {:<8} {}\n", r.id,
                          padded(r.name), run_status_text(r), r.last_step + 1,
                          std::isfinite(f.loss) ? fmt::format("{:.4f}", f.loss) : std::string("-"),
@@ -324,7 +322,7 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
     if (std::isfinite(grad_norm))
       out << fmt::format("{:<14}{:.6g} (last step)\n", "grad norm", grad_norm);
     // The figure `runs list` gives, named as such.
-    if (const Speed sp = speed_of(*store, r->id); sp.steps > 0) {
+    if (const RunSpeed sp = run_speed(*store, r->id); sp.steps > 0) {
       out << fmt::format(
           "{:<14}{:.0f} (median over {} stored steps, as `runs list` gives it; "
           "the last step {:.0f})\n",

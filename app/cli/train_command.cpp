@@ -320,10 +320,10 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   // The run's final loss and gap as `runs show`, `runs list` and the GUI give them (the last
   // step's loss is not the run's result); none where the store cannot be read back.
   FinalLoss fin;
-  Speed speed;  // tokens/s as `runs list` and `runs show` give it
+  RunSpeed speed;  // tokens/s as `runs list` and `runs show` give it
   try {
     if (const auto info = store->run(id)) fin = final_loss(*store, *info);
-    speed = speed_of(*store, id);
+    speed = run_speed(*store, id);
   } catch (const StoreError&) {
   }
   if (opt.json) {

@@ -41,4 +41,24 @@ FinalLoss final_loss(const RunStore& store, const RunInfo& run) {
   return final_loss(store.series(run.id, "loss"), store.series(run.id, "ref_loss"));
 }
 
+RunSpeed run_speed(const std::vector<double>& tokens_per_s) {
+  std::vector<double> v;
+  for (double t : tokens_per_s)
+    if (std::isfinite(t)) v.push_back(t);
+  RunSpeed sp;
+  sp.steps = v.size();
+  if (v.empty()) return sp;
+  sp.last = v.back();
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  sp.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return sp;
+}
+
+RunSpeed run_speed(const RunStore& store, int64_t run_id) {
+  std::vector<double> v;
+  for (const SeriesPoint& p : store.series(run_id, "tokens_per_s")) v.push_back(p.value);
+  return run_speed(v);
+}
+
 }  // namespace fp8wb

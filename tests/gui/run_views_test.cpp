@@ -171,7 +171,8 @@ QCustomPlot* shown_heatmap(QuantizationTab& quantization) {
 }
 
 // Run `id` of an MLP named `name` with `steps` steps, the loss 2 - 0.01 x step against a
-// reference loss of 1.5.
+// reference loss of 1.5; 1000 + 10 x step tokens/s, but 50 at the first step (a warm-up)
+// and 200 at the last (a short step).
 void fill_falling_loss(RunData& data, int64_t id, const char* name, int64_t steps) {
   RunConfig c;
   c.name = name;
@@ -184,6 +185,7 @@ void fill_falling_loss(RunData& data, int64_t id, const char* name, int64_t step
     m.loss = 2.0 - 0.01 * static_cast<double>(i);
     m.ref_loss = 1.5;
     m.loss_gap = m.loss - m.ref_loss;
+    m.tokens_per_s = i == 0 ? 50 : i == steps - 1 ? 200 : 1000 + 10 * static_cast<double>(i);
     b.steps.push_back(m);
   }
   data.append(b);
@@ -429,6 +431,9 @@ void RunViewsTest::anEndedRunsSummaryGivesItsFinalLoss() {
   tab.refresh(true);
   QVERIFY2(!tab.summaryText().contains(QStringLiteral("final loss")),
            qPrintable(tab.summaryText()));
+  // A running run's speed is its last step's.
+  QVERIFY2(tab.summaryText().contains(QStringLiteral(", 200 tokens/s")),
+           qPrintable(tab.summaryText()));
   data.setStatus(RunStatus::Finished, "");
   tab.refresh(true);
   // Mean of 1.64, 1.63, 1.62, 1.61: 1.625, 0.125 above the reference's 1.5.
@@ -437,6 +442,11 @@ void RunViewsTest::anEndedRunsSummaryGivesItsFinalLoss() {
   QVERIFY2(t.contains(QStringLiteral("step 39, loss 1.6100")), qPrintable(t));
   QVERIFY2(t.contains(QStringLiteral("final loss 1.6250, gap 0.125 (mean over steps 36-39)")),
            qPrintable(t));
+  // An ended run's speed as `fp8wb runs list` and `runs show` give it (final_loss.h): the
+  // median of its forty steps' tokens/s, those of steps 18 and 19 (1180 and 1190) the
+  // middle two, not the last short step's 200.
+  QVERIFY2(t.contains(QStringLiteral("; 1185 tokens/s (median over 40 steps)")), qPrintable(t));
+  QVERIFY2(!t.contains(QStringLiteral("200 tokens/s")), qPrintable(t));
   // Every curve's points lie inside its plot's frame, not on its edge.
   for (int k = 0; k < 3; ++k) {
     ExportablePlot* p = tab.plots()[static_cast<size_t>(k)];

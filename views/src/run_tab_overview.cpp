@@ -137,10 +137,10 @@ void OverviewTab::rebuild() {
                      .arg(m.loss, 0, 'f', 4);
   if (std::isfinite(m.ref_loss))
     text += tr(", reference %1, gap %2").arg(m.ref_loss, 0, 'f', 4).arg(m.loss_gap, 0, 'g', 3);
-  text += tr(", %1 tokens/s").arg(m.tokens_per_s, 0, 'f', 0);
-  // An ended run: its final loss and gap as the Sweeps and Runs tabs and the CLI give them
-  // (final_loss.h), which the last step's figures above are not.
+  // An ended run: its final loss and gap, and its tokens/s, as the Sweeps and Runs tabs and
+  // the CLI give them (final_loss.h), which the last step's figures are not.
   const bool ended = data_->status() != RunStatus::Running && data_->status() != RunStatus::Paused;
+  if (!ended) text += tr(", %1 tokens/s").arg(m.tokens_per_s, 0, 'f', 0);
   if (data_->status() == RunStatus::Diverged) {
     // As the stored run's final loss (final_loss.h), `fp8wb runs show` and the Runs tab:
     // none, since the loss of a diverged run's last steps is no result.
@@ -161,6 +161,13 @@ void OverviewTab::rebuild() {
                   ? tr(" (of step %1 alone)").arg(f.to_step)
                   : tr(" (mean over steps %1-%2)").arg(f.from_step).arg(f.to_step);
     }
+  }
+  if (ended) {
+    std::vector<double> tps;
+    tps.reserve(s.size());
+    for (const StepMetrics& p : s) tps.push_back(p.tokens_per_s);
+    if (const RunSpeed sp = run_speed(tps); sp.steps > 0)
+      text += tr("; %1 tokens/s (median over %2 steps)").arg(sp.median, 0, 'f', 0).arg(sp.steps);
   }
   if (!bars.empty()) {
     QStringList parts;

@@ -1,6 +1,7 @@
-// defines: FinalLoss, final_loss(), kFinalLossDefinition: the one definition of a run's
-// final loss and loss gap, for the Sweeps tab, the Runs tab, `fp8wb sweep` and
-// `fp8wb runs show`/`list`. Plain interface, no torch.
+// defines: FinalLoss, final_loss(), kFinalLossDefinition, RunSpeed, run_speed(),
+// kSpeedDefinition: the one definition of a run's final loss and loss gap, for the Sweeps
+// tab, the Runs tab, `fp8wb sweep` and `fp8wb runs show`/`list`, and of its tokens/s, for
+// `fp8wb train`, `runs show`/`list` and the Overview tab. Plain interface, no torch.
 #pragma once
 
 #include <cmath>
@@ -36,5 +37,20 @@ FinalLoss final_loss(const std::vector<SeriesPoint>& loss,
                      const std::vector<SeriesPoint>& ref_loss);
 // A stored run's. A diverged run has none: every figure NaN.
 FinalLoss final_loss(const RunStore& store, const RunInfo& run);
+
+inline constexpr std::string_view kSpeedDefinition =
+    "tokens/s: the median over the run's stored steps";
+
+// A run's speed: the median of the tokens/s of its steps (steady, where the first step's
+// warm-up and a last short step would move a mean or the last value; of an even count,
+// the mean of the middle two), with how many steps gave a finite figure and the last one's.
+struct RunSpeed {
+  double median = NAN, last = NAN;
+  size_t steps = 0;
+};
+// From the steps' tokens/s in step order; those not finite are left out.
+RunSpeed run_speed(const std::vector<double>& tokens_per_s);
+// A stored run's (its "tokens_per_s" series).
+RunSpeed run_speed(const RunStore& store, int64_t run_id);
 
 }  // namespace fp8wb
