@@ -474,6 +474,18 @@ void SweepHeatmapTest::aOneAxisSweepIsOneRowOfCells() {
   // No cell marked as still to run.
   for (int i = 0; i < tab.plots()[0]->itemCount(); ++i)
     QVERIFY(tab.plots()[0]->item(i)->objectName() != QLatin1String("unfinishedCell"));
+  // Nothing to choose up, nor a column to overlay: those selectors off, saying why.
+  auto* y = tab.findChild<QComboBox*>(QStringLiteral("yAxis"));
+  auto* along = tab.findChild<QComboBox*>(QStringLiteral("overlayAlong"));
+  QVERIFY(y && along);
+  QVERIFY(!y->isEnabled() && !along->isEnabled());
+  QVERIFY2(y->toolTip().contains(QStringLiteral("one axis")), qPrintable(y->toolTip()));
+  // A sweep of two axes turns them on again.
+  const int64_t two = finished_sweep(engine.store(), "two axes", {"margin=0,1", "window=1,16"},
+                                     [](const SweepTrial&) { return 0.8; });
+  QVERIFY(show_sweep(tab, two));
+  QVERIFY(y->isEnabled() && along->isEnabled());
+  QVERIFY(y->toolTip().isEmpty());
 }
 
 // A sweep of one trial counts it in the singular.

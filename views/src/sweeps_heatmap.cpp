@@ -270,6 +270,13 @@ void SweepsTab::rebuildSlicers() {
   }
   x_axis_->setCurrentIndex(spec_.axes.size() > 1 ? 1 : 0);  // e.g. window across,
   y_axis_->setCurrentIndex(0);                              // margin up
+  // A sweep of one axis is one row of cells: no axis to put up, no column to overlay.
+  const bool two = spec_.axes.size() > 1;
+  y_axis_->setEnabled(two);
+  overlay_->setEnabled(two);
+  const QString one_axis = two ? QString() : tr("A sweep of one axis: one row of cells along it");
+  y_axis_->setToolTip(one_axis);
+  overlay_->setToolTip(one_axis);
   describeShownSweep();
   pinHeatmapMargin();
 }
