@@ -444,8 +444,30 @@ void MainWindow::refreshRunTabs(bool force) {
     t->refresh(force);
 }
 
+void MainWindow::sayInStatusBar(const QString& message) {
+  said_ = message;
+  said_shown_ = message;
+  // The room left of the permanent label (the database, the run), as QStatusBar clips its
+  // message there; before the window shows, its layout is not known: showEvent() says it
+  // again.
+  if (isVisible()) {
+    const int right =
+        run_status_->isVisible() ? run_status_->geometry().left() : statusBar()->width();
+    const int room = right - 24;
+    if (room > 0)
+      said_shown_ = statusBar()->fontMetrics().elidedText(message, Qt::ElideRight, room);
+  }
+  statusBar()->setToolTip(said_shown_ != message ? message : QString());
+  statusBar()->showMessage(said_shown_, 20000);
+}
+
+bool MainWindow::saying() const {
+  const QString m = statusBar()->currentMessage();
+  return !m.isEmpty() && m == said_shown_;
+}
+
 void MainWindow::showFailure(const QString& message) {
-  statusBar()->showMessage(message, 20000);
+  sayInStatusBar(message);
   failures_ << message;
   while (failures_.size() > 20) failures_.removeFirst();
   // One message, not one a failure. Modal to the window, so that nothing is clicked
@@ -461,8 +483,10 @@ void MainWindow::showFailure(const QString& message) {
 }
 
 void MainWindow::clearFailureMessage() {
-  if (!failures_.isEmpty() && statusBar()->currentMessage() == failures_.last())
+  if (!failures_.isEmpty() && saying() && said_ == failures_.last()) {
     statusBar()->clearMessage();
+    statusBar()->setToolTip(QString());
+  }
 }
 
 void MainWindow::showEvent(QShowEvent* e) {
@@ -470,17 +494,22 @@ void MainWindow::showEvent(QShowEvent* e) {
   // A message shown before the window was (a --db that cannot be opened, said at start-up)
   // did not hide the status bar's labels, which were not visible yet: shown again now, it
   // does, instead of being drawn over them.
-  if (const QString m = statusBar()->currentMessage(); !m.isEmpty()) {
+  if (saying()) {
     statusBar()->clearMessage();
-    statusBar()->showMessage(m, 20000);
+    sayInStatusBar(said_);  // cut to the room it now has
   }
+}
+
+void MainWindow::resizeEvent(QResizeEvent* e) {
+  QMainWindow::resizeEvent(e);
+  if (saying()) sayInStatusBar(said_);  // cut to the room it now has
 }
 
 void MainWindow::showNotice(const QString& message) {
   // What is said without failing (GEMMs emulated, layers kept in high precision, a
   // sweep's end) goes to the status bar, the latest first, and stays in the run label's
   // tooltip.
-  statusBar()->showMessage(message, 20000);
+  sayInStatusBar(message);
   notices_ << message;
   while (notices_.size() > 20) notices_.removeFirst();
   run_status_->setToolTip(notices_.join(QLatin1Char('\n')));

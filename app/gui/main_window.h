@@ -88,6 +88,7 @@ class MainWindow : public QMainWindow {
  protected:
   void closeEvent(QCloseEvent* e) override;
   void showEvent(QShowEvent* e) override;
+  void resizeEvent(QResizeEvent* e) override;
   void changeEvent(QEvent* e) override;
 
  private:
@@ -99,6 +100,11 @@ class MainWindow : public QMainWindow {
   void rememberDatabase(const QString& path);
   // A failure still in the status bar is taken down once what failed has worked since.
   void clearFailureMessage();
+  // A message in the status bar for 20 s, cut with "..." where it would run into the
+  // database label (the whole of it in the status bar's tooltip).
+  void sayInStatusBar(const QString& message);
+  // Whether the status bar still shows what sayInStatusBar() was last given.
+  bool saying() const;
   QTabWidget* tabs_;
   FormatsTab* formats_;
   EngineController* engine_;
@@ -110,8 +116,9 @@ class MainWindow : public QMainWindow {
   CheckpointTab* checkpoint_;
   SweepsTab* sweeps_;
   QLabel* run_status_;
-  QStringList notices_;   // the latest notices
-  QStringList failures_;  // the latest failures
+  QStringList notices_;        // the latest notices
+  QStringList failures_;       // the latest failures
+  QString said_, said_shown_;  // sayInStatusBar()'s last message, and as it was shown
   QMessageBox* failure_box_ = nullptr;
   QAction* presentation_action_ = nullptr;
   QAction* leave_presentation_action_ = nullptr;

@@ -41,6 +41,7 @@ class ErrorsTest : public QObject {
   void finishedCarriesTheRunStatus();
   void openingALargeRunLeavesTheGuiThreadFree();
   void aFailureSaidBeforeTheWindowShowsIsNotDrawnOverTheLabels();
+  void aLongMessageIsCutBeforeTheDatabaseLabel();
   void aFailureIsTakenDownWhenARunStarts();
   void anUnreadableRunListIsSaidOncePerDatabase();
   void aRunWithAnUnknownStatusLeavesTheOthersListed();
@@ -303,6 +304,45 @@ void ErrorsTest::aFailureSaidBeforeTheWindowShowsIsNotDrawnOverTheLabels() {
   QVERIFY(!device->isVisible());
   w.statusBar()->clearMessage();
   QVERIFY(device->isVisible());
+}
+
+// A message longer than the status bar's room ends in "..." before the database label
+// (QStatusBar clips it there mid-word, running into the label's text), its whole text in
+// the status bar's tooltip; cut again to the room a resized window gives; one that fits
+// is shown whole, without a tooltip.
+void ErrorsTest::aLongMessageIsCutBeforeTheDatabaseLabel() {
+  MainWindow w(false);
+  w.engine()->setDatabasePath(db(QStringLiteral("long_message.sqlite")));
+  w.resize(900, 600);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  QLabel* label = nullptr;
+  for (QLabel* l : w.statusBar()->findChildren<QLabel*>())
+    if (l->text().startsWith(QStringLiteral("database "))) label = l;
+  QVERIFY(label && label->isVisible());
+  QString message = QStringLiteral("The run database could not be written:");
+  for (int i = 0; i < 12; ++i) message += QStringLiteral(" /a/rather/long/folder/name");
+  w.showFailure(message);
+  const QFontMetrics fm(w.statusBar()->font());
+  auto check = [&] {
+    const QString shown = w.statusBar()->currentMessage();
+    QVERIFY2(shown.endsWith(QChar(0x2026)), qPrintable(shown));
+    QVERIFY(message.startsWith(shown.chopped(1)));
+    QVERIFY2(fm.horizontalAdvance(shown) <= label->geometry().left() - 12,
+             qPrintable(QStringLiteral("%1 px of text, the label at %2")
+                            .arg(fm.horizontalAdvance(shown))
+                            .arg(label->geometry().left())));
+    QCOMPARE(w.statusBar()->toolTip(), message);
+  };
+  check();
+  const int narrow = w.statusBar()->currentMessage().size();
+  w.resize(1400, 600);
+  QTRY_VERIFY(w.statusBar()->currentMessage().size() > narrow);
+  check();
+  const QString short_one = QStringLiteral("config field 'window': must be >= 1, not 0");
+  w.showFailure(short_one);
+  QCOMPARE(w.statusBar()->currentMessage(), short_one);
+  QVERIFY(w.statusBar()->toolTip().isEmpty());
 }
 
 // A failure stays in the status bar until what failed works: a run that starts takes it
