@@ -122,10 +122,15 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
     band->bottomRight->setCoords(top + 0.5, lane == 0 ? 0.5 : 1.0);
     auto* label = new QCPItemText(hist_);
     label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
-    label->position->setCoords(top - span + 1, lane == 0 ? 0.05 : 0.55);
-    label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
-    label->setText(QString::fromLatin1(fi.name.data()));
+    // At the band's right end, running left: the axis reaches 32 binades below the top,
+    // so the label is never cut off where the band is narrow.
+    label->position->setCoords(top + 0.3, lane == 0 ? 0.05 : 0.55);
+    label->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
+    // The range one tensorwise scale gives the tensor, whichever recipe is chosen below.
+    label->setText(tr("%1 (tensorwise)").arg(QString::fromLatin1(fi.name.data())));
     label->setColor(format_color(f));
+    label->setBrush(QColor(255, 255, 255, 210));  // readable over the bars
+    label->setPadding(QMargins(2, 1, 2, 1));
     ++lane;
   }
   if (has_hist) {

@@ -38,10 +38,11 @@ QCPGraph* add_graph(ExportablePlot* p, const QString& name, const QColor& c, boo
 // A log axis whose ticks read at a glance (run_tabs.cpp: ReadableLogTicker).
 void use_log_axis(QCPAxis* a);
 // A histogram's count axis on a log scale, ticks at powers of ten: a bin of a few elements
-// among millions shows (on a linear axis it is under a pixel high). The bars rise from
-// half an element, where fit_log_counts() starts the axis.
+// among millions shows (on a linear axis it is under a pixel high). Each bar's top is its
+// count; the bars rise from below the axis, which fit_log_counts() starts at half an
+// element.
 void use_log_count_axis(QCPAxis* a, QCPBars* bars);
-// The count axis from half an element to twice the largest count (1 where there is none).
+// The count axis from half an element to twice the largest count, at least to 50.
 void fit_log_counts(QCPAxis* a, const QVector<double>& counts);
 // Fits the plot's axes to its data; without `include_step0`, the value axis to the points
 // after step 0 (where there are any): a delayed-scaling run starts from a scale of 1, whose

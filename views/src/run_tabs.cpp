@@ -111,13 +111,17 @@ void use_log_count_axis(QCPAxis* a, QCPBars* bars) {
   a->setTicker(ticker);
   a->setNumberFormat(QStringLiteral("gb"));  // 10^4, not 1e+04
   a->setNumberPrecision(0);
-  bars->setBaseValue(0.5);
+  // A bar rises from its base plus nothing: on a log axis a base of 0 lies below the axis
+  // rect, where the bar is clipped (a positive base would be added to every count).
+  bars->setBaseValue(0);
 }
 
 void fit_log_counts(QCPAxis* a, const QVector<double>& counts) {
   double top = 1;
   for (double c : counts) top = std::max(top, c);
-  a->setRange(0.5, 2 * top);
+  // Two decades at least: QCPAxisTickerLog draws ticks at powers of ten only from 1.6
+  // decades on (below, ticks such as 2, 4, 6, 8 beside 10^1).
+  a->setRange(0.5, std::max(50.0, 2 * top));
 }
 
 // Fits the plot's axes to its data; without `include_step0`, the value axis to the points
