@@ -1,7 +1,8 @@
 // The Runs tab's list: a run being written (live) is refused at once on Delete, with no
 // question asked first; the question names the runs it would delete (id and name); a
 // very long name is elided in a column of capped width, whole in its tooltip; the final
-// loss column says in its header what it is, with the definition in the header's tooltip.
+// loss column says in its header what it is, with the definition in the header's tooltip,
+// and the loss gap stands beside it.
 // The run form filled from an opened run names no preset (its box says so); changed
 // fields name no preset either ("custom"); choosing the preset again loads it.
 // A database whose runs cannot be read (a file that is not a database) is said once,
@@ -26,6 +27,7 @@
 #include <QTemporaryDir>
 #include <QTimer>
 #include <QtTest>
+#include <cmath>
 #include <string>
 
 #include "fp8wb/core/final_loss.h"
@@ -40,7 +42,8 @@ using namespace fp8wb;
 
 namespace {
 
-int64_t add_run(RunStore& store, const std::string& name, bool finish) {
+// Ten steps of loss 1 / (step + 1); with a reference, the reference's loss 0.0625 below.
+int64_t add_run(RunStore& store, const std::string& name, bool finish, bool reference = false) {
   const int64_t id = store.create_run(name, "train", "{}", "cpu");
   MetricBatch b;
   b.run_id = id;
@@ -48,6 +51,9 @@ int64_t add_run(RunStore& store, const std::string& name, bool finish) {
     StepMetrics m;
     m.step = s;
     m.loss = 1.0 / static_cast<double>(s + 1);
+    // As the trainer stores them: NaN without a reference.
+    m.ref_loss = reference ? m.loss - 0.0625 : NAN;
+    m.loss_gap = reference ? 0.0625 : NAN;
     b.steps.push_back(m);
   }
   if (finish) {
@@ -100,7 +106,7 @@ void RunsListTest::liveRunRefusedBeforeAskingAndTheQuestionNamesRuns() {
   engine.setDatabasePath(dir_.filePath(QStringLiteral("runs.sqlite")));
   RunStore& store = engine.store();
   const std::string long_name(300, 'n');
-  add_run(store, "alpha", true);
+  add_run(store, "alpha", true, /*reference=*/true);
   // This process is alive and the run has not ended: it is being written (live).
   add_run(store, "writer", false);
   add_run(store, "long" + long_name, true);
@@ -158,6 +164,16 @@ void RunsListTest::liveRunRefusedBeforeAskingAndTheQuestionNamesRuns() {
   QCOMPARE(tab.model()->headerData(RunListModel::Loss, Qt::Horizontal, Qt::ToolTipRole).toString(),
            QString::fromUtf8(kFinalLossDefinition.data(),
                              static_cast<qsizetype>(kFinalLossDefinition.size())));
+  // Beside it the loss gap, as `fp8wb runs list` gives it: the final loss (step 9's, 0.1)
+  // less the reference's over the same steps; "-" for a run without a reference.
+  QCOMPARE(tab.model()->headerData(RunListModel::Gap, Qt::Horizontal, Qt::DisplayRole).toString(),
+           QStringLiteral("loss gap"));
+  QCOMPARE(tab.model()->headerData(RunListModel::Gap, Qt::Horizontal, Qt::ToolTipRole).toString(),
+           QString::fromUtf8(kFinalLossDefinition.data(),
+                             static_cast<qsizetype>(kFinalLossDefinition.size())));
+  QCOMPARE(tab.model()->index(0, RunListModel::Loss).data().toString(), QStringLiteral("0.1000"));
+  QCOMPARE(tab.model()->index(0, RunListModel::Gap).data().toString(), QStringLiteral("+0.0625"));
+  QCOMPARE(tab.model()->index(2, RunListModel::Gap).data().toString(), QStringLiteral("-"));
 }
 
 void RunsListTest::formFromAnOpenedRunNamesNoPreset() {

@@ -14,19 +14,19 @@ QString qs(const std::string& s) {
 
 RunListModel::RunListModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void RunListModel::setRuns(std::vector<RunInfo> runs, std::vector<double> final_loss) {
-  final_loss.resize(runs.size(), NAN);
+void RunListModel::setRuns(std::vector<RunInfo> runs, std::vector<FinalLoss> finals) {
+  finals.resize(runs.size());
   bool same_rows = runs.size() == runs_.size();
   for (size_t i = 0; same_rows && i < runs.size(); ++i) same_rows = runs[i].id == runs_[i].id;
   if (same_rows) {  // a refresh of the same runs keeps the view's selection
     runs_ = std::move(runs);
-    loss_ = std::move(final_loss);
+    finals_ = std::move(finals);
     if (!runs_.empty()) Q_EMIT dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
     return;
   }
   beginResetModel();
   runs_ = std::move(runs);
-  loss_ = std::move(final_loss);
+  finals_ = std::move(finals);
   endResetModel();
 }
 
@@ -46,7 +46,7 @@ int RunListModel::columnCount(const QModelIndex& parent) const {
 QVariant RunListModel::data(const QModelIndex& index, int role) const {
   const RunInfo* r = index.isValid() ? runAt(index.row()) : nullptr;
   if (!r) return {};
-  const double loss = loss_[static_cast<size_t>(index.row())];
+  const FinalLoss& f = finals_[static_cast<size_t>(index.row())];
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
       case Id: return QVariant::fromValue<qlonglong>(r->id);
@@ -56,7 +56,10 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
         return r->live ? tr("%1 (live)").arg(s) : s;
       }
       case Steps: return QVariant::fromValue<qlonglong>(r->last_step + 1);
-      case Loss: return std::isfinite(loss) ? QString::number(loss, 'f', 4) : QStringLiteral("-");
+      case Loss:
+        return std::isfinite(f.loss) ? QString::number(f.loss, 'f', 4) : QStringLiteral("-");
+      case Gap:  // as `fp8wb runs list` gives it
+        return std::isfinite(f.gap) ? QString::asprintf("%+.4f", f.gap) : QStringLiteral("-");
       case Device: return qs(r->device);
       case Started: return qs(r->started_at);
       default: return {};
@@ -70,8 +73,8 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
   }
   if (role == Qt::ForegroundRole && index.column() == Status && r->live)
     return QColor(0x2c, 0xa0, 0x2c);
-  if (role == Qt::TextAlignmentRole &&
-      (index.column() == Id || index.column() == Steps || index.column() == Loss)) {
+  if (role == Qt::TextAlignmentRole && (index.column() == Id || index.column() == Steps ||
+                                        index.column() == Loss || index.column() == Gap)) {
     return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
   }
   return {};
@@ -79,12 +82,12 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
 
 QVariant RunListModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal) return {};
-  if (role == Qt::ToolTipRole && section == Loss)
+  if (role == Qt::ToolTipRole && (section == Loss || section == Gap))
     return QString::fromUtf8(kFinalLossDefinition.data(),
                              static_cast<qsizetype>(kFinalLossDefinition.size()));
   if (role != Qt::DisplayRole) return {};
-  static const char* names[] = {"id",     "name",   "status", "steps", "final loss (last 10%)",
-                                "device", "started"};
+  static const char* names[] = {"id",       "name",   "status", "steps", "final loss (last 10%)",
+                                "loss gap", "device", "started"};
   return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
 }
 

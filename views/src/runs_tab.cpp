@@ -230,7 +230,7 @@ namespace {
 
 struct RunList {
   std::vector<RunInfo> runs;
-  std::vector<double> final_loss;
+  std::vector<FinalLoss> finals;
 };
 
 // On a connection of its own: a read that waits on a busy database waits there. A
@@ -241,7 +241,7 @@ RunList read_run_list(const std::string& path) {
   const auto s = RunStore::open_read_only(path);
   l.runs = s->runs();
   for (const RunInfo& r : l.runs) {
-    l.final_loss.push_back(final_loss(*s, r).loss);
+    l.finals.push_back(final_loss(*s, r));
   }
   return l;
 }
@@ -271,7 +271,7 @@ void RunsTab::reload() {
                   const bool redraw_overlay = !overlaid_.empty() && shown != overlaid_names_;
                   // The selection stays on the same runs, wherever their rows move.
                   const std::vector<int64_t> selected = selectedIds();
-                  model_->setRuns(std::move(l.runs), std::move(l.final_loss));
+                  model_->setRuns(std::move(l.runs), std::move(l.finals));
                   selectIds(selected);
                   fit_columns(view_);
                   status_->setText(

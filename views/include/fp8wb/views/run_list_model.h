@@ -1,10 +1,11 @@
 // defines: RunListModel: the runs in the database as a table (id, name, status, steps,
-// final loss, device, start), live runs marked.
+// final loss, loss gap, device, start), live runs marked.
 #pragma once
 
 #include <QAbstractTableModel>
 #include <vector>
 
+#include "fp8wb/core/final_loss.h"
 #include "fp8wb/core/run_store.h"
 
 namespace fp8wb {
@@ -12,9 +13,9 @@ namespace fp8wb {
 class RunListModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { Id, Name, Status, Steps, Loss, Device, Started, ColumnCount };
+  enum Column { Id, Name, Status, Steps, Loss, Gap, Device, Started, ColumnCount };
   explicit RunListModel(QObject* parent = nullptr);
-  void setRuns(std::vector<RunInfo> runs, std::vector<double> final_loss);
+  void setRuns(std::vector<RunInfo> runs, std::vector<FinalLoss> finals);
   const RunInfo* runAt(int row) const;
 
   int rowCount(const QModelIndex& parent = {}) const override;
@@ -24,7 +25,7 @@ class RunListModel : public QAbstractTableModel {
 
  private:
   std::vector<RunInfo> runs_;
-  std::vector<double> loss_;
+  std::vector<FinalLoss> finals_;
 };
 
 }  // namespace fp8wb
