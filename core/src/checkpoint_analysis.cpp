@@ -117,7 +117,10 @@ void recommend(TensorAnalysis& a, Format e4m3) {
   } else {
     const bool fewer = !few_zeroed(*best);
     const bool simpler = simplicity(pick->recipe.kind) < simplicity(best->recipe.kind);
-    a.reason = "within 1 dB of the best (" + best->name + ", " + fixed(best->sqnr_db, 1) + " dB" +
+    // The best of the recipes the pick is made among (the table's "highest SQNR" is of any
+    // format): named as such, so that the two are not read as one figure.
+    a.reason = "within 1 dB of the best " + std::string(format_info(e4m3).name) + " recipe (" +
+               best->name + ", " + fixed(best->sqnr_db, 1) + " dB" +
                (fewer ? ", " + fixed(best->underflow_pct, 3) + "% underflow" : std::string()) +
                ")" + (fewer ? " and turns fewer values into 0" : "") +
                (simpler ? std::string(fewer ? "," : "") + " and simpler" : "") + ": " +
