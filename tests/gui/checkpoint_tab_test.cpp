@@ -140,6 +140,13 @@ void CheckpointTabTest::badFilesShowTheirMessage() {
   QCOMPARE(tab.model()->rowCount(), 1);
   QVERIFY(tab.statusText().contains(QStringLiteral("still showing ") + good));
   QVERIFY(tab.plots()[0]->plottable(0)->interface1D()->dataCount() > 0);
+  // A well-formed file without tensors: said so, as `fp8wb inspect` does ("no tensors in").
+  const QString empty = dir_.filePath(QStringLiteral("empty.safetensors"));
+  write_safetensors(empty.toStdString(), {});
+  tab.openCheckpoint(empty);
+  QVERIFY(loaded.wait(30000));
+  QCOMPARE(tab.model()->rowCount(), 0);
+  QCOMPARE(tab.statusText(), empty + QStringLiteral(": no tensors in this file"));
 }
 
 void CheckpointTabTest::singleColumnBlockMapsAreDrawn() {

@@ -413,8 +413,10 @@ void CheckpointTab::finishLoad(const QString& path, std::vector<TensorAnalysis> 
   const QString where = analysis_gpu_available() ? tr("on the GPU") : tr("on the CPU");
   const QString took = QString::number(static_cast<double>(elapsed_.elapsed()) / 1000.0, 'f', 1);
   const QString count = n == 1 ? tr("1 tensor") : tr("%1 tensors").arg(n);
+  // A file without tensors says so, as `fp8wb inspect` does, not "0 tensors analysed".
   QString status =
       cancelled ? tr("%1: cancelled after %2").arg(path, count)
+      : n == 0  ? tr("%1: no tensors in this file").arg(path)
                 : tr("%1: %2 analysed in %3 s %4, worst SQNR first").arg(path, count, took, where);
   // Tensors whose values could not be read (a file cut short, say): counted where it is
   // seen first, not only in each one's long reason.
