@@ -46,6 +46,7 @@ class CheckpointTabTest : public QObject {
   void aFilterThatMatchesNothingShowsNoFigures();
   void exactRecipesSayInf();
   void aScalarsShapeIsSaid();
+  void aRecommendationThatLosesValuesIsNotGreen();
   void shardTensorsOutsideTheIndexAreSaid();
   void worstFirstPutsExactThenNoSqnrLast();
 
@@ -600,6 +601,45 @@ void CheckpointTabTest::exactRecipesSayInf() {
     }
   }
   QCOMPARE(ending_there, exact);
+}
+
+// A recommendation that still turns 1% or more of the nonzero values into 0 (a tensor
+// spanning 120 binades: no E4M3 recipe keeps them) is not drawn in the green of a tensor
+// well served; a Gaussian weight's is; the legend says what the other colour means.
+void CheckpointTabTest::aRecommendationThatLosesValuesIsNotGreen() {
+  std::vector<float> wide(64 * 64), normal(64 * 64);
+  for (size_t i = 0; i < wide.size(); ++i) {
+    wide[i] = std::ldexp(1.0f, static_cast<int>((i * 37) % 121) - 60);
+    normal[i] = 0.02f * std::sin(0.37f * static_cast<float>(i));
+  }
+  const QString path = dir_.filePath(QStringLiteral("lossy.safetensors"));
+  write_safetensors(path.toStdString(), {{"wide", StDtype::F32, {64, 64}, f32_bytes(wide)},
+                                         {"normal", StDtype::F32, {64, 64}, f32_bytes(normal)}});
+  CheckpointTab tab;
+  QVERIFY(test::shown_with_file(tab, path, 1300, 800));
+  std::map<QString, QColor> colour;
+  std::map<QString, double> lost;
+  for (int row = 0; row < tab.model()->rowCount(); ++row) {
+    const TensorAnalysis* t = tab.model()->tensorAt(row);
+    QVERIFY(t && !t->recommended.empty());
+    for (const RecipeResult& r : t->recipes)
+      if (r.name == t->recommended) lost[QString::fromStdString(t->name)] = r.underflow_pct;
+    colour[QString::fromStdString(t->name)] = tab.model()
+                                                  ->index(row, CheckpointModel::Recommended)
+                                                  .data(Qt::ForegroundRole)
+                                                  .value<QBrush>()
+                                                  .color();
+  }
+  QVERIFY2(lost[QStringLiteral("wide")] >= 1.0, qPrintable(QString::number(lost["wide"])));
+  QVERIFY(lost[QStringLiteral("normal")] < 1.0);
+  const QColor green = colour[QStringLiteral("normal")];
+  QVERIFY(green.green() > green.red());
+  const QColor other = colour[QStringLiteral("wide")];
+  QVERIFY2(other.red() > other.green(), qPrintable(other.name()));
+  bool said = false;
+  for (QLabel* l : tab.findChildren<QLabel*>())
+    said |= l->text().contains(other.name()) && l->text().contains(QStringLiteral("into 0"));
+  QVERIFY(said);
 }
 
 // A tensor without dimensions says "scalar" in the shape column, not a blank.

@@ -7,6 +7,7 @@
 #include <QBrush>
 #include <QFont>
 #include <QStringList>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -125,8 +126,12 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
     f.setBold(true);
     return f;
   }
-  if (role == Qt::ForegroundRole && index.column() == Recommended && !cell.isEmpty())
-    return QBrush(kRecommendedColor.darker(140));
+  if (role == Qt::ForegroundRole && index.column() == Recommended && !cell.isEmpty()) {
+    const auto pick = std::find_if(t->recipes.begin(), t->recipes.end(),
+                                   [&](const RecipeResult& r) { return r.name == t->recommended; });
+    const bool lossy = pick != t->recipes.end() && pick->underflow_pct >= kNamedZeroedPct;
+    return QBrush(lossy ? kLossyRecommendedColor : kRecommendedColor.darker(140));
+  }
   if (role == Qt::BackgroundRole) {
     if (selected) {
       QColor c = kSelectedColor;

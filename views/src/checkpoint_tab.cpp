@@ -194,9 +194,10 @@ CheckpointTab::CheckpointTab(QWidget* parent)
   legend->setText(tr("%1 the recipe chosen under \u201cBlock errors of\u201d (its block errors "
                      "below, its bar in the SQNR chart), where a tensor's highest-SQNR or "
                      "recommended recipe is it &nbsp; <b style='color:%2'>bold green</b>: the "
-                     "recommended recipe &nbsp; %3 NaN or Inf values")
+                     "recommended recipe (<b style='color:%4'>bold brown</b> where it still "
+                     "turns 1% or more of the values into 0) &nbsp; %3 NaN or Inf values")
                       .arg(swatch(selected), kRecommendedColor.darker(140).name(),
-                           swatch(QColor(0xd6, 0x27, 0x28, 60))));
+                           swatch(QColor(0xd6, 0x27, 0x28, 60)), kLossyRecommendedColor.name()));
   content_layout->addWidget(legend);
   caption_->setWordWrap(true);
   content_layout->addWidget(caption_);

@@ -74,6 +74,10 @@ inline QString format_name(Format f) {
 
 // The marks of the recommended and the selected recipe, in the chart and the table.
 inline const QColor kRecommendedColor(0x2c, 0xa0, 0x2c);
+// A recommendation that still turns kNamedZeroedPct % or more of the nonzero values into 0
+// (no E4M3 recipe keeps them; the reason names one of another format that does): not
+// drawn in green as though the tensor were well served.
+inline const QColor kLossyRecommendedColor(0xb0, 0x5a, 0x00);
 inline const QColor kSelectedColor(0xff, 0x7f, 0x0e);
 
 // The FP8 formats of this machine: E4M3FNUZ and E5M2FNUZ on AMD GPUs, E4M3FN and E5M2
