@@ -54,6 +54,7 @@ class RunViewsTest : public QObject {
   void aShortRunsFinalLossNamesItsOneStep();
   void currentScalingCaptionSaysSo();
   void everyTabShowsTheRunOpenedOrStarted();
+  void theQuantizationTabsTensorFollowsTheHeatmapsRole();
   void runsTabDeleteRefreshAndRename();
   void fileMenuOpensAndExports();
   void aDatabaseThatCannotBeOpenedIsSaidAtStartUp();
@@ -616,6 +617,47 @@ void RunViewsTest::logAxisLabelsAreReadable() {
                                           .arg(y->range().upper)));
     }
   }
+}
+
+// The Quantization tab's histogram and block errors show, for a run opened, the heatmap's
+// first row (its first layer, the heatmap's role), not the first tensor stored (here a
+// weight); another role for the heatmap takes them to that role, same layer.
+void RunViewsTest::theQuantizationTabsTensorFollowsTheHeatmapsRole() {
+  RunData data;
+  RunConfig c;
+  c.name = "roles";
+  c.model = ModelKind::Mlp;
+  data.setRun(9, c.name, run_config_json(c));
+  MetricBatch b;
+  for (int i = 0; i < 20; i += 10) {
+    StepMetrics m;
+    m.step = i;
+    m.loss = 2.0;
+    b.steps.push_back(m);
+    // A live run's tensors come as its passes report them: a weight first.
+    for (const char* layer : {"fc1", "fc2"}) {
+      for (Role r : {Role::Weight, Role::Input})
+        b.tensors.push_back(tensor_at(i, layer, r, 1.0f, 100.0f, 0));
+    }
+  }
+  data.append(b);
+  QuantizationTab tab(&data);
+  tab.resize(1200, 800);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  tab.refresh(true);
+  auto* role = tab.findChild<QComboBox*>(QStringLiteral("heatmapRole"));
+  auto* tensor = tab.findChild<QComboBox*>(QStringLiteral("shownTensor"));
+  QVERIFY(role && tensor);
+  QCOMPARE(role->currentText(), QStringLiteral("input"));
+  QCOMPARE(tensor->itemText(0), QStringLiteral("fc1 / weight"));  // reported first
+  QCOMPARE(tensor->currentText(), QStringLiteral("fc1 / input"));
+  // A tensor chosen by hand, then another role: the same layer in that role.
+  tensor->setCurrentIndex(tensor->findText(QStringLiteral("fc2 / input")));
+  role->setCurrentIndex(role->findText(QStringLiteral("weight")));
+  QCOMPARE(tensor->currentText(), QStringLiteral("fc2 / weight"));
+  QVERIFY2(tab.captionText().contains(QStringLiteral("fc2 / weight")),
+           qPrintable(tab.captionText()));
 }
 
 // Opening another run shows it on every tab at once (its first tensor, or nothing), and

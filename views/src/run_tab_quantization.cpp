@@ -41,6 +41,8 @@ QuantizationTab::QuantizationTab(const RunData* run, QWidget* parent)
       blocks_(make_plot(this, tr("block column"), tr("block row"))) {
   for (const TensorStatFigure* f : kHeatmapFigures) metric_->addItem(label_of(*f));
   fill_choices(role_, kRoles);
+  role_->setObjectName(QStringLiteral("heatmapRole"));
+  tensor_->setObjectName(QStringLiteral("shownTensor"));
   auto* controls = new QHBoxLayout;
   controls->addWidget(new QLabel(tr("Heatmap of"), this));
   controls->addWidget(metric_);
@@ -95,7 +97,18 @@ QuantizationTab::QuantizationTab(const RunData* run, QWidget* parent)
   band_->bottomRight->setTypeY(QCPItemPosition::ptAxisRectRatio);
   auto redraw = [this] { refresh(true); };
   connect(metric_, &QComboBox::currentIndexChanged, this, redraw);
-  connect(role_, &QComboBox::currentIndexChanged, this, redraw);
+  connect(role_, &QComboBox::currentIndexChanged, this, [this] {
+    // The histogram and block errors follow the heatmap to the new role, same layer.
+    const QString shown = tensor_->currentText();
+    const QString layer = shown.left(shown.lastIndexOf(QStringLiteral(" / ")));
+    const int i =
+        tensor_->findText(layer + QStringLiteral(" / ") + role_text(chosen(role_, kRoles)));
+    if (i >= 0) {
+      const QSignalBlocker block(tensor_);
+      tensor_->setCurrentIndex(i);
+    }
+    refresh(true);
+  });
   connect(tensor_, &QComboBox::currentIndexChanged, this, redraw);
   connect(include_step0_, &QCheckBox::toggled, this, redraw);
 }
@@ -115,7 +128,15 @@ void QuantizationTab::refillChoices() {
   tensor_->clear();
   for (const TensorSeries& t : data_->tensors())
     tensor_->addItem(qs(t.layer) + QStringLiteral(" / ") + role_text(t.role));
-  const int i = tensor_->findText(keep);
+  int i = tensor_->findText(keep);
+  // Another run: the heatmap's first row, its layer first in the model and its role the
+  // heatmap's, not whichever tensor reported first.
+  const Role role = chosen(role_, kRoles);
+  for (const std::string& l : data_->layers()) {
+    if (i >= 0) break;
+    if (data_->tensor(l, role))
+      i = tensor_->findText(qs(l) + QStringLiteral(" / ") + role_text(role));
+  }
   tensor_->setCurrentIndex(i >= 0 ? i : 0);
 }
 
