@@ -335,7 +335,7 @@ void ErrorsTest::aLongMessageIsCutBeforeTheDatabaseLabel() {
     QCOMPARE(w.statusBar()->toolTip(), message);
   };
   check();
-  const int narrow = w.statusBar()->currentMessage().size();
+  const qsizetype narrow = w.statusBar()->currentMessage().size();
   w.resize(1400, 600);
   QTRY_VERIFY(w.statusBar()->currentMessage().size() > narrow);
   check();

@@ -55,6 +55,7 @@ class RunViewsTest : public QObject {
   void currentScalingCaptionSaysSo();
   void everyTabShowsTheRunOpenedOrStarted();
   void theQuantizationTabsTensorFollowsTheHeatmapsRole();
+  void anEmptyPlotSaysWhyAndShowsNoNumbers();
   void runsTabDeleteRefreshAndRename();
   void fileMenuOpensAndExports();
   void aDatabaseThatCannotBeOpenedIsSaidAtStartUp();
@@ -658,6 +659,86 @@ void RunViewsTest::theQuantizationTabsTensorFollowsTheHeatmapsRole() {
   QCOMPARE(tensor->currentText(), QStringLiteral("fc2 / weight"));
   QVERIFY2(tab.captionText().contains(QStringLiteral("fc2 / weight")),
            qPrintable(tab.captionText()));
+}
+
+// A plot with nothing to draw says why (no run, nothing yet, nothing stored) in place of
+// tick labels, colour scales and hatched cells, which would read as data; they come back
+// with the data.
+void RunViewsTest::anEmptyPlotSaysWhyAndShowsNoNumbers() {
+  RunData data;
+  QuantizationTab quantization(&data);
+  OverviewTab overview(&data);
+  for (QWidget* tab : {static_cast<QWidget*>(&quantization), static_cast<QWidget*>(&overview)}) {
+    tab->resize(1000, 800);
+    tab->show();
+    QVERIFY(QTest::qWaitForWindowExposed(tab));
+  }
+  const auto looks_empty = [](ExportablePlot* p, const QString& hint) {
+    p->replot();
+    if (p->emptyHint() != hint) return QStringLiteral("hint \"%1\"").arg(p->emptyHint());
+    for (QCPAxis* a : p->axisRect()->axes())
+      if (a->tickLabels()) return QStringLiteral("tick labels shown");
+    if (p->axisRect()->backgroundBrush().style() != Qt::NoBrush)
+      return QStringLiteral("a background");
+    for (int i = 0; i < p->plottableCount(); ++i) {
+      auto* map = qobject_cast<QCPColorMap*>(p->plottable(i));
+      if (map && map->colorScale()->visible()) return QStringLiteral("a colour scale");
+    }
+    return QString();
+  };
+  quantization.refresh(true);
+  overview.refresh(true);
+  for (ExportablePlot* p : quantization.plots())
+    QCOMPARE(looks_empty(p, QStringLiteral("No run open")), QString());
+  for (ExportablePlot* p : overview.plots())
+    QCOMPARE(looks_empty(p, QStringLiteral("No run open")), QString());
+
+  // A running MLP without a reference: steps, no tensor statistics yet, and no loss gap ever.
+  RunConfig c;
+  c.name = "plain";
+  c.model = ModelKind::Mlp;
+  c.reference = false;
+  data.setRun(4, c.name, run_config_json(c));
+  MetricBatch b;
+  StepMetrics m;
+  m.step = 0;
+  m.loss = 2.0;
+  m.ref_loss = m.loss_gap = std::nan("");  // as the trainer stores a run without one
+  m.tokens_per_s = 100;
+  b.steps.push_back(m);
+  data.append(b);
+  quantization.refresh(true);
+  overview.refresh(true);
+  for (ExportablePlot* p : quantization.plots())
+    QCOMPARE(looks_empty(p, QStringLiteral("No tensor statistics yet")), QString());
+  QVERIFY(overview.plots()[0]->emptyHint().isEmpty());  // the loss
+  QVERIFY2(overview.plots()[1]->emptyHint().contains(QStringLiteral("No loss gap")),
+           qPrintable(overview.plots()[1]->emptyHint()));
+  QVERIFY(overview.plots()[2]->emptyHint().isEmpty());  // tokens/s
+
+  // Its statistics arrive: the heatmap is drawn with its numbers, colour scale and hatch.
+  MetricBatch t;
+  t.tensors.push_back(tensor_at(0, "fc1", Role::Input, 1.0f, 100.0f, 3));
+  data.append(t);
+  quantization.refresh(true);
+  ExportablePlot* heat = quantization.plots()[0];
+  heat->replot();
+  QCOMPARE(heat->emptyHint(), QString());
+  QVERIFY(heat->xAxis->tickLabels() && heat->yAxis->tickLabels());
+  QCOMPARE(heat->axisRect()->backgroundBrush().style(), Qt::BDiagPattern);
+  auto* map = qobject_cast<QCPColorMap*>(heat->plottable(0));
+  QVERIFY(map && map->colorScale()->visible());
+
+  // Another run that ended without statistics says it stored none.
+  data.setRun(5, c.name, run_config_json(c));
+  MetricBatch end;
+  end.steps.push_back(m);
+  end.final = true;
+  end.status = RunStatus::Finished;
+  data.append(end);
+  quantization.refresh(true);
+  for (ExportablePlot* p : quantization.plots())
+    QCOMPARE(looks_empty(p, QStringLiteral("This run stored no tensor statistics")), QString());
 }
 
 // Opening another run shows it on every tab at once (its first tensor, or nothing), and

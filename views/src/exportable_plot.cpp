@@ -177,6 +177,7 @@ ExportablePlot::ExportablePlot(QWidget* parent) : QCustomPlot(parent) {
 }
 
 void ExportablePlot::setEmptyHint(const QString& text) {
+  if (empty_hint_ && empty_hint_->text() == text) return;
   if (!empty_hint_) {
     empty_hint_ = new QCPItemText(this);
     empty_hint_->setObjectName(QStringLiteral("emptyHint"));
@@ -186,6 +187,7 @@ void ExportablePlot::setEmptyHint(const QString& text) {
     empty_hint_->setTextAlignment(Qt::AlignCenter);
     empty_hint_->setColor(QColor(110, 110, 110));
     empty_hint_->setSelectable(false);
+    empty_hint_->setVisible(false);  // until updateEmptyHint() finds nothing drawn
     connect(this, &QCustomPlot::beforeReplot, this, &ExportablePlot::updateEmptyHint);
   }
   empty_hint_->setText(text);
@@ -203,10 +205,37 @@ void ExportablePlot::updateEmptyHint() {
   for (int i = 0; i < plottableCount() && !drawn; ++i) {
     QCPAbstractPlottable* p = plottable(i);
     if (!p->visible()) continue;
-    const QCPPlottableInterface1D* points = p->interface1D();
-    drawn = !points || points->dataCount() > 0;  // a colour map: drawn where shown
+    if (auto* map = qobject_cast<QCPColorMap*>(p)) {
+      drawn = map->data()->keySize() > 0 && map->data()->valueSize() > 0;
+    } else {
+      const QCPPlottableInterface1D* points = p->interface1D();
+      drawn = !points || points->dataCount() > 0;
+    }
   }
-  empty_hint_->setVisible(!drawn && !empty_hint_->text().isEmpty());
+  const bool hint = !drawn && !empty_hint_->text().isEmpty();
+  if (empty_hint_->visible() != hint) {
+    // What the plot shows while drawn (a hatch for cells without data, tick labels) comes
+    // back as it was.
+    if (hint) {
+      drawn_background_ = axisRect()->backgroundBrush();
+      axisRect()->setBackground(QBrush(Qt::NoBrush));
+      drawn_tick_labels_.clear();
+      for (QCPAxis* a : axisRect()->axes()) {
+        drawn_tick_labels_.emplace_back(a, a->tickLabels());
+        a->setTickLabels(false);
+      }
+    } else {
+      axisRect()->setBackground(drawn_background_);
+      for (const auto& [a, shown] : drawn_tick_labels_)
+        if (a) a->setTickLabels(shown);
+      drawn_tick_labels_.clear();
+    }
+  }
+  empty_hint_->setVisible(hint);
+  for (int i = 0; i < plottableCount(); ++i) {
+    if (auto* map = qobject_cast<QCPColorMap*>(plottable(i)); map && map->colorScale())
+      map->colorScale()->setVisible(!hint);
+  }
 }
 
 void ExportablePlot::mouseMoveEvent(QMouseEvent* event) {

@@ -180,4 +180,16 @@ void OverviewTab::rebuild() {
   summary_->setText(text);
 }
 
+QString OverviewTab::contentOf(const ExportablePlot* plot) const {
+  return plot == memory_ ? tr("peak memory figures") : RunTabBase::contentOf(plot);
+}
+
+QString OverviewTab::emptyHintFor(const ExportablePlot* plot) const {
+  // A loss gap needs an FP8 model and its high-precision reference in the same run.
+  if (plot == gap_ && data_->runId() != 0 && data_->hasConfig() &&
+      !(data_->config().fp8 && data_->config().reference))
+    return tr("No loss gap: this run trains no FP8 model\nbeside a high-precision reference");
+  return RunTabBase::emptyHintFor(plot);
+}
+
 }  // namespace fp8wb

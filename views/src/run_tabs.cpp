@@ -197,7 +197,20 @@ void RunTabBase::refresh(bool force) {
   if (!force && (!isVisible() || drawn_revision_ == data_->revision())) return;
   drawn_revision_ = data_->revision();
   rebuild();
-  for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
+  for (ExportablePlot* p : plots()) {
+    p->setEmptyHint(emptyHintFor(p));
+    p->replot(QCustomPlot::rpQueuedReplot);
+  }
+}
+
+QString RunTabBase::contentOf(const ExportablePlot*) const {
+  return tr("steps");
+}
+
+QString RunTabBase::emptyHintFor(const ExportablePlot* plot) const {
+  if (data_->runId() == 0) return tr("No run open");
+  const bool going = data_->status() == RunStatus::Running || data_->status() == RunStatus::Paused;
+  return (going ? tr("No %1 yet") : tr("This run stored no %1")).arg(contentOf(plot));
 }
 
 void RunTabBase::showEvent(QShowEvent* e) {

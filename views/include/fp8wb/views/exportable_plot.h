@@ -5,11 +5,13 @@
 // within what the figure can be; thermal_on_white(): the maps' colours.
 #pragma once
 
+#include <QPointer>
 #include <qcustomplot.h>
 
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "fp8wb/kernels/format.h"
@@ -41,7 +43,10 @@ class ExportablePlot : public QCustomPlot {
   using CellTip = std::function<QString(const QCPColorMap* map, int x, int y)>;
   void setCellTip(CellTip tip) { cell_tip_ = std::move(tip); }
   // A line (or two) of grey text over the plot's middle while it has nothing to draw (no
-  // plottable with points): what fills it, and how ("Select runs and press Overlay ...").
+  // plottable with points, no colour map with cells): what fills it, and how ("Select runs
+  // and press Overlay ..."). While it shows, the axes' tick labels, the colour maps' scales
+  // and the axis rect's background (a hatch for cells without data) are hidden: no number
+  // or colour of an empty plot looks like data.
   // Empty: none.
   void setEmptyHint(const QString& text);
   // The hint as shown at the last replot, or empty where it is not shown.
@@ -56,6 +61,9 @@ class ExportablePlot : public QCustomPlot {
   void applyFonts();
   void updateEmptyHint();  // shown where nothing is drawn (before each replot)
   QCPItemText* empty_hint_ = nullptr;
+  // What the hint hides, as it was while something was drawn.
+  QBrush drawn_background_;
+  std::vector<std::pair<QPointer<QCPAxis>, bool>> drawn_tick_labels_;
   QString export_title_;
   CellTip cell_tip_;
 };

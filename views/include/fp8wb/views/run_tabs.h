@@ -68,6 +68,12 @@ class RunTabBase : public QWidget {
  protected:
   void showEvent(QShowEvent* e) override;
   virtual void rebuild() = 0;
+  // What a plot shows once the run has some ("steps", "tensor statistics"), for the hint
+  // an empty plot carries instead of axes that look like data (ExportablePlot::setEmptyHint).
+  virtual QString contentOf(const ExportablePlot* plot) const;
+  // That hint: no run open; what a running run has not stored yet; what an ended one
+  // stored none of.
+  virtual QString emptyHintFor(const ExportablePlot* plot) const;
   const RunData* data_;
 
  private:
@@ -85,6 +91,8 @@ class OverviewTab : public RunTabBase {
 
  protected:
   void rebuild() override;
+  QString contentOf(const ExportablePlot* plot) const override;
+  QString emptyHintFor(const ExportablePlot* plot) const override;
 
  private:
   QLabel* summary_;
@@ -112,6 +120,7 @@ class ScalingTab : public RunTabBase {
 
  protected:
   void rebuild() override;
+  QString contentOf(const ExportablePlot*) const override { return tr("tensor statistics"); }
 
  private:
   void rebuildTree();
@@ -141,6 +150,7 @@ class QuantizationTab : public RunTabBase {
 
  protected:
   void rebuild() override;
+  QString contentOf(const ExportablePlot*) const override { return tr("tensor statistics"); }
 
  private:
   void refillChoices();
