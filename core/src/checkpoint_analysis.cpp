@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <future>
 #include <limits>
 #include <map>
@@ -445,6 +446,20 @@ std::string f64_beyond_fp32(const Checkpoint::Ref& r) {
   return s.str();
 }
 
+// The reason of a tensor that its file's end cuts off: how much of it is there. The file
+// is named only where it is a shard of the checkpoint: those who list the tensors say once
+// that the file is truncated (`fp8wb inspect`, the Checkpoint tab), not in every row.
+std::string cut_off_reason(const Checkpoint& ckpt, const Checkpoint::Ref& r) {
+  const uint64_t have = r.file->bytes_present(*r.entry), all = r.entry->end - r.entry->begin;
+  std::string s = "values unknown: cut off by the end of ";
+  s += r.file->path() == ckpt.path()
+           ? std::string("the file")
+           : "shard " + std::filesystem::path(r.file->path()).filename().string();
+  s += " (" + (have == 0 ? std::string("none") : std::to_string(have)) + " of its " +
+       std::to_string(all) + " bytes there)";
+  return s;
+}
+
 // A 2-D view: the last dimension is K.
 TensorRef ref_2d(const float* f32, const uint16_t* bf16, const std::vector<int64_t>& shape,
                  int64_t numel) {
@@ -519,7 +534,8 @@ std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
       // file is analysed.
       TensorAnalysis a = analyze_ref(e.name, dtype, e.shape, TensorRef{}, options, gpu);
       a.numel = e.numel();
-      a.not_quantized = std::string("values unknown: ") + err.what();
+      a.not_quantized = e.cut_off ? cut_off_reason(ckpt, *pending[i])
+                                  : std::string("values unknown: ") + err.what();
       a.values_known = false;
       out.push_back(std::move(a));
     }

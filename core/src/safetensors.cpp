@@ -294,6 +294,14 @@ void SafetensorsFile::require_present(const TensorEntry& t) const {
                          std::to_string(size_) + " bytes): the file is truncated");
 }
 
+uint64_t SafetensorsFile::bytes_present(const TensorEntry& t) const {
+  if (!t.cut_off) return t.end - t.begin;
+  // The data section's bytes in the file (parse(): it starts inside the file), from the
+  // tensor's start; offsets up to 2^64 - 1, so no sum with the section's start.
+  const uint64_t in_file = size_ - data_offset_;
+  return t.begin >= in_file ? 0 : std::min(in_file, t.end) - t.begin;
+}
+
 void SafetensorsFile::read(const TensorEntry& t, void* out) const {
   require_present(t);
   const uint64_t n = t.end - t.begin;  // parse(): end >= begin, end inside the file at open

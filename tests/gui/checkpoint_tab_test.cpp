@@ -48,6 +48,7 @@ class CheckpointTabTest : public QObject {
   void aScalarsShapeIsSaid();
   void aRecommendationThatLosesValuesIsNotGreen();
   void shardTensorsOutsideTheIndexAreSaid();
+  void aTruncatedFileIsSaidOnce();
   void worstFirstPutsExactThenNoSqnrLast();
 
  private:
@@ -679,6 +680,39 @@ void CheckpointTabTest::shardTensorsOutsideTheIndexAreSaid() {
                "; 2 tensors in the shards not in the index's weight_map, not analysed (first: "
                "b.extra in s1.safetensors)")),
            qPrintable(tab.statusText()));
+}
+
+// A download cut short: the status line says once that the file is truncated and how many
+// tensors it cuts off; each of their rows says how much of it is there, without the
+// file's path and the byte offsets again.
+void CheckpointTabTest::aTruncatedFileIsSaidOnce() {
+  const QString path = dir_.filePath(QStringLiteral("cut.safetensors"));
+  const std::vector<float> w(64 * 64, 0.5f);
+  write_safetensors(path.toStdString(), {{"a.weight", StDtype::F32, {64, 64}, f32_bytes(w)},
+                                         {"b.weight", StDtype::F32, {64, 64}, f32_bytes(w)},
+                                         {"c.weight", StDtype::F32, {64, 64}, f32_bytes(w)}});
+  QFile f(path);
+  QVERIFY(f.resize(f.size() - 16384 - 100));
+  CheckpointTab tab;
+  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
+  tab.openCheckpoint(path);
+  QVERIFY(loaded.wait(60000));
+  QCOMPARE(tab.model()->rowCount(), 3);
+  QVERIFY2(tab.statusText().endsWith(
+               QStringLiteral("; the file is truncated: 2 tensors cut off (see their rows)")),
+           qPrintable(tab.statusText()));
+  std::map<QString, QString> why;
+  for (int r = 0; r < tab.model()->rowCount(); ++r) {
+    const QString name = tab.model()->index(r, CheckpointModel::Name).data().toString();
+    why[name] = tab.model()->index(r, CheckpointModel::Recommended).data().toString();
+  }
+  QCOMPARE(why[QStringLiteral("b.weight")],
+           QStringLiteral("none: values unknown: cut off by the end of the file (16284 of its "
+                          "16384 bytes there)"));
+  QCOMPARE(why[QStringLiteral("c.weight")],
+           QStringLiteral("none: values unknown: cut off by the end of the file (none of its "
+                          "16384 bytes there)"));
+  QCOMPARE(why[QStringLiteral("a.weight")], QStringLiteral("E4M3FN tensorwise"));
 }
 
 // The table's "worst SQNR first", as `fp8wb inspect`'s: finite SQNRs ascending, then the

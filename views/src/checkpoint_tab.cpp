@@ -327,6 +327,7 @@ void CheckpointTab::openCheckpoint(const QString& path) {
     std::vector<TensorAnalysis> tensors;
     bool cancelled = false;
     QString unindexed;  // what the shards hold beyond the index's weight_map, said
+    int cut_off = 0;    // tensors that a truncated file (or shard) cuts off
   };
   job_.run(
       [this, path] {
@@ -353,6 +354,7 @@ void CheckpointTab::openCheckpoint(const QString& path) {
         Analysed a;
         a.tensors = analyze_checkpoint(*ckpt, o);
         a.cancelled = cancel_flag_.load();
+        for (const Checkpoint::Ref& r : ckpt->tensors()) a.cut_off += r.entry->cut_off ? 1 : 0;
         if (const auto& extra = ckpt->unindexed(); !extra.empty()) {
           const QString count =
               extra.size() == 1 ? tr("1 tensor") : tr("%1 tensors").arg(extra.size());
@@ -364,7 +366,7 @@ void CheckpointTab::openCheckpoint(const QString& path) {
         return a;
       },
       [this, path](Analysed a) {
-        finishLoad(path, std::move(a.tensors), a.cancelled, a.unindexed);
+        finishLoad(path, std::move(a.tensors), a.cancelled, a.unindexed, a.cut_off);
       },
       [this, path](const QString& message) {
         showBusy(false);
@@ -392,7 +394,7 @@ void CheckpointTab::cancel() {
 }
 
 void CheckpointTab::finishLoad(const QString& path, std::vector<TensorAnalysis> result,
-                               bool cancelled, const QString& note) {
+                               bool cancelled, const QString& note, int cut_off) {
   showBusy(false);
   const int n = static_cast<int>(result.size());
   const auto unknown = std::count_if(result.begin(), result.end(),
@@ -419,11 +421,14 @@ void CheckpointTab::finishLoad(const QString& path, std::vector<TensorAnalysis> 
       cancelled ? tr("%1: cancelled after %2").arg(path, count)
       : n == 0  ? tr("%1: no tensors in this file").arg(path)
                 : tr("%1: %2 analysed in %3 s %4, worst SQNR first").arg(path, count, took, where);
-  // Tensors whose values could not be read (a file cut short, say): counted where it is
-  // seen first, not only in each one's long reason.
-  if (unknown > 0)
+  // Tensors whose values could not be read: counted where it is seen first, not only in
+  // each one's reason; those a file cut short cuts off under the cause, said once.
+  if (unknown > cut_off)
     status += tr("; %n with values that could not be read (see their rows)", "",
-                 static_cast<int>(unknown));
+                 static_cast<int>(unknown) - cut_off);
+  if (cut_off > 0)
+    status += tr("; the file is truncated: %1 cut off (see their rows)")
+                  .arg(cut_off == 1 ? tr("1 tensor") : tr("%1 tensors").arg(cut_off));
   if (!note.isEmpty()) status += tr("; ") + note;
   status_->setText(status);
   if (cancelled) Q_EMIT notice(status_->text());

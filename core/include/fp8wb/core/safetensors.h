@@ -92,6 +92,8 @@ class SafetensorsFile {
   // before any buffer for its bytes or values is allocated: a header may claim a cut-off
   // tensor of any size up to 2^62 bytes.
   void require_present(const TensorEntry& t) const;
+  // How many of a tensor's bytes the file holds (all of them unless it is cut off).
+  uint64_t bytes_present(const TensorEntry& t) const;
 
  private:
   void parse(const uint8_t* head, size_t head_size, uint64_t file_size);

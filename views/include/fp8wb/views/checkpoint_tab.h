@@ -114,9 +114,10 @@ class CheckpointTab : public QWidget {
  private:
   void showTensor(const TensorAnalysis* t);
   void drawChart(const TensorAnalysis& t);
-  // `note`: said after the status line's count (a sharded set's tensors outside its index).
+  // `note`: said after the status line's count (a sharded set's tensors outside its index);
+  // `cut_off`: the tensors a truncated file cuts off (said once, not only in their rows).
   void finishLoad(const QString& path, std::vector<TensorAnalysis> result, bool cancelled,
-                  const QString& note = {});
+                  const QString& note = {}, int cut_off = 0);
   void showBusy(bool busy);
   void remember(const QString& path);
   void fillRecent(const QStringList& paths, int current);

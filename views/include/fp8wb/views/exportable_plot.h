@@ -5,8 +5,8 @@
 // within what the figure can be; thermal_on_white(): the maps' colours.
 #pragma once
 
-#include <QPointer>
 #include <qcustomplot.h>
+#include <QPointer>
 
 #include <cstdint>
 #include <functional>
