@@ -121,6 +121,10 @@ void RunTabsTest::presetFileParsesAndApplies() {
     } catch (const std::exception& e) {
       QFAIL(qPrintable(p.name + QStringLiteral(": ") + QString::fromStdString(e.what())));
     }
+    // A preset named "FP8 vs BF16" compares FP8 with a bf16 reference, not an fp32 one.
+    if (p.name.contains(QLatin1String("vs BF16"))) {
+      QVERIFY2(c.fp8 && c.reference && c.dtype == "bf16", qPrintable(p.name));
+    }
   }
   QCOMPARE(RunPanel::presetNames(), names);
 }
