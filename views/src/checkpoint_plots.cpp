@@ -334,9 +334,12 @@ void CheckpointTab::drawChart(const TensorAnalysis& t) {
       auto* box = new QCPItemRect(chart_);
       box->setObjectName(mark_rec ? QStringLiteral("recommendedMark")
                                   : QStringLiteral("selectedMark"));
-      const double grow = mark_rec ? 0.65 : 0.9;  // both visible on one bar
+      // Both visible on one bar: the selected outline around the recommended one, a few
+      // pixels past its end too.
+      const double grow = mark_rec ? 0.65 : 0.9;
+      const double past = mark_rec ? 0 : chart_->xAxis->range().size() * 0.015;
       box->topLeft->setCoords(0, k - width * grow);
-      box->bottomRight->setCoords(v, k + width * grow);
+      box->bottomRight->setCoords(v + past, k + width * grow);
       box->setPen(mark_rec ? rec_pen : sel_pen);
       box->setBrush(Qt::NoBrush);
     }
