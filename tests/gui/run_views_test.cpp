@@ -17,6 +17,7 @@
 #include <QToolTip>
 #include <QTreeWidget>
 #include <QtTest>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -56,6 +57,7 @@ class RunViewsTest : public QObject {
   void everyTabShowsTheRunOpenedOrStarted();
   void theQuantizationTabsTensorFollowsTheHeatmapsRole();
   void anEmptyPlotSaysWhyAndShowsNoNumbers();
+  void layersKeepOneOrderLiveAndStored();
   void runsTabDeleteRefreshAndRename();
   void fileMenuOpensAndExports();
   void aDatabaseThatCannotBeOpenedIsSaidAtStartUp();
@@ -651,13 +653,69 @@ void RunViewsTest::theQuantizationTabsTensorFollowsTheHeatmapsRole() {
   auto* tensor = tab.findChild<QComboBox*>(QStringLiteral("shownTensor"));
   QVERIFY(role && tensor);
   QCOMPARE(role->currentText(), QStringLiteral("input"));
-  QCOMPARE(tensor->itemText(0), QStringLiteral("fc1 / weight"));  // reported first
+  // Listed layer by layer, roles in their order, whichever reported first (a weight).
+  QStringList items;
+  for (int i = 0; i < tensor->count(); ++i) items << tensor->itemText(i);
+  QCOMPARE(items, QStringList({QStringLiteral("fc1 / input"), QStringLiteral("fc1 / weight"),
+                               QStringLiteral("fc2 / input"), QStringLiteral("fc2 / weight")}));
   QCOMPARE(tensor->currentText(), QStringLiteral("fc1 / input"));
   // A tensor chosen by hand, then another role: the same layer in that role.
   tensor->setCurrentIndex(tensor->findText(QStringLiteral("fc2 / input")));
   role->setCurrentIndex(role->findText(QStringLiteral("weight")));
   QCOMPARE(tensor->currentText(), QStringLiteral("fc2 / weight"));
   QVERIFY2(tab.captionText().contains(QStringLiteral("fc2 / weight")),
+           qPrintable(tab.captionText()));
+}
+
+// A run's layers come in one order whether it is followed live (its tensors as the passes
+// report them: a model's order) or read from the store (by name): by name, numbers as
+// numbers, so "blocks.2" before "blocks.10". The heatmap's rows and the tensors' list
+// follow it, and each list item shows its own tensor.
+void RunViewsTest::layersKeepOneOrderLiveAndStored() {
+  std::vector<std::string> model_order;
+  for (int b : {0, 1, 2, 10})
+    for (const char* l : {"qkv", "proj", "fc1", "fc2"})
+      model_order.push_back("blocks." + std::to_string(b) + "." + l);
+  std::vector<std::string> by_name = model_order;
+  std::sort(by_name.begin(), by_name.end());
+  const auto layers_of = [](const std::vector<std::string>& order) {
+    RunData d;
+    d.setRun(1, "r", "{}");
+    MetricBatch b;
+    for (size_t i = 0; i < order.size(); ++i)
+      b.tensors.push_back(tensor_at(0, order[i], Role::Input, static_cast<float>(i + 1), 1, 0));
+    d.append(b);
+    return d.layers();
+  };
+  const std::vector<std::string> live = layers_of(model_order), stored = layers_of(by_name);
+  QCOMPARE(live, stored);
+  QCOMPARE(live[4], std::string("blocks.1.fc1"));
+  QCOMPARE(live[8], std::string("blocks.2.fc1"));
+  QCOMPARE(live[12], std::string("blocks.10.fc1"));
+  // The tensors' list: in that order, each item the tensor it names (its amax in the caption).
+  RunData d;
+  d.setRun(2, "r", "{}");
+  MetricBatch b;
+  StepMetrics m;
+  b.steps.push_back(m);
+  for (size_t i = 0; i < model_order.size(); ++i)
+    b.tensors.push_back(tensor_at(0, model_order[i], Role::Input, 1, 1, i));
+  d.append(b);
+  QuantizationTab tab(&d);
+  tab.resize(1000, 800);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  tab.refresh(true);
+  auto* tensor = tab.findChild<QComboBox*>(QStringLiteral("shownTensor"));
+  QVERIFY(tensor);
+  QCOMPARE(tensor->count(), static_cast<int>(live.size()));
+  for (int i = 0; i < tensor->count(); ++i) {
+    QCOMPARE(tensor->itemText(i),
+             QString::fromStdString(live[static_cast<size_t>(i)]) + QStringLiteral(" / input"));
+  }
+  tensor->setCurrentIndex(12);  // blocks.10.fc1, reported 15th: 14 of 100 underflow
+  QVERIFY2(tab.captionText().contains(QStringLiteral("blocks.10.fc1 / input")) &&
+               tab.captionText().contains(QStringLiteral("underflow 14 %")),
            qPrintable(tab.captionText()));
 }
 

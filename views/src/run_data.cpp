@@ -44,6 +44,37 @@ const TensorSeries* RunData::tensor(const std::string& layer, Role role) const {
   return it == index_.end() ? nullptr : &tensors_[it->second];
 }
 
+namespace {
+
+// Names in the order people count: runs of digits compared as numbers ("blocks.2" before
+// "blocks.10"), the rest character by character.
+bool natural_less(const std::string& a, const std::string& b) {
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      size_t ie = i, je = j;
+      while (ie < a.size() && digit(a[ie])) ++ie;
+      while (je < b.size() && digit(b[je])) ++je;
+      size_t is = i, js = j;  // leading zeros aside
+      while (is + 1 < ie && a[is] == '0') ++is;
+      while (js + 1 < je && b[js] == '0') ++js;
+      if (ie - is != je - js) return ie - is < je - js;
+      if (const int c = a.compare(is, ie - is, b, js, je - js); c != 0) return c < 0;
+      i = ie;
+      j = je;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  if (i < a.size() || j < b.size()) return j < b.size();
+  return a < b;  // equal as counted ("01" and "1"): a fixed order still
+}
+
+}  // namespace
+
 std::vector<std::string> RunData::layers() const {
   std::vector<std::string> out;
   for (const auto& t : tensors_) {
@@ -53,6 +84,9 @@ std::vector<std::string> RunData::layers() const {
       if (!seen) out.push_back(t.layer);
     }
   }
+  // The same order for a run followed live (its tensors as the passes report them) and one
+  // read from the store (by name): by name, numbers as numbers.
+  std::sort(out.begin(), out.end(), natural_less);
   return out;
 }
 

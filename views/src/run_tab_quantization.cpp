@@ -126,8 +126,18 @@ void QuantizationTab::refillChoices() {
   const QString keep = other_run ? QString() : tensor_->currentText();
   const QSignalBlocker block(tensor_);
   tensor_->clear();
-  for (const TensorSeries& t : data_->tensors())
-    tensor_->addItem(qs(t.layer) + QStringLiteral(" / ") + role_text(t.role));
+  // Layer by layer as the heatmap's rows, each layer's roles in their order; the item's
+  // data is the series' index in the run.
+  const std::vector<TensorSeries>& all = data_->tensors();
+  for (const std::string& l : data_->layers()) {
+    for (const RoleEntry& r : kRoles) {
+      for (size_t k = 0; k < all.size(); ++k) {
+        if (all[k].layer == l && all[k].role == r.value)
+          tensor_->addItem(qs(l) + QStringLiteral(" / ") + role_text(r.value),
+                           static_cast<qulonglong>(k));
+      }
+    }
+  }
   int i = tensor_->findText(keep);
   // Another run: the heatmap's first row, its layer first in the model and its role the
   // heatmap's, not whichever tensor reported first.
@@ -229,8 +239,9 @@ void QuantizationTab::rebuild() {
   }
 
   // The chosen tensor's last sampled step: exponent histogram and block errors.
-  const int ti = tensor_->currentIndex();
-  if (ti < 0 || ti >= static_cast<int>(data_->tensors().size()) ||
+  bool chosen_ok = false;
+  const qulonglong ti = tensor_->currentData().toULongLong(&chosen_ok);
+  if (!chosen_ok || ti >= data_->tensors().size() ||
       data_->tensors()[static_cast<size_t>(ti)].points.empty()) {
     // Nothing of another run stays under this caption.
     bars_->data()->clear();
