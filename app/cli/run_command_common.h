@@ -1,6 +1,6 @@
-// defines: dump(), num(), db_path(), kDatabasePath, check_db_folder(), median(),
+// defines: dump(), num(), db_path(), kDatabasePath, check_db_folder(),
 // step_range_text(): what `fp8wb train`, `runs` and `bench` share (JSON output, the run
-// database's path, medians of step figures, steps named by index; a run's tokens/s is
+// database's path, steps named by index; medians and a run's tokens/s are median() and
 // run_speed(), final_loss.h).
 #pragma once
 
@@ -67,14 +67,6 @@ inline void check_db_folder(const std::string& given) {
   if (!std::filesystem::is_directory(st)) {
     throw std::invalid_argument("--db " + given + ": " + folder.string() + " is not a folder");
   }
-}
-
-// The median (of an even count, the mean of the middle two); NaN for none.
-inline double median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace fp8wb::cli
