@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "distributed_group.h"
+#include "fp8wb/core/final_loss.h"
 #include "fp8wb/kernels/codec_cpu.h"
 #include "fp8wb/kernels/float16.h"
 #include "fp8wb/kernels/format.h"
@@ -105,12 +106,6 @@ class Timer {
   }
   bool cuda_;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 }  // namespace
 
