@@ -14,7 +14,7 @@
 #include "fp8wb/core/comm_bench.h"
 #include "fp8wb/core/counted.h"
 #include "fp8wb/core/distributed.h"
-#include "fp8wb/core/final_loss.h"
+#include "fp8wb/core/median.h"
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/trainer.h"

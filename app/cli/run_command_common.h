@@ -1,7 +1,7 @@
 // defines: dump(), num(), db_path(), kDatabasePath, check_db_folder(),
 // step_range_text(): what `fp8wb train`, `runs` and `bench` share (JSON output, the run
-// database's path, steps named by index; medians and a run's tokens/s are median() and
-// run_speed(), final_loss.h).
+// database's path, steps named by index; medians are median() (median.h), a run's
+// tokens/s run_speed() (final_loss.h)).
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "fp8wb/core/median.h"
 #include "fp8wb/kernels/codec_cuda.h"
 #include "fp8wb/kernels/format.h"
 #include "fp8wb/kernels/quantize_cpu.h"
@@ -184,6 +185,19 @@ double worst_first_key(const TensorAnalysis& a) {
   }
   if (!any) return INFINITY;
   return best == INFINITY ? std::numeric_limits<double>::max() : best;
+}
+
+BlockSqnr median_block_sqnr(const RecipeResult& r) {
+  std::vector<double> rel;
+  rel.reserve(r.map_rel_error.size());
+  for (float e : r.map_rel_error)
+    if (!std::isnan(e)) rel.push_back(e);
+  BlockSqnr b;
+  b.blocks = rel.size();
+  if (rel.empty()) return b;
+  const double m = median(std::move(rel));
+  b.median_db = m > 0 ? -20.0 * std::log10(m) : INFINITY;
+  return b;
 }
 
 bool analysis_gpu_available() {

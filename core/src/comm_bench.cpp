@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "distributed_group.h"
-#include "fp8wb/core/final_loss.h"
+#include "fp8wb/core/median.h"
 #include "fp8wb/kernels/codec_cpu.h"
 #include "fp8wb/kernels/float16.h"
 #include "fp8wb/kernels/format.h"

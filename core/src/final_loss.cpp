@@ -42,13 +42,6 @@ FinalLoss final_loss(const RunStore& store, const RunInfo& run) {
   return final_loss(store.series(run.id, "loss"), store.series(run.id, "ref_loss"));
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 RunSpeed run_speed(const std::vector<double>& tokens_per_s) {
   std::vector<double> v;
   for (double t : tokens_per_s)

@@ -49,6 +49,7 @@ class CheckpointTabTest : public QObject {
   void aRecommendationThatLosesValuesIsNotGreen();
   void shardTensorsOutsideTheIndexAreSaid();
   void aTruncatedFileIsSaidOnce();
+  void theCaptionGivesTheChosenRecipesMedianBlock();
   void worstFirstPutsExactThenNoSqnrLast();
 
  private:
@@ -713,6 +714,44 @@ void CheckpointTabTest::aTruncatedFileIsSaidOnce() {
            QStringLiteral("none: values unknown: cut off by the end of the file (none of its "
                           "16384 bytes there)"));
   QCOMPARE(why[QStringLiteral("a.weight")], QStringLiteral("E4M3FN tensorwise"));
+}
+
+// The caption gives the typical block of the recipe chosen under "Block errors of" beside
+// the whole tensor's SQNR, which outliers carry; it follows the choice.
+void CheckpointTabTest::theCaptionGivesTheChosenRecipesMedianBlock() {
+  std::vector<float> x(256 * 256);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = 1e-3f * std::sin(0.7f * static_cast<float>(i)) *
+           (1.0f + 0.001f * static_cast<float>(i % 97));
+  for (size_t k = 0; k < 4; ++k) x[k * 16411] = 1000.0f;
+  const QString path = dir_.filePath(QStringLiteral("outliers.safetensors"));
+  write_safetensors(path.toStdString(), {{"w", StDtype::F32, {256, 256}, f32_bytes(x)}});
+  CheckpointTab tab;
+  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
+  tab.openCheckpoint(path);
+  QVERIFY(loaded.wait(60000));
+  const TensorAnalysis* t = tab.model()->tensorAt(0);
+  QVERIFY(t);
+  auto* recipe = tab.findChild<QComboBox*>(QStringLiteral("checkpointRecipe"));
+  QVERIFY(recipe);
+  for (const char* name : {"E4M3FN tensorwise", "E4M3FN 1x128"}) {
+    recipe->setCurrentIndex(recipe->findText(QString::fromLatin1(name)));
+    QCOMPARE(recipe->currentText(), QString::fromLatin1(name));
+    const RecipeResult* r = nullptr;
+    for (const RecipeResult& e : t->recipes)
+      if (e.name == name) r = &e;
+    QVERIFY(r);
+    const BlockSqnr b = median_block_sqnr(*r);
+    const QString said =
+        QStringLiteral(
+            "%1: the block map's median cell has an SQNR of %2 dB (of %3 cells with "
+            "values), against %4 dB for the whole tensor.")
+            .arg(QString::fromLatin1(name))
+            .arg(b.median_db, 0, 'f', 1)
+            .arg(b.blocks)
+            .arg(r->sqnr_db, 0, 'f', 1);
+    QVERIFY2(caption_text(tab).contains(said), qPrintable(caption_text(tab) + said));
+  }
 }
 
 // The table's "worst SQNR first", as `fp8wb inspect`'s: finite SQNRs ascending, then the

@@ -219,6 +219,18 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
                    .arg(qs(best->name))
                    .arg(best->sqnr_db, 0, 'f', 1);
   }
+  // The blocks of the recipe chosen under "Block errors of": the tensor's SQNR is carried by
+  // its largest values, so an outlier can hide what most blocks get, or the reverse.
+  for (const RecipeResult& r : t->recipes) {
+    if (qs(r.name) != recipe_->currentText()) continue;
+    if (const BlockSqnr b = median_block_sqnr(r); b.blocks > 1) {
+      caption += tr(" %1: the block map's median cell has an SQNR of %2 dB (of %3 cells with "
+                    "values), against %4 dB for the whole tensor.")
+                     .arg(qs(r.name), sqnr_text(b.median_db))
+                     .arg(b.blocks)
+                     .arg(sqnr_text(r.sqnr_db));
+    }
+  }
   if (!t->not_quantized.empty()) {
     caption += tr(" No SQNR and no recommendation: %1.").arg(qs(t->not_quantized).toHtmlEscaped());
   }

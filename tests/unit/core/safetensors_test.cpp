@@ -1086,6 +1086,45 @@ TEST(CheckpointAnalysis, BlocksWithoutSignalHaveNoRelativeError) {
   }
 }
 
+// A recipe's typical block: the SQNR of its blocks' median relative error, over those with
+// signal; where outlier channels carry the tensor's SQNR, most blocks get far less.
+TEST(CheckpointAnalysis, TheMedianBlockSqnrIsThatOfTheTypicalBlock) {
+  RecipeResult r;
+  EXPECT_TRUE(std::isnan(median_block_sqnr(r).median_db));  // no map
+  EXPECT_EQ(median_block_sqnr(r).blocks, 0u);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  r.map_rel_error = {0.1f, nan, 0.001f, 0.01f, nan};
+  BlockSqnr b = median_block_sqnr(r);
+  EXPECT_EQ(b.blocks, 3u);
+  EXPECT_NEAR(b.median_db, 40.0, 1e-5);              // 0.01: -20 log10
+  r.map_rel_error = {0.1f, 0.001f, 0.01f, 0.0001f};  // even: the mean of 0.001 and 0.01
+  EXPECT_NEAR(median_block_sqnr(r).median_db,
+              -20.0 * std::log10(0.5 * (static_cast<double>(0.001f) + static_cast<double>(0.01f))),
+              1e-9);
+  r.map_rel_error = {0.0f, 0.0f, 0.5f};  // exact blocks
+  EXPECT_EQ(median_block_sqnr(r).median_db, INFINITY);
+  r.map_rel_error = {nan, nan};
+  EXPECT_EQ(median_block_sqnr(r).blocks, 0u);
+  EXPECT_TRUE(std::isnan(median_block_sqnr(r).median_db));
+
+  // Values near 1e-3 with a few at 1e3: one tensorwise scale keeps the outliers (a high
+  // SQNR), and turns most blocks' small values into coarse codes or 0.
+  std::vector<float> x = gaussian(256 * 256, 11, 1e-3f);
+  for (int64_t k = 0; k < 4; ++k) x[static_cast<size_t>(k * 16411)] = 1000.0f;
+  AnalysisOptions o;
+  o.device = AnalysisDevice::Cpu;
+  const TensorAnalysis a = analyze_values("x", "F32", {256, 256}, x, o);
+  const RecipeResult* tw = nullptr;
+  for (const RecipeResult& e : a.recipes)
+    if (e.recipe.kind == ScalingKind::Tensorwise && e.recipe.format == Format::E4M3FN) tw = &e;
+  ASSERT_NE(tw, nullptr);
+  b = median_block_sqnr(*tw);
+  EXPECT_EQ(b.blocks, tw->map_rel_error.size());
+  EXPECT_GT(b.blocks, 16u);
+  EXPECT_GT(tw->sqnr_db, 25.0);
+  EXPECT_LT(b.median_db, tw->sqnr_db - 20.0) << b.median_db << " against " << tw->sqnr_db;
+}
+
 TEST_F(Safetensors, TensorsReadInPlaceGiveTheFiguresOfTheirFp32Values) {
   // bf16 and fp32 are analysed where the file maps them; f16 through a conversion. All
   // must equal the analysis of the same values as an fp32 vector.

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,6 +72,17 @@ struct TensorAnalysis {
 // SQNR over its recipes, ascending; the exact ones (+inf) after every finite one, and
 // those without an SQNR (not quantized: integers, no finite signal, values unknown) last.
 double worst_first_key(const TensorAnalysis& a);
+
+// A recipe's typical block: the SQNR of the median of its error map's relative errors
+// (-20 log10 of it; +inf where that cell is exact) over the cells with signal (not NaN).
+// The cells are the recipe's blocks where they fit in 64 x 64 cells, else an even tiling.
+// A tensor's SQNR is carried by its largest values: with outliers it can be far above or
+// below what most blocks get. NaN with no block (no map, or none with signal).
+struct BlockSqnr {
+  double median_db = std::numeric_limits<double>::quiet_NaN();
+  size_t blocks = 0;  // cells with signal
+};
+BlockSqnr median_block_sqnr(const RecipeResult& r);
 
 enum class AnalysisDevice {
   Auto,  // the GPU when this build has CUDA kernels and a GPU is there, else the CPU

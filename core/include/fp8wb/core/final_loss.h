@@ -1,4 +1,4 @@
-// defines: FinalLoss, final_loss(), kFinalLossDefinition, median(), RunSpeed, run_speed(),
+// defines: FinalLoss, final_loss(), kFinalLossDefinition, RunSpeed, run_speed(),
 // kSpeedDefinition: the one definition of a run's final loss and loss gap, for the Sweeps
 // tab, the Runs tab, `fp8wb sweep` and `fp8wb runs show`/`list`, and of its tokens/s, for
 // `fp8wb train`, `runs show`/`list` and the Overview tab. Plain interface, no torch.
@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fp8wb/core/median.h"
 #include "fp8wb/core/run_store.h"
 
 namespace fp8wb {
@@ -37,9 +38,6 @@ FinalLoss final_loss(const std::vector<SeriesPoint>& loss,
                      const std::vector<SeriesPoint>& ref_loss);
 // A stored run's. A diverged run has none: every figure NaN.
 FinalLoss final_loss(const RunStore& store, const RunInfo& run);
-
-// The median (of an even count, the mean of the middle two); NaN for none.
-double median(std::vector<double> v);
 
 inline constexpr std::string_view kSpeedDefinition =
     "tokens/s: the median over the run's stored steps";
