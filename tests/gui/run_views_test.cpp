@@ -554,6 +554,21 @@ void RunViewsTest::currentScalingCaptionSaysSo() {
   QVERIFY2(!caption.contains(QStringLiteral("delayed-scaling window")), qPrintable(caption));
   QVERIFY2(caption.contains(QStringLiteral("current scaling")), qPrintable(caption));
   QVERIFY2(!caption.contains(QStringLiteral("2^-0.00")), qPrintable(caption));
+  // The caption says what the headroom means; a hair above max is no saturation.
+  QVERIFY2(caption.contains(QStringLiteral("Below 2^0 the largest values saturate")),
+           qPrintable(caption));
+  QVERIFY2(!caption.contains(QStringLiteral("Saturating")), qPrintable(caption));
+  // An amax a quarter above what the scale maps to 448: said in red.
+  MetricBatch over;
+  over.tensors.push_back(tensor_at(20, "fc1", Role::Input, 3.75f, 448.0f / 3.0f, 0));
+  data.append(over);
+  scaling.refresh(true);
+  QVERIFY2(scaling.captionText().contains(QStringLiteral("headroom 2^-0.32")),
+           qPrintable(scaling.captionText()));
+  QVERIFY2(scaling.captionText().contains(
+               QStringLiteral("<b>Saturating:</b> this step's amax is above what its scale "
+                              "maps to 448.")),
+           qPrintable(scaling.captionText()));
 }
 
 // Every labelled tick of the log axes says its own value, and below 0.1 in scientific form

@@ -321,9 +321,19 @@ void ScalingTab::drawSelected() {
               : tr("Each step's scale comes from that step's own amax (current scaling): the "
                    "orange steps are the amax it maps to %1.")
                     .arg(fmax);
+  // What the headroom means, and a step whose amax is past what its scale maps to max.
+  const QString over =
+      headroom < 0 ? tr(" <span style='color:#d62728'><b>Saturating:</b> this step's amax is "
+                        "above what its scale maps to %1.</span>")
+                         .arg(fmax)
+                   : QString();
+  const QString meaning =
+      tr(" Headroom: how far the amax (blue) stays below the orange line, as a power of 2. "
+         "Below 2^0 the largest values saturate; each power of 2 above it is a binade that "
+         "the smallest values lose to underflow.");
   caption_->setText(
       tr("<b>%1 / %2</b> in %3 (max %4): last sampled step %5, amax %6, scale %7, headroom "
-         "2^%8 (margin %9)%10. %11")
+         "2^%8 (margin %9)%10.%12 %11%13")
           .arg(layer_, role_text(role_), QString::fromLatin1(format_info(f).name.data()))
           .arg(fmax)
           .arg(last.step)
@@ -331,7 +341,7 @@ void ScalingTab::drawSelected() {
           .arg(last.scale, 0, 'g', 5)
           .arg(headroom, 0, 'f', 2)
           .arg(margin)
-          .arg(delayed ? tr(", window %1").arg(window) : QString(), how));
+          .arg(delayed ? tr(", window %1").arg(window) : QString(), how, over, meaning));
 }
 
 }  // namespace fp8wb
