@@ -94,7 +94,15 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   // A checkpoint chosen by any way (dialog, recent files, drop, --checkpoint) that is the
   // run database, or one of its files, is refused before it is opened.
   checkpoint_->setRunDatabase([this] { return engine_->databasePath(); });
-  connect(checkpoint_, &CheckpointTab::failed, this, &MainWindow::showFailure);
+  // The Checkpoint tab's status line says why a file failed; a box says it again only where
+  // that line is out of sight (another tab is shown).
+  connect(checkpoint_, &CheckpointTab::failed, this, [this](const QString& message) {
+    if (isVisible() && tabs_->currentWidget() == checkpoint_) {
+      noteFailure(message);
+    } else {
+      showFailure(message);
+    }
+  });
   connect(checkpoint_, &CheckpointTab::notice, this, &MainWindow::showNotice);
   connect(checkpoint_, &CheckpointTab::checkpointLoaded, this, [this] { clearFailureMessage(); });
   connect(sweeps_, &SweepsTab::failed, this, &MainWindow::showFailure);
@@ -466,10 +474,14 @@ bool MainWindow::saying() const {
   return !m.isEmpty() && m == said_shown_;
 }
 
-void MainWindow::showFailure(const QString& message) {
+void MainWindow::noteFailure(const QString& message) {
   sayInStatusBar(message);
   failures_ << message;
   while (failures_.size() > 20) failures_.removeFirst();
+}
+
+void MainWindow::showFailure(const QString& message) {
+  noteFailure(message);
   // One message, not one a failure. Modal to the window, so that nothing is clicked
   // behind it unseen, but shown, not exec()'d: a run, a sweep go on behind it.
   if (!failure_box_) {

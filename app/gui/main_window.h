@@ -58,6 +58,9 @@ class MainWindow : public QMainWindow {
   // The one place failures and notices are shown (the status bar; failures also in a
   // window-modal message that does not stop the event loop).
   void showFailure(const QString& message);
+  // A failure that a tab already says in place: the status bar and the list of failures,
+  // no message box on top of it.
+  void noteFailure(const QString& message);
   void showNotice(const QString& message);
   QStringList failures() const { return failures_; }
   QStringList notices() const { return notices_; }

@@ -8,6 +8,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileInfo>
 #include <QLabel>
 #include <QMessageBox>
 #include <QSignalSpy>
@@ -156,6 +157,37 @@ void ErrorsTest::checkpointFailureArrivesOnce() {
   QVERIFY(!tab->busy());
   QCOMPARE(w.failures().size(), 1);
   QCOMPARE(w.failures().front(), failed.at(0).at(0).toString());
+
+  // Opened from the window (the Checkpoint tab shown), by a path relative to the working
+  // folder: the tab's status line says it, naming the file once, with no message box on
+  // top saying it again.
+  const QString text = db(QStringLiteral("text.safetensors"));
+  QFile t(text);
+  QVERIFY(t.open(QIODevice::WriteOnly));
+  t.write("just some text, no checkpoint at all\n");
+  t.close();
+  for (QMessageBox* b : w.findChildren<QMessageBox*>()) b->close();  // the first one's
+  const QString cwd = QDir::currentPath();
+  QVERIFY(QDir::setCurrent(QFileInfo(text).absolutePath()));
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  w.openCheckpointFile(QStringLiteral("text.safetensors"));
+  QVERIFY(failed.wait(30000));
+  QVERIFY(QDir::setCurrent(cwd));
+  QCOMPARE(w.failures().size(), 2);
+  for (QMessageBox* b : w.findChildren<QMessageBox*>()) QVERIFY(!b->isVisible());
+  const QString status = tab->statusText();
+  const QString absolute = QFileInfo(text).absoluteFilePath();
+  QVERIFY2(status.count(absolute) == 1, qPrintable(status));
+  QVERIFY2(w.failures().back().contains(absolute), qPrintable(w.failures().back()));
+  // On another tab, the failure comes in a box (the tab's line is out of sight).
+  QVERIFY(w.selectTab(QStringLiteral("Formats")));
+  tab->openCheckpoint(path);
+  QVERIFY(failed.wait(30000));
+  bool box = false;
+  for (QMessageBox* b : w.findChildren<QMessageBox*>()) box = box || b->isVisible();
+  QVERIFY(box);
+  for (QMessageBox* b : w.findChildren<QMessageBox*>()) b->close();
 }
 
 void ErrorsTest::sweepOnACorruptDatabaseFailsOnce() {

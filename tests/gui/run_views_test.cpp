@@ -728,6 +728,10 @@ void RunViewsTest::layersKeepOneOrderLiveAndStored() {
     QCOMPARE(tensor->itemText(i),
              QString::fromStdString(live[static_cast<size_t>(i)]) + QStringLiteral(" / input"));
   }
+  // The heatmap's first row (the first layer) on top, as the lists go down.
+  ExportablePlot* heat = tab.plots()[0];
+  heat->replot();
+  QVERIFY(heat->yAxis->coordToPixel(0) < heat->yAxis->coordToPixel(15));
   tensor->setCurrentIndex(12);  // blocks.10.fc1, reported 15th: 14 of 100 underflow
   QVERIFY2(tab.captionText().contains(QStringLiteral("blocks.10.fc1 / input")) &&
                tab.captionText().contains(QStringLiteral("underflow 14 %")),
@@ -785,6 +789,17 @@ void RunViewsTest::anEmptyPlotSaysWhyAndShowsNoNumbers() {
   for (ExportablePlot* p : quantization.plots())
     QCOMPARE(looks_empty(p, QStringLiteral("No tensor statistics yet")), QString());
   QVERIFY(overview.plots()[0]->emptyHint().isEmpty());  // the loss
+  // Its loss plot's legend names no reference loss.
+  const auto legend_names = [](QCustomPlot* p) {
+    QStringList names;
+    for (int i = 0; i < p->legend->itemCount(); ++i) {
+      if (auto* item = qobject_cast<QCPPlottableLegendItem*>(p->legend->item(i)))
+        names << item->plottable()->name();
+    }
+    return names;
+  };
+  QVERIFY2(!legend_names(overview.plots()[0]).contains(QStringLiteral("reference loss")),
+           qPrintable(legend_names(overview.plots()[0]).join(QLatin1Char(','))));
   QVERIFY2(overview.plots()[1]->emptyHint().contains(QStringLiteral("No loss gap")),
            qPrintable(overview.plots()[1]->emptyHint()));
   QVERIFY(overview.plots()[2]->emptyHint().isEmpty());  // tokens/s
@@ -802,7 +817,8 @@ void RunViewsTest::anEmptyPlotSaysWhyAndShowsNoNumbers() {
   auto* map = qobject_cast<QCPColorMap*>(heat->plottable(0));
   QVERIFY(map && map->colorScale()->visible());
 
-  // Another run that ended without statistics says it stored none.
+  // Another run that ended without statistics says it stored none; it trained a reference.
+  c.reference = true;
   data.setRun(5, c.name, run_config_json(c));
   MetricBatch end;
   end.steps.push_back(m);
@@ -810,8 +826,10 @@ void RunViewsTest::anEmptyPlotSaysWhyAndShowsNoNumbers() {
   end.status = RunStatus::Finished;
   data.append(end);
   quantization.refresh(true);
+  overview.refresh(true);
   for (ExportablePlot* p : quantization.plots())
     QCOMPARE(looks_empty(p, QStringLiteral("This run stored no tensor statistics")), QString());
+  QVERIFY(legend_names(overview.plots()[0]).contains(QStringLiteral("reference loss")));
 }
 
 // Opening another run shows it on every tab at once (its first tensor, or nothing), and

@@ -191,11 +191,11 @@ CheckpointTab::CheckpointTab(QWidget* parent)
     return QStringLiteral("<span style='background-color:%1'>&nbsp;&nbsp;&nbsp;&nbsp;</span>")
         .arg(c.name(QColor::HexArgb));
   };
-  legend->setText(tr("%1 the recipe chosen under \u201cBlock errors of\u201d (its block errors "
-                     "below, its bar in the SQNR chart), where a tensor's highest-SQNR or "
-                     "recommended recipe is it &nbsp; <b style='color:%2'>bold green</b>: the "
-                     "recommended recipe (<b style='color:%4'>bold brown</b> where it still "
-                     "turns 1% or more of the values into 0) &nbsp; %3 NaN or Inf values")
+  legend->setText(tr("%1 a cell naming the recipe chosen under \u201cBlock errors of\u201d "
+                     "(below) &nbsp;\u00b7&nbsp; <b style='color:%2'>bold green</b>: the "
+                     "recommended recipe &nbsp;\u00b7&nbsp; <b style='color:%4'>bold "
+                     "brown</b>: recommended, but it still turns 1% or more of the values into "
+                     "0 &nbsp;\u00b7&nbsp; %3 NaN or Inf values")
                       .arg(swatch(selected), kRecommendedColor.darker(140).name(),
                            swatch(QColor(0xd6, 0x27, 0x28, 60)), kLossyRecommendedColor.name()));
   content_layout->addWidget(legend);
@@ -308,7 +308,9 @@ bool CheckpointTab::eventFilter(QObject* watched, QEvent* e) {
   return QWidget::eventFilter(watched, e);
 }
 
-void CheckpointTab::openCheckpoint(const QString& path) {
+void CheckpointTab::openCheckpoint(const QString& given) {
+  // By its absolute path: what the recent files keep opens from any working folder.
+  const QString path = given.isEmpty() ? given : QFileInfo(given).absoluteFilePath();
   if (busy()) {
     Q_EMIT failed(tr("a checkpoint is being analysed: cancel it first"));
     return;
@@ -373,13 +375,17 @@ void CheckpointTab::openCheckpoint(const QString& path) {
         // The analysis shown before stays (a failed open costs nothing), and the status
         // line and the box both name the checkpoint it belongs to.
         selectShownInRecent();
-        // The reader's messages start with the file's name: name it once.
-        QString detail = message;
-        if (detail.startsWith(path + QStringLiteral(": "))) detail.remove(0, path.size() + 2);
-        status_->setText(
-            path_.isEmpty()
-                ? tr("%1 could not be analysed: %2").arg(path, detail)
-                : tr("%1 could not be analysed: %2 (still showing %3)").arg(path, detail, path_));
+        // The reader's messages name the file: name it once.
+        QString text;
+        if (message.startsWith(path + QStringLiteral(": "))) {
+          text = tr("%1 could not be analysed: %2").arg(path, message.mid(path.size() + 2));
+        } else if (message.contains(path)) {
+          text = tr("Not analysed: %1").arg(message);
+        } else {
+          text = tr("%1 could not be analysed: %2").arg(path, message);
+        }
+        if (!path_.isEmpty()) text += tr(" (still showing %1)").arg(path_);
+        status_->setText(text);
         Q_EMIT failed(message.contains(path) ? message : tr("%1: %2").arg(path, message));
       });
 }

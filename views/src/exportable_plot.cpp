@@ -186,6 +186,9 @@ void ExportablePlot::setEmptyHint(const QString& text) {
     empty_hint_->setPositionAlignment(Qt::AlignCenter);
     empty_hint_->setTextAlignment(Qt::AlignCenter);
     empty_hint_->setColor(QColor(110, 110, 110));
+    // Over the plot's own lines (a zero line, grid lines), readable.
+    empty_hint_->setBrush(QBrush(Qt::white));
+    empty_hint_->setPadding(QMargins(6, 3, 6, 3));
     empty_hint_->setSelectable(false);
     empty_hint_->setVisible(false);  // until updateEmptyHint() finds nothing drawn
     connect(this, &QCustomPlot::beforeReplot, this, &ExportablePlot::updateEmptyHint);

@@ -87,6 +87,16 @@ void OverviewTab::rebuild() {
   drawn_.append_from(data_->generation(), QString(), s.size(), from);
   loss_curve_.draw(s, from, [](const StepMetrics& m) { return m.loss; });
   ref_curve_.draw(s, from, [](const StepMetrics& m) { return m.ref_loss; });
+  // The reference's legend entry only for a run that trains one (or has its losses).
+  const bool has_ref = !ref_curve_.graph->data()->isEmpty() ||
+                       (data_->hasConfig() && data_->config().reference && data_->config().fp8);
+  if (has_ref != loss_->legend->hasItemWithPlottable(ref_curve_.graph)) {
+    if (has_ref) {
+      ref_curve_.graph->addToLegend();
+    } else {
+      ref_curve_.graph->removeFromLegend();
+    }
+  }
   gap_curve_.draw(s, from, [](const StepMetrics& m) { return m.loss_gap; });
   speed_curve_.draw(s, from, [](const StepMetrics& m) { return m.tokens_per_s; });
   // Peak memory: the latest figure of each (they are running maxima).

@@ -80,6 +80,8 @@ QuantizationTab::QuantizationTab(const RunData* run, QWidget* parent)
     return m;
   };
   heat_map_ = colour_map(heat_, tr("layer x step"), tr("value"));
+  // The first layer on top, as the Scaling tab's tree and the tensors' list go down.
+  heat_->yAxis->setRangeReversed(true);
   // Steps are whole numbers: ticks at whole steps only (1, 2, 5, 10, ... apart as the room
   // allows), also when the axis spans a single step.
   set_whole_number_ticks(heat_->xAxis);
