@@ -25,8 +25,8 @@ using nlohmann::json;
 CLI::App* add_runs_command(CLI::App& app, RunsOptions& opt) {
   auto* c = app.add_subcommand(
       "runs", "List, show, export or delete stored runs, or import another database's");
-  c->add_option("action", opt.action, "list, show, export, delete or import")
-      ->required()
+  opt.action = "list";  // `fp8wb runs` alone lists them
+  c->add_option("action", opt.action, "list, show, export, delete or import (default: list)")
       ->check(CLI::IsMember({"list", "show", "export", "delete", "import"}));
   c->add_option("run", opt.target,
                 "The run's id (show, export, delete), or the run database to import from "

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -426,6 +427,19 @@ TEST(CliFormats, HexTextThatFp64RoundsIsNotExact) {
 
 // A run id that is not a positive whole number is named as such (not the parser's words), with the
 // exit code of the command's other errors; a folder given as the database is called one.
+// `fp8wb runs` without an action lists the runs, as `runs list` does.
+TEST(CliRuns, RunsAloneLists) {
+  const std::string db = ::testing::TempDir() + "/runs_alone.sqlite";
+  std::filesystem::remove(db);
+  ASSERT_EQ(run({"train", "--db", db, "--set", "model=mlp", "--set", "steps=2"}).rc, 0);
+  const Result alone = run({"runs", "--db", db}), list = run({"runs", "list", "--db", db});
+  EXPECT_EQ(alone.rc, 0) << alone.err;
+  EXPECT_EQ(alone.out, list.out);
+  EXPECT_NE(alone.out.find("finished"), std::string::npos) << alone.out;
+  EXPECT_EQ(run({"runs", "--json", "--db", db}).out, run({"runs", "list", "--json", "--db", db}).out);
+  std::filesystem::remove(db);
+}
+
 TEST(CliRuns, BadIdAndAFolderAsTheDatabaseSaySo) {
   const std::string folder = ::testing::TempDir();
   Result r = run({"runs", "show", "abc", "--db", folder});
