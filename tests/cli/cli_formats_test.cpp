@@ -436,7 +436,8 @@ TEST(CliRuns, RunsAloneLists) {
   EXPECT_EQ(alone.rc, 0) << alone.err;
   EXPECT_EQ(alone.out, list.out);
   EXPECT_NE(alone.out.find("finished"), std::string::npos) << alone.out;
-  EXPECT_EQ(run({"runs", "--json", "--db", db}).out, run({"runs", "list", "--json", "--db", db}).out);
+  EXPECT_EQ(run({"runs", "--json", "--db", db}).out,
+            run({"runs", "list", "--json", "--db", db}).out);
   std::filesystem::remove(db);
 }
 

@@ -158,22 +158,16 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
   for (QCPAxis* a : {blocks_->xAxis, blocks_->yAxis}) a->setVisible(has_map);
   // What a block is: the recipe's own blocks where the map has room for them, else an even
   // tiling (at most 64 x 64 blocks).
-  blocks_->xAxis->setLabel(has_map ? tr("block column (blocks of %1 x %2)")
-                                         .arg(chosen->map_grid.cell_rows)
-                                         .arg(chosen->map_grid.cell_cols)
-                                   : tr("block column"));
-  if (has_map && std::any_of(chosen->map_rel_error.begin(), chosen->map_rel_error.end(),
-                             [](float e) { return std::isnan(e); })) {
-    auto* grey = new QCPItemText(blocks_);
-    grey->setObjectName(QStringLiteral("greyBlocks"));
-    grey->setClipToAxisRect(false);
-    grey->position->setType(QCPItemPosition::ptViewportRatio);
-    grey->position->setCoords(0.5, 0.0);
-    grey->setPositionAlignment(Qt::AlignTop | Qt::AlignHCenter);
-    // Grey blocks hold no finite nonzero value (all zero, NaN or Inf): no relative error.
-    grey->setText(tr("grey: no finite nonzero value"));
-    grey->setColor(palette().color(QPalette::Disabled, QPalette::WindowText));
-  }
+  // Grey blocks hold no finite nonzero value (all zero, NaN or Inf): no relative error. Said
+  // on a line of the axis label, under the map, never over its top row.
+  const bool grey =
+      has_map && std::any_of(chosen->map_rel_error.begin(), chosen->map_rel_error.end(),
+                             [](float e) { return std::isnan(e); });
+  blocks_->xAxis->setLabel((has_map ? tr("block column (blocks of %1 x %2)")
+                                          .arg(chosen->map_grid.cell_rows)
+                                          .arg(chosen->map_grid.cell_cols)
+                                    : tr("block column")) +
+                           (grey ? tr("\ngrey: no finite nonzero value") : QString()));
   if (!has_map) {
     auto* none = new QCPItemText(blocks_);
     none->setObjectName(QStringLiteral("noBlockMap"));
