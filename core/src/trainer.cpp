@@ -301,6 +301,13 @@ void Trainer::Impl::body() {
   {
     MetricBatch b;
     b.events.push_back({0, "started", started});
+    // The FP8 layers in the model's order, for those who list them (RunData::layers(): the
+    // stored statistics come back by name).
+    if (!layers.empty()) {
+      std::string names;
+      for (const auto& [name, l] : layers) names += (names.empty() ? "" : ", ") + name;
+      b.events.push_back({0, "layers", names});
+    }
     publish(b);
   }
 

@@ -704,6 +704,21 @@ void RunViewsTest::layersKeepOneOrderLiveAndStored() {
   };
   const std::vector<std::string> live = layers_of(model_order), stored = layers_of(by_name);
   QCOMPARE(live, stored);
+  // A run that said its layers' order (its "layers" event): the model's, live and stored.
+  std::string said;
+  for (const std::string& l : model_order) said += (said.empty() ? "" : ", ") + l;
+  for (const auto& order : {model_order, by_name}) {
+    RunData d;
+    d.setRun(3, "r", "{}");
+    MetricBatch b;
+    b.events.push_back({0, "layers", said});
+    for (const std::string& l : order) b.tensors.push_back(tensor_at(0, l, Role::Input, 1, 1, 0));
+    b.tensors.push_back(tensor_at(0, "head", Role::Input, 1, 1, 0));  // not said: after them
+    d.append(b);
+    std::vector<std::string> expected = model_order;
+    expected.push_back("head");
+    QCOMPARE(d.layers(), expected);
+  }
   QCOMPARE(live[4], std::string("blocks.1.fc1"));
   QCOMPARE(live[8], std::string("blocks.2.fc1"));
   QCOMPARE(live[12], std::string("blocks.10.fc1"));

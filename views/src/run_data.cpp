@@ -85,8 +85,27 @@ std::vector<std::string> RunData::layers() const {
     }
   }
   // The same order for a run followed live (its tensors as the passes report them) and one
-  // read from the store (by name): by name, numbers as numbers.
-  std::sort(out.begin(), out.end(), natural_less);
+  // read from the store (by name): the model's, where the run said it (its "layers"
+  // event), the others after them by name, numbers as numbers.
+  std::map<std::string, size_t> model_order;
+  for (const RunEvent& e : events_) {
+    if (e.kind != "layers") continue;
+    for (size_t from = 0; from <= e.message.size();) {
+      const size_t comma = std::min(e.message.find(", ", from), e.message.size());
+      model_order.emplace(e.message.substr(from, comma - from), model_order.size());
+      from = comma + 2;
+    }
+    break;
+  }
+  std::sort(out.begin(), out.end(), [&](const std::string& a, const std::string& b) {
+    const auto ia = model_order.find(a), ib = model_order.find(b);
+    if (ia != model_order.end() || ib != model_order.end()) {
+      if (ia == model_order.end()) return false;
+      if (ib == model_order.end()) return true;
+      return ia->second < ib->second;
+    }
+    return natural_less(a, b);
+  });
   return out;
 }
 

@@ -282,6 +282,28 @@ TEST(Trainer, ARunShorterThanItsStatisticsIntervalSamplesItsLastStep) {
       for (const TensorMetrics& m : b.tensors) sampled.insert(m.step);
   }
   EXPECT_EQ(sampled, (std::set<int64_t>{0, 5}));
+  // The FP8 layers in the model's order, once, at the start: the order in which the forward
+  // passes quantized their inputs at step 0.
+  std::vector<std::string> said, forward;
+  {
+    const std::lock_guard<std::mutex> lock(collect->mutex);
+    for (const MetricBatch& b : collect->batches) {
+      for (const RunEvent& e : b.events) {
+        if (e.kind != "layers") continue;
+        EXPECT_EQ(e.step, 0);
+        EXPECT_TRUE(said.empty()) << "said twice";
+        for (size_t from = 0; from <= e.message.size();) {
+          const size_t comma = std::min(e.message.find(", ", from), e.message.size());
+          said.push_back(e.message.substr(from, comma - from));
+          from = comma + 2;
+        }
+      }
+      for (const TensorMetrics& m : b.tensors)
+        if (m.step == 0 && m.role == Role::Input) forward.push_back(m.layer);
+    }
+  }
+  EXPECT_GE(forward.size(), 2u);
+  EXPECT_EQ(said, forward);
 }
 
 TEST(Trainer, NonFiniteLossMarksTheRunDivergedOrSkipsTheStep) {

@@ -198,7 +198,8 @@ struct SqnrMetrics {
 struct RunEvent {
   int64_t step = 0;
   std::string
-      kind;  // started, diverged, skipped, paused, resumed, stopped, finished, failed, notice
+      kind;  // started, layers, diverged, skipped, paused, resumed, stopped, finished, failed,
+             // notice; "layers": the FP8 layers in the model's order, ", " between names
   std::string message;
 };
 

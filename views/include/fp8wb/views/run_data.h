@@ -50,8 +50,9 @@ class RunData {
   // Layer/role series in the order they first appeared.
   const std::vector<TensorSeries>& tensors() const { return tensors_; }
   const TensorSeries* tensor(const std::string& layer, Role role) const;
-  // The layers by name, numbers as numbers ("blocks.2" before "blocks.10"): one order for
-  // a run followed live and the same run read from the store.
+  // The layers in the model's order where the run said it (its "layers" event), else by
+  // name, numbers as numbers ("blocks.2" before "blocks.10"): one order for a run followed
+  // live and the same run read from the store.
   std::vector<std::string> layers() const;
   const std::vector<SqnrMetrics>& sqnr() const { return sqnr_; }
   const std::vector<RunEvent>& events() const { return events_; }
