@@ -185,6 +185,14 @@ void RunTabsTest::shortRunFillsTheTabsAndTheStore() {
   QVERIFY(progress.count() > 0);
   QCOMPARE(w.engine()->data().status(), RunStatus::Finished);
   QCOMPARE(w.engine()->data().steps().size(), size_t{30});
+  // What the run said of itself is a notice (its start); its layers' order, for the tabs,
+  // is none.
+  bool started = false;
+  for (const QString& n : w.notices()) {
+    QVERIFY2(!n.contains(QStringLiteral("layers.0, layers.1")), qPrintable(n));
+    started = started || n.contains(QStringLiteral("FP8 linear layers"));
+  }
+  QVERIFY(started);
   // The Overview tab drew every step of both curves.
   w.selectTab(QStringLiteral("Overview"));
   w.refreshRunTabs(true);

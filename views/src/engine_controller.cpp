@@ -366,9 +366,9 @@ void EngineController::drain() {
     for (const RunEvent& e : b.events) {
       // What the run says of itself (layers kept in high precision, GEMMs emulated, an
       // update skipped, weights written), also for a run another process writes; how it
-      // ended comes with finished().
+      // ended comes with finished(). Its layers' order is for the tabs, not a notice.
       RunStatus ending;
-      if (!e.message.empty() && !parse_run_status(e.kind, ending))
+      if (!e.message.empty() && e.kind != "layers" && !parse_run_status(e.kind, ending))
         Q_EMIT notice(QString::fromStdString(e.message));
     }
     if (b.final) {
