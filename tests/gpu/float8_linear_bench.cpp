@@ -69,6 +69,13 @@ std::vector<Variant> variants() {
   r.input.kind = r.weight.kind = r.grad_output.kind = fp8wb::ScalingKind::Rowwise;
   r.grad_output.format = fp8wb::Format::E4M3FN;  // E4M3 x E4M3 per-row GEMMs
   v.push_back({"fp8 rowwise current", r});
+  // DeepSeek-V3's recipe: activations and gradients in 1x128 blocks, weights in 128x128
+  // tiles, E4M3 throughout, block-scaled GEMMs.
+  Float8LinearConfig bl = base(false);
+  bl.input.kind = bl.grad_output.kind = fp8wb::ScalingKind::Block1x128;
+  bl.weight.kind = fp8wb::ScalingKind::Block128x128;
+  bl.grad_output.format = fp8wb::Format::E4M3FN;
+  v.push_back({"fp8 1x128 x 128x128 current", bl});
   v.push_back({"fp8 tensorwise current + stats", base(true)});
   d.stats_interval = 1;
   v.push_back({"fp8 tensorwise delayed + stats", d});

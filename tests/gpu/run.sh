@@ -27,6 +27,17 @@
 #                 the host's time counts
 #   PART=gemms    only the MLP's six FP8 GEMMs, at::_scaled_mm against every algorithm
 #                 cuBLASLt's heuristic offers (times, and whether their bits agree)
+#   PART=gpt      only the engine's GPT against the same GPT in PyTorch (tests/gpu/gpt_peer.py:
+#                 eager bf16, torch.compile bf16, FP8 through torch._scaled_mm compiled) at
+#                 two shapes (d_model 1024 x 4 layers, context 256, batch 32; and GPT-2 small:
+#                 768 x 12 layers, context 1024, batch 8): tokens/s of one model (median),
+#                 statistics every 25 steps and every step, the reference in lockstep, the
+#                 allocator's peaks (E1-E4, E7); gpt.json and a table last. GPT_STEPS=N (120),
+#                 PEERS="eager compile fp8" (the peers' modes), GPT_SHAPES="1024 4 16 256 32"
+#                 (d_model layers heads context batch; ";" between shapes), GPT_QUICK=1 (the
+#                 engine's bf16 and FP8 runs only); with .deps/base.tar (a git
+#                 archive of an earlier commit) loss curves of both engines (BASE_SPEED=1:
+#                 its figures too); Kineto traces of the d_model 1024 steps (engine, eager)
 #   PART=cpu      only the CPU figures beside PyTorch's: the quantize pass on one thread
 #                 (each statistics loop) against PyTorch's cast and one read of the input
 #                 (P4), and the emulated training steps of
@@ -66,7 +77,7 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFP8WB_CUDA=ON \
   -DCMAKE_PREFIX_PATH="$TORCH_PREFIX${QT_PREFIX:+;$QT_PREFIX}" "${extra[@]}" >"$OUT/build.log" 2>&1 \
   || { tail -40 "$OUT/build.log"; exit 1; }
 grep -E 'fp8wb:' "$OUT/build.log"
-if [ -z "${QUICK:-}" ]; then
+if [ -z "${QUICK:-}" ] && [ "${PART:-}" != gpt ]; then
   log "what at::_scaled_mm takes here"
   python3 tests/gpu/scaled_mm_support.py >"$OUT/notes.txt" 2>&1
   python3 tests/gpu/mlp_gemms.py >>"$OUT/notes.txt" 2>&1
@@ -163,6 +174,122 @@ if [ "${PART:-}" = cpu ]; then
     --benchmark_out="$OUT/cpu_quantize_bench.json" --benchmark_out_format=json 2>&1 | grep -E "BM_|Run on"
   log "CPU training steps (P5)"
   "$BUILD/app/fp8wb" bench --train-only --device cpu 2>&1 | tail -8
+  exit 0
+fi
+
+if [ "${PART:-}" = gpt ] || [ "${PART:-}" = gpttrace ]; then
+  log "build (CLI, the trainer's GPU tests, the fast paths' CPU tests)"
+  start=$(date +%s)
+  ninja -C "$BUILD" fp8wb fp8wb_float8_gpu_tests fp8wb_core_torch_tests >>"$OUT/build.log" 2>&1 \
+    || { grep -E 'error|Error' -A3 "$OUT/build.log" | head -60; exit 1; }
+  echo "built in $(( $(date +%s) - start )) s"
+  "$BUILD/tests/gpu/fp8wb_float8_gpu_tests" --gtest_filter='TrainerCuda*' 2>&1 \
+    | grep -E "^\[  (PASSED|FAILED|SKIPPED)|OK \]|FAILED|Failure|Expected|Which is|attention bf16|peak memory" | head -30
+  "$BUILD/tests/fp8wb_core_torch_tests" --gtest_filter='FastPaths*' 2>&1 | grep -E "OK \]|FAILED|Failure|SKIPPED \]" | head
+  FP8WB="$BUILD/app/fp8wb"
+  db="$OUT/gpt.sqlite"
+  rm -f "$db" "$OUT/gpt_peer.jsonl"
+  if [ "${PART:-}" = gpttrace ]; then
+    # PART=gpttrace: Kineto traces of five steps, the engine's (bf16, FP8) and the eager
+    # peer's, at both shapes, summarised (gpt_table.py --trace); the compiled peer's figure.
+    for shape in "1024 4 16 256 32" "768 12 12 1024 8"; do
+      set -- $shape
+      SHAPE=(--set d_model=$1 --set layers=$2 --set heads=$3 --set context=$4 --set batch=$5
+             --set dtype=bf16 --set steps=30 --set sqnr_interval=0 --set stats_interval=0 --set reference=false)
+      for fp8 in false true; do
+        FP8WB_TRACE="$OUT/trace_d$1_fp8$fp8.json" "$FP8WB" train --db "$db" --device cuda --quiet "${SHAPE[@]}" \
+          --set fp8=$fp8 --set name="d$1 fp8=$fp8" >/dev/null || exit 1
+        python3 tests/gpu/gpt_table.py --trace "$OUT/trace_d$1_fp8$fp8.json"
+      done
+      python3 tests/gpu/gpt_peer.py --d-model $1 --layers $2 --heads $3 --context $4 --batch $5 \
+        --mode eager --steps 30 --trace "$OUT/trace_d$1_peer.json" 2>/dev/null
+      python3 tests/gpu/gpt_table.py --trace "$OUT/trace_d$1_peer.json"
+      for mode in ${PEERS:-compile}; do
+        timeout 300 python3 tests/gpu/gpt_peer.py --d-model $1 --layers $2 --heads $3 --context $4 \
+          --batch $5 --mode $mode --steps 40 2>"$OUT/peer_${mode}_d$1.err" || tail -5 "$OUT/peer_${mode}_d$1.err"
+      done
+    done
+    "$FP8WB" runs list --db "$db"
+    gzip -f "$OUT"/trace_*.json
+    exit 0
+  fi
+  # The engine before a change, for its figures and loss curves in the same call:
+  # .deps/base.tar (git archive of that commit), built beside.
+  BASE_FP8WB=""
+  if [ -f .deps/base.tar ]; then
+    start=$(date +%s)
+    rm -rf /tmp/fp8wb-base && mkdir -p /tmp/fp8wb-base && tar -xf .deps/base.tar -C /tmp/fp8wb-base
+    if cmake -S /tmp/fp8wb-base -B /tmp/fp8wb-base/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFP8WB_CUDA=ON \
+         -DCMAKE_PREFIX_PATH="$TORCH_PREFIX${QT_PREFIX:+;$QT_PREFIX}" "${extra[@]}" >"$OUT/base_build.log" 2>&1 \
+       && ninja -C /tmp/fp8wb-base/build fp8wb >>"$OUT/base_build.log" 2>&1; then
+      BASE_FP8WB=/tmp/fp8wb-base/build/app/fp8wb
+      echo "the base engine built in $(( $(date +%s) - start )) s"
+    else
+      tail -20 "$OUT/base_build.log"
+    fi
+  fi
+  nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv,noheader
+  n=${GPT_STEPS:-120}
+  shapes=("1024 4 16 256 32" "768 12 12 1024 8")  # GPT_SHAPES="D L H T B;...": others
+  [ -n "${GPT_SHAPES:-}" ] && IFS=';' read -ra shapes <<<"$GPT_SHAPES"
+  for shape in "${shapes[@]}"; do
+    set -- $shape
+    SHAPE=(--set d_model=$1 --set layers=$2 --set heads=$3 --set context=$4 --set batch=$5
+           --set dtype=bf16 --set steps=$n --set sqnr_interval=0 --set lr=1e-4 --set warmup=10)
+    tag="d$1"
+    log "engine, $tag: bf16; FP8; FP8 + statistics every 25 steps and every step; FP8 + bf16 reference"
+    "$FP8WB" train --db "$db" --device cuda --quiet "${SHAPE[@]}" --set reference=false --set fp8=false \
+      --set stats_interval=0 --set name="$tag bf16" || exit 1
+    "$FP8WB" train --db "$db" --device cuda --quiet "${SHAPE[@]}" --set reference=false \
+      --set stats_interval=0 --set name="$tag fp8" || exit 1
+    [ -n "${GPT_QUICK:-}" ] || "$FP8WB" train --db "$db" --device cuda --quiet "${SHAPE[@]}" --set reference=false \
+      --set stats_interval=25 --set name="$tag fp8 stats25" || exit 1
+    [ -n "${GPT_QUICK:-}" ] || "$FP8WB" train --db "$db" --device cuda --quiet "${SHAPE[@]}" --set reference=false \
+      --set stats_interval=1 --set name="$tag fp8 stats1" || exit 1
+    [ -n "${GPT_QUICK:-}" ] || "$FP8WB" train --db "$db" --device cuda --quiet "${SHAPE[@]}" --set reference=true \
+      --set stats_interval=0 --set name="$tag fp8 + reference" || exit 1
+    if [ -n "$BASE_FP8WB" ] && [ -n "${BASE_SPEED:-}" ]; then
+      log "the base engine, $tag: bf16; FP8"
+      "$BASE_FP8WB" train --db "$OUT/base.sqlite" --device cuda --quiet "${SHAPE[@]}" --set reference=false \
+        --set fp8=false --set stats_interval=0 --set name="$tag bf16" || exit 1
+      "$BASE_FP8WB" train --db "$OUT/base.sqlite" --device cuda --quiet "${SHAPE[@]}" --set reference=false \
+        --set stats_interval=0 --set name="$tag fp8" || exit 1
+    fi
+    if [ "$tag" = d1024 ] && [ -z "${NO_TRACE:-}" ]; then
+      log "Kineto traces of five steps, $tag: the engine's bf16 and FP8 steps, the eager peer's"
+      for fp8 in false true; do
+        FP8WB_TRACE="$OUT/trace_${tag}_fp8$fp8.json" "$FP8WB" train --db "$OUT/traced.sqlite" --device cuda \
+          --quiet "${SHAPE[@]}" --set steps=30 --set reference=false --set stats_interval=0 --set fp8=$fp8 \
+          --set name="traced fp8=$fp8" >/dev/null || exit 1
+        python3 tests/gpu/gpt_table.py --trace "$OUT/trace_${tag}_fp8$fp8.json" | head -22
+      done
+      python3 tests/gpu/gpt_peer.py --d-model $1 --layers $2 --heads $3 --context $4 --batch $5 \
+        --mode eager --steps 20 --trace "$OUT/trace_${tag}_peer.json" >/dev/null 2>&1
+      python3 tests/gpu/gpt_table.py --trace "$OUT/trace_${tag}_peer.json" | head -22
+      gzip -f "$OUT"/trace_*.json
+    fi
+    log "PyTorch, $tag: eager bf16, torch.compile bf16, FP8 (torch._scaled_mm) compiled"
+    for mode in ${PEERS:-eager compile fp8}; do
+      timeout 400 python3 tests/gpu/gpt_peer.py --d-model $1 --layers $2 --heads $3 --context $4 \
+        --batch $5 --mode $mode --steps 60 --json "$OUT/gpt_peer.jsonl" 2>"$OUT/peer_${mode}_${tag}.err" \
+        || tail -5 "$OUT/peer_${mode}_${tag}.err"
+    done
+  done
+  # Loss curves before and after (300 steps, FP8 tensorwise delayed beside its bf16
+  # reference, statistics every 25 steps), each engine twice: the run-to-run spread.
+  CURVE=(--set d_model=1024 --set layers=4 --set heads=16 --set context=256 --set batch=32
+         --set dtype=bf16 --set steps=300 --set sqnr_interval=0 --set stats_interval=25)
+  for i in $([ -z "${NO_CURVES:-}" ] && echo 1 2); do
+    "$FP8WB" train --db "$OUT/curves.sqlite" --device cuda --quiet "${CURVE[@]}" --set name="after $i" || exit 1
+    [ -n "$BASE_FP8WB" ] && { "$BASE_FP8WB" train --db "$OUT/curves.sqlite" --device cuda --quiet "${CURVE[@]}" \
+      --set name="before $i" || exit 1; }
+  done
+  "$FP8WB" runs list --db "$db"
+  "$FP8WB" runs show 1 --db "$db" | grep -iE "status|tokens" | head -4
+  [ -f "$OUT/curves.sqlite" ] && "$FP8WB" runs list --db "$OUT/curves.sqlite"
+  [ -f "$OUT/curves.sqlite" ] && python3 tests/gpu/gpt_table.py --curves "$OUT/curves.sqlite"
+  [ -f "$OUT/base.sqlite" ] && python3 tests/gpu/gpt_table.py --base "$OUT/base.sqlite" "$db"
+  python3 tests/gpu/gpt_table.py "$db" "$OUT/gpt_peer.jsonl" "$OUT/gpt.json"
   exit 0
 fi
 
