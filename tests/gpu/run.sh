@@ -261,11 +261,11 @@ if [ "${PART:-}" = gpt ] || [ "${PART:-}" = gpttrace ]; then
         FP8WB_TRACE="$OUT/trace_${tag}_fp8$fp8.json" "$FP8WB" train --db "$OUT/traced.sqlite" --device cuda \
           --quiet "${SHAPE[@]}" --set steps=30 --set reference=false --set stats_interval=0 --set fp8=$fp8 \
           --set name="traced fp8=$fp8" >/dev/null || exit 1
-        python3 tests/gpu/gpt_table.py --trace "$OUT/trace_${tag}_fp8$fp8.json" | head -22
+        python3 tests/gpu/gpt_table.py --trace "$OUT/trace_${tag}_fp8$fp8.json"
       done
       python3 tests/gpu/gpt_peer.py --d-model $1 --layers $2 --heads $3 --context $4 --batch $5 \
         --mode eager --steps 20 --trace "$OUT/trace_${tag}_peer.json" >/dev/null 2>&1
-      python3 tests/gpu/gpt_table.py --trace "$OUT/trace_${tag}_peer.json" | head -22
+      python3 tests/gpu/gpt_table.py --trace "$OUT/trace_${tag}_peer.json"
       gzip -f "$OUT"/trace_*.json
     fi
     log "PyTorch, $tag: eager bf16, torch.compile bf16, FP8 (torch._scaled_mm) compiled"
