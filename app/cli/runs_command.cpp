@@ -115,6 +115,12 @@ void export_run(const RunStore& s, const RunInfo& r, const std::string& format, 
                        {"last", num(sp.last)},
                        {"steps", sp.steps},
                        {"definition", kSpeedDefinition}};
+  const RunSpeed wall = run_speed(s, r.id, "wall_tokens_per_s");
+  j["wall_tokens_per_s"] = {{"median", num(wall.median)},
+                            {"steps", wall.steps},
+                            {"definition",
+                             "per wall-clock step of the whole run (its reference, statistics and "
+                             "storing included), the median over the run's stored steps"}};
   json series = json::object();
   for (const auto& n : s.series_names(r.id)) {
     json points = json::array();
@@ -325,8 +331,14 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
     if (const RunSpeed sp = run_speed(*store, r->id); sp.steps > 0) {
       out << fmt::format(
           "{:<14}{:.0f} (median over {} stored steps, as `runs list` gives it; "
-          "the last step {:.0f})\n",
+          "the last step {:.0f}): one model's step, the FP8 model's alone\n",
           "tokens/s", sp.median, sp.steps, sp.last);
+    }
+    if (const RunSpeed w = run_speed(*store, r->id, "wall_tokens_per_s"); w.steps > 0) {
+      out << fmt::format(
+          "{:<14}{:.0f} tokens/s per wall-clock step (median over {}): the whole run, its "
+          "reference, statistics and storing included\n",
+          "wall-clock", w.median, w.steps);
     }
     const double mem_fp8 = last_value(*store, r->id, "mem_fp8");
     const double mem_ref = last_value(*store, r->id, "mem_ref");

@@ -54,9 +54,9 @@ RunSpeed run_speed(const std::vector<double>& tokens_per_s) {
   return sp;
 }
 
-RunSpeed run_speed(const RunStore& store, int64_t run_id) {
+RunSpeed run_speed(const RunStore& store, int64_t run_id, const std::string& series) {
   std::vector<double> v;
-  for (const SeriesPoint& p : store.series(run_id, "tokens_per_s")) v.push_back(p.value);
+  for (const SeriesPoint& p : store.series(run_id, series)) v.push_back(p.value);
   return run_speed(v);
 }
 

@@ -1,6 +1,8 @@
 // Torch translation unit: the trainer's models and data (see models.h).
 #include "models.h"
 
+#include <torch/version.h>
+
 #include <mutex>
 
 #include <algorithm>
@@ -48,13 +50,13 @@ torch::Tensor host_normal(std::mt19937_64& rng, int64_t rows, int64_t cols, doub
   return t;
 }
 
-// Layer norm in fp32 whatever the compute dtype (its statistics need the range).
+// Layer norm (layer_norm() below).
 struct NormImpl : torch::nn::Module {
   explicit NormImpl(int64_t d) {
     norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
   }
   torch::Tensor forward(const torch::Tensor& x) {
-    return norm(x.to(torch::kFloat)).to(x.scalar_type());
+    return layer_norm(x, norm->weight, norm->bias, norm->options.eps(), true);
   }
   torch::nn::LayerNorm norm{nullptr};
 };
@@ -69,15 +71,16 @@ struct BlockImpl : torch::nn::Module {
     fc1 = register_module("fc1", LinearLayer(d, 4 * d));
     fc2 = register_module("fc2", LinearLayer(4 * d, d));
   }
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask) {
+  torch::Tensor forward(const torch::Tensor& x, bool fused_attention) {
     const int64_t b = x.size(0), t = x.size(1), d = x.size(2), dh = d / heads_;
     const torch::Tensor qkv_out = qkv->forward(ln1->forward(x));
-    auto parts = qkv_out.view({b, t, 3, heads_, dh}).permute({2, 0, 3, 1, 4});  // 3,B,H,T,dh
-    const torch::Tensor q = parts[0], k = parts[1], v = parts[2];
-    torch::Tensor att = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(dh));
-    att =
-        torch::softmax(att.to(torch::kFloat).masked_fill(mask, -INFINITY), -1).to(x.scalar_type());
-    const torch::Tensor y = torch::matmul(att, v).transpose(1, 2).reshape({b, t, d});
+    // q, k, v [B, H, T, dh] by unbind, whose backward stacks their gradients in one pass
+    // (indexing would give each a zero-filled [3, B, H, T, dh] and add the three up).
+    const auto parts =
+        qkv_out.view({b, t, 3, heads_, dh}).permute({2, 0, 3, 1, 4}).unbind(0);  // 3,B,H,T,dh
+    const torch::Tensor y = causal_attention(parts[0], parts[1], parts[2], fused_attention)
+                                .transpose(1, 2)
+                                .reshape({b, t, d});
     const torch::Tensor h = x + proj->forward(y);
     return h + fc2->forward(fp8wb::gelu(fc1->forward(ln2->forward(h))));
   }
@@ -101,10 +104,7 @@ class TinyGpt : public TrainModel {
     const int64_t t = b.x.size(1);
     if (t > context_) throw std::invalid_argument("sequence longer than the context");
     torch::Tensor h = (tok(b.x) + pos.narrow(0, 0, t)).to(compute_dtype);
-    const torch::Tensor mask =
-        torch::ones({t, t}, torch::TensorOptions().dtype(torch::kBool).device(b.x.device()))
-            .triu(1);
-    for (const auto& m : *blocks) h = m->as<BlockImpl>()->forward(h, mask);
+    for (const auto& m : *blocks) h = m->as<BlockImpl>()->forward(h, fused_attention);
     const torch::Tensor logits = head->forward(ln_f->forward(h)).to(torch::kFloat);
     return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}),
                                                 b.y.reshape({-1}));
@@ -146,6 +146,152 @@ class OutlierMlp : public TrainModel {
 
 }  // namespace
 
+bool fused_attention_available() {
+#if TORCH_VERSION_MAJOR >= 2
+  return true;
+#else
+  return false;
+#endif
+}
+
+torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v, bool fused) {
+#if TORCH_VERSION_MAJOR >= 2
+  if (fused) return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+#else
+  if (fused) throw std::invalid_argument("this LibTorch has no scaled_dot_product_attention");
+#endif
+  const int64_t t = q.size(-2);
+  const torch::Tensor mask =
+      torch::ones({t, t}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1);
+  torch::Tensor att =
+      torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
+  att = torch::softmax(att.to(torch::kFloat).masked_fill(mask, -INFINITY), -1).to(q.scalar_type());
+  return torch::matmul(att, v);
+}
+
+torch::Tensor layer_norm(const torch::Tensor& x, const torch::Tensor& weight,
+                         const torch::Tensor& bias, double eps, bool in_compute_dtype) {
+  const auto t = x.scalar_type();
+  if (in_compute_dtype && x.is_cuda() && t == torch::kBFloat16) {
+    return torch::layer_norm(x, {x.size(-1)}, weight.to(t), bias.to(t), eps);
+  }
+  return torch::layer_norm(x.to(torch::kFloat), {x.size(-1)}, weight, bias, eps).to(t);
+}
+
+bool fused_adamw_available(const torch::Device& device) {
+#if defined(FP8WB_TORCH_CUDA) && \
+    (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1))
+  return device.is_cuda();
+#else
+  (void)device;
+  return false;
+#endif
+}
+
+AdamW::AdamW(std::vector<torch::Tensor> params, double lr, double weight_decay)
+    : params_(std::move(params)), lr_(lr), weight_decay_(weight_decay) {
+  fused_ = !params_.empty() && fused_adamw_available(params_.front().device());
+  for (const auto& p : params_) {
+    if (p.device() != params_.front().device() || p.scalar_type() != torch::kFloat) fused_ = false;
+  }
+  if (!fused_) {
+    opt_ = std::make_unique<torch::optim::AdamW>(
+        params_, torch::optim::AdamWOptions(lr).weight_decay(weight_decay));
+    return;
+  }
+  for (const auto& p : params_) {
+    exp_avg_.push_back(torch::zeros_like(p));
+    exp_avg_sq_.push_back(torch::zeros_like(p));
+  }
+  step_ = torch::zeros({}, params_.front().options().dtype(torch::kFloat));
+}
+
+void AdamW::set_lr(double lr) {
+  lr_ = lr;
+  if (!opt_) return;
+  for (auto& g : opt_->param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+}
+
+void AdamW::zero_grad() {
+  for (auto& p : params_) p.mutable_grad() = torch::Tensor();
+}
+
+void AdamW::step(const torch::Tensor& found_inf) {
+  if (opt_) {
+    if (found_inf.defined() && found_inf.item<float>() != 0) return;
+    opt_->step();
+    return;
+  }
+#if defined(FP8WB_TORCH_CUDA) && \
+    (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1))
+  std::vector<torch::Tensor> p, g, m, v;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!params_[i].grad().defined()) continue;  // as torch::optim::AdamW: no gradient, no update
+    p.push_back(params_[i]);
+    g.push_back(params_[i].grad());
+    m.push_back(exp_avg_[i]);
+    v.push_back(exp_avg_sq_[i]);
+  }
+  if (p.empty()) return;
+  // One step count for every parameter (they are updated together): counted before the
+  // update as its bias corrections need, taken back where the update is skipped.
+  step_.add_(1);
+  const std::vector<torch::Tensor> steps(p.size(), step_);
+  const c10::optional<at::Tensor> inf =
+      found_inf.defined() ? c10::optional<at::Tensor>(found_inf) : c10::nullopt;
+  at::_fused_adamw_(p, g, m, v, {}, steps, lr_, 0.9, 0.999, weight_decay_, 1e-8,
+                    /*amsgrad=*/false, /*maximize=*/false, c10::nullopt, inf);
+  if (found_inf.defined()) step_.sub_(found_inf.reshape({}));
+#else
+  (void)found_inf;
+#endif
+}
+
+int64_t AdamW::state_bytes() const {
+  int64_t n = 0;
+  if (opt_) {
+    for (const auto& kv : opt_->state()) {
+      if (const auto* st = dynamic_cast<const torch::optim::AdamWParamState*>(kv.second.get())) {
+        for (const torch::Tensor& t : {st->exp_avg(), st->exp_avg_sq(), st->max_exp_avg_sq()})
+          if (t.defined()) n += static_cast<int64_t>(t.nbytes());
+      }
+    }
+    return n;
+  }
+  for (const auto* list : {&exp_avg_, &exp_avg_sq_})
+    for (const auto& t : *list) n += static_cast<int64_t>(t.nbytes());
+  return n;
+}
+
+torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  const bool clip = max_norm > 0 && std::isfinite(max_norm);
+  if (grads.empty() || !grads.front().is_cuda()) {
+    const double n = torch::nn::utils::clip_grad_norm_(params, clip ? max_norm : INFINITY);
+    return torch::tensor(n, torch::kDouble);
+  }
+  torch::NoGradGuard no_grad;
+#if TORCH_VERSION_MAJOR >= 2
+  const std::vector<torch::Tensor> norms = at::_foreach_norm(grads, 2);
+#else
+  std::vector<torch::Tensor> norms;
+  for (const auto& g : grads) norms.push_back(g.norm(2));
+#endif
+  const torch::Tensor total = norms.size() == 1 ? norms.front() : torch::stack(norms).norm(2);
+  if (clip) {
+    const torch::Tensor coef = torch::clamp_max(max_norm / (total + 1e-6), 1.0);
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+    at::_foreach_mul_(grads, coef);
+#else
+    for (auto& g : grads) g.mul_(coef);
+#endif
+  }
+  return total;
+}
+
 CharCorpus::CharCorpus(int batch, int context, uint64_t seed)
     : batch_(batch), context_(context), rng_(seed) {
   const std::string_view text = bundled_corpus();
@@ -165,15 +311,21 @@ CharCorpus::CharCorpus(int batch, int context, uint64_t seed)
 
 Batch CharCorpus::next(const torch::Device& device) {
   std::uniform_int_distribution<int64_t> pick(0, ids_.numel() - context_ - 2);
-  torch::Tensor x = torch::empty({batch_, context_}, torch::kLong);
-  torch::Tensor y = torch::empty({batch_, context_}, torch::kLong);
+  // x and y side by side, in page-locked memory for a GPU: one copy that the host does
+  // not wait for (a copy from pageable memory would wait for the GPU's queue to drain).
+  const bool gpu = device.is_cuda();
+  torch::Tensor xy = torch::empty({2, batch_, context_},
+                                  torch::TensorOptions().dtype(torch::kLong).pinned_memory(gpu));
+  int64_t* x = xy.data_ptr<int64_t>();
+  int64_t* y = x + int64_t{batch_} * context_;
   const int64_t* src = ids_.data_ptr<int64_t>();
   for (int b = 0; b < batch_; ++b) {
     const int64_t o = pick(rng_);
-    std::copy(src + o, src + o + context_, x.data_ptr<int64_t>() + int64_t{b} * context_);
-    std::copy(src + o + 1, src + o + 1 + context_, y.data_ptr<int64_t>() + int64_t{b} * context_);
+    std::copy(src + o, src + o + context_, x + int64_t{b} * context_);
+    std::copy(src + o + 1, src + o + 1 + context_, y + int64_t{b} * context_);
   }
-  return {x.to(device), y.to(device), int64_t{batch_} * context_};
+  if (gpu) xy = xy.to(device, /*non_blocking=*/true);
+  return {xy[0], xy[1], int64_t{batch_} * context_};
 }
 
 SyntheticRegression::SyntheticRegression(const RunConfig& c)

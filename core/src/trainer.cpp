@@ -6,7 +6,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
+
+#include <torch/version.h>
 
 #include "distributed_group.h"
 #include "fp8wb/core/backend_info.h"
@@ -17,6 +20,15 @@
 #include "trainer_impl.h"
 
 #if defined(FP8WB_TORCH_CUDA)
+#include <torch/csrc/autograd/profiler_kineto.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
@@ -35,55 +47,44 @@ std::string g6(double v) {
   return buf;
 }
 
-// What a step's forward and backward give: the loss (over the global batch), the
-// gradient norm, and whether any rank asked to stop.
-struct StepResult {
-  double loss = 0, norm = 0;
+// What a step's forward and backward leave: the loss (over the global batch) and the
+// gradient norm as 0-d tensors on the model's device, which the host reads when it needs
+// them (a step later on a GPU), and whether any rank asked to stop.
+struct Launched {
+  torch::Tensor loss, norm;
   bool stop = false;
 };
 
 struct Stepper {
   std::shared_ptr<train::TrainModel> model;
-  std::unique_ptr<torch::optim::AdamW> opt;
+  std::unique_ptr<train::AdamW> opt;
   std::vector<torch::Tensor> params;
   dist::RankGroup* group = nullptr;  // data-parallel runs: the ranks
 
   void init(const RunConfig& c) {
     params = model->parameters();
-    opt = std::make_unique<torch::optim::AdamW>(
-        params, torch::optim::AdamWOptions(c.lr).weight_decay(c.weight_decay));
+    opt = std::make_unique<train::AdamW>(params, c.lr, c.weight_decay);
   }
-  void set_lr(double lr) {
-    for (auto& g : opt->param_groups())
-      static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
-  }
+  void set_lr(double lr) { opt->set_lr(lr); }
   // After the update: the gradients go, so that between steps a model holds only its
   // parameters and optimizer state (what its memory figure counts besides the step's peak).
-  void drop_grads() {
-    for (auto& p : params) p.mutable_grad() = torch::Tensor();
-  }
+  void drop_grads() { opt->zero_grad(); }
   int64_t persistent_bytes() const {
-    int64_t n = 0;
+    int64_t n = opt->state_bytes();
     for (const auto& p : params) n += static_cast<int64_t>(p.nbytes());
-    for (const auto& kv : opt->state()) {
-      if (const auto* st = dynamic_cast<const torch::optim::AdamWParamState*>(kv.second.get())) {
-        for (const torch::Tensor& t : {st->exp_avg(), st->exp_avg_sq(), st->max_exp_avg_sq()})
-          if (t.defined()) n += static_cast<int64_t>(t.nbytes());
-      }
-    }
     return n;
   }
-  // Forward and backward; the update is separate so that a non-finite step can skip it.
-  // Across ranks each takes the mean over its shard divided by the number of ranks, so
-  // that the sum over ranks of losses and gradients (one exchange, with the ranks' stop
-  // requests) is the mean over the global batch and its gradient; clipping follows.
-  StepResult forward_backward(const Batch& b, double clip, bool stop_asked = false) {
+  // Forward and backward; the update is separate (update()). Across ranks each takes the
+  // mean over its shard divided by the number of ranks, so that the sum over ranks of
+  // losses and gradients (one exchange, with the ranks' stop requests) is the mean over the
+  // global batch and its gradient; clipping follows.
+  Launched forward_backward(const Batch& b, double clip, bool stop_asked = false) {
     opt->zero_grad();
     torch::Tensor loss = model->loss(b);
     if (group) loss = loss / group->info().world;
     loss.backward();
-    StepResult r;
-    r.loss = loss.item<double>();
+    Launched r;
+    r.loss = loss.detach();
     r.stop = stop_asked;
     if (group) {
       std::vector<torch::Tensor> parts;
@@ -92,8 +93,9 @@ struct Stepper {
         if (!p.mutable_grad().defined()) p.mutable_grad() = torch::zeros_like(p);
         parts.push_back(p.grad().reshape({-1}).to(torch::kFloat));
       }
-      parts.push_back(torch::tensor({static_cast<float>(r.loss), stop_asked ? 1.0f : 0.0f},
-                                    parts.front().options()));
+      parts.push_back(
+          torch::stack({r.loss.to(torch::kFloat).reshape({}),
+                        torch::full({}, stop_asked ? 1.0f : 0.0f, parts.front().options())}));
       std::vector<torch::Tensor> flat{torch::cat(parts)};
       group->sum(flat, "gradients");
       int64_t at = 0;
@@ -103,12 +105,80 @@ struct Stepper {
         at += n;
       }
       const torch::Tensor tail = flat[0].narrow(0, at, 2).to(torch::kCPU);
-      r.loss = tail.data_ptr<float>()[0];
+      r.loss = torch::tensor(static_cast<double>(tail.data_ptr<float>()[0]), torch::kDouble);
       r.stop = tail.data_ptr<float>()[1] > 0;
     }
-    r.norm = torch::nn::utils::clip_grad_norm_(params, clip > 0 ? clip : INFINITY);
+    r.norm = train::clip_grad_norm(params, clip);
     return r;
   }
+  // The update, skipped (on the device, without the host waiting) where the loss or the
+  // gradient norm is not finite.
+  void update(const Launched& r) {
+    const torch::Tensor sum = r.loss.to(r.norm.device(), torch::kFloat) + r.norm.to(torch::kFloat);
+    opt->step(torch::isfinite(sum).logical_not().to(torch::kFloat).reshape({1}));
+  }
+};
+
+// A step's loss and gradient norm on their way to the host: on a GPU copied without
+// waiting into page-locked memory, with events around the step for its time; on the CPU
+// read at once, the step timed by the host's clock.
+class StepReadback {
+ public:
+  explicit StepReadback(const torch::Device& d) : cuda_(d.is_cuda()) {}
+  void begin() {
+    t0_ = std::chrono::steady_clock::now();
+#if defined(FP8WB_TORCH_CUDA)
+    if (cuda_) {
+      start_ = std::make_shared<at::cuda::CUDAEvent>(cudaEventDefault);
+      start_->record(at::cuda::getCurrentCUDAStream());
+    }
+#endif
+  }
+  // After the update has been launched.
+  void end(const Launched& r) {
+    const torch::Tensor v = torch::stack(
+        {r.loss.to(torch::kDouble).reshape({}), r.norm.to(torch::kDouble).reshape({})});
+#if defined(FP8WB_TORCH_CUDA)
+    if (cuda_) {
+      host_ = torch::empty({2}, torch::TensorOptions().dtype(torch::kDouble).pinned_memory(true));
+      host_.copy_(v, /*non_blocking=*/true);
+      end_ = std::make_shared<at::cuda::CUDAEvent>(cudaEventDefault);
+      end_->record(at::cuda::getCurrentCUDAStream());
+      return;
+    }
+#endif
+    host_ = v.to(torch::kCPU);
+    ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+  }
+  // Waits for the step; then loss(), norm() and ms() hold. The time on a GPU runs from when
+  // the GPU reached the step's first work (after what was queued before it) to its end.
+  void wait() {
+#if defined(FP8WB_TORCH_CUDA)
+    if (cuda_ && end_) {
+      end_->synchronize();
+      ms_ = start_->elapsed_time(*end_);
+      end_.reset();
+    }
+#endif
+  }
+  double loss() const {
+    return host_.data_ptr<double>()[0];
+  }
+  double norm() const {
+    return host_.data_ptr<double>()[1];
+  }
+  double ms() const {
+    return ms_;
+  }
+
+ private:
+  bool cuda_;
+  std::chrono::steady_clock::time_point t0_;
+  torch::Tensor host_;
+  double ms_ = 0;
+#if defined(FP8WB_TORCH_CUDA)
+  std::shared_ptr<at::cuda::CUDAEvent> start_, end_;
+#endif
 };
 
 // Peak memory of one model's steps on a GPU: the caching allocator's peak of allocated
@@ -126,7 +196,8 @@ class StepMemory {
     alloc::resetPeakStats(device_.index());
 #endif
   }
-  // After the step has synchronised: the largest figure so far of ordinary steps. A
+  // After the step's launch (the allocator counts on the host, as the step is queued): the
+  // largest figure so far of ordinary steps. A
   // step that samples statistics or SQNR keeps high-precision copies to compare against
   // (what a training run without the workbench would not hold): it counts only while
   // every step so far was one.
@@ -167,6 +238,84 @@ void add_role(MetricBatch& b, int64_t step, const std::string& layer, Role role,
   if (l.config() && l.config()->delayed) t.amax_history = l.state().amax_history(role);
   b.tensors.push_back(std::move(t));
 }
+
+// What the run's step takes of LibTorch's fast paths, and why not where it falls back:
+// said in the run's "started" event (fp8wb runs show, the GUI's status bar).
+std::string fast_paths(const RunConfig& c, const train::TrainModel& m, const train::AdamW& opt,
+                       const torch::Device& device) {
+  std::string s;
+  if (c.model == ModelKind::Gpt) {
+    const int dh = c.d_model / std::max(1, c.heads);
+    if (!m.fused_attention) {
+      s += "; attention: two matmuls and an fp32 softmax (LibTorch " + std::string(TORCH_VERSION) +
+           " has no scaled_dot_product_attention)";
+    } else if (device.is_cuda() && (dh % 8 != 0 || dh > 256)) {
+      s += "; attention: scaled_dot_product_attention, not its flash kernel (head size " +
+           std::to_string(dh) + " is not a multiple of 8 up to 256)";
+    } else {
+      s += "; attention: scaled_dot_product_attention";
+    }
+  }
+  if (device.is_cuda()) {
+    s += opt.fused() ? "; AdamW: one fused kernel"
+                     : "; AdamW: a loop over the parameters (LibTorch " +
+                           std::string(TORCH_VERSION) + " has no fused AdamW)";
+  }
+  return s;
+}
+
+// For developers profiling the engine on a GPU: with FP8WB_TRACE=PATH in the environment,
+// the Kineto profiler's events of steps 20 to 24 (CPU operators, GPU kernels, copies) are
+// written to PATH as JSON, each step in a "fp8wb_step" scope, for tests/gpu/trace_summary.py.
+class StepTrace {
+ public:
+  static constexpr int64_t kFirst = 20, kSteps = 5;
+#if defined(FP8WB_TORCH_CUDA)
+  explicit StepTrace(const torch::Device& d) {
+    const char* p = std::getenv("FP8WB_TRACE");
+    if (p && *p && d.is_cuda()) path_ = p;
+  }
+  void before(int64_t step) {
+    if (path_.empty()) return;
+    namespace prof = torch::profiler::impl;
+    const prof::ProfilerConfig cfg(prof::ProfilerState::KINETO);
+    const std::set<prof::ActivityType> acts{prof::ActivityType::CPU, prof::ActivityType::CUDA};
+    if (step == kFirst) {
+      torch::autograd::profiler::prepareProfiler(cfg, acts);
+      torch::autograd::profiler::enableProfiler(cfg, acts);
+      on_ = true;
+    }
+    if (step == kFirst + kSteps && on_) {
+      torch::cuda::synchronize();
+      const auto result = torch::autograd::profiler::disableProfiler();
+      on_ = false;
+      nlohmann::json events = nlohmann::json::array();
+      for (const auto& e : result->events()) {
+        events.push_back({{"name", e.name()},
+                          {"cuda", e.deviceType() == c10::DeviceType::CUDA},
+                          {"start_ns", e.startNs()},
+                          {"dur_ns", e.durationNs()}});
+      }
+      std::ofstream f(path_);
+      f << events.dump() << "\n";
+      if (!f.flush()) throw std::runtime_error("cannot write the trace " + path_);
+    }
+  }
+  bool on() const {
+    return on_;
+  }
+
+ private:
+  std::string path_;
+  bool on_ = false;
+#else
+  explicit StepTrace(const torch::Device&) {}
+  void before(int64_t) {}
+  bool on() const {
+    return false;
+  }
+#endif
+};
 
 // A rank's share of the global batch: rows [rank * B / W, (rank + 1) * B / W).
 Batch shard(const Batch& b, const RankInfo& r) {
@@ -290,6 +439,7 @@ void Trainer::Impl::body() {
     fp8.group = g;
   }
   fp8.init(cfg);
+  started += fast_paths(cfg, *fp8.model, *fp8.opt, device);
   Stepper ref;
   if (cfg.reference && cfg.fp8) {
     ref.model = train::make_model(cfg, data->vocab());  // same seed: the same weights
@@ -332,66 +482,100 @@ void Trainer::Impl::body() {
                : std::string();
   };
 
-  for (int64_t step = 0; step < cfg.steps; ++step) {
-    if (!group && !wait_if_paused(step)) {
-      finish(RunStatus::Stopped, "stopped after " + counted(step, "step"));
-      return;
-    }
-    const double lr = lr_at(step);
-    fp8.set_lr(lr);
+  // What the host knows of a step once it is launched, and what it reads when the step
+  // is done (complete()).
+  struct Pending {
+    int64_t step = 0;
+    double lr = 0;
+    int64_t tokens = 0;
+    bool sampling = false, stop_now = false;
+    double fp8_mem = NAN, ref_mem = NAN;
+    std::shared_ptr<StepReadback> fp8_read, ref_read;
+  };
+  // On a GPU (one process) a step is launched before the previous one is read: the host
+  // queues step s + 1 while the GPU runs step s, and never waits for a step's loss while
+  // the GPU idles. Where a step samples statistics, it is read before the next launch (the
+  // layers' probes hold only the latest step's). Across ranks every step's exchange waits
+  // anyway.
+  const bool lookahead = device.is_cuda() && !group;
+  auto last_end = std::chrono::steady_clock::now();  // the last step's, as complete() saw it
+  const auto launch = [&](int64_t step) {
+    Pending p;
+    p.step = step;
+    p.lr = lr_at(step);
+    fp8.set_lr(p.lr);
     const Batch global_batch = data->next(device);
     const Batch batch = shard(global_batch, ranks);
+    p.tokens = global_batch.tokens;
+    const bool last = step + 1 == cfg.steps;  // sampled whatever the intervals
+    p.sampling = (cfg.stats_interval > 0 && (step % cfg.stats_interval == 0 || last)) ||
+                 (cfg.sqnr_interval > 0 && (step % cfg.sqnr_interval == 0 || last));
+    p.fp8_read = std::make_shared<StepReadback>(device);
     fp8_memory.begin();
-    const auto t0 = std::chrono::steady_clock::now();
+    p.fp8_read->begin();
     // Across ranks a stop (Ctrl-C, a signal) is agreed on in the step's exchange, so
     // that every rank ends after the same step.
-    const StepResult fr = fp8.forward_backward(batch, cfg.grad_clip, stop_flag.load());
-    const double loss = fr.loss, norm = fr.norm;
-    const bool stop_now = group ? fr.stop : stop_flag.load();
+    const Launched fr = fp8.forward_backward(batch, cfg.grad_clip, stop_flag.load());
+    fp8.update(fr);
+    p.fp8_read->end(fr);
+    p.stop_now = group ? fr.stop : stop_flag.load();
+    p.fp8_mem = fp8_memory.end(fp8, p.sampling);
+    fp8.drop_grads();
+    if (ref.model) {
+      ref.set_lr(p.lr);
+      p.ref_read = std::make_shared<StepReadback>(device);
+      ref_memory.begin();
+      p.ref_read->begin();
+      const Launched rr = ref.forward_backward(batch, cfg.grad_clip);
+      ref.update(rr);
+      p.ref_read->end(rr);
+      p.ref_mem = ref_memory.end(ref, p.sampling);
+      ref.drop_grads();
+    }
+    return p;
+  };
+  // Reads a launched step and reports it; true when the run ended with it.
+  const auto complete = [&](Pending& p) -> bool {
+    const int64_t step = p.step;
+    p.fp8_read->wait();
+    const double loss = p.fp8_read->loss(), norm = p.fp8_read->norm();
     MetricBatch b;
     const bool finite = std::isfinite(loss) && std::isfinite(norm);
-    if (finite) fp8.opt->step();
-    if (device.is_cuda()) torch::cuda::synchronize();
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    const bool last = step + 1 == cfg.steps;  // sampled whatever the intervals
-    const bool sampling = (cfg.stats_interval > 0 && (step % cfg.stats_interval == 0 || last)) ||
-                          (cfg.sqnr_interval > 0 && (step % cfg.sqnr_interval == 0 || last));
-    const double fp8_mem = fp8_memory.end(fp8, sampling);
-    fp8.drop_grads();
-
+    const double ms = p.fp8_read->ms();
     StepMetrics m;
     m.step = step;
     m.loss = loss;
     m.grad_norm = norm;
-    m.lr = lr;
+    m.lr = p.lr;
     m.step_ms = ms;
-    m.tokens_per_s = ms > 0 ? static_cast<double>(global_batch.tokens) / (ms / 1000.0) : 0;
+    m.tokens_per_s = ms > 0 ? static_cast<double>(p.tokens) / (ms / 1000.0) : 0;
     m.ref_loss = m.loss_gap = std::nan("");
-    m.mem_fp8 = fp8_mem;
-    if (ref.model) {
-      ref.set_lr(lr);
-      ref_memory.begin();
-      const StepResult rr = ref.forward_backward(batch, cfg.grad_clip);
-      const double rl = rr.loss, rn = rr.norm;
-      if (std::isfinite(rl) && std::isfinite(rn)) ref.opt->step();
-      if (device.is_cuda()) torch::cuda::synchronize();
-      m.mem_ref = ref_memory.end(ref, sampling);
-      ref.drop_grads();
-      m.ref_loss = rl;
-      m.loss_gap = loss - rl;
+    m.mem_fp8 = p.fp8_mem;
+    if (p.ref_read) {
+      p.ref_read->wait();
+      m.mem_ref = p.ref_mem;
+      m.ref_loss = p.ref_read->loss();
+      m.loss_gap = loss - m.ref_loss;
     }
     m.peak_rss = train::peak_rss_bytes();
+    const auto now = std::chrono::steady_clock::now();
+    if (step > 0) {
+      const double wall = std::chrono::duration<double>(now - last_end).count();
+      m.wall_tokens_per_s = wall > 0 ? static_cast<double>(p.tokens) / wall : NAN;
+    }
+    last_end = now;
     if (step % cfg.log_interval == 0 || step + 1 == cfg.steps || !finite) b.steps.push_back(m);
-    if (group && !layers.empty() && layers.front().second->probe().stats_step == step)
-      b.ranks = gather_rank_scales(*group, step, layers, device);
-    for (auto& [name, l] : layers) {
-      const Float8Probe& p = l->probe();
-      if (p.stats_step == step) {
-        for (const RoleEntry& r : kRoles) add_role(b, step, name, r.value, p.stats(r.value), *l);
+    if (p.sampling) {
+      if (group && !layers.empty() && layers.front().second->probe().stats_step == step)
+        b.ranks = gather_rank_scales(*group, step, layers, device);
+      for (auto& [name, l] : layers) {
+        const Float8Probe& pr = l->probe();
+        if (pr.stats_step == step) {
+          for (const RoleEntry& r : kRoles) add_role(b, step, name, r.value, pr.stats(r.value), *l);
+        }
+        if (pr.sqnr_step == step)
+          b.sqnr.push_back({step, name, pr.fprop_sqnr_db, pr.dgrad_sqnr_db, pr.wgrad_sqnr_db});
       }
-      if (p.sqnr_step == step)
-        b.sqnr.push_back({step, name, p.fprop_sqnr_db, p.dgrad_sqnr_db, p.wgrad_sqnr_db});
     }
     steps = step + 1;
     if (!finite) {
@@ -401,14 +585,14 @@ void Trainer::Impl::body() {
       if (cfg.on_nonfinite == "stop") {
         publish(b);
         finish(RunStatus::Diverged, what);
-        return;
+        return true;
       }
       b.events.push_back({step, "skipped", what + ": update skipped"});
     }
     const double limit = std::max(10 * first_loss, first_loss + 1) * swing;
     last_loss = loss;
     last_limit = limit;
-    if (ref.model) {
+    if (p.ref_read) {
       last_ref_loss = m.ref_loss;
       const bool ref_over = !std::isfinite(m.ref_loss) || m.ref_loss > limit;
       ref_over_limit = ref_over && std::isfinite(first_loss) ? ref_over_limit + 1 : 0;
@@ -429,13 +613,54 @@ void Trainer::Impl::body() {
                  : "non-finite or blown-up loss for " + std::to_string(over_limit) +
                        " consecutive steps (" + g6(loss) + " at step " + std::to_string(step) +
                        ")" + reference_too());
-      return;
+      return true;
     }
     publish(b);
-    if (stop_now) {
+    if (p.stop_now) {
       finish(RunStatus::Stopped, "stopped after " + counted(step + 1, "step"));
+      return true;
+    }
+    return false;
+  };
+
+  std::optional<Pending> pending;
+  StepTrace trace(device);
+  for (int64_t step = 0; step < cfg.steps; ++step) {
+    // A pause or a stop first reports the step still on its way.
+    if (pending && (pause_flag.load() || stop_flag.load())) {
+      Pending p = std::move(*pending);
+      pending.reset();
+      if (complete(p)) return;
+    }
+    if (!group && !wait_if_paused(step)) {
+      finish(RunStatus::Stopped, "stopped after " + counted(step, "step"));
       return;
     }
+    trace.before(step);
+    Pending p = [&] {
+#if defined(FP8WB_TORCH_CUDA)
+      if (trace.on()) {
+        RECORD_USER_SCOPE("fp8wb_step");
+        return launch(step);
+      }
+#endif
+      return launch(step);
+    }();
+    if (pending) {
+      Pending prev = std::move(*pending);
+      pending.reset();
+      if (complete(prev)) return;
+    }
+    if (lookahead && !p.sampling) {
+      pending = std::move(p);
+    } else if (complete(p)) {
+      return;
+    }
+  }
+  if (pending) {
+    Pending p = std::move(*pending);
+    pending.reset();
+    if (complete(p)) return;
   }
   if (over_limit > 0) {
     // The run ran out of steps while its loss was over the limit or not finite (fewer

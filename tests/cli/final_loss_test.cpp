@@ -192,6 +192,8 @@ TEST_F(FinalLoss, ListAndShowGiveOneSpeedAndNameIt) {
       m.step = s;
       m.loss = 3.0 - 0.1 * static_cast<double>(s);
       m.tokens_per_s = tps[s];
+      // Per wall-clock step (both models): none for the first step, then 1000 + 10 s.
+      if (s > 0) m.wall_tokens_per_s = 1000.0 + 10.0 * static_cast<double>(s);
       b.steps.push_back(m);
     }
     b.final = true;
@@ -206,13 +208,22 @@ TEST_F(FinalLoss, ListAndShowGiveOneSpeedAndNameIt) {
   ASSERT_NE(row, std::string::npos) << r.out;
   const std::string line = r.out.substr(row, r.out.find('\n', row) - row);
   EXPECT_NE(line.find(" 4350 "), std::string::npos) << line;
-  EXPECT_NE(r.out.find("tokens/s: the median over the run's stored steps"), std::string::npos)
+  EXPECT_NE(
+      r.out.find("tokens/s: of one model's step (the FP8 model's alone where a reference trains "
+                 "beside it), the median over the run's stored steps"),
+      std::string::npos)
       << r.out;
   r = run({"runs", "show", std::to_string(id), "--db", path_});
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("tokens/s      4350 (median over 10 stored steps"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("the last step 2000"), std::string::npos) << r.out;
+  // The per-model figure is said to be one model's, and the wall-clock one beside it: the
+  // median of 1010..1090 over nine steps, 1050.
+  EXPECT_NE(r.out.find("one model's step, the FP8 model's alone"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("wall-clock    1050 tokens/s per wall-clock step (median over 9)"),
+            std::string::npos)
+      << r.out;
   r = run({"runs", "list", "--db", path_, "--json"});
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_DOUBLE_EQ(nlohmann::json::parse(r.out)[0]["tokens_per_s"].get<double>(), by_hand);
@@ -222,6 +233,8 @@ TEST_F(FinalLoss, ListAndShowGiveOneSpeedAndNameIt) {
   EXPECT_DOUBLE_EQ(j["tokens_per_s"]["median"].get<double>(), by_hand);
   EXPECT_DOUBLE_EQ(j["tokens_per_s"]["last"].get<double>(), 2000.0);
   EXPECT_EQ(j["tokens_per_s"]["steps"], 10);
+  EXPECT_DOUBLE_EQ(j["wall_tokens_per_s"]["median"].get<double>(), 1050.0);
+  EXPECT_EQ(j["wall_tokens_per_s"]["steps"], 9);
 }
 
 // A run stored at every step averages exactly its last tenth; no loss, no figure.

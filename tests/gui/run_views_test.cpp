@@ -436,7 +436,7 @@ void RunViewsTest::anEndedRunsSummaryGivesItsFinalLoss() {
   QVERIFY2(!tab.summaryText().contains(QStringLiteral("final loss")),
            qPrintable(tab.summaryText()));
   // A running run's speed is its last step's.
-  QVERIFY2(tab.summaryText().contains(QStringLiteral(", 200 tokens/s")),
+  QVERIFY2(tab.summaryText().contains(QStringLiteral(", 200 tokens/s per model step")),
            qPrintable(tab.summaryText()));
   data.setStatus(RunStatus::Finished, "");
   tab.refresh(true);
@@ -449,7 +449,8 @@ void RunViewsTest::anEndedRunsSummaryGivesItsFinalLoss() {
   // An ended run's speed as `fp8wb runs list` and `runs show` give it (final_loss.h): the
   // median of its forty steps' tokens/s, those of steps 18 and 19 (1180 and 1190) the
   // middle two, not the last short step's 200.
-  QVERIFY2(t.contains(QStringLiteral("; 1185 tokens/s (median over 40 steps)")), qPrintable(t));
+  QVERIFY2(t.contains(QStringLiteral("; 1185 tokens/s per model step (median over 40 steps)")),
+           qPrintable(t));
   QVERIFY2(!t.contains(QStringLiteral("200 tokens/s")), qPrintable(t));
   // Every curve's points lie inside its plot's frame, not on its edge.
   for (int k = 0; k < 3; ++k) {

@@ -23,7 +23,7 @@ OverviewTab::OverviewTab(const RunData* run, QWidget* parent)
       summary_(new QLabel(this)),
       loss_(make_plot(this, tr("step"), tr("loss"))),
       gap_(make_plot(this, tr("step"), tr("FP8 loss -\nreference loss"))),
-      speed_(make_plot(this, tr("step"), tr("tokens/s"))),
+      speed_(make_plot(this, tr("step"), tr("tokens/s (one model's step)"))),
       memory_(make_plot(this, QString(), tr("peak memory (GB)"))),
       memory_bars_(new QCPBars(memory_->xAxis, memory_->yAxis)) {
   auto* layout = new QVBoxLayout(this);
@@ -150,7 +150,7 @@ void OverviewTab::rebuild() {
   // An ended run: its final loss and gap, and its tokens/s, as the Sweeps and Runs tabs and
   // the CLI give them (final_loss.h), which the last step's figures are not.
   const bool ended = data_->status() != RunStatus::Running && data_->status() != RunStatus::Paused;
-  if (!ended) text += tr(", %1 tokens/s").arg(m.tokens_per_s, 0, 'f', 0);
+  if (!ended) text += tr(", %1 tokens/s per model step").arg(m.tokens_per_s, 0, 'f', 0);
   if (data_->status() == RunStatus::Diverged) {
     // As the stored run's final loss (final_loss.h), `fp8wb runs show` and the Runs tab:
     // none, since the loss of a diverged run's last steps is no result.
@@ -173,11 +173,19 @@ void OverviewTab::rebuild() {
     }
   }
   if (ended) {
-    std::vector<double> tps;
+    std::vector<double> tps, wall;
     tps.reserve(s.size());
-    for (const StepMetrics& p : s) tps.push_back(p.tokens_per_s);
+    for (const StepMetrics& p : s) {
+      tps.push_back(p.tokens_per_s);
+      wall.push_back(p.wall_tokens_per_s);
+    }
+    // One model's step (the FP8 model's alone), and the whole run's per wall-clock step.
     if (const RunSpeed sp = run_speed(tps); sp.steps > 0)
-      text += tr("; %1 tokens/s (median over %2 steps)").arg(sp.median, 0, 'f', 0).arg(sp.steps);
+      text += tr("; %1 tokens/s per model step (median over %2 steps)")
+                  .arg(sp.median, 0, 'f', 0)
+                  .arg(sp.steps);
+    if (const RunSpeed w = run_speed(wall); w.steps > 0)
+      text += tr(", %1 per wall-clock step of the whole run").arg(w.median, 0, 'f', 0);
   }
   if (!bars.empty()) {
     QStringList parts;

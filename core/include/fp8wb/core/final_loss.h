@@ -40,7 +40,8 @@ FinalLoss final_loss(const std::vector<SeriesPoint>& loss,
 FinalLoss final_loss(const RunStore& store, const RunInfo& run);
 
 inline constexpr std::string_view kSpeedDefinition =
-    "tokens/s: the median over the run's stored steps";
+    "tokens/s: of one model's step (the FP8 model's alone where a reference trains beside it), "
+    "the median over the run's stored steps";
 
 // A run's speed: the median of the tokens/s of its steps (steady, where the first step's
 // warm-up and a last short step would move a mean or the last value; of an even count,
@@ -51,7 +52,9 @@ struct RunSpeed {
 };
 // From the steps' tokens/s in step order; those not finite are left out.
 RunSpeed run_speed(const std::vector<double>& tokens_per_s);
-// A stored run's (its "tokens_per_s" series).
-RunSpeed run_speed(const RunStore& store, int64_t run_id);
+// A stored run's (its "tokens_per_s" series; `series` "wall_tokens_per_s": per wall-clock
+// step of the whole run).
+RunSpeed run_speed(const RunStore& store, int64_t run_id,
+                   const std::string& series = "tokens_per_s");
 
 }  // namespace fp8wb

@@ -61,8 +61,14 @@ struct StepMetrics {
   double loss_gap = 0;  // loss - ref_loss
   double grad_norm = 0;
   double lr = 0;
+  // One model's step: the FP8 model's alone (on a GPU from when the GPU reached its first
+  // work to its end), not its reference's, nor the rest of the run's loop.
   double tokens_per_s = 0;
   double step_ms = 0;
+  // Per wall-clock step: the step's tokens over the time from the previous step's end to
+  // this one's, everything the run does in it (both models, statistics, the hand-off to
+  // the store). NaN for the first step.
+  double wall_tokens_per_s = std::numeric_limits<double>::quiet_NaN();
   // Peak memory so far, in bytes. On a GPU: the caching allocator's peak of allocated
   // bytes while each model stepped, counting that model's parameters and optimizer state
   // but not the other model's. On the CPU both are NaN and peak_rss is the process's peak
@@ -87,6 +93,7 @@ inline constexpr StepSeries kStepSeries[] = {
     {"lr", &StepMetrics::lr, false},
     {"tokens_per_s", &StepMetrics::tokens_per_s, false},
     {"step_ms", &StepMetrics::step_ms, false},
+    {"wall_tokens_per_s", &StepMetrics::wall_tokens_per_s, true},
     {"mem_fp8", &StepMetrics::mem_fp8, true},
     {"mem_ref", &StepMetrics::mem_ref, true},
     {"peak_rss", &StepMetrics::peak_rss, true},
