@@ -15,6 +15,7 @@
 #include <thread>
 #include <tuple>
 
+#include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/safetensors.h"
 #include "fp8wb/core/trainer.h"
@@ -230,6 +231,50 @@ TEST(Trainer, PauseResumeAndStopBetweenSteps) {
   }
   EXPECT_TRUE(paused && resumed && stopped);
   EXPECT_TRUE(col->batches.back().final);
+}
+
+// A run says in its "started" event which attention path its GPT takes, and where it
+// falls back, why (LibTorch 1.13 has no fused attention): a notice, not an error. It
+// also stores, beside one model's tokens/s, the whole run's per wall-clock step (none for
+// the first step, which has no step before it to time from).
+TEST(Trainer, TheStartedEventSaysTheAttentionPath) {
+  RunConfig c;
+  c.d_model = 32;
+  c.heads = 4;
+  c.layers = 1;
+  c.context = 16;
+  c.batch = 2;
+  c.steps = 3;
+  c.reference = false;
+  auto bus = std::make_shared<MetricBus>();
+  auto col = std::make_shared<Collect>();
+  bus->add(col);
+  Trainer t(c, bus);
+  t.run();
+  ASSERT_EQ(t.status(), RunStatus::Finished) << t.message();
+  std::string started;
+  for (const auto& b : col->batches)
+    for (const auto& e : b.events)
+      if (e.kind == "started") started = e.message;
+  const std::string torch_version = probe_backend().torch_version;
+  if (torch_version.rfind("1.", 0) != 0) {
+    EXPECT_NE(started.find("; attention: scaled_dot_product_attention"), std::string::npos)
+        << started;
+  } else {
+    EXPECT_NE(started.find("; attention: two matmuls and an fp32 softmax (LibTorch " +
+                           torch_version + " has no scaled_dot_product_attention)"),
+              std::string::npos)
+        << started;
+  }
+  const auto steps = col->steps();
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_TRUE(std::isnan(steps[0].wall_tokens_per_s));
+  for (size_t i = 1; i < steps.size(); ++i) {
+    EXPECT_GT(steps[i].wall_tokens_per_s, 0) << i;
+    // Per wall-clock step, the loop's own work included: never above one model's figure
+    // by more than the clocks' granularity allows.
+    EXPECT_LT(steps[i].wall_tokens_per_s, steps[i].tokens_per_s * 1.05) << i;
+  }
 }
 
 // A run stopped once its first step is published says so in the singular.
