@@ -205,6 +205,13 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
     runner = std::make_unique<SweepRunner>(*spec_new, *store, opt.parallel);
   }
   const size_t total = runner->trials().size();
+  if (const SweepRunner::Plan plan = runner->plan(); plan.blas_capped) {
+    err << fmt::format(
+        "fp8wb sweep: {}{} trials side by side at most here, as OpenBLAS takes {} computing "
+        "threads at once (more crash it); the others wait their turn\n",
+        opt.parallel > 0 ? fmt::format("--parallel {}: ", opt.parallel) : std::string(),
+        plan.side_by_side, plan.blas_limit);
+  }
   std::mutex mutex;
   std::atomic<size_t> done{runner->skipped()};
   if (!opt.quiet && !opt.json) {

@@ -154,12 +154,15 @@ void SweepRunner::stop() {
   for (Trainer* t : active_->trainers) t->stop();
 }
 
-void SweepRunner::run(std::function<void(size_t, RunStatus)> on_trial) {
+SweepRunner::Plan SweepRunner::plan() const {
   const BackendInfo b = probe_backend();
-  const bool cuda = spec_.base.device.rfind("cuda", 0) == 0 && b.cuda_devices > 0;
+  Plan p;
+  p.cuda_devices = b.cuda_devices;
+  p.cuda = spec_.base.device.rfind("cuda", 0) == 0 && b.cuda_devices > 0;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  int workers = parallel_ > 0 ? parallel_
-                              : (cuda ? b.cuda_devices : static_cast<int>(std::max(1u, cores / 2)));
+  int workers = parallel_ > 0
+                    ? parallel_
+                    : (p.cuda ? b.cuda_devices : static_cast<int>(std::max(1u, cores / 2)));
   size_t remaining = 0;
   for (uint8_t d : done_) remaining += d ? 0 : 1;
   workers = std::max(1, std::min<int>(workers, static_cast<int>(std::max<size_t>(1, remaining))));
@@ -168,14 +171,39 @@ void SweepRunner::run(std::function<void(size_t, RunStatus)> on_trial) {
   for (size_t i = 0; i < trials_.size(); ++i) {
     if (!done_[i]) biggest = std::max(biggest, estimate_run_memory(trials_[i].config).total);
   }
-  if (!cuda && biggest > 0) {
+  if (!p.cuda && biggest > 0) {
     const double fit = static_cast<double>(run_memory_limit()) / biggest;
     workers = std::max(1, std::min(workers, static_cast<int>(std::min(fit, 1e6))));
   }
-  // CPU: the cores divided among the trials that run side by side.
-  const int threads = cuda                     ? 0
-                      : threads_per_trial_ > 0 ? threads_per_trial_
-                                               : std::max(1, static_cast<int>(cores) / workers);
+  // Every trial's compute threads together stay within the BLAS's limit (OpenBLAS crashes
+  // past its thread table: --parallel 128 on 2 cores did); the trials beyond it wait their
+  // turn.
+  p.blas_limit = blas_thread_limit();
+  if (p.blas_limit > 0) {
+    const int per = !p.cuda && threads_per_trial_ > 0 ? threads_per_trial_ : 1;
+    const int most = std::max(1, p.blas_limit / per);
+    if (workers > most) {
+      workers = most;
+      p.blas_capped = true;
+    }
+  }
+  p.side_by_side = workers;
+  // CPU: the cores divided among the trials that run side by side (within the limit).
+  if (!p.cuda) {
+    p.threads = threads_per_trial_ > 0 ? threads_per_trial_
+                                       : std::max(1, static_cast<int>(cores) / workers);
+    if (threads_per_trial_ <= 0 && p.blas_limit > 0)
+      p.threads = std::max(1, std::min(p.threads, p.blas_limit / workers));
+  }
+  return p;
+}
+
+void SweepRunner::run(std::function<void(size_t, RunStatus)> on_trial) {
+  const Plan p = plan();
+  const bool cuda = p.cuda;
+  const int workers = p.side_by_side;
+  const int threads = p.threads;
+  const int cuda_devices = p.cuda_devices;
   std::atomic<size_t> next{0};
   std::mutex error_mutex;
   std::string error;
@@ -185,7 +213,7 @@ void SweepRunner::run(std::function<void(size_t, RunStatus)> on_trial) {
       if (i >= trials_.size() || stop_) return;
       if (done_[i]) continue;
       RunConfig cfg = trials_[i].config;
-      if (cuda) cfg.device = "cuda:" + std::to_string(w % b.cuda_devices);
+      if (cuda) cfg.device = "cuda:" + std::to_string(w % cuda_devices);
       try {
         const int64_t id = store_.create_run(cfg.name, "sweep-trial", run_config_json(cfg),
                                              Trainer::resolve_device(cfg.device), sweep_id_);

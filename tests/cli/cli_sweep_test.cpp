@@ -8,13 +8,18 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli_run.h"
+#include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/run_store.h"
+#include "fp8wb/core/sweep_collect.h"
+#include "sql_file.h"
 #include "table_text.h"
 #include "temp_dir.h"
+#include "temp_dir_test.h"
 
 namespace {
 
@@ -273,6 +278,48 @@ TEST(CliSweep, CutLabelsEndInAnEllipsis) {
   }
   EXPECT_EQ(cuts, 1u) << r.out;
   fp8wb::test::remove_tree(dir.string());
+}
+
+class CliSweepLimits : public fp8wb::test::TempDirTest {
+ protected:
+  CliSweepLimits() : TempDirTest("fp8wb-cli-sweep-limits") {}
+  // Statuses of the database's runs: "finished" -> how many.
+  std::map<std::string, int> statuses() const {
+    std::map<std::string, int> n;
+    for (const fp8wb::RunInfo& r : fp8wb::RunStore::open_read_only(path_)->runs())
+      ++n[std::string(fp8wb::run_status_name(r.status))];
+    return n;
+  }
+};
+
+// --parallel 128 on a 2-core machine: 128 trial threads inside OpenBLAS at once overflowed
+// its buffer table ("precompiled NUM_THREADS exceeded", then SIGSEGV) and left the runs
+// `running`. The trials past its limit wait their turn, said on stderr, and every trial
+// finishes. A process of its own: OpenBLAS writes to the real stderr, and a crash must
+// not take the test program with it.
+TEST_F(CliSweepLimits, ParallelPastOpenBlasLimitFinishesEveryTrial) {
+  const fp8wb::ProgramResult r = fp8wb::run_program({FP8WB_BINARY, "sweep",
+                                                     "--db",       path_,
+                                                     "--set",      "model=mlp",
+                                                     "--set",      "steps=2",
+                                                     "--set",      "reference=false",
+                                                     "--set",      "stats_interval=0",
+                                                     "--set",      "sqnr_interval=0",
+                                                     "--grid",     "margin=0,1",
+                                                     "--seeds",    "128",
+                                                     "--parallel", "128",
+                                                     "-q"});
+  ASSERT_TRUE(r.started);
+  EXPECT_EQ(r.status, 0) << r.err.substr(0, 2000);
+  EXPECT_EQ(r.err.find("NUM_THREADS exceeded"), std::string::npos) << r.err.substr(0, 2000);
+  EXPECT_EQ(statuses(), (std::map<std::string, int>{{"finished", 256}}));
+  if (const int limit = fp8wb::blas_thread_limit(); limit > 0 && limit < 128) {
+    EXPECT_NE(r.err.find("--parallel 128: " + std::to_string(limit) +
+                         " trials side by side at most here, as OpenBLAS takes " +
+                         std::to_string(limit) + " computing threads at once"),
+              std::string::npos)
+        << r.err;
+  }
 }
 
 // The tables' cut: whole characters, the mark counted as one, padding to the column.

@@ -130,6 +130,16 @@ class SweepRunner {
   // trials side by side). Sums split over a different number of threads round
   // differently, so equal counts give runs that agree to the bit.
   void setThreadsPerTrial(int threads) { threads_per_trial_ = threads; }
+  // How run() will run the trials still to run.
+  struct Plan {
+    int side_by_side = 1;  // trials at once (the rest wait their turn)
+    int threads = 0;       // CPU threads a trial computes with (0: on a GPU)
+    bool cuda = false;     // one trial per GPU, cuda:0, cuda:1, ... in turn
+    int cuda_devices = 0;
+    int blas_limit = 0;        // blas_thread_limit(): 0 where none is known
+    bool blas_capped = false;  // fewer side by side than asked, for that limit
+  };
+  Plan plan() const;
   size_t skipped() const { return skipped_; }  // trials already done before this run
 
  private:
