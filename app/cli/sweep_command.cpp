@@ -57,7 +57,8 @@ std::string cell(const SweepPoint& p, SweepMetric m) {
 void print_sweep_summary(const RunStore& store, int64_t sweep_id, std::ostream& out) {
   const auto sweep = store.sweep(sweep_id);
   if (!sweep) throw StoreError("no sweep " + std::to_string(sweep_id) + " in " + store.path());
-  const SweepSpec spec = sweep_from_json(sweep->grid_json);
+  const SweepSpec spec =
+      sweep_from_json(sweep->grid_json, stored_grid_name(sweep_id, store.path()));
   const std::vector<SweepPoint> points = sweep_points(store, sweep_id);
   const SweepPoint* best = best_sweep_point(points);  // among points whose trials all finished
   const SweepCounts counts = sweep_counts(spec, points);
@@ -245,7 +246,8 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
   const int stop_signal = signals->signal();  // 0: none came
   signals.reset();
   const auto sweep = store->sweep(runner->sweepId());
-  const SweepSpec spec = sweep_from_json(sweep->grid_json);
+  const SweepSpec spec =
+      sweep_from_json(sweep->grid_json, stored_grid_name(runner->sweepId(), store->path()));
   const std::vector<SweepPoint> points = sweep_points(*store, runner->sweepId());
   const SweepPoint* best = best_sweep_point(points);  // among points whose trials all finished
   const SweepCounts counts = sweep_counts(spec, points);

@@ -28,7 +28,7 @@ double sweep_metric(const SweepPoint& p, SweepMetric m) {
 std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep_id) {
   const auto info = store.sweep(sweep_id);
   if (!info) throw StoreError("no sweep " + std::to_string(sweep_id) + " in " + store.path());
-  const SweepSpec spec = sweep_from_json(info->grid_json);
+  const SweepSpec spec = sweep_from_json(info->grid_json, stored_grid_name(sweep_id, store.path()));
   std::map<std::string, const SweepTrial*> by_name;
   const std::vector<SweepTrial> trials = expand_sweep(spec);
   for (const auto& t : trials) by_name[t.config.name] = &t;
@@ -120,7 +120,7 @@ std::unique_ptr<SweepRunner> SweepRunner::resume(RunStore& store, int64_t sweep_
   const auto info = store.sweep(sweep_id);
   if (!info) throw StoreError("no sweep " + std::to_string(sweep_id) + " in " + store.path());
   auto r = std::unique_ptr<SweepRunner>(new SweepRunner(store, parallel));
-  r->spec_ = sweep_from_json(info->grid_json);
+  r->spec_ = sweep_from_json(info->grid_json, stored_grid_name(sweep_id, store.path()));
   r->trials_ = expand_sweep(r->spec_);
   r->done_.assign(r->trials_.size(), 0);
   r->sweep_id_ = sweep_id;

@@ -8,6 +8,7 @@
 
 #include "fp8wb/core/name_text.h"
 #include "fp8wb/core/sweep.h"
+#include "json_fields.h"
 
 namespace fp8wb {
 namespace {
@@ -139,29 +140,58 @@ std::string sweep_json(const SweepSpec& spec) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-SweepSpec sweep_from_json(const std::string& text) {
+std::string stored_grid_name(int64_t sweep_id, const std::string& db_path) {
+  return "sweep " + std::to_string(sweep_id) + "'s stored grid (in " + db_path + ")";
+}
+
+SweepSpec sweep_from_json(const std::string& text, const std::string& what) {
+  // Every problem in words, naming the field: "a stored sweep's grid is unreadable: field
+  // 'axes[0].values[1]' is a number, not text".
   SweepSpec s;
-  check_json_nesting(text, "a stored sweep's grid");
+  check_json_nesting(text, what);
   try {
-    const json j = json::parse(text);
-    s.name = j.at("name").get<std::string>();
+    namespace jf = json_fields;
+    const json j = jf::parse(text);
+    s.name = jf::text(j, "name");
     // A whole number within int's range (a fraction or 1e25 would not convert).
-    const json& seeds = j.at("seeds");
+    const json& seeds = jf::field(j, "seeds");
     const bool whole = seeds.is_number_unsigned() ? seeds.get<uint64_t>() <= INT_MAX
                        : seeds.is_number_integer()
                            ? seeds.get<int64_t>() >= INT_MIN && seeds.get<int64_t>() <= INT_MAX
                            : false;
     if (!whole) {
-      throw std::invalid_argument("a stored sweep's grid is unreadable: its seeds (" +
-                                  seeds.dump() + ") are not a whole number of trials");
+      throw std::invalid_argument("its seeds (" +
+                                  (seeds.is_number() ? seeds.dump() : jf::kind_of(seeds)) +
+                                  ") are not a whole number of trials");
     }
     s.seeds = seeds.get<int>();
-    s.base = parse_run_config(j.at("base").dump());
-    for (const auto& a : j.at("axes"))
-      s.axes.push_back(
-          {a.at("key").get<std::string>(), a.at("values").get<std::vector<std::string>>()});
-  } catch (const json::exception& e) {
-    throw std::invalid_argument(std::string("a stored sweep's grid is unreadable: ") + e.what());
+    const json& base = jf::field(j, "base");
+    if (!base.is_object())
+      throw std::invalid_argument("field 'base' is " + jf::kind_of(base) + ", not a config");
+    try {
+      s.base = parse_run_config(base.dump());
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("its base ") + e.what());
+    }
+    const json& axes = jf::items(j, "axes");
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const std::string at = "axes[" + std::to_string(i) + "]";
+      SweepAxis a;
+      a.key = jf::text(axes[i], "key", at);
+      const json& values = jf::items(axes[i], "values", at);
+      for (size_t k = 0; k < values.size(); ++k) {
+        if (!values[k].is_string()) {
+          throw std::invalid_argument("field '" + at + ".values[" + std::to_string(k) + "]' is " +
+                                      jf::kind_of(values[k]) + ", not text");
+        }
+        a.values.push_back(values[k].get<std::string>());
+      }
+      s.axes.push_back(std::move(a));
+    }
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(what + " is unreadable: " + e.what());
+  } catch (const json::exception&) {  // not expected: every value is checked before it is read
+    throw std::invalid_argument(what + " is unreadable: a value in it is not what it should be");
   }
   return s;
 }

@@ -322,6 +322,71 @@ TEST_F(CliSweepLimits, ParallelPastOpenBlasLimitFinishesEveryTrial) {
   }
 }
 
+// A stored grid that cannot be read (a copy edited by hand, another program's row) is
+// said in words, naming the sweep, its database and the field: never nlohmann's
+// "[json.exception...]" texts.
+TEST_F(CliSweepLimits, AnUnreadableStoredGridIsSaidInWords) {
+  auto r = run({"sweep", "--db", path_, "--set", "model=mlp", "--set", "steps=1", "--set",
+                "reference=false", "--grid", "margin=0", "-q"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string at = "fp8wb: sweep 1's stored grid (in " + path_ + ") is unreadable: ";
+  const std::pair<const char*, std::string> cases[] = {
+      {"not json", "it is not valid JSON at line 1, column 2: invalid literal"},
+      {"[1, 2]", "it is an array, not a JSON object"},
+      {R"({"name": "s", "seeds": 1, "base": {}})", "field 'axes' is missing"},
+      {R"({"name": 7, "seeds": 1, "base": {}, "axes": []})", "field 'name' is a number, not text"},
+      {R"({"name": "s", "seeds": 1, "base": {}, "axes": [{"key": "margin", "values": [0]}]})",
+       "field 'axes[0].values[0]' is a number, not text"},
+      {R"({"name": "s", "seeds": 1, "base": {}, "axes": {"key": "margin"}})",
+       "field 'axes' is an object, not an array"},
+      {R"({"name": "s", "seeds": 1, "base": {"lr": "fast"}, "axes": []})",
+       "its base config field 'lr': expected a number"},
+  };
+  for (const auto& [grid, said] : cases) {
+    const std::string sql = "UPDATE sweeps SET grid_json = '" + std::string(grid) + "'";
+    fp8wb::test::sql::exec(path_, sql.c_str());
+    r = run({"sweep", "--db", path_, "--resume", "1", "-q"});
+    EXPECT_EQ(r.rc, 1) << grid;
+    EXPECT_NE(r.err.find(at + said), std::string::npos) << grid << "\n" << r.err;
+    EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;
+  }
+}
+
+// A Slurm sweep's sweep.json that is damaged or edited is named with the field and what is
+// wrong with it, in words.
+TEST_F(CliSweepLimits, AMalformedSweepJsonIsSaidInWords) {
+  const std::filesystem::path folder = dir_ / "sw";
+  std::filesystem::create_directories(folder);
+  const std::string file = (folder / "sweep.json").string();
+  const std::string head =
+      R"({"format": "fp8wb Slurm sweep", "sweep_uuid": "u", "sweep_name": "s", )";
+  const std::pair<std::string, std::string> cases[] = {
+      {"{\"format\": ", "it is not valid JSON at line 1, column 12: unexpected end of input"},
+      {R"({"format": "something else"})",
+       "its field 'format' is not \"fp8wb Slurm sweep\": not a file `fp8wb sweep --slurm` "
+       "wrote"},
+      {head + R"("db": "x", "job": "1", "trials": []})", "field 'sweep_id' is missing"},
+      {head + R"("sweep_id": 1.5, "db": "x", "job": "1", "trials": []})",
+       "field 'sweep_id' is a number that is not a whole one within range, not a whole number"},
+      {head + R"("sweep_id": 1, "db": "x", "job": "1", "trials": [{"key": "k", "name": "n", )" +
+           R"("uuid": 5, "config": {}}]})",
+       "field 'trials[0].uuid' is a number, not text"},
+      {head + R"("sweep_id": 1, "db": "x", "job": "1", "trials": [{"key": "k", "name": "n", )" +
+           R"("uuid": "u", "config": {"steps": "many"}}]})",
+       "field 'trials[0].config': config field 'steps': expected an integer"},
+  };
+  for (const auto& [text, said] : cases) {
+    std::ofstream(file) << text;
+    const auto r = run({"sweep", "--collect", folder.string(), "--db", path_});
+    EXPECT_EQ(r.rc, 1) << text;
+    EXPECT_NE(r.err.find(file + " cannot be read as a sweep's description: " + said),
+              std::string::npos)
+        << text << "\n"
+        << r.err;
+    EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;
+  }
+}
+
 // The tables' cut: whole characters, the mark counted as one, padding to the column.
 TEST(TableText, CutsWholeCharactersWithAMark) {
   using fp8wb::cli::cut_text;

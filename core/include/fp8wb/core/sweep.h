@@ -52,7 +52,12 @@ struct SweepTrial {
 // before anything runs: a bad one throws std::invalid_argument naming the field.
 std::vector<SweepTrial> expand_sweep(const SweepSpec& spec);
 std::string sweep_json(const SweepSpec& spec);  // what the store keeps (base config + axes)
-SweepSpec sweep_from_json(const std::string& json);
+// The stored form read back; std::invalid_argument "<what> is unreadable: ..." naming the
+// field and its problem in words.
+SweepSpec sweep_from_json(const std::string& json,
+                          const std::string& what = "a stored sweep's grid");
+// "sweep 3's stored grid (in /path/runs.sqlite)": sweep_from_json()'s `what` for a stored one.
+std::string stored_grid_name(int64_t sweep_id, const std::string& db_path);
 
 // A grid point's figures: the mean over its seeds' runs that have ended (finished or
 // diverged).
