@@ -387,6 +387,26 @@ TEST_F(CliSweepLimits, AMalformedSweepJsonIsSaidInWords) {
   }
 }
 
+// A message that quotes a long input (an id, a path, an option's value) cuts it at 200
+// characters with "…", whoever wrote it: fp8wb's own messages and CLI11's.
+TEST_F(CliSweepLimits, LongInputsAreCutInMessages) {
+  const std::string longer(5000, 'x');
+  const std::vector<std::vector<std::string>> cases = {
+      {"runs", "show", longer, "--db", path_},
+      {"sweep", "--collect", (dir_ / longer).string(), "--db", path_},
+      {"sweep", "--resume", longer, "--db", path_},
+      {"runs", "import", (dir_ / longer).string(), "--db", path_},
+  };
+  for (const auto& args : cases) {
+    const auto r = run(args);
+    EXPECT_NE(r.rc, 0) << args[1];
+    EXPECT_LT(r.err.size(), 600u) << r.err;
+    EXPECT_NE(r.err.find(std::string(100, 'x')), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("x…"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find(std::string(201, 'x')), std::string::npos) << r.err;
+  }
+}
+
 // The tables' cut: whole characters, the mark counted as one, padding to the column.
 TEST(TableText, CutsWholeCharactersWithAMark) {
   using fp8wb::cli::cut_text;
