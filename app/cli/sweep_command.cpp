@@ -134,8 +134,9 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& opt) {
 namespace {
 
 // The sweep the options describe (config file, --set, --grid, --seeds), every value
-// checked.
-SweepSpec checked_spec(const SweepOptions& opt) {
+// checked. Grid values dropped as another spelling of a number given before are said on
+// `err`.
+SweepSpec checked_spec(const SweepOptions& opt, std::ostream& err) {
   SweepSpec spec;
   spec.name = opt.name;
   if (!opt.config_file.empty()) spec.base = read_run_config_file(opt.config_file);
@@ -143,6 +144,29 @@ SweepSpec checked_spec(const SweepOptions& opt) {
   for (const auto& g : opt.grid) spec.axes.push_back(parse_grid(g));
   spec.seeds = opt.seeds;
   expand_sweep(spec);
+  for (const SweepAxis& a : spec.axes) {
+    // "1e-1 and 0.10 are 0.1 again", one line a value kept, in the grid's order.
+    for (const std::string& kept : a.values) {
+      std::vector<std::string> dropped;
+      for (const auto& [spelling, same] : a.merged) {
+        if (same == kept) dropped.push_back(spelling);
+      }
+      if (dropped.empty()) continue;
+      // At most five named, each cut as the grid's other messages cut values.
+      const size_t named = std::min<size_t>(dropped.size(), 5);
+      std::string list;
+      for (size_t k = 0; k < named; ++k) {
+        const bool last = k + 1 == named && named == dropped.size();
+        list += (k == 0 ? "" : last ? " and " : ", ") + cut_text(dropped[k], 40);
+      }
+      if (named < dropped.size()) list += fmt::format(" and {} more", dropped.size() - named);
+      err << fmt::format(
+          "fp8wb sweep: grid '{}': {} {} the number {} again: dropped, so that its trials run "
+          "once (as {})\n",
+          cut_text(a.key, 40), list, dropped.size() == 1 ? "is" : "are", cut_text(kept, 40),
+          cut_text(kept, 40));
+    }
+  }
   return spec;
 }
 
@@ -177,7 +201,7 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
       throw std::invalid_argument(
           "--resume runs a stored sweep here; a Slurm sweep is collected with --collect DIR");
     }
-    const SweepSpec spec = checked_spec(opt);
+    const SweepSpec spec = checked_spec(opt, err);
     SlurmOptions so;
     so.dir = opt.slurm_dir;
     so.partition = opt.partition;
@@ -197,7 +221,7 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
   // A new sweep's config and grid are read and checked before the database is opened: a
   // bad one leaves no new, empty database behind.
   std::optional<SweepSpec> spec_new;
-  if (!opt.resume) spec_new = checked_spec(opt);
+  if (!opt.resume) spec_new = checked_spec(opt, err);
   auto store = RunStore::open(opt.db.empty() ? default_database_path() : opt.db);
   std::unique_ptr<SweepRunner> runner;
   if (opt.resume) {

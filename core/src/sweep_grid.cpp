@@ -1,8 +1,12 @@
 // The sweep grid: its syntax, expansion into trials and stored form (sweep.h). No torch
 // and no SQLite: the run-config fuzzer (tests/fuzz) builds this file alone.
 #include <algorithm>
+#include <charconv>
 #include <climits>
+#include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -21,6 +25,15 @@ std::string trim(const std::string& s) {
   return s.substr(a, s.find_last_not_of(" \t") - a + 1);
 }
 
+// The number a grid value spells ("0.1", "1e-1", "0.10"), if it is one, whole (a NaN,
+// equal to nothing, is none).
+std::optional<double> number_in(const std::string& v) {
+  double d = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
+  if (ec != std::errc() || end != v.data() + v.size() || std::isnan(d)) return std::nullopt;
+  return d;
+}
+
 }  // namespace
 
 SweepAxis parse_grid(const std::string& text) {
@@ -32,20 +45,31 @@ SweepAxis parse_grid(const std::string& text) {
   SweepAxis a;
   a.key = trim(text.substr(0, eq));
   std::string rest = text.substr(eq + 1);
+  std::set<std::string> seen;
+  std::map<double, std::string> numbers;  // the numbers given, as first spelled
   size_t i = 0;
   while (i <= rest.size()) {
     const size_t j = rest.find(',', i);
     const std::string v = trim(rest.substr(i, j == std::string::npos ? std::string::npos : j - i));
     if (v.empty()) throw std::invalid_argument("grid '" + a.key + "' has an empty value");
-    if (std::find(a.values.begin(), a.values.end(), v) != a.values.end()) {
+    if (!seen.insert(v).second) {
       throw std::invalid_argument("grid '" + a.key + "' has the value " + v.substr(0, 40) +
                                   " twice");
     }
-    if (a.values.size() >= kMaxSweepTrials) {
-      throw std::invalid_argument("grid '" + a.key + "' has more than " +
-                                  std::to_string(kMaxSweepTrials) + " values");
+    // Another spelling of a number already there (1e-1 after 0.1) would run the same
+    // trials again: dropped, the first spelling kept, and said.
+    const std::optional<double> d = number_in(v);
+    const auto same = d ? numbers.find(*d) : numbers.end();
+    if (same != numbers.end()) {
+      a.merged.push_back({v, same->second});
+    } else {
+      if (a.values.size() >= kMaxSweepTrials) {
+        throw std::invalid_argument("grid '" + a.key + "' has more than " +
+                                    std::to_string(kMaxSweepTrials) + " values");
+      }
+      if (d) numbers.emplace(*d, v);
+      a.values.push_back(v);
     }
-    a.values.push_back(v);
     if (j == std::string::npos) break;
     i = j + 1;
   }

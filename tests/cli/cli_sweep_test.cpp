@@ -322,6 +322,28 @@ TEST_F(CliSweepLimits, ParallelPastOpenBlasLimitFinishesEveryTrial) {
   }
 }
 
+// lr=0.1,1e-1,0.10 is one value spelled three ways: its trials run once, as 0.1, and the
+// dropped spellings are said; the same value spelled the same way twice is still refused.
+TEST_F(CliSweepLimits, NumericallyEqualGridValuesRunOnce) {
+  auto r = run({"sweep", "--db", path_, "--set", "model=mlp", "--set", "steps=1", "--set",
+                "reference=false", "--grid", "lr=0.1,1e-1,0.10,0.2", "--grid", "margin=0,0.0", "-q",
+                "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["trials"], 2);
+  EXPECT_EQ(j["axes"][0]["values"], (std::vector<std::string>{"0.1", "0.2"}));
+  EXPECT_EQ(j["axes"][1]["values"], (std::vector<std::string>{"0"}));
+  EXPECT_NE(r.err.find("grid 'lr': 1e-1 and 0.10 are the number 0.1 again: dropped, so that its "
+                       "trials run once (as 0.1)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("grid 'margin': 0.0 is the number 0 again"), std::string::npos) << r.err;
+  EXPECT_EQ(statuses(), (std::map<std::string, int>{{"finished", 2}}));
+  r = run({"sweep", "--db", path_, "--grid", "lr=0.1,0.1", "-q"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("grid 'lr' has the value 0.1 twice"), std::string::npos) << r.err;
+}
+
 // A stored grid that cannot be read (a copy edited by hand, another program's row) is
 // said in words, naming the sweep, its database and the field: never nlohmann's
 // "[json.exception...]" texts.

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "fp8wb/core/name_table.h"
@@ -25,6 +26,9 @@ namespace fp8wb {
 struct SweepAxis {
   std::string key;
   std::vector<std::string> values;  // as typed: "0", "16", "most_recent"
+  // Values parse_grid() dropped as numerically equal to one before them (1e-1 after 0.1):
+  // {the spelling dropped, the value kept}. Not stored with the sweep.
+  std::vector<std::pair<std::string, std::string>> merged;
 };
 
 struct SweepSpec {
@@ -38,7 +42,8 @@ struct SweepSpec {
 constexpr uint64_t kMaxSweepTrials = 100000;
 
 // "margin=0,1,2,4" -> {margin, [0, 1, 2, 4]}. Throws std::invalid_argument (also for a
-// value given twice).
+// value given twice). Another spelling of a number already given ("lr=0.1,1e-1,0.10") is
+// dropped, the first kept, and listed in `merged`.
 SweepAxis parse_grid(const std::string& text);
 
 struct SweepTrial {
