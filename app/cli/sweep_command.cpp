@@ -221,7 +221,10 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
   // A new sweep's config and grid are read and checked before the database is opened: a
   // bad one leaves no new, empty database behind.
   std::optional<SweepSpec> spec_new;
-  if (!opt.resume) spec_new = checked_spec(opt, err);
+  if (!opt.resume) {
+    spec_new = checked_spec(opt, err);
+    check_trial_devices(expand_sweep(*spec_new));  // device=cuda without a GPU: nothing made
+  }
   auto store = RunStore::open(opt.db.empty() ? default_database_path() : opt.db);
   std::unique_ptr<SweepRunner> runner;
   if (opt.resume) {

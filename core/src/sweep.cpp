@@ -108,10 +108,23 @@ struct SweepRunner::Active {
 SweepRunner::SweepRunner(RunStore& store, int parallel)
     : store_(store), parallel_(parallel), active_(std::make_shared<Active>()) {}
 
+void check_trial_devices(const std::vector<SweepTrial>& trials) {
+  for (const SweepTrial& t : trials) {
+    if (t.config.device.rfind("cuda", 0) != 0) continue;
+    try {
+      Trainer::resolve_device("cuda");
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("trial " + t.key + ": " + e.what());
+    }
+    return;
+  }
+}
+
 SweepRunner::SweepRunner(SweepSpec spec, RunStore& store, int parallel)
     : SweepRunner(store, parallel) {
   spec_ = std::move(spec);
   trials_ = expand_sweep(spec_);  // throws before anything is stored
+  check_trial_devices(trials_);
   done_.assign(trials_.size(), 0);
   sweep_id_ = store_.create_sweep(spec_.name, sweep_json(spec_));
 }
@@ -140,6 +153,11 @@ std::unique_ptr<SweepRunner> SweepRunner::resume(RunStore& store, int64_t sweep_
       r->skipped_++;
     }
   }
+  std::vector<SweepTrial> pending;  // checked before the sweep is marked running again
+  for (size_t i = 0; i < r->trials_.size(); ++i) {
+    if (!r->done_[i]) pending.push_back(r->trials_[i]);
+  }
+  check_trial_devices(pending);
   store.set_sweep_status(sweep_id, "running");
   return r;
 }

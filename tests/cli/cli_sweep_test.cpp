@@ -344,6 +344,29 @@ TEST_F(CliSweepLimits, NumericallyEqualGridValuesRunOnce) {
   EXPECT_NE(r.err.find("grid 'lr' has the value 0.1 twice"), std::string::npos) << r.err;
 }
 
+// device=cuda (in the grid or the base) on a machine without a usable GPU is refused, naming
+// the trial and the problem, before a database or a sweep record is made; a Slurm sweep,
+// whose trials run on the cluster's GPUs, is not held to this machine's.
+TEST_F(CliSweepLimits, CudaWithoutAGpuStoresNothing) {
+  if (fp8wb::probe_backend().cuda_devices > 0) GTEST_SKIP() << "this machine has a GPU";
+  for (const std::vector<std::string>& how :
+       {std::vector<std::string>{"--grid", "device=cpu,cuda"},
+        std::vector<std::string>{"--set", "device=cuda:1", "--grid", "margin=0"}}) {
+    std::vector<std::string> args = {"sweep", "--db", path_, "--set", "model=mlp", "-q"};
+    args.insert(args.end(), how.begin(), how.end());
+    const auto r = run(args);
+    EXPECT_EQ(r.rc, 1);
+    EXPECT_NE(r.err.find("fp8wb: trial "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(": device cuda was asked for, but "), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(path_)) << "a database was made";
+  }
+  // Into a database that exists: no sweep is recorded in it.
+  fp8wb::RunStore::open(path_);
+  const auto r = run({"sweep", "--db", path_, "--set", "model=mlp", "--grid", "device=cuda"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(fp8wb::RunStore::open_read_only(path_)->sweeps().empty());
+}
+
 // A stored grid that cannot be read (a copy edited by hand, another program's row) is
 // said in words, naming the sweep, its database and the field: never nlohmann's
 // "[json.exception...]" texts.

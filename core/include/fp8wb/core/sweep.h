@@ -56,6 +56,10 @@ struct SweepTrial {
 // Every trial (grid points x seeds). Each value is checked against the base config
 // before anything runs: a bad one throws std::invalid_argument naming the field.
 std::vector<SweepTrial> expand_sweep(const SweepSpec& spec);
+// A trial on a CUDA device needs one on this machine: else std::invalid_argument naming the
+// trial and the problem (SweepRunner checks before it stores anything; trials run on
+// cuda:0, cuda:1, ... in turn, whichever index they name).
+void check_trial_devices(const std::vector<SweepTrial>& trials);
 std::string sweep_json(const SweepSpec& spec);  // what the store keeps (base config + axes)
 // The stored form read back; std::invalid_argument "<what> is unreadable: ..." naming the
 // field and its problem in words.
