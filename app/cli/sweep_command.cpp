@@ -134,16 +134,18 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& opt) {
 namespace {
 
 // The sweep the options describe (config file, --set, --grid, --seeds), every value
-// checked. Grid values dropped as another spelling of a number given before are said on
-// `err`.
-SweepSpec checked_spec(const SweepOptions& opt, std::ostream& err) {
+// checked, and its trials in `trials` where asked for. Grid values dropped as another
+// spelling of a number given before are said on `err`.
+SweepSpec checked_spec(const SweepOptions& opt, std::ostream& err,
+                       std::vector<SweepTrial>* trials = nullptr) {
   SweepSpec spec;
   spec.name = opt.name;
   if (!opt.config_file.empty()) spec.base = read_run_config_file(opt.config_file);
   for (const auto& o : opt.overrides) apply_override(spec.base, o);
   for (const auto& g : opt.grid) spec.axes.push_back(parse_grid(g));
   spec.seeds = opt.seeds;
-  expand_sweep(spec);
+  std::vector<SweepTrial> expanded = expand_sweep(spec);
+  if (trials) *trials = std::move(expanded);
   for (const SweepAxis& a : spec.axes) {
     // "1e-1 and 0.10 are 0.1 again", one line a value kept, in the grid's order.
     for (const std::string& kept : a.values) {
@@ -222,8 +224,9 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
   // bad one leaves no new, empty database behind.
   std::optional<SweepSpec> spec_new;
   if (!opt.resume) {
-    spec_new = checked_spec(opt, err);
-    check_trial_devices(expand_sweep(*spec_new));  // device=cuda without a GPU: nothing made
+    std::vector<SweepTrial> trials;
+    spec_new = checked_spec(opt, err, &trials);
+    check_trial_devices(trials);  // device=cuda without a GPU: nothing made
   }
   auto store = RunStore::open(opt.db.empty() ? default_database_path() : opt.db);
   std::unique_ptr<SweepRunner> runner;
