@@ -147,27 +147,7 @@ SweepSpec checked_spec(const SweepOptions& opt, std::ostream& err,
   std::vector<SweepTrial> expanded = expand_sweep(spec);
   if (trials) *trials = std::move(expanded);
   for (const SweepAxis& a : spec.axes) {
-    // "1e-1 and 0.10 are 0.1 again", one line a value kept, in the grid's order.
-    for (const std::string& kept : a.values) {
-      std::vector<std::string> dropped;
-      for (const auto& [spelling, same] : a.merged) {
-        if (same == kept) dropped.push_back(spelling);
-      }
-      if (dropped.empty()) continue;
-      // At most five named, each cut as the grid's other messages cut values.
-      const size_t named = std::min<size_t>(dropped.size(), 5);
-      std::string list;
-      for (size_t k = 0; k < named; ++k) {
-        const bool last = k + 1 == named && named == dropped.size();
-        list += (k == 0 ? "" : last ? " and " : ", ") + cut_text(dropped[k], 40);
-      }
-      if (named < dropped.size()) list += fmt::format(" and {} more", dropped.size() - named);
-      err << fmt::format(
-          "fp8wb sweep: grid '{}': {} {} the number {} again: dropped, so that its trials run "
-          "once (as {})\n",
-          cut_text(a.key, 40), list, dropped.size() == 1 ? "is" : "are", cut_text(kept, 40),
-          cut_text(kept, 40));
-    }
+    for (const std::string& note : merged_value_notes(a)) err << "fp8wb sweep: " << note << "\n";
   }
   return spec;
 }

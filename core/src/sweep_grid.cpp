@@ -34,6 +34,14 @@ std::optional<double> number_in(const std::string& v) {
   return d;
 }
 
+// A value or key quoted in a note: at most 40 bytes, cut between characters, with "…".
+std::string note_text(const std::string& s) {
+  if (s.size() <= 40) return s;
+  size_t at = 39;
+  while (at > 0 && (static_cast<unsigned char>(s[at]) & 0xC0) == 0x80) --at;
+  return s.substr(0, at) + "…";
+}
+
 }  // namespace
 
 SweepAxis parse_grid(const std::string& text) {
@@ -74,6 +82,28 @@ SweepAxis parse_grid(const std::string& text) {
     i = j + 1;
   }
   return a;
+}
+
+std::vector<std::string> merged_value_notes(const SweepAxis& axis) {
+  std::vector<std::string> notes;
+  for (const std::string& kept : axis.values) {  // in the grid's order
+    std::vector<std::string> dropped;
+    for (const auto& [spelling, same] : axis.merged) {
+      if (same == kept) dropped.push_back(spelling);
+    }
+    if (dropped.empty()) continue;
+    const size_t named = std::min<size_t>(dropped.size(), 5);  // at most five named
+    std::string list;
+    for (size_t k = 0; k < named; ++k) {
+      const bool last = k + 1 == named && named == dropped.size();
+      list += (k == 0 ? "" : last ? " and " : ", ") + note_text(dropped[k]);
+    }
+    if (named < dropped.size()) list += " and " + std::to_string(dropped.size() - named) + " more";
+    notes.push_back("grid '" + note_text(axis.key) + "': " + list +
+                    (dropped.size() == 1 ? " is" : " are") + " the number " + note_text(kept) +
+                    " again: dropped, so that its trials run once (as " + note_text(kept) + ")");
+  }
+  return notes;
 }
 
 std::vector<SweepTrial> expand_sweep(const SweepSpec& spec) {

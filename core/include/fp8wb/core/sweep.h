@@ -45,6 +45,10 @@ constexpr uint64_t kMaxSweepTrials = 100000;
 // value given twice). Another spelling of a number already given ("lr=0.1,1e-1,0.10") is
 // dropped, the first kept, and listed in `merged`.
 SweepAxis parse_grid(const std::string& text);
+// What parse_grid() dropped, for users: "grid 'lr': 1e-1 and 0.10 are the number 0.1
+// again: dropped, so that its trials run once (as 0.1)", a line a value kept (`fp8wb
+// sweep` and the Sweeps tab say them).
+std::vector<std::string> merged_value_notes(const SweepAxis& axis);
 
 struct SweepTrial {
   std::string key;  // "margin=0 window=16 seed=1": a trial's identity within its sweep
