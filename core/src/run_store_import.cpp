@@ -127,7 +127,8 @@ RunStatus parse_status(const std::string& name, int64_t id, const std::string& p
   return s;
 }
 
-// `t` cut to 200 characters with "…", for quoting a source's text in a message.
+// `t` cut to at most 200 bytes, between characters, with "…", for quoting a source's text
+// in a message.
 std::string cut_quote(const std::string& t) {
   if (t.size() <= 200) return t;
   size_t at = 200;
