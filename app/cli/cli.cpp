@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "bench_command.h"
+#include "bounded_words.h"
 #include "demo_command.h"
 #include "formats_command.h"
 #include "fp8wb/core/backend_info.h"
@@ -70,8 +71,11 @@ std::vector<std::string> with_negative_values(int argc, const char* const* argv)
 
 }  // namespace
 
-int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool color,
+int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err_to, bool color,
             bool err_terminal) {
+  // Every message goes through BoundedWords: a long input quoted back is cut.
+  BoundedWords bounded(err_to.rdbuf());
+  std::ostream err(&bounded);
   CLI::App app{"FP8 Workbench, headless: see what FP8 does to numbers"};
   app.name("fp8wb");
   app.require_subcommand(0, 1);

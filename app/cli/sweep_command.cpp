@@ -57,7 +57,8 @@ std::string cell(const SweepPoint& p, SweepMetric m) {
 void print_sweep_summary(const RunStore& store, int64_t sweep_id, std::ostream& out) {
   const auto sweep = store.sweep(sweep_id);
   if (!sweep) throw StoreError("no sweep " + std::to_string(sweep_id) + " in " + store.path());
-  const SweepSpec spec = sweep_from_json(sweep->grid_json);
+  const SweepSpec spec =
+      sweep_from_json(sweep->grid_json, stored_grid_name(sweep_id, store.path()));
   const std::vector<SweepPoint> points = sweep_points(store, sweep_id);
   const SweepPoint* best = best_sweep_point(points);  // among points whose trials all finished
   const SweepCounts counts = sweep_counts(spec, points);
@@ -133,15 +134,21 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& opt) {
 namespace {
 
 // The sweep the options describe (config file, --set, --grid, --seeds), every value
-// checked.
-SweepSpec checked_spec(const SweepOptions& opt) {
+// checked, and its trials in `trials` where asked for. Grid values dropped as another
+// spelling of a number given before are said on `err`.
+SweepSpec checked_spec(const SweepOptions& opt, std::ostream& err,
+                       std::vector<SweepTrial>* trials = nullptr) {
   SweepSpec spec;
   spec.name = opt.name;
   if (!opt.config_file.empty()) spec.base = read_run_config_file(opt.config_file);
   for (const auto& o : opt.overrides) apply_override(spec.base, o);
   for (const auto& g : opt.grid) spec.axes.push_back(parse_grid(g));
   spec.seeds = opt.seeds;
-  expand_sweep(spec);
+  std::vector<SweepTrial> expanded = expand_sweep(spec);
+  if (trials) *trials = std::move(expanded);
+  for (const SweepAxis& a : spec.axes) {
+    for (const std::string& note : merged_value_notes(a)) err << "fp8wb sweep: " << note << "\n";
+  }
   return spec;
 }
 
@@ -176,7 +183,7 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
       throw std::invalid_argument(
           "--resume runs a stored sweep here; a Slurm sweep is collected with --collect DIR");
     }
-    const SweepSpec spec = checked_spec(opt);
+    const SweepSpec spec = checked_spec(opt, err);
     SlurmOptions so;
     so.dir = opt.slurm_dir;
     so.partition = opt.partition;
@@ -196,7 +203,11 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
   // A new sweep's config and grid are read and checked before the database is opened: a
   // bad one leaves no new, empty database behind.
   std::optional<SweepSpec> spec_new;
-  if (!opt.resume) spec_new = checked_spec(opt);
+  if (!opt.resume) {
+    std::vector<SweepTrial> trials;
+    spec_new = checked_spec(opt, err, &trials);
+    check_trial_devices(trials);  // device=cuda without a GPU: nothing made
+  }
   auto store = RunStore::open(opt.db.empty() ? default_database_path() : opt.db);
   std::unique_ptr<SweepRunner> runner;
   if (opt.resume) {
@@ -205,6 +216,13 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
     runner = std::make_unique<SweepRunner>(*spec_new, *store, opt.parallel);
   }
   const size_t total = runner->trials().size();
+  if (const SweepRunner::Plan plan = runner->plan(); plan.blas_capped) {
+    err << fmt::format(
+        "fp8wb sweep: {}{} trials side by side at most here, as OpenBLAS takes {} computing "
+        "threads at once (more crash it); the others wait their turn\n",
+        opt.parallel > 0 ? fmt::format("--parallel {}: ", opt.parallel) : std::string(),
+        plan.side_by_side, plan.blas_limit);
+  }
   std::mutex mutex;
   std::atomic<size_t> done{runner->skipped()};
   if (!opt.quiet && !opt.json) {
@@ -238,7 +256,8 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
   const int stop_signal = signals->signal();  // 0: none came
   signals.reset();
   const auto sweep = store->sweep(runner->sweepId());
-  const SweepSpec spec = sweep_from_json(sweep->grid_json);
+  const SweepSpec spec =
+      sweep_from_json(sweep->grid_json, stored_grid_name(runner->sweepId(), store->path()));
   const std::vector<SweepPoint> points = sweep_points(*store, runner->sweepId());
   const SweepPoint* best = best_sweep_point(points);  // among points whose trials all finished
   const SweepCounts counts = sweep_counts(spec, points);

@@ -4,7 +4,10 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <dlfcn.h>
+
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "fp8wb/core/version.h"
@@ -37,6 +40,19 @@ int init_compute_threads(int threads) {
   }
   at::set_num_threads(threads);
   return at::get_num_threads();
+}
+
+int blas_thread_limit() {
+  // Looked up at run time: a LibTorch on another BLAS (MKL) has no such function.
+  using Config = const char* (*)();
+  const auto config = reinterpret_cast<Config>(dlsym(RTLD_DEFAULT, "openblas_get_config"));
+  const char* text = config ? config() : nullptr;
+  if (!text) return 0;
+  // "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64"
+  const char* at = std::strstr(text, "MAX_THREADS=");
+  if (!at) return 0;
+  const long n = std::strtol(at + std::strlen("MAX_THREADS="), nullptr, 10);
+  return n > 0 && n <= 1 << 20 ? static_cast<int>(n) : 0;
 }
 
 BackendInfo probe_backend() {

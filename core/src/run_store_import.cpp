@@ -5,6 +5,8 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -125,6 +127,37 @@ RunStatus parse_status(const std::string& name, int64_t id, const std::string& p
   return s;
 }
 
+// `t` cut to at most 200 bytes, between characters, with "…", for quoting a source's text
+// in a message.
+std::string cut_quote(const std::string& t) {
+  if (t.size() <= 200) return t;
+  size_t at = 200;
+  while (at > 0 && (static_cast<unsigned char>(t[at]) & 0xC0) == 0x80) --at;  // a whole character
+  return t.substr(0, at) + "…";
+}
+
+std::string g17(double d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", d);
+  return buf;
+}
+
+// A step is a whole number: SQLite keeps what a column of another program's making was
+// given, and a text step read as 0 would collide with the real step 0 in the target
+// ("UNIQUE constraint failed"), naming neither the source nor the row.
+void check_step(const Value& v, const std::string& path, const SourceRun& r,
+                const std::string& where) {
+  if (v.type == SQLITE_INTEGER) return;
+  const std::string shown = v.type == SQLITE_TEXT    ? "the text \"" + cut_quote(v.s) + "\""
+                            : v.type == SQLITE_FLOAT ? "the number " + g17(v.d)
+                            : v.type == SQLITE_BLOB
+                                ? "a blob of " + std::to_string(v.s.size()) + " bytes"
+                                : "no value (NULL)";
+  throw StoreError(path + ": run " + std::to_string(r.id) + " (\"" + cut_quote(r.name) +
+                   "\"): " + "a row of " + where +
+                   " has a step that is not a whole number: " + shown + "; nothing was imported");
+}
+
 // Whether the file begins as every SQLite database does. SQLite calls any other file with
 // something in it "not a database" (SQLITE_NOTADB), which reads as a damaged database;
 // an empty file is an empty database to SQLite, so it counts as one.
@@ -220,6 +253,7 @@ Source read_source(const std::string& path, const ImportOptions& opt) {
              "WHERE s.run_id = ? ORDER BY s.id, c.step");
       q.bind(1, r.id);
       while (q.step()) {
+        check_step(value_of(q, 1), path, r, "its series \"" + cut_quote(q.s(0)) + "\"");
         r.scalars.push_back({q.s(0), q.i(1), value_of(q, 2)});
         if (r.scalars.back().series == "loss") r.last_step = std::max(r.last_step, q.i(1));
       }
@@ -233,6 +267,18 @@ Source read_source(const std::string& path, const ImportOptions& opt) {
         r.rank_scales = read_rows(
             *db, "SELECT step, layer, role, rank, amax, scale FROM rank_scales WHERE run_id = ?",
             r.id, {});
+      }
+      const std::pair<const char*, const Rows*> stepped[] = {{"tensor_stats", &r.tensor_stats},
+                                                             {"blobs", &r.blobs},
+                                                             {"events", &r.events},
+                                                             {"rank_scales", &r.rank_scales}};
+      for (const auto& [table, rows] : stepped) {
+        const auto col = std::find(rows->columns.begin(), rows->columns.end(), "step");
+        if (col == rows->columns.end()) continue;
+        for (const std::vector<Value>& row : rows->rows) {
+          check_step(row[static_cast<size_t>(col - rows->columns.begin())], path, r,
+                     std::string("its ") + table);
+        }
       }
       if (r.parent_sweep > 0 && opt.parent_sweep <= 0) sweeps.insert(r.parent_sweep);
     }

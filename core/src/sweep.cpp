@@ -28,7 +28,7 @@ double sweep_metric(const SweepPoint& p, SweepMetric m) {
 std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep_id) {
   const auto info = store.sweep(sweep_id);
   if (!info) throw StoreError("no sweep " + std::to_string(sweep_id) + " in " + store.path());
-  const SweepSpec spec = sweep_from_json(info->grid_json);
+  const SweepSpec spec = sweep_from_json(info->grid_json, stored_grid_name(sweep_id, store.path()));
   std::map<std::string, const SweepTrial*> by_name;
   const std::vector<SweepTrial> trials = expand_sweep(spec);
   for (const auto& t : trials) by_name[t.config.name] = &t;
@@ -108,10 +108,23 @@ struct SweepRunner::Active {
 SweepRunner::SweepRunner(RunStore& store, int parallel)
     : store_(store), parallel_(parallel), active_(std::make_shared<Active>()) {}
 
+void check_trial_devices(const std::vector<SweepTrial>& trials) {
+  for (const SweepTrial& t : trials) {
+    if (t.config.device.rfind("cuda", 0) != 0) continue;
+    try {
+      Trainer::resolve_device("cuda");
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("trial " + t.key + ": " + e.what());
+    }
+    return;
+  }
+}
+
 SweepRunner::SweepRunner(SweepSpec spec, RunStore& store, int parallel)
     : SweepRunner(store, parallel) {
   spec_ = std::move(spec);
   trials_ = expand_sweep(spec_);  // throws before anything is stored
+  check_trial_devices(trials_);
   done_.assign(trials_.size(), 0);
   sweep_id_ = store_.create_sweep(spec_.name, sweep_json(spec_));
 }
@@ -120,7 +133,7 @@ std::unique_ptr<SweepRunner> SweepRunner::resume(RunStore& store, int64_t sweep_
   const auto info = store.sweep(sweep_id);
   if (!info) throw StoreError("no sweep " + std::to_string(sweep_id) + " in " + store.path());
   auto r = std::unique_ptr<SweepRunner>(new SweepRunner(store, parallel));
-  r->spec_ = sweep_from_json(info->grid_json);
+  r->spec_ = sweep_from_json(info->grid_json, stored_grid_name(sweep_id, store.path()));
   r->trials_ = expand_sweep(r->spec_);
   r->done_.assign(r->trials_.size(), 0);
   r->sweep_id_ = sweep_id;
@@ -140,6 +153,11 @@ std::unique_ptr<SweepRunner> SweepRunner::resume(RunStore& store, int64_t sweep_
       r->skipped_++;
     }
   }
+  std::vector<SweepTrial> pending;  // checked before the sweep is marked running again
+  for (size_t i = 0; i < r->trials_.size(); ++i) {
+    if (!r->done_[i]) pending.push_back(r->trials_[i]);
+  }
+  check_trial_devices(pending);
   store.set_sweep_status(sweep_id, "running");
   return r;
 }
@@ -154,12 +172,15 @@ void SweepRunner::stop() {
   for (Trainer* t : active_->trainers) t->stop();
 }
 
-void SweepRunner::run(std::function<void(size_t, RunStatus)> on_trial) {
+SweepRunner::Plan SweepRunner::plan() const {
   const BackendInfo b = probe_backend();
-  const bool cuda = spec_.base.device.rfind("cuda", 0) == 0 && b.cuda_devices > 0;
+  Plan p;
+  p.cuda_devices = b.cuda_devices;
+  p.cuda = spec_.base.device.rfind("cuda", 0) == 0 && b.cuda_devices > 0;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  int workers = parallel_ > 0 ? parallel_
-                              : (cuda ? b.cuda_devices : static_cast<int>(std::max(1u, cores / 2)));
+  int workers = parallel_ > 0
+                    ? parallel_
+                    : (p.cuda ? b.cuda_devices : static_cast<int>(std::max(1u, cores / 2)));
   size_t remaining = 0;
   for (uint8_t d : done_) remaining += d ? 0 : 1;
   workers = std::max(1, std::min<int>(workers, static_cast<int>(std::max<size_t>(1, remaining))));
@@ -168,14 +189,39 @@ void SweepRunner::run(std::function<void(size_t, RunStatus)> on_trial) {
   for (size_t i = 0; i < trials_.size(); ++i) {
     if (!done_[i]) biggest = std::max(biggest, estimate_run_memory(trials_[i].config).total);
   }
-  if (!cuda && biggest > 0) {
+  if (!p.cuda && biggest > 0) {
     const double fit = static_cast<double>(run_memory_limit()) / biggest;
     workers = std::max(1, std::min(workers, static_cast<int>(std::min(fit, 1e6))));
   }
-  // CPU: the cores divided among the trials that run side by side.
-  const int threads = cuda                     ? 0
-                      : threads_per_trial_ > 0 ? threads_per_trial_
-                                               : std::max(1, static_cast<int>(cores) / workers);
+  // Every trial's compute threads together stay within the BLAS's limit (OpenBLAS crashes
+  // past its thread table: --parallel 128 on 2 cores did); the trials beyond it wait their
+  // turn.
+  p.blas_limit = blas_thread_limit();
+  if (p.blas_limit > 0) {
+    const int per = !p.cuda && threads_per_trial_ > 0 ? threads_per_trial_ : 1;
+    const int most = std::max(1, p.blas_limit / per);
+    if (workers > most) {
+      workers = most;
+      p.blas_capped = true;
+    }
+  }
+  p.side_by_side = workers;
+  // CPU: the cores divided among the trials that run side by side (within the limit).
+  if (!p.cuda) {
+    p.threads = threads_per_trial_ > 0 ? threads_per_trial_
+                                       : std::max(1, static_cast<int>(cores) / workers);
+    if (threads_per_trial_ <= 0 && p.blas_limit > 0)
+      p.threads = std::max(1, std::min(p.threads, p.blas_limit / workers));
+  }
+  return p;
+}
+
+void SweepRunner::run(std::function<void(size_t, RunStatus)> on_trial) {
+  const Plan p = plan();
+  const bool cuda = p.cuda;
+  const int workers = p.side_by_side;
+  const int threads = p.threads;
+  const int cuda_devices = p.cuda_devices;
   std::atomic<size_t> next{0};
   std::mutex error_mutex;
   std::string error;
@@ -185,7 +231,7 @@ void SweepRunner::run(std::function<void(size_t, RunStatus)> on_trial) {
       if (i >= trials_.size() || stop_) return;
       if (done_[i]) continue;
       RunConfig cfg = trials_[i].config;
-      if (cuda) cfg.device = "cuda:" + std::to_string(w % b.cuda_devices);
+      if (cuda) cfg.device = "cuda:" + std::to_string(w % cuda_devices);
       try {
         const int64_t id = store_.create_run(cfg.name, "sweep-trial", run_config_json(cfg),
                                              Trainer::resolve_device(cfg.device), sweep_id_);

@@ -24,6 +24,7 @@
 #include "fp8wb/core/file_io.h"
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
+#include "json_fields.h"
 
 extern char** environ;
 
@@ -241,21 +242,37 @@ Manifest read_manifest(const fs::path& dir) {
                              ": not a folder that `fp8wb sweep --slurm` submitted");
   }
   Manifest m;
+  // Every problem in words that name the field: "sweep.json cannot be read as a sweep's
+  // description: field 'trials[2].uuid' is a number, not text".
+  const std::string text = read_regular_file(file.string(), 64 << 20);
   try {
-    const std::string text = read_regular_file(file.string(), 64 << 20);
-    const json j = json::parse(text);
-    if (j.value("format", "") != kSweepManifestFormat)
-      throw std::runtime_error("not a sweep's file");
-    m.sweep_uuid = j.at("sweep_uuid").get<std::string>();
-    m.sweep_name = j.at("sweep_name").get<std::string>();
-    m.sweep_id = j.at("sweep_id").get<int64_t>();
-    m.db = j.at("db").get<std::string>();
-    m.job = j.at("job").get<std::string>();
-    for (const json& t : j.at("trials")) {
-      m.trials.push_back({t.at("key").get<std::string>(), t.at("name").get<std::string>(),
-                          t.at("uuid").get<std::string>(), t.at("config").dump()});
+    namespace jf = json_fields;
+    const json j = jf::parse(text);
+    const auto format = j.find("format");
+    if (format == j.end() || !format->is_string() ||
+        format->get<std::string>() != kSweepManifestFormat) {
+      throw std::invalid_argument(std::string("its field 'format' is not \"") +
+                                  kSweepManifestFormat +
+                                  "\": not a file `fp8wb sweep --slurm` wrote");
     }
-  } catch (const std::exception& e) {
+    m.sweep_uuid = jf::text(j, "sweep_uuid");
+    m.sweep_name = jf::text(j, "sweep_name");
+    m.sweep_id = jf::whole(j, "sweep_id");
+    m.db = jf::text(j, "db");
+    m.job = jf::text(j, "job");
+    const json& trials = jf::items(j, "trials");
+    for (size_t i = 0; i < trials.size(); ++i) {
+      const std::string at = "trials[" + std::to_string(i) + "]";
+      const json& config = jf::field(trials[i], "config", at);
+      try {
+        parse_run_config(config.dump());  // read when its task fails: checked now
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument("field '" + at + ".config': " + e.what());
+      }
+      m.trials.push_back({jf::text(trials[i], "key", at), jf::text(trials[i], "name", at),
+                          jf::text(trials[i], "uuid", at), config.dump()});
+    }
+  } catch (const std::invalid_argument& e) {
     throw std::runtime_error(file.string() +
                              " cannot be read as a sweep's description: " + e.what());
   }

@@ -1,13 +1,18 @@
 // The sweep grid: its syntax, expansion into trials and stored form (sweep.h). No torch
 // and no SQLite: the run-config fuzzer (tests/fuzz) builds this file alone.
 #include <algorithm>
+#include <charconv>
 #include <climits>
+#include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
 #include "fp8wb/core/name_text.h"
 #include "fp8wb/core/sweep.h"
+#include "json_fields.h"
 
 namespace fp8wb {
 namespace {
@@ -18,6 +23,23 @@ std::string trim(const std::string& s) {
   const size_t a = s.find_first_not_of(" \t");
   if (a == std::string::npos) return "";
   return s.substr(a, s.find_last_not_of(" \t") - a + 1);
+}
+
+// The number a grid value spells ("0.1", "1e-1", "0.10"), if it is one, whole (a NaN,
+// equal to nothing, is none).
+std::optional<double> number_in(const std::string& v) {
+  double d = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
+  if (ec != std::errc() || end != v.data() + v.size() || std::isnan(d)) return std::nullopt;
+  return d;
+}
+
+// A value or key quoted in a note: at most 40 bytes, cut between characters, with "…".
+std::string note_text(const std::string& s) {
+  if (s.size() <= 40) return s;
+  size_t at = 39;
+  while (at > 0 && (static_cast<unsigned char>(s[at]) & 0xC0) == 0x80) --at;
+  return s.substr(0, at) + "…";
 }
 
 }  // namespace
@@ -31,24 +53,57 @@ SweepAxis parse_grid(const std::string& text) {
   SweepAxis a;
   a.key = trim(text.substr(0, eq));
   std::string rest = text.substr(eq + 1);
+  std::set<std::string> seen;
+  std::map<double, std::string> numbers;  // the numbers given, as first spelled
   size_t i = 0;
   while (i <= rest.size()) {
     const size_t j = rest.find(',', i);
     const std::string v = trim(rest.substr(i, j == std::string::npos ? std::string::npos : j - i));
     if (v.empty()) throw std::invalid_argument("grid '" + a.key + "' has an empty value");
-    if (std::find(a.values.begin(), a.values.end(), v) != a.values.end()) {
+    if (!seen.insert(v).second) {
       throw std::invalid_argument("grid '" + a.key + "' has the value " + v.substr(0, 40) +
                                   " twice");
     }
-    if (a.values.size() >= kMaxSweepTrials) {
-      throw std::invalid_argument("grid '" + a.key + "' has more than " +
-                                  std::to_string(kMaxSweepTrials) + " values");
+    // Another spelling of a number already there (1e-1 after 0.1) would run the same
+    // trials again: dropped, the first spelling kept, and said.
+    const std::optional<double> d = number_in(v);
+    const auto same = d ? numbers.find(*d) : numbers.end();
+    if (same != numbers.end()) {
+      a.merged.push_back({v, same->second});
+    } else {
+      if (a.values.size() >= kMaxSweepTrials) {
+        throw std::invalid_argument("grid '" + a.key + "' has more than " +
+                                    std::to_string(kMaxSweepTrials) + " values");
+      }
+      if (d) numbers.emplace(*d, v);
+      a.values.push_back(v);
     }
-    a.values.push_back(v);
     if (j == std::string::npos) break;
     i = j + 1;
   }
   return a;
+}
+
+std::vector<std::string> merged_value_notes(const SweepAxis& axis) {
+  std::vector<std::string> notes;
+  for (const std::string& kept : axis.values) {  // in the grid's order
+    std::vector<std::string> dropped;
+    for (const auto& [spelling, same] : axis.merged) {
+      if (same == kept) dropped.push_back(spelling);
+    }
+    if (dropped.empty()) continue;
+    const size_t named = std::min<size_t>(dropped.size(), 5);  // at most five named
+    std::string list;
+    for (size_t k = 0; k < named; ++k) {
+      const bool last = k + 1 == named && named == dropped.size();
+      list += (k == 0 ? "" : last ? " and " : ", ") + note_text(dropped[k]);
+    }
+    if (named < dropped.size()) list += " and " + std::to_string(dropped.size() - named) + " more";
+    notes.push_back("grid '" + note_text(axis.key) + "': " + list +
+                    (dropped.size() == 1 ? " is" : " are") + " the number " + note_text(kept) +
+                    " again: dropped, so that its trials run once (as " + note_text(kept) + ")");
+  }
+  return notes;
 }
 
 std::vector<SweepTrial> expand_sweep(const SweepSpec& spec) {
@@ -139,29 +194,58 @@ std::string sweep_json(const SweepSpec& spec) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-SweepSpec sweep_from_json(const std::string& text) {
+std::string stored_grid_name(int64_t sweep_id, const std::string& db_path) {
+  return "sweep " + std::to_string(sweep_id) + "'s stored grid (in " + db_path + ")";
+}
+
+SweepSpec sweep_from_json(const std::string& text, const std::string& what) {
+  // Every problem in words, naming the field: "a stored sweep's grid is unreadable: field
+  // 'axes[0].values[1]' is a number, not text".
   SweepSpec s;
-  check_json_nesting(text, "a stored sweep's grid");
+  check_json_nesting(text, what);
   try {
-    const json j = json::parse(text);
-    s.name = j.at("name").get<std::string>();
+    namespace jf = json_fields;
+    const json j = jf::parse(text);
+    s.name = jf::text(j, "name");
     // A whole number within int's range (a fraction or 1e25 would not convert).
-    const json& seeds = j.at("seeds");
+    const json& seeds = jf::field(j, "seeds");
     const bool whole = seeds.is_number_unsigned() ? seeds.get<uint64_t>() <= INT_MAX
                        : seeds.is_number_integer()
                            ? seeds.get<int64_t>() >= INT_MIN && seeds.get<int64_t>() <= INT_MAX
                            : false;
     if (!whole) {
-      throw std::invalid_argument("a stored sweep's grid is unreadable: its seeds (" +
-                                  seeds.dump() + ") are not a whole number of trials");
+      throw std::invalid_argument("its seeds (" +
+                                  (seeds.is_number() ? seeds.dump() : jf::kind_of(seeds)) +
+                                  ") are not a whole number of trials");
     }
     s.seeds = seeds.get<int>();
-    s.base = parse_run_config(j.at("base").dump());
-    for (const auto& a : j.at("axes"))
-      s.axes.push_back(
-          {a.at("key").get<std::string>(), a.at("values").get<std::vector<std::string>>()});
-  } catch (const json::exception& e) {
-    throw std::invalid_argument(std::string("a stored sweep's grid is unreadable: ") + e.what());
+    const json& base = jf::field(j, "base");
+    if (!base.is_object())
+      throw std::invalid_argument("field 'base' is " + jf::kind_of(base) + ", not a config");
+    try {
+      s.base = parse_run_config(base.dump());
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("its base ") + e.what());
+    }
+    const json& axes = jf::items(j, "axes");
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const std::string at = "axes[" + std::to_string(i) + "]";
+      SweepAxis a;
+      a.key = jf::text(axes[i], "key", at);
+      const json& values = jf::items(axes[i], "values", at);
+      for (size_t k = 0; k < values.size(); ++k) {
+        if (!values[k].is_string()) {
+          throw std::invalid_argument("field '" + at + ".values[" + std::to_string(k) + "]' is " +
+                                      jf::kind_of(values[k]) + ", not text");
+        }
+        a.values.push_back(values[k].get<std::string>());
+      }
+      s.axes.push_back(std::move(a));
+    }
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(what + " is unreadable: " + e.what());
+  } catch (const json::exception&) {  // not expected: every value is checked before it is read
+    throw std::invalid_argument(what + " is unreadable: a value in it is not what it should be");
   }
   return s;
 }

@@ -40,6 +40,8 @@ namespace {
 
 // Consecutive steps over the divergence limit that end a run as diverged.
 constexpr int64_t kBlowUpSteps = 10;
+// The most the MLP's drift widens that limit by.
+constexpr double kMaxSwing = 1e5;
 
 std::string g6(double v) {
   char buf[32];
@@ -465,14 +467,23 @@ void Trainer::Impl::body() {
   // A blow-up (docs/numerics.md, "Divergence"): kBlowUpSteps consecutive steps (all of a
   // shorter run) whose loss is non-finite or over max(10 x B, B + 1), B the run's first
   // finite loss; for the MLP with drift the limit is widened by the swing drift gives the
-  // inputs' squares on its own, 4^drift.
+  // inputs' squares on its own, 4^drift, but by kMaxSwing at most: a loss past a million
+  // times the first is absurd whatever the drift (drift=30 reached 9e12 and finished).
   const int64_t blow_up_steps = std::min<int64_t>(kBlowUpSteps, cfg.steps);
-  const double swing = cfg.model == ModelKind::Mlp && cfg.drift > 0 ? std::exp2(2 * cfg.drift) : 1;
+  const double swing = cfg.model == ModelKind::Mlp && cfg.drift > 0
+                           ? std::min(std::exp2(2 * cfg.drift), kMaxSwing)
+                           : 1;
   double first_loss = std::nan("");
   int64_t over_limit = 0;
   double last_loss = std::nan(""), last_limit = std::nan("");  // of the last step run
   int64_t ref_over_limit = 0;  // the reference's consecutive steps over the same limit
   double last_ref_loss = std::nan("");
+  const auto limit_basis = [&] {  // how the limit was reached, for the messages
+    return "10 x the first loss " + g6(first_loss) +
+           (swing == 1           ? std::string()
+            : swing == kMaxSwing ? ", x 1e5 at most for drift: a loss past it is absurd"
+                                 : ", x 4^drift = " + g6(swing) + " for drift");
+  };
   // Where the high-precision reference blew up over the same steps, the settings (a
   // learning rate too high, say) diverge, not FP8 alone: said after the reason.
   const auto reference_too = [&] {
@@ -608,8 +619,8 @@ void Trainer::Impl::body() {
       finish(RunStatus::Diverged,
              std::isfinite(loss)
                  ? "loss blew up: " + g6(loss) + " at step " + std::to_string(step) + ", over " +
-                       g6(limit) + " (10 x the first loss " + g6(first_loss) + ") for " +
-                       std::to_string(over_limit) + " consecutive steps" + reference_too()
+                       g6(limit) + " (" + limit_basis() + ") for " + std::to_string(over_limit) +
+                       " consecutive steps" + reference_too()
                  : "non-finite or blown-up loss for " + std::to_string(over_limit) +
                        " consecutive steps (" + g6(loss) + " at step " + std::to_string(step) +
                        ")" + reference_too());
@@ -669,8 +680,8 @@ void Trainer::Impl::body() {
     finish(RunStatus::Diverged,
            std::isfinite(last_loss)
                ? "loss blew up at the end of the run: " + g6(last_loss) + " at the last step, " +
-                     std::to_string(last) + ", over " + g6(last_limit) + " (10 x the first loss " +
-                     g6(first_loss) + ") for its last " + counted(over_limit, "step")
+                     std::to_string(last) + ", over " + g6(last_limit) + " (" + limit_basis() +
+                     ") for its last " + counted(over_limit, "step")
                : "non-finite or blown-up loss at the end of the run: its last " +
                      counted(over_limit, "step") + " (" + g6(last_loss) + " at step " +
                      std::to_string(last) + ")" + reference_too());

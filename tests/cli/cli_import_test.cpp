@@ -184,6 +184,37 @@ TEST_F(CliImport, ARunWithAnUnknownStatusLeavesTheOthersUsable) {
   EXPECT_EQ(nlohmann::json::parse(r.out).size(), 1u);
 }
 
+// A step that is not a whole number in the source (another program's row: text in the
+// INTEGER column) is named with the source, the run, the table and the value, and nothing
+// is imported; it read as step 0 and failed as "UNIQUE constraint failed" against the
+// target, naming neither.
+TEST_F(CliImport, AStepThatIsNoWholeNumberIsNamedInTheSource) {
+  ASSERT_EQ(train(file("source.sqlite"), "texty").rc, 0);
+  const std::pair<const char*, std::string> cases[] = {
+      {"UPDATE scalars SET step = 'three' WHERE step = 3 AND series_id = "
+       "(SELECT id FROM series WHERE name = 'loss')",
+       "series \"loss\" has a step that is not a whole number: the text \"three\""},
+      {"UPDATE events SET step = 0.5 WHERE id = (SELECT MIN(id) FROM events)",
+       "events has a step that is not a whole number: the number 0.5"},
+  };
+  for (const auto& [edit, said] : cases) {
+    const std::string copy = file("copy.sqlite");
+    std::filesystem::copy_file(file("source.sqlite"), copy,
+                               std::filesystem::copy_options::overwrite_existing);
+    sql::exec(copy, edit);
+    const auto r = run({"runs", "import", copy, "--db", path_});
+    EXPECT_EQ(r.rc, 1) << edit;
+    EXPECT_NE(
+        r.err.find(copy + ": run 1 (\"texty\"): a row of its " + said + "; nothing was imported"),
+        std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("UNIQUE"), std::string::npos) << r.err;
+    const auto list = run({"runs", "list", "--db", path_, "--json"});
+    ASSERT_EQ(list.rc, 0) << list.err;
+    EXPECT_EQ(nlohmann::json::parse(list.out).size(), 0u) << list.out;
+  }
+}
+
 // A FIFO where the database should be is said to be one, not a missing database.
 TEST_F(CliImport, AFifoIsNotARegularFile) {
   ASSERT_EQ(mkfifo(file("fifo").c_str(), 0600), 0);

@@ -8,13 +8,18 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli_run.h"
+#include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/run_store.h"
+#include "fp8wb/core/sweep_collect.h"
+#include "sql_file.h"
 #include "table_text.h"
 #include "temp_dir.h"
+#include "temp_dir_test.h"
 
 namespace {
 
@@ -273,6 +278,178 @@ TEST(CliSweep, CutLabelsEndInAnEllipsis) {
   }
   EXPECT_EQ(cuts, 1u) << r.out;
   fp8wb::test::remove_tree(dir.string());
+}
+
+class CliSweepLimits : public fp8wb::test::TempDirTest {
+ protected:
+  CliSweepLimits() : TempDirTest("fp8wb-cli-sweep-limits") {}
+  // Statuses of the database's runs: "finished" -> how many.
+  std::map<std::string, int> statuses() const {
+    std::map<std::string, int> n;
+    for (const fp8wb::RunInfo& r : fp8wb::RunStore::open_read_only(path_)->runs())
+      ++n[std::string(fp8wb::run_status_name(r.status))];
+    return n;
+  }
+};
+
+// --parallel 128 on a 2-core machine: 128 trial threads inside OpenBLAS at once overflowed
+// its buffer table ("precompiled NUM_THREADS exceeded", then SIGSEGV) and left the runs
+// `running`. The trials past its limit wait their turn, said on stderr, and every trial
+// finishes. A process of its own: OpenBLAS writes to the real stderr, and a crash must
+// not take the test program with it.
+TEST_F(CliSweepLimits, ParallelPastOpenBlasLimitFinishesEveryTrial) {
+  const fp8wb::ProgramResult r = fp8wb::run_program({FP8WB_BINARY, "sweep",
+                                                     "--db",       path_,
+                                                     "--set",      "model=mlp",
+                                                     "--set",      "steps=2",
+                                                     "--set",      "reference=false",
+                                                     "--set",      "stats_interval=0",
+                                                     "--set",      "sqnr_interval=0",
+                                                     "--grid",     "margin=0,1",
+                                                     "--seeds",    "128",
+                                                     "--parallel", "128",
+                                                     "-q"});
+  ASSERT_TRUE(r.started);
+  EXPECT_EQ(r.status, 0) << r.err.substr(0, 2000);
+  EXPECT_EQ(r.err.find("NUM_THREADS exceeded"), std::string::npos) << r.err.substr(0, 2000);
+  EXPECT_EQ(statuses(), (std::map<std::string, int>{{"finished", 256}}));
+  if (const int limit = fp8wb::blas_thread_limit(); limit > 0 && limit < 128) {
+    EXPECT_NE(r.err.find("--parallel 128: " + std::to_string(limit) +
+                         " trials side by side at most here, as OpenBLAS takes " +
+                         std::to_string(limit) + " computing threads at once"),
+              std::string::npos)
+        << r.err;
+  }
+}
+
+// lr=0.1,1e-1,0.10 is one value spelled three ways: its trials run once, as 0.1, and the
+// dropped spellings are said; the same value spelled the same way twice is still refused.
+TEST_F(CliSweepLimits, NumericallyEqualGridValuesRunOnce) {
+  auto r = run({"sweep", "--db", path_, "--set", "model=mlp", "--set", "steps=1", "--set",
+                "reference=false", "--grid", "lr=0.1,1e-1,0.10,0.2", "--grid", "margin=0,0.0", "-q",
+                "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["trials"], 2);
+  EXPECT_EQ(j["axes"][0]["values"], (std::vector<std::string>{"0.1", "0.2"}));
+  EXPECT_EQ(j["axes"][1]["values"], (std::vector<std::string>{"0"}));
+  EXPECT_NE(r.err.find("grid 'lr': 1e-1 and 0.10 are the number 0.1 again: dropped, so that its "
+                       "trials run once (as 0.1)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("grid 'margin': 0.0 is the number 0 again"), std::string::npos) << r.err;
+  EXPECT_EQ(statuses(), (std::map<std::string, int>{{"finished", 2}}));
+  r = run({"sweep", "--db", path_, "--grid", "lr=0.1,0.1", "-q"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("grid 'lr' has the value 0.1 twice"), std::string::npos) << r.err;
+}
+
+// device=cuda (in the grid or the base) on a machine without a usable GPU is refused, naming
+// the trial and the problem, before a database or a sweep record is made; a Slurm sweep,
+// whose trials run on the cluster's GPUs, is not held to this machine's.
+TEST_F(CliSweepLimits, CudaWithoutAGpuStoresNothing) {
+  if (fp8wb::probe_backend().cuda_devices > 0) GTEST_SKIP() << "this machine has a GPU";
+  for (const std::vector<std::string>& how :
+       {std::vector<std::string>{"--grid", "device=cpu,cuda"},
+        std::vector<std::string>{"--set", "device=cuda:1", "--grid", "margin=0"}}) {
+    std::vector<std::string> args = {"sweep", "--db", path_, "--set", "model=mlp", "-q"};
+    args.insert(args.end(), how.begin(), how.end());
+    const auto r = run(args);
+    EXPECT_EQ(r.rc, 1);
+    EXPECT_NE(r.err.find("fp8wb: trial "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(": device cuda was asked for, but "), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(path_)) << "a database was made";
+  }
+  // Into a database that exists: no sweep is recorded in it.
+  fp8wb::RunStore::open(path_);
+  const auto r = run({"sweep", "--db", path_, "--set", "model=mlp", "--grid", "device=cuda"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(fp8wb::RunStore::open_read_only(path_)->sweeps().empty());
+}
+
+// A stored grid that cannot be read (a copy edited by hand, another program's row) is
+// said in words, naming the sweep, its database and the field: never nlohmann's
+// "[json.exception...]" texts.
+TEST_F(CliSweepLimits, AnUnreadableStoredGridIsSaidInWords) {
+  auto r = run({"sweep", "--db", path_, "--set", "model=mlp", "--set", "steps=1", "--set",
+                "reference=false", "--grid", "margin=0", "-q"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string at = "fp8wb: sweep 1's stored grid (in " + path_ + ") is unreadable: ";
+  const std::pair<const char*, std::string> cases[] = {
+      {"not json", "it is not valid JSON at line 1, column 2: invalid literal"},
+      {"[1, 2]", "it is an array, not a JSON object"},
+      {R"({"name": "s", "seeds": 1, "base": {}})", "field 'axes' is missing"},
+      {R"({"name": 7, "seeds": 1, "base": {}, "axes": []})", "field 'name' is a number, not text"},
+      {R"({"name": "s", "seeds": 1, "base": {}, "axes": [{"key": "margin", "values": [0]}]})",
+       "field 'axes[0].values[0]' is a number, not text"},
+      {R"({"name": "s", "seeds": 1, "base": {}, "axes": {"key": "margin"}})",
+       "field 'axes' is an object, not an array"},
+      {R"({"name": "s", "seeds": 1, "base": {"lr": "fast"}, "axes": []})",
+       "its base config field 'lr': expected a number"},
+  };
+  for (const auto& [grid, said] : cases) {
+    const std::string sql = "UPDATE sweeps SET grid_json = '" + std::string(grid) + "'";
+    fp8wb::test::sql::exec(path_, sql.c_str());
+    r = run({"sweep", "--db", path_, "--resume", "1", "-q"});
+    EXPECT_EQ(r.rc, 1) << grid;
+    EXPECT_NE(r.err.find(at + said), std::string::npos) << grid << "\n" << r.err;
+    EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;
+  }
+}
+
+// A Slurm sweep's sweep.json that is damaged or edited is named with the field and what is
+// wrong with it, in words.
+TEST_F(CliSweepLimits, AMalformedSweepJsonIsSaidInWords) {
+  const std::filesystem::path folder = dir_ / "sw";
+  std::filesystem::create_directories(folder);
+  const std::string file = (folder / "sweep.json").string();
+  const std::string head =
+      R"({"format": "fp8wb Slurm sweep", "sweep_uuid": "u", "sweep_name": "s", )";
+  const std::pair<std::string, std::string> cases[] = {
+      {"{\"format\": ", "it is not valid JSON at line 1, column 12: unexpected end of input"},
+      {R"({"format": "something else"})",
+       "its field 'format' is not \"fp8wb Slurm sweep\": not a file `fp8wb sweep --slurm` "
+       "wrote"},
+      {head + R"("db": "x", "job": "1", "trials": []})", "field 'sweep_id' is missing"},
+      {head + R"("sweep_id": 1.5, "db": "x", "job": "1", "trials": []})",
+       "field 'sweep_id' is a number that is not a whole one within range, not a whole number"},
+      {head + R"("sweep_id": 1, "db": "x", "job": "1", "trials": [{"key": "k", "name": "n", )" +
+           R"("uuid": 5, "config": {}}]})",
+       "field 'trials[0].uuid' is a number, not text"},
+      {head + R"("sweep_id": 1, "db": "x", "job": "1", "trials": [{"key": "k", "name": "n", )" +
+           R"("uuid": "u", "config": {"steps": "many"}}]})",
+       "field 'trials[0].config': config field 'steps': expected an integer"},
+  };
+  for (const auto& [text, said] : cases) {
+    std::ofstream(file) << text;
+    const auto r = run({"sweep", "--collect", folder.string(), "--db", path_});
+    EXPECT_EQ(r.rc, 1) << text;
+    EXPECT_NE(r.err.find(file + " cannot be read as a sweep's description: " + said),
+              std::string::npos)
+        << text << "\n"
+        << r.err;
+    EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;
+  }
+}
+
+// A message that quotes a long input (an id, a path, an option's value) cuts it at 200
+// characters with "…", whoever wrote it: fp8wb's own messages and CLI11's.
+TEST_F(CliSweepLimits, LongInputsAreCutInMessages) {
+  const std::string longer(5000, 'x');
+  const std::vector<std::vector<std::string>> cases = {
+      {"runs", "show", longer, "--db", path_},
+      {"sweep", "--collect", (dir_ / longer).string(), "--db", path_},
+      {"sweep", "--resume", longer, "--db", path_},
+      {"runs", "import", (dir_ / longer).string(), "--db", path_},
+  };
+  for (const auto& args : cases) {
+    const auto r = run(args);
+    EXPECT_NE(r.rc, 0) << args[1];
+    EXPECT_LT(r.err.size(), 600u) << r.err;
+    EXPECT_NE(r.err.find(std::string(100, 'x')), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("x…"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find(std::string(201, 'x')), std::string::npos) << r.err;
+  }
 }
 
 // The tables' cut: whole characters, the mark counted as one, padding to the column.

@@ -1,6 +1,7 @@
 // The Sweeps tab, offscreen: a small grid runs from the tab, every trial lands in the
 // store as a child run, the heatmap cells equal the grid points' figures, slicers pick
-// the third axis, an invalid grid is refused naming the field.
+// the third axis, an invalid grid is refused naming the field, numerically equal grid
+// values run once and are said.
 #include <QLabel>
 #include <QListWidget>
 #include <QSignalSpy>
@@ -21,6 +22,7 @@ class SweepsTabTest : public QObject {
  private Q_SLOTS:
   void smallSweepFromTheTab();
   void invalidGridIsRefused();
+  void equalSpellingsRunOnceAndAreSaid();
 
  private:
   QTemporaryDir dir_;
@@ -91,6 +93,30 @@ void SweepsTabTest::invalidGridIsRefused() {
   QVERIFY(failed.at(0).at(0).toString().contains(QStringLiteral("window")));
   QVERIFY(!tab.busy());
   QVERIFY(engine.store().sweeps().empty());
+}
+
+// lr=0.1,1e-1,0.10 is one value spelled three ways: the sweep runs it once, as 0.1, and
+// the tab says which spellings it dropped (its line and a notice), as fp8wb sweep does.
+void SweepsTabTest::equalSpellingsRunOnceAndAreSaid() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("spellings.sqlite")));
+  SweepsTab tab(&engine);
+  tab.setBaseOverrides(QStringLiteral("model=mlp\nsteps=2\nreference=false"));
+  tab.setGridText(QStringLiteral("lr=0.1,1e-1,0.10"));
+  QSignalSpy notices(&tab, &SweepsTab::notice);
+  QSignalSpy done(&tab, &SweepsTab::sweepFinished);
+  QCOMPARE(tab.start(), QString());
+  const QString said = QStringLiteral(
+      "grid 'lr': 1e-1 and 0.10 are the number 0.1 again: dropped, so that its trials run "
+      "once (as 0.1)");
+  QVERIFY(!notices.isEmpty());
+  QCOMPARE(notices.at(0).at(0).toString(), said);
+  QVERIFY(done.wait(120000));
+  QCOMPARE(done.at(0).at(1).toString(), QStringLiteral("finished"));
+  int children = 0;
+  for (const RunInfo& r : engine.store().runs())
+    children += r.parent_sweep == done.at(0).at(0).toLongLong() ? 1 : 0;
+  QCOMPARE(children, 1);
 }
 
 QTEST_MAIN(SweepsTabTest)

@@ -490,6 +490,16 @@ QString SweepsTab::start() {
     trials_->addItem(QString::fromStdString(t.key) + tr(": waiting"));
   showTrialsOrHint();
   status_->setText(tr("sweep %1: %2 trials").arg(sweep_id_).arg(runner_->trials().size()));
+  // Grid values dropped as another spelling of a number given before (lr=0.1,1e-1): said
+  // on the tab's line and as notices.
+  QStringList dropped;
+  for (const SweepAxis& a : spec.axes) {
+    for (const std::string& n : merged_value_notes(a)) dropped << QString::fromStdString(n);
+  }
+  if (!dropped.isEmpty()) {
+    status_->setText(status_->text() + QLatin1Char('\n') + dropped.join(QLatin1Char('\n')));
+    for (const QString& n : dropped) Q_EMIT notice(n);
+  }
   start_->setEnabled(false);
   stop_->setEnabled(true);
   rebuildSlicers();

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 
+#include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/sweep.h"
 
@@ -202,6 +203,32 @@ TEST(Sweep, DuplicateValuesAndHugeGridsAreRefused) {
     EXPECT_NE(std::string(e.what()).find("trials"), std::string::npos) << e.what();
   }
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+// However many trials are asked for side by side, and with however many threads each,
+// their compute threads together stay within OpenBLAS's limit (past it, it crashed):
+// the trials beyond it wait their turn.
+TEST(Sweep, TrialsSideBySideStayWithinTheBlasThreadLimit) {
+  const int limit = blas_thread_limit();
+  if (limit <= 0) GTEST_SKIP() << "the BLAS linked in states no thread limit";
+  const std::string path = temp_db("blas");
+  auto store = RunStore::open(path);
+  SweepSpec s = small_spec();
+  s.seeds = 300;  // 1200 trials
+  for (const int parallel : {1, 2, limit, limit + 1, 128, 1024}) {
+    SweepRunner r(s, *store, parallel);
+    for (const int threads : {0, 1, 4}) {
+      r.setThreadsPerTrial(threads);
+      const SweepRunner::Plan p = r.plan();
+      const int per = threads > 0 ? threads : 1;
+      EXPECT_LE(p.side_by_side * std::max(1, p.threads), std::max(limit, p.threads))
+          << parallel << " x " << threads;
+      EXPECT_EQ(p.side_by_side, std::min(parallel, limit / per)) << parallel << " x " << threads;
+      EXPECT_EQ(p.blas_capped, parallel > limit / per) << parallel << " x " << threads;
+    }
+  }
+  store.reset();
+  for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(path + ext);
 }
 
 // The store filling up mid-sweep: the sweep stops with the reason, its summary still

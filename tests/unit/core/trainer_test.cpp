@@ -440,6 +440,33 @@ TEST(Trainer, ALossBlowUpIsDivergence) {
   EXPECT_EQ(sane.status(), RunStatus::Finished) << sane.message();
 }
 
+// The MLP with drift=30 reached a loss of 9e12 at its first swing's peak and was stored
+// finished: the limit drift widens stops at 1e5 x, so a loss past a million times the
+// first ends the run diverged, saying so; the drifting preset (drift=4) still finishes.
+TEST(Trainer, AnAbsurdLossDivergesWhateverTheDrift) {
+  RunConfig c;
+  c.model = ModelKind::Mlp;
+  c.drift = 30;
+  c.steps = 40;
+  c.reference = false;
+  c.stats_interval = 0;
+  c.sqnr_interval = 0;
+  Trainer t(c, std::make_shared<MetricBus>());
+  t.run();
+  EXPECT_EQ(t.status(), RunStatus::Diverged) << t.message();
+  EXPECT_NE(t.message().find("loss blew up: "), std::string::npos) << t.message();
+  EXPECT_NE(t.message().find(", x 1e5 at most for drift: a loss past it is absurd) for 10 "
+                             "consecutive steps"),
+            std::string::npos)
+      << t.message();
+  c.drift = 4;
+  c.drift_period = 60;
+  c.steps = 150;
+  Trainer preset(c, std::make_shared<MetricBus>());
+  preset.run();
+  EXPECT_EQ(preset.status(), RunStatus::Finished) << preset.message();
+}
+
 // The run store failing mid-run (a full disk; the file turned read-only) ends the run as
 // failed with the reason, keeps every committed step, and the process goes on.
 class StoreFault : public ::testing::TestWithParam<const char*> {};

@@ -32,6 +32,14 @@ BackendInfo probe_backend();
 // hardware thread. Returns the count in force.
 int init_compute_threads(int threads = 0);
 
+// How many threads of this process may compute on the CPU at once: OpenBLAS (the BLAS of
+// Debian's LibTorch) keeps its buffers in a table of 2 x the MAX_THREADS it was built with
+// (openblas_get_config() says it: 64 on Debian), one a thread inside a BLAS call and one
+// for each of its own threads, and crashes when more are wanted at once ("precompiled
+// NUM_THREADS exceeded", then SIGSEGV). Its MAX_THREADS, which leaves half of the table
+// to OpenBLAS's threads, where the BLAS linked in is OpenBLAS; 0 where no limit is known.
+int blas_thread_limit();
+
 std::string workbench_version();
 
 }  // namespace fp8wb

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "fp8wb/core/name_table.h"
@@ -25,6 +26,9 @@ namespace fp8wb {
 struct SweepAxis {
   std::string key;
   std::vector<std::string> values;  // as typed: "0", "16", "most_recent"
+  // Values parse_grid() dropped as numerically equal to one before them (1e-1 after 0.1):
+  // {the spelling dropped, the value kept}. Not stored with the sweep.
+  std::vector<std::pair<std::string, std::string>> merged;
 };
 
 struct SweepSpec {
@@ -38,8 +42,13 @@ struct SweepSpec {
 constexpr uint64_t kMaxSweepTrials = 100000;
 
 // "margin=0,1,2,4" -> {margin, [0, 1, 2, 4]}. Throws std::invalid_argument (also for a
-// value given twice).
+// value given twice). Another spelling of a number already given ("lr=0.1,1e-1,0.10") is
+// dropped, the first kept, and listed in `merged`.
 SweepAxis parse_grid(const std::string& text);
+// What parse_grid() dropped, for users: "grid 'lr': 1e-1 and 0.10 are the number 0.1
+// again: dropped, so that its trials run once (as 0.1)", a line a value kept (`fp8wb
+// sweep` and the Sweeps tab say them).
+std::vector<std::string> merged_value_notes(const SweepAxis& axis);
 
 struct SweepTrial {
   std::string key;  // "margin=0 window=16 seed=1": a trial's identity within its sweep
@@ -51,8 +60,17 @@ struct SweepTrial {
 // Every trial (grid points x seeds). Each value is checked against the base config
 // before anything runs: a bad one throws std::invalid_argument naming the field.
 std::vector<SweepTrial> expand_sweep(const SweepSpec& spec);
+// A trial on a CUDA device needs one on this machine: else std::invalid_argument naming the
+// trial and the problem (SweepRunner checks before it stores anything; trials run on
+// cuda:0, cuda:1, ... in turn, whichever index they name).
+void check_trial_devices(const std::vector<SweepTrial>& trials);
 std::string sweep_json(const SweepSpec& spec);  // what the store keeps (base config + axes)
-SweepSpec sweep_from_json(const std::string& json);
+// The stored form read back; std::invalid_argument "<what> is unreadable: ..." naming the
+// field and its problem in words.
+SweepSpec sweep_from_json(const std::string& json,
+                          const std::string& what = "a stored sweep's grid");
+// "sweep 3's stored grid (in /path/runs.sqlite)": sweep_from_json()'s `what` for a stored one.
+std::string stored_grid_name(int64_t sweep_id, const std::string& db_path);
 
 // A grid point's figures: the mean over its seeds' runs that have ended (finished or
 // diverged).
@@ -130,6 +148,16 @@ class SweepRunner {
   // trials side by side). Sums split over a different number of threads round
   // differently, so equal counts give runs that agree to the bit.
   void setThreadsPerTrial(int threads) { threads_per_trial_ = threads; }
+  // How run() will run the trials still to run.
+  struct Plan {
+    int side_by_side = 1;  // trials at once (the rest wait their turn)
+    int threads = 0;       // CPU threads a trial computes with (0: on a GPU)
+    bool cuda = false;     // one trial per GPU, cuda:0, cuda:1, ... in turn
+    int cuda_devices = 0;
+    int blas_limit = 0;        // blas_thread_limit(): 0 where none is known
+    bool blas_capped = false;  // fewer side by side than asked, for that limit
+  };
+  Plan plan() const;
   size_t skipped() const { return skipped_; }  // trials already done before this run
 
  private:
