@@ -109,13 +109,15 @@ int print_values(const FormatsOptions& opt, Overflow ov, std::ostream& out) {
   }
   for (size_t i = 0; i < values.size(); ++i) {
     if (i > 0) out << "\n";
-    // Text that fp64 rounded to a value written otherwise is named beside it.
+    // Text that fp64 rounded to a value shown as another number is named beside it (not
+    // 1e-3, which is 0.001 as shown).
     const std::string shown = format_number(values[i].value);
     const std::string typed = trim_text(opt.values[i]);
-    out << fmt::format(
-        "value {}{} ({} overflow)\n", shown,
-        values[i].rounded && typed != shown ? " (fp64's nearest to " + typed + ")" : "",
-        overflow_name(ov));
+    out << fmt::format("value {}{} ({} overflow)\n", shown,
+                       values[i].rounded && !says_same_number(typed, shown)
+                           ? " (fp64's nearest to " + typed + ")"
+                           : "",
+                       overflow_name(ov));
     out << fmt::format("{:<9} {:<5} {:<12} {:>14} {:>12} {:>9} {:>14} {:>14}  {}\n", "format",
                        "code", "s exp man", "decoded", "abs error", "rel error", "below", "above",
                        "flags");

@@ -331,24 +331,30 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
     for (const auto& a : all) {
       const uint64_t zeros =
           a.log2_hist.size() > kValueHistZeroBin ? a.log2_hist[kValueHistZeroBin] : 0;
-      nlohmann::json t = {{"name", a.name},
-                          {"dtype", a.dtype},
-                          {"shape", a.shape},
-                          {"numel", a.numel},
-                          {"min", a.min},
-                          {"max", a.max},
-                          {"mean", a.mean},
-                          {"std", a.std},
-                          {"amax", a.amax},
-                          {"dynamic_range_bits", a.dynamic_range_bits},
-                          {"nan_count", a.nan_count},
-                          {"inf_count", a.inf_count},
-                          {"log2_histogram", legacy_log2_histogram(a.log2_hist)},
-                          {"log2_bins", log2_bins(a.log2_hist)},
-                          {"zero_count", zeros},
-                          {"recommended", a.recommended},
-                          {"reason", a.reason},
-                          {"warnings", a.warnings}};
+      nlohmann::json t = {
+          {"name", a.name},
+          {"dtype", a.dtype},
+          {"shape", a.shape},
+          {"numel", a.numel},
+          {"min", a.min},
+          {"max", a.max},
+          {"mean", a.mean},
+          {"std", a.std},
+          {"amax", a.amax},
+          {"dynamic_range_bits", a.dynamic_range_bits},
+          {"nan_count", a.nan_count},
+          {"inf_count", a.inf_count},
+          {"log2_histogram", legacy_log2_histogram(a.log2_hist)},
+          {"log2_bins", log2_bins(a.log2_hist)},
+          {"zero_count", zeros},
+          {"recommended", a.recommended},
+          {"reason", a.reason},
+          // The share of the nonzero values the recommended recipe turns
+          // into 0 (null without a recommendation).
+          {"recommended_underflow_pct", a.recommended_result()
+                                            ? nlohmann::json(a.recommended_result()->underflow_pct)
+                                            : nlohmann::json()},
+          {"warnings", a.warnings}};
       // Why the recipes ran but none is recommended (every one zeroes the tensor), null
       // otherwise.
       t["no_recipe"] = a.no_recipe.empty() ? nlohmann::json() : nlohmann::json(a.no_recipe);
@@ -380,8 +386,11 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
   }
   // Names as text a terminal shows as it is (control characters escaped: shown_text());
   // the JSON above holds them as they are.
-  out << fmt::format("{:<40} {:<8} {:<14} {:>10} {:>7}  {:<26} {:>8} {:>9}\n", "tensor", "dtype",
-                     "shape", "amax", "range", "recipe (best SQNR shown)", "SQNR dB", "underflow");
+  // The best SQNR's recipe and its figures, then the share the recommended recipe (named
+  // under the row) turns into 0.
+  out << fmt::format("{:<40} {:<8} {:<14} {:>10} {:>7}  {:<26} {:>8} {:>9} {:>14}\n", "tensor",
+                     "dtype", "shape", "amax", "range", "recipe (best SQNR shown)", "SQNR dB",
+                     "underflow", "rec. underflow");
   for (const auto& a : all) {
     std::string shape;
     for (int64_t d : a.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
@@ -392,13 +401,16 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
     }
     const std::string sqnr = best ? fmt::format("{:.1f}", best->sqnr_db) : std::string("-");
     const std::string underflow =
-        best ? fmt::format("{:.3f}%", best->underflow_pct) : std::string("-");
+        best ? underflow_pct_text(best->underflow_pct) + "%" : std::string("-");
+    const RecipeResult* rec = a.recommended_result();
+    const std::string rec_underflow =
+        rec ? underflow_pct_text(rec->underflow_pct) + "%" : std::string("-");
     const std::string amax = a.has_figures() ? fmt::format("{:.4g}", a.amax) : std::string("-");
     const std::string range =
         a.has_figures() ? fmt::format("{:.1f}b", a.dynamic_range_bits) : std::string("-");
-    out << fmt::format("{} {:<8} {} {:>10} {:>7}  {:<26} {:>8} {:>9}\n",
+    out << fmt::format("{} {:<8} {} {:>10} {:>7}  {:<26} {:>8} {:>9} {:>14}\n",
                        fit_column(shown_text(a.name), 40), a.dtype, fit_column(shape, 14), amax,
-                       range, best ? best->name : std::string("-"), sqnr, underflow);
+                       range, best ? best->name : std::string("-"), sqnr, underflow, rec_underflow);
     if (!a.not_quantized.empty()) out << "    no SQNR: " << a.not_quantized << "\n";
     if (a.nan_count > 0 || a.inf_count > 0) {
       out << fmt::format("    non-finite: {} NaN, {} Inf (left out of every figure above)\n",

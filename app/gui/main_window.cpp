@@ -9,6 +9,7 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -364,15 +365,19 @@ void MainWindow::fillExportMenu() {
   bool first = true;
   for (ExportablePlot* p : tab->findChildren<ExportablePlot*>()) {
     if (!p->isVisibleTo(tab)) continue;
-    QString what = p->yAxis->label();
-    if (!p->xAxis->label().isEmpty()) what = tr("%1 by %2").arg(what, p->xAxis->label());
+    // Named by the title its picture carries (setExportTitle(), else made of the axis
+    // labels that there are): a chart whose value axis has no label is no "Plot of  by ...".
+    QString what = p->exportTitle();
     if (what.isEmpty()) what = tr("plot");
+    // The file name offered: the title's words, joined by '-'.
+    static const QRegularExpression not_word(QStringLiteral("[^A-Za-z0-9._]+"));
+    QString file = QString(what).replace(not_word, QStringLiteral("-"));
+    while (file.endsWith(QLatin1Char('-')) || file.endsWith(QLatin1Char('.'))) file.chop(1);
+    if (file.isEmpty()) file = QStringLiteral("plot");
     QAction* a =
-        export_menu_->addAction(tr("Plot of %1 (PNG, PDF)...").arg(what), this, [this, p, what] {
-          QString path = save_dialog_(
-              this, tr("Export plot"),
-              QString(what).replace(QLatin1Char(' '), QLatin1Char('-')) + QStringLiteral(".png"),
-              tr("PNG image (*.png);;PDF (*.pdf)"));
+        export_menu_->addAction(tr("Plot of %1 (PNG, PDF)...").arg(what), this, [this, p, file] {
+          QString path = save_dialog_(this, tr("Export plot"), file + QStringLiteral(".png"),
+                                      tr("PNG image (*.png);;PDF (*.pdf)"));
           if (path.isEmpty()) return;
           if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".png");
           const QString err = p->exportTo(path);

@@ -91,8 +91,9 @@ void recommend(TensorAnalysis& a, Format e4m3) {
     a.reason = a.no_recipe;
     return;
   }
-  // Within 1 dB of the best, a recipe that turns fewer of the values into 0 is preferred
-  // (an SQNR carried by a few large values hides the small ones lost), then the simplest.
+  // Within 1 dB of the best, the recipes that turn the fewest of the values into 0 (an
+  // SQNR carried by a few large values hides the small ones lost; shares within
+  // kTiedZeroedPct of the fewest count as the fewest), then the simplest of them.
   auto candidate = [&](const RecipeResult& r) {
     return &r == best || (r.recipe.format == e4m3 && r.saturated_pct <= 0 && !zeroes_all(r) &&
                           r.sqnr_db >= best->sqnr_db - 1.0);
@@ -102,7 +103,7 @@ void recommend(TensorAnalysis& a, Format e4m3) {
     if (candidate(r)) least_zeroed = std::min(least_zeroed, r.underflow_pct);
   }
   auto few_zeroed = [&](const RecipeResult& r) {
-    return r.underflow_pct < least_zeroed + kNamedZeroedPct;
+    return r.underflow_pct <= least_zeroed + kTiedZeroedPct;
   };
   const RecipeResult* pick = nullptr;
   for (const auto& r : a.recipes) {
@@ -114,19 +115,20 @@ void recommend(TensorAnalysis& a, Format e4m3) {
   a.recommended = pick->name;
   if (pick == best) {
     a.reason = "best SQNR of the " + std::string(format_info(e4m3).name) +
-               " recipes: " + fixed(pick->sqnr_db, 1) + " dB, " + fixed(pick->underflow_pct, 3) +
-               "% underflow";
+               " recipes: " + fixed(pick->sqnr_db, 1) + " dB, " +
+               underflow_pct_text(pick->underflow_pct) + "% underflow";
   } else {
     const bool fewer = !few_zeroed(*best);
     const bool simpler = simplicity(pick->recipe.kind) < simplicity(best->recipe.kind);
     // The best of the recipes the pick is made among (the table's "highest SQNR" is of any
     // format): named as such, so that the two are not read as one figure.
-    a.reason = "within 1 dB of the best " + std::string(format_info(e4m3).name) + " recipe (" +
-               best->name + ", " + fixed(best->sqnr_db, 1) + " dB" +
-               (fewer ? ", " + fixed(best->underflow_pct, 3) + "% underflow" : std::string()) +
-               ")" + (fewer ? " and turns fewer values into 0" : "") +
-               (simpler ? std::string(fewer ? "," : "") + " and simpler" : "") + ": " +
-               fixed(pick->sqnr_db, 1) + " dB, " + fixed(pick->underflow_pct, 3) + "% underflow";
+    a.reason =
+        "within 1 dB of the best " + std::string(format_info(e4m3).name) + " recipe (" +
+        best->name + ", " + fixed(best->sqnr_db, 1) + " dB" +
+        (fewer ? ", " + underflow_pct_text(best->underflow_pct) + "% underflow" : std::string()) +
+        ")" + (fewer ? " and turns fewer values into 0" : "") +
+        (simpler ? std::string(fewer ? "," : "") + " and simpler" : "") + ": " +
+        fixed(pick->sqnr_db, 1) + " dB, " + underflow_pct_text(pick->underflow_pct) + "% underflow";
   }
   // Say why finer scaling wins when it does: the spread inside the tensor (unless the best,
   // named above, is tensorwise).
@@ -134,11 +136,12 @@ void recommend(TensorAnalysis& a, Format e4m3) {
       best->recipe.kind != ScalingKind::Tensorwise) {
     for (const auto& r : a.recipes) {
       if (r.recipe.format == e4m3 && r.recipe.kind == ScalingKind::Tensorwise) {
-        // An SQNR carried by a few large values hides the small ones lost: said beside it.
-        const std::string lost =
-            r.underflow_pct >= kNamedZeroedPct
-                ? " but turns " + fixed(r.underflow_pct, 3) + "% of the nonzero values into 0"
-                : "";
+        // An SQNR carried by a few large values hides the small ones lost: said beside it,
+        // where they are many (kNamedZeroedPct) or what it lost the pick by.
+        const std::string lost = r.underflow_pct >= kNamedZeroedPct || !few_zeroed(r)
+                                     ? " but turns " + underflow_pct_text(r.underflow_pct) +
+                                           "% of the nonzero values into 0"
+                                     : "";
         a.reason += "; one tensorwise scale gives " + fixed(r.sqnr_db, 1) + " dB" + lost +
                     " (amax " + significant(a.amax) + " against a dynamic range of " +
                     fixed(a.dynamic_range_bits, 1) + " bits" +
@@ -174,6 +177,16 @@ void recommend(TensorAnalysis& a, Format e4m3) {
 }
 
 }  // namespace
+
+std::string underflow_pct_text(double pct) {
+  if (pct > 0 && pct < 0.001) {
+    std::ostringstream s;
+    s.precision(2);
+    s << pct;
+    return s.str();
+  }
+  return fixed(pct, 3);
+}
 
 double worst_first_key(const TensorAnalysis& a) {
   double best = -INFINITY;

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -380,6 +381,96 @@ ParsedValue parse_value_exactly(std::string_view text) {
   }
   throw std::invalid_argument("'" + t +
                               "' is not a number: type e.g. 0.1, -3e-5, 0x1.8p3, 2^-9, inf or nan");
+}
+
+namespace {
+
+// A number's text as an exact decimal: sign, digits without leading and trailing zeros
+// and the power of ten of the first (decimal_digits()); nullopt for text that says no
+// finite decimal or one this cannot tell (hex, inf, nan, a power such as 3^-1 or 2^0.5).
+struct ExactDecimal {
+  bool negative = false;
+  std::pair<std::string, long> digits;
+  bool operator==(const ExactDecimal& o) const {
+    return digits == o.digits && (digits.first.empty() || negative == o.negative);
+  }
+};
+
+// Digits (most significant first) times m, a whole number.
+std::string times(const std::string& digits, uint64_t m) {
+  std::string out;
+  unsigned __int128 carry = 0;
+  for (auto it = digits.rbegin(); it != digits.rend(); ++it) {
+    const unsigned __int128 cur = static_cast<unsigned __int128>(*it - '0') * m + carry;
+    out.push_back(static_cast<char>('0' + static_cast<int>(cur % 10)));
+    carry = cur / 10;
+  }
+  for (; carry > 0; carry /= 10)
+    out.push_back(static_cast<char>('0' + static_cast<int>(carry % 10)));
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+std::optional<ExactDecimal> exact_decimal(const std::string& text) {
+  std::string t = trim(text);
+  ExactDecimal d;
+  if (!t.empty() && (t[0] == '-' || t[0] == '+')) {
+    d.negative = t[0] == '-';
+    t.erase(0, 1);
+  }
+  const auto plain = [](const std::string& p) -> std::optional<std::pair<std::string, long>> {
+    bool ok = false;
+    strict_strtod(p, ok);
+    if (!ok || p.empty() || p[0] == '-' || p[0] == '+' ||
+        p.find_first_not_of("0123456789.eE+-") != std::string::npos)
+      return std::nullopt;
+    return decimal_digits(p);
+  };
+  const auto caret = t.find('^');
+  if (caret == std::string::npos) {
+    const auto p = plain(t);
+    if (!p) return std::nullopt;
+    d.digits = *p;
+    return d;
+  }
+  // b^e with b a decimal and e a whole number: b = m x 10^q (m whole), b^e = m^e x 10^(qe);
+  // for e < 0, 1/m is a decimal where m = 2^i 5^j: 5^i 2^j x 10^-(i+j).
+  const auto b = plain(t.substr(0, caret));
+  std::string e_text = t.substr(caret + 1);
+  const bool e_negative = !e_text.empty() && e_text[0] == '-';
+  if (!e_text.empty() && (e_text[0] == '-' || e_text[0] == '+')) e_text.erase(0, 1);
+  const auto ex = plain(e_text);
+  if (!b || !ex || b->first.empty() || b->first.size() > 18) return std::nullopt;
+  const long e_len = static_cast<long>(ex->first.size());
+  if (ex->second < e_len - 1 || ex->second > 4) return std::nullopt;  // whole, below 10^5
+  long n = ex->first.empty() ? 0 : std::stol(ex->first);
+  for (long k = e_len - 1; k < ex->second; ++k) n *= 10;
+  uint64_t m = std::stoull(b->first);
+  long q = b->second - static_cast<long>(b->first.size() - 1);
+  if (e_negative) {
+    long i = 0, j = 0;
+    for (; m % 2 == 0; m /= 2) ++i;
+    for (; m % 5 == 0; m /= 5) ++j;
+    if (m != 1 || 2.33 * static_cast<double>(i) + static_cast<double>(j) > 62) return std::nullopt;
+    m = 1;
+    for (long k = 0; k < i; ++k) m *= 5;
+    for (long k = 0; k < j; ++k) m *= 2;
+    q = -q - i - j;
+  }
+  std::string digits = "1";
+  for (long k = 0; k < n; ++k) {
+    digits = times(digits, m);
+    if (digits.size() > 2000) return std::nullopt;
+  }
+  d.digits = decimal_digits(digits + "e" + std::to_string(q * n));
+  return d;
+}
+
+}  // namespace
+
+bool says_same_number(std::string_view a, std::string_view b) {
+  const auto x = exact_decimal(std::string(a)), y = exact_decimal(std::string(b));
+  return x && y && *x == *y;
 }
 
 double parse_value(std::string_view text) {

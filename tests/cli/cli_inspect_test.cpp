@@ -15,7 +15,9 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
+#include <sstream>
 
 #include "cli_run.h"
 #include "fifo.h"
@@ -125,6 +127,67 @@ TEST(CliInspect, TableJsonAndFilters) {
 
 // --recipe takes a recipe as the table and the JSON name it, format and MX rounding
 // included; an exact recipe's SQNR is "inf" in JSON, not null (no figure).
+// Issue 52's weight (2048 x 512, one row 1150 times the others): rowwise is recommended,
+// and the share of the values it turns into 0, a few in a million, is given for it: in
+// the table's "rec. underflow" column (two significant digits, not 0.000%) and as
+// recommended_underflow_pct in JSON, the recommended recipe's own figure; "-" and null
+// for a tensor without a recommendation.
+TEST(CliInspect, TheRecommendedRecipesUnderflowIsGiven) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("fp8wb-inspect-rec-" + std::to_string(getpid()) + ".safetensors"))
+                               .string();
+  std::mt19937 rng(52);
+  std::normal_distribution<float> nd(0, 0.02f);
+  std::vector<float> w(2048 * 512);
+  for (float& v : w) v = nd(rng);
+  for (size_t c = 0; c < 512; ++c) w[7 * 512 + c] *= 1150.0f;
+  std::vector<uint8_t> bytes(w.size() * 4);
+  std::memcpy(bytes.data(), w.data(), bytes.size());
+  fp8wb::write_safetensors(path, {{"mlp.weight", fp8wb::StDtype::F32, {2048, 512}, bytes},
+                                  {"step", fp8wb::StDtype::I64, {1}, std::vector<uint8_t>(8, 0)}});
+  auto r = run({"inspect", path, "--json", "--device", "cpu"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  double rec_pct = -1;
+  for (const auto& t : j) {
+    if (t["name"] == "step") {
+      EXPECT_TRUE(t["recommended_underflow_pct"].is_null()) << t.dump();
+      continue;
+    }
+    EXPECT_EQ(t["recommended"], "E4M3FN rowwise") << t["reason"];
+    for (const auto& rr : t["recipes"]) {
+      if (rr["recipe"] == t["recommended"]) rec_pct = rr["underflow_pct"].get<double>();
+    }
+    ASSERT_TRUE(t["recommended_underflow_pct"].is_number()) << t.dump();
+    EXPECT_EQ(t["recommended_underflow_pct"].get<double>(), rec_pct);
+  }
+  ASSERT_GT(rec_pct, 0.0);
+  ASSERT_LT(rec_pct, 0.001);
+  r = run({"inspect", path, "--device", "cpu"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string header, line;
+  std::getline(lines, header);
+  EXPECT_NE(header.find(" rec. underflow"), std::string::npos) << header;
+  char want[32];
+  std::snprintf(want, sizeof want, " %.2g%%", rec_pct);
+  bool weight_row = false, step_row = false;
+  while (std::getline(lines, line)) {
+    if (line.rfind("mlp.weight ", 0) == 0) {
+      weight_row = true;
+      EXPECT_TRUE(line.size() > std::strlen(want) &&
+                  line.compare(line.size() - std::strlen(want), std::strlen(want), want) == 0)
+          << line << " should end with" << want;
+    }
+    if (line.rfind("step ", 0) == 0) {
+      step_row = true;
+      EXPECT_EQ(line.back(), '-') << line;
+    }
+  }
+  EXPECT_TRUE(weight_row && step_row) << r.out;
+  std::filesystem::remove(path);
+}
+
 TEST(CliInspect, RecipesAsTheTableNamesThemAndExactSqnr) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("fp8wb-inspect-names-" + std::to_string(getpid()));

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <random>
 
 #include "checkpoint_tab_shown.h"
 #include "fp8wb/core/safetensors.h"
@@ -51,6 +52,7 @@ class CheckpointTabTest : public QObject {
   void aTruncatedFileIsSaidOnce();
   void theCaptionGivesTheChosenRecipesMedianBlock();
   void worstFirstPutsExactThenNoSqnrLast();
+  void theRecommendedRecipesUnderflowHasAColumn();
 
  private:
   QTemporaryDir dir_;
@@ -774,6 +776,52 @@ void CheckpointTabTest::worstFirstPutsExactThenNoSqnrLast() {
   QCOMPARE(order.mid(0, 2), (QStringList{QStringLiteral("d.fine"), QStringLiteral("b.exact")}));
   QCOMPARE(QSet<QString>(order.begin() + 2, order.end()),
            (QSet<QString>{QStringLiteral("a.ints"), QStringLiteral("c.zeros")}));
+}
+
+// Issue 52's weight (2048 x 512, one row 1150 times the others): the table gives the share
+// of the values the recommended recipe (rowwise) turns into 0 in a column of its own, in
+// two significant digits where it is below 0.001% (not "0.000%"), sorting by the figure;
+// "-" for a tensor without a recommendation.
+void CheckpointTabTest::theRecommendedRecipesUnderflowHasAColumn() {
+  std::mt19937 rng(52);
+  std::normal_distribution<float> nd(0, 0.02f);
+  std::vector<float> w(2048 * 512);
+  for (float& v : w) v = nd(rng);
+  for (size_t c = 0; c < 512; ++c) w[7 * 512 + c] *= 1150.0f;
+  std::vector<uint8_t> b(w.size() * 4);
+  std::memcpy(b.data(), w.data(), b.size());
+  const QString path = dir_.filePath(QStringLiteral("outlier-row.safetensors"));
+  write_safetensors(path.toStdString(),
+                    {{"mlp.weight", StDtype::F32, {2048, 512}, b},
+                     {"zero.weight", StDtype::F32, {16, 16}, std::vector<uint8_t>(1024, 0)}});
+  CheckpointTab tab;
+  QSignalSpy loaded(&tab, &CheckpointTab::checkpointLoaded);
+  tab.openCheckpoint(path);
+  QVERIFY(loaded.wait(60000));
+  const QAbstractItemModel* m = tab.proxy();
+  QCOMPARE(m->headerData(CheckpointModel::RecommendedUnderflow, Qt::Horizontal).toString(),
+           QStringLiteral("its underflow"));
+  bool seen_weight = false;
+  for (int r = 0; r < m->rowCount(); ++r) {
+    const QString name = m->index(r, CheckpointModel::Name).data().toString();
+    const QModelIndex cell = m->index(r, CheckpointModel::RecommendedUnderflow);
+    if (name == QLatin1String("zero.weight")) {
+      QCOMPARE(cell.data().toString(), QStringLiteral("-"));
+      continue;
+    }
+    seen_weight = true;
+    QCOMPARE(m->index(r, CheckpointModel::Recommended).data().toString(),
+             QStringLiteral("E4M3FN rowwise"));
+    const TensorAnalysis* t = tab.model()->tensorAt(tab.proxy()->mapToSource(m->index(r, 0)).row());
+    QVERIFY(t);
+    double pct = -1;
+    for (const RecipeResult& rr : t->recipes)
+      if (rr.name == "E4M3FN rowwise") pct = rr.underflow_pct;
+    QVERIFY(pct > 0 && pct < 0.001);
+    QCOMPARE(cell.data().toString(), QString::number(pct, 'g', 2) + QLatin1Char('%'));
+    QCOMPARE(cell.data(Qt::EditRole).toDouble(), pct);
+  }
+  QVERIFY(seen_weight);
 }
 
 QTEST_MAIN(CheckpointTabTest)

@@ -8,11 +8,13 @@
 #include <QComboBox>
 #include <QHeaderView>
 #include <QLabel>
+#include <QMenu>
 #include <QRegularExpression>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -109,6 +111,7 @@ class CheckpointViewTest : public QObject {
   void legendsDoNotCoverTheData();
   void theUlpAxisLabelFits();
   void exportedPicturesHaveATitle();
+  void theExportMenuNamesEveryPlotByItsTitle();
 
  private:
   // The main window at the default size, shown (offscreen), on `tab`.
@@ -528,6 +531,45 @@ void CheckpointViewTest::exportedPicturesHaveATitle() {
     QVERIFY2(QImage(file).convertToFormat(QImage::Format_RGB32) !=
                  p->toPixmap(0, 0, 2.0).toImage().convertToFormat(QImage::Format_RGB32),
              qPrintable(p->objectName()));
+  }
+}
+
+// File > Export names each plot of the tab shown by the title its picture carries: the
+// Checkpoint tab's recipe chart, whose value axis has no label, is no "Plot of  by SQNR
+// (dB)"; and the file name offered is made of that title.
+void CheckpointViewTest::theExportMenuNamesEveryPlotByItsTitle() {
+  auto w = window(QStringLiteral("Checkpoint"));
+  QVERIFY(load(*w, path_));
+  auto* exports = w->findChild<QMenu*>(QStringLiteral("export"));
+  QVERIFY(exports);
+  for (const QString& tab :
+       {QStringLiteral("Checkpoint"), QStringLiteral("Formats"), QStringLiteral("Scaling")}) {
+    QVERIFY(w->selectTab(tab));
+    QCoreApplication::processEvents();
+    Q_EMIT exports->aboutToShow();
+    QStringList titles;
+    for (ExportablePlot* p : w->findChildren<ExportablePlot*>()) {
+      if (p->isVisible()) titles << p->exportTitle();
+    }
+    int named = 0;
+    for (QAction* a : exports->actions()) {
+      if (a->objectName() != QLatin1String("export-plot")) continue;
+      const QString text = a->text();
+      QVERIFY2(!text.contains(QLatin1String("  ")) && !text.contains(QLatin1String("of  by")),
+               qPrintable(tab + QStringLiteral(": ") + text));
+      QVERIFY2(std::any_of(titles.begin(), titles.end(),
+                           [&](const QString& t) { return !t.isEmpty() && text.contains(t); }),
+               qPrintable(tab + QStringLiteral(": ") + text + QStringLiteral(" names none of ") +
+                          titles.join(QStringLiteral(" | "))));
+      ++named;
+    }
+    QVERIFY2(named > 0, qPrintable(tab));
+    if (tab == QLatin1String("Checkpoint")) {
+      const QList<QAction*> actions = exports->actions();
+      QVERIFY(std::any_of(actions.begin(), actions.end(), [](QAction* a) {
+        return a->text().contains(QLatin1String("SQNR of every recipe x format: "));
+      }));
+    }
   }
 }
 

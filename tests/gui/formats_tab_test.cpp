@@ -27,6 +27,7 @@ class FormatsTabTest : public QObject {
   void knownValuesShowKnownBits();
   void badInputShowsAMessage();
   void textFp64RoundsIsNeverExact();
+  void oneValueWrittenTwoWaysGetsTheSameNotes();
   void overflowModes();
   void allFormats();
   void codeTableModel();
@@ -118,6 +119,32 @@ void FormatsTabTest::textFp64RoundsIsNeverExact() {
                qPrintable(note->text()));
     }
   }
+}
+
+// 1e-3, 0.001 and 10^-3 are one value, which fp64 rounds alike to the double shown as
+// 0.001: the tab says the same of each (no note that the text was another number, and
+// the same cards). Text that says another number than the one shown (0.0010000000000000000001)
+// still gets the note.
+void FormatsTabTest::oneValueWrittenTwoWaysGetsTheSameNotes() {
+  FormatsTab tab;
+  const auto* note = tab.findChild<QLabel*>(QStringLiteral("fp64-note"));
+  QVERIFY(note);
+  auto shown = [&](const QString& text) {
+    tab.setValueText(text);
+    const FormatCard* c = tab.card(Format::E4M3FN);
+    return QStringList{note->isVisibleTo(&tab) ? note->text() : QString(), c->decodedText(),
+                       c->flagsText()};
+  };
+  const QStringList plain = shown(QStringLiteral("0.001"));
+  QVERIFY2(plain.front().isEmpty(), qPrintable(plain.front()));
+  for (const QString& text : {QStringLiteral("1e-3"), QStringLiteral("1E-03"),
+                              QStringLiteral("0.0010"), QStringLiteral("10^-3")}) {
+    const QStringList other = shown(text);
+    QVERIFY2(other == plain, qPrintable(text + QStringLiteral(": ") + other.join(" | ") +
+                                        QStringLiteral(" vs 0.001: ") + plain.join(" | ")));
+  }
+  QVERIFY(!shown(QStringLiteral("0.0010000000000000000001")).front().isEmpty());
+  QVERIFY(!shown(QStringLiteral("10^-3.0000000000000000001")).front().isEmpty());
 }
 
 void FormatsTabTest::overflowModes() {

@@ -262,19 +262,24 @@ void RunViewsTest::stepZeroIsDrawnOnlyWhenIncluded() {
   auto* box = scaling.findChild<QCheckBox*>(QStringLiteral("include-step-0"));
   QVERIFY(box && !box->isChecked());
   const QVector<double> later{10, 20, 30}, all{0, 10, 20, 30};
+  // The orange steps (the amax plot's second curve) end one interval past the newest.
+  auto keys = [&](ExportablePlot* p, int g, QVector<double> k) {
+    if (p == scaling.plots().front() && g == 1) k << 40;
+    return k;
+  };
   for (ExportablePlot* p : scaling.plots()) {
-    for (int g = 0; g < p->graphCount(); ++g) QCOMPARE(keys_of(p->graph(g)), later);
+    for (int g = 0; g < p->graphCount(); ++g) QCOMPARE(keys_of(p->graph(g)), keys(p, g, later));
     QVERIFY2(p->xAxis->range().lower > 0, qPrintable(QString::number(p->xAxis->range().lower)));
   }
   QTest::mouseClick(box, Qt::LeftButton, {}, QPoint(5, box->height() / 2));
   QVERIFY(box->isChecked());
   for (ExportablePlot* p : scaling.plots()) {
-    for (int g = 0; g < p->graphCount(); ++g) QCOMPARE(keys_of(p->graph(g)), all);
+    for (int g = 0; g < p->graphCount(); ++g) QCOMPARE(keys_of(p->graph(g)), keys(p, g, all));
     QVERIFY(p->xAxis->range().lower <= 0);
   }
   QTest::mouseClick(box, Qt::LeftButton, {}, QPoint(5, box->height() / 2));
   for (ExportablePlot* p : scaling.plots()) {
-    for (int g = 0; g < p->graphCount(); ++g) QCOMPARE(keys_of(p->graph(g)), later);
+    for (int g = 0; g < p->graphCount(); ++g) QCOMPARE(keys_of(p->graph(g)), keys(p, g, later));
   }
 
   QuantizationTab quantization(&data);

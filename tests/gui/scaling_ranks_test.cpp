@@ -92,6 +92,7 @@ class ScalingRanksTest : public QObject {
  private slots:
   void ranksSideBySideGrowLive();
   void oneRankShowsNoRankCurves();
+  void theNewestSampleIsDrawn();
 
  private:
   QTemporaryDir dir_;
@@ -175,6 +176,64 @@ void ScalingRanksTest::oneRankShowsNoRankCurves() {
   QVERIFY(!tab.rankAmaxPlot()->isVisible());
   QVERIFY(!tab.rankScalePlot()->isVisible());
   QCOMPARE(tab.plots().size(), size_t{3});
+}
+
+// The orange steps of "amax the scale maps to max" (step-left: a sample's value holds
+// until the next sample) reach past the newest sample by one sampling interval, so that a
+// newest step whose amax is above what its scale maps to max, which the caption calls
+// Saturating, shows as the blue amax over the orange step; and, as the run goes on, that
+// extension moves to the new newest sample (no stale point left behind).
+void ScalingRanksTest::theNewestSampleIsDrawn() {
+  auto store = RunStore::open(dir_.filePath(QStringLiteral("newest.sqlite")).toStdString());
+  const int64_t id = store->create_run("saturating", "train", "{}", "cpu");
+  // Each step's scale maps half of its amax to 448: every step saturates.
+  auto saturating = [&](int64_t s) {
+    MetricBatch b = step(id, s, 1);
+    for (TensorMetrics& t : b.tensors) t.scale = 448.0f / (0.5f * t.amax);
+    return b;
+  };
+  for (int64_t s : {0, 10, 20}) store->write(saturating(s));
+  store->flush();
+  RunData data;
+  RunCursor cursor;
+  data.load(*store, id, &cursor);
+  ScalingTab tab(&data);
+  tab.resize(1200, 900);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  tab.refresh(true);
+  select(tab, QStringLiteral("weight"));
+  QVERIFY2(tab.captionText().contains(QLatin1String("Saturating")), qPrintable(tab.captionText()));
+  QCPGraph* amax = tab.plots().front()->graph(0);
+  QCPGraph* mapped = tab.plots().front()->graph(1);
+  QCOMPARE(mapped->lineStyle(), QCPGraph::lsStepLeft);
+  // The newest sample (step 20, without step 0): blue amax a, orange a / 2 from step 20 to
+  // step 30, one interval on.
+  auto check = [&](double newest, double interval) {
+    const TensorMetrics& last = data.tensor(kLayer, Role::Weight)->points.back();
+    QCOMPARE(static_cast<double>(last.step), newest);
+    const double want = 448.0 / static_cast<double>(last.scale);
+    QCOMPARE(amax->data()->at(amax->dataCount() - 1)->key, newest);
+    QCOMPARE(amax->data()->at(amax->dataCount() - 1)->value, static_cast<double>(last.amax));
+    const int n = mapped->dataCount();
+    QVERIFY(n >= 2);
+    QCOMPARE(mapped->data()->at(n - 2)->key, newest);
+    QCOMPARE(mapped->data()->at(n - 2)->value, want);
+    QCOMPARE(mapped->data()->at(n - 1)->key, newest + interval);
+    QCOMPARE(mapped->data()->at(n - 1)->value, want);
+    QVERIFY(want < static_cast<double>(last.amax));  // drawn below the blue amax
+    // Every other point is a sample's, once.
+    for (int i = 1; i < n; ++i)
+      QVERIFY(mapped->data()->at(i)->key > mapped->data()->at(i - 1)->key);
+    QCOMPARE(n, amax->dataCount() + 1);
+  };
+  check(20, 10);
+  // The run goes on: the step reaches past the new newest sample.
+  for (int64_t s : {30, 40}) store->write(saturating(s));
+  store->flush();
+  data.append(store->read_new(id, cursor));
+  tab.refresh();
+  check(40, 10);
 }
 
 QTEST_MAIN(ScalingRanksTest)

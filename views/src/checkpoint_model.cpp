@@ -1,7 +1,7 @@
 // CheckpointModel (checkpoint_tab.h): the Checkpoint tab's table, a row per tensor: its
-// dtype, shape, amax, dynamic range, NaN and Inf, the recommended and the highest-SQNR
-// recipe, numbers to sort by and text to show, the recommended recipe in bold and green
-// and the selected one on an orange ground.
+// dtype, shape, amax, dynamic range, NaN and Inf, the recommended recipe and the share of
+// the values it turns into 0, the highest-SQNR recipe, numbers to sort by and text to show, the
+// recommended recipe in bold and green and the selected one on an orange ground.
 #include "fp8wb/views/checkpoint_tab.h"
 
 #include <QBrush>
@@ -43,12 +43,14 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
   if (!t) return {};
   const RecipeResult* best = nullptr;
   const double b = best_sqnr(*t, &best);
+  const RecipeResult* rec = t->recommended_result();
   // Sorting uses EditRole numbers; display uses text.
   if (role == Qt::EditRole || role == Qt::UserRole) {
     switch (index.column()) {
       case Amax: return t->amax;
       case Range: return t->dynamic_range_bits;
       case BestSqnr: return worst_first_key(*t);  // exact after finite, none last
+      case RecommendedUnderflow: return rec ? rec->underflow_pct : INFINITY;  // none last
       case TensorwiseSqnr: {
         // As the best SQNR's column: exact after finite, none last.
         const double v = sqnr_of(*t, ScalingKind::Tensorwise, recommend_format());
@@ -88,6 +90,9 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
         return !t->not_quantized.empty() ? tr("none: %1").arg(qs(t->not_quantized))
                : !t->no_recipe.empty()   ? tr("none: %1").arg(qs(t->no_recipe))
                                          : qs(t->recommended);
+      case RecommendedUnderflow:
+        return rec ? qs(underflow_pct_text(rec->underflow_pct)) + QLatin1Char('%')
+                   : QStringLiteral("-");
       default: return {};
     }
   }
@@ -127,9 +132,7 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
     return f;
   }
   if (role == Qt::ForegroundRole && index.column() == Recommended && !cell.isEmpty()) {
-    const auto pick = std::find_if(t->recipes.begin(), t->recipes.end(),
-                                   [&](const RecipeResult& r) { return r.name == t->recommended; });
-    const bool lossy = pick != t->recipes.end() && pick->underflow_pct >= kNamedZeroedPct;
+    const bool lossy = rec && rec->underflow_pct >= kNamedZeroedPct;
     return QBrush(lossy ? kLossyRecommendedColor : kRecommendedColor.darker(140));
   }
   if (role == Qt::BackgroundRole) {
@@ -168,6 +171,7 @@ QVariant CheckpointModel::headerData(int section, Qt::Orientation o, int role) c
                                   "range (bits)",
                                   "NaN / Inf",
                                   "recommended (%1)",
+                                  "its underflow",
                                   "highest SQNR (any format)",
                                   "its SQNR (dB)",
                                   "%1 tensorwise (dB)"};
@@ -179,6 +183,10 @@ QVariant CheckpointModel::headerData(int section, Qt::Orientation o, int role) c
       case Best:
       case BestSqnr: return tr("Highest SQNR: %1.").arg(tr(kBestCriterion));
       case Recommended: return tr("Recommended: %1.").arg(recommended_criterion());
+      case RecommendedUnderflow:
+        return tr(
+            "The share of the tensor's nonzero values that the recommended recipe "
+            "turns into 0");
       case NonFinite: return tr("NaN and Inf values, left out of every figure");
       default: return {};
     }

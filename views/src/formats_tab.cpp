@@ -204,10 +204,11 @@ void FormatsTab::refresh() {
   }
   value_ = parsed.value;
   error_->setVisible(false);
-  // Text that fp64 rounded to a value written otherwise is named beside it; no encoding
-  // of a rounded value is called exact (explain_value(ParsedValue)).
+  // Text that fp64 rounded to a value shown as another number is named beside it (not 1e-3,
+  // which is 0.001 as shown: says_same_number()); no encoding of a rounded value is called
+  // exact (explain_value(ParsedValue)).
   const QString shown = QString::fromStdString(format_number(parsed.value));
-  if (parsed.rounded && text != shown) {
+  if (parsed.rounded && !says_same_number(text.toStdString(), shown.toStdString())) {
     fp64_note_->setText(tr("value %1: fp64's nearest to %2, which fp64 cannot hold. The "
                            "encodings and errors below are of %1; none is exact to the text.")
                             .arg(shown, text));

@@ -286,6 +286,12 @@ void ScalingTab::drawSelected() {
     under << kUnderflowPct.of(p.raw);
     sat << kSaturatedPct.of(p.raw);
   }
+  // The orange steps (step-left: a sample's value holds until the next sample) end in a
+  // point one sampling interval past the newest sample, without which the newest step,
+  // the one the caption describes, would have no width. Appending, that point goes first.
+  QCPGraph* steps = amax_->graph(1);
+  if (append && steps->dataCount() > amax_->graph(0)->dataCount())
+    steps->data()->remove(steps->data()->at(steps->dataCount() - 1)->key);
   const std::pair<QCPGraph*, const QVector<double>*> graphs[] = {{amax_->graph(0), &amax},
                                                                  {amax_->graph(1), &mapped},
                                                                  {scale_->graph(0), &scale},
@@ -297,6 +303,11 @@ void ScalingTab::drawSelected() {
     } else {
       g->setData(x, *y, true);
     }
+  }
+  if (const int n = amax_->graph(0)->dataCount(); n > 0) {
+    const double newest = amax_->graph(0)->data()->at(n - 1)->key;
+    const double interval = n > 1 ? newest - amax_->graph(0)->data()->at(n - 2)->key : 1.0;
+    steps->addData(newest + interval, steps->data()->at(n - 1)->value);
   }
   fitAxes();
   const TensorMetrics& last = t->points.back();

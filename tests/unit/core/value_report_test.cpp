@@ -153,6 +153,39 @@ TEST(ParseValue, BeyondFp64IsRefusedAlike) {
   EXPECT_EQ(parse_value("0x0p0"), 0.0);
 }
 
+// One number, however written, is one number: the Formats tab and `fp8wb formats` name the
+// typed text beside the value shown only where they differ. 3^40 = 12157665459056928801
+// and 5^-3 = 0.008 (1/125) worked by hand; 30^20 = 3486784401 x 10^20.
+TEST(ParseValue, TextsSayTheSameNumberByValueNotSpelling) {
+  const std::pair<const char*, const char*> same[] = {{"1e-3", "0.001"},
+                                                      {"1E-03", "0.001"},
+                                                      {"0.0010", "0.001"},
+                                                      {"10^-3", "0.001"},
+                                                      {"+0.001", "0.001"},
+                                                      {" 1e-3 ", "0.001"},
+                                                      {"-1e-3", "-0.001"},
+                                                      {"0.1^3", "0.001"},
+                                                      {"5^-3", "0.008"},
+                                                      {"3^40", "12157665459056928801"},
+                                                      {"30^20", "3.486784401e+29"},
+                                                      {"-2^10", "-1024"},
+                                                      {"0", "-0e5"},
+                                                      {"1.5e1", "15"}};
+  for (const auto& [a, b] : same) {
+    EXPECT_TRUE(says_same_number(a, b)) << a << " vs " << b;
+    EXPECT_TRUE(says_same_number(b, a)) << b << " vs " << a;
+  }
+  const std::pair<const char*, const char*> different[] = {{"0.0010000000000000000001", "0.001"},
+                                                           {"1e-3", "-0.001"},
+                                                           {"10^-3.0000000000000000001", "0.001"},
+                                                           {"3^-1", "0.3333333333333333"},
+                                                           {"2^0.5", "1.4142135623730951"},
+                                                           {"0x1p-1", "0.5"},
+                                                           {"inf", "inf"},
+                                                           {"3^40", "1.2157665459056929e+19"}};
+  for (const auto& [a, b] : different) EXPECT_FALSE(says_same_number(a, b)) << a << " vs " << b;
+}
+
 // Whether fp64 rounded the text: then no result is exact.
 TEST(ParseValue, SaysWhereFp64RoundedTheText) {
   for (const char* text :

@@ -66,6 +66,12 @@ struct TensorAnalysis {
   // Whether min, max, mean, std, amax and the dynamic range describe any value: the values
   // are known and some are finite (not so for an empty tensor, or one of NaN and Inf only).
   bool has_figures() const { return values_known && numel > nan_count + inf_count; }
+  // The recommended recipe's figures; nullptr where none is recommended.
+  const RecipeResult* recommended_result() const {
+    for (const auto& r : recipes)
+      if (!recommended.empty() && r.name == recommended) return &r;
+    return nullptr;
+  }
 };
 
 // The order of "worst SQNR first" (`fp8wb inspect`, the Checkpoint tab): a tensor's best
@@ -131,6 +137,19 @@ struct ExportReport {
 // The share of a tensor's nonzero values turned into 0 from which it is named: by an export,
 // and beside one tensorwise scale's SQNR in a recommendation's reason.
 inline constexpr double kNamedZeroedPct = 1.0;
+
+// The recommendation's rule: among the E4M3 recipes within 1 dB of the best SQNR and
+// without saturation, those that turn the fewest values into 0, then the simplest. Shares
+// within this many points of the fewest count as the fewest (1 value in 10,000): a
+// Gaussian weight's smallest values, of which finer scales keep a handful more in a
+// million, do not outweigh the simpler recipe; an outlier row's scale that zeroes 0.5% of
+// the other rows does.
+inline constexpr double kTiedZeroedPct = 0.01;
+
+// A share of values turned into 0, in percent, as the reasons, `fp8wb inspect` and the
+// Checkpoint tab write it: three decimals ("0.549"), or two significant digits below 0.001
+// ("0.00048"), so that a few values turned into 0 never read "0.000"; exactly 0 is "0.000".
+std::string underflow_pct_text(double pct);
 
 // Which tensors export_fp8_checkpoint() writes in FP8, in words (help and messages).
 inline constexpr const char* kFp8ExportRule =

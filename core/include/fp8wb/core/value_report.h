@@ -79,6 +79,11 @@ struct ParsedValue {
   bool rounded = false;
 };
 ParsedValue parse_value_exactly(std::string_view text);
+// Whether two texts say exactly the same number, however written: 0.001, 1e-3, 1E-03,
+// 0.0010 and 10^-3 do; 0.001 and 0.0010000000000000000001 do not. Decimal text and powers
+// of a decimal to a whole exponent are compared by their exact values; text whose value
+// this cannot write as a decimal (hex, 3^-1, 2^0.5, inf, nan) says the same as nothing.
+bool says_same_number(std::string_view a, std::string_view b);
 // explain_value() for a typed value: one that fp64 rounded is never exact (its errors are
 // against fp64's nearest value).
 ValueReport explain_value(const ParsedValue& value, Format format,

@@ -45,6 +45,7 @@ class CheckpointModel : public QAbstractTableModel {
     Range,
     NonFinite,
     Recommended,
+    RecommendedUnderflow,  // the share of nonzero values the recommended recipe turns into 0
     Best,
     BestSqnr,
     TensorwiseSqnr,
