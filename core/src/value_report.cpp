@@ -396,12 +396,16 @@ struct ExactDecimal {
   }
 };
 
+// A digit times a 64-bit multiplier plus the carry needs more than 64 bits (GCC and
+// Clang's 128-bit integer, marked as the extension it is).
+__extension__ typedef unsigned __int128 Wide;
+
 // Digits (most significant first) times m, a whole number.
 std::string times(const std::string& digits, uint64_t m) {
   std::string out;
-  unsigned __int128 carry = 0;
+  Wide carry = 0;
   for (auto it = digits.rbegin(); it != digits.rend(); ++it) {
-    const unsigned __int128 cur = static_cast<unsigned __int128>(*it - '0') * m + carry;
+    const Wide cur = static_cast<Wide>(*it - '0') * m + carry;
     out.push_back(static_cast<char>('0' + static_cast<int>(cur % 10)));
     carry = cur / 10;
   }
