@@ -397,14 +397,37 @@ std::vector<float> Float8LinearState::amax_history(int index) const {
 }
 
 std::vector<float> Float8LinearState::amax_history(Role role) const {
+  return amax_history_copy(role, /*wait=*/true).history();
+}
+
+Float8LinearState::AmaxHistoryCopy Float8LinearState::amax_history_copy(Role role,
+                                                                        bool wait) const {
   const Float8RoleHistory& h = delayed.at(role_index(role));
-  if (h.host) return h.host->history();
-  if (!h.device.defined()) return {};
-  const int64_t w = h.device.numel() - 4;
-  const at::Tensor ring = h.device.narrow(0, 0, w).to(at::kCPU).contiguous();
+  AmaxHistoryCopy c;
+  if (h.host) {
+    c.host = h.host->history();
+    return c;
+  }
+  if (!h.device.defined()) return c;
+  const at::Tensor ring = h.device.narrow(0, 0, h.device.numel() - 4);
+  if (ring.is_cuda() && wait) {
+    c.ring = ring.to(at::kCPU);
+  } else if (ring.is_cuda()) {
+    c.ring = at::empty(ring.sizes(), ring.options().device(at::kCPU).pinned_memory(true));
+    c.ring.copy_(ring, /*non_blocking=*/true);
+  } else {
+    c.ring = ring.clone();
+  }
+  c.head = h.head;
+  return c;
+}
+
+std::vector<float> Float8LinearState::AmaxHistoryCopy::history() const {
+  if (!ring.defined()) return host;
+  const int64_t w = ring.numel();
+  const float* r = ring.data_ptr<float>();
   std::vector<float> out(static_cast<size_t>(w));
-  for (int64_t i = 0; i < w; ++i)
-    out[static_cast<size_t>(i)] = ring.data_ptr<float>()[(h.head + i) % w];
+  for (int64_t i = 0; i < w; ++i) out[static_cast<size_t>(i)] = r[(head + i) % w];
   return out;
 }
 

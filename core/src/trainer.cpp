@@ -226,7 +226,7 @@ class StepMemory {
 };
 
 void add_role(MetricBatch& b, int64_t step, const std::string& layer, Role role, const RoleStats& r,
-              LinearLayerImpl& l) {
+              std::vector<float> amax_history) {
   if (!r.valid) return;
   TensorMetrics t;
   t.step = step;
@@ -237,9 +237,42 @@ void add_role(MetricBatch& b, int64_t step, const std::string& layer, Role role,
   t.raw = r.stats.raw;
   t.map_grid = r.stats.map_grid;
   t.map_rel_error = r.stats.map_rel_error();
-  if (l.config() && l.config()->delayed) t.amax_history = l.state().amax_history(role);
+  t.amax_history = std::move(amax_history);
   b.tensors.push_back(std::move(t));
 }
+
+// A sampled step's statistics, taken off an FP8 layer when the step is launched, so that
+// the host launches the next step before it reads them (on a GPU a sampling step then
+// runs behind the next one's launch like any other): the probe as the step left it, the
+// statistics still on their way from the device, and the delayed-scaling histories
+// copied behind the step's work.
+struct LayerSample {
+  const std::string* name = nullptr;
+  Float8Probe probe;
+  std::function<bool(Float8Probe&, bool wait)> pending;
+  bool delayed = false;
+  std::array<Float8LinearState::AmaxHistoryCopy, kRoleCount> history;  // by role_index()
+
+  LayerSample(const std::string& layer_name, LinearLayerImpl& l) : name(&layer_name) {
+    Float8LinearState& s = l.state();
+    probe = s.probe;
+    pending = std::move(s.pending);
+    s.pending = nullptr;
+    delayed = l.config() && l.config()->delayed;
+    if (delayed) {
+      for (const RoleEntry& r : kRoles)
+        history[role_index(r.value)] = s.amax_history_copy(r.value, /*wait=*/false);
+    }
+  }
+  // Once the step's work has run (its readback waited for): the probe with its statistics.
+  const Float8Probe& settled() {
+    if (pending && pending(probe, true)) pending = nullptr;
+    return probe;
+  }
+  std::vector<float> amax_history(Role r) const {
+    return delayed ? history[role_index(r)].history() : std::vector<float>();
+  }
+};
 
 // What the run's step takes of LibTorch's fast paths, and why not where it falls back:
 // said in the run's "started" event (fp8wb runs show, the GUI's status bar).
@@ -502,12 +535,13 @@ void Trainer::Impl::body() {
     bool sampling = false, stop_now = false;
     double fp8_mem = NAN, ref_mem = NAN;
     std::shared_ptr<StepReadback> fp8_read, ref_read;
+    std::vector<LayerSample> samples;  // a sampling step read after the next launch
   };
   // On a GPU (one process) a step is launched before the previous one is read: the host
   // queues step s + 1 while the GPU runs step s, and never waits for a step's loss while
-  // the GPU idles. Where a step samples statistics, it is read before the next launch (the
-  // layers' probes hold only the latest step's). Across ranks every step's exchange waits
-  // anyway.
+  // the GPU idles. A step that samples statistics takes them off the layers as it is
+  // launched (LayerSample), so it too is read after the next launch. Across ranks every
+  // step's exchange waits anyway.
   const bool lookahead = device.is_cuda() && !group;
   auto last_end = std::chrono::steady_clock::now();  // the last step's, as complete() saw it
   const auto launch = [&](int64_t step) {
@@ -528,6 +562,11 @@ void Trainer::Impl::body() {
     // that every rank ends after the same step.
     const Launched fr = fp8.forward_backward(batch, cfg.grad_clip, stop_flag.load());
     fp8.update(fr);
+    // Before the readback's end: waiting for it covers the histories' copies.
+    if (lookahead && p.sampling) {
+      p.samples.reserve(layers.size());
+      for (auto& [name, l] : layers) p.samples.emplace_back(name, *l);
+    }
     p.fp8_read->end(fr);
     p.stop_now = group ? fr.stop : stop_flag.load();
     p.fp8_mem = fp8_memory.end(fp8, p.sampling);
@@ -579,13 +618,26 @@ void Trainer::Impl::body() {
     if (p.sampling) {
       if (group && !layers.empty() && layers.front().second->probe().stats_step == step)
         b.ranks = gather_rank_scales(*group, step, layers, device);
-      for (auto& [name, l] : layers) {
-        const Float8Probe& pr = l->probe();
+      const auto add_layer = [&](const std::string& name, const Float8Probe& pr,
+                                 const auto& amax_history) {
         if (pr.stats_step == step) {
-          for (const RoleEntry& r : kRoles) add_role(b, step, name, r.value, pr.stats(r.value), *l);
+          for (const RoleEntry& r : kRoles)
+            add_role(b, step, name, r.value, pr.stats(r.value), amax_history(r.value));
         }
         if (pr.sqnr_step == step)
           b.sqnr.push_back({step, name, pr.fprop_sqnr_db, pr.dgrad_sqnr_db, pr.wgrad_sqnr_db});
+      };
+      if (!p.samples.empty()) {
+        for (LayerSample& ls : p.samples)
+          add_layer(*ls.name, ls.settled(), [&](Role r) { return ls.amax_history(r); });
+      } else {
+        for (auto& [name, l] : layers) {
+          LinearLayerImpl& layer = *l;
+          add_layer(name, layer.probe(), [&](Role r) {
+            return layer.config() && layer.config()->delayed ? layer.state().amax_history(r)
+                                                             : std::vector<float>();
+          });
+        }
       }
     }
     steps = step + 1;
@@ -662,7 +714,7 @@ void Trainer::Impl::body() {
       pending.reset();
       if (complete(prev)) return;
     }
-    if (lookahead && !p.sampling) {
+    if (lookahead) {
       pending = std::move(p);
     } else if (complete(p)) {
       return;

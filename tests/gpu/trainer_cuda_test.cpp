@@ -6,7 +6,10 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <map>
 #include <mutex>
+#include <set>
+#include <tuple>
 
 #include "fp8wb/core/trainer.h"
 #include "models.h"
@@ -174,6 +177,72 @@ TEST(TrainerCuda, ClipGradNormOnTheDevice) {
   const double want = torch::nn::utils::clip_grad_norm_(b, 1.0);
   EXPECT_NEAR(n.item<double>(), want, 1e-5 * want);
   for (size_t i = 0; i < a.size(); ++i) EXPECT_LT(rel(a[i].grad(), b[i].grad()), 1e-6);
+}
+
+// Every step sampled, each read after the next step is launched: each step's statistics
+// are that step's own. Under delayed scaling the newest history entry is the step's amax,
+// which a copy taken after the next step's forward would not hold; a run sampling every
+// other step stores the same figures at the steps both sample.
+TEST(TrainerCuda, SampledStepsReadAfterTheNextLaunchAreTheirOwn) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  struct Tensors : MetricConsumer {
+    std::mutex m;
+    std::vector<TensorMetrics> t;
+    RunStatus status = RunStatus::Running;
+    std::string message;
+    void consume(const MetricBatch& b) override {
+      const std::lock_guard<std::mutex> lock(m);
+      t.insert(t.end(), b.tensors.begin(), b.tensors.end());
+      if (b.final) {
+        status = b.status;
+        message = b.message;
+      }
+    }
+  };
+  auto run = [](int interval) {
+    RunConfig c;
+    c.device = "cuda:0";
+    c.d_model = 64;
+    c.heads = 4;
+    c.layers = 2;
+    c.context = 32;
+    c.batch = 8;
+    c.dtype = "bf16";
+    c.reference = false;
+    c.steps = 8;
+    c.scaling = "delayed";
+    c.window = 4;
+    c.stats_interval = interval;
+    c.sqnr_interval = 0;
+    auto got = std::make_shared<Tensors>();
+    auto bus = std::make_shared<MetricBus>();
+    bus->add(got);
+    Trainer t(c, bus);
+    t.run();
+    EXPECT_EQ(got->status, RunStatus::Finished) << got->message;
+    return got;
+  };
+  const auto every = run(1), other = run(2);
+  std::map<std::tuple<int64_t, std::string, int>, const TensorMetrics*> by_key;
+  std::set<int64_t> steps;
+  for (const TensorMetrics& t : every->t) {
+    steps.insert(t.step);
+    by_key[{t.step, t.layer, role_index(t.role)}] = &t;
+    ASSERT_FALSE(t.amax_history.empty()) << t.layer << " step " << t.step;
+    EXPECT_EQ(t.amax_history.front(), t.amax)
+        << t.layer << " role " << role_index(t.role) << " step " << t.step;
+  }
+  EXPECT_EQ(steps.size(), 8u);
+  size_t compared = 0;
+  for (const TensorMetrics& t : other->t) {
+    const auto it = by_key.find({t.step, t.layer, role_index(t.role)});
+    ASSERT_NE(it, by_key.end()) << t.layer << " step " << t.step;
+    EXPECT_EQ(it->second->amax, t.amax) << t.layer << " step " << t.step;
+    EXPECT_EQ(it->second->scale, t.scale) << t.layer << " step " << t.step;
+    EXPECT_EQ(it->second->amax_history, t.amax_history) << t.layer << " step " << t.step;
+    ++compared;
+  }
+  EXPECT_GT(compared, 0u);
 }
 
 }  // namespace

@@ -59,6 +59,16 @@ struct Float8LinearState {
   Float8RoleHistory& history(Role r) { return delayed.at(role_index(r)); }
   // The amax history of a role (newest first), from the host or the device.
   std::vector<float> amax_history(Role role) const;
+  // The same as it will stand once the work queued so far has run. Without wait, a GPU's
+  // ring is copied into page-locked host memory behind that work: read the copy
+  // (AmaxHistoryCopy::history()) once the stream has passed this point.
+  struct AmaxHistoryCopy {
+    std::vector<float> host;  // a host scaler's history, at once
+    torch::Tensor ring;       // the device ring, copied to host memory
+    int head = 0;             // the ring's newest entry when copied
+    std::vector<float> history() const;
+  };
+  AmaxHistoryCopy amax_history_copy(Role role, bool wait) const;
   // The same by the role's place in kRoles (0 input, 1 weight, 2 grad_output).
   std::vector<float> amax_history(int index) const;
 };
