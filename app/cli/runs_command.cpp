@@ -351,8 +351,8 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
     }
     if (std::isfinite(rss)) {
       out << fmt::format(
-          "peak RSS      {:.3f} GB (the whole process: every model, the data, the "
-          "program)\n",
+          "run memory    {:.3f} GB (resident memory the run added to its process: the "
+          "largest resident set since it started, less the one at its start)\n",
           rss / 1e9);
     }
     const auto ts = store->tensor_stats(r->id);

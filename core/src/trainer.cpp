@@ -186,7 +186,7 @@ class StepReadback {
 // Peak memory of one model's steps on a GPU: the caching allocator's peak of allocated
 // bytes during the step, less what was allocated before it (the other model, the data),
 // plus the model's own parameters and optimizer state. NaN on the CPU, where only the
-// process's peak resident set can be told (train::peak_rss_bytes).
+// resident memory the run adds to its process can be told (train::RunResidentMemory).
 class StepMemory {
  public:
   explicit StepMemory(const torch::Device& d) : device_(d) {}
@@ -438,6 +438,7 @@ void Trainer::Impl::body() {
         dist::RankGroup::connect(ranks, device, std::chrono::seconds(cfg.rank_timeout), &stop_flag);
   }
   const torch::ScalarType dtype = cfg.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat;
+  train::RunResidentMemory run_memory;  // before the run's data and models
   auto data = train::make_data(cfg);
 
   Stepper fp8;
@@ -607,7 +608,7 @@ void Trainer::Impl::body() {
       m.ref_loss = p.ref_read->loss();
       m.loss_gap = loss - m.ref_loss;
     }
-    m.peak_rss = train::peak_rss_bytes();
+    m.peak_rss = run_memory.growth();
     const auto now = std::chrono::steady_clock::now();
     if (step > 0) {
       const double wall = std::chrono::duration<double>(now - last_end).count();

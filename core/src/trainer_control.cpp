@@ -1,8 +1,7 @@
 // Trainer's controls (trainer.h), which include no torch: construction, start, pause,
 // resume and stop between steps, the status other threads read, the final batch every
-// run ends with; and the loop's host-side helpers (the weights' path, the peak resident
-// set). The loop itself is the torch translation unit trainer.cpp.
-#include <sys/resource.h>
+// run ends with; and the loop's host-side helpers (the weights' path, the resident memory
+// a run adds). The loop itself is the torch translation unit trainer.cpp.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,7 +9,10 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "trainer_impl.h"
 
@@ -128,10 +130,42 @@ const RunConfig& Trainer::config() const {
 
 namespace train {
 
-double peak_rss_bytes() {
-  rusage u{};
-  if (getrusage(RUSAGE_SELF, &u) != 0) return NAN;
-  return static_cast<double>(u.ru_maxrss) * 1024.0;  // Linux reports KiB
+namespace {
+
+// VmRSS and VmHWM of /proc/self/status, in bytes (NaN where absent).
+std::pair<double, double> resident_and_peak() {
+  std::ifstream in("/proc/self/status");
+  double rss = NAN, hwm = NAN;
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto kib = [&](const char* key, double& out) {
+      if (line.rfind(key, 0) == 0)
+        out = std::strtod(line.c_str() + std::strlen(key), nullptr) * 1024;
+    };
+    kib("VmRSS:", rss);
+    kib("VmHWM:", hwm);
+  }
+  return {rss, hwm};
+}
+
+}  // namespace
+
+RunResidentMemory::RunResidentMemory() {
+  // "5" resets the peak resident set to the current one (Linux 4.0 and later).
+  if (std::ofstream clear{"/proc/self/clear_refs"}) clear << "5" << std::flush;
+  const auto [rss, hwm] = resident_and_peak();
+  start_ = rss;
+  // Reset, the peak is the resident set (a few pages grown since, at most); where it is
+  // not, the peak is the process's history and only the samples count.
+  peak_reset_ = std::isfinite(hwm) && hwm <= rss + 4.0 * (1 << 20);
+}
+
+double RunResidentMemory::growth() {
+  if (!std::isfinite(start_)) return NAN;
+  const auto [rss, hwm] = resident_and_peak();
+  if (std::isfinite(rss)) max_ = std::max(max_, rss - start_);
+  if (peak_reset_ && std::isfinite(hwm)) max_ = std::max(max_, hwm - start_);
+  return max_;
 }
 
 // Where --save-weights will write: its folder must exist and the path be a regular file

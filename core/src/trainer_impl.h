@@ -2,7 +2,7 @@
 // Trainer's two files: trainer_control.cpp (no torch: construction, start, pause, resume,
 // stop, the status read from other threads, the final batch) and the torch translation
 // unit trainer.cpp (the step loop); and the loop's helpers that need no torch
-// (check_weights_path(), peak_rss_bytes(), in trainer_control.cpp). No torch in this
+// (check_weights_path(), RunResidentMemory, in trainer_control.cpp). No torch in this
 // header. Internal to core.
 #pragma once
 
@@ -58,8 +58,22 @@ struct Trainer::Impl {
 
 namespace train {
 
-// The process's peak resident set in bytes (NaN where it cannot be told).
-double peak_rss_bytes();
+// The resident memory a run adds to its process: the largest resident set seen since the
+// run started, less the resident set at its start, so that what the process held before
+// (a GUI that analysed a large checkpoint, an earlier run) never counts. Linux's peak
+// (VmHWM) is reset at the start where the process may (/proc/self/clear_refs), so peaks
+// between samples count too; elsewhere the samples alone. NaN where the resident set
+// cannot be read.
+class RunResidentMemory {
+ public:
+  RunResidentMemory();
+  // The growth so far, in bytes (never below 0).
+  double growth();
+
+ private:
+  double start_ = 0, max_ = 0;
+  bool peak_reset_ = false;
+};
 
 // Where --save-weights will write: its folder must exist and the path be a regular file
 // or nothing (the writer refuses to replace anything else).

@@ -127,11 +127,12 @@ void FollowTest::followsAWriterProcessToItsEnd() {
   for (size_t i = 0; i < steps.size(); ++i) QCOMPARE(steps[i].step, loss[i].step);
   QVERIFY(!w.engine()->data().tensors().empty());
   QCOMPARE(w.engine()->data().status(), RunStatus::Finished);
-  // A CPU run records the process's peak resident set, and the Overview shows it.
+  // A CPU run records the resident memory it added to its process, and the Overview
+  // shows it.
   const auto bars = w.overviewTab()->memoryBars();
   QCOMPARE(bars.size(), size_t{1});
-  QVERIFY(bars[0].first.contains(QStringLiteral("RSS")));
-  QVERIFY(bars[0].second > 1e6);
+  QVERIFY(bars[0].first.contains(QStringLiteral("the run added")));
+  QVERIFY(bars[0].second > 0);
 }
 
 void FollowTest::aKilledWriterIsInterrupted() {

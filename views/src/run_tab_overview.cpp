@@ -73,7 +73,7 @@ std::vector<std::pair<QString, double>> OverviewTab::memoryBars() const {
   if (std::isfinite(fp8)) out.emplace_back(tr("FP8 model (GPU)"), fp8);
   if (std::isfinite(ref)) out.emplace_back(tr("reference (GPU)"), ref);
   if (out.empty() && std::isfinite(rss))
-    out.emplace_back(tr("peak RSS of the training process (CPU)"), rss);
+    out.emplace_back(tr("resident memory the run added (CPU)"), rss);
   return out;
 }
 

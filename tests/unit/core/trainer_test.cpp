@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -278,6 +279,41 @@ TEST(Trainer, TheStartedEventSaysTheAttentionPath) {
 }
 
 // A run stopped once its first step is published says so in the singular.
+// Where a process's memory once was: a GUI that analysed a large checkpoint, say.
+char* volatile g_held = nullptr;
+
+// The memory a CPU run records is what it added to its process, never the process's
+// history: a process that once held 512 MB (freed again) trains a small model.
+TEST(Trainer, RunMemoryIsWhatTheRunAddedNotTheProcessHistory) {
+  const size_t big = size_t{512} << 20;
+  g_held = static_cast<char*>(std::malloc(big));
+  ASSERT_NE(g_held, nullptr);
+  std::memset(g_held, 1, big);  // resident: the process's peak is now at least 512 MB
+  std::free(g_held);            // mapped on its own: given back to the system at once
+  g_held = nullptr;
+  RunConfig c;
+  c.model = ModelKind::Mlp;  // with its reference
+  c.steps = 4;
+  c.stats_interval = 2;
+  c.sqnr_interval = 0;
+  auto got = std::make_shared<Collect>();
+  auto bus = std::make_shared<MetricBus>();
+  bus->add(got);
+  Trainer t(c, bus);
+  t.run();
+  ASSERT_EQ(t.status(), RunStatus::Finished) << t.message();
+  const auto s = got->steps();
+  ASSERT_FALSE(s.empty());
+  double last = 0;
+  for (const StepMetrics& m : s) {
+    ASSERT_TRUE(std::isfinite(m.peak_rss)) << "step " << m.step;
+    EXPECT_GE(m.peak_rss, last) << "the largest so far: step " << m.step;
+    last = m.peak_rss;
+  }
+  EXPECT_GT(last, 0.0);
+  EXPECT_LT(last, 256e6) << "a small MLP's run recorded " << last / 1e6 << " MB";
+}
+
 TEST(Trainer, AStopAfterOneStepSaysOneStep) {
   RunConfig c;
   c.model = ModelKind::Mlp;

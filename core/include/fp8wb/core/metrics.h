@@ -71,8 +71,10 @@ struct StepMetrics {
   double wall_tokens_per_s = std::numeric_limits<double>::quiet_NaN();
   // Peak memory so far, in bytes. On a GPU: the caching allocator's peak of allocated
   // bytes while each model stepped, counting that model's parameters and optimizer state
-  // but not the other model's. On the CPU both are NaN and peak_rss is the process's peak
-  // resident set (every model, the data and the program itself).
+  // but not the other model's. On the CPU both are NaN. peak_rss: the resident memory the
+  // run added to its process (the largest resident set since the run started, less the
+  // resident set at its start: both models, the data, the statistics; what the process
+  // held before, a GUI's analyses or an earlier run, never counts).
   double mem_fp8 = std::numeric_limits<double>::quiet_NaN();
   double mem_ref = std::numeric_limits<double>::quiet_NaN();
   double peak_rss = std::numeric_limits<double>::quiet_NaN();
