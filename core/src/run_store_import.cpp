@@ -320,6 +320,8 @@ ImportReport RunStore::import_runs(const std::string& source_path, const ImportO
   auto report = std::make_shared<ImportReport>();
   Impl* im = impl_.get();
   im->enqueue([im, src, report, opt] {
+    // Run again from the start where the target was locked (the transaction rolled back).
+    *report = ImportReport{};
     const Db& w = *im->writer;
     // The target's identities, read once.
     std::map<std::string, int64_t> runs_here, sweeps_here;

@@ -323,9 +323,9 @@ void migrate(const Db& db, const std::string& path) {
 
 // The switch to WAL needs the file to itself for a moment: SQLite does not always call the
 // busy handler there (a lock upgrade that could deadlock fails at once), so it is retried
-// for as long as the busy timeout.
-void switch_to_wal(const Db& db, const std::string& path) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(Db::kBusyMs);
+// for as long as a lock is waited for.
+void switch_to_wal(const Db& db, const std::string& path, std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
   for (;;) {
     sqlite3_stmt* s = nullptr;
     int rc = sqlite3_prepare_v2(db.get(), "PRAGMA journal_mode = WAL", -1, &s, nullptr);
@@ -379,6 +379,34 @@ void mark_interrupted(const Db& db) {
   } catch (...) {
     sqlite3_exec(db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
+  }
+}
+
+// How long a lock held by another connection is waited for (RunStore::kLockWaitSeconds;
+// FP8WB_STORE_LOCK_WAIT_S, in seconds, for tests).
+std::chrono::milliseconds lock_wait() {
+  if (const char* s = std::getenv("FP8WB_STORE_LOCK_WAIT_S"); s && *s) {
+    const double v = std::strtod(s, nullptr);
+    if (v > 0 && v < 1e6) return std::chrono::milliseconds(static_cast<int64_t>(v * 1000));
+  }
+  return std::chrono::seconds(RunStore::kLockWaitSeconds);
+}
+
+// `fn` (a write transaction that rolls itself back) tried again with backoff while another
+// connection holds the database, for up to `wait`.
+template <class F>
+void while_locked(const F& fn, std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  auto backoff = std::chrono::milliseconds(20);
+  for (;;) {
+    try {
+      fn();
+      return;
+    } catch (const BusyError&) {
+      if (std::chrono::steady_clock::now() >= deadline) throw;
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+    }
   }
 }
 
@@ -468,10 +496,11 @@ std::unique_ptr<RunStore> RunStore::open(const std::string& path) {
     throw StoreError(foreign_file_text(path, tables) +
                      ": give a new file or an FP8 Workbench database");
   }
-  switch_to_wal(w, path);
+  impl->lock_wait = lock_wait();
+  switch_to_wal(w, path, impl->lock_wait);
   w.exec("PRAGMA synchronous = NORMAL");
-  migrate(w, path);
-  mark_interrupted(w);
+  while_locked([&] { migrate(w, path); }, impl->lock_wait);
+  while_locked([&] { mark_interrupted(w); }, impl->lock_wait);
   // A cap on the file's size for this process (pages of 4 KiB): the tests' full disk.
   if (const char* cap = std::getenv("FP8WB_STORE_MAX_PAGES"); cap && *cap) {
     w.exec(("PRAGMA max_page_count = " + std::to_string(std::strtoll(cap, nullptr, 10))).c_str());

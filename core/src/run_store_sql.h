@@ -9,8 +9,11 @@
 
 #include <sqlite3.h>
 
+#include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <map>
@@ -55,6 +58,16 @@ inline std::string explain(int code) {
   }
 }
 
+// The database is locked by another connection (SQLITE_BUSY, SQLITE_LOCKED): a wait, not
+// a failure. The writer thread tries again (RunStore::Impl::loop).
+struct BusyError : StoreError {
+  using StoreError::StoreError;
+};
+
+inline bool busy_code(int code) {
+  return (code & 0xFF) == SQLITE_BUSY || (code & 0xFF) == SQLITE_LOCKED;
+}
+
 // A connection and its statements, closed on destruction.
 class Db {
  public:
@@ -89,20 +102,24 @@ class Db {
   // What went wrong with which file, as its reader says it: SQLite's message and what it
   // means ("file is not a database (the database file is damaged)"), not which statement
   // of ours met it.
-  [[noreturn]] void fail() const {
-    throw StoreError("run database " + path_ + ": " + sqlite3_errmsg(db_) +
-                     explain(sqlite3_errcode(db_)));
-  }
+  [[noreturn]] void fail() const { raise(sqlite3_errmsg(db_)); }
   void exec(const char* sql) const {
     char* err = nullptr;
     if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
       const std::string m = err ? err : "error";
       sqlite3_free(err);
-      throw StoreError("run database " + path_ + ": " + m + explain(sqlite3_errcode(db_)));
+      raise(m);
     }
   }
 
  private:
+  [[noreturn]] void raise(const std::string& what) const {
+    const int code = sqlite3_extended_errcode(db_);
+    const std::string text = "run database " + path_ + ": " + what + explain(code);
+    if (busy_code(code)) throw BusyError(text);
+    throw StoreError(text);
+  }
+
   std::string path_;
   sqlite3* db_ = nullptr;
 };
@@ -296,24 +313,41 @@ struct RunStore::Impl {
   std::unique_ptr<store::Db> writer;
   std::thread thread;
   std::mutex mutex;
-  std::condition_variable wake, drained;
-  std::deque<std::function<void()>> queue;
+  std::condition_variable wake, drained, room;
+  struct Job {
+    std::function<void()> fn;
+    size_t bytes = 0;  // what it holds in memory, about
+  };
+  std::deque<Job> queue;
   uint64_t queued = 0, committed = 0;
+  size_t buffered = 0;  // the bytes of the jobs queued or being written
   bool stopping = false;
-  std::string error;                                              // the first failed write
+  std::string error;             // the first failed write
+  bool own_runs_marked = false;  // after a failure: this process's runs were marked failed
   std::map<std::pair<int64_t, std::string>, int64_t> series_ids;  // writer thread only
+  // The write buffer: while another connection holds the database, writes wait here, up
+  // to this many bytes (a writer that would pass it waits for room), and the writer tries
+  // again with backoff for up to lock_wait; a lock held longer fails the writes.
+  size_t buffer_limit = RunStore::kWriteBufferBytes;
+  std::chrono::milliseconds lock_wait{RunStore::kLockWaitSeconds * 1000};
 
-  // Queues a job for the writer thread; throws StoreError when read-only or after a
-  // failed write.
-  void enqueue(std::function<void()> job);
-  // The writer thread: one transaction for everything queued since the last one.
+  // Queues a job for the writer thread (waiting for room while the buffer is full);
+  // throws StoreError when read-only or after a failed write.
+  void enqueue(std::function<void()> job, size_t bytes = 256);
+  // The writer thread: one transaction for everything queued since the last one; a
+  // transaction that meets a lock is rolled back and tried again, with what was queued
+  // meanwhile, until lock_wait has passed.
   void loop();
+  // One transaction of `jobs`, tried again while the database is locked (what is queued
+  // meanwhile joins it); returns why it failed (empty: committed).
+  std::string commit(std::deque<Job>& jobs);
   // Ends the writer thread, committing what is queued.
   void stop();
-  // After a failed write (a full disk, a damaged or read-only file): what was committed
-  // stays; this process's runs end as failed with the reason, where the file still takes
-  // that small update (a row updated in place needs no new page).
-  void fail_own_runs(const std::string& why);
+  // After a failed write (a full disk, a damaged or read-only file, a lock held past
+  // lock_wait): what was committed stays; this process's runs end as failed with the
+  // reason, where the file still takes that small update (a row updated in place needs no
+  // new page). Returns whether the update was made.
+  bool fail_own_runs(const std::string& why);
   int64_t series_id(int64_t run, const std::string& name);
   void write_batch(const MetricBatch& b);
   void write_status(int64_t run, RunStatus s, const std::string& message);
