@@ -93,6 +93,48 @@ std::string foreign_file_text(const std::string& path, const std::vector<std::st
          (tables.size() == 1 ? " " : "s ") + names + "; no FP8 Workbench runs)";
 }
 
+void check_schema(const Db& db, const std::string& path) {
+  auto quoted = [](const std::string& name) {
+    return "'" + (name.size() > 60 ? name.substr(0, 60) + "..." : name) + "'";
+  };
+  const std::string not_ours = path + " is not a run database as fp8wb writes it: ";
+  std::vector<std::string> tables;
+  {
+    Stmt q(db, "SELECT type, name, IFNULL(sql, '') FROM sqlite_master");
+    while (q.step()) {
+      const std::string type = q.s(0), name = q.s(1);
+      if (type == "view" || type == "trigger") {
+        throw StoreError(not_ours + "it has a " + type + " " + quoted(name) +
+                         " (a run database has tables and indexes only)");
+      }
+      if (type != "table") continue;
+      std::string head = q.s(2).substr(0, 40);
+      for (char& c : head) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      head.erase(std::unique(head.begin(), head.end(),
+                             [](char a, char b) { return std::isspace(a) && std::isspace(b); }),
+                 head.end());
+      if (head.rfind("CREATE VIRTUAL TABLE", 0) == 0) {
+        throw StoreError(not_ours + "its table " + quoted(name) +
+                         " is a virtual table (a run database has plain tables only)");
+      }
+      tables.push_back(name);
+    }
+  }
+  for (const std::string& t : tables) {
+    if (t.rfind("sqlite_", 0) == 0) continue;
+    std::string escaped;
+    for (char c : t) escaped += c == '"' ? std::string("\"\"") : std::string(1, c);
+    Stmt q(db, ("PRAGMA table_xinfo(\"" + escaped + "\")").c_str());
+    while (q.step()) {
+      if (q.i(6) != 0) {  // 2, 3: a generated column (virtual, stored); 1: hidden
+        throw StoreError(not_ours + "its table " + quoted(t) + " has a " +
+                         (q.i(6) == 1 ? "hidden" : "generated") + " column " + quoted(q.s(1)) +
+                         " (a run database stores every value it gives)");
+      }
+    }
+  }
+}
+
 namespace {
 std::string uuid_text(uint64_t hi, uint64_t lo) {
   char buf[40];
@@ -496,6 +538,7 @@ std::unique_ptr<RunStore> RunStore::open(const std::string& path) {
     throw StoreError(foreign_file_text(path, tables) +
                      ": give a new file or an FP8 Workbench database");
   }
+  check_schema(w, path);
   impl->lock_wait = lock_wait();
   switch_to_wal(w, path, impl->lock_wait);
   w.exec("PRAGMA synchronous = NORMAL");
@@ -534,6 +577,7 @@ std::unique_ptr<RunStore> RunStore::open_read_only(const std::string& path) {
       return std::unique_ptr<RunStore>(new RunStore(std::move(impl)));
     case FileKind::Ours: break;
   }
+  check_schema(*impl->reader, path);
   impl->has_uuid = v >= 1 && has_column(*impl->reader, "runs", "uuid");
   if (v > kSchemaVersion) {
     throw StoreError("run database " + path + " has schema version " + std::to_string(v) +

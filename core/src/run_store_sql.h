@@ -45,6 +45,11 @@ inline std::string immutable_uri(const std::string& path) {
   return uri + "?immutable=1";
 }
 
+// The largest text or blob a run database's reading connections take
+// (SQLITE_LIMIT_LENGTH): a larger one is refused ("string or blob too big"), not read into
+// memory. fp8wb's own values are far smaller (a map of 64 x 64 cells is 16 KiB).
+inline constexpr int kMaxValueBytes = 64 << 20;
+
 // What a failed write means to whoever reads the message.
 inline std::string explain(int code) {
   switch (code & 0xFF) {
@@ -54,6 +59,7 @@ inline std::string explain(int code) {
     // No SQLite header: another kind of file, or a database whose first page is damaged.
     case SQLITE_NOTADB: return " (not an SQLite database, or its first page is damaged)";
     case SQLITE_IOERR: return " (an I/O error)";
+    case SQLITE_TOOBIG: return " (a value in the file is larger than the 64 MiB fp8wb reads)";
     default: return "";
   }
 }
@@ -90,6 +96,7 @@ class Db {
     }
     // Before anything that may lock: every statement below waits for other processes.
     sqlite3_busy_timeout(db_, kBusyMs);
+    if (mode != Mode::ReadWrite) sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, kMaxValueBytes);
     exec("PRAGMA foreign_keys = ON");
   }
   ~Db() { sqlite3_close(db_); }
@@ -281,6 +288,11 @@ FileKind file_kind(const Db& db, std::vector<std::string>* tables = nullptr);
 // "PATH is an SQLite database of another program (it has the tables a, b; no FP8
 // Workbench runs)".
 std::string foreign_file_text(const std::string& path, const std::vector<std::string>& tables);
+// A run database as fp8wb writes it: its objects are tables and indexes only (no view,
+// trigger or virtual table, which could give a small file's reader millions of rows or a
+// huge value) and its tables have no generated or hidden columns. Throws StoreError
+// naming the file and the object. Every file read or written as a run database is checked.
+void check_schema(const Db& db, const std::string& path);
 // A reading connection that changes nothing on disk (run_store_schema.cpp).
 std::unique_ptr<Db> open_reader(const std::string& path);
 // The identity of a row written before identities were stored: a hash of what the row
