@@ -8,6 +8,9 @@
 #pragma once
 
 #include <sqlite3.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <cerrno>
 #include <chrono>
@@ -50,8 +53,43 @@ inline std::string immutable_uri(const std::string& path) {
 // memory. fp8wb's own values are far smaller (a map of 64 x 64 cells is 16 KiB).
 inline constexpr int kMaxValueBytes = 64 << 20;
 
-// What a failed write means to whoever reads the message.
-inline std::string explain(int code) {
+// Why writing `path` (a database, its -wal or -shm) failed, where the file system tells:
+// SQLite says "disk I/O error" for a full disk met by its -wal or -shm file or a sync, and
+// keeps no errno of it (sqlite3_system_errno() is 0 there). Empty where neither a full
+// disk nor the process's file size limit is the cause.
+inline std::string io_cause(const std::string& path) {
+  std::string folder = path;
+  const size_t slash = folder.rfind('/');
+  folder = slash == std::string::npos ? "." : slash == 0 ? "/" : folder.substr(0, slash);
+  struct statvfs fs {};
+  if (statvfs(folder.c_str(), &fs) == 0) {
+    const unsigned long long left = static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize;
+    if (left < (1ULL << 20)) {
+      return " (disk full: " + std::to_string(left >> 10) + " KiB left on the device of " + folder +
+             ")";
+    }
+    if (fs.f_favail == 0 && fs.f_files > 0) return " (disk full: no free inodes left)";
+  }
+  struct rlimit limit {};
+  if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      struct stat st {};
+      if (stat((path + suffix).c_str(), &st) == 0 &&
+          static_cast<unsigned long long>(st.st_size) + (1ULL << 20) > limit.rlim_cur) {
+        return " (the process's file size limit of " + std::to_string(limit.rlim_cur >> 10) +
+               " KiB reached: File too large)";
+      }
+    }
+  }
+  return {};
+}
+
+// What a failed write means to whoever reads the message (`path`: the database, for a
+// full disk that SQLite calls an I/O error).
+inline std::string explain(int code, const std::string& path = {}) {
+  if (!path.empty() && ((code & 0xFF) == SQLITE_IOERR || (code & 0xFF) == SQLITE_FULL)) {
+    if (std::string cause = io_cause(path); !cause.empty()) return cause;
+  }
   switch (code & 0xFF) {
     case SQLITE_FULL: return " (disk full, or the database's size limit reached)";
     case SQLITE_READONLY: return " (the database is read-only)";
@@ -122,7 +160,7 @@ class Db {
  private:
   [[noreturn]] void raise(const std::string& what) const {
     const int code = sqlite3_extended_errcode(db_);
-    const std::string text = "run database " + path_ + ": " + what + explain(code);
+    const std::string text = "run database " + path_ + ": " + what + explain(code, path_);
     if (busy_code(code)) throw BusyError(text);
     throw StoreError(text);
   }
