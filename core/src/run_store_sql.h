@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -274,13 +275,20 @@ inline Role stored_role(const std::string& name, int64_t run_id) {
                    name.substr(0, 40) + "\" (known: " + role_names() + ")");
 }
 
+// A blob's shape as stored ("2,3"); text that is not whole numbers and commas (a file
+// written by another program) reads as no shape, which no reader takes for a map.
 inline std::vector<int64_t> parse_shape(const std::string& s) {
   std::vector<int64_t> v;
   size_t i = 0;
-  while (i < s.size()) {
-    const size_t j = s.find(',', i);
-    v.push_back(std::stoll(s.substr(i, j == std::string::npos ? std::string::npos : j - i)));
-    if (j == std::string::npos) break;
+  while (i < s.size() && v.size() < 8) {
+    const size_t j = std::min(s.find(',', i), s.size());
+    if (j == i || j - i > 18) return {};
+    int64_t d = 0;
+    for (size_t k = i; k < j; ++k) {
+      if (s[k] < '0' || s[k] > '9') return {};
+      d = d * 10 + (s[k] - '0');
+    }
+    v.push_back(d);
     i = j + 1;
   }
   return v;
