@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "fp8wb/core/counted.h"
 #include "fp8wb/core/name_text.h"
 #include "run_store_sql.h"
 
@@ -77,11 +78,14 @@ std::string RunStore::Impl::commit(std::deque<Job>& jobs) {
       if (now >= lock_wait) {
         size_t bytes = 0;
         for (const Job& j : jobs) bytes += j.bytes;
+        const std::string size = bytes < (1 << 20)
+                                     ? std::to_string((bytes + 1023) >> 10) + " KiB"
+                                     : std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB";
         return std::string(e.what()) + ": another connection held it for " + seconds_text(now) +
-               " (" + std::to_string(attempt) + " attempts), longer than the run store waits (" +
+               " (" + counted(attempt, "attempt") + "), longer than the run store waits (" +
                seconds_text(lock_wait) + ", keeping up to " + std::to_string(buffer_limit >> 20) +
-               " MiB of writes meanwhile); " + std::to_string(jobs.size()) + " waiting writes (" +
-               std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB) were not stored";
+               " MiB of writes meanwhile); not stored: " +
+               counted(static_cast<int64_t>(jobs.size()), "waiting write") + " (" + size + ")";
       }
       const auto pause =
           std::min(backoff + std::chrono::milliseconds(jitter() % 20), lock_wait - now);
