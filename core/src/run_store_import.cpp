@@ -296,9 +296,9 @@ Source read_source(const std::string& path, const ImportOptions& opt) {
       if (rows > kMaxImportRows) {
         throw StoreError(path + ": its runs hold " + std::to_string(rows) +
                          " rows of statistics, more than one import reads (" +
-                         std::to_string(kMaxImportRows) + ")" +
-                         (src.runs.size() > 1 ? ": import its runs one at a time (--uuid)" : "") +
-                         "; nothing was imported");
+                         std::to_string(kMaxImportRows) +
+                         ": the source is read whole before anything is written); nothing was "
+                         "imported");
       }
     }
     for (SourceRun& r : src.runs) {
