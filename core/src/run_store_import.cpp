@@ -342,13 +342,13 @@ Source read_source(const std::string& path, const ImportOptions& opt) {
         const auto col = std::find(rows->columns.begin(), rows->columns.end(), "role");
         if (col == rows->columns.end()) continue;
         for (const std::vector<Value>& row : rows->rows) {
-          const Value& v = row[static_cast<size_t>(col - rows->columns.begin())];
-          if (v.type == SQLITE_TEXT && parse_role(v.s)) continue;
-          throw StoreError(path + ": run " + std::to_string(r.id) + " (\"" + cut_quote(r.name) +
-                           "\"): a row of its " + table + " has the role " +
-                           (v.type == SQLITE_TEXT ? "\"" + cut_quote(v.s) + "\"" : "of no text") +
-                           ", which is none of fp8wb's (" + role_names() +
-                           "); nothing was imported");
+          const Value& role = row[static_cast<size_t>(col - rows->columns.begin())];
+          if (role.type == SQLITE_TEXT && parse_role(role.s)) continue;
+          throw StoreError(
+              path + ": run " + std::to_string(r.id) + " (\"" + cut_quote(r.name) +
+              "\"): a row of its " + table + " has the role " +
+              (role.type == SQLITE_TEXT ? "\"" + cut_quote(role.s) + "\"" : "of no text") +
+              ", which is none of fp8wb's (" + role_names() + "); nothing was imported");
         }
       }
       for (const std::vector<Value>& row : r.blobs.rows) {

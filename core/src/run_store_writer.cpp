@@ -43,7 +43,7 @@ void RunStore::Impl::enqueue(std::function<void()> job, size_t bytes) {
 namespace {
 
 std::string seconds_text(std::chrono::milliseconds ms) {
-  const auto s = ms.count() / 1000.0;
+  const double s = static_cast<double>(ms.count()) / 1000.0;
   char buf[32];
   std::snprintf(buf, sizeof buf, s >= 10 || s == static_cast<int64_t>(s) ? "%.0f s" : "%.1f s", s);
   return buf;
