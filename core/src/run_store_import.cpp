@@ -114,6 +114,11 @@ struct Source {
   std::vector<SourceSweep> sweeps;
 };
 
+// The most rows (scalars, tensor statistics, blobs, events, rank scales) one import reads:
+// some 1.5 GiB in memory at most. A run of 100,000 steps with statistics of 40 layers at
+// every tenth step has about 5 million.
+constexpr int64_t kMaxImportRows = 10'000'000;
+
 bool complete(RunStatus s) {
   return s == RunStatus::Finished || s == RunStatus::Stopped || s == RunStatus::Diverged;
 }
@@ -156,6 +161,26 @@ void check_step(const Value& v, const std::string& path, const SourceRun& r,
   throw StoreError(path + ": run " + std::to_string(r.id) + " (\"" + cut_quote(r.name) +
                    "\"): " + "a row of " + where +
                    " has a step that is not a whole number: " + shown + "; nothing was imported");
+}
+
+// A blob's shape as fp8wb writes it: `dims` whole numbers, "," between them, whose product
+// is the count of 4-byte floats in `data`.
+bool valid_shape(const Value& shape, const Value& data, size_t dims) {
+  if (shape.type != SQLITE_TEXT || shape.s.empty() || shape.s.size() > 40) return false;
+  uint64_t cells = 1;
+  size_t n = 0, i = 0;
+  while (i <= shape.s.size()) {
+    const size_t j = std::min(shape.s.find(',', i), shape.s.size());
+    const std::string d = shape.s.substr(i, j - i);
+    if (d.empty() || d.size() > 9 ||
+        !std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return false;
+    cells *= std::stoull(d);
+    ++n;
+    i = j + 1;
+  }
+  return n == dims && (data.type == SQLITE_BLOB || data.type == SQLITE_NULL) &&
+         cells * sizeof(float) == data.s.size();
 }
 
 // Whether the file begins as every SQLite database does. SQLite calls any other file with
@@ -208,6 +233,7 @@ Source read_source(const std::string& path, const ImportOptions& opt) {
         return src;
       case FileKind::Ours: break;
     }
+    check_schema(*db, path);
     if (v < 1 || !has_column(*db, "runs", "config_json")) {
       throw StoreError(path + " is not a run database (it has no runs table of fp8wb's)");
     }
@@ -229,6 +255,10 @@ Source read_source(const std::string& path, const ImportOptions& opt) {
         if (r.uuid.empty()) {
           throw StoreError(path + ": run " + std::to_string(r.id) + " has no identity");
         }
+        if (!is_uuid(r.uuid)) {
+          throw StoreError(path + ": run " + std::to_string(r.id) + " has the identity \"" +
+                           cut_quote(r.uuid) + "\", which is no UUID; nothing was imported");
+        }
         r.name = q.s(1);
         r.kind = q.s(2);
         r.status = q.s(3);
@@ -246,6 +276,30 @@ Source read_source(const std::string& path, const ImportOptions& opt) {
     }
     if (!opt.uuid.empty() && src.runs.empty()) {
       throw StoreError(path + " holds no run with the identity " + opt.uuid);
+    }
+    // The rows read into memory are bounded (a file's rows, not its size, set what its
+    // copy takes): counted before they are read.
+    {
+      int64_t rows = 0;
+      const std::string count_sql =
+          "SELECT (SELECT count(*) FROM scalars c JOIN series s ON c.series_id = s.id WHERE "
+          "s.run_id = ?1) + (SELECT count(*) FROM tensor_stats WHERE run_id = ?1) + "
+          "(SELECT count(*) FROM blobs WHERE run_id = ?1) + "
+          "(SELECT count(*) FROM events WHERE run_id = ?1)" +
+          std::string(has_ranks ? " + (SELECT count(*) FROM rank_scales WHERE run_id = ?1)" : "");
+      Stmt q(*db, count_sql.c_str());
+      for (const SourceRun& r : src.runs) {
+        q.bind(1, r.id);
+        if (q.step()) rows += q.i(0);
+        q.reset();
+      }
+      if (rows > kMaxImportRows) {
+        throw StoreError(path + ": its runs hold " + std::to_string(rows) +
+                         " rows of statistics, more than one import reads (" +
+                         std::to_string(kMaxImportRows) +
+                         ": the source is read whole before anything is written); nothing was "
+                         "imported");
+      }
     }
     for (SourceRun& r : src.runs) {
       Stmt q(*db,
@@ -278,6 +332,41 @@ Source read_source(const std::string& path, const ImportOptions& opt) {
         for (const std::vector<Value>& row : rows->rows) {
           check_step(row[static_cast<size_t>(col - rows->columns.begin())], path, r,
                      std::string("its ") + table);
+        }
+      }
+      // Roles, kinds and shapes are what fp8wb writes: one outside them is refused here,
+      // before anything is written, rather than by every later reader of the target.
+      const std::pair<const char*, const Rows*> roled[] = {
+          {"tensor_stats", &r.tensor_stats}, {"blobs", &r.blobs}, {"rank_scales", &r.rank_scales}};
+      for (const auto& [table, rows] : roled) {
+        const auto col = std::find(rows->columns.begin(), rows->columns.end(), "role");
+        if (col == rows->columns.end()) continue;
+        for (const std::vector<Value>& row : rows->rows) {
+          const Value& role = row[static_cast<size_t>(col - rows->columns.begin())];
+          if (role.type == SQLITE_TEXT && parse_role(role.s)) continue;
+          throw StoreError(
+              path + ": run " + std::to_string(r.id) + " (\"" + cut_quote(r.name) +
+              "\"): a row of its " + table + " has the role " +
+              (role.type == SQLITE_TEXT ? "\"" + cut_quote(role.s) + "\"" : "of no text") +
+              ", which is none of fp8wb's (" + role_names() + "); nothing was imported");
+        }
+      }
+      for (const std::vector<Value>& row : r.blobs.rows) {
+        // step, layer, role, kind, shape, data
+        const Value &kind = row[3], &shape = row[4], &data = row[5];
+        std::string why;
+        if (kind.type != SQLITE_TEXT || (kind.s != "error_map" && kind.s != "amax_history")) {
+          why = "of the kind " +
+                (kind.type == SQLITE_TEXT ? "\"" + cut_quote(kind.s) + "\""
+                                          : std::string("of no text")) +
+                " (known: error_map, amax_history)";
+        } else if (!valid_shape(shape, data, kind.s == "error_map" ? 2 : 1)) {
+          why = "whose shape \"" + cut_quote(shape.s) + "\" does not fit its " +
+                std::to_string(data.s.size()) + " bytes of data";
+        }
+        if (!why.empty()) {
+          throw StoreError(path + ": run " + std::to_string(r.id) + " (\"" + cut_quote(r.name) +
+                           "\"): a blob " + why + "; nothing was imported");
         }
       }
       if (r.parent_sweep > 0 && opt.parent_sweep <= 0) sweeps.insert(r.parent_sweep);
@@ -320,6 +409,8 @@ ImportReport RunStore::import_runs(const std::string& source_path, const ImportO
   auto report = std::make_shared<ImportReport>();
   Impl* im = impl_.get();
   im->enqueue([im, src, report, opt] {
+    // Run again from the start where the target was locked (the transaction rolled back).
+    *report = ImportReport{};
     const Db& w = *im->writer;
     // The target's identities, read once.
     std::map<std::string, int64_t> runs_here, sweeps_here;

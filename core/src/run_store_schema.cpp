@@ -93,6 +93,48 @@ std::string foreign_file_text(const std::string& path, const std::vector<std::st
          (tables.size() == 1 ? " " : "s ") + names + "; no FP8 Workbench runs)";
 }
 
+void check_schema(const Db& db, const std::string& path) {
+  auto quoted = [](const std::string& name) {
+    return "'" + (name.size() > 60 ? name.substr(0, 60) + "..." : name) + "'";
+  };
+  const std::string not_ours = path + " is not a run database as fp8wb writes it: ";
+  std::vector<std::string> tables;
+  {
+    Stmt q(db, "SELECT type, name, IFNULL(sql, '') FROM sqlite_master");
+    while (q.step()) {
+      const std::string type = q.s(0), name = q.s(1);
+      if (type == "view" || type == "trigger") {
+        throw StoreError(not_ours + "it has a " + type + " " + quoted(name) +
+                         " (a run database has tables and indexes only)");
+      }
+      if (type != "table") continue;
+      std::string head = q.s(2).substr(0, 40);
+      for (char& c : head) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      head.erase(std::unique(head.begin(), head.end(),
+                             [](char a, char b) { return std::isspace(a) && std::isspace(b); }),
+                 head.end());
+      if (head.rfind("CREATE VIRTUAL TABLE", 0) == 0) {
+        throw StoreError(not_ours + "its table " + quoted(name) +
+                         " is a virtual table (a run database has plain tables only)");
+      }
+      tables.push_back(name);
+    }
+  }
+  for (const std::string& t : tables) {
+    if (t.rfind("sqlite_", 0) == 0) continue;
+    std::string escaped;
+    for (char c : t) escaped += c == '"' ? std::string("\"\"") : std::string(1, c);
+    Stmt q(db, ("PRAGMA table_xinfo(\"" + escaped + "\")").c_str());
+    while (q.step()) {
+      if (q.i(6) != 0) {  // 2, 3: a generated column (virtual, stored); 1: hidden
+        throw StoreError(not_ours + "its table " + quoted(t) + " has a " +
+                         (q.i(6) == 1 ? "hidden" : "generated") + " column " + quoted(q.s(1)) +
+                         " (a run database stores every value it gives)");
+      }
+    }
+  }
+}
+
 namespace {
 std::string uuid_text(uint64_t hi, uint64_t lo) {
   char buf[40];
@@ -323,9 +365,9 @@ void migrate(const Db& db, const std::string& path) {
 
 // The switch to WAL needs the file to itself for a moment: SQLite does not always call the
 // busy handler there (a lock upgrade that could deadlock fails at once), so it is retried
-// for as long as the busy timeout.
-void switch_to_wal(const Db& db, const std::string& path) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(Db::kBusyMs);
+// for as long as a lock is waited for.
+void switch_to_wal(const Db& db, const std::string& path, std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
   for (;;) {
     sqlite3_stmt* s = nullptr;
     int rc = sqlite3_prepare_v2(db.get(), "PRAGMA journal_mode = WAL", -1, &s, nullptr);
@@ -379,6 +421,34 @@ void mark_interrupted(const Db& db) {
   } catch (...) {
     sqlite3_exec(db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
+  }
+}
+
+// How long a lock held by another connection is waited for (RunStore::kLockWaitSeconds;
+// FP8WB_STORE_LOCK_WAIT_S, in seconds, for tests).
+std::chrono::milliseconds lock_wait() {
+  if (const char* s = std::getenv("FP8WB_STORE_LOCK_WAIT_S"); s && *s) {
+    const double v = std::strtod(s, nullptr);
+    if (v > 0 && v < 1e6) return std::chrono::milliseconds(static_cast<int64_t>(v * 1000));
+  }
+  return std::chrono::seconds(RunStore::kLockWaitSeconds);
+}
+
+// `fn` (a write transaction that rolls itself back) tried again with backoff while another
+// connection holds the database, for up to `wait`.
+template <class F>
+void while_locked(const F& fn, std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  auto backoff = std::chrono::milliseconds(20);
+  for (;;) {
+    try {
+      fn();
+      return;
+    } catch (const BusyError&) {
+      if (std::chrono::steady_clock::now() >= deadline) throw;
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+    }
   }
 }
 
@@ -468,10 +538,12 @@ std::unique_ptr<RunStore> RunStore::open(const std::string& path) {
     throw StoreError(foreign_file_text(path, tables) +
                      ": give a new file or an FP8 Workbench database");
   }
-  switch_to_wal(w, path);
+  check_schema(w, path);
+  impl->lock_wait = lock_wait();
+  switch_to_wal(w, path, impl->lock_wait);
   w.exec("PRAGMA synchronous = NORMAL");
-  migrate(w, path);
-  mark_interrupted(w);
+  while_locked([&] { migrate(w, path); }, impl->lock_wait);
+  while_locked([&] { mark_interrupted(w); }, impl->lock_wait);
   // A cap on the file's size for this process (pages of 4 KiB): the tests' full disk.
   if (const char* cap = std::getenv("FP8WB_STORE_MAX_PAGES"); cap && *cap) {
     w.exec(("PRAGMA max_page_count = " + std::to_string(std::strtoll(cap, nullptr, 10))).c_str());
@@ -505,6 +577,7 @@ std::unique_ptr<RunStore> RunStore::open_read_only(const std::string& path) {
       return std::unique_ptr<RunStore>(new RunStore(std::move(impl)));
     case FileKind::Ours: break;
   }
+  check_schema(*impl->reader, path);
   impl->has_uuid = v >= 1 && has_column(*impl->reader, "runs", "uuid");
   if (v > kSchemaVersion) {
     throw StoreError("run database " + path + " has schema version " + std::to_string(v) +

@@ -8,9 +8,16 @@
 #pragma once
 
 #include <sqlite3.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <map>
@@ -42,8 +49,48 @@ inline std::string immutable_uri(const std::string& path) {
   return uri + "?immutable=1";
 }
 
-// What a failed write means to whoever reads the message.
-inline std::string explain(int code) {
+// The largest text or blob a run database's reading connections take
+// (SQLITE_LIMIT_LENGTH): a larger one is refused ("string or blob too big"), not read into
+// memory. fp8wb's own values are far smaller (a map of 64 x 64 cells is 16 KiB).
+inline constexpr int kMaxValueBytes = 64 << 20;
+
+// Why writing `path` (a database, its -wal or -shm) failed, where the file system tells:
+// SQLite says "disk I/O error" for a full disk met by its -wal or -shm file or a sync, and
+// keeps no errno of it (sqlite3_system_errno() is 0 there). Empty where neither a full
+// disk nor the process's file size limit is the cause.
+inline std::string io_cause(const std::string& path) {
+  std::string folder = path;
+  const size_t slash = folder.rfind('/');
+  folder = slash == std::string::npos ? "." : slash == 0 ? "/" : folder.substr(0, slash);
+  struct statvfs fs {};
+  if (statvfs(folder.c_str(), &fs) == 0) {
+    const unsigned long long left = static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize;
+    if (left < (1ULL << 20)) {
+      return " (disk full: " + std::to_string(left >> 10) + " KiB left on the device of " + folder +
+             ")";
+    }
+    if (fs.f_favail == 0 && fs.f_files > 0) return " (disk full: no free inodes left)";
+  }
+  struct rlimit limit {};
+  if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      struct stat st {};
+      if (stat((path + suffix).c_str(), &st) == 0 &&
+          static_cast<unsigned long long>(st.st_size) + (1ULL << 20) > limit.rlim_cur) {
+        return " (the process's file size limit of " + std::to_string(limit.rlim_cur >> 10) +
+               " KiB reached: File too large)";
+      }
+    }
+  }
+  return {};
+}
+
+// What a failed write means to whoever reads the message (`path`: the database, for a
+// full disk that SQLite calls an I/O error).
+inline std::string explain(int code, const std::string& path = {}) {
+  if (!path.empty() && ((code & 0xFF) == SQLITE_IOERR || (code & 0xFF) == SQLITE_FULL)) {
+    if (std::string cause = io_cause(path); !cause.empty()) return cause;
+  }
   switch (code & 0xFF) {
     case SQLITE_FULL: return " (disk full, or the database's size limit reached)";
     case SQLITE_READONLY: return " (the database is read-only)";
@@ -51,8 +98,19 @@ inline std::string explain(int code) {
     // No SQLite header: another kind of file, or a database whose first page is damaged.
     case SQLITE_NOTADB: return " (not an SQLite database, or its first page is damaged)";
     case SQLITE_IOERR: return " (an I/O error)";
+    case SQLITE_TOOBIG: return " (a value in the file is larger than the 64 MiB fp8wb reads)";
     default: return "";
   }
+}
+
+// The database is locked by another connection (SQLITE_BUSY, SQLITE_LOCKED): a wait, not
+// a failure. The writer thread tries again (RunStore::Impl::loop).
+struct BusyError : StoreError {
+  using StoreError::StoreError;
+};
+
+inline bool busy_code(int code) {
+  return (code & 0xFF) == SQLITE_BUSY || (code & 0xFF) == SQLITE_LOCKED;
 }
 
 // A connection and its statements, closed on destruction.
@@ -77,6 +135,7 @@ class Db {
     }
     // Before anything that may lock: every statement below waits for other processes.
     sqlite3_busy_timeout(db_, kBusyMs);
+    if (mode != Mode::ReadWrite) sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, kMaxValueBytes);
     exec("PRAGMA foreign_keys = ON");
   }
   ~Db() { sqlite3_close(db_); }
@@ -89,20 +148,24 @@ class Db {
   // What went wrong with which file, as its reader says it: SQLite's message and what it
   // means ("file is not a database (the database file is damaged)"), not which statement
   // of ours met it.
-  [[noreturn]] void fail() const {
-    throw StoreError("run database " + path_ + ": " + sqlite3_errmsg(db_) +
-                     explain(sqlite3_errcode(db_)));
-  }
+  [[noreturn]] void fail() const { raise(sqlite3_errmsg(db_)); }
   void exec(const char* sql) const {
     char* err = nullptr;
     if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
       const std::string m = err ? err : "error";
       sqlite3_free(err);
-      throw StoreError("run database " + path_ + ": " + m + explain(sqlite3_errcode(db_)));
+      raise(m);
     }
   }
 
  private:
+  [[noreturn]] void raise(const std::string& what) const {
+    const int code = sqlite3_extended_errcode(db_);
+    const std::string text = "run database " + path_ + ": " + what + explain(code, path_);
+    if (busy_code(code)) throw BusyError(text);
+    throw StoreError(text);
+  }
+
   std::string path_;
   sqlite3* db_ = nullptr;
 };
@@ -212,13 +275,20 @@ inline Role stored_role(const std::string& name, int64_t run_id) {
                    name.substr(0, 40) + "\" (known: " + role_names() + ")");
 }
 
+// A blob's shape as stored ("2,3"); text that is not whole numbers and commas (a file
+// written by another program) reads as no shape, which no reader takes for a map.
 inline std::vector<int64_t> parse_shape(const std::string& s) {
   std::vector<int64_t> v;
   size_t i = 0;
-  while (i < s.size()) {
-    const size_t j = s.find(',', i);
-    v.push_back(std::stoll(s.substr(i, j == std::string::npos ? std::string::npos : j - i)));
-    if (j == std::string::npos) break;
+  while (i < s.size() && v.size() < 8) {
+    const size_t j = std::min(s.find(',', i), s.size());
+    if (j == i || j - i > 18) return {};
+    int64_t d = 0;
+    for (size_t k = i; k < j; ++k) {
+      if (s[k] < '0' || s[k] > '9') return {};
+      d = d * 10 + (s[k] - '0');
+    }
+    v.push_back(d);
     i = j + 1;
   }
   return v;
@@ -264,6 +334,11 @@ FileKind file_kind(const Db& db, std::vector<std::string>* tables = nullptr);
 // "PATH is an SQLite database of another program (it has the tables a, b; no FP8
 // Workbench runs)".
 std::string foreign_file_text(const std::string& path, const std::vector<std::string>& tables);
+// A run database as fp8wb writes it: its objects are tables and indexes only (no view,
+// trigger or virtual table, which could give a small file's reader millions of rows or a
+// huge value) and its tables have no generated or hidden columns. Throws StoreError
+// naming the file and the object. Every file read or written as a run database is checked.
+void check_schema(const Db& db, const std::string& path);
 // A reading connection that changes nothing on disk (run_store_schema.cpp).
 std::unique_ptr<Db> open_reader(const std::string& path);
 // The identity of a row written before identities were stored: a hash of what the row
@@ -296,24 +371,41 @@ struct RunStore::Impl {
   std::unique_ptr<store::Db> writer;
   std::thread thread;
   std::mutex mutex;
-  std::condition_variable wake, drained;
-  std::deque<std::function<void()>> queue;
+  std::condition_variable wake, drained, room;
+  struct Job {
+    std::function<void()> fn;
+    size_t bytes = 0;  // what it holds in memory, about
+  };
+  std::deque<Job> queue;
   uint64_t queued = 0, committed = 0;
+  size_t buffered = 0;  // the bytes of the jobs queued or being written
   bool stopping = false;
-  std::string error;                                              // the first failed write
+  std::string error;             // the first failed write
+  bool own_runs_marked = false;  // after a failure: this process's runs were marked failed
   std::map<std::pair<int64_t, std::string>, int64_t> series_ids;  // writer thread only
+  // The write buffer: while another connection holds the database, writes wait here, up
+  // to this many bytes (a writer that would pass it waits for room), and the writer tries
+  // again with backoff for up to lock_wait; a lock held longer fails the writes.
+  size_t buffer_limit = RunStore::kWriteBufferBytes;
+  std::chrono::milliseconds lock_wait{RunStore::kLockWaitSeconds * 1000};
 
-  // Queues a job for the writer thread; throws StoreError when read-only or after a
-  // failed write.
-  void enqueue(std::function<void()> job);
-  // The writer thread: one transaction for everything queued since the last one.
+  // Queues a job for the writer thread (waiting for room while the buffer is full);
+  // throws StoreError when read-only or after a failed write.
+  void enqueue(std::function<void()> job, size_t bytes = 256);
+  // The writer thread: one transaction for everything queued since the last one; a
+  // transaction that meets a lock is rolled back and tried again, with what was queued
+  // meanwhile, until lock_wait has passed.
   void loop();
+  // One transaction of `jobs`, tried again while the database is locked (what is queued
+  // meanwhile joins it); returns why it failed (empty: committed).
+  std::string commit(std::deque<Job>& jobs);
   // Ends the writer thread, committing what is queued.
   void stop();
-  // After a failed write (a full disk, a damaged or read-only file): what was committed
-  // stays; this process's runs end as failed with the reason, where the file still takes
-  // that small update (a row updated in place needs no new page).
-  void fail_own_runs(const std::string& why);
+  // After a failed write (a full disk, a damaged or read-only file, a lock held past
+  // lock_wait): what was committed stays; this process's runs end as failed with the
+  // reason, where the file still takes that small update (a row updated in place needs no
+  // new page). Returns whether the update was made.
+  bool fail_own_runs(const std::string& why);
   int64_t series_id(int64_t run, const std::string& name);
   void write_batch(const MetricBatch& b);
   void write_status(int64_t run, RunStatus s, const std::string& message);

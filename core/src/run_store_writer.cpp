@@ -3,13 +3,19 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <memory>
+#include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "fp8wb/core/counted.h"
 #include "fp8wb/core/name_text.h"
 #include "run_store_sql.h"
 
@@ -17,45 +23,125 @@ namespace fp8wb {
 
 using namespace store;  // Db, Stmt, the stored forms (run_store_sql.h)
 
-void RunStore::Impl::enqueue(std::function<void()> job) {
+void RunStore::Impl::enqueue(std::function<void()> job, size_t bytes) {
   if (read_only) throw StoreError("run database " + path + " is open read-only");
   {
-    const std::lock_guard<std::mutex> lock(mutex);
+    std::unique_lock<std::mutex> lock(mutex);
+    // A full buffer (the database locked a while): the caller waits for the writer to
+    // commit, as a run then waits for its database; a job larger than the whole buffer
+    // goes in alone.
+    room.wait(lock,
+              [&] { return !error.empty() || buffered == 0 || buffered + bytes <= buffer_limit; });
     if (!error.empty()) throw StoreError(error);
-    queue.push_back(std::move(job));
+    queue.push_back({std::move(job), bytes});
     ++queued;
+    buffered += bytes;
   }
   wake.notify_one();
 }
 
+namespace {
+
+std::string seconds_text(std::chrono::milliseconds ms) {
+  const double s = static_cast<double>(ms.count()) / 1000.0;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, s >= 10 || s == static_cast<int64_t>(s) ? "%.0f s" : "%.1f s", s);
+  return buf;
+}
+
+}  // namespace
+
+std::string RunStore::Impl::commit(std::deque<Job>& jobs) {
+  using Clock = std::chrono::steady_clock;
+  const auto started = Clock::now();
+  auto backoff = std::chrono::milliseconds(20);
+  std::minstd_rand jitter(static_cast<unsigned>(getpid()) ^
+                          static_cast<unsigned>(started.time_since_epoch().count()));
+  for (int attempt = 1;; ++attempt) {
+    const auto waited =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+    try {
+      // SQLite's own busy handler waits up to a second an attempt; the backoff between
+      // attempts lets the other writers of the file through.
+      const auto left = lock_wait - waited;
+      sqlite3_busy_timeout(writer->get(),
+                           static_cast<int>(std::clamp<int64_t>(left.count(), 1, 1000)));
+      writer->exec("BEGIN IMMEDIATE");
+      for (auto& j : jobs) j.fn();
+      writer->exec("COMMIT");
+      return {};
+    } catch (const BusyError& e) {
+      sqlite3_exec(writer->get(), "ROLLBACK", nullptr, nullptr, nullptr);
+      series_ids.clear();
+      const auto now =
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+      if (now >= lock_wait) {
+        size_t bytes = 0;
+        for (const Job& j : jobs) bytes += j.bytes;
+        const std::string size = bytes < (1 << 20)
+                                     ? std::to_string((bytes + 1023) >> 10) + " KiB"
+                                     : std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB";
+        return std::string(e.what()) + ": another connection held it for " + seconds_text(now) +
+               " (" + counted(attempt, "attempt") + "), longer than the run store waits (" +
+               seconds_text(lock_wait) + ", keeping up to " + std::to_string(buffer_limit >> 20) +
+               " MiB of writes meanwhile); not stored: " +
+               counted(static_cast<int64_t>(jobs.size()), "waiting write") + " (" + size + ")";
+      }
+      const auto pause =
+          std::min(backoff + std::chrono::milliseconds(jitter() % 20), lock_wait - now);
+      std::this_thread::sleep_for(pause);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+      // What was queued meanwhile joins the next attempt, in its order.
+      const std::lock_guard<std::mutex> lock(mutex);
+      for (Job& j : queue) jobs.push_back(std::move(j));
+      queue.clear();
+    } catch (const std::exception& e) {
+      sqlite3_exec(writer->get(), "ROLLBACK", nullptr, nullptr, nullptr);
+      series_ids.clear();
+      return e.what();
+    }
+  }
+}
+
 void RunStore::Impl::loop() {
   for (;;) {
-    std::deque<std::function<void()>> jobs;
+    std::deque<Job> jobs;
+    bool failed_before = false;
     {
       std::unique_lock<std::mutex> lock(mutex);
       wake.wait(lock, [&] { return stopping || !queue.empty(); });
-      if (queue.empty() && stopping) return;
+      if (queue.empty() && stopping) break;
       jobs.swap(queue);
+      failed_before = !error.empty();
     }
-    // One transaction for everything queued since the last one.
-    std::string failure;
-    try {
-      writer->exec("BEGIN IMMEDIATE");
-      for (auto& j : jobs) j();
-      writer->exec("COMMIT");
-    } catch (const std::exception& e) {
-      failure = e.what();
-      sqlite3_exec(writer->get(), "ROLLBACK", nullptr, nullptr, nullptr);
-      series_ids.clear();
-      fail_own_runs(failure);
+    // After a failed write nothing more is written: a run's later steps, or its final
+    // status, must not follow steps that were lost (a run stored 'finished' without them).
+    if (!failed_before) {
+      const std::string failure = commit(jobs);
+      if (!failure.empty()) {
+        {
+          const std::lock_guard<std::mutex> lock(mutex);
+          error = failure;
+        }
+        room.notify_all();  // writers waiting for room see the failure
+        own_runs_marked = fail_own_runs(failure);
+      }
+    } else if (!own_runs_marked) {
+      own_runs_marked = fail_own_runs(error);  // the lock may be gone now
     }
+    size_t bytes = 0;
+    for (const Job& j : jobs) bytes += j.bytes;
     {
       const std::lock_guard<std::mutex> lock(mutex);
       committed += jobs.size();
-      if (!failure.empty() && error.empty()) error = failure;
+      buffered -= bytes;
     }
     drained.notify_all();
+    room.notify_all();
   }
+  // A failure whose runs could not be marked then (the database still locked): once more,
+  // so that the stored status says what the process says.
+  if (!error.empty() && !own_runs_marked) own_runs_marked = fail_own_runs(error);
 }
 
 void RunStore::Impl::stop() {
@@ -68,15 +154,18 @@ void RunStore::Impl::stop() {
   thread.join();
 }
 
-void RunStore::Impl::fail_own_runs(const std::string& why) {
+bool RunStore::Impl::fail_own_runs(const std::string& why) {
   try {
+    sqlite3_busy_timeout(writer->get(), Db::kBusyMs);
     Stmt u(*writer,
            "UPDATE runs SET status = 'failed', ended_at = ?, message = ? "
            "WHERE status IN ('running', 'paused') AND owner_host = ? AND owner_pid = ?");
     u.bind(1, now_utc()).bind(2, "the run database could not be written: " + why);
     u.bind(3, host_name()).bind(4, static_cast<int64_t>(getpid())).run();
+    return true;
   } catch (const std::exception&) {
     // Left 'running': the next open marks it interrupted.
+    return false;
   }
 }
 
@@ -221,14 +310,38 @@ int64_t RunStore::create_run(const std::string& name, const std::string& kind,
   return *id;
 }
 
+namespace {
+
+// What a batch holds in memory, about: what the write buffer counts.
+size_t batch_bytes(const MetricBatch& b) {
+  size_t n = sizeof b + b.message.size() + b.steps.size() * sizeof(StepMetrics) +
+             b.ranks.size() * sizeof(RankScale);
+  for (const TensorMetrics& t : b.tensors) {
+    n += sizeof t + t.layer.size() + (t.map_rel_error.size() + t.amax_history.size()) * 4;
+  }
+  for (const SqnrMetrics& q : b.sqnr) n += sizeof q + q.layer.size();
+  for (const RunEvent& e : b.events) n += sizeof e + e.kind.size() + e.message.size();
+  for (const RankScale& r : b.ranks) n += r.layer.size();
+  return n;
+}
+
+}  // namespace
+
 void RunStore::write(const MetricBatch& batch) {
   Impl* im = impl_.get();
-  im->enqueue([im, batch] { im->write_batch(batch); });
+  im->enqueue([im, batch] { im->write_batch(batch); }, batch_bytes(batch));
 }
 
 void RunStore::write(MetricBatch&& batch) {
   Impl* im = impl_.get();
-  im->enqueue([im, b = std::move(batch)] { im->write_batch(b); });
+  const size_t bytes = batch_bytes(batch);
+  im->enqueue([im, b = std::move(batch)] { im->write_batch(b); }, bytes);
+}
+
+void RunStore::set_write_buffer_for_testing(size_t bytes, std::chrono::milliseconds lock_wait) {
+  const std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->buffer_limit = bytes;
+  impl_->lock_wait = lock_wait;
 }
 
 void RunStore::set_status(int64_t run_id, RunStatus status, const std::string& message) {

@@ -3,11 +3,13 @@
 // writes, and bad files give clear errors.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <functional>
 
@@ -460,6 +462,38 @@ TEST_F(RunStoreTest, AFullDiskKeepsCommittedStepsAndFailsTheRun) {
   EXPECT_EQ(ro->run(id)->status, RunStatus::Failed);
   EXPECT_NE(ro->run(id)->message.find("disk full"), std::string::npos) << ro->run(id)->message;
   EXPECT_EQ(ro->integrity_check(), "ok");
+}
+
+// A disk that is full where SQLite meets it as an I/O error (the -wal growing; here the
+// process's file size limit, EFBIG, as a full disk's ENOSPC) is said as what it is, not as
+// "disk I/O error" alone; what was committed stays.
+TEST_F(RunStoreTest, AFullDiskMetAsAnIOErrorIsSaidAsSuch) {
+  auto s = RunStore::open(path_);
+  const int64_t id = s->create_run("limited", "train", "{}", "cpu");
+  for (int64_t step = 0; step < 20; ++step) s->write(step_batch(id, step));
+  s->flush();
+  struct rlimit old {};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  auto* old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = old;
+  small.rlim_cur = std::filesystem::file_size(path_ + "-wal") + (64 << 10);
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string what;
+  try {
+    for (int64_t step = 20; step < 5000; ++step) s->write(step_batch(id, step));
+    s->flush();
+  } catch (const StoreError& e) {
+    what = e.what();
+  }
+  setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_NE(what.find("file size limit of"), std::string::npos) << what;
+  EXPECT_NE(what.find("KiB reached: File too large)"), std::string::npos) << what;
+  s.reset();
+  auto ro = RunStore::open_read_only(path_);
+  EXPECT_GE(ro->series(id, "loss").size(), 20u);
+  EXPECT_EQ(ro->run(id)->status, RunStatus::Failed);
+  EXPECT_NE(ro->run(id)->message.find("File too large"), std::string::npos) << ro->run(id)->message;
 }
 
 TEST_F(RunStoreTest, ReadingCreatesNothing) {

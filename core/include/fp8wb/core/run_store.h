@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -146,8 +147,18 @@ class RunStore {
   ImportReport import_runs(const std::string& source_path, const ImportOptions& options = {});
   // Waits until everything queued is committed; throws StoreError if a write failed
   // (a full disk, say), and later writes keep failing with the same message. What was
-  // committed before stays; this process's running runs are marked failed with it.
+  // committed before stays; nothing queued after the failure is written (a run's final
+  // status never follows steps that were lost); this process's running runs are marked
+  // failed with it.
+  // A database that another connection holds locked is no failure: writes wait in a
+  // buffer of up to kWriteBufferBytes (a write that would pass it waits for room: the run
+  // waits for its database) and the writer tries again with backoff; only a lock held for
+  // longer than kLockWaitSeconds fails the writes, saying so.
   void flush();
+  static constexpr size_t kWriteBufferBytes = size_t{64} << 20;
+  static constexpr int kLockWaitSeconds = 300;  // FP8WB_STORE_LOCK_WAIT_S overrides it
+  // Tests: the buffer's size and how long a lock is waited for.
+  void set_write_buffer_for_testing(size_t bytes, std::chrono::milliseconds lock_wait);
   // A consumer for the MetricBus that queues every batch here.
   std::shared_ptr<MetricConsumer> consumer();
   // Tests: SQL on the writer connection, in the writer's order ("PRAGMA query_only = 1":
