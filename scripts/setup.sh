@@ -23,6 +23,7 @@ PACKAGES=(
   librsvg2-bin                              # the icon's PNG sizes (packaging/)
   desktop-file-utils appstream lintian      # the Debian package's checks (scripts/test-deb.sh)
   hipcc libamdhip64-dev                     # the kernels compiled as HIP for AMD GPUs (kernels/hip)
+  python3-torch                             # the fp8wb Python package's tests (tests/python)
 )
 
 missing=()

@@ -66,7 +66,9 @@ for f in /usr/bin/fp8wb /usr/bin/fp8-workbench \
   /usr/share/applications/$APP_ID.desktop /usr/share/metainfo/$APP_ID.metainfo.xml \
   /usr/share/doc/$PKG/copyright /usr/share/doc/$PKG/changelog.gz \
   /usr/share/man/man1/fp8wb.1.gz /usr/share/man/man1/fp8-workbench.1.gz \
-  /usr/share/icons/hicolor/scalable/apps/fp8-workbench.svg; do
+  /usr/share/icons/hicolor/scalable/apps/fp8-workbench.svg \
+  /usr/lib/python3/dist-packages/fp8wb/__init__.py \
+  /usr/lib/python3/dist-packages/fp8wb/libfp8wb_watch.so; do
   dpkg -S "$f" >/dev/null 2>&1 || fail "$f is not in the package"
 done
 for size in 16 32 48 64 128 256; do
@@ -87,7 +89,7 @@ owned() {
   done
   return 1
 }
-for b in /usr/bin/fp8wb /usr/bin/fp8-workbench; do
+for b in /usr/bin/fp8wb /usr/bin/fp8-workbench /usr/lib/python3/dist-packages/fp8wb/libfp8wb_watch.so; do
   while read -r name path; do
     [ "$path" != "not" ] || fail "$b needs $name, which is not found"
     owned "$path" || fail "$b needs $name ($path), which no Debian package provides"
@@ -122,6 +124,25 @@ fp8wb train --set steps=20 --db "$tmp/runs.sqlite" --quiet
 fp8wb runs list --db "$tmp/runs.sqlite" --json >"$tmp/runs.json"
 grep -q '"status":"finished","steps":20' "$tmp/runs.json" ||
   { cat "$tmp/runs.json"; fail "the training run is not stored as finished after 20 steps"; }
+
+echo "== python3 -c 'import fp8wb' (Debian's python3)"
+where=$(python3 -c 'import fp8wb; print(fp8wb.__file__)') || fail "Debian's python3 cannot import fp8wb"
+[ "$where" = /usr/lib/python3/dist-packages/fp8wb/__init__.py ] || fail "python3 imports fp8wb from $where"
+if python3 -c 'import torch' 2>/dev/null; then
+  echo "== a watched PyTorch script (python3-torch)"
+  python3 - "$tmp/runs.sqlite" <<'PY' || fail "a watched script did not run"
+import sys, torch, fp8wb
+model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+with fp8wb.watch(model, db=sys.argv[1], name="watched", stats_interval=2) as w:
+    for _ in range(5):
+        loss = model(torch.randn(4, 8)).pow(2).mean()
+        opt.zero_grad(); loss.backward(); opt.step(); w.step(loss=loss)
+PY
+  fp8wb runs list --db "$tmp/runs.sqlite" --json >"$tmp/runs.json"
+  grep -q '"name":"watched","source":"python",[^}]*"status":"finished","steps":5,' "$tmp/runs.json" ||
+    { cat "$tmp/runs.json"; fail "the watched run is not stored as finished after 5 steps"; }
+fi
 
 echo "== the GUI through the desktop entry's Exec line, offscreen"
 exec_line=$(sed -n 's/^Exec=//p' /usr/share/applications/$APP_ID.desktop)

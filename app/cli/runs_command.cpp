@@ -108,6 +108,7 @@ void export_run(const RunStore& s, const RunInfo& r, const std::string& format, 
               {"device", r.device},
               {"started_at", r.started_at},
               {"ended_at", r.ended_at},
+              {"source", r.kind},
               {"config", config_of(r)}};
   j["final"] = final_json(s, r);
   const RunSpeed sp = run_speed(s, r.id);
@@ -254,7 +255,8 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
                      {"final_loss", num(final_loss(*store, r).loss)},
                      {"tokens_per_s", num(run_speed(*store, r.id).median)},  // the median
                      {"device", r.device},
-                     {"started_at", r.started_at}});
+                     {"started_at", r.started_at},
+                     {"source", r.kind}});
       }
       out << dump(j) << "\n";
       return 0;
@@ -275,19 +277,19 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
       const std::string t = cut_middle(shown_text(s), width);
       return t + std::string(width - text_width(t), ' ');
     };
-    out << fmt::format("{:>5}  {} {:<12} {:>7} {:>10} {:>9} {:>11}  {:<8} {}\n", "id",
+    out << fmt::format("{:>5}  {} {:<12} {:>7} {:>10} {:>9} {:>11}  {:<8} {:<20} {}\n", "id",
                        padded("name"), "status", "steps", "final loss", "loss gap", "tokens/s",
-                       "device", "started");
+                       "device", "started", "source");
     for (const auto& r : runs) {
       // None for a diverged run, and no gap without a finite reference loss: "-".
       const FinalLoss f = final_loss(*store, r);
       const double tps = run_speed(*store, r.id).median;
-      out << fmt::format("{:>5}  {} {:<12} {:>7} {:>10} {:>9} {:>11}  {:<8} {}\n", r.id,
+      out << fmt::format("{:>5}  {} {:<12} {:>7} {:>10} {:>9} {:>11}  {:<8} {:<20} {}\n", r.id,
                          padded(r.name), run_status_text(r), r.last_step + 1,
                          std::isfinite(f.loss) ? fmt::format("{:.4f}", f.loss) : std::string("-"),
                          std::isfinite(f.gap) ? fmt::format("{:+.4f}", f.gap) : std::string("-"),
                          std::isfinite(tps) ? fmt::format("{:.0f}", tps) : std::string("-"),
-                         r.device, r.started_at);
+                         r.device, r.started_at, r.kind);
     }
     out << "(" << kFinalLossDefinition << "; " << kSpeedDefinition << ")\n";
     return 0;

@@ -70,6 +70,7 @@ std::vector<RunInfo> RunStore::runs() const {
       r.parent_sweep = q.i(9);
       r.last_step = q.i(10);
       r.uuid = stored_uuid(q.s(13), has_uuid);
+      r.writer_pid = q.i(12);
       if (r.status == RunStatus::Running || r.status == RunStatus::Paused) {
         r.live = writer_alive(q.s(11), q.i(12), true);
         if (!r.live) {

@@ -246,6 +246,14 @@ void RunStore::Impl::write_batch(const MetricBatch& b) {
       }
     }
   }
+  if (!b.scalars.empty()) {
+    Stmt ins(*writer, "INSERT OR REPLACE INTO scalars(series_id, step, value) VALUES(?, ?, ?)");
+    for (const NamedScalar& v : b.scalars) {
+      ins.bind(1, series_id(b.run_id, v.name)).bind(2, v.step);
+      if (!std::isnan(v.value)) ins.bind(3, v.value);
+      ins.run();
+    }
+  }
   if (!b.events.empty()) {
     Stmt ev(*writer, "INSERT INTO events(run_id, step, kind, message) VALUES(?, ?, ?, ?)");
     for (const RunEvent& e : b.events) {

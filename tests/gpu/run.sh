@@ -38,6 +38,11 @@
 #                 engine's bf16 and FP8 runs only); with .deps/base.tar (a git
 #                 archive of an earlier commit) loss curves of both engines (BASE_SPEED=1:
 #                 its figures too); Kineto traces of the d_model 1024 steps (engine, eager)
+#   PART=watch    only the fp8wb Python package with this machine's PyTorch: its tests
+#                 (tests/python, on the CPU), examples/watch_mlp.py on the GPU,
+#                 examples/watch_torchao.py where torchao imports, and what watch() costs a
+#                 GPT of d_model 1024 (tests/gpu/watch_overhead.py: <= 3 % at
+#                 stats_interval=25, <= 1 % between samples)
 #   PART=cpu      only the CPU figures beside PyTorch's: the quantize pass on one thread
 #                 (each statistics loop) against PyTorch's cast and one read of the input
 #                 (P4), and the emulated training steps of
@@ -162,6 +167,26 @@ json.dump(out, open(sys.argv[2], "w"), indent=1)
 print(json.dumps(out, indent=1))
 PY
   exit $rc
+fi
+
+if [ "${PART:-}" = watch ]; then
+  log "build (the fp8wb Python package and its library; the CLI for its tests)"
+  ninja -C "$BUILD" fp8wb_python fp8wb >>"$OUT/build.log" 2>&1 || { grep -E 'error|Error' -A3 "$OUT/build.log" | head -60; exit 1; }
+  export PYTHONPATH="$PWD/$BUILD"
+  log "tests/python with $(python3 -c 'import torch;print("PyTorch", torch.__version__)')"
+  (cd tests/python && FP8WB_BINARY="$PWD/../../$BUILD/app/fp8wb" python3 -m unittest -v test_watch 2>&1 | tail -15)
+  log "examples/watch_mlp.py on the GPU"
+  python3 examples/watch_mlp.py --device cuda --steps 100 --db "$OUT/watch.sqlite" 2>&1 | tail -3
+  if python3 -c 'import torchao' 2>/dev/null; then
+    log "examples/watch_torchao.py"
+    python3 examples/watch_torchao.py --steps 100 --db "$OUT/watch.sqlite" 2>&1 | tail -3
+  else
+    log "examples/watch_torchao.py: torchao does not import here (not run)"
+  fi
+  "$BUILD/app/fp8wb" runs list --db "$OUT/watch.sqlite"
+  log "what watch() costs a GPT of d_model 1024"
+  python3 tests/gpu/watch_overhead.py 2>&1 | tee "$OUT/watch_overhead.txt"
+  exit "${PIPESTATUS[0]}"
 fi
 
 if [ "${PART:-}" = cpu ]; then

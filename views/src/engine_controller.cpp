@@ -262,7 +262,8 @@ void EngineController::openRun(int64_t run_id) {
         if (r.live) {
           buffer_ = std::move(r.buffer);
           follower_ = std::move(r.follower);
-          steps_total_ = data_.hasConfig() ? data_.config().steps : 0;
+          // A watched script's steps are not known ahead.
+          steps_total_ = data_.hasConfig() && !data_.watched() ? data_.config().steps : 0;
           started_at_ = -1;  // no ETA for a run another process times
           timer_.start();
         }

@@ -1,5 +1,7 @@
 #include "fp8wb/views/run_data.h"
 
+#include "fp8wb/core/watch.h"
+
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -25,7 +27,14 @@ void RunData::setRun(int64_t id, const std::string& name, const std::string& con
     config_ = parse_run_config(config_json);
     has_config_ = true;
   } catch (const std::exception&) {
-    has_config_ = false;  // a run from elsewhere: plot what there is
+    // A watched script's run: its FP8 settings (scaling, window, margin, formats) as a
+    // config; a run from elsewhere: plot what there is.
+    const std::optional<RunConfig> watched = watched_run_config(config_json);
+    has_config_ = watched_ = watched.has_value();
+    if (watched) {
+      config_ = *watched;
+      config_.name = name;
+    }
   }
   ++revision_;
 }

@@ -62,6 +62,7 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
         return std::isfinite(f.gap) ? QString::asprintf("%+.4f", f.gap) : QStringLiteral("-");
       case Device: return qs(r->device);
       case Started: return qs(r->started_at);
+      case Source: return qs(r->kind);
       default: return {};
     }
   }
@@ -86,8 +87,8 @@ QVariant RunListModel::headerData(int section, Qt::Orientation o, int role) cons
     return QString::fromUtf8(kFinalLossDefinition.data(),
                              static_cast<qsizetype>(kFinalLossDefinition.size()));
   if (role != Qt::DisplayRole) return {};
-  static const char* names[] = {"id",       "name",   "status", "steps", "final loss (last 10%)",
-                                "loss gap", "device", "started"};
+  static const char* names[] = {"id",       "name",   "status",  "steps", "final loss (last 10%)",
+                                "loss gap", "device", "started", "source"};
   return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
 }
 

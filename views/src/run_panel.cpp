@@ -6,11 +6,15 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
@@ -21,6 +25,7 @@
 
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/views/engine_controller.h"
+#include "fp8wb/views/file_dialogs.h"
 #include "fp8wb/views/name_choices.h"
 #include "run_panel_fields.h"
 
@@ -76,6 +81,9 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
       start_(new QPushButton(tr("Start"), this)),
       pause_(new QPushButton(tr("Pause"), this)),
       stop_(new QPushButton(tr("Stop"), this)),
+      script_(new QPushButton(tr("Python script…"), this)),
+      script_log_(new QPlainTextEdit(this)),
+      runner_(new ScriptRunner(this)),
       progress_(new QProgressBar(this)) {
   preset_->addItems(presetNames());
   // Shown while the form holds what no preset gave it (a preset's fields changed, an opened
@@ -293,12 +301,24 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   stop_->setObjectName(QStringLiteral("stop"));
   auto* buttons = new QHBoxLayout;
   for (QPushButton* b : {start_, pause_, stop_}) buttons->addWidget(b);
+  script_->setObjectName(QStringLiteral("python-script"));
+  script_->setToolTip(
+      tr("Run a PyTorch script of yours that calls fp8wb.watch(model): its run goes to this "
+         "database and is followed here"));
+  script_log_->setObjectName(QStringLiteral("script-stderr"));
+  script_log_->setReadOnly(true);
+  script_log_->setMaximumBlockCount(2000);
+  script_log_->setPlaceholderText(tr("the script's stderr"));
+  script_log_->setFixedHeight(6 * script_log_->fontMetrics().lineSpacing());
+  script_log_->hide();  // until a script runs
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(scroll, 1);
   layout->addWidget(error_);
   layout->addLayout(buttons);
+  layout->addWidget(script_);
   layout->addWidget(progress_);
   layout->addWidget(eta_);
+  layout->addWidget(script_log_);
   pause_->setEnabled(false);
   stop_->setEnabled(false);
 
@@ -335,7 +355,43 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
     pause_->setText(paused ? tr("Resume") : tr("Pause"));
     showProgress();
   });
-  connect(stop_, &QPushButton::clicked, engine_, &EngineController::stop);
+  connect(stop_, &QPushButton::clicked, this, [this] {
+    if (runner_->isRunning()) {
+      runner_->stop();  // SIGINT, SIGTERM after 10 s
+      eta_->setText(tr("stopping the script (SIGINT; SIGTERM after 10 s)..."));
+      return;
+    }
+    engine_->stop();
+  });
+  connect(script_, &QPushButton::clicked, this, &RunPanel::chooseScript);
+  connect(runner_, &ScriptRunner::stderrReceived, this, [this](const QString& text) {
+    script_log_->moveCursor(QTextCursor::End);
+    script_log_->insertPlainText(text);
+    script_log_->moveCursor(QTextCursor::End);
+  });
+  connect(runner_, &ScriptRunner::runCreated, this, [this](qint64 id) {
+    engine_->openRun(id);  // followed live, as a run of any other process
+  });
+  connect(runner_, &ScriptRunner::finished, this, [this](int code, bool crashed, bool created) {
+    const bool stopping = runner_->wasStopped();
+    if (total_ <= 0 && !engine_->isFollowing()) {
+      progress_->setRange(0, 1);  // no longer busy
+      progress_->setValue(created ? 1 : 0);
+    }
+    // A script that Stop interrupted ends by SIGINT, as Python does on a KeyboardInterrupt
+    // it did not catch.
+    const QString how = !crashed   ? tr("the script exited with code %1").arg(code)
+                        : stopping ? tr("the script ended on SIGINT (Stop)")
+                                   : tr("the script was ended by a signal");
+    if (!created) {
+      eta_->setText(tr("%1 without creating a run (does it call fp8wb.watch()?); see its "
+                       "stderr below")
+                        .arg(how));
+    } else if (!engine_->isFollowing()) {
+      eta_->setText(eta_->text().isEmpty() ? how : eta_->text() + QStringLiteral("; ") + how);
+    }
+    updateScriptButtons();
+  });
   connect(engine_, &EngineController::readOnlyChanged, this,
           [this] { updateStart(engine_->isRunning()); });
   connect(engine_, &EngineController::progress, this,
@@ -348,6 +404,10 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   connect(engine_, &EngineController::finished, this,
           [this](RunStatus status, const QString& message) {
             setRunning(false);
+            if (total_ <= 0) {  // a followed run of unknown length (a script's): ended
+              progress_->setRange(0, 1);
+              progress_->setValue(1);
+            }
             const QString name = QString::fromLatin1(run_status_name(status));
             eta_->setText(message.isEmpty() ? tr("run %1").arg(name)
                                             : tr("run %1: %2").arg(name, message));
@@ -369,10 +429,15 @@ void RunPanel::showProgress() {
   progress_->setRange(0, static_cast<int>(std::min<qint64>(total_, INT32_MAX)));
   progress_->setValue(static_cast<int>(std::min<qint64>(done_, INT32_MAX)));
   if (engine_->isFollowing()) {
-    eta_->setText(tr("following run %1 (another process writes it): %2/%3 steps")
-                      .arg(engine_->followedRun())
-                      .arg(done_)
-                      .arg(total_));
+    eta_->setText(total_ > 0 ? tr("following run %1 (another process writes it): %2/%3 steps")
+                                   .arg(engine_->followedRun())
+                                   .arg(done_)
+                                   .arg(total_)
+                             : tr("following run %1 (another process writes it): %2 steps")
+                                   .arg(engine_->followedRun())
+                                   .arg(done_));
+    if (runner_->isStopping())
+      eta_->setText(eta_->text() + tr("; stopping the script (SIGINT, SIGTERM after 10 s)"));
     return;
   }
   const QString left = eta_seconds_ >= 0 ? time_left(eta_seconds_) : QString();
@@ -424,7 +489,9 @@ QString RunPanel::statusText() const {
 void RunPanel::updateStart(bool running) {
   // A database that cannot be written takes no runs: Start says why, as for a field refused.
   const QString read_only = engine_->readOnlyReason();
-  start_->setEnabled(!running && message_.isEmpty() && read_only.isEmpty());
+  // A script the panel started runs until it ends, or is stopped, whatever is followed.
+  start_->setEnabled(!running && !runner_->isRunning() && message_.isEmpty() &&
+                     read_only.isEmpty());
   start_->setToolTip(message_.isEmpty() ? read_only : message_);
 }
 
@@ -433,6 +500,107 @@ void RunPanel::setRunning(bool running) {
   pause_->setEnabled(running);
   stop_->setEnabled(running);
   pause_->setText(tr("Pause"));
+  updateScriptButtons();
+}
+
+void RunPanel::updateScriptButtons() {
+  const bool script = runner_->isRunning();
+  const bool training = engine_->isRunning();
+  const QString read_only = engine_->readOnlyReason();
+  script_->setEnabled(!script && !training && read_only.isEmpty());
+  script_->setToolTip(!read_only.isEmpty()
+                          ? read_only
+                          : tr("Run a PyTorch script of yours that calls fp8wb.watch(model): its "
+                               "run goes to this database and is followed here"));
+  if (script) {
+    start_->setEnabled(false);
+    pause_->setEnabled(false);
+    stop_->setEnabled(true);
+  } else if (!training) {
+    stop_->setEnabled(false);
+    updateStart(false);
+  }
+}
+
+void RunPanel::chooseScript() {
+  ScriptLaunch l = ScriptRunner::remembered();
+  QDialog d(this);
+  d.setWindowTitle(tr("Run a Python script"));
+  d.setMinimumWidth(d.fontMetrics().averageCharWidth() * 80);  // a path in view
+  auto* form = new QFormLayout;
+  auto* script = new QLineEdit(l.script, &d);
+  script->setObjectName(QStringLiteral("script-path"));
+  auto* browse = new QPushButton(tr("Browse…"), &d);
+  auto* script_row = new QHBoxLayout;
+  script_row->addWidget(script, 1);
+  script_row->addWidget(browse);
+  auto* args = new QLineEdit(l.arguments.join(QLatin1Char(' ')), &d);
+  args->setObjectName(QStringLiteral("script-arguments"));
+  auto* interpreter = new QLineEdit(l.interpreter, &d);
+  interpreter->setObjectName(QStringLiteral("script-interpreter"));
+  interpreter->setToolTip(tr("python3 on PATH, or your virtual environment's python"));
+  auto* name = new QLineEdit(&d);
+  name->setObjectName(QStringLiteral("script-run-name"));
+  name->setPlaceholderText(tr("the script's file name"));
+  form->addRow(tr("Script (.py)"), script_row);
+  form->addRow(tr("Arguments"), args);
+  form->addRow(tr("Interpreter"), interpreter);
+  form->addRow(tr("Run name"), name);
+  auto* note = new QLabel(tr("Started with FP8WB_DB (this database) and FP8WB_RUN_NAME set: "
+                             "fp8wb.watch(model) in it needs no db= or name=."),
+                          &d);
+  note->setWordWrap(true);
+  auto* message = new QLabel(&d);
+  message->setStyleSheet(QStringLiteral("color: #c62828"));
+  message->setWordWrap(true);
+  auto* box = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &d);
+  box->button(QDialogButtonBox::Ok)->setText(tr("Run"));
+  auto* layout = new QVBoxLayout(&d);
+  layout->addLayout(form);
+  layout->addWidget(note);
+  layout->addWidget(message);
+  layout->addWidget(box);
+  connect(browse, &QPushButton::clicked, &d, [&] {
+    // The workbench's dialog: Qt's own reads files' first bytes, the database's too.
+    const QString f = open_file_name(&d, tr("Python script"), script->text(),
+                                     tr("Python scripts (*.py);;All files (*)"));
+    if (!f.isEmpty()) script->setText(f);
+  });
+  connect(box, &QDialogButtonBox::rejected, &d, &QDialog::reject);
+  connect(box, &QDialogButtonBox::accepted, &d, [&] {
+    QString err;
+    ScriptLaunch chosen;
+    chosen.script = script->text().trimmed();
+    chosen.interpreter = interpreter->text().trimmed();
+    chosen.arguments = ScriptRunner::splitArguments(args->text(), &err);
+    chosen.run_name = name->text().trimmed();
+    if (err.isEmpty()) err = startScript(chosen);
+    if (!err.isEmpty()) {
+      message->setText(err);
+      return;
+    }
+    d.accept();
+  });
+  d.exec();
+}
+
+QString RunPanel::startScript(const ScriptLaunch& launch) {
+  if (engine_->isRunning()) return tr("a run is training: stop it before running a script");
+  if (const QString ro = engine_->readOnlyReason(); !ro.isEmpty()) return ro;
+  engine_->stopFollowing();
+  const QString err = runner_->start(launch, engine_->databasePath());
+  if (!err.isEmpty()) return err;
+  ScriptLaunch kept = launch;
+  kept.run_name.clear();  // the name is the run's, not the script's
+  ScriptRunner::remember(kept);
+  script_log_->clear();
+  script_log_->show();
+  done_ = total_ = 0;
+  progress_->setRange(0, 0);  // busy: a script's steps are not known ahead
+  eta_->setText(tr("running %1 (its run appears once fp8wb.watch() starts it)...")
+                    .arg(QFileInfo(launch.script).fileName()));
+  updateScriptButtons();
+  return {};
 }
 
 QString RunPanel::start() {

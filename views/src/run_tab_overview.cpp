@@ -150,7 +150,9 @@ void OverviewTab::rebuild() {
   // An ended run: its final loss and gap, and its tokens/s, as the Sweeps and Runs tabs and
   // the CLI give them (final_loss.h), which the last step's figures are not.
   const bool ended = data_->status() != RunStatus::Running && data_->status() != RunStatus::Paused;
-  if (!ended) text += tr(", %1 tokens/s per model step").arg(m.tokens_per_s, 0, 'f', 0);
+  // None where the run does not count tokens (a watched script given no tokens=).
+  if (!ended && std::isfinite(m.tokens_per_s))
+    text += tr(", %1 tokens/s per model step").arg(m.tokens_per_s, 0, 'f', 0);
   if (data_->status() == RunStatus::Diverged) {
     // As the stored run's final loss (final_loss.h), `fp8wb runs show` and the Runs tab:
     // none, since the loss of a diverged run's last steps is no result.

@@ -224,6 +224,14 @@ struct RankScale {
   float scale = 0;  // the scale it used (after the amax reduction, where it is on)
 };
 
+// A scalar of a step that StepMetrics has no field for (a watched script's own, stored as
+// the series `name`).
+struct NamedScalar {
+  int64_t step = 0;
+  std::string name;
+  double value = 0;
+};
+
 struct MetricBatch {
   int64_t run_id = 0;
   std::vector<StepMetrics> steps;
@@ -234,6 +242,8 @@ struct MetricBatch {
   RunStatus status = RunStatus::Running;  // with final: how the run ended
   std::string message;                    // with final: why (the error for a failed run)
   std::vector<RankScale> ranks;           // data-parallel runs: every rank's amax and scale
+  std::vector<NamedScalar> scalars;       // series of their own (stored, not read back by
+                                          // read_new(): series() reads them)
 };
 
 class MetricConsumer {

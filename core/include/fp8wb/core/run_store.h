@@ -38,6 +38,8 @@ struct RunInfo {
   // whose writer died without ending it reads as 'interrupted', also where the database
   // is open read-only and nothing can be marked.
   bool live = false;
+  // The process that created the run (on the host that wrote it; 0 where none is stored).
+  int64_t writer_pid = 0;
   // The run's identity across databases (a UUID, given when the run is created; runs of
   // a file from before identities were stored get one derived from their row): what
   // import_runs() recognises a run by.

@@ -42,6 +42,9 @@ class RunData {
   const std::string& name() const { return name_; }
   const RunConfig& config() const { return config_; }
   bool hasConfig() const { return has_config_; }
+  // A watched script's run (fp8wb.watch()): config() holds its FP8 settings only (no model,
+  // no step count).
+  bool watched() const { return watched_; }
   RunStatus status() const { return status_; }
   const std::string& message() const { return message_; }
 
@@ -73,6 +76,7 @@ class RunData {
   RunStatus status_ = RunStatus::Running;
   RunConfig config_;
   bool has_config_ = false;
+  bool watched_ = false;
   std::vector<StepMetrics> steps_;
   std::vector<TensorSeries> tensors_;
   std::map<std::pair<std::string, Role>, size_t> index_;

@@ -13,7 +13,9 @@ namespace fp8wb {
 class RunListModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { Id, Name, Status, Steps, Loss, Gap, Device, Started, ColumnCount };
+  // Source: who wrote the run (runs.kind: "train", "sweep-trial", "python" for a watched
+  // script).
+  enum Column { Id, Name, Status, Steps, Loss, Gap, Device, Started, Source, ColumnCount };
   explicit RunListModel(QObject* parent = nullptr);
   void setRuns(std::vector<RunInfo> runs, std::vector<FinalLoss> finals);
   const RunInfo* runAt(int row) const;

@@ -12,6 +12,7 @@
 
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/run_config.h"
+#include "fp8wb/views/script_runner.h"
 
 class QLabel;
 class QComboBox;
@@ -25,6 +26,7 @@ class QScrollArea;
 class QGroupBox;
 class QAbstractSpinBox;
 class QFormLayout;
+class QPlainTextEdit;
 
 namespace fp8wb {
 
@@ -53,6 +55,14 @@ class RunPanel : public QWidget {
   // Sets one of the fields the main form does not show (batch, context, ...), as
   // key=value would (the box shows it); returns the error it is marked with, or empty.
   QString setAdvanced(const QString& key, const QString& value);
+  // "Python script…": asks for the script, its arguments and the interpreter (remembered),
+  // then startScript().
+  void chooseScript();
+  // Runs a user's script with FP8WB_DB (the open database) and FP8WB_RUN_NAME set, opens
+  // the run its fp8wb.watch() creates (followed live), shows its stderr below the buttons;
+  // Stop sends it SIGINT, then SIGTERM after 10 s. Returns why it did not start, or empty.
+  QString startScript(const ScriptLaunch& launch);
+  ScriptRunner* scriptRunner() const { return runner_; }
 
  protected:
   // Only a focused field takes the wheel; otherwise the wheel scrolls the form. The form's
@@ -97,7 +107,10 @@ class RunPanel : public QWidget {
   QCheckBox* amax_reduction_;  // among More fields: a boolean, so a box to tick
   QLineEdit* name_;
   QLabel *error_, *eta_;
-  QPushButton *start_, *pause_, *stop_;
+  QPushButton *start_, *pause_, *stop_, *script_;
+  QPlainTextEdit* script_log_;  // the script's stderr
+  ScriptRunner* runner_;
+  void updateScriptButtons();
   QProgressBar* progress_;
   QScrollArea* form_area_ = nullptr;  // scrolls the form up and down, never sideways
   qint64 done_ = 0, total_ = 0;       // the last progress: steps done, of

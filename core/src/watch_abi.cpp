@@ -1,0 +1,251 @@
+// The C ABI of libfp8wb_watch.so (watch_abi.h) over Watch and the quantize kernels: every
+// exception stops here and becomes this thread's fp8wb_last_error().
+#include "fp8wb/core/watch_abi.h"
+
+#include <cstring>
+#include <exception>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fp8wb/core/watch.h"
+#include "fp8wb/kernels/quantize_cpu.h"
+
+struct fp8wb_watch {
+  std::unique_ptr<fp8wb::Watch> watch;
+};
+
+namespace {
+
+using namespace fp8wb;
+
+thread_local std::string last_error;
+thread_local int last_code = 0;
+
+static_assert(FP8WB_HIST_BINS == kHistBins, "fp8wb_stats.hist must hold StatsBuffer::hist");
+
+template <class Fn>
+int guarded(Fn&& fn) {
+  last_error.clear();
+  last_code = 0;
+  try {
+    fn();
+    return 0;
+  } catch (const StoreError& e) {
+    last_error = e.what();
+    last_code = FP8WB_ERROR_STORE;
+  } catch (const std::invalid_argument& e) {
+    last_error = e.what();
+    last_code = FP8WB_ERROR_ARGUMENT;
+  } catch (const std::exception& e) {
+    last_error = e.what();
+    last_code = FP8WB_ERROR_OTHER;
+  } catch (...) {
+    last_error = "unknown error";
+    last_code = FP8WB_ERROR_OTHER;
+  }
+  return last_code;
+}
+
+std::string text(const char* s) {
+  return s ? s : "";
+}
+
+Role role_of(int32_t code) {
+  switch (code) {
+    case FP8WB_ROLE_INPUT: return Role::Input;
+    case FP8WB_ROLE_WEIGHT: return Role::Weight;
+    case FP8WB_ROLE_GRAD_OUTPUT: return Role::GradOutput;
+    default: break;
+  }
+  throw std::invalid_argument("role code " + std::to_string(code) + " is not one of " +
+                              role_names());
+}
+
+// The tensor as the CPU kernels take it; a tensor elsewhere is refused by name.
+TensorRef host_ref(const fp8wb_tensor* x) {
+  if (!x) throw std::invalid_argument("no tensor given");
+  if (x->device != FP8WB_DEVICE_CPU) {
+    throw std::invalid_argument("a tensor on " +
+                                std::string(x->device == FP8WB_DEVICE_CUDA
+                                                ? "cuda"
+                                                : "device code " + std::to_string(x->device)) +
+                                ": this library's kernels take host tensors (fp8wb_devices())");
+  }
+  if (x->rows < 0 || x->cols < 0) {
+    throw std::invalid_argument("a tensor of shape " + std::to_string(x->rows) + " x " +
+                                std::to_string(x->cols));
+  }
+  if (!x->data && x->rows * x->cols > 0) throw std::invalid_argument("a tensor with no data");
+  switch (x->dtype) {
+    case FP8WB_DTYPE_FLOAT32:
+      return TensorRef::of(static_cast<const float*>(x->data), x->rows, x->cols);
+    case FP8WB_DTYPE_BFLOAT16:
+      return TensorRef::of(static_cast<const uint16_t*>(x->data), x->rows, x->cols);
+    default: break;
+  }
+  throw std::invalid_argument("dtype code " + std::to_string(x->dtype) +
+                              ": the kernels take float32 (0) or bfloat16 (1)");
+}
+
+void fill(const TensorStats& s, float scale, fp8wb_stats* out) {
+  out->amax = s.amax();
+  out->scale = scale;
+  out->numel = s.raw.numel;
+  out->zeros = s.raw.zeros;
+  out->nonfinite = s.raw.nonfinite;
+  out->underflow = s.raw.underflow;
+  out->subnormal = s.raw.subnormal;
+  out->saturated = s.raw.saturated;
+  out->sq_err = s.raw.sq_err;
+  out->sq_sum = s.raw.sq_sum;
+  std::memcpy(out->hist, s.raw.hist, sizeof out->hist);
+}
+
+}  // namespace
+
+extern "C" {
+
+int fp8wb_abi_version(void) {
+  return FP8WB_WATCH_ABI_VERSION;
+}
+
+const char* fp8wb_last_error(void) {
+  return last_error.c_str();
+}
+
+int fp8wb_last_error_code(void) {
+  return last_code;
+}
+
+const char* fp8wb_default_database(void) {
+  static const std::string path = default_database_path();
+  return path.c_str();
+}
+
+int fp8wb_devices(void) {
+  return 1;  // the CPU kernels; CUDA tensors are copied to the host by the caller
+}
+
+fp8wb_watch* fp8wb_watch_open(const char* db_path, const char* name, const char* settings_json,
+                              const char* config_json, const char* model, const char* device) {
+  fp8wb_watch* w = nullptr;
+  guarded([&] {
+    if (!db_path || !*db_path) throw std::invalid_argument("no run database given");
+    WatchSettings s;
+    if (name && *name) s.name = name;
+    if (settings_json) s.settings_json = settings_json;
+    if (config_json) s.config_json = config_json;
+    s.model = text(model);
+    s.device = text(device);
+    auto owned = std::make_unique<fp8wb_watch>();
+    owned->watch = std::make_unique<Watch>(db_path, s);
+    w = owned.release();
+  });
+  return w;
+}
+
+int64_t fp8wb_watch_run_id(const fp8wb_watch* w) {
+  return w ? w->watch->run_id() : -1;
+}
+
+int64_t fp8wb_watch_step(const fp8wb_watch* w) {
+  return w ? w->watch->step() : -1;
+}
+
+int fp8wb_watch_sampling(const fp8wb_watch* w) {
+  return w && w->watch->sampling() ? 1 : 0;
+}
+
+int fp8wb_watch_observe(fp8wb_watch* w, const char* layer, int32_t role, const fp8wb_tensor* x) {
+  return guarded([&] {
+    if (!w) throw std::invalid_argument("no watch");
+    if (!layer || !*layer) throw std::invalid_argument("a layer with no name");
+    w->watch->observe(layer, role_of(role), host_ref(x));
+  });
+}
+
+int fp8wb_watch_scalars(fp8wb_watch* w, int64_t step, const char* const* names,
+                        const double* values, int32_t count) {
+  return guarded([&] {
+    if (!w) throw std::invalid_argument("no watch");
+    if (count < 0 || (count > 0 && (!names || !values)))
+      throw std::invalid_argument("scalars: " + std::to_string(count) + " without names or values");
+    std::vector<std::pair<std::string, double>> named;
+    for (int32_t i = 0; i < count; ++i) {
+      if (!names[i] || !*names[i]) throw std::invalid_argument("a scalar with no name");
+      named.emplace_back(names[i], values[i]);
+    }
+    w->watch->scalars(step, named);
+  });
+}
+
+int fp8wb_watch_next_step(fp8wb_watch* w) {
+  return guarded([&] {
+    if (!w) throw std::invalid_argument("no watch");
+    w->watch->next_step();
+  });
+}
+
+int fp8wb_watch_event(fp8wb_watch* w, const char* kind, const char* message) {
+  return guarded([&] {
+    if (!w) throw std::invalid_argument("no watch");
+    if (!kind || !*kind) throw std::invalid_argument("an event with no kind");
+    w->watch->event(kind, text(message));
+  });
+}
+
+int fp8wb_watch_end(fp8wb_watch* w, int32_t how, const char* message) {
+  return guarded([&] {
+    if (!w) throw std::invalid_argument("no watch");
+    RunStatus s = RunStatus::Finished;
+    switch (how) {
+      case FP8WB_END_FINISHED: s = RunStatus::Finished; break;
+      case FP8WB_END_STOPPED: s = RunStatus::Stopped; break;
+      case FP8WB_END_FAILED: s = RunStatus::Failed; break;
+      case FP8WB_END_INTERRUPTED: s = RunStatus::Interrupted; break;
+      default:
+        throw std::invalid_argument("end code " + std::to_string(how) + " is not one of 0..3");
+    }
+    w->watch->end(s, text(message));
+  });
+}
+
+void fp8wb_watch_close(fp8wb_watch* w) {
+  delete w;
+}
+
+int fp8wb_quantize_stats(const fp8wb_tensor* x, const char* scaling, const char* format,
+                         int32_t margin, float scale, fp8wb_stats* out) {
+  return guarded([&] {
+    if (!out) throw std::invalid_argument("nowhere to put the statistics");
+    QuantRecipe r;
+    const auto kind = parse_scaling_kind(text(scaling));
+    if (!kind) throw std::invalid_argument("unknown scaling '" + text(scaling) + "'");
+    r.kind = *kind;
+    const auto f = parse_format(text(format));
+    if (!f) {
+      throw std::invalid_argument("unknown format '" + text(format) +
+                                  "' (known: " + format_names() + ")");
+    }
+    r.format = *f;
+    r.margin = margin;
+    r.partial_blocks = r.kind != ScalingKind::Tensorwise && r.kind != ScalingKind::Rowwise;
+    validate_recipe(r);
+    const TensorRef ref = host_ref(x);
+    if (scale > 0) {
+      if (r.kind != ScalingKind::Tensorwise)
+        throw std::invalid_argument("a given scale is tensorwise: scaling must be tensorwise");
+      ScaleSet scales;
+      scales.layout = make_layout(r, ref.rows, ref.cols);
+      scales.scale = {scale};
+      scales.scale_inv = {1.0f / scale};
+      fill(quantize(ref, r, scales, {}).stats, scale, out);
+      return;
+    }
+    const CurrentQuantization cq = quantize_current(ref, r);
+    fill(cq.result.stats, cq.scales.scale.empty() ? 0.0f : cq.scales.scale[0], out);
+  });
+}
+
+}  // extern "C"
