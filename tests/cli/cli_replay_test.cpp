@@ -76,7 +76,7 @@ TEST_F(CliReplay, JsonRanksCellsAndReproducesTheRunsOwnScales) {
   EXPECT_EQ(j.at("best").at("margin"), first.at("margin"));
   EXPECT_EQ(j.at("best").at("window"), first.at("window"));
   // Text: the table, the best, the assumption.
-  r = run({"replay", "1", "--db", db, "--grid", "margin=0,1", "--tensor", "fc1"});
+  r = run({"replay", "1", "--db", db, "--grid", "margin=0,1", "--tensor", "layers.0"});
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("reproduced bit for bit"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("3 FP8 tensors"), std::string::npos) << r.out;
