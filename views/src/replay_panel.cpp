@@ -128,10 +128,8 @@ ReplayPanel::ReplayPanel(EngineController* engine, QWidget* parent)
   curves_->yAxis->setScaleType(QCPAxis::stLogarithmic);
   curves_->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
   curves_->setEmptyHint(
-      tr("Click a cell: that tensor's amax over the run, and the amax its "
+      tr("Click a cell: that tensor's amax over the run,\nand the amax its "
          "replayed scale maps to the format's max"));
-  curves_->legend->setVisible(true);
-  place_legend_below(curves_, 3);
   set_whole_number_ticks(curves_->xAxis);
 
   auto* pick = new QHBoxLayout;
@@ -192,6 +190,8 @@ void ReplayPanel::refreshRuns() {
               QStringLiteral("#%1 %2").arg(it->first).arg(QString::fromStdString(it->second)));
         }
         if (was > 0) selectRun(was);
+        // Nothing shown yet: the chosen run's replay fills the heatmap at once.
+        if (!result_ && !job_.busy() && selectedRun() > 0) replay();
         Q_EMIT runsListed();
       },
       [this](const QString& message) {
@@ -515,6 +515,11 @@ void ReplayPanel::showCell(int x, int y) {
       sx << step;
       sy << a;
     }
+  }
+  if (!curves_->legend->visible()) {
+    // Placed once there is something in it: an empty legend row squeezes the axis rect.
+    curves_->legend->setVisible(true);
+    place_legend_below(curves_, 3);
   }
   curves_->clearGraphs();
   auto* g = curves_->addGraph();

@@ -298,6 +298,7 @@ void ScalingTab::drawSelected() {
                   .arg(data_->runId())
                   .arg(when));
     drawRanks();
+    drawWhatIf();  // nothing to replay: the row disabled, saying why
     return;
   }
   drawRanks();
@@ -461,7 +462,7 @@ void ScalingTab::drawWhatIf() {
   }
   g->setData(x, mapped, true);
   every->setData(x, amax, true);
-  g->setName(tr("what if margin %1, window %2, %3: the amax its scale would map to max")
+  g->setName(tr("what if margin %1, window %2, %3")
                  .arg(setting.margin)
                  .arg(setting.window)
                  .arg(what_if_algo_->currentText()));
