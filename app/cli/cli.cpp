@@ -14,6 +14,7 @@
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/core/value_report.h"
 #include "inspect_command.h"
+#include "replay_command.h"
 #include "runs_command.h"
 #include "sweep_command.h"
 #include "train_command.h"
@@ -96,6 +97,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   auto* inspect_cmd = add_inspect_command(app, inspect);
   SweepOptions sweep;
   auto* sweep_cmd = add_sweep_command(app, sweep);
+  ReplayCliOptions replay;
+  auto* replay_cmd = add_replay_command(app, replay);
   try {
     const std::vector<std::string> args = with_negative_values(argc, argv);
     std::vector<const char*> arg_ptrs;
@@ -130,6 +133,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       return run_inspect(inspect, out, err);
     }
     if (sweep_cmd->parsed()) return run_sweep(sweep, out, err);
+    if (replay_cmd->parsed()) return run_replay(replay, out, err);
     out << app.help();
     return 0;
   } catch (const std::exception& e) {

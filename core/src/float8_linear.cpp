@@ -25,6 +25,7 @@ struct Quantized {
   at::Tensor scale_inv;  // float [groups]
   at::Tensor dequant;    // float [rows, cols]: decode(code) * scale_inv
   TensorStats stats;
+  float tensor_amax = NAN;  // tensorwise: the amax behind the scale (NaN otherwise)
 };
 
 // The passes over an operand use the caller's share of the cores (LibTorch's intra-op
@@ -68,8 +69,9 @@ Quantized quantize_operand(const at::Tensor& t, const QuantRecipe& recipe, bool 
     scales.scale = {s};
     scales.scale_inv = {1.0f / s};
     const QuantizeResult r = quantize(ref, recipe, scales, out, so, nullptr, threads);
-    delayed->update(
-        reduced(stats ? r.stats.amax() : compute_amax(ref, layout, threads).tensor_amax, reduce));
+    q.tensor_amax =
+        reduced(stats ? r.stats.amax() : compute_amax(ref, layout, threads).tensor_amax, reduce);
+    delayed->update(q.tensor_amax);
     q.scale_inv = at::full({1}, scales.scale_inv[0], at::kFloat);
     q.stats = r.stats;
     return q;
@@ -82,6 +84,17 @@ Quantized quantize_operand(const at::Tensor& t, const QuantRecipe& recipe, bool 
     const ScaleSet scales = compute_scales(recipe, layout, am.group_amax, am.tensor_amax);
     q.stats = quantize(ref, recipe, scales, out, so, nullptr, threads).stats;
     q.scale_inv = at::full({1}, scales.scale_inv[0], at::kFloat);
+    q.tensor_amax = am.tensor_amax;
+    return q;
+  }
+  if (recipe.kind == ScalingKind::Tensorwise) {
+    // quantize_current()'s steps, keeping the amax the scale came from.
+    const GroupLayout layout = make_layout(recipe, rows, cols);
+    const AmaxResult am = compute_amax(ref, layout, threads);
+    const ScaleSet scales = compute_scales(recipe, layout, am.group_amax, am.tensor_amax);
+    q.stats = quantize(ref, recipe, scales, out, so, nullptr, threads).stats;
+    q.scale_inv = at::full({1}, scales.scale_inv[0], at::kFloat);
+    q.tensor_amax = am.tensor_amax;
     return q;
   }
   const auto cq = quantize_current(ref, recipe, out, so, nullptr, threads);
@@ -130,12 +143,14 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
                                       host_scaler(state, Role::Input, cfg, cfg.input.format),
                                       reducer_of(state));
       if (probe && stats) probe->input = {true, qx.stats, first_scale(qx)};
+      if (state) state->step_amax[role_index(Role::Input)] = qx.tensor_amax;
       x_fp8 = qx.dequant;
       if (cfg.fprop_fp8) {
         Quantized qw = quantize_operand(w2, cfg.weight, stats,
                                         host_scaler(state, Role::Weight, cfg, cfg.weight.format),
                                         reducer_of(state));
         if (probe && stats) probe->weight = {true, qw.stats, first_scale(qw)};
+        if (state) state->step_amax[role_index(Role::Weight)] = qw.tensor_amax;
         y = at::matmul(qx.dequant, qw.dequant.t());
         if (probe) probe->gemms_emulated++;
         // A tensorwise weight is the same FP8 tensor along either axis: dgrad reuses it.
@@ -192,6 +207,7 @@ struct Float8LinearFunction : public torch::autograd::Function<Float8LinearFunct
       Quantized qdy = quantize_operand(
           dy, rdy, stats, host_scaler(state, Role::GradOutput, cfg, rdy.format), reducer_of(state));
       if (probe && stats) probe->grad_output = {true, qdy.stats, first_scale(qdy)};
+      if (state) state->step_amax[role_index(Role::GradOutput)] = qdy.tensor_amax;
       dy_fp8 = qdy.dequant;
     }
     if (dgrad_fp8) {
@@ -429,6 +445,35 @@ std::vector<float> Float8LinearState::AmaxHistoryCopy::history() const {
   std::vector<float> out(static_cast<size_t>(w));
   for (int64_t i = 0; i < w; ++i) out[static_cast<size_t>(i)] = r[(head + i) % w];
   return out;
+}
+
+torch::Tensor gather_step_amax(const std::vector<Float8LinearState*>& layers,
+                               const torch::Device& device) {
+  const auto n = static_cast<int64_t>(layers.size() * kRoleCount);
+  if (!device.is_cuda()) {
+    at::Tensor out = at::empty({n}, at::kFloat);
+    float* p = out.data_ptr<float>();
+    for (const Float8LinearState* l : layers)
+      for (size_t r = 0; r < kRoleCount; ++r) *p++ = l->step_amax[r];
+    return out;
+  }
+  // On the device: one cat of the roles' amax words (NaN for a role without one).
+  std::vector<at::Tensor> parts;
+  parts.reserve(static_cast<size_t>(n));
+  const auto fopt = at::TensorOptions().dtype(at::kFloat).device(device);
+  at::Tensor nan;
+  for (const Float8LinearState* l : layers) {
+    for (size_t r = 0; r < kRoleCount; ++r) {
+      const at::Tensor& t = l->step_amax_device[r];
+      if (t.defined()) {
+        parts.push_back(t.reshape({1}));
+      } else {
+        if (!nan.defined()) nan = at::full({1}, NAN, fopt);
+        parts.push_back(nan);
+      }
+    }
+  }
+  return parts.empty() ? at::empty({0}, fopt) : at::cat(parts);
 }
 
 ConvertReport convert_to_float8(torch::nn::Module& root, const Float8LinearConfig& config,

@@ -30,6 +30,7 @@ bool transposable(const QuantRecipe& r) {
 struct DevQ {
   Operand rows;
   Operand cols;
+  at::Tensor amax;  // tensorwise: [1], the amax behind the scale (the history's newest entry)
 };
 
 // Where one role's statistics sit in a step's device buffer.
@@ -218,6 +219,7 @@ DevQ quantize_role(const at::Tensor& t, const QuantRecipe& recipe, Float8RoleHis
     scale = b + s_off;
     q.rows.scale_inv = buf.as_strided({L.group_rows, L.group_cols}, {L.group_cols, 1}, si_off);
     if (bootstrap) amax_word = reinterpret_cast<uint32_t*>(b + groups);
+    if (recipe.kind == ScalingKind::Tensorwise) q.amax = buf.narrow(0, groups, 1);
   }
   // From a history, the codes' scale_inv is the history's own (the update copies it into
   // q.rows.scale_inv only after this pass): the statistics' errors are measured with it.
@@ -241,6 +243,7 @@ DevQ quantize_role(const at::Tensor& t, const QuantRecipe& recipe, Float8RoleHis
     delayed_update_cuda(amax_word, h, w, hist->head, recipe.format, dcfg, h + w, h + w + 1,
                         h + w + 2, stream(), after);
     hist->steps++;
+    q.amax = hd->narrow(0, hist->head, 1);  // read in stream order, before it is overwritten
   }
   if (slot && !from_history) {
     C10_CUDA_CHECK(cudaMemcpyAsync(&tg.stats->scale_inv_bits, q.rows.scale_inv.data_ptr<float>(), 4,
@@ -355,11 +358,13 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
       DevQ qx = quantize_role(x2, cfg.input, history(Role::Input), dcfg, x_rows, x_transposed, sbuf,
                               slot(Role::Input), reducer);
       if (flight) flight->roles[role_index(Role::Input)] = true;
+      if (state) state->step_amax_device[role_index(Role::Input)] = qx.amax;
       if (cfg.fprop_fp8) {
         const bool w_t = cfg.dgrad_fp8 && transposable(cfg.weight);
         DevQ qw = quantize_role(w2, cfg.weight, history(Role::Weight), dcfg, true, w_t, sbuf,
                                 slot(Role::Weight), reducer);
         if (flight) flight->roles[role_index(Role::Weight)] = true;
+        if (state) state->step_amax_device[role_index(Role::Weight)] = qw.amax;
         y = fp8_gemm(qx.rows, qw.rows, out_t, cfg.fprop_fast_accum, cfg.tune_gemms, probe);
         if (w_t) {
           w_codes_t = qw.cols.codes;
@@ -439,6 +444,7 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
       qdy = quantize_role(dy, rdy, h, dcfg, dgrad_fp8, dy_t, flight ? &flight->device : nullptr,
                           flight ? &flight->slots[role_index(Role::GradOutput)] : nullptr,
                           state && state->reduce_amax ? &state->reduce_amax : nullptr);
+      if (state) state->step_amax_device[role_index(Role::GradOutput)] = qdy.amax;
       if (flight) {
         // The forward's roles once more only if their statistics were not taken in yet.
         const bool was_consumed = flight->consumed;

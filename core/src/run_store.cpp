@@ -1,5 +1,6 @@
 // The run store's row reads: runs, series, tensor statistics, blobs, events, sweeps.
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -187,6 +188,52 @@ std::vector<RankScale> RunStore::rank_scales(int64_t run_id, const std::string& 
       r.amax = q.null(4) ? NAN : static_cast<float>(q.d(4));
       r.scale = q.null(5) ? NAN : static_cast<float>(q.d(5));
       out.push_back(std::move(r));
+    }
+    return out;
+  });
+}
+
+StepAmaxTable RunStore::step_amax(int64_t run_id) const {
+  if (impl_->empty) return {};
+  return impl_->read<StepAmaxTable>([&](const Db& db) {
+    StepAmaxTable out;
+    Stmt t(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'step_amax'");
+    if (!t.step()) return out;  // a file from before version 4 read as it stands
+    db.exec("BEGIN");           // one snapshot: the tensors and the rows agree
+    try {
+      Stmt q(db, "SELECT layer, role, format FROM amax_tensors WHERE run_id = ? ORDER BY idx");
+      q.bind(1, run_id);
+      while (q.step()) {
+        AmaxTensor a;
+        a.layer = q.s(0);
+        a.role = stored_role(q.s(1), run_id);
+        const auto f = parse_format(q.s(2));
+        if (!f) {
+          throw StoreError("run " + std::to_string(run_id) +
+                           ": recorded amax of an unknown format \"" + q.s(2).substr(0, 40) + "\"");
+        }
+        a.format = *f;
+        out.tensors.push_back(std::move(a));
+      }
+      const size_t n = out.tensors.size();
+      Stmt r(db, "SELECT step, amax FROM step_amax WHERE run_id = ? ORDER BY step");
+      r.bind(1, run_id);
+      while (r.step()) {
+        const std::vector<uint8_t> b = r.blob(1);
+        if (b.size() != n * sizeof(float)) {
+          throw StoreError("run " + std::to_string(run_id) + ": the recorded amax of step " +
+                           std::to_string(r.i(0)) + " has " + std::to_string(b.size()) +
+                           " bytes for " + std::to_string(n) + " tensors");
+        }
+        out.steps.push_back(r.i(0));
+        const size_t at = out.amax.size();
+        out.amax.resize(at + n);
+        if (n) std::memcpy(out.amax.data() + at, b.data(), b.size());
+      }
+      db.exec("COMMIT");
+    } catch (...) {
+      sqlite3_exec(db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
     }
     return out;
   });

@@ -101,7 +101,7 @@ struct SourceRun {
     Value value;
   };
   std::vector<Scalar> scalars;
-  Rows tensor_stats, blobs, events, rank_scales;
+  Rows tensor_stats, blobs, events, rank_scales, amax_tensors, step_amax;
 };
 
 struct SourceSweep {
@@ -322,6 +322,11 @@ Source read_source(const std::string& path, const ImportOptions& opt) {
             *db, "SELECT step, layer, role, rank, amax, scale FROM rank_scales WHERE run_id = ?",
             r.id, {});
       }
+      if (has_column(*db, "step_amax", "amax")) {  // version 4 on
+        r.amax_tensors = read_rows(
+            *db, "SELECT idx, layer, role, format FROM amax_tensors WHERE run_id = ?", r.id, {});
+        r.step_amax = read_rows(*db, "SELECT step, amax FROM step_amax WHERE run_id = ?", r.id, {});
+      }
       const std::pair<const char*, const Rows*> stepped[] = {{"tensor_stats", &r.tensor_stats},
                                                              {"blobs", &r.blobs},
                                                              {"events", &r.events},
@@ -524,7 +529,9 @@ ImportReport RunStore::import_runs(const std::string& source_path, const ImportO
       const std::pair<const char*, const Rows*> tables[] = {{"tensor_stats", &r.tensor_stats},
                                                             {"blobs", &r.blobs},
                                                             {"events", &r.events},
-                                                            {"rank_scales", &r.rank_scales}};
+                                                            {"rank_scales", &r.rank_scales},
+                                                            {"amax_tensors", &r.amax_tensors},
+                                                            {"step_amax", &r.step_amax}};
       for (const auto& [table, rows] : tables) {
         if (rows->rows.empty()) continue;
         // Only the columns the target has (a source of an older schema has fewer; the

@@ -127,6 +127,33 @@ void read_new_in(const Db& db, int64_t run_id, RunCursor& cursor, MetricBatch& b
     }
   }
 
+  // Every step's amax (schema 4 on): the tensors' order with the first rows read.
+  if (Stmt t(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'step_amax'");
+      t.step()) {
+    if (cursor.amax_step < 0) {
+      Stmt q(db, "SELECT layer, role, format FROM amax_tensors WHERE run_id = ? ORDER BY idx");
+      q.bind(1, run_id);
+      while (q.step()) {
+        const auto f = parse_format(q.s(2));
+        if (!f) continue;
+        b.amax_tensors.push_back({q.s(0), stored_role(q.s(1), run_id), *f});
+      }
+    }
+    if (cursor.amax_step >= 0 || !b.amax_tensors.empty()) {
+      Stmt q(db, "SELECT step, amax FROM step_amax WHERE run_id = ? AND step > ? ORDER BY step");
+      q.bind(1, run_id).bind(2, cursor.amax_step);
+      while (q.step()) {
+        const std::vector<uint8_t> data = q.blob(1);
+        StepAmax a;
+        a.step = q.i(0);
+        a.amax.resize(data.size() / sizeof(float));
+        if (!a.amax.empty()) std::memcpy(a.amax.data(), data.data(), a.amax.size() * sizeof(float));
+        cursor.amax_step = std::max(cursor.amax_step, a.step);
+        b.step_amax.push_back(std::move(a));
+      }
+    }
+  }
+
   {
     Stmt q(db,
            "SELECT id, step, kind, message FROM events WHERE run_id = ? AND id > ? ORDER BY id");

@@ -224,7 +224,16 @@ const char* const kMigrations[] = {
     R"(CREATE TABLE rank_scales(
          run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, step INTEGER NOT NULL,
          layer TEXT NOT NULL, role TEXT NOT NULL, rank INTEGER NOT NULL, amax REAL, scale REAL,
-         PRIMARY KEY(run_id, layer, role, step, rank)) WITHOUT ROWID;)"};
+         PRIMARY KEY(run_id, layer, role, step, rank)) WITHOUT ROWID;)",
+    // 4: every step's amax of every FP8 tensor (the replay of delayed scaling): the
+    // tensors' order once per run, then a row a step with the amaxes as float32 in it.
+    R"(CREATE TABLE amax_tensors(
+         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, idx INTEGER NOT NULL,
+         layer TEXT NOT NULL, role TEXT NOT NULL, format TEXT NOT NULL,
+         PRIMARY KEY(run_id, idx)) WITHOUT ROWID;
+       CREATE TABLE step_amax(
+         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, step INTEGER NOT NULL,
+         amax BLOB NOT NULL, PRIMARY KEY(run_id, step)) WITHOUT ROWID;)"};
 constexpr int kLiteralMigrations = static_cast<int>(std::size(kMigrations));
 static_assert(kLiteralMigrations <= RunStore::kSchemaVersion);
 

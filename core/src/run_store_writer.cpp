@@ -234,6 +234,22 @@ void RunStore::Impl::write_batch(const MetricBatch& b) {
       ins.run();
     }
   }
+  if (!b.amax_tensors.empty()) {
+    Stmt ins(*writer, "INSERT OR REPLACE INTO amax_tensors VALUES(?, ?, ?, ?, ?)");
+    int64_t idx = 0;
+    for (const AmaxTensor& t : b.amax_tensors) {
+      ins.bind(1, b.run_id).bind(2, idx++).bind(3, t.layer);
+      ins.bind(4, std::string(role_name(t.role))).bind(5, std::string(format_info(t.format).name));
+      ins.run();
+    }
+  }
+  if (!b.step_amax.empty()) {
+    Stmt ins(*writer, "INSERT OR REPLACE INTO step_amax VALUES(?, ?, ?)");
+    for (const StepAmax& a : b.step_amax) {
+      ins.bind(1, b.run_id).bind(2, a.step);
+      ins.bind_blob(3, a.amax.data(), a.amax.size() * sizeof(float)).run();
+    }
+  }
   if (!b.sqnr.empty()) {
     Stmt ins(*writer, "INSERT OR REPLACE INTO scalars(series_id, step, value) VALUES(?, ?, ?)");
     for (const SqnrMetrics& q : b.sqnr) {

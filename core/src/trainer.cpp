@@ -136,20 +136,27 @@ class StepReadback {
     }
 #endif
   }
-  // After the update has been launched.
-  void end(const Launched& r) {
+  // After the update has been launched; `amax` (float, may be undefined): the step's amax of
+  // every FP8 tensor (gather_step_amax()), read back with the loss.
+  void end(const Launched& r, const torch::Tensor& amax = {}) {
     const torch::Tensor v = torch::stack(
         {r.loss.to(torch::kDouble).reshape({}), r.norm.to(torch::kDouble).reshape({})});
 #if defined(FP8WB_TORCH_CUDA)
     if (cuda_) {
       host_ = torch::empty({2}, torch::TensorOptions().dtype(torch::kDouble).pinned_memory(true));
       host_.copy_(v, /*non_blocking=*/true);
+      if (amax.defined()) {
+        amax_ = torch::empty({amax.numel()},
+                             torch::TensorOptions().dtype(torch::kFloat).pinned_memory(true));
+        amax_.copy_(amax, /*non_blocking=*/true);
+      }
       end_ = std::make_shared<at::cuda::CUDAEvent>(cudaEventDefault);
       end_->record(at::cuda::getCurrentCUDAStream());
       return;
     }
 #endif
     host_ = v.to(torch::kCPU);
+    if (amax.defined()) amax_ = amax.to(torch::kCPU, torch::kFloat).contiguous();
     ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
   }
   // Waits for the step; then loss(), norm() and ms() hold. The time on a GPU runs from when
@@ -172,11 +179,16 @@ class StepReadback {
   double ms() const {
     return ms_;
   }
+  std::vector<float> amax() const {
+    if (!amax_.defined()) return {};
+    const float* p = amax_.data_ptr<float>();
+    return std::vector<float>(p, p + amax_.numel());
+  }
 
  private:
   bool cuda_;
   std::chrono::steady_clock::time_point t0_;
-  torch::Tensor host_;
+  torch::Tensor host_, amax_;
   double ms_ = 0;
 #if defined(FP8WB_TORCH_CUDA)
   std::shared_ptr<at::cuda::CUDAEvent> start_, end_;
@@ -460,6 +472,18 @@ void Trainer::Impl::body() {
     started += device.is_cuda() ? std::string("; FP8 GEMMs: ") + probe_backend().fp8_gemm
                                 : "; FP8 GEMMs emulated (bit-exact)";
   }
+  // Every step's amax of every FP8 tensor (docs/numerics.md, "Replaying delayed scaling"),
+  // where every role has one scale (a tensorwise recipe).
+  std::vector<Float8LinearState*> amax_layers;
+  std::vector<AmaxTensor> amax_tensors;
+  if (cfg.fp8 && cfg.recipe == Float8Recipe::Tensorwise) {
+    const Float8LinearConfig fc = float8_config_of(cfg);
+    for (auto& [name, l] : layers) {
+      amax_layers.push_back(&l->state());
+      for (const RoleEntry& r : kRoles)
+        amax_tensors.push_back({name, r.value, fc.recipe(r.value).format});
+    }
+  }
   if (group) {
     started += "; " + std::to_string(ranks.world) + " ranks (" +
                (device.is_cuda() ? "NCCL" : "Gloo") + "), batch " +
@@ -494,6 +518,7 @@ void Trainer::Impl::body() {
       for (const auto& [name, l] : layers) names += (names.empty() ? "" : ", ") + name;
       b.events.push_back({0, "layers", names});
     }
+    b.amax_tensors = amax_tensors;
     publish(b);
   }
 
@@ -568,7 +593,8 @@ void Trainer::Impl::body() {
       p.samples.reserve(layers.size());
       for (auto& [name, l] : layers) p.samples.emplace_back(name, *l);
     }
-    p.fp8_read->end(fr);
+    p.fp8_read->end(fr,
+                    amax_layers.empty() ? torch::Tensor() : gather_step_amax(amax_layers, device));
     p.stop_now = group ? fr.stop : stop_flag.load();
     p.fp8_mem = fp8_memory.end(fp8, p.sampling);
     fp8.drop_grads();
@@ -616,6 +642,7 @@ void Trainer::Impl::body() {
     }
     last_end = now;
     if (step % cfg.log_interval == 0 || step + 1 == cfg.steps || !finite) b.steps.push_back(m);
+    if (!amax_layers.empty()) b.step_amax.push_back({step, p.fp8_read->amax()});
     if (p.sampling) {
       if (group && !layers.empty() && layers.front().second->probe().stats_step == step)
         b.ranks = gather_rank_scales(*group, step, layers, device);

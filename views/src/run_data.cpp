@@ -141,6 +141,15 @@ void RunData::append_batch(Batch&& b) {
   add(sqnr_, b.sqnr);
   add(events_, b.events);
   add(ranks_, b.ranks);
+  if (!b.amax_tensors.empty() && step_amax_.tensors.empty()) step_amax_.tensors = b.amax_tensors;
+  for (const StepAmax& a : b.step_amax) {
+    // A row of another shape (none is written) or a step not after the last: left out.
+    if (a.amax.size() != step_amax_.tensors.size() ||
+        (!step_amax_.steps.empty() && a.step <= step_amax_.steps.back()))
+      continue;
+    step_amax_.steps.push_back(a.step);
+    step_amax_.amax.insert(step_amax_.amax.end(), a.amax.begin(), a.amax.end());
+  }
   if (b.final) {
     status_ = b.status;
     message_ = b.message;

@@ -4,8 +4,10 @@
 #include "fp8wb/views/run_tabs.h"
 
 #include <QCheckBox>
+#include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QSpinBox>
 #include <QSplitter>
 #include <QTreeWidget>
 #include <QVBoxLayout>
@@ -46,6 +48,26 @@ ScalingTab::ScalingTab(const RunData* run, QWidget* parent)
   top->addWidget(caption_, 1);
   top->addWidget(include_step0_, 0, Qt::AlignTop);
   rl->addLayout(top);
+  // What if: another delayed-scaling setting replayed from the run's every step's amax.
+  what_if_ = new QCheckBox(tr("What if: margin"), this);
+  what_if_->setObjectName(QStringLiteral("whatIf"));
+  what_if_margin_ = new QSpinBox(this);
+  what_if_margin_->setRange(-64, 64);
+  what_if_window_ = new QSpinBox(this);
+  what_if_window_->setRange(1, 1 << 24);
+  what_if_algo_ = new QComboBox(this);
+  what_if_algo_->addItems({QStringLiteral("max"), QStringLiteral("most_recent")});
+  what_if_text_ = new QLabel(this);
+  what_if_text_->setWordWrap(true);
+  auto* what_if = new QHBoxLayout;
+  what_if->addWidget(what_if_);
+  what_if->addWidget(what_if_margin_);
+  what_if->addWidget(new QLabel(tr("window"), this));
+  what_if->addWidget(what_if_window_);
+  what_if->addWidget(new QLabel(tr("algorithm"), this));
+  what_if->addWidget(what_if_algo_);
+  what_if->addWidget(what_if_text_, 1);
+  rl->addLayout(what_if);
   rl->addWidget(amax_, 2);
   rl->addWidget(scale_, 1);
   rl->addWidget(counts_, 1);
@@ -70,6 +92,13 @@ ScalingTab::ScalingTab(const RunData* run, QWidget* parent)
   add_graph(amax_, tr("amax"), QColor(0x1f, 0x77, 0xb4));
   add_graph(amax_, tr("amax the scale maps to the format's max"), QColor(0xff, 0x7f, 0x0e));
   amax_->graph(1)->setLineStyle(QCPGraph::lsStepLeft);
+  add_graph(amax_, tr("what if: the amax its scale would map to max"), QColor(0x2c, 0xa0, 0x2c));
+  add_graph(amax_, tr("amax, every step"), QColor(0x1f, 0x77, 0xb4, 90));
+  for (int g : {2, 3}) {
+    amax_->graph(g)->setVisible(false);
+    amax_->graph(g)->removeFromLegend();
+  }
+  amax_->graph(2)->setPen(QPen(QColor(0x2c, 0xa0, 0x2c), 2));
   amax_->legend->setVisible(true);
   place_legend_below(amax_, 2);  // under the plot: the curves stay visible
   window_ = new QCPItemRect(amax_);
@@ -92,6 +121,14 @@ ScalingTab::ScalingTab(const RunData* run, QWidget* parent)
     drawSelected();
     for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
   });
+  const auto redraw_what_if = [this] {
+    drawWhatIf();
+    amax_->replot(QCustomPlot::rpQueuedReplot);
+  };
+  connect(what_if_, &QCheckBox::toggled, this, redraw_what_if);
+  connect(what_if_margin_, &QSpinBox::valueChanged, this, redraw_what_if);
+  connect(what_if_window_, &QSpinBox::valueChanged, this, redraw_what_if);
+  connect(what_if_algo_, &QComboBox::currentIndexChanged, this, redraw_what_if);
   connect(include_step0_, &QCheckBox::toggled, this, [this] {
     drawSelected();  // with step 0 or without it, drawn anew
     for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
@@ -261,6 +298,7 @@ void ScalingTab::drawSelected() {
                   .arg(data_->runId())
                   .arg(when));
     drawRanks();
+    drawWhatIf();  // nothing to replay: the row disabled, saying why
     return;
   }
   drawRanks();
@@ -353,6 +391,89 @@ void ScalingTab::drawSelected() {
           .arg(headroom, 0, 'f', 2)
           .arg(margin)
           .arg(delayed ? tr(", window %1").arg(window) : QString(), how, over, meaning));
+  drawWhatIf();
+}
+
+void ScalingTab::setWhatIf(bool on, int margin, int window, AmaxAlgo algo) {
+  const QSignalBlocker a(what_if_margin_), b(what_if_window_), c(what_if_algo_), d(what_if_);
+  what_if_margin_->setValue(margin);
+  what_if_window_->setValue(window);
+  what_if_algo_->setCurrentIndex(algo == AmaxAlgo::Max ? 0 : 1);
+  what_if_->setChecked(on);
+  what_if_run_ = data_->runId();  // set by hand: kept while this run is shown
+  drawWhatIf();
+  amax_->replot();
+}
+
+QString ScalingTab::whatIfText() const {
+  return what_if_text_->text();
+}
+
+void ScalingTab::drawWhatIf() {
+  const ReplayInput& in = data_->stepAmax();
+  if (what_if_run_ != data_->runId() && data_->hasConfig()) {
+    // Another run: the controls start at its own setting.
+    const QSignalBlocker a(what_if_margin_), b(what_if_window_), c(what_if_algo_);
+    what_if_margin_->setValue(data_->config().margin);
+    what_if_window_->setValue(data_->config().window);
+    what_if_algo_->setCurrentIndex(data_->config().amax_algo == "most_recent" ? 1 : 0);
+    what_if_run_ = data_->runId();
+  }
+  size_t t = in.tensors.size();
+  for (size_t k = 0; k < in.tensors.size(); ++k) {
+    if (qs(in.tensors[k].layer) == layer_ && in.tensors[k].role == role_) t = k;
+  }
+  const bool have = t < in.tensors.size() && in.step_count() > 0;
+  for (QWidget* w :
+       std::initializer_list<QWidget*>{what_if_, what_if_margin_, what_if_window_, what_if_algo_})
+    w->setEnabled(have);
+  what_if_->setToolTip(have ? tr("Replays this tensor's every step's amax under the setting: the "
+                                 "green line is the amax its scale would map to the format's max")
+                            : tr("This run recorded no per-step amax of this tensor (runs made "
+                                 "before it was recorded, or a recipe that is not tensorwise)"));
+  QCPGraph* g = amax_->graph(2);
+  QCPGraph* every = amax_->graph(3);
+  if (!have || !what_if_->isChecked()) {
+    g->data()->clear();
+    every->data()->clear();
+    for (QCPGraph* h : {g, every}) {
+      h->setVisible(false);
+      h->removeFromLegend();
+    }
+    what_if_text_->setText(have ? QString() : tr("(no per-step amax recorded)"));
+    return;
+  }
+  const ReplayCellSetting setting{
+      what_if_margin_->value(), what_if_window_->value(),
+      what_if_algo_->currentIndex() == 0 ? AmaxAlgo::Max : AmaxAlgo::MostRecent};
+  const std::vector<float> s = replay_scales(in, t, setting);
+  const double fmax = format_info(in.tensors[t].format).max_finite;
+  const float thr = saturation_threshold(in.tensors[t].format);
+  const bool skip0 = !include_step0_->isChecked();
+  QVector<double> x, mapped, amax;
+  int saturating = 0;
+  for (size_t i = 0; i < in.step_count(); ++i) {
+    const float a = in.at(i, t);
+    if (std::isnan(a) || (skip0 && in.steps[i] == 0 && in.step_count() > 1)) continue;
+    x << static_cast<double>(in.steps[i]);
+    mapped << fmax / s[i];
+    amax << (a > 0 ? a : NAN);
+    saturating += a > 0 && a * s[i] >= thr;
+  }
+  g->setData(x, mapped, true);
+  every->setData(x, amax, true);
+  g->setName(tr("what if margin %1, window %2, %3")
+                 .arg(setting.margin)
+                 .arg(setting.window)
+                 .arg(what_if_algo_->currentText()));
+  for (QCPGraph* h : {g, every}) {
+    h->setVisible(true);
+    if (!amax_->legend->hasItemWithPlottable(h)) h->addToLegend();
+  }
+  what_if_text_->setText(
+      (saturating == 1 ? tr("1 saturating step") : tr("%1 saturating steps").arg(saturating)) +
+      tr(" replayed; assumes the amax trajectory does not depend on the setting"));
+  fitAxes();
 }
 
 }  // namespace fp8wb

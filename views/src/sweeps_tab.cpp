@@ -20,6 +20,7 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -30,6 +31,7 @@
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/file_dialogs.h"
 #include "fp8wb/views/name_choices.h"
+#include "fp8wb/views/replay_panel.h"
 #include "sweeps_tab_internal.h"
 
 namespace fp8wb {
@@ -255,9 +257,32 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   overlay_title_->setWordWrap(true);
   rl->addWidget(overlay_title_);
   rl->addWidget(curves_, 2);
-  auto* layout = new QHBoxLayout(this);
+  // Two pages: the sweeps (the form, the stored sweeps' heatmap) and "Replay a run".
+  auto* sweeps_page = new QWidget(this);
+  auto* layout = new QHBoxLayout(sweeps_page);
   layout->addWidget(left);
   layout->addWidget(right, 1);
+  pages_ = new QTabWidget(this);
+  pages_->setObjectName(QStringLiteral("sweepsPages"));
+  pages_->addTab(sweeps_page, tr("Sweeps"));
+  replay_ = new ReplayPanel(engine_, this);
+  pages_->addTab(replay_, tr("Replay a run"));
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 0);
+  outer->addWidget(pages_);
+  connect(pages_, &QTabWidget::currentChanged, this, [this](int page) {
+    if (page == 1) replay_->refreshRuns();
+  });
+  connect(replay_, &ReplayPanel::failed, this, &SweepsTab::failed);
+  // "Train these cells": a real sweep of them on the replayed run's config.
+  connect(replay_, &ReplayPanel::trainRequested, this,
+          [this](const QString& base, const QString& grid) {
+            setBaseOverrides(base);
+            setGridText(grid);
+            setSeeds(1);
+            pages_->setCurrentIndex(0);
+            start();
+          });
 
   connect(preset_, &QComboBox::currentTextChanged, this,
           [this](const QString& n) { applyPreset(n); });
@@ -448,6 +473,10 @@ void SweepsTab::copyShownToForm() {
   base_->setPlainText(base_overrides(spec_.base).join(QLatin1Char('\n')));
   grid_->setPlainText(grid.join(QLatin1Char('\n')));
   seeds_->setValue(spec_.seeds);
+}
+
+void SweepsTab::showReplay() {
+  pages_->setCurrentIndex(1);
 }
 
 void SweepsTab::setGridText(const QString& text) {

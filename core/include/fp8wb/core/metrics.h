@@ -17,6 +17,7 @@
 
 #include "fp8wb/core/name_table.h"
 #include "fp8wb/core/role.h"
+#include "fp8wb/kernels/format.h"
 #include "fp8wb/kernels/tensor_stats.h"
 
 namespace fp8wb {
@@ -232,6 +233,21 @@ struct NamedScalar {
   double value = 0;
 };
 
+// One FP8 tensor whose amax a run records every step (a layer's role quantized tensorwise),
+// and its element format (whose max the scale maps the amax to).
+struct AmaxTensor {
+  std::string layer;
+  Role role = Role::Input;
+  Format format = Format::E4M3FN;
+};
+// One step's amax of every recorded tensor, in the order of the run's AmaxTensor list (NaN
+// where a tensor was not quantized that step): the amax that set (current scaling) or
+// entered the history behind (delayed scaling) its scale.
+struct StepAmax {
+  int64_t step = 0;
+  std::vector<float> amax;
+};
+
 struct MetricBatch {
   int64_t run_id = 0;
   std::vector<StepMetrics> steps;
@@ -244,6 +260,10 @@ struct MetricBatch {
   std::vector<RankScale> ranks;           // data-parallel runs: every rank's amax and scale
   std::vector<NamedScalar> scalars;       // series of their own (stored, not read back by
                                           // read_new(): series() reads them)
+  // The tensors whose amax the run records every step, in their order (once, before the
+  // first step_amax), and the amax of each step (every step, whatever log_interval says).
+  std::vector<AmaxTensor> amax_tensors;
+  std::vector<StepAmax> step_amax;
 };
 
 class MetricConsumer {

@@ -52,6 +52,7 @@ struct RunCursor {
   int64_t tensor_step = -1;  // the last step read of the tensor statistics
   int64_t event_id = 0;      // the last event read
   int64_t rank_step = -1;    // the last step read of every rank's scales (data-parallel)
+  int64_t amax_step = -1;    // the last step read of the per-step amax
 };
 
 struct SweepInfo {
@@ -93,11 +94,19 @@ struct BlobRow {
   std::vector<uint8_t> data;
 };
 
+// A run's recorded per-step amax: amax[i * tensors.size() + j] is tensor j at steps[i].
+struct StepAmaxTable {
+  std::vector<AmaxTensor> tensors;
+  std::vector<int64_t> steps;
+  std::vector<float> amax;
+};
+
 class RunStore {
  public:
-  // Version 2 (runs' and sweeps' identities), 3 (rank_scales: data-parallel runs), or the
-  // newest that kTensorStatFields needs (a new statistic's column).
-  static constexpr int kSchemaVersion = std::max(3, tensor_stats_schema_version());
+  // Version 2 (runs' and sweeps' identities), 3 (rank_scales: data-parallel runs), 4
+  // (amax_tensors, step_amax: every step's amax), or the newest that kTensorStatFields
+  // needs (a new statistic's column).
+  static constexpr int kSchemaVersion = std::max(4, tensor_stats_schema_version());
 
   // Opens or creates the database (parent folders too) and migrates it; runs left
   // 'running' or 'paused' by a process that is gone become 'interrupted'. Throws
@@ -183,6 +192,9 @@ class RunStore {
   // ordered by layer, role, step, rank; `layer` and `role` filter when given.
   std::vector<RankScale> rank_scales(int64_t run_id, const std::string& layer = {},
                                      const std::string& role = {}) const;
+  // The amax of every FP8 tensor at every step the run recorded it (schema 4 on; runs
+  // made before record none: empty tensors and steps), steps ascending.
+  StepAmaxTable step_amax(int64_t run_id) const;
   // Everything of a run committed since `cursor` (from its start with a new cursor), as
   // the batches its trainer published: step scalars, tensor statistics with their maps
   // and amax windows, SQNR, events. Reads one snapshot; advances the cursor. Another

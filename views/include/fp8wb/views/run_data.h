@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fp8wb/core/metrics.h"
+#include "fp8wb/core/replay.h"
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
 
@@ -62,6 +63,9 @@ class RunData {
   // A data-parallel run: every rank's amax and scale at the sampled steps, by step (empty
   // for a run of one rank).
   const std::vector<RankScale>& ranks() const { return ranks_; }
+  // Every step's amax of every FP8 tensor, where the run recorded it (empty otherwise):
+  // what the Scaling tab replays under another margin, window or algorithm.
+  const ReplayInput& stepAmax() const { return step_amax_; }
   int64_t revision() const { return revision_; }  // bumps on every change
   // Bumps when the series are replaced (another run, a run reloaded); between two bumps
   // they only grow at their ends, so a plot may append what is new.
@@ -83,6 +87,7 @@ class RunData {
   std::vector<SqnrMetrics> sqnr_;
   std::vector<RunEvent> events_;
   std::vector<RankScale> ranks_;
+  ReplayInput step_amax_;
   int64_t revision_ = 0;
   int64_t generation_ = 0;
 };

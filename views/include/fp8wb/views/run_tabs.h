@@ -11,9 +11,11 @@
 
 #include "fp8wb/core/metrics.h"
 #include "fp8wb/core/role.h"
+#include "fp8wb/kernels/delayed_scaling.h"
 
 class QCheckBox;
 class QComboBox;
+class QSpinBox;
 class QLabel;
 class QTreeWidget;
 class QCPColorMap;
@@ -117,12 +119,20 @@ class ScalingTab : public RunTabBase {
   // The tensor drawn ("layer / role"), empty when none.
   QString selectedTensor() const;
   QString captionText() const;
+  // What if: the selected tensor's "amax the scale maps to max" as delayed scaling with
+  // this margin, window and algorithm would have set it, replayed from the run's every
+  // step's amax (core/replay.h), drawn beside the real one (graph 2 of amaxPlot(), every
+  // step's amax graph 3). Off, or a run without per-step amax: neither is drawn.
+  void setWhatIf(bool on, int margin, int window, AmaxAlgo algo);
+  ExportablePlot* amaxPlot() const { return amax_; }
+  QString whatIfText() const;
 
  protected:
   void rebuild() override;
   QString contentOf(const ExportablePlot*) const override { return tr("tensor statistics"); }
 
  private:
+  void drawWhatIf();
   void rebuildTree();
   void selectInTree();
   void drawSelected();
@@ -134,6 +144,11 @@ class ScalingTab : public RunTabBase {
   ExportablePlot *amax_, *scale_, *counts_;
   ExportablePlot *rank_amax_, *rank_scale_;
   QCPItemRect* window_ = nullptr;
+  QCheckBox* what_if_ = nullptr;
+  QSpinBox *what_if_margin_ = nullptr, *what_if_window_ = nullptr;
+  QComboBox* what_if_algo_ = nullptr;
+  QLabel* what_if_text_ = nullptr;
+  int64_t what_if_run_ = -1;  // the run the controls were set from
   QString layer_;
   Role role_ = Role::Input;
   size_t tree_size_ = 0;

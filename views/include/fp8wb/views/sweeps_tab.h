@@ -11,6 +11,8 @@
 // and a line under it says what the shown sweep was run with; the form on the left is that
 // of a new sweep, apart. While the tab is shown, the shown sweep follows the database once
 // a second (trials another process ends or deletes), as the Runs tab's list does.
+// A second page, "Replay a run" (ReplayPanel), replays a stored run's per-step amax under
+// other delayed-scaling settings.
 #pragma once
 
 #include <QWidget>
@@ -38,11 +40,13 @@ class QCPItemText;
 class QHBoxLayout;
 class QMouseEvent;
 class QShowEvent;
+class QTabWidget;
 
 namespace fp8wb {
 
 class EngineController;
 class ExportablePlot;
+class ReplayPanel;
 
 class SweepsTab : public QWidget {
   Q_OBJECT
@@ -108,6 +112,10 @@ class SweepsTab : public QWidget {
   void collectFolder(const QString& dir);
   bool isCollecting() const { return collect_job_.busy(); }
   void setFolderChooser(std::function<QString(QWidget*)> chooser);
+  // The "Replay a run" page (a run's recorded amax replayed under other delayed-scaling
+  // settings), beside the sweeps' page; showReplay() turns to it.
+  ReplayPanel* replayPanel() const { return replay_; }
+  void showReplay();
 
  Q_SIGNALS:
   // The sweep has ended and its heatmap shows every point.
@@ -185,6 +193,8 @@ class SweepsTab : public QWidget {
   // The trials' list where it holds any, else the grey line saying what it will hold.
   void showTrialsOrHint();
   EngineController* engine_;
+  QTabWidget* pages_ = nullptr;
+  ReplayPanel* replay_ = nullptr;
   QComboBox* stored_;  // the database's sweeps, newest first; choosing one shows it
   QComboBox *preset_, *x_axis_, *y_axis_, *metric_, *overlay_;
   QPlainTextEdit *grid_, *base_;

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <array>
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -46,6 +47,11 @@ struct Float8LinearState {
   // every rank's before it is used, so that every rank quantizes with the same scales.
   // Empty: this process alone. Every rank calls it in the same order.
   AmaxReducer reduce_amax;
+  // The tensorwise amax each role's scale came from (current scaling) or that entered its
+  // history (delayed) at the latest step, by role_index(): on the host for CPU tensors
+  // (NaN until the role is quantized), else a one-element device tensor.
+  std::array<float, kRoleCount> step_amax{NAN, NAN, NAN};
+  std::array<torch::Tensor, kRoleCount> step_amax_device;
 
   // The probe, once statistics still in flight from the device have arrived.
   const Float8Probe& settled() {
@@ -134,6 +140,12 @@ TORCH_MODULE(LinearLayer);
 torch::Tensor float8_linear(const torch::Tensor& x, const torch::Tensor& weight,
                             const torch::Tensor& bias, const Float8LinearConfig& config,
                             Float8LinearState* state = nullptr);
+
+// The latest step's amax of every role of the layers (role_index() order within a layer),
+// as one float tensor on `device`: gathered there without waiting (NaN where a role was not
+// quantized tensorwise), for one copy to the host with the step's other figures.
+torch::Tensor gather_step_amax(const std::vector<Float8LinearState*>& layers,
+                               const torch::Device& device);
 
 struct ConvertOptions {
   // Convert only layers whose qualified name and sizes pass this (default: all).

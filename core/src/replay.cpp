@@ -1,0 +1,540 @@
+// Delayed scaling replayed from a run's recorded amax (replay.h): per tensor, the amax_h of
+// each (window, algorithm) once (a sliding maximum), then per margin the scales as
+// DelayedScaler::update() sets them, the figures, and the ranking.
+#include "fp8wb/core/replay.h"
+
+#include <algorithm>
+#include <array>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <numeric>
+#include <string>
+
+#include "fp8wb/kernels/codec.h"
+#include "fp8wb/kernels/recipe.h"
+
+namespace fp8wb {
+
+namespace {
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  for (;;) {
+    const size_t c = s.find(',', at);
+    out.push_back(s.substr(at, c == std::string::npos ? std::string::npos : c - at));
+    if (c == std::string::npos) break;
+    at = c + 1;
+  }
+  return out;
+}
+
+std::string trimmed(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t");
+  if (a == std::string::npos) return "";
+  const size_t b = s.find_last_not_of(" \t");
+  return s.substr(a, b - a + 1);
+}
+
+uint32_t bits_of(float f) {
+  uint32_t u = 0;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+// One tensor's quantized steps: their amax and their place among the input's steps.
+struct Track {
+  std::vector<float> a;
+  std::vector<uint32_t> pos;
+};
+
+Track track_of(const ReplayInput& in, size_t t) {
+  Track k;
+  const size_t n = in.step_count();
+  k.a.reserve(n);
+  k.pos.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const float v = in.at(i, t);
+    if (std::isnan(v)) continue;  // not quantized at this step: its history did not move
+    k.a.push_back(v);
+    k.pos.push_back(static_cast<uint32_t>(i));
+  }
+  return k;
+}
+
+// amax_h after each update (DelayedScaler: the history is `window` entries, zeros until it
+// fills; max over it, or the newest entry). The sliding maximum by van Herk / Gil-Werman:
+// maxima within blocks of `window` steps from the left and from the right; a window
+// [k - w + 1, k] is the right part of one block and the left part of the next.
+void history_amax(const std::vector<float>& a, int window, AmaxAlgo algo, std::vector<float>& h) {
+  const size_t n = a.size();
+  h.resize(n);
+  if (algo == AmaxAlgo::MostRecent) {
+    std::copy(a.begin(), a.end(), h.begin());
+    return;
+  }
+  const size_t w = static_cast<size_t>(window);
+  static thread_local std::vector<float> suf;
+  suf.resize(n);
+  for (size_t start = 0; start < n; start += w) {  // from the right, block by block
+    const size_t end = std::min(n, start + w);
+    float m = a[end - 1];
+    for (size_t k = end; k-- > start;) {
+      m = std::max(m, a[k]);
+      suf[k] = m;
+    }
+  }
+  float pre = 0;
+  for (size_t k = 0; k < n; ++k) {
+    pre = k % w == 0 ? a[k] : std::max(pre, a[k]);
+    // Before the ring fills the window starts at step 0, and its unfilled entries are 0.
+    h[k] = k + 1 < w ? std::max(pre, 0.0f) : std::max(suf[k + 1 - w], pre);
+  }
+}
+
+// The scale each quantized step uses: s[0] the initial one, s[k + 1] from amax_h[k], as
+// DelayedScaler::update() sets it: ldexp(fmax / amax_h, -margin) in fp32, which equals the
+// product with 2^-margin (one rounding of the exact value either way, 2^-margin being a
+// normal fp32 for |margin| <= 64); an amax_h like the previous gives the previous scale.
+void scales_from(const std::vector<float>& a, const std::vector<float>& h, float fmax, int margin,
+                 InitialScale initial, std::vector<float>& s) {
+  const size_t n = a.size();
+  s.resize(n);
+  if (n == 0) return;
+  const float pow2 = std::ldexp(1.0f, -margin);
+  float kept = 1.0f;
+  s[0] = initial == InitialScale::BootstrapCurrent
+             ? scale_for_amax(a[0], static_cast<double>(fmax), margin)
+             : 1.0f;
+  float last = std::nanf("");
+  for (size_t k = 0; k + 1 < n; ++k) {
+    const float m = h[k];
+    if (!(m == last)) {
+      last = m;
+      if (m > 0 && std::isfinite(m)) {
+        const float v = (fmax / m) * pow2;
+        kept = std::isinf(v) ? FLT_MAX : v;
+      }
+    }
+    s[k + 1] = kept;
+  }
+}
+
+float fmax_of(Format f) {
+  return static_cast<float>(format_info(f).max_finite);
+}
+
+// The two middle values of the positive floats (as bits) in v[0, n): a radix select on the
+// upper 16 bits (`counts`: their histogram, made here where null), then a sort of the
+// values in the bins that hold them.
+std::pair<uint32_t, uint32_t> middle_pair(const uint32_t* v, size_t n,
+                                          const std::vector<uint32_t>* given) {
+  std::vector<uint32_t> own;
+  if (!given) {
+    own.assign(size_t{1} << 16, 0);
+    for (size_t i = 0; i < n; ++i) ++own[v[i] >> 16];
+  }
+  const std::vector<uint32_t>& counts = given ? *given : own;
+  const size_t k1 = (n - 1) / 2, k2 = n / 2;
+  size_t below = 0, b1 = 0, below1 = 0;
+  for (size_t b = 0; b < counts.size(); ++b) {
+    if (below + counts[b] > k1) {
+      b1 = b;
+      below1 = below;
+      break;
+    }
+    below += counts[b];
+  }
+  size_t b2 = b1;
+  if (below1 + counts[b1] <= k2) {
+    for (size_t b = b1 + 1; b < counts.size(); ++b) {
+      if (counts[b] > 0) {
+        b2 = b;
+        break;
+      }
+    }
+  }
+  std::vector<uint32_t> pick;
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t top = v[i] >> 16;
+    if (top == b1 || top == b2) pick.push_back(v[i]);
+  }
+  std::sort(pick.begin(), pick.end());
+  return {pick[k1 - below1], pick[k2 - below1]};
+}
+
+// The median of log2(fmax / x) over the positive floats x (as bits) in v[0, n).
+double median_headroom(const uint32_t* v, size_t n, float fmax,
+                       const std::vector<uint32_t>* counts) {
+  if (n == 0) return std::nan("");
+  const auto [lo, hi] = middle_pair(v, n, counts);
+  float a = 0, b = 0;
+  std::memcpy(&a, &lo, 4);
+  std::memcpy(&b, &hi, 4);
+  // The mean of the two middle values' headrooms (equal for an odd count).
+  return std::log2(static_cast<double>(fmax)) -
+         0.5 * (std::log2(static_cast<double>(a)) + std::log2(static_cast<double>(b)));
+}
+
+// Prefix sums of a sample's exponent bins, for the shifted-histogram estimates.
+struct SamplePrep {
+  size_t k = 0;  // the tensor's quantized step the sample is at
+  float stored_scale = 0;
+  std::array<double, kHistExpBins + 1> prefix{};  // prefix[i]: bins below i
+  double total = 0;
+  // log2(amax x stored scale): no element lies above it, so the top bin spans only up to
+  // it (-inf: not known).
+  double top = -HUGE_VAL;
+};
+
+// Elements of the sample below log2 value t (in the stored scale's terms), elements
+// log-uniform within a bin (the amax's bin only up to the amax).
+double count_below(const SamplePrep& p, const uint64_t* hist, double t) {
+  const double x = t - kHistMinExp;
+  if (x <= 0) return 0;
+  if (x >= kHistExpBins) return p.total;
+  const int i = static_cast<int>(std::floor(x));
+  double width = 1;
+  if (std::isfinite(p.top) && std::floor(p.top) == i + kHistMinExp)
+    width = std::max(p.top - (i + kHistMinExp), 1e-9);
+  const double part = std::min(1.0, (x - i) / width);
+  return p.prefix[static_cast<size_t>(i)] + static_cast<double>(hist[i]) * part;
+}
+
+}  // namespace
+
+void parse_replay_axis(const std::string& text, ReplayGrid& grid) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos) {
+    throw ReplayError("--grid '" + text +
+                      "': expected AXIS=V1,V2,... with AXIS one of margin, window, amax_algo");
+  }
+  const std::string axis = trimmed(text.substr(0, eq));
+  const std::vector<std::string> values = split_commas(text.substr(eq + 1));
+  const auto once = [&](bool empty) {
+    if (!empty) throw ReplayError("--grid " + axis + " is given twice");
+  };
+  for (const std::string& raw : values) {
+    if (trimmed(raw).empty())
+      throw ReplayError("--grid " + axis + ": an empty value in '" + text + "'");
+  }
+  try {
+    if (axis == "margin") {
+      once(grid.margins.empty());
+      for (const auto& v : values) grid.margins.push_back(parse_margin(trimmed(v)));
+    } else if (axis == "window") {
+      once(grid.windows.empty());
+      for (const auto& v : values) grid.windows.push_back(parse_window(trimmed(v)));
+    } else if (axis == "amax_algo") {
+      once(grid.algos.empty());
+      for (const auto& v : values) {
+        const auto a = parse_amax_algo(trimmed(v));
+        if (!a) {
+          throw ReplayError("--grid amax_algo: '" + trimmed(v) +
+                            "' is not an amax algorithm (max, most_recent)");
+        }
+        grid.algos.push_back(*a);
+      }
+    } else {
+      throw ReplayError("--grid: unknown axis '" + axis +
+                        "' (replay takes margin, window, amax_algo)");
+    }
+  } catch (const ReplayError&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    throw ReplayError("--grid " + axis + ": " + e.what());
+  }
+}
+
+float saturation_threshold(Format f) {
+  const CodecSpec spec = codec_spec(f);
+  const float fmax = fmax_of(f);
+  // The encoding is monotonic in the magnitude: the first value past the max whose code
+  // decodes to a non-finite value (Ieee overflow) or beyond the max.
+  const auto over = [&](uint32_t u) {
+    float x = 0;
+    std::memcpy(&x, &u, 4);
+    const uint8_t code = encode(x, spec, Overflow::Ieee);
+    const float d = decode(code, spec);
+    return !std::isfinite(d) || d > fmax;
+  };
+  uint32_t lo = bits_of(fmax), hi = 0x7F800000u;  // over(lo) false, over(hi) true
+  while (hi - lo > 1) {
+    const uint32_t mid = lo + (hi - lo) / 2;
+    (over(mid) ? hi : lo) = mid;
+  }
+  float t = 0;
+  std::memcpy(&t, &hi, 4);
+  return t;
+}
+
+std::vector<float> replay_scales(const ReplayInput& in, size_t tensor, const ReplayCellSetting& s,
+                                 InitialScale initial) {
+  validate_delayed_config({s.window, s.margin, s.algo, initial});
+  const Track k = track_of(in, tensor);
+  std::vector<float> h, sc;
+  history_amax(k.a, s.window, s.algo, h);
+  scales_from(k.a, h, fmax_of(in.tensors.at(tensor).format), s.margin, initial, sc);
+  std::vector<float> out(in.step_count(), std::nanf(""));
+  for (size_t i = 0; i < k.pos.size(); ++i) out[k.pos[i]] = sc[i];
+  return out;
+}
+
+std::vector<float> run_scales(const ReplayInput& in, size_t tensor, const RunScalingSettings& run) {
+  if (run.delayed) {
+    return replay_scales(in, tensor, {run.config.margin, run.config.window, run.config.algo},
+                         run.config.initial);
+  }
+  const double fmax = format_info(in.tensors.at(tensor).format).max_finite;
+  std::vector<float> out(in.step_count(), std::nanf(""));
+  for (size_t i = 0; i < in.step_count(); ++i) {
+    const float a = in.at(i, tensor);
+    if (!std::isnan(a)) out[i] = scale_for_amax(a, fmax, run.config.margin);
+  }
+  return out;
+}
+
+OwnScalesCheck own_scales_check(const ReplayInput& in, const RunScalingSettings& run,
+                                const std::vector<StoredScale>& stored) {
+  OwnScalesCheck c;
+  std::vector<std::vector<float>> scales(in.tensor_count());
+  for (const StoredScale& s : stored) {
+    if (s.tensor >= in.tensor_count()) continue;
+    const auto it = std::lower_bound(in.steps.begin(), in.steps.end(), s.step);
+    if (it == in.steps.end() || *it != s.step) continue;  // a sample without its amax row
+    if (scales[s.tensor].empty()) scales[s.tensor] = run_scales(in, s.tensor, run);
+    const float r = scales[s.tensor][static_cast<size_t>(it - in.steps.begin())];
+    if (std::isnan(r)) continue;
+    ++c.compared;
+    const float as_stored = stored_scale_of(r);
+    if (c.matches && bits_of(as_stored) != bits_of(s.scale)) {
+      c.matches = false;
+      c.first_step = s.step;
+      c.first_tensor = s.tensor;
+      c.stored = s.scale;
+      c.replayed = as_stored;
+    }
+  }
+  return c;
+}
+
+ReplayResult replay_amax(const ReplayInput& in, const ReplayGrid& grid, const ReplayOptions& opt) {
+  const auto empty_axis = [](const char* name) {
+    return ReplayError(std::string("--grid ") + name + " is empty: give at least one value");
+  };
+  if (grid.margins.empty()) throw empty_axis("margin");
+  if (grid.windows.empty()) throw empty_axis("window");
+  if (grid.algos.empty()) throw empty_axis("amax_algo");
+  if (grid.cell_count() > kMaxReplayCells) {
+    throw ReplayError("the grid has " + std::to_string(grid.cell_count()) + " cells, over the " +
+                      std::to_string(kMaxReplayCells) +
+                      " a replay takes: give fewer values on an axis");
+  }
+  for (int m : grid.margins) validate_delayed_config({1, m, AmaxAlgo::Max, InitialScale::One});
+  for (int w : grid.windows) validate_delayed_config({w, 0, AmaxAlgo::Max, InitialScale::One});
+  const size_t T = in.tensor_count(), N = in.step_count();
+  if (in.amax.size() != T * N) {
+    throw ReplayError("the recorded amax has " + std::to_string(in.amax.size()) + " values for " +
+                      std::to_string(N) + " steps of " + std::to_string(T) + " tensors");
+  }
+  const InitialScale initial = opt.run.config.initial;
+
+  ReplayResult res;
+  for (int m : grid.margins)
+    for (int w : grid.windows)
+      for (AmaxAlgo a : grid.algos) {
+        ReplayCell c;
+        c.setting = {m, w, a};
+        c.tensors.resize(T);
+        c.is_run_setting = opt.run.delayed && m == opt.run.config.margin &&
+                           w == opt.run.config.window && a == opt.run.config.algo;
+        res.cells.push_back(std::move(c));
+      }
+  const auto cell_index = [&](size_t mi, size_t wi, size_t ai) {
+    return (mi * grid.windows.size() + wi) * grid.algos.size() + ai;
+  };
+
+  // Per tensor: its quantized steps, format figures, samples (with their prefix sums).
+  std::vector<Track> tracks(T);
+  std::vector<float> fmax(T), thr(T);
+  std::vector<double> under_log(T), sat_log(T);
+  std::vector<std::vector<SamplePrep>> preps(T);
+  std::vector<std::vector<const ReplaySample*>> sample_of(T);
+  size_t counted_max = 0;
+  // Every tensor's quantized steps, read row by row (one pass over the input).
+  for (size_t t = 0; t < T; ++t) {
+    tracks[t].a.reserve(N);
+    tracks[t].pos.reserve(N);
+  }
+  for (size_t i = 0; i < N; ++i) {
+    const float* row = in.amax.data() + i * T;
+    for (size_t t = 0; t < T; ++t) {
+      if (std::isnan(row[t])) continue;
+      tracks[t].a.push_back(row[t]);
+      tracks[t].pos.push_back(static_cast<uint32_t>(i));
+    }
+  }
+  for (size_t t = 0; t < T; ++t) {
+    const Format f = in.tensors[t].format;
+    fmax[t] = fmax_of(f);
+    thr[t] = saturation_threshold(f);
+    under_log[t] = std::log2(format_info(f).min_subnormal / 2);
+    sat_log[t] = std::log2(static_cast<double>(thr[t]));
+    counted_max += tracks[t].a.size();
+  }
+  for (const ReplaySample& s : opt.samples) {
+    if (s.tensor >= T) continue;
+    const auto it = std::lower_bound(in.steps.begin(), in.steps.end(), s.step);
+    if (it == in.steps.end() || *it != s.step) continue;
+    const auto pos = static_cast<uint32_t>(it - in.steps.begin());
+    const Track& k = tracks[s.tensor];
+    const auto kt = std::lower_bound(k.pos.begin(), k.pos.end(), pos);
+    if (kt == k.pos.end() || *kt != pos || !(s.scale > 0) || !std::isfinite(s.scale)) continue;
+    SamplePrep p;
+    p.k = static_cast<size_t>(kt - k.pos.begin());
+    p.stored_scale = s.scale;
+    if (const float a = k.a[p.k]; a > 0 && std::isfinite(a))
+      p.top = std::log2(static_cast<double>(a)) + std::log2(static_cast<double>(s.scale));
+    for (int i = 0; i < kHistExpBins; ++i)
+      p.prefix[static_cast<size_t>(i) + 1] =
+          p.prefix[static_cast<size_t>(i)] + static_cast<double>(s.hist[i]);
+    p.total = p.prefix[kHistExpBins];
+    if (p.total <= 0) continue;
+    preps[s.tensor].push_back(p);
+    sample_of[s.tensor].push_back(&s);
+  }
+
+  bool one_format = true;
+  for (size_t t = 1; t < T; ++t) one_format = one_format && fmax[t] == fmax[0];
+  std::vector<std::vector<float>> hist_amax(T);
+  std::vector<float> sc;
+  // Each counted step's key for the cell's median: amax x scale (one format: exact), else
+  // amax x scale / max in fp32 (E4M3 and E5M2 tensors on one scale, to fp32's precision).
+  std::vector<uint32_t> products(counted_max);
+  std::vector<uint32_t> counts(size_t{1} << 16);  // the keys' upper 16 bits
+  std::vector<float> inv_fmax(T);
+  for (size_t t = 0; t < T; ++t) inv_fmax[t] = one_format ? 1.0f : 1.0f / fmax[t];
+  // With one entry, max over the history is its newest entry, and most_recent does not read
+  // the window: such cells share one amax_h (window 0 below) and are computed once.
+  std::vector<std::pair<int, size_t>> done;  // (window key, the (window, algorithm) index)
+  for (size_t wi = 0; wi < grid.windows.size(); ++wi) {
+    for (size_t ai = 0; ai < grid.algos.size(); ++ai) {
+      const AmaxAlgo algo = grid.algos[ai];
+      const int key = algo == AmaxAlgo::MostRecent || grid.windows[wi] == 1 ? 0 : grid.windows[wi];
+      const auto same =
+          std::find_if(done.begin(), done.end(), [&](const auto& d) { return d.first == key; });
+      if (same != done.end()) {
+        const size_t swi = same->second / grid.algos.size(), sai = same->second % grid.algos.size();
+        for (size_t mi = 0; mi < grid.margins.size(); ++mi) {
+          ReplayCell& cell = res.cells[cell_index(mi, wi, ai)];
+          const ReplayCell& from = res.cells[cell_index(mi, swi, sai)];
+          cell.all = from.all;
+          cell.tensors = from.tensors;
+        }
+        continue;
+      }
+      done.emplace_back(key, wi * grid.algos.size() + ai);
+      for (size_t t = 0; t < T; ++t)
+        history_amax(tracks[t].a, grid.windows[wi], algo, hist_amax[t]);
+      for (size_t mi = 0; mi < grid.margins.size(); ++mi) {
+        const int margin = grid.margins[mi];
+        ReplayCell& cell = res.cells[cell_index(mi, wi, ai)];
+        size_t at = 0;
+        double under = 0, sat = 0, total = 0;
+        std::fill(counts.begin(), counts.end(), 0u);
+        for (size_t t = 0; t < T; ++t) {
+          const Track& k = tracks[t];
+          scales_from(k.a, hist_amax[t], fmax[t], margin, initial, sc);
+          ReplayFigures& f = cell.tensors[t];
+          const size_t begin = at;
+          const float th = thr[t], inv = inv_fmax[t];
+          float worst = 0;
+          int64_t saturating = 0;
+          const float* av = k.a.data();
+          const float* sv = sc.data();
+          uint32_t* out = products.data();
+          uint32_t* cnt = counts.data();
+          const float mul = one_format ? 1.0f : inv;  // x 1 is exact
+          for (size_t i = 0, n = k.a.size(); i < n; ++i) {
+            const float a = av[i];
+            if (!(a > 0) || !(a <= FLT_MAX)) continue;
+            const float p = a * sv[i];
+            const uint32_t kb = bits_of(p * mul);
+            out[at++] = kb;
+            ++cnt[kb >> 16];
+            if (p >= th) {
+              ++saturating;
+              worst = std::max(worst, p);
+            }
+          }
+          f.steps = static_cast<int64_t>(at - begin);
+          f.saturating_steps = saturating;
+          f.worst_over_binades =
+              saturating > 0 ? std::log2(static_cast<double>(worst) / static_cast<double>(fmax[t]))
+                             : 0;
+          f.median_headroom_binades = std::nan("");
+          if (opt.per_tensor_median || T == 1) {
+            std::vector<uint32_t> seg;  // the products themselves (exact)
+            seg.reserve(at - begin);
+            for (size_t i = 0, n = k.a.size(); i < n; ++i)
+              if (av[i] > 0 && av[i] <= FLT_MAX) seg.push_back(bits_of(av[i] * sv[i]));
+            f.median_headroom_binades = median_headroom(seg.data(), seg.size(), fmax[t], nullptr);
+          }
+          // The sampled steps' histograms, shifted to the replayed scale.
+          double tu = 0, ts = 0, tt = 0;
+          for (size_t j = 0; j < preps[t].size(); ++j) {
+            const SamplePrep& p = preps[t][j];
+            const uint64_t* h = sample_of[t][j]->hist;
+            const double d = std::log2(static_cast<double>(sc[p.k])) -
+                             std::log2(static_cast<double>(p.stored_scale));
+            tu += count_below(p, h, under_log[t] - d);
+            ts += p.total - count_below(p, h, sat_log[t] - d);
+            tt += p.total;
+          }
+          f.sampled = static_cast<int64_t>(preps[t].size());
+          f.est_underflow_pct = tt > 0 ? 100.0 * tu / tt : std::nan("");
+          f.est_saturated_pct = tt > 0 ? 100.0 * ts / tt : std::nan("");
+          under += tu;
+          sat += ts;
+          total += tt;
+          cell.all.steps += f.steps;
+          cell.all.saturating_steps += f.saturating_steps;
+          cell.all.worst_over_binades = std::max(cell.all.worst_over_binades, f.worst_over_binades);
+          cell.all.sampled += f.sampled;
+        }
+        if (T == 1) {
+          cell.all.median_headroom_binades = cell.tensors[0].median_headroom_binades;
+        } else {
+          cell.all.median_headroom_binades =
+              median_headroom(products.data(), at, one_format ? fmax[0] : 1.0f, &counts);
+        }
+        cell.all.est_underflow_pct = total > 0 ? 100.0 * under / total : std::nan("");
+        cell.all.est_saturated_pct = total > 0 ? 100.0 * sat / total : std::nan("");
+      }
+    }
+  }
+
+  // The ranking (ReplayResult::kRule); ties keep the grid's order.
+  res.ranking.resize(res.cells.size());
+  std::iota(res.ranking.begin(), res.ranking.end(), size_t{0});
+  const auto key_headroom = [](const ReplayFigures& f) {
+    return std::isnan(f.median_headroom_binades) ? HUGE_VAL : f.median_headroom_binades;
+  };
+  std::stable_sort(res.ranking.begin(), res.ranking.end(), [&](size_t x, size_t y) {
+    const ReplayFigures& a = res.cells[x].all;
+    const ReplayFigures& b = res.cells[y].all;
+    const bool sa = a.saturating_steps > 0, sb = b.saturating_steps > 0;
+    if (sa != sb) return !sa;
+    if (sa && a.saturating_steps != b.saturating_steps)
+      return a.saturating_steps < b.saturating_steps;
+    return key_headroom(a) < key_headroom(b);
+  });
+  for (size_t r = 0; r < res.ranking.size(); ++r)
+    res.cells[res.ranking[r]].rank = static_cast<int>(r + 1);
+  if (!opt.stored.empty()) res.own = own_scales_check(in, opt.run, opt.stored);
+  return res;
+}
+
+}  // namespace fp8wb
