@@ -10,6 +10,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libtorch-dev libopenblas0-pthread         # LibTorch 1.13 (CPU); OpenBLAS, else reference BLAS
+  python3-torch                             # the Llama test's Python reference (PyTorch 1.13)
   libgloo-dev                               # Gloo headers for c10d (data-parallel runs)
   libsqlite3-dev
   qt6-base-dev libqcustomplot-dev           # GUI: Qt 6 Widgets + QCustomPlot (Qt 6 build)

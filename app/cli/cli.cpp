@@ -8,6 +8,7 @@
 #include "bench_command.h"
 #include "bounded_words.h"
 #include "demo_command.h"
+#include "eval_command.h"
 #include "formats_command.h"
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/default_formats.h"
@@ -99,6 +100,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   auto* sweep_cmd = add_sweep_command(app, sweep);
   ReplayCliOptions replay;
   auto* replay_cmd = add_replay_command(app, replay);
+  EvalCommandOptions eval;
+  auto* eval_cmd = add_eval_command(app, eval);
   try {
     const std::vector<std::string> args = with_negative_values(argc, argv);
     std::vector<const char*> arg_ptrs;
@@ -134,6 +137,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     }
     if (sweep_cmd->parsed()) return run_sweep(sweep, out, err);
     if (replay_cmd->parsed()) return run_replay(replay, out, err);
+    if (eval_cmd->parsed()) return run_eval(eval, out, err);
     out << app.help();
     return 0;
   } catch (const std::exception& e) {

@@ -211,6 +211,7 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   for (const auto& o : opt.overrides) apply_override(cfg, o);
   if (!opt.device.empty()) cfg.device = opt.device;
   if (!opt.weights.empty()) cfg.weights = opt.weights;
+  resolve_hf_config(cfg);  // hf=DIR: the model's shape from its config.json, stored with the run
   // A run on a GPU whose config names no formats takes the GPU's own (hybrid_fnuz on AMD).
   if (cfg.device != "cpu" && !names_formats(opt))
     cfg.formats = default_run_formats(probe_backend(), cfg);

@@ -490,10 +490,40 @@ LinearLayerImpl::LinearLayerImpl(int64_t in_features, int64_t out_features, bool
 }
 
 torch::Tensor LinearLayerImpl::forward(const torch::Tensor& x) {
+  if (fp8_ && evaluating) return float8_stateless(x, weight);
   if (fp8_) return float8_linear(x, weight, bias, *fp8_, state_.get());
   // High precision in x's dtype (bf16 activations with fp32 master weights, say).
   const auto t = x.scalar_type();
   return torch::nn::functional::linear(x, weight.to(t), bias.defined() ? bias.to(t) : bias);
+}
+
+torch::Tensor LinearLayerImpl::forward_channel_smoothed(const torch::Tensor& x) {
+  if (!fp8_) return forward(x);
+  torch::Tensor s;
+  {
+    torch::NoGradGuard no_grad;
+    const torch::Tensor amax =
+        x.detach().abs().reshape({-1, x.size(-1)}).amax(0).to(torch::kFloat).clamp_min(1e-30);
+    s = torch::exp2(torch::ceil(torch::log2(amax)));  // powers of two: both products exact
+  }
+  const torch::Tensor xs = x / s.to(x.scalar_type());
+  const torch::Tensor ws = weight * s;
+  if (evaluating) return float8_stateless(xs, ws);
+  return float8_linear(xs, ws, bias, *fp8_, state_.get());
+}
+
+torch::Tensor LinearLayerImpl::float8_stateless(const torch::Tensor& x, const torch::Tensor& w) {
+  // A scratch copy of the state: its histories cloned (a GPU's are updated in place).
+  Float8LinearState scratch;
+  scratch.probe = state_->probe;
+  scratch.delayed = state_->delayed;
+  for (auto& h : scratch.delayed) {
+    if (h.device.defined()) h.device = h.device.clone();
+  }
+  scratch.reduce_amax = state_->reduce_amax;
+  Float8LinearConfig quiet = *fp8_;
+  quiet.stats_interval = quiet.sqnr_interval = 0;
+  return float8_linear(x, w, bias, quiet, &scratch);
 }
 
 void LinearLayerImpl::to_float8(const Float8LinearConfig& config) {

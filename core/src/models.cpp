@@ -11,6 +11,7 @@
 
 #include "fp8wb/core/corpus.h"
 #include "fp8wb/core/torch/gelu.h"
+#include "llama.h"
 
 namespace fp8wb {
 
@@ -328,6 +329,64 @@ Batch CharCorpus::next(const torch::Device& device) {
   return {xy[0], xy[1], int64_t{batch_} * context_};
 }
 
+TokenData::TokenData(const std::string& path, int batch, int context, uint64_t seed)
+    : batch_(batch), context_(context), rng_(seed) {
+  // At least one training window and one held-out window.
+  file_ = std::make_unique<TokenFile>(path, 2 * (int64_t{context} + 1));
+  const int64_t n = file_->size();
+  const int64_t held = std::max<int64_t>(context + 1, n / 10);
+  split_ = n - held;
+  if (split_ < context + 1) split_ = context + 1;
+  const int64_t windows = (n - split_) / (context + 1);
+  eval_batches_ = std::min<int64_t>(4, (windows + batch - 1) / batch);
+}
+
+TokenData::~TokenData() = default;
+
+std::string TokenData::describe() const {
+  return "data " + file_->path() + " (" + file_->format() + ", " + std::to_string(file_->size()) +
+         " tokens, the last " + std::to_string(file_->size() - split_) + " held out)";
+}
+
+int64_t TokenData::vocab() const {
+  return static_cast<int64_t>(file_->max_token()) + 1;
+}
+
+void TokenData::check_vocab(int64_t vocab) const {
+  file_->check_vocab(vocab);
+}
+
+Batch TokenData::windows(const std::vector<int64_t>& starts, const torch::Device& device) const {
+  const bool gpu = device.is_cuda();
+  const auto rows = static_cast<int64_t>(starts.size());
+  torch::Tensor xy = torch::empty({2, rows, context_},
+                                  torch::TensorOptions().dtype(torch::kLong).pinned_memory(gpu));
+  int64_t* x = xy.data_ptr<int64_t>();
+  int64_t* y = x + rows * context_;
+  for (int64_t b = 0; b < rows; ++b) {
+    file_->copy(starts[static_cast<size_t>(b)], context_, x + b * context_);
+    file_->copy(starts[static_cast<size_t>(b)] + 1, context_, y + b * context_);
+  }
+  if (gpu) xy = xy.to(device, /*non_blocking=*/true);
+  return {xy[0], xy[1], rows * context_};
+}
+
+Batch TokenData::next(const torch::Device& device) {
+  std::uniform_int_distribution<int64_t> pick(0, split_ - context_ - 1);
+  std::vector<int64_t> starts(static_cast<size_t>(batch_));
+  for (auto& s : starts) s = pick(rng_);
+  return windows(starts, device);
+}
+
+Batch TokenData::eval_batch(int64_t i, const torch::Device& device) const {
+  const int64_t w = context_ + 1;
+  const int64_t total = (file_->size() - split_) / w;
+  std::vector<int64_t> starts;
+  for (int64_t k = i * batch_; k < std::min<int64_t>(total, (i + 1) * batch_); ++k)
+    starts.push_back(split_ + k * w);
+  return windows(starts, device);
+}
+
 SyntheticRegression::SyntheticRegression(const RunConfig& c)
     : batch_(c.batch),
       features_(c.features),
@@ -371,6 +430,8 @@ std::shared_ptr<TrainModel> make_model(const RunConfig& c, int64_t vocab) {
   std::shared_ptr<TrainModel> m;
   if (c.model == ModelKind::Gpt) {
     m = std::make_shared<TinyGpt>(c, vocab);
+  } else if (c.model == ModelKind::Llama) {
+    m = make_llama(c, vocab);
   } else {
     m = std::make_shared<OutlierMlp>(c);
   }
@@ -378,7 +439,9 @@ std::shared_ptr<TrainModel> make_model(const RunConfig& c, int64_t vocab) {
 }
 
 std::unique_ptr<DataSource> make_data(const RunConfig& c) {
-  if (c.model == ModelKind::Gpt) return std::make_unique<CharCorpus>(c.batch, c.context, c.seed);
+  if (c.model != ModelKind::Mlp && !c.data.empty())
+    return std::make_unique<TokenData>(c.data, c.batch, c.context, c.seed);
+  if (c.model != ModelKind::Mlp) return std::make_unique<CharCorpus>(c.batch, c.context, c.seed);
   return std::make_unique<SyntheticRegression>(c);
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fp8wb/core/run_config.h"
+#include "fp8wb/core/token_file.h"
 #include "fp8wb/core/torch/float8_linear.h"
 
 namespace fp8wb::train {
@@ -29,6 +30,39 @@ class DataSource {
   virtual ~DataSource() = default;
   virtual Batch next(const torch::Device& device) = 0;
   virtual int64_t vocab() const { return 0; }
+  // Throws std::invalid_argument where the data holds a token >= vocab (naming it).
+  virtual void check_vocab(int64_t vocab) const { (void)vocab; }
+  // Held-out windows for the evaluation loss (0: none), and batch i of them (i < eval_batches()).
+  virtual int64_t eval_batches() const { return 0; }
+  virtual Batch eval_batch(int64_t i, const torch::Device& device) const {
+    (void)i;
+    (void)device;
+    return {};
+  }
+  // What the run's "started" event says of the data (empty: nothing).
+  virtual std::string describe() const { return {}; }
+};
+
+// A token file (fp8wb/core/token_file.h): training windows drawn at random from its first
+// nine tenths, the evaluation's non-overlapping windows in order from the last tenth (at
+// most 4 batches of them).
+class TokenData : public DataSource {
+ public:
+  TokenData(const std::string& path, int batch, int context, uint64_t seed);
+  ~TokenData() override;
+  Batch next(const torch::Device& device) override;
+  int64_t vocab() const override;
+  void check_vocab(int64_t vocab) const override;
+  int64_t eval_batches() const override { return eval_batches_; }
+  Batch eval_batch(int64_t i, const torch::Device& device) const override;
+  std::string describe() const override;
+
+ private:
+  Batch windows(const std::vector<int64_t>& starts, const torch::Device& device) const;
+  std::unique_ptr<TokenFile> file_;
+  int batch_, context_;
+  int64_t split_ = 0, eval_batches_ = 0;
+  std::mt19937_64 rng_;
 };
 
 class CharCorpus : public DataSource {
@@ -120,7 +154,8 @@ bool fused_adamw_available(const torch::Device& device);
 // as a 0-d float tensor on the parameters' device (on the CPU a 0-d double).
 torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm);
 
-// Builds the run's model (seeded: two calls give identical weights).
+// Builds the run's model (seeded: two calls give identical weights); vocab: the data's
+// (the llama takes c.vocab where it is set, and a Hugging Face checkpoint's weights).
 std::shared_ptr<TrainModel> make_model(const RunConfig& c, int64_t vocab);
 std::unique_ptr<DataSource> make_data(const RunConfig& c);
 

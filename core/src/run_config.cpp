@@ -172,8 +172,10 @@ const std::vector<std::pair<std::string, Field>>& fields() {
                       c.model = ModelKind::Gpt;
                     } else if (s == "mlp") {
                       c.model = ModelKind::Mlp;
+                    } else if (s == "llama") {
+                      c.model = ModelKind::Llama;
                     } else {
-                      fail("model", "\"" + quote_text(s) + "\" is not one of gpt, mlp");
+                      fail("model", "\"" + quote_text(s) + "\" is not one of gpt, mlp, llama");
                     }
                   },
                   [](const RunConfig& c) { return json(std::string(model_kind_name(c.model))); }}});
@@ -181,6 +183,23 @@ const std::vector<std::pair<std::string, Field>>& fields() {
     i32("layers", &RunConfig::layers);
     i32("heads", &RunConfig::heads);
     i32("context", &RunConfig::context);
+    i32("intermediate", &RunConfig::intermediate);
+    i32("kv_heads", &RunConfig::kv_heads);
+    dbl("rope_theta", &RunConfig::rope_theta);
+    dbl("norm_eps", &RunConfig::norm_eps);
+    bln("tie_embeddings", &RunConfig::tie_embeddings);
+    i32("vocab", &RunConfig::vocab);
+    bln("smooth_swiglu", &RunConfig::smooth_swiglu);
+    // A checkpoint is a llama model's: hf sets the model (a model named after it, as a
+    // config file's keys are read in order, is checked in validate_run_config).
+    v.push_back({"hf",
+                 {[](RunConfig& c, const json& j) {
+                    c.hf = as_string("hf", j);
+                    if (!c.hf.empty()) c.model = ModelKind::Llama;
+                  },
+                  [](const RunConfig& c) { return json(c.hf); }}});
+    str("data", &RunConfig::data);
+    i32("eval_interval", &RunConfig::eval_interval);
     i32("width", &RunConfig::width);
     i32("depth", &RunConfig::depth);
     i32("features", &RunConfig::features);
@@ -232,6 +251,14 @@ const std::vector<std::pair<std::string, Field>>& fields() {
                                                      {"layers", 256},
                                                      {"heads", 256},
                                                      {"context", 8192},
+                                                     {"intermediate", 131072},
+                                                     {"kv_heads", 256},
+                                                     {"rope_theta", 1e12},
+                                                     {"norm_eps", 1},
+                                                     {"vocab", 1048576},
+                                                     {"hf", 4096},
+                                                     {"data", 4096},
+                                                     {"eval_interval", 1e9},
                                                      {"width", 65536},
                                                      {"depth", 256},
                                                      {"features", 65536},
@@ -270,6 +297,7 @@ const std::vector<std::pair<std::string, Field>>& fields() {
     // The integer fields' least values, as validate_run_config refuses below them.
     const std::pair<const char*, double> minima[] = {
         {"d_model", 8},       {"layers", 1},       {"heads", 1},       {"context", 2},
+        {"intermediate", 1},  {"kv_heads", 1},     {"vocab", 0},       {"eval_interval", 0},
         {"width", 1},         {"depth", 1},        {"features", 1},    {"outlier_channels", 0},
         {"drift_period", 2},  {"batch", 1},        {"steps", 1},       {"warmup", 0},
         {"seed", 0},          {"margin", -64},     {"window", 1},      {"stats_interval", 0},
@@ -325,7 +353,12 @@ void at_least(const std::string& key, double v, double lo) {
 }  // namespace
 
 std::string_view model_kind_name(ModelKind m) {
-  return m == ModelKind::Gpt ? "gpt" : "mlp";
+  switch (m) {
+    case ModelKind::Gpt: return "gpt";
+    case ModelKind::Llama: return "llama";
+    case ModelKind::Mlp: break;
+  }
+  return "mlp";
 }
 
 const std::vector<std::string>& run_config_keys() {
@@ -463,6 +496,34 @@ void validate_run_config(const RunConfig& c) {
          std::to_string(c.heads) + " does not divide d_model " + std::to_string(c.d_model));
   }
   at_least("context", c.context, 2);
+  at_least("intermediate", c.intermediate, 1);
+  at_least("kv_heads", c.kv_heads, 1);
+  at_least("vocab", c.vocab, 0);
+  if (!std::isfinite(c.rope_theta) || c.rope_theta <= 1)
+    fail("rope_theta", "must be a finite number > 1, not " + json(c.rope_theta).dump());
+  if (!std::isfinite(c.norm_eps) || c.norm_eps <= 0 || c.norm_eps > 1)
+    fail("norm_eps", "must be a number in (0, 1], not " + json(c.norm_eps).dump());
+  if (c.model == ModelKind::Llama) {
+    if (c.heads % c.kv_heads != 0) {
+      fail("kv_heads", std::to_string(c.kv_heads) + " does not divide heads " +
+                           std::to_string(c.heads) +
+                           " (each key/value head serves an equal group of query heads)");
+    }
+    if (c.d_model % c.heads == 0 && (c.d_model / c.heads) % 2 != 0) {
+      fail("heads", "d_model " + std::to_string(c.d_model) + " / heads " + std::to_string(c.heads) +
+                        " = " + std::to_string(c.d_model / c.heads) +
+                        ": the rotary embedding needs an even head size");
+    }
+  } else if (c.smooth_swiglu) {
+    fail("smooth_swiglu", "is the llama's (its SwiGLU's down projection): set model=llama");
+  } else if (!c.hf.empty()) {
+    fail("hf",
+         "a Hugging Face checkpoint is a llama model's: set model=llama (or leave "
+         "model out: hf sets it)");
+  }
+  at_least("eval_interval", c.eval_interval, 0);
+  if (c.model == ModelKind::Mlp && !c.data.empty())
+    fail("data", "token files are for the gpt and llama models; the mlp's data is synthetic");
   at_least("width", c.width, 1);
   at_least("depth", c.depth, 1);
   at_least("features", c.features, 1);
@@ -532,11 +593,11 @@ void check_run_memory(const RunConfig& c, uint64_t limit) {
   if (limit == 0) limit = run_memory_limit();
   const MemoryEstimate m = estimate_run_memory(c);
   if (m.total <= static_cast<double>(limit)) return;
+  const bool decoder = c.model != ModelKind::Mlp;
   const std::pair<double, const char*> parts[] = {
-      {m.parameters,
-       c.model == ModelKind::Gpt ? "d_model (with layers)" : "width (with depth, features)"},
-      {m.activations, c.model == ModelKind::Gpt ? "batch (with context, d_model, layers)"
-                                                : "batch (with width, depth, features)"},
+      {m.parameters, decoder ? "d_model (with layers)" : "width (with depth, features)"},
+      {m.activations,
+       decoder ? "batch (with context, d_model, layers)" : "batch (with width, depth, features)"},
       {m.histories, "window (with the number of FP8 layers)"},
       {m.metrics, "steps (with log_interval)"}};
   const auto* worst = &parts[0];
@@ -569,6 +630,16 @@ MemoryEstimate estimate_run_memory(const RunConfig& c) {
     // Per block: the residual stream, norms, qkv, attention scores and weights, the MLP.
     acts = c.layers * batch * T * (16 * d + 3.0 * c.heads * T) + 4 * batch * T * V;
     fp8_layers = 4.0 * c.layers;
+  } else if (c.model == ModelKind::Llama) {
+    const double d = c.d_model, T = c.context, I = c.intermediate;
+    const double V = c.vocab > 0 ? c.vocab : 256;  // 0: the corpus's characters, < 256
+    const double kv = d * c.kv_heads / std::max(1, c.heads);
+    params = V * d * (c.tie_embeddings ? 1 : 2) + d +
+             c.layers * (2 * d * d + 2 * d * kv + 3 * d * I + 2 * d + 2 * kv);
+    // Per layer: the residual stream, norms, q, k, v (repeated), rotary copies, attention
+    // scores and weights, gate, up, their product.
+    acts = c.layers * batch * T * (14 * d + 4 * I + 3.0 * c.heads * T) + 4 * batch * T * V;
+    fp8_layers = 7.0 * c.layers;
   } else {
     const double w = c.width, f = c.features;
     params = c.depth <= 1 ? f * f : 2 * f * w + (c.depth - 2.0) * w * w;

@@ -3,9 +3,12 @@
 // sampled at a step, divergence, the final weights; run(), which ends a run as failed on
 // any error, and the devices a config names. Trainer's controls, which need no torch,
 // are in trainer_control.cpp; what both share is trainer_impl.h.
+#include <sys/stat.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <stdexcept>
 
@@ -14,6 +17,7 @@
 #include "distributed_group.h"
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/counted.h"
+#include "fp8wb/core/file_io.h"
 #include "fp8wb/core/notices.h"
 #include "fp8wb/core/safetensors.h"
 #include "models.h"
@@ -291,7 +295,7 @@ struct LayerSample {
 std::string fast_paths(const RunConfig& c, const train::TrainModel& m, const train::AdamW& opt,
                        const torch::Device& device) {
   std::string s;
-  if (c.model == ModelKind::Gpt) {
+  if (c.model != ModelKind::Mlp) {
     const int dh = c.d_model / std::max(1, c.heads);
     if (!m.fused_attention) {
       s += "; attention: two matmuls and an fp32 softmax (LibTorch " + std::string(TORCH_VERSION) +
@@ -437,6 +441,7 @@ void Trainer::Impl::body() {
   } else if (at::get_num_threads() <= 1) {
     init_compute_threads();
   }
+  resolve_hf_config(cfg);  // the checkpoint's shape (already so where the caller resolved it)
   const torch::Device device(rank_device(Trainer::resolve_device(cfg.device), ranks));
   if (ranks.rank == 0) train::check_weights_path(cfg.weights);  // before any step: not to be lost
   std::unique_ptr<dist::RankGroup> group;
@@ -452,17 +457,21 @@ void Trainer::Impl::body() {
   const torch::ScalarType dtype = cfg.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat;
   train::RunResidentMemory run_memory;  // before the run's data and models
   auto data = train::make_data(cfg);
+  // A token file whose tokens reach past the model's vocabulary: refused naming the first.
+  if (cfg.model == ModelKind::Llama && cfg.vocab > 0) data->check_vocab(cfg.vocab);
 
   Stepper fp8;
   fp8.model = train::make_model(cfg, data->vocab());
   fp8.model->to(device);
   fp8.model->compute_dtype = dtype;
   std::vector<std::pair<std::string, LinearLayerImpl*>> layers;
-  std::string started = std::string(model_kind_name(cfg.model)) + " on " + device.str();
+  std::string started = std::string(model_kind_name(cfg.model)) +
+                        (cfg.hf.empty() ? std::string() : " (weights from " + cfg.hf + ")") +
+                        " on " + device.str();
   if (cfg.fp8) {
     ConvertOptions opt;
-    opt.skip_names = {"head"};        // the output head stays in high precision
-    opt.gpu_min_weight_elements = 0;  // the workbench shows FP8 on every layer it can take
+    opt.skip_names = {"head", "lm_head"};  // the output head stays in high precision
+    opt.gpu_min_weight_elements = 0;       // the workbench shows FP8 on every layer it can take
     const ConvertReport r = convert_to_float8(*fp8.model, float8_config_of(cfg), opt);
     for (auto& [name, l] : train::linear_layers(*fp8.model)) {
       if (l->is_float8()) layers.emplace_back(name, l);
@@ -472,6 +481,7 @@ void Trainer::Impl::body() {
     started += device.is_cuda() ? std::string("; FP8 GEMMs: ") + probe_backend().fp8_gemm
                                 : "; FP8 GEMMs emulated (bit-exact)";
   }
+  if (const std::string d = data->describe(); !d.empty()) started += "; " + d;
   // Every step's amax of every FP8 tensor (docs/numerics.md, "Replaying delayed scaling"),
   // where every role has one scale (a tensorwise recipe).
   std::vector<Float8LinearState*> amax_layers;
@@ -560,8 +570,30 @@ void Trainer::Impl::body() {
     int64_t tokens = 0;
     bool sampling = false, stop_now = false;
     double fp8_mem = NAN, ref_mem = NAN;
+    double eval_loss = NAN, ref_eval_loss = NAN;
     std::shared_ptr<StepReadback> fp8_read, ref_read;
     std::vector<LayerSample> samples;  // a sampling step read after the next launch
+  };
+  // The mean loss over the data's held-out windows, after a step's update: without
+  // gradients, the FP8 layers with their current scales and their state left as it was.
+  const auto evaluate = [&](train::TrainModel& model) {
+    torch::NoGradGuard no_grad;
+    const auto lin = train::linear_layers(model);
+    for (auto& [name, l] : lin) l->evaluating = true;
+    double sum = 0;
+    int64_t tokens = 0;
+    try {
+      for (int64_t i = 0; i < data->eval_batches(); ++i) {
+        const Batch b = data->eval_batch(i, device);
+        sum += model.loss(b).item<double>() * static_cast<double>(b.tokens);
+        tokens += b.tokens;
+      }
+    } catch (...) {
+      for (auto& [name, l] : lin) l->evaluating = false;
+      throw;
+    }
+    for (auto& [name, l] : lin) l->evaluating = false;
+    return tokens > 0 ? sum / static_cast<double>(tokens) : NAN;
   };
   // On a GPU (one process) a step is launched before the previous one is read: the host
   // queues step s + 1 while the GPU runs step s, and never waits for a step's loss while
@@ -609,6 +641,11 @@ void Trainer::Impl::body() {
       p.ref_mem = ref_memory.end(ref, p.sampling);
       ref.drop_grads();
     }
+    if (data->eval_batches() > 0 && cfg.eval_interval > 0 &&
+        (step % cfg.eval_interval == 0 || last)) {
+      p.eval_loss = evaluate(*fp8.model);
+      if (ref.model) p.ref_eval_loss = evaluate(*ref.model);
+    }
     return p;
   };
   // Reads a launched step and reports it; true when the run ended with it.
@@ -635,13 +672,17 @@ void Trainer::Impl::body() {
       m.loss_gap = loss - m.ref_loss;
     }
     m.peak_rss = run_memory.growth();
+    m.eval_loss = p.eval_loss;
+    m.ref_eval_loss = p.ref_eval_loss;
     const auto now = std::chrono::steady_clock::now();
     if (step > 0) {
       const double wall = std::chrono::duration<double>(now - last_end).count();
       m.wall_tokens_per_s = wall > 0 ? static_cast<double>(p.tokens) / wall : NAN;
     }
     last_end = now;
-    if (step % cfg.log_interval == 0 || step + 1 == cfg.steps || !finite) b.steps.push_back(m);
+    if (step % cfg.log_interval == 0 || step + 1 == cfg.steps || !finite ||
+        std::isfinite(p.eval_loss))
+      b.steps.push_back(m);
     if (!amax_layers.empty()) b.step_amax.push_back({step, p.fp8_read->amax()});
     if (p.sampling) {
       if (group && !layers.empty() && layers.front().second->probe().stats_step == step)
@@ -776,17 +817,38 @@ void Trainer::Impl::body() {
 void Trainer::Impl::save_weights(torch::nn::Module& model) {
   if (cfg.weights.empty()) return;
   std::vector<TensorToWrite> out;
+  int64_t vocab_written = 0;  // the llama's embedding rows (its vocabulary)
   for (const auto& p : model.named_parameters()) {
+    if (p.key() == "model.embed_tokens.weight") vocab_written = p.value().size(0);
     const at::Tensor t = p.value().detach().to(at::kCPU, at::kFloat).contiguous();
     TensorToWrite w{p.key(), StDtype::F32, t.sizes().vec(), {}};
     const auto* b = static_cast<const uint8_t*>(t.data_ptr());
     w.bytes.assign(b, b + t.numel() * 4);
     out.push_back(std::move(w));
   }
-  write_safetensors(cfg.weights, out,
-                    {{"written_by", "fp8wb train"}, {"run", std::to_string(run_id)}});
+  // A llama's parameters have Hugging Face's names: written as model.safetensors, with a
+  // config.json beside it (where there is none), the folder is a checkpoint others load.
+  std::string also;
+  const size_t slash = cfg.weights.find_last_of('/');
+  const std::string folder = slash == std::string::npos ? "." : cfg.weights.substr(0, slash);
+  const std::string file = slash == std::string::npos ? cfg.weights : cfg.weights.substr(slash + 1);
+  std::map<std::string, std::string> meta{{"written_by", "fp8wb train"},
+                                          {"run", std::to_string(run_id)}};
+  if (cfg.model == ModelKind::Llama) meta["format"] = "pt";  // as Hugging Face's own files say
+  write_safetensors(cfg.weights, out, meta);
+  if (cfg.model == ModelKind::Llama && file == "model.safetensors") {
+    const std::string config = folder + "/config.json";
+    struct stat st {};
+    if (stat(config.c_str(), &st) != 0) {
+      RunConfig shape = cfg;
+      shape.vocab = static_cast<int>(vocab_written);
+      const std::string text = hf_config_json(shape);
+      write_file_atomically(config, [&](std::ostream& o) { o << text; });
+      also = ", with " + config;
+    }
+  }
   MetricBatch b;
-  b.events.push_back({steps.load(), "weights", "final weights written to " + cfg.weights});
+  b.events.push_back({steps.load(), "weights", "final weights written to " + cfg.weights + also});
   publish(b);
 }
 

@@ -447,8 +447,9 @@ void RunPanelTest::fieldsFollowTheModelKind() {
   preset->setCurrentText(QStringLiteral("Outliers: tensorwise"));
   QCOMPARE(model->currentText(), QStringLiteral("mlp"));
   QTRY_VERIFY(width->isVisible());
-  QVERIFY2(shown_of(QStringLiteral("(GPT)")).isEmpty(),
-           qPrintable(shown_of(QStringLiteral("(GPT)")).join(QStringLiteral(", "))));
+  QVERIFY2(shown_of(QStringLiteral("(GPT")).isEmpty(),
+           qPrintable(shown_of(QStringLiteral("(GPT")).join(QStringLiteral(", "))));
+  QVERIFY(shown_of(QStringLiteral("Llama")).isEmpty());
   QVERIFY(shown_of(QStringLiteral("(MLP)")).contains(QStringLiteral("Hidden width (MLP)")));
   QCOMPARE(width->text(), QString::number(p->config().width));
   // The MLP's width is typed in, as any field is.
@@ -459,7 +460,37 @@ void RunPanelTest::fieldsFollowTheModelKind() {
   model->setCurrentText(QStringLiteral("gpt"));
   QTRY_VERIFY(!width->isVisible());
   QVERIFY(shown_of(QStringLiteral("(MLP)")).isEmpty());
-  QVERIFY(shown_of(QStringLiteral("(GPT)")).contains(QStringLiteral("Model width (GPT)")));
+  QVERIFY(shown_of(QStringLiteral("(GPT")).contains(QStringLiteral("Model width (GPT, Llama)")));
+  QVERIFY(shown_of(QStringLiteral("(GPT")).contains(QStringLiteral("Token file (GPT, Llama)")));
+  QVERIFY(shown_of(QStringLiteral("(Llama)")).isEmpty());  // the llama's own: not a GPT's
+  // A llama chosen: the decoders' fields, the llama's own (its checkpoint, key/value heads,
+  // Smooth-SwiGLU), none of the MLP's; each typed in is taken.
+  model->setCurrentText(QStringLiteral("llama"));
+  auto* hf = child<QLineEdit>(p, "hf");
+  auto* kv = child<QLineEdit>(p, "kv_heads");
+  QVERIFY(hf && kv);
+  QTRY_VERIFY(hf->isVisible());
+  QVERIFY(shown_of(QStringLiteral("(Llama)")).contains(QStringLiteral("Key/value heads (Llama)")));
+  QVERIFY(shown_of(QStringLiteral("(Llama)")).contains(QStringLiteral("Smooth-SwiGLU (Llama)")));
+  QVERIFY(shown_of(QStringLiteral("(GPT")).contains(QStringLiteral("Model width (GPT, Llama)")));
+  QVERIFY(shown_of(QStringLiteral("(MLP)")).isEmpty());
+  QCOMPARE(p->config().model, ModelKind::Llama);
+  QCOMPARE(p->setAdvanced(QStringLiteral("kv_heads"), QStringLiteral("1")), QString());
+  QCOMPARE(p->config().kv_heads, 1);
+  const QString refused = p->setAdvanced(QStringLiteral("kv_heads"), QStringLiteral("3"));
+  QVERIFY2(refused.contains(QStringLiteral("Key/value heads")) &&
+               refused.contains(QStringLiteral("does not divide heads 4")),
+           qPrintable(refused));
+  QCOMPARE(p->setAdvanced(QStringLiteral("kv_heads"), QStringLiteral("2")), QString());
+  QCOMPARE(p->setAdvanced(QStringLiteral("smooth_swiglu"), QStringLiteral("true")), QString());
+  QVERIFY(p->config().smooth_swiglu);
+  QVERIFY(p->setAdvanced(QStringLiteral("hf"), QStringLiteral("/no/such/checkpoint")).isEmpty());
+  QCOMPARE(p->config().hf, std::string("/no/such/checkpoint"));
+  QVERIFY(w.engine()->start(p->config()).contains(QStringLiteral("/no/such/checkpoint")));
+  QCOMPARE(p->setAdvanced(QStringLiteral("hf"), QString()), QString());
+  QCOMPARE(p->setAdvanced(QStringLiteral("smooth_swiglu"), QStringLiteral("false")), QString());
+  model->setCurrentText(QStringLiteral("gpt"));
+  QTRY_VERIFY(!hf->isVisible());
   // An MLP run's settings, as opening the run shows them.
   RunConfig c = p->config();
   c.model = ModelKind::Mlp;

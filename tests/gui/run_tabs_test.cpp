@@ -7,6 +7,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <algorithm>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,7 @@ class RunTabsTest : public QObject {
   void errorsShowAndTheGuiStaysUsable();
   void runListModelAndOpeningARun();
   void liveCurvesAppendAndResetOnANewRun();
+  void heldOutLossBesideTheTrainingLoss();
 
  private:
   QString db(const QString& name) const { return dir_.filePath(name); }
@@ -171,6 +173,48 @@ void RunTabsTest::presetsAndValidation() {
     QCOMPARE(run_preset(w, o), QString());
     QVERIFY2(w.engine()->data().status() == RunStatus::Finished, qPrintable(n));
   }
+}
+
+// A llama trained from the run panel on a token file: its held-out losses (FP8 and
+// reference, every eval_interval steps and at the last) plotted beside the training loss,
+// named in the legend; a run without them names none.
+void RunTabsTest::heldOutLossBesideTheTrainingLoss() {
+  const std::string tokens = db(QStringLiteral("tokens.bin")).toStdString();
+  {
+    std::ofstream f(tokens, std::ios::binary);  // nanoGPT's raw uint16 tokens, 0..49
+    for (int i = 0; i < 400; ++i) {
+      const uint16_t t = static_cast<uint16_t>((i * 7 + i / 3) % 50);
+      f.write(reinterpret_cast<const char*>(&t), 2);
+    }
+  }
+  MainWindow w(false);
+  w.engine()->setDatabasePath(db(QStringLiteral("held-out.sqlite")));
+  w.show();
+  RunPanel* p = w.runPanel();
+  QCOMPARE(p->applyOverrides({QStringLiteral("model=llama"), QStringLiteral("context=16"),
+                              QStringLiteral("batch=2"), QStringLiteral("eval_interval=2"),
+                              QStringLiteral("data=") + QString::fromStdString(tokens)}),
+           QString());
+  p->setSteps(6);
+  QCOMPARE(p->start(), QString());
+  QVERIFY(wait_finished(w.engine()));
+  QCOMPARE(w.engine()->data().status(), RunStatus::Finished);
+  w.selectTab(QStringLiteral("Overview"));
+  w.refreshRunTabs(true);
+  ExportablePlot* loss = w.overviewTab()->plots()[0];
+  QCOMPARE(loss->graph(1)->dataCount(), 6);  // the training loss, every step
+  QCOMPARE(loss->graph(3)->dataCount(), 4);  // held-out (FP8): steps 0, 2, 4 and the last
+  QCOMPARE(loss->graph(4)->dataCount(), 4);  // held-out (reference)
+  QVERIFY(loss->legend->hasItemWithPlottable(loss->graph(3)));
+  QVERIFY(loss->legend->hasItemWithPlottable(loss->graph(4)));
+  // The bundled corpus: no held-out loss, none in the legend.
+  QVERIFY(p->applyPreset(QStringLiteral("Tiny GPT: FP8 vs BF16")));
+  p->setSteps(2);
+  QCOMPARE(p->start(), QString());
+  QVERIFY(wait_finished(w.engine()));
+  w.refreshRunTabs(true);
+  QCOMPARE(loss->graph(3)->dataCount(), 0);
+  QVERIFY(!loss->legend->hasItemWithPlottable(loss->graph(3)));
 }
 
 void RunTabsTest::shortRunFillsTheTabsAndTheStore() {

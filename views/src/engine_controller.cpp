@@ -301,12 +301,13 @@ QString EngineController::start(const RunConfig& config) {
   open_job_.drop();  // a stored run still being read is not shown over this one
   stopFollowing();
   try {
-    validate_run_config(config);
+    RunConfig c = config;
+    resolve_hf_config(c);  // hf=DIR: the checkpoint's shape, stored with the run
+    validate_run_config(c);
     const std::string device = Trainer::resolve_device(config.device);
     RunStore& s = store();
     s.flush();
     trainer_.reset();
-    RunConfig c = config;
     c.name = distinct_run_name(s, config.name);
     const int64_t id = s.create_run(c.name, "train", run_config_json(c), device);
     auto bus = std::make_shared<MetricBus>();

@@ -90,7 +90,7 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   // run's settings). Short: a combo box is never narrower than its placeholder, and the
   // form never narrower than its widest field.
   preset_->setPlaceholderText(tr("custom run settings"));
-  model_->addItems({QStringLiteral("gpt"), QStringLiteral("mlp")});
+  model_->addItems({QStringLiteral("gpt"), QStringLiteral("mlp"), QStringLiteral("llama")});
   fill_choices(recipe_, kFloat8Recipes);
   fill_choices(formats_, kFormatPairings);
   scaling_->addItems({QStringLiteral("delayed"), QStringLiteral("current")});
@@ -212,10 +212,35 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   int sizes_row = 0;
   QFormLayout::ItemRole sizes_role{};
   form->getWidgetPosition(layers_, &sizes_row, &sizes_role);
-  for (const char* key : {"heads", "context", "batch", "width", "depth", "features",
-                          "outlier_channels", "outlier_scale", "target_tail", "warmup",
-                          "min_lr_ratio", "weight_decay", "grad_clip", "dtype", "sqnr_interval",
-                          "on_nonfinite", "log_interval", "amax_reduction", "rank_timeout"}) {
+  for (const char* key : {"hf",
+                          "data",
+                          "heads",
+                          "context",
+                          "batch",
+                          "width",
+                          "depth",
+                          "kv_heads",
+                          "intermediate",
+                          "rope_theta",
+                          "norm_eps",
+                          "tie_embeddings",
+                          "vocab",
+                          "smooth_swiglu",
+                          "eval_interval",
+                          "features",
+                          "outlier_channels",
+                          "outlier_scale",
+                          "target_tail",
+                          "warmup",
+                          "min_lr_ratio",
+                          "weight_decay",
+                          "grad_clip",
+                          "dtype",
+                          "sqnr_interval",
+                          "on_nonfinite",
+                          "log_interval",
+                          "amax_reduction",
+                          "rank_timeout"}) {
     const QString k = QString::fromLatin1(key);
     if (k == QLatin1String("amax_reduction")) {
       // A boolean: a box to tick, its label beside it (as FP8 linear layers), never a
@@ -228,7 +253,9 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
       connect(amax_reduction_, &QCheckBox::toggled, this, &RunPanel::validate);
       continue;
     }
-    const bool mlp_size = k == QLatin1String("width") || k == QLatin1String("depth");
+    // In the form itself: the MLP's sizes, the checkpoint and the token file.
+    const bool mlp_size = k == QLatin1String("width") || k == QLatin1String("depth") ||
+                          k == QLatin1String("hf") || k == QLatin1String("data");
     auto* edit = new QLineEdit(mlp_size ? static_cast<QWidget*>(this) : adv_body);
     edit->setObjectName(k);
     edit->setToolTip(k);
@@ -243,6 +270,16 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   }
   const std::pair<const char*, const char*> help[] = {
       {"heads", QT_TR_NOOP("heads: must divide the model width")},
+      {"hf", QT_TR_NOOP("hf: a Hugging Face checkpoint's folder (config.json, model.safetensors "
+                        "or its index): the llama's shape and weights; empty: from scratch")},
+      {"data", QT_TR_NOOP("data: a token file (llm.c's format or raw uint16) to train on, its "
+                          "last tenth held out; empty: the bundled corpus")},
+      {"kv_heads", QT_TR_NOOP("kv_heads: key/value heads (grouped-query attention); must "
+                              "divide heads")},
+      {"smooth_swiglu", QT_TR_NOOP("smooth_swiglu: scale the down projection's input per "
+                                   "channel before FP8 (Smooth-SwiGLU), its weight inversely")},
+      {"eval_interval", QT_TR_NOOP("eval_interval: steps between held-out losses on a token "
+                                   "file; 0: never")},
       {"features", QT_TR_NOOP("features: the MLP's input and output width")},
       {"target_tail", QT_TR_NOOP("target_tail: Student-t degrees of freedom of the target noise "
                                  "(smaller: heavier tails)")},
@@ -325,13 +362,17 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   connect(preset_, &QComboBox::currentTextChanged, this,
           [this](const QString& n) { applyPreset(n); });
   // The fields of one model kind: only those of the kind chosen are shown.
-  model_fields_ = {{dmodel_, true}, {layers_, true}};
+  const QString decoders = QStringLiteral("gpt llama"), llama = QStringLiteral("llama");
+  model_fields_ = {{dmodel_, decoders}, {layers_, decoders}};
   for (auto& [k, edit] : advanced_) {
-    for (const char* key : {"heads", "context"})
-      if (k == QLatin1String(key)) model_fields_.emplace_back(edit, true);
+    for (const char* key : {"heads", "context", "data", "eval_interval"})
+      if (k == QLatin1String(key)) model_fields_.emplace_back(edit, decoders);
+    for (const char* key : {"hf", "kv_heads", "intermediate", "rope_theta", "norm_eps",
+                            "tie_embeddings", "vocab", "smooth_swiglu"})
+      if (k == QLatin1String(key)) model_fields_.emplace_back(edit, llama);
     for (const char* key :
          {"width", "depth", "features", "outlier_channels", "outlier_scale", "target_tail"})
-      if (k == QLatin1String(key)) model_fields_.emplace_back(edit, false);
+      if (k == QLatin1String(key)) model_fields_.emplace_back(edit, QStringLiteral("mlp"));
   }
   connect(model_, &QComboBox::currentTextChanged, this, &RunPanel::showModelFields);
   showModelFields();
@@ -454,13 +495,13 @@ void RunPanel::showProgress() {
 }
 
 void RunPanel::showModelFields() {
-  const bool gpt = model_->currentText() != QLatin1String("mlp");
-  for (const auto& [w, of_gpt] : model_fields_) {
+  const QString kind = model_->currentText();
+  for (const auto& [w, kinds] : model_fields_) {
     for (QFormLayout* f : {form_, advanced_form_}) {
       int row = -1;
       QFormLayout::ItemRole role{};
       f->getWidgetPosition(w, &row, &role);
-      if (row >= 0) f->setRowVisible(row, of_gpt == gpt);
+      if (row >= 0) f->setRowVisible(row, kinds.split(QLatin1Char(' ')).contains(kind));
     }
   }
 }

@@ -145,7 +145,10 @@ void RunPanel::setConfig(const RunConfig& c) {
 RunConfig RunPanel::config() const {
   RunConfig c = base_;
   c.name = name_->text().trimmed().toStdString();
-  c.model = model_->currentText() == QLatin1String("mlp") ? ModelKind::Mlp : ModelKind::Gpt;
+  const QString model = model_->currentText();
+  c.model = model == QLatin1String("mlp")     ? ModelKind::Mlp
+            : model == QLatin1String("llama") ? ModelKind::Llama
+                                              : ModelKind::Gpt;
   c.d_model = dmodel_->value();
   c.layers = layers_->value();
   c.fp8 = fp8_->isChecked();

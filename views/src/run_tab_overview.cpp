@@ -51,11 +51,20 @@ OverviewTab::OverviewTab(const RunData* run, QWidget* parent)
   loss_->graph(0)->setPen(QPen(QColor(0x7f, 0x7f, 0x7f), 2.0, Qt::DashLine));
   add_graph(loss_, tr("FP8 loss"), QColor(0x1f, 0x77, 0xb4));
   add_graph(loss_, tr("non-finite loss"), Qt::red, true);
+  // Runs on a token file: the held-out losses (eval_interval), points joined by lines.
+  add_graph(loss_, tr("held-out loss (FP8)"), QColor(0xff, 0x7f, 0x0e));
+  add_graph(loss_, tr("held-out loss (reference)"), QColor(0x8c, 0x56, 0x4b));
+  for (int g : {3, 4}) {
+    loss_->graph(g)->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
+    loss_->graph(g)->removeFromLegend();  // in the legend once the run has any
+  }
   loss_->legend->setVisible(true);
   place_legend_below(loss_, 3);  // under the plot: the curves stay visible
   add_graph(gap_, tr("loss gap"), QColor(0xd6, 0x27, 0x28));
   add_graph(speed_, tr("tokens/s"), QColor(0x2c, 0xa0, 0x2c));
   loss_curve_ = {loss_->graph(1), loss_->graph(2)};
+  eval_curve_ = {loss_->graph(3), nullptr};
+  ref_eval_curve_ = {loss_->graph(4), nullptr};
   ref_curve_ = {loss_->graph(0), nullptr};
   gap_curve_ = {gap_->graph(0), nullptr};
   speed_curve_ = {speed_->graph(0), nullptr};
@@ -95,6 +104,18 @@ void OverviewTab::rebuild() {
       ref_curve_.graph->addToLegend();
     } else {
       ref_curve_.graph->removeFromLegend();
+    }
+  }
+  eval_curve_.draw(s, from, [](const StepMetrics& m) { return m.eval_loss; });
+  ref_eval_curve_.draw(s, from, [](const StepMetrics& m) { return m.ref_eval_loss; });
+  for (const StepCurve* c : {&eval_curve_, &ref_eval_curve_}) {
+    const bool has = !c->graph->data()->isEmpty();
+    if (has != loss_->legend->hasItemWithPlottable(c->graph)) {
+      if (has) {
+        c->graph->addToLegend();
+      } else {
+        c->graph->removeFromLegend();
+      }
     }
   }
   gap_curve_.draw(s, from, [](const StepMetrics& m) { return m.loss_gap; });

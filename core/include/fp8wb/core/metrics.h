@@ -79,6 +79,10 @@ struct StepMetrics {
   double mem_fp8 = std::numeric_limits<double>::quiet_NaN();
   double mem_ref = std::numeric_limits<double>::quiet_NaN();
   double peak_rss = std::numeric_limits<double>::quiet_NaN();
+  // Runs on a token file, at each evaluation: the mean loss over the held-out windows of
+  // the FP8 model and of its reference (NaN at other steps).
+  double eval_loss = std::numeric_limits<double>::quiet_NaN();
+  double ref_eval_loss = std::numeric_limits<double>::quiet_NaN();
 };
 
 // The stored series of StepMetrics, one row each: the run store's series names, what
@@ -100,6 +104,8 @@ inline constexpr StepSeries kStepSeries[] = {
     {"mem_fp8", &StepMetrics::mem_fp8, true},
     {"mem_ref", &StepMetrics::mem_ref, true},
     {"peak_rss", &StepMetrics::peak_rss, true},
+    {"eval_loss", &StepMetrics::eval_loss, true},
+    {"ref_eval_loss", &StepMetrics::ref_eval_loss, true},
 };
 
 // Every statistic of one quantization (a layer's role at a sampled step).

@@ -19,6 +19,9 @@ namespace fp8wb {
 enum class ModelKind : uint8_t {
   Mlp,  // synthetic regression with outlier channels and heavy-tailed targets
   Gpt,  // character-level decoder-only transformer on the bundled corpus
+  // A Llama-family decoder (RMSNorm, rotary positions, SwiGLU, grouped-query attention):
+  // from scratch, or a Hugging Face checkpoint's (`hf`)
+  Llama,
 };
 
 // The scaling recipes a run chooses from; each sets the scaling of the three roles.
@@ -79,11 +82,29 @@ inline std::optional<FormatPairing> parse_format_pairing(std::string_view name) 
 struct RunConfig {
   std::string name = "run";
   ModelKind model = ModelKind::Gpt;
-  // GPT
+  // GPT and Llama
   int d_model = 64;
   int layers = 2;
   int heads = 4;
   int context = 64;
+  // Llama
+  int intermediate = 176;       // the SwiGLU's hidden width (gate, up: d_model -> intermediate)
+  int kv_heads = 2;             // key/value heads (grouped-query attention): divides heads
+  double rope_theta = 1e4;      // the rotary embedding's base
+  double norm_eps = 1e-5;       // RMSNorm's epsilon
+  bool tie_embeddings = false;  // the output head is the token embedding's matrix
+  int vocab = 0;                // token ids below it; 0: the data's vocabulary
+  // Smooth-SwiGLU (Fishman et al. 2024): the down projection's input scaled per channel by
+  // a power of two to amax 1 before quantization, its weight's columns by the same factors
+  // (so the product is unchanged): its outlier channels no longer set the FP8 scale.
+  bool smooth_swiglu = false;
+  // A Hugging Face checkpoint folder (config.json and model.safetensors or its sharded
+  // index): the Llama's shape from config.json (resolve_hf_config()), its weights loaded
+  std::string hf;
+  // GPT and Llama: a token file (llm.c's format, or nanoGPT's raw uint16 .bin) to train on
+  // instead of the bundled corpus; its last tenth held out for the evaluation loss.
+  std::string data;
+  int eval_interval = 50;  // steps between held-out evaluations (token files; 0: never)
   // MLP
   int width = 256;
   int depth = 3;
@@ -166,6 +187,32 @@ std::string without_backtrace(std::string_view message);
 // The Float8Linear configuration a run's FP8 layers use.
 Float8LinearConfig float8_config_of(const RunConfig& c);
 
-std::string_view model_kind_name(ModelKind m);  // "mlp", "gpt"
+std::string_view model_kind_name(ModelKind m);  // "mlp", "gpt", "llama"
+
+// A Hugging Face checkpoint's config.json, as far as the engine's Llama reads it.
+struct HfModelConfig {
+  std::string architecture;  // LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM
+  int hidden_size = 0, intermediate_size = 0, layers = 0, heads = 0, kv_heads = 0;
+  int vocab_size = 0, max_position_embeddings = 0;
+  double rope_theta = 1e4, rms_norm_eps = 1e-6;
+  bool tie_word_embeddings = false;
+  bool qkv_bias = false;    // Qwen2: q, k and v projections with biases
+  int sliding_window = 0;   // Mistral, Qwen2 with use_sliding_window: 0 none
+  std::string torch_dtype;  // as config.json says ("bfloat16"), or empty
+  std::string weights;      // model.safetensors, or model.safetensors.index.json
+};
+// Reads DIR/config.json and finds the weights file. Throws std::invalid_argument naming
+// config field 'hf' and what is wrong: no folder, no config.json, an architecture other
+// than the three (named), a field missing or out of range, rope scaling, a head size
+// other than hidden_size / heads, no model.safetensors nor its index.
+HfModelConfig read_hf_config(const std::string& dir);
+// Where c.hf is set: model llama and its shape (d_model, intermediate, layers, heads,
+// kv_heads, rope_theta, norm_eps, tie_embeddings, vocab) from its config.json; a context
+// longer than a sliding window refused. Nothing where hf is empty.
+void resolve_hf_config(RunConfig& c);
+// The config.json that goes beside a llama run's weights written as model.safetensors,
+// so that the folder is a Hugging Face checkpoint: the hf checkpoint's own where the run
+// started from one, else a LlamaForCausalLM config of the run's shape (fp32 weights).
+std::string hf_config_json(const RunConfig& c);
 
 }  // namespace fp8wb

@@ -94,7 +94,7 @@ class RunPanel : public QWidget {
   QString message_;                    // validationMessage()
   QGroupBox* advanced_box_;
   // The fields of one model kind (true: the GPT's) and the form that holds each.
-  std::vector<std::pair<QWidget*, bool>> model_fields_;
+  std::vector<std::pair<QWidget*, QString>> model_fields_;  // the model kinds, by name
   QFormLayout *form_ = nullptr, *advanced_form_ = nullptr;
   EngineController* engine_;
   RunConfig base_;             // the preset's fields that the form does not show (batch, widths...)

@@ -101,6 +101,7 @@ class OverviewTab : public RunTabBase {
   ExportablePlot *loss_, *gap_, *speed_, *memory_;
   QCPBars* memory_bars_;
   StepCurve loss_curve_, ref_curve_, gap_curve_, speed_curve_;
+  StepCurve eval_curve_, ref_eval_curve_;  // held-out losses (runs on a token file)
   DrawnPoints drawn_;
 };
 

@@ -113,6 +113,11 @@ class LinearLayerImpl : public torch::nn::Module {
  public:
   LinearLayerImpl(int64_t in_features, int64_t out_features, bool with_bias = true);
   torch::Tensor forward(const torch::Tensor& x);
+  // Smooth-SwiGLU's product: in FP8, x's channels divided by s_k = 2^ceil(log2 amax_k)
+  // (amax over x's rows, no gradient through it) and the weight's columns multiplied by
+  // the same s_k before quantization, so that (x / s) (w s)^T = x w^T exactly in real
+  // arithmetic while no outlier channel sets x's scale; in high precision forward(x).
+  torch::Tensor forward_channel_smoothed(const torch::Tensor& x);
 
   void to_float8(const Float8LinearConfig& config);
   void to_high_precision();
@@ -125,8 +130,14 @@ class LinearLayerImpl : public torch::nn::Module {
 
   torch::Tensor weight;
   torch::Tensor bias;
+  // An evaluation (a held-out loss between training steps): an FP8 layer quantizes with
+  // its current scales but leaves its state as it was (amax histories, probe, step count)
+  // and samples no statistics, so that the training steps around it run as without it.
+  bool evaluating = false;
 
  private:
+  // The FP8 product with the current scales, the layer's state left as it was.
+  torch::Tensor float8_stateless(const torch::Tensor& x, const torch::Tensor& w);
   std::shared_ptr<Float8LinearConfig> fp8_;
   std::shared_ptr<Float8LinearState> state_;
 };

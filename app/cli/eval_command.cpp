@@ -1,0 +1,125 @@
+#include "eval_command.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "fp8wb/core/eval_checkpoint.h"
+#include "fp8wb/core/run_config.h"
+#include "run_command_common.h"
+
+namespace fp8wb::cli {
+
+CLI::App* add_eval_command(CLI::App& app, EvalCommandOptions& opt) {
+  auto* c = app.add_subcommand(
+      "eval",
+      "What FP8 does to a Hugging Face checkpoint's loss: its mean cross-entropy over a token "
+      "file's non-overlapping windows in high precision and with FP8 linears, per recipe");
+  c->add_option("--hf", opt.hf, "The checkpoint's folder (config.json, model.safetensors)")
+      ->required();
+  c->add_option("--data", opt.data,
+                "A token file: llm.c's format (header and uint16 tokens) or raw uint16 (nanoGPT)")
+      ->required();
+  c->add_option("--set", opt.overrides,
+                "FP8 settings as config fields: recipe=tensorwise,rowwise (a list: one "
+                "evaluation each), formats=..., margin=..., fprop_fp8=... (repeatable)");
+  c->add_option("--context", opt.context,
+                "Window length T (default: the config's max_position_embeddings, at most 1024)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  c->add_option("--windows", opt.windows, "Only the first N windows (default: all)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  c->add_option("--dtype", opt.dtype,
+                "High precision as fp32 or bf16 (default: the checkpoint's torch_dtype)")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
+  c->add_option("--device", opt.device, "cpu, cuda or cuda:N");
+  c->add_option("--batch", opt.batch, "Windows per forward pass")->check(CLI::Range(1, 4096));
+  c->add_flag("--json", opt.json, "Print the result as JSON");
+  return c;
+}
+
+int run_eval(const EvalCommandOptions& opt, std::ostream& out, std::ostream& err) {
+  (void)err;
+  EvalOptions o;
+  o.hf = opt.hf;
+  o.data = opt.data;
+  o.context = opt.context;
+  o.windows = opt.windows;
+  o.dtype = opt.dtype;
+  o.device = opt.device;
+  o.batch = opt.batch;
+  // The FP8 settings: every --set applied to one config, recipe=a,b giving one each.
+  RunConfig base;
+  std::vector<std::string> recipes;
+  for (const std::string& s : opt.overrides) {
+    if (s.rfind("recipe=", 0) == 0) {
+      std::string list = s.substr(7);
+      size_t at = 0;
+      while (at <= list.size()) {
+        const size_t comma = list.find(',', at);
+        const std::string r =
+            list.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+        RunConfig probe;
+        apply_override(probe, "recipe=" + r);  // an unknown recipe refused by name
+        recipes.push_back(r);
+        if (comma == std::string::npos) break;
+        at = comma + 1;
+      }
+      continue;
+    }
+    apply_override(base, s);
+  }
+  if (recipes.empty()) recipes.push_back(std::string(float8_recipe_name(base.recipe)));
+  for (const std::string& r : recipes) {
+    RunConfig c = base;
+    apply_override(c, "recipe=" + r);
+    c.scaling = "current";
+    validate_run_config(c);
+    o.fp8.push_back(c);
+  }
+  const EvalResult r = evaluate_checkpoint(o);
+  if (opt.json) {
+    nlohmann::json j;
+    j["hf"] = opt.hf;
+    j["data"] = opt.data;
+    j["architecture"] = r.architecture;
+    j["dtype"] = r.dtype;
+    j["context"] = r.context;
+    j["windows"] = r.windows;
+    j["tokens"] = r.tokens;
+    j["loss_high_precision"] = num(r.loss_high_precision);
+    j["loss_fp8"] = nlohmann::json::object();
+    j["recipes"] = nlohmann::json::array();
+    for (const EvalFp8& e : r.fp8) {
+      j["loss_fp8"][e.recipe] = num(e.loss);
+      nlohmann::json layers = nlohmann::json::array();
+      for (const EvalLayer& l : e.layers)
+        layers.push_back({{"layer", l.layer}, {"sqnr_db", num(l.sqnr_db)}});
+      j["recipes"].push_back({{"recipe", e.recipe},
+                              {"formats", e.formats},
+                              {"loss_fp8", num(e.loss)},
+                              {"loss_delta", num(e.loss - r.loss_high_precision)},
+                              {"layers", layers},
+                              {"kept_high_precision", e.kept}});
+    }
+    out << dump(j, 2) << "\n";
+    return 0;
+  }
+  out << fmt::format("{} ({}), {} windows of {} tokens ({} tokens predicted)\n", opt.hf,
+                     r.architecture, r.windows, r.context, r.tokens);
+  out << fmt::format("{:<28} {:>10} {:>10}\n", "", "loss", "delta");
+  out << fmt::format("{:<28} {:>10.5f} {:>10}\n", "high precision (" + r.dtype + ")",
+                     r.loss_high_precision, "");
+  for (const EvalFp8& e : r.fp8) {
+    out << fmt::format("{:<28} {:>10.5f} {:>+10.5f}\n", "fp8 " + e.recipe + " " + e.formats, e.loss,
+                       e.loss - r.loss_high_precision);
+  }
+  for (const EvalFp8& e : r.fp8) {
+    out << "\noutput SQNR per layer, " << e.recipe << " " << e.formats << " (dB):\n";
+    for (const EvalLayer& l : e.layers)
+      out << fmt::format("  {:<48} {:>7.2f}\n", l.layer, l.sqnr_db);
+    for (const std::string& k : e.kept) out << "  kept in high precision: " << k << "\n";
+  }
+  return 0;
+}
+
+}  // namespace fp8wb::cli

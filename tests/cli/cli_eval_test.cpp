@@ -1,0 +1,107 @@
+// `fp8wb eval` and `fp8wb train --set hf=... --set data=...` in-process through run_cli(), on
+// the tiny checkpoints that the llama test's Python reference writes (Debian's
+// python3-torch): the JSON's loss_high_precision equals the reference's loss over the same
+// windows, each recipe has its loss_fp8; a run from a checkpoint stores the checkpoint's
+// shape in its config and its held-out loss as a series.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli_run.h"
+#include "fp8wb/core/run_store.h"
+#include "fp8wb/core/safetensors.h"
+#include "temp_dir.h"
+
+namespace {
+
+using fp8wb::test::Result;
+using fp8wb::test::run;
+
+class CliEval : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = "/tmp/fp8wb-cli-eval-" + std::to_string(getpid());
+    fp8wb::test::remove_tree(dir_);
+    std::filesystem::create_directories(dir_);
+    const char* py = std::getenv("FP8WB_PYTHON");
+    const std::string cmd = std::string(py && *py ? py : "/usr/bin/python3") + " " +
+                            FP8WB_LLAMA_REFERENCE + " " + dir_ + " 2>&1";
+    ok_ = std::system(cmd.c_str()) == 0;
+  }
+  static void TearDownTestSuite() { fp8wb::test::remove_tree(dir_); }
+  void SetUp() override { ASSERT_TRUE(ok_) << "the Python reference failed"; }
+  static double reference_loss() {
+    const auto ck = fp8wb::Checkpoint::open(dir_ + "/llama/reference.safetensors");
+    return ck->to_float(*ck->find("eval_loss"))[0];
+  }
+  static std::string dir_;
+  static bool ok_;
+};
+std::string CliEval::dir_;
+bool CliEval::ok_ = false;
+
+TEST_F(CliEval, JsonGivesTheReferenceLossAndOnePerRecipe) {
+  const Result r = run({"eval", "--hf", dir_ + "/llama", "--data", dir_ + "/llama/tokens.bin",
+                        "--context", "16", "--set", "recipe=tensorwise,rowwise", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const double want = reference_loss();
+  EXPECT_NEAR(j["loss_high_precision"].get<double>(), want, 1e-5 * want);
+  EXPECT_EQ(j["windows"], 12);
+  EXPECT_EQ(j["architecture"], "LlamaForCausalLM");
+  for (const char* recipe : {"tensorwise", "rowwise"}) {
+    ASSERT_TRUE(j["loss_fp8"].contains(recipe)) << r.out;
+    EXPECT_NEAR(j["loss_fp8"][recipe].get<double>(), want, 0.2);
+  }
+  ASSERT_EQ(j["recipes"].size(), 2u);
+  EXPECT_EQ(j["recipes"][1]["layers"].size(), 14u);
+  EXPECT_TRUE(j["recipes"][1]["layers"][0]["sqnr_db"].is_number());
+  // The table says the same.
+  const Result t = run({"eval", "--hf", dir_ + "/llama", "--data", dir_ + "/llama/tokens.bin",
+                        "--context", "16", "--windows", "2"});
+  ASSERT_EQ(t.rc, 0) << t.err;
+  EXPECT_NE(t.out.find("2 windows of 16 tokens"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("fp8 tensorwise hybrid"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("model.layers.1.mlp.down_proj"), std::string::npos) << t.out;
+}
+
+TEST_F(CliEval, BadInputIsRefusedByName) {
+  Result r = run({"eval", "--hf", dir_ + "/llama", "--data", dir_ + "/llama/tokens.bin", "--set",
+                  "recipe=fp4"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("config field 'recipe'"), std::string::npos) << r.err;
+  r = run({"eval", "--hf", dir_, "--data", dir_ + "/llama/tokens.bin"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("config.json"), std::string::npos) << r.err;
+  r = run({"eval", "--hf", dir_ + "/llama", "--data", dir_ + "/llama/config.json"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("config field 'data'"), std::string::npos) << r.err;
+}
+
+TEST_F(CliEval, TrainFromACheckpointStoresItsShapeAndHeldOutLoss) {
+  const std::string db = dir_ + "/runs.sqlite";
+  const Result r = run({"train", "--db", db, "--quiet", "--json", "--set", "hf=" + dir_ + "/qwen2",
+                        "--set", "data=" + dir_ + "/qwen2/tokens.bin", "--set", "context=16",
+                        "--set", "batch=2", "--set", "steps=4", "--set", "eval_interval=2"});
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  auto store = fp8wb::RunStore::open(db);
+  const auto runs = store->runs();
+  ASSERT_EQ(runs.size(), 1u);
+  const auto cfg = nlohmann::json::parse(runs[0].config_json);
+  EXPECT_EQ(cfg["model"], "llama");
+  EXPECT_EQ(cfg["d_model"], 32);
+  EXPECT_EQ(cfg["kv_heads"], 1);
+  EXPECT_EQ(cfg["tie_embeddings"], true);
+  EXPECT_EQ(cfg["vocab"], 40);
+  const auto eval = store->series(runs[0].id, "eval_loss");
+  ASSERT_EQ(eval.size(), 3u);  // steps 0, 2 and the last, 3
+  EXPECT_EQ(eval[1].step, 2);
+}
+
+}  // namespace
