@@ -10,7 +10,6 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libtorch-dev libopenblas0-pthread         # LibTorch 1.13 (CPU); OpenBLAS, else reference BLAS
-  python3-torch                             # the Llama test's Python reference (PyTorch 1.13)
   libgloo-dev                               # Gloo headers for c10d (data-parallel runs)
   libsqlite3-dev
   qt6-base-dev libqcustomplot-dev           # GUI: Qt 6 Widgets + QCustomPlot (Qt 6 build)
@@ -24,7 +23,7 @@ PACKAGES=(
   librsvg2-bin                              # the icon's PNG sizes (packaging/)
   desktop-file-utils appstream lintian      # the Debian package's checks (scripts/test-deb.sh)
   hipcc libamdhip64-dev                     # the kernels compiled as HIP for AMD GPUs (kernels/hip)
-  python3-torch                             # the fp8wb Python package's tests (tests/python)
+  python3-torch                             # the fp8wb package's tests, the Llama reference (1.13)
 )
 
 missing=()
