@@ -435,7 +435,7 @@ void PresentationTest::runPanelShowsOnlyWhileTraining() {
   QTRY_VERIFY_WITH_TIMEOUT(w.engine()->data().steps().size() >= 2, 60000);
   settle();
   checkFits(w, area);
-  // Start, Pause and Stop are whole inside the panel's visible area.
+  // Start, Pause, Stop and "Python script…" are whole inside the panel's visible area.
   int buttons = 0;
   for (QPushButton* b : w.runPanel()->findChildren<QPushButton*>()) {
     if (!b->isVisible()) continue;
@@ -456,7 +456,7 @@ void PresentationTest::runPanelShowsOnlyWhileTraining() {
     const QRect in_window(b->mapTo(&w, QPoint(0, 0)), b->size());
     QVERIFY(w.rect().contains(in_window));
   }
-  QCOMPARE(buttons, 3);
+  QCOMPARE(buttons, 4);
   QSignalSpy finished(w.engine(), &EngineController::finished);
   w.engine()->stop();
   QVERIFY(finished.count() > 0 || finished.wait(60000));

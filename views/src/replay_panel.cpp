@@ -191,7 +191,13 @@ void ReplayPanel::refreshRuns() {
         }
         if (was > 0) selectRun(was);
         // Nothing shown yet: the chosen run's replay fills the heatmap at once.
-        if (!result_ && !job_.busy() && selectedRun() > 0) replay();
+        if (!result_ && !job_.busy() && selectedRun() > 0) {
+          // Unasked: what keeps a run from replaying (an older run's missing per-step amax)
+          // shows in the page's status line, not as a failure of the window.
+          report_failures_ = false;
+          replay();
+          report_failures_ = true;
+        }
         Q_EMIT runsListed();
       },
       [this](const QString& message) {
@@ -251,9 +257,10 @@ void ReplayPanel::replay() {
     }
   } catch (const std::exception& e) {
     status_->setText(QString::fromStdString(e.what()));
-    Q_EMIT failed(status_->text());
+    if (report_failures_) Q_EMIT failed(status_->text());
     return;
   }
+  const bool report = report_failures_;
   status_->setText(tr("Replaying run %1 …").arg(id));
   const std::string path = engine_->databasePath().toStdString();
   job_.run(
@@ -327,12 +334,12 @@ void ReplayPanel::replay() {
         curves_->replot();
         Q_EMIT replayed();
       },
-      [this](const QString& message) {
+      [this, report](const QString& message) {
         run_.reset();
         result_.reset();
         status_->setText(message);
         redraw();
-        Q_EMIT failed(message);
+        if (report) Q_EMIT failed(message);
       });
 }
 

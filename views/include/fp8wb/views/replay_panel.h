@@ -81,6 +81,7 @@ class ReplayPanel : public QWidget {
   void trainRequested(const QString& base, const QString& grid);
 
  private:
+  bool report_failures_ = true;  // false: a replay nobody asked for (the runs just listed)
   void redraw();
   void cellClicked(QMouseEvent* e);
   const ReplayCell* cellAt(int x, int y) const;
