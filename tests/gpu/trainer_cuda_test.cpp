@@ -20,11 +20,13 @@ namespace {
 struct Collect : MetricConsumer {
   std::mutex m;
   std::vector<StepMetrics> steps;
+  std::vector<TensorMetrics> tensors;
   RunStatus status = RunStatus::Running;
   std::string message;
   void consume(const MetricBatch& b) override {
     const std::lock_guard<std::mutex> lock(m);
     steps.insert(steps.end(), b.steps.begin(), b.steps.end());
+    tensors.insert(tensors.end(), b.tensors.begin(), b.tensors.end());
     if (b.final) {
       status = b.status;
       message = b.message;
@@ -185,20 +187,6 @@ TEST(TrainerCuda, ClipGradNormOnTheDevice) {
 // other step stores the same figures at the steps both sample.
 TEST(TrainerCuda, SampledStepsReadAfterTheNextLaunchAreTheirOwn) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  struct Tensors : MetricConsumer {
-    std::mutex m;
-    std::vector<TensorMetrics> t;
-    RunStatus status = RunStatus::Running;
-    std::string message;
-    void consume(const MetricBatch& b) override {
-      const std::lock_guard<std::mutex> lock(m);
-      t.insert(t.end(), b.tensors.begin(), b.tensors.end());
-      if (b.final) {
-        status = b.status;
-        message = b.message;
-      }
-    }
-  };
   auto run = [](int interval) {
     RunConfig c;
     c.device = "cuda:0";
@@ -214,7 +202,7 @@ TEST(TrainerCuda, SampledStepsReadAfterTheNextLaunchAreTheirOwn) {
     c.window = 4;
     c.stats_interval = interval;
     c.sqnr_interval = 0;
-    auto got = std::make_shared<Tensors>();
+    auto got = std::make_shared<Collect>();
     auto bus = std::make_shared<MetricBus>();
     bus->add(got);
     Trainer t(c, bus);
@@ -225,7 +213,7 @@ TEST(TrainerCuda, SampledStepsReadAfterTheNextLaunchAreTheirOwn) {
   const auto every = run(1), other = run(2);
   std::map<std::tuple<int64_t, std::string, int>, const TensorMetrics*> by_key;
   std::set<int64_t> steps;
-  for (const TensorMetrics& t : every->t) {
+  for (const TensorMetrics& t : every->tensors) {
     steps.insert(t.step);
     by_key[{t.step, t.layer, role_index(t.role)}] = &t;
     ASSERT_FALSE(t.amax_history.empty()) << t.layer << " step " << t.step;
@@ -234,7 +222,7 @@ TEST(TrainerCuda, SampledStepsReadAfterTheNextLaunchAreTheirOwn) {
   }
   EXPECT_EQ(steps.size(), 8u);
   size_t compared = 0;
-  for (const TensorMetrics& t : other->t) {
+  for (const TensorMetrics& t : other->tensors) {
     const auto it = by_key.find({t.step, t.layer, role_index(t.role)});
     ASSERT_NE(it, by_key.end()) << t.layer << " step " << t.step;
     EXPECT_EQ(it->second->amax, t.amax) << t.layer << " step " << t.step;
