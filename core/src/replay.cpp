@@ -308,7 +308,7 @@ OwnScalesCheck own_scales_check(const ReplayInput& in, const RunScalingSettings&
     const float r = scales[s.tensor][static_cast<size_t>(it - in.steps.begin())];
     if (std::isnan(r)) continue;
     ++c.compared;
-    const float as_stored = stored_scale_of(r);
+    const float as_stored = run.scale_stored_as_is ? r : stored_scale_of(r);
     if (c.matches && bits_of(as_stored) != bits_of(s.scale)) {
       c.matches = false;
       c.first_step = s.step;

@@ -9,6 +9,7 @@
 
 #include "fp8wb/core/counted.h"
 #include "fp8wb/core/run_config.h"
+#include "fp8wb/core/watch.h"
 
 namespace fp8wb {
 
@@ -47,7 +48,9 @@ ReplayRun load_replay_run(const RunStore& store, int64_t run_id, const std::stri
   r.name = info->name;
   RunConfig cfg;
   try {
-    cfg = parse_run_config(info->config_json);
+    // A watched run's stored config holds its FP8 settings beside the script's own.
+    const std::optional<RunConfig> watched = watched_run_config(info->config_json);
+    cfg = watched ? *watched : parse_run_config(info->config_json);
   } catch (const std::exception& e) {
     throw ReplayError("run " + std::to_string(run_id) + "'s config cannot be read: " + e.what());
   }
@@ -62,6 +65,7 @@ ReplayRun load_replay_run(const RunStore& store, int64_t run_id, const std::stri
   }
   const Float8LinearConfig fc = float8_config_of(cfg);
   r.run.delayed = fc.delayed;
+  r.run.scale_stored_as_is = info->kind == kWatchRunKind;
   r.run.config = fc.delayed_scaling;
   r.run.config.margin = cfg.margin;
   r.notes.push_back(kReplayAssumption);

@@ -117,42 +117,81 @@ Watch::RoleState& Watch::state(const std::string& layer, Role role) {
   return s;
 }
 
+bool Watch::records_amax(Role role) const {
+  return fp8_.delayed || recipe(role).kind == ScalingKind::Tensorwise;
+}
+
+bool Watch::records_amax() const {
+  return records_amax(Role::Input) || records_amax(Role::Weight) || records_amax(Role::GradOutput);
+}
+
+bool Watch::takes_stats(const std::string& layer, Role role) {
+  return sampling() && state(layer, role).stats_step != step_;
+}
+
+float Watch::delayed_scale(const std::string& layer, Role role) {
+  RoleState& s = state(layer, role);
+  return s.scaler ? s.scaler->scale_for_step(0) : 0.0f;
+}
+
 void Watch::observe(const std::string& layer, Role role, const TensorRef& x) {
   if (ended_) throw std::logic_error("the watched run has ended");
   if (x.rows < 0 || x.cols < 0) throw std::invalid_argument("a tensor of negative shape");
   if (x.numel() > 0 && !x.f32 && !x.bf16) throw std::invalid_argument("a null tensor");
-  RoleState& s = state(layer, role);
-  const bool stats = sampling() && s.stats_step != step_;
-  if (!stats && !s.scaler) return;  // current scaling records nothing between samples
+  const bool stats = takes_stats(layer, role);
+  if (!stats) {
+    // Between samples: the amax alone (the recipe's groups do not change a tensor's amax).
+    if (records_amax(role))
+      observe_amax(layer, role, step_,
+                   compute_amax(x, make_layout(QuantRecipe{}, x.rows, x.cols)).tensor_amax);
+    return;
+  }
   const QuantRecipe& r = recipe(role);
   StatsOptions so;
-  so.enabled = so.histogram = so.error_map = stats;
-  TensorStats taken;
-  float scale = 0;
-  if (s.scaler) {
-    // Delayed scaling (tensorwise): the scale of earlier steps' amaxes, then this
-    // tensor's amax into the history.
-    const GroupLayout layout = make_layout(r, x.rows, x.cols);
+  so.enabled = so.histogram = so.error_map = true;
+  const float scale = delayed_scale(layer, role);
+  if (scale > 0) {
+    // Delayed scaling (tensorwise): the scale of earlier steps' amaxes.
     ScaleSet scales;
-    scales.layout = layout;
-    scale = s.scaler->scale_for_step(0);
+    scales.layout = make_layout(r, x.rows, x.cols);
     scales.scale = {scale};
     scales.scale_inv = {1.0f / scale};
-    float amax = 0;
-    if (stats) {
-      taken = quantize(x, r, scales, {}, so).stats;
-      amax = taken.amax();
-    } else {
-      amax = compute_amax(x, layout).tensor_amax;
-    }
-    s.scaler->update(amax);
+    observe_stats(layer, role, quantize(x, r, scales, {}, so).stats, scale);
   } else {
     const CurrentQuantization cq = quantize_current(x, r, {}, so);
-    taken = cq.result.stats;
-    scale = cq.scales.scale.empty() ? 0.0f : cq.scales.scale[0];
+    observe_stats(layer, role, cq.result.stats,
+                  cq.scales.scale.empty() ? 0.0f : cq.scales.scale[0]);
   }
-  if (!stats) return;
+}
+
+void Watch::observe_amax(const std::string& layer, Role role, int64_t step, float amax) {
+  if (ended_) throw std::logic_error("the watched run has ended");
+  if (step < 0 || step > step_) {
+    throw std::invalid_argument("an amax of step " + std::to_string(step) +
+                                ": the run is at step " + std::to_string(step_));
+  }
+  if (!records_amax(role)) return;
+  take_amax(layer, role, state(layer, role), step, amax);
+}
+
+void Watch::take_amax(const std::string& layer, Role role, RoleState& s, int64_t step, float amax) {
+  if (step < s.amax_step) {
+    throw std::invalid_argument("layer " + layer + ", " + std::string(role_name(role)) +
+                                ": an amax of step " + std::to_string(step) +
+                                " after one of step " + std::to_string(s.amax_step) +
+                                " (amaxes come in step order)");
+  }
+  s.amax_step = step;
+  if (s.scaler) s.scaler->update(amax);
+  record_amax(layer, role, step, amax);
+}
+
+void Watch::observe_stats(const std::string& layer, Role role, const TensorStats& taken,
+                          float scale) {
+  if (ended_) throw std::logic_error("the watched run has ended");
+  RoleState& s = state(layer, role);
   s.stats_step = step_;
+  if (records_amax(role)) take_amax(layer, role, s, step_, taken.amax());
   TensorMetrics t;
   t.step = step_;
   t.layer = layer;
@@ -164,6 +203,40 @@ void Watch::observe(const std::string& layer, Role role, const TensorRef& x) {
   t.map_rel_error = taken.map_rel_error();
   if (s.scaler) t.amax_history = s.scaler->history();
   pending_.tensors.push_back(std::move(t));
+}
+
+void Watch::record_amax(const std::string& layer, Role role, int64_t step, float amax) {
+  auto it = amax_index_.find({layer, role});
+  if (it == amax_index_.end()) {
+    if (amax_columns_fixed_) {
+      ++unrecorded_;
+      return;
+    }
+    it = amax_index_.emplace(std::make_pair(layer, role), amax_tensors_.size()).first;
+    amax_tensors_.push_back({layer, role, recipe(role).format});
+  }
+  if (step != row_step_) {
+    if (step < row_step_) {  // a role that comes later than the others of its step
+      ++unrecorded_;
+      return;
+    }
+    flush_amax_row();
+    row_step_ = step;
+  }
+  row_.resize(amax_tensors_.size(), std::nanf(""));
+  row_[it->second] = amax;
+}
+
+void Watch::flush_amax_row() {
+  if (row_step_ < 0) return;
+  if (!amax_columns_fixed_) {
+    pending_.amax_tensors = amax_tensors_;
+    amax_columns_fixed_ = true;
+  }
+  row_.resize(amax_tensors_.size(), std::nanf(""));
+  pending_.step_amax.push_back({row_step_, std::move(row_)});
+  row_.assign(amax_tensors_.size(), std::nanf(""));
+  row_step_ = -1;
 }
 
 void Watch::scalars(int64_t step, const std::vector<std::pair<std::string, double>>& named) {
@@ -205,7 +278,7 @@ void Watch::next_step() {
   std::swap(b, pending_);
   b.run_id = run_id_;
   pending_.run_id = run_id_;
-  if (!b.tensors.empty() || !b.events.empty()) store_->write(std::move(b));
+  if (!b.tensors.empty() || !b.events.empty() || !b.step_amax.empty()) store_->write(std::move(b));
   ++step_;
 }
 
@@ -217,6 +290,7 @@ void Watch::event(const std::string& kind, const std::string& message) {
 void Watch::end(RunStatus status, const std::string& message) {
   if (ended_) return;
   ended_ = true;
+  flush_amax_row();
   MetricBatch b;
   std::swap(b, pending_);  // statistics of a step that did not end are kept too
   b.run_id = run_id_;

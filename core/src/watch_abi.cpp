@@ -3,6 +3,7 @@
 #include "fp8wb/core/watch_abi.h"
 
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <string>
 #include <utility>
@@ -10,9 +11,28 @@
 
 #include "fp8wb/core/watch.h"
 #include "fp8wb/kernels/quantize_cpu.h"
+#if FP8WB_WATCH_CUDA
+#include "fp8wb/kernels/watch_cuda.h"
+#endif
 
 struct fp8wb_watch {
   std::unique_ptr<fp8wb::Watch> watch;
+#if FP8WB_WATCH_CUDA
+  // CUDA tensors: between samples their amaxes gather on the GPU, a batch a step, and come
+  // back to the Watch in step order once the GPU has got there; a sampled step's tensors
+  // are quantized there too, and only their statistics come back.
+  struct Key {
+    std::string layer;
+    fp8wb::Role role;
+    int64_t step;
+  };
+  fp8wb::DeviceAmaxQueue queue;
+  std::vector<Key> open_keys;
+  std::deque<std::vector<Key>> closed_keys;
+  fp8wb::DeviceStatsWorkspace workspace;
+  fp8wb_stream_t stream = nullptr;  // the stream of the last tensor observed
+  int device_index = -1;
+#endif
 };
 
 namespace {
@@ -88,6 +108,87 @@ TensorRef host_ref(const fp8wb_tensor* x) {
                               ": the kernels take float32 (0) or bfloat16 (1)");
 }
 
+#if FP8WB_WATCH_CUDA
+// A CUDA tensor as the GPU kernels take it.
+DeviceTensor device_ref(const fp8wb_tensor* x) {
+  if (x->rows < 0 || x->cols < 0) {
+    throw std::invalid_argument("a tensor of shape " + std::to_string(x->rows) + " x " +
+                                std::to_string(x->cols));
+  }
+  if (!x->data && x->rows * x->cols > 0) throw std::invalid_argument("a tensor with no data");
+  DeviceTensor d;
+  d.rows = x->rows;
+  d.cols = x->cols;
+  switch (x->dtype) {
+    case FP8WB_DTYPE_FLOAT32: d.f32 = static_cast<const float*>(x->data); return d;
+    case FP8WB_DTYPE_BFLOAT16: d.bf16 = static_cast<const uint16_t*>(x->data); return d;
+    default: break;
+  }
+  throw std::invalid_argument("dtype code " + std::to_string(x->dtype) +
+                              ": the kernels take float32 (0) or bfloat16 (1)");
+}
+
+// The recipes the GPU's statistics pass takes for any shape; others (blocks that need not
+// divide a user's tensor) are quantized from a host copy.
+bool on_device(const QuantRecipe& r) {
+  return r.kind == ScalingKind::Tensorwise || r.kind == ScalingKind::Rowwise;
+}
+
+// The closed batches' amaxes into the Watch, oldest first: those the GPU has finished, or
+// (wait) all of them, the open batch closed first.
+void take_in_amaxes(fp8wb_watch& w, bool wait) {
+  w.queue.close(w.stream);
+  if (!w.open_keys.empty()) w.closed_keys.push_back(std::move(w.open_keys));
+  w.open_keys.clear();
+  std::vector<float> amax;
+  while (!w.closed_keys.empty() && w.queue.pop(amax, wait)) {
+    const std::vector<fp8wb_watch::Key> keys = std::move(w.closed_keys.front());
+    w.closed_keys.pop_front();
+    for (size_t i = 0; i < keys.size() && i < amax.size(); ++i)
+      w.watch->observe_amax(keys[i].layer, keys[i].role, keys[i].step, amax[i]);
+  }
+}
+
+void observe_cuda(fp8wb_watch& w, const std::string& layer, Role role, const fp8wb_tensor* x) {
+  const DeviceTensor d = device_ref(x);
+  if (w.device_index < 0) w.device_index = x->device_index;
+  if (x->device_index != w.device_index) {
+    throw std::invalid_argument("a tensor on cuda:" + std::to_string(x->device_index) +
+                                " after tensors on cuda:" + std::to_string(w.device_index) +
+                                ": a watch follows one GPU");
+  }
+  w.stream = static_cast<fp8wb_stream_t>(x->stream);
+  Watch& W = *w.watch;
+  if (W.takes_stats(layer, role)) {
+    take_in_amaxes(w, true);  // delayed scaling's history up to this step
+    const QuantRecipe& r = W.recipe(role);
+    if (!on_device(r)) {
+      const auto n = static_cast<size_t>(d.rows * d.cols);
+      if (d.f32) {
+        std::vector<float> host(n);
+        copy_to_host_cuda(d, host.data(), w.stream);
+        W.observe(layer, role, TensorRef::of(host.data(), d.rows, d.cols));
+      } else {
+        std::vector<uint16_t> host(n);
+        copy_to_host_cuda(d, host.data(), w.stream);
+        W.observe(layer, role, TensorRef::of(host.data(), d.rows, d.cols));
+      }
+      return;
+    }
+    StatsOptions so;
+    so.enabled = so.histogram = so.error_map = true;
+    const float scale = W.delayed_scale(layer, role);
+    float used = 0;
+    const TensorStats taken = quantize_stats_cuda(d, r, scale, so, w.stream, w.workspace, &used);
+    W.observe_stats(layer, role, taken, scale > 0 ? scale : used);
+    return;
+  }
+  if (!W.records_amax(role)) return;
+  w.queue.push(d, w.stream);
+  w.open_keys.push_back({layer, role, W.step()});
+}
+#endif
+
 void fill(const TensorStats& s, float scale, fp8wb_stats* out) {
   out->amax = s.amax();
   out->scale = scale;
@@ -124,7 +225,11 @@ const char* fp8wb_default_database(void) {
 }
 
 int fp8wb_devices(void) {
+#if FP8WB_WATCH_CUDA
+  return 1 | (gpu_device_count() > 0 ? 2 : 0);
+#else
   return 1;  // the CPU kernels; CUDA tensors are copied to the host by the caller
+#endif
 }
 
 fp8wb_watch* fp8wb_watch_open(const char* db_path, const char* name, const char* settings_json,
@@ -157,10 +262,20 @@ int fp8wb_watch_sampling(const fp8wb_watch* w) {
   return w && w->watch->sampling() ? 1 : 0;
 }
 
+int fp8wb_watch_records_amax(const fp8wb_watch* w) {
+  return w && w->watch->records_amax() ? 1 : 0;
+}
+
 int fp8wb_watch_observe(fp8wb_watch* w, const char* layer, int32_t role, const fp8wb_tensor* x) {
   return guarded([&] {
     if (!w) throw std::invalid_argument("no watch");
     if (!layer || !*layer) throw std::invalid_argument("a layer with no name");
+#if FP8WB_WATCH_CUDA
+    if (x && x->device == FP8WB_DEVICE_CUDA) {
+      observe_cuda(*w, layer, role_of(role), x);
+      return;
+    }
+#endif
     w->watch->observe(layer, role_of(role), host_ref(x));
   });
 }
@@ -183,6 +298,9 @@ int fp8wb_watch_scalars(fp8wb_watch* w, int64_t step, const char* const* names,
 int fp8wb_watch_next_step(fp8wb_watch* w) {
   return guarded([&] {
     if (!w) throw std::invalid_argument("no watch");
+#if FP8WB_WATCH_CUDA
+    take_in_amaxes(*w, false);
+#endif
     w->watch->next_step();
   });
 }
@@ -207,6 +325,15 @@ int fp8wb_watch_end(fp8wb_watch* w, int32_t how, const char* message) {
       default:
         throw std::invalid_argument("end code " + std::to_string(how) + " is not one of 0..3");
     }
+#if FP8WB_WATCH_CUDA
+    if (s != RunStatus::Interrupted && !w->watch->ended()) {
+      try {
+        take_in_amaxes(*w, true);  // every step's amax stored before the run ends
+      } catch (const std::exception&) {
+        // The GPU's error is the script's to report; the run still ends as asked.
+      }
+    }
+#endif
     w->watch->end(s, text(message));
   });
 }
@@ -232,6 +359,20 @@ int fp8wb_quantize_stats(const fp8wb_tensor* x, const char* scaling, const char*
     r.margin = margin;
     r.partial_blocks = r.kind != ScalingKind::Tensorwise && r.kind != ScalingKind::Rowwise;
     validate_recipe(r);
+    if (scale > 0 && r.kind != ScalingKind::Tensorwise)
+      throw std::invalid_argument("a given scale is tensorwise: scaling must be tensorwise");
+#if FP8WB_WATCH_CUDA
+    if (x && x->device == FP8WB_DEVICE_CUDA && on_device(r)) {
+      thread_local DeviceStatsWorkspace workspace;
+      StatsOptions so;
+      so.error_map = false;
+      float used = 0;
+      const TensorStats t = quantize_stats_cuda(
+          device_ref(x), r, scale, so, static_cast<fp8wb_stream_t>(x->stream), workspace, &used);
+      fill(t, scale > 0 ? scale : used, out);
+      return;
+    }
+#endif
     const TensorRef ref = host_ref(x);
     if (scale > 0) {
       if (r.kind != ScalingKind::Tensorwise)

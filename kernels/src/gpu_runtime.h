@@ -46,6 +46,8 @@
 #define cudaEventDestroy hipEventDestroy
 #define cudaEventRecord hipEventRecord
 #define cudaEventSynchronize hipEventSynchronize
+#define cudaEventQuery hipEventQuery
+#define cudaErrorNotReady hipErrorNotReady
 #define cudaEventElapsedTime hipEventElapsedTime
 // Memory
 #define cudaMalloc hipMalloc

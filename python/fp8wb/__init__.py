@@ -12,10 +12,12 @@
 Every nn.Linear of the model (those `module_filter(module, name)` accepts) is hooked: its
 forward gives the input and the weight, its output's gradient the output gradient. Each
 is quantized by FP8 Workbench's own kernels (libfp8wb_watch.so, beside this file, through
-its C ABI) under the chosen recipe: delayed scaling records every step's amax in its
-history, and every `stats_interval` steps the full statistics (scale, underflow,
-saturation, exponent histogram, per-block error map) are taken. Steps and statistics go to
-the workbench's run database, where `fp8wb runs` and the GUI read them, live.
+its C ABI) under the chosen recipe, on the tensor's GPU where the library was built with
+CUDA (else from a host copy): every step's amax goes into delayed scaling's history and
+the run's per-step amax (what `fp8wb replay` replays), and every `stats_interval` steps
+the full statistics (scale, underflow, saturation, exponent histogram, per-block error
+map) are taken. Steps and statistics go to the workbench's run database, where
+`fp8wb runs` and the GUI read them, live.
 
 The run ends 'finished' when the `with` block ends, 'stopped' on KeyboardInterrupt (SIGINT),
 'failed' with the message of any other exception, and 'interrupted' when the process dies.
@@ -35,7 +37,7 @@ import weakref
 __all__ = ["watch", "Watch", "quantize_stats", "StoreError", "default_database"]
 
 _LIB_NAME = "libfp8wb_watch.so"
-_ABI_VERSION = 1
+_ABI_VERSION = 2
 
 # enum values of watch_abi.h
 _F32, _BF16 = 0, 1
@@ -83,6 +85,7 @@ def _load():
         "fp8wb_watch_run_id": (I64, [P]),
         "fp8wb_watch_step": (I64, [P]),
         "fp8wb_watch_sampling": (ctypes.c_int, [P]),
+        "fp8wb_watch_records_amax": (ctypes.c_int, [P]),
         "fp8wb_watch_observe": (ctypes.c_int, [P, S, I32, ctypes.POINTER(_Tensor)]),
         "fp8wb_watch_scalars": (ctypes.c_int, [P, I64, ctypes.POINTER(S),
                                                ctypes.POINTER(ctypes.c_double), I32]),
@@ -162,11 +165,37 @@ def _host_tensor(x, what):
     return x, t
 
 
+def _cuda_kernels():
+    """Whether this library quantizes CUDA tensors on their GPU (built with CUDA, a GPU seen)."""
+    return bool(_lib.fp8wb_devices() & 2)
+
+
+def _tensor(x, what):
+    """(a row-major 2-D view the kernels take, kept alive by the caller; its _Tensor): a CUDA
+    tensor stays on its GPU where the library's CUDA kernels can take it (on the current
+    stream, in whose order PyTorch's allocator reuses its memory), else a host copy."""
+    torch = _torch()
+    if not (isinstance(x, torch.Tensor) and x.is_cuda and _cuda_kernels()):
+        return _host_tensor(x, what)
+    if not x.is_floating_point():
+        raise TypeError(f"{what}: a {x.dtype} tensor; fp8wb quantizes floating-point tensors "
+                        "(float32, bfloat16, float16)")
+    x = x.detach()
+    x = x.reshape(1, -1) if x.dim() <= 1 else x.reshape(-1, x.shape[-1])
+    if x.dtype not in (torch.float32, torch.bfloat16):
+        x = x.float()
+    x = x.contiguous()
+    stream = torch.cuda.current_stream(x.device).cuda_stream
+    t = _Tensor(x.data_ptr(), _F32 if x.dtype == torch.float32 else _BF16, _CUDA,
+                x.device.index or 0, 0, x.shape[0], x.shape[1], stream)
+    return x, t
+
+
 def quantize_stats(x, scaling="tensorwise", format="e4m3fn", margin=0, scale=None):
     """One quantization of tensor x (its last dimension K) by the workbench's kernels: the
     statistics a watched run stores, as a dict. scale: quantize tensorwise with this scale
     (delayed scaling's), else the recipe's current scaling."""
-    kept, t = _host_tensor(x, "quantize_stats")
+    kept, t = _tensor(x, "quantize_stats")
     out = _Stats()
     _check(_lib.fp8wb_quantize_stats(ctypes.byref(t), _b(scaling), _b(format), int(margin),
                                      float(scale) if scale else 0.0, ctypes.byref(out)))
@@ -247,7 +276,7 @@ class Watch:
         self.db = os.fspath(db)
         self.name = name
         self.run_id = _lib.fp8wb_watch_run_id(handle)
-        self._delayed = scaling == "delayed"
+        self._records_amax = bool(_lib.fp8wb_watch_records_amax(handle))
         self._seen = []       # layers in the order their first forward came
         self._seen_set = set()
         self._pending = []    # (step, [(name, value or (host, event))])
@@ -256,10 +285,12 @@ class Watch:
         self._hooks = []
         self._error = None
         cuda = any(p.is_cuda for p in params)
+        where = ("statistics by the workbench's CUDA kernels on the GPU" if cuda and _cuda_kernels()
+                 else "statistics by the workbench's CPU kernels"
+                 + (" from host copies of the GPU's tensors" if cuda else ""))
         started = (f"watching {type(model).__name__} on {device}: {len(layers)} linear "
                    f"layer{'s' if len(layers) != 1 else ''}; PyTorch {torch.__version__}; "
-                   "statistics by the workbench's CPU kernels"
-                   + (" from host copies of the GPU's tensors" if cuda else ""))
+                   + where)
         self._event("started", started)
         for layer_name, m in layers:
             self._hooks.append(m.register_forward_hook(self._forward_hook(layer_name)))
@@ -274,8 +305,8 @@ class Watch:
             w = ref()
             if w is None or w._ended or not _torch().is_grad_enabled():
                 return
-            if not w._delayed and not _lib.fp8wb_watch_sampling(w._h):
-                return  # current scaling records nothing between samples
+            if not w._records_amax and not _lib.fp8wb_watch_sampling(w._h):
+                return  # nothing is recorded between samples
             if layer not in w._seen_set:
                 w._seen_set.add(layer)
                 w._seen.append(layer)
@@ -291,7 +322,7 @@ class Watch:
             self._observe(layer, "grad_output", g)
 
     def _observe(self, layer, role, x):
-        kept, t = _host_tensor(x, f"layer {layer}, {role}")
+        kept, t = _tensor(x, f"layer {layer}, {role}")
         rc = _lib.fp8wb_watch_observe(self._h, _b(layer), _ROLES[role], ctypes.byref(t))
         del kept
         _check(rc)

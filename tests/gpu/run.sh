@@ -175,6 +175,10 @@ if [ "${PART:-}" = watch ]; then
   export PYTHONPATH="$PWD/$BUILD"
   log "tests/python with $(python3 -c 'import torch;print("PyTorch", torch.__version__)')"
   (cd tests/python && FP8WB_BINARY="$PWD/../../$BUILD/app/fp8wb" python3 -m unittest -v test_watch 2>&1 | tail -15)
+  log "tests/python with the models on the GPU (its statistics against the CPU kernels')"
+  python3 -c 'import fp8wb; print("fp8wb_devices():", fp8wb._lib.fp8wb_devices())'
+  (cd tests/python && FP8WB_TEST_DEVICE=cuda FP8WB_BINARY="$PWD/../../$BUILD/app/fp8wb" \
+     python3 -m unittest -v test_watch 2>&1 | tail -25)
   log "examples/watch_mlp.py on the GPU"
   python3 examples/watch_mlp.py --device cuda --steps 100 --db "$OUT/watch.sqlite" 2>&1 | tail -3
   if python3 -c 'import torchao' 2>/dev/null; then

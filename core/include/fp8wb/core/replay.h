@@ -41,6 +41,9 @@ struct ReplayInput {
 struct RunScalingSettings {
   bool delayed = true;
   DelayedScalingConfig config;  // margin also for current scaling
+  // A watched run stores the scale it quantized with; the engine's runs store
+  // stored_scale_of() it (below).
+  bool scale_stored_as_is = false;
 };
 
 // One cell of the grid: a delayed-scaling recipe (the run's initial-scale policy).

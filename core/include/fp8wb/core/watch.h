@@ -64,9 +64,29 @@ class Watch {
   bool sampling() const;
 
   // A layer's role at the current step: a row-major rows x cols host tensor (K = cols).
-  // Delayed scaling quantizes it with the scale of its history and records its amax; a
-  // sampled step keeps the statistics of the role's first tensor of the step.
+  // Every step its amax goes into delayed scaling's history and the run's per-step amax
+  // (where records_amax()); a sampled step keeps the statistics of the role's first tensor
+  // of the step, quantized with the scale of the history (delayed) or its own (current).
   void observe(const std::string& layer, Role role, const TensorRef& x);
+  // Whether a role's amax counts between samples: delayed scaling's history, and the
+  // per-step amax of a tensorwise recipe (what `fp8wb replay` replays).
+  bool records_amax(Role role) const;
+  bool records_amax() const;  // of any role
+  // What observe() does between samples, for an amax measured elsewhere (on the GPU, read
+  // back later): `step` is the current step or an earlier one, in step order for a role.
+  void observe_amax(const std::string& layer, Role role, int64_t step, float amax);
+  // Whether the current step still takes this layer's role's statistics.
+  bool takes_stats(const std::string& layer, Role role);
+  // The scale delayed scaling gives this layer's role at the current step; 0 for current
+  // scaling (each tensor its own).
+  float delayed_scale(const std::string& layer, Role role);
+  // What observe() does at a sampled step, for statistics taken elsewhere (on the GPU)
+  // with the recipe of `role` and `scale` (delayed_scale(), or the tensor's own).
+  void observe_stats(const std::string& layer, Role role, const TensorStats& taken, float scale);
+  const QuantRecipe& recipe(Role role) const;
+  // Tensors first seen after the per-step amax's columns were fixed (at the end of the
+  // first step): their amax is in delayed scaling's history, not in the per-step table.
+  int64_t unrecorded_amax() const { return unrecorded_; }
   // A step's scalars (this step or an earlier one, whose values came later: a loss still
   // on the GPU when its step ended): StepMetrics fields by their series name ("loss",
   // "lr", "step_ms", ...; "tokens" gives tokens_per_s), any other name stored as the
@@ -83,9 +103,12 @@ class Watch {
   struct RoleState {
     std::optional<DelayedScaler> scaler;
     int64_t stats_step = -1;  // the step whose statistics were taken
+    int64_t amax_step = -1;   // the step of the last amax taken in
   };
   RoleState& state(const std::string& layer, Role role);
-  const QuantRecipe& recipe(Role role) const;
+  void take_amax(const std::string& layer, Role role, RoleState& s, int64_t step, float amax);
+  void record_amax(const std::string& layer, Role role, int64_t step, float amax);
+  void flush_amax_row();
 
   std::unique_ptr<RunStore> store_;
   RunConfig config_;
@@ -95,6 +118,14 @@ class Watch {
   bool ended_ = false;
   std::map<std::pair<std::string, Role>, RoleState> roles_;
   MetricBatch pending_;
+  // The per-step amax: its columns (fixed when the first step's row is written) and the
+  // row being filled.
+  std::map<std::pair<std::string, Role>, size_t> amax_index_;
+  std::vector<AmaxTensor> amax_tensors_;
+  bool amax_columns_fixed_ = false;
+  int64_t row_step_ = -1;
+  std::vector<float> row_;
+  int64_t unrecorded_ = 0;
 };
 
 }  // namespace fp8wb

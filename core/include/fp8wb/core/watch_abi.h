@@ -17,7 +17,7 @@ extern "C" {
 #define FP8WB_ABI __attribute__((visibility("default")))
 
 /* Bumped whenever a declaration below changes. */
-#define FP8WB_WATCH_ABI_VERSION 1
+#define FP8WB_WATCH_ABI_VERSION 2
 
 enum fp8wb_dtype { FP8WB_DTYPE_FLOAT32 = 0, FP8WB_DTYPE_BFLOAT16 = 1 };
 enum fp8wb_device { FP8WB_DEVICE_CPU = 0, FP8WB_DEVICE_CUDA = 1 };
@@ -84,7 +84,13 @@ FP8WB_ABI int64_t fp8wb_watch_run_id(const fp8wb_watch* w);
 /* The step being observed, and whether it samples the statistics (1) or not (0). */
 FP8WB_ABI int64_t fp8wb_watch_step(const fp8wb_watch* w);
 FP8WB_ABI int fp8wb_watch_sampling(const fp8wb_watch* w);
-/* A layer's role at the current step. 0, or -1. */
+/* Whether observing a tensor between samples does anything (1): delayed scaling's history,
+ * or a tensorwise recipe's amax of every step; else (0) only sampled steps need tensors. */
+FP8WB_ABI int fp8wb_watch_records_amax(const fp8wb_watch* w);
+/* A layer's role at the current step. 0, or -1. A CUDA tensor (where fp8wb_devices() has
+ * bit 1) stays on its GPU: its amax is gathered on `stream` and read back without waiting,
+ * a sampled step's statistics are taken there; the caller keeps the tensor alive, or lets
+ * its allocator reuse it only in the stream's order (PyTorch's caching allocator does). */
 FP8WB_ABI int fp8wb_watch_observe(fp8wb_watch* w, const char* layer, int32_t role,
                                   const fp8wb_tensor* x);
 /* A step's scalars (the current step, or an earlier one whose values came later):
