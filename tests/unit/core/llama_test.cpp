@@ -305,6 +305,29 @@ std::string refusal(const std::string& path, int64_t vocab = 0) {
   return "";
 }
 
+// A token file that another process cuts short while a run reads it: an error naming the
+// file and both sizes (a mapped file would kill the process with SIGBUS instead).
+TEST_F(LlamaReference, TokenFileCutWhileReadIsAnErrorNotASignal) {
+  const std::string p = dir_ + "/tokens-cut.bin";
+  std::vector<uint16_t> toks(10000);
+  for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<uint16_t>(i % 300);
+  write_bytes(p, llmc(1, 10000, toks));
+  const TokenFile f(p, 2);
+  std::vector<int64_t> out(16);
+  f.copy(9000, 16, out.data());
+  EXPECT_EQ(out[0], 9000 % 300);
+  ASSERT_EQ(truncate(p.c_str(), 2000), 0);
+  try {
+    f.copy(9000, 16, out.data());
+    FAIL() << "tokens read past the file's end";
+  } catch (const std::runtime_error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find(p), std::string::npos) << m;
+    EXPECT_NE(m.find("holds 2000 bytes now, 21024 when the run opened it"), std::string::npos) << m;
+  }
+  EXPECT_THROW(f.max_token(), std::runtime_error);
+}
+
 TEST_F(LlamaReference, TokenFilesAreValidated) {
   const std::string p = dir_ + "/tokens-test.bin";
   std::vector<uint16_t> toks(100);

@@ -1,4 +1,4 @@
-// defines: TokenFile: a file of token ids, memory-mapped and validated, in llm.c's format
+// defines: TokenFile: a file of token ids, validated and read as needed, in llm.c's format
 // (a header of 256 little-endian int32: magic 20240520, version 1 with uint16 tokens or 2
 // with uint32 tokens, the token count; then the tokens) or nanoGPT's (raw uint16 tokens,
 // no header). Plain C++, no torch.
@@ -15,7 +15,7 @@ class TokenFile {
   static constexpr int32_t kMagic = 20240520;
   static constexpr size_t kHeaderBytes = 256 * 4;
 
-  // Maps the file and reads its header. Throws std::invalid_argument naming config field
+  // Opens the file and reads its header. Throws std::invalid_argument naming config field
   // 'data' and the file: not a regular file, empty, an llm.c header with another version or
   // a count the file's size does not hold (a truncated or garbage file), a raw file of an
   // odd number of bytes, fewer than `min_tokens` tokens.
@@ -28,6 +28,8 @@ class TokenFile {
   const char* format() const { return header_ ? "llm.c" : "raw uint16"; }
   int64_t size() const { return count_; }
   int token_bytes() const { return width_; }
+  // Reads, not maps: a file that another process shrinks while a run reads it gives
+  // std::runtime_error naming it and both sizes, not a SIGBUS that kills the process.
   uint32_t at(int64_t i) const;
   // Copies tokens [from, from + n) as int64 into out.
   void copy(int64_t from, int64_t n, int64_t* out) const;
@@ -39,10 +41,11 @@ class TokenFile {
 
  private:
   std::string path_;
+  // Reads `bytes` at `offset` into out; throws when the file holds fewer now.
+  void read(uint64_t offset, size_t bytes, uint8_t* out) const;
   int fd_ = -1;
-  const uint8_t* map_ = nullptr;
-  size_t map_bytes_ = 0;
-  const uint8_t* tokens_ = nullptr;
+  uint64_t file_bytes_ = 0;  // when opened
+  uint64_t tokens_at_ = 0;   // the first token's byte
   int64_t count_ = 0;
   int width_ = 2;
   bool header_ = false;
