@@ -26,6 +26,7 @@
 
 #include "checkpoint_tab_internal.h"
 #include "fp8wb/core/open_checkpoint.h"
+#include "fp8wb/views/checkpoint_eval_dialog.h"
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/file_dialogs.h"
 #include "fp8wb/views/run_database_guard.h"
@@ -47,6 +48,7 @@ CheckpointTab::CheckpointTab(QWidget* parent)
       status_(new QLabel(this)),
       progress_(new QProgressBar(this)),
       cancel_(new QPushButton(tr("Cancel"), this)),
+      evaluate_(new QPushButton(tr("Evaluate loss..."), this)),
       model_(new CheckpointModel(this)),
       proxy_(new QSortFilterProxyModel(this)),
       table_(new QTableView(this)),
@@ -102,6 +104,12 @@ CheckpointTab::CheckpointTab(QWidget* parent)
   progress_->setVisible(false);
   cancel_->setVisible(false);
   connect(cancel_, &QPushButton::clicked, this, &CheckpointTab::cancel);
+  evaluate_->setObjectName(QStringLiteral("checkpointEvaluate"));
+  evaluate_->setEnabled(false);
+  evaluate_->setToolTip(
+      tr("What FP8 does to the model's loss on a token file (a Hugging Face "
+         "checkpoint: its config.json beside the weights)"));
+  connect(evaluate_, &QPushButton::clicked, this, [this] { openEvaluation(); });
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& cur) {
             showTensor(model_->tensorAt(proxy_->mapToSource(cur).row()));
@@ -149,6 +157,7 @@ CheckpointTab::CheckpointTab(QWidget* parent)
   top->addWidget(filter_, 1);
   top->addWidget(progress_);
   top->addWidget(cancel_);
+  top->addWidget(evaluate_);
   auto* lower = new QHBoxLayout;
   auto* right = new QVBoxLayout;
   auto* pick = new QHBoxLayout;
@@ -419,6 +428,11 @@ void CheckpointTab::finishLoad(const QString& path, std::vector<TensorAnalysis> 
   for (int c = 0; c < model_->columnCount(); ++c)
     table_->setColumnWidth(c, std::min(table_->columnWidth(c), kMaxColumn));
   remember(path);
+  const bool evaluable = !CheckpointEvalDialog::hfFolderOf(path).isEmpty();
+  evaluate_->setEnabled(evaluable);
+  evaluate_->setToolTip(evaluable ? tr("What FP8 does to the model's loss on a token file")
+                                  : tr("Needs a Hugging Face checkpoint: a config.json beside "
+                                       "the weights"));
   const QString where = analysis_gpu_available() ? tr("on the GPU") : tr("on the CPU");
   const QString took = QString::number(static_cast<double>(elapsed_.elapsed()) / 1000.0, 'f', 1);
   const QString count = n == 1 ? tr("1 tensor") : tr("%1 tensors").arg(n);
@@ -440,6 +454,15 @@ void CheckpointTab::finishLoad(const QString& path, std::vector<TensorAnalysis> 
   if (cancelled) Q_EMIT notice(status_->text());
   if (proxy_->rowCount() > 0) table_->selectRow(0);
   Q_EMIT checkpointLoaded(path, n);
+}
+
+CheckpointEvalDialog* CheckpointTab::openEvaluation() {
+  const QString hf = CheckpointEvalDialog::hfFolderOf(path_);
+  if (hf.isEmpty()) return nullptr;
+  auto* d = new CheckpointEvalDialog(hf, this);
+  d->setAttribute(Qt::WA_DeleteOnClose);
+  d->show();
+  return d;
 }
 
 void CheckpointTab::selectTensor(const QString& name) {

@@ -32,6 +32,8 @@ class QCPColorScale;
 
 namespace fp8wb {
 
+class CheckpointEvalDialog;
+
 class ExportablePlot;
 
 class CheckpointModel : public QAbstractTableModel {
@@ -82,6 +84,10 @@ class CheckpointTab : public QWidget {
   void setRunDatabase(std::function<QString()> path) { run_database_ = std::move(path); }
   // The checkpoint the table and plots show; empty where none is.
   QString shownPath() const { return path_; }
+  // "Evaluate loss...": enabled for a checkpoint with a config.json beside it; opens the
+  // evaluation window (checkpoint_eval_dialog.h) for it and returns it.
+  QPushButton* evaluateButton() const { return evaluate_; }
+  CheckpointEvalDialog* openEvaluation();
   void cancel();
   bool busy() const { return job_.busy(); }
   CheckpointModel* model() const { return model_; }
@@ -131,6 +137,7 @@ class CheckpointTab : public QWidget {
   QLabel* status_;
   QProgressBar* progress_;
   QPushButton* cancel_;
+  QPushButton* evaluate_;
   CheckpointModel* model_;
   QSortFilterProxyModel* proxy_;
   QTableView* table_;
