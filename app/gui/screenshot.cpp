@@ -1,6 +1,7 @@
 #include "screenshot.h"
 
 #include <QApplication>
+#include <QBuffer>
 #include <QEventLoop>
 #include <QFileInfo>
 #include <QPixmap>
@@ -10,6 +11,7 @@
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/formats_tab.h"
+#include "fp8wb/views/run_database_guard.h"
 #include "fp8wb/views/run_panel.h"
 #include "fp8wb/views/runs_tab.h"
 #include "fp8wb/views/sweeps_tab.h"
@@ -159,6 +161,10 @@ QString save_screenshot(MainWindow& w, const QString& path) {
   if (QFileInfo(path).suffix().compare(QLatin1String("png"), Qt::CaseInsensitive) != 0) {
     return QStringLiteral("screenshot path '%1' must end in .png").arg(path);
   }
+  if (const QString no =
+          output_refusal(path, {w.engine()->databasePath(), w.checkpointTab()->shownPath()});
+      !no.isEmpty())
+    return no;
   w.show();
   // Let layouts settle and queued replots run before grabbing.
   for (int i = 0; i < 5; ++i) QApplication::processEvents();
@@ -167,8 +173,14 @@ QString save_screenshot(MainWindow& w, const QString& path) {
   QApplication::processEvents();
   const QPixmap shot = w.grab();
   if (shot.isNull()) return QStringLiteral("could not render the window");
-  if (!shot.save(path, "PNG")) return QStringLiteral("cannot write %1").arg(path);
-  return {};
+  // As every file the GUI writes: never over an SQLite database (a link named x.png to
+  // the run database another process is writing, say) or what the window reads, and all
+  // or nothing (run_database_guard.h).
+  QByteArray png;
+  QBuffer buffer(&png);
+  buffer.open(QIODevice::WriteOnly);
+  if (!shot.save(&buffer, "PNG")) return QStringLiteral("could not encode the window as PNG");
+  return write_output_file(path, png, {w.engine()->databasePath(), w.checkpointTab()->shownPath()});
 }
 
 }  // namespace fp8wb

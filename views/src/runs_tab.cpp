@@ -346,24 +346,20 @@ void RunsTab::overlay(const std::vector<int64_t>& ids) {
 }
 
 QString RunsTab::exportCsv(int64_t id, const QString& path) {
-  if (const QString db = open_run_database_file_of(path); !db.isEmpty()) {
-    return fail(tr("%1 was not written: it is the run database file %2, which an export "
-                   "would destroy")
-                    .arg(path, db));
-  }
+  // Never over the run database (or any SQLite database, or one of its files): refused
+  // before the run is read.
+  if (const QString no = output_refusal(path); !no.isEmpty()) return fail(no);
   std::ostringstream csv;
   try {
     write_run_csv(engine_->store(), id, csv);
   } catch (const std::exception& e) {
     return fail(QString::fromStdString(e.what()));
   }
-  QFile f(path);
-  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
-    return fail(tr("cannot write %1: %2").arg(path, f.errorString()));
   const std::string text = csv.str();
-  if (f.write(text.data(), static_cast<qint64>(text.size())) != static_cast<qint64>(text.size()) ||
-      !f.flush())
-    return fail(tr("writing %1 failed: %2").arg(path, f.errorString()));
+  if (const QString err =
+          write_output_file(path, QByteArray(text.data(), static_cast<qsizetype>(text.size())));
+      !err.isEmpty())
+    return fail(err);
   status_->setText(tr("wrote run %1 to %2").arg(id).arg(path));
   return status_->text();
 }
