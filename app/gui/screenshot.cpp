@@ -2,9 +2,12 @@
 
 #include <QApplication>
 #include <QBuffer>
+#include <QElapsedTimer>
 #include <QEventLoop>
 #include <QFileInfo>
 #include <QPixmap>
+#include <QTimer>
+#include <algorithm>
 #include <cstdio>
 
 #include "fp8wb/views/checkpoint_tab.h"
@@ -131,14 +134,45 @@ QString follow_run(MainWindow& w, const GuiOptions& o) {
   if (!engine->isFollowing()) return {};  // it ended meanwhile: shown as stored
   if (o.wait_steps <= 0) return {};
   QEventLoop loop;
+  // Bounded by what it waits for: a new step restarts the clock, and a run that stores
+  // none for wait_timeout_s (its writer stalled, or a live process that is not its writer)
+  // ends the wait with a message.
+  QElapsedTimer since_step;
+  since_step.start();
+  int64_t last_step = -1;
+  bool stalled = false;
   auto check = [&] {
     const auto& s = engine->data().steps();
-    if (!engine->isFollowing() || (!s.empty() && s.back().step + 1 >= o.wait_steps)) loop.quit();
+    const int64_t step = s.empty() ? -1 : s.back().step;
+    if (step != last_step) {
+      last_step = step;
+      since_step.restart();
+    }
+    if (!engine->isFollowing() || step + 1 >= o.wait_steps) {
+      loop.quit();
+    } else if (since_step.elapsed() >= o.wait_timeout_s * 1000) {
+      stalled = true;
+      loop.quit();
+    }
   };
   QObject::connect(engine, &EngineController::dataChanged, &loop, check);
   QObject::connect(engine, &EngineController::finished, &loop, &QEventLoop::quit);
+  QTimer tick;
+  QObject::connect(&tick, &QTimer::timeout, &loop, check);
+  tick.start(
+      static_cast<int>(std::min<qint64>(1000, std::max<qint64>(50, o.wait_timeout_s * 100))));
   check();
-  if (engine->isFollowing()) loop.exec();
+  if (engine->isFollowing() && !stalled) loop.exec();
+  if (stalled) {
+    return QStringLiteral(
+               "run %1 stored no new step for %2 s (%3 of the %4 steps waited for are stored): "
+               "its writer may have stalled, or the process recorded as writing it is not this "
+               "run's; gave up waiting (--wait-timeout S waits longer)")
+        .arg(id)
+        .arg(o.wait_timeout_s)
+        .arg(last_step + 1)
+        .arg(o.wait_steps);
+  }
   return {};
 }
 
