@@ -174,12 +174,14 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
   updateWriteButtons();
   // The list follows the database by itself: runs other processes start, their steps,
   // how they end. Read off the GUI thread, once a second while the tab is shown.
-  auto* poll = new QTimer(this);
-  poll->setInterval(1000);
-  connect(poll, &QTimer::timeout, this, [this] {
-    if (isVisible()) refreshInBackground();
+  poll_ = new QTimer(this);
+  poll_->setInterval(1000);
+  connect(poll_, &QTimer::timeout, this, [this] {
+    if (!isVisible()) return;
+    refreshInBackground();
+    ++polls_;
   });
-  poll->start();
+  poll_->start();
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(buttons);
   status_->setObjectName(QStringLiteral("runs-status"));
@@ -343,6 +345,10 @@ void RunsTab::overlay(const std::vector<int64_t>& ids) {
         Q_EMIT curvesShown();
       },
       [this](const QString& message) { fail(message); });
+}
+
+void RunsTab::setPollInterval(int ms) {
+  poll_->setInterval(ms);
 }
 
 QString RunsTab::exportCsv(int64_t id, const QString& path) {
