@@ -260,4 +260,19 @@ std::string sqlite_database_at(const std::string& path) {
   return {};
 }
 
+std::string link_problem(const std::string& path) {
+  struct stat st {};
+  if (path.empty() || ::stat(path.c_str(), &st) == 0) return {};
+  if (errno == ELOOP) return "a loop of symbolic links";
+  if (errno != ENOENT) return {};
+  struct stat lst {};
+  if (::lstat(path.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode)) return {};
+  char target[4096];
+  const ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
+  if (n <= 0) return "a symbolic link to nothing that is there";
+  std::string t(target, static_cast<size_t>(n));
+  if (t.size() > 200) t = t.substr(0, 200) + "…";
+  return "a symbolic link to " + t + ", which is not there";
+}
+
 }  // namespace fp8wb

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "fp8wb/core/file_io.h"
 #include "run_store_sql.h"
 
 namespace fp8wb {
@@ -197,7 +198,10 @@ bool sqlite_file(const std::string& path) {
 
 Source read_source(const std::string& path, const ImportOptions& opt) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw StoreError("no run database at " + path);
+  if (!std::filesystem::exists(path, ec)) {
+    const std::string link = link_problem(path);
+    throw StoreError("no run database at " + path + (link.empty() ? "" : ": it is " + link));
+  }
   if (!std::filesystem::is_regular_file(path, ec)) {
     throw StoreError(path + " is not a file, so not a run database");
   }

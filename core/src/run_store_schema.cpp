@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "fp8wb/core/file_io.h"
 #include "run_store_sql.h"
 
 namespace fp8wb {
@@ -564,6 +565,9 @@ namespace {
 // A folder (or a FIFO, a device) where the database should be: said as such, not as
 // whatever SQLite makes of it, nor as no database at all.
 void refuse_other_than_file(const std::string& path) {
+  // A loop of links is no missing file (which open() would create): said as what it is.
+  if (const std::string link = link_problem(path); link.rfind("a loop", 0) == 0)
+    throw StoreError("run database " + path + " is " + link + ", not a database file");
   std::error_code ec;
   const auto st = std::filesystem::status(path, ec);
   if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
@@ -631,7 +635,8 @@ std::unique_ptr<RunStore> RunStore::open_read_only(const std::string& path) {
   refuse_other_than_file(path);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
-    throw StoreError("no run database at " + path);
+    const std::string link = link_problem(path);
+    throw StoreError("no run database at " + path + (link.empty() ? "" : ": it is " + link));
   }
   auto impl = std::make_unique<Impl>();
   impl->path = path;
