@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "fp8wb/core/file_io.h"
 #include "fp8wb/core/replay_run.h"
 #include "run_command_common.h"
 
@@ -67,7 +68,8 @@ int run_replay(const ReplayCliOptions& opt, std::ostream& out, std::ostream& err
   const std::string path = db_path(opt.db);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
-    err << "fp8wb: no run database at " << path << "\n";
+    const std::string link = link_problem(path);
+    err << "fp8wb: no run database at " << path << (link.empty() ? "" : ": it is " + link) << "\n";
     return 1;
   }
   try {

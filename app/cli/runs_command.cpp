@@ -175,7 +175,9 @@ int import_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
   // and looked for first, so that a mistyped source leaves no new, empty target behind.
   std::error_code ec;
   if (!std::filesystem::exists(opt.target, ec)) {
-    err << "fp8wb: no run database at " << opt.target << "\n";
+    const std::string link = link_problem(opt.target);
+    err << "fp8wb: no run database at " << opt.target << (link.empty() ? "" : ": it is " + link)
+        << "\n";
     return 1;
   }
   // Importing a database into itself would copy nothing and hold both ends of one file.
@@ -238,7 +240,8 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
     return 1;
   }
   if (!std::filesystem::is_regular_file(path, ec)) {
-    err << "fp8wb: no run database at " << path << "\n";
+    const std::string link = link_problem(path);
+    err << "fp8wb: no run database at " << path << (link.empty() ? "" : ": it is " + link) << "\n";
     return 1;
   }
   auto store = opt.action == "delete" ? RunStore::open(path) : RunStore::open_read_only(path);

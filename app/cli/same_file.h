@@ -3,12 +3,12 @@
 // whether it names an SQLite database (a run database, any other) or one of its files.
 #pragma once
 
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <system_error>
 #include <vector>
+
+#include "fp8wb/core/file_io.h"
 
 namespace fp8wb::cli {
 
@@ -22,28 +22,10 @@ inline std::string same_file_as(const std::string& out, const std::vector<std::s
   return {};
 }
 
-// The SQLite database that writing `out` would destroy: `out` itself where it is a file
-// that begins as every SQLite database does (through a link too), or the database whose
-// -wal, -shm or -journal file `out` is. Empty where there is none.
+// The SQLite database that writing `out` would destroy (file_io.h): `out` itself, or the
+// database whose -wal, -shm or -journal file it is. Empty where there is none.
 inline std::string sqlite_database_at(const std::string& out) {
-  const auto is_database = [](const std::string& p) {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(p, ec)) return false;
-    static const char kHeader[16] = "SQLite format 3";  // and its terminating zero
-    std::ifstream f(p, std::ios::binary);
-    char head[sizeof kHeader] = {};
-    f.read(head, sizeof head);
-    return f.gcount() == sizeof head && std::memcmp(head, kHeader, sizeof head) == 0;
-  };
-  if (is_database(out)) return out;
-  for (const std::string suffix : {"-wal", "-shm", "-journal"}) {
-    if (out.size() > suffix.size() &&
-        out.compare(out.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      const std::string base = out.substr(0, out.size() - suffix.size());
-      if (is_database(base)) return base;
-    }
-  }
-  return {};
+  return fp8wb::sqlite_database_at(out);
 }
 
 // What a command says, refusing to write its output (`option` `out`, e.g. "--export x")

@@ -85,8 +85,13 @@ int main(int argc, char** argv) {
       QStringLiteral("With --follow and --screenshot: wait until N steps are stored (or the "
                      "run ends) first."),
       QStringLiteral("N"));
+  const QCommandLineOption wait_timeout(
+      {QStringLiteral("wait-timeout")},
+      QStringLiteral("With --wait-steps: give up, saying so, when the run has stored no new "
+                     "step for S seconds (default 300)."),
+      QStringLiteral("S"));
   parser.addOptions({shot, tab, value, page, all, present, size, db, preset, steps, ckpt, sweep,
-                     set, follow, wait_steps});
+                     set, follow, wait_steps, wait_timeout});
   parser.process(app);
 
   fp8wb::init_compute_threads();
@@ -105,7 +110,8 @@ int main(int argc, char** argv) {
   o.follow = parser.isSet(follow);
   // --steps N, --wait-steps N: positive counts.
   for (const auto& [option, out] :
-       {std::make_pair(&steps, &o.steps), std::make_pair(&wait_steps, &o.wait_steps)}) {
+       {std::make_pair(&steps, &o.steps), std::make_pair(&wait_steps, &o.wait_steps),
+        std::make_pair(&wait_timeout, &o.wait_timeout_s)}) {
     if (!parser.isSet(*option)) continue;
     bool ok = false;
     *out = parser.value(*option).toLongLong(&ok);

@@ -5,6 +5,7 @@
 #include <QCloseEvent>
 #include <QDir>
 #include <QDockWidget>
+#include <QFile>
 #include <QFileInfo>
 #include <QLabel>
 #include <QMenuBar>
@@ -15,6 +16,7 @@
 #include <QTabWidget>
 
 #include "fp8wb/core/backend_info.h"
+#include "fp8wb/core/file_io.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/views/checkpoint_tab.h"
 #include "fp8wb/views/engine_controller.h"
@@ -237,6 +239,11 @@ bool MainWindow::openDatabaseFile(const QString& path) {
   // Only a file that is there: the dialog's choice, or a recent file still there.
   if (!QFileInfo::exists(path)) {
     const QString folder = QFileInfo(path).absolutePath();
+    if (const std::string link = link_problem(QFile::encodeName(path).toStdString());
+        !link.empty()) {
+      showFailure(tr("no run database at %1: it is %2").arg(path, QString::fromStdString(link)));
+      return false;
+    }
     showFailure(QFileInfo(folder).isDir()
                     ? tr("no run database at %1").arg(path)
                     : tr("no run database at %1: the folder %2 does not exist").arg(path, folder));

@@ -1,15 +1,20 @@
 #include "screenshot.h"
 
 #include <QApplication>
+#include <QBuffer>
+#include <QElapsedTimer>
 #include <QEventLoop>
 #include <QFileInfo>
 #include <QPixmap>
+#include <QTimer>
+#include <algorithm>
 #include <cstdio>
 
 #include "fp8wb/views/checkpoint_tab.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/formats_tab.h"
+#include "fp8wb/views/run_database_guard.h"
 #include "fp8wb/views/run_panel.h"
 #include "fp8wb/views/runs_tab.h"
 #include "fp8wb/views/sweeps_tab.h"
@@ -129,14 +134,45 @@ QString follow_run(MainWindow& w, const GuiOptions& o) {
   if (!engine->isFollowing()) return {};  // it ended meanwhile: shown as stored
   if (o.wait_steps <= 0) return {};
   QEventLoop loop;
+  // Bounded by what it waits for: a new step restarts the clock, and a run that stores
+  // none for wait_timeout_s (its writer stalled, or a live process that is not its writer)
+  // ends the wait with a message.
+  QElapsedTimer since_step;
+  since_step.start();
+  int64_t last_step = -1;
+  bool stalled = false;
   auto check = [&] {
     const auto& s = engine->data().steps();
-    if (!engine->isFollowing() || (!s.empty() && s.back().step + 1 >= o.wait_steps)) loop.quit();
+    const int64_t step = s.empty() ? -1 : s.back().step;
+    if (step != last_step) {
+      last_step = step;
+      since_step.restart();
+    }
+    if (!engine->isFollowing() || step + 1 >= o.wait_steps) {
+      loop.quit();
+    } else if (since_step.elapsed() >= o.wait_timeout_s * 1000) {
+      stalled = true;
+      loop.quit();
+    }
   };
   QObject::connect(engine, &EngineController::dataChanged, &loop, check);
   QObject::connect(engine, &EngineController::finished, &loop, &QEventLoop::quit);
+  QTimer tick;
+  QObject::connect(&tick, &QTimer::timeout, &loop, check);
+  tick.start(
+      static_cast<int>(std::min<qint64>(1000, std::max<qint64>(50, o.wait_timeout_s * 100))));
   check();
-  if (engine->isFollowing()) loop.exec();
+  if (engine->isFollowing() && !stalled) loop.exec();
+  if (stalled) {
+    return QStringLiteral(
+               "run %1 stored no new step for %2 s (%3 of the %4 steps waited for are stored): "
+               "its writer may have stalled, or the process recorded as writing it is not this "
+               "run's; gave up waiting (--wait-timeout S waits longer)")
+        .arg(id)
+        .arg(o.wait_timeout_s)
+        .arg(last_step + 1)
+        .arg(o.wait_steps);
+  }
   return {};
 }
 
@@ -159,6 +195,10 @@ QString save_screenshot(MainWindow& w, const QString& path) {
   if (QFileInfo(path).suffix().compare(QLatin1String("png"), Qt::CaseInsensitive) != 0) {
     return QStringLiteral("screenshot path '%1' must end in .png").arg(path);
   }
+  if (const QString no =
+          output_refusal(path, {w.engine()->databasePath(), w.checkpointTab()->shownPath()});
+      !no.isEmpty())
+    return no;
   w.show();
   // Let layouts settle and queued replots run before grabbing.
   for (int i = 0; i < 5; ++i) QApplication::processEvents();
@@ -167,8 +207,14 @@ QString save_screenshot(MainWindow& w, const QString& path) {
   QApplication::processEvents();
   const QPixmap shot = w.grab();
   if (shot.isNull()) return QStringLiteral("could not render the window");
-  if (!shot.save(path, "PNG")) return QStringLiteral("cannot write %1").arg(path);
-  return {};
+  // As every file the GUI writes: never over an SQLite database (a link named x.png to
+  // the run database another process is writing, say) or what the window reads, and all
+  // or nothing (run_database_guard.h).
+  QByteArray png;
+  QBuffer buffer(&png);
+  buffer.open(QIODevice::WriteOnly);
+  if (!shot.save(&buffer, "PNG")) return QStringLiteral("could not encode the window as PNG");
+  return write_output_file(path, png, {w.engine()->databasePath(), w.checkpointTab()->shownPath()});
 }
 
 }  // namespace fp8wb

@@ -26,6 +26,7 @@ struct GuiOptions {
   QStringList set;        // with preset: key=value overrides of its fields (device=cuda:0, ...)
   bool follow = false;    // follow the newest run another process is writing into db
   qint64 wait_steps = 0;  // with follow: wait until this many steps are stored (or the end)
+  qint64 wait_timeout_s = 300;  // with wait_steps: give up after this long without a new step
 };
 
 // Applies the options to a window; returns an error message, empty when all is well.
@@ -38,8 +39,9 @@ QString run_sweep_preset(MainWindow& w, const GuiOptions& o);
 // Opens the options' checkpoint and waits for its analysis; an error message or empty.
 QString open_checkpoint(MainWindow& w, const GuiOptions& o);
 // Opens the newest run being written into the database and follows it live; with
-// wait_steps, returns once that many steps are stored or the run has ended. An error
-// message or empty.
+// wait_steps, returns once that many steps are stored or the run has ended, or with an
+// error once the run has stored no new step for wait_timeout_s (a writer stalled, or one
+// that is not this run's). An error message or empty.
 QString follow_run(MainWindow& w, const GuiOptions& o);
 // Renders the window (shown or offscreen) to PNG; returns an error message or empty.
 QString save_screenshot(MainWindow& w, const QString& path);

@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <streambuf>
 #include <vector>
@@ -212,6 +213,66 @@ void write_file_atomically(const std::string& path,
   if (::rename(tmp.path().c_str(), target.c_str()) != 0)
     throw FileError("cannot move " + tmp.path() + " to " + path + ": " + errno_text(errno));
   tmp.release();
+}
+
+namespace {
+
+// A regular file (a link followed) that begins with SQLite's 16-byte header. Opened without
+// blocking (a FIFO is no database and is never waited on).
+bool is_sqlite_file(const std::string& p) {
+  static const char kHeader[16] = "SQLite format 3";  // and its terminating zero
+  int fd = -1;
+  try {
+    fd = open_regular_file(p);
+  } catch (const FileError&) {
+    return false;
+  }
+  char head[sizeof kHeader] = {};
+  const uint64_t got = read_at(fd, 0, head, sizeof head, p);
+  ::close(fd);
+  return got == sizeof head && std::memcmp(head, kHeader, sizeof head) == 0;
+}
+
+std::string database_named_by(const std::string& p) {
+  if (is_sqlite_file(p)) return p;
+  for (const std::string suffix : {"-wal", "-shm", "-journal"}) {
+    if (p.size() > suffix.size() &&
+        p.compare(p.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      const std::string base = p.substr(0, p.size() - suffix.size());
+      if (is_sqlite_file(base)) return base;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string sqlite_database_at(const std::string& path) {
+  if (path.empty()) return {};
+  try {
+    if (std::string db = database_named_by(path); !db.empty()) return db;
+    // A link named x.png to a database's -wal file: the name it resolves to tells.
+    std::error_code ec;
+    const std::filesystem::path real = std::filesystem::canonical(path, ec);
+    if (!ec && real.string() != path) return database_named_by(real.string());
+  } catch (const FileError&) {
+  }
+  return {};
+}
+
+std::string link_problem(const std::string& path) {
+  struct stat st {};
+  if (path.empty() || ::stat(path.c_str(), &st) == 0) return {};
+  if (errno == ELOOP) return "a loop of symbolic links";
+  if (errno != ENOENT) return {};
+  struct stat lst {};
+  if (::lstat(path.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode)) return {};
+  char target[4096];
+  const ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
+  if (n <= 0) return "a symbolic link to nothing that is there";
+  std::string t(target, static_cast<size_t>(n));
+  if (t.size() > 200) t = t.substr(0, 200) + "…";
+  return "a symbolic link to " + t + ", which is not there";
 }
 
 }  // namespace fp8wb

@@ -73,7 +73,7 @@ std::vector<RunInfo> RunStore::runs() const {
       r.uuid = stored_uuid(q.s(13), has_uuid);
       r.writer_pid = q.i(12);
       if (r.status == RunStatus::Running || r.status == RunStatus::Paused) {
-        r.live = writer_alive(q.s(11), q.i(12), true);
+        r.live = writer_alive(q.s(11), q.i(12), r.started_at, true);
         if (!r.live) {
           r.status = RunStatus::Interrupted;
           r.message = kInterruptedMessage;

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "fp8wb/core/file_io.h"
 #include "run_store_sql.h"
 
 namespace fp8wb {
@@ -197,7 +198,10 @@ bool sqlite_file(const std::string& path) {
 
 Source read_source(const std::string& path, const ImportOptions& opt) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw StoreError("no run database at " + path);
+  if (!std::filesystem::exists(path, ec)) {
+    const std::string link = link_problem(path);
+    throw StoreError("no run database at " + path + (link.empty() ? "" : ": it is " + link));
+  }
   if (!std::filesystem::is_regular_file(path, ec)) {
     throw StoreError(path + " is not a file, so not a run database");
   }
@@ -459,7 +463,7 @@ ImportReport RunStore::import_runs(const std::string& source_path, const ImportO
         Stmt q(w,
                "SELECT r.id, r.status, IFNULL(r.owner_host, ''), IFNULL(r.owner_pid, 0), "
                "IFNULL((SELECT MAX(c.step) FROM scalars c JOIN series s ON c.series_id = s.id "
-               "        WHERE s.run_id = r.id AND s.name = 'loss'), -1) "
+               "        WHERE s.run_id = r.id AND s.name = 'loss'), -1), r.started_at "
                "FROM runs r WHERE r.id = ?");
         q.bind(1, here->second);
         if (q.step()) {
@@ -467,7 +471,7 @@ ImportReport RunStore::import_runs(const std::string& source_path, const ImportO
           RunStatus have = RunStatus::Running;
           parse_run_status(q.s(1), have);
           const bool live = (have == RunStatus::Running || have == RunStatus::Paused) &&
-                            writer_alive(q.s(2), q.i(3), false);
+                            writer_alive(q.s(2), q.i(3), q.s(5), false);
           const bool further = complete(status) || r.last_step > q.i(4);
           if (complete(have) || live || !further) {
             report->unchanged++;
@@ -505,8 +509,13 @@ ImportReport RunStore::import_runs(const std::string& source_path, const ImportO
         if (!ended_at.empty()) ins.bind(8, ended_at);
         ins.bind(9, message);
         if (parent > 0) ins.bind(10, parent);
-        bind_value(ins, 11, r.owner_host);
-        bind_value(ins, 12, r.owner_pid);
+        // A copy of a run still being written is no process's live run here: its writer
+        // writes into the source file, never into this one. Without an owner it reads as
+        // interrupted until a later import brings it further.
+        if (status != RunStatus::Running && status != RunStatus::Paused) {
+          bind_value(ins, 11, r.owner_host);
+          bind_value(ins, 12, r.owner_pid);
+        }
         ins.bind(13, r.uuid).run();
         id = sqlite3_last_insert_rowid(w.get());
         runs_here[r.uuid] = id;  // a source that names a run twice adds it once

@@ -13,12 +13,14 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "fp8wb/core/file_io.h"
 #include "run_store_sql.h"
 
 namespace fp8wb {
@@ -39,9 +41,69 @@ std::string host_name() {
   return buf;
 }
 
-bool writer_alive(const std::string& host, int64_t pid, bool other_hosts_alive) {
+namespace {
+
+// When process `pid` started, in seconds since the epoch (the boot time of /proc/stat and
+// the start of /proc/PID/stat, in clock ticks since boot); -1 where it cannot be read.
+int64_t process_start_time(int64_t pid) {
+  std::string stat;
+  {
+    std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+    if (!f) return -1;
+    char buf[1024];
+    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    stat.assign(buf, n);
+  }
+  // The command's name, in parentheses, may hold anything: the fields follow the last ')'.
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return -1;
+  const char* p = stat.c_str() + paren + 1;
+  // Fields 3 (the state) to 22 (the start time): 19 fields to skip.
+  for (int field = 3; field < 22; ++field) {
+    while (*p == ' ') ++p;
+    while (*p && *p != ' ') ++p;
+  }
+  char* end = nullptr;
+  const unsigned long long ticks = std::strtoull(p, &end, 10);
+  if (end == p) return -1;
+  int64_t boot = -1;
+  if (std::FILE* f = std::fopen("/proc/stat", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f)) {
+      long long b = 0;
+      if (std::sscanf(line, "btime %lld", &b) == 1) boot = b;
+    }
+    std::fclose(f);
+  }
+  const long hz = sysconf(_SC_CLK_TCK);
+  if (boot < 0 || hz <= 0) return -1;
+  return boot + static_cast<int64_t>(ticks / static_cast<unsigned long long>(hz));
+}
+
+// "2026-01-01T12:00:00Z" in seconds since the epoch; -1 for anything else.
+int64_t utc_seconds(const std::string& text) {
+  std::tm tm{};
+  const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  if (!end || *end) return -1;
+  return static_cast<int64_t>(timegm(&tm));
+}
+
+}  // namespace
+
+bool writer_alive(const std::string& host, int64_t pid, const std::string& started_at,
+                  bool other_hosts_alive) {
   if (host != host_name()) return other_hosts_alive && !host.empty();
-  return pid > 0 && (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+  if (pid <= 0 || pid > std::numeric_limits<pid_t>::max()) return false;
+  if (kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) return false;
+  // A live process of that number: the writer only where it started before the run. The
+  // slack covers the clock's rounding and a small step of the wall clock; a number reused
+  // after a restart or after its writer ended belongs to a process started later still.
+  constexpr int64_t kSlackSeconds = 60;
+  const int64_t run_start = utc_seconds(started_at);
+  const int64_t process_start = process_start_time(pid);
+  if (run_start < 0 || process_start < 0) return true;  // cannot tell: the number alone
+  return process_start <= run_start + kSlackSeconds;
 }
 
 int user_version(const Db& db) {
@@ -410,10 +472,12 @@ void switch_to_wal(const Db& db, const std::string& path, std::chrono::milliseco
 // always when the file was written on another host (a copied database).
 void mark_interrupted(const Db& db) {
   auto gone_runs = [&] {
-    Stmt q(db, "SELECT id, owner_host, owner_pid FROM runs WHERE status IN ('running', 'paused')");
+    Stmt q(db,
+           "SELECT id, owner_host, owner_pid, started_at FROM runs "
+           "WHERE status IN ('running', 'paused')");
     std::vector<int64_t> gone;
     while (q.step()) {
-      if (!writer_alive(q.s(1), q.i(2), false)) gone.push_back(q.i(0));
+      if (!writer_alive(q.s(1), q.i(2), q.s(3), false)) gone.push_back(q.i(0));
     }
     return gone;
   };
@@ -501,6 +565,9 @@ namespace {
 // A folder (or a FIFO, a device) where the database should be: said as such, not as
 // whatever SQLite makes of it, nor as no database at all.
 void refuse_other_than_file(const std::string& path) {
+  // A loop of links is no missing file (which open() would create): said as what it is.
+  if (const std::string link = link_problem(path); link.rfind("a loop", 0) == 0)
+    throw StoreError("run database " + path + " is " + link + ", not a database file");
   std::error_code ec;
   const auto st = std::filesystem::status(path, ec);
   if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
@@ -568,7 +635,8 @@ std::unique_ptr<RunStore> RunStore::open_read_only(const std::string& path) {
   refuse_other_than_file(path);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
-    throw StoreError("no run database at " + path);
+    const std::string link = link_problem(path);
+    throw StoreError("no run database at " + path + (link.empty() ? "" : ": it is " + link));
   }
   auto impl = std::make_unique<Impl>();
   impl->path = path;

@@ -316,10 +316,13 @@ std::string migration_sql(int to);
 // Shared by opening, writing and reading.
 std::string now_utc();
 std::string host_name();
-// Whether the process that writes a run is still there: on this host, when its pid
-// exists; a run from another host (a database on a shared or copied file) is taken as
+// Whether the process that wrote a run (`host`, `pid`, the run's `started_at` as stored)
+// is still there: on this host, a live process `pid` that started before the run did (one
+// started later, a PID reused after the writer ended or the machine restarted, is not its
+// writer). A run from another host (a database on a shared or copied file) is taken as
 // alive where `other_hosts_alive`, since nothing here can tell.
-bool writer_alive(const std::string& host, int64_t pid, bool other_hosts_alive);
+bool writer_alive(const std::string& host, int64_t pid, const std::string& started_at,
+                  bool other_hosts_alive);
 int user_version(const Db& db);
 // Whether `table` has `column` (a file of an older schema may lack it).
 bool has_column(const Db& db, const char* table, const char* column);

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -187,11 +188,54 @@ SlurmView ask_slurm(const std::string& job) {
   return v;
 }
 
-// The last lines of a task's log, on one line.
-std::string log_tail(const fs::path& log) {
-  std::ifstream in(log);
-  if (!in) return {};
+// Why a file of the sweep folder (`p`, under `root`, the folder's real path) is not read:
+// it leads, through links, outside the folder. Empty where it stays inside (or is not
+// there: its reader says so).
+std::string outside_folder(const fs::path& root, const fs::path& p) {
+  std::error_code ec;
+  const fs::path real = fs::weakly_canonical(p, ec);
+  if (ec) return {};
+  const fs::path rel = real.lexically_relative(root);
+  if (!rel.empty() && *rel.begin() != "..") return {};
+  return p.string() + " leads outside the sweep folder " + root.string() + " (to " + real.string() +
+         "): not read";
+}
+
+// A task's log is read only from its end: at most this much of it.
+constexpr uint64_t kLogTailBytes = 64 << 10;
+
+// The last lines of a task's log, on one line. Read only where it is a regular file inside
+// the folder, and only its last kLogTailBytes: a FIFO is never waited on, a link to
+// /dev/zero never read. `why` says why a log that is there was not read.
+std::string log_tail(const fs::path& root, const fs::path& log, std::string& why) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(log, ec))) return {};
+  if (why = outside_folder(root, log); !why.empty()) return {};
+  std::string text;
+  try {
+    const int fd = open_regular_file(log.string());
+    struct stat st {};
+    const uint64_t size = fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+    const uint64_t from = size > kLogTailBytes ? size - kLogTailBytes : 0;
+    text.resize(static_cast<size_t>(size - from));
+    try {
+      text.resize(static_cast<size_t>(read_at(fd, from, text.data(), text.size(), log.string())));
+    } catch (...) {
+      close(fd);
+      throw;
+    }
+    close(fd);
+    // A cut first line is no line.
+    if (from > 0) {
+      const size_t nl = text.find('\n');
+      text.erase(0, nl == std::string::npos ? text.size() : nl + 1);
+    }
+  } catch (const FileError& e) {
+    why = e.what();
+    return {};
+  }
   std::vector<std::string> lines;
+  std::stringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
     // The progress bar's redraws: only what follows the last carriage return.
@@ -206,7 +250,8 @@ std::string log_tail(const fs::path& log) {
   return s;
 }
 
-std::string failure_reason(const std::optional<TaskState>& t, const fs::path& log) {
+std::string failure_reason(const std::optional<TaskState>& t, const fs::path& root,
+                           const fs::path& log) {
   std::string s;
   if (t) {
     s = "Slurm: " + t->state;
@@ -215,7 +260,9 @@ std::string failure_reason(const std::optional<TaskState>& t, const fs::path& lo
   } else {
     s = "the task ended without writing its trial";
   }
-  const std::string tail = log_tail(log);
+  std::string why;
+  const std::string tail = log_tail(root, log, why);
+  if (!why.empty()) return s + " (log " + log.string() + " not read: " + why + ")";
   s += tail.empty() ? " (no log at " + log.string() + ")" : "; log: " + tail;
   return s;
 }
@@ -295,6 +342,32 @@ SweepCollection collect_sweep_folder(const std::string& dir_text, const std::str
                                      const std::function<void(size_t, size_t)>& progress) {
   const fs::path dir = fs::absolute(dir_text).lexically_normal();
   const Manifest m = read_manifest(dir);
+  std::error_code ec;
+  const fs::path root = fs::canonical(dir, ec);
+  if (ec)
+    throw std::runtime_error("cannot read the sweep folder " + dir.string() + ": " + ec.message());
+  // Without --db, the database sweep.json names (the one the sweep was submitted from) is
+  // collected into only where it is there already, an SQLite database: a path written in
+  // the folder never makes folders or a database anywhere.
+  if (db.empty()) {
+    const std::string named = m.db.size() > 200 ? m.db.substr(0, 200) + "…" : m.db;
+    const std::string manifest = (dir / kSweepManifest).string();
+    if (m.db.empty() || !fs::path(m.db).is_absolute()) {
+      throw std::runtime_error(manifest + " names the database '" + named +
+                               "', not an absolute path: give the database to collect into "
+                               "(--db); nothing was created");
+    }
+    if (!fs::exists(m.db, ec)) {
+      throw std::runtime_error(manifest + " names the database " + named +
+                               ", which is not there: give the database the sweep was submitted "
+                               "from (--db); nothing was created");
+    }
+    if (sqlite_database_at(m.db) != m.db) {
+      throw std::runtime_error(manifest + " names the database " + named +
+                               ", which is not an SQLite database: give the database the sweep "
+                               "was submitted from (--db); nothing was written");
+    }
+  }
   auto store = RunStore::open(db.empty() ? m.db : db);
   std::optional<SweepInfo> sweep;
   for (const SweepInfo& s : store->sweeps()) {
@@ -334,7 +407,18 @@ SweepCollection collect_sweep_folder(const std::string& dir_text, const std::str
       rows.push_back(row);
       continue;
     }
-    std::error_code ec;
+    // The trial's database is read only inside the folder (a link out of it is refused,
+    // naming it), and only where it is a regular file.
+    std::string refused = outside_folder(root, trial_db);
+    if (refused.empty() && fs::exists(trial_db, ec) && !fs::is_regular_file(trial_db, ec))
+      refused = trial_db.string() + " is not a regular file: not read";
+    if (!refused.empty()) {
+      row.state = "error";
+      row.message = refused;
+      problems.push_back("trial " + std::to_string(i) + " (" + t.key + "): " + refused);
+      rows.push_back(row);
+      continue;
+    }
     if (fs::exists(trial_db, ec)) {
       std::optional<RunInfo> run;
       try {
@@ -365,7 +449,8 @@ SweepCollection collect_sweep_folder(const std::string& dir_text, const std::str
           // The cluster ended the task before the trial ended its run (a time limit, a
           // node lost, the task killed).
           io.status = RunStatus::Failed;
-          io.message = "the trial did not finish on the cluster: " + failure_reason(task, log);
+          io.message =
+              "the trial did not finish on the cluster: " + failure_reason(task, root, log);
         }
         if (existing != have.end() && !io.status && run->status == existing->second.status &&
             run->last_step <= existing->second.last_step) {
@@ -412,7 +497,7 @@ SweepCollection collect_sweep_folder(const std::string& dir_text, const std::str
       ++waiting;
     } else {
       // The task ended without a trial: recorded as a failed run with Slurm's reason.
-      const std::string reason = failure_reason(task, log);
+      const std::string reason = failure_reason(task, root, log);
       RunConfig cfg = parse_run_config(t.config_json);
       row.run =
           store->create_run(t.name, "sweep-trial", run_config_json(cfg), "", sweep->id, t.uuid);

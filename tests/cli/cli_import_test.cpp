@@ -35,6 +35,37 @@ class CliImport : public fp8wb::test::TempDirTest {
   }
 };
 
+// A run database given as a loop of symbolic links is said to be one, by every command
+// that opens it (not "no run database", nor SQLite's "unable to open"); a link to nothing
+// names where it leads. Nothing is created.
+TEST_F(CliImport, ALinkLoopIsSaidToBeOne) {
+  namespace fs = std::filesystem;
+  fs::create_symlink(file("loop-b.sqlite"), file("loop-a.sqlite"));
+  fs::create_symlink(file("loop-a.sqlite"), file("loop-b.sqlite"));
+  const std::string loop = file("loop-a.sqlite");
+  const std::vector<std::vector<std::string>> commands = {
+      {"runs", "list", "--db", loop},
+      {"runs", "show", "1", "--db", loop},
+      {"train", "--db", loop, "--set", "model=mlp", "--set", "steps=1", "--quiet"},
+      {"runs", "import", loop, "--db", file("target.sqlite")},
+      {"replay", "1", "--db", loop},
+  };
+  for (const auto& args : commands) {
+    const auto r = run(args);
+    EXPECT_NE(r.rc, 0) << args[0];
+    EXPECT_NE(r.err.find(loop), std::string::npos) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("a loop of symbolic links"), std::string::npos)
+        << args[0] << " " << args[1] << ": " << r.err;
+  }
+  fs::create_symlink(file("gone.sqlite"), file("dangling.sqlite"));
+  const auto r = run({"runs", "list", "--db", file("dangling.sqlite")});
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.err.find("a symbolic link to " + file("gone.sqlite") + ", which is not there"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(file("gone.sqlite")));
+}
+
 TEST_F(CliImport, RunsComeOnceWithTheirSteps) {
   ASSERT_EQ(train(file("server.sqlite"), "on the server").rc, 0);
   ASSERT_EQ(train(file("server.sqlite"), "second").rc, 0);

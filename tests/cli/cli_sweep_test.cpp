@@ -13,6 +13,7 @@
 #include <string>
 
 #include "cli_run.h"
+#include "fifo.h"
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/sweep_collect.h"
@@ -277,6 +278,86 @@ TEST(CliSweep, CutLabelsEndInAnEllipsis) {
     ++cuts;
   }
   EXPECT_EQ(cuts, 1u) << r.out;
+  fp8wb::test::remove_tree(dir.string());
+}
+
+// `sweep --collect` of a folder whose tasks failed, with hostile logs and links: a FIFO
+// log is not waited on, a log linked to /dev/zero is not read, a log or a trial database
+// linked outside the folder is not read (each said, naming the path); without --db, a
+// sweep.json naming a database that is not there makes no folder and no database.
+TEST(CliSweep, CollectReadsOnlyRegularFilesInsideTheFolder) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("fp8wb-cli-collect-hostile-" + std::to_string(getpid()));
+  fp8wb::test::remove_tree(dir.string());
+  fs::create_directories(dir / "bin");
+  auto script = [&](const char* name, const std::string& text) {
+    const fs::path p = dir / "bin" / name;
+    std::ofstream(p) << text;
+    fs::permissions(p, fs::perms::owner_all);
+  };
+  script("sbatch", "#!/bin/sh\necho 4242\n");
+  script("sacct", "#!/bin/sh\nprintf '4242_[0-3]|FAILED|1:0|None\\n'\n");
+  const std::string old_path = getenv("PATH") ? getenv("PATH") : "";
+  setenv("PATH", ((dir / "bin").string() + ":" + old_path).c_str(), 1);
+  const fs::path folder = dir / "sw";
+  const std::string db = (dir / "runs.sqlite").string();
+  auto r = run({"sweep", "--db", db, "--set", "model=mlp", "--grid", "margin=0,1,2,3", "--slurm",
+                "--slurm-dir", folder.string()});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  fs::create_directories(folder / "logs");
+  fs::create_directories(folder / "trials");
+  for (int i = 0; i < 4; ++i) fs::remove(folder / "logs" / (std::to_string(i) + ".log"));
+  fp8wb::test::FifoGuard fifo((folder / "logs" / "0.log").string());
+  ASSERT_TRUE(fifo.made());
+  fs::create_symlink("/dev/zero", folder / "logs" / "1.log");
+  std::ofstream(dir / "secret.txt") << "SECRET LINE\n";
+  fs::create_symlink(dir / "secret.txt", folder / "logs" / "2.log");
+  {
+    auto other = fp8wb::RunStore::open((dir / "other.sqlite").string());
+    other->create_run("other", "train", "{}", "cpu");
+    other->flush();
+  }
+  fs::create_symlink(dir / "other.sqlite", folder / "trials" / "3.sqlite");
+
+  r = run({"sweep", "--collect", folder.string(), "--db", db});
+  EXPECT_FALSE(fifo.reader_blocked()) << "the FIFO log was waited on";
+  EXPECT_EQ(r.rc, 1) << r.out << r.err;
+  const std::string trial3 = (folder / "trials" / "3.sqlite").string();
+  EXPECT_NE(r.err.find(trial3 + " leads outside the sweep folder"), std::string::npos) << r.err;
+  std::map<std::string, std::string> messages;  // by run name's end
+  for (const fp8wb::RunInfo& run_info : fp8wb::RunStore::open_read_only(db)->runs())
+    messages[run_info.name.substr(run_info.name.find("margin="))] = run_info.message;
+  ASSERT_EQ(messages.size(), 3u);
+  const std::string log0 = (folder / "logs" / "0.log").string();
+  EXPECT_NE(messages["margin=0 seed=1"].find("log " + log0 + " not read: " + log0 + " is a FIFO"),
+            std::string::npos)
+      << messages["margin=0 seed=1"];
+  EXPECT_NE(messages["margin=1 seed=1"].find("1.log leads outside the sweep folder"),
+            std::string::npos)
+      << messages["margin=1 seed=1"];
+  EXPECT_NE(messages["margin=2 seed=1"].find("2.log leads outside the sweep folder"),
+            std::string::npos)
+      << messages["margin=2 seed=1"];
+  EXPECT_EQ(messages["margin=2 seed=1"].find("SECRET"), std::string::npos);
+
+  // sweep.json naming a database elsewhere that is not there: nothing is made.
+  const fs::path manifest = folder / "sweep.json";
+  nlohmann::json m;
+  {
+    std::ifstream in(manifest);
+    m = nlohmann::json::parse(in);
+  }
+  m["db"] = (dir / "made" / "deep" / "x.sqlite").string();
+  std::ofstream(manifest, std::ios::trunc) << m.dump();
+  r = run({"sweep", "--collect", folder.string()});
+  setenv("PATH", old_path.c_str(), 1);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("names the database " + (dir / "made" / "deep" / "x.sqlite").string() +
+                       ", which is not there"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir / "made"));
   fp8wb::test::remove_tree(dir.string());
 }
 

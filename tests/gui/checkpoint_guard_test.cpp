@@ -103,6 +103,8 @@ class CheckpointGuardTest : public QObject {
   void aFailedOpenKeepsTheShownCheckpoint();
   void exportsNeverWriteOverTheRunDatabase();
   void aCheckpointOptionThatFailsOpensTheWindowAnyway();
+  void exportsNeverWriteOverAnotherDatabase();
+  void aScreenshotNeverWritesOverADatabase();
 
  private:
   QString file(const QString& name) const { return dir_.filePath(name); }
@@ -360,6 +362,95 @@ void CheckpointGuardTest::aCheckpointOptionThatFailsOpensTheWindowAnyway() {
   QVERIFY(shot.waitForFinished(60000));
   QCOMPARE(shot.exitCode(), 1);
   QVERIFY(!QFile::exists(dir.filePath("x.png")));
+}
+
+namespace {
+
+QByteArray file_bytes(const QString& path) {
+  QFile f(path);
+  return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+}  // namespace
+
+// A plot or a run exported through a link to an SQLite database this window does not
+// have open (another run database, its -wal), as PNG, PDF or CSV: refused, naming the
+// database, and the file stays as it was. Elsewhere, through a link to a plain file, the
+// export replaces that file whole.
+void CheckpointGuardTest::exportsNeverWriteOverAnotherDatabase() {
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  const QString other = dir.filePath(QStringLiteral("other.sqlite"));
+  {
+    auto store = RunStore::open(other.toStdString());
+    store->create_run("theirs", "train", "{}", "cpu");
+    store->flush();
+  }
+  const QByteArray before = file_bytes(other);
+  QVERIFY(before.startsWith("SQLite format 3"));
+  ExportablePlot plot;
+  plot.addGraph();
+  plot.graph(0)->setData({0, 1, 2}, {1, 2, 3});
+  for (const char* name : {"x.png", "x.pdf", "x.csv"}) {
+    const QString link = dir.filePath(QLatin1String(name));
+    QVERIFY(QFile::link(other, link));
+    const QString m = plot.exportTo(link);
+    QVERIFY2(m.contains(QLatin1String("was not written")) && m.contains(link) &&
+                 m.contains(QLatin1String("SQLite database")),
+             qPrintable(m));
+  }
+  QCOMPARE(file_bytes(other), before);
+  const QString plain = dir.filePath(QStringLiteral("plain.txt"));
+  {
+    QFile f(plain);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("old");
+  }
+  const QString to_plain = dir.filePath(QStringLiteral("plain.csv"));
+  QVERIFY(QFile::link(plain, to_plain));
+  QCOMPARE(plot.exportTo(to_plain), QString());
+  QVERIFY(file_bytes(plain).startsWith("series,x,y"));
+  QVERIFY(QFileInfo(to_plain).isSymLink());
+}
+
+// `fp8-workbench --screenshot PATH` where PATH is a link to a run database that another
+// process (this test) is writing: refused with a message naming the database, the
+// program ends with status 1, and the database is byte for byte as it was.
+void CheckpointGuardTest::aScreenshotNeverWritesOverADatabase() {
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  const QString db = dir.filePath(QStringLiteral("live.sqlite"));
+  auto store = RunStore::open(db.toStdString());
+  const int64_t run = store->create_run("live", "train", "{}", "cpu");
+  store->flush();
+  QVERIFY(run > 0);
+  const QByteArray before = file_bytes(db);
+  QVERIFY(before.startsWith("SQLite format 3"));
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+  env.insert(QStringLiteral("XDG_CONFIG_HOME"), dir.filePath(QStringLiteral("config")));
+  env.insert(QStringLiteral("XDG_DATA_HOME"), dir.filePath(QStringLiteral("data")));
+  for (const QString& name : {QStringLiteral("shot.png"), QStringLiteral("wal.png")}) {
+    const QString link = dir.filePath(name);
+    QVERIFY(QFile::link(name == QLatin1String("wal.png") ? db + QStringLiteral("-wal") : db, link));
+    QProcess shot;
+    shot.setProcessEnvironment(env);
+    shot.start(
+        QStringLiteral(FP8WB_GUI_BINARY),
+        {QStringLiteral("--screenshot"), link, QStringLiteral("--tab"), QStringLiteral("formats")});
+    QVERIFY(shot.waitForFinished(300000));
+    const QString said = QString::fromUtf8(shot.readAllStandardError());
+    QCOMPARE(shot.exitCode(), 1);
+    QVERIFY2(
+        said.contains(QLatin1String("was not written")) && said.contains(link) && said.contains(db),
+        qPrintable(said));
+    QVERIFY(QFileInfo(link).isSymLink());
+  }
+  QCOMPARE(file_bytes(db), before);
+  // The writer goes on.
+  store->set_status(run, RunStatus::Finished, "");
+  store->flush();
+  QCOMPARE(store->run(run)->status, RunStatus::Finished);
 }
 
 QTEST_MAIN(CheckpointGuardTest)

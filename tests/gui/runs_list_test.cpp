@@ -221,6 +221,7 @@ void RunsListTest::unreadableDatabaseSaidOnceAndInTheTab() {
   engine.setDatabasePath(first);
 
   RunsTab tab(&engine);
+  tab.setPollInterval(100);
   tab.resize(900, 600);
   QSignalSpy failed(&tab, &RunsTab::failed);
   tab.show();
@@ -235,7 +236,9 @@ void RunsListTest::unreadableDatabaseSaidOnceAndInTheTab() {
     QVERIFY(QTest::qWaitForWindowExposed(&tab));
     QTRY_VERIFY_WITH_TIMEOUT(!tab.isReading(), 30000);
   }
-  QTest::qWait(2500);  // two polls at least
+  // Two polls at least, each read to its end: counted, not guessed from a time.
+  int polls = tab.pollCount();
+  QTRY_VERIFY_WITH_TIMEOUT(tab.pollCount() >= polls + 2, 60000);
   QTRY_VERIFY_WITH_TIMEOUT(!tab.isReading(), 30000);
   QCOMPARE(failed.count(), 1);
   QCOMPARE(tab.model()->rowCount(), 0);
@@ -250,7 +253,8 @@ void RunsListTest::unreadableDatabaseSaidOnceAndInTheTab() {
   QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 2, 30000);
   tab.hide();
   tab.show();
-  QTest::qWait(1500);
+  polls = tab.pollCount();
+  QTRY_VERIFY_WITH_TIMEOUT(tab.pollCount() >= polls + 2, 60000);
   QTRY_VERIFY_WITH_TIMEOUT(!tab.isReading(), 30000);
   QCOMPARE(failed.count(), 2);
   QVERIFY2(tab.statusText().contains(second), qPrintable(tab.statusText()));

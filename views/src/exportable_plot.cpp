@@ -1,10 +1,12 @@
 #include "fp8wb/views/exportable_plot.h"
 
 #include <QApplication>
+#include <QBuffer>
 #include <QFile>
 #include <QFileInfo>
 #include <QMenu>
 #include <QMessageBox>
+#include <QTemporaryDir>
 #include <QTextStream>
 #include <QToolTip>
 #include <algorithm>
@@ -356,14 +358,11 @@ QString ExportablePlot::exportTitle() const {
 
 QString ExportablePlot::exportTo(const QString& path) {
   // Written over the run database (a link to it named *.csv, say), the file would be
-  // truncated under SQLite, and its close would end this process's locks on it.
-  if (const QString db = open_run_database_file_of(path); !db.isEmpty()) {
-    return tr("%1 was not written: it is the run database file %2, which an export would "
-              "destroy")
-        .arg(path, db);
-  }
+  // truncated under SQLite, and its close would end this process's locks on it; over any
+  // other SQLite database it would destroy that one. Refused before anything is drawn.
+  if (const QString no = output_refusal(path); !no.isEmpty()) return no;
   const QString suffix = QFileInfo(path).suffix().toLower();
-  bool ok = false;
+  QByteArray bytes;
   if (suffix == QLatin1String("png") || suffix == QLatin1String("pdf")) {
     // The picture leaves the window: it carries its title on top while it is written.
     QCPTextElement* title = nullptr;
@@ -377,24 +376,34 @@ QString ExportablePlot::exportTo(const QString& path) {
       plotLayout()->addElement(0, 0, title);
       replot(QCustomPlot::rpImmediateRefresh);
     }
-    ok = suffix == QLatin1String("png") ? savePng(path, 0, 0, 2.0) : savePdf(path);
+    QString error;
+    if (suffix == QLatin1String("png")) {
+      QBuffer buffer(&bytes);
+      buffer.open(QIODevice::WriteOnly);
+      if (!toPixmap(0, 0, 2.0).save(&buffer, "PNG")) error = tr("the picture could not be drawn");
+    } else {
+      // QCustomPlot writes a PDF to a named file only: drawn into a private folder, then
+      // written to `path` as every export is (all or nothing).
+      QTemporaryDir scratch;
+      const QString drawn = scratch.filePath(QStringLiteral("plot.pdf"));
+      QFile f(drawn);
+      if (!scratch.isValid() || !savePdf(drawn) || !f.open(QIODevice::ReadOnly))
+        error = tr("the PDF could not be drawn");
+      else
+        bytes = f.readAll();
+    }
     if (title) {
       plotLayout()->remove(title);
       plotLayout()->simplify();
       replot(QCustomPlot::rpImmediateRefresh);  // the layout as it was, at once
     }
+    if (!error.isEmpty()) return tr("cannot write %1: %2").arg(path, error);
   } else if (suffix == QLatin1String("csv")) {
-    QFile f(path);
-    if (f.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) {
-      const QByteArray bytes = toCsv().toUtf8();
-      ok = f.write(bytes) == bytes.size();
-      ok = f.flush() && ok;
-    }
-    if (!ok) return tr("cannot write %1: %2").arg(path, f.errorString());
+    bytes = toCsv().toUtf8();
   } else {
     return tr("cannot export to '%1': use a .png, .pdf or .csv file name").arg(path);
   }
-  return ok ? QString() : tr("cannot write %1").arg(path);
+  return write_output_file(path, bytes);
 }
 
 void ExportablePlot::showExportMenu(const QPoint& pos) {

@@ -7,10 +7,14 @@
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QObject>
 #include <QSet>
 #include <map>
 #include <mutex>
+#include <ostream>
 #include <vector>
+
+#include "fp8wb/core/file_io.h"
 
 namespace fp8wb {
 namespace {
@@ -61,6 +65,54 @@ QString open_run_database_file_of(const QString& chosen) {
   }
   for (const QString& db : paths) {
     if (QString file = run_database_file_of(chosen, db); !file.isEmpty()) return file;
+  }
+  return {};
+}
+
+QString output_refusal(const QString& path, const QStringList& inputs) {
+  if (path.isEmpty()) return QObject::tr("a file without a name cannot be written");
+  // First by inode alone: reading the first bytes of a database this process has open
+  // would end its locks on the file.
+  if (const QString db = open_run_database_file_of(path); !db.isEmpty()) {
+    return QObject::tr(
+               "%1 was not written: it is the run database file %2, which writing "
+               "would destroy; give another path")
+        .arg(path, db);
+  }
+  for (const QString& in : inputs) {
+    if (!in.isEmpty() && same_file(path, in)) {
+      return QObject::tr(
+                 "%1 was not written: it is the same file as %2, which this window "
+                 "reads; give another path")
+          .arg(path, in);
+    }
+  }
+  const std::string db = sqlite_database_at(QFile::encodeName(path).toStdString());
+  if (!db.empty()) {
+    QString name = QFile::decodeName(QByteArray::fromStdString(db));
+    const bool itself = name == path;
+    if (QFileInfo(name).isSymLink()) name = QFileInfo(name).canonicalFilePath();
+    QString what = QObject::tr("belongs to the SQLite database %1").arg(name);
+    if (itself) {
+      what = name == path ? QObject::tr("is an SQLite database")
+                          : QObject::tr("is a link to the SQLite database %1").arg(name);
+    }
+    return QObject::tr(
+               "%1 was not written: it %2 (a run database, perhaps), which writing "
+               "would destroy; give another path")
+        .arg(path, what);
+  }
+  return {};
+}
+
+QString write_output_file(const QString& path, const QByteArray& bytes, const QStringList& inputs) {
+  if (const QString no = output_refusal(path, inputs); !no.isEmpty()) return no;
+  try {
+    write_file_atomically(QFile::encodeName(path).toStdString(), [&](std::ostream& out) {
+      out.write(bytes.constData(), static_cast<std::streamsize>(bytes.size()));
+    });
+  } catch (const std::exception& e) {
+    return QObject::tr("%1 was not written: %2").arg(path, QString::fromStdString(e.what()));
   }
   return {};
 }

@@ -174,12 +174,14 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
   updateWriteButtons();
   // The list follows the database by itself: runs other processes start, their steps,
   // how they end. Read off the GUI thread, once a second while the tab is shown.
-  auto* poll = new QTimer(this);
-  poll->setInterval(1000);
-  connect(poll, &QTimer::timeout, this, [this] {
-    if (isVisible()) refreshInBackground();
+  poll_ = new QTimer(this);
+  poll_->setInterval(1000);
+  connect(poll_, &QTimer::timeout, this, [this] {
+    if (!isVisible()) return;
+    refreshInBackground();
+    ++polls_;
   });
-  poll->start();
+  poll_->start();
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(buttons);
   status_->setObjectName(QStringLiteral("runs-status"));
@@ -345,25 +347,25 @@ void RunsTab::overlay(const std::vector<int64_t>& ids) {
       [this](const QString& message) { fail(message); });
 }
 
+void RunsTab::setPollInterval(int ms) {
+  poll_->setInterval(ms);
+}
+
 QString RunsTab::exportCsv(int64_t id, const QString& path) {
-  if (const QString db = open_run_database_file_of(path); !db.isEmpty()) {
-    return fail(tr("%1 was not written: it is the run database file %2, which an export "
-                   "would destroy")
-                    .arg(path, db));
-  }
+  // Never over the run database (or any SQLite database, or one of its files): refused
+  // before the run is read.
+  if (const QString no = output_refusal(path); !no.isEmpty()) return fail(no);
   std::ostringstream csv;
   try {
     write_run_csv(engine_->store(), id, csv);
   } catch (const std::exception& e) {
     return fail(QString::fromStdString(e.what()));
   }
-  QFile f(path);
-  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
-    return fail(tr("cannot write %1: %2").arg(path, f.errorString()));
   const std::string text = csv.str();
-  if (f.write(text.data(), static_cast<qint64>(text.size())) != static_cast<qint64>(text.size()) ||
-      !f.flush())
-    return fail(tr("writing %1 failed: %2").arg(path, f.errorString()));
+  if (const QString err =
+          write_output_file(path, QByteArray(text.data(), static_cast<qsizetype>(text.size())));
+      !err.isEmpty())
+    return fail(err);
   status_->setText(tr("wrote run %1 to %2").arg(id).arg(path));
   return status_->text();
 }

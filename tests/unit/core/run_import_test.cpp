@@ -179,6 +179,30 @@ TEST_F(RunImportTest, AnUnfinishedCopyIsReplacedByAFurtherOne) {
   EXPECT_EQ(b->integrity_check(), "ok");
 }
 
+// A copy of a run still being written is no process's live run in the target: its writer
+// (this process, alive) writes into the source only. The copy reads as interrupted, and a
+// later import of the finished source brings the rest.
+TEST_F(RunImportTest, ACopyOfARunBeingWrittenIsNotLive) {
+  auto a = RunStore::open(file("a.sqlite"));
+  auto b = RunStore::open(file("b.sqlite"));
+  const int64_t id = a->create_run("live", "train", "{}", "cpu");
+  a->write(batch(id, 0, 3.0));
+  a->flush();
+  ASSERT_TRUE(a->run(id)->live);
+  ImportReport rep = b->import_runs(a->path());
+  ASSERT_EQ(rep.added, 1);
+  const int64_t copy = rep.run_ids[0];
+  EXPECT_FALSE(b->run(copy)->live);
+  EXPECT_EQ(b->run(copy)->status, RunStatus::Interrupted);
+  a->write(batch(id, 1, 3.0));
+  a->set_status(id, RunStatus::Finished);
+  a->flush();
+  rep = b->import_runs(a->path());
+  EXPECT_EQ(rep.updated, 1);
+  EXPECT_EQ(b->run(copy)->status, RunStatus::Finished);
+  EXPECT_EQ(b->series(copy, "loss").size(), 2u);
+}
+
 // A sweep copied while it ran: a later import of the finished source brings its trials'
 // further runs and the sweep's status.
 TEST_F(RunImportTest, AnUnfinishedSweepsCopyIsReplacedByTheFinishedOne) {

@@ -139,6 +139,44 @@ TEST_F(RunStoreTest, RunsLeftRunningBecomeInterrupted) {
   EXPECT_EQ(runs[0].last_step, 0);
 }
 
+// A run whose recorded writer is a live process that is not its writer: one started after
+// the run (its number reused once the writer ended, or after a restart). The run reads as
+// interrupted, not live, and opening the file for writing marks it so; a run whose writer
+// started before it (this process) is live.
+TEST_F(RunStoreTest, ALiveProcessStartedAfterTheRunIsNotItsWriter) {
+  auto s = RunStore::open(path_);
+  const int64_t id = s->create_run("orphan", "train", "{}", "cpu");
+  s->write(step_batch(id, 0));
+  s->flush();
+  const pid_t other = ::fork();
+  if (other == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  ASSERT_GT(other, 0);
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    const std::string sql =
+        "UPDATE runs SET owner_pid = " + std::to_string(other) +
+        ", started_at = '2020-01-01T00:00:00Z' WHERE id = " + std::to_string(id);
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  ASSERT_EQ(::kill(other, 0), 0);  // alive
+  EXPECT_FALSE(s->run(id)->live);
+  EXPECT_EQ(s->run(id)->status, RunStatus::Interrupted);
+  const int64_t mine = s->create_run("mine", "train", "{}", "cpu");
+  EXPECT_TRUE(s->run(mine)->live);
+  s.reset();
+  {
+    auto again = RunStore::open(path_);
+    EXPECT_EQ(again->run(id)->status, RunStatus::Interrupted);
+  }
+  ::kill(other, SIGKILL);
+  ::waitpid(other, nullptr, 0);
+}
+
 // A data-parallel run's launcher puts how its ranks ended in front of the message of the
 // run that rank 0 left failed or interrupted; nothing else of that run or of other runs
 // changes.

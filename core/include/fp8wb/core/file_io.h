@@ -1,5 +1,5 @@
 // defines: FileError, open_regular_file(), read_regular_file(), read_at(),
-// write_file_atomically():
+// write_file_atomically(), sqlite_database_at(), link_problem():
 // how the workbench opens the files it reads (configs, checkpoints, shards) and writes
 // the files it produces (exports, weights). A FIFO, a device or a folder given where a
 // file is expected is refused with its kind named, never opened for a blocking read nor
@@ -42,5 +42,18 @@ uint64_t read_at(int fd, uint64_t offset, void* out, uint64_t n, const std::stri
 // error is rethrown (FileError for the file's own errors).
 void write_file_atomically(const std::string& path,
                            const std::function<void(std::ostream&)>& write);
+
+// The SQLite database that writing `path` would destroy: `path` itself where it is a file
+// that begins as every SQLite database does (through a link too), or the database whose
+// -wal, -shm or -journal file it is (by its name, or the name a link resolves to). Empty
+// where there is none. Reads the first 16 bytes of the file: a caller that has the file
+// open as a database itself compares by inode first (an open and close of a second
+// descriptor drops the process's POSIX locks on it).
+std::string sqlite_database_at(const std::string& path);
+
+// Why `path`, a symbolic link, leads to no file: "a loop of symbolic links", or "a symbolic
+// link to TARGET, which is not there". Empty where `path` is no such link (a file, a
+// folder, nothing at all): for messages that would otherwise say "no file at PATH".
+std::string link_problem(const std::string& path);
 
 }  // namespace fp8wb

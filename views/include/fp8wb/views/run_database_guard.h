@@ -1,7 +1,10 @@
 // defines: run_database_file_of(): whether a file chosen to be read is the open run
 // database, or one of its SQLite files, by any path to it; set_open_run_database() and
 // open_run_database_file_of(): the run databases this process has open, for every file
-// it is about to write (an export written over the database would truncate it).
+// it is about to write (an export written over the database would truncate it);
+// output_refusal() and write_output_file(): the rule every file the GUI writes follows
+// (screenshots, PNG/PDF/CSV exports), as the CLI's outputs do: never over an SQLite
+// database (any, not only the open one) or an input, and all or nothing.
 //
 // Opening and closing a second descriptor of the run database (or of its -wal or -shm
 // file) in the process that has it open drops every POSIX lock the process holds on that
@@ -10,6 +13,7 @@
 // database is the database.
 #pragma once
 
+#include <QByteArray>
 #include <QString>
 #include <QStringList>
 
@@ -26,6 +30,16 @@ void set_open_run_database(const void* owner, const QString& path);
 // run_database_file_of() against every run database this process has open: the file
 // `chosen` is, or empty.
 QString open_run_database_file_of(const QString& chosen);
+
+// Why `path` must not be written, or empty: it is a file of a run database this process
+// has open (compared by inode: nothing opened), any other SQLite database or one of its
+// files (its first bytes read), or one of `inputs` (by any path to it).
+QString output_refusal(const QString& path, const QStringList& inputs = {});
+// Writes `bytes` to `path` all or nothing (write_file_atomically(): a temporary file in the
+// same folder, renamed over `path`; a link to a regular file replaces that file) after
+// output_refusal(). Returns an empty string, or a message naming the path and the problem.
+QString write_output_file(const QString& path, const QByteArray& bytes,
+                          const QStringList& inputs = {});
 
 // The files a sharded checkpoint's index (a *.index.json naming its shards in
 // "weight_map") would open: the shards' paths, next to the index. Empty for any other

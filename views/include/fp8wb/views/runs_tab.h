@@ -14,6 +14,8 @@ class QTableView;
 class QLabel;
 class QPushButton;
 
+class QTimer;
+
 namespace fp8wb {
 
 class ExportablePlot;
@@ -34,6 +36,10 @@ class RunsTab : public QWidget {
   // shown, so runs that other processes write appear and move).
   void refreshInBackground();
   bool isReading() const { return list_job_.busy(); }
+  // The polls while shown: how often (1000 ms unless set; tests set less) and how many
+  // have come (a test that proves nothing more is said waits for polls, not for a time).
+  void setPollInterval(int ms);
+  int pollCount() const { return polls_; }
   QString statusText() const;
   // Draws the loss curves of these runs together, read on a pool thread: curvesShown()
   // (or failed()) follows.
@@ -67,6 +73,8 @@ class RunsTab : public QWidget {
   QLabel* status_;
   QPushButton* rename_ = nullptr;
   QPushButton* delete_ = nullptr;
+  QTimer* poll_ = nullptr;
+  int polls_ = 0;
   std::vector<int64_t> overlaid_;   // the runs whose curves are drawn
   QString overlaid_names_;          // and their names, as drawn
   QString unreadable_said_;         // the database whose list failed() said it cannot read
