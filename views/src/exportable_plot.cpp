@@ -16,6 +16,69 @@
 
 namespace fp8wb {
 
+namespace {
+
+// A colour map's property: the rows x columns of blocks fill_block_map() gave it (QSize:
+// columns, rows).
+constexpr const char* kBlockGrid = "fp8wbBlockGrid";
+
+// The centre's coordinate of cell i of n along a map's range (the range's centre for one
+// cell).
+double cell_centre(const QCPRange& r, int n, int i) {
+  return n > 1 ? r.lower + (r.upper - r.lower) * i / (n - 1) : r.center();
+}
+
+// The axis's tick text at `at` where its ticker is one of texts with a tick there, else
+// the coordinate.
+QString tick_text(const QCPAxis* axis, double at) {
+  if (auto ticks = qSharedPointerDynamicCast<QCPAxisTickerText>(axis->ticker())) {
+    const QMap<double, QString>& m = ticks->ticks();
+    const double tolerance = 1e-9 * std::max(1.0, std::abs(at));
+    if (auto it = m.lowerBound(at - tolerance); it != m.end() && it.key() <= at + tolerance)
+      return it.value();
+  }
+  return QString::number(at, 'g', 10);
+}
+
+}  // namespace
+
+QString csv_line(const QStringList& fields) {
+  QStringList out;
+  for (const QString& f : fields) {
+    const bool quote = f.contains(QLatin1Char(',')) || f.contains(QLatin1Char('"')) ||
+                       f.contains(QLatin1Char('\n')) || f.contains(QLatin1Char('\r')) ||
+                       f.startsWith(QLatin1Char(' ')) || f.endsWith(QLatin1Char(' '));
+    out << (quote ? QLatin1Char('"') +
+                        QString(f).replace(QStringLiteral("\""), QStringLiteral("\"\"")) +
+                        QLatin1Char('"')
+                  : f);
+  }
+  return out.join(QLatin1Char(','));
+}
+
+QString csv_number(double v) {
+  return std::isnan(v) ? QString() : QString::number(v, 'g', 17);
+}
+
+QString write_csv_file(const QString& path, const QString& text) {
+  // Written over the run database (a link to it named *.csv, say), the file would be
+  // truncated under SQLite, and its close would end this process's locks on it.
+  if (const QString db = open_run_database_file_of(path); !db.isEmpty()) {
+    return QObject::tr(
+               "%1 was not written: it is the run database file %2, which an export "
+               "would destroy")
+        .arg(path, db);
+  }
+  QFile f(path);
+  bool ok = false;
+  if (f.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) {
+    const QByteArray bytes = text.toUtf8();
+    ok = f.write(bytes) == bytes.size();
+    ok = f.flush() && ok;
+  }
+  return ok ? QString() : QObject::tr("cannot write %1: %2").arg(path, f.errorString());
+}
+
 QColor format_color(Format f) {
   switch (f) {
     case Format::E4M3FN: return QColor(0x1f, 0x77, 0xb4);
@@ -65,7 +128,10 @@ void set_whole_number_ticks(QCPAxis* axis) {
 
 void fill_block_map(QCPColorMap* map, int64_t rows, int64_t cols, const std::vector<float>& cells) {
   map->data()->clear();
+  map->setProperty(kBlockGrid, QVariant());
   if (rows <= 0 || cols <= 0 || cells.size() != static_cast<size_t>(rows * cols)) return;
+  // The blocks as they are, for the CSV (the map may draw one row or column twice).
+  map->setProperty(kBlockGrid, QSize(static_cast<int>(cols), static_cast<int>(rows)));
   // QCPColorMap draws a dimension of one cell with no extent (its half-cell width is the
   // range over size - 1): one row or column (rowwise scaling, a vector) is drawn as two
   // equal cells centred at +-0.25, which cover the one block from -0.5 to 0.5.
@@ -138,12 +204,8 @@ namespace {
 // by its label and its tick's text at the cell's centre (or the centre's coordinate), then
 // the colour scale's label and the cell's value.
 QString cell_text(const QCPColorMap* map, int x, int y) {
-  // Cell i of n is centred on its share of the range (the range's centre for one cell).
-  auto centre = [](const QCPRange& r, int n, int i) {
-    return n > 1 ? r.lower + (r.upper - r.lower) * i / (n - 1) : r.center();
-  };
-  const double key = centre(map->data()->keyRange(), map->data()->keySize(), x);
-  const double value = centre(map->data()->valueRange(), map->data()->valueSize(), y);
+  const double key = cell_centre(map->data()->keyRange(), map->data()->keySize(), x);
+  const double value = cell_centre(map->data()->valueRange(), map->data()->valueSize(), y);
   auto along = [](const QCPAxis* axis, double at) {
     QString text = QString::number(at, 'g', 6);
     if (auto ticks = qSharedPointerDynamicCast<QCPAxisTickerText>(axis->ticker()))
@@ -202,20 +264,25 @@ QString ExportablePlot::emptyHint() const {
   return empty_hint_ && empty_hint_->visible() ? empty_hint_->text() : QString();
 }
 
-void ExportablePlot::updateEmptyHint() {
-  if (!empty_hint_) return;
-  bool drawn = false;
-  for (int i = 0; i < plottableCount() && !drawn; ++i) {
-    QCPAbstractPlottable* p = plottable(i);
+bool ExportablePlot::hasData() const {
+  // QCustomPlot's accessors are not const; nothing is changed here.
+  auto* self = const_cast<ExportablePlot*>(this);
+  for (int i = 0; i < plottableCount(); ++i) {
+    QCPAbstractPlottable* p = self->plottable(i);
     if (!p->visible()) continue;
     if (auto* map = qobject_cast<QCPColorMap*>(p)) {
-      drawn = map->data()->keySize() > 0 && map->data()->valueSize() > 0;
+      if (map->data()->keySize() > 0 && map->data()->valueSize() > 0) return true;
     } else {
       const QCPPlottableInterface1D* points = p->interface1D();
-      drawn = !points || points->dataCount() > 0;
+      if (!points || points->dataCount() > 0) return true;
     }
   }
-  const bool hint = !drawn && !empty_hint_->text().isEmpty();
+  return false;
+}
+
+void ExportablePlot::updateEmptyHint() {
+  if (!empty_hint_) return;
+  const bool hint = !hasData() && !empty_hint_->text().isEmpty();
   if (empty_hint_->visible() != hint) {
     // What the plot shows while drawn (a hatch for cells without data, tick labels) comes
     // back as it was.
@@ -332,16 +399,68 @@ void ExportablePlot::applyFonts() {
   }
 }
 
+std::vector<CsvTable> ExportablePlot::csvTables() const {
+  if (csv_table_) return {csv_table_()};
+  std::vector<CsvTable> out;
+  CsvTable points{{QStringLiteral("series"), QStringLiteral("x"), QStringLiteral("y")}, {}};
+  for (int g = 0; g < graphCount(); ++g) {
+    const QCPGraph* graph = this->graph(g);
+    for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it)
+      points.rows << QStringList{graph->name(), csv_number(it->key), csv_number(it->value)};
+  }
+  CsvTable bars{{QStringLiteral("series"), QStringLiteral("label"), QStringLiteral("value")}, {}};
+  CsvTable cells{{QStringLiteral("map"), QStringLiteral("row"), QStringLiteral("column"),
+                  QStringLiteral("value")},
+                 {}};
+  // QCustomPlot's accessors are not const; nothing is changed here.
+  auto* self = const_cast<ExportablePlot*>(this);
+  for (int i = 0; i < plottableCount(); ++i) {
+    if (auto* b = qobject_cast<QCPBars*>(self->plottable(i))) {
+      for (auto it = b->data()->constBegin(); it != b->data()->constEnd(); ++it)
+        bars.rows << QStringList{b->name(), tick_text(b->keyAxis(), it->key),
+                                 csv_number(it->value)};
+    } else if (auto* map = qobject_cast<QCPColorMap*>(self->plottable(i))) {
+      QCPColorMapData* d = map->data();
+      if (d->keySize() <= 0 || d->valueSize() <= 0) continue;
+      if (const QSize grid = map->property(kBlockGrid).toSize(); grid.isValid()) {
+        // Blocks, by their row and column (a one-row grid is drawn as two rows alike).
+        for (int r = 0; r < grid.height(); ++r) {
+          for (int c = 0; c < grid.width(); ++c) {
+            cells.rows << QStringList{map->name(), QString::number(r), QString::number(c),
+                                      csv_number(d->cell(std::min(c, d->keySize() - 1),
+                                                         std::min(r, d->valueSize() - 1)))};
+          }
+        }
+        continue;
+      }
+      for (int y = 0; y < d->valueSize(); ++y) {
+        const QString row =
+            tick_text(map->valueAxis(), cell_centre(d->valueRange(), d->valueSize(), y));
+        for (int x = 0; x < d->keySize(); ++x) {
+          cells.rows << QStringList{
+              map->name(), row,
+              tick_text(map->keyAxis(), cell_centre(d->keyRange(), d->keySize(), x)),
+              csv_number(d->cell(x, y))};
+        }
+      }
+    }
+  }
+  for (CsvTable* t : {&points, &bars, &cells}) {
+    if (!t->rows.isEmpty()) out.push_back(std::move(*t));
+  }
+  if (out.empty()) out.push_back(std::move(points));  // a header: no data
+  return out;
+}
+
 QString ExportablePlot::toCsv() const {
   QString out;
   QTextStream s(&out);
-  s << "series,x,y\n";
-  for (int g = 0; g < graphCount(); ++g) {
-    const QCPGraph* graph = this->graph(g);
-    for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it) {
-      s << '"' << graph->name() << "\"," << QString::number(it->key, 'g', 17) << ','
-        << QString::number(it->value, 'g', 17) << '\n';
-    }
+  bool first = true;
+  for (const CsvTable& t : csvTables()) {
+    if (!first) s << '\n';  // an empty line between tables
+    first = false;
+    s << csv_line(t.header) << '\n';
+    for (const QStringList& row : t.rows) s << csv_line(row) << '\n';
   }
   return out;
 }
@@ -384,13 +503,7 @@ QString ExportablePlot::exportTo(const QString& path) {
       replot(QCustomPlot::rpImmediateRefresh);  // the layout as it was, at once
     }
   } else if (suffix == QLatin1String("csv")) {
-    QFile f(path);
-    if (f.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) {
-      const QByteArray bytes = toCsv().toUtf8();
-      ok = f.write(bytes) == bytes.size();
-      ok = f.flush() && ok;
-    }
-    if (!ok) return tr("cannot write %1: %2").arg(path, f.errorString());
+    return write_csv_file(path, toCsv());
   } else {
     return tr("cannot export to '%1': use a .png, .pdf or .csv file name").arg(path);
   }
