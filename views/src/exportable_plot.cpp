@@ -5,6 +5,8 @@
 #include <QFileInfo>
 #include <QMenu>
 #include <QMessageBox>
+#include <QPageLayout>
+#include <QPdfWriter>
 #include <QTextStream>
 #include <QToolTip>
 #include <algorithm>
@@ -17,6 +19,9 @@
 namespace fp8wb {
 
 namespace {
+
+// The space around an exported picture's title, in pixels of the plot.
+constexpr int kTitlePadding = 6;
 
 // A colour map's property: the rows x columns of blocks fill_block_map() gave it (QSize:
 // columns, rows).
@@ -41,6 +46,30 @@ QString tick_text(const QCPAxis* axis, double at) {
 }
 
 }  // namespace
+
+QStringList wrapped_lines(const QString& text, const QFont& font, int width) {
+  const QFontMetrics fm(font);
+  QStringList lines;
+  QString line;
+  for (QString word : text.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
+    const QString joined = line.isEmpty() ? word : line + QLatin1Char(' ') + word;
+    if (fm.horizontalAdvance(joined) <= width) {
+      line = joined;
+      continue;
+    }
+    if (!line.isEmpty()) lines << line;
+    // A word wider than the line alone (a long tensor name) is broken where it must be.
+    while (word.size() > 1 && fm.horizontalAdvance(word) > width) {
+      qsizetype fit = 1;
+      while (fit < word.size() && fm.horizontalAdvance(word.left(fit + 1)) <= width) ++fit;
+      lines << word.left(fit);
+      word = word.mid(fit);
+    }
+    line = word;
+  }
+  if (!line.isEmpty()) lines << line;
+  return lines;
+}
 
 QString csv_line(const QStringList& fields) {
   QStringList out;
@@ -465,6 +494,14 @@ QString ExportablePlot::toCsv() const {
   return out;
 }
 
+QFont ExportablePlot::exportTitleFont() const {
+  // As large as the axis labels are drawn (larger while presenting), and a little more.
+  QFont f = xAxis ? xAxis->labelFont() : font();
+  f.setPointSizeF(f.pointSizeF() + 2);
+  f.setBold(true);
+  return f;
+}
+
 QString ExportablePlot::exportTitle() const {
   if (!export_title_.isEmpty()) return export_title_;
   const QString y = yAxis ? yAxis->label() : QString();
@@ -484,23 +521,57 @@ QString ExportablePlot::exportTo(const QString& path) {
   const QString suffix = QFileInfo(path).suffix().toLower();
   bool ok = false;
   if (suffix == QLatin1String("png") || suffix == QLatin1String("pdf")) {
-    // The picture leaves the window: it carries its title on top while it is written.
-    QCPTextElement* title = nullptr;
-    if (const QString t = exportTitle(); !t.isEmpty()) {
-      // As large as the axis labels are drawn (larger while presenting), and a little more.
-      QFont f = xAxis ? xAxis->labelFont() : font();
-      f.setPointSizeF(f.pointSizeF() + 2);
-      f.setBold(true);
-      plotLayout()->insertRow(0);
-      title = new QCPTextElement(this, t, f);
-      plotLayout()->addElement(0, 0, title);
-      replot(QCustomPlot::rpImmediateRefresh);
-    }
-    ok = suffix == QLatin1String("png") ? savePng(path, 0, 0, 2.0) : savePdf(path);
-    if (title) {
-      plotLayout()->remove(title);
-      plotLayout()->simplify();
-      replot(QCustomPlot::rpImmediateRefresh);  // the layout as it was, at once
+    // The picture leaves the window: it carries its title on top. The plot is drawn as on
+    // screen under a band of its own for the title, wrapped to the picture's width:
+    // nothing of the plot's layout changes. (A title in the plot's layout could be no
+    // wider than its first column: a long one was cut at both ends, and a heatmap's
+    // colour bar was pushed under a blank box.)
+    const int w = width(), h = height();
+    const QFont f = exportTitleFont();
+    const QStringList lines = wrapped_lines(exportTitle(), f, w - 2 * kTitlePadding);
+    const int band =
+        lines.isEmpty()
+            ? 0
+            : static_cast<int>(lines.size()) * QFontMetrics(f).lineSpacing() + 2 * kTitlePadding;
+    auto draw = [&](QCPPainter& painter) {
+      painter.fillRect(QRect(0, 0, w, h + band), Qt::white);
+      if (band > 0) {
+        painter.setFont(f);
+        painter.setPen(Qt::black);
+        painter.drawText(
+            QRect(kTitlePadding, kTitlePadding, w - 2 * kTitlePadding, band - 2 * kTitlePadding),
+            Qt::AlignHCenter | Qt::AlignTop, lines.join(QLatin1Char('\n')));
+      }
+      painter.translate(0, band);
+      toPainter(&painter, w, h);
+    };
+    if (suffix == QLatin1String("png")) {
+      constexpr int kScale = 2;  // as QCustomPlot's savePng(path, 0, 0, 2.0)
+      QImage image(w * kScale, (h + band) * kScale, QImage::Format_ARGB32_Premultiplied);
+      image.fill(Qt::white);
+      QCPPainter painter(&image);
+      painter.setMode(QCPPainter::pmNonCosmetic);
+      painter.scale(kScale, kScale);
+      draw(painter);
+      painter.end();
+      ok = image.save(path, "PNG");
+    } else {
+      QPdfWriter pdf(path);
+      QPageLayout page;
+      page.setMode(QPageLayout::FullPageMode);
+      page.setOrientation(QPageLayout::Portrait);
+      page.setMargins(QMarginsF(0, 0, 0, 0));
+      page.setPageSize(
+          QPageSize(QSize(w, h + band), QPageSize::Point, QString(), QPageSize::ExactMatch));
+      pdf.setPageLayout(page);
+      QCPPainter painter;
+      ok = painter.begin(&pdf);
+      if (ok) {
+        painter.setMode(QCPPainter::pmVectorized);
+        painter.setWindow(QRect(0, 0, w, h + band));
+        draw(painter);
+        ok = painter.end();
+      }
     }
   } else if (suffix == QLatin1String("csv")) {
     return write_csv_file(path, toCsv());

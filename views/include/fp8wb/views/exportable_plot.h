@@ -23,6 +23,10 @@
 
 namespace fp8wb {
 
+// `text` in lines no wider than `width` pixels in `font`: broken at spaces, and a word
+// wider than a line alone (a long tensor name) where it must be.
+QStringList wrapped_lines(const QString& text, const QFont& font, int width);
+
 // A table as a CSV export writes it: a header, then a line of fields for each row.
 struct CsvTable {
   QStringList header;
@@ -72,8 +76,13 @@ class ExportablePlot : public QCustomPlot {
   }
   // The title an exported picture carries on top: what the plot shows and of which
   // run, tensor or format. Without one, the axis labels make it ("SQNR (dB) against step").
+  // The picture is the plot as on screen under a band that holds the title, wrapped to the
+  // plot's width (wrapped_lines()) and never cut.
   void setExportTitle(const QString& title) { export_title_ = title; }
   QString exportTitle() const;
+  // The title's font in an exported picture: the axis labels' (larger while presenting),
+  // bold and 2 points larger.
+  QFont exportTitleFont() const;
   // What a colour map's cell (column x, row y) is, for its tooltip: the settings it stands
   // for and its figure. Without one (or where it returns nothing), the tooltip names the
   // cell by its axes' labels and ticks and gives its value.
