@@ -11,6 +11,7 @@
 #include <QMenu>
 #include <QRegularExpression>
 #include <QSignalSpy>
+#include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -112,6 +113,7 @@ class CheckpointViewTest : public QObject {
   void theUlpAxisLabelFits();
   void exportedPicturesHaveATitle();
   void theExportMenuNamesEveryPlotByItsTitle();
+  void longReasonsKeepTheRecommendationColumnNarrow();
   void exportedTitlesAreWholeAndTheColourBarShows();
 
  private:
@@ -572,6 +574,44 @@ void CheckpointViewTest::theExportMenuNamesEveryPlotByItsTitle() {
       }));
     }
   }
+}
+
+// The integer tensor's reason (a sentence) is no longer the recommendation column's text:
+// the cell says its start, its tooltip and the details line under the table the whole
+// reason, and the column stays narrow, the SQNR columns in view.
+void CheckpointViewTest::longReasonsKeepTheRecommendationColumnNarrow() {
+  auto w = window(QStringLiteral("Checkpoint"));
+  QVERIFY(load(*w, path_));
+  auto* table = w->checkpointTab()->findChild<QTableView*>(QStringLiteral("checkpointTable"));
+  QVERIFY(table);
+  const QSortFilterProxyModel* proxy = w->checkpointTab()->proxy();
+  int row = -1;
+  for (int r = 0; r < proxy->rowCount(); ++r) {
+    if (proxy->index(r, CheckpointModel::Name).data().toString() == QLatin1String("d.step"))
+      row = r;
+  }
+  QVERIFY(row >= 0);
+  const QModelIndex rec = proxy->index(row, CheckpointModel::Recommended);
+  const QString reason = QStringLiteral("FP8 holds floating-point values");
+  QVERIFY2(!rec.data().toString().contains(reason), qPrintable(rec.data().toString()));
+  QVERIFY2(rec.data().toString().startsWith(QStringLiteral("none: an integer tensor")),
+           qPrintable(rec.data().toString()));
+  QVERIFY2(rec.data(Qt::ToolTipRole).toString().contains(reason),
+           qPrintable(rec.data(Qt::ToolTipRole).toString()));
+  const int width = table->columnWidth(CheckpointModel::Recommended);
+  const int text =
+      table->fontMetrics().horizontalAdvance(QStringLiteral("none: an integer tensor"));
+  QVERIFY2(width < text + 60, qPrintable(QStringLiteral("%1 px").arg(width)));
+  const int right = table->columnViewportPosition(CheckpointModel::BestSqnr) +
+                    table->columnWidth(CheckpointModel::BestSqnr);
+  QVERIFY2(right <= table->viewport()->width(),
+           qPrintable(QStringLiteral("its SQNR ends at %1 px of %2")
+                          .arg(right)
+                          .arg(table->viewport()->width())));
+  w->checkpointTab()->selectTensor(QStringLiteral("d.step"));
+  QString details;
+  for (QLabel* l : w->checkpointTab()->findChildren<QLabel*>()) details += l->text();
+  QVERIFY2(details.contains(reason), qPrintable(details));
 }
 
 // An exported picture is the plot as on screen under a band that holds its whole title:

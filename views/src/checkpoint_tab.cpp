@@ -275,7 +275,12 @@ QString CheckpointTab::tableCsv() const {
     if (!table_->isColumnHidden(c)) columns << c;
   }
   QStringList names;
-  for (int c : columns) names << model_->headerData(c, Qt::Horizontal, Qt::DisplayRole).toString();
+  for (int c : columns) {
+    // A name of two lines in the header is one in the CSV's.
+    names << model_->headerData(c, Qt::Horizontal, Qt::DisplayRole)
+                 .toString()
+                 .replace(QLatin1Char('\n'), QLatin1Char(' '));
+  }
   QString out = csv_line(names) + QLatin1Char('\n');
   for (int r = 0; r < all.rowCount(); ++r) {
     QStringList cells;
