@@ -3,6 +3,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDialog>
 #include <QDir>
 #include <QDockWidget>
 #include <QFileInfo>
@@ -13,6 +14,9 @@
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTextBrowser>
+#include <QUrl>
+#include <QVBoxLayout>
 
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/run_store.h"
@@ -219,12 +223,67 @@ void MainWindow::buildMenus() {
   addAction(leave_presentation_action_);
   view->addAction(run_dock_->toggleViewAction());
   QMenu* help = menuBar()->addMenu(tr("&Help"));
+  named(help->addAction(tr("&Documentation"), QKeySequence::HelpContents, this,
+                        [this] { showDocumentation(); }),
+        "help-documentation");
   help->addAction(tr("&About"), this, [this] {
     QMessageBox::about(this, tr("About FP8 Workbench"),
                        tr("<b>FP8 Workbench %1</b><p>See what FP8 does to numbers: formats, "
                           "scaling recipes and FP8 training, bit for bit.</p><p>%2</p>")
                            .arg(QString::fromStdString(workbench_version()), statusText()));
   });
+}
+
+namespace {
+
+// Where the documentation may be, in turn: $FP8WB_DOC_DIR alone where it is set; else as
+// installed beside the program (share/doc/fp8-workbench, by packaging/CMakeLists.txt),
+// then the source tree this program was built from (a build not installed).
+QStringList documentation_folders() {
+  const QString given = qEnvironmentVariable("FP8WB_DOC_DIR");
+  if (!given.isEmpty()) return {given};
+  QStringList folders{QDir::cleanPath(QCoreApplication::applicationDirPath() +
+                                      QStringLiteral("/../share/doc/fp8-workbench"))};
+#ifdef FP8WB_SOURCE_DIR
+  folders << QStringLiteral(FP8WB_SOURCE_DIR);
+#endif
+  return folders;
+}
+
+}  // namespace
+
+bool MainWindow::showDocumentation() {
+  QString readme;
+  const QStringList folders = documentation_folders();
+  for (const QString& f : folders) {
+    if (QFileInfo(f + QStringLiteral("/README.md")).isFile()) {
+      readme = QFileInfo(f + QStringLiteral("/README.md")).absoluteFilePath();
+      break;
+    }
+  }
+  if (readme.isEmpty()) {
+    showFailure(tr("The documentation is not installed here: no README.md in %1. It is in the "
+                   "source tree, README.md and docs/.")
+                    .arg(folders.join(tr(", nor in "))));
+    return false;
+  }
+  if (!docs_) {
+    // The program's own viewer: Markdown, its links to the other pages and its pictures,
+    // with no browser or network needed. Links out of the documentation open outside.
+    docs_ = new QDialog(this);
+    docs_->setWindowTitle(tr("FP8 Workbench documentation"));
+    docs_->resize(960, 760);
+    auto* browser = new QTextBrowser(docs_);
+    browser->setObjectName(QStringLiteral("documentation"));
+    browser->setOpenExternalLinks(true);
+    auto* layout = new QVBoxLayout(docs_);
+    layout->addWidget(browser);
+  }
+  auto* browser = docs_->findChild<QTextBrowser*>(QStringLiteral("documentation"));
+  browser->setSource(QUrl::fromLocalFile(readme));
+  docs_->show();
+  docs_->raise();
+  return true;
 }
 
 void MainWindow::setFileDialogs(FileDialog open, FileDialog save) {
