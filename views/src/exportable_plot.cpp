@@ -557,6 +557,8 @@ QString ExportablePlot::exportTo(const QString& path) {
       ok = image.save(path, "PNG");
     } else {
       QPdfWriter pdf(path);
+      // Fonts sized as on screen, as QCustomPlot's savePdf() (a screen-resolution printer).
+      pdf.setResolution(logicalDpiX());
       QPageLayout page;
       page.setMode(QPageLayout::FullPageMode);
       page.setOrientation(QPageLayout::Portrait);
