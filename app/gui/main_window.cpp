@@ -7,6 +7,7 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QFileInfo>
+#include <QImage>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -250,6 +251,22 @@ QStringList documentation_folders() {
   return folders;
 }
 
+// The documentation's viewer: its pictures (screenshots 1400 px wide) at most kWidest
+// pixels wide, so that the pages read without scrolling sideways.
+class DocumentationBrowser : public QTextBrowser {
+ public:
+  static constexpr int kWidest = 860;
+  using QTextBrowser::QTextBrowser;
+  QVariant loadResource(int type, const QUrl& name) override {
+    QVariant v = QTextBrowser::loadResource(type, name);
+    if (type != QTextDocument::ImageResource) return v;
+    QImage image =
+        v.typeId() == QMetaType::QByteArray ? QImage::fromData(v.toByteArray()) : v.value<QImage>();
+    if (image.width() <= kWidest) return v;
+    return image.scaledToWidth(kWidest, Qt::SmoothTransformation);
+  }
+};
+
 }  // namespace
 
 bool MainWindow::showDocumentation() {
@@ -273,7 +290,7 @@ bool MainWindow::showDocumentation() {
     docs_ = new QDialog(this);
     docs_->setWindowTitle(tr("FP8 Workbench documentation"));
     docs_->resize(960, 760);
-    auto* browser = new QTextBrowser(docs_);
+    auto* browser = new DocumentationBrowser(docs_);
     browser->setObjectName(QStringLiteral("documentation"));
     browser->setOpenExternalLinks(true);
     auto* layout = new QVBoxLayout(docs_);

@@ -431,6 +431,21 @@ void FormatsTabTest::helpOpensTheShippedDocumentation() {
   const QString text = browser->toPlainText();
   QVERIFY2(text.startsWith(QStringLiteral("FP8 Workbench")), qPrintable(text.left(80)));
   QVERIFY(!text.contains(QStringLiteral("# FP8 Workbench")));  // Markdown, rendered
+  // Its pictures (screenshots 1400 px wide) no wider than the viewer's text.
+  QString picture;
+  for (QTextBlock b = browser->document()->begin(); b.isValid() && picture.isEmpty();
+       b = b.next()) {
+    for (auto it = b.begin(); !it.atEnd(); ++it) {
+      if (it.fragment().charFormat().isImageFormat())
+        picture = it.fragment().charFormat().toImageFormat().name();
+    }
+  }
+  QVERIFY(!picture.isEmpty());
+  const QVariant shown =
+      browser->loadResource(QTextDocument::ImageResource, browser->source().resolved(picture));
+  QVERIFY(shown.canConvert<QImage>());
+  QVERIFY2(shown.value<QImage>().width() > 0 && shown.value<QImage>().width() <= 860,
+           qPrintable(QString::number(shown.value<QImage>().width())));
   // README's link to docs/sweeps.md, as a click follows it.
   QString href;
   for (QTextBlock b = browser->document()->begin(); b.isValid() && href.isEmpty(); b = b.next()) {
