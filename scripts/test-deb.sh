@@ -65,6 +65,8 @@ echo "== the installed files"
 for f in /usr/bin/fp8wb /usr/bin/fp8-workbench \
   /usr/share/applications/$APP_ID.desktop /usr/share/metainfo/$APP_ID.metainfo.xml \
   /usr/share/doc/$PKG/copyright /usr/share/doc/$PKG/changelog.gz \
+  /usr/share/doc/$PKG/README.md /usr/share/doc/$PKG/docs/numerics.md \
+  /usr/share/doc/$PKG/docs/images/formats.png \
   /usr/share/man/man1/fp8wb.1.gz /usr/share/man/man1/fp8-workbench.1.gz \
   /usr/share/icons/hicolor/scalable/apps/fp8-workbench.svg \
   /usr/lib/python3/dist-packages/fp8wb/__init__.py \

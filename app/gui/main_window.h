@@ -12,6 +12,7 @@ class QAction;
 class QLabel;
 class QMenu;
 class QMessageBox;
+class QDialog;
 class QDockWidget;
 
 namespace fp8wb {
@@ -87,6 +88,10 @@ class MainWindow : public QMainWindow {
   // and when the failure's message is closed. Start, Rename and Delete follow.
   void recheckDatabase();
   QStringList recentDatabases() const;
+  // Help > Documentation: the shipped README.md and docs/ in a viewer of the program's own
+  // (documentation_folders() in main_window.cpp says where they are looked for); false,
+  // and a failure naming where it looked, where they are not there.
+  bool showDocumentation();
 
  protected:
   void closeEvent(QCloseEvent* e) override;
@@ -129,6 +134,7 @@ class MainWindow : public QMainWindow {
   QDockWidget* run_dock_ = nullptr;
   QMenu* recent_menu_ = nullptr;
   QMenu* export_menu_ = nullptr;
+  QDialog* docs_ = nullptr;  // the documentation's viewer, made when first asked for
   FileDialog open_dialog_, save_dialog_;
   bool remember_layout_;
 };

@@ -254,8 +254,14 @@ void CheckpointTabTest::tensorsWithoutSignalSayWhy() {
              figures ? QStringLiteral("0") : QStringLiteral("-"));
     QCOMPARE(tab.proxy()->index(r, CheckpointModel::Range).data().toString() == QStringLiteral("-"),
              !figures);
+    // The cell says the reason's start, its tooltip the whole reason.
     const QModelIndex rec = tab.proxy()->index(r, CheckpointModel::Recommended);
-    QVERIFY2(rec.data().toString().contains(reason), qPrintable(rec.data().toString()));
+    const QString cell = rec.data().toString();
+    QVERIFY2(cell.startsWith(QStringLiteral("none: ")) &&
+                 reason.startsWith(QString(cell.mid(6)).remove(QChar(0x2026))),
+             qPrintable(cell));
+    QVERIFY2(rec.data(Qt::ToolTipRole).toString().contains(reason),
+             qPrintable(rec.data(Qt::ToolTipRole).toString()));
     QVERIFY(!rec.data(Qt::FontRole).isValid());  // not the bold green of a recommendation
     tab.selectTensor(name);
     QCOMPARE(caption_text(tab).contains(QStringLiteral("amax")), figures);
@@ -703,17 +709,26 @@ void CheckpointTabTest::aTruncatedFileIsSaidOnce() {
   QVERIFY2(tab.statusText().endsWith(
                QStringLiteral("; the file is truncated: 2 tensors cut off (see their rows)")),
            qPrintable(tab.statusText()));
-  std::map<QString, QString> why;
+  // The cell says what happened, its tooltip how much of the tensor is there.
+  std::map<QString, QString> why, tip;
   for (int r = 0; r < tab.model()->rowCount(); ++r) {
     const QString name = tab.model()->index(r, CheckpointModel::Name).data().toString();
     why[name] = tab.model()->index(r, CheckpointModel::Recommended).data().toString();
+    tip[name] =
+        tab.model()->index(r, CheckpointModel::Recommended).data(Qt::ToolTipRole).toString();
   }
   QCOMPARE(why[QStringLiteral("b.weight")],
-           QStringLiteral("none: values unknown: cut off by the end of the file (16284 of its "
-                          "16384 bytes there)"));
+           QStringLiteral("none: values unknown: cut off by the end of the file"));
+  QVERIFY2(tip[QStringLiteral("b.weight")].contains(
+               QStringLiteral("values unknown: cut off by the end of the file (16284 of its "
+                              "16384 bytes there)")),
+           qPrintable(tip[QStringLiteral("b.weight")]));
   QCOMPARE(why[QStringLiteral("c.weight")],
-           QStringLiteral("none: values unknown: cut off by the end of the file (none of its "
-                          "16384 bytes there)"));
+           QStringLiteral("none: values unknown: cut off by the end of the file"));
+  QVERIFY2(tip[QStringLiteral("c.weight")].contains(
+               QStringLiteral("values unknown: cut off by the end of the file (none of its "
+                              "16384 bytes there)")),
+           qPrintable(tip[QStringLiteral("c.weight")]));
   QCOMPARE(why[QStringLiteral("a.weight")], QStringLiteral("E4M3FN tensorwise"));
 }
 

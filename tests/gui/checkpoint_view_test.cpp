@@ -11,6 +11,7 @@
 #include <QMenu>
 #include <QRegularExpression>
 #include <QSignalSpy>
+#include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -112,6 +113,8 @@ class CheckpointViewTest : public QObject {
   void theUlpAxisLabelFits();
   void exportedPicturesHaveATitle();
   void theExportMenuNamesEveryPlotByItsTitle();
+  void longReasonsKeepTheRecommendationColumnNarrow();
+  void exportedTitlesAreWholeAndTheColourBarShows();
 
  private:
   // The main window at the default size, shown (offscreen), on `tab`.
@@ -571,6 +574,123 @@ void CheckpointViewTest::theExportMenuNamesEveryPlotByItsTitle() {
       }));
     }
   }
+}
+
+// The integer tensor's reason (a sentence) is no longer the recommendation column's text:
+// the cell says its start, its tooltip and the details line under the table the whole
+// reason, and the column stays narrow, the SQNR columns in view.
+void CheckpointViewTest::longReasonsKeepTheRecommendationColumnNarrow() {
+  auto w = window(QStringLiteral("Checkpoint"));
+  QVERIFY(load(*w, path_));
+  auto* table = w->checkpointTab()->findChild<QTableView*>(QStringLiteral("checkpointTable"));
+  QVERIFY(table);
+  const QSortFilterProxyModel* proxy = w->checkpointTab()->proxy();
+  int row = -1;
+  for (int r = 0; r < proxy->rowCount(); ++r) {
+    if (proxy->index(r, CheckpointModel::Name).data().toString() == QLatin1String("d.step"))
+      row = r;
+  }
+  QVERIFY(row >= 0);
+  const QModelIndex rec = proxy->index(row, CheckpointModel::Recommended);
+  const QString reason = QStringLiteral("FP8 holds floating-point values");
+  QVERIFY2(!rec.data().toString().contains(reason), qPrintable(rec.data().toString()));
+  QVERIFY2(rec.data().toString().startsWith(QStringLiteral("none: an integer tensor")),
+           qPrintable(rec.data().toString()));
+  QVERIFY2(rec.data(Qt::ToolTipRole).toString().contains(reason),
+           qPrintable(rec.data(Qt::ToolTipRole).toString()));
+  const int width = table->columnWidth(CheckpointModel::Recommended);
+  const int text =
+      table->fontMetrics().horizontalAdvance(QStringLiteral("none: an integer tensor"));
+  QVERIFY2(width < text + 60, qPrintable(QStringLiteral("%1 px").arg(width)));
+  const int right = table->columnViewportPosition(CheckpointModel::BestSqnr) +
+                    table->columnWidth(CheckpointModel::BestSqnr);
+  QVERIFY2(right <= table->viewport()->width(),
+           qPrintable(QStringLiteral("its SQNR ends at %1 px of %2")
+                          .arg(right)
+                          .arg(table->viewport()->width())));
+  w->checkpointTab()->selectTensor(QStringLiteral("d.step"));
+  QString details;
+  for (QLabel* l : w->checkpointTab()->findChildren<QLabel*>()) details += l->text();
+  QVERIFY2(details.contains(reason), qPrintable(details));
+}
+
+// An exported picture is the plot as on screen under a band that holds its whole title:
+// a long title (the block map's names recipe, tensor and file) is wrapped to the picture's
+// width, centred, never cut at its ends; and nothing of the plot is moved or covered (the
+// block map's colour bar was under a white box).
+void CheckpointViewTest::exportedTitlesAreWholeAndTheColourBarShows() {
+  auto w = window(QStringLiteral("Checkpoint"));
+  QVERIFY(load(*w, path_));
+  w->checkpointTab()->selectTensor(QStringLiteral("b.outliers"));
+  QCoreApplication::processEvents();
+  bool wrapped = false;
+  for (ExportablePlot* p : w->checkpointTab()->plots()) {
+    p->replot();
+    const QString name = p->objectName();
+    const QImage screen = p->toPixmap(0, 0, 2.0).toImage().convertToFormat(QImage::Format_RGB32);
+    const QString file = dir_.filePath(name + QStringLiteral(".png"));
+    QCOMPARE(p->exportTo(file), QString());
+    const QImage image = QImage(file).convertToFormat(QImage::Format_RGB32);
+    QCOMPARE(image.width(), screen.width());
+    const int band = image.height() - screen.height();  // the title's, over the plot
+    QVERIFY2(band >= 0, qPrintable(name));
+    // Under the band: the plot as on screen, pixel for pixel but for text's antialiasing.
+    qsizetype differ = 0;
+    for (int y = 0; y < screen.height(); ++y) {
+      for (int x = 0; x < screen.width(); ++x) {
+        const QRgb a = screen.pixel(x, y), b = image.pixel(x, y + band);
+        differ += std::abs(qRed(a) - qRed(b)) + std::abs(qGreen(a) - qGreen(b)) +
+                      std::abs(qBlue(a) - qBlue(b)) >
+                  96;
+      }
+    }
+    QVERIFY2(
+        differ * 200 < static_cast<qsizetype>(screen.width()) * screen.height(),
+        qPrintable(QStringLiteral("%1: %2 pixels differ from the screen").arg(name).arg(differ)));
+    // The colour bar (where there is one: its bar along the left of its rect, its ticks
+    // and label to the right) shows its colours, not white.
+    for (int i = 0; i < p->plotLayout()->elementCount(); ++i) {
+      auto* scale = qobject_cast<QCPColorScale*>(p->plotLayout()->elementAt(i));
+      if (!scale || !scale->visible()) continue;
+      const QRect r = scale->rect();
+      int white = 0, n = 0;
+      for (int y = r.top() + 2; y < r.bottom() - 2; ++y, ++n) {
+        const QRgb c = image.pixel((r.left() + scale->barWidth() / 2) * 2, y * 2 + band);
+        white += qRed(c) > 240 && qGreen(c) > 240 && qBlue(c) > 240;
+      }
+      QVERIFY2(n > 20 && white * 10 < n,
+               qPrintable(QStringLiteral("%1: %2 of %3 pixels of the colour bar white")
+                              .arg(name)
+                              .arg(white)
+                              .arg(n)));
+    }
+    // The title: every line within the picture, every word of it there, centred.
+    QVERIFY2(band > 20, qPrintable(name));
+    const int room = p->width() - 12;
+    const QStringList lines = wrapped_lines(p->exportTitle(), p->exportTitleFont(), room);
+    QCOMPARE(lines.join(QLatin1Char(' ')), p->exportTitle().simplified());
+    wrapped = wrapped || lines.size() > 1;
+    const QFontMetrics fm(p->exportTitleFont());
+    for (const QString& line : lines) QVERIFY(fm.horizontalAdvance(line) <= room);
+    int left = image.width(), right = -1;
+    for (int y = 0; y < band; ++y) {
+      for (int x = 0; x < image.width(); ++x) {
+        if (qGray(image.pixel(x, y)) < 110) {
+          left = std::min(left, x);
+          right = std::max(right, x);
+        }
+      }
+    }
+    QVERIFY2(right > left, qPrintable(name + QStringLiteral(": no title")));
+    const int margin_left = left, margin_right = image.width() - 1 - right;
+    QVERIFY2(margin_left > 4 && margin_right > 4 && std::abs(margin_left - margin_right) < 24,
+             qPrintable(QStringLiteral("%1: the title spans %2..%3 of %4 px")
+                            .arg(name)
+                            .arg(left)
+                            .arg(right)
+                            .arg(image.width())));
+  }
+  QVERIFY(wrapped);  // the block map's title is longer than its plot is wide
 }
 
 QTEST_MAIN(CheckpointViewTest)

@@ -44,6 +44,7 @@ class DemosTest : public QObject {
   void gradientHistogramsStayapart();
   void gradientDemoSaysWhatIsClamped();
   void gradientAxisTakesInEveryBin();
+  void gradientRangeLabelsLieOnNoOtherBand();
   void outlierFooterCitesAndComputes();
   void masterWeightsFooterFollowsTheSliders();
   void lossScalingLegendsBelowThePlots();
@@ -238,6 +239,54 @@ void DemosTest::gradientAxisTakesInEveryBin() {
         }
       }
     }
+  }
+}
+
+// Each format's "... range" label, as drawn, lies on no band of another format (the E4M3FN
+// label sat on the E5M2 band, which reaches further left) and on no other label.
+void DemosTest::gradientRangeLabelsLieOnNoOtherBand() {
+  GradientDemoView view;
+  view.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&view));
+  QCustomPlot* hist = view.histogramPlot();
+  // Large, and short as in a small window (the plot 240 px high).
+  for (const QSize size : {QSize(1000, 900), QSize(900, 0)}) {
+    view.resize(size.width(),
+                size.height() > 0 ? size.height() : view.height() - hist->height() + 240);
+    QCoreApplication::processEvents();
+    hist->replot();
+    std::vector<std::pair<QRgb, QRectF>> labels, bands;
+    for (int i = 0; i < hist->itemCount(); ++i) {
+      if (auto* t = qobject_cast<QCPItemText*>(hist->item(i));
+          t && t->text().endsWith(QStringLiteral(" range"))) {
+        labels.emplace_back(
+            t->color().rgb(),
+            QRectF(t->topLeft->pixelPosition(), t->bottomRight->pixelPosition()).normalized());
+      } else if (auto* r = qobject_cast<QCPItemRect*>(hist->item(i))) {
+        bands.emplace_back(
+            r->brush().color().rgb(),
+            QRectF(r->topLeft->pixelPosition(), r->bottomRight->pixelPosition()).normalized());
+      }
+    }
+    QCOMPARE(labels.size(), size_t{2});
+    QCOMPARE(bands.size(), size_t{4});  // subnormal and normal part of each format
+    for (const auto& [colour, rect] : labels) {
+      for (const auto& [band_colour, band] : bands) {
+        if (band_colour == colour) continue;
+        QVERIFY2(!rect.intersects(band),
+                 qPrintable(QStringLiteral("label %1 at %2,%3 %4x%5 over a band at %6,%7 %8x%9")
+                                .arg(QColor(colour).name())
+                                .arg(rect.x())
+                                .arg(rect.y())
+                                .arg(rect.width())
+                                .arg(rect.height())
+                                .arg(band.x())
+                                .arg(band.y())
+                                .arg(band.width())
+                                .arg(band.height())));
+      }
+    }
+    QVERIFY(!labels[0].second.intersects(labels[1].second));
   }
 }
 

@@ -8,6 +8,7 @@
 #include <QLineEdit>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QTextBrowser>
 #include <QtTest>
 #include <cmath>
 
@@ -34,6 +35,7 @@ class FormatsTabTest : public QObject {
   void plotsHoldEveryValue();
   void plotExport();
   void mainWindowTabsAndStatus();
+  void helpOpensTheShippedDocumentation();
   void presentationMode();
   void screenshot();
   void gradientDemo();
@@ -225,7 +227,7 @@ void FormatsTabTest::plotExport() {
   QVERIFY(csv.open(QIODevice::ReadOnly));
   const QString text = QString::fromUtf8(csv.readAll());
   QVERIFY(text.startsWith(QStringLiteral("series,x,y\n")));
-  QVERIFY(text.contains(QStringLiteral("\"E4M3FN\",8,2")));  // log2(256) = 8 in row 2
+  QVERIFY(text.contains(QStringLiteral("\nE4M3FN,8,2\n")));  // log2(256) = 8 in row 2
   QCOMPARE(text.count(QLatin1Char('\n')), 1 + 126 + 123);
   QVERIFY(
       plot->exportTo(dir.filePath(QStringLiteral("line.txt"))).contains(QStringLiteral(".png")));
@@ -409,6 +411,63 @@ void FormatsTabTest::clampedNoteGreyedWhileTextIsNoValue() {
   QVERIFY(!tab.errorText().isEmpty());
   QVERIFY2(note->isHidden() || orange_pixels(note) == 0,
            qPrintable(QStringLiteral("%1 orange pixels").arg(orange_pixels(note))));
+}
+
+// Help > Documentation (F1) opens README.md in the program's own viewer, as installed
+// (here: the source tree, where packaging/CMakeLists.txt installs it from), its links to
+// the pages in docs/ followed in it; where the documentation is not there, a failure names
+// where it was looked for.
+void FormatsTabTest::helpOpensTheShippedDocumentation() {
+  qputenv("FP8WB_DOC_DIR", QByteArray(FP8WB_SOURCE_DIR));
+  MainWindow w(false);
+  QAction* docs = w.findChild<QAction*>(QStringLiteral("help-documentation"));
+  QVERIFY(docs);
+  QCOMPARE(docs->shortcut(), QKeySequence(QKeySequence::HelpContents));
+  docs->trigger();
+  auto* browser = w.findChild<QTextBrowser*>(QStringLiteral("documentation"));
+  QVERIFY(browser);
+  QVERIFY(browser->isVisible());
+  QCOMPARE(browser->source(), QUrl::fromLocalFile(QStringLiteral(FP8WB_SOURCE_DIR "/README.md")));
+  const QString text = browser->toPlainText();
+  QVERIFY2(text.startsWith(QStringLiteral("FP8 Workbench")), qPrintable(text.left(80)));
+  QVERIFY(!text.contains(QStringLiteral("# FP8 Workbench")));  // Markdown, rendered
+  // Its pictures (screenshots 1400 px wide) no wider than the viewer's text.
+  QString picture;
+  for (QTextBlock b = browser->document()->begin(); b.isValid() && picture.isEmpty();
+       b = b.next()) {
+    for (auto it = b.begin(); !it.atEnd(); ++it) {
+      if (it.fragment().charFormat().isImageFormat())
+        picture = it.fragment().charFormat().toImageFormat().name();
+    }
+  }
+  QVERIFY(!picture.isEmpty());
+  const QVariant shown =
+      browser->loadResource(QTextDocument::ImageResource, browser->source().resolved(picture));
+  QVERIFY(shown.canConvert<QImage>());
+  QVERIFY2(shown.value<QImage>().width() > 0 && shown.value<QImage>().width() <= 860,
+           qPrintable(QString::number(shown.value<QImage>().width())));
+  // README's link to docs/sweeps.md, as a click follows it.
+  QString href;
+  for (QTextBlock b = browser->document()->begin(); b.isValid() && href.isEmpty(); b = b.next()) {
+    for (auto it = b.begin(); !it.atEnd(); ++it) {
+      const QString a = it.fragment().charFormat().anchorHref();
+      if (a.endsWith(QStringLiteral("docs/sweeps.md"))) href = a;
+    }
+  }
+  QVERIFY(!href.isEmpty());
+  browser->setSource(browser->source().resolved(QUrl(href)));
+  QVERIFY2(browser->toPlainText().contains(QStringLiteral("sweep")),
+           qPrintable(browser->toPlainText().left(200)));
+  QVERIFY(browser->source().toLocalFile().endsWith(QStringLiteral("/docs/sweeps.md")));
+  // Not installed: said, naming where it was looked for.
+  QTemporaryDir empty;
+  qputenv("FP8WB_DOC_DIR", empty.path().toUtf8());
+  QVERIFY(!w.showDocumentation());
+  QVERIFY(!w.failures().isEmpty());
+  QVERIFY2(w.failures().back().contains(empty.path()) &&
+               w.failures().back().contains(QStringLiteral("README.md")),
+           qPrintable(w.failures().back()));
+  qunsetenv("FP8WB_DOC_DIR");
 }
 
 QTEST_MAIN(FormatsTabTest)

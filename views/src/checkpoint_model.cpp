@@ -17,6 +17,30 @@ namespace fp8wb {
 
 using namespace checkpoint_detail;  // qs(), best_sqnr(), ... (checkpoint_tab_internal.h)
 
+namespace {
+
+// Why there is no recommendation, as its cell says it: the reason up to its first
+// parenthesis or comma; where that is still long, up to its first ": "; at most 48
+// characters, cut at a space. The whole reason is in the cell's tooltip and the details
+// line under the table: a reason of a sentence or two widened the column and pushed the
+// SQNR columns off screen.
+QString short_reason(const std::string& reason) {
+  constexpr qsizetype kMost = 48;
+  QString text = QString::fromStdString(reason);
+  for (const QString& at : {QStringLiteral(" ("), QStringLiteral(", ")}) {
+    if (const qsizetype i = text.indexOf(at); i > 0) text.truncate(i);
+  }
+  if (text.size() > kMost) {
+    if (const qsizetype colon = text.indexOf(QStringLiteral(": ")); colon > 0) text.truncate(colon);
+  }
+  if (text.size() <= kMost) return text;
+  qsizetype cut = text.lastIndexOf(QLatin1Char(' '), kMost - 1);
+  if (cut <= 0) cut = kMost - 1;
+  return text.left(cut) + QChar(0x2026);
+}
+
+}  // namespace
+
 CheckpointModel::CheckpointModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 void CheckpointModel::setTensors(std::vector<TensorAnalysis> t) {
@@ -87,8 +111,8 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
         return sqnr_text(v);
       }
       case Recommended:
-        return !t->not_quantized.empty() ? tr("none: %1").arg(qs(t->not_quantized))
-               : !t->no_recipe.empty()   ? tr("none: %1").arg(qs(t->no_recipe))
+        return !t->not_quantized.empty() ? tr("none: %1").arg(short_reason(t->not_quantized))
+               : !t->no_recipe.empty()   ? tr("none: %1").arg(short_reason(t->no_recipe))
                                          : qs(t->recommended);
       case RecommendedUnderflow:
         return rec ? qs(underflow_pct_text(rec->underflow_pct)) + QLatin1Char('%')
@@ -114,7 +138,9 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
       case Best:
       case BestSqnr: tip = tr("Highest SQNR: %1.").arg(tr(kBestCriterion)); break;
       default: {
+        // The whole reason where the cell says only its start.
         tip = !t->not_quantized.empty() ? tr("No SQNR: %1").arg(qs(t->not_quantized))
+              : !t->no_recipe.empty()   ? tr("No recommendation: %1").arg(qs(t->no_recipe))
               : t->reason.empty()       ? shown_name(t->name)
                                         : qs(t->reason);
         for (const std::string& w : t->warnings) tip += tr("\nWarning: %1").arg(qs(w));
@@ -164,17 +190,19 @@ void CheckpointModel::setSelectedRecipe(const QString& name) {
 QVariant CheckpointModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
   if (role == Qt::DisplayRole) {
+    // The long names on two lines: the columns as narrow as their figures, so that the
+    // SQNR columns stay in view.
     static const char* names[] = {"tensor",
                                   "dtype",
                                   "shape",
                                   "amax",
-                                  "range (bits)",
+                                  "range\n(bits)",
                                   "NaN / Inf",
-                                  "recommended (%1)",
+                                  "recommended\n(%1)",
                                   "its underflow",
-                                  "highest SQNR (any format)",
+                                  "highest SQNR\n(any format)",
                                   "its SQNR (dB)",
-                                  "%1 tensorwise (dB)"};
+                                  "%1\ntensorwise (dB)"};
     const QString name = tr(names[section]);
     return name.contains(QLatin1String("%1")) ? name.arg(format_name(recommend_format())) : name;
   }

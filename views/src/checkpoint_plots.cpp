@@ -67,6 +67,7 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
     for (QCPBars* b : chart_bars_) chart_->removePlottable(b);
     chart_bars_.clear();
     chart_->clearItems();
+    chart_->setCsvTable(nullptr);
     block_map_->data()->clear();
     blocks_->clearItems();
     caption_->clear();
@@ -287,6 +288,16 @@ void CheckpointTab::drawChart(const TensorAnalysis& t) {
     }
     chart_bars_.push_back(bars);
   }
+  // Its CSV: each recipe's SQNR as it is, not as drawn (an exact recipe "inf", not the
+  // dashed line's length; a negative SQNR below 0), a line a bar, format by format.
+  CsvTable table{{QStringLiteral("series"), QStringLiteral("label"), QStringLiteral("value")}, {}};
+  for (Format f : formats) {
+    for (const auto& r : t.recipes) {
+      if (r.recipe.format == f)
+        table.rows << QStringList{format_name(f), scaling_of(r), csv_number(r.sqnr_db)};
+    }
+  }
+  chart_->setCsvTable([table] { return table; });
   for (QCPAxis* a : {chart_->xAxis, chart_->yAxis}) a->setVisible(!t.recipes.empty());
   chart_->legend->setVisible(!t.recipes.empty());
   if (t.recipes.empty()) {

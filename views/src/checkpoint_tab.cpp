@@ -13,6 +13,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
@@ -101,6 +102,9 @@ CheckpointTab::CheckpointTab(QWidget* parent)
   table_->setSelectionMode(QAbstractItemView::SingleSelection);
   table_->verticalHeader()->hide();
   table_->horizontalHeader()->setStretchLastSection(true);
+  table_->setContextMenuPolicy(Qt::CustomContextMenu);
+  connect(table_, &QWidget::customContextMenuRequested, this,
+          [this](const QPoint& at) { tableMenu()->popup(table_->viewport()->mapToGlobal(at)); });
   progress_->setVisible(false);
   cancel_->setVisible(false);
   connect(cancel_, &QPushButton::clicked, this, &CheckpointTab::cancel);
@@ -240,6 +244,64 @@ QStringList CheckpointTab::recentFiles() const {
 
 QString CheckpointTab::statusText() const {
   return status_->text();
+}
+
+QMenu* CheckpointTab::tableMenu() {
+  if (!table_menu_) {
+    table_menu_ = new QMenu(this);
+    QAction* csv = table_menu_->addAction(tr("Export CSV…"), this, [this] {
+      const QString name = QFileInfo(path_).completeBaseName();
+      const QString path = save_file_name(
+          this, tr("Export the table"),
+          (name.isEmpty() ? QStringLiteral("checkpoint") : name) + QStringLiteral("-tensors.csv"),
+          tr("CSV (*.csv)"));
+      if (path.isEmpty()) return;
+      const QString err = exportTable(path);
+      if (err.isEmpty()) {
+        Q_EMIT notice(tr("wrote %1").arg(path));
+      } else {
+        Q_EMIT failed(err);
+      }
+    });
+    csv->setObjectName(QStringLiteral("exportTableCsv"));
+  }
+  // Nothing to export before a checkpoint is analysed.
+  table_menu_->actions().front()->setEnabled(model_->rowCount() > 0);
+  return table_menu_;
+}
+
+QString CheckpointTab::tableCsv() const {
+  // Every row, sorted as the table is, none filtered out.
+  QSortFilterProxyModel all;
+  all.setSourceModel(model_);
+  all.setSortRole(proxy_->sortRole());
+  all.sort(proxy_->sortColumn(), proxy_->sortOrder());
+  // The columns shown, in the order they are shown.
+  QList<int> columns;
+  const QHeaderView* header = table_->horizontalHeader();
+  for (int v = 0; v < header->count(); ++v) {
+    const int c = header->logicalIndex(v);
+    if (!table_->isColumnHidden(c)) columns << c;
+  }
+  QStringList names;
+  for (int c : columns) {
+    // A name of two lines in the header is one in the CSV's.
+    names << model_->headerData(c, Qt::Horizontal, Qt::DisplayRole)
+                 .toString()
+                 .replace(QLatin1Char('\n'), QLatin1Char(' '));
+  }
+  QString out = csv_line(names) + QLatin1Char('\n');
+  for (int r = 0; r < all.rowCount(); ++r) {
+    QStringList cells;
+    for (int c : columns) cells << all.index(r, c).data(Qt::DisplayRole).toString();
+    out += csv_line(cells) + QLatin1Char('\n');
+  }
+  return out;
+}
+
+QString CheckpointTab::exportTable(const QString& path) const {
+  if (model_->rowCount() == 0) return tr("no checkpoint is analysed: there is no table to export");
+  return write_csv_file(path, tableCsv());
 }
 
 void CheckpointTab::forgetRecent(const QString& path) {

@@ -6,7 +6,8 @@
 #include <QFileInfo>
 #include <QMenu>
 #include <QMessageBox>
-#include <QTemporaryDir>
+#include <QPageLayout>
+#include <QPdfWriter>
 #include <QTextStream>
 #include <QToolTip>
 #include <algorithm>
@@ -17,6 +18,83 @@
 #include "fp8wb/views/run_database_guard.h"
 
 namespace fp8wb {
+
+namespace {
+
+// The space around an exported picture's title, in pixels of the plot.
+constexpr int kTitlePadding = 6;
+
+// A colour map's property: the rows x columns of blocks fill_block_map() gave it (QSize:
+// columns, rows).
+constexpr const char* kBlockGrid = "fp8wbBlockGrid";
+
+// The centre's coordinate of cell i of n along a map's range (the range's centre for one
+// cell).
+double cell_centre(const QCPRange& r, int n, int i) {
+  return n > 1 ? r.lower + (r.upper - r.lower) * i / (n - 1) : r.center();
+}
+
+// The axis's tick text at `at` where its ticker is one of texts with a tick there, else
+// the coordinate.
+QString tick_text(const QCPAxis* axis, double at) {
+  if (auto ticks = qSharedPointerDynamicCast<QCPAxisTickerText>(axis->ticker())) {
+    const QMap<double, QString>& m = ticks->ticks();
+    const double tolerance = 1e-9 * std::max(1.0, std::abs(at));
+    if (auto it = m.lowerBound(at - tolerance); it != m.end() && it.key() <= at + tolerance)
+      return it.value();
+  }
+  return QString::number(at, 'g', 10);
+}
+
+}  // namespace
+
+QStringList wrapped_lines(const QString& text, const QFont& font, int width) {
+  const QFontMetrics fm(font);
+  QStringList lines;
+  QString line;
+  for (QString word : text.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
+    const QString joined = line.isEmpty() ? word : line + QLatin1Char(' ') + word;
+    if (fm.horizontalAdvance(joined) <= width) {
+      line = joined;
+      continue;
+    }
+    if (!line.isEmpty()) lines << line;
+    // A word wider than the line alone (a long tensor name) is broken where it must be.
+    while (word.size() > 1 && fm.horizontalAdvance(word) > width) {
+      qsizetype fit = 1;
+      while (fit < word.size() && fm.horizontalAdvance(word.left(fit + 1)) <= width) ++fit;
+      lines << word.left(fit);
+      word = word.mid(fit);
+    }
+    line = word;
+  }
+  if (!line.isEmpty()) lines << line;
+  return lines;
+}
+
+QString csv_line(const QStringList& fields) {
+  QStringList out;
+  for (const QString& f : fields) {
+    const bool quote = f.contains(QLatin1Char(',')) || f.contains(QLatin1Char('"')) ||
+                       f.contains(QLatin1Char('\n')) || f.contains(QLatin1Char('\r')) ||
+                       f.startsWith(QLatin1Char(' ')) || f.endsWith(QLatin1Char(' '));
+    out << (quote ? QLatin1Char('"') +
+                        QString(f).replace(QStringLiteral("\""), QStringLiteral("\"\"")) +
+                        QLatin1Char('"')
+                  : f);
+  }
+  return out.join(QLatin1Char(','));
+}
+
+QString csv_number(double v) {
+  return std::isnan(v) ? QString() : QString::number(v, 'g', 17);
+}
+
+QString write_csv_file(const QString& path, const QString& text) {
+  // Every file the GUI writes follows one rule (run_database_guard.h): never over an
+  // SQLite database or one of its files, all or nothing.
+  return write_output_file(path, text.toUtf8());
+}
 
 QColor format_color(Format f) {
   switch (f) {
@@ -67,7 +145,10 @@ void set_whole_number_ticks(QCPAxis* axis) {
 
 void fill_block_map(QCPColorMap* map, int64_t rows, int64_t cols, const std::vector<float>& cells) {
   map->data()->clear();
+  map->setProperty(kBlockGrid, QVariant());
   if (rows <= 0 || cols <= 0 || cells.size() != static_cast<size_t>(rows * cols)) return;
+  // The blocks as they are, for the CSV (the map may draw one row or column twice).
+  map->setProperty(kBlockGrid, QSize(static_cast<int>(cols), static_cast<int>(rows)));
   // QCPColorMap draws a dimension of one cell with no extent (its half-cell width is the
   // range over size - 1): one row or column (rowwise scaling, a vector) is drawn as two
   // equal cells centred at +-0.25, which cover the one block from -0.5 to 0.5.
@@ -140,12 +221,8 @@ namespace {
 // by its label and its tick's text at the cell's centre (or the centre's coordinate), then
 // the colour scale's label and the cell's value.
 QString cell_text(const QCPColorMap* map, int x, int y) {
-  // Cell i of n is centred on its share of the range (the range's centre for one cell).
-  auto centre = [](const QCPRange& r, int n, int i) {
-    return n > 1 ? r.lower + (r.upper - r.lower) * i / (n - 1) : r.center();
-  };
-  const double key = centre(map->data()->keyRange(), map->data()->keySize(), x);
-  const double value = centre(map->data()->valueRange(), map->data()->valueSize(), y);
+  const double key = cell_centre(map->data()->keyRange(), map->data()->keySize(), x);
+  const double value = cell_centre(map->data()->valueRange(), map->data()->valueSize(), y);
   auto along = [](const QCPAxis* axis, double at) {
     QString text = QString::number(at, 'g', 6);
     if (auto ticks = qSharedPointerDynamicCast<QCPAxisTickerText>(axis->ticker()))
@@ -204,20 +281,25 @@ QString ExportablePlot::emptyHint() const {
   return empty_hint_ && empty_hint_->visible() ? empty_hint_->text() : QString();
 }
 
-void ExportablePlot::updateEmptyHint() {
-  if (!empty_hint_) return;
-  bool drawn = false;
-  for (int i = 0; i < plottableCount() && !drawn; ++i) {
-    QCPAbstractPlottable* p = plottable(i);
+bool ExportablePlot::hasData() const {
+  // QCustomPlot's accessors are not const; nothing is changed here.
+  auto* self = const_cast<ExportablePlot*>(this);
+  for (int i = 0; i < plottableCount(); ++i) {
+    QCPAbstractPlottable* p = self->plottable(i);
     if (!p->visible()) continue;
     if (auto* map = qobject_cast<QCPColorMap*>(p)) {
-      drawn = map->data()->keySize() > 0 && map->data()->valueSize() > 0;
+      if (map->data()->keySize() > 0 && map->data()->valueSize() > 0) return true;
     } else {
       const QCPPlottableInterface1D* points = p->interface1D();
-      drawn = !points || points->dataCount() > 0;
+      if (!points || points->dataCount() > 0) return true;
     }
   }
-  const bool hint = !drawn && !empty_hint_->text().isEmpty();
+  return false;
+}
+
+void ExportablePlot::updateEmptyHint() {
+  if (!empty_hint_) return;
+  const bool hint = !hasData() && !empty_hint_->text().isEmpty();
   if (empty_hint_->visible() != hint) {
     // What the plot shows while drawn (a hatch for cells without data, tick labels) comes
     // back as it was.
@@ -334,18 +416,78 @@ void ExportablePlot::applyFonts() {
   }
 }
 
+std::vector<CsvTable> ExportablePlot::csvTables() const {
+  if (csv_table_) return {csv_table_()};
+  std::vector<CsvTable> out;
+  CsvTable points{{QStringLiteral("series"), QStringLiteral("x"), QStringLiteral("y")}, {}};
+  for (int g = 0; g < graphCount(); ++g) {
+    const QCPGraph* graph = this->graph(g);
+    for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it)
+      points.rows << QStringList{graph->name(), csv_number(it->key), csv_number(it->value)};
+  }
+  CsvTable bars{{QStringLiteral("series"), QStringLiteral("label"), QStringLiteral("value")}, {}};
+  CsvTable cells{{QStringLiteral("map"), QStringLiteral("row"), QStringLiteral("column"),
+                  QStringLiteral("value")},
+                 {}};
+  // QCustomPlot's accessors are not const; nothing is changed here.
+  auto* self = const_cast<ExportablePlot*>(this);
+  for (int i = 0; i < plottableCount(); ++i) {
+    if (auto* b = qobject_cast<QCPBars*>(self->plottable(i))) {
+      for (auto it = b->data()->constBegin(); it != b->data()->constEnd(); ++it)
+        bars.rows << QStringList{b->name(), tick_text(b->keyAxis(), it->key),
+                                 csv_number(it->value)};
+    } else if (auto* map = qobject_cast<QCPColorMap*>(self->plottable(i))) {
+      QCPColorMapData* d = map->data();
+      if (d->keySize() <= 0 || d->valueSize() <= 0) continue;
+      if (const QSize grid = map->property(kBlockGrid).toSize(); grid.isValid()) {
+        // Blocks, by their row and column (a one-row grid is drawn as two rows alike).
+        for (int r = 0; r < grid.height(); ++r) {
+          for (int c = 0; c < grid.width(); ++c) {
+            cells.rows << QStringList{map->name(), QString::number(r), QString::number(c),
+                                      csv_number(d->cell(std::min(c, d->keySize() - 1),
+                                                         std::min(r, d->valueSize() - 1)))};
+          }
+        }
+        continue;
+      }
+      for (int y = 0; y < d->valueSize(); ++y) {
+        const QString row =
+            tick_text(map->valueAxis(), cell_centre(d->valueRange(), d->valueSize(), y));
+        for (int x = 0; x < d->keySize(); ++x) {
+          cells.rows << QStringList{
+              map->name(), row,
+              tick_text(map->keyAxis(), cell_centre(d->keyRange(), d->keySize(), x)),
+              csv_number(d->cell(x, y))};
+        }
+      }
+    }
+  }
+  for (CsvTable* t : {&points, &bars, &cells}) {
+    if (!t->rows.isEmpty()) out.push_back(std::move(*t));
+  }
+  if (out.empty()) out.push_back(std::move(points));  // a header: no data
+  return out;
+}
+
 QString ExportablePlot::toCsv() const {
   QString out;
   QTextStream s(&out);
-  s << "series,x,y\n";
-  for (int g = 0; g < graphCount(); ++g) {
-    const QCPGraph* graph = this->graph(g);
-    for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it) {
-      s << '"' << graph->name() << "\"," << QString::number(it->key, 'g', 17) << ','
-        << QString::number(it->value, 'g', 17) << '\n';
-    }
+  bool first = true;
+  for (const CsvTable& t : csvTables()) {
+    if (!first) s << '\n';  // an empty line between tables
+    first = false;
+    s << csv_line(t.header) << '\n';
+    for (const QStringList& row : t.rows) s << csv_line(row) << '\n';
   }
   return out;
+}
+
+QFont ExportablePlot::exportTitleFont() const {
+  // As large as the axis labels are drawn (larger while presenting), and a little more.
+  QFont f = xAxis ? xAxis->labelFont() : font();
+  f.setPointSizeF(f.pointSizeF() + 2);
+  f.setBold(true);
+  return f;
 }
 
 QString ExportablePlot::exportTitle() const {
@@ -364,38 +506,65 @@ QString ExportablePlot::exportTo(const QString& path) {
   const QString suffix = QFileInfo(path).suffix().toLower();
   QByteArray bytes;
   if (suffix == QLatin1String("png") || suffix == QLatin1String("pdf")) {
-    // The picture leaves the window: it carries its title on top while it is written.
-    QCPTextElement* title = nullptr;
-    if (const QString t = exportTitle(); !t.isEmpty()) {
-      // As large as the axis labels are drawn (larger while presenting), and a little more.
-      QFont f = xAxis ? xAxis->labelFont() : font();
-      f.setPointSizeF(f.pointSizeF() + 2);
-      f.setBold(true);
-      plotLayout()->insertRow(0);
-      title = new QCPTextElement(this, t, f);
-      plotLayout()->addElement(0, 0, title);
-      replot(QCustomPlot::rpImmediateRefresh);
-    }
     QString error;
+    // The picture leaves the window: it carries its title on top. The plot is drawn as on
+    // screen under a band of its own for the title, wrapped to the picture's width:
+    // nothing of the plot's layout changes. (A title in the plot's layout could be no
+    // wider than its first column: a long one was cut at both ends, and a heatmap's
+    // colour bar was pushed under a blank box.)
+    const int w = width(), h = height();
+    const QFont f = exportTitleFont();
+    const QStringList lines = wrapped_lines(exportTitle(), f, w - 2 * kTitlePadding);
+    const int band =
+        lines.isEmpty()
+            ? 0
+            : static_cast<int>(lines.size()) * QFontMetrics(f).lineSpacing() + 2 * kTitlePadding;
+    auto draw = [&](QCPPainter& painter) {
+      painter.fillRect(QRect(0, 0, w, h + band), Qt::white);
+      if (band > 0) {
+        painter.setFont(f);
+        painter.setPen(Qt::black);
+        painter.drawText(
+            QRect(kTitlePadding, kTitlePadding, w - 2 * kTitlePadding, band - 2 * kTitlePadding),
+            Qt::AlignHCenter | Qt::AlignTop, lines.join(QLatin1Char('\n')));
+      }
+      painter.translate(0, band);
+      toPainter(&painter, w, h);
+    };
     if (suffix == QLatin1String("png")) {
+      constexpr int kScale = 2;  // as QCustomPlot's savePng(path, 0, 0, 2.0)
+      QImage image(w * kScale, (h + band) * kScale, QImage::Format_ARGB32_Premultiplied);
+      image.fill(Qt::white);
+      QCPPainter painter(&image);
+      painter.setMode(QCPPainter::pmNonCosmetic);
+      painter.scale(kScale, kScale);
+      draw(painter);
+      painter.end();
       QBuffer buffer(&bytes);
       buffer.open(QIODevice::WriteOnly);
-      if (!toPixmap(0, 0, 2.0).save(&buffer, "PNG")) error = tr("the picture could not be drawn");
+      if (!image.save(&buffer, "PNG")) error = tr("the picture could not be drawn");
     } else {
-      // QCustomPlot writes a PDF to a named file only: drawn into a private folder, then
-      // written to `path` as every export is (all or nothing).
-      QTemporaryDir scratch;
-      const QString drawn = scratch.filePath(QStringLiteral("plot.pdf"));
-      QFile f(drawn);
-      if (!scratch.isValid() || !savePdf(drawn) || !f.open(QIODevice::ReadOnly))
-        error = tr("the PDF could not be drawn");
-      else
-        bytes = f.readAll();
-    }
-    if (title) {
-      plotLayout()->remove(title);
-      plotLayout()->simplify();
-      replot(QCustomPlot::rpImmediateRefresh);  // the layout as it was, at once
+      QBuffer buffer(&bytes);
+      buffer.open(QIODevice::WriteOnly);
+      QPdfWriter pdf(&buffer);
+      // Fonts sized as on screen, as QCustomPlot's savePdf() (a screen-resolution printer).
+      pdf.setResolution(logicalDpiX());
+      QPageLayout page;
+      page.setMode(QPageLayout::FullPageMode);
+      page.setOrientation(QPageLayout::Portrait);
+      page.setMargins(QMarginsF(0, 0, 0, 0));
+      page.setPageSize(
+          QPageSize(QSize(w, h + band), QPageSize::Point, QString(), QPageSize::ExactMatch));
+      pdf.setPageLayout(page);
+      QCPPainter painter;
+      bool ok = painter.begin(&pdf);
+      if (ok) {
+        painter.setMode(QCPPainter::pmVectorized);
+        painter.setWindow(QRect(0, 0, w, h + band));
+        draw(painter);
+        ok = painter.end();
+      }
+      if (!ok) error = tr("the PDF could not be drawn");
     }
     if (!error.isEmpty()) return tr("cannot write %1: %2").arg(path, error);
   } else if (suffix == QLatin1String("csv")) {

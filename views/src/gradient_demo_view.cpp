@@ -22,24 +22,39 @@ using namespace demo_detail;  // qs() (demo_views_internal.h)
 namespace {
 
 // The representable band of a format on a log2 axis: subnormals light, normals darker.
-void add_band(QCustomPlot* plot, Format f, double y_top, int row) {
+// The bands' rows hang from `top` (the axis rect's top left) in pixels, each as high as a
+// label's line, whatever the plot's height: rows in plot coordinates crowded together in a
+// short plot, where a label overlapped the next row's band. Each label ends at `label_x`,
+// left of every band (left of its own band alone, the E4M3FN label lay over the E5M2
+// band, which reaches further left).
+void add_band(QCustomPlot* plot, QCPItemAnchor* top, Format f, int row, double label_x) {
   const auto& info = format_info(f);
   const double lo = std::log2(info.min_subnormal), mid = std::log2(info.min_normal);
   const double hi = std::log2(info.max_finite);
+  auto* label = new QCPItemText(plot);
+  const int line = QFontMetrics(label->font()).height();
+  const double y0 = 4 + row * (line + 4);  // the row's top, pixels below the axis rect's
+  const double y1 = y0 + line - 4;         // its bottom
   QColor c = format_color(f);
-  const double y0 = y_top * (1.02 + 0.04 * row), y1 = y0 + y_top * 0.035;
   for (const auto& [a, b, alpha] : {std::tuple{lo, mid, 70}, std::tuple{mid, hi, 170}}) {
     auto* rect = new QCPItemRect(plot);
-    rect->topLeft->setCoords(a, y1);
-    rect->bottomRight->setCoords(b, y0);
+    rect->setObjectName(QStringLiteral("formatBand"));
+    for (QCPItemPosition* corner : {rect->topLeft, rect->bottomRight}) {
+      corner->setTypeY(QCPItemPosition::ptAbsolute);
+      corner->setParentAnchorY(top);
+    }
+    rect->topLeft->setCoords(a, y0);
+    rect->bottomRight->setCoords(b, y1);
     c.setAlpha(alpha);
     rect->setBrush(c);
     rect->setPen(Qt::NoPen);
   }
-  // Left of the band: the axis ends soon after the widest format's largest value, and a
+  // Left of the bands: the axis ends soon after the widest format's largest value, and a
   // label to its right would be cut at presentation size.
-  auto* label = new QCPItemText(plot);
-  label->position->setCoords(lo - 0.5, (y0 + y1) / 2);
+  label->setObjectName(QStringLiteral("formatBandLabel"));
+  label->position->setTypeY(QCPItemPosition::ptAbsolute);
+  label->position->setParentAnchorY(top);
+  label->position->setCoords(label_x, (y0 + y1) / 2);
   label->setPositionAlignment(Qt::AlignRight | Qt::AlignVCenter);
   label->setText(qs(info.name) + QStringLiteral(" range"));
   label->setColor(format_color(f));
@@ -148,9 +163,18 @@ void GradientDemoView::rerun() {
       }
     }
   }
+  double lowest = 0;  // the leftmost band's start
+  for (Format f : result_.config.formats)
+    lowest = std::min(lowest, std::log2(format_info(f).min_subnormal));
+  // The rows' anchor: the axis rect's top left corner.
+  auto* top = new QCPItemTracer(hist_);
+  top->setStyle(QCPItemTracer::tsNone);
+  top->position->setType(QCPItemPosition::ptAxisRectRatio);
+  top->position->setCoords(0, 0);
   int row = 0;
-  for (Format f : result_.config.formats) add_band(hist_, f, peak, row++);
+  for (Format f : result_.config.formats) add_band(hist_, top->position, f, row++, lowest - 0.5);
   hist_->xAxis->setRange(x_lo, x_hi);
+  // The top fifth of the plot for the bands' rows, over the highest bin.
   hist_->yAxis->setRange(0, peak * 1.25);
   hist_->replot(QCustomPlot::rpQueuedReplot);
   // Saturated: values beyond the format's largest value, clamped to it.

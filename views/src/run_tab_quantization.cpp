@@ -175,6 +175,7 @@ void QuantizationTab::rebuild() {
   size_t cols = 0;
   for (const TensorSeries* t : rows) cols = std::max(cols, drawn_count(t));
   heat_map_->data()->clear();
+  heat_->setCsvTable(nullptr);
   const TensorStatFigure& figure =
       *kHeatmapFigures[static_cast<size_t>(std::clamp(metric_->currentIndex(), 0, 2))];
   // Column c is centred on its sampled step and row r on r; a cell is as wide as the steps
@@ -227,6 +228,19 @@ void QuantizationTab::rebuild() {
     } else {
       heat_map_->rescaleDataRange(true);
     }
+    // Its CSV: a line a cell drawn, by its layer and its own sampled step, with the figure
+    // as it is (an exact SQNR "inf", not the colour past the scale's top).
+    CsvTable table{{QStringLiteral("map"), QStringLiteral("row"), QStringLiteral("column"),
+                    QStringLiteral("value")},
+                   {}};
+    for (size_t r = 0; r < rows.size(); ++r) {
+      for (size_t i = drawn_from(rows[r]); i < rows[r]->points.size(); ++i) {
+        const TensorMetrics& p = rows[r]->points[i];
+        table.rows << QStringList{metric_->currentText(), qs(rows[r]->layer),
+                                  QString::number(p.step), csv_number(figure.of(p.raw))};
+      }
+    }
+    heat_->setCsvTable([table] { return table; });
     // Layer names on the row axis.
     QSharedPointer<QCPAxisTickerText> ticks(new QCPAxisTickerText);
     for (size_t r = 0; r < rows.size(); ++r)

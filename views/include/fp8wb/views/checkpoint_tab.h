@@ -4,7 +4,8 @@
 // selected tensor the log2 histogram against each format's range, the recipe x format
 // comparison (scalings down the side, one bar per format, the recommended and the
 // selected recipe marked) and the block error map of a chosen recipe. Before any file is
-// open (or after one that could not be read) a placeholder says what to do instead.
+// open (or after one that could not be read) a placeholder says what to do instead. The
+// table's context menu exports it as CSV.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -21,6 +22,7 @@
 class QTableView;
 class QLabel;
 class QLineEdit;
+class QMenu;
 class QComboBox;
 class QProgressBar;
 class QPushButton;
@@ -106,6 +108,13 @@ class CheckpointTab : public QWidget {
   // reads too (the files still there), e.g. after another window changed it.
   void refreshRecent();
   QString statusText() const;
+  // The table as CSV: every tensor (those the filter hides too), in the table's order, the
+  // columns shown, each cell's text as shown; a header of the columns' names.
+  QString tableCsv() const;
+  // Writes tableCsv() to `path`: an empty string on success, else what went wrong.
+  QString exportTable(const QString& path) const;
+  // The table's context menu ("Export CSV…"); the caller shows it, or reads its actions.
+  QMenu* tableMenu();
 
  Q_SIGNALS:
   void checkpointLoaded(const QString& path, int tensors);
@@ -149,7 +158,8 @@ class CheckpointTab : public QWidget {
   QCPColorMap* block_map_;
   QCPColorScale* block_scale_;
   QStackedWidget* pages_;  // the placeholder, or the table and plots
-  QString path_;           // the checkpoint shown
+  QMenu* table_menu_ = nullptr;
+  QString path_;  // the checkpoint shown
   std::atomic<bool> cancel_flag_{false};
   QElapsedTimer elapsed_;  // since the analysis started
   const TensorAnalysis* shown_ = nullptr;

@@ -1,12 +1,16 @@
 // defines: ExportablePlot: a QCustomPlot with zoom/pan, a right-click menu exporting the
-// picture (PNG, PDF, with a title) and the data (CSV). PresentationMode scales its fonts
-// and pens. place_legend_below(): a legend under the plot instead of over its curves.
+// picture (PNG, PDF, with a title) and the data (CSV: every graph's points, every bar,
+// every colour map's cells). PresentationMode scales its fonts and pens. CsvTable,
+// csv_line() and write_csv_file(): CSV as every export of the views writes it.
+// place_legend_below(): a legend under the plot instead of over its curves.
 // fill_block_map(): a block error map; colour_scale_range(): a colour scale's ends, kept
 // within what the figure can be; thermal_on_white(): the maps' colours.
 #pragma once
 
 #include <qcustomplot.h>
+#include <QList>
 #include <QPointer>
+#include <QStringList>
 
 #include <cstdint>
 #include <functional>
@@ -19,6 +23,27 @@
 
 namespace fp8wb {
 
+// `text` in lines no wider than `width` pixels in `font`: broken at spaces, and a word
+// wider than a line alone (a long tensor name) where it must be.
+QStringList wrapped_lines(const QString& text, const QFont& font, int width);
+
+// A table as a CSV export writes it: a header, then a line of fields for each row.
+struct CsvTable {
+  QStringList header;
+  QList<QStringList> rows;
+};
+
+// One CSV line (no line break): each field as it is, or in double quotes (its quotes
+// doubled) where it holds a comma, a quote, a line break or spaces at either end.
+QString csv_line(const QStringList& fields);
+// A number as CSV gives it: every digit a double holds ("inf", "-inf"); NaN (no figure) as
+// an empty field.
+QString csv_number(double v);
+// Writes `text` (UTF-8) to `path`. Returns an empty string on success, else a message
+// naming the problem: a file that cannot be written, or the run database this process has
+// open (run_database_guard.h), which an export would destroy.
+QString write_csv_file(const QString& path, const QString& text);
+
 class ExportablePlot : public QCustomPlot {
   Q_OBJECT
  public:
@@ -27,16 +52,37 @@ class ExportablePlot : public QCustomPlot {
   // Writes PNG, PDF or CSV by the path's suffix. Returns an empty string on success,
   // else a message naming the problem.
   QString exportTo(const QString& path);
-  // Every graph's points as CSV: series,x,y.
+  // The plot's data as CSV: a table for each kind of plottable with data (csvTables()),
+  // tables apart by an empty line.
   QString toCsv() const;
+  // The tables toCsv() writes: the one setCsvTable() gives where it is set, else
+  //  - graphs: series,x,y: a line for each point;
+  //  - bars: series,label,value: a line for each bar, its label the key axis's tick text
+  //    at its key (a name: a scaling, a figure) where the axis has one, else its key;
+  //  - colour maps: map,row,column,value: a line for each cell, row by row, named by the
+  //    axes' tick texts at its centre (a layer, a sweep's value) where they have one, else
+  //    by its centre's coordinate (block maps filled by fill_block_map(): the block's row
+  //    and column), its value empty where it has none.
+  std::vector<CsvTable> csvTables() const;
+  // The table the CSV export writes instead of what the plottables hold: for a plot whose
+  // drawn figures are not its data (an exact SQNR drawn as a bar to a line marked "inf",
+  // a cell without error drawn past the scale's top). Empty: none.
+  void setCsvTable(std::function<CsvTable()> table) { csv_table_ = std::move(table); }
+  // Whether any plottable has something to draw (points, bars, cells): what an export has.
+  bool hasData() const;
   // Plots' own base font size (points), and as PresentationMode shows it.
   static double basePointSize(bool presentation) {
     return presentation ? 9 * PresentationMode::kDefaultFactor : 9;
   }
   // The title an exported picture carries on top: what the plot shows and of which
   // run, tensor or format. Without one, the axis labels make it ("SQNR (dB) against step").
+  // The picture is the plot as on screen under a band that holds the title, wrapped to the
+  // plot's width (wrapped_lines()) and never cut.
   void setExportTitle(const QString& title) { export_title_ = title; }
   QString exportTitle() const;
+  // The title's font in an exported picture: the axis labels' (larger while presenting),
+  // bold and 2 points larger.
+  QFont exportTitleFont() const;
   // What a colour map's cell (column x, row y) is, for its tooltip: the settings it stands
   // for and its figure. Without one (or where it returns nothing), the tooltip names the
   // cell by its axes' labels and ticks and gives its value.
@@ -66,6 +112,7 @@ class ExportablePlot : public QCustomPlot {
   std::vector<std::pair<QPointer<QCPAxis>, bool>> drawn_tick_labels_;
   QString export_title_;
   CellTip cell_tip_;
+  std::function<CsvTable()> csv_table_;
 };
 
 // Moves the plot's legend out of its axis rect into a row of its own below the plot, its
@@ -81,7 +128,8 @@ void set_whole_number_ticks(QCPAxis* axis);
 
 // Fills a colour map with a rows x cols grid (row-major), one cell per block, and sets its
 // axes to show every block whole; clears it when the grid and the values do not match
-// (no map taken).
+// (no map taken). The map keeps the grid's size (a one-row grid is drawn as two equal
+// rows): its CSV holds each block once, by its row and column.
 void fill_block_map(QCPColorMap* map, int64_t rows, int64_t cols, const std::vector<float>& cells);
 
 // QCustomPlot's thermal gradient without its white top, so that the highest values stay
