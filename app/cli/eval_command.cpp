@@ -90,16 +90,20 @@ int run_eval(const EvalCommandOptions& opt, std::ostream& out, std::ostream& err
     j["loss_fp8"] = nlohmann::json::object();
     j["recipes"] = nlohmann::json::array();
     for (const EvalFp8& e : r.fp8) {
-      j["loss_fp8"][e.recipe] = num(e.loss);
+      // A recipe no layer could take has no FP8 loss: null, not the high-precision one.
+      const nlohmann::json loss = e.layers.empty() ? nlohmann::json(nullptr) : num(e.loss);
+      j["loss_fp8"][e.recipe] = loss;
       nlohmann::json layers = nlohmann::json::array();
       for (const EvalLayer& l : e.layers)
         layers.push_back({{"layer", l.layer}, {"sqnr_db", num(l.sqnr_db)}});
-      j["recipes"].push_back({{"recipe", e.recipe},
-                              {"formats", e.formats},
-                              {"loss_fp8", num(e.loss)},
-                              {"loss_delta", num(e.loss - r.loss_high_precision)},
-                              {"layers", layers},
-                              {"kept_high_precision", e.kept}});
+      j["recipes"].push_back(
+          {{"recipe", e.recipe},
+           {"formats", e.formats},
+           {"loss_fp8", loss},
+           {"loss_delta",
+            e.layers.empty() ? nlohmann::json(nullptr) : num(e.loss - r.loss_high_precision)},
+           {"layers", layers},
+           {"kept_high_precision", e.kept}});
     }
     out << dump(j, 2) << "\n";
     return 0;
@@ -110,6 +114,11 @@ int run_eval(const EvalCommandOptions& opt, std::ostream& out, std::ostream& err
   out << fmt::format("{:<28} {:>10.5f} {:>10}\n", "high precision (" + r.dtype + ")",
                      r.loss_high_precision, "");
   for (const EvalFp8& e : r.fp8) {
+    if (e.layers.empty()) {  // every linear kept in high precision: no figure of FP8
+      out << fmt::format("{:<28} {:>10} {:>10}  no layer in FP8 (see below)\n",
+                         "fp8 " + e.recipe + " " + e.formats, "-", "-");
+      continue;
+    }
     out << fmt::format("{:<28} {:>10.5f} {:>+10.5f}\n", "fp8 " + e.recipe + " " + e.formats, e.loss,
                        e.loss - r.loss_high_precision);
   }

@@ -85,7 +85,8 @@ int run_replay(const ReplayCliOptions& opt, std::ostream& out, std::ostream& err
     ro.run = run.run;
     ro.samples = run.samples;
     ro.stored = run.stored;
-    ro.per_tensor_median = !opt.tensor.empty();
+    // Every tensor's median where one is asked for, or the JSON lists each tensor.
+    ro.per_tensor_median = !opt.tensor.empty() || opt.json;
     const ReplayResult res = replay_amax(run.input, grid, ro);
     const ReplayCell& best = res.cells[res.ranking.front()];
     const bool checked = !run.from_sampled_steps && res.own.compared > 0;

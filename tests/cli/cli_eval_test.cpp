@@ -71,6 +71,23 @@ TEST_F(CliEval, JsonGivesTheReferenceLossAndOnePerRecipe) {
   EXPECT_NE(t.out.find("model.layers.1.mlp.down_proj"), std::string::npos) << t.out;
 }
 
+// The tiny model's projections (32 and 48 wide) take no 128-wide blocks: blockwise runs no
+// layer in FP8, so it has no FP8 loss (null; "-" in the table), not the high-precision one.
+TEST_F(CliEval, ARecipeNoLayerTakesHasNoFp8Loss) {
+  const Result r =
+      run({"eval", "--hf", dir_ + "/llama", "--data", dir_ + "/llama/tokens.bin", "--context", "16",
+           "--windows", "2", "--set", "recipe=tensorwise,blockwise", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["loss_fp8"]["blockwise"].is_null()) << r.out;
+  EXPECT_TRUE(j["loss_fp8"]["tensorwise"].is_number()) << r.out;
+  EXPECT_TRUE(j["recipes"][1]["loss_delta"].is_null()) << r.out;
+  const Result t = run({"eval", "--hf", dir_ + "/llama", "--data", dir_ + "/llama/tokens.bin",
+                        "--context", "16", "--windows", "2", "--set", "recipe=blockwise"});
+  ASSERT_EQ(t.rc, 0) << t.err;
+  EXPECT_NE(t.out.find("no layer in FP8"), std::string::npos) << t.out;
+}
+
 TEST_F(CliEval, BadInputIsRefusedByName) {
   Result r = run({"eval", "--hf", dir_ + "/llama", "--data", dir_ + "/llama/tokens.bin", "--set",
                   "recipe=fp4"});

@@ -56,6 +56,9 @@ TEST_F(CliReplay, JsonRanksCellsAndReproducesTheRunsOwnScales) {
       EXPECT_EQ(c.at("amax_algo"), "max");
     }
     EXPECT_EQ(c.at("tensors").size(), 9u);
+    // Each tensor's own median headroom where it was ever unsaturated and nonzero.
+    for (const auto& t : c.at("tensors"))
+      EXPECT_TRUE(t.at("median_headroom_binades").is_number()) << t.dump();
   }
   EXPECT_EQ(own, 1);
   std::sort(ranks.begin(), ranks.end());

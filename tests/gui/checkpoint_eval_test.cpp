@@ -3,6 +3,7 @@
 // checkpoint with a config.json beside it; the window's high-precision loss equals the
 // reference's over the same windows, each checked recipe gets a row with its loss and
 // every projection's SQNR; a missing token file is said by name; Cancel ends the work.
+#include <QCheckBox>
 #include <QDir>
 #include <QFile>
 #include <QPushButton>
@@ -32,6 +33,7 @@ class CheckpointEvalTest : public QObject {
   void onlyACheckpointWithItsConfigIsEvaluable();
   void theWindowGivesTheReferenceLossAndEveryRecipe();
   void aMissingTokenFileIsSaid();
+  void aRecipeNoLayerTakesIsSaidNotScored();
 
  private:
   QString llama() const { return dir_.filePath(QStringLiteral("llama")); }
@@ -112,6 +114,29 @@ void CheckpointEvalTest::aMissingTokenFileIsSaid() {
   QVERIFY(ended.wait(60000));
   QCOMPARE(ended.at(0).at(0).toBool(), false);
   QVERIFY2(d.statusText().contains(missing), qPrintable(d.statusText()));
+}
+
+// The tiny model's 32- and 48-wide projections take no 128-wide blocks: blockwise runs no
+// layer in FP8, and its row says so instead of the high-precision loss as its own.
+void CheckpointEvalTest::aRecipeNoLayerTakesIsSaidNotScored() {
+  CheckpointEvalDialog d(llama());
+  d.setTokenFile(llama() + QStringLiteral("/tokens.bin"));
+  d.setContext(16);
+  d.setWindows(2);
+  auto* blockwise = d.findChild<QCheckBox*>(QStringLiteral("evalBlockwise"));
+  QVERIFY(blockwise);
+  blockwise->setChecked(true);
+  QSignalSpy ended(&d, &CheckpointEvalDialog::evaluationEnded);
+  d.start();
+  QVERIFY(ended.wait(120000));
+  QCOMPARE(ended.at(0).at(0).toBool(), true);
+  QTableWidget* losses = d.losses();
+  QCOMPARE(losses->rowCount(), 4);
+  QVERIFY(losses->item(3, 0)->text().contains(QStringLiteral("blockwise")));
+  QCOMPARE(losses->item(3, 1)->text(), QStringLiteral("-"));
+  QVERIFY2(losses->item(3, 2)->text().startsWith(QStringLiteral("no layer in FP8")),
+           qPrintable(losses->item(3, 2)->text()));
+  QVERIFY(losses->item(1, 1)->text().toDouble() > 0);  // tensorwise still scored
 }
 
 QTEST_MAIN(CheckpointEvalTest)

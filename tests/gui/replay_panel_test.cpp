@@ -156,6 +156,19 @@ void ReplayPanelTest::scalingTabWhatIfRedrawsTheCeiling() {
   QVERIFY(QTest::qWaitForWindowExposed(&tab));
   tab.refresh(true);
   QVERIFY(tab.select(QStringLiteral("fc1"), QStringLiteral("input")));
+  // The run's own amax and ceiling at every step it recorded, not the samples' joined:
+  // margin 2, window 200: 1 x 2^2 until step 100's amax of 4 enters the window, 16 after.
+  QCPGraph* blue = tab.amaxPlot()->graph(0);
+  QCPGraph* orange = tab.amaxPlot()->graph(1);
+  QCOMPARE(blue->dataCount(), 299);
+  QCOMPARE(blue->data()->at(99)->key, 100.0);
+  QCOMPARE(blue->data()->at(99)->value, 4.0);
+  QCOMPARE(blue->data()->at(100)->value, 1.0);
+  QCOMPARE(orange->dataCount(), 300);              // and one past the newest step, to give it width
+  QCOMPARE(orange->data()->at(98)->value, 4.0);    // step 99
+  QCOMPARE(orange->data()->at(99)->value, 4.0);    // step 100: its scale from steps before
+  QCOMPARE(orange->data()->at(100)->value, 16.0);  // step 101
+  QCOMPARE(orange->data()->at(104)->value, 16.0);  // step 105, between samples
   QCPGraph* what_if = tab.amaxPlot()->graph(2);
   QVERIFY(!what_if->visible());
   tab.setWhatIf(true, 0, 1, AmaxAlgo::Max);

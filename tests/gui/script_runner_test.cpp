@@ -30,6 +30,7 @@ class ScriptRunnerTest : public QObject {
   void aScriptIgnoringSigintIsTerminated();
   void badLaunchesAreRefusedByName();
   void aScriptWithoutWatchIsSaidSo();
+  void aScriptNamingItsRunIsFollowed();
 
  private:
   QString writeScript(const QString& name, const QString& body);
@@ -212,6 +213,37 @@ void ScriptRunnerTest::aScriptWithoutWatchIsSaidSo() {
   auto* log = p->findChild<QPlainTextEdit*>(QStringLiteral("script-stderr"));
   QVERIFY(
       wait_for([&] { return log->toPlainText().contains(QStringLiteral("no watch here")); }, 5000));
+}
+
+// README's snippet names its run (name="my-run"): the run is the script's all the same.
+void ScriptRunnerTest::aScriptNamingItsRunIsFollowed() {
+  MainWindow w(false);
+  const QString db = dir_.filePath(QStringLiteral("named.sqlite"));
+  w.engine()->setDatabasePath(db);
+  w.show();
+  RunPanel* p = w.runPanel();
+  QSignalSpy created(p->scriptRunner(), &ScriptRunner::runCreated);
+  QSignalSpy ended(p->scriptRunner(), &ScriptRunner::finished);
+  const QString script =
+      writeScript(QStringLiteral("named.py"), QStringLiteral(R"(import torch, fp8wb
+model = torch.nn.Linear(8, 4)
+with fp8wb.watch(model, name="my-own-name", stats_interval=2) as w:
+    for _ in range(5):
+        loss = model(torch.randn(4, 8)).pow(2).mean()
+        loss.backward()
+        w.step(loss=loss)
+)"));
+  QCOMPARE(
+      p->startScript({QString::fromLatin1(kPython), script, {}, QStringLiteral("the panel's")}),
+      QString());
+  QVERIFY2(created.wait(60000), qPrintable(p->scriptRunner()->stderrText()));
+  QVERIFY(ended.wait(60000));
+  QCOMPARE(ended.at(0).at(0).toInt(), 0);
+  QCOMPARE(ended.at(0).at(2).toBool(), true);
+  const RunInfo r = stored_run(db, created.at(0).at(0).toLongLong());
+  QCOMPARE(QString::fromStdString(r.name), QStringLiteral("my-own-name"));
+  QVERIFY2(!p->statusText().contains(QStringLiteral("without creating a run")),
+           qPrintable(p->statusText()));
 }
 
 QTEST_MAIN(ScriptRunnerTest)

@@ -90,6 +90,7 @@ CheckpointEvalDialog::CheckpointEvalDialog(const QString& hf_dir, QWidget* paren
   context_->setToolTip(
       tr("Tokens a window (0: the config's max_position_embeddings, at most "
          "1024)"));
+  blockwise_->setObjectName(QStringLiteral("evalBlockwise"));
   tensorwise_->setChecked(true);
   rowwise_->setChecked(true);
   auto* recipes = new QHBoxLayout;
@@ -259,9 +260,22 @@ void CheckpointEvalDialog::show_result(const EvalResult& r) {
         QStringLiteral("FP8 %1 %2")
             .arg(QString::fromStdString(e.recipe), QString::fromStdString(e.formats));
     losses_->setItem(row, 0, cell(name));
-    losses_->setItem(row, 1, cell(QString::number(e.loss, 'f', 5), true));
-    losses_->setItem(row, 2,
-                     cell(QString::asprintf("%+.5f", e.loss - r.loss_high_precision), true));
+    if (e.layers.empty()) {
+      // Every linear kept in high precision: its loss is the high-precision one, which is
+      // no finding about FP8.
+      const QString first = e.kept.empty() ? tr("none could take the recipe")
+                                           : QString::fromStdString(e.kept.front());
+      QTableWidgetItem* why = cell(tr("no layer in FP8: %1").arg(first));
+      QStringList all;
+      for (const std::string& k : e.kept) all << QString::fromStdString(k);
+      why->setToolTip(all.join(QLatin1Char('\n')));
+      losses_->setItem(row, 1, cell(QStringLiteral("-"), true));
+      losses_->setItem(row, 2, why);
+    } else {
+      losses_->setItem(row, 1, cell(QString::number(e.loss, 'f', 5), true));
+      losses_->setItem(row, 2,
+                       cell(QString::asprintf("%+.5f", e.loss - r.loss_high_precision), true));
+    }
     heads << QString::fromStdString(e.recipe);
   }
   layers_->setHorizontalHeaderLabels(heads);

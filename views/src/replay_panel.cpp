@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fp8wb/core/run_config.h"
+#include "fp8wb/core/watch.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
 #include "sweeps_tab_internal.h"
@@ -472,10 +473,14 @@ void ReplayPanel::redraw() {
                             .arg(b.all.saturating_steps)) +
                  tr(". Rule: %1.").arg(QString::fromUtf8(ReplayResult::kRule)));
   heat_->setExportTitle(tr("Replay of run %1: %2").arg(run_->run_id).arg(figure_->currentText()));
-  selected_->setText(selected_cells_.empty()
+  // A watched script's run: the engine cannot train the script's model.
+  const bool watched = watched_run_config(base_config_).has_value();
+  selected_->setText(watched ? tr("A watched script's run: to confirm a cell, run the script "
+                                  "with its margin and window")
+                     : selected_cells_.empty()
                          ? tr("Ctrl-click cells to select them for a real sweep")
                          : tr("Selected: %1").arg(selectedGridText()));
-  train_->setEnabled(!selected_cells_.empty());
+  train_->setEnabled(!watched && !selected_cells_.empty());
   heat_->replot();
 }
 

@@ -425,9 +425,17 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
                         : stopping ? tr("the script ended on SIGINT (Stop)")
                                    : tr("the script was ended by a signal");
     if (!created) {
-      eta_->setText(tr("%1 without creating a run (does it call fp8wb.watch()?); see its "
-                       "stderr below")
-                        .arg(how));
+      // The likely cause first: an interpreter that cannot import the package or torch.
+      const QString err = runner_->stderrText();
+      const QString why =
+          err.contains(QStringLiteral("No module named 'fp8wb'"))
+              ? tr("the interpreter cannot import fp8wb: choose one that can (Debian's "
+                   "/usr/bin/python3 with the package installed), or set PYTHONPATH")
+          : err.contains(QStringLiteral("No module named 'torch'"))
+              ? tr("the interpreter cannot import torch: choose the python of the environment "
+                   "that has PyTorch")
+              : tr("does it call fp8wb.watch()?");
+      eta_->setText(tr("%1 without creating a run (%2); see its stderr below").arg(how, why));
     } else if (!engine_->isFollowing()) {
       eta_->setText(eta_->text().isEmpty() ? how : eta_->text() + QStringLiteral("; ") + how);
     }

@@ -222,7 +222,15 @@ void OverviewTab::rebuild() {
 }
 
 QString OverviewTab::contentOf(const ExportablePlot* plot) const {
-  return plot == memory_ ? tr("peak memory figures") : RunTabBase::contentOf(plot);
+  if (plot == memory_) return tr("peak memory figures");
+  // A run with steps but none of this plot's figures (a watched script that gives no
+  // tokens=, a run without a reference) stored no figures of this plot, not no steps.
+  if (!data_->steps().empty()) {
+    if (plot == speed_) return tr("tokens/s (a watched script gives them with w.step(tokens=N))");
+    if (plot == gap_) return tr("loss gap");
+    return tr("figures of this plot");
+  }
+  return RunTabBase::contentOf(plot);
 }
 
 QString OverviewTab::emptyHintFor(const ExportablePlot* plot) const {

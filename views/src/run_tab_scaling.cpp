@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 
+#include "fp8wb/core/replay.h"
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/name_choices.h"
 #include "fp8wb/views/run_data.h"
@@ -340,6 +341,35 @@ void ScalingTab::drawSelected() {
       g->addData(x, *y, true);
     } else {
       g->setData(x, *y, true);
+    }
+  }
+  // Where the run recorded every step's amax of this tensor, the blue and orange lines are
+  // every step's, not the samples' joined: delayed scaling moves its scale every step. The
+  // orange line is then the run's own setting replayed (replay.h's run_scales(), which
+  // reproduces the stored scales bit for bit: `fp8wb replay` checks it).
+  if (data_->hasConfig()) {
+    const ReplayInput& in = data_->stepAmax();
+    size_t ti = in.tensors.size();
+    for (size_t k = 0; k < in.tensors.size(); ++k) {
+      if (qs(in.tensors[k].layer) == layer_ && in.tensors[k].role == role_) ti = k;
+    }
+    if (ti < in.tensors.size() && in.step_count() > 0) {
+      const Float8LinearConfig fc = float8_config_of(data_->config());
+      RunScalingSettings run;
+      run.delayed = fc.delayed;
+      run.config = fc.delayed_scaling;
+      run.config.margin = data_->config().margin;
+      const std::vector<float> s = run_scales(in, ti, run);
+      QVector<double> px, pa, pm;
+      for (size_t i = 0; i < in.step_count(); ++i) {
+        const float a = in.at(i, ti);
+        if (std::isnan(a) || (skip0 && in.steps[i] == 0)) continue;
+        px << static_cast<double>(in.steps[i]);
+        pa << (a > 0 ? a : NAN);
+        pm << (s[i] > 0 ? fmax / s[i] : NAN);
+      }
+      amax_->graph(0)->setData(px, pa, true);
+      steps->setData(px, pm, true);
     }
   }
   if (const int n = amax_->graph(0)->dataCount(); n > 0) {

@@ -2,10 +2,13 @@
 
 #include <signal.h>
 
+#include <QCoreApplication>
+#include <QDir>
 #include <QFileInfo>
 #include <QProcessEnvironment>
 #include <QSettings>
 #include <QStandardPaths>
+#include <algorithm>
 #include <exception>
 
 #include "fp8wb/core/run_store.h"
@@ -21,13 +24,18 @@ constexpr int kPollMs = 250;
 // What the stderr panel keeps of a chatty script (its end).
 constexpr int kStderrChars = 1 << 20;
 
-// The watched run that process `pid` of this host created under `name` (0: none yet).
+// The watched run that process `pid` of this host created (0: none yet): the one named
+// `name` (FP8WB_RUN_NAME, which watch() takes unless the script names its run itself),
+// else the newest the process writes.
 int64_t find_run(const std::string& db, const std::string& name, qint64 pid) {
   const auto store = RunStore::open_read_only(db);
+  int64_t newest = 0;
   for (const RunInfo& r : store->runs()) {
-    if (r.kind == kWatchRunKind && r.name == name && r.writer_pid == pid) return r.id;
+    if (r.kind != kWatchRunKind || r.writer_pid != pid) continue;
+    if (r.name == name) return r.id;
+    newest = std::max(newest, r.id);
   }
-  return 0;
+  return newest;
 }
 
 }  // namespace
@@ -106,6 +114,15 @@ QString ScriptRunner::start(const ScriptLaunch& launch, const QString& db_path) 
   env.insert(QStringLiteral("FP8WB_DB"), db_path);
   env.insert(QStringLiteral("FP8WB_RUN_NAME"), launch_.run_name);
   env.insert(QStringLiteral("PYTHONUNBUFFERED"), QStringLiteral("1"));  // stderr as it comes
+  // Run from a build tree (<build>/app/gui/), the package is <build>/fp8wb: the script
+  // imports that one, beside the program that follows its run. (Installed, the package is
+  // in Debian's python3's dist-packages.)
+  if (const QDir build(QCoreApplication::applicationDirPath() + QStringLiteral("/../.."));
+      QFileInfo::exists(build.filePath(QStringLiteral("fp8wb/__init__.py")))) {
+    const QString path = env.value(QStringLiteral("PYTHONPATH"));
+    env.insert(QStringLiteral("PYTHONPATH"),
+               build.canonicalPath() + (path.isEmpty() ? QString() : QLatin1Char(':') + path));
+  }
   process_.setProcessEnvironment(env);
   process_.setWorkingDirectory(script.absolutePath());
   process_.setProgram(interpreter);
