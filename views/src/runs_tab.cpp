@@ -174,12 +174,14 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
   updateWriteButtons();
   // The list follows the database by itself: runs other processes start, their steps,
   // how they end. Read off the GUI thread, once a second while the tab is shown.
-  auto* poll = new QTimer(this);
-  poll->setInterval(1000);
-  connect(poll, &QTimer::timeout, this, [this] {
-    if (isVisible()) refreshInBackground();
+  poll_ = new QTimer(this);
+  poll_->setInterval(1000);
+  connect(poll_, &QTimer::timeout, this, [this] {
+    if (!isVisible() || list_job_.busy()) return;
+    ++poll_reads_;
+    reload();
   });
-  poll->start();
+  poll_->start();
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(buttons);
   status_->setObjectName(QStringLiteral("runs-status"));
@@ -295,6 +297,14 @@ void RunsTab::reload() {
 
 void RunsTab::refreshInBackground() {
   if (!list_job_.busy()) reload();
+}
+
+void RunsTab::setPollInterval(int ms) {
+  poll_->setInterval(ms);
+}
+
+int RunsTab::pollInterval() const {
+  return poll_->interval();
 }
 
 std::vector<int64_t> RunsTab::selectedIds() const {
