@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
 # Installs what FP8 Workbench needs from Debian 12's packages and builds it (Release,
 # Ninja, ccache) in ./build. Used by workbench.sh and test.sh; safe to run again.
+#   setup.sh [packages] [build]: only those steps (test.sh times them apart); none: both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=(packages build)
+for step in "${steps[@]}"; do
+  case $step in
+    packages | build) ;;
+    *) echo "setup.sh: unknown step '$step': the steps are packages and build" >&2; exit 2 ;;
+  esac
+done
+wants() { [[ " ${steps[*]} " == *" $1 "* ]]; }
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -27,6 +37,7 @@ PACKAGES=(
 )
 
 missing=()
+wants packages || PACKAGES=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
@@ -36,6 +47,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+wants build || exit 0
 # Paths under the checkout are hashed relative to it: any clone reuses the cache.
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 export CCACHE_DIR="${CCACHE_DIR:-${HOME:-/tmp}/.cache/ccache}"

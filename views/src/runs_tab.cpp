@@ -178,8 +178,10 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
   poll_->setInterval(1000);
   connect(poll_, &QTimer::timeout, this, [this] {
     if (!isVisible()) return;
-    refreshInBackground();
     ++polls_;
+    if (list_job_.busy()) return;
+    ++poll_reads_;
+    reload();
   });
   poll_->start();
   auto* layout = new QVBoxLayout(this);
@@ -299,6 +301,14 @@ void RunsTab::refreshInBackground() {
   if (!list_job_.busy()) reload();
 }
 
+void RunsTab::setPollInterval(int ms) {
+  poll_->setInterval(ms);
+}
+
+int RunsTab::pollInterval() const {
+  return poll_->interval();
+}
+
 std::vector<int64_t> RunsTab::selectedIds() const {
   std::vector<int64_t> ids;
   for (const QModelIndex& i : view_->selectionModel()->selectedRows()) {
@@ -345,10 +355,6 @@ void RunsTab::overlay(const std::vector<int64_t>& ids) {
         Q_EMIT curvesShown();
       },
       [this](const QString& message) { fail(message); });
-}
-
-void RunsTab::setPollInterval(int ms) {
-  poll_->setInterval(ms);
 }
 
 QString RunsTab::exportCsv(int64_t id, const QString& path) {

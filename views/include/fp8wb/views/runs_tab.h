@@ -11,6 +11,7 @@
 #include "fp8wb/views/run_list_model.h"
 
 class QTableView;
+class QTimer;
 class QLabel;
 class QPushButton;
 
@@ -35,11 +36,14 @@ class RunsTab : public QWidget {
   // reload(), unless a read is under way (the tab does this once a second while it is
   // shown, so runs that other processes write appear and move).
   void refreshInBackground();
-  bool isReading() const { return list_job_.busy(); }
-  // The polls while shown: how often (1000 ms unless set; tests set less) and how many
-  // have come (a test that proves nothing more is said waits for polls, not for a time).
+  // How often the shown tab polls the database (1000 ms unless set; tests set a short one
+  // and wait for polls instead of sleeping), how many polls have come while shown, and
+  // how many reads they started (a poll while a read is under way starts none).
   void setPollInterval(int ms);
+  int pollInterval() const;
   int pollCount() const { return polls_; }
+  int pollReads() const { return poll_reads_; }
+  bool isReading() const { return list_job_.busy(); }
   QString statusText() const;
   // Draws the loss curves of these runs together, read on a pool thread: curvesShown()
   // (or failed()) follows.
@@ -73,10 +77,11 @@ class RunsTab : public QWidget {
   QLabel* status_;
   QPushButton* rename_ = nullptr;
   QPushButton* delete_ = nullptr;
-  QTimer* poll_ = nullptr;
-  int polls_ = 0;
+  int polls_ = 0;                   // polls while shown
   std::vector<int64_t> overlaid_;   // the runs whose curves are drawn
   QString overlaid_names_;          // and their names, as drawn
+  QTimer* poll_ = nullptr;          // reads the list again while the tab is shown
+  int poll_reads_ = 0;              // reads the poll started
   QString unreadable_said_;         // the database whose list failed() said it cannot read
   BackgroundJob list_job_{this};    // reads of the list
   BackgroundJob curves_job_{this};  // reads of the overlaid curves
