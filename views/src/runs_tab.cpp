@@ -177,9 +177,7 @@ RunsTab::RunsTab(EngineController* engine, QWidget* parent)
   poll_ = new QTimer(this);
   poll_->setInterval(1000);
   connect(poll_, &QTimer::timeout, this, [this] {
-    if (!isVisible()) return;
-    ++polls_;
-    if (list_job_.busy()) return;
+    if (!isVisible() || list_job_.busy()) return;
     ++poll_reads_;
     reload();
   });

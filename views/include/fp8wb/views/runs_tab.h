@@ -37,11 +37,10 @@ class RunsTab : public QWidget {
   // shown, so runs that other processes write appear and move).
   void refreshInBackground();
   // How often the shown tab polls the database (1000 ms unless set; tests set a short one
-  // and wait for polls instead of sleeping), how many polls have come while shown, and
-  // how many reads they started (a poll while a read is under way starts none).
+  // and wait for polls instead of sleeping), and how many reads its polls have started (a
+  // poll while a read is under way starts none).
   void setPollInterval(int ms);
   int pollInterval() const;
-  int pollCount() const { return polls_; }
   int pollReads() const { return poll_reads_; }
   bool isReading() const { return list_job_.busy(); }
   QString statusText() const;
@@ -77,7 +76,6 @@ class RunsTab : public QWidget {
   QLabel* status_;
   QPushButton* rename_ = nullptr;
   QPushButton* delete_ = nullptr;
-  int polls_ = 0;                   // polls while shown
   std::vector<int64_t> overlaid_;   // the runs whose curves are drawn
   QString overlaid_names_;          // and their names, as drawn
   QTimer* poll_ = nullptr;          // reads the list again while the tab is shown
