@@ -126,6 +126,11 @@ void ReplayPanelTest::heatmapFillsWithTheHandWorkedFigures() {
   p->toggleSelected(0, 0);
   p->toggleSelected(0, 2);
   QCOMPARE(p->selectedGridText(), QStringLiteral("margin=0,2\nwindow=1\namax_algo=max"));
+  QCOMPARE(p->trainedCellCount(), 2);
+  // Two cells on a diagonal span four: the count says so before anything trains.
+  p->toggleSelected(1, 1);
+  QCOMPARE(p->trainedCellCount(), 2 * 3);
+  p->toggleSelected(1, 1);
   QSignalSpy requested(p, &ReplayPanel::trainRequested);
   QSignalSpy done(&tab, &SweepsTab::sweepFinished);
   p->trainSelected();

@@ -475,11 +475,15 @@ void ReplayPanel::redraw() {
   heat_->setExportTitle(tr("Replay of run %1: %2").arg(run_->run_id).arg(figure_->currentText()));
   // A watched script's run: the engine cannot train the script's model.
   const bool watched = watched_run_config(base_config_).has_value();
-  selected_->setText(watched ? tr("A watched script's run: to confirm a cell, run the script "
-                                  "with its margin and window")
-                     : selected_cells_.empty()
-                         ? tr("Ctrl-click cells to select them for a real sweep")
-                         : tr("Selected: %1").arg(selectedGridText()));
+  selected_->setText(
+      watched ? tr("A watched script's run: to confirm a cell, run the script "
+                   "with its margin and window")
+      : selected_cells_.empty()
+          ? tr("Ctrl-click cells to select them for a real sweep")
+          : tr("Selected: %1 (a sweep's grid is a product of axes: %n "
+               "trial(s))",
+               "", trainedCellCount())
+                .arg(QString(selectedGridText()).replace(QLatin1Char('\n'), QStringLiteral("; "))));
   train_->setEnabled(!watched && !selected_cells_.empty());
   heat_->replot();
 }
@@ -568,6 +572,15 @@ void ReplayPanel::toggleSelected(int x, int y) {
   const std::pair<int, int> k{x, y};
   if (!selected_cells_.erase(k)) selected_cells_.insert(k);
   redraw();
+}
+
+int ReplayPanel::trainedCellCount() const {
+  std::set<int> margins, windows;
+  for (const auto& [x, y] : selected_cells_) {
+    windows.insert(grid_.windows[static_cast<size_t>(x)]);
+    margins.insert(grid_.margins[static_cast<size_t>(y)]);
+  }
+  return static_cast<int>(margins.size() * windows.size());
 }
 
 QString ReplayPanel::selectedGridText() const {

@@ -64,6 +64,9 @@ class ReplayPanel : public QWidget {
   // The cells selected for "Train these cells" (x, y), and their grid as a sweep's text.
   void toggleSelected(int x, int y);
   QString selectedGridText() const;
+  // How many trials "Train these cells" starts: the cells the selected margins and windows
+  // span (a sweep's grid is a product of axes), which may be more than those selected.
+  int trainedCellCount() const;
   // Starts a real sweep of the selected cells (the run's config, scaling=delayed):
   // trainRequested() with the base overrides and the grid lines.
   void trainSelected();
