@@ -245,11 +245,13 @@ void RunTabsTest::shortRunFillsTheTabsAndTheStore() {
   QCOMPARE(loss->graph(0)->dataCount(), 30);  // reference
   QVERIFY(w.overviewTab()->summaryText().contains(QStringLiteral("finished")));
   // Scaling and Quantization have the layers' statistics (every 10 steps and the last: 0,
-  // 10, 20, 29), drawn after step 0 ("Include step 0" unticked).
+  // 10, 20, 29), drawn after step 0 ("Include step 0" unticked); the amax line is every
+  // step's (the run records each step's amax): steps 1-29. The scale plot is the samples'.
   QVERIFY(w.scalingTab()->select(QStringLiteral("layers.0"), QStringLiteral("input")));
   w.selectTab(QStringLiteral("Scaling"));
   w.refreshRunTabs(true);
-  QCOMPARE(w.scalingTab()->plots()[0]->graph(0)->dataCount(), 3);
+  QCOMPARE(w.scalingTab()->plots()[0]->graph(0)->dataCount(), 29);
+  QCOMPARE(w.scalingTab()->plots()[1]->graph(0)->dataCount(), 3);
   w.selectTab(QStringLiteral("Quantization"));
   w.refreshRunTabs(true);
   // The exponent histogram is the chosen tensor's last sample: every nonzero finite element
