@@ -167,10 +167,19 @@ ReplayPanel::ReplayPanel(EngineController* engine, QWidget* parent)
   connect(train_, &QPushButton::clicked, this, &ReplayPanel::trainSelected);
   connect(heat_, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) { cellClicked(e); });
   connect(engine_, &EngineController::databaseChanged, this, [this] { refreshRuns(); });
+  // A run trained meanwhile (from the run panel, or a sweep's trials) joins the list.
+  connect(engine_, &EngineController::finished, this, [this] {
+    if (isVisible()) refreshRuns();
+  });
   redraw();
 }
 
 ReplayPanel::~ReplayPanel() = default;
+
+void ReplayPanel::showEvent(QShowEvent* e) {
+  QWidget::showEvent(e);
+  refreshRuns();
+}
 
 void ReplayPanel::refreshRuns() {
   const std::string path = engine_->databasePath().toStdString();

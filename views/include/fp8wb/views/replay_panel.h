@@ -83,6 +83,11 @@ class ReplayPanel : public QWidget {
   // The base config (key=value lines) and the grid (key=v1,v2 lines) of a sweep to run.
   void trainRequested(const QString& base, const QString& grid);
 
+ protected:
+  // Shown (its page or the Sweeps tab chosen): the run list read again, runs trained
+  // meanwhile in it.
+  void showEvent(QShowEvent* e) override;
+
  private:
   bool report_failures_ = true;  // false: a replay nobody asked for (the runs just listed)
   void redraw();
