@@ -108,8 +108,8 @@ int run_eval(const EvalCommandOptions& opt, std::ostream& out, std::ostream& err
     out << dump(j, 2) << "\n";
     return 0;
   }
-  out << fmt::format("{} ({}), {} windows of {} tokens ({} tokens predicted)\n", opt.hf,
-                     r.architecture, r.windows, r.context, r.tokens);
+  out << fmt::format("{} ({}), {} window{} of {} tokens ({} tokens predicted)\n", opt.hf,
+                     r.architecture, r.windows, r.windows == 1 ? "" : "s", r.context, r.tokens);
   out << fmt::format("{:<28} {:>10} {:>10}\n", "", "loss", "delta");
   out << fmt::format("{:<28} {:>10.5f} {:>10}\n", "high precision (" + r.dtype + ")",
                      r.loss_high_precision, "");

@@ -242,9 +242,9 @@ void CheckpointEvalDialog::start() {
 }
 
 void CheckpointEvalDialog::show_result(const EvalResult& r) {
-  status_->setText(tr("%1 (%2): %3 windows of %4 tokens, %5 tokens predicted.")
+  status_->setText(tr("%1 (%2): %3 of %4 tokens, %5 tokens predicted.")
                        .arg(QString::fromStdString(r.architecture), QString::fromStdString(r.dtype))
-                       .arg(r.windows)
+                       .arg(r.windows == 1 ? tr("1 window") : tr("%1 windows").arg(r.windows))
                        .arg(r.context)
                        .arg(r.tokens));
   losses_->setRowCount(1 + static_cast<int>(r.fp8.size()));
