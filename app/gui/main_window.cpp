@@ -127,8 +127,11 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
     run_status_->setText(live ? tr("run %1: following it live").arg(id)
                               : tr("run %1 opened").arg(id));
     clearFailureMessage();
-    // The form shows the opened run's settings (Start trains it again).
-    if (engine_->data().hasConfig()) panel_->setConfig(engine_->data().config());
+    // The form shows the opened run's settings (Start trains it again); a watched
+    // script's run has none the engine could train (its model is the script's), so the
+    // form keeps what it had.
+    if (engine_->data().hasConfig() && !engine_->data().watched())
+      panel_->setConfig(engine_->data().config());
     tabs_->setCurrentWidget(overview_);
     refreshRunTabs(true);
     showRunPanelForPresentation();

@@ -236,11 +236,18 @@ with fp8wb.watch(model, name="my-own-name", stats_interval=2) as w:
   QCOMPARE(
       p->startScript({QString::fromLatin1(kPython), script, {}, QStringLiteral("the panel's")}),
       QString());
+  const RunConfig form = p->config();
   QVERIFY2(created.wait(60000), qPrintable(p->scriptRunner()->stderrText()));
-  QVERIFY(ended.wait(60000));
+  const qint64 id = created.at(0).at(0).toLongLong();
+  QVERIFY(ended.count() > 0 || ended.wait(60000));
+  QVERIFY(wait_for([&] { return w.engine()->data().runId() == id; }, 20000));
+  QVERIFY(wait_for([&] { return w.engine()->data().steps().size() == 5; }, 20000));
+  // Followed, the script's run leaves the form as it was: its settings are no engine run's.
+  QCOMPARE(QString::fromStdString(p->config().name), QString::fromStdString(form.name));
+  QCOMPARE(p->config().model, form.model);
   QCOMPARE(ended.at(0).at(0).toInt(), 0);
   QCOMPARE(ended.at(0).at(2).toBool(), true);
-  const RunInfo r = stored_run(db, created.at(0).at(0).toLongLong());
+  const RunInfo r = stored_run(db, id);
   QCOMPARE(QString::fromStdString(r.name), QStringLiteral("my-own-name"));
   QVERIFY2(!p->statusText().contains(QStringLiteral("without creating a run")),
            qPrintable(p->statusText()));
