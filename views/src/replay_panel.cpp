@@ -583,22 +583,28 @@ void ReplayPanel::toggleSelected(int x, int y) {
   redraw();
 }
 
-int ReplayPanel::trainedCellCount() const {
+namespace {
+// A sweep's grid is a product of axes: the selected cells' margins by their windows.
+struct SelectedAxes {
   std::set<int> margins, windows;
-  for (const auto& [x, y] : selected_cells_) {
-    windows.insert(grid_.windows[static_cast<size_t>(x)]);
-    margins.insert(grid_.margins[static_cast<size_t>(y)]);
+};
+SelectedAxes selected_axes(const std::set<std::pair<int, int>>& cells, const ReplayGrid& grid) {
+  SelectedAxes a;
+  for (const auto& [x, y] : cells) {
+    a.windows.insert(grid.windows[static_cast<size_t>(x)]);
+    a.margins.insert(grid.margins[static_cast<size_t>(y)]);
   }
-  return static_cast<int>(margins.size() * windows.size());
+  return a;
+}
+}  // namespace
+
+int ReplayPanel::trainedCellCount() const {
+  const SelectedAxes a = selected_axes(selected_cells_, grid_);
+  return static_cast<int>(a.margins.size() * a.windows.size());
 }
 
 QString ReplayPanel::selectedGridText() const {
-  // A sweep's grid is a product of axes: the selected cells' margins by their windows.
-  std::set<int> margins, windows;
-  for (const auto& [x, y] : selected_cells_) {
-    windows.insert(grid_.windows[static_cast<size_t>(x)]);
-    margins.insert(grid_.margins[static_cast<size_t>(y)]);
-  }
+  const auto [margins, windows] = selected_axes(selected_cells_, grid_);
   const auto join = [](const std::set<int>& s) {
     QStringList l;
     for (int v : s) l << QString::number(v);
