@@ -21,6 +21,7 @@
 #include "fp8wb/core/counted.h"
 #include "fp8wb/core/default_formats.h"
 #include "fp8wb/core/open_checkpoint.h"
+#include "fp8wb/core/run_config.h"
 #include "fp8wb/core/safetensors.h"
 #include "fp8wb/core/value_report.h"
 #include "same_file.h"
@@ -110,7 +111,7 @@ std::string analysis_line(double bytes, double seconds, size_t combos, bool on_g
 // for MX, before its rounding ("E4M3FN mx floor": the analysis rounds MX scales down, as
 // OCP's MX does). Fills kind and, where the text names one, format; else says why not.
 std::string parse_recipe_filter(const std::string& text, ScalingKind& kind,
-                                std::optional<Format>& format) {
+                                std::optional<Format>& format, std::string& note) {
   std::vector<std::string> words;
   std::istringstream in(text);
   for (std::string w; in >> w;) words.push_back(w);
@@ -120,13 +121,25 @@ std::string parse_recipe_filter(const std::string& text, ScalingKind& kind,
       words.erase(words.begin());
     }
   }
-  const auto k = words.empty() ? std::nullopt : parse_scaling_kind(words.front());
+  auto k = words.empty() ? std::nullopt : parse_scaling_kind(words.front());
+  // A training recipe's name (fp8wb train and eval: "blockwise") stands for the scaling it
+  // gives weights, as a checkpoint's tensors are: blockwise's 128x128 tiles.
+  if (!k && !words.empty()) {
+    if (const auto r = parse_float8_recipe(words.front())) {
+      for (const Float8RecipeEntry& e : kFloat8Recipes) {
+        if (e.value == *r) k = e.weight;
+      }
+      note = "--recipe " + words.front() + ": a weight's scaling under that training recipe, " +
+             std::string(scaling_kind_name(*k));
+    }
+  }
   const bool mx = k.has_value() && *k == ScalingKind::MX;
   const bool floor = words.size() == 2 && mx &&
                      (words[1] == "floor" || words[1] == "FLOOR" || words[1] == "Floor");
   if (!k || (words.size() > 1 && !floor)) {
-    std::string why = "unknown recipe '" + text + "' (tensorwise, rowwise, 1x128, 128x128, mx, " +
-                      "nvfp4; or as the table names them: E4M3FN mx floor)";
+    std::string why =
+        "unknown recipe '" + text + "' (tensorwise, rowwise, 1x128, 128x128, mx, " +
+        "nvfp4, or a training recipe: blockwise; or as the table names them: " + "E4M3FN mx floor)";
     if (mx && words.size() == 2)
       why =
           "the analysis runs MX with its scales rounded down ('mx floor'), not '" + words[1] + "'";
@@ -141,8 +154,12 @@ std::string parse_recipe_filter(const std::string& text, ScalingKind& kind,
 CLI::App* add_inspect_command(CLI::App& app, InspectOptions& opt) {
   auto* c = app.add_subcommand(
       "inspect",
-      "What FP8 does to each tensor of a checkpoint (.safetensors, *.index.json, .pt/.pth)");
-  c->add_option("checkpoint", opt.path, "The checkpoint")->required();
+      "What FP8 does to each tensor of a checkpoint (.safetensors, *.index.json, .pt/.pth, or "
+      "a Hugging Face folder)");
+  c->add_option("checkpoint", opt.path,
+                "The checkpoint: a file, or a folder with model.safetensors, its "
+                "model.safetensors.index.json or pytorch_model.bin")
+      ->required();
   c->add_option("--format", opt.format, "Only this format (E4M3FN, E5M2, E4M3FNUZ, ...)");
   c->add_option("--recipe", opt.recipe,
                 "Only this scaling (tensorwise, rowwise, 1x128, 128x128, mx, nvfp4), or a "
@@ -176,10 +193,12 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
   if (!opt.recipe.empty()) {
     ScalingKind k{};
     std::optional<Format> f;
-    if (const std::string why = parse_recipe_filter(opt.recipe, k, f); !why.empty()) {
+    std::string note;
+    if (const std::string why = parse_recipe_filter(opt.recipe, k, f, note); !why.empty()) {
       err << "fp8wb inspect: " << why << "\n";
       return 1;
     }
+    if (!note.empty()) err << "note: " << note << "\n";
     if (f && !opt.format.empty() && ao.formats != std::vector<Format>{*f}) {
       err << "fp8wb inspect: --recipe '" << opt.recipe << "' names format " << format_info(*f).name
           << ", --format " << opt.format << "\n";

@@ -3,9 +3,12 @@
 // a reader of its own.
 #include "fp8wb/core/open_checkpoint.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
+#include <vector>
 
 #include "fp8wb/core/file_io.h"
 #include "pt_reader.h"
@@ -33,9 +36,49 @@ std::string first_bytes(const std::string& path, size_t n) {
   }
 }
 
+bool is_regular(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// A folder's checkpoint, as Hugging Face lays one out: model.safetensors, else its sharded
+// index, else pytorch_model.bin, else the folder's only .safetensors file. Empty when the
+// folder holds none of these (or several .safetensors files and no index naming them).
+std::string checkpoint_in_folder(const std::string& dir, std::string& why) {
+  for (const char* name :
+       {"model.safetensors", "model.safetensors.index.json", "pytorch_model.bin"}) {
+    if (is_regular(dir + "/" + name)) return dir + "/" + name;
+  }
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (has_suffix(name, ".safetensors") && is_regular(it->path().string())) found.push_back(name);
+    if (found.size() > 1) break;
+  }
+  if (ec) {
+    why = "cannot list the folder " + dir + ": " + ec.message();
+    return {};
+  }
+  if (found.size() == 1) return dir + "/" + found.front();
+  why = dir + " is a folder with " +
+        (found.empty() ? std::string("no checkpoint in it")
+                       : std::string("several .safetensors files and no index naming them")) +
+        ": looked for model.safetensors, model.safetensors.index.json, pytorch_model.bin" +
+        (found.empty() ? " or a single .safetensors file" : "") + "; give the file itself";
+  return {};
+}
+
 }  // namespace
 
 std::unique_ptr<Checkpoint> open_any_checkpoint(const std::string& path) {
+  // A Hugging Face folder: the checkpoint it holds (config.json beside it is not needed).
+  if (struct stat st{}; ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    std::string why;
+    const std::string file = checkpoint_in_folder(path, why);
+    if (file.empty()) throw CheckpointError(why);
+    return open_any_checkpoint(file);
+  }
   // A sharded set's index is JSON; its shards are safetensors files (safetensors.cpp).
   if (has_suffix(path, ".index.json")) return Checkpoint::open(path);
   const std::string head = first_bytes(path, 9);

@@ -230,6 +230,24 @@ TEST(CliInspect, RecipesAsTheTableNamesThemAndExactSqnr) {
   r = run({"inspect", model, "--recipe", "rowwise extra"});
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("unknown recipe 'rowwise extra'"), std::string::npos) << r.err;
+  // A training recipe's name, as train and eval spell it, selects the scaling it gives a
+  // weight: blockwise's 128x128 tiles, in every format; and says so.
+  r = run({"inspect", model, "--json", "--recipe", "blockwise"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::set<std::string> blockwise;
+  j = nlohmann::json::parse(r.out);
+  for (const auto& rec : j[0]["recipes"]) blockwise.insert(rec["recipe"].get<std::string>());
+  EXPECT_EQ(blockwise, (std::set<std::string>{"E4M3FN 128x128", "E5M2 128x128", "E4M3FNUZ 128x128",
+                                              "E5M2FNUZ 128x128", "E2M1FN 128x128"}));
+  EXPECT_EQ(r.err,
+            "note: --recipe blockwise: a weight's scaling under that training recipe, "
+            "128x128\n");
+  // The model's folder is the checkpoint it holds.
+  std::filesystem::create_directories(dir / "hf");
+  std::filesystem::copy_file(model, dir / "hf" / "model.safetensors");
+  r = run({"inspect", (dir / "hf").string(), "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)[0]["name"], "fc.weight");
   fp8wb::test::remove_tree(dir.string());
 }
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -277,6 +278,58 @@ TEST_F(CheckpointReading, MxScalesAndUnsignedIntegersAreRead) {
             std::string::npos)
       << err;
   EXPECT_NE(err.find("F8_E8M0"), std::string::npos) << err;
+}
+
+// A Hugging Face folder opens as the checkpoint it holds: model.safetensors before its
+// sharded index, the index before pytorch_model.bin, else the folder's only .safetensors
+// file; a folder with none, or with several files and no index, says what it looked for.
+TEST_F(CheckpointReading, AFolderOpensTheCheckpointItHolds) {
+  namespace fs = std::filesystem;
+  const auto tensor_names = [](const Checkpoint& c) {
+    std::vector<std::string> n;
+    for (const auto& t : c.tensors()) n.push_back(t.entry->name);
+    std::sort(n.begin(), n.end());
+    return n;
+  };
+  // Sharded: the index names both shards.
+  fs::create_directories(dir_ / "sharded");
+  write_safetensors(path("sharded/model-00001-of-00002.safetensors"),
+                    {{"a", StDtype::F32, {2}, f32_bytes({1, 2})}});
+  write_safetensors(path("sharded/model-00002-of-00002.safetensors"),
+                    {{"b", StDtype::F32, {2}, f32_bytes({3, 4})}});
+  std::ofstream(path("sharded/model.safetensors.index.json"))
+      << R"({"weight_map": {"a": "model-00001-of-00002.safetensors",)"
+      << R"( "b": "model-00002-of-00002.safetensors"}})";
+  std::ofstream(path("sharded/config.json")) << "{}";
+  EXPECT_EQ(tensor_names(*open_any_checkpoint(path("sharded"))),
+            (std::vector<std::string>{"a", "b"}));
+  // model.safetensors comes first where both are there.
+  write_safetensors(path("sharded/model.safetensors"),
+                    {{"m", StDtype::F32, {2}, f32_bytes({5, 6})}});
+  EXPECT_EQ(tensor_names(*open_any_checkpoint(path("sharded"))), std::vector<std::string>{"m"});
+  // torch.save's pytorch_model.bin.
+  fs::create_directories(dir_ / "pt");
+  fs::copy_file(std::string(FP8WB_PT_DIR) + "/model_state.pt", path("pt/pytorch_model.bin"));
+  EXPECT_EQ(tensor_names(*open_any_checkpoint(path("pt"))),
+            tensor_names(*open_any_checkpoint(std::string(FP8WB_PT_DIR) + "/model_state.pt")));
+  // The only .safetensors file, whatever its name.
+  fs::create_directories(dir_ / "one");
+  write_safetensors(path("one/weights.safetensors"), {{"w", StDtype::F32, {2}, f32_bytes({1, 2})}});
+  EXPECT_EQ(tensor_names(*open_any_checkpoint(path("one"))), std::vector<std::string>{"w"});
+  // Two and no index: which one is meant is not guessed.
+  write_safetensors(path("one/other.safetensors"), {{"v", StDtype::F32, {2}, f32_bytes({1, 2})}});
+  const std::string two = error_of([&] { open_any_checkpoint(path("one")); });
+  EXPECT_NE(two.find(path("one") + " is a folder with several .safetensors files"),
+            std::string::npos)
+      << two;
+  // Nothing to read.
+  fs::create_directories(dir_ / "empty");
+  std::ofstream(path("empty/config.json")) << "{}";
+  const std::string none = error_of([&] { open_any_checkpoint(path("empty")); });
+  EXPECT_NE(none.find(path("empty") + " is a folder with no checkpoint in it: looked for "
+                                      "model.safetensors, model.safetensors.index.json"),
+            std::string::npos)
+      << none;
 }
 
 // bf16 and converted dtypes go through the same reads.
