@@ -49,6 +49,7 @@ json figures_json(const ReplayFigures& f) {
           {"saturating_steps", f.saturating_steps},
           {"worst_over_binades", f.saturating_steps > 0 ? num(f.worst_over_binades) : json()},
           {"median_headroom_binades", num(f.median_headroom_binades)},
+          {"min_headroom_binades", num(f.min_headroom_binades)},
           {"est_underflow_pct", num(f.est_underflow_pct)},
           {"est_saturated_pct", num(f.est_saturated_pct)},
           {"sampled", f.sampled}};
@@ -120,10 +121,14 @@ int run_replay(const ReplayCliOptions& opt, std::ostream& out, std::ostream& err
       j["own_settings_check"] = own;
       j["from_sampled_steps"] = run.from_sampled_steps;
       j["rule"] = ReplayResult::kRule;
-      j["best"] = {{"margin", best.setting.margin},
-                   {"window", best.setting.window},
-                   {"amax_algo", std::string(amax_algo_name(best.setting.algo))},
-                   {"saturates", best.all.saturating_steps > 0}};
+      j["best"] = {
+          {"margin", best.setting.margin},
+          {"window", best.setting.window},
+          {"amax_algo", std::string(amax_algo_name(best.setting.algo))},
+          {"saturates", best.all.saturating_steps > 0},
+          // Whether it keeps kSafeHeadroomBinades at its closest approach.
+          {"safe", best.all.saturating_steps == 0 &&
+                       best.all.min_headroom_binades >= ReplayResult::kSafeHeadroomBinades}};
       j["cells"] = json::array();
       for (const ReplayCell& c : res.cells) {
         json cj = {{"margin", c.setting.margin},
@@ -164,29 +169,42 @@ int run_replay(const ReplayCliOptions& opt, std::ostream& out, std::ostream& err
             res.own.replayed);
       }
     }
-    out << fmt::format("{:>4}  {:>6}  {:>6}  {:<11}  {:>10}  {:>10}  {:>8}  {:>10}  {:>10}\n",
-                       "rank", "margin", "window", "amax_algo", "saturating", "worst over",
-                       "headroom", "underflow~", "saturated~");
+    out << fmt::format(
+        "{:>4}  {:>6}  {:>6}  {:<11}  {:>10}  {:>10}  {:>8}  {:>8}  {:>10}  {:>10}\n", "rank",
+        "margin", "window", "amax_algo", "saturating", "worst over", "headroom", "closest",
+        "underflow~", "saturated~");
     const auto pct = [](double v) { return std::isfinite(v) ? fmt::format("{:.3g}%", v) : "-"; };
     for (size_t r : res.ranking) {
       const ReplayCell& c = res.cells[r];
       out << fmt::format(
-          "{:>4}  {:>6}  {:>6}  {:<11}  {:>10}  {:>10}  {:>8}  {:>10}  {:>10}{}\n", c.rank,
+          "{:>4}  {:>6}  {:>6}  {:<11}  {:>10}  {:>10}  {:>8}  {:>8}  {:>10}  {:>10}{}\n", c.rank,
           c.setting.margin, c.setting.window, amax_algo_name(c.setting.algo),
           c.all.saturating_steps,
           c.all.saturating_steps > 0 ? fmt::format("{:.2f} b", c.all.worst_over_binades) : "-",
           std::isfinite(c.all.median_headroom_binades)
               ? fmt::format("{:.2f} b", c.all.median_headroom_binades)
               : "-",
+          std::isfinite(c.all.min_headroom_binades)
+              ? fmt::format("{:.2f} b", c.all.min_headroom_binades)
+              : "-",
           pct(c.all.est_underflow_pct), pct(c.all.est_saturated_pct),
           c.is_run_setting ? "  (the run's own)" : "");
     }
-    out << (best.all.saturating_steps == 0
-                ? "best: " + setting_text(best.setting)
-                : "every cell saturates; the least: " + setting_text(best.setting))
-        << "\nrule: " << ReplayResult::kRule << "\n"
+    if (best.all.saturating_steps > 0) {
+      out << "every cell saturates; the least: " << setting_text(best.setting);
+    } else if (best.all.min_headroom_binades >= ReplayResult::kSafeHeadroomBinades) {
+      out << "best: " << setting_text(best.setting);
+    } else {
+      out << fmt::format(
+          "no cell keeps {} binade of headroom at its closest approach; the most: {} ({:.2f} "
+          "b: an amax a little above the run's would saturate)",
+          ReplayResult::kSafeHeadroomBinades, setting_text(best.setting),
+          best.all.min_headroom_binades);
+    }
+    out << "\nrule: " << ReplayResult::kRule << "\n"
         << "saturating: (step, tensor) pairs whose amax x scale rounds beyond the format's max; "
-           "worst over and headroom in binades (b) of the format's max\n";
+           "worst over and headroom (the median step's) in binades (b) of the format's max; "
+           "closest: the headroom at the step nearest the max\n";
     for (const std::string& n : run.notes) out << "note: " << n << "\n";
     return 0;
   } catch (const ReplayError& e) {

@@ -443,6 +443,7 @@ ReplayResult replay_amax(const ReplayInput& in, const ReplayGrid& grid, const Re
         ReplayCell& cell = res.cells[cell_index(mi, wi, ai)];
         size_t at = 0;
         double under = 0, sat = 0, total = 0;
+        bool t_min_seen = false;  // a tensor's closest approach taken into cell.all's
         std::fill(counts.begin(), counts.end(), 0u);
         for (size_t t = 0; t < T; ++t) {
           const Track& k = tracks[t];
@@ -450,7 +451,7 @@ ReplayResult replay_amax(const ReplayInput& in, const ReplayGrid& grid, const Re
           ReplayFigures& f = cell.tensors[t];
           const size_t begin = at;
           const float th = thr[t], inv = inv_fmax[t];
-          float worst = 0;
+          float worst = 0, top = 0;  // the largest saturating and the largest product
           int64_t saturating = 0;
           const float* av = k.a.data();
           const float* sv = sc.data();
@@ -461,6 +462,7 @@ ReplayResult replay_amax(const ReplayInput& in, const ReplayGrid& grid, const Re
             const float a = av[i];
             if (!(a > 0) || !(a <= FLT_MAX)) continue;
             const float p = a * sv[i];
+            top = std::max(top, p);
             const uint32_t kb = bits_of(p * mul);
             out[at++] = kb;
             ++cnt[kb >> 16];
@@ -474,6 +476,9 @@ ReplayResult replay_amax(const ReplayInput& in, const ReplayGrid& grid, const Re
           f.worst_over_binades =
               saturating > 0 ? std::log2(static_cast<double>(worst) / static_cast<double>(fmax[t]))
                              : 0;
+          f.min_headroom_binades =
+              at > begin ? std::log2(static_cast<double>(fmax[t]) / static_cast<double>(top))
+                         : std::nan("");
           f.median_headroom_binades = std::nan("");
           if (opt.per_tensor_median || T == 1) {
             std::vector<uint32_t> seg;  // the products themselves (exact)
@@ -503,7 +508,13 @@ ReplayResult replay_amax(const ReplayInput& in, const ReplayGrid& grid, const Re
           cell.all.saturating_steps += f.saturating_steps;
           cell.all.worst_over_binades = std::max(cell.all.worst_over_binades, f.worst_over_binades);
           cell.all.sampled += f.sampled;
+          if (f.steps > 0)
+            cell.all.min_headroom_binades =
+                t_min_seen ? std::min(cell.all.min_headroom_binades, f.min_headroom_binades)
+                           : f.min_headroom_binades;
+          t_min_seen = t_min_seen || f.steps > 0;
         }
+        if (!t_min_seen) cell.all.min_headroom_binades = std::nan("");
         if (T == 1) {
           cell.all.median_headroom_binades = cell.tensors[0].median_headroom_binades;
         } else {
@@ -522,12 +533,19 @@ ReplayResult replay_amax(const ReplayInput& in, const ReplayGrid& grid, const Re
   const auto key_headroom = [](const ReplayFigures& f) {
     return std::isnan(f.median_headroom_binades) ? HUGE_VAL : f.median_headroom_binades;
   };
+  // 0: safe (no saturation, room at the closest approach), 1: no saturation, 2: saturates.
+  const auto group = [](const ReplayFigures& f) {
+    if (f.saturating_steps > 0) return 2;
+    return f.min_headroom_binades >= ReplayResult::kSafeHeadroomBinades ? 0 : 1;
+  };
   std::stable_sort(res.ranking.begin(), res.ranking.end(), [&](size_t x, size_t y) {
     const ReplayFigures& a = res.cells[x].all;
     const ReplayFigures& b = res.cells[y].all;
-    const bool sa = a.saturating_steps > 0, sb = b.saturating_steps > 0;
-    if (sa != sb) return !sa;
-    if (sa && a.saturating_steps != b.saturating_steps)
+    const int ga = group(a), gb = group(b);
+    if (ga != gb) return ga < gb;
+    if (ga == 1 && a.min_headroom_binades != b.min_headroom_binades)
+      return a.min_headroom_binades > b.min_headroom_binades;
+    if (ga == 2 && a.saturating_steps != b.saturating_steps)
       return a.saturating_steps < b.saturating_steps;
     return key_headroom(a) < key_headroom(b);
   });

@@ -63,16 +63,27 @@ TEST_F(CliReplay, JsonRanksCellsAndReproducesTheRunsOwnScales) {
   EXPECT_EQ(own, 1);
   std::sort(ranks.begin(), ranks.end());
   for (size_t i = 0; i < ranks.size(); ++i) EXPECT_EQ(ranks[i], static_cast<int>(i + 1));
-  // The rule: no saturating cell before a saturating one; among those without, the least
-  // headroom first.
+  // The rule: safe cells (no saturation, 0.5 binade at the closest approach) first, the
+  // least median headroom first; then the other unsaturated cells, the most room at their
+  // closest approach first; then the saturating ones.
+  const auto group = [](const nlohmann::json& c) {
+    if (c.at("saturating_steps") > 0) return 2;
+    return c.at("min_headroom_binades").get<double>() >= 0.5 ? 0 : 1;
+  };
   for (const auto& a : j.at("cells")) {
+    EXPECT_LE(a.at("min_headroom_binades").get<double>(),
+              a.at("median_headroom_binades").get<double>())
+        << a.dump();
     for (const auto& b : j.at("cells")) {
       if (a.at("rank") >= b.at("rank")) continue;
-      const bool sa = a.at("saturating_steps") > 0, sb = b.at("saturating_steps") > 0;
-      EXPECT_TRUE(!sa || sb) << a.dump() << " before " << b.dump();
-      if (!sa && !sb) {
+      EXPECT_LE(group(a), group(b)) << a.dump() << " before " << b.dump();
+      if (group(a) != group(b)) continue;
+      if (group(a) == 0) {
         EXPECT_LE(a.at("median_headroom_binades").get<double>(),
                   b.at("median_headroom_binades").get<double>());
+      } else if (group(a) == 1) {
+        EXPECT_GE(a.at("min_headroom_binades").get<double>(),
+                  b.at("min_headroom_binades").get<double>());
       }
     }
   }

@@ -37,6 +37,8 @@ QString figure_name(ReplayPanel::Figure f) {
     case ReplayPanel::MedianHeadroom: return QObject::tr("median headroom (binades)");
     case ReplayPanel::EstUnderflow: return QObject::tr("est. underflow %");
     case ReplayPanel::EstSaturated: return QObject::tr("est. saturated %");
+    case ReplayPanel::ClosestHeadroom:
+      return QObject::tr("headroom at the closest approach (binades)");
   }
   return {};
 }
@@ -77,7 +79,7 @@ ReplayPanel::ReplayPanel(EngineController* engine, QWidget* parent)
   curves_->setObjectName(QStringLiteral("replayTrajectory"));
   max_->setChecked(true);
   recent_->setChecked(true);
-  for (Figure f : {SaturatingSteps, MedianHeadroom, EstUnderflow, EstSaturated})
+  for (Figure f : {SaturatingSteps, MedianHeadroom, EstUnderflow, EstSaturated, ClosestHeadroom})
     figure_->addItem(figure_name(f));
   auto* form = new QFormLayout;
   form->addRow(tr("Run"), runs_);
@@ -114,13 +116,14 @@ ReplayPanel::ReplayPanel(EngineController* engine, QWidget* parent)
     const ReplayCell* c = cellAt(x, y);
     const ReplayFigures* f = figuresAt(x, y);
     if (!c || !f) return QString();
-    return tr("margin %1, window %2, %3: %4 saturating steps, median headroom %5 binades, est. "
-              "underflow %6%, rank %7")
+    return tr("margin %1, window %2, %3: %4 saturating steps, median headroom %5 binades, "
+              "%6 at the closest approach, est. underflow %7%, rank %8")
         .arg(c->setting.margin)
         .arg(c->setting.window)
         .arg(QString::fromUtf8(amax_algo_name(c->setting.algo).data()))
         .arg(f->saturating_steps)
         .arg(f->median_headroom_binades, 0, 'f', 2)
+        .arg(f->min_headroom_binades, 0, 'f', 2)
         .arg(f->est_underflow_pct, 0, 'g', 3)
         .arg(c->rank);
   });
@@ -381,6 +384,7 @@ double ReplayPanel::cellValue(int x, int y) const {
     case MedianHeadroom: return f->median_headroom_binades;
     case EstUnderflow: return f->est_underflow_pct;
     case EstSaturated: return f->est_saturated_pct;
+    case ClosestHeadroom: return f->min_headroom_binades;
   }
   return NAN;
 }
@@ -473,14 +477,25 @@ void ReplayPanel::redraw() {
                               .arg(b.setting.margin)
                               .arg(b.setting.window)
                               .arg(QString::fromUtf8(amax_algo_name(b.setting.algo).data()));
-  best_->setText((b.all.saturating_steps == 0
-                      ? tr("Best: %1 (no saturating step, median headroom %2 binades)")
-                            .arg(setting)
-                            .arg(b.all.median_headroom_binades, 0, 'f', 2)
-                      : tr("Every cell saturates; the least: %1 (%2 saturating steps)")
-                            .arg(setting)
-                            .arg(b.all.saturating_steps)) +
-                 tr(". Rule: %1.").arg(QString::fromUtf8(ReplayResult::kRule)));
+  QString verdict;
+  if (b.all.saturating_steps > 0) {
+    verdict = tr("Every cell saturates; the least: %1 (%2 saturating steps)")
+                  .arg(setting)
+                  .arg(b.all.saturating_steps);
+  } else if (b.all.min_headroom_binades >= ReplayResult::kSafeHeadroomBinades) {
+    verdict = tr("Best: %1 (no saturating step, %2 binades of headroom at the closest "
+                 "approach, median headroom %3 binades)")
+                  .arg(setting)
+                  .arg(b.all.min_headroom_binades, 0, 'f', 2)
+                  .arg(b.all.median_headroom_binades, 0, 'f', 2);
+  } else {
+    verdict = tr("No cell keeps %1 binade of headroom at its closest approach; the most: %2 "
+                 "(%3 binades: an amax a little above the run's would saturate)")
+                  .arg(ReplayResult::kSafeHeadroomBinades)
+                  .arg(setting)
+                  .arg(b.all.min_headroom_binades, 0, 'f', 2);
+  }
+  best_->setText(verdict + tr(". Rule: %1.").arg(QString::fromUtf8(ReplayResult::kRule)));
   heat_->setExportTitle(tr("Replay of run %1: %2").arg(run_->run_id).arg(figure_->currentText()));
   // A watched script's run: the engine cannot train the script's model.
   const bool watched = watched_run_config(base_config_).has_value();

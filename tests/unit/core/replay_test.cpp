@@ -135,6 +135,39 @@ TEST(Replay, RankingFollowsItsRuleOnAHandMadeHistory) {
   EXPECT_FALSE(cell(2, 1).is_run_setting);
 }
 
+// The same history with margin 3 in the grid. Margin 2 took the spike at step 100 with no
+// headroom left (4 x 448/4 = 448, the max itself): one amax a little larger and it saturates,
+// so a setting that kept room at its closest approach comes first, though it uses less of
+// the range. Closest approaches (binades): m=3: 1 (4 x 56 = 224), m=2: 0, m=1: -1, m=0: -2.
+TEST(Replay, ACellWithoutRoomAtItsClosestApproachIsNotCalledBest) {
+  std::vector<float> a(300, 1.0f);
+  a[100] = 4.0f;
+  const ReplayInput in = one_tensor(a);
+  ReplayGrid g;
+  g.margins = {0, 1, 2, 3};
+  g.windows = {1, 200};
+  g.algos = {AmaxAlgo::Max};
+  ReplayOptions opt;
+  opt.run.config = {200, 2, AmaxAlgo::Max, InitialScale::One};
+  const ReplayResult r = replay_amax(in, g, opt);
+  ASSERT_EQ(r.cells.size(), 8u);
+  for (const ReplayCell& c : r.cells) {
+    SCOPED_TRACE("margin " + std::to_string(c.setting.margin) + " window " +
+                 std::to_string(c.setting.window));
+    EXPECT_DOUBLE_EQ(c.all.min_headroom_binades, c.setting.margin - 2.0);
+  }
+  // Safe (m=3) by median headroom (3 at w=1, 5 at w=200); then m=2 (no saturation, no
+  // room) by median; then the saturating cells, one saturating step each, by median.
+  const std::vector<std::pair<int, int>> expected = {{3, 1}, {3, 200}, {2, 1},   {2, 200},
+                                                     {0, 1}, {1, 1},   {0, 200}, {1, 200}};
+  ASSERT_EQ(r.ranking.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const ReplayCell& c = r.cells[r.ranking[i]];
+    EXPECT_EQ(c.setting.margin, expected[i].first) << "rank " << i + 1;
+    EXPECT_EQ(c.setting.window, expected[i].second) << "rank " << i + 1;
+  }
+}
+
 // One sample: 100 elements in each of bins 0 and 5 (|x s| in [1, 2) and [32, 64)) at
 // stored scale 2^-3, amax 448 every step (so |x s| <= 56: bin 5 spans [32, 56]), window 1.
 // Margin 14: replayed scale 2^-14, a shift of -11 binades: bin 0 lands in [2^-11, 2^-10),

@@ -106,6 +106,10 @@ struct ReplayFigures {
   // Median over the counted pairs of log2(max / (amax x scale)): how far below the
   // format's max the step's amax lands (negative where it saturates). NaN: none counted.
   double median_headroom_binades = 0;
+  // The closest approach: min over the counted pairs of log2(max / (amax x scale)), the
+  // growth of amax beyond what the replay saw that the setting would have taken without
+  // saturating (negative where it saturates). NaN: none counted.
+  double min_headroom_binades = 0;
   // At the sampled steps, estimated from the stored exponent histograms shifted by
   // log2(replayed scale / stored scale), elements log-uniform within a bin: % of the
   // finite nonzero elements that would underflow (|x s| below half the smallest subnormal)
@@ -134,9 +138,16 @@ struct OwnScalesCheck {
 };
 
 struct ReplayResult {
+  // The room a cell must keep at its closest approach to be called safe: amax may then grow
+  // 2^0.5 = 1.41x beyond anything the replayed run saw without saturating (a retrained run
+  // does not repeat the recorded amaxes exactly).
+  static constexpr double kSafeHeadroomBinades = 0.5;
   static constexpr const char* kRule =
-      "cells with no saturating step first, then the smallest median headroom (most of the "
-      "format's range used); cells that saturate after them, fewest saturating steps first";
+      "cells with no saturating step and at least 0.5 binade of headroom at their closest "
+      "approach to the format's max first, the smallest median headroom (most of the range "
+      "used) first among them; then the other cells without saturation, the most headroom at "
+      "their closest approach first; then the cells that saturate, fewest saturating steps "
+      "first; ties: the smallest median headroom, then the grid's order";
   std::vector<ReplayCell> cells;  // in grid order (margin, then window, then algorithm)
   std::vector<size_t> ranking;    // cell indices, best first
   OwnScalesCheck own;             // valid when stored scales were given

@@ -36,7 +36,7 @@ class ExportablePlot;
 class ReplayPanel : public QWidget {
   Q_OBJECT
  public:
-  enum Figure { SaturatingSteps, MedianHeadroom, EstUnderflow, EstSaturated };
+  enum Figure { SaturatingSteps, MedianHeadroom, EstUnderflow, EstSaturated, ClosestHeadroom };
 
   ReplayPanel(EngineController* engine, QWidget* parent = nullptr);
   ~ReplayPanel() override;
