@@ -33,6 +33,7 @@
 #include "fp8wb/views/run_tabs.h"
 #include "fp8wb/views/runs_tab.h"
 #include "fp8wb/views/sweeps_tab.h"
+#include "fp8wb/views/training_run_button.h"
 
 namespace fp8wb {
 
@@ -70,6 +71,8 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   statusBar()->addWidget(device);
   statusBar()->addWidget(gemm, 1);
   statusBar()->addPermanentWidget(run_status_);
+  // While another run is shown, the way back to the one training here.
+  statusBar()->addPermanentWidget(new TrainingRunButton(engine_, this));
 
   // The run panel: presets, the config form, Start / Pause / Stop.
   auto* dock = run_dock_ = new QDockWidget(tr("Run"), this);
@@ -124,13 +127,16 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
     if (engine_->isOpening()) run_status_->setText(tr("run %1: opening...").arg(id));
   });
   connect(engine_, &EngineController::opened, this, [this](qint64 id, bool live) {
-    run_status_->setText(live ? tr("run %1: following it live").arg(id)
-                              : tr("run %1 opened").arg(id));
+    const QString shown =
+        live ? tr("run %1: following it live").arg(id) : tr("run %1 opened").arg(id);
+    run_status_->setText(engine_->isRunning()
+                             ? tr("%1; run %2 trains on").arg(shown).arg(engine_->trainingRunId())
+                             : shown);
     clearFailureMessage();
     // The form shows the opened run's settings (Start trains it again); a watched
     // script's run has none the engine could train (its model is the script's), so the
-    // form keeps what it had.
-    if (engine_->data().hasConfig() && !engine_->data().watched())
+    // form keeps what it had, as it does while a run trains (the form is that run's).
+    if (!engine_->isRunning() && engine_->data().hasConfig() && !engine_->data().watched())
       panel_->setConfig(engine_->data().config());
     tabs_->setCurrentWidget(overview_);
     refreshRunTabs(true);
@@ -141,8 +147,20 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   connect(engine_, &EngineController::databaseChanged, this, [this](const QString& path) {
     run_status_->setText(tr("database %1").arg(QDir::toNativeSeparators(path)));
   });
+  connect(engine_, &EngineController::trainingShown, this, [this](qint64 id) {
+    run_status_->setText(tr("run %1 training").arg(id));
+    refreshRunTabs(true);
+  });
+  connect(engine_, &EngineController::followedRunEnded, this,
+          [this](qint64 id, RunStatus status, const QString& message) {
+            const QString name = QString::fromLatin1(run_status_name(status));
+            run_status_->setText(message.isEmpty()
+                                     ? tr("run %1 %2").arg(id).arg(name)
+                                     : tr("run %1 %2: %3").arg(id).arg(name, message));
+            refreshRunTabs(true);
+          });
   connect(engine_, &EngineController::pausedChanged, this, [this](bool paused) {
-    const qint64 id = engine_->data().runId();
+    const qint64 id = engine_->trainingRunId();
     run_status_->setText(paused ? tr("run %1 paused").arg(id) : tr("run %1 training").arg(id));
     refreshRunTabs(true);
   });

@@ -5,6 +5,7 @@
 #include <QLineEdit>
 #include <QSignalSpy>
 #include <QTemporaryDir>
+#include <QToolButton>
 #include <QtTest>
 #include <algorithm>
 #include <fstream>
@@ -35,6 +36,7 @@ class RunTabsTest : public QObject {
   void pauseAndStop();
   void errorsShowAndTheGuiStaysUsable();
   void runListModelAndOpeningARun();
+  void anotherRunOpensWhileOneTrains();
   void liveCurvesAppendAndResetOnANewRun();
   void heldOutLossBesideTheTrainingLoss();
 
@@ -402,6 +404,75 @@ void RunTabsTest::runListModelAndOpeningARun() {
   QVERIFY(f.readLine().startsWith("step,loss"));
   QVERIFY(
       !runs->exportCsv(1, QStringLiteral("/proc/nope/x.csv")).contains(QStringLiteral("wrote")));
+}
+
+// While a run trains, another run opens in the tabs; the training run trains on (its
+// progress still in the run panel), a status bar button leads back to it, and its steps
+// made meanwhile are there when it is shown again. Opening it from the list does the same.
+void RunTabsTest::anotherRunOpensWhileOneTrains() {
+  MainWindow w(false);
+  w.engine()->setDatabasePath(db(QStringLiteral("while-training.sqlite")));
+  QVERIFY(w.runPanel()->applyPreset(QStringLiteral("Outliers: tensorwise")));
+  w.runPanel()->setSteps(6);
+  QCOMPARE(w.runPanel()->start(), QString());
+  QVERIFY(wait_finished(w.engine()));
+  const qint64 done = w.engine()->data().runId();
+  w.runPanel()->setSteps(1000000);
+  QCOMPARE(w.runPanel()->start(), QString());
+  const qint64 training = w.engine()->data().runId();
+  QVERIFY(training != done);
+  QTRY_VERIFY_WITH_TIMEOUT(w.engine()->data().steps().size() >= 3, 60000);
+  auto* back = w.findChild<QToolButton*>(QStringLiteral("backToTrainingRun"));
+  QVERIFY(back);
+  QVERIFY(back->isHidden());
+  QSignalSpy opened(w.engine(), &EngineController::opened);
+  QSignalSpy failed(w.engine(), &EngineController::failed);
+  w.engine()->openRun(done);
+  QVERIFY(opened.wait(30000));
+  QCOMPARE(failed.count(), 0);
+  QCOMPARE(w.engine()->data().runId(), done);
+  QCOMPARE(w.engine()->data().steps().size(), size_t{6});
+  QVERIFY(w.engine()->isRunning());
+  QCOMPARE(w.engine()->trainingRunId(), training);
+  QVERIFY(!w.engine()->showsTrainingRun());
+  QVERIFY(!back->isHidden());
+  // The form stays the training run's.
+  QCOMPARE(w.runPanel()->config().steps, int64_t{1000000});
+  // It trains on, its progress reported, the shown run untouched.
+  QSignalSpy progress(w.engine(), &EngineController::progress);
+  QVERIFY(progress.wait(30000));
+  const qint64 step_hidden = progress.last().at(0).toLongLong();
+  QVERIFY(progress.wait(30000));
+  QVERIFY(progress.last().at(0).toLongLong() > step_hidden);
+  QCOMPARE(w.engine()->data().steps().size(), size_t{6});
+  QVERIFY2(back->text().contains(QStringLiteral("Back to run %1").arg(training)),
+           qPrintable(back->text()));
+  w.refreshRunTabs(true);
+  QCOMPARE(w.overviewTab()->plots()[0]->graph(1)->dataCount(), 6);
+  // Back: the training run with the steps it made meanwhile.
+  back->click();
+  QCOMPARE(w.engine()->data().runId(), training);
+  QVERIFY(w.engine()->showsTrainingRun());
+  QVERIFY(back->isHidden());
+  QVERIFY(static_cast<qint64>(w.engine()->data().steps().size()) >= step_hidden);
+  // Opening the training run from the list while another is shown leads back to it too.
+  w.engine()->openRun(done);
+  QVERIFY(opened.wait(30000));
+  QCOMPARE(w.engine()->data().runId(), done);
+  w.engine()->openRun(training);
+  QCOMPARE(w.engine()->data().runId(), training);
+  QVERIFY(w.engine()->showsTrainingRun());
+  // Stopped while another run is shown: that run stays in the tabs.
+  w.engine()->openRun(done);
+  QVERIFY(opened.wait(30000));
+  QSignalSpy finished(w.engine(), &EngineController::finished);
+  w.engine()->stop();
+  QVERIFY(finished.wait(60000));
+  QCOMPARE(finished.at(0).at(0).value<RunStatus>(), RunStatus::Stopped);
+  QVERIFY(!w.engine()->isRunning());
+  QCOMPARE(w.engine()->data().runId(), done);
+  QVERIFY(back->isHidden());
+  QCOMPARE(failed.count(), 0);
 }
 
 // A live run's curves grow by its new points, and equal those of tabs that draw the whole

@@ -231,8 +231,9 @@ bool EngineController::isRunning() const {
 }
 
 void EngineController::openRun(int64_t run_id) {
-  if (isRunning()) {
-    fail(tr("a run is training: stop it before opening another"));
+  if (isRunning() && run_id == train_run_id_) {  // the training run: back to it
+    open_job_.drop();
+    showTrainingRun();
     return;
   }
   stopFollowing();
@@ -256,16 +257,25 @@ void EngineController::openRun(int64_t run_id) {
         return r;
       },
       [this, run_id](OpenedRun r) {
-        if (isRunning()) return;  // a run started meanwhile: it is what the tabs show
         stopFollowing();
+        // A run training here trains on: its steps go aside until it is shown again.
+        if (isRunning() && !training_hidden_) {
+          parked_ = std::move(data_);
+          training_hidden_ = true;
+        } else if (!isRunning()) {
+          parked_ = RunData();
+          training_hidden_ = false;
+        }
         data_.replace(std::move(r.data));
         if (r.live) {
-          buffer_ = std::move(r.buffer);
+          follow_buffer_ = std::move(r.buffer);
           follower_ = std::move(r.follower);
-          // A watched script's steps are not known ahead.
-          steps_total_ = data_.hasConfig() && !data_.watched() ? data_.config().steps : 0;
-          started_at_ = -1;  // no ETA for a run another process times
-          timer_.start();
+          if (!isRunning()) {
+            // A watched script's steps are not known ahead.
+            steps_total_ = data_.hasConfig() && !data_.watched() ? data_.config().steps : 0;
+            started_at_ = -1;  // no ETA for a run another process times
+          }
+          updateTimer();
         }
         Q_EMIT opened(run_id, r.live);
         Q_EMIT dataChanged();
@@ -292,14 +302,36 @@ int64_t EngineController::followedRun() const {
 void EngineController::stopFollowing() {
   if (!follower_) return;
   follower_.reset();
-  timer_.stop();
-  buffer_.reset();
+  follow_buffer_.reset();
+  updateTimer();
+}
+
+void EngineController::showTrainingRun() {
+  if (!training_hidden_) return;
+  open_job_.drop();
+  stopFollowing();
+  RunData back = std::move(parked_);
+  parked_ = RunData();
+  training_hidden_ = false;
+  data_.replace(std::move(back));
+  Q_EMIT trainingShown(data_.runId());
+  Q_EMIT dataChanged();
+}
+
+void EngineController::updateTimer() {
+  if (training_active_ || follower_) {
+    if (!timer_.isActive()) timer_.start();
+  } else {
+    timer_.stop();
+  }
 }
 
 QString EngineController::start(const RunConfig& config) {
   if (isRunning()) return fail(tr("a run is already training"));
   open_job_.drop();  // a stored run still being read is not shown over this one
   stopFollowing();
+  parked_ = RunData();
+  training_hidden_ = false;
   try {
     RunConfig c = config;
     resolve_hf_config(c);  // hf=DIR: the checkpoint's shape, stored with the run
@@ -320,8 +352,10 @@ QString EngineController::start(const RunConfig& config) {
     started_at_ = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
     paused_ = false;
     paused_seconds_ = 0;
+    train_run_id_ = id;
     trainer_->start();
-    timer_.start();
+    training_active_ = true;
+    updateTimer();
     Q_EMIT started(id);
     Q_EMIT dataChanged();
     return {};
@@ -335,7 +369,7 @@ void EngineController::pause() {
   trainer_->pause();
   if (!paused_) paused_at_ = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
   paused_ = true;
-  data_.setStatus(RunStatus::Paused, "");
+  trainingData().setStatus(RunStatus::Paused, "");
   Q_EMIT pausedChanged(true);
   Q_EMIT dataChanged();
 }
@@ -346,7 +380,7 @@ void EngineController::resume() {
   if (!paused_) return;
   paused_ = false;
   paused_seconds_ += static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0 - paused_at_;
-  data_.setStatus(RunStatus::Running, "");
+  trainingData().setStatus(RunStatus::Running, "");
   Q_EMIT pausedChanged(false);
   Q_EMIT dataChanged();
 }
@@ -359,20 +393,34 @@ void EngineController::stop() {
 }
 
 void EngineController::drain() {
-  if (!buffer_) return;
-  std::vector<MetricBatch> batches = buffer_->swap_out();
+  drainFollower();
+  drainTrainer();
+}
+
+namespace {
+
+// The notices a batch's events carry (what a run says of itself: layers kept in high
+// precision, GEMMs emulated, an update skipped, weights written); how it ended comes with
+// finished(), its layers' order is for the tabs.
+template <class Say>
+void emit_notices(const MetricBatch& b, Say&& say) {
+  for (const RunEvent& e : b.events) {
+    RunStatus ending;
+    if (!e.message.empty() && e.kind != "layers" && !parse_run_status(e.kind, ending))
+      say(QString::fromStdString(e.message));
+  }
+}
+
+}  // namespace
+
+void EngineController::drainFollower() {
+  if (!follow_buffer_) return;
+  std::vector<MetricBatch> batches = follow_buffer_->swap_out();
   bool ended = false;
   RunStatus status = RunStatus::Running;
   std::string message;
   for (MetricBatch& b : batches) {
-    for (const RunEvent& e : b.events) {
-      // What the run says of itself (layers kept in high precision, GEMMs emulated, an
-      // update skipped, weights written), also for a run another process writes; how it
-      // ended comes with finished(). Its layers' order is for the tabs, not a notice.
-      RunStatus ending;
-      if (!e.message.empty() && e.kind != "layers" && !parse_run_status(e.kind, ending))
-        Q_EMIT notice(QString::fromStdString(e.message));
-    }
+    emit_notices(b, [this](const QString& m) { Q_EMIT notice(m); });
     if (b.final) {
       ended = true;
       status = b.status;
@@ -380,41 +428,67 @@ void EngineController::drain() {
     }
     data_.append(std::move(b));
   }
+  // While a run trains here, progress() is its.
+  if (!batches.empty() && !isRunning() && !data_.steps().empty())
+    Q_EMIT progress(data_.steps().back().step + 1, steps_total_, -1);
+  if (!batches.empty()) Q_EMIT dataChanged();
+  if (!ended) return;
+  const int64_t id = follower_->run_id();
+  stopFollowing();
+  data_.setStatus(status, message);
+  if (training_active_) {
+    Q_EMIT followedRunEnded(id, status, QString::fromStdString(message));
+  } else {
+    Q_EMIT finished(status, QString::fromStdString(message));
+  }
+}
+
+void EngineController::drainTrainer() {
+  if (!buffer_ || !training_active_) return;
+  std::vector<MetricBatch> batches = buffer_->swap_out();
+  bool ended = false;
+  RunStatus status = RunStatus::Running;
+  std::string message;
+  RunData& run = trainingData();
+  for (MetricBatch& b : batches) {
+    emit_notices(b, [this](const QString& m) { Q_EMIT notice(m); });
+    if (b.final) {
+      ended = true;
+      status = b.status;
+      message = b.message;
+    }
+    run.append(std::move(b));
+  }
   if (!batches.empty()) {
-    if (!data_.steps().empty()) {
-      const int64_t done = data_.steps().back().step + 1;
+    if (!run.steps().empty()) {
+      const int64_t done = run.steps().back().step + 1;
       // Time spent training: the pauses do not count (nor does the time since a pause).
       const double now = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
       const double elapsed = (paused_ ? paused_at_ : now) - started_at_ - paused_seconds_;
       const double eta =
-          done > 0 && started_at_ >= 0
-              ? elapsed * static_cast<double>(steps_total_ - done) / static_cast<double>(done)
-              : -1;
+          done > 0 ? elapsed * static_cast<double>(steps_total_ - done) / static_cast<double>(done)
+                   : -1;
       Q_EMIT progress(done, steps_total_, eta);
     }
-    Q_EMIT dataChanged();
+    if (!training_hidden_) Q_EMIT dataChanged();
   }
-  if (ended && follower_) {  // a run another process wrote has ended
-    stopFollowing();
-    data_.setStatus(status, message);
-    Q_EMIT finished(status, QString::fromStdString(message));
-    return;
+  if (!ended) return;
+  training_active_ = false;
+  updateTimer();
+  trainer_->join();
+  try {
+    store().flush();
+  } catch (const std::exception& e) {
+    message += (message.empty() ? "" : "; ") + std::string(e.what());
+    status = RunStatus::Failed;
   }
-  if (ended) {
-    timer_.stop();
-    trainer_->join();
-    try {
-      store().flush();
-    } catch (const std::exception& e) {
-      message += (message.empty() ? "" : "; ") + std::string(e.what());
-      status = RunStatus::Failed;
-    }
-    paused_ = false;
-    if (status == RunStatus::Failed)
-      Q_EMIT failed(
-          tr("run %1 failed: %2").arg(data_.runId()).arg(QString::fromStdString(message)));
-    Q_EMIT finished(status, QString::fromStdString(message));
-  }
+  paused_ = false;
+  // Ended while another run is shown: that one stays; this one is in the store.
+  parked_ = RunData();
+  training_hidden_ = false;
+  if (status == RunStatus::Failed)
+    Q_EMIT failed(tr("run %1 failed: %2").arg(train_run_id_).arg(QString::fromStdString(message)));
+  Q_EMIT finished(status, QString::fromStdString(message));
 }
 
 }  // namespace fp8wb

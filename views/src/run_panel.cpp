@@ -477,7 +477,8 @@ void RunPanel::showProgress() {
   // store and in the tabs' headers ("step 9" is the tenth).
   progress_->setRange(0, static_cast<int>(std::min<qint64>(total_, INT32_MAX)));
   progress_->setValue(static_cast<int>(std::min<qint64>(done_, INT32_MAX)));
-  if (engine_->isFollowing()) {
+  // A run followed while one trains here: the progress is the training run's.
+  if (engine_->isFollowing() && !engine_->isRunning()) {
     eta_->setText(total_ > 0 ? tr("following run %1 (another process writes it): %2/%3 steps")
                                    .arg(engine_->followedRun())
                                    .arg(done_)

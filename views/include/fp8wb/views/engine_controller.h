@@ -62,13 +62,22 @@ class EngineController : public QObject {
 
   bool isRunning() const;
   bool isPaused() const { return paused_; }
+  // The run the tabs show: the training run's, or a run opened while it trains.
   const RunData& data() const { return data_; }
   RunData& data() { return data_; }
-  // Shows a stored run (not while one trains): returns at once, reads the run on a pool
-  // thread, then opened() (or failed()). A newer openRun() supersedes one still reading.
-  // A run that another process is still writing is followed live: the tabs update as its
-  // steps are committed, and finished() says how it ended (or that its writer died).
+  // Shows a stored run: returns at once, reads the run on a pool thread, then opened() (or
+  // failed()). A newer openRun() supersedes one still reading. A run that another process
+  // is still writing is followed live: the tabs update as its steps are committed, and
+  // finished() says how it ended (or that its writer died; while a run trains here,
+  // followedRunEnded() instead). While a run trains it trains on, its steps kept aside:
+  // progress() is still its, and showTrainingRun() shows it again.
   void openRun(int64_t run_id);
+  // The run training here, or 0.
+  int64_t trainingRunId() const { return isRunning() ? train_run_id_ : 0; }
+  // Whether the tabs show the training run (true where none trains).
+  bool showsTrainingRun() const { return !training_hidden_; }
+  // The training run back in the tabs (after openRun() while it trains); trainingShown().
+  void showTrainingRun();
   bool isOpening() const { return open_job_.busy(); }
   // The newest run of the database that a living process is writing, or 0.
   int64_t newestLiveRun();
@@ -97,6 +106,10 @@ class EngineController : public QObject {
   // take it, layers kept in high precision and why, an update skipped, a store read-only.
   void notice(const QString& message);
   void pausedChanged(bool paused);
+  // The training run is in the tabs again (showTrainingRun()).
+  void trainingShown(qint64 run_id);
+  // A run another process writes, opened while a run trains here, ended.
+  void followedRunEnded(qint64 run_id, fp8wb::RunStatus status, const QString& message);
   // Another database is the one runs go to and are read from (setDatabasePath() with
   // another path, openDatabase()).
   void databaseChanged(const QString& path);
@@ -107,16 +120,27 @@ class EngineController : public QObject {
 
  private:
   void drain();
+  void drainTrainer();
+  void drainFollower();
+  // The training run's data: in the tabs, or kept aside while another run is shown.
+  RunData& trainingData() { return training_hidden_ ? parked_ : data_; }
+  // The timer runs while a run trains or one is followed.
+  void updateTimer();
   void adoptStore(std::unique_ptr<RunStore> s, const std::string& why_read_only);
   // failed(message), and message back (for the callers that return it).
   QString fail(const QString& message);
   QString db_path_;
   std::unique_ptr<RunStore> store_;
-  std::shared_ptr<GuiBuffer> buffer_;
+  std::shared_ptr<GuiBuffer> buffer_;         // the training run's
+  std::shared_ptr<GuiBuffer> follow_buffer_;  // the followed run's
   std::unique_ptr<Trainer> trainer_;
   std::shared_ptr<RunFollower> follower_;
   QTimer timer_;
   RunData data_;
+  RunData parked_;                // the training run's, while another run is shown
+  bool training_hidden_ = false;  // parked_ holds the training run's data
+  bool training_active_ = false;  // started, its last batch not drained yet
+  int64_t train_run_id_ = 0;
   int64_t steps_total_ = 0;
   double started_at_ = 0;
   double paused_at_ = 0;       // when the current pause began
