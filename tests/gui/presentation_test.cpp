@@ -11,6 +11,8 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QScreen>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QTabBar>
 #include <QTableView>
@@ -125,6 +127,8 @@ class PresentationTest : public QObject {
   void runPanelShowsOnlyWhileTraining();
   void cardsRebuiltWhilePresentingRestoreFonts();
   void explorerPlotsKeepLabelsApart();
+  void demosFitTheScreen_data();
+  void demosFitTheScreen();
 
  private:
   // A main window filling the screen `index` (0: 1280x720, 1: 1920x1080), shown and active.
@@ -340,6 +344,91 @@ void PresentationTest::explorerPlotsKeepLabelsApart() {
   }
   QTest::keyClick(&w, Qt::Key_F11);
   QVERIFY(!w.presentationMode());
+}
+
+void PresentationTest::demosFitTheScreen_data() {
+  QTest::addColumn<int>("screen");
+  QTest::addColumn<QString>("page");
+  for (int screen : {0, 1}) {
+    for (const char* page : {"gradients", "outliers", "master-weights", "loss-scaling"})
+      QTest::newRow(qPrintable(
+          QStringLiteral("%1 %2")
+              .arg(screen == 0 ? QStringLiteral("1280x720") : QStringLiteral("1920x1080"))
+              .arg(QLatin1String(page))))
+          << screen << QString::fromLatin1(page);
+  }
+}
+
+// Each demo, presented on a projector's screen, is laid out for it: nothing scrolls, every
+// label is whole (at least 20 px), every plot has room to be read (its data area at least
+// a quarter of the page's height and 150 px, a legend never over half of it), and an axis
+// label fits beside its axis.
+void PresentationTest::demosFitTheScreen() {
+  QFETCH(int, screen);
+  QFETCH(QString, page);
+  MainWindow w(false);
+  place(w, screen);
+  QTest::keyClick(&w, Qt::Key_F11);
+  QVERIFY(w.presentationMode());
+  QVERIFY(w.formatsTab()->showPage(page));
+  settle();
+  for (QScrollArea* area : w.findChildren<QScrollArea*>()) {
+    if (!area->isVisible()) continue;
+    QVERIFY2(
+        area->verticalScrollBar()->maximum() == 0 && area->horizontalScrollBar()->maximum() == 0,
+        qPrintable(QStringLiteral("%1 scrolls by %2 x %3 px")
+                       .arg(area->objectName())
+                       .arg(area->horizontalScrollBar()->maximum())
+                       .arg(area->verticalScrollBar()->maximum())));
+  }
+  QWidget* shown = nullptr;
+  for (QWidget* v : w.formatsTab()->findChildren<QWidget*>()) {
+    if (v->isVisible() && v->objectName() == QStringLiteral("demo-") + page) shown = v;
+  }
+  QVERIFY2(shown, qPrintable(page));
+  for (QLabel* l : shown->findChildren<QLabel*>()) {
+    if (!l->isVisible() || l->text().isEmpty()) continue;
+    QVERIFY2(QFontInfo(l->font()).pixelSize() >= 20,
+             qPrintable(QStringLiteral("'%1' at %2 px")
+                            .arg(l->text().left(40))
+                            .arg(QFontInfo(l->font()).pixelSize())));
+    QVERIFY2(l->height() >= l->heightForWidth(l->width()) || !l->wordWrap(),
+             qPrintable(QStringLiteral("'%1' cut: %2 of %3 px")
+                            .arg(l->text().left(40))
+                            .arg(l->height())
+                            .arg(l->heightForWidth(l->width()))));
+    QVERIFY2(l->height() >= l->sizeHint().height() || l->wordWrap(),
+             qPrintable(QStringLiteral("'%1' cut: %2 of %3 px")
+                            .arg(l->text().left(40))
+                            .arg(l->height())
+                            .arg(l->sizeHint().height())));
+  }
+  for (ExportablePlot* p : shown->findChildren<ExportablePlot*>()) {
+    if (!p->isVisible()) continue;
+    p->replot();
+    const QRect data = p->axisRect()->rect();
+    QVERIFY2(data.height() >= std::max(150, shown->height() / 4),
+             qPrintable(QStringLiteral("a plot's data area %1 px of the page's %2")
+                            .arg(data.height())
+                            .arg(shown->height())));
+    if (p->legend && p->legend->visible() && p->legend->layout() == p->axisRect()->insetLayout())
+      QVERIFY2(p->legend->outerRect().height() <= data.height() / 2,
+               qPrintable(QStringLiteral("legend %1 px over a %2 px plot")
+                              .arg(p->legend->outerRect().height())
+                              .arg(data.height())));
+    for (QCPAxis* axis : {p->yAxis, p->yAxis2}) {
+      if (!axis->visible() || axis->label().isEmpty()) continue;
+      const QFontMetrics fm(axis->labelFont());
+      int widest = 0;
+      for (const QString& line : axis->label().split(QLatin1Char('\n')))
+        widest = std::max(widest, fm.horizontalAdvance(line));
+      QVERIFY2(widest <= data.height(),
+               qPrintable(QStringLiteral("'%1' is %2 px beside a %3 px axis")
+                              .arg(axis->label())
+                              .arg(widest)
+                              .arg(data.height())));
+    }
+  }
 }
 
 void PresentationTest::escapeLeaves() {

@@ -292,6 +292,7 @@ template <class View>
 View* FormatsTab::ensurePage(View*& slot, int index, const QString& title) {
   if (!slot) {
     slot = new View(pages_);
+    slot->setObjectName(QStringLiteral("demo-") + pageNames().value(index));
     const int current = pages_->currentIndex();
     QWidget* old = pages_->widget(index);
     pages_->blockSignals(true);

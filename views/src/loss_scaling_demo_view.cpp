@@ -53,7 +53,9 @@ LossScalingDemoView::LossScalingDemoView(QWidget* parent)
   scale_plot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
   underflow_plot_->xAxis->setLabel(tr("step"));
   set_whole_number_ticks(underflow_plot_->xAxis);
-  underflow_plot_->yAxis->setLabel(tr("gradient values flushed to zero (%)"));
+  // Short, in two lines: the gradients' share flushed to 0, beside a plot that may be
+  // only 170 px tall on a projector's 720 rows.
+  underflow_plot_->yAxis->setLabel(tr("flushed\nto 0 (%)"));
   // The legends below the plots: over them they would hide the curves' first steps.
   for (ExportablePlot* p : {scale_plot_, underflow_plot_}) {
     p->legend->setVisible(true);

@@ -61,13 +61,20 @@ MasterWeightsDemoView::MasterWeightsDemoView(QWidget* parent)
   set_whole_number_ticks(plot_->xAxis);
   plot_->yAxis->setLabel(tr("weight"));
   plot_->legend->setVisible(true);
-  plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
-  layout->addWidget(plot_, 1);
-  summary_->setTextFormat(Qt::RichText);
-  layout->addWidget(summary_);
+  // Below the plot in two columns: seven entries over it would cover its first steps, and
+  // on a projector most of it.
+  place_legend_below(plot_, 2);
+  // The why beside the plot, the table (a column per format) below both: on a projector's
+  // 720 rows the plot keeps its height.
+  auto* middle = new QHBoxLayout;
+  middle->addWidget(plot_, 3);
   footer_->setObjectName(QStringLiteral("masterWeightsFooter"));
   footer_->setWordWrap(true);
-  layout->addWidget(footer_);
+  footer_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+  middle->addWidget(footer_, 2);
+  layout->addLayout(middle, 1);
+  summary_->setTextFormat(Qt::RichText);
+  layout->addWidget(summary_);
   connect(update_, &QSlider::valueChanged, this, [this] { rerun(); });
   connect(steps_, &QSlider::valueChanged, this, [this] { rerun(); });
   rerun();
@@ -90,7 +97,8 @@ void MasterWeightsDemoView::rerun() {
   plot_->clearGraphs();
   QVector<double> keys(static_cast<int>(cfg.steps) + 1);
   for (int i = 0; i < keys.size(); ++i) keys[i] = i;
-  QStringList rows;
+  // The table with a column per format (three rows: it leaves the plot its height).
+  QString names, spacings, finals;
   const MasterWeightsTrack* stochastic = nullptr;
   for (const MasterWeightsTrack& t : result_.tracks) {
     QCPGraph* g = plot_->addGraph();
@@ -111,11 +119,12 @@ void MasterWeightsDemoView::rerun() {
     g->setData(keys, QVector<double>(t.mean.begin(), t.mean.end()), true);
     QString final = QString::number(t.final_mean, 'f', 4);
     if (t.rounding == Rounding::Stochastic) {
-      final += tr(" (mean of %1 seeds, std %2)").arg(cfg.seeds).arg(t.final_std, 0, 'f', 4);
+      final += tr(" \u00b1 %2<br>(std, %1 seeds)").arg(cfg.seeds).arg(t.final_std, 0, 'f', 4);
     }
-    rows << QStringLiteral("<tr><td><b>%1</b></td><td align=right>%2</td><td>%3</td></tr>")
-                .arg(track_label(t).toHtmlEscaped(),
-                     QStringLiteral("2<sup>%1</sup>").arg(std::ilogb(t.spacing_at_start)), final);
+    names += QStringLiteral("<th>%1</th>").arg(track_label(t).toHtmlEscaped());
+    spacings +=
+        QStringLiteral("<td align=center>2<sup>%1</sup></td>").arg(std::ilogb(t.spacing_at_start));
+    finals += QStringLiteral("<td align=center>%1</td>").arg(final);
   }
   if (stochastic) {
     // The spread over seeds: a band between the lowest and the highest run.
@@ -131,7 +140,7 @@ void MasterWeightsDemoView::rerun() {
     band.setAlpha(45);
     high->setBrush(band);
     high->setChannelFillGraph(low);
-    high->setName(tr("stochastic rounding: lowest to highest of %1 seeds").arg(cfg.seeds));
+    high->setName(tr("stochastic: range of %1 seeds").arg(cfg.seeds));
     high->addToLegend();
   }
   double lo = INFINITY, hi = -INFINITY;
@@ -146,12 +155,13 @@ void MasterWeightsDemoView::rerun() {
   plot_->xAxis->setRange(0, cfg.steps);
   plot_->yAxis->setRange(lo - 0.08 * pad, hi + 0.35 * pad);
   plot_->replot(QCustomPlot::rpQueuedReplot);
-  summary_->setText(tr("<table cellspacing=6><tr><th align=left>format</th><th>spacing above "
-                       "the start</th><th align=left>weight after %1 steps (exact %2)</th></tr>%3"
+  summary_->setText(tr("<table cellspacing=3><tr><th align=left>format</th>%3</tr>"
+                       "<tr><th align=left>spacing at the start</th>%4</tr>"
+                       "<tr><th align=left>weight after %1 steps<br>(exact %2)</th>%5</tr>"
                        "</table>")
                         .arg(cfg.steps)
                         .arg(cfg.initial + cfg.steps * cfg.update, 0, 'f', 4)
-                        .arg(rows.join(QString())));
+                        .arg(names, spacings, finals));
   footer_->setText(footerFor(result_));
 }
 

@@ -55,7 +55,8 @@ OutlierDemoView::OutlierDemoView(QWidget* parent)
   layout->addLayout(row);
 
   curve_->xAxis->setLabel(tr("outlier factor k"));
-  curve_->yAxis->setLabel(tr("error outside the first block (%)"));
+  // Two lines: one would be taller than the plot on a projector's 720 rows.
+  curve_->yAxis->setLabel(tr("error outside\nthe first block (%)"));
   curve_->xAxis->setScaleType(QCPAxis::stLogarithmic);
   // One label per power of ten, written as one ("10^3"): plain numbers run together.
   // The plot is often narrow: as many labels as fit side by side with room between them.

@@ -376,6 +376,11 @@ void PresentationMode::leave() {
     if (splitter) splitter->setSizes(sizes);
   }
   splitters_.clear();
+  // A minimum size the large fonts set that the layouts took back only now: the geometry
+  // once more, as it was.
+  if (!(window_state_ & (Qt::WindowMaximized | Qt::WindowFullScreen)) &&
+      window_->geometry() != geometry_)
+    window_->setGeometry(geometry_);
 }
 
 void PresentationMode::showDock(QWidget* dock, bool shown) {
