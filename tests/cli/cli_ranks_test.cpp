@@ -877,6 +877,35 @@ TEST_F(CliRanks, BenchCommSaysItsMemoryAndProgress) {
   EXPECT_EQ(j["exchanges"].size(), 4u);
 }
 
+// The memory said for bench --comm counts every process's LibTorch besides the matrices
+// (64 ranks of a tiny matrix were "3 MiB" and took 3.9 GB), and more ranks than that
+// memory holds are refused before any starts.
+TEST_F(CliRanks, BenchCommCountsEveryProcess) {
+  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
+  auto [st, rss] = run_measured(
+      {"bench", "--comm", "--nproc", "2", "--rows", "8", "--cols", "8", "--steps", "1"}, out, err,
+      {}, 120);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0) << slurp(err);
+  const std::string said = slurp(err);
+  const std::string each = "each process about 64 MiB of LibTorch's own (";
+  const size_t at = said.find(each);
+  ASSERT_NE(at, std::string::npos) << said;
+  EXPECT_GE(std::atof(said.c_str() + at + each.size()), 192.0) << said;  // 3 processes
+  if (static_cast<double>(fp8wb::run_memory_limit()) >
+      1025.0 * static_cast<double>(fp8wb::cli::kRankProcessBytes))
+    return;  // this machine might hold 1024 ranks
+  auto [big, big_rss] = run_measured(
+      {"bench", "--comm", "--nproc", "1024", "--rows", "8", "--cols", "8", "--steps", "1"}, out,
+      err, {}, 60);
+  ASSERT_TRUE(WIFEXITED(big));
+  EXPECT_EQ(WEXITSTATUS(big), 1);
+  const std::string refused = slurp(err);
+  EXPECT_NE(refused.find("--rows 8 x --cols 8 with --nproc 1024 needs about "), std::string::npos)
+      << refused;
+  EXPECT_EQ(refused.find("ranks failed"), std::string::npos) << refused;
+}
+
 // The options of --comm alone are refused without it, by name, before anything is measured
 // (they were ignored: a user asking for a larger matrix got the training figures instead).
 TEST(CliBench, CommOptionsNeedComm) {
