@@ -297,15 +297,24 @@ int bench_comm(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
     }
     // What the ranks will hold, said before they start, and refused where all of them
     // together would not fit in this machine's memory.
+    // Each rank, and the launcher, is a process with LibTorch's own memory besides its work
+    // (kRankProcessBytes): counted in all, so that 64 ranks of a tiny matrix are not
+    // "3 MiB" (they took 3.9 GB).
     const CommBenchMemory m = estimate_comm_bench_memory(o, opt.nproc);
-    const double all = m.rank0_host + (opt.nproc - 1) * m.other_host;
+    const double processes = static_cast<double>(kRankProcessBytes) * (opt.nproc + 1);
+    const double all = m.rank0_host + (opt.nproc - 1) * m.other_host + processes;
     const double have = static_cast<double>(run_memory_limit());
     err << fmt::format(
         "bench --comm: {} ranks, each sending a {} x {} matrix; memory: rank 0 about {}, "
-        "every other rank about {} ({} in all{}; this machine has {})\n",
+        "every other rank about {}, each process about {} of LibTorch's own ({} in all{}; "
+        "this machine has {})\n",
         opt.nproc, opt.rows, opt.cols, bytes_text(m.rank0_host), bytes_text(m.other_host),
-        bytes_text(all), device == "cuda" ? ", and " + bytes_text(m.device) + " on each GPU" : "",
-        bytes_text(have));
+        bytes_text(static_cast<double>(kRankProcessBytes)), bytes_text(all),
+        device == "cuda" ? ", and " + bytes_text(m.device) + " on each GPU" : "", bytes_text(have));
+    if (const std::string no = ranks_refusal("--nproc", opt.nproc, 0, 0, process_limit());
+        !no.empty()) {
+      throw std::invalid_argument(no);
+    }
     if (all > have) {
       throw std::invalid_argument(fmt::format(
           "--rows {} x --cols {} with --nproc {} needs about {} of memory, more than this "

@@ -8,11 +8,14 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -81,6 +84,161 @@ std::string export_path_refusal(const std::string& path) {
            std::strerror(errno) + ")";
   }
   return {};
+}
+
+// Text kept aside in an unnamed scratch file (gone when closed, or when the process
+// ends): what inspect shows of each tensor, until all are analysed and sorted.
+class ScratchText {
+ public:
+  ScratchText() {
+    std::string name = std::string(scratch_folder()) + "/fp8wb-inspect-XXXXXX";
+    const int fd = ::mkstemp(name.data());
+    if (fd >= 0) {
+      ::unlink(name.c_str());  // nameless: gone with the process, however it ends
+      file_ = ::fdopen(fd, "w+b");
+      if (!file_) ::close(fd);
+    }
+    if (!file_) {
+      throw std::runtime_error(std::string("cannot make a scratch file for the table in ") +
+                               scratch_folder() + ": " + std::strerror(errno) +
+                               "; set TMPDIR to a folder with room");
+    }
+  }
+  ~ScratchText() { std::fclose(file_); }
+  ScratchText(const ScratchText&) = delete;
+  ScratchText& operator=(const ScratchText&) = delete;
+  // Appends `text`; returns where it starts.
+  uint64_t add(const std::string& text) {
+    const uint64_t at = size_;
+    if (std::fwrite(text.data(), 1, text.size(), file_) != text.size()) fail("written");
+    size_ += text.size();
+    return at;
+  }
+  // Writes `size` bytes from `at` to `out`.
+  void copy(uint64_t at, uint64_t size, std::ostream& out) {
+    if (!flushed_) {
+      if (std::fflush(file_) != 0) fail("written");
+      flushed_ = true;
+    }
+    if (fseeko(file_, static_cast<off_t>(at), SEEK_SET) != 0) fail("read");
+    char buf[1 << 16];
+    while (size > 0) {
+      const size_t n = std::fread(buf, 1, std::min<uint64_t>(size, sizeof buf), file_);
+      if (n == 0) fail("read");
+      out.write(buf, static_cast<std::streamsize>(n));
+      size -= n;
+    }
+  }
+
+ private:
+  static const char* scratch_folder() {
+    const char* d = std::getenv("TMPDIR");
+    return d && *d ? d : "/tmp";
+  }
+  [[noreturn]] void fail(const char* what) const {
+    throw std::runtime_error(std::string("the scratch file for the table (in ") + scratch_folder() +
+                             ") could not be " + what + ": " + std::strerror(errno) +
+                             "; set TMPDIR to a folder with room");
+  }
+  std::FILE* file_ = nullptr;
+  uint64_t size_ = 0;
+  bool flushed_ = false;
+};
+
+// A tensor's object of --json's array, as nlohmann writes it inside the array (indented).
+std::string tensor_json(const TensorAnalysis& a) {
+  const uint64_t zeros =
+      a.log2_hist.size() > kValueHistZeroBin ? a.log2_hist[kValueHistZeroBin] : 0;
+  nlohmann::json t = {
+      {"name", a.name},
+      {"dtype", a.dtype},
+      {"shape", a.shape},
+      {"numel", a.numel},
+      {"min", a.min},
+      {"max", a.max},
+      {"mean", a.mean},
+      {"std", a.std},
+      {"amax", a.amax},
+      {"dynamic_range_bits", a.dynamic_range_bits},
+      {"nan_count", a.nan_count},
+      {"inf_count", a.inf_count},
+      {"log2_histogram", legacy_log2_histogram(a.log2_hist)},
+      {"log2_bins", log2_bins(a.log2_hist)},
+      {"zero_count", zeros},
+      {"recommended", a.recommended},
+      {"reason", a.reason},
+      // The share of the nonzero values the recommended recipe turns
+      // into 0 (null without a recommendation).
+      {"recommended_underflow_pct", a.recommended_result()
+                                        ? nlohmann::json(a.recommended_result()->underflow_pct)
+                                        : nlohmann::json()},
+      {"warnings", a.warnings}};
+  // Why the recipes ran but none is recommended (every one zeroes the tensor), null
+  // otherwise.
+  t["no_recipe"] = a.no_recipe.empty() ? nlohmann::json() : nlohmann::json(a.no_recipe);
+  // Why there is no SQNR (no finite signal), null when the recipes ran.
+  t["not_quantized"] = a.not_quantized.empty() ? nlohmann::json() : nlohmann::json(a.not_quantized);
+  // Values that could not be read (not_quantized says why), or none finite (empty, all
+  // NaN or Inf): no figure describes them.
+  t["values_known"] = a.values_known;
+  if (!a.has_figures()) {
+    for (const char* k : {"min", "max", "mean", "std", "amax", "dynamic_range_bits"})
+      t[k] = nullptr;
+  }
+  t["recipes"] = nlohmann::json::array();
+  for (const auto& r : a.recipes) {
+    t["recipes"].push_back(
+        {{"recipe", r.name},
+         // An exact recipe's +inf as "inf", as the other commands write what JSON's
+         // numbers cannot hold; null would read as "no figure".
+         {"sqnr_db", std::isfinite(r.sqnr_db) ? nlohmann::json(r.sqnr_db)
+                                              : nlohmann::json(format_number(r.sqnr_db))},
+         {"underflow_pct", r.underflow_pct},
+         {"saturated_pct", r.saturated_pct}});
+  }
+  // One level in: every line indented by 2 more (JSON strings hold no raw line breaks).
+  const std::string text = t.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string indented = "  ";
+  indented.reserve(text.size() + text.size() / 8);
+  for (const char c : text) {
+    indented += c;
+    if (c == '\n') indented += "  ";
+  }
+  return indented;
+}
+
+// A tensor's rows of the table: the best SQNR's recipe and its figures, the share the
+// recommended recipe (named under the row) turns into 0, then its notes.
+std::string table_rows(const TensorAnalysis& a) {
+  std::string shape;
+  for (int64_t d : a.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+  if (a.shape.empty()) shape = "scalar";  // no dimension
+  const RecipeResult* best = nullptr;
+  for (const auto& r : a.recipes) {
+    if (!best || r.sqnr_db > best->sqnr_db) best = &r;
+  }
+  const std::string sqnr = best ? fmt::format("{:.1f}", best->sqnr_db) : std::string("-");
+  const std::string underflow =
+      best ? underflow_pct_text(best->underflow_pct) + "%" : std::string("-");
+  const RecipeResult* rec = a.recommended_result();
+  const std::string rec_underflow =
+      rec ? underflow_pct_text(rec->underflow_pct) + "%" : std::string("-");
+  const std::string amax = a.has_figures() ? fmt::format("{:.4g}", a.amax) : std::string("-");
+  const std::string range =
+      a.has_figures() ? fmt::format("{:.1f}b", a.dynamic_range_bits) : std::string("-");
+  std::string out =
+      fmt::format("{} {:<8} {} {:>10} {:>7}  {:<26} {:>8} {:>9} {:>14}\n",
+                  fit_column(shown_text(a.name), 40), a.dtype, fit_column(shape, 14), amax, range,
+                  best ? best->name : std::string("-"), sqnr, underflow, rec_underflow);
+  if (!a.not_quantized.empty()) out += "    no SQNR: " + a.not_quantized + "\n";
+  if (a.nan_count > 0 || a.inf_count > 0) {
+    out += fmt::format("    non-finite: {} NaN, {} Inf (left out of every figure above)\n",
+                       a.nan_count, a.inf_count);
+  }
+  for (const std::string& w : a.warnings) out += "    warning: " + w + "\n";
+  if (!a.recommended.empty()) out += "    recommended: " + a.recommended + " (" + a.reason + ")\n";
+  if (!a.no_recipe.empty()) out += "    recommended: none (" + a.no_recipe + ")\n";
+  return out;
 }
 
 // Bytes as people read them: "512 bytes", "12.3 kB", "45.6 MB", "7.89 GB".
@@ -324,8 +482,28 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
       return true;
     };
   }
+  // Each tensor's rows (or its JSON) go to a scratch file as it is analysed; only its
+  // place there and its sort key stay in memory (some 24 bytes a tensor, not the kilobytes
+  // of its figures): a checkpoint of a million tiny tensors is shown in bounded memory.
+  ScratchText scratch;
+  struct Shown {
+    double key;  // worst_first_key()
+    uint64_t at, size;
+  };
+  std::vector<Shown> shown;
+  size_t combos = 0;
+  int64_t with_nonfinite = 0, unknown = 0;
+  bool analysed = false, recommended = false;
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<TensorAnalysis> all = analyze_checkpoint(*ckpt, ao);
+  analyze_checkpoint(*ckpt, ao, [&](TensorAnalysis&& a) {
+    combos = std::max(combos, a.recipes.size());
+    with_nonfinite += a.nan_count > 0 || a.inf_count > 0;
+    unknown += !a.values_known;
+    analysed |= !a.recipes.empty();
+    recommended |= !a.recommended.empty() || !a.no_recipe.empty();
+    const std::string text = opt.json ? tensor_json(a) : table_rows(a);
+    shown.push_back({worst_first_key(a), scratch.add(text), text.size()});
+  });
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // The bytes analysed: not those a truncated file cut off. A file cut short ends the
@@ -342,65 +520,20 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
   const int status = cut_off > 0 ? 1 : 0;
   // Worst first: the lowest best SQNR among the results shown, exact ones after, tensors
   // without an SQNR last.
-  std::stable_sort(all.begin(), all.end(), [&](const TensorAnalysis& a, const TensorAnalysis& b) {
-    return worst_first_key(a) < worst_first_key(b);
-  });
+  std::stable_sort(shown.begin(), shown.end(),
+                   [](const Shown& a, const Shown& b) { return a.key < b.key; });
   if (opt.json) {
-    nlohmann::json j = nlohmann::json::array();
-    for (const auto& a : all) {
-      const uint64_t zeros =
-          a.log2_hist.size() > kValueHistZeroBin ? a.log2_hist[kValueHistZeroBin] : 0;
-      nlohmann::json t = {
-          {"name", a.name},
-          {"dtype", a.dtype},
-          {"shape", a.shape},
-          {"numel", a.numel},
-          {"min", a.min},
-          {"max", a.max},
-          {"mean", a.mean},
-          {"std", a.std},
-          {"amax", a.amax},
-          {"dynamic_range_bits", a.dynamic_range_bits},
-          {"nan_count", a.nan_count},
-          {"inf_count", a.inf_count},
-          {"log2_histogram", legacy_log2_histogram(a.log2_hist)},
-          {"log2_bins", log2_bins(a.log2_hist)},
-          {"zero_count", zeros},
-          {"recommended", a.recommended},
-          {"reason", a.reason},
-          // The share of the nonzero values the recommended recipe turns
-          // into 0 (null without a recommendation).
-          {"recommended_underflow_pct", a.recommended_result()
-                                            ? nlohmann::json(a.recommended_result()->underflow_pct)
-                                            : nlohmann::json()},
-          {"warnings", a.warnings}};
-      // Why the recipes ran but none is recommended (every one zeroes the tensor), null
-      // otherwise.
-      t["no_recipe"] = a.no_recipe.empty() ? nlohmann::json() : nlohmann::json(a.no_recipe);
-      // Why there is no SQNR (no finite signal), null when the recipes ran.
-      t["not_quantized"] =
-          a.not_quantized.empty() ? nlohmann::json() : nlohmann::json(a.not_quantized);
-      // Values that could not be read (not_quantized says why), or none finite (empty, all
-      // NaN or Inf): no figure describes them.
-      t["values_known"] = a.values_known;
-      if (!a.has_figures()) {
-        for (const char* k : {"min", "max", "mean", "std", "amax", "dynamic_range_bits"})
-          t[k] = nullptr;
-      }
-      t["recipes"] = nlohmann::json::array();
-      for (const auto& r : a.recipes) {
-        t["recipes"].push_back(
-            {{"recipe", r.name},
-             // An exact recipe's +inf as "inf", as the other commands write what JSON's
-             // numbers cannot hold; null would read as "no figure".
-             {"sqnr_db", std::isfinite(r.sqnr_db) ? nlohmann::json(r.sqnr_db)
-                                                  : nlohmann::json(format_number(r.sqnr_db))},
-             {"underflow_pct", r.underflow_pct},
-             {"saturated_pct", r.saturated_pct}});
-      }
-      j.push_back(t);
+    // As nlohmann writes the array of them with an indent of 2.
+    if (shown.empty()) {
+      out << "[]\n";
+      return status;
     }
-    out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    out << "[\n";
+    for (size_t i = 0; i < shown.size(); ++i) {
+      if (i) out << ",\n";
+      scratch.copy(shown[i].at, shown[i].size, out);
+    }
+    out << "\n]\n";
     return status;
   }
   // Names as text a terminal shows as it is (control characters escaped: shown_text());
@@ -410,62 +543,22 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
   out << fmt::format("{:<40} {:<8} {:<14} {:>10} {:>7}  {:<26} {:>8} {:>9} {:>14}\n", "tensor",
                      "dtype", "shape", "amax", "range", "recipe (best SQNR shown)", "SQNR dB",
                      "underflow", "rec. underflow");
-  for (const auto& a : all) {
-    std::string shape;
-    for (int64_t d : a.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
-    if (a.shape.empty()) shape = "scalar";  // no dimension
-    const RecipeResult* best = nullptr;
-    for (const auto& r : a.recipes) {
-      if (!best || r.sqnr_db > best->sqnr_db) best = &r;
-    }
-    const std::string sqnr = best ? fmt::format("{:.1f}", best->sqnr_db) : std::string("-");
-    const std::string underflow =
-        best ? underflow_pct_text(best->underflow_pct) + "%" : std::string("-");
-    const RecipeResult* rec = a.recommended_result();
-    const std::string rec_underflow =
-        rec ? underflow_pct_text(rec->underflow_pct) + "%" : std::string("-");
-    const std::string amax = a.has_figures() ? fmt::format("{:.4g}", a.amax) : std::string("-");
-    const std::string range =
-        a.has_figures() ? fmt::format("{:.1f}b", a.dynamic_range_bits) : std::string("-");
-    out << fmt::format("{} {:<8} {} {:>10} {:>7}  {:<26} {:>8} {:>9} {:>14}\n",
-                       fit_column(shown_text(a.name), 40), a.dtype, fit_column(shape, 14), amax,
-                       range, best ? best->name : std::string("-"), sqnr, underflow, rec_underflow);
-    if (!a.not_quantized.empty()) out << "    no SQNR: " << a.not_quantized << "\n";
-    if (a.nan_count > 0 || a.inf_count > 0) {
-      out << fmt::format("    non-finite: {} NaN, {} Inf (left out of every figure above)\n",
-                         a.nan_count, a.inf_count);
-    }
-    for (const std::string& w : a.warnings) out << "    warning: " << w << "\n";
-    if (!a.recommended.empty())
-      out << "    recommended: " << a.recommended << " (" << a.reason << ")\n";
-    if (!a.no_recipe.empty()) out << "    recommended: none (" << a.no_recipe << ")\n";
-  }
-  const auto with_nonfinite = std::count_if(all.begin(), all.end(), [](const TensorAnalysis& a) {
-    return a.nan_count > 0 || a.inf_count > 0;
-  });
+  for (const Shown& s : shown) scratch.copy(s.at, s.size, out);
+  const auto total = static_cast<int64_t>(shown.size());
   if (with_nonfinite > 0)
-    out << with_nonfinite << " of " << counted(static_cast<int64_t>(all.size()), "tensor")
+    out << with_nonfinite << " of " << counted(total, "tensor")
         << (with_nonfinite == 1 ? " holds" : " hold") << " NaN or Inf values\n";
-  const auto unknown = std::count_if(all.begin(), all.end(),
-                                     [](const TensorAnalysis& a) { return !a.values_known; });
   if (unknown > 0) {
-    out << unknown << " of " << counted(static_cast<int64_t>(all.size()), "tensor")
-        << (unknown == 1 ? " has" : " have") << " values that could not be read (said above)";
+    out << unknown << " of " << counted(total, "tensor") << (unknown == 1 ? " has" : " have")
+        << " values that could not be read (said above)";
     if (cut_off > 0) out << "; the file is truncated: " << counted(cut_off, "tensor") << " cut off";
     out << "\n";
   }
   // Filters that leave out the recommendation's format: said once, not by missing lines.
-  const bool analysed = std::any_of(all.begin(), all.end(),
-                                    [](const TensorAnalysis& a) { return !a.recipes.empty(); });
-  const bool recommended = std::any_of(all.begin(), all.end(), [](const TensorAnalysis& a) {
-    return !a.recommended.empty() || !a.no_recipe.empty();
-  });
   if (analysed && !recommended) {
     out << "no recommendations: they are made among the " << format_info(ao.recommend_format).name
         << " recipes, which the filters leave out\n";
   }
-  size_t combos = 0;
-  for (const auto& a : all) combos = std::max(combos, a.recipes.size());
   out << analysis_line(bytes, seconds, combos, on_gpu);
   return status;
 }

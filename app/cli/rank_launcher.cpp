@@ -1,18 +1,22 @@
 #include "rank_launcher.h"
 
+#include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -23,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "fp8wb/core/distributed.h"
 #include "fp8wb/core/run_store.h"
 #include "stop_signals.h"
 
@@ -121,7 +126,90 @@ void record_how_ranks_ended(const LaunchOptions& opt, const std::vector<pid_t>& 
   }
 }
 
+std::string size_text(double bytes) {
+  if (bytes >= double(uint64_t{1} << 30)) return fmt::format("{:.1f} GiB", bytes / (1 << 30));
+  return fmt::format("{:.0f} MiB", std::ceil(bytes / (1 << 20)));
+}
+
 }  // namespace
+
+std::string ranks_refusal(const std::string& option, int nproc, double per_rank_bytes,
+                          uint64_t memory_bytes, uint64_t process_limit) {
+  // The ranks and their launcher.
+  const double each = static_cast<double>(kRankProcessBytes) + per_rank_bytes;
+  const double need = each * (nproc + 1);
+  if (memory_bytes > 0 && need > static_cast<double>(memory_bytes)) {
+    const auto fit = static_cast<int64_t>(static_cast<double>(memory_bytes) / each) - 1;
+    return fmt::format(
+        "{} {}: {} ranks need about {} of memory (each rank is a process of its own: "
+        "LibTorch's about {}, its model and batch about {}), more than this machine's {}; {}",
+        option, nproc, nproc, size_text(need), size_text(double(kRankProcessBytes)),
+        size_text(per_rank_bytes), size_text(double(memory_bytes)),
+        fit >= 2 ? fmt::format("at most {} fit", fit) : std::string("not even 2 fit"));
+  }
+  const uint64_t tasks = static_cast<uint64_t>(nproc + 1) * kRankThreads;
+  if (process_limit > 0 && tasks > process_limit) {
+    const uint64_t fit = process_limit / kRankThreads;
+    return fmt::format(
+        "{} {}: {} ranks run about {} threads (some {} each, their launcher too), more than "
+        "this system lets this user start now ({} more); {}",
+        option, nproc, nproc, tasks, kRankThreads, process_limit,
+        fit >= 3 ? fmt::format("at most {} ranks fit", fit - 1) : std::string("not even 2 fit"));
+  }
+  return {};
+}
+
+uint64_t process_limit() {
+  uint64_t limit = 0;
+  auto lower = [&limit](uint64_t v) {
+    if (limit == 0 || v < limit) limit = std::max<uint64_t>(v, 1);
+  };
+  struct rlimit r {};
+  // The kernel does not hold root (CAP_SYS_RESOURCE, CAP_SYS_ADMIN) to RLIMIT_NPROC, and
+  // counts against it every thread of the user's (not known here: the limit as it is).
+  if (::geteuid() != 0 && ::getrlimit(RLIMIT_NPROC, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
+    lower(static_cast<uint64_t>(r.rlim_cur));
+  // The pids controller's limit, less the tasks its group runs already.
+  for (const char* dir : {"/sys/fs/cgroup/", "/sys/fs/cgroup/pids/"}) {
+    std::ifstream max(std::string(dir) + "pids.max"), current(std::string(dir) + "pids.current");
+    std::string m;
+    uint64_t now = 0;
+    if (max >> m && m != "max") {
+      const uint64_t most = std::strtoull(m.c_str(), nullptr, 10);
+      current >> now;
+      lower(most > now ? most - now : 0);
+    }
+  }
+  return limit;
+}
+
+void check_master_addr(const RankInfo& ranks) {
+  if (!ranks.distributed() || ranks.master_addr.empty()) return;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int rc = ::getaddrinfo(ranks.master_addr.c_str(), nullptr, &hints, &found);
+  if (found) ::freeaddrinfo(found);
+  // A name that is known not to exist; a failure that may pass (EAI_AGAIN: no answer from
+  // the name server yet) is left to the ranks' attempts.
+  bool unknown = rc == EAI_NONAME || rc == EAI_FAIL;
+#ifdef EAI_NODATA
+  unknown |= rc == EAI_NODATA;
+#endif
+#ifdef EAI_ADDRFAMILY
+  unknown |= rc == EAI_ADDRFAMILY;
+#endif
+  if (unknown) {
+    const std::string shown = ranks.master_addr.size() > 200
+                                  ? ranks.master_addr.substr(0, 200) + "..."
+                                  : ranks.master_addr;
+    throw std::invalid_argument(fmt::format(
+        "rank {}: MASTER_ADDR \"{}\" does not resolve to an address ({}): give the host name "
+        "or IP address of the machine where rank 0 runs",
+        ranks.rank, shown, ::gai_strerror(rc)));
+  }
+}
 
 int launch_ranks(const LaunchOptions& opt, std::ostream& err) {
   int port = opt.master_port;

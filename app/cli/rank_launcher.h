@@ -6,8 +6,13 @@
 // identity that rank 0 gives the run.
 #pragma once
 
+#include <cstdint>
 #include <ostream>
 #include <string>
+
+namespace fp8wb {
+struct RankInfo;
+}
 
 namespace fp8wb::cli {
 
@@ -23,6 +28,29 @@ struct LaunchOptions {
   std::string db;
   std::string run_uuid;
 };
+
+// What one rank that launch_ranks() starts takes in memory before its work: LibTorch's own
+// and the program's, private to each process (some 68-71 MiB measured for a tiny model on
+// the CPU; the lower figure, so that a request that fits is not refused).
+inline constexpr uint64_t kRankProcessBytes = uint64_t{64} << 20;
+
+// The threads of one rank (some 7 to 9 measured: LibTorch's, Gloo's, the run store's).
+inline constexpr uint64_t kRankThreads = 8;
+
+// Why `nproc` ranks of `per_rank_bytes` each (its work, beyond kRankProcessBytes) cannot
+// run side by side on this machine, said before any starts: more than its memory
+// (`memory_bytes`), or more threads than the system lets this user start now
+// (`process_limit`, process_limit(); 0 for none). Empty where they fit.
+std::string ranks_refusal(const std::string& option, int nproc, double per_rank_bytes,
+                          uint64_t memory_bytes, uint64_t process_limit);
+// The processes and threads this user may start now (RLIMIT_NPROC where it applies, the
+// pids controller's pids.max less its pids.current), 0 where nothing limits them.
+uint64_t process_limit();
+
+// Throws std::invalid_argument where this process is one rank of a data-parallel run
+// (`ranks`) and its rendezvous host, MASTER_ADDR, is a name that does not resolve: said at
+// once, rather than after the ranks' timeout of attempts to reach it.
+void check_master_addr(const RankInfo& ranks);
 
 // Returns the exit status for the command: 0 when every rank succeeded, 128 + the signal
 // where SIGINT, SIGTERM or SIGHUP reached this process and the ranks stopped (said on

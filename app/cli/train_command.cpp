@@ -243,6 +243,20 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   }
   const std::string device = Trainer::resolve_device(cfg.device);
   const RankInfo ranks = rank_info_from_env();
+  // --nproc starts ranks of its own; a process that the environment already makes one rank
+  // of a run (variables a launcher left behind) would join that run instead, ignoring it.
+  if (opt.nproc > 1 && ranks.distributed() && !started_by_launch_ranks()) {
+    const bool slurm = ranks.source == "SLURM_PROCID";
+    throw std::invalid_argument(fmt::format(
+        "--nproc {} starts ranks of its own, but the environment makes this process rank {} "
+        "of {} already ({}): unset {} to start --nproc's ranks, or drop --nproc to run as "
+        "that rank",
+        opt.nproc, ranks.rank, ranks.world,
+        slurm ? fmt::format("SLURM_PROCID={} of a Slurm job step", ranks.rank)
+              : fmt::format("RANK={}, WORLD_SIZE={}", ranks.rank, ranks.world),
+        slurm ? "the SLURM_ variables (or run outside srun)" : "RANK and WORLD_SIZE"));
+  }
+  check_master_addr(ranks);  // a host name that does not resolve: said now, not after retries
   if (opt.nproc > 1 && !ranks.distributed()) {
     if (cfg.batch % opt.nproc != 0) {
       throw std::invalid_argument(fmt::format(
@@ -260,6 +274,16 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
           fmt::format("--nproc {} asks for more ranks than the {} GPU(s) visible: with NCCL each "
                       "rank needs a GPU of its own (or use --device cpu)",
                       opt.nproc, Trainer::cuda_device_count()));
+    }
+    // Every rank a process with LibTorch and its own copy of the model: refused before any
+    // starts where they cannot all fit.
+    RunConfig per_rank = cfg;
+    per_rank.batch = cfg.batch / opt.nproc;
+    if (const std::string no =
+            ranks_refusal("--nproc", opt.nproc, estimate_run_memory(per_rank).total,
+                          device == "cpu" ? run_memory_limit() : 0, process_limit());
+        !no.empty()) {
+      throw std::invalid_argument(no);
     }
     LaunchOptions lo;
     lo.nproc = opt.nproc;

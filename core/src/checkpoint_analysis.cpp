@@ -506,6 +506,13 @@ TensorAnalysis analyze_values(const std::string& name, const std::string& dtype,
 
 std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
                                                const AnalysisOptions& options) {
+  std::vector<TensorAnalysis> out;
+  analyze_checkpoint(ckpt, options, [&out](TensorAnalysis&& a) { out.push_back(std::move(a)); });
+  return out;
+}
+
+void analyze_checkpoint(const Checkpoint& ckpt, const AnalysisOptions& options,
+                        const std::function<void(TensorAnalysis&&)>& each) {
   const bool gpu = analysis_uses_gpu(options.device);
   std::vector<const Checkpoint::Ref*> pending;
   for (const auto& r : ckpt.tensors()) {
@@ -517,7 +524,6 @@ std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
       continue;  // folded into its FP8 weight (to_float applies it)
     pending.push_back(&r);
   }
-  std::vector<TensorAnalysis> out;
   // fp32 and bf16 bytes are read (pread, never a memory map: a file truncated under the
   // analysis gives an error, not SIGBUS) into one buffer that every tensor reuses, and
   // analysed there; the other dtypes are converted to fp32 first.
@@ -526,6 +532,7 @@ std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
   for (size_t i = 0; i < pending.size(); ++i) {
     const TensorEntry& e = *pending[i]->entry;
     const std::string dtype(st_dtype_name(e.dtype));
+    TensorAnalysis a;
     try {
       pending[i]->file->require_present(e);  // before a buffer of its claimed size
       if (e.dtype == StDtype::F32 || e.dtype == StDtype::BF16) {
@@ -540,35 +547,34 @@ std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
                 ? ref_2d(reinterpret_cast<const float*>(buffer.get()), nullptr, e.shape, e.numel())
                 : ref_2d(nullptr, reinterpret_cast<const uint16_t*>(buffer.get()), e.shape,
                          e.numel());
-        out.push_back(analyze_ref(e.name, dtype, e.shape, x, options, gpu));
+        a = analyze_ref(e.name, dtype, e.shape, x, options, gpu);
       } else {
         const std::vector<float> v = ckpt.to_float(*pending[i]);
-        out.push_back(analyze_ref(e.name, dtype, e.shape,
-                                  ref_2d(v.data(), nullptr, e.shape, e.numel()), options, gpu));
+        a = analyze_ref(e.name, dtype, e.shape, ref_2d(v.data(), nullptr, e.shape, e.numel()),
+                        options, gpu);
         const std::string bad = bad_scale_inv(ckpt, e);
-        if (!bad.empty()) out.back().warnings.push_back(bad);
-        if (e.dtype == StDtype::F64 && out.back().inf_count > 0) {
+        if (!bad.empty()) a.warnings.push_back(bad);
+        if (e.dtype == StDtype::F64 && a.inf_count > 0) {
           if (const std::string w = f64_beyond_fp32(*pending[i]); !w.empty())
-            out.back().warnings.push_back(w);
+            a.warnings.push_back(w);
         }
       }
       if (const std::string orphan = orphan_scale_inv(ckpt, e); !orphan.empty())
-        out.back().warnings.push_back(orphan);
+        a.warnings.push_back(orphan);
     } catch (const TensorValueError& err) {
       // Values the file does not define (an FP8 weight whose `_scale_inv` fits it no way:
       // its raw codes would pass as the weight's; a BOOL byte other than 0 or 1; bytes cut
       // off by a truncated file): the tensor is listed with the reason, and the rest of the
       // file is analysed.
-      TensorAnalysis a = analyze_ref(e.name, dtype, e.shape, TensorRef{}, options, gpu);
+      a = analyze_ref(e.name, dtype, e.shape, TensorRef{}, options, gpu);
       a.numel = e.numel();
       a.not_quantized = e.cut_off ? cut_off_reason(ckpt, *pending[i])
                                   : std::string("values unknown: ") + err.what();
       a.values_known = false;
-      out.push_back(std::move(a));
     }
+    each(std::move(a));
     if (options.progress && !options.progress(i + 1, pending.size())) break;
   }
-  return out;
 }
 
 ExportReport export_fp8_checkpoint(const Checkpoint& ckpt, const std::string& path) {

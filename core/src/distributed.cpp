@@ -12,6 +12,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -134,33 +135,80 @@ c10::intrusive_ptr<c10d::Store> open_store(const RankInfo& info, const c10d::TCP
   return st->store;
 }
 
-// Ranks that disagree on how many there are: said by each of them, in those words.
+// Ranks that disagree on how many there are, or on their config: said by each of them, in
+// those words.
 struct WorldSizeError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-std::vector<uint8_t> bytes_of(int n) {
-  const std::string s = std::to_string(n);
+std::vector<uint8_t> bytes_of(const std::string& s) {
   return {s.begin(), s.end()};
 }
 
+std::vector<uint8_t> bytes_of(int n) {
+  return bytes_of(std::to_string(n));
+}
+
+std::string text_of(const std::vector<uint8_t>& v) {
+  return std::string(v.begin(), v.end());
+}
+
 int int_of(const std::vector<uint8_t>& v) {
-  return std::atoi(std::string(v.begin(), v.end()).c_str());
+  return std::atoi(text_of(v).c_str());
+}
+
+// A config value as a message shows it: JSON, cut to 40 bytes.
+std::string shown_value(const nlohmann::json& v) {
+  std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (s.size() > 40) s = s.substr(0, 40) + "...";
+  return s;
+}
+
+// The fields where two configs (JSON objects) differ, "steps 20 at rank 1, 10 at rank 0"
+// (`a_is`, `b_is`: "here", "at rank 1"), at most five, in the fields' order; empty where
+// they agree.
+std::string config_difference(const std::string& a, const std::string& b, const std::string& a_is,
+                              const std::string& b_is) {
+  if (a == b) return {};
+  const auto ja = nlohmann::json::parse(a, nullptr, false);
+  const auto jb = nlohmann::json::parse(b, nullptr, false);
+  if (!ja.is_object() || !jb.is_object()) return "the configs differ";
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : ja.items()) {
+    if (!jb.contains(k) || jb[k] != v) keys.push_back(k);
+  }
+  for (const auto& [k, v] : jb.items()) {
+    if (!ja.contains(k)) keys.push_back(k);
+  }
+  if (keys.empty()) return {};
+  std::string out;
+  for (size_t i = 0; i < keys.size() && i < 5; ++i) {
+    const std::string& k = keys[i];
+    out += (i ? "; " : "") + k + " " + (ja.contains(k) ? shown_value(ja[k]) : "(none)") + " " +
+           a_is + ", " + (jb.contains(k) ? shown_value(jb[k]) : "(none)") + " " + b_is;
+  }
+  if (keys.size() > 5) out += "; and " + std::to_string(keys.size() - 5) + " more";
+  return out;
 }
 
 // Before the process group forms (where ranks of different world sizes fail inside Gloo's
-// address exchange, in words about byte counts, or wait for a rank that never comes): every
-// other rank puts its world size in the store and compares rank 0's with it; rank 0
-// compares theirs with its own. Each wait is bounded by the ranks' timeout.
-void check_world_size(c10d::Store& store, const RankInfo& info, std::chrono::milliseconds timeout) {
+// address exchange, in words about byte counts, or wait for a rank that never comes; and
+// ranks of different models or batches abort inside Gloo, or train apart): every other
+// rank puts its config and world size in the store and compares rank 0's with them; rank
+// 0 compares theirs with its own. Each wait is bounded by the ranks' timeout.
+void check_world_size(c10d::Store& store, const RankInfo& info, std::chrono::milliseconds timeout,
+                      const std::string& config) {
   const bool slurm = info.source == "SLURM_PROCID";
   const auto with = [slurm](int n) {
     return (slurm ? "a task count of " : "WORLD_SIZE=") + std::to_string(n);
   };
   const std::string fix =
       std::string(": start every rank with the same ") + (slurm ? "task count" : "WORLD_SIZE");
-  const std::string rank0_key = "fp8wb/world_size/0";
+  const std::string same_config =
+      ": start every rank with the same config (fields, --set and config file)";
+  const std::string rank0_key = "fp8wb/world_size/0", rank0_config = "fp8wb/config/0";
   if (info.rank == 0) {
+    store.set(rank0_config, bytes_of(config));
     store.set(rank0_key, bytes_of(info.world));
     // One rank at a time, so that a rank that disagrees is named without waiting for
     // ranks that it did not count.
@@ -173,16 +221,31 @@ void check_world_size(c10d::Store& store, const RankInfo& info, std::chrono::mil
                              with(theirs) + " but this rank with " + std::to_string(info.world) +
                              fix);
       }
+      // Put there before the world size (which says the rank's keys are all there).
+      const std::string differs =
+          config_difference(text_of(store.get("fp8wb/config/" + std::to_string(r))), config,
+                            "at rank " + std::to_string(r), "here");
+      if (!differs.empty()) {
+        throw WorldSizeError("rank 0: rank " + std::to_string(r) +
+                             "'s config differs from this rank's: " + differs + same_config);
+      }
     }
     return;
   }
   // Rank 0's first (it waits for rank 0 to put it there), then this rank's own: rank 0,
   // which may stop as soon as it reads this one, cannot take the store away before it.
   const int rank0 = int_of(store.get(rank0_key));
+  const std::string config0 = text_of(store.get(rank0_config));
+  store.set("fp8wb/config/" + std::to_string(info.rank), bytes_of(config));
   store.set("fp8wb/world_size/" + std::to_string(info.rank), bytes_of(info.world));
   if (rank0 != info.world) {
     throw WorldSizeError("rank " + std::to_string(info.rank) + ": this rank was started with " +
                          with(info.world) + " but rank 0 with " + std::to_string(rank0) + fix);
+  }
+  const std::string differs = config_difference(config, config0, "here", "at rank 0");
+  if (!differs.empty()) {
+    throw WorldSizeError("rank " + std::to_string(info.rank) +
+                         ": this rank's config differs from rank 0's: " + differs + same_config);
   }
 }
 
@@ -264,7 +327,8 @@ RankGroup::~RankGroup() = default;
 
 std::unique_ptr<RankGroup> RankGroup::connect(const RankInfo& info, const torch::Device& device,
                                               std::chrono::milliseconds timeout,
-                                              const std::atomic<bool>* stop) {
+                                              const std::atomic<bool>* stop,
+                                              const std::string& config) {
   auto impl = std::make_unique<Impl>();
   impl->timeout = timeout;
   const std::string where = info.master_addr + ":" + std::to_string(info.master_port);
@@ -321,7 +385,7 @@ std::unique_ptr<RankGroup> RankGroup::connect(const RankInfo& info, const torch:
                              ": " + why);
   }
   try {
-    check_world_size(*impl->store, info, timeout);
+    check_world_size(*impl->store, info, timeout, config);
   } catch (const WorldSizeError&) {
     throw;
   } catch (const std::exception& e) {

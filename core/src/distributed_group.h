@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "fp8wb/core/distributed.h"
@@ -21,9 +22,14 @@ class RankGroup {
   // waits longer than `timeout` ends with an error. Throws std::runtime_error with a
   // message naming the rank, the address and the cause (a port in use, rank 0 never
   // reached, NCCL without GPUs, no answer from the port, `stop` set while waiting).
+  // `config` (a JSON object: what every rank must share, e.g. the run's config) is
+  // compared at the first meeting, before any collective: a rank whose config differs
+  // from rank 0's is refused by every rank that sees it, naming the fields (ranks that
+  // disagree on the model or batch would otherwise fail inside Gloo, or train apart).
   static std::unique_ptr<RankGroup> connect(const RankInfo& info, const torch::Device& device,
                                             std::chrono::milliseconds timeout,
-                                            const std::atomic<bool>* stop = nullptr);
+                                            const std::atomic<bool>* stop = nullptr,
+                                            const std::string& config = {});
   ~RankGroup();
   RankGroup(const RankGroup&) = delete;
   RankGroup& operator=(const RankGroup&) = delete;

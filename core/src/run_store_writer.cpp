@@ -379,10 +379,12 @@ bool RunStore::note_how_run_ended(const std::string& uuid, int64_t writer_pid,
   Impl* im = impl_.get();
   im->enqueue([=] {
     // The condition and the new message in the one statement: a run that another process
-    // took over meanwhile (an import replacing it) is left as it is.
+    // took over meanwhile (an import replacing it) is left as it is. A run left
+    // 'interrupted' (rank 0 killed, its writer gone without a word) failed: its ranks did
+    // not stop, one of them died.
     Stmt u(*im->writer,
            "UPDATE runs SET message = CASE WHEN IFNULL(message, '') = '' THEN ?1 "
-           "ELSE ?1 || '; ' || message END "
+           "ELSE ?1 || '; ' || message END, status = 'failed' "
            "WHERE uuid = ?2 AND owner_host = ?3 AND owner_pid = ?4 "
            "AND status IN ('failed', 'interrupted')");
     u.bind(1, note).bind(2, uuid).bind(3, host_name()).bind(4, writer_pid).run();

@@ -451,8 +451,14 @@ void Trainer::Impl::body() {
                                   " does not split evenly across " + std::to_string(ranks.world) +
                                   " ranks (the batch is the global one)");
     }
-    group =
-        dist::RankGroup::connect(ranks, device, std::chrono::seconds(cfg.rank_timeout), &stop_flag);
+    // What every rank must share: its whole config but what may differ between ranks (its
+    // device, as each has its GPU; the name and weights path, which rank 0 alone uses).
+    RunConfig shared = cfg;
+    shared.device.clear();
+    shared.name.clear();
+    shared.weights.clear();
+    group = dist::RankGroup::connect(ranks, device, std::chrono::seconds(cfg.rank_timeout),
+                                     &stop_flag, run_config_json(shared));
   }
   const torch::ScalarType dtype = cfg.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat;
   train::RunResidentMemory run_memory;  // before the run's data and models

@@ -3,11 +3,15 @@
 // the target keeps its runs. fp8wb train --run-uuid takes only a UUID, once a database. fp8wb sweep
 // --slurm without sbatch on PATH and --collect of a missing folder fail clearly and store
 // nothing (the rest of the Slurm path runs against a real Slurm: cli_slurm_test.cpp).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -34,6 +38,82 @@ class CliImport : public fp8wb::test::TempDirTest {
                 "name=" + name, "--quiet"});
   }
 };
+
+// The binary's peak resident memory (KiB, that process's own) importing `source` into
+// `target`; -1 where it did not end with status 0.
+long import_peak_kib(const std::string& source, const std::string& target) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<std::string> args = {FP8WB_BINARY, "runs", "import", source, "--db", target};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    dup2(devnull, STDOUT_FILENO);
+    dup2(devnull, STDERR_FILENO);
+    execv(FP8WB_BINARY, argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  struct rusage use {};
+  if (wait4(pid, &status, 0, &use) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return -1;
+  return use.ru_maxrss;
+}
+
+// A run holding a 48 MiB blob (an error map) comes over whole, byte for byte; on its way
+// the blob is held at most twice at once (its value read from the source, the target's
+// record), not three times (a copy for the binding besides): the binary's peak over an
+// import of a run without it stays under 2.4 times the blob.
+TEST_F(CliImport, ALargeBlobIsCopiedWholeAndHeldTwiceAtMost) {
+  const std::string plain = file("plain.sqlite"), big = file("big.sqlite");
+  ASSERT_EQ(train(plain, "plain").rc, 0);
+  ASSERT_EQ(train(big, "big").rc, 0);
+  constexpr int64_t kRows = 12288, kCols = 1024;  // 48 MiB of float32
+  std::string data(static_cast<size_t>(kRows * kCols * 4), '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>((i * 131 + i / 4093) & 0xff);
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(big.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* ins = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db,
+                                 "INSERT INTO blobs(run_id, step, layer, role, kind, shape, data) "
+                                 "VALUES(1, 0, 'fc1', 'weight', 'error_map', ?, ?)",
+                                 -1, &ins, nullptr),
+              SQLITE_OK);
+    const std::string shape = std::to_string(kRows) + "," + std::to_string(kCols);
+    sqlite3_bind_text(ins, 1, shape.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_blob(ins, 2, data.data(), static_cast<int>(data.size()), SQLITE_STATIC);
+    EXPECT_EQ(sqlite3_step(ins), SQLITE_DONE) << sqlite3_errmsg(db);
+    sqlite3_finalize(ins);
+    sqlite3_close(db);
+  }
+  const long without = import_peak_kib(plain, file("target-plain.sqlite"));
+  const long with = import_peak_kib(big, file("target-big.sqlite"));
+  ASSERT_GT(without, 0);
+  ASSERT_GT(with, 0) << "the import failed";
+  const long blob_kib = static_cast<long>(data.size() / 1024);
+  EXPECT_LT(with - without, blob_kib * 12 / 5)
+      << "the 48 MiB blob took " << with - without << " KiB more at peak ("
+      << static_cast<double>(with - without) / static_cast<double>(blob_kib) << " times it)";
+  // The copy is the source's.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(file("target-big.sqlite").c_str(), &db, SQLITE_OPEN_READONLY, nullptr),
+            SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT shape, data FROM blobs WHERE kind = 'error_map' AND "
+                               "layer = 'fc1' AND role = 'weight' AND step = 0",
+                               -1, &q, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(sqlite3_column_text(q, 0))), "12288,1024");
+  const auto* p = static_cast<const char*>(sqlite3_column_blob(q, 1));
+  ASSERT_EQ(static_cast<size_t>(sqlite3_column_bytes(q, 1)), data.size());
+  EXPECT_TRUE(std::equal(data.begin(), data.end(), p));
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+}
 
 // A run database given as a loop of symbolic links is said to be one, by every command
 // that opens it (not "no run database", nor SQLite's "unable to open"); a link to nothing

@@ -28,8 +28,10 @@
 #include "cli_run.h"
 #include "fp8wb/core/comm_bench.h"
 #include "fp8wb/core/distributed.h"
+#include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/trainer.h"
+#include "rank_launcher.h"
 #include "temp_dir.h"
 
 namespace {
@@ -284,9 +286,10 @@ TEST_F(CliRanks, AKilledRankFailsTheRunAndNothingHangs) {
       << shown.out;
 }
 
-// Rank 0, which writes the run, killed: the run reads interrupted, as for any killed
-// writer, and its message says which rank died and how (the launcher records it).
-TEST_F(CliRanks, AKilledRankZeroIsNamedInItsInterruptedRun) {
+// Rank 0, which writes the run, killed: the run failed (not interrupted, as a writer
+// killed alone reads), and its message says which rank died and how (the launcher
+// records it).
+TEST_F(CliRanks, AKilledRankZeroIsNamedInItsFailedRun) {
   const std::string err = (dir_ / "err").string();
   const Signalled k = signal_a_rank(db_, err, 0, SIGKILL, 30);
   ASSERT_GT(k.pid, 0) << slurp(err);
@@ -296,7 +299,7 @@ TEST_F(CliRanks, AKilledRankZeroIsNamedInItsInterruptedRun) {
   auto s = fp8wb::RunStore::open_read_only(db_);
   const auto runs = s->runs();
   ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0].status, fp8wb::RunStatus::Interrupted);
+  EXPECT_EQ(runs[0].status, fp8wb::RunStatus::Failed);
   const std::string m = runs[0].message;
   EXPECT_EQ(m.find("rank 0 (pid " + std::to_string(rank0) + ") was killed by signal 9"), 0u) << m;
   EXPECT_NE(m.find("the process writing this run ended without finishing it"), std::string::npos)
@@ -503,6 +506,58 @@ TEST_F(CliRanks, RanksThatDisagreeOnTheWorldSizeSaySo) {
   }
 }
 
+// Hand-started ranks whose configs differ (steps, the model's width, the batch) are
+// refused at the first meeting by both, naming the fields, before any exchange: not a
+// SIGABRT inside Gloo, nor two "finished" runs that trained apart.
+TEST_F(CliRanks, RanksWhoseConfigsDifferSaySo) {
+  for (const std::vector<std::string>& rank1_sets :
+       {std::vector<std::string>{"--set", "steps=6", "--set", "d_model=64"},
+        std::vector<std::string>{"--set", "batch=12"}}) {
+    int p = 0;
+    close(bound_socket(INADDR_LOOPBACK, false, p));  // a free port, released for rank 0
+    const std::string port = std::to_string(p);
+    std::vector<std::string> args = {"train", "--db",           db_, "--set", "steps=5",
+                                     "--set", "rank_timeout=20"};
+    args.insert(args.end(), kTiny.begin(), kTiny.end());
+    std::vector<std::string> args1 = args;
+    args1.insert(args1.end(), rank1_sets.begin(), rank1_sets.end());
+    const auto t0 = std::chrono::steady_clock::now();
+    const pid_t rank0 = spawn(args, (dir_ / "rank0.out").string(), (dir_ / "rank0.err").string(),
+                              rank_env(0, 2, port));
+    const pid_t rank1 = spawn(args1, (dir_ / "rank1.out").string(), (dir_ / "rank1.err").string(),
+                              rank_env(1, 2, port));
+    const int st1 = wait_for(rank1, 60);
+    const int st0 = wait_for(rank0, 60);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_TRUE(WIFEXITED(st0) && WIFEXITED(st1)) << "a rank was ended by a signal";
+    EXPECT_EQ(WEXITSTATUS(st0), 1);
+    EXPECT_EQ(WEXITSTATUS(st1), 1);
+    EXPECT_LT(s, 20.0);  // neither waits out its rank_timeout
+    const std::string e0 = slurp((dir_ / "rank0.err").string());
+    const std::string e1 = slurp((dir_ / "rank1.err").string());
+    if (rank1_sets[1] == "steps=6") {
+      EXPECT_NE(e1.find("rank 1: this rank's config differs from rank 0's: d_model 64 here, 32 "
+                        "at rank 0; steps 6 here, 5 at rank 0: start every rank with the same "
+                        "config"),
+                std::string::npos)
+          << e1;
+      EXPECT_NE(e0.find("rank 0: rank 1's config differs from this rank's: d_model 64 at rank 1, "
+                        "32 here; steps 6 at rank 1, 5 here"),
+                std::string::npos)
+          << e0;
+    } else {
+      EXPECT_NE(e1.find("batch 12 here, 8 at rank 0"), std::string::npos) << e1;
+      EXPECT_NE(e0.find("batch 12 at rank 1, 8 here"), std::string::npos) << e0;
+    }
+    // Rank 0's run says why it failed.
+    auto store = fp8wb::RunStore::open_read_only(db_);
+    const auto runs = store->runs();
+    ASSERT_FALSE(runs.empty());
+    EXPECT_EQ(runs.back().status, fp8wb::RunStatus::Failed);
+    EXPECT_NE(runs.back().message.find("config differs"), std::string::npos) << runs.back().message;
+  }
+}
+
 // Rank 0 alone at the first meeting waits for the others twice its rank_timeout (the
 // store's wait, then the group's): the message states that bound, not rank_timeout.
 TEST_F(CliRanks, TheFirstMeetingStatesItsRealBound) {
@@ -556,6 +611,105 @@ TEST_F(CliRanks, BadRequestsAreRefusedBeforeAnyRankStarts) {
     EXPECT_NE(r.rc, 0);
     EXPECT_TRUE(r.err.find("cuda") != std::string::npos || r.err.find("GPU") != std::string::npos)
         << r.err;
+    EXPECT_FALSE(std::filesystem::exists(db_));
+  }
+}
+
+// More ranks than this machine holds (each a process with LibTorch and a copy of the
+// model) are refused before any starts, naming the limit and how many fit; nothing is
+// made. (Spawned, not in-process: a launcher started from the test would run the test
+// program as its ranks.)
+TEST_F(CliRanks, RanksThatCannotFitAreRefusedBeforeAnyStarts) {
+  const double memory = static_cast<double>(fp8wb::run_memory_limit());
+  if (memory > 1025.0 * static_cast<double>(fp8wb::cli::kRankProcessBytes) &&
+      fp8wb::cli::process_limit() == 0)
+    GTEST_SKIP() << "this machine might hold 1024 ranks";
+  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
+  const auto t0 = std::chrono::steady_clock::now();
+  const int st = wait_for(
+      spawn({"train", "--db", db_, "--nproc", "1024", "--set", "batch=1024", "--set", "steps=1"},
+            out, err),
+      60);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 1);
+  const std::string e = slurp(err);
+  EXPECT_NE(e.find("--nproc 1024: 1024 ranks "), std::string::npos) << e;
+  EXPECT_TRUE(e.find("of memory") != std::string::npos || e.find("threads") != std::string::npos)
+      << e;
+  EXPECT_NE(e.find(" fit"), std::string::npos) << e;
+  EXPECT_FALSE(std::filesystem::exists(db_));
+  EXPECT_LT(took, 30.0);  // no rank started, none waited for
+}
+
+// The limits in words: memory (the process's LibTorch counted for every rank and the
+// launcher), then the threads this user may still start.
+TEST(CliRanksLimits, RefusalsNameTheLimitAndWhatFits) {
+  using fp8wb::cli::ranks_refusal;
+  const uint64_t gib = uint64_t{1} << 30;
+  EXPECT_EQ(ranks_refusal("--nproc", 4, 1 << 20, 16 * gib, 0), "");
+  const std::string m = ranks_refusal("--nproc", 1024, 1 << 20, 16 * gib, 0);
+  EXPECT_NE(m.find("--nproc 1024: 1024 ranks need about 65.1 GiB of memory (each rank is a "
+                   "process of its own: LibTorch's about 64 MiB, its model and batch about 1 "
+                   "MiB), more than this machine's 16.0 GiB; at most 251 fit"),
+            std::string::npos)
+      << m;
+  const std::string t = ranks_refusal("--nproc", 64, 1 << 20, 0, 100);
+  EXPECT_NE(t.find("--nproc 64: 64 ranks run about 520 threads"), std::string::npos) << t;
+  EXPECT_NE(t.find("(100 more); at most 11 ranks fit"), std::string::npos) << t;
+  EXPECT_EQ(ranks_refusal("--nproc", 8, 1 << 20, 0, 1000), "");
+}
+
+// `train --nproc 2` where the environment already makes the process a rank (RANK and
+// WORLD_SIZE left by a launcher): refused by name at once, not run as that other rank.
+TEST_F(CliRanks, NprocWithRankVariablesInTheEnvironmentIsRefused) {
+  int p = 0;
+  close(bound_socket(INADDR_LOOPBACK, false, p));
+  std::vector<std::string> args = {"train", "--db",    db_,     "--nproc",       "2",
+                                   "--set", "steps=2", "--set", "rank_timeout=3"};
+  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
+  const int st = wait_for(spawn(args, out, err,
+                                {{"RANK", "7"},
+                                 {"WORLD_SIZE", "9"},
+                                 {"MASTER_ADDR", "127.0.0.1"},
+                                 {"MASTER_PORT", std::to_string(p)}}),
+                          60);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 1);
+  const std::string e = slurp(err);
+  EXPECT_NE(e.find("--nproc 2 starts ranks of its own, but the environment makes this process "
+                   "rank 7 of 9 already (RANK=7, WORLD_SIZE=9): unset RANK and WORLD_SIZE"),
+            std::string::npos)
+      << e;
+  EXPECT_FALSE(std::filesystem::exists(db_));
+}
+
+// A rendezvous host name that does not resolve fails at once, naming MASTER_ADDR, rather
+// than after the ranks' timeout of attempts to reach it.
+TEST_F(CliRanks, AMasterAddrThatDoesNotResolveFailsAtOnce) {
+  std::vector<std::string> args = {"train", "--db",           db_, "--set", "steps=2",
+                                   "--set", "rank_timeout=20"};
+  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
+  for (const int rank : {0, 1}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const int st = wait_for(spawn(args, out, err,
+                                  {{"RANK", std::to_string(rank)},
+                                   {"WORLD_SIZE", "2"},
+                                   {"MASTER_ADDR", "nonexistent.invalid"},
+                                   {"MASTER_PORT", "29533"}}),
+                            90);
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(WEXITSTATUS(st), 1);
+    const std::string e = slurp(err);
+    EXPECT_NE(e.find("rank " + std::to_string(rank) +
+                     ": MASTER_ADDR \"nonexistent.invalid\" does not resolve to an address"),
+              std::string::npos)
+        << e;
+    EXPECT_LT(took, 20.0) << e;  // well before the ranks' timeout
     EXPECT_FALSE(std::filesystem::exists(db_));
   }
 }
@@ -721,6 +875,35 @@ TEST_F(CliRanks, BenchCommSaysItsMemoryAndProgress) {
     EXPECT_EQ(count(said, step), 1u) << step << said;
   const nlohmann::json j = nlohmann::json::parse(slurp(out));
   EXPECT_EQ(j["exchanges"].size(), 4u);
+}
+
+// The memory said for bench --comm counts every process's LibTorch besides the matrices
+// (64 ranks of a tiny matrix were "3 MiB" and took 3.9 GB), and more ranks than that
+// memory holds are refused before any starts.
+TEST_F(CliRanks, BenchCommCountsEveryProcess) {
+  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
+  auto [st, rss] = run_measured(
+      {"bench", "--comm", "--nproc", "2", "--rows", "8", "--cols", "8", "--steps", "1"}, out, err,
+      {}, 120);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0) << slurp(err);
+  const std::string said = slurp(err);
+  const std::string each = "each process about 64 MiB of LibTorch's own (";
+  const size_t at = said.find(each);
+  ASSERT_NE(at, std::string::npos) << said;
+  EXPECT_GE(std::atof(said.c_str() + at + each.size()), 192.0) << said;  // 3 processes
+  if (static_cast<double>(fp8wb::run_memory_limit()) >
+      1025.0 * static_cast<double>(fp8wb::cli::kRankProcessBytes))
+    return;  // this machine might hold 1024 ranks
+  auto [big, big_rss] = run_measured(
+      {"bench", "--comm", "--nproc", "1024", "--rows", "8", "--cols", "8", "--steps", "1"}, out,
+      err, {}, 60);
+  ASSERT_TRUE(WIFEXITED(big));
+  EXPECT_EQ(WEXITSTATUS(big), 1);
+  const std::string refused = slurp(err);
+  EXPECT_NE(refused.find("--rows 8 x --cols 8 with --nproc 1024 needs about "), std::string::npos)
+      << refused;
+  EXPECT_EQ(refused.find("ranks failed"), std::string::npos) << refused;
 }
 
 // The options of --comm alone are refused without it, by name, before anything is measured

@@ -178,8 +178,8 @@ TEST_F(RunStoreTest, ALiveProcessStartedAfterTheRunIsNotItsWriter) {
 }
 
 // A data-parallel run's launcher puts how its ranks ended in front of the message of the
-// run that rank 0 left failed or interrupted; nothing else of that run or of other runs
-// changes.
+// run that rank 0 left failed or interrupted (which then reads failed); nothing else of
+// that run or of other runs changes.
 TEST_F(RunStoreTest, HowARunEndedIsPutBeforeItsMessageAndNothingElse) {
   auto s = RunStore::open(path_);
   const std::string u1 = new_uuid(), u2 = new_uuid(), u3 = new_uuid(), u4 = new_uuid();
@@ -211,6 +211,15 @@ TEST_F(RunStoreTest, HowARunEndedIsPutBeforeItsMessageAndNothingElse) {
   EXPECT_EQ(s->run(live)->status, RunStatus::Running);
   EXPECT_TRUE(s->note_how_run_ended(u3, me, "rank 1 (pid 7) ended with exit code 1"));
   EXPECT_EQ(s->run(quiet)->message, "rank 1 (pid 7) ended with exit code 1");
+  // A run left interrupted (rank 0, its writer, killed) failed: said so, not "interrupted".
+  const std::string u5 = new_uuid();
+  const int64_t killed = s->create_run("killed", "train", "{}", "cpu", 0, u5);
+  s->set_status(killed, RunStatus::Interrupted, "the process writing this run ended");
+  s->flush();
+  EXPECT_TRUE(s->note_how_run_ended(u5, me, "rank 0 (pid 7) was killed by signal 9"));
+  EXPECT_EQ(s->run(killed)->status, RunStatus::Failed);
+  EXPECT_EQ(s->run(killed)->message,
+            "rank 0 (pid 7) was killed by signal 9; the process writing this run ended");
   EXPECT_EQ(s->integrity_check(), "ok");
 }
 

@@ -172,5 +172,9 @@ ExportReport export_fp8_checkpoint(const Checkpoint& ckpt, const std::string& pa
 // CheckpointError; a cancel returns what is done.
 std::vector<TensorAnalysis> analyze_checkpoint(const Checkpoint& ckpt,
                                                const AnalysisOptions& options = {});
+// The same, each tensor's analysis handed to `each` as it is done and not kept: what a
+// checkpoint of a million tiny tensors takes in memory is then up to the caller.
+void analyze_checkpoint(const Checkpoint& ckpt, const AnalysisOptions& options,
+                        const std::function<void(TensorAnalysis&&)>& each);
 
 }  // namespace fp8wb

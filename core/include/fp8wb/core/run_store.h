@@ -139,8 +139,9 @@ class RunStore {
   void set_status(int64_t run_id, RunStatus status, const std::string& message = {});
   // After the process `writer_pid` (on this host) that wrote the run with identity `uuid`
   // has ended: where that run ended 'failed' or 'interrupted', puts `note` in front of
-  // its message ("<note>; <message>"), in one statement that changes nothing else. For a
-  // data-parallel run's launcher, which knows how each rank ended (rank 0 wrote the run).
+  // its message ("<note>; <message>") and stores it 'failed' (an interrupted one: its
+  // writer was killed), in one statement that changes nothing else. For a data-parallel
+  // run's launcher, which knows how each rank ended (rank 0 wrote the run).
   // Returns whether such a run was there.
   bool note_how_run_ended(const std::string& uuid, int64_t writer_pid, const std::string& note);
   void rename_run(int64_t run_id, const std::string& name);
