@@ -16,6 +16,7 @@
 #include "fp8wb/core/distributed.h"
 #include "fp8wb/core/file_io.h"
 #include "fp8wb/core/final_loss.h"
+#include "fp8wb/core/run_config_fields.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/safetensors.h"
 #include "fp8wb/core/trainer.h"
@@ -174,6 +175,35 @@ int run_other_rank(const RunConfig& cfg, const RankInfo& ranks, std::ostream& er
 
 }  // namespace
 
+namespace {
+
+// Every config field by group, with what it takes (run_config_fields.h): "window [1, 65536]",
+// "scaling (delayed|current)"; fields apart by "; ".
+std::string fields_help() {
+  std::string s = "Fields (a config file's keys, or --set key=value), by group:";
+  for (const FieldGroupEntry& g : kFieldGroups) {
+    std::string line;
+    for (const RunConfigField& f : run_config_fields()) {
+      if (f.group != g.value) continue;
+      std::string item(f.key);
+      if (!f.names.empty()) {
+        std::string names;
+        for (std::string_view n : f.names) (names += names.empty() ? "" : "|") += n;
+        item += " (" + names + ")";
+      } else if (f.type == FieldType::Boolean) {
+        item += " (true|false)";
+      } else if (const std::string b = field_bounds_text(f); !b.empty()) {
+        item += " " + b;
+      }
+      line += (line.empty() ? "" : "; ") + item;
+    }
+    s += "\n  " + std::string(g.name) + ": " + line;
+  }
+  return s;
+}
+
+}  // namespace
+
 CLI::App* add_train_command(CLI::App& app, TrainOptions& opt) {
   auto* c = app.add_subcommand("train", "Train a model with FP8 linear layers, keeping the run");
   c->add_option("config", opt.config_file, "A JSON file of config fields (optional)");
@@ -196,11 +226,7 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& opt) {
                 "The ranks' rendezvous port (default: MASTER_PORT, else a free one)")
       ->check(CLI::Range(1, 65535));
   c->add_flag("--json", opt.json, "Print the result as JSON");
-  c->footer("Fields: " + [] {
-    std::string s;
-    for (const auto& k : run_config_keys()) s += (s.empty() ? "" : ", ") + k;
-    return s;
-  }());
+  c->footer(fields_help());
   return c;
 }
 

@@ -137,7 +137,7 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
     // script's run has none the engine could train (its model is the script's), so the
     // form keeps what it had, as it does while a run trains (the form is that run's).
     if (!engine_->isRunning() && engine_->data().hasConfig() && !engine_->data().watched())
-      panel_->setConfig(engine_->data().config());
+      panel_->openConfig(engine_->data().config(), tr("run %1").arg(id));
     tabs_->setCurrentWidget(overview_);
     refreshRunTabs(true);
     showRunPanelForPresentation();

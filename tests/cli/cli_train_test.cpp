@@ -28,6 +28,7 @@
 
 #include "cli_run.h"
 #include "fifo.h"
+#include "fp8wb/core/run_config_fields.h"
 #include "fp8wb/core/run_store.h"
 
 namespace {
@@ -190,6 +191,30 @@ TEST_F(CliTrain, BadInputGivesClearErrors) {
   EXPECT_NE(r.err.find("cuda:9"), std::string::npos) << r.err;
   r = run({"runs", "export", "1", "--format", "xml", "--db", db_});
   EXPECT_NE(r.rc, 0);
+}
+
+// The help lists every field of the config's table with what it takes (a field added to
+// the table is there): its bounds, its names, or true|false.
+TEST_F(CliTrain, HelpListsEveryFieldWithItsBounds) {
+  const Result r = run({"train", "--help"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string fields = r.out.substr(r.out.find("Fields"));
+  for (const fp8wb::RunConfigField& f : fp8wb::run_config_fields()) {
+    std::string item(f.key);
+    if (!f.names.empty()) {
+      item += " (" + std::string(f.names.front());
+    } else if (f.type == fp8wb::FieldType::Boolean) {
+      item += " (true|false)";
+    } else if (!fp8wb::field_bounds_text(f).empty()) {
+      item += " " + fp8wb::field_bounds_text(f);
+    }
+    EXPECT_TRUE(fields.find(": " + item) != std::string::npos ||
+                fields.find("; " + item) != std::string::npos)
+        << item << " not in\n"
+        << fields;
+  }
+  EXPECT_NE(fields.find("margin [-64, 64]"), std::string::npos) << fields;
+  EXPECT_NE(fields.find("lr (0, 10]"), std::string::npos) << fields;
 }
 
 TEST_F(CliTrain, AConfigThatIsAFifoIsRefusedNotWaitedOn) {

@@ -20,6 +20,7 @@
 #include <QtTest>
 #include <cmath>
 
+#include "fp8wb/core/run_config_fields.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/run_data.h"
@@ -50,6 +51,9 @@ class RunPanelTest : public QObject {
   void stepAxesTickWholeStepsOnly();
   void aChangedPresetReadsCustom();
   void foldedMoreFieldsIsATitleAlone();
+  void everyConfigFieldIsInTheForm();
+  void numberBoxesHaveTheirFieldsBounds();
+  void anOpenedRunSaysWhatStartKeeps();
 
  private:
   QTemporaryDir dir_;
@@ -437,11 +441,13 @@ void RunPanelTest::fieldsFollowTheModelKind() {
   auto* width = child<QLineEdit>(p, "width");
   QVERIFY(more && model && preset && width);
   more->setChecked(true);
-  // The labels shown beside visible fields, with (GPT) or (MLP).
+  // The labels shown beside visible fields (a box to tick: its own), with (GPT) or (MLP).
   auto shown_of = [&](const QString& kind) {
     QStringList out;
     for (QLabel* l : p->findChildren<QLabel*>())
       if (l->isVisible() && l->text().contains(kind)) out << l->text();
+    for (QCheckBox* c : p->findChildren<QCheckBox*>())
+      if (c->isVisible() && c->text().contains(kind)) out << c->text();
     return out;
   };
   preset->setCurrentText(QStringLiteral("Outliers: tensorwise"));
@@ -642,3 +648,86 @@ void RunPanelTest::foldedMoreFieldsIsATitleAlone() {
 
 QTEST_MAIN(RunPanelTest)
 #include "run_panel_test.moc"
+
+// The form is made from the config's field table: every field has its widget (named by its
+// key; the run's name "run-name"), labelled and explained as the table has it, so that a
+// field added to the table is in the form (drift and drift_period were in none, and a run
+// opened with them trained with them unseen).
+void RunPanelTest::everyConfigFieldIsInTheForm() {
+  MainWindow w(false);
+  RunPanel* p = w.runPanel();
+  for (const RunConfigField& f : run_config_fields()) {
+    const QString key = QString::fromLatin1(f.key.data(), static_cast<int>(f.key.size()));
+    auto* field =
+        p->findChild<QWidget*>(key == QLatin1String("name") ? QStringLiteral("run-name") : key);
+    QVERIFY2(field, qPrintable(key + QStringLiteral(": no widget in the run panel")));
+    if (key == QLatin1String("name") || key == QLatin1String("device")) continue;
+    QVERIFY2(field->toolTip().contains(key), qPrintable(key));
+    QVERIFY2(field->toolTip().contains(
+                 QString::fromUtf8(f.help.data(), static_cast<int>(f.help.size()))),
+             qPrintable(key + QStringLiteral(": ") + field->toolTip()));
+    const QString label =
+        qobject_cast<QCheckBox*>(field) ? qobject_cast<QCheckBox*>(field)->text() : label_of(field);
+    QVERIFY2(label == QString::fromUtf8(f.label.data(), static_cast<int>(f.label.size())) ||
+                 key.endsWith(QLatin1String("grad_fp8")) || key == QLatin1String("fprop_fp8"),
+             qPrintable(key + QStringLiteral(": ") + label));
+  }
+  // Values of the More fields that are new there are taken into the config.
+  QCOMPARE(p->setAdvanced(QStringLiteral("drift"), QStringLiteral("0.5")), QString());
+  QCOMPARE(p->setAdvanced(QStringLiteral("weights"), QStringLiteral("/tmp/w.safetensors")),
+           QString());
+  QCOMPARE(p->config().drift, 0.5);
+  QCOMPARE(p->config().weights, std::string("/tmp/w.safetensors"));
+}
+
+// Every number box of the form stops where its field's row does (the seed's at the largest
+// int a box holds): the bounds are written once, in the table.
+void RunPanelTest::numberBoxesHaveTheirFieldsBounds() {
+  MainWindow w(false);
+  RunPanel* p = w.runPanel();
+  int boxes = 0;
+  for (QAbstractSpinBox* box : p->findChildren<QAbstractSpinBox*>()) {
+    const RunConfigField* f = find_run_config_field(box->objectName().toStdString());
+    if (!f) continue;
+    ++boxes;
+    QVERIFY2(f->has_min() && f->has_max(), qPrintable(box->objectName()));
+    if (auto* i = qobject_cast<QSpinBox*>(box)) {
+      QCOMPARE(i->minimum(), static_cast<int>(f->min));
+      QCOMPARE(i->maximum(), static_cast<int>(std::min<double>(f->max, INT32_MAX)));
+    } else if (auto* d = qobject_cast<QDoubleSpinBox*>(box)) {
+      QCOMPARE(d->minimum(), f->min);
+      QCOMPARE(d->maximum(), f->max);
+    }
+  }
+  QCOMPARE(boxes, 8);  // d_model, layers, margin, window, steps, lr, seed, stats_interval
+}
+
+// A run opened with settings that only More fields holds: the box unfolds, and a line
+// beside Start names them, as Start trains with them.
+void RunPanelTest::anOpenedRunSaysWhatStartKeeps() {
+  MainWindow w(false);
+  RunPanel* p = w.runPanel();
+  auto* more = child<QGroupBox>(p, "more-fields");
+  auto* kept = child<QLabel>(p, "kept-settings");
+  QVERIFY(more && kept);
+  QVERIFY(!more->isChecked());
+  QVERIFY(kept->isHidden());
+  RunConfig c;
+  c.model = ModelKind::Mlp;
+  c.drift = 0.5;
+  c.drift_period = 50;
+  p->openConfig(c, QStringLiteral("run 7"));
+  QVERIFY(more->isChecked());
+  QVERIFY(!kept->isHidden());
+  QVERIFY2(kept->text().contains(QStringLiteral("run 7")), qPrintable(kept->text()));
+  QVERIFY2(kept->text().contains(QStringLiteral("drift=0.5")), qPrintable(kept->text()));
+  QVERIFY2(kept->text().contains(QStringLiteral("drift_period=50")), qPrintable(kept->text()));
+  QCOMPARE(p->keptSettings(), QStringLiteral("drift=0.5, drift_period=50"));
+  QCOMPARE(child<QLineEdit>(p, "drift")->text(), QStringLiteral("0.5"));
+  // Changed in the form: the line follows; a preset chosen: no run's settings any more.
+  QCOMPARE(p->setAdvanced(QStringLiteral("drift"), QStringLiteral("0")), QString());
+  QVERIFY2(!kept->text().contains(QStringLiteral("drift=")), qPrintable(kept->text()));
+  QVERIFY(p->applyPreset(RunPanel::presetNames().first()));
+  QVERIFY(kept->isHidden());
+  QVERIFY(p->keptSettings() != QStringLiteral("drift=0.5, drift_period=50"));
+}

@@ -44,7 +44,13 @@ if [ "$name" = fp8wb ]; then
     for choice in $(choices <"$helps.sub"); do
       grep -qwF -- "$choice" <<<"$text" || missing "the choice '$choice' of fp8wb $sub"
     done
-    fields=$(sed -n 's/^Fields: //p' "$helps.sub" | tr -d ' ' | tr ',' '\n')
+    # "  The run: name <= 200 characters; seed [0, ...]; ...": each field's first word.
+    fields=$(sed -n '/^Fields/,$p' "$helps.sub" | sed -nE 's/^  [A-Z][^:]*: //p' |
+      sed 's/; /\n/g' | awk '{print $1}')
+    if [ "$sub" = train ] && [ -z "$fields" ]; then
+      echo "FAIL: no config fields in $program train --help"
+      failures=$((failures + 1))
+    fi
     for field in $fields; do
       grep -qwF -- "$field" <<<"$text" || missing "the config field '$field' (fp8wb $sub)"
     done

@@ -24,6 +24,7 @@
 #include <algorithm>
 
 #include "fp8wb/core/backend_info.h"
+#include "fp8wb/core/run_config_fields.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/file_dialogs.h"
 #include "fp8wb/views/name_choices.h"
@@ -74,7 +75,6 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
       wgrad_(new QCheckBox(tr("wgrad"), this)),
       fp8_(new QCheckBox(field_label(QStringLiteral("fp8")), this)),
       reference_(new QCheckBox(field_label(QStringLiteral("reference")), this)),
-      amax_reduction_(new QCheckBox(field_label(QStringLiteral("amax_reduction")), this)),
       name_(new QLineEdit(this)),
       error_(new QLabel(this)),
       eta_(new QLabel(this)),
@@ -90,11 +90,14 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   // run's settings). Short: a combo box is never narrower than its placeholder, and the
   // form never narrower than its widest field.
   preset_->setPlaceholderText(tr("custom run settings"));
-  model_->addItems({QStringLiteral("gpt"), QStringLiteral("mlp"), QStringLiteral("llama")});
+  // The names each field takes (run_config_fields.h).
+  for (const auto& [box, key] : {std::pair{model_, "model"}, std::pair{scaling_, "scaling"},
+                                 std::pair{algo_, "amax_algo"}}) {
+    for (std::string_view n : find_run_config_field(key)->names)
+      box->addItem(QString::fromLatin1(n.data(), static_cast<int>(n.size())));
+  }
   fill_choices(recipe_, kFloat8Recipes);
   fill_choices(formats_, kFormatPairings);
-  scaling_->addItems({QStringLiteral("delayed"), QStringLiteral("current")});
-  algo_->addItems({QStringLiteral("max"), QStringLiteral("most_recent")});
   device_->setEditable(true);
   device_->addItem(QStringLiteral("cpu"), QStringLiteral("cpu"));
   const BackendInfo backend = probe_backend();
@@ -106,23 +109,15 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   }
   // Runs go to the first GPU where there is one.
   device_->setCurrentIndex(device_->count() > 1 ? 1 : 0);
-  // The config's bounds (run_config.cpp); the seed's box stops at the largest int.
-  steps_->setRange(1, 1000000000);
-  margin_->setRange(-64, 64);
-  window_->setRange(1, 65536);
-  seed_->setRange(0, INT32_MAX);
-  stats_->setRange(0, 1000000000);
-  static_cast<IntBox*>(stats_)->setZeroText(tr("never"));
-  dmodel_->setRange(8, 8192);
-  dmodel_->setSingleStep(16);
-  layers_->setRange(1, 256);
-  lr_->setRange(0, 10);
-  static_cast<RealBox*>(lr_)->setMinimumExcluded(true);
-  lr_->setSingleStep(1e-4);
   numbers_ = {{QStringLiteral("d_model"), dmodel_}, {QStringLiteral("layers"), layers_},
               {QStringLiteral("margin"), margin_},  {QStringLiteral("window"), window_},
               {QStringLiteral("steps"), steps_},    {QStringLiteral("lr"), lr_},
               {QStringLiteral("seed"), seed_},      {QStringLiteral("stats_interval"), stats_}};
+  // The config's bounds (run_config_fields.h); the seed's box stops at the largest int.
+  for (auto& [key, box] : numbers_) set_field_bounds(box, key);
+  static_cast<IntBox*>(stats_)->setZeroText(tr("never"));
+  dmodel_->setSingleStep(16);
+  lr_->setSingleStep(1e-4);
   const std::pair<QWidget*, const char*> keys[] = {
       {preset_, "preset"},        {name_, "name"},       {model_, "model"},
       {dmodel_, "d_model"},       {layers_, "layers"},   {fp8_, "fp8"},
@@ -136,19 +131,11 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
     fields_.push_back(w);
   }
   name_->setObjectName(QStringLiteral("run-name"));  // "name" is any widget's default
-  // Each field's tooltip: the key a config file or --set spells (and what it means).
-  for (const auto& [w, key] : keys) w->setToolTip(QString::fromLatin1(key));
+  // Each field's tooltip: the key a config file or --set spells, and what it means.
+  for (const auto& [w, key] : keys) w->setToolTip(field_help(QString::fromLatin1(key)));
   preset_->setToolTip(
       tr("Fills the form; every field can be changed after (\"custom run settings\": a "
          "preset's field changed, or an opened run's settings)"));
-  stats_->setToolTip(
-      tr("stats_interval: steps between full per-layer statistics (amax, "
-         "scale, underflow, saturation, histograms), and the last step too; 0 or "
-         "\"never\": never, and the Scaling and Quantization tabs stay empty"));
-  margin_->setToolTip(
-      tr("margin: the scale leaves 2^margin of headroom below the format's "
-         "largest value"));
-  window_->setToolTip(tr("window: steps of amax history that delayed scaling keeps"));
   device_->setToolTip(
       backend.cuda_device_names.empty()
           ? tr("device: no CUDA device here: runs emulate FP8 bit-exactly on the CPU")
@@ -208,58 +195,32 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   connect(advanced, &QGroupBox::toggled, advanced, fold);
   form_ = form;
   advanced_form_ = adv_form;
-  // An MLP's sizes where a GPT's are, in the form itself (only one kind's are shown).
+  // Every other field of the config (run_config_fields.h), in the table's order: a field
+  // added there is here. An MLP's sizes, the checkpoint and the token file go in the form
+  // itself, where a GPT's sizes are (only one kind's are shown).
   int sizes_row = 0;
   QFormLayout::ItemRole sizes_role{};
   form->getWidgetPosition(layers_, &sizes_row, &sizes_role);
-  for (const char* key : {"hf",
-                          "data",
-                          "heads",
-                          "context",
-                          "batch",
-                          "width",
-                          "depth",
-                          "kv_heads",
-                          "intermediate",
-                          "rope_theta",
-                          "norm_eps",
-                          "tie_embeddings",
-                          "vocab",
-                          "smooth_swiglu",
-                          "eval_interval",
-                          "features",
-                          "outlier_channels",
-                          "outlier_scale",
-                          "target_tail",
-                          "warmup",
-                          "min_lr_ratio",
-                          "weight_decay",
-                          "grad_clip",
-                          "dtype",
-                          "sqnr_interval",
-                          "on_nonfinite",
-                          "log_interval",
-                          "amax_reduction",
-                          "rank_timeout"}) {
-    const QString k = QString::fromLatin1(key);
-    if (k == QLatin1String("amax_reduction")) {
-      // A boolean: a box to tick, its label beside it (as FP8 linear layers), never a
-      // word to type.
-      amax_reduction_->setParent(adv_body);
-      amax_reduction_->setObjectName(k);
-      amax_reduction_->setToolTip(k);
-      adv_form->addRow(amax_reduction_);
-      fields_.push_back(amax_reduction_);
-      connect(amax_reduction_, &QCheckBox::toggled, this, &RunPanel::validate);
+  for (const RunConfigField& f : run_config_fields()) {
+    const QString k = QString::fromLatin1(f.key.data(), static_cast<int>(f.key.size()));
+    if (fieldOf(k)) continue;  // a field of the form above
+    if (f.type == FieldType::Boolean) {
+      // A box to tick, its label beside it (as FP8 linear layers), never a word to type.
+      auto* check = new QCheckBox(field_label(k), adv_body);
+      check->setObjectName(k);
+      check->setToolTip(field_help(k));
+      adv_form->addRow(check);
+      advanced_checks_.emplace_back(k, check);
+      fields_.push_back(check);
+      connect(check, &QCheckBox::toggled, this, &RunPanel::validate);
       continue;
     }
-    // In the form itself: the MLP's sizes, the checkpoint and the token file.
-    const bool mlp_size = k == QLatin1String("width") || k == QLatin1String("depth") ||
-                          k == QLatin1String("hf") || k == QLatin1String("data");
-    auto* edit = new QLineEdit(mlp_size ? static_cast<QWidget*>(this) : adv_body);
+    const bool in_form = k == QLatin1String("width") || k == QLatin1String("depth") ||
+                         k == QLatin1String("hf") || k == QLatin1String("data");
+    auto* edit = new QLineEdit(in_form ? static_cast<QWidget*>(this) : adv_body);
     edit->setObjectName(k);
-    edit->setToolTip(k);
-    if (mlp_size) {
+    edit->setToolTip(field_help(k));
+    if (in_form) {
       form->insertRow(++sizes_row, field_label(k), edit);
     } else {
       adv_form->addRow(field_label(k), edit);
@@ -267,37 +228,6 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
     advanced_.emplace_back(k, edit);
     fields_.push_back(edit);
     connect(edit, &QLineEdit::textChanged, this, &RunPanel::validate);
-  }
-  const std::pair<const char*, const char*> help[] = {
-      {"heads", QT_TR_NOOP("heads: must divide the model width")},
-      {"hf", QT_TR_NOOP("hf: a Hugging Face checkpoint's folder (config.json, model.safetensors "
-                        "or its index): the llama's shape and weights; empty: from scratch")},
-      {"data", QT_TR_NOOP("data: a token file (llm.c's format or raw uint16) to train on, its "
-                          "last tenth held out; empty: the bundled corpus")},
-      {"kv_heads", QT_TR_NOOP("kv_heads: key/value heads (grouped-query attention); must "
-                              "divide heads")},
-      {"smooth_swiglu", QT_TR_NOOP("smooth_swiglu: scale the down projection's input per "
-                                   "channel before FP8 (Smooth-SwiGLU), its weight inversely")},
-      {"eval_interval", QT_TR_NOOP("eval_interval: steps between held-out losses on a token "
-                                   "file; 0: never")},
-      {"features", QT_TR_NOOP("features: the MLP's input and output width")},
-      {"target_tail", QT_TR_NOOP("target_tail: Student-t degrees of freedom of the target noise "
-                                 "(smaller: heavier tails)")},
-      {"min_lr_ratio", QT_TR_NOOP("min_lr_ratio: the learning rate decays to lr times this")},
-      {"sqnr_interval", QT_TR_NOOP("sqnr_interval: steps between GEMM-output SQNR samples; 0: "
-                                   "never")},
-      {"amax_reduction",
-       QT_TR_NOOP("amax_reduction (data-parallel runs): true: every rank scales with the largest "
-                  "amax of all ranks, so all quantize alike; false: each rank with its own")},
-      {"rank_timeout", QT_TR_NOOP("rank_timeout (data-parallel runs): seconds a rank waits for "
-                                  "the others before the run fails")}};
-  for (auto& [k, edit] : advanced_) {
-    for (const auto& [key, text] : help) {
-      if (k == QLatin1String(key)) edit->setToolTip(tr(text));
-    }
-  }
-  for (const auto& [key, text] : help) {
-    if (amax_reduction_->objectName() == QLatin1String(key)) amax_reduction_->setToolTip(tr(text));
   }
   form->addRow(advanced);
   // Only a focused field takes the wheel: the wheel scrolls the form.
@@ -333,6 +263,11 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   eta_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
   eta_->setFixedHeight(2 * eta_->fontMetrics().lineSpacing() + 2);
   error_->setStyleSheet(QStringLiteral("color: #c62828"));
+  kept_ = new QLabel(this);
+  kept_->setObjectName(QStringLiteral("kept-settings"));
+  kept_->setWordWrap(true);
+  kept_->setTextFormat(Qt::PlainText);
+  kept_->hide();  // until a run's settings are opened (openConfig())
   start_->setObjectName(QStringLiteral("start"));
   pause_->setObjectName(QStringLiteral("pause"));
   stop_->setObjectName(QStringLiteral("stop"));
@@ -351,6 +286,7 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(scroll, 1);
   layout->addWidget(error_);
+  layout->addWidget(kept_);
   layout->addLayout(buttons);
   layout->addWidget(script_);
   layout->addWidget(progress_);
@@ -361,18 +297,16 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
 
   connect(preset_, &QComboBox::currentTextChanged, this,
           [this](const QString& n) { applyPreset(n); });
-  // The fields of one model kind: only those of the kind chosen are shown.
-  const QString decoders = QStringLiteral("gpt llama"), llama = QStringLiteral("llama");
-  model_fields_ = {{dmodel_, decoders}, {layers_, decoders}};
-  for (auto& [k, edit] : advanced_) {
-    for (const char* key : {"heads", "context", "data", "eval_interval"})
-      if (k == QLatin1String(key)) model_fields_.emplace_back(edit, decoders);
-    for (const char* key : {"hf", "kv_heads", "intermediate", "rope_theta", "norm_eps",
-                            "tie_embeddings", "vocab", "smooth_swiglu"})
-      if (k == QLatin1String(key)) model_fields_.emplace_back(edit, llama);
-    for (const char* key :
-         {"width", "depth", "features", "outlier_channels", "outlier_scale", "target_tail"})
-      if (k == QLatin1String(key)) model_fields_.emplace_back(edit, QStringLiteral("mlp"));
+  // The fields of one model kind (their row's models): only those of the kind chosen
+  // are shown.
+  for (QWidget* w : fields_) {
+    const RunConfigField* f = find_run_config_field(w->objectName().toStdString());
+    if (!f || f->models == kAllModels) continue;
+    QStringList kinds;
+    for (const ModelKind m : {ModelKind::Gpt, ModelKind::Mlp, ModelKind::Llama}) {
+      if (f->applies_to(m)) kinds << QString::fromLatin1(model_kind_name(m).data());
+    }
+    model_fields_.emplace_back(w, kinds.join(QLatin1Char(' ')));
   }
   connect(model_, &QComboBox::currentTextChanged, this, &RunPanel::showModelFields);
   showModelFields();

@@ -1,4 +1,5 @@
-// defines: the run panel's fields as people read them (field_label(), readable(): a config
+// defines: the run panel's fields as people read them (field_label(), field_help(),
+// set_field_bounds(): from the config's field table; readable(): a config
 // message naming the field by its label) and its number boxes (IntBox, RealBox: what was
 // typed stays, a value outside the config's bounds refused, never clamped). Shared by
 // run_panel.cpp, run_panel_form.cpp and run_panel_validation.cpp.
@@ -20,6 +21,11 @@ namespace fp8wb::detail {
 // The label the form gives a config key ("Attention heads (GPT)" for heads); the key where
 // the form has none.
 QString field_label(const QString& key);
+// Its tooltip: "key: what it means" (the key as a config file or --set spells it).
+QString field_help(const QString& key);
+// Sets a number box's bounds to its field's (run_config_fields.h): an int box's at most
+// INT32_MAX (the seed's 2^53 does not fit a QSpinBox).
+void set_field_bounds(QAbstractSpinBox* box, const QString& key);
 // The key a config message names ("config field 'heads': ..."), or empty.
 QString field_key(const QString& message);
 // A config message with the field as the form labels it: "Attention heads (GPT): must be

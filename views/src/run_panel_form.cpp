@@ -4,8 +4,10 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QGroupBox>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLabel>
 #include <QLineEdit>
 #include <QLocale>
 #include <QSignalBlocker>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "fp8wb/core/default_formats.h"
+#include "fp8wb/core/run_config_fields.h"
 #include "fp8wb/views/name_choices.h"
 #include "fp8wb/views/run_presets.h"
 #include "run_panel_fields.h"
@@ -29,6 +32,18 @@ QStringList RunPanel::presetNames() {
 }
 
 namespace {
+// The member of a boolean field (the More fields' boxes to tick).
+bool RunConfig::*bool_member(const QString& key) {
+  return std::get<bool RunConfig::*>(find_run_config_field(key.toStdString())->member);
+}
+
+// A config's value as key=value takes it.
+QString value_text(const QJsonValue& v) {
+  if (v.isBool()) return v.toBool() ? QStringLiteral("true") : QStringLiteral("false");
+  return v.isString() ? v.toString()
+                      : QString::number(v.toDouble(), 'g', QLocale::FloatingPointShortest);
+}
+
 // A config as a preset names it: without the run's name and the device, which are the
 // form's own.
 std::string comparable_json(RunConfig c) {
@@ -90,7 +105,45 @@ void RunPanel::showWhetherPreset() {
   preset_->setCurrentIndex(-1);  // the placeholder: custom
 }
 
+void RunPanel::openConfig(const RunConfig& c, const QString& run) {
+  setConfig(c);
+  opened_run_ = run;
+  showKept();
+  if (!keptSettings().isEmpty()) advanced_box_->setChecked(true);
+}
+
+QString RunPanel::keptSettings() const {
+  const RunConfig c = config();
+  const QJsonObject now =
+      QJsonDocument::fromJson(QByteArray::fromStdString(run_config_json(c))).object();
+  const QJsonObject fresh =
+      QJsonDocument::fromJson(QByteArray::fromStdString(run_config_json(RunConfig{}))).object();
+  QStringList kept;
+  for (const RunConfigField& f : run_config_fields()) {
+    const QString key = QString::fromLatin1(f.key.data(), static_cast<int>(f.key.size()));
+    const QWidget* w = fieldOf(key);
+    if (!w || !advanced_box_->isAncestorOf(w) || !f.applies_to(c.model)) continue;
+    if (now.value(key) != fresh.value(key)) kept << key + QLatin1Char('=') + value_text(now[key]);
+  }
+  return kept.join(QStringLiteral(", "));
+}
+
+void RunPanel::showKept() {
+  if (opened_run_.isEmpty()) {
+    kept_->clear();
+    kept_->hide();
+    return;
+  }
+  const QString kept = keptSettings();
+  kept_->setText(kept.isEmpty()
+                     ? tr("Start trains with %1's settings, all in the form above").arg(opened_run_)
+                     : tr("Start trains with %1's settings, these of More fields too: %2")
+                           .arg(opened_run_, kept));
+  kept_->show();
+}
+
 void RunPanel::setConfig(const RunConfig& c) {
+  opened_run_.clear();  // openConfig() names the run after
   {
     // The form is no preset's now (applyPreset() names its own after): the box says so,
     // and choosing any preset again loads it.
@@ -101,9 +154,13 @@ void RunPanel::setConfig(const RunConfig& c) {
     base_ = c;
     const QSignalBlocker b1(model_), b2(recipe_), b3(formats_), b4(scaling_), b5(algo_), b6(steps_),
         b7(margin_), b8(window_), b9(seed_), b10(stats_), b11(dmodel_), b12(layers_), b13(lr_),
-        b14(fp8_), b15(reference_), b16(name_), b17(fprop_), b18(dgrad_), b19(wgrad_), b20(device_),
-        b21(amax_reduction_);  // all of them: a check half-way would take More fields' old values
+        b14(fp8_), b15(reference_), b16(name_), b17(fprop_), b18(dgrad_), b19(wgrad_),
+        b20(device_);  // all of them: a check half-way would take More fields' old values
     std::vector<std::unique_ptr<QSignalBlocker>> edits;
+    for (auto& [key, check] : advanced_checks_) {
+      edits.push_back(std::make_unique<QSignalBlocker>(check));
+      check->setChecked(c.*bool_member(key));
+    }
     for (auto& [key, box] : numbers_)
       edits.push_back(std::make_unique<QSignalBlocker>(box->findChild<QLineEdit*>()));
     name_->setText(QString::fromStdString(c.name));
@@ -125,7 +182,6 @@ void RunPanel::setConfig(const RunConfig& c) {
     show_value(seed_, static_cast<double>(c.seed));
     show_value(stats_, c.stats_interval);
     reference_->setChecked(c.reference);
-    amax_reduction_->setChecked(c.amax_reduction);
     const QString device = QString::fromStdString(c.device);
     int at = -1;
     for (int i = 0; i < device_->count(); ++i) {
@@ -171,7 +227,7 @@ RunConfig RunPanel::config() const {
   c.device = (at >= 0 ? device_->itemData(at).toString() : device.section(QLatin1Char(' '), 0, 0))
                  .toStdString();
   c.reference = reference_->isChecked();
-  c.amax_reduction = amax_reduction_->isChecked();
+  for (const auto& [key, check] : advanced_checks_) c.*bool_member(key) = check->isChecked();
   return c;
 }
 
@@ -183,10 +239,7 @@ void RunPanel::setSteps(int64_t steps) {
 QString RunPanel::advancedValue(const QString& key) const {
   const QJsonObject j =
       QJsonDocument::fromJson(QByteArray::fromStdString(run_config_json(base_))).object();
-  const QJsonValue v = j.value(key);
-  if (v.isBool()) return v.toBool() ? QStringLiteral("true") : QStringLiteral("false");
-  return v.isString() ? v.toString()
-                      : QString::number(v.toDouble(), 'g', QLocale::FloatingPointShortest);
+  return value_text(j.value(key));
 }
 
 void RunPanel::showAdvancedValues() {
@@ -197,7 +250,8 @@ void RunPanel::showAdvancedValues() {
 }
 
 QString RunPanel::setAdvanced(const QString& key, const QString& value) {
-  if (key == amax_reduction_->objectName()) {
+  for (auto& [k, check] : advanced_checks_) {
+    if (k != key) continue;
     // Read as a config reads it (true/false), then ticked or not.
     RunConfig c = config();
     try {
@@ -205,8 +259,8 @@ QString RunPanel::setAdvanced(const QString& key, const QString& value) {
     } catch (const std::exception& e) {
       return readable(e);
     }
-    amax_reduction_->setChecked(c.amax_reduction);
-    return problems_.value(amax_reduction_);
+    check->setChecked(c.*bool_member(key));
+    return problems_.value(check);
   }
   for (auto& [k, edit] : advanced_) {
     if (k != key) continue;

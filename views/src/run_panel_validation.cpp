@@ -110,6 +110,7 @@ void RunPanel::validate() {
   }
   problems_ = problems;
   error_->setText(message_);
+  if (kept_) showKept();  // an opened run's settings as the form now holds them, or none
   updateStart(engine_->isRunning());
   showWhetherPreset();  // every edit comes here
 }

@@ -19,6 +19,7 @@
 #include <set>
 
 #include "fp8wb/core/replay.h"
+#include "fp8wb/core/run_config_fields.h"
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/name_choices.h"
 #include "fp8wb/views/run_data.h"
@@ -53,11 +54,13 @@ ScalingTab::ScalingTab(const RunData* run, QWidget* parent)
   what_if_ = new QCheckBox(tr("What if: margin"), this);
   what_if_->setObjectName(QStringLiteral("whatIf"));
   what_if_margin_ = new QSpinBox(this);
-  what_if_margin_->setRange(-64, 64);
+  const RunConfigField& margin = *find_run_config_field("margin");  // a run's bounds
+  what_if_margin_->setRange(static_cast<int>(margin.min), static_cast<int>(margin.max));
   what_if_window_ = new QSpinBox(this);
   what_if_window_->setRange(1, 1 << 24);
   what_if_algo_ = new QComboBox(this);
-  what_if_algo_->addItems({QStringLiteral("max"), QStringLiteral("most_recent")});
+  for (std::string_view n : find_run_config_field("amax_algo")->names)
+    what_if_algo_->addItem(QString::fromLatin1(n.data(), static_cast<int>(n.size())));
   what_if_text_ = new QLabel(this);
   what_if_text_->setWordWrap(true);
   auto* what_if = new QHBoxLayout;

@@ -47,6 +47,13 @@ class RunPanel : public QWidget {
   // returns the error naming the field, or empty.
   QString applyOverrides(const QStringList& key_values);
   void setConfig(const RunConfig& c);  // fills the form
+  // Fills the form with an opened run's settings (`run`: "run 5"): More fields unfolds
+  // where it holds any of them, and a line beside Start names them (keptSettings()), as
+  // Start trains with every one of them, not only those of the form above.
+  void openConfig(const RunConfig& c, const QString& run);
+  // The form's settings that More fields holds for the model chosen and that differ from a
+  // new config's: "drift=0.5, drift_period=50"; empty where none.
+  QString keptSettings() const;
   // What keeps Start disabled, naming the field as the form labels it; empty when none.
   QString validationMessage() const;
   QString statusText() const;
@@ -87,7 +94,10 @@ class RunPanel : public QWidget {
   void takeAdvanced(QHash<QWidget*, QString>& problems);
   QWidget* fieldOf(const QString& key) const;       // the form's widget of a config key
   QString advancedValue(const QString& key) const;  // as the box shows base_'s value
+  // The fields that the form above does not hold (run_config_fields.h), by key: booleans
+  // a box to tick, the others their text as key=value reads it.
   std::vector<std::pair<QString, QLineEdit*>> advanced_;
+  std::vector<std::pair<QString, QCheckBox*>> advanced_checks_;
   std::vector<std::pair<QString, QAbstractSpinBox*>> numbers_;  // the number boxes, by key
   std::vector<QWidget*> fields_;       // every field, in the form's order (for the first problem)
   QHash<QWidget*, QString> problems_;  // what each marked field is refused for
@@ -104,9 +114,11 @@ class RunPanel : public QWidget {
   QSpinBox *steps_, *margin_, *window_, *seed_, *stats_, *dmodel_, *layers_;
   QDoubleSpinBox* lr_;
   QCheckBox *fprop_, *dgrad_, *wgrad_, *fp8_, *reference_;
-  QCheckBox* amax_reduction_;  // among More fields: a boolean, so a box to tick
   QLineEdit* name_;
   QLabel *error_, *eta_;
+  QLabel* kept_ = nullptr;  // the opened run's settings Start keeps (openConfig())
+  QString opened_run_;      // "run 5" while the form holds an opened run's settings
+  void showKept();
   QPushButton *start_, *pause_, *stop_, *script_;
   QPlainTextEdit* script_log_;  // the script's stderr
   ScriptRunner* runner_;
