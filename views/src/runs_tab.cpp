@@ -317,11 +317,18 @@ std::vector<int64_t> RunsTab::selectedIds() const {
 
 void RunsTab::selectIds(const std::vector<int64_t>& ids) {
   QItemSelection keep;
+  int first = -1;
   for (int row = 0; row < model_->rowCount(); ++row) {
     const RunInfo* r = model_->runAt(row);
-    if (r && std::find(ids.begin(), ids.end(), r->id) != ids.end())
+    if (r && std::find(ids.begin(), ids.end(), r->id) != ids.end()) {
       keep.select(model_->index(row, 0), model_->index(row, RunListModel::ColumnCount - 1));
+      if (first < 0) first = row;
+    }
   }
+  // The current row too (the keyboard's place), where the list was read anew.
+  if (first >= 0)
+    view_->selectionModel()->setCurrentIndex(model_->index(first, 0),
+                                             QItemSelectionModel::NoUpdate);
   view_->selectionModel()->select(keep, QItemSelectionModel::ClearAndSelect);
 }
 
