@@ -174,6 +174,8 @@ class SweepHeatmapTest : public QObject {
   void aTrialDeletedByAnotherProgramReadsDeleted();
   void aSpikedTrialIsFlaggedAndNeverTheBest();
   void finalLossesWithinTheNoiseCrownNoWinner();
+  void theColourRangeIsSaidAndCanBeFixed();
+  void aBlockMapsRangeCanBeFixed();
 
  private:
   QTemporaryDir dir_;
@@ -1131,6 +1133,61 @@ void SweepHeatmapTest::finalLossesWithinTheNoiseCrownNoWinner() {
   QVERIFY2(best.contains(QStringLiteral("no clear best: 4 settings are within the noise")),
            qPrintable(best));
   QVERIFY2(!best.contains(QStringLiteral("<b>best")), qPrintable(best));
+}
+
+// The heatmap's colour range: auto, the figures' lowest to highest, said on the colour bar;
+// fixed, a percentage over 0-100 % and a loss from 0, said too.
+void SweepHeatmapTest::theColourRangeIsSaidAndCanBeFixed() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("range.sqlite")));
+  const int64_t sweep = spiking_sweep(
+      engine.store(), {"margin=0,1", "window=1,16"},
+      [](const SweepTrial& t) { return t.values[0] == "1" ? 0.0 : 1.0; },
+      [](const SweepTrial&) { return false; });
+  SweepsTab tab(&engine);
+  QVERIFY(show_sweep(tab, sweep));
+  tab.setMetric(SweepMetric::FinalLoss);
+  auto* map = qobject_cast<QCPColorMap*>(tab.plots()[0]->plottable(0));
+  auto* range = tab.findChild<QComboBox*>(QStringLiteral("colourRange"));
+  QVERIFY(map && range);
+  QCOMPARE(range->currentIndex(), 0);  // auto
+  const QCPRange own = map->dataRange();
+  QVERIFY2(own.lower > 20, qPrintable(QString::number(own.lower)));
+  QString label = map->colorScale()->axis()->label();
+  QVERIFY2(label.contains(
+               QStringLiteral("(auto range: %1 to %2)")
+                   .arg(QString::number(own.lower, 'g', 3), QString::number(own.upper, 'g', 3))),
+           qPrintable(label));
+  range->setCurrentIndex(1);  // fixed: a loss from 0
+  QCOMPARE(map->dataRange().lower, 0.0);
+  QCOMPARE(map->dataRange().upper, own.upper);
+  label = map->colorScale()->axis()->label();
+  QVERIFY2(label.contains(QStringLiteral("(fixed range: 0 to")), qPrintable(label));
+  tab.setMetric(SweepMetric::UnderflowPct);  // a percentage: 0-100 %
+  QCOMPARE(map->dataRange(), kPercentRange);
+  label = map->colorScale()->axis()->label();
+  QVERIFY2(label.contains(QStringLiteral("underflow %")) &&
+               label.contains(QStringLiteral("(fixed range: 0 to 100)")),
+           qPrintable(label));
+}
+
+// A block map of relative errors from 0.0255 to 0.0275: auto spans just those, and says
+// so; fixed spans 0-0.1, and says so.
+void SweepHeatmapTest::aBlockMapsRangeCanBeFixed() {
+  ExportablePlot plot;
+  auto* map = new QCPColorMap(plot.xAxis, plot.yAxis);
+  auto* scale = new QCPColorScale(&plot);
+  plot.plotLayout()->addElement(0, 1, scale);
+  map->setColorScale(scale);
+  fill_block_map(map, 2, 2, {0.0255f, 0.026f, 0.027f, 0.0275f});
+  apply_block_map_range(map, QStringLiteral("relative RMS error"), false);
+  QVERIFY(std::abs(map->dataRange().lower - 0.0255) < 1e-6);
+  QVERIFY(std::abs(map->dataRange().upper - 0.0275) < 1e-6);
+  QVERIFY2(scale->axis()->label().contains(QStringLiteral("(auto range: 0.0255 to 0.0275)")),
+           qPrintable(scale->axis()->label()));
+  apply_block_map_range(map, QStringLiteral("relative RMS error"), true);
+  QCOMPARE(map->dataRange(), kRelativeErrorRange);
+  QCOMPARE(scale->axis()->label(), QStringLiteral("relative RMS error (fixed range: 0 to 0.1)"));
 }
 
 QTEST_MAIN(SweepHeatmapTest)

@@ -160,6 +160,27 @@ QCPRange metric_domain(SweepMetric m) {
   return kAnyValue;
 }
 
+// The fixed colour range of a metric's figures from `lo` to `hi`: a percentage's whole
+// 0-100 %, a count of diverged runs 0 to the seeds, a loss or spike from 0, a gap
+// symmetric about 0 (so that 0 is the middle colour).
+QCPRange fixed_metric_range(SweepMetric m, double lo, double hi, int seeds) {
+  switch (m) {
+    case SweepMetric::SaturatedPct:
+    case SweepMetric::UnderflowPct: return kPercentRange;
+    case SweepMetric::Diverged: return QCPRange(0, std::max(1, seeds));
+    case SweepMetric::LossGap: {
+      const double most = std::max({std::abs(lo), std::abs(hi), 1e-12});
+      return QCPRange(-most, most);
+    }
+    case SweepMetric::FinalLoss:
+    case SweepMetric::Spike: {
+      const QCPRange r(std::min(0.0, lo), std::max(0.0, hi));
+      return r.size() > 0 ? r : QCPRange(0, 1);
+    }
+  }
+  return QCPRange(lo, hi);
+}
+
 // The colour scale's label: the metric, and for the losses how they are taken.
 QString scale_label(SweepMetric m, const QString& label) {
   switch (m) {
@@ -595,8 +616,9 @@ void SweepsTab::redraw() {
       x = end;
     }
   }
-  if (lo <= hi) map_->setDataRange(colour_scale_range(lo, hi, metric_domain(metric)));
-  map_->colorScale()->axis()->setLabel(scale_label(metric, metric_->currentText()));
+  apply_colour_range(map_, scale_label(metric, metric_->currentText()), lo, hi,
+                     metric_domain(metric), fixed_metric_range(metric, lo, hi, spec_.seeds),
+                     fixed_colour_range(range_));
   QSharedPointer<QCPAxisTickerText> tx(new CellTicker(heat_->xAxis)),
       ty(new CellTicker(heat_->yAxis));
   for (size_t i = 0; i < xv.size(); ++i)

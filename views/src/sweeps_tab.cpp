@@ -212,6 +212,9 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   pick->addWidget(y_axis_);
   pick->addWidget(new QLabel(tr("colour"), this));
   pick->addWidget(metric_);
+  range_ = make_colour_range_box(this);
+  connect(range_, &QComboBox::currentIndexChanged, this, [this] { redraw(); });
+  pick->addWidget(range_);
   pick->addWidget(new QLabel(tr("a click overlays its"), this));
   overlay_->setObjectName(QStringLiteral("overlayAlong"));
   overlay_->addItems({tr("row"), tr("column")});
