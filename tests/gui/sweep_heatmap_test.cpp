@@ -1187,7 +1187,7 @@ void SweepHeatmapTest::aBlockMapsRangeCanBeFixed() {
            qPrintable(scale->axis()->label()));
   apply_block_map_range(map, QStringLiteral("relative RMS error"), true);
   QCOMPARE(map->dataRange(), kRelativeErrorRange);
-  QCOMPARE(scale->axis()->label(), QStringLiteral("relative RMS error (fixed range: 0 to 0.1)"));
+  QCOMPARE(scale->axis()->label(), QStringLiteral("relative RMS error\n(fixed range: 0 to 0.1)"));
 }
 
 QTEST_MAIN(SweepHeatmapTest)

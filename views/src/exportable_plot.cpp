@@ -157,7 +157,7 @@ void apply_colour_range(QCPColorMap* map, const QString& label, double lo, doubl
   map->setDataRange(r);
   if (scale) {
     scale->axis()->setLabel(
-        QStringLiteral("%1 (%2: %3 to %4)")
+        QStringLiteral("%1\n(%2: %3 to %4)")
             .arg(label, is_fixed ? QObject::tr("fixed range") : QObject::tr("auto range"),
                  QString::number(r.lower, 'g', 3), QString::number(r.upper, 'g', 3)));
   }
