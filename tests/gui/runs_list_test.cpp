@@ -103,6 +103,7 @@ class RunsListTest : public QObject {
   void theEmptyLossPlotSaysHowToFillIt();
   void theShownTabPollsAtTheIntervalGiven();
   void runsOfOnePresetAreToldApartNewestFirst();
+  void anOverlaidLiveRunFollowsItsSteps();
 
  private:
   QTemporaryDir dir_;
@@ -574,6 +575,46 @@ void RunsListTest::runsOfOnePresetAreToldApartNewestFirst() {
   QCOMPARE(m->runAt(0)->id, int64_t{3});
   QCOMPARE(selected(), std::vector<int64_t>{1});
   QCOMPARE(view->currentIndex().row(), 2);
+}
+
+// A run still being written, overlaid: its curve follows the steps written after the
+// overlay was made, and its end.
+void RunsListTest::anOverlaidLiveRunFollowsItsSteps() {
+  const QString path = dir_.filePath(QStringLiteral("follow.sqlite"));
+  auto writer = RunStore::open(path.toStdString());
+  const int64_t id = add_run(*writer, "growing", false);  // steps 0..9, not ended
+  writer->flush();
+  EngineController engine;
+  engine.setDatabasePath(path);
+  RunsTab tab(&engine);
+  tab.setPollInterval(30);
+  tab.resize(1200, 700);
+  QSignalSpy reloaded(&tab, &RunsTab::reloaded);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  QVERIFY(reloaded.count() > 0 || reloaded.wait(30000));
+  QTRY_COMPARE(tab.model()->rowCount(), 1);
+  QSignalSpy shown(&tab, &RunsTab::curvesShown);
+  tab.overlay({id});
+  QVERIFY(shown.wait(30000));
+  ExportablePlot* plot = tab.overlayPlot();
+  QCOMPARE(plot->graph(0)->dataCount(), 10);
+  // Ten more steps, then its end: the overlay reads them by the list's poll alone.
+  MetricBatch b;
+  b.run_id = id;
+  for (int64_t s = 10; s < 20; ++s) {
+    StepMetrics m;
+    m.step = s;
+    m.loss = 1.0 / static_cast<double>(s + 1);
+    m.ref_loss = NAN;
+    m.loss_gap = NAN;
+    b.steps.push_back(m);
+  }
+  b.final = true;
+  b.status = RunStatus::Finished;
+  writer->write(std::move(b));
+  writer->flush();
+  QTRY_COMPARE_WITH_TIMEOUT(plot->graph(0)->dataCount(), 20, 30000);
 }
 
 QTEST_MAIN(RunsListTest)
