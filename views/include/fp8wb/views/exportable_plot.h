@@ -167,7 +167,8 @@ bool fixed_colour_range(const QComboBox* box);  // "fixed range" chosen
 // Sets the map's colour range, the figures' own (lo..hi, as colour_scale_range() makes it
 // within `domain`) or `fixed` where that is chosen and given, and its colour scale's label
 // to `label` with the range said on a line of its own (the bar is no longer than its
-// map): "underflow %", then "(auto range: 0.001 to 0.003)" or "(fixed range: 0 to 100)". lo > hi: no figure, the range left as it is.
+// map): "underflow %", then "(auto range: 0.001 to 0.003)" or "(fixed range: 0 to 100)".
+// lo > hi: no figure, the range left as it is.
 void apply_colour_range(QCPColorMap* map, const QString& label, double lo, double hi,
                         const QCPRange& domain, const std::optional<QCPRange>& fixed,
                         bool use_fixed);
