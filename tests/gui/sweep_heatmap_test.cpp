@@ -1188,6 +1188,16 @@ void SweepHeatmapTest::aBlockMapsRangeCanBeFixed() {
   apply_block_map_range(map, QStringLiteral("relative RMS error"), true);
   QCOMPARE(map->dataRange(), kRelativeErrorRange);
   QCOMPARE(scale->axis()->label(), QStringLiteral("relative RMS error\n(fixed range: 0 to 0.1)"));
+  // A cell's tooltip names the figure, not the range said under it.
+  plot.resize(400, 300);
+  plot.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&plot));
+  plot.replot(QCustomPlot::rpImmediateRefresh);
+  QToolTip::hideText();
+  QTest::mouseMove(&plot, map->coordsToPixels(0, 0).toPoint());
+  QVERIFY(QTest::qWaitFor([] { return QToolTip::isVisible(); }, 5000));
+  QVERIFY2(QToolTip::text().endsWith(QStringLiteral(": relative RMS error 0.0255")),
+           qPrintable(QToolTip::text()));
 }
 
 QTEST_MAIN(SweepHeatmapTest)

@@ -277,8 +277,9 @@ QString cell_text(const QCPColorMap* map, int x, int y) {
   if (map->data()->valueSize() > 1 || !map->valueAxis()->label().isEmpty())
     where << along(map->valueAxis(), value);
   where << along(map->keyAxis(), key);
+  // The scale's first line: the figure, not the colour range said under it.
   const QString label = map->colorScale() && !map->colorScale()->axis()->label().isEmpty()
-                            ? map->colorScale()->axis()->label()
+                            ? map->colorScale()->axis()->label().section(QLatin1Char('\n'), 0, 0)
                             : map->name();
   const double v = map->data()->cell(x, y);
   return where.join(QStringLiteral(", ")) + QStringLiteral(": ") +
