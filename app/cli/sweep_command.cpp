@@ -40,6 +40,7 @@ Column column(SweepMetric m) {
   switch (m) {
     case SweepMetric::FinalLoss: return {"final loss", 11, 5};
     case SweepMetric::LossGap: return {"loss gap", 11, 5};
+    case SweepMetric::Spike: return {"spike", 9, 3};
     case SweepMetric::SaturatedPct: return {"saturated%", 11, 4};
     case SweepMetric::UnderflowPct: return {"underflow%", 11, 4};
     case SweepMetric::Diverged: return {"diverged", 9, -1};
@@ -60,7 +61,7 @@ void print_sweep_summary(const RunStore& store, int64_t sweep_id, std::ostream& 
   const SweepSpec spec =
       sweep_from_json(sweep->grid_json, stored_grid_name(sweep_id, store.path()));
   const std::vector<SweepPoint> points = sweep_points(store, sweep_id);
-  const SweepPoint* best = best_sweep_point(points);  // among points whose trials all finished
+  const SweepVerdict verdict = sweep_verdict(points);
   const SweepCounts counts = sweep_counts(spec, points);
   auto label = [&](const SweepPoint& p) {
     std::string s;
@@ -68,28 +69,29 @@ void print_sweep_summary(const RunStore& store, int64_t sweep_id, std::ostream& 
       s += (k ? " " : "") + spec.axes[k].key + "=" + p.values[k];
     return s;
   };
+  // With several seeds, the spread of their final losses (highest minus lowest).
+  const bool seeds = spec.seeds > 1;
   std::string heading = fmt::format("{:<34} {:>5}", "grid point", "runs");
   for (const SweepMetricEntry& m : kSweepMetrics) {
     const Column c = column(m.value);
     heading += fmt::format(" {:>{}}", c.heading, c.width);
   }
-  out << heading << "\n";
+  if (seeds) heading += fmt::format(" {:>12}", "seed spread");
+  out << heading << " flag\n";
   for (const auto& p : points) {
     std::string row = fmt::format("{} {:>5}", fit_column(label(p), 34), p.runs);
     for (const SweepMetricEntry& m : kSweepMetrics)
       row += fmt::format(" {:>{}}", cell(p, m.value), column(m.value).width);
+    if (seeds) row += fmt::format(" {:>12}", fixed(p.final_loss_spread(), 5));
+    row += p.diverged > 0 ? " diverged" : p.spiked > 0 ? " spiked" : "";
     out << row << "\n";
   }
-  out << fmt::format(
-      "{} of {} finished, {} diverged (the best: the lowest final loss among grid "
-      "points whose trials all finished)\n",
-      counts.finished, counted(static_cast<int64_t>(counts.trials), "trial"), counts.diverged);
-  if (best) {
-    out << fmt::format("best: {} (final loss {}, gap {}, saturated {}%, underflow {}%)\n",
-                       label(*best), fixed(best->final_loss, 5), fixed(best->loss_gap, 5),
-                       fixed(best->saturated_pct, 4), fixed(best->underflow_pct, 4));
-  }
-  out << kFinalLossDefinition << "\n";
+  out << fmt::format("{} of {} finished, {} diverged, {} spiked\n", counts.finished,
+                     counted(static_cast<int64_t>(counts.trials), "trial"), counts.diverged,
+                     counts.spiked);
+  out << sweep_verdict_text(verdict, label) << "\n";
+  out << "rule: " << kSweepVerdictRule << "\n";
+  out << kFinalLossDefinition << "; " << kSpikeDefinition << "\n";
 }
 
 CLI::App* add_sweep_command(CLI::App& app, SweepOptions& opt) {
@@ -259,7 +261,7 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
   const SweepSpec spec =
       sweep_from_json(sweep->grid_json, stored_grid_name(runner->sweepId(), store->path()));
   const std::vector<SweepPoint> points = sweep_points(*store, runner->sweepId());
-  const SweepPoint* best = best_sweep_point(points);  // among points whose trials all finished
+  const SweepVerdict verdict = sweep_verdict(points);
   const SweepCounts counts = sweep_counts(spec, points);
   auto label = [&](const SweepPoint& p) {
     std::string s;
@@ -279,6 +281,9 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
                            {"trials", p.trials},
                            {"runs", p.runs},
                            {"finished", p.finished},
+                           {"spiked", p.spiked},
+                           {"final_loss_min", num(p.final_loss_min)},
+                           {"final_loss_max", num(p.final_loss_max)},
                            {"run_ids", p.run_ids}};
       for (const SweepMetricEntry& m : kSweepMetrics) {
         jp[std::string(m.name)] = m.value == SweepMetric::Diverged ? nlohmann::json(p.diverged)
@@ -286,11 +291,16 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
       }
       j["points"].push_back(std::move(jp));
     }
-    j["best"] = best ? nlohmann::json(label(*best)) : nlohmann::json();
+    // "best": only where one point wins by more than the noise (kSweepVerdictRule).
+    j["best"] = verdict.kind == SweepVerdict::Kind::Best ? nlohmann::json(label(*verdict.lowest))
+                                                         : nlohmann::json();
+    j["verdict"] = sweep_verdict_text(verdict, label);
+    j["rule"] = kSweepVerdictRule;
     j["trials"] = counts.trials;
     j["finished"] = counts.finished;
     j["diverged"] = counts.diverged;
-    j["definition"] = kFinalLossDefinition;
+    j["spiked"] = counts.spiked;
+    j["definition"] = std::string(kFinalLossDefinition) + "; " + std::string(kSpikeDefinition);
     out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     print_sweep_summary(*store, runner->sweepId(), out);

@@ -42,6 +42,30 @@ FinalLoss final_loss(const RunStore& store, const RunInfo& run) {
   return final_loss(store.series(run.id, "loss"), store.series(run.id, "ref_loss"));
 }
 
+LossSpike loss_spike(const std::vector<SeriesPoint>& loss,
+                     const std::vector<SeriesPoint>& ref_loss) {
+  LossSpike s;
+  auto ref = ref_loss.begin();
+  for (const SeriesPoint& p : loss) {
+    if (!std::isfinite(p.value)) continue;
+    ref = std::lower_bound(ref, ref_loss.end(), p.step,
+                           [](const SeriesPoint& r, int64_t step) { return r.step < step; });
+    if (ref == ref_loss.end()) break;
+    if (ref->step != p.step || !std::isfinite(ref->value)) continue;
+    const double excess = p.value - ref->value;
+    if (!(excess <= s.excess)) {  // the first, or a larger one
+      s.excess = excess;
+      s.ref = ref->value;
+      s.step = p.step;
+    }
+  }
+  return s;
+}
+
+LossSpike loss_spike(const RunStore& store, int64_t run_id) {
+  return loss_spike(store.series(run_id, "loss"), store.series(run_id, "ref_loss"));
+}
+
 RunSpeed run_speed(const std::vector<double>& tokens_per_s) {
   std::vector<double> v;
   for (double t : tokens_per_s)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <set>
@@ -18,6 +19,7 @@ double sweep_metric(const SweepPoint& p, SweepMetric m) {
   switch (m) {
     case SweepMetric::FinalLoss: return p.final_loss;
     case SweepMetric::LossGap: return p.loss_gap;
+    case SweepMetric::Spike: return p.spike;
     case SweepMetric::SaturatedPct: return p.saturated_pct;
     case SweepMetric::UnderflowPct: return p.underflow_pct;
     case SweepMetric::Diverged: return static_cast<double>(p.diverged);
@@ -55,6 +57,22 @@ std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep_id) {
       ++n;
     }
     const FinalLoss f = final_loss(store, r);  // NaN for a diverged run
+    SweepTrialFigures tf;
+    tf.run_id = r.id;
+    tf.diverged = r.status == RunStatus::Diverged;
+    tf.final_loss = f.loss;
+    tf.spike = loss_spike(store, r.id);
+    if (tf.spike.spiked()) p.spiked++;
+    if (std::isfinite(tf.spike.excess) && !(tf.spike.excess <= p.spike)) p.spike = tf.spike.excess;
+    // The seeds' spread: NaN once one has no final loss.
+    const bool first = p.trial_figures.empty();
+    p.final_loss_min = first                ? f.loss
+                       : std::isnan(f.loss) ? NAN
+                                            : std::min(p.final_loss_min, f.loss);
+    p.final_loss_max = first                ? f.loss
+                       : std::isnan(f.loss) ? NAN
+                                            : std::max(p.final_loss_max, f.loss);
+    p.trial_figures.push_back(tf);
     // Means over the seeds, accumulated.
     const int k = ++counted[p.values];
     auto acc = [k](double& m, double v) { m += (v - m) / k; };
@@ -86,18 +104,129 @@ SweepCounts sweep_counts(const SweepSpec& spec, const std::vector<SweepPoint>& p
   for (const SweepPoint& p : points) {
     c.finished += static_cast<size_t>(p.finished);
     c.diverged += static_cast<size_t>(p.diverged);
+    c.spiked += static_cast<size_t>(p.spiked);
   }
   return c;
 }
 
-const SweepPoint* best_sweep_point(const std::vector<SweepPoint>& points) {
-  const SweepPoint* best = nullptr;
+SweepVerdict sweep_verdict(const std::vector<SweepPoint>& points) {
+  SweepVerdict v;
+  // The finished points (every trial finished, none diverged), those with a spiked
+  // trial apart.
+  std::vector<const SweepPoint*> clean, spiked;
   for (const SweepPoint& p : points) {
-    if (p.trials > 0 && p.finished >= p.trials && std::isfinite(p.final_loss) &&
-        (!best || p.final_loss < best->final_loss))
-      best = &p;
+    if (p.trials <= 0 || p.finished < p.trials || !std::isfinite(p.final_loss)) continue;
+    (p.spiked > 0 ? spiked : clean).push_back(&p);
   }
-  return best;
+  const bool all_flagged = clean.empty();
+  std::vector<const SweepPoint*>& pool = all_flagged ? spiked : clean;
+  if (pool.empty()) return v;
+  std::stable_sort(pool.begin(), pool.end(), [](const SweepPoint* a, const SweepPoint* b) {
+    return a->final_loss < b->final_loss;
+  });
+  v.lowest = pool.front();
+  const double lowest = v.lowest->final_loss;
+  auto spread = [](const SweepPoint* p) {
+    const double s = p->final_loss_spread();
+    return p->runs > 1 && std::isfinite(s) ? s : 0.0;
+  };
+  // The noise: a fraction of the lowest, or the seeds' spread of the lowest where larger;
+  // each other point is within it, or within its own seeds' spread, of the lowest.
+  v.noise = std::max(kSweepNoiseFraction * std::abs(lowest), spread(v.lowest));
+  for (const SweepPoint* p : pool) {
+    if (p->final_loss - lowest <= std::max(v.noise, spread(p)))
+      v.tied.push_back(p);
+    else if (!v.next)
+      v.next = p;
+  }
+  if (all_flagged) {
+    v.kind = SweepVerdict::Kind::AllFlagged;
+  } else {
+    v.kind = v.tied.size() > 1 ? SweepVerdict::Kind::WithinNoise : SweepVerdict::Kind::Best;
+    for (const SweepPoint* p : spiked)
+      if (p->final_loss < lowest) v.passed_over.push_back(p);
+    std::sort(
+        v.passed_over.begin(), v.passed_over.end(),
+        [](const SweepPoint* a, const SweepPoint* b) { return a->final_loss < b->final_loss; });
+  }
+  return v;
+}
+
+namespace {
+
+std::string figure(double v, int digits = 4) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string figure_g(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+// "final loss 0.3512" and, with several seeds, " (seeds 0.3490 to 0.3534)".
+std::string loss_of(const SweepPoint& p) {
+  std::string s = "final loss " + figure(p.final_loss);
+  if (p.runs > 1 && std::isfinite(p.final_loss_spread()))
+    s += " (seeds " + figure(p.final_loss_min) + " to " + figure(p.final_loss_max) + ")";
+  return s;
+}
+
+// The largest spike of a point's runs: "37.1 over the reference's 23.0 at step 72 (run 7)".
+std::string spike_of(const SweepPoint& p) {
+  const SweepTrialFigures* worst = nullptr;
+  for (const SweepTrialFigures& t : p.trial_figures)
+    if (t.spike.spiked() && (!worst || t.spike.fraction() > worst->spike.fraction())) worst = &t;
+  if (!worst) return "spiked";
+  return figure_g(worst->spike.excess) + " over the reference's " + figure_g(worst->spike.ref) +
+         " at step " + std::to_string(worst->spike.step) + " (run " +
+         std::to_string(worst->run_id) + ")";
+}
+
+}  // namespace
+
+std::string sweep_verdict_text(const SweepVerdict& v,
+                               const std::function<std::string(const SweepPoint&)>& label) {
+  using Kind = SweepVerdict::Kind;
+  std::string s;
+  switch (v.kind) {
+    case Kind::None: return "no best yet: no grid point has finished all its trials";
+    case Kind::Best:
+      s = "best: " + label(*v.lowest) + ", " + loss_of(*v.lowest);
+      if (v.next) {
+        s += "; " +
+             figure(
+                 100 * (v.next->final_loss - v.lowest->final_loss) / std::abs(v.lowest->final_loss),
+                 1) +
+             "% below the next, " + label(*v.next) + " (" + figure(v.next->final_loss) + ")";
+      }
+      break;
+    case Kind::WithinNoise: {
+      s = "no clear best: " + std::to_string(v.tied.size()) + " settings are within the noise (" +
+          figure_g(v.noise) + ") of the lowest final loss: ";
+      constexpr size_t kNamed = 5;
+      for (size_t i = 0; i < v.tied.size() && i < kNamed; ++i)
+        s += (i ? ", " : "") + label(*v.tied[i]) + " (" + figure(v.tied[i]->final_loss) + ")";
+      if (v.tied.size() > kNamed) s += " and " + std::to_string(v.tied.size() - kNamed) + " more";
+      break;
+    }
+    case Kind::AllFlagged:
+      s = "no best: every finished grid point has a trial whose loss spiked; the lowest, " +
+          label(*v.lowest) + " (" + loss_of(*v.lowest) + "), spiked " + spike_of(*v.lowest);
+      return s;
+  }
+  // Lower final losses passed over: their loss spiked.
+  constexpr size_t kNamed = 3;
+  for (size_t i = 0; i < v.passed_over.size() && i < kNamed; ++i) {
+    const SweepPoint& p = *v.passed_over[i];
+    s += (i ? "; " : "; passed over as their loss spiked: ") + label(p) + " (final loss " +
+         figure(p.final_loss) + ", spiked " + spike_of(p) + ")";
+  }
+  if (v.passed_over.size() > kNamed)
+    s += " and " + std::to_string(v.passed_over.size() - kNamed) + " more";
+  return s;
 }
 
 struct SweepRunner::Active {

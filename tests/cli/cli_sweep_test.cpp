@@ -184,7 +184,9 @@ TEST(CliSweep, TableJsonAndBadGrids) {
        {"margin=0 window=1", "margin=0 window=4", "margin=2 window=1", "margin=2 window=4"})
     EXPECT_NE(r.out.find(point), std::string::npos) << point << "\n" << r.out;
   EXPECT_EQ(r.out.find("nan"), std::string::npos) << r.out;  // no reference: "-", not nan
+  // A verdict ("best: ..." or "no clear best: ...") and the rule it follows.
   EXPECT_NE(r.out.find("best: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rule: The best is the lowest final loss"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("finished"), std::string::npos) << r.out;
 
   args = base;
@@ -197,7 +199,11 @@ TEST(CliSweep, TableJsonAndBadGrids) {
     EXPECT_EQ(p["runs"], 1);
     EXPECT_TRUE(p["loss_gap"].is_null());
     EXPECT_TRUE(p["final_loss"].is_number());
+    EXPECT_TRUE(p["spike"].is_null());  // no reference: no spike figure
+    EXPECT_EQ(p["spiked"], 0);
   }
+  EXPECT_TRUE(j["verdict"].is_string());
+  EXPECT_NE(j["rule"].get<std::string>().find("within the noise"), std::string::npos);
   r = run({"runs", "list", "--db", db});
   EXPECT_NE(r.out.find("json: margin=2 windo"), std::string::npos) << r.out;
 

@@ -4,7 +4,7 @@
 // fields read as words; pausing reads "paused" everywhere and freezes the time left.
 // Progress is a count of steps done ("10/10 steps"), never a step index past the last;
 // every plot over steps ticks whole steps only; a preset whose field is changed is named
-// no more ("custom").
+// no more ("custom"), and its run is named after the fields changed, not the preset.
 #include <QAbstractSpinBox>
 #include <QCheckBox>
 #include <QComboBox>
@@ -54,6 +54,7 @@ class RunPanelTest : public QObject {
   void everyConfigFieldIsInTheForm();
   void numberBoxesHaveTheirFieldsBounds();
   void anOpenedRunSaysWhatStartKeeps();
+  void aChangedPresetsRunIsNamedAfterItsChanges();
 
  private:
   QTemporaryDir dir_;
@@ -644,6 +645,46 @@ void RunPanelTest::foldedMoreFieldsIsATitleAlone() {
   QTRY_VERIFY(more->height() > title * 4);
   more->setChecked(false);
   QTRY_VERIFY(folded_height_ok());
+}
+
+// Window and margin changed from "Delayed scaling: window 1": the run is named after
+// them, never "Delayed scaling: window 1" (nor, started twice, "... window 1 #2"); a name
+// typed by hand stays as typed; choosing the preset again names the run after it.
+void RunPanelTest::aChangedPresetsRunIsNamedAfterItsChanges() {
+  MainWindow w(false);
+  w.resize(1300, 900);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  RunPanel* p = w.runPanel();
+  const QString preset = QStringLiteral("Delayed scaling: window 1");
+  QVERIFY(p->applyPreset(preset));
+  auto* name = child<QLineEdit>(p, "run-name");
+  QVERIFY(name);
+  QCOMPARE(name->text(), preset);
+  auto* window = child<QSpinBox>(p, "window");
+  auto* margin = child<QSpinBox>(p, "margin");
+  QVERIFY(window && margin);
+  type_into(window, QStringLiteral("1024"));
+  leave(window);
+  QCOMPARE(name->text(), QStringLiteral("Delayed scaling: window=1024"));
+  type_into(margin, QStringLiteral("2"));
+  leave(margin);
+  QCOMPARE(name->text(), QStringLiteral("Delayed scaling: margin=2, window=1024"));
+  QCOMPARE(QString::fromStdString(p->config().name), name->text());
+  // Back to the preset's window: named after what still differs.
+  type_into(window, QStringLiteral("1"));
+  leave(window);
+  QCOMPARE(name->text(), QStringLiteral("Delayed scaling: margin=2"));
+  // A name of the user's own is kept.
+  type_into(name, QStringLiteral("my run"));
+  type_into(window, QStringLiteral("16"));
+  leave(window);
+  QCOMPARE(name->text(), QStringLiteral("my run"));
+  QVERIFY(p->applyPreset(preset));
+  QCOMPARE(name->text(), preset);
+  // Overrides taken (a sweep cell's): named after them too.
+  QVERIFY(p->applyOverrides({QStringLiteral("window=128")}).isEmpty());
+  QCOMPARE(name->text(), QStringLiteral("Delayed scaling: window=128"));
 }
 
 QTEST_MAIN(RunPanelTest)

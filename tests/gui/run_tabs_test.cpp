@@ -367,9 +367,9 @@ void RunTabsTest::runListModelAndOpeningARun() {
   QVERIFY(runs->statusText().contains(QStringLiteral("2 run")));
   QCOMPARE(runs->model()->rowCount(), 2);
   QCOMPARE(runs->model()
-               ->data(runs->model()->index(0, RunListModel::Steps), Qt::DisplayRole)
+               ->data(runs->model()->index(1, RunListModel::Steps), Qt::DisplayRole)
                .toLongLong(),
-           12);
+           12);  // run 1, below the newer run 2
   // Opening a finished run fills the same tabs as a live one.
   QSignalSpy opened(w.engine(), &EngineController::opened);
   QSignalSpy failed(w.engine(), &EngineController::failed);

@@ -976,7 +976,8 @@ void RunViewsTest::runsTabDeleteRefreshAndRename() {
     auto* b = runs->findChild<QPushButton*>(QLatin1String(name));
     return b;
   };
-  click_row(0);
+  // Newest first: gamma, beta, alpha.
+  click_row(2);
   click_row(1, Qt::ControlModifier);
   QVERIFY(button("overlay"));
   QTest::mouseClick(button("overlay"), Qt::LeftButton);
@@ -1008,8 +1009,8 @@ void RunViewsTest::runsTabDeleteRefreshAndRename() {
   QCOMPARE(runs->overlayPlot()->graphCount(), 1);
   QCOMPARE(runs->overlayPlot()->graph(0)->name(), QStringLiteral("1: alpha"));
 
-  // Rename alpha: the editor holds its name.
-  click_row(0);
+  // Rename alpha (below gamma): the editor holds its name.
+  click_row(1);
   escape_modal_dialogs_after(3000);
   QTest::mouseClick(button("rename"), Qt::LeftButton);
   auto* editor = runs->findChild<QInputDialog*>(QStringLiteral("rename-run"));
@@ -1020,7 +1021,7 @@ void RunViewsTest::runsTabDeleteRefreshAndRename() {
   curves.clear();
   editor->accept();
   QVERIFY(reloaded.wait(30000));
-  QCOMPARE(runs->model()->runAt(0)->name, std::string("alpha, renamed"));
+  QCOMPARE(runs->model()->runAt(1)->name, std::string("alpha, renamed"));
   const QModelIndexList selected = view->selectionModel()->selectedRows();
   QCOMPARE(selected.size(), 1);
   QCOMPARE(runs->model()->runAt(selected.front().row())->id, int64_t{1});

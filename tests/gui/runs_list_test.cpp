@@ -9,7 +9,9 @@
 // however often the tab is shown or polls it, and the tab itself says why; another
 // database that cannot be read is said again. An empty new name is refused, said. An
 // export onto the run database is refused without "replace?" asked first; onto another
-// file that is there, replacing is asked. The empty loss plot says how to fill it.
+// file that is there, replacing is asked. The empty loss plot says how to fill it. Runs
+// are listed newest first with their recipe, scaling, margin and window, and the
+// selection stays on its runs when a new run comes in.
 #include <QApplication>
 #include <QComboBox>
 #include <QDialogButtonBox>
@@ -32,6 +34,7 @@
 #include <string>
 
 #include "fp8wb/core/final_loss.h"
+#include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
@@ -44,8 +47,9 @@ using namespace fp8wb;
 namespace {
 
 // Ten steps of loss 1 / (step + 1); with a reference, the reference's loss 0.0625 below.
-int64_t add_run(RunStore& store, const std::string& name, bool finish, bool reference = false) {
-  const int64_t id = store.create_run(name, "train", "{}", "cpu");
+int64_t add_run(RunStore& store, const std::string& name, bool finish, bool reference = false,
+                const std::string& config = "{}") {
+  const int64_t id = store.create_run(name, "train", config, "cpu");
   MetricBatch b;
   b.run_id = id;
   for (int64_t s = 0; s < 10; ++s) {
@@ -98,6 +102,8 @@ class RunsListTest : public QObject {
   void exportOntoTheDatabaseIsRefusedBeforeAskingToReplace();
   void theEmptyLossPlotSaysHowToFillIt();
   void theShownTabPollsAtTheIntervalGiven();
+  void runsOfOnePresetAreToldApartNewestFirst();
+  void anOverlaidLiveRunFollowsItsSteps();
 
  private:
   QTemporaryDir dir_;
@@ -121,6 +127,7 @@ void RunsListTest::liveRunRefusedBeforeAskingAndTheQuestionNamesRuns() {
   QVERIFY(QTest::qWaitForWindowExposed(&tab));
   QVERIFY(reloaded.count() > 0 || reloaded.wait(30000));
   QTRY_COMPARE(tab.model()->rowCount(), 3);
+  // Newest first: long (3), writer (2), alpha (1).
   QVERIFY(tab.model()->runAt(1)->live);
   auto* view = tab.findChild<QTableView*>(QStringLiteral("runs"));
   auto* del = tab.findChild<QPushButton*>(QStringLiteral("delete"));
@@ -141,7 +148,7 @@ void RunsListTest::liveRunRefusedBeforeAskingAndTheQuestionNamesRuns() {
            qPrintable(why));
 
   // A finished run: the question names it by id and name; No keeps it.
-  click_row(0);
+  click_row(2);
   QTest::mouseClick(del, Qt::LeftButton);
   auto* confirm = tab.findChild<QMessageBox*>(QStringLiteral("delete-runs"));
   QVERIFY(confirm);
@@ -151,7 +158,7 @@ void RunsListTest::liveRunRefusedBeforeAskingAndTheQuestionNamesRuns() {
 
   // The long name: elided in a capped column, whole in the tooltip; the other columns
   // stay in view.
-  const QModelIndex name = tab.model()->index(2, RunListModel::Name);
+  const QModelIndex name = tab.model()->index(0, RunListModel::Name);
   QCOMPARE(tab.model()->data(name, Qt::ToolTipRole).toString(),
            QString::fromStdString("long" + long_name));
   QVERIFY2(view->columnWidth(RunListModel::Name) <= 400,
@@ -173,9 +180,9 @@ void RunsListTest::liveRunRefusedBeforeAskingAndTheQuestionNamesRuns() {
   QCOMPARE(tab.model()->headerData(RunListModel::Gap, Qt::Horizontal, Qt::ToolTipRole).toString(),
            QString::fromUtf8(kFinalLossDefinition.data(),
                              static_cast<qsizetype>(kFinalLossDefinition.size())));
-  QCOMPARE(tab.model()->index(0, RunListModel::Loss).data().toString(), QStringLiteral("0.1000"));
-  QCOMPARE(tab.model()->index(0, RunListModel::Gap).data().toString(), QStringLiteral("+0.0625"));
-  QCOMPARE(tab.model()->index(2, RunListModel::Gap).data().toString(), QStringLiteral("-"));
+  QCOMPARE(tab.model()->index(2, RunListModel::Loss).data().toString(), QStringLiteral("0.1000"));
+  QCOMPARE(tab.model()->index(2, RunListModel::Gap).data().toString(), QStringLiteral("+0.0625"));
+  QCOMPARE(tab.model()->index(0, RunListModel::Gap).data().toString(), QStringLiteral("-"));
 }
 
 void RunsListTest::formFromAnOpenedRunNamesNoPreset() {
@@ -512,6 +519,102 @@ void RunsListTest::theShownTabPollsAtTheIntervalGiven() {
   const int hidden = tab.pollReads();
   QTest::qWait(300);  // ten intervals
   QCOMPARE(tab.pollReads(), hidden);
+}
+
+// Two runs of one preset with other windows and margins are told apart by their columns;
+// the newest is listed first; a run written while one is selected comes in at the top
+// and the selection stays on the run selected.
+void RunsListTest::runsOfOnePresetAreToldApartNewestFirst() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("columns.sqlite")));
+  auto cfg = [](int margin, int window) {
+    RunConfig c;
+    c.recipe = Float8Recipe::Tensorwise;
+    c.scaling = "delayed";
+    c.margin = margin;
+    c.window = window;
+    return run_config_json(c);
+  };
+  add_run(engine.store(), "Delayed scaling: window 1", true, false, cfg(0, 1));
+  add_run(engine.store(), "Delayed scaling: margin=2, window=1024", true, false, cfg(2, 1024));
+  engine.store().flush();
+  RunsTab tab(&engine);
+  tab.resize(1400, 700);
+  QSignalSpy reloaded(&tab, &RunsTab::reloaded);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  QVERIFY(reloaded.count() > 0 || reloaded.wait(30000));
+  QTRY_COMPARE(tab.model()->rowCount(), 2);
+  RunListModel* m = tab.model();
+  auto cell = [m](int row, int column) { return m->index(row, column).data().toString(); };
+  QCOMPARE(m->runAt(0)->id, int64_t{2});  // newest first
+  QCOMPARE(m->headerData(RunListModel::Window, Qt::Horizontal, Qt::DisplayRole).toString(),
+           QStringLiteral("window"));
+  QCOMPARE(cell(0, RunListModel::Recipe), QStringLiteral("tensorwise"));
+  QCOMPARE(cell(0, RunListModel::Scaling), QStringLiteral("delayed"));
+  QCOMPARE(cell(0, RunListModel::Margin), QStringLiteral("2"));
+  QCOMPARE(cell(0, RunListModel::Window), QStringLiteral("1024"));
+  QCOMPARE(cell(1, RunListModel::Margin), QStringLiteral("0"));
+  QCOMPARE(cell(1, RunListModel::Window), QStringLiteral("1"));
+  // The older run selected; a new run comes in (the tab polls): at the top, and the
+  // selection still on run 1.
+  auto* view = tab.findChild<QTableView*>(QStringLiteral("runs"));
+  QVERIFY(view);
+  QTest::mouseClick(view->viewport(), Qt::LeftButton, {},
+                    view->visualRect(m->index(1, RunListModel::Id)).center());
+  auto selected = [&] {
+    std::vector<int64_t> ids;
+    for (const QModelIndex& i : view->selectionModel()->selectedRows())
+      ids.push_back(m->runAt(i.row())->id);
+    return ids;
+  };
+  QCOMPARE(selected(), std::vector<int64_t>{1});
+  add_run(engine.store(), "third", true, false, cfg(1, 16));
+  engine.store().flush();
+  QTRY_COMPARE_WITH_TIMEOUT(m->rowCount(), 3, 30000);
+  QCOMPARE(m->runAt(0)->id, int64_t{3});
+  QCOMPARE(selected(), std::vector<int64_t>{1});
+  QCOMPARE(view->currentIndex().row(), 2);
+}
+
+// A run still being written, overlaid: its curve follows the steps written after the
+// overlay was made, and its end.
+void RunsListTest::anOverlaidLiveRunFollowsItsSteps() {
+  const QString path = dir_.filePath(QStringLiteral("follow.sqlite"));
+  auto writer = RunStore::open(path.toStdString());
+  const int64_t id = add_run(*writer, "growing", false);  // steps 0..9, not ended
+  writer->flush();
+  EngineController engine;
+  engine.setDatabasePath(path);
+  RunsTab tab(&engine);
+  tab.setPollInterval(30);
+  tab.resize(1200, 700);
+  QSignalSpy reloaded(&tab, &RunsTab::reloaded);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  QVERIFY(reloaded.count() > 0 || reloaded.wait(30000));
+  QTRY_COMPARE(tab.model()->rowCount(), 1);
+  QSignalSpy shown(&tab, &RunsTab::curvesShown);
+  tab.overlay({id});
+  QVERIFY(shown.wait(30000));
+  ExportablePlot* plot = tab.overlayPlot();
+  QCOMPARE(plot->graph(0)->dataCount(), 10);
+  // Ten more steps, then its end: the overlay reads them by the list's poll alone.
+  MetricBatch b;
+  b.run_id = id;
+  for (int64_t s = 10; s < 20; ++s) {
+    StepMetrics m;
+    m.step = s;
+    m.loss = 1.0 / static_cast<double>(s + 1);
+    m.ref_loss = NAN;
+    m.loss_gap = NAN;
+    b.steps.push_back(m);
+  }
+  b.final = true;
+  b.status = RunStatus::Finished;
+  writer->write(std::move(b));
+  writer->flush();
+  QTRY_COMPARE_WITH_TIMEOUT(plot->graph(0)->dataCount(), 20, 30000);
 }
 
 QTEST_MAIN(RunsListTest)

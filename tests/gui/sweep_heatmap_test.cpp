@@ -172,6 +172,10 @@ class SweepHeatmapTest : public QObject {
   void theEmptyCurvesPlotSaysHowToFillIt();
   void aDeletedTrialKeepsEveryTickAndIsCountedDeleted();
   void aTrialDeletedByAnotherProgramReadsDeleted();
+  void aSpikedTrialIsFlaggedAndNeverTheBest();
+  void finalLossesWithinTheNoiseCrownNoWinner();
+  void theColourRangeIsSaidAndCanBeFixed();
+  void aBlockMapsRangeCanBeFixed();
 
  private:
   QTemporaryDir dir_;
@@ -1032,6 +1036,168 @@ void SweepHeatmapTest::aTrialDeletedByAnotherProgramReadsDeleted() {
   QVERIFY(!std::isnan(tab.cellValue(0, 0)));
   QCOMPARE(drawn_tick_labels(plot->xAxis), QStringLiteral("1 16"));
   QVERIFY2(tab.bestText().contains(QStringLiteral("1 deleted")), qPrintable(tab.bestText()));
+}
+
+namespace {
+
+// A sweep over `axes` whose trials follow a reference loss falling from 63 to about 23
+// over 100 steps, offset by offset(trial), and spike to `spike` at step 72 where
+// spiked(trial) (the final loss's window, steps 90..99, is after it).
+int64_t spiking_sweep(RunStore& store, const std::vector<const char*>& axes,
+                      const std::function<double(const SweepTrial&)>& offset,
+                      const std::function<bool(const SweepTrial&)>& spiked, double spike = 60) {
+  SweepSpec spec;
+  spec.name = "spikes";
+  spec.base.model = ModelKind::Mlp;
+  for (const char* a : axes) spec.axes.push_back(parse_grid(a));
+  const int64_t sweep = store.create_sweep(spec.name, sweep_json(spec));
+  for (const SweepTrial& t : expand_sweep(spec)) {
+    const int64_t id =
+        store.create_run(t.config.name, "sweep-trial", run_config_json(t.config), "cpu", sweep);
+    MetricBatch b;
+    b.run_id = id;
+    for (int64_t s = 0; s < 100; ++s) {
+      StepMetrics m;
+      m.step = s;
+      m.ref_loss = 23 + 40 * std::exp(-static_cast<double>(s) / 10);
+      m.loss = s == 72 && spiked(t) ? spike : m.ref_loss + offset(t);
+      m.loss_gap = m.loss - m.ref_loss;
+      b.steps.push_back(m);
+    }
+    b.final = true;
+    b.status = RunStatus::Finished;
+    store.write(std::move(b));
+  }
+  store.set_sweep_status(sweep, "finished");
+  store.flush();
+  return sweep;
+}
+
+}  // namespace
+
+// The case: margin 4's trials have the lowest final loss but spiked to 60 at step
+// 72 where the reference was at 23. They are marked "spiked" on the heatmap and passed
+// over, named with their spike; the best named is the lowest of the others; the rule is
+// stated under the heatmap.
+void SweepHeatmapTest::aSpikedTrialIsFlaggedAndNeverTheBest() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("spikes.sqlite")));
+  const int64_t sweep = spiking_sweep(
+      engine.store(), {"margin=0,1,4", "window=1,16,1024"},
+      [](const SweepTrial& t) {
+        if (t.values[0] == "4") return -0.9;
+        return t.values[0] == "1" && t.values[1] == "16" ? 0.0 : 1.0;
+      },
+      [](const SweepTrial& t) { return t.values[0] == "4"; });
+  SweepsTab tab(&engine);
+  QVERIFY(show_sweep(tab, sweep));
+  tab.setAxes(1, 0);  // x = window, y = margin
+  tab.setMetric(SweepMetric::FinalLoss);
+  const QString best = tab.bestText();
+  QVERIFY2(best.contains(QStringLiteral("best: margin=1 window=16,")), qPrintable(best));
+  QVERIFY2(!best.contains(QStringLiteral("best: margin=4")), qPrintable(best));
+  QVERIFY2(best.contains(QStringLiteral("passed over as their loss spiked: margin=4 window=1 ")),
+           qPrintable(best));
+  QVERIFY2(best.contains(QStringLiteral("at step 72")), qPrintable(best));
+  QVERIFY2(best.contains(QStringLiteral("3 spiked")), qPrintable(best));
+  // The rule, in short beside the heatmap and whole in its tooltip.
+  QVERIFY2(best.contains(QStringLiteral("passing over spiked or diverged ones")), qPrintable(best));
+  auto* verdict = tab.findChild<QLabel*>(QStringLiteral("verdict"));
+  QVERIFY(verdict);
+  QVERIFY2(verdict->toolTip().contains(QStringLiteral("passing over points with a flagged trial")),
+           qPrintable(verdict->toolTip()));
+  ExportablePlot* plot = tab.plots()[0];
+  for (int x = 0; x < 3; ++x) {
+    auto* mark = qobject_cast<QCPItemText*>(cell_item(plot, QStringLiteral("cellMark"), x, 2));
+    QVERIFY(mark);
+    QCOMPARE(mark->text(), QStringLiteral("spiked"));
+    QVERIFY(!cell_item(plot, QStringLiteral("cellMark"), x, 1));
+  }
+  // Coloured by the spike: margin 4's cells at the scale's top.
+  tab.setMetric(SweepMetric::Spike);
+  QVERIFY(std::abs(tab.cellValue(0, 2) - (60 - (23 + 40 * std::exp(-7.2)))) < 1e-9);
+}
+
+// Final losses 1% apart (one seed): the noise is 2% of the final loss, and no winner is
+// named; the settings within it are.
+void SweepHeatmapTest::finalLossesWithinTheNoiseCrownNoWinner() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("noise.sqlite")));
+  const int64_t sweep = spiking_sweep(
+      engine.store(), {"margin=0,1", "window=1,16"},
+      [](const SweepTrial& t) { return t.values[0] == "1" ? 0.0 : 0.23; },
+      [](const SweepTrial&) { return false; });
+  SweepsTab tab(&engine);
+  QVERIFY(show_sweep(tab, sweep));
+  const QString best = tab.bestText();
+  QVERIFY2(best.contains(QStringLiteral("no clear best: 4 settings are within the noise")),
+           qPrintable(best));
+  QVERIFY2(!best.contains(QStringLiteral("<b>best")), qPrintable(best));
+}
+
+// The heatmap's colour range: auto, the figures' lowest to highest, said on the colour bar;
+// fixed, a percentage over 0-100 % and a loss from 0, said too.
+void SweepHeatmapTest::theColourRangeIsSaidAndCanBeFixed() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("range.sqlite")));
+  const int64_t sweep = spiking_sweep(
+      engine.store(), {"margin=0,1", "window=1,16"},
+      [](const SweepTrial& t) { return t.values[0] == "1" ? 0.0 : 1.0; },
+      [](const SweepTrial&) { return false; });
+  SweepsTab tab(&engine);
+  QVERIFY(show_sweep(tab, sweep));
+  tab.setMetric(SweepMetric::FinalLoss);
+  auto* map = qobject_cast<QCPColorMap*>(tab.plots()[0]->plottable(0));
+  auto* range = tab.findChild<QComboBox*>(QStringLiteral("colourRange"));
+  QVERIFY(map && range);
+  QCOMPARE(range->currentIndex(), 0);  // auto
+  const QCPRange own = map->dataRange();
+  QVERIFY2(own.lower > 20, qPrintable(QString::number(own.lower)));
+  QString label = map->colorScale()->axis()->label();
+  QVERIFY2(label.contains(
+               QStringLiteral("(auto range: %1 to %2)")
+                   .arg(QString::number(own.lower, 'g', 3), QString::number(own.upper, 'g', 3))),
+           qPrintable(label));
+  range->setCurrentIndex(1);  // fixed: a loss from 0
+  QCOMPARE(map->dataRange().lower, 0.0);
+  QCOMPARE(map->dataRange().upper, own.upper);
+  label = map->colorScale()->axis()->label();
+  QVERIFY2(label.contains(QStringLiteral("(fixed range: 0 to")), qPrintable(label));
+  tab.setMetric(SweepMetric::UnderflowPct);  // a percentage: 0-100 %
+  QCOMPARE(map->dataRange(), kPercentRange);
+  label = map->colorScale()->axis()->label();
+  QVERIFY2(label.contains(QStringLiteral("underflow %")) &&
+               label.contains(QStringLiteral("(fixed range: 0 to 100)")),
+           qPrintable(label));
+}
+
+// A block map of relative errors from 0.0255 to 0.0275: auto spans just those, and says
+// so; fixed spans 0-0.1, and says so.
+void SweepHeatmapTest::aBlockMapsRangeCanBeFixed() {
+  ExportablePlot plot;
+  auto* map = new QCPColorMap(plot.xAxis, plot.yAxis);
+  auto* scale = new QCPColorScale(&plot);
+  plot.plotLayout()->addElement(0, 1, scale);
+  map->setColorScale(scale);
+  fill_block_map(map, 2, 2, {0.0255f, 0.026f, 0.027f, 0.0275f});
+  apply_block_map_range(map, QStringLiteral("relative RMS error"), false);
+  QVERIFY(std::abs(map->dataRange().lower - 0.0255) < 1e-6);
+  QVERIFY(std::abs(map->dataRange().upper - 0.0275) < 1e-6);
+  QVERIFY2(scale->axis()->label().contains(QStringLiteral("(auto range: 0.0255 to 0.0275)")),
+           qPrintable(scale->axis()->label()));
+  apply_block_map_range(map, QStringLiteral("relative RMS error"), true);
+  QCOMPARE(map->dataRange(), kRelativeErrorRange);
+  QCOMPARE(scale->axis()->label(), QStringLiteral("relative RMS error\n(fixed range: 0 to 0.1)"));
+  // A cell's tooltip names the figure, not the range said under it.
+  plot.resize(400, 300);
+  plot.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&plot));
+  plot.replot(QCustomPlot::rpImmediateRefresh);
+  QToolTip::hideText();
+  QTest::mouseMove(&plot, map->coordsToPixels(0, 0).toPoint());
+  QVERIFY(QTest::qWaitFor([] { return QToolTip::isVisible(); }, 5000));
+  QVERIFY2(QToolTip::text().endsWith(QStringLiteral(": relative RMS error 0.0255")),
+           qPrintable(QToolTip::text()));
 }
 
 QTEST_MAIN(SweepHeatmapTest)

@@ -68,7 +68,10 @@ void SweepsTabTest::smallSweepFromTheTab() {
     QCOMPARE(tab.cellValue(x, y), p.underflow_pct);
     QCOMPARE(tab.runsAt(x, y), p.run_ids);
   }
-  QVERIFY(tab.bestText().contains(QStringLiteral("Best")));
+  // A verdict, and the rule it follows.
+  QVERIFY2(tab.bestText().contains(QStringLiteral("best")), qPrintable(tab.bestText()));
+  QVERIFY2(tab.bestText().contains(QStringLiteral("passing over spiked or diverged ones")),
+           qPrintable(tab.bestText()));
   // A row overlays its two windows' runs, a column its two margins'.
   QSignalSpy curves(&tab, &SweepsTab::curvesShown);
   tab.overlayLine(0, 1, false);

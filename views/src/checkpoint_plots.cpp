@@ -151,6 +151,7 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
   } else {
     fill_block_map(block_map_, 0, 0, {});
   }
+  apply_block_map_range(block_map_, tr("relative RMS error"), fixed_colour_range(range_));
   // No map (an integer tensor, no recipe): say so instead of empty axes and a scale.
   blocks_->clearItems();
   const bool has_map = !block_map_->data()->isEmpty();

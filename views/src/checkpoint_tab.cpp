@@ -167,6 +167,9 @@ CheckpointTab::CheckpointTab(QWidget* parent)
   auto* pick = new QHBoxLayout;
   pick->addWidget(new QLabel(tr("Block errors of"), this));
   pick->addWidget(recipe_, 1);
+  range_ = make_colour_range_box(this);
+  connect(range_, &QComboBox::currentIndexChanged, this, [this] { showTensor(shown_); });
+  pick->addWidget(range_);
   right->addLayout(pick);
   right->addWidget(blocks_);
   lower->addWidget(hist_, 1);

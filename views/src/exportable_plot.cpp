@@ -2,6 +2,7 @@
 
 #include <QApplication>
 #include <QBuffer>
+#include <QComboBox>
 #include <QFile>
 #include <QFileInfo>
 #include <QMenu>
@@ -126,6 +127,49 @@ QCPRange colour_scale_range(double lo, double hi, const QCPRange& domain) {
   return QCPRange(lower, upper);
 }
 
+QComboBox* make_colour_range_box(QWidget* parent) {
+  auto* box = new QComboBox(parent);
+  box->setObjectName(QStringLiteral("colourRange"));
+  box->addItem(QObject::tr("auto range"));
+  box->addItem(QObject::tr("fixed range"));
+  box->setToolTip(
+      QObject::tr("The colours' range: auto, from the lowest figure shown to the highest (small "
+                  "differences fill the whole scale), or fixed, one that means the same whatever "
+                  "the figures (0-100 % for a percentage, 0-60 dB for an SQNR); the colour bar "
+                  "says which"));
+  return box;
+}
+
+bool fixed_colour_range(const QComboBox* box) {
+  return box && box->currentIndex() == 1;
+}
+
+void apply_colour_range(QCPColorMap* map, const QString& label, double lo, double hi,
+                        const QCPRange& domain, const std::optional<QCPRange>& fixed,
+                        bool use_fixed) {
+  QCPColorScale* scale = map->colorScale();
+  if (!(lo <= hi)) {
+    if (scale) scale->axis()->setLabel(label);
+    return;
+  }
+  const bool is_fixed = use_fixed && fixed.has_value();
+  const QCPRange r = is_fixed ? *fixed : colour_scale_range(lo, hi, domain);
+  map->setDataRange(r);
+  if (scale) {
+    scale->axis()->setLabel(
+        QStringLiteral("%1\n(%2: %3 to %4)")
+            .arg(label, is_fixed ? QObject::tr("fixed range") : QObject::tr("auto range"),
+                 QString::number(r.lower, 'g', 3), QString::number(r.upper, 'g', 3)));
+  }
+}
+
+void apply_block_map_range(QCPColorMap* map, const QString& label, bool use_fixed) {
+  const bool blocks = map->property(kBlockGrid).isValid();
+  const QCPRange own = map->dataRange();
+  apply_colour_range(map, label, blocks ? own.lower : 1, blocks ? own.upper : 0, kNonNegativeDomain,
+                     kRelativeErrorRange, use_fixed);
+}
+
 QCPColorGradient thermal_on_white() {
   QCPColorGradient thermal(QCPColorGradient::gpThermal);  // color() is not const
   QCPColorGradient g;
@@ -233,8 +277,9 @@ QString cell_text(const QCPColorMap* map, int x, int y) {
   if (map->data()->valueSize() > 1 || !map->valueAxis()->label().isEmpty())
     where << along(map->valueAxis(), value);
   where << along(map->keyAxis(), key);
+  // The scale's first line: the figure, not the colour range said under it.
   const QString label = map->colorScale() && !map->colorScale()->axis()->label().isEmpty()
-                            ? map->colorScale()->axis()->label()
+                            ? map->colorScale()->axis()->label().section(QLatin1Char('\n'), 0, 0)
                             : map->name();
   const double v = map->data()->cell(x, y);
   return where.join(QStringLiteral(", ")) + QStringLiteral(": ") +

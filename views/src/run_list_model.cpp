@@ -1,7 +1,11 @@
 #include "fp8wb/views/run_list_model.h"
 
 #include <QColor>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "fp8wb/core/final_loss.h"
 
@@ -12,21 +16,52 @@ QString qs(const std::string& s) {
 }
 }  // namespace
 
+RunListModel::Settings RunListModel::settings_of(const std::string& config_json) {
+  const QJsonObject o = QJsonDocument::fromJson(QByteArray::fromStdString(config_json)).object();
+  auto text = [&o](const char* key) {
+    const QJsonValue v = o.value(QLatin1String(key));
+    if (v.isString()) return v.toString();
+    if (v.isDouble()) return QString::number(v.toDouble(), 'g', 6);
+    return QString();
+  };
+  Settings s{text("recipe"), text("scaling"), text("margin"), text("window")};
+  // A high-precision run has no FP8 settings.
+  if (!o.value(QLatin1String("fp8")).toBool(true))
+    s = {tr("no FP8"), QString(), QString(), QString()};
+  return s;
+}
+
 RunListModel::RunListModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 void RunListModel::setRuns(std::vector<RunInfo> runs, std::vector<FinalLoss> finals) {
   finals.resize(runs.size());
-  bool same_rows = runs.size() == runs_.size();
-  for (size_t i = 0; same_rows && i < runs.size(); ++i) same_rows = runs[i].id == runs_[i].id;
+  // Newest first: the run just started, or just imported, at the top.
+  std::vector<size_t> order(runs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&runs](size_t a, size_t b) { return runs[a].id > runs[b].id; });
+  std::vector<RunInfo> sorted_runs;
+  std::vector<FinalLoss> sorted_finals;
+  std::vector<Settings> settings;
+  for (size_t i : order) {
+    sorted_runs.push_back(std::move(runs[i]));
+    sorted_finals.push_back(finals[i]);
+    settings.push_back(settings_of(sorted_runs.back().config_json));
+  }
+  bool same_rows = sorted_runs.size() == runs_.size();
+  for (size_t i = 0; same_rows && i < sorted_runs.size(); ++i)
+    same_rows = sorted_runs[i].id == runs_[i].id;
   if (same_rows) {  // a refresh of the same runs keeps the view's selection
-    runs_ = std::move(runs);
-    finals_ = std::move(finals);
+    runs_ = std::move(sorted_runs);
+    finals_ = std::move(sorted_finals);
+    settings_ = std::move(settings);
     if (!runs_.empty()) Q_EMIT dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
     return;
   }
   beginResetModel();
-  runs_ = std::move(runs);
-  finals_ = std::move(finals);
+  runs_ = std::move(sorted_runs);
+  finals_ = std::move(sorted_finals);
+  settings_ = std::move(settings);
   endResetModel();
 }
 
@@ -51,6 +86,10 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
     switch (index.column()) {
       case Id: return QVariant::fromValue<qlonglong>(r->id);
       case Name: return qs(r->name);
+      case Recipe: return settings_[static_cast<size_t>(index.row())].recipe;
+      case Scaling: return settings_[static_cast<size_t>(index.row())].scaling;
+      case Margin: return settings_[static_cast<size_t>(index.row())].margin;
+      case Window: return settings_[static_cast<size_t>(index.row())].window;
       case Status: {
         const QString s = qs(run_status_text(*r));
         return r->live ? tr("%1 (live)").arg(s) : s;
@@ -74,8 +113,9 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
   }
   if (role == Qt::ForegroundRole && index.column() == Status && r->live)
     return QColor(0x2c, 0xa0, 0x2c);
-  if (role == Qt::TextAlignmentRole && (index.column() == Id || index.column() == Steps ||
-                                        index.column() == Loss || index.column() == Gap)) {
+  if (role == Qt::TextAlignmentRole &&
+      (index.column() == Id || index.column() == Steps || index.column() == Loss ||
+       index.column() == Gap || index.column() == Margin || index.column() == Window)) {
     return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
   }
   return {};
@@ -87,8 +127,12 @@ QVariant RunListModel::headerData(int section, Qt::Orientation o, int role) cons
     return QString::fromUtf8(kFinalLossDefinition.data(),
                              static_cast<qsizetype>(kFinalLossDefinition.size()));
   if (role != Qt::DisplayRole) return {};
-  static const char* names[] = {"id",       "name",   "status",  "steps", "final loss (last 10%)",
-                                "loss gap", "device", "started", "source"};
+  static const char* names[] = {"id",       "name",   "recipe",
+                                "scaling",  "margin", "window",
+                                "status",   "steps",  "final loss (last 10%)",
+                                "loss gap", "device", "started",
+                                "source"};
+  static_assert(std::size(names) == ColumnCount);
   return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
 }
 

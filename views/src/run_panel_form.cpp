@@ -72,6 +72,8 @@ bool RunPanel::applyPreset(const QString& name) {
     if (!names_formats) c.formats = default_run_formats(backend_, c);
     setConfig(c);
     preset_config_ = comparable_json(config());
+    named_preset_ = name;  // the run's name follows the fields changed from here on
+    auto_name_ = name;
     if (preset_->currentText() != name) {
       const QSignalBlocker b(preset_);
       preset_->setCurrentText(name);
@@ -90,7 +92,10 @@ QString RunPanel::applyOverrides(const QStringList& key_values) {
     return QString::fromStdString(e.what());
   }
   const int preset = preset_->currentIndex();
+  const QString named = named_preset_, auto_name = auto_name_;
   setConfig(c);
+  named_preset_ = named;
+  auto_name_ = auto_name;
   {
     const QSignalBlocker b(preset_);
     preset_->setCurrentIndex(preset);
@@ -99,7 +104,18 @@ QString RunPanel::applyOverrides(const QStringList& key_values) {
   return {};
 }
 
+void RunPanel::nameAfterSettings() {
+  // Only a name the form gave: one typed by hand stays.
+  if (named_preset_.isEmpty() || name_->text().trimmed() != auto_name_) return;
+  const QString name = run_name_after(named_preset_, preset_config_, comparable_json(config()));
+  if (name == auto_name_) return;
+  auto_name_ = name;
+  const QSignalBlocker b(name_);
+  name_->setText(name);
+}
+
 void RunPanel::showWhetherPreset() {
+  nameAfterSettings();
   if (preset_->currentIndex() < 0 || comparable_json(config()) == preset_config_) return;
   const QSignalBlocker b(preset_);
   preset_->setCurrentIndex(-1);  // the placeholder: custom
@@ -149,6 +165,7 @@ void RunPanel::setConfig(const RunConfig& c) {
     // and choosing any preset again loads it.
     const QSignalBlocker b0(preset_);
     preset_->setCurrentIndex(-1);
+    named_preset_.clear();  // the name given is the config's own (applyPreset() sets it after)
   }
   {
     base_ = c;

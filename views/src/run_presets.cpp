@@ -4,6 +4,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QObject>
 #include <QSet>
 #include <stdexcept>
 #include <string>
@@ -51,6 +52,27 @@ std::vector<RunPreset> read_presets() {
 }
 
 }  // namespace
+
+QString run_name_after(const QString& preset_name, const std::string& preset_json,
+                       const std::string& now_json) {
+  const QJsonObject was = QJsonDocument::fromJson(QByteArray::fromStdString(preset_json)).object();
+  const QJsonObject now = QJsonDocument::fromJson(QByteArray::fromStdString(now_json)).object();
+  QStringList changed;
+  for (auto it = now.begin(); it != now.end(); ++it) {
+    if (it.key() == QLatin1String("name") || it.key() == QLatin1String("device")) continue;
+    if (was.value(it.key()) == it.value()) continue;
+    QString v = json_text(it.value());
+    if (it.value().isString()) v = it.value().toString();  // margin=2, scaling=current
+    changed << it.key() + QLatin1Char('=') + v;
+  }
+  if (changed.isEmpty()) return preset_name;
+  const qsizetype colon = preset_name.indexOf(QLatin1Char(':'));
+  const QString stem = colon > 0 ? preset_name.left(colon) : preset_name;
+  constexpr qsizetype kNamed = 4;
+  QString fields = QStringList(changed.mid(0, kNamed)).join(QStringLiteral(", "));
+  if (changed.size() > kNamed) fields += QObject::tr(" and %1 more").arg(changed.size() - kNamed);
+  return stem + QStringLiteral(": ") + fields;
+}
 
 const std::vector<RunPreset>& run_presets() {
   static const std::vector<RunPreset> presets = read_presets();

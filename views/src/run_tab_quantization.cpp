@@ -46,6 +46,8 @@ QuantizationTab::QuantizationTab(const RunData* run, QWidget* parent)
   auto* controls = new QHBoxLayout;
   controls->addWidget(new QLabel(tr("Heatmap of"), this));
   controls->addWidget(metric_);
+  range_ = make_colour_range_box(this);
+  controls->addWidget(range_);
   controls->addWidget(new QLabel(tr("for role"), this));
   controls->addWidget(role_);
   controls->addSpacing(20);
@@ -99,6 +101,7 @@ QuantizationTab::QuantizationTab(const RunData* run, QWidget* parent)
   band_->bottomRight->setTypeY(QCPItemPosition::ptAxisRectRatio);
   auto redraw = [this] { refresh(true); };
   connect(metric_, &QComboBox::currentIndexChanged, this, redraw);
+  connect(range_, &QComboBox::currentIndexChanged, this, redraw);
   connect(role_, &QComboBox::currentIndexChanged, this, [this] {
     // The histogram and block errors follow the heatmap to the new role, same layer.
     const QString shown = tensor_->currentText();
@@ -219,15 +222,17 @@ void QuantizationTab::rebuild() {
         }
       }
     }
-    if (any) {
-      // A map of one value gets a band around it within what the figure can be (no
-      // negative percentages).
-      const bool percent = std::string_view(figure.unit) == "%";
-      heat_map_->setDataRange(
-          colour_scale_range(span.lower, span.upper, percent ? kPercentDomain : kAnyValue));
-    } else {
-      heat_map_->rescaleDataRange(true);
-    }
+    // A map of one value gets a band around it within what the figure can be (no
+    // negative percentages); fixed: 0-100 % or 0-60 dB.
+    const bool percent = std::string_view(figure.unit) == "%";
+    const bool db = std::string_view(figure.unit) == "dB";
+    if (!any) heat_map_->rescaleDataRange(true);
+    apply_colour_range(heat_map_, metric_->currentText(), any ? span.lower : 1,
+                       any ? span.upper : 0, percent ? kPercentDomain : kAnyValue,
+                       percent ? std::optional<QCPRange>(kPercentRange)
+                       : db    ? std::optional<QCPRange>(kSqnrDbRange)
+                               : std::nullopt,
+                       fixed_colour_range(range_));
     // Its CSV: a line a cell drawn, by its layer and its own sampled step, with the figure
     // as it is (an exact SQNR "inf", not the colour past the scale's top).
     CsvTable table{{QStringLiteral("map"), QStringLiteral("row"), QStringLiteral("column"),
@@ -246,7 +251,6 @@ void QuantizationTab::rebuild() {
     for (size_t r = 0; r < rows.size(); ++r)
       ticks->addTick(static_cast<double>(r), qs(rows[r]->layer));
     heat_->yAxis->setTicker(ticks);
-    heat_map_->colorScale()->axis()->setLabel(metric_->currentText());
   }
   heat_->rescaleAxes();
   if (drawn) {
@@ -291,6 +295,7 @@ void QuantizationTab::rebuild() {
                          std::max(hi + 2, keys.isEmpty() ? hi : keys.back() + 1));
   fit_log_counts(hist_->yAxis, counts);
   fill_block_map(block_map_, p.map_grid.rows, p.map_grid.cols, p.map_rel_error);
+  apply_block_map_range(block_map_, tr("relative RMS error"), fixed_colour_range(range_));
   caption_->setText(
       tr("<b>%1 / %2</b>, step %3, %4: SQNR %5 dB, underflow %6 %, saturated %7 %, zeros %8 %. "
          "Green: the exponents %4 represents (%9 to %10).")

@@ -250,49 +250,74 @@ RunList read_run_list(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+// The overlaid runs' steps and status, as listed: a change (a live run's new steps, its
+// end) redraws the overlay.
+QString overlay_state(const std::vector<int64_t>& ids, const std::vector<const RunInfo*>& runs) {
+  QString s;
+  for (int64_t id : ids) {
+    for (const RunInfo* r : runs) {
+      if (r->id != id) continue;
+      s += QStringLiteral("%1:%2:%3\n")
+               .arg(id)
+               .arg(r->last_step)
+               .arg(QLatin1String(run_status_name(r->status)));
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
 void RunsTab::reload() {
   const std::string path = engine_->databasePath().toStdString();
   if (model_->rowCount() == 0)
     status_->setText(tr("reading the runs in %1...").arg(engine_->databasePath()));
-  list_job_.run([path] { return read_run_list(path); },
-                [this](RunList l) {
-                  const int live = static_cast<int>(std::count_if(
-                      l.runs.begin(), l.runs.end(), [](const RunInfo& r) { return r.live; }));
-                  // The overlaid curves follow the list: a deleted run leaves the plot, a
-                  // renamed one is labelled anew.
-                  std::vector<int64_t> still;
-                  QString shown;
-                  for (int64_t id : overlaid_) {
-                    for (const RunInfo& r : l.runs) {
-                      if (r.id != id) continue;
-                      still.push_back(id);
-                      shown +=
-                          QStringLiteral("%1: %2\n").arg(id).arg(QString::fromStdString(r.name));
-                    }
-                  }
-                  const bool redraw_overlay = !overlaid_.empty() && shown != overlaid_names_;
-                  // The selection stays on the same runs, wherever their rows move.
-                  const std::vector<int64_t> selected = selectedIds();
-                  model_->setRuns(std::move(l.runs), std::move(l.finals));
-                  selectIds(selected);
-                  fit_columns(view_);
-                  status_->setText(
-                      tr("%n run(s) in %1", "", model_->rowCount()).arg(engine_->databasePath()) +
-                      (live > 0 ? tr(", %n being written now (live)", "", live) : QString()));
-                  if (redraw_overlay) overlay(still);
-                  Q_EMIT reloaded();
-                },
-                [this, db = engine_->databasePath()](const QString& message) {
-                  // An empty list, and why, in the tab; failed() says it once a database:
-                  // the tab reads the list again each time it is shown and every second,
-                  // and a message each time would follow the user for as long as it is.
-                  model_->setRuns({}, {});
-                  fit_columns(view_);
-                  status_->setText(tr("the runs in %1 could not be read: %2").arg(db, message));
-                  if (unreadable_said_ == db) return;
-                  unreadable_said_ = db;
-                  fail(message);
-                });
+  list_job_.run(
+      [path] { return read_run_list(path); },
+      [this](RunList l) {
+        const int live = static_cast<int>(
+            std::count_if(l.runs.begin(), l.runs.end(), [](const RunInfo& r) { return r.live; }));
+        // The overlaid curves follow the list: a deleted run leaves the plot, a
+        // renamed one is labelled anew.
+        std::vector<int64_t> still;
+        QString shown;
+        for (int64_t id : overlaid_) {
+          for (const RunInfo& r : l.runs) {
+            if (r.id != id) continue;
+            still.push_back(id);
+            shown += QStringLiteral("%1: %2\n").arg(id).arg(QString::fromStdString(r.name));
+          }
+        }
+        // A live run's curve follows it: read again as its steps grow.
+        std::vector<const RunInfo*> listed;
+        for (const RunInfo& r : l.runs) listed.push_back(&r);
+        const bool redraw_overlay =
+            !overlaid_.empty() &&
+            (shown != overlaid_names_ || overlay_state(overlaid_, listed) != overlaid_state_);
+        // The selection stays on the same runs, wherever their rows move.
+        const std::vector<int64_t> selected = selectedIds();
+        model_->setRuns(std::move(l.runs), std::move(l.finals));
+        selectIds(selected);
+        fit_columns(view_);
+        status_->setText(
+            tr("%n run(s) in %1", "", model_->rowCount()).arg(engine_->databasePath()) +
+            (live > 0 ? tr(", %n being written now (live)", "", live) : QString()));
+        if (redraw_overlay) overlay(still);
+        Q_EMIT reloaded();
+      },
+      [this, db = engine_->databasePath()](const QString& message) {
+        // An empty list, and why, in the tab; failed() says it once a database:
+        // the tab reads the list again each time it is shown and every second,
+        // and a message each time would follow the user for as long as it is.
+        model_->setRuns({}, {});
+        fit_columns(view_);
+        status_->setText(tr("the runs in %1 could not be read: %2").arg(db, message));
+        if (unreadable_said_ == db) return;
+        unreadable_said_ = db;
+        fail(message);
+      });
 }
 
 void RunsTab::refreshInBackground() {
@@ -317,16 +342,26 @@ std::vector<int64_t> RunsTab::selectedIds() const {
 
 void RunsTab::selectIds(const std::vector<int64_t>& ids) {
   QItemSelection keep;
+  int first = -1;
   for (int row = 0; row < model_->rowCount(); ++row) {
     const RunInfo* r = model_->runAt(row);
-    if (r && std::find(ids.begin(), ids.end(), r->id) != ids.end())
+    if (r && std::find(ids.begin(), ids.end(), r->id) != ids.end()) {
       keep.select(model_->index(row, 0), model_->index(row, RunListModel::ColumnCount - 1));
+      if (first < 0) first = row;
+    }
   }
+  // The current row too (the keyboard's place), where the list was read anew.
+  if (first >= 0)
+    view_->selectionModel()->setCurrentIndex(model_->index(first, 0),
+                                             QItemSelectionModel::NoUpdate);
   view_->selectionModel()->select(keep, QItemSelectionModel::ClearAndSelect);
 }
 
 void RunsTab::overlay(const std::vector<int64_t>& ids) {
   overlaid_ = ids;
+  std::vector<const RunInfo*> listed;
+  for (int row = 0; row < model_->rowCount(); ++row) listed.push_back(model_->runAt(row));
+  overlaid_state_ = overlay_state(ids, listed);
   std::vector<LossCurve> curves;
   for (int64_t id : ids) {
     LossCurve c;

@@ -12,6 +12,7 @@
 #include <QFontMetrics>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLayout>
 #include <QMouseEvent>
 #include <QProgressBar>
 #include <QShowEvent>
@@ -131,7 +132,8 @@ class CellTicker : public QCPAxisTickerText {
 
 // Whether a cell mark of this kind stands for a diverged run (drawn in red).
 bool diverged_kind(const QString& kind) {
-  return kind == QLatin1String("divergedCell") || kind == QLatin1String("markedCell");
+  return kind == QLatin1String("divergedCell") || kind == QLatin1String("markedCell") ||
+         kind == QLatin1String("spikedCell");
 }
 
 // A cell mark's fill. Waiting or running: plain light grey. Diverged or without a figure:
@@ -152,9 +154,31 @@ QCPRange metric_domain(SweepMetric m) {
     case SweepMetric::UnderflowPct: return kPercentDomain;
     case SweepMetric::FinalLoss:
     case SweepMetric::Diverged: return kNonNegativeDomain;
-    case SweepMetric::LossGap: return kAnyValue;
+    case SweepMetric::LossGap:
+    case SweepMetric::Spike: return kAnyValue;
   }
   return kAnyValue;
+}
+
+// The fixed colour range of a metric's figures from `lo` to `hi`: a percentage's whole
+// 0-100 %, a count of diverged runs 0 to the seeds, a loss or spike from 0, a gap
+// symmetric about 0 (so that 0 is the middle colour).
+QCPRange fixed_metric_range(SweepMetric m, double lo, double hi, int seeds) {
+  switch (m) {
+    case SweepMetric::SaturatedPct:
+    case SweepMetric::UnderflowPct: return kPercentRange;
+    case SweepMetric::Diverged: return QCPRange(0, std::max(1, seeds));
+    case SweepMetric::LossGap: {
+      const double most = std::max({std::abs(lo), std::abs(hi), 1e-12});
+      return QCPRange(-most, most);
+    }
+    case SweepMetric::FinalLoss:
+    case SweepMetric::Spike: {
+      const QCPRange r(std::min(0.0, lo), std::max(0.0, hi));
+      return r.size() > 0 ? r : QCPRange(0, 1);
+    }
+  }
+  return QCPRange(lo, hi);
 }
 
 // The colour scale's label: the metric, and for the losses how they are taken.
@@ -162,6 +186,7 @@ QString scale_label(SweepMetric m, const QString& label) {
   switch (m) {
     case SweepMetric::FinalLoss: return label + QObject::tr(" (mean of the last 10% of steps)");
     case SweepMetric::LossGap: return label + QObject::tr(" (FP8 - reference, last 10% of steps)");
+    case SweepMetric::Spike: return label + QObject::tr(" (largest excess over the reference)");
     case SweepMetric::SaturatedPct:
     case SweepMetric::UnderflowPct:
     case SweepMetric::Diverged: return label;
@@ -433,6 +458,15 @@ QString SweepsTab::cellTip(int x, int y) const {
   } else {
     what = metric_->currentText() + QLatin1Char(' ') + QString::number(v, 'g', 6);
     if (p->runs > 1) what += tr(" (mean of %1 seeds)").arg(p->runs);
+    if (p->runs > 1 && std::isfinite(p->final_loss_spread()))
+      what += tr("; seeds' final losses %1 to %2")
+                  .arg(p->final_loss_min, 0, 'f', 4)
+                  .arg(p->final_loss_max, 0, 'f', 4);
+    if (p->spiked > 0)
+      what += tr("; the loss of %1 of %2 runs spiked (up to %3 over the reference)")
+                  .arg(p->spiked)
+                  .arg(p->runs)
+                  .arg(p->spike, 0, 'g', 3);
   }
   return where.join(QStringLiteral(", ")) + QStringLiteral(": ") + what;
 }
@@ -453,7 +487,8 @@ QString SweepsTab::bestText() const {
 
 void SweepsTab::markCell(int x, int y, const QString& kind, const QString& text) {
   const bool diverged = diverged_kind(kind);
-  if (kind != QLatin1String("markedCell")) {
+  // A mark alone over a cell that keeps its colour.
+  if (kind != QLatin1String("markedCell") && kind != QLatin1String("spikedCell")) {
     auto* r = new QCPItemRect(heat_);
     r->setObjectName(kind);
     r->setProperty("cell", QPoint(x, y));
@@ -559,7 +594,10 @@ void SweepsTab::redraw() {
         lo = std::min(lo, v);
         hi = std::max(hi, v);
         // Coloured by how many diverged: still named.
-        if (p->diverged > 0) mark(x, y, QStringLiteral("markedCell"), tr("diverged"));
+        if (p->diverged > 0)
+          mark(x, y, QStringLiteral("markedCell"), tr("diverged"));
+        else if (p->spiked > 0)  // coloured, and flagged: never the best while others aren't
+          mark(x, y, QStringLiteral("spikedCell"), tr("spiked"));
       }
       map_->data()->setCell(x, y, shown);
     }
@@ -578,8 +616,9 @@ void SweepsTab::redraw() {
       x = end;
     }
   }
-  if (lo <= hi) map_->setDataRange(colour_scale_range(lo, hi, metric_domain(metric)));
-  map_->colorScale()->axis()->setLabel(scale_label(metric, metric_->currentText()));
+  apply_colour_range(map_, scale_label(metric, metric_->currentText()), lo, hi,
+                     metric_domain(metric), fixed_metric_range(metric, lo, hi, spec_.seeds),
+                     fixed_colour_range(range_));
   QSharedPointer<QCPAxisTickerText> tx(new CellTicker(heat_->xAxis)),
       ty(new CellTicker(heat_->yAxis));
   for (size_t i = 0; i < xv.size(); ++i)
@@ -596,38 +635,57 @@ void SweepsTab::redraw() {
   heat_->rescaleAxes();
   heat_->xAxis->setRange(-0.5, static_cast<double>(xv.size()) - 0.5);
   heat_->yAxis->setRange(-0.5, static_cast<double>(yv.size()) - 0.5);
-  // The best setting: the lowest final loss among points whose trials all finished.
   const SweepCounts counts = sweep_counts(spec_, points_);
   QString progress =
       (counts.trials == 1 ? tr("%1 of %2 trial finished") : tr("%1 of %2 trials finished"))
           .arg(counts.finished)
           .arg(counts.trials);
   if (counts.diverged > 0) progress += tr(", %1 diverged").arg(counts.diverged);
+  if (counts.spiked > 0) progress += tr(", %1 spiked").arg(counts.spiked);
   // A trial whose run was deleted is not one still to run.
   if (const int gone = deletedTrials(); gone > 0) progress += tr(", %1 deleted").arg(gone);
-  QString text;
-  if (const SweepPoint* best = best_sweep_point(points_)) {
-    QStringList where;
-    for (size_t k = 0; k < spec_.axes.size(); ++k)
-      where << QString::fromStdString(spec_.axes[k].key + "=" + best->values[k]);
-    text = tr("<b>Best of the finished: %1</b>: final loss %2, loss gap %3, saturated %4 %, "
-              "underflow %5 % (%6).")
-               .arg(where.join(QLatin1Char(' ')).toHtmlEscaped())
-               .arg(best->final_loss, 0, 'f', 4)
-               .arg(std::isfinite(best->loss_gap) ? QString::number(best->loss_gap, 'g', 3)
-                                                  : tr("none (no reference)"))
-               .arg(best->saturated_pct, 0, 'g', 3)
-               .arg(best->underflow_pct, 0, 'g', 3)
-               .arg(progress);
-  } else {
-    text = tr("<b>No grid point has finished all its trials yet</b> (%1).").arg(progress);
+  // The verdict (kSweepVerdictRule): the lowest final loss among the finished, passing over
+  // points with a flagged trial, and no best where the lowest are within the noise.
+  auto label = [this](const SweepPoint& p) {
+    std::string s;
+    for (size_t k = 0; k < spec_.axes.size() && k < p.values.size(); ++k)
+      s += (k ? " " : "") + spec_.axes[k].key + "=" + p.values[k];
+    return s;
+  };
+  const SweepVerdict verdict = sweep_verdict(points_);
+  QString text =
+      QStringLiteral("<b>%1</b> (%2).")
+          .arg(QString::fromStdString(sweep_verdict_text(verdict, label)).toHtmlEscaped(),
+               progress);
+  if (verdict.kind == SweepVerdict::Kind::Best) {
+    const SweepPoint* best = verdict.lowest;
+    text += tr(" Its loss gap %1, saturated %2 %, underflow %3 %.")
+                .arg(std::isfinite(best->loss_gap) ? QString::number(best->loss_gap, 'g', 3)
+                                                   : tr("none (no reference)"))
+                .arg(best->saturated_pct, 0, 'g', 3)
+                .arg(best->underflow_pct, 0, 'g', 3);
   }
-  text += tr("<br>%1. Grey cells (…): trials still to run; hatched: a run diverged; "
-             "cross-hatched: a trial's run was deleted. Click a "
-             "cell for its row's (or column's) loss curves; double-click to open its run.")
-              .arg(QString::fromUtf8(kFinalLossDefinition.data(),
-                                     static_cast<qsizetype>(kFinalLossDefinition.size())));
+  auto text_of = [](std::string_view s) {
+    return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
+  };
+  text += tr("<br>Best: %1. Final loss: the mean over the last 10% of a run's steps. Grey "
+             "(…): trials still to run; hatched: a run diverged; cross-hatched: a trial's run "
+             "was deleted; \"spiked\": a run's loss spiked. Click a cell for its row's (or "
+             "column's) loss curves; double-click to open its run.")
+              .arg(text_of(kSweepVerdictRuleShort));
+  // The rule and the definitions whole.
+  best_->setToolTip(QStringLiteral("<p style='white-space:pre-wrap'>%1</p>")
+                        .arg(QStringLiteral("%1\n\n%2\n\n%3")
+                                 .arg(text_of(kSweepVerdictRule), text_of(kFinalLossDefinition),
+                                      text_of(kSpikeDefinition))
+                                 .toHtmlEscaped()));
   best_->setText(text);
+  // The height its text needs at its width (laid out: else on its first resize).
+  // Laid out at once: the heatmap below is where it is drawn when the sweep is said shown.
+  if (const int h = best_->heightForWidth(best_->width()); best_->isVisible() && h > 0) {
+    best_->setMinimumHeight(h);
+    if (QLayout* l = best_->parentWidget()->layout()) l->activate();
+  }
   heat_->replot(QCustomPlot::rpQueuedReplot);
 }
 

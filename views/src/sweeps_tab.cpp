@@ -37,6 +37,23 @@
 namespace fp8wb {
 namespace {
 
+// A label of wrapped text that keeps the height its text needs at its width: in a layout
+// under a tab widget its height is otherwise taken from an unwrapped guess, and the
+// heatmap below is laid over its last lines.
+class WrappedLabel : public QLabel {
+ public:
+  using QLabel::QLabel;
+  void fitHeight() {
+    if (const int h = heightForWidth(width()); h > 0) setMinimumHeight(h);
+  }
+
+ protected:
+  void resizeEvent(QResizeEvent* e) override {
+    QLabel::resizeEvent(e);
+    fitHeight();
+  }
+};
+
 struct Preset {
   const char* name;
   const char* base;  // key=value lines
@@ -83,7 +100,7 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
       trials_(new QListWidget(this)),
       no_trials_(new QLabel(this)),
       status_(new QLabel(this)),
-      best_(new QLabel(this)),
+      best_(new WrappedLabel(this)),
       overlay_title_(new QLabel(this)),
       collect_failure_(new QLabel(this)),
       reading_(new QProgressBar(this)),
@@ -195,6 +212,9 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   pick->addWidget(y_axis_);
   pick->addWidget(new QLabel(tr("colour"), this));
   pick->addWidget(metric_);
+  range_ = make_colour_range_box(this);
+  connect(range_, &QComboBox::currentIndexChanged, this, [this] { redraw(); });
+  pick->addWidget(range_);
   pick->addWidget(new QLabel(tr("a click overlays its"), this));
   overlay_->setObjectName(QStringLiteral("overlayAlong"));
   overlay_->addItems({tr("row"), tr("column")});
@@ -250,6 +270,7 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
       QStringLiteral("color: #b71c1c; background: #ffebee; padding: 4px"));
   collect_failure_->setVisible(false);
   rl->addWidget(collect_failure_);
+  best_->setObjectName(QStringLiteral("verdict"));
   best_->setWordWrap(true);
   rl->addWidget(best_);
   rl->addWidget(heat_, 3);

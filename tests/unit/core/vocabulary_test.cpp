@@ -99,14 +99,17 @@ TEST(Vocabulary, FormatPairingsRoundTripThroughConfigs) {
 }
 
 TEST(Vocabulary, SweepMetricsRoundTripAndReadTheirFigure) {
-  expect_round_trips(kSweepMetrics, "final_loss, loss_gap, saturated_pct, underflow_pct, diverged");
+  expect_round_trips(kSweepMetrics,
+                     "final_loss, loss_gap, spike, saturated_pct, underflow_pct, diverged");
   SweepPoint p;
   p.final_loss = 1.5;
   p.loss_gap = 0.25;
   p.saturated_pct = 3;
   p.underflow_pct = 4;
   p.diverged = 2;
+  p.spike = 7;
   EXPECT_EQ(sweep_metric(p, SweepMetric::FinalLoss), 1.5);
+  EXPECT_EQ(sweep_metric(p, SweepMetric::Spike), 7);
   EXPECT_EQ(sweep_metric(p, SweepMetric::LossGap), 0.25);
   EXPECT_EQ(sweep_metric(p, SweepMetric::SaturatedPct), 3);
   EXPECT_EQ(sweep_metric(p, SweepMetric::UnderflowPct), 4);

@@ -1,4 +1,5 @@
-// defines: FinalLoss, final_loss(), kFinalLossDefinition, RunSpeed, run_speed(),
+// defines: FinalLoss, final_loss(), kFinalLossDefinition, LossSpike, loss_spike(),
+// kSpikeFraction, kSpikeDefinition, RunSpeed, run_speed(),
 // kSpeedDefinition: the one definition of a run's final loss and loss gap, for the Sweeps
 // tab, the Runs tab, `fp8wb sweep` and `fp8wb runs show`/`list`, and of its tokens/s, for
 // `fp8wb train`, `runs show`/`list` and the Overview tab. Plain interface, no torch.
@@ -38,6 +39,28 @@ FinalLoss final_loss(const std::vector<SeriesPoint>& loss,
                      const std::vector<SeriesPoint>& ref_loss);
 // A stored run's. A diverged run has none: every figure NaN.
 FinalLoss final_loss(const RunStore& store, const RunInfo& run);
+
+// A run's loss spike: the largest excess of its loss over the high-precision reference's
+// loss at the same step, over the steps where both are finite (NaN without a reference).
+// The run "spiked" where that excess passed kSpikeFraction of the reference's loss there:
+// a diverged or spiked run is flagged, and a sweep never calls a flagged point its best
+// while an unflagged one is there (sweep.h, sweep_verdict()).
+inline constexpr double kSpikeFraction = 0.5;
+inline constexpr std::string_view kSpikeDefinition =
+    "loss spike = the largest excess of a run's loss over the reference's loss at the same "
+    "step; a run spiked where it passed 50% of the reference's loss there";
+struct LossSpike {
+  double excess = NAN;  // loss - ref_loss at `step`
+  double ref = NAN;     // the reference's loss at `step`
+  int64_t step = -1;
+  // excess / ref at the step of the largest excess
+  double fraction() const { return ref > 0 ? excess / ref : NAN; }
+  bool spiked() const { return std::isfinite(excess) && excess > kSpikeFraction * ref; }
+};
+LossSpike loss_spike(const std::vector<SeriesPoint>& loss,
+                     const std::vector<SeriesPoint>& ref_loss);
+// A stored run's (its "loss" and "ref_loss" series), diverged or not.
+LossSpike loss_spike(const RunStore& store, int64_t run_id);
 
 inline constexpr std::string_view kSpeedDefinition =
     "tokens/s: of one model's step (the FP8 model's alone where a reference trains beside it), "

@@ -1,6 +1,6 @@
 // defines: SweepAxis, SweepSpec, SweepTrial, SweepPoint, SweepMetric (and its name table),
 // sweep_metric(), parse_grid(), expand_sweep(), SweepRunner, sweep_points(), SweepCounts,
-// sweep_counts(), best_sweep_point(): a grid over
+// sweep_counts(), SweepVerdict, sweep_verdict(): a grid over
 // config fields (typically margin x window), with seeds per point, run as child runs of a
 // sweep in the run store; trials run in parallel (CPU cores divided among them, or one per
 // GPU); a sweep reopened resumes without rerunning finished trials. Plain interface, no
@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -17,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "fp8wb/core/final_loss.h"
 #include "fp8wb/core/name_table.h"
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
@@ -72,23 +74,42 @@ SweepSpec sweep_from_json(const std::string& json,
 // "sweep 3's stored grid (in /path/runs.sqlite)": sweep_from_json()'s `what` for a stored one.
 std::string stored_grid_name(int64_t sweep_id, const std::string& db_path);
 
+// One trial's figures: its run's final loss and loss spike (final_loss.h).
+struct SweepTrialFigures {
+  int64_t run_id = 0;
+  bool diverged = false;
+  double final_loss = NAN;  // NaN if it diverged
+  LossSpike spike;          // none without a reference
+  // Diverged, or its loss spiked over the reference's: never the sweep's best while a
+  // point without a flagged trial is there.
+  bool flagged() const { return diverged || spike.spiked(); }
+};
+
 // A grid point's figures: the mean over its seeds' runs that have ended (finished or
 // diverged).
 struct SweepPoint {
   std::vector<std::string> values;  // one per axis
   int trials = 0;                   // the point's trials (one a seed), ended or not
   int runs = 0, finished = 0, diverged = 0;
+  int spiked = 0;                                   // runs whose loss spiked (LossSpike::spiked())
   bool complete() const { return runs >= trials; }  // every trial has ended
   double final_loss = 0;     // final_loss() (final_loss.h) of each run; NaN if one diverged
   double loss_gap = 0;       // the same for the gap (NaN without a reference)
+  double spike = NAN;        // the largest of its runs' loss spikes (NaN without a reference)
   double saturated_pct = 0;  // mean over the runs' tensor statistics
   double underflow_pct = 0;
+  // The lowest and highest final loss of its seeds' runs (equal with one seed; NaN if one
+  // diverged): the spread across seeds.
+  double final_loss_min = NAN, final_loss_max = NAN;
+  double final_loss_spread() const { return final_loss_max - final_loss_min; }
   std::vector<int64_t> run_ids;
+  std::vector<SweepTrialFigures> trial_figures;  // one a run, in run_ids' order
 };
 // The figures a grid point is judged by.
 enum class SweepMetric : uint8_t {
   FinalLoss,
   LossGap,
+  Spike,  // the largest loss spike of its runs
   SaturatedPct,
   UnderflowPct,
   Diverged,  // diverged runs
@@ -101,6 +122,7 @@ struct SweepMetricEntry {
 inline constexpr SweepMetricEntry kSweepMetrics[] = {
     {SweepMetric::FinalLoss, "final_loss", "final loss"},
     {SweepMetric::LossGap, "loss_gap", "loss gap"},
+    {SweepMetric::Spike, "spike", "loss spike"},
     {SweepMetric::SaturatedPct, "saturated_pct", "saturated %"},
     {SweepMetric::UnderflowPct, "underflow_pct", "underflow %"},
     {SweepMetric::Diverged, "diverged", "diverged runs"},
@@ -122,13 +144,51 @@ std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep_id);
 
 // How far a sweep has got, in trials (grid points x seeds).
 struct SweepCounts {
-  size_t trials = 0, finished = 0, diverged = 0;
+  size_t trials = 0, finished = 0, diverged = 0, spiked = 0;  // spiked: runs
 };
 SweepCounts sweep_counts(const SweepSpec& spec, const std::vector<SweepPoint>& points);
 
-// The point with the lowest final loss among those whose every trial finished (none
-// diverged, none still to run); nullptr if there is none.
-const SweepPoint* best_sweep_point(const std::vector<SweepPoint>& points);
+// Within this fraction of the lowest final loss (or within the seeds' spread, where that
+// is larger) final losses are called the same: no winner is crowned among them.
+inline constexpr double kSweepNoiseFraction = 0.02;
+
+// The rule sweep_verdict() follows, as users read it (the Sweeps tab, `fp8wb sweep`).
+inline constexpr std::string_view kSweepVerdictRule =
+    "The best is the lowest final loss among grid points whose trials all finished, passing "
+    "over points with a flagged trial (diverged, or its loss spiked more than 50% over the "
+    "reference's) while an unflagged one is there. Final losses within 2% of the lowest, or "
+    "within the seeds' spread (highest minus lowest seed) where that is larger, are within "
+    "the noise: then no best is named.";
+
+// The rule in short, for a line beside the heatmap.
+inline constexpr std::string_view kSweepVerdictRuleShort =
+    "the lowest final loss of the finished points, passing over spiked or diverged ones; "
+    "none where the lowest are within 2% (or the seeds' spread)";
+
+// What a sweep's figures say of its best setting (kSweepVerdictRule).
+struct SweepVerdict {
+  enum class Kind {
+    None,         // no grid point has finished all its trials
+    Best,         // `lowest` is the best, by more than the noise
+    WithinNoise,  // `tied` (two or more, `lowest` first) are within the noise of each other
+    AllFlagged,   // every finished point has a flagged trial: `lowest` of them, flagged
+  };
+  Kind kind = Kind::None;
+  const SweepPoint* lowest = nullptr;
+  // The points within `noise` of the lowest final loss, the lowest first (Best: it alone).
+  std::vector<const SweepPoint*> tied;
+  // The next lowest after the tied ones, where there is one (Best: by how much it won).
+  const SweepPoint* next = nullptr;
+  double noise = NAN;  // the margin the tied are within
+  // Finished points with a spiked trial and a lower final loss than `lowest`, passed over.
+  std::vector<const SweepPoint*> passed_over;
+};
+// Its pointers are into `points`, which must outlive it.
+SweepVerdict sweep_verdict(const std::vector<SweepPoint>& points);
+SweepVerdict sweep_verdict(std::vector<SweepPoint>&&) = delete;
+// The verdict in words, one line; `label` names a point ("margin=0 window=16").
+std::string sweep_verdict_text(const SweepVerdict& v,
+                               const std::function<std::string(const SweepPoint&)>& label);
 
 class SweepRunner {
  public:

@@ -151,6 +151,7 @@ class CheckpointTab : public QWidget {
   QSortFilterProxyModel* proxy_;
   QTableView* table_;
   QComboBox* recipe_;
+  QComboBox* range_ = nullptr;  // the block map's colour range: auto or fixed
   QLabel* caption_;
   ExportablePlot *hist_, *chart_, *blocks_;
   QCPBars* hist_bars_;

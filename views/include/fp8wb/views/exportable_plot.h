@@ -15,11 +15,14 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "fp8wb/kernels/format.h"
 #include "fp8wb/views/presentation_mode.h"
+
+class QComboBox;
 
 namespace fp8wb {
 
@@ -148,5 +151,29 @@ inline const QCPRange kAnyValue(-std::numeric_limits<double>::infinity(),
 // the value where that is wider) moved inside the domain: a constant 0 % spans 0..1 %,
 // not -0.5..0.5 %, and a constant 100 % spans 90..100 %, not 95..105 %.
 QCPRange colour_scale_range(double lo, double hi, const QCPRange& domain);
+
+// Fixed colour ranges that mean the same on every map: a percentage over all of 0-100 %,
+// an SQNR over 0-60 dB (FP8's 20-35 dB in the middle, bf16's near the top), a relative
+// error over 0-0.1 (E4M3's rounding of a Gaussian near 0.025, E5M2's near 0.05).
+inline const QCPRange kPercentRange(0, 100);
+inline const QCPRange kSqnrDbRange(0, 60);
+inline const QCPRange kRelativeErrorRange(0, 0.1);
+
+// A box choosing a colour scale's range: "auto range" (the figures' own lowest to highest)
+// or "fixed range" (one that means the same whatever the figures); objectName
+// "colourRange".
+QComboBox* make_colour_range_box(QWidget* parent);
+bool fixed_colour_range(const QComboBox* box);  // "fixed range" chosen
+// Sets the map's colour range, the figures' own (lo..hi, as colour_scale_range() makes it
+// within `domain`) or `fixed` where that is chosen and given, and its colour scale's label
+// to `label` with the range said on a line of its own (the bar is no longer than its
+// map): "underflow %", then "(auto range: 0.001 to 0.003)" or "(fixed range: 0 to 100)".
+// lo > hi: no figure, the range left as it is.
+void apply_colour_range(QCPColorMap* map, const QString& label, double lo, double hi,
+                        const QCPRange& domain, const std::optional<QCPRange>& fixed,
+                        bool use_fixed);
+// The same for a block map of relative errors that fill_block_map() filled: its own range,
+// or the fixed kRelativeErrorRange.
+void apply_block_map_range(QCPColorMap* map, const QString& label, bool use_fixed);
 
 }  // namespace fp8wb

@@ -1,8 +1,11 @@
-// defines: RunListModel: the runs in the database as a table (id, name, status, steps,
-// final loss, loss gap, device, start), live runs marked.
+// defines: RunListModel: the runs in the database as a table (id, name, recipe, scaling,
+// margin, window, status, steps, final loss, loss gap, device, start), newest first, live
+// runs marked.
 #pragma once
 
 #include <QAbstractTableModel>
+#include <QString>
+#include <string>
 #include <vector>
 
 #include "fp8wb/core/final_loss.h"
@@ -15,8 +18,26 @@ class RunListModel : public QAbstractTableModel {
  public:
   // Source: who wrote the run (runs.kind: "train", "sweep-trial", "python" for a watched
   // script).
-  enum Column { Id, Name, Status, Steps, Loss, Gap, Device, Started, Source, ColumnCount };
+  // Recipe, Scaling, Margin, Window: from the run's config (what tells runs of one preset
+  // apart).
+  enum Column {
+    Id,
+    Name,
+    Recipe,
+    Scaling,
+    Margin,
+    Window,
+    Status,
+    Steps,
+    Loss,
+    Gap,
+    Device,
+    Started,
+    Source,
+    ColumnCount
+  };
   explicit RunListModel(QObject* parent = nullptr);
+  // The runs (with their final losses, one a run), shown newest (highest id) first.
   void setRuns(std::vector<RunInfo> runs, std::vector<FinalLoss> finals);
   const RunInfo* runAt(int row) const;
 
@@ -28,6 +49,11 @@ class RunListModel : public QAbstractTableModel {
  private:
   std::vector<RunInfo> runs_;
   std::vector<FinalLoss> finals_;
+  struct Settings {
+    QString recipe, scaling, margin, window;
+  };
+  static Settings settings_of(const std::string& config_json);
+  std::vector<Settings> settings_;  // each run's, read from its config
 };
 
 }  // namespace fp8wb

@@ -89,6 +89,9 @@ class RunPanel : public QWidget {
   // A form that is no longer the preset's config (a field changed, overrides taken): the
   // preset box names none ("custom"). Its name and device do not count.
   void showWhetherPreset();
+  // The run's name, while it is the one the form gave, follows the fields changed from
+  // the preset last chosen (run_name_after()).
+  void nameAfterSettings();
   // Takes the More fields' values that the config accepts into base_; the others are
   // problems of their box.
   void takeAdvanced(QHash<QWidget*, QString>& problems);
@@ -110,6 +113,8 @@ class RunPanel : public QWidget {
   RunConfig base_;             // the preset's fields that the form does not show (batch, widths...)
   BackendInfo backend_;        // for a preset's formats on a GPU where it names none
   std::string preset_config_;  // the named preset's config as the form held it (no name, device)
+  QString named_preset_;       // the preset last chosen, while the form started from it
+  QString auto_name_;          // the run name the form last gave (not typed by hand)
   QComboBox *preset_, *model_, *recipe_, *formats_, *scaling_, *algo_, *device_;
   QSpinBox *steps_, *margin_, *window_, *seed_, *stats_, *dmodel_, *layers_;
   QDoubleSpinBox* lr_;

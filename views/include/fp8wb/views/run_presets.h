@@ -1,10 +1,11 @@
-// defines: RunPreset, run_presets(): the run panel's presets, read from
+// defines: RunPreset, run_presets(), run_name_after(): the run panel's presets, read from
 // resources/presets/run_presets.json (compiled in as :/presets/run_presets.json). A new
 // preset is one more entry in that file: a name and the config fields it sets.
 #pragma once
 
 #include <QString>
 #include <QStringList>
+#include <string>
 #include <vector>
 
 namespace fp8wb {
@@ -20,5 +21,14 @@ struct RunPreset {
 // The presets in the file's order, read once. Throws std::runtime_error naming the resource
 // when it is not a list of {"name": "...", "fields": {...}} with names given once.
 const std::vector<RunPreset>& run_presets();
+
+// The name of a run made from the preset `preset_name` (whose config is `preset_json`,
+// run_config_json() without name and device) with the config `now_json` (the same way):
+// the preset's name where nothing differs, else the part of it before its first ':' and
+// the fields that differ, with their values, in the config's order: "Delayed scaling:
+// margin=2, window=1024" (four at most, then how many more). Never the preset's whole
+// name for other settings.
+QString run_name_after(const QString& preset_name, const std::string& preset_json,
+                       const std::string& now_json);
 
 }  // namespace fp8wb

@@ -171,6 +171,7 @@ class QuantizationTab : public RunTabBase {
  private:
   void refillChoices();
   QComboBox *metric_, *role_, *tensor_;
+  QComboBox* range_ = nullptr;  // the colour scales' range (both maps): auto or fixed
   QCheckBox* include_step0_;
   QLabel* caption_;
   ExportablePlot *heat_, *hist_, *blocks_;

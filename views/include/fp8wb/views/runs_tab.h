@@ -76,8 +76,10 @@ class RunsTab : public QWidget {
   QLabel* status_;
   QPushButton* rename_ = nullptr;
   QPushButton* delete_ = nullptr;
-  std::vector<int64_t> overlaid_;   // the runs whose curves are drawn
-  QString overlaid_names_;          // and their names, as drawn
+  std::vector<int64_t> overlaid_;  // the runs whose curves are drawn
+  QString overlaid_names_;         // and their names, as drawn
+  // Their steps and status when drawn: a live run's curve is read again as it grows.
+  QString overlaid_state_;
   QTimer* poll_ = nullptr;          // reads the list again while the tab is shown
   int poll_reads_ = 0;              // reads the poll started
   QString unreadable_said_;         // the database whose list failed() said it cannot read

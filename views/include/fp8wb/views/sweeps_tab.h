@@ -197,6 +197,7 @@ class SweepsTab : public QWidget {
   ReplayPanel* replay_ = nullptr;
   QComboBox* stored_;  // the database's sweeps, newest first; choosing one shows it
   QComboBox *preset_, *x_axis_, *y_axis_, *metric_, *overlay_;
+  QComboBox* range_ = nullptr;  // the colour scale's range: auto or fixed
   QPlainTextEdit *grid_, *base_;
   QSpinBox *seeds_, *parallel_;
   QPushButton *start_, *stop_, *collect_;

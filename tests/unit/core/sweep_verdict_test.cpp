@@ -1,0 +1,209 @@
+// A sweep's verdict follows its stated rule (kSweepVerdictRule): the lowest final loss
+// among finished points, never a point whose loss spiked over the reference's while one
+// that did not is there, and no best where the lowest are within the noise (2% of the
+// final loss, or the seeds' spread where larger). The loss spike is the largest excess of
+// the loss over the reference's at one step. Runs written straight into a store.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "fp8wb/core/final_loss.h"
+#include "fp8wb/core/run_store.h"
+#include "fp8wb/core/sweep.h"
+#include "temp_dir_test.h"
+
+namespace fp8wb {
+namespace {
+
+constexpr int64_t kSteps = 100;  // the final loss's window: steps 90..99
+
+// The reference's loss: falling from 63 to about 23.
+double ref_at(int64_t s) {
+  return 23 + 40 * std::exp(-static_cast<double>(s) / 10);
+}
+
+class SweepVerdictTest : public test::TempDirTest {
+ protected:
+  SweepVerdictTest() : TempDirTest("fp8wb-verdict") {}
+
+  // A sweep over `axes` with `seeds` seeds; each trial's run follows the reference plus
+  // offset(trial) over the whole run (so its final loss is 23 + offset, nearly), and
+  // spikes to `spike(trial)` at step 72 where that is not NaN.
+  int64_t sweep(RunStore& store, const std::vector<const char*>& axes, int seeds,
+                const std::function<double(const SweepTrial&)>& offset,
+                const std::function<double(const SweepTrial&)>& spike) {
+    SweepSpec spec;
+    spec.name = "verdict";
+    spec.base.model = ModelKind::Mlp;
+    spec.seeds = seeds;
+    for (const char* a : axes) spec.axes.push_back(parse_grid(a));
+    const int64_t id = store.create_sweep(spec.name, sweep_json(spec));
+    for (const SweepTrial& t : expand_sweep(spec)) {
+      const int64_t run =
+          store.create_run(t.config.name, "sweep-trial", run_config_json(t.config), "cpu", id);
+      MetricBatch b;
+      b.run_id = run;
+      for (int64_t s = 0; s < kSteps; ++s) {
+        StepMetrics m;
+        m.step = s;
+        m.ref_loss = ref_at(s);
+        m.loss = s == 72 && !std::isnan(spike(t)) ? spike(t) : ref_at(s) + offset(t);
+        m.loss_gap = m.loss - m.ref_loss;
+        b.steps.push_back(m);
+      }
+      b.final = true;
+      b.status = RunStatus::Finished;
+      store.write(std::move(b));
+    }
+    store.set_sweep_status(id, "finished");
+    store.flush();
+    return id;
+  }
+};
+
+std::string label(const SweepPoint& p) {
+  return "margin=" + p.values[0] + " window=" + p.values[1];
+}
+
+const SweepPoint& at(const std::vector<SweepPoint>& points, const std::string& margin,
+                     const std::string& window) {
+  for (const SweepPoint& p : points)
+    if (p.values[0] == margin && p.values[1] == window) return p;
+  throw std::runtime_error("no point " + margin + " " + window);
+}
+
+TEST(LossSpike, IsTheLargestExcessOverTheReference) {
+  const std::vector<SeriesPoint> loss = {{0, 5}, {1, 4}, {2, 9}, {3, NAN}, {4, 2}};
+  const std::vector<SeriesPoint> ref = {{0, 5}, {1, 3}, {2, 4.5}, {3, 3}, {4, 2.5}};
+  const LossSpike s = loss_spike(loss, ref);
+  EXPECT_DOUBLE_EQ(s.excess, 4.5);
+  EXPECT_DOUBLE_EQ(s.ref, 4.5);
+  EXPECT_EQ(s.step, 2);
+  EXPECT_TRUE(s.spiked());  // 100% over the reference's loss
+  // 40% over: not a spike.
+  EXPECT_FALSE(loss_spike({{0, 1.4}}, {{0, 1.0}}).spiked());
+  EXPECT_TRUE(loss_spike({{0, 1.6}}, {{0, 1.0}}).spiked());
+  // No reference: no figure, no spike.
+  const LossSpike none = loss_spike(loss, {});
+  EXPECT_TRUE(std::isnan(none.excess));
+  EXPECT_FALSE(none.spiked());
+}
+
+// The case: a margin x window sweep whose margin-4 trials have the lowest final
+// loss but spiked to 60 at step 72, where the reference was near 23.
+TEST_F(SweepVerdictTest, ASpikedPointIsNeverTheBestWhileAnotherIsThere) {
+  auto store = RunStore::open(path_);
+  const int64_t id = sweep(
+      *store, {"margin=0,1,4", "window=1,16,1024"}, 1,
+      [](const SweepTrial& t) {
+        if (t.values[0] == "4") return -0.9;                        // the lowest final losses
+        if (t.values[0] == "1" && t.values[1] == "16") return 0.0;  // the best unflagged
+        return 1.0;
+      },
+      [](const SweepTrial& t) { return t.values[0] == "4" ? 60.0 : NAN; });
+  const auto points = sweep_points(*store, id);
+  ASSERT_EQ(points.size(), 9u);
+  const SweepPoint& spiked = at(points, "4", "16");
+  EXPECT_EQ(spiked.spiked, 1);
+  EXPECT_NEAR(spiked.spike, 60 - ref_at(72), 1e-9);
+  ASSERT_EQ(spiked.trial_figures.size(), 1u);
+  EXPECT_EQ(spiked.trial_figures[0].spike.step, 72);
+  EXPECT_TRUE(spiked.trial_figures[0].flagged());
+  EXPECT_EQ(at(points, "0", "1").spiked, 0);
+  EXPECT_DOUBLE_EQ(sweep_metric(spiked, SweepMetric::Spike), spiked.spike);
+  EXPECT_EQ(sweep_counts(SweepSpec{}, points).spiked, 3u);
+
+  const SweepVerdict v = sweep_verdict(points);
+  ASSERT_EQ(v.kind, SweepVerdict::Kind::Best);
+  EXPECT_EQ(label(*v.lowest), "margin=1 window=16");
+  ASSERT_EQ(v.passed_over.size(), 3u);
+  for (const SweepPoint* p : v.passed_over) EXPECT_EQ(p->values[0], "4");
+  const std::string text = sweep_verdict_text(v, label);
+  EXPECT_EQ(text.rfind("best: margin=1 window=16", 0), 0u) << text;
+  EXPECT_NE(text.find("passed over as their loss spiked: margin=4 window=1 "), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("at step 72"), std::string::npos) << text;
+}
+
+// Every point spiked: none is called the best; the lowest is named with its spike.
+TEST_F(SweepVerdictTest, EveryPointSpikedNamesNoBest) {
+  auto store = RunStore::open(path_);
+  const int64_t id = sweep(
+      *store, {"margin=0,4", "window=1"}, 1,
+      [](const SweepTrial& t) { return t.values[0] == "4" ? -0.9 : 0.0; },
+      [](const SweepTrial&) { return 60.0; });
+  const auto points = sweep_points(*store, id);  // the verdict points into them
+  const SweepVerdict v = sweep_verdict(points);
+  ASSERT_EQ(v.kind, SweepVerdict::Kind::AllFlagged);
+  EXPECT_EQ(label(*v.lowest), "margin=4 window=1");
+  const std::string text = sweep_verdict_text(v, label);
+  EXPECT_EQ(text.rfind("no best: ", 0), 0u) << text;
+}
+
+// Final losses 1% apart with one seed: within the noise (2%), no best named; 5% apart: a
+// best, with how far below the next.
+TEST_F(SweepVerdictTest, DifferencesWithinTheNoiseCrownNoWinner) {
+  auto store = RunStore::open(path_);
+  const int64_t close = sweep(
+      *store, {"margin=0,1,2", "window=1"}, 1,
+      [](const SweepTrial& t) { return 0.1 * std::stod(t.values[0]); },  // 23.0, 23.1, 23.2
+      [](const SweepTrial&) { return NAN; });
+  const auto close_points = sweep_points(*store, close);
+  SweepVerdict v = sweep_verdict(close_points);
+  ASSERT_EQ(v.kind, SweepVerdict::Kind::WithinNoise);
+  EXPECT_EQ(v.tied.size(), 3u);
+  EXPECT_EQ(label(*v.tied.front()), "margin=0 window=1");
+  EXPECT_NEAR(v.noise, 0.02 * 23, 0.01);
+  std::string text = sweep_verdict_text(v, label);
+  EXPECT_EQ(text.rfind("no clear best: 3 settings", 0), 0u) << text;
+
+  const int64_t apart = sweep(
+      *store, {"margin=0,1", "window=1"}, 1,
+      [](const SweepTrial& t) { return t.values[0] == "1" ? 1.15 : 0.0; },  // 5% apart
+      [](const SweepTrial&) { return NAN; });
+  const auto apart_points = sweep_points(*store, apart);
+  v = sweep_verdict(apart_points);
+  ASSERT_EQ(v.kind, SweepVerdict::Kind::Best);
+  EXPECT_EQ(label(*v.lowest), "margin=0 window=1");
+  ASSERT_TRUE(v.next);
+  text = sweep_verdict_text(v, label);
+  EXPECT_NE(text.find("5.0% below the next, margin=1 window=1"), std::string::npos) << text;
+}
+
+// With several seeds the seeds' spread is the noise where it passes 2%: points 5% apart
+// whose seeds spread over 10% are within it; the spread is shown.
+TEST_F(SweepVerdictTest, TheSeedsSpreadIsTheNoiseWhereLarger) {
+  auto store = RunStore::open(path_);
+  const int64_t id = sweep(
+      *store, {"margin=0,1", "window=1"}, 2,
+      [](const SweepTrial& t) {
+        const double level = t.values[0] == "1" ? 1.15 : 0.0;
+        return level + (t.seed_index == 0 ? -1.2 : 1.2);  // seeds 2.4 (about 10%) apart
+      },
+      [](const SweepTrial&) { return NAN; });
+  const auto points = sweep_points(*store, id);
+  const SweepPoint& p = at(points, "0", "1");
+  EXPECT_NEAR(p.final_loss_spread(), 2.4, 1e-9);
+  const SweepVerdict v = sweep_verdict(points);
+  ASSERT_EQ(v.kind, SweepVerdict::Kind::WithinNoise);
+  EXPECT_NEAR(v.noise, 2.4, 1e-9);
+  const std::string text = sweep_verdict_text(v, label);
+  EXPECT_NE(text.find("no clear best: 2 settings"), std::string::npos) << text;
+}
+
+TEST(SweepVerdict, NoFinishedPointNamesNone) {
+  SweepPoint p;
+  p.values = {"0", "1"};
+  p.trials = 2;
+  p.runs = p.finished = 1;
+  const std::vector<SweepPoint> points = {p};
+  const SweepVerdict v = sweep_verdict(points);
+  EXPECT_EQ(v.kind, SweepVerdict::Kind::None);
+  EXPECT_FALSE(v.lowest);
+}
+
+}  // namespace
+}  // namespace fp8wb
