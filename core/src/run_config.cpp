@@ -26,6 +26,20 @@ namespace {
 
 using nlohmann::json;
 
+// A tensor's scaling as fp8wb inspect names it ("1x128"), given where a training recipe
+// is asked for: the recipe that uses it, or that none does. Empty for other words.
+std::string recipe_hint(const std::string& word) {
+  const std::optional<ScalingKind> k = parse_scaling_kind(word);
+  if (!k) return {};
+  for (const Float8RecipeEntry& e : kFloat8Recipes) {
+    if (e.activations == *k || e.weight == *k)
+      return " (" + word + " is a tensor's scaling, as fp8wb inspect names it; the training " +
+             "recipe with it is " + std::string(e.name) + ")";
+  }
+  return " (" + word + " is a tensor's scaling that fp8wb inspect measures; no training " +
+         "recipe uses it)";
+}
+
 [[noreturn]] void fail(const std::string& key, const std::string& why) {
   throw std::invalid_argument("config field '" + key + "': " + why);
 }
@@ -172,7 +186,9 @@ void set_value(RunConfig& c, const RunConfigField& f, const json& j) {
         } else {
           const std::string s = as_string(k, j);
           const std::optional<V> e = parse_enum<V>(s);
-          if (!e) fail(k, "\"" + quote_text(s) + "\" is not one of " + field_names_text(f));
+          if (!e)
+            fail(k, "\"" + quote_text(s) + "\" is not one of " + field_names_text(f) +
+                        (k == std::string("recipe") ? recipe_hint(s) : std::string()));
           c.*m = *e;
         }
       },

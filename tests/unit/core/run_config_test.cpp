@@ -108,6 +108,31 @@ INSTANTIATE_TEST_SUITE_P(
                       Bad{"=window", "window"}, Bad{R"([1, 2])", "object"},
                       Bad{R"({"window": 16,)", "JSON"}));
 
+// A tensor's scaling as fp8wb inspect names it, given as a training recipe, says which
+// recipe uses it (blockwise: x and dy in 1x128 groups, w in 128x128 tiles) or that none does.
+TEST(RunConfigMessages, AnInspectScalingAsRecipeNamesTheRecipeWithIt) {
+  const auto message = [](const std::string& word) {
+    RunConfig c;
+    try {
+      apply_override(c, "recipe=" + word);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  for (const char* word : {"1x128", "128x128"}) {
+    EXPECT_EQ(message(word), "config field 'recipe': \"" + std::string(word) +
+                                 "\" is not one of tensorwise, rowwise, blockwise, mx (" + word +
+                                 " is a tensor's scaling, as fp8wb inspect names it; the "
+                                 "training recipe with it is blockwise)");
+  }
+  EXPECT_NE(message("nvfp4").find("no training recipe uses it"), std::string::npos)
+      << message("nvfp4");
+  EXPECT_EQ(message("perchannel"),
+            "config field 'recipe': \"perchannel\" is not one of "
+            "tensorwise, rowwise, blockwise, mx");
+}
+
 // What a config may be is bounded: nesting (no recursion on 70,000 levels), size, every
 // number's magnitude, a run's memory; messages name the field and quote little.
 TEST(RunConfigLimits, DeepNestingIsRefusedNamingTheField) {
