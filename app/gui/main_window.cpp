@@ -94,8 +94,15 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
   connect(engine_, &EngineController::finished, this,
           [this](RunStatus status, const QString& message) {
             const QString name = QString::fromLatin1(run_status_name(status));
-            run_status_->setText(message.isEmpty() ? tr("run %1").arg(name)
-                                                   : tr("run %1: %2").arg(name, message));
+            QString said =
+                message.isEmpty() ? tr("run %1").arg(name) : tr("run %1: %2").arg(name, message);
+            // Trained here while another run is shown: which run ended, and where it is.
+            const int64_t trained = engine_->trainedRunId();
+            if (trained != 0 && engine_->data().runId() != trained)
+              said = tr("run %1 (trained here) %2; the Runs tab opens it")
+                         .arg(trained)
+                         .arg(message.isEmpty() ? name : name + QStringLiteral(": ") + message);
+            run_status_->setText(said);
             refreshRunTabs(true);
             showRunPanelForPresentation();
           });
@@ -593,6 +600,10 @@ void MainWindow::setPresentationMode(bool on) {
   presentation_->setActive(on);
   leave_presentation_action_->setEnabled(on);
   showRunPanelForPresentation();
+}
+
+QString MainWindow::runStatusText() const {
+  return run_status_->text();
 }
 
 bool MainWindow::presentationMode() const {

@@ -64,6 +64,8 @@ class MainWindow : public QMainWindow {
   void noteFailure(const QString& message);
   void showNotice(const QString& message);
   QStringList failures() const { return failures_; }
+  // What the status bar says of the run (training, opened, how a run ended).
+  QString runStatusText() const;
   QStringList notices() const { return notices_; }
 
   // The File menu's file dialogs: (parent, caption, folder, filter) -> the chosen path,

@@ -22,6 +22,7 @@
 
 #include "cli_run.h"
 #include "fp8wb/core/run_store.h"
+#include "peak_memory.h"
 #include "sql_file.h"
 #include "temp_dir_test.h"
 
@@ -42,23 +43,7 @@ class CliImport : public fp8wb::test::TempDirTest {
 // The binary's peak resident memory (KiB, that process's own) importing `source` into
 // `target`; -1 where it did not end with status 0.
 long import_peak_kib(const std::string& source, const std::string& target) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    std::vector<std::string> args = {FP8WB_BINARY, "runs", "import", source, "--db", target};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int devnull = ::open("/dev/null", O_WRONLY);
-    dup2(devnull, STDOUT_FILENO);
-    dup2(devnull, STDERR_FILENO);
-    execv(FP8WB_BINARY, argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  struct rusage use {};
-  if (wait4(pid, &status, 0, &use) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    return -1;
-  return use.ru_maxrss;
+  return fp8wb::test::binary_peak_kib(FP8WB_BINARY, {"runs", "import", source, "--db", target});
 }
 
 // A run holding a 48 MiB blob (an error map) comes over whole, byte for byte; on its way

@@ -25,6 +25,7 @@
 #include "fp8wb/core/checkpoint_analysis.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/safetensors.h"
+#include "peak_memory.h"
 #include "range_tensors.h"
 #include "temp_dir.h"
 
@@ -1165,27 +1166,12 @@ TEST(CliInspect, ExportToAMissingFolderIsRefusedFirst) {
   std::filesystem::remove(path);
 }
 
-// The binary's peak resident memory (KiB, as the kernel counts it for that process alone)
-// inspecting `path`, its output thrown away; -1 where it did not end with status 0.
+// The binary's peak resident memory (KiB, that process's own) inspecting `path`; -1 where
+// it did not end with status 0.
 long inspect_peak_kib(const std::string& path, bool json) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    std::vector<std::string> args = {FP8WB_BINARY, "inspect", path, "--device", "cpu"};
-    if (json) args.push_back("--json");
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int devnull = ::open("/dev/null", O_WRONLY);
-    dup2(devnull, STDOUT_FILENO);
-    dup2(devnull, STDERR_FILENO);
-    execv(FP8WB_BINARY, argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  struct rusage use {};
-  if (wait4(pid, &status, 0, &use) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    return -1;
-  return use.ru_maxrss;
+  std::vector<std::string> args = {"inspect", path, "--device", "cpu"};
+  if (json) args.push_back("--json");
+  return fp8wb::test::binary_peak_kib(FP8WB_BINARY, args);
 }
 
 // Many tiny tensors: what inspect keeps of each one until the table is sorted is bounded

@@ -473,6 +473,10 @@ void RunTabsTest::anotherRunOpensWhileOneTrains() {
   QCOMPARE(w.engine()->data().runId(), done);
   QVERIFY(back->isHidden());
   QCOMPARE(failed.count(), 0);
+  // The status bar says which run ended: the one trained here, not the one shown.
+  QVERIFY2(
+      w.runStatusText().contains(QStringLiteral("run %1 (trained here) stopped").arg(training)),
+      qPrintable(w.runStatusText()));
 }
 
 // A live run's curves grow by its new points, and equal those of tabs that draw the whole

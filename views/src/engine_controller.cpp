@@ -265,6 +265,7 @@ void EngineController::openRun(int64_t run_id) {
         } else if (!isRunning()) {
           parked_ = RunData();
           training_hidden_ = false;
+          train_run_id_ = 0;  // what is shown now is no longer beside a run trained here
         }
         data_.replace(std::move(r.data));
         if (r.live) {
@@ -399,16 +400,33 @@ void EngineController::drain() {
 
 namespace {
 
-// The notices a batch's events carry (what a run says of itself: layers kept in high
-// precision, GEMMs emulated, an update skipped, weights written); how it ended comes with
-// finished(), its layers' order is for the tabs.
+// How a run's batches ended, if they did.
+struct Ending {
+  bool ended = false;
+  RunStatus status = RunStatus::Running;
+  std::string message;
+};
+
+// Appends the batches to `run`, saying through `say` the notices their events carry (what
+// a run says of itself: layers kept in high precision, GEMMs emulated, an update skipped,
+// weights written; how it ended comes with finished(), its layers' order is for the tabs).
 template <class Say>
-void emit_notices(const MetricBatch& b, Say&& say) {
-  for (const RunEvent& e : b.events) {
-    RunStatus ending;
-    if (!e.message.empty() && e.kind != "layers" && !parse_run_status(e.kind, ending))
-      say(QString::fromStdString(e.message));
+Ending take_batches(std::vector<MetricBatch>& batches, RunData& run, Say&& say) {
+  Ending end;
+  for (MetricBatch& b : batches) {
+    for (const RunEvent& e : b.events) {
+      RunStatus ending;
+      if (!e.message.empty() && e.kind != "layers" && !parse_run_status(e.kind, ending))
+        say(QString::fromStdString(e.message));
+    }
+    if (b.final) {
+      end.ended = true;
+      end.status = b.status;
+      end.message = b.message;
+    }
+    run.append(std::move(b));
   }
+  return end;
 }
 
 }  // namespace
@@ -416,18 +434,8 @@ void emit_notices(const MetricBatch& b, Say&& say) {
 void EngineController::drainFollower() {
   if (!follow_buffer_) return;
   std::vector<MetricBatch> batches = follow_buffer_->swap_out();
-  bool ended = false;
-  RunStatus status = RunStatus::Running;
-  std::string message;
-  for (MetricBatch& b : batches) {
-    emit_notices(b, [this](const QString& m) { Q_EMIT notice(m); });
-    if (b.final) {
-      ended = true;
-      status = b.status;
-      message = b.message;
-    }
-    data_.append(std::move(b));
-  }
+  const auto [ended, status, message] =
+      take_batches(batches, data_, [this](const QString& m) { Q_EMIT notice(m); });
   // While a run trains here, progress() is its.
   if (!batches.empty() && !isRunning() && !data_.steps().empty())
     Q_EMIT progress(data_.steps().back().step + 1, steps_total_, -1);
@@ -446,19 +454,9 @@ void EngineController::drainFollower() {
 void EngineController::drainTrainer() {
   if (!buffer_ || !training_active_) return;
   std::vector<MetricBatch> batches = buffer_->swap_out();
-  bool ended = false;
-  RunStatus status = RunStatus::Running;
-  std::string message;
   RunData& run = trainingData();
-  for (MetricBatch& b : batches) {
-    emit_notices(b, [this](const QString& m) { Q_EMIT notice(m); });
-    if (b.final) {
-      ended = true;
-      status = b.status;
-      message = b.message;
-    }
-    run.append(std::move(b));
-  }
+  auto [ended, status, message] =
+      take_batches(batches, run, [this](const QString& m) { Q_EMIT notice(m); });
   if (!batches.empty()) {
     if (!run.steps().empty()) {
       const int64_t done = run.steps().back().step + 1;

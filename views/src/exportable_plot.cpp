@@ -130,8 +130,10 @@ QCPRange colour_scale_range(double lo, double hi, const QCPRange& domain) {
 QComboBox* make_colour_range_box(QWidget* parent) {
   auto* box = new QComboBox(parent);
   box->setObjectName(QStringLiteral("colourRange"));
-  box->addItem(QObject::tr("auto range"));
-  box->addItem(QObject::tr("fixed range"));
+  // Short: the box sits in rows of choices that must fit a 1280-pixel screen; the colour
+  // bar and the tooltip say the rest.
+  box->addItem(QObject::tr("auto"));
+  box->addItem(QObject::tr("fixed"));
   box->setToolTip(
       QObject::tr("The colours' range: auto, from the lowest figure shown to the highest (small "
                   "differences fill the whole scale), or fixed, one that means the same whatever "

@@ -52,11 +52,15 @@ QuantizationTab::QuantizationTab(const RunData* run, QWidget* parent)
   controls->addWidget(role_);
   controls->addSpacing(20);
   controls->addWidget(include_step0_);
-  controls->addSpacing(20);
-  controls->addWidget(new QLabel(tr("Histogram and block errors of"), this));
-  controls->addWidget(tensor_, 1);
+  controls->addStretch(1);
+  // The tensor picker on a line of its own: with the heatmap's choices on one line the tab
+  // would be wider than a 1280-pixel screen leaves it.
+  auto* tensor_row = new QHBoxLayout;
+  tensor_row->addWidget(new QLabel(tr("Histogram and block errors of"), this));
+  tensor_row->addWidget(tensor_, 1);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(controls);
+  layout->addLayout(tensor_row);
   caption_->setWordWrap(true);
   layout->addWidget(caption_);
   layout->addWidget(heat_, 1);

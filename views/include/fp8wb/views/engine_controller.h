@@ -74,6 +74,8 @@ class EngineController : public QObject {
   void openRun(int64_t run_id);
   // The run training here, or 0.
   int64_t trainingRunId() const { return isRunning() ? train_run_id_ : 0; }
+  // The run trained here last (training or ended), or 0.
+  int64_t trainedRunId() const { return train_run_id_; }
   // Whether the tabs show the training run (true where none trains).
   bool showsTrainingRun() const { return !training_hidden_; }
   // The training run back in the tabs (after openRun() while it trains); trainingShown().
