@@ -401,6 +401,9 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
     }
   }
   const auto ckpt = open_any_checkpoint(opt.path);
+  // A folder: the file read in it, as it may hold others (a reference, an optimizer state).
+  if (std::error_code ec; std::filesystem::is_directory(opt.path, ec))
+    err << "note: " << opt.path << " is a folder: reading " << ckpt->path() << "\n";
   if (!opt.export_path.empty()) {
     // The FP8 copy is lossy: written over the checkpoint (or one of its shards) it would
     // replace the original for good.

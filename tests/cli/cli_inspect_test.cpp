@@ -250,6 +250,8 @@ TEST(CliInspect, RecipesAsTheTableNamesThemAndExactSqnr) {
   r = run({"inspect", (dir / "hf").string(), "--json"});
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)[0]["name"], "fc.weight");
+  EXPECT_EQ(r.err, "note: " + (dir / "hf").string() + " is a folder: reading " +
+                       (dir / "hf" / "model.safetensors").string() + "\n");
   fp8wb::test::remove_tree(dir.string());
 }
 
