@@ -266,17 +266,36 @@ int fp8wb_watch_records_amax(const fp8wb_watch* w) {
   return w && w->watch->records_amax() ? 1 : 0;
 }
 
+namespace {
+
+void observe_one(fp8wb_watch& w, const char* layer, int32_t role, const fp8wb_tensor* x) {
+  if (!layer || !*layer) throw std::invalid_argument("a layer with no name");
+#if FP8WB_WATCH_CUDA
+  if (x && x->device == FP8WB_DEVICE_CUDA) {
+    observe_cuda(w, layer, role_of(role), x);
+    return;
+  }
+#endif
+  w.watch->observe(layer, role_of(role), host_ref(x));
+}
+
+}  // namespace
+
 int fp8wb_watch_observe(fp8wb_watch* w, const char* layer, int32_t role, const fp8wb_tensor* x) {
   return guarded([&] {
     if (!w) throw std::invalid_argument("no watch");
-    if (!layer || !*layer) throw std::invalid_argument("a layer with no name");
-#if FP8WB_WATCH_CUDA
-    if (x && x->device == FP8WB_DEVICE_CUDA) {
-      observe_cuda(*w, layer, role_of(role), x);
-      return;
-    }
-#endif
-    w->watch->observe(layer, role_of(role), host_ref(x));
+    observe_one(*w, layer, role, x);
+  });
+}
+
+int fp8wb_watch_observe_many(fp8wb_watch* w, int32_t n, const char* const* layers,
+                             const int32_t* roles, const fp8wb_tensor* xs) {
+  return guarded([&] {
+    if (!w) throw std::invalid_argument("no watch");
+    if (n < 0 || (n > 0 && (!layers || !roles || !xs)))
+      throw std::invalid_argument("observe_many: " + std::to_string(n) +
+                                  " tensors without layers, roles or tensors");
+    for (int32_t i = 0; i < n; ++i) observe_one(*w, layers[i], roles[i], &xs[i]);
   });
 }
 

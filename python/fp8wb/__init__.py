@@ -37,12 +37,14 @@ import weakref
 __all__ = ["watch", "Watch", "quantize_stats", "StoreError", "default_database"]
 
 _LIB_NAME = "libfp8wb_watch.so"
-_ABI_VERSION = 2
+_ABI_VERSION = 3
 
 # enum values of watch_abi.h
 _F32, _BF16 = 0, 1
 _CPU, _CUDA = 0, 1
 _ROLES = {"input": 0, "weight": 1, "grad_output": 2}
+_ROLE_NAMES = {v: k for k, v in _ROLES.items()}
+_BATCH = 16  # CUDA tensors queued between samples before they go to the library
 _FINISHED, _STOPPED, _FAILED, _INTERRUPTED = 0, 1, 2, 3
 _ERR_ARGUMENT, _ERR_STORE = -1, -2
 _HIST_BINS = 66
@@ -87,6 +89,9 @@ def _load():
         "fp8wb_watch_sampling": (ctypes.c_int, [P]),
         "fp8wb_watch_records_amax": (ctypes.c_int, [P]),
         "fp8wb_watch_observe": (ctypes.c_int, [P, S, I32, ctypes.POINTER(_Tensor)]),
+        "fp8wb_watch_observe_many": (ctypes.c_int, [P, I32, ctypes.POINTER(S),
+                                                    ctypes.POINTER(I32),
+                                                    ctypes.POINTER(_Tensor)]),
         "fp8wb_watch_scalars": (ctypes.c_int, [P, I64, ctypes.POINTER(S),
                                                ctypes.POINTER(ctypes.c_double), I32]),
         "fp8wb_watch_next_step": (ctypes.c_int, [P]),
@@ -285,6 +290,14 @@ class Watch:
         self._hooks = []
         self._error = None
         cuda = any(p.is_cuda for p in params)
+        # Between samples a CUDA tensor's amax is all that is taken: such tensors are
+        # queued here and handed to the library a batch at a time (one call, its amax
+        # kernels launched together), not one call a tensor, so that the hooks cost the
+        # training loop's host thread little. A batch holds at most _BATCH tensors.
+        self._batching = cuda and _cuda_kernels()
+        self._queued = []
+        self._layer_names = {}
+        self._sampling = bool(_lib.fp8wb_watch_sampling(handle))
         where = ("statistics by the workbench's CUDA kernels on the GPU" if cuda and _cuda_kernels()
                  else "statistics by the workbench's CPU kernels"
                  + (" from host copies of the GPU's tensors" if cuda else ""))
@@ -294,36 +307,99 @@ class Watch:
         self._event("started", started)
         for layer_name, m in layers:
             self._hooks.append(m.register_forward_hook(self._forward_hook(layer_name)))
+        if self._batching:
+            # The model's forward has ended: its queued tensors go.
+            self._hooks.append(model.register_forward_hook(self._model_hook()))
         _open_watches.add(self)
 
     # The hooks. A forward that builds no graph (evaluation under torch.no_grad()) is not a
     # training step's and is not recorded.
     def _forward_hook(self, layer):
         ref = weakref.ref(self)
+        torch = _torch()
 
         def hook(module, inputs, output):
             w = ref()
-            if w is None or w._ended or not _torch().is_grad_enabled():
+            if w is None or w._ended or not torch.is_grad_enabled():
                 return
-            if not w._records_amax and not _lib.fp8wb_watch_sampling(w._h):
+            if not w._records_amax and not w._sampling:
                 return  # nothing is recorded between samples
             if layer not in w._seen_set:
                 w._seen_set.add(layer)
                 w._seen.append(layer)
             if inputs:
-                w._observe(layer, "input", inputs[0])
-            w._observe(layer, "weight", module.weight)
-            if isinstance(output, _torch().Tensor) and output.requires_grad:
+                w._observe(layer, 0, inputs[0])
+            w._observe(layer, 1, module.weight)
+            if isinstance(output, torch.Tensor) and output.requires_grad:
                 output.register_hook(lambda g: w._grad(layer, g))
+        return hook
+
+    def _model_hook(self):
+        ref = weakref.ref(self)
+
+        def hook(module, inputs, output):
+            w = ref()
+            if w is not None and not w._ended:
+                w._flush_observed()
         return hook
 
     def _grad(self, layer, g):
         if not self._ended:
-            self._observe(layer, "grad_output", g)
+            self._observe(layer, 2, g)
 
     def _observe(self, layer, role, x):
-        kept, t = _tensor(x, f"layer {layer}, {role}")
-        rc = _lib.fp8wb_watch_observe(self._h, _b(layer), _ROLES[role], ctypes.byref(t))
+        torch = _torch()
+        if (self._batching and not self._sampling and isinstance(x, torch.Tensor)
+                and x.is_cuda):
+            if not x.is_floating_point():
+                raise TypeError(f"layer {layer}, {_ROLE_NAMES[role]}: a {x.dtype} tensor; "
+                                "fp8wb quantizes floating-point tensors (float32, bfloat16, "
+                                "float16)")
+            self._queued.append((layer, role, x.detach()))
+            if len(self._queued) >= _BATCH:
+                self._flush_observed()
+            return
+        self._flush_observed()  # in order
+        kept, t = _tensor(x, f"layer {layer}, {_ROLE_NAMES[role]}")
+        rc = _lib.fp8wb_watch_observe(self._h, self._layer_name(layer), role, ctypes.byref(t))
+        del kept
+        _check(rc)
+
+    def _layer_name(self, layer):
+        b = self._layer_names.get(layer)
+        if b is None:
+            b = self._layer_names[layer] = _b(layer)
+        return b
+
+    def _flush_observed(self):
+        """The queued CUDA tensors to the library in one call (their amaxes on the GPU)."""
+        queued = self._queued
+        if not queued:
+            return
+        self._queued = []
+        torch = _torch()
+        n = len(queued)
+        tensors = (_Tensor * n)()
+        names = (ctypes.c_char_p * n)()
+        roles = (ctypes.c_int32 * n)()
+        kept = []
+        streams = {}
+        for i, (layer, role, x) in enumerate(queued):
+            x = x.reshape(1, -1) if x.dim() <= 1 else x.reshape(-1, x.shape[-1])
+            if x.dtype is not torch.float32 and x.dtype is not torch.bfloat16:
+                x = x.float()
+            if not x.is_contiguous():
+                x = x.contiguous()
+            kept.append(x)
+            index = x.device.index or 0
+            stream = streams.get(index)
+            if stream is None:
+                stream = streams[index] = torch.cuda.current_stream(x.device).cuda_stream
+            tensors[i] = _Tensor(x.data_ptr(), _F32 if x.dtype is torch.float32 else _BF16,
+                                 _CUDA, index, 0, x.shape[0], x.shape[1], stream)
+            names[i] = self._layer_name(layer)
+            roles[i] = role
+        rc = _lib.fp8wb_watch_observe_many(self._h, n, names, roles, tensors)
         del kept
         _check(rc)
 
@@ -348,12 +424,14 @@ class Watch:
             values.append(("loss", _scalar_value("loss", loss)))
         for k, v in scalars.items():
             values.append((k, _scalar_value(k, v)))
+        self._flush_observed()
         step = _lib.fp8wb_watch_step(self._h)
         if step == 0 and self._seen:
             self._event("layers", ", ".join(self._seen))
         self._pending.append((step, values))
         self._flush_scalars(wait=False)
         _check(_lib.fp8wb_watch_next_step(self._h))
+        self._sampling = bool(_lib.fp8wb_watch_sampling(self._h))
 
     def _flush_scalars(self, wait):
         while self._pending:
@@ -381,6 +459,7 @@ class Watch:
         self._hooks = []
         try:
             if how != _INTERRUPTED:
+                self._flush_observed()
                 self._flush_scalars(wait=True)
         finally:
             try:

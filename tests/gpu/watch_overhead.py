@@ -92,6 +92,42 @@ def step_times(args, watch_kwargs):
     return times
 
 
+def amax_floor(args):
+    """What reading every watched tensor of one step once costs the GPU: the inputs, weights
+    and output gradients of every nn.Linear, their amaxes by torch._foreach_norm (one
+    multi-tensor reduction, no hooks, no host work), in ms; the floor under any watcher that
+    takes every step's amax of every tensor."""
+    torch.manual_seed(0)
+    model = GPT(args.vocab, args.d_model, args.layers, args.heads, args.context).cuda()
+    data = torch.randint(0, args.vocab, (args.batch, args.context + 1), device="cuda")
+    seen = []
+
+    def hook(m, inputs, out):
+        seen.append(inputs[0].detach())
+        seen.append(m.weight.detach())
+        out.register_hook(lambda g: seen.append(g.detach()) and None)
+    for m in model.modules():
+        if isinstance(m, torch.nn.Linear):
+            m.register_forward_hook(hook)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        logits = model(data[:, :-1])
+        loss = torch.nn.functional.cross_entropy(logits.float().view(-1, args.vocab),
+                                                 data[:, 1:].reshape(-1))
+    loss.backward()
+    ts = [t.reshape(-1) for t in seen]
+    gb = sum(t.numel() * t.element_size() for t in ts) / 1e9
+    times = []
+    for i in range(25):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        torch._foreach_norm(ts, float("inf"))
+        b.record()
+        b.synchronize()
+        if i >= 5:
+            times.append(a.elapsed_time(b))
+    return len(ts), gb, statistics.median(times)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--d-model", type=int, default=1024)
@@ -102,14 +138,26 @@ def main():
     p.add_argument("--vocab", type=int, default=8192)
     p.add_argument("--warmup", type=int, default=25)  # also the first sample's step 0
     p.add_argument("--steps", type=int, default=150)  # whole cycles of 25
+    p.add_argument("--profile", action="store_true",
+                   help="only the host's time in a watched run (delayed), by function")
     args = p.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("watch_overhead.py needs a CUDA GPU")
     print(f"GPT d_model {args.d_model}, {args.layers} layers, batch {args.batch} x "
           f"{args.context}, {torch.cuda.get_device_name()}, PyTorch {torch.__version__}")
+    if args.profile:
+        import cProfile
+        import pstats
+        prof = cProfile.Profile()
+        prof.runcall(step_times, args, {"scaling": "delayed", "stats_interval": 25})
+        pstats.Stats(prof).sort_stats("tottime").print_stats(18)
+        return
     base = step_times(args, None)
     base_mean, base_median = statistics.fmean(base), statistics.median(base)
     print(f"unwatched: mean {base_mean:.2f} ms, median {base_median:.2f} ms a step")
+    n, gb, ms = amax_floor(args)
+    print(f"floor: reading the step's {n} watched tensors once ({gb:.2f} GB) for their amaxes "
+          f"(torch._foreach_norm) takes {ms:.2f} ms, {100 * ms / base_median:.1f} % of a step")
     ok = True
     for scaling in ("current", "delayed"):
         t = step_times(args, {"scaling": scaling, "stats_interval": 25})
@@ -123,6 +171,9 @@ def main():
               f"({100 * mean_over:+.1f} %, target <= +3 %); between samples median "
               f"{statistics.median(between):.2f} ms ({100 * between_over:+.1f} %, "
               f"target <= +1 %)")
+    again = step_times(args, None)  # the GPU's clocks drift: the baseline once more, last
+    print(f"unwatched again: mean {statistics.fmean(again):.2f} ms, median "
+          f"{statistics.median(again):.2f} ms a step")
     sys.exit(0 if ok else 1)
 
 

@@ -96,8 +96,9 @@ class Saver:
             s, x = self.step, inputs[0].detach().to("cpu", copy=True)
             self.saved.setdefault((s, name, "input"), x)
             self.saved.setdefault((s, name, "weight"), m.weight.detach().to("cpu", copy=True))
-            out.register_hook(lambda g: self.saved.setdefault((s, name, "grad_output"),
-                                                              g.detach().to("cpu", copy=True)))
+            def grad(g):  # returns None: the gradient flows on unchanged
+                self.saved.setdefault((s, name, "grad_output"), g.detach().to("cpu", copy=True))
+            out.register_hook(grad)
         return f
 
 

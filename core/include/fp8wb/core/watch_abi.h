@@ -17,7 +17,7 @@ extern "C" {
 #define FP8WB_ABI __attribute__((visibility("default")))
 
 /* Bumped whenever a declaration below changes. */
-#define FP8WB_WATCH_ABI_VERSION 2
+#define FP8WB_WATCH_ABI_VERSION 3
 
 enum fp8wb_dtype { FP8WB_DTYPE_FLOAT32 = 0, FP8WB_DTYPE_BFLOAT16 = 1 };
 enum fp8wb_device { FP8WB_DEVICE_CPU = 0, FP8WB_DEVICE_CUDA = 1 };
@@ -93,6 +93,11 @@ FP8WB_ABI int fp8wb_watch_records_amax(const fp8wb_watch* w);
  * its allocator reuse it only in the stream's order (PyTorch's caching allocator does). */
 FP8WB_ABI int fp8wb_watch_observe(fp8wb_watch* w, const char* layer, int32_t role,
                                   const fp8wb_tensor* x);
+/* n tensors of the current step at once, as n calls of fp8wb_watch_observe in order: the
+ * caller gathers a step's tensors between samples and hands them over a batch at a time,
+ * one call instead of one a tensor. layers[i], roles[i] and xs[i] describe the i-th. */
+FP8WB_ABI int fp8wb_watch_observe_many(fp8wb_watch* w, int32_t n, const char* const* layers,
+                                       const int32_t* roles, const fp8wb_tensor* xs);
 /* A step's scalars (the current step, or an earlier one whose values came later):
  * names[i] = values[i]; "loss", "lr", "grad_norm", "step_ms", ... fill the run's step
  * series, "tokens" gives tokens/s, any other name is stored as the series "scalar/<name>". */
