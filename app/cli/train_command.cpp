@@ -17,6 +17,7 @@
 #include "fp8wb/core/file_io.h"
 #include "fp8wb/core/final_loss.h"
 #include "fp8wb/core/run_config_fields.h"
+#include "fp8wb/core/run_start.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/safetensors.h"
 #include "fp8wb/core/trainer.h"
@@ -323,14 +324,13 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   if (ranks.distributed() && ranks.rank != 0) return run_other_rank(cfg, ranks, err);
 
   auto store = RunStore::open(db_path(opt.db));
-  auto bus = std::make_shared<MetricBus>();
   auto console = std::make_shared<Console>(err, cfg.steps, opt.quiet || opt.json, opt.terminal);
-  bus->add(store->consumer());
-  bus->add(console);
-  const std::string uuid =
-      opt.run_uuid.empty() && ranks.distributed() ? launcher_run_uuid() : opt.run_uuid;
-  const int64_t id = store->create_run(cfg.name, "train", run_config_json(cfg), device, 0, uuid);
-  Trainer trainer(cfg, bus, id);
+  RunStartOptions how;
+  how.uuid = opt.run_uuid.empty() && ranks.distributed() ? launcher_run_uuid() : opt.run_uuid;
+  how.consumers = {console};
+  StartedRun started = start_run(*store, cfg, how);
+  const int64_t id = started.id;
+  Trainer& trainer = *started.trainer;
   if (ranks.distributed()) {
     trainer.setRanks(ranks);
     trainer.setComputeThreads(compute_threads_per_rank(ranks));

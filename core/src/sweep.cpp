@@ -1,5 +1,7 @@
 #include "fp8wb/core/sweep.h"
 
+#include "fp8wb/core/run_start.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -362,11 +364,11 @@ void SweepRunner::run(std::function<void(size_t, RunStatus)> on_trial) {
       RunConfig cfg = trials_[i].config;
       if (cuda) cfg.device = "cuda:" + std::to_string(w % cuda_devices);
       try {
-        const int64_t id = store_.create_run(cfg.name, "sweep-trial", run_config_json(cfg),
-                                             Trainer::resolve_device(cfg.device), sweep_id_);
-        auto bus = std::make_shared<MetricBus>();
-        bus->add(store_.consumer());
-        Trainer t(cfg, bus, id);
+        RunStartOptions how;
+        how.kind = "sweep-trial";
+        how.sweep_id = sweep_id_;
+        StartedRun started = start_run(store_, cfg, how);
+        Trainer& t = *started.trainer;
         t.setComputeThreads(threads);
         {
           const std::lock_guard<std::mutex> lock(active_->mutex);

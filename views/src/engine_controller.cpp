@@ -9,6 +9,7 @@
 
 #include "fp8wb/core/notices.h"
 #include "fp8wb/core/run_follower.h"
+#include "fp8wb/core/run_start.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/trainer.h"
 #include "fp8wb/views/run_database_guard.h"
@@ -44,23 +45,6 @@ namespace {
 
 // The controller the core's notices go to (the newest one).
 EngineController* notice_owner = nullptr;
-
-// `name`, or where a run of the store already has it, "name #2", "name #3", ...: runs
-// started from one preset stay apart in the list, the overlay and the exports.
-constexpr size_t kMaxNameLength = 200;  // a config's bound on `name`
-
-std::string distinct_run_name(const RunStore& store, const std::string& name) {
-  if (name.empty()) return name;
-  std::set<std::string> taken;
-  for (const RunInfo& r : store.runs()) taken.insert(r.name);
-  if (!taken.count(name)) return name;
-  for (int k = 2;; ++k) {
-    const std::string suffix = " #" + std::to_string(k);
-    const std::string candidate =
-        name.substr(0, std::min(name.size(), kMaxNameLength - suffix.size())) + suffix;
-    if (!taken.count(candidate)) return candidate;
-  }
-}
 
 // A stored run read off the GUI thread, with its follower already polling where it is
 // live (what arrives meanwhile waits in the buffer).
@@ -334,21 +318,19 @@ QString EngineController::start(const RunConfig& config) {
   parked_ = RunData();
   training_hidden_ = false;
   try {
-    RunConfig c = config;
-    resolve_hf_config(c);  // hf=DIR: the checkpoint's shape, stored with the run
-    validate_run_config(c);
-    const std::string device = Trainer::resolve_device(config.device);
     RunStore& s = store();
     s.flush();
     trainer_.reset();
-    c.name = distinct_run_name(s, config.name);
-    const int64_t id = s.create_run(c.name, "train", run_config_json(c), device);
-    auto bus = std::make_shared<MetricBus>();
-    buffer_ = std::make_shared<GuiBuffer>();
-    bus->add(s.consumer());
-    bus->add(buffer_);
+    auto buffer = std::make_shared<GuiBuffer>();
+    RunStartOptions how;
+    how.distinct_name = true;
+    how.consumers = {buffer};
+    StartedRun run = start_run(s, config, how);
+    const RunConfig& c = run.config;
+    const int64_t id = run.id;
+    buffer_ = std::move(buffer);
     data_.setRun(id, c.name, run_config_json(c));
-    trainer_ = std::make_unique<Trainer>(c, bus, id);
+    trainer_ = std::move(run.trainer);
     steps_total_ = c.steps;
     started_at_ = static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
     paused_ = false;
