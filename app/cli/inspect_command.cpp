@@ -238,6 +238,30 @@ std::string table_rows(const TensorAnalysis& a) {
   for (const std::string& w : a.warnings) out += "    warning: " + w + "\n";
   if (!a.recommended.empty()) out += "    recommended: " + a.recommended + " (" + a.reason + ")\n";
   if (!a.no_recipe.empty()) out += "    recommended: none (" + a.no_recipe + ")\n";
+  // The best SQNR of another format than the recommendation's (E4M3FNUZ beside E4M3FN):
+  // said, with the best of the recommendation's format, so the two columns never seem to
+  // disagree unexplained.
+  if (best && rec && best->recipe.format != rec->recipe.format) {
+    const Format f = rec->recipe.format;
+    const RecipeResult* own = nullptr;
+    for (const auto& r : a.recipes) {
+      if (r.recipe.format == f && (!own || r.sqnr_db > own->sqnr_db)) own = &r;
+    }
+    out += fmt::format(
+        "    note: the best SQNR is {}'s, a format recipes are not recommended in here "
+        "(they are among the {} recipes, the format this machine trains with{}); the best {} "
+        "recipe: {} ({:.1f} dB against {:.1f} dB)\n",
+        format_info(best->recipe.format).name, format_info(f).name,
+        best->recipe.format == Format::E4M3FNUZ
+            ? std::string("; E4M3FNUZ is AMD GPUs' and holds other values: max 240, not 448, "
+                          "and no negative zero")
+        : best->recipe.format == Format::E5M2FNUZ
+            ? std::string("; E5M2FNUZ is AMD GPUs' and holds other values: no Inf, no "
+                          "negative zero")
+            : std::string(),
+        format_info(f).name, own ? own->name : std::string("-"), own ? own->sqnr_db : NAN,
+        best->sqnr_db);
+  }
   return out;
 }
 

@@ -90,6 +90,8 @@ int run_replay(const ReplayCliOptions& opt, std::ostream& out, std::ostream& err
     ro.per_tensor_median = !opt.tensor.empty() || opt.json;
     const ReplayResult res = replay_amax(run.input, grid, ro);
     const ReplayCell& best = res.cells[res.ranking.front()];
+    // A best at the grid's edge: what lies beyond it is unseen.
+    const ReplayGridEdge edge = replay_grid_edge(grid, best.setting);
     const bool checked = !run.from_sampled_steps && res.own.compared > 0;
     const std::string own_text =
         run.run.delayed
@@ -128,7 +130,11 @@ int run_replay(const ReplayCliOptions& opt, std::ostream& out, std::ostream& err
           {"saturates", best.all.saturating_steps > 0},
           // Whether it keeps kSafeHeadroomBinades at its closest approach.
           {"safe", best.all.saturating_steps == 0 &&
-                       best.all.min_headroom_binades >= ReplayResult::kSafeHeadroomBinades}};
+                       best.all.min_headroom_binades >= ReplayResult::kSafeHeadroomBinades},
+          // The axes whose smallest or largest value it takes ("margin_max", "window_max"):
+          // the grid does not show what lies beyond.
+          {"at_grid_edge", edge.names()},
+          {"grid_edge_note", edge.any() ? json(edge.text(best.setting)) : json()}};
       j["cells"] = json::array();
       for (const ReplayCell& c : res.cells) {
         json cj = {{"margin", c.setting.margin},
@@ -201,6 +207,7 @@ int run_replay(const ReplayCliOptions& opt, std::ostream& out, std::ostream& err
           ReplayResult::kSafeHeadroomBinades, setting_text(best.setting),
           best.all.min_headroom_binades);
     }
+    if (edge.any()) out << "; " << edge.text(best.setting);
     out << "\nrule: " << ReplayResult::kRule << "\n"
         << "saturating: (step, tensor) pairs whose amax x scale rounds beyond the format's max; "
            "worst over and headroom (the median step's) in binades (b) of the format's max; "

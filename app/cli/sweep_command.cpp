@@ -76,14 +76,23 @@ void print_sweep_summary(const RunStore& store, int64_t sweep_id, std::ostream& 
     const Column c = column(m.value);
     heading += fmt::format(" {:>{}}", c.heading, c.width);
   }
-  if (seeds) heading += fmt::format(" {:>12}", "seed spread");
+  if (seeds) heading += fmt::format(" {:>12} {:>12}", "seed spread", "gap spread");
   out << heading << " flag\n";
   for (const auto& p : points) {
     std::string row = fmt::format("{} {:>5}", fit_column(label(p), 34), p.runs);
     for (const SweepMetricEntry& m : kSweepMetrics)
       row += fmt::format(" {:>{}}", cell(p, m.value), column(m.value).width);
-    if (seeds) row += fmt::format(" {:>12}", fixed(p.final_loss_spread(), 5));
-    row += p.diverged > 0 ? " diverged" : p.spiked > 0 ? " spiked" : "";
+    if (seeds)
+      row += fmt::format(" {:>12} {:>12}", fixed(p.final_loss_spread(), 5),
+                         fixed(p.loss_gap_spread(), 5));
+    // The spike's size, not a yes/no; a reference that spiked itself is said.
+    if (p.diverged > 0)
+      row += " diverged";
+    else if (p.spiked > 0)
+      row += std::isfinite(p.spike_fraction)
+                 ? fmt::format(" spiked +{:.0f}%", 100 * p.spike_fraction)
+                 : std::string(" spiked");
+    if (p.reference_troubled > 0) row += " (reference spiked or diverged)";
     out << row << "\n";
   }
   out << fmt::format("{} of {} finished, {} diverged, {} spiked\n", counts.finished,
@@ -284,6 +293,10 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
                            {"spiked", p.spiked},
                            {"final_loss_min", num(p.final_loss_min)},
                            {"final_loss_max", num(p.final_loss_max)},
+                           {"loss_gap_min", num(p.loss_gap_min)},
+                           {"loss_gap_max", num(p.loss_gap_max)},
+                           {"spike_fraction", num(p.spike_fraction)},
+                           {"reference_troubled", p.reference_troubled},
                            {"run_ids", p.run_ids}};
       for (const SweepMetricEntry& m : kSweepMetrics) {
         jp[std::string(m.name)] = m.value == SweepMetric::Diverged ? nlohmann::json(p.diverged)

@@ -66,6 +66,34 @@ LossSpike loss_spike(const RunStore& store, int64_t run_id) {
   return loss_spike(store.series(run_id, "loss"), store.series(run_id, "ref_loss"));
 }
 
+ReferenceTrouble reference_trouble(const std::vector<SeriesPoint>& ref_loss) {
+  ReferenceTrouble t;
+  double low = NAN;
+  for (const SeriesPoint& p : ref_loss) {
+    if (!std::isfinite(p.value)) {
+      if (!t.diverged) t.diverged_step = p.step;
+      t.diverged = true;
+      continue;
+    }
+    if (std::isnan(t.first)) t.first = p.value;
+    if (std::isfinite(low)) {
+      const double rise = p.value - low;
+      // The rise that passes the threshold by the most (a rise early, when little was
+      // gained, weighs against the drop so far).
+      const auto over = [&](double r, double l) {
+        return r - kSpikeFraction * std::max(l, t.first - l);
+      };
+      if (std::isnan(t.rise) || over(rise, low) > over(t.rise, t.low)) {
+        t.rise = rise;
+        t.low = low;
+        t.step = p.step;
+      }
+    }
+    if (!(p.value >= low)) low = p.value;
+  }
+  return t;
+}
+
 RunSpeed run_speed(const std::vector<double>& tokens_per_s) {
   std::vector<double> v;
   for (double t : tokens_per_s)

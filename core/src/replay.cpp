@@ -555,4 +555,39 @@ ReplayResult replay_amax(const ReplayInput& in, const ReplayGrid& grid, const Re
   return res;
 }
 
+ReplayGridEdge replay_grid_edge(const ReplayGrid& grid, const ReplayCellSetting& s) {
+  ReplayGridEdge e;
+  auto at = [](const std::vector<int>& axis, int v, bool& low, bool& high) {
+    if (axis.size() < 2) return;  // one value: no neighbours to go beyond
+    const auto [lo, hi] = std::minmax_element(axis.begin(), axis.end());
+    if (*lo == *hi) return;
+    low = v == *lo;
+    high = v == *hi;
+  };
+  at(grid.margins, s.margin, e.margin_low, e.margin_high);
+  at(grid.windows, s.window, e.window_low, e.window_high);
+  e.window_low = e.window_low && s.window > 1;  // no window below 1 to try
+  return e;
+}
+
+std::string ReplayGridEdge::text(const ReplayCellSetting& s) const {
+  if (!any()) return {};
+  std::string parts;
+  auto add = [&parts](const std::string& p) { parts += (parts.empty() ? "" : "; ") + p; };
+  if (margin_low) add("margin " + std::to_string(s.margin) + ", the smallest given");
+  if (margin_high) add("margin " + std::to_string(s.margin) + ", the largest given");
+  if (window_low) add("window " + std::to_string(s.window) + ", the smallest given");
+  if (window_high) add("window " + std::to_string(s.window) + ", the largest given");
+  return "at the edge of the grid (" + parts + "): try beyond it";
+}
+
+std::vector<std::string> ReplayGridEdge::names() const {
+  std::vector<std::string> n;
+  if (margin_low) n.push_back("margin_min");
+  if (margin_high) n.push_back("margin_max");
+  if (window_low) n.push_back("window_min");
+  if (window_high) n.push_back("window_max");
+  return n;
+}
+
 }  // namespace fp8wb

@@ -63,9 +63,15 @@ std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep_id) {
     tf.run_id = r.id;
     tf.diverged = r.status == RunStatus::Diverged;
     tf.final_loss = f.loss;
-    tf.spike = loss_spike(store, r.id);
+    const std::vector<SeriesPoint> ref_loss = store.series(r.id, "ref_loss");
+    tf.spike = loss_spike(store.series(r.id, "loss"), ref_loss);
+    tf.reference = reference_trouble(ref_loss);
+    tf.loss_gap = f.gap;
     if (tf.spike.spiked()) p.spiked++;
+    if (tf.reference.troubled()) p.reference_troubled++;
     if (std::isfinite(tf.spike.excess) && !(tf.spike.excess <= p.spike)) p.spike = tf.spike.excess;
+    if (const double fr = tf.spike.fraction(); std::isfinite(fr) && !(fr <= p.spike_fraction))
+      p.spike_fraction = fr;
     // The seeds' spread: NaN once one has no final loss.
     const bool first = p.trial_figures.empty();
     p.final_loss_min = first                ? f.loss
@@ -74,6 +80,8 @@ std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep_id) {
     p.final_loss_max = first                ? f.loss
                        : std::isnan(f.loss) ? NAN
                                             : std::max(p.final_loss_max, f.loss);
+    p.loss_gap_min = first ? f.gap : std::isnan(f.gap) ? NAN : std::min(p.loss_gap_min, f.gap);
+    p.loss_gap_max = first ? f.gap : std::isnan(f.gap) ? NAN : std::max(p.loss_gap_max, f.gap);
     p.trial_figures.push_back(tf);
     // Means over the seeds, accumulated.
     const int k = ++counted[p.values];
@@ -113,6 +121,15 @@ SweepCounts sweep_counts(const SweepSpec& spec, const std::vector<SweepPoint>& p
 
 SweepVerdict sweep_verdict(const std::vector<SweepPoint>& points) {
   SweepVerdict v;
+  for (const SweepPoint& p : points) {
+    v.reference_troubled += p.reference_troubled;
+    for (const SweepTrialFigures& t : p.trial_figures) {
+      if (t.reference.troubled() && v.troubled_run == 0) {
+        v.troubled_run = t.run_id;
+        v.trouble = t.reference;
+      }
+    }
+  }
   // The finished points (every trial finished, none diverged), those with a spiked
   // trial apart.
   std::vector<const SweepPoint*> clean, spiked;
@@ -141,15 +158,24 @@ SweepVerdict sweep_verdict(const std::vector<SweepPoint>& points) {
     else if (!v.next)
       v.next = p;
   }
+  // Spiked points by their spike, the mildest first (a NaN spike last).
+  auto milder = [](const SweepPoint* a, const SweepPoint* b) {
+    const double fa = std::isfinite(a->spike_fraction) ? a->spike_fraction : INFINITY;
+    const double fb = std::isfinite(b->spike_fraction) ? b->spike_fraction : INFINITY;
+    return fa < fb;
+  };
   if (all_flagged) {
     v.kind = SweepVerdict::Kind::AllFlagged;
+    const SweepPoint* mildest = *std::min_element(pool.begin(), pool.end(), milder);
+    if (mildest != v.lowest && milder(mildest, v.lowest)) v.mildest = mildest;
   } else {
     v.kind = v.tied.size() > 1 ? SweepVerdict::Kind::WithinNoise : SweepVerdict::Kind::Best;
     for (const SweepPoint* p : spiked)
       if (p->final_loss < lowest) v.passed_over.push_back(p);
-    std::sort(
+    std::stable_sort(
         v.passed_over.begin(), v.passed_over.end(),
         [](const SweepPoint* a, const SweepPoint* b) { return a->final_loss < b->final_loss; });
+    std::stable_sort(v.passed_over.begin(), v.passed_over.end(), milder);
   }
   return v;
 }
@@ -183,8 +209,24 @@ std::string spike_of(const SweepPoint& p) {
     if (t.spike.spiked() && (!worst || t.spike.fraction() > worst->spike.fraction())) worst = &t;
   if (!worst) return "spiked";
   return figure_g(worst->spike.excess) + " over the reference's " + figure_g(worst->spike.ref) +
-         " at step " + std::to_string(worst->spike.step) + " (run " +
-         std::to_string(worst->run_id) + ")";
+         " (+" + figure(100 * worst->spike.fraction(), 0) + "%) at step " +
+         std::to_string(worst->spike.step) + " (run " + std::to_string(worst->run_id) + ")";
+}
+
+// "; caution: the high-precision reference itself spiked in 2 runs (run 7: ...)".
+std::string reference_note(const SweepVerdict& v) {
+  if (v.reference_troubled <= 0) return {};
+  const ReferenceTrouble& t = v.trouble;
+  std::string s = "; caution: the high-precision reference itself ";
+  s += t.diverged ? "diverged" : "spiked";
+  s += " in " + std::to_string(v.reference_troubled) +
+       (v.reference_troubled == 1 ? " run" : " runs") + " (run " + std::to_string(v.troubled_run);
+  if (t.diverged)
+    s += ": a loss that is not finite at step " + std::to_string(t.diverged_step);
+  else
+    s += ": up " + figure_g(t.rise) + " from its lowest " + figure_g(t.low) + " at step " +
+         std::to_string(t.step);
+  return s + "), so a spike measured against it means little";
 }
 
 }  // namespace
@@ -217,18 +259,21 @@ std::string sweep_verdict_text(const SweepVerdict& v,
     case Kind::AllFlagged:
       s = "no best: every finished grid point has a trial whose loss spiked; the lowest, " +
           label(*v.lowest) + " (" + loss_of(*v.lowest) + "), spiked " + spike_of(*v.lowest);
-      return s;
+      if (v.mildest)
+        s += "; the mildest spike: " + label(*v.mildest) + " (" + loss_of(*v.mildest) +
+             "), spiked " + spike_of(*v.mildest);
+      return s + reference_note(v);
   }
   // Lower final losses passed over: their loss spiked.
   constexpr size_t kNamed = 3;
   for (size_t i = 0; i < v.passed_over.size() && i < kNamed; ++i) {
     const SweepPoint& p = *v.passed_over[i];
-    s += (i ? "; " : "; passed over as their loss spiked: ") + label(p) + " (final loss " +
-         figure(p.final_loss) + ", spiked " + spike_of(p) + ")";
+    s += (i ? "; " : "; passed over as their loss spiked (the mildest spike first): ") + label(p) +
+         " (final loss " + figure(p.final_loss) + ", spiked " + spike_of(p) + ")";
   }
   if (v.passed_over.size() > kNamed)
     s += " and " + std::to_string(v.passed_over.size() - kNamed) + " more";
-  return s;
+  return s + reference_note(v);
 }
 
 struct SweepRunner::Active {

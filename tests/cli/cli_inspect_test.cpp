@@ -127,6 +127,36 @@ TEST(CliInspect, TableJsonAndFilters) {
   std::filesystem::remove(path);
 }
 
+// Values E4M3FNUZ holds exactly (1 and 0.6: 240 and 144 once scaled) and E4M3FN does not
+// (0.6 x 448 = 268.8): the best SQNR shown is E4M3FNUZ's while the recommendation is an
+// E4M3FN recipe; a note under the row says why, with the best E4M3FN recipe's SQNR.
+TEST(CliInspect, ABestSqnrOfAnotherFormatThanTheRecommendationsIsExplained) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("fp8wb-inspect-fnuz-" + std::to_string(getpid()) + ".safetensors"))
+                               .string();
+  std::vector<float> w(128 * 256);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = i % 2 ? 0.6f : 1.0f;
+  std::vector<uint8_t> bytes(w.size() * 4);
+  std::memcpy(bytes.data(), w.data(), bytes.size());
+  fp8wb::write_safetensors(path, {{"proj.weight", fp8wb::StDtype::F32, {128, 256}, bytes}});
+  const auto r = run({"inspect", path, "--device", "cpu"});
+  std::filesystem::remove(path);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string header, row;
+  std::getline(lines, header);
+  std::getline(lines, row);
+  ASSERT_EQ(row.rfind("proj.weight ", 0), 0u) << r.out;
+  EXPECT_NE(row.find("E4M3FNUZ"), std::string::npos) << row;
+  EXPECT_NE(r.out.find("recommended: E4M3FN "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("note: the best SQNR is E4M3FNUZ's, a format recipes are not recommended "
+                       "in here (they are among the E4M3FN recipes"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("max 240, not 448"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the best E4M3FN recipe: E4M3FN "), std::string::npos) << r.out;
+}
+
 // --recipe takes a recipe as the table and the JSON name it, format and MX rounding
 // included; an exact recipe's SQNR is "inf" in JSON, not null (no figure).
 // Issue 52's weight (2048 x 512, one row 1150 times the others): rowwise is recommended,

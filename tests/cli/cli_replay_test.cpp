@@ -89,6 +89,19 @@ TEST_F(CliReplay, JsonRanksCellsAndReproducesTheRunsOwnScales) {
   }
   EXPECT_EQ(j.at("best").at("margin"), first.at("margin"));
   EXPECT_EQ(j.at("best").at("window"), first.at("window"));
+  // A best at the grid's edge (margin 0 or 2, window 16: window 1 has none below) says so.
+  std::vector<std::string> edges;
+  if (first.at("margin") == 0) edges.push_back("margin_min");
+  if (first.at("margin") == 2) edges.push_back("margin_max");
+  if (first.at("window") == 16) edges.push_back("window_max");
+  EXPECT_EQ(j.at("best").at("at_grid_edge").get<std::vector<std::string>>(), edges) << j.at("best");
+  if (!edges.empty()) {
+    EXPECT_NE(
+        j.at("best").at("grid_edge_note").get<std::string>().find("at the edge of the grid ("),
+        std::string::npos);
+  } else {
+    EXPECT_TRUE(j.at("best").at("grid_edge_note").is_null());
+  }
   // Text: the table, the best, the assumption.
   r = run({"replay", "1", "--db", db, "--grid", "margin=0,1", "--tensor", "layers.0"});
   ASSERT_EQ(r.rc, 0) << r.err;

@@ -111,6 +111,10 @@ void ReplayPanelTest::heatmapFillsWithTheHandWorkedFigures() {
                "2, window 1, max")),
            qPrintable(p->bestText()));
   QVERIFY2(!p->bestText().contains(QStringLiteral("Best:")), qPrintable(p->bestText()));
+  // Margin 2 is the largest margin given: the verdict says the grid ends there.
+  QVERIFY2(p->bestText().contains(QStringLiteral(
+               "at the edge of the grid (margin 2, the largest given): try beyond it")),
+           qPrintable(p->bestText()));
   QVERIFY2(p->checkText().contains(QStringLiteral("reproduced bit for bit (30 sampled")),
            qPrintable(p->checkText()));
   QVERIFY2(p->assumptionText().contains(QStringLiteral("does not depend on the setting")),

@@ -55,6 +55,8 @@ class RunPanelTest : public QObject {
   void numberBoxesHaveTheirFieldsBounds();
   void anOpenedRunSaysWhatStartKeeps();
   void aChangedPresetsRunIsNamedAfterItsChanges();
+  void anEditedOpenedRunIsNamedAfterItsChanges();
+  void aFormThatMatchesAPresetShowsIt();
 
  private:
   QTemporaryDir dir_;
@@ -687,6 +689,86 @@ void RunPanelTest::aChangedPresetsRunIsNamedAfterItsChanges() {
   QCOMPARE(name->text(), QStringLiteral("Delayed scaling: window=128"));
 }
 
+// A run opened, edited and started is named after the fields changed from its settings
+// ("Delayed scaling: margin=3"), not "<its name> #2"; the line beside Start says what
+// changed instead of "Start trains with run 5's settings" alone.
+void RunPanelTest::anEditedOpenedRunIsNamedAfterItsChanges() {
+  MainWindow w(false);
+  w.resize(1300, 900);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  RunPanel* p = w.runPanel();
+  auto* name = child<QLineEdit>(p, "run-name");
+  auto* margin = child<QSpinBox>(p, "margin");
+  auto* kept = child<QLabel>(p, "kept-settings");
+  QVERIFY(name && margin && kept);
+  QVERIFY(p->applyPreset(QStringLiteral("Delayed scaling: window 1")));
+  RunConfig c = p->config();
+  c.name = "Delayed scaling: window 1 #2";
+  c.margin = 0;
+  p->openConfig(c, QStringLiteral("run 5"));
+  QVERIFY2(kept->text().contains(QStringLiteral("all in the form above")),
+           qPrintable(kept->text()));
+  type_into(margin, QStringLiteral("3"));
+  leave(margin);
+  QCOMPARE(name->text(), QStringLiteral("Delayed scaling: margin=3"));
+  QCOMPARE(QString::fromStdString(p->config().name), name->text());
+  QVERIFY2(kept->text().contains(QStringLiteral("run 5's settings, changed: margin=3 (was 0)")),
+           qPrintable(kept->text()));
+  QVERIFY2(!kept->text().contains(QStringLiteral("all in the form above")),
+           qPrintable(kept->text()));
+  // Back to its margin: its settings again, unchanged.
+  type_into(margin, QStringLiteral("0"));
+  leave(margin);
+  QVERIFY2(kept->text().contains(QStringLiteral("all in the form above")),
+           qPrintable(kept->text()));
+  // A name without a preset's: the run's own, then the fields.
+  c.name = "my run";
+  p->openConfig(c, QStringLiteral("run 6"));
+  type_into(margin, QStringLiteral("2"));
+  leave(margin);
+  QCOMPARE(name->text(), QStringLiteral("my run: margin=2"));
+}
+
+// A form that holds exactly a preset's config names that preset in the box (typed back to
+// it, or opened from a run made from it), not "custom".
+void RunPanelTest::aFormThatMatchesAPresetShowsIt() {
+  MainWindow w(false);
+  w.resize(1300, 900);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  RunPanel* p = w.runPanel();
+  const QString preset = QStringLiteral("Delayed scaling: window 1");
+  QVERIFY(p->applyPreset(preset));
+  auto* steps = child<QSpinBox>(p, "steps");
+  QVERIFY(steps);
+  const int was = steps->value();
+  type_into(steps, QString::number(was + 7));
+  leave(steps);
+  QVERIFY2(p->presetName().isEmpty(), qPrintable(p->presetName()));
+  type_into(steps, QString::number(was));
+  leave(steps);
+  QCOMPARE(p->presetName(), preset);
+  // An opened run with the preset's settings (another name, another device).
+  RunConfig c = p->config();
+  c.name = "a run of mine";
+  c.device = "cpu";
+  p->applyPreset(RunPanel::presetNames().first() == preset ? RunPanel::presetNames().last()
+                                                           : RunPanel::presetNames().first());
+  QVERIFY(p->presetName() != preset);
+  p->openConfig(c, QStringLiteral("run 3"));
+  QCOMPARE(p->presetName(), preset);
+  // So for every preset: its settings, opened from a run, name it.
+  for (const QString& name : RunPanel::presetNames()) {
+    QVERIFY(p->applyPreset(name));
+    RunConfig same = p->config();
+    same.name = "another name";
+    p->applyOverrides({QStringLiteral("steps=3")});
+    p->openConfig(same, QStringLiteral("run 4"));
+    QCOMPARE(p->presetName(), name);
+  }
+}
+
 QTEST_MAIN(RunPanelTest)
 #include "run_panel_test.moc"
 
@@ -765,9 +847,12 @@ void RunPanelTest::anOpenedRunSaysWhatStartKeeps() {
   QVERIFY2(kept->text().contains(QStringLiteral("drift_period=50")), qPrintable(kept->text()));
   QCOMPARE(p->keptSettings(), QStringLiteral("drift=0.5, drift_period=50"));
   QCOMPARE(child<QLineEdit>(p, "drift")->text(), QStringLiteral("0.5"));
-  // Changed in the form: the line follows; a preset chosen: no run's settings any more.
+  // Changed in the form: the line follows, saying what changed; a preset chosen: no run's
+  // settings any more.
   QCOMPARE(p->setAdvanced(QStringLiteral("drift"), QStringLiteral("0")), QString());
-  QVERIFY2(!kept->text().contains(QStringLiteral("drift=")), qPrintable(kept->text()));
+  QVERIFY2(!kept->text().contains(QStringLiteral("drift=0.5,")), qPrintable(kept->text()));
+  QVERIFY2(kept->text().contains(QStringLiteral("changed: drift=0 (was 0.5)")),
+           qPrintable(kept->text()));
   QVERIFY(p->applyPreset(RunPanel::presetNames().first()));
   QVERIFY(kept->isHidden());
   QVERIFY(p->keptSettings() != QStringLiteral("drift=0.5, drift_period=50"));

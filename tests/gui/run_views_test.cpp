@@ -443,6 +443,15 @@ void RunViewsTest::anEndedRunsSummaryGivesItsFinalLoss() {
   tab.refresh(true);
   QVERIFY2(!tab.summaryText().contains(QStringLiteral("final loss")),
            qPrintable(tab.summaryText()));
+  // While it trains, its loss is said to be the latest, with its step.
+  QVERIFY2(tab.summaryText().contains(QStringLiteral("running): latest loss 1.6100 (step 39)")),
+           qPrintable(tab.summaryText()));
+  data.setStatus(RunStatus::Paused, "");
+  tab.refresh(true);
+  QVERIFY2(tab.summaryText().contains(QStringLiteral("latest loss 1.6100 (step 39)")),
+           qPrintable(tab.summaryText()));
+  data.setStatus(RunStatus::Running, "");
+  tab.refresh(true);
   // A running run's speed is its last step's.
   QVERIFY2(tab.summaryText().contains(QStringLiteral(", 200 tokens/s per model step")),
            qPrintable(tab.summaryText()));

@@ -25,6 +25,7 @@
 #include <QLineEdit>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTemporaryDir>
@@ -104,6 +105,7 @@ class RunsListTest : public QObject {
   void theShownTabPollsAtTheIntervalGiven();
   void runsOfOnePresetAreToldApartNewestFirst();
   void anOverlaidLiveRunFollowsItsSteps();
+  void everyColumnFitsWithoutScrolling();
 
  private:
   QTemporaryDir dir_;
@@ -198,9 +200,11 @@ void RunsListTest::formFromAnOpenedRunNamesNoPreset() {
   QVERIFY2(panel.presetName().isEmpty(), qPrintable(panel.presetName()));
   QVERIFY(panel.applyPreset(preset));
 
-  // An opened run's settings: no preset is named, the box says why.
+  // An opened run's settings, no preset's: no preset is named, the box says why. (One
+  // with a preset's settings names that preset: run_panel_test.)
   RunConfig c = panel.config();
   c.name = "sweep trial margin=2 window=16 seed=1";
+  c.steps += 13;
   panel.setConfig(c);
   QVERIFY2(panel.presetName().isEmpty(), qPrintable(panel.presetName()));
   auto* box = panel.findChild<QComboBox*>(QStringLiteral("preset"));
@@ -615,6 +619,54 @@ void RunsListTest::anOverlaidLiveRunFollowsItsSteps() {
   writer->write(std::move(b));
   writer->flush();
   QTRY_COMPARE_WITH_TIMEOUT(plot->graph(0)->dataCount(), 20, 30000);
+}
+
+// The tab as wide as it is in a window 1400 px wide (the run panel beside it), runs with
+// long names and every column filled: each column in view without scrolling (the source
+// column needed a horizontal scroll), the model column naming each run's model.
+void RunsListTest::everyColumnFitsWithoutScrolling() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("fit.sqlite")));
+  RunConfig gpt;
+  gpt.model = ModelKind::Gpt;
+  RunConfig mlp;
+  mlp.model = ModelKind::Mlp;
+  add_run(engine.store(), "Delayed scaling: margin=2, window=1024, amax_algo=most_recent", true,
+          true, run_config_json(gpt));
+  add_run(engine.store(), "Outliers: tensorwise vs blockwise: recipe=rowwise, steps=300", true,
+          true, run_config_json(mlp));
+  engine.store().flush();
+  RunsTab tab(&engine);
+  tab.resize(1000, 700);
+  QSignalSpy reloaded(&tab, &RunsTab::reloaded);
+  tab.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&tab));
+  QVERIFY(reloaded.count() > 0 || reloaded.wait(30000));
+  QTRY_COMPARE(tab.model()->rowCount(), 2);
+  RunListModel* m = tab.model();
+  QCOMPARE(m->headerData(RunListModel::Model, Qt::Horizontal, Qt::DisplayRole).toString(),
+           QStringLiteral("model"));
+  QCOMPARE(m->index(0, RunListModel::Model).data().toString(), QStringLiteral("mlp"));
+  QCOMPARE(m->index(1, RunListModel::Model).data().toString(), QStringLiteral("gpt"));
+  auto* view = tab.findChild<QTableView*>(QStringLiteral("runs"));
+  QVERIFY(view);
+  QHeaderView* h = view->horizontalHeader();
+  QTRY_VERIFY2(h->length() <= view->viewport()->width(),
+               qPrintable(QStringLiteral("%1 px of columns in %2 px")
+                              .arg(h->length())
+                              .arg(view->viewport()->width())));
+  QCOMPARE(view->horizontalScrollBar()->maximum(), 0);
+  // Each column but the name as wide as its cells and header; the name elided, whole in
+  // its tooltip.
+  const QAbstractItemView* items = view;  // sizeHintForColumn() is public here
+  for (int c = 0; c < h->count(); ++c) {
+    if (c == RunListModel::Name || c == h->count() - 1) continue;
+    const int wants = std::max(items->sizeHintForColumn(c), h->sectionSizeHint(c));
+    QVERIFY2(
+        h->sectionSize(c) >= wants,
+        qPrintable(
+            QStringLiteral("column %1: %2 px of %3").arg(c).arg(h->sectionSize(c)).arg(wants)));
+  }
 }
 
 QTEST_MAIN(RunsListTest)

@@ -1096,8 +1096,11 @@ void SweepHeatmapTest::aSpikedTrialIsFlaggedAndNeverTheBest() {
   const QString best = tab.bestText();
   QVERIFY2(best.contains(QStringLiteral("best: margin=1 window=16,")), qPrintable(best));
   QVERIFY2(!best.contains(QStringLiteral("best: margin=4")), qPrintable(best));
-  QVERIFY2(best.contains(QStringLiteral("passed over as their loss spiked: margin=4 window=1 ")),
+  QVERIFY2(best.contains(QStringLiteral(
+               "passed over as their loss spiked (the mildest spike first): margin=4 window=1 ")),
            qPrintable(best));
+  // The spike's size, not a yes/no: 60 against the reference's 23.03, +161 %.
+  QVERIFY2(best.contains(QStringLiteral("(+161%) at step 72")), qPrintable(best));
   QVERIFY2(best.contains(QStringLiteral("at step 72")), qPrintable(best));
   QVERIFY2(best.contains(QStringLiteral("3 spiked")), qPrintable(best));
   // The rule, in short beside the heatmap and whole in its tooltip.
@@ -1110,9 +1113,19 @@ void SweepHeatmapTest::aSpikedTrialIsFlaggedAndNeverTheBest() {
   for (int x = 0; x < 3; ++x) {
     auto* mark = qobject_cast<QCPItemText*>(cell_item(plot, QStringLiteral("cellMark"), x, 2));
     QVERIFY(mark);
-    QCOMPARE(mark->text(), QStringLiteral("spiked"));
+    QCOMPARE(mark->text(), QStringLiteral("spiked +161 %"));
     QVERIFY(!cell_item(plot, QStringLiteral("cellMark"), x, 1));
   }
+  // The tooltip gives the size too.
+  auto* map = qobject_cast<QCPColorMap*>(plot->plottable(0));
+  QVERIFY(map);
+  plot->replot(QCustomPlot::rpImmediateRefresh);
+  QToolTip::hideText();
+  QTest::mouseMove(plot, map->coordsToPixels(0, 2).toPoint());
+  QTest::qWaitFor([] { return QToolTip::isVisible(); }, 5000);
+  QVERIFY2(QToolTip::text().contains(QStringLiteral("over the reference, +161 %")),
+           qPrintable(QToolTip::text()));
+  QToolTip::hideText();
   // Coloured by the spike: margin 4's cells at the scale's top.
   tab.setMetric(SweepMetric::Spike);
   QVERIFY(std::abs(tab.cellValue(0, 2) - (60 - (23 + 40 * std::exp(-7.2)))) < 1e-9);

@@ -24,10 +24,10 @@ RunListModel::Settings RunListModel::settings_of(const std::string& config_json)
     if (v.isDouble()) return QString::number(v.toDouble(), 'g', 6);
     return QString();
   };
-  Settings s{text("recipe"), text("scaling"), text("margin"), text("window")};
+  Settings s{text("model"), text("recipe"), text("scaling"), text("margin"), text("window")};
   // A high-precision run has no FP8 settings.
   if (!o.value(QLatin1String("fp8")).toBool(true))
-    s = {tr("no FP8"), QString(), QString(), QString()};
+    s = {s.model, tr("no FP8"), QString(), QString(), QString()};
   return s;
 }
 
@@ -86,6 +86,7 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
     switch (index.column()) {
       case Id: return QVariant::fromValue<qlonglong>(r->id);
       case Name: return qs(r->name);
+      case Model: return settings_[static_cast<size_t>(index.row())].model;
       case Recipe: return settings_[static_cast<size_t>(index.row())].recipe;
       case Scaling: return settings_[static_cast<size_t>(index.row())].scaling;
       case Margin: return settings_[static_cast<size_t>(index.row())].margin;
@@ -127,11 +128,10 @@ QVariant RunListModel::headerData(int section, Qt::Orientation o, int role) cons
     return QString::fromUtf8(kFinalLossDefinition.data(),
                              static_cast<qsizetype>(kFinalLossDefinition.size()));
   if (role != Qt::DisplayRole) return {};
-  static const char* names[] = {"id",       "name",   "recipe",
-                                "scaling",  "margin", "window",
-                                "status",   "steps",  "final loss (last 10%)",
-                                "loss gap", "device", "started",
-                                "source"};
+  // Long headers on two lines: the columns stay as narrow as their cells.
+  static const char* names[] = {"id",       "name",   "model",   "recipe", "scaling",
+                                "margin",   "window", "status",  "steps",  "final loss\n(last 10%)",
+                                "loss gap", "device", "started", "source"};
   static_assert(std::size(names) == ColumnCount);
   return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
 }

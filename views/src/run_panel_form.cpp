@@ -10,6 +10,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QLocale>
+#include <QRegularExpression>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <memory>
@@ -57,19 +58,24 @@ QString RunPanel::presetName() const {
   return preset_->currentText();
 }
 
+RunConfig RunPanel::presetConfig(const RunPreset& p) const {
+  RunConfig c;
+  c.name = p.name.toStdString();
+  bool names_formats = false;
+  for (const QString& kv : p.overrides) {
+    apply_override(c, kv.toStdString());
+    names_formats = names_formats || kv.startsWith(QLatin1String("formats="));
+  }
+  // Where the preset names no formats, a GPU's own (hybrid_fnuz on AMD GPUs).
+  if (!names_formats) c.formats = default_run_formats(backend_, c);
+  return c;
+}
+
 bool RunPanel::applyPreset(const QString& name) {
   for (const RunPreset& p : run_presets()) {
     if (name != p.name) continue;
-    RunConfig c;
-    c.name = p.name.toStdString();
-    bool names_formats = false;
-    for (const QString& kv : p.overrides) {
-      apply_override(c, kv.toStdString());
-      names_formats = names_formats || kv.startsWith(QLatin1String("formats="));
-    }
+    RunConfig c = presetConfig(p);
     c.device = config().device;  // the device chosen stays
-    // Where the preset names no formats, a GPU's own (hybrid_fnuz on AMD GPUs).
-    if (!names_formats) c.formats = default_run_formats(backend_, c);
     setConfig(c);
     preset_config_ = comparable_json(config());
     named_preset_ = name;  // the run's name follows the fields changed from here on
@@ -116,15 +122,37 @@ void RunPanel::nameAfterSettings() {
 
 void RunPanel::showWhetherPreset() {
   nameAfterSettings();
-  if (preset_->currentIndex() < 0 || comparable_json(config()) == preset_config_) return;
+  const std::string now = comparable_json(config());
+  if (preset_->currentIndex() >= 0 && now == preset_config_) return;
+  // The preset whose config the form holds, whichever way it got there (typed back, an
+  // opened run made from it): the box names it; else the placeholder, custom.
+  int at = -1;
+  for (const RunPreset& p : run_presets()) {
+    if (comparable_json(presetConfig(p)) == now) {
+      at = preset_->findText(p.name);
+      break;
+    }
+  }
+  if (preset_->currentIndex() == at) return;
   const QSignalBlocker b(preset_);
-  preset_->setCurrentIndex(-1);  // the placeholder: custom
+  preset_->setCurrentIndex(at);
 }
 
 void RunPanel::openConfig(const RunConfig& c, const QString& run) {
   setConfig(c);
   opened_run_ = run;
+  opened_config_ = comparable_json(config());
+  // Its name follows the fields changed from the opened run's settings, as a preset's does
+  // from the preset's ("Delayed scaling: margin=3", not "<its name> #2").
+  if (!c.name.empty()) {
+    // "Delayed scaling: window 1 #2": its name without the number that kept it apart.
+    static const QRegularExpression numbered(QStringLiteral(" #\\d+$"));
+    named_preset_ = QString::fromStdString(c.name).remove(numbered);
+    preset_config_ = opened_config_;
+    auto_name_ = name_->text().trimmed();
+  }
   showKept();
+  showWhetherPreset();
   if (!keptSettings().isEmpty()) advanced_box_->setChecked(true);
 }
 
@@ -151,10 +179,21 @@ void RunPanel::showKept() {
     return;
   }
   const QString kept = keptSettings();
-  kept_->setText(kept.isEmpty()
-                     ? tr("Start trains with %1's settings, all in the form above").arg(opened_run_)
-                     : tr("Start trains with %1's settings, these of More fields too: %2")
-                           .arg(opened_run_, kept));
+  // Fields edited since it was opened: said, never "its settings" alone.
+  const QStringList changed = changed_fields(opened_config_, comparable_json(config()));
+  QString text;
+  if (changed.isEmpty())
+    text = kept.isEmpty()
+               ? tr("Start trains with %1's settings, all in the form above").arg(opened_run_)
+               : tr("Start trains with %1's settings, these of More fields too: %2")
+                     .arg(opened_run_, kept);
+  else
+    text = kept.isEmpty() ? tr("Start trains with %1's settings, changed: %2")
+                                .arg(opened_run_, changed.join(QStringLiteral(", ")))
+                          : tr("Start trains with %1's settings, changed: %2; these of More "
+                               "fields too: %3")
+                                .arg(opened_run_, changed.join(QStringLiteral(", ")), kept);
+  kept_->setText(text);
   kept_->show();
 }
 

@@ -74,6 +74,22 @@ QString run_name_after(const QString& preset_name, const std::string& preset_jso
   return stem + QStringLiteral(": ") + fields;
 }
 
+QStringList changed_fields(const std::string& was_json, const std::string& now_json) {
+  const QJsonObject was = QJsonDocument::fromJson(QByteArray::fromStdString(was_json)).object();
+  const QJsonObject now = QJsonDocument::fromJson(QByteArray::fromStdString(now_json)).object();
+  auto text = [](const QJsonValue& v) { return v.isString() ? v.toString() : json_text(v); };
+  QStringList changed;
+  for (auto it = now.begin(); it != now.end(); ++it) {
+    if (it.key() == QLatin1String("name") || it.key() == QLatin1String("device")) continue;
+    const QJsonValue before = was.value(it.key());
+    if (before == it.value()) continue;
+    changed << QObject::tr("%1=%2 (was %3)")
+                   .arg(it.key(), text(it.value()),
+                        before.isUndefined() ? QObject::tr("unset") : text(before));
+  }
+  return changed;
+}
+
 const std::vector<RunPreset>& run_presets() {
   static const std::vector<RunPreset> presets = read_presets();
   return presets;

@@ -160,7 +160,12 @@ void OverviewTab::rebuild() {
     return;
   }
   const StepMetrics& m = s.back();
-  QString text = tr("<b>%1</b> (run %2, %3): step %4, loss %5")
+  // An ended run: its final loss and gap, and its tokens/s, as the Sweeps and Runs tabs and
+  // the CLI give them (final_loss.h), which the last step's figures are not. A live one:
+  // the latest step's loss, said to be the latest (no loss of a run still training is final).
+  const bool ended = data_->status() != RunStatus::Running && data_->status() != RunStatus::Paused;
+  QString text = (ended ? tr("<b>%1</b> (run %2, %3): step %4, loss %5")
+                        : tr("<b>%1</b> (run %2, %3): latest loss %5 (step %4)"))
                      .arg(qs(data_->name()).toHtmlEscaped())
                      .arg(data_->runId())
                      .arg(QString::fromLatin1(run_status_name(data_->status())))
@@ -168,9 +173,6 @@ void OverviewTab::rebuild() {
                      .arg(m.loss, 0, 'f', 4);
   if (std::isfinite(m.ref_loss))
     text += tr(", reference %1, gap %2").arg(m.ref_loss, 0, 'f', 4).arg(m.loss_gap, 0, 'g', 3);
-  // An ended run: its final loss and gap, and its tokens/s, as the Sweeps and Runs tabs and
-  // the CLI give them (final_loss.h), which the last step's figures are not.
-  const bool ended = data_->status() != RunStatus::Running && data_->status() != RunStatus::Paused;
   // None where the run does not count tokens (a watched script given no tokens=).
   if (!ended && std::isfinite(m.tokens_per_s))
     text += tr(", %1 tokens/s per model step").arg(m.tokens_per_s, 0, 'f', 0);

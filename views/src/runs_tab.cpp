@@ -25,18 +25,26 @@
 
 namespace fp8wb {
 namespace {
-// Pixels: wider names are elided in the middle (the whole name is in the tooltip).
+// Pixels: wider names are elided in the middle (the whole name is in the tooltip); where
+// the columns would not fit the table's width, the name gives up width down to the least.
 constexpr int kNameColumnMaxWidth = 320;
+constexpr int kNameColumnMinWidth = 120;
 // Every column as wide as its header and its cells (the name's capped): also with no runs
 // listed, where the headers alone would otherwise be cut to the default width.
 // The last column then fills the table's width again (resizing it to its contents ends
 // its stretch, which leaves a gap at the right).
 void fit_columns(QTableView* view) {
+  QHeaderView* h = view->horizontalHeader();
+  h->setStretchLastSection(false);  // the last column as wide as its contents, for the sum
   view->resizeColumnsToContents();
   view->setColumnWidth(RunListModel::Name,
                        std::min(view->columnWidth(RunListModel::Name), kNameColumnMaxWidth));
-  QHeaderView* h = view->horizontalHeader();
-  h->setStretchLastSection(false);
+  // Every column in view without scrolling where the name can give the width (a window
+  // 1400 px wide scrolled to reach the source).
+  if (const int over = h->length() - view->viewport()->width(); over > 0) {
+    const int name = view->columnWidth(RunListModel::Name);
+    view->setColumnWidth(RunListModel::Name, std::max(kNameColumnMinWidth, name - over));
+  }
   h->setStretchLastSection(true);
 }
 }  // namespace

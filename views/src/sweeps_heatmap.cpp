@@ -462,12 +462,22 @@ QString SweepsTab::cellTip(int x, int y) const {
       what += tr("; seeds' final losses %1 to %2")
                   .arg(p->final_loss_min, 0, 'f', 4)
                   .arg(p->final_loss_max, 0, 'f', 4);
+    if (p->runs > 1 && std::isfinite(p->loss_gap_spread()))
+      what += tr("; seeds' loss gaps %1 to %2")
+                  .arg(p->loss_gap_min, 0, 'g', 4)
+                  .arg(p->loss_gap_max, 0, 'g', 4);
     if (p->spiked > 0)
-      what += tr("; the loss of %1 of %2 runs spiked (up to %3 over the reference)")
+      what += tr("; the loss of %1 of %2 runs spiked (up to %3 over the reference, +%4 %)")
                   .arg(p->spiked)
                   .arg(p->runs)
-                  .arg(p->spike, 0, 'g', 3);
+                  .arg(p->spike, 0, 'g', 3)
+                  .arg(100 * p->spike_fraction, 0, 'f', 0);
   }
+  if (p && p->reference_troubled > 0)
+    what += tr("; the high-precision reference itself spiked or diverged in %1 of %2 runs: a "
+               "spike measured against it means little")
+                .arg(p->reference_troubled)
+                .arg(p->runs);
   return where.join(QStringLiteral(", ")) + QStringLiteral(": ") + what;
 }
 
@@ -597,7 +607,10 @@ void SweepsTab::redraw() {
         if (p->diverged > 0)
           mark(x, y, QStringLiteral("markedCell"), tr("diverged"));
         else if (p->spiked > 0)  // coloured, and flagged: never the best while others aren't
-          mark(x, y, QStringLiteral("spikedCell"), tr("spiked"));
+          mark(x, y, QStringLiteral("spikedCell"),
+               std::isfinite(p->spike_fraction)
+                   ? tr("spiked +%1 %").arg(100 * p->spike_fraction, 0, 'f', 0)
+                   : tr("spiked"));
       }
       map_->data()->setCell(x, y, shown);
     }
@@ -659,9 +672,15 @@ void SweepsTab::redraw() {
                progress);
   if (verdict.kind == SweepVerdict::Kind::Best) {
     const SweepPoint* best = verdict.lowest;
+    QString gap = std::isfinite(best->loss_gap) ? QString::number(best->loss_gap, 'g', 3)
+                                                : tr("none (no reference)");
+    if (best->runs > 1 && std::isfinite(best->loss_gap_spread()))
+      gap += tr(" (mean of %1 seeds, %2 to %3)")
+                 .arg(best->runs)
+                 .arg(best->loss_gap_min, 0, 'g', 3)
+                 .arg(best->loss_gap_max, 0, 'g', 3);
     text += tr(" Its loss gap %1, saturated %2 %, underflow %3 %.")
-                .arg(std::isfinite(best->loss_gap) ? QString::number(best->loss_gap, 'g', 3)
-                                                   : tr("none (no reference)"))
+                .arg(gap)
                 .arg(best->saturated_pct, 0, 'g', 3)
                 .arg(best->underflow_pct, 0, 'g', 3);
   }
@@ -670,7 +689,8 @@ void SweepsTab::redraw() {
   };
   text += tr("<br>Best: %1. Final loss: the mean over the last 10% of a run's steps. Grey "
              "(…): trials still to run; hatched: a run diverged; cross-hatched: a trial's run "
-             "was deleted; \"spiked\": a run's loss spiked. Click a cell for its row's (or "
+             "was deleted; \"spiked +N %\": a run's loss spiked N % over the reference's. Click a "
+             "cell for its row's (or "
              "column's) loss curves; double-click to open its run.")
               .arg(text_of(kSweepVerdictRuleShort));
   // The rule and the definitions whole.

@@ -168,6 +168,43 @@ TEST(Replay, ACellWithoutRoomAtItsClosestApproachIsNotCalledBest) {
   }
 }
 
+// The best at the largest margin given is said to be at the grid's edge (what lies beyond
+// is unseen); with a larger margin in the grid, the same best is inside it.
+TEST(Replay, ABestAtTheGridsEdgeIsSaid) {
+  std::vector<float> a(300, 1.0f);
+  a[100] = 4.0f;
+  const ReplayInput in = one_tensor(a);
+  ReplayGrid g;
+  g.margins = {0, 1, 2, 3};
+  g.windows = {1, 200};
+  g.algos = {AmaxAlgo::Max};
+  ReplayOptions opt;
+  opt.run.config = {200, 2, AmaxAlgo::Max, InitialScale::One};
+  ReplayResult r = replay_amax(in, g, opt);
+  ReplayCellSetting best = r.cells[r.ranking.front()].setting;
+  ASSERT_EQ(best.margin, 3);
+  ASSERT_EQ(best.window, 1);
+  ReplayGridEdge e = replay_grid_edge(g, best);
+  EXPECT_TRUE(e.any());
+  EXPECT_TRUE(e.margin_high);
+  EXPECT_FALSE(e.window_low);  // no window below 1 to try
+  EXPECT_EQ(e.text(best), "at the edge of the grid (margin 3, the largest given): try beyond it");
+  EXPECT_EQ(e.names(), std::vector<std::string>{"margin_max"});
+  // The largest window given.
+  e = replay_grid_edge(g, {3, 200, AmaxAlgo::Max});
+  EXPECT_EQ(e.names(), (std::vector<std::string>{"margin_max", "window_max"}));
+  // Margin 4 given too: margin 3 is inside the grid.
+  g.margins = {0, 1, 2, 3, 4};
+  r = replay_amax(in, g, opt);
+  best = r.cells[r.ranking.front()].setting;
+  ASSERT_EQ(best.margin, 3);
+  EXPECT_FALSE(replay_grid_edge(g, best).any());
+  EXPECT_EQ(replay_grid_edge(g, best).text(best), "");
+  // An axis of one value has no edge to go beyond.
+  g.margins = {3};
+  EXPECT_FALSE(replay_grid_edge(g, best).any());
+}
+
 // One sample: 100 elements in each of bins 0 and 5 (|x s| in [1, 2) and [32, 64)) at
 // stored scale 2^-3, amax 448 every step (so |x s| <= 56: bin 5 spans [32, 56]), window 1.
 // Margin 14: replayed scale 2^-14, a shift of -11 binades: bin 0 lands in [2^-11, 2^-10),

@@ -34,7 +34,7 @@ class SweepVerdictTest : public test::TempDirTest {
   // spikes to `spike(trial)` at step 72 where that is not NaN.
   int64_t sweep(RunStore& store, const std::vector<const char*>& axes, int seeds,
                 const std::function<double(const SweepTrial&)>& offset,
-                const std::function<double(const SweepTrial&)>& spike) {
+                const std::function<double(const SweepTrial&)>& spike, double ref_spike = NAN) {
     SweepSpec spec;
     spec.name = "verdict";
     spec.base.model = ModelKind::Mlp;
@@ -49,7 +49,7 @@ class SweepVerdictTest : public test::TempDirTest {
       for (int64_t s = 0; s < kSteps; ++s) {
         StepMetrics m;
         m.step = s;
-        m.ref_loss = ref_at(s);
+        m.ref_loss = s == 50 && !std::isnan(ref_spike) ? ref_spike : ref_at(s);
         m.loss = s == 72 && !std::isnan(spike(t)) ? spike(t) : ref_at(s) + offset(t);
         m.loss_gap = m.loss - m.ref_loss;
         b.steps.push_back(m);
@@ -123,8 +123,11 @@ TEST_F(SweepVerdictTest, ASpikedPointIsNeverTheBestWhileAnotherIsThere) {
   for (const SweepPoint* p : v.passed_over) EXPECT_EQ(p->values[0], "4");
   const std::string text = sweep_verdict_text(v, label);
   EXPECT_EQ(text.rfind("best: margin=1 window=16", 0), 0u) << text;
-  EXPECT_NE(text.find("passed over as their loss spiked: margin=4 window=1 "), std::string::npos)
+  EXPECT_NE(text.find("passed over as their loss spiked (the mildest spike first): margin=4 "
+                      "window=1 "),
+            std::string::npos)
       << text;
+  EXPECT_NE(text.find("(+161%) at step 72"), std::string::npos) << text;
   EXPECT_NE(text.find("at step 72"), std::string::npos) << text;
 }
 
@@ -192,6 +195,103 @@ TEST_F(SweepVerdictTest, TheSeedsSpreadIsTheNoiseWhereLarger) {
   EXPECT_NEAR(v.noise, 2.4, 1e-9);
   const std::string text = sweep_verdict_text(v, label);
   EXPECT_NE(text.find("no clear best: 2 settings"), std::string::npos) << text;
+}
+
+TEST(ReferenceTrouble, ASpikeOrANonFiniteLossOfTheReferenceItself) {
+  // Falls from 10 to 2, then jumps to 7 at step 3: 5 over its lowest 2 (more than half of
+  // it, and of the drop of 8 before it).
+  ReferenceTrouble t = reference_trouble({{0, 10}, {1, 4}, {2, 2}, {3, 7}, {4, 2}});
+  EXPECT_TRUE(t.spiked());
+  EXPECT_FALSE(t.diverged);
+  EXPECT_EQ(t.step, 3);
+  EXPECT_DOUBLE_EQ(t.rise, 5);
+  EXPECT_DOUBLE_EQ(t.low, 2);
+  // The noise of a small loss after a large drop is no spike: 0.01 to 0.02.
+  EXPECT_FALSE(reference_trouble({{0, 1}, {1, 0.01}, {2, 0.02}, {3, 0.01}}).troubled());
+  // A falling loss, and none at all: no trouble.
+  EXPECT_FALSE(reference_trouble({{0, 3}, {1, 2}, {2, 1}}).troubled());
+  EXPECT_FALSE(reference_trouble({}).troubled());
+  t = reference_trouble({{0, 3}, {1, NAN}, {2, INFINITY}});
+  EXPECT_TRUE(t.diverged);
+  EXPECT_EQ(t.diverged_step, 1);
+}
+
+// Spiked points are told apart by their spike's size: the size is in the text, and the
+// points passed over are ranked by it, the mildest first (not all "spiked" alike).
+TEST_F(SweepVerdictTest, SpikedPointsAreRankedByTheSpikesSize) {
+  auto store = RunStore::open(path_);
+  const int64_t id = sweep(
+      *store, {"margin=0,1,2", "window=1"}, 1,
+      [](const SweepTrial& t) {
+        // margin 0 the lowest, margin 1 next; margin 2 the best unflagged
+        return t.values[0] == "0" ? -2.0 : t.values[0] == "1" ? -1.0 : 0.0;
+      },
+      [](const SweepTrial& t) {
+        // margin 0 spikes ten times as far over the reference as margin 1
+        return t.values[0] == "0" ? ref_at(72) + 200 : t.values[0] == "1" ? ref_at(72) + 20 : NAN;
+      });
+  const auto points = sweep_points(*store, id);
+  const SweepPoint& big = at(points, "0", "1");
+  EXPECT_NEAR(big.spike_fraction, 200 / ref_at(72), 1e-9);
+  const SweepVerdict v = sweep_verdict(points);
+  ASSERT_EQ(v.kind, SweepVerdict::Kind::Best);
+  EXPECT_EQ(label(*v.lowest), "margin=2 window=1");
+  ASSERT_EQ(v.passed_over.size(), 2u);
+  EXPECT_EQ(label(*v.passed_over[0]), "margin=1 window=1");  // the milder spike first
+  EXPECT_EQ(label(*v.passed_over[1]), "margin=0 window=1");
+  const std::string text = sweep_verdict_text(v, label);
+  const std::string pct =
+      "(+" + std::to_string(static_cast<int>(std::lround(2000 / ref_at(72)))) + "%)";
+  EXPECT_NE(text.find(pct), std::string::npos) << pct << " in " << text;
+  EXPECT_EQ(text.find("caution"), std::string::npos) << text;
+
+  // Every point spiked: the mildest is named beside the lowest.
+  const int64_t all = sweep(
+      *store, {"margin=0,1", "window=1"}, 1,
+      [](const SweepTrial& t) { return t.values[0] == "0" ? -2.0 : 0.0; },
+      [](const SweepTrial& t) { return ref_at(72) + (t.values[0] == "0" ? 200 : 20); });
+  const auto all_points = sweep_points(*store, all);
+  const SweepVerdict va = sweep_verdict(all_points);
+  ASSERT_EQ(va.kind, SweepVerdict::Kind::AllFlagged);
+  EXPECT_EQ(label(*va.lowest), "margin=0 window=1");
+  ASSERT_TRUE(va.mildest);
+  EXPECT_EQ(label(*va.mildest), "margin=1 window=1");
+  EXPECT_NE(sweep_verdict_text(va, label).find("the mildest spike: margin=1 window=1"),
+            std::string::npos);
+}
+
+// Where the reference itself spiked, the verdict says so plainly.
+TEST_F(SweepVerdictTest, AReferenceThatSpikedIsSaid) {
+  auto store = RunStore::open(path_);
+  const int64_t id = sweep(
+      *store, {"margin=0,1", "window=1"}, 1,
+      [](const SweepTrial& t) { return t.values[0] == "1" ? 5.0 : 0.0; },
+      [](const SweepTrial&) { return NAN; }, /*ref_spike=*/200);
+  const auto points = sweep_points(*store, id);
+  EXPECT_EQ(at(points, "0", "1").reference_troubled, 1);
+  const SweepVerdict v = sweep_verdict(points);
+  EXPECT_EQ(v.reference_troubled, 2);
+  const std::string text = sweep_verdict_text(v, label);
+  EXPECT_NE(text.find("caution: the high-precision reference itself spiked in 2 runs"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("at step 50"), std::string::npos) << text;
+  EXPECT_NE(text.find("a spike measured against it means little"), std::string::npos) << text;
+}
+
+// Several seeds: the loss gap's spread is kept beside its mean.
+TEST_F(SweepVerdictTest, TheLossGapsSpreadAcrossSeedsIsKept) {
+  auto store = RunStore::open(path_);
+  const int64_t id = sweep(
+      *store, {"margin=0", "window=1"}, 2,
+      [](const SweepTrial& t) { return t.seed_index == 0 ? -1.0 : 3.0; },
+      [](const SweepTrial&) { return NAN; });
+  const auto points = sweep_points(*store, id);
+  const SweepPoint& p = at(points, "0", "1");
+  EXPECT_NEAR(p.loss_gap, 1.0, 1e-9);
+  EXPECT_NEAR(p.loss_gap_min, -1.0, 1e-9);
+  EXPECT_NEAR(p.loss_gap_max, 3.0, 1e-9);
+  EXPECT_NEAR(p.loss_gap_spread(), 4.0, 1e-9);
 }
 
 TEST(SweepVerdict, NoFinishedPointNamesNone) {

@@ -1,10 +1,11 @@
 // defines: FinalLoss, final_loss(), kFinalLossDefinition, LossSpike, loss_spike(),
-// kSpikeFraction, kSpikeDefinition, RunSpeed, run_speed(),
+// kSpikeFraction, kSpikeDefinition, ReferenceTrouble, reference_trouble(), RunSpeed, run_speed(),
 // kSpeedDefinition: the one definition of a run's final loss and loss gap, for the Sweeps
 // tab, the Runs tab, `fp8wb sweep` and `fp8wb runs show`/`list`, and of its tokens/s, for
 // `fp8wb train`, `runs show`/`list` and the Overview tab. Plain interface, no torch.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string_view>
@@ -61,6 +62,29 @@ LossSpike loss_spike(const std::vector<SeriesPoint>& loss,
                      const std::vector<SeriesPoint>& ref_loss);
 // A stored run's (its "loss" and "ref_loss" series), diverged or not.
 LossSpike loss_spike(const RunStore& store, int64_t run_id);
+
+// Whether the high-precision reference itself went wrong, where a "spike" measured against
+// it means little: it diverged (a stored loss that is not finite) or spiked (its loss rose
+// over its own lowest loss before that step by more than kSpikeFraction of the larger of
+// that lowest loss and the drop from its first loss to it: a rise that is large both
+// against the loss and against what training had gained, never the noise of a small loss).
+inline constexpr std::string_view kReferenceTroubleDefinition =
+    "the reference spiked where its loss rose over its own lowest loss so far by more than 50% "
+    "of that loss and of the drop from its first loss to it; diverged where a loss is not "
+    "finite";
+struct ReferenceTrouble {
+  bool diverged = false;  // a stored reference loss is not finite
+  int64_t diverged_step = -1;
+  double rise = NAN;  // the largest rise over its lowest loss before the step
+  double low = NAN;   // that lowest loss
+  double first = NAN;
+  int64_t step = -1;  // the step of the largest rise
+  bool spiked() const {
+    return std::isfinite(rise) && rise > kSpikeFraction * std::max(low, first - low);
+  }
+  bool troubled() const { return diverged || spiked(); }
+};
+ReferenceTrouble reference_trouble(const std::vector<SeriesPoint>& ref_loss);
 
 inline constexpr std::string_view kSpeedDefinition =
     "tokens/s: of one model's step (the FP8 model's alone where a reference trains beside it), "

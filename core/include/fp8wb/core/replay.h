@@ -177,4 +177,18 @@ OwnScalesCheck own_scales_check(const ReplayInput& in, const RunScalingSettings&
 // The smallest fp32 value that the format's nearest-even encoding takes beyond its max.
 float saturation_threshold(Format f);
 
+// Where a cell (the best) sits at the edge of the grid: its margin or window the smallest or
+// largest of an axis given two values or more. The grid does not show what lies beyond it,
+// which may be better still.
+struct ReplayGridEdge {
+  bool margin_low = false, margin_high = false, window_low = false, window_high = false;
+  bool any() const { return margin_low || margin_high || window_low || window_high; }
+  // "at the edge of the grid (margin 4, the largest given; window 1024, the largest
+  // given): try beyond it"; empty where it is not at an edge.
+  std::string text(const ReplayCellSetting& s) const;
+  // The edges as names: "margin_max", "margin_min", "window_max", "window_min".
+  std::vector<std::string> names() const;
+};
+ReplayGridEdge replay_grid_edge(const ReplayGrid& grid, const ReplayCellSetting& s);
+
 }  // namespace fp8wb

@@ -78,8 +78,10 @@ std::string stored_grid_name(int64_t sweep_id, const std::string& db_path);
 struct SweepTrialFigures {
   int64_t run_id = 0;
   bool diverged = false;
-  double final_loss = NAN;  // NaN if it diverged
-  LossSpike spike;          // none without a reference
+  double final_loss = NAN;     // NaN if it diverged
+  LossSpike spike;             // none without a reference
+  ReferenceTrouble reference;  // whether the reference itself spiked or diverged
+  double loss_gap = NAN;       // its final loss gap (NaN without a reference)
   // Diverged, or its loss spiked over the reference's: never the sweep's best while a
   // point without a flagged trial is there.
   bool flagged() const { return diverged || spike.spiked(); }
@@ -93,15 +95,20 @@ struct SweepPoint {
   int runs = 0, finished = 0, diverged = 0;
   int spiked = 0;                                   // runs whose loss spiked (LossSpike::spiked())
   bool complete() const { return runs >= trials; }  // every trial has ended
-  double final_loss = 0;     // final_loss() (final_loss.h) of each run; NaN if one diverged
-  double loss_gap = 0;       // the same for the gap (NaN without a reference)
-  double spike = NAN;        // the largest of its runs' loss spikes (NaN without a reference)
-  double saturated_pct = 0;  // mean over the runs' tensor statistics
+  double final_loss = 0;        // final_loss() (final_loss.h) of each run; NaN if one diverged
+  double loss_gap = 0;          // the same for the gap (NaN without a reference)
+  double spike = NAN;           // the largest of its runs' loss spikes (NaN without a reference)
+  double spike_fraction = NAN;  // the largest of its runs' spike / the reference's loss there
+  int reference_troubled = 0;   // runs whose reference spiked or diverged (ReferenceTrouble)
+  double saturated_pct = 0;     // mean over the runs' tensor statistics
   double underflow_pct = 0;
   // The lowest and highest final loss of its seeds' runs (equal with one seed; NaN if one
   // diverged): the spread across seeds.
   double final_loss_min = NAN, final_loss_max = NAN;
   double final_loss_spread() const { return final_loss_max - final_loss_min; }
+  // The same for the loss gap: never only its mean where the seeds differ.
+  double loss_gap_min = NAN, loss_gap_max = NAN;
+  double loss_gap_spread() const { return loss_gap_max - loss_gap_min; }
   std::vector<int64_t> run_ids;
   std::vector<SweepTrialFigures> trial_figures;  // one a run, in run_ids' order
 };
@@ -180,8 +187,16 @@ struct SweepVerdict {
   // The next lowest after the tied ones, where there is one (Best: by how much it won).
   const SweepPoint* next = nullptr;
   double noise = NAN;  // the margin the tied are within
-  // Finished points with a spiked trial and a lower final loss than `lowest`, passed over.
+  // Finished points with a spiked trial and a lower final loss than `lowest`, passed over,
+  // ranked by their spike (spike_fraction), the mildest first.
   std::vector<const SweepPoint*> passed_over;
+  // AllFlagged: the point with the mildest spike (spike_fraction), where not `lowest`.
+  const SweepPoint* mildest = nullptr;
+  // Runs (of every point) whose high-precision reference itself spiked or diverged: a spike
+  // measured against it means little. The first such run's, for the text.
+  int reference_troubled = 0;
+  int64_t troubled_run = 0;
+  ReferenceTrouble trouble;
 };
 // Its pointers are into `points`, which must outlive it.
 SweepVerdict sweep_verdict(const std::vector<SweepPoint>& points);

@@ -18,11 +18,12 @@ class RunListModel : public QAbstractTableModel {
  public:
   // Source: who wrote the run (runs.kind: "train", "sweep-trial", "python" for a watched
   // script).
-  // Recipe, Scaling, Margin, Window: from the run's config (what tells runs of one preset
-  // apart).
+  // Model, Recipe, Scaling, Margin, Window: from the run's config (what tells runs of one
+  // preset apart).
   enum Column {
     Id,
     Name,
+    Model,
     Recipe,
     Scaling,
     Margin,
@@ -50,7 +51,7 @@ class RunListModel : public QAbstractTableModel {
   std::vector<RunInfo> runs_;
   std::vector<FinalLoss> finals_;
   struct Settings {
-    QString recipe, scaling, margin, window;
+    QString model, recipe, scaling, margin, window;
   };
   static Settings settings_of(const std::string& config_json);
   std::vector<Settings> settings_;  // each run's, read from its config

@@ -32,6 +32,7 @@ namespace fp8wb {
 
 class EngineController;
 
+struct RunPreset;
 class RunPanel : public QWidget {
   Q_OBJECT
  public:
@@ -121,8 +122,12 @@ class RunPanel : public QWidget {
   QCheckBox *fprop_, *dgrad_, *wgrad_, *fp8_, *reference_;
   QLineEdit* name_;
   QLabel *error_, *eta_;
-  QLabel* kept_ = nullptr;  // the opened run's settings Start keeps (openConfig())
-  QString opened_run_;      // "run 5" while the form holds an opened run's settings
+  QLabel* kept_ = nullptr;     // the opened run's settings Start keeps (openConfig())
+  QString opened_run_;         // "run 5" while the form holds an opened run's settings
+  std::string opened_config_;  // its config as the form held it when opened (no name, device)
+  // A preset's config as applyPreset() fills the form (its formats this machine's where it
+  // names none).
+  RunConfig presetConfig(const RunPreset& p) const;
   void showKept();
   QPushButton *start_, *pause_, *stop_, *script_;
   QPlainTextEdit* script_log_;  // the script's stderr

@@ -31,4 +31,8 @@ const std::vector<RunPreset>& run_presets();
 QString run_name_after(const QString& preset_name, const std::string& preset_json,
                        const std::string& now_json);
 
+// The fields of `now_json` that differ from `was_json` (both run_config_json() without
+// name and device), in the config's order, each with the value it had: "margin=3 (was 0)".
+QStringList changed_fields(const std::string& was_json, const std::string& now_json);
+
 }  // namespace fp8wb
