@@ -106,6 +106,7 @@ class RunsListTest : public QObject {
   void runsOfOnePresetAreToldApartNewestFirst();
   void anOverlaidLiveRunFollowsItsSteps();
   void everyColumnFitsWithoutScrolling();
+  void aRunStillTrainingShowsItsLossSoFar();
 
  private:
   QTemporaryDir dir_;
@@ -670,4 +671,35 @@ void RunsListTest::everyColumnFitsWithoutScrolling() {
 }
 
 QTEST_MAIN(RunsListTest)
+// A run still training (or paused) has no final loss: the list marks its figure as the
+// loss so far and says over which steps; a finished run's is its final loss, unmarked.
+void RunsListTest::aRunStillTrainingShowsItsLossSoFar() {
+  RunListModel m;
+  std::vector<RunInfo> runs(3);
+  std::vector<FinalLoss> finals(3);
+  const RunStatus statuses[] = {RunStatus::Running, RunStatus::Paused, RunStatus::Finished};
+  for (int i = 0; i < 3; ++i) {
+    runs[i].id = 3 - i;  // newest first, as the list keeps them
+    runs[i].status = statuses[i];
+    runs[i].last_step = 99;
+    finals[i].loss = 1.5;
+    finals[i].from_step = 90;
+    finals[i].to_step = 99;
+  }
+  m.setRuns(runs, finals);
+  for (int row = 0; row < 3; ++row) {
+    const QString shown = m.data(m.index(row, RunListModel::Loss), Qt::DisplayRole).toString();
+    const QString tip = m.data(m.index(row, RunListModel::Loss), Qt::ToolTipRole).toString();
+    if (m.runAt(row)->status == RunStatus::Finished) {
+      QCOMPARE(shown, QStringLiteral("1.5000"));
+      QVERIFY(!tip.contains(QLatin1String("still training")));
+    } else {
+      QCOMPARE(shown, QStringLiteral("1.5000 so far"));
+      QVERIFY2(
+          tip.contains(QLatin1String("still training")) && tip.contains(QLatin1String("90-99")),
+          qPrintable(tip));
+    }
+  }
+}
+
 #include "runs_list_test.moc"

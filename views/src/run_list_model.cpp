@@ -78,6 +78,14 @@ int RunListModel::columnCount(const QModelIndex& parent) const {
   return parent.isValid() ? 0 : ColumnCount;
 }
 
+namespace {
+
+bool still_training(const RunInfo& r) {
+  return r.status == RunStatus::Running || r.status == RunStatus::Paused;
+}
+
+}  // namespace
+
 QVariant RunListModel::data(const QModelIndex& index, int role) const {
   const RunInfo* r = index.isValid() ? runAt(index.row()) : nullptr;
   if (!r) return {};
@@ -97,7 +105,10 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
       }
       case Steps: return QVariant::fromValue<qlonglong>(r->last_step + 1);
       case Loss:
-        return std::isfinite(f.loss) ? QString::number(f.loss, 'f', 4) : QStringLiteral("-");
+        if (!std::isfinite(f.loss)) return QStringLiteral("-");
+        // A run still training has no final loss yet: its figure so far, marked.
+        return still_training(*r) ? tr("%1 so far").arg(f.loss, 0, 'f', 4)
+                                  : QString::number(f.loss, 'f', 4);
       case Gap:  // as `fp8wb runs list` gives it
         return std::isfinite(f.gap) ? QString::asprintf("%+.4f", f.gap) : QStringLiteral("-");
       case Device: return qs(r->device);
@@ -110,6 +121,12 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
     if (index.column() == Name) return qs(r->name);  // shown whole: the column elides it
     if (r->live && index.column() == Status)
       return tr("Another process is writing this run now: open it to follow it live");
+    if (index.column() == Loss && still_training(*r) && std::isfinite(f.loss))
+      return tr("The run is still training: the mean loss over the last 10% of the %1 steps "
+                "stored so far (steps %2-%3), not yet its final loss")
+          .arg(r->last_step + 1)
+          .arg(f.from_step)
+          .arg(f.to_step);
     return r->message.empty() ? qs(r->config_json) : qs(r->message);
   }
   if (role == Qt::ForegroundRole && index.column() == Status && r->live)
