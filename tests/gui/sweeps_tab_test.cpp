@@ -2,8 +2,10 @@
 // store as a child run, the heatmap cells equal the grid points' figures, slicers pick
 // the third axis, an invalid grid is refused naming the field, numerically equal grid
 // values run once and are said.
+#include <QComboBox>
 #include <QLabel>
 #include <QListWidget>
+#include <QPlainTextEdit>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -23,6 +25,7 @@ class SweepsTabTest : public QObject {
   void smallSweepFromTheTab();
   void invalidGridIsRefused();
   void equalSpellingsRunOnceAndAreSaid();
+  void aFormThatMatchesAPresetShowsIt();
 
  private:
   QTemporaryDir dir_;
@@ -120,6 +123,29 @@ void SweepsTabTest::equalSpellingsRunOnceAndAreSaid() {
   for (const RunInfo& r : engine.store().runs())
     children += r.parent_sweep == done.at(0).at(0).toLongLong() ? 1 : 0;
   QCOMPARE(children, 1);
+}
+
+// The preset box names the preset whose settings the form holds, however they got
+// there (typed back after an edit, blanks around the lines), and "custom" otherwise.
+void SweepsTabTest::aFormThatMatchesAPresetShowsIt() {
+  EngineController engine;
+  engine.setDatabasePath(dir_.filePath(QStringLiteral("p.sqlite")));
+  SweepsTab tab(&engine);
+  auto* box = tab.findChild<QComboBox*>(QStringLiteral("sweepPreset"));
+  QVERIFY(box);
+  QVERIFY(box->count() >= 2);
+  const QString second = box->itemText(1);
+  QVERIFY(tab.applyPreset(second));
+  const QString base = tab.findChild<QPlainTextEdit*>(QStringLiteral("baseText"))->toPlainText();
+  const QString grid = tab.findChild<QPlainTextEdit*>(QStringLiteral("gridText"))->toPlainText();
+  tab.setGridText(grid + QStringLiteral("\nseed=1,2"));
+  QCOMPARE(box->currentIndex(), -1);  // custom
+  tab.setGridText(QStringLiteral("  ") + grid + QStringLiteral("\n"));
+  QCOMPARE(box->currentText(), second);
+  tab.setBaseOverrides(QStringLiteral("steps=3"));
+  QCOMPARE(box->currentIndex(), -1);
+  tab.setBaseOverrides(base);
+  QCOMPARE(box->currentText(), second);
 }
 
 QTEST_MAIN(SweepsTabTest)

@@ -401,14 +401,25 @@ bool SweepsTab::applyPreset(const QString& name) {
 }
 
 void SweepsTab::showWhetherPreset() {
-  const int i = preset_->currentIndex();
-  if (i < 0) return;
-  const Preset& p = kPresets[static_cast<size_t>(i)];
-  if (base_->toPlainText() == QLatin1String(p.base) &&
-      grid_->toPlainText() == QLatin1String(p.grid))
-    return;
+  // The preset whose settings the form holds (lines compared without their surrounding
+  // blanks), however it got there; none: the placeholder, custom.
+  const auto lines = [](const QString& text) {
+    QStringList out;
+    for (const QString& l : text.split(QLatin1Char('\n'))) {
+      if (!l.trimmed().isEmpty()) out << l.trimmed();
+    }
+    return out;
+  };
+  const QStringList base = lines(base_->toPlainText()), grid = lines(grid_->toPlainText());
+  int match = -1;
+  for (size_t i = 0; i < std::size(kPresets); ++i) {
+    if (base == lines(QString::fromLatin1(kPresets[i].base)) &&
+        grid == lines(QString::fromLatin1(kPresets[i].grid)))
+      match = static_cast<int>(i);
+  }
+  if (preset_->currentIndex() == match) return;
   const QSignalBlocker b(preset_);
-  preset_->setCurrentIndex(-1);  // the placeholder: custom
+  preset_->setCurrentIndex(match);
 }
 
 namespace {
