@@ -130,32 +130,35 @@ std::string as_string(const std::string& key, const json& v) {
   fail(key, "expected a string, got " + quote(v));
 }
 
-// A field holding an enum, written as a name of its table.
-template <class E>
-std::optional<E> parse_enum(std::string_view name) {
-  if constexpr (std::is_same_v<E, ModelKind>) {
-    for (const ModelKind m : {ModelKind::Mlp, ModelKind::Gpt, ModelKind::Llama}) {
-      if (model_kind_name(m) == name) return m;
-    }
-    return std::nullopt;
-  } else if constexpr (std::is_same_v<E, Float8Recipe>) {
-    return parse_float8_recipe(name);
-  } else {
-    static_assert(std::is_same_v<E, FormatPairing>);
-    return parse_format_pairing(name);
-  }
+// A field holding an enum: its name table.
+constexpr const auto& names_of(ModelKind) {
+  return kModelKinds;
+}
+constexpr const auto& names_of(Float8Recipe) {
+  return kFloat8Recipes;
+}
+constexpr const auto& names_of(FormatPairing) {
+  return kFormatPairings;
+}
+constexpr const auto& names_of(ScalingMode) {
+  return kScalingModes;
+}
+constexpr const auto& names_of(AmaxAlgo) {
+  return kAmaxAlgos;
+}
+constexpr const auto& names_of(OnNonfinite) {
+  return kOnNonfinite;
+}
+constexpr const auto& names_of(ActivationDtype) {
+  return kActivationDtypes;
 }
 
 json get_value(const RunConfig& c, const RunConfigField& f) {
   return std::visit(
       [&c](auto m) -> json {
         using V = std::decay_t<decltype(c.*m)>;
-        if constexpr (std::is_same_v<V, ModelKind>) {
-          return std::string(model_kind_name(c.*m));
-        } else if constexpr (std::is_same_v<V, Float8Recipe>) {
-          return std::string(float8_recipe_name(c.*m));
-        } else if constexpr (std::is_same_v<V, FormatPairing>) {
-          return std::string(format_pairing_name(c.*m));
+        if constexpr (std::is_enum_v<V>) {
+          return std::string(table_name(names_of(V{}), c.*m));  // written as its name
         } else {
           return json(c.*m);
         }
@@ -185,7 +188,7 @@ void set_value(RunConfig& c, const RunConfigField& f, const json& j) {
           c.*m = as_double(k, j);
         } else {
           const std::string s = as_string(k, j);
-          const std::optional<V> e = parse_enum<V>(s);
+          const std::optional<V> e = parse_table_name(names_of(V{}), s);
           if (!e)
             fail(k, "\"" + quote_text(s) + "\" is not one of " + field_names_text(f) +
                         (k == std::string("recipe") ? recipe_hint(s) : std::string()));
@@ -227,15 +230,6 @@ void set_key(RunConfig& c, const std::string& key, const json& v) {
   set_value(c, *f, v);
 }
 
-// A text field of fixed words: one of its row's names.
-void one_of(const char* key, const std::string& v) {
-  const RunConfigField& f = field(key);
-  for (std::string_view o : f.names) {
-    if (v == o) return;
-  }
-  fail(key, "\"" + quote_text(v) + "\" is not one of " + field_names_text(f));
-}
-
 // An integer field at least its row's minimum.
 void at_least(const char* key, double v) {
   const double lo = field(key).min;
@@ -250,12 +244,7 @@ void in_range(const char* key, double v) {
 }  // namespace
 
 std::string_view model_kind_name(ModelKind m) {
-  switch (m) {
-    case ModelKind::Gpt: return "gpt";
-    case ModelKind::Llama: return "llama";
-    case ModelKind::Mlp: break;
-  }
-  return "mlp";
+  return table_name(kModelKinds, m);
 }
 
 const std::vector<std::string>& run_config_keys() {
@@ -452,18 +441,14 @@ void validate_run_config(const RunConfig& c) {
     if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos || n.size() > 3)
       fail("device", "\"" + quote_text(c.device) + "\": N in cuda:N must be a device number");
   }
-  one_of("dtype", c.dtype);
-  one_of("scaling", c.scaling);
-  if (c.scaling == "delayed" && c.recipe != Float8Recipe::Tensorwise && c.fp8) {
+  if (c.scaling == ScalingMode::Delayed && c.recipe != Float8Recipe::Tensorwise && c.fp8) {
     fail("scaling", "delayed scaling is tensorwise; recipe \"" +
                         std::string(float8_recipe_name(c.recipe)) + "\" needs scaling=current");
   }
   in_range("margin", c.margin);
   in_range("window", c.window);
-  one_of("amax_algo", c.amax_algo);
   at_least("stats_interval", c.stats_interval);
   at_least("sqnr_interval", c.sqnr_interval);
-  one_of("on_nonfinite", c.on_nonfinite);
   at_least("log_interval", c.log_interval);
   at_least("rank_timeout", c.rank_timeout);
   if (c.name.empty()) fail("name", "must not be empty");
@@ -520,10 +505,10 @@ Float8LinearConfig float8_config_of(const RunConfig& c) {
   f.stats_interval = c.stats_interval;
   f.sqnr_interval = c.sqnr_interval;
   f.final_step = c.steps - 1;
-  f.delayed = c.scaling == "delayed";
+  f.delayed = c.scaling == ScalingMode::Delayed;
   f.delayed_scaling.window = c.window;
   f.delayed_scaling.margin = c.margin;
-  f.delayed_scaling.algo = c.amax_algo == "most_recent" ? AmaxAlgo::MostRecent : AmaxAlgo::Max;
+  f.delayed_scaling.algo = c.amax_algo;
   return f;
 }
 

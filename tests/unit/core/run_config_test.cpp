@@ -35,7 +35,7 @@ TEST(RunConfig, ParsesFieldsAndOverrides) {
   apply_override(c, "fp8=false");
   apply_override(c, "name=\"quoted name\"");
   EXPECT_EQ(c.window, 1024);
-  EXPECT_EQ(c.amax_algo, "most_recent");
+  EXPECT_EQ(c.amax_algo, AmaxAlgo::MostRecent);
   EXPECT_FALSE(c.fp8);
   EXPECT_EQ(c.name, "quoted name");
 }
@@ -45,7 +45,7 @@ TEST(RunConfig, Float8ConfigFollowsTheRun) {
   c.formats = FormatPairing::E4M3;
   c.margin = 2;
   c.window = 128;
-  c.amax_algo = "most_recent";
+  c.amax_algo = AmaxAlgo::MostRecent;
   const Float8LinearConfig f = float8_config_of(c);
   EXPECT_TRUE(f.delayed);
   EXPECT_EQ(f.delayed_scaling.window, 128);
@@ -53,7 +53,7 @@ TEST(RunConfig, Float8ConfigFollowsTheRun) {
   EXPECT_EQ(f.delayed_scaling.algo, AmaxAlgo::MostRecent);
   EXPECT_EQ(f.grad_output.format, Format::E4M3FN);
   c.recipe = Float8Recipe::Blockwise;
-  c.scaling = "current";
+  c.scaling = ScalingMode::Current;
   c.formats = FormatPairing::HybridFnuz;
   const Float8LinearConfig b = float8_config_of(c);
   EXPECT_EQ(b.input.kind, ScalingKind::Block1x128);
@@ -271,6 +271,64 @@ TEST(RunConfigLimits, BacktracesAreStrippedFromMessages) {
   EXPECT_EQ(without_backtrace(m),
             "[enforce fail at alloc_cpu.cpp:75] data. DefaultCPUAllocator: not enough memory");
   EXPECT_EQ(without_backtrace("plain"), "plain");
+}
+
+// Margins, windows and amax algorithms as users type them (configs, --set, replay's --grid)
+// are read once, by the config: whole numbers within the field's bounds, a name of the table.
+TEST(RunConfig, MarginWindowAndAmaxAlgoAreReadAsFields) {
+  RunConfig c;
+  apply_override(c, "margin=2");
+  EXPECT_EQ(c.margin, 2);
+  apply_override(c, "margin=-1");
+  EXPECT_EQ(c.margin, -1);
+  apply_override(c, "window=1024");
+  EXPECT_EQ(c.window, 1024);
+  apply_override(c, "amax_algo=most_recent");
+  EXPECT_EQ(c.amax_algo, AmaxAlgo::MostRecent);
+  EXPECT_NO_THROW(validate_run_config(c));
+  const auto refused = [](const std::string& key, const std::string& value) {
+    RunConfig r;
+    try {
+      apply_override(r, key + "=" + value);
+      validate_run_config(r);
+    } catch (const std::invalid_argument& e) {
+      const std::string prefix = "config field '" + key + "': ";
+      EXPECT_EQ(std::string(e.what()).rfind(prefix, 0), 0u) << value << ": " << e.what();
+      return std::string(e.what()).substr(prefix.size());
+    }
+    ADD_FAILURE() << key << " took " << value;
+    return std::string();
+  };
+  for (const char* bad : {"1.5", "", "two", "2x"})
+    EXPECT_NE(refused("margin", bad).find("expected an integer"), std::string::npos) << bad;
+  EXPECT_EQ(refused("margin", "100"), "must be an integer in [-64, 64]");
+  EXPECT_EQ(refused("margin", "1e3"), "must be an integer in [-64, 64]");
+  EXPECT_EQ(refused("window", "0"), "must be an integer in [1, 65536]");
+  EXPECT_EQ(refused("amax_algo", "mean"), "\"mean\" is not one of max, most_recent");
+  EXPECT_EQ(refused("scaling", "late"), "\"late\" is not one of delayed, current");
+  EXPECT_EQ(refused("on_nonfinite", "ignore"), "\"ignore\" is not one of stop, skip");
+  EXPECT_EQ(refused("dtype", "fp16"), "\"fp16\" is not one of fp32, bf16");
+}
+
+// The enum fields are written by name, so that configs stored in databases load as before.
+TEST(RunConfig, EnumFieldsAreWrittenAsTheirNames) {
+  RunConfig c;
+  c.scaling = ScalingMode::Current;
+  c.amax_algo = AmaxAlgo::MostRecent;
+  c.on_nonfinite = OnNonfinite::Skip;
+  c.dtype = ActivationDtype::Bf16;
+  c.model = ModelKind::Llama;
+  const std::string j = run_config_json(c);
+  for (const char* kv : {R"("scaling": "current")", R"("amax_algo": "most_recent")",
+                         R"("on_nonfinite": "skip")", R"("dtype": "bf16")", R"("model": "llama")"})
+    EXPECT_NE(j.find(kv), std::string::npos) << kv << " in " << j;
+  const RunConfig back = parse_run_config(
+      R"({"scaling": "current", "amax_algo": "most_recent", "on_nonfinite": "skip",
+          "dtype": "bf16", "model": "llama"})");
+  EXPECT_EQ(run_config_json(back), j);
+  EXPECT_EQ(back.scaling, ScalingMode::Current);
+  EXPECT_EQ(back.on_nonfinite, OnNonfinite::Skip);
+  EXPECT_EQ(back.dtype, ActivationDtype::Bf16);
 }
 
 }  // namespace

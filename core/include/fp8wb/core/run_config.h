@@ -1,8 +1,8 @@
-// defines: ModelKind, Float8Recipe, FormatPairing (and their name tables), RunConfig,
-// parse_run_config(), apply_override(), run_config_json(), validate_run_config(),
-// float8_config_of(): what a training run is, as users write it (a flat JSON object, or
-// key=value overrides), checked with messages that name the field and the allowed values.
-// Plain structs, no torch.
+// defines: ModelKind, Float8Recipe, FormatPairing, ScalingMode, ActivationDtype,
+// OnNonfinite (and their name tables), RunConfig, parse_run_config(),
+// apply_override(), run_config_json(), validate_run_config(), float8_config_of(): what a
+// training run is, as users write it (a flat JSON object, or key=value overrides), checked
+// with messages that name the field and the allowed values. Plain structs, no torch.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "fp8wb/core/float8_config.h"
-#include "fp8wb/core/name_table.h"
+#include "fp8wb/kernels/name_table.h"
 
 namespace fp8wb {
 
@@ -23,6 +23,49 @@ enum class ModelKind : uint8_t {
   // from scratch, or a Hugging Face checkpoint's (`hf`)
   Llama,
 };
+struct ModelKindEntry {
+  ModelKind value;
+  std::string_view name;  // as configs spell it
+};
+inline constexpr ModelKindEntry kModelKinds[] = {
+    {ModelKind::Mlp, "mlp"}, {ModelKind::Gpt, "gpt"}, {ModelKind::Llama, "llama"}};
+static_assert(names_cover_enum(kModelKinds, ModelKind::Llama));
+
+// Where a run's FP8 scales come from.
+enum class ScalingMode : uint8_t {
+  Delayed,  // from an amax history of earlier steps (tensorwise only)
+  Current,  // from the tensor itself
+};
+struct ScalingModeEntry {
+  ScalingMode value;
+  std::string_view name;  // as configs spell it
+};
+inline constexpr ScalingModeEntry kScalingModes[] = {{ScalingMode::Delayed, "delayed"},
+                                                     {ScalingMode::Current, "current"}};
+static_assert(names_cover_enum(kScalingModes, ScalingMode::Current));
+
+// The activations' dtype (master weights stay fp32).
+enum class ActivationDtype : uint8_t { Fp32, Bf16 };
+struct ActivationDtypeEntry {
+  ActivationDtype value;
+  std::string_view name;  // as configs spell it
+};
+inline constexpr ActivationDtypeEntry kActivationDtypes[] = {{ActivationDtype::Fp32, "fp32"},
+                                                             {ActivationDtype::Bf16, "bf16"}};
+static_assert(names_cover_enum(kActivationDtypes, ActivationDtype::Bf16));
+
+// What a non-finite loss does.
+enum class OnNonfinite : uint8_t {
+  Stop,  // the run stops (failed)
+  Skip,  // the step's update is skipped
+};
+struct OnNonfiniteEntry {
+  OnNonfinite value;
+  std::string_view name;  // as configs spell it
+};
+inline constexpr OnNonfiniteEntry kOnNonfinite[] = {{OnNonfinite::Stop, "stop"},
+                                                    {OnNonfinite::Skip, "skip"}};
+static_assert(names_cover_enum(kOnNonfinite, OnNonfinite::Skip));
 
 // The scaling recipes a run chooses from; each sets the scaling of the three roles.
 enum class Float8Recipe : uint8_t {
@@ -123,23 +166,23 @@ struct RunConfig {
   double weight_decay = 0.01;
   double grad_clip = 1.0;  // global norm; 0: off
   uint64_t seed = 1;
-  std::string device = "cpu";  // cpu, cuda, cuda:N
-  std::string dtype = "fp32";  // fp32, bf16 (activations; master weights stay fp32)
+  std::string device = "cpu";                     // cpu, cuda, cuda:N
+  ActivationDtype dtype = ActivationDtype::Fp32;  // activations; master weights stay fp32
   // FP8
   bool fp8 = true;
   Float8Recipe recipe = Float8Recipe::Tensorwise;
   FormatPairing formats = FormatPairing::Hybrid;
-  std::string scaling = "delayed";  // delayed, current (delayed needs tensorwise)
+  ScalingMode scaling = ScalingMode::Delayed;  // delayed needs tensorwise
   int margin = 0;
   int window = 16;
-  std::string amax_algo = "max";  // max, most_recent
+  AmaxAlgo amax_algo = AmaxAlgo::Max;
   bool fprop_fp8 = true, dgrad_fp8 = true, wgrad_fp8 = true;
-  int stats_interval = 10;            // steps between full statistics (0: never)
-  int sqnr_interval = 50;             // steps between GEMM-output SQNR samples (0: never)
-  bool reference = true;              // a high-precision model trained in lockstep
-  std::string on_nonfinite = "stop";  // stop, skip (the step's update)
-  int log_interval = 1;               // steps between scalar records
-  std::string weights;                // write the final weights here (safetensors); empty: no
+  int stats_interval = 10;  // steps between full statistics (0: never)
+  int sqnr_interval = 50;   // steps between GEMM-output SQNR samples (0: never)
+  bool reference = true;    // a high-precision model trained in lockstep
+  OnNonfinite on_nonfinite = OnNonfinite::Stop;
+  int log_interval = 1;  // steps between scalar records
+  std::string weights;   // write the final weights here (safetensors); empty: no
   // Data-parallel runs (several ranks): each role's amax is the maximum over every rank's
   // before it sets a scale, so that all ranks quantize alike (false: each rank its own).
   bool amax_reduction = true;
