@@ -227,8 +227,8 @@ void parse_replay_axis(const std::string& text, ReplayGrid& grid) {
     try {
       apply_override(c, axis + "=" + trimmed(v));
       validate_run_config(c);
-    } catch (const std::invalid_argument& e) {
-      throw ReplayError("--grid " + axis + "=" + trimmed(v) + ": " + e.what());
+    } catch (const ConfigError& e) {
+      throw ReplayError("--grid " + axis + "=" + trimmed(v) + ": " + e.reason);
     }
     return c;
   };

@@ -15,6 +15,7 @@
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
+#include <utility>
 #include <variant>
 
 #include "config_json.h"
@@ -41,7 +42,7 @@ std::string recipe_hint(const std::string& word) {
 }
 
 [[noreturn]] void fail(const std::string& key, const std::string& why) {
-  throw std::invalid_argument("config field '" + key + "': " + why);
+  throw ConfigError(key, why);
 }
 
 // A bad value as a message quotes it: at most 40 characters (values nest at most
@@ -243,6 +244,14 @@ void in_range(const char* key, double v) {
 
 }  // namespace
 
+ConfigError::ConfigError(std::string key, std::string why)
+    : std::invalid_argument(key.empty() ? why : "config field '" + key + "': " + why),
+      field(std::move(key)),
+      reason(std::move(why)) {}
+
+ConfigError::ConfigError(std::string key, std::string why, const std::string& message)
+    : std::invalid_argument(message), field(std::move(key)), reason(std::move(why)) {}
+
 std::string_view model_kind_name(ModelKind m) {
   return table_name(kModelKinds, m);
 }
@@ -258,8 +267,8 @@ const std::vector<std::string>& run_config_keys() {
 
 void check_json_nesting(std::string_view text, const std::string& what) {
   if (text.size() > kMaxConfigBytes) {
-    throw std::invalid_argument(what + " is " + std::to_string(text.size()) +
-                                " bytes, over the limit of " + std::to_string(kMaxConfigBytes));
+    throw ConfigError("", what + " is " + std::to_string(text.size()) +
+                              " bytes, over the limit of " + std::to_string(kMaxConfigBytes));
   }
   int depth = 0;
   bool in_string = false, escaped = false;
@@ -276,8 +285,8 @@ void check_json_nesting(std::string_view text, const std::string& what) {
       in_string = true;
     } else if (ch == '[' || ch == '{') {
       if (++depth > kMaxJsonDepth) {
-        throw std::invalid_argument(what + " nests deeper than " + std::to_string(kMaxJsonDepth) +
-                                    " levels");
+        throw ConfigError("",
+                          what + " nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
       }
     } else if (ch == ']' || ch == '}') {
       --depth;
@@ -299,13 +308,13 @@ RunConfig parse_run_config(std::string_view json_text) {
     j = parse_config_json(json_text, track);
   } catch (const json::out_of_range& e) {
     if (!key.empty()) fail(key, "a number out of range (" + json_error(e) + ")");
-    throw std::invalid_argument("config has a number out of range: " + json_error(e));
+    throw ConfigError("", "config has a number out of range: " + json_error(e));
   } catch (const json::exception& e) {
-    throw std::invalid_argument("config is not valid JSON: " + json_error(e));
+    throw ConfigError("", "config is not valid JSON: " + json_error(e));
   } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string("config ") + e.what());
+    throw ConfigError("", std::string("config ") + e.what());
   }
-  if (!j.is_object()) throw std::invalid_argument("config must be a JSON object of fields");
+  if (!j.is_object()) throw ConfigError("", "config must be a JSON object of fields");
   RunConfig c;
   for (const auto& [k, v] : j.items()) set_key(c, k, v);
   validate_run_config(c);
@@ -315,36 +324,36 @@ RunConfig parse_run_config(std::string_view json_text) {
 RunConfig read_run_config_file(const std::string& path) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
-    throw std::invalid_argument("cannot read config file " + path + ": " + std::strerror(errno));
+    throw ConfigError("", "cannot read config file " + path + ": " + std::strerror(errno));
   }
   if (!S_ISREG(st.st_mode)) {
     const char* kind = S_ISFIFO(st.st_mode)  ? "a FIFO"
                        : S_ISDIR(st.st_mode) ? "a folder"
                        : S_ISCHR(st.st_mode) ? "a character device"
                                              : "not a plain file";
-    throw std::invalid_argument("config file " + path + " is " + kind + ", not a regular file");
+    throw ConfigError("", "config file " + path + " is " + kind + ", not a regular file");
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument("cannot read config file " + path);
+  if (!in) throw ConfigError("", "cannot read config file " + path);
   std::string text(kMaxConfigBytes + 1, '\0');
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<size_t>(in.gcount()));
   if (text.size() > kMaxConfigBytes) {
-    throw std::invalid_argument("config file " + path + " is over the limit of " +
-                                std::to_string(kMaxConfigBytes) + " bytes");
+    throw ConfigError("", "config file " + path + " is over the limit of " +
+                              std::to_string(kMaxConfigBytes) + " bytes");
   }
   try {
     return parse_run_config(text);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(path + ": " + e.what());
+  } catch (const ConfigError& e) {
+    throw ConfigError(e.field, e.reason, path + ": " + e.what());
   }
 }
 
 void apply_override(RunConfig& c, std::string_view assignment) {
   const size_t eq = assignment.find('=');
   if (eq == std::string_view::npos || eq == 0) {
-    throw std::invalid_argument("override '" + quote_text(std::string(assignment)) +
-                                "' is not key=value (e.g. window=1024)");
+    throw ConfigError("", "override '" + quote_text(std::string(assignment)) +
+                              "' is not key=value (e.g. window=1024)");
   }
   const std::string key(assignment.substr(0, eq));
   if (key.size() > 64 || !find_field(key)) {

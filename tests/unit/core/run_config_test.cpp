@@ -9,6 +9,7 @@
 #include <string>
 
 #include "fp8wb/core/run_config.h"
+#include "fp8wb/core/run_config_fields.h"
 
 namespace fp8wb {
 namespace {
@@ -80,8 +81,14 @@ TEST_P(BadRunConfig, IsRefusedNamingTheField) {
       parse_run_config(b.json);
     }
     FAIL() << "accepted: " << b.json;
-  } catch (const std::invalid_argument& e) {
+  } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find(b.field), std::string::npos)
+        << b.json << " -> " << e.what();
+    // The field as data: the key refused, or none where the config as a whole is (not an
+    // object, not JSON, an override without '=').
+    const bool whole = b.field == std::string("object") || b.field == std::string("JSON") ||
+                       (b.json[0] == '=' && std::string(b.json + 1).find('=') == std::string::npos);
+    EXPECT_EQ(e.field, whole ? std::string() : std::string(b.field))
         << b.json << " -> " << e.what();
   }
 }
@@ -227,9 +234,12 @@ TEST(RunConfigLimits, RunsThatWouldNotFitInMemoryAreRefused) {
   try {
     validate_run_config(c);
     FAIL() << "a run of " << estimate_run_memory(c).total << " bytes was accepted";
-  } catch (const std::invalid_argument& e) {
+  } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("'batch'"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("memory"), std::string::npos) << e.what();
+    EXPECT_EQ(e.field, "batch");  // the field that weighs most, as data
+    EXPECT_EQ(e.reason.rfind("with context, d_model, layers, the run would need about ", 0), 0u)
+        << e.reason;
   }
   RunConfig w;
   w.d_model = 8192;
@@ -237,8 +247,10 @@ TEST(RunConfigLimits, RunsThatWouldNotFitInMemoryAreRefused) {
   try {
     check_run_memory(w, uint64_t{1} << 34);
     FAIL();
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("'d_model'"), std::string::npos) << e.what();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("config field 'd_model' (with layers): the run ", 0), 0u)
+        << e.what();
+    EXPECT_EQ(e.field, "d_model");
   }
 }
 
@@ -273,6 +285,53 @@ TEST(RunConfigLimits, BacktracesAreStrippedFromMessages) {
   EXPECT_EQ(without_backtrace("plain"), "plain");
 }
 
+// Every field's bad value is a ConfigError whose field is its key and whose message is
+// "config field 'KEY': REASON", from an override, a config file's JSON or validation.
+TEST(RunConfigErrors, EachFieldsBadValueNamesThatField) {
+  for (const RunConfigField& f : run_config_fields()) {
+    const std::string key(f.key);
+    // A value of the wrong type: a word for numbers and true/false, a number for text.
+    const std::string bad = f.type == FieldType::Text || f.type == FieldType::Name ? "5" : "\"x\"";
+    for (const bool as_file : {false, true}) {
+      try {
+        if (as_file) {
+          parse_run_config("{\"" + key + "\": " + bad + "}");
+        } else {
+          RunConfig c;
+          apply_override(c, key + "=" + bad);
+          validate_run_config(c);
+        }
+        ADD_FAILURE() << key << " took " << bad;
+      } catch (const ConfigError& e) {
+        EXPECT_EQ(e.field, key) << e.what();
+        EXPECT_FALSE(e.reason.empty()) << key;
+        EXPECT_EQ(std::string(e.what()), "config field '" + key + "': " + e.reason);
+      }
+    }
+  }
+  // Refused in validation (a combination), and in a file (the path before the message).
+  RunConfig c;
+  c.d_model = 60;
+  c.heads = 7;
+  try {
+    validate_run_config(c);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field, "heads");
+    EXPECT_EQ(e.reason, "7 does not divide d_model 60");
+  }
+  const std::string path = ::testing::TempDir() + "fp8wb-bad-config.json";
+  std::ofstream(path) << R"({"lr": -1})";
+  try {
+    read_run_config_file(path);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field, "lr");
+    EXPECT_EQ(std::string(e.what()).rfind(path + ": config field 'lr': ", 0), 0u) << e.what();
+  }
+  std::remove(path.c_str());
+}
+
 // Margins, windows and amax algorithms as users type them (configs, --set, replay's --grid)
 // are read once, by the config: whole numbers within the field's bounds, a name of the table.
 TEST(RunConfig, MarginWindowAndAmaxAlgoAreReadAsFields) {
@@ -291,10 +350,9 @@ TEST(RunConfig, MarginWindowAndAmaxAlgoAreReadAsFields) {
     try {
       apply_override(r, key + "=" + value);
       validate_run_config(r);
-    } catch (const std::invalid_argument& e) {
-      const std::string prefix = "config field '" + key + "': ";
-      EXPECT_EQ(std::string(e.what()).rfind(prefix, 0), 0u) << value << ": " << e.what();
-      return std::string(e.what()).substr(prefix.size());
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.field, key) << value << ": " << e.what();
+      return e.reason;
     }
     ADD_FAILURE() << key << " took " << value;
     return std::string();

@@ -1,5 +1,5 @@
 // defines: ModelKind, Float8Recipe, FormatPairing, ScalingMode, ActivationDtype,
-// OnNonfinite (and their name tables), RunConfig, parse_run_config(),
+// OnNonfinite (and their name tables), RunConfig, ConfigError, parse_run_config(),
 // apply_override(), run_config_json(), validate_run_config(), float8_config_of(): what a
 // training run is, as users write it (a flat JSON object, or key=value overrides), checked
 // with messages that name the field and the allowed values. Plain structs, no torch.
@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -196,13 +197,24 @@ const std::vector<std::string>& run_config_keys();
 constexpr size_t kMaxConfigBytes = size_t{1} << 20;
 constexpr int kMaxJsonDepth = 32;
 
-// Throws std::invalid_argument naming the field: unknown keys, wrong types, values out of
+// A config refused: the field (its key; empty where the config as a whole is refused: not
+// JSON, too large) and the reason. what() reads "config field 'KEY': REASON" (a field's) or
+// the reason alone. An invalid_argument, as config errors were.
+struct ConfigError : std::invalid_argument {
+  ConfigError(std::string field, std::string reason);
+  // With a message of its own: "runs.json: config field 'lr': ..." (a file's).
+  ConfigError(std::string field, std::string reason, const std::string& message);
+  std::string field;
+  std::string reason;
+};
+
+// Throws ConfigError naming the field: unknown keys, wrong types, values out of
 // range or not among the allowed ones (every number has an upper bound: docs/architecture.md,
 // "Limits"), a run that would not fit in memory.
 RunConfig parse_run_config(std::string_view json_text);
 // A config file: a regular file of at most kMaxConfigBytes, parsed as above.
 RunConfig read_run_config_file(const std::string& path);
-// Throws std::invalid_argument (naming `what`) for text over kMaxConfigBytes or nested
+// Throws ConfigError (naming `what`, no field) for text over kMaxConfigBytes or nested
 // deeper than kMaxJsonDepth: checked before any JSON is parsed, so nothing recurses deep.
 void check_json_nesting(std::string_view text, const std::string& what);
 // key=value (the value as JSON, or a bare word for strings): "window=1024", "fp8=false".
@@ -220,8 +232,8 @@ struct MemoryEstimate {
 };
 MemoryEstimate estimate_run_memory(const RunConfig& c);
 uint64_t run_memory_limit();  // this machine's physical memory
-// Throws std::invalid_argument naming the field that weighs most when the estimate is over
-// `limit` (0: run_memory_limit()). validate_run_config() calls it.
+// Throws ConfigError naming the field that weighs most (and those it is weighed with) when
+// the estimate is over `limit` (0: run_memory_limit()). validate_run_config() calls it.
 void check_run_memory(const RunConfig& c, uint64_t limit = 0);
 
 // A message without LibTorch's "Exception raised from ..." backtrace (frames and all).
@@ -244,7 +256,7 @@ struct HfModelConfig {
   std::string torch_dtype;  // as config.json says ("bfloat16"), or empty
   std::string weights;      // model.safetensors, or model.safetensors.index.json
 };
-// Reads DIR/config.json and finds the weights file. Throws std::invalid_argument naming
+// Reads DIR/config.json and finds the weights file. Throws ConfigError naming
 // config field 'hf' and what is wrong: no folder, no config.json, an architecture other
 // than the three (named), a field missing or out of range, rope scaling, a head size
 // other than hidden_size / heads, no model.safetensors nor its index.
