@@ -90,7 +90,7 @@ struct TrainVariant {
   const char* name;
   bool fp8;
   int stats;  // stats_interval
-  const char* scaling;
+  ScalingMode scaling;
 };
 
 // One run of a variant: its timed steps' times (past the warm-up), the tokens of a step.
@@ -128,11 +128,12 @@ std::vector<TrainFigure> bench_training(const BenchOptions& opt) {
   base.steps = opt.steps + static_cast<int64_t>(kWarmUpSteps);
   for (const auto& o : opt.overrides) apply_override(base, o);
   validate_run_config(base);
-  const TrainVariant vs[] = {{"high precision", false, 0, "delayed"},
-                             {"FP8 delayed, no statistics", true, 0, "delayed"},
-                             {"FP8 current, no statistics", true, 0, "current"},
-                             {"FP8 delayed, statistics every 10 steps", true, 10, "delayed"},
-                             {"FP8 delayed, statistics every step", true, 1, "delayed"}};
+  constexpr ScalingMode kDelayed = ScalingMode::Delayed, kCurrent = ScalingMode::Current;
+  const TrainVariant vs[] = {{"high precision", false, 0, kDelayed},
+                             {"FP8 delayed, no statistics", true, 0, kDelayed},
+                             {"FP8 current, no statistics", true, 0, kCurrent},
+                             {"FP8 delayed, statistics every 10 steps", true, 10, kDelayed},
+                             {"FP8 delayed, statistics every step", true, 1, kDelayed}};
   constexpr size_t kVariants = std::size(vs);
   // The variants in turn, round after round: each one's steps of every round together.
   std::array<TrainRun, kVariants> all;

@@ -72,7 +72,7 @@ int run_eval(const EvalCommandOptions& opt, std::ostream& out, std::ostream& err
   for (const std::string& r : recipes) {
     RunConfig c = base;
     apply_override(c, "recipe=" + r);
-    c.scaling = "current";
+    c.scaling = ScalingMode::Current;
     validate_run_config(c);
     o.fp8.push_back(c);
   }

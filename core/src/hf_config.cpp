@@ -20,7 +20,7 @@ constexpr const char* kArchitectures[] = {"LlamaForCausalLM", "MistralForCausalL
                                           "Qwen2ForCausalLM"};
 
 [[noreturn]] void fail(const std::string& why) {
-  throw std::invalid_argument("config field 'hf': " + why);
+  throw ConfigError("hf", why);
 }
 
 bool is_file(const std::string& path) {

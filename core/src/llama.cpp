@@ -298,7 +298,7 @@ EvalResult evaluate_checkpoint(const EvalOptions& o) {
   r.loss_high_precision = pass(0, nullptr);
   int index = 0;
   for (RunConfig rc : o.fp8) {
-    rc.scaling = "current";
+    rc.scaling = ScalingMode::Current;
     rc.fp8 = true;
     Float8LinearConfig f = float8_config_of(rc);
     f.stats_interval = 0;

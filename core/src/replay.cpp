@@ -12,6 +12,7 @@
 #include <numeric>
 #include <string>
 
+#include "fp8wb/core/run_config.h"
 #include "fp8wb/kernels/codec.h"
 #include "fp8wb/kernels/recipe.h"
 
@@ -220,23 +221,27 @@ void parse_replay_axis(const std::string& text, ReplayGrid& grid) {
     if (trimmed(raw).empty())
       throw ReplayError("--grid " + axis + ": an empty value in '" + text + "'");
   }
+  // A value as a run's config takes it (its type, names and bounds: the field table).
+  const auto value = [&axis](const std::string& v) {
+    RunConfig c;
+    try {
+      apply_override(c, axis + "=" + trimmed(v));
+      validate_run_config(c);
+    } catch (const ConfigError& e) {
+      throw ReplayError("--grid " + axis + "=" + trimmed(v) + ": " + e.reason);
+    }
+    return c;
+  };
   try {
     if (axis == "margin") {
       once(grid.margins.empty());
-      for (const auto& v : values) grid.margins.push_back(parse_margin(trimmed(v)));
+      for (const auto& v : values) grid.margins.push_back(value(v).margin);
     } else if (axis == "window") {
       once(grid.windows.empty());
-      for (const auto& v : values) grid.windows.push_back(parse_window(trimmed(v)));
+      for (const auto& v : values) grid.windows.push_back(value(v).window);
     } else if (axis == "amax_algo") {
       once(grid.algos.empty());
-      for (const auto& v : values) {
-        const auto a = parse_amax_algo(trimmed(v));
-        if (!a) {
-          throw ReplayError("--grid amax_algo: '" + trimmed(v) +
-                            "' is not an amax algorithm (max, most_recent)");
-        }
-        grid.algos.push_back(*a);
-      }
+      for (const auto& v : values) grid.algos.push_back(value(v).amax_algo);
     } else {
       throw ReplayError("--grid: unknown axis '" + axis +
                         "' (replay takes margin, window, amax_algo)");

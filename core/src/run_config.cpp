@@ -15,6 +15,7 @@
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
+#include <utility>
 #include <variant>
 
 #include "config_json.h"
@@ -41,7 +42,7 @@ std::string recipe_hint(const std::string& word) {
 }
 
 [[noreturn]] void fail(const std::string& key, const std::string& why) {
-  throw std::invalid_argument("config field '" + key + "': " + why);
+  throw ConfigError(key, why);
 }
 
 // A bad value as a message quotes it: at most 40 characters (values nest at most
@@ -130,32 +131,35 @@ std::string as_string(const std::string& key, const json& v) {
   fail(key, "expected a string, got " + quote(v));
 }
 
-// A field holding an enum, written as a name of its table.
-template <class E>
-std::optional<E> parse_enum(std::string_view name) {
-  if constexpr (std::is_same_v<E, ModelKind>) {
-    for (const ModelKind m : {ModelKind::Mlp, ModelKind::Gpt, ModelKind::Llama}) {
-      if (model_kind_name(m) == name) return m;
-    }
-    return std::nullopt;
-  } else if constexpr (std::is_same_v<E, Float8Recipe>) {
-    return parse_float8_recipe(name);
-  } else {
-    static_assert(std::is_same_v<E, FormatPairing>);
-    return parse_format_pairing(name);
-  }
+// A field holding an enum: its name table.
+constexpr const auto& names_of(ModelKind) {
+  return kModelKinds;
+}
+constexpr const auto& names_of(Float8Recipe) {
+  return kFloat8Recipes;
+}
+constexpr const auto& names_of(FormatPairing) {
+  return kFormatPairings;
+}
+constexpr const auto& names_of(ScalingMode) {
+  return kScalingModes;
+}
+constexpr const auto& names_of(AmaxAlgo) {
+  return kAmaxAlgos;
+}
+constexpr const auto& names_of(OnNonfinite) {
+  return kOnNonfinite;
+}
+constexpr const auto& names_of(ActivationDtype) {
+  return kActivationDtypes;
 }
 
 json get_value(const RunConfig& c, const RunConfigField& f) {
   return std::visit(
       [&c](auto m) -> json {
         using V = std::decay_t<decltype(c.*m)>;
-        if constexpr (std::is_same_v<V, ModelKind>) {
-          return std::string(model_kind_name(c.*m));
-        } else if constexpr (std::is_same_v<V, Float8Recipe>) {
-          return std::string(float8_recipe_name(c.*m));
-        } else if constexpr (std::is_same_v<V, FormatPairing>) {
-          return std::string(format_pairing_name(c.*m));
+        if constexpr (std::is_enum_v<V>) {
+          return std::string(table_name(names_of(V{}), c.*m));  // written as its name
         } else {
           return json(c.*m);
         }
@@ -185,7 +189,7 @@ void set_value(RunConfig& c, const RunConfigField& f, const json& j) {
           c.*m = as_double(k, j);
         } else {
           const std::string s = as_string(k, j);
-          const std::optional<V> e = parse_enum<V>(s);
+          const std::optional<V> e = parse_table_name(names_of(V{}), s);
           if (!e)
             fail(k, "\"" + quote_text(s) + "\" is not one of " + field_names_text(f) +
                         (k == std::string("recipe") ? recipe_hint(s) : std::string()));
@@ -227,15 +231,6 @@ void set_key(RunConfig& c, const std::string& key, const json& v) {
   set_value(c, *f, v);
 }
 
-// A text field of fixed words: one of its row's names.
-void one_of(const char* key, const std::string& v) {
-  const RunConfigField& f = field(key);
-  for (std::string_view o : f.names) {
-    if (v == o) return;
-  }
-  fail(key, "\"" + quote_text(v) + "\" is not one of " + field_names_text(f));
-}
-
 // An integer field at least its row's minimum.
 void at_least(const char* key, double v) {
   const double lo = field(key).min;
@@ -249,13 +244,16 @@ void in_range(const char* key, double v) {
 
 }  // namespace
 
+ConfigError::ConfigError(std::string key, std::string why)
+    : std::invalid_argument(key.empty() ? why : "config field '" + key + "': " + why),
+      field(std::move(key)),
+      reason(std::move(why)) {}
+
+ConfigError::ConfigError(std::string key, std::string why, const std::string& message)
+    : std::invalid_argument(message), field(std::move(key)), reason(std::move(why)) {}
+
 std::string_view model_kind_name(ModelKind m) {
-  switch (m) {
-    case ModelKind::Gpt: return "gpt";
-    case ModelKind::Llama: return "llama";
-    case ModelKind::Mlp: break;
-  }
-  return "mlp";
+  return table_name(kModelKinds, m);
 }
 
 const std::vector<std::string>& run_config_keys() {
@@ -269,8 +267,8 @@ const std::vector<std::string>& run_config_keys() {
 
 void check_json_nesting(std::string_view text, const std::string& what) {
   if (text.size() > kMaxConfigBytes) {
-    throw std::invalid_argument(what + " is " + std::to_string(text.size()) +
-                                " bytes, over the limit of " + std::to_string(kMaxConfigBytes));
+    throw ConfigError("", what + " is " + std::to_string(text.size()) +
+                              " bytes, over the limit of " + std::to_string(kMaxConfigBytes));
   }
   int depth = 0;
   bool in_string = false, escaped = false;
@@ -287,8 +285,8 @@ void check_json_nesting(std::string_view text, const std::string& what) {
       in_string = true;
     } else if (ch == '[' || ch == '{') {
       if (++depth > kMaxJsonDepth) {
-        throw std::invalid_argument(what + " nests deeper than " + std::to_string(kMaxJsonDepth) +
-                                    " levels");
+        throw ConfigError("",
+                          what + " nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
       }
     } else if (ch == ']' || ch == '}') {
       --depth;
@@ -310,13 +308,13 @@ RunConfig parse_run_config(std::string_view json_text) {
     j = parse_config_json(json_text, track);
   } catch (const json::out_of_range& e) {
     if (!key.empty()) fail(key, "a number out of range (" + json_error(e) + ")");
-    throw std::invalid_argument("config has a number out of range: " + json_error(e));
+    throw ConfigError("", "config has a number out of range: " + json_error(e));
   } catch (const json::exception& e) {
-    throw std::invalid_argument("config is not valid JSON: " + json_error(e));
+    throw ConfigError("", "config is not valid JSON: " + json_error(e));
   } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string("config ") + e.what());
+    throw ConfigError("", std::string("config ") + e.what());
   }
-  if (!j.is_object()) throw std::invalid_argument("config must be a JSON object of fields");
+  if (!j.is_object()) throw ConfigError("", "config must be a JSON object of fields");
   RunConfig c;
   for (const auto& [k, v] : j.items()) set_key(c, k, v);
   validate_run_config(c);
@@ -326,36 +324,36 @@ RunConfig parse_run_config(std::string_view json_text) {
 RunConfig read_run_config_file(const std::string& path) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
-    throw std::invalid_argument("cannot read config file " + path + ": " + std::strerror(errno));
+    throw ConfigError("", "cannot read config file " + path + ": " + std::strerror(errno));
   }
   if (!S_ISREG(st.st_mode)) {
     const char* kind = S_ISFIFO(st.st_mode)  ? "a FIFO"
                        : S_ISDIR(st.st_mode) ? "a folder"
                        : S_ISCHR(st.st_mode) ? "a character device"
                                              : "not a plain file";
-    throw std::invalid_argument("config file " + path + " is " + kind + ", not a regular file");
+    throw ConfigError("", "config file " + path + " is " + kind + ", not a regular file");
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument("cannot read config file " + path);
+  if (!in) throw ConfigError("", "cannot read config file " + path);
   std::string text(kMaxConfigBytes + 1, '\0');
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<size_t>(in.gcount()));
   if (text.size() > kMaxConfigBytes) {
-    throw std::invalid_argument("config file " + path + " is over the limit of " +
-                                std::to_string(kMaxConfigBytes) + " bytes");
+    throw ConfigError("", "config file " + path + " is over the limit of " +
+                              std::to_string(kMaxConfigBytes) + " bytes");
   }
   try {
     return parse_run_config(text);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(path + ": " + e.what());
+  } catch (const ConfigError& e) {
+    throw ConfigError(e.field, e.reason, path + ": " + e.what());
   }
 }
 
 void apply_override(RunConfig& c, std::string_view assignment) {
   const size_t eq = assignment.find('=');
   if (eq == std::string_view::npos || eq == 0) {
-    throw std::invalid_argument("override '" + quote_text(std::string(assignment)) +
-                                "' is not key=value (e.g. window=1024)");
+    throw ConfigError("", "override '" + quote_text(std::string(assignment)) +
+                              "' is not key=value (e.g. window=1024)");
   }
   const std::string key(assignment.substr(0, eq));
   if (key.size() > 64 || !find_field(key)) {
@@ -452,18 +450,14 @@ void validate_run_config(const RunConfig& c) {
     if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos || n.size() > 3)
       fail("device", "\"" + quote_text(c.device) + "\": N in cuda:N must be a device number");
   }
-  one_of("dtype", c.dtype);
-  one_of("scaling", c.scaling);
-  if (c.scaling == "delayed" && c.recipe != Float8Recipe::Tensorwise && c.fp8) {
+  if (c.scaling == ScalingMode::Delayed && c.recipe != Float8Recipe::Tensorwise && c.fp8) {
     fail("scaling", "delayed scaling is tensorwise; recipe \"" +
                         std::string(float8_recipe_name(c.recipe)) + "\" needs scaling=current");
   }
   in_range("margin", c.margin);
   in_range("window", c.window);
-  one_of("amax_algo", c.amax_algo);
   at_least("stats_interval", c.stats_interval);
   at_least("sqnr_interval", c.sqnr_interval);
-  one_of("on_nonfinite", c.on_nonfinite);
   at_least("log_interval", c.log_interval);
   at_least("rank_timeout", c.rank_timeout);
   if (c.name.empty()) fail("name", "must not be empty");
@@ -520,10 +514,10 @@ Float8LinearConfig float8_config_of(const RunConfig& c) {
   f.stats_interval = c.stats_interval;
   f.sqnr_interval = c.sqnr_interval;
   f.final_step = c.steps - 1;
-  f.delayed = c.scaling == "delayed";
+  f.delayed = c.scaling == ScalingMode::Delayed;
   f.delayed_scaling.window = c.window;
   f.delayed_scaling.margin = c.margin;
-  f.delayed_scaling.algo = c.amax_algo == "most_recent" ? AmaxAlgo::MostRecent : AmaxAlgo::Max;
+  f.delayed_scaling.algo = c.amax_algo;
   return f;
 }
 

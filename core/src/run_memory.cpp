@@ -17,29 +17,33 @@ void check_run_memory(const RunConfig& c, uint64_t limit) {
   const MemoryEstimate m = estimate_run_memory(c);
   if (m.total <= static_cast<double>(limit)) return;
   const bool decoder = c.model != ModelKind::Mlp;
-  const std::pair<double, const char*> parts[] = {
-      {m.parameters, decoder ? "d_model (with layers)" : "width (with depth, features)"},
-      {m.activations,
-       decoder ? "batch (with context, d_model, layers)" : "batch (with width, depth, features)"},
-      {m.histories, "window (with the number of FP8 layers)"},
-      {m.metrics, "steps (with log_interval)"}};
+  struct Part {
+    double bytes;
+    const char* field;  // the field that weighs most in it
+    const char* with;   // the fields it is weighed with
+  };
+  const Part parts[] = {
+      {m.parameters, decoder ? "d_model" : "width", decoder ? "layers" : "depth, features"},
+      {m.activations, "batch", decoder ? "context, d_model, layers" : "width, depth, features"},
+      {m.histories, "window", "the number of FP8 layers"},
+      {m.metrics, "steps", "log_interval"}};
   const auto* worst = &parts[0];
   for (const auto& p : parts) {
-    if (p.first > worst->first) worst = &p;
+    if (p.bytes > worst->bytes) worst = &p;
   }
   auto gb = [](double b) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.3g GB", b / 1e9);
     return std::string(buf);
   };
-  const std::string field = worst->second;
-  throw std::invalid_argument(
-      "config field '" + field.substr(0, field.find(' ')) + "'" +
-      field.substr(field.find(' ') == std::string::npos ? field.size() : field.find(' ')) +
-      ": the run would need about " + gb(m.total) + " of memory (parameters and optimizer state " +
+  const std::string need =
+      "the run would need about " + gb(m.total) + " of memory (parameters and optimizer state " +
       gb(m.parameters) + ", activations " + gb(m.activations) + ", amax histories " +
       gb(m.histories) + ", metric history " + gb(m.metrics) + "), over the limit of " +
-      gb(static_cast<double>(limit)) + " (this machine's memory)");
+      gb(static_cast<double>(limit)) + " (this machine's memory)";
+  const std::string field = worst->field, with = worst->with;
+  throw ConfigError(field, "with " + with + ", " + need,
+                    "config field '" + field + "' (with " + with + "): " + need);
 }
 
 MemoryEstimate estimate_run_memory(const RunConfig& c) {

@@ -168,7 +168,7 @@ std::vector<SweepTrial> expand_sweep(const SweepSpec& spec) {
         t.key += (t.key.empty() ? "" : " ") + spec.axes[k].key + "=" + v;
       }
       t.config.seed = spec.base.seed + static_cast<uint64_t>(s);
-      t.config.on_nonfinite = "stop";  // a diverged trial stops early
+      t.config.on_nonfinite = OnNonfinite::Stop;  // a diverged trial stops early
       t.key += " seed=" + std::to_string(t.config.seed);
       t.config.name = spec.name + ": " + t.key;
       validate_run_config(t.config);  // combinations too (scaling=delayed with rowwise, ...)

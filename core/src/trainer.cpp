@@ -460,7 +460,8 @@ void Trainer::Impl::body() {
     group = dist::RankGroup::connect(ranks, device, std::chrono::seconds(cfg.rank_timeout),
                                      &stop_flag, run_config_json(shared));
   }
-  const torch::ScalarType dtype = cfg.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat;
+  const torch::ScalarType dtype =
+      cfg.dtype == ActivationDtype::Bf16 ? torch::kBFloat16 : torch::kFloat;
   train::RunResidentMemory run_memory;  // before the run's data and models
   auto data = train::make_data(cfg);
   // A token file whose tokens reach past the model's vocabulary: refused naming the first.
@@ -720,7 +721,7 @@ void Trainer::Impl::body() {
       const std::string what = "non-finite " +
                                std::string(std::isfinite(loss) ? "gradient norm" : "loss") +
                                " at step " + std::to_string(step);
-      if (cfg.on_nonfinite == "stop") {
+      if (cfg.on_nonfinite == OnNonfinite::Stop) {
         publish(b);
         finish(RunStatus::Diverged, what);
         return true;

@@ -12,49 +12,6 @@
 
 namespace fp8wb {
 
-std::string_view amax_algo_name(AmaxAlgo a) {
-  return a == AmaxAlgo::Max ? "max" : "most_recent";
-}
-
-std::optional<AmaxAlgo> parse_amax_algo(std::string_view name) {
-  if (name == "max") return AmaxAlgo::Max;
-  if (name == "most_recent" || name == "most-recent" || name == "recent")
-    return AmaxAlgo::MostRecent;
-  return std::nullopt;
-}
-
-namespace {
-
-int parse_int_field(std::string_view text, const char* field, const char* why) {
-  const std::string t(text);
-  size_t used = 0;
-  long long v = 0;
-  bool ok = !t.empty();
-  try {
-    v = ok ? std::stoll(t, &used) : 0;
-  } catch (const std::exception&) {
-    ok = false;
-  }
-  if (!ok || used != t.size() || v < INT32_MIN || v > INT32_MAX) {
-    throw std::invalid_argument(std::string(field) + " '" + t + "' is not an integer: " + why);
-  }
-  return static_cast<int>(v);
-}
-
-}  // namespace
-
-int parse_margin(std::string_view text) {
-  const int m = parse_int_field(text, "margin", "the scale is divided by 2^margin");
-  validate_delayed_config({1, m, AmaxAlgo::Max, InitialScale::One});
-  return m;
-}
-
-int parse_window(std::string_view text) {
-  const int w = parse_int_field(text, "window", "it counts the steps of amax history");
-  validate_delayed_config({w, 0, AmaxAlgo::Max, InitialScale::One});
-  return w;
-}
-
 void validate_delayed_config(const DelayedScalingConfig& c) {
   if (c.window < 1) {
     throw std::invalid_argument("window " + std::to_string(c.window) +

@@ -9,9 +9,10 @@
 namespace fp8wb {
 namespace {
 
-FormatInfo make_info(Format f, std::string_view name, std::string_view ml, std::string_view desc) {
+FormatInfo make_info(Format f, std::string_view desc) {
   const CodecSpec s = codec_spec(f);
-  FormatInfo info{f, name, ml, desc, s, 0, 0, 0, 0, 0, 1 << s.bits};
+  const FormatNameEntry& names = table_entry(kFormatNames, f);
+  FormatInfo info{f, names.name, names.ml_dtypes, desc, s, 0, 0, 0, 0, 0, 1 << s.bits};
   info.max_finite = decode(s.max_mag, s);
   if (s.nan == NanRule::AllOnes) {
     info.min_normal = decode(0, s);
@@ -28,20 +29,15 @@ FormatInfo make_info(Format f, std::string_view name, std::string_view ml, std::
 
 const std::array<FormatInfo, kFormatCount>& table() {
   static const std::array<FormatInfo, kFormatCount> t = {
-      make_info(Format::E4M3FN, "E4M3FN", "float8_e4m3fn",
-                "OCP FP8 E4M3: more precision, range +-448; no Inf"),
-      make_info(Format::E5M2, "E5M2", "float8_e5m2",
-                "OCP FP8 E5M2: more range (+-57344), IEEE-style Inf and NaN"),
-      make_info(Format::E4M3FNUZ, "E4M3FNUZ", "float8_e4m3fnuz",
-                "AMD MI300 FP8 E4M3: range +-240, no -0, NaN is 0x80"),
-      make_info(Format::E5M2FNUZ, "E5M2FNUZ", "float8_e5m2fnuz",
-                "AMD MI300 FP8 E5M2: range +-57344, no -0, NaN is 0x80"),
-      make_info(Format::E8M0FNU, "E8M0FNU", "float8_e8m0fnu",
+      make_info(Format::E4M3FN, "OCP FP8 E4M3: more precision, range +-448; no Inf"),
+      make_info(Format::E5M2, "OCP FP8 E5M2: more range (+-57344), IEEE-style Inf and NaN"),
+      make_info(Format::E4M3FNUZ, "AMD MI300 FP8 E4M3: range +-240, no -0, NaN is 0x80"),
+      make_info(Format::E5M2FNUZ, "AMD MI300 FP8 E5M2: range +-57344, no -0, NaN is 0x80"),
+      make_info(Format::E8M0FNU,
                 "OCP MX block scale: powers of two 2^-127..2^127, no sign, no zero"),
-      make_info(Format::E2M1FN, "E2M1FN", "float4_e2m1fn",
-                "OCP MX FP4: 0, 0.5, 1, 1.5, 2, 3, 4, 6; no Inf, no NaN"),
-      make_info(Format::E3M2FN, "E3M2FN", "float6_e3m2fn", "OCP MX FP6 E3M2: range +-28"),
-      make_info(Format::E2M3FN, "E2M3FN", "float6_e2m3fn", "OCP MX FP6 E2M3: range +-7.5"),
+      make_info(Format::E2M1FN, "OCP MX FP4: 0, 0.5, 1, 1.5, 2, 3, 4, 6; no Inf, no NaN"),
+      make_info(Format::E3M2FN, "OCP MX FP6 E3M2: range +-28"),
+      make_info(Format::E2M3FN, "OCP MX FP6 E2M3: range +-7.5"),
   };
   return t;
 }
@@ -94,12 +90,7 @@ std::optional<Format> parse_format(std::string_view name) {
 }
 
 std::string format_names() {
-  std::string out;
-  for (Format f : kAllFormats) {
-    if (!out.empty()) out += ", ";
-    out += format_info(f).name;
-  }
-  return out;
+  return table_names(kFormatNames);
 }
 
 std::string_view overflow_name(Overflow o) {

@@ -12,15 +12,7 @@
 namespace fp8wb {
 
 std::string_view scaling_kind_name(ScalingKind k) {
-  switch (k) {
-    case ScalingKind::Tensorwise: return "tensorwise";
-    case ScalingKind::Rowwise: return "rowwise";
-    case ScalingKind::Block1x128: return "1x128";
-    case ScalingKind::Block128x128: return "128x128";
-    case ScalingKind::MX: return "mx";
-    case ScalingKind::NVFP4: return "nvfp4";
-  }
-  return "?";
+  return table_name(kScalingKinds, k);
 }
 
 std::optional<ScalingKind> parse_scaling_kind(std::string_view name) {
@@ -38,7 +30,7 @@ std::optional<ScalingKind> parse_scaling_kind(std::string_view name) {
 std::string recipe_name(const QuantRecipe& r) {
   std::string s =
       std::string(format_info(r.format).name) + " " + std::string(scaling_kind_name(r.kind));
-  if (r.kind == ScalingKind::MX) s += r.mx_rounding == MxRounding::Floor ? " floor" : " rceil";
+  if (r.kind == ScalingKind::MX) s += " " + std::string(table_name(kMxRoundings, r.mx_rounding));
   if (r.margin != 0) s += " margin " + std::to_string(r.margin);
   if (r.pow2_scales) s += " pow2";
   return s;

@@ -43,7 +43,7 @@ TEST(TrainerCuda, FP8ModelPeaksBelowItsReference) {
   c.layers = 4;
   c.context = 256;
   c.batch = 32;
-  c.dtype = "bf16";
+  c.dtype = ActivationDtype::Bf16;
   c.reference = true;
   c.steps = 4;
   c.stats_interval = 0;
@@ -195,10 +195,10 @@ TEST(TrainerCuda, SampledStepsReadAfterTheNextLaunchAreTheirOwn) {
     c.layers = 2;
     c.context = 32;
     c.batch = 8;
-    c.dtype = "bf16";
+    c.dtype = ActivationDtype::Bf16;
     c.reference = false;
     c.steps = 8;
-    c.scaling = "delayed";
+    c.scaling = ScalingMode::Delayed;
     c.window = 4;
     c.stats_interval = interval;
     c.sqnr_interval = 0;

@@ -35,6 +35,7 @@ class RunPanelTest : public QObject {
  private Q_SLOTS:
   void invalidMoreFieldBlocksStart();
   void invalidMainFieldBlocksStart();
+  void aRunOverTheMemoryMarksTheFieldThatWeighsMost();
   void outOfRangeIsRefusedNotRewritten();
   void wheelChangesOnlyTheFocusedField();
   void statisticsIntervalZeroSaysNever();
@@ -169,6 +170,36 @@ void RunPanelTest::invalidMainFieldBlocksStart() {
   QVERIFY(message->text().isEmpty());
   QVERIFY(!steps->property("invalid").toBool());
   QCOMPARE(p->config().steps, int64_t{120});
+}
+
+// The config error's field (ConfigError::field), not its message, says which field to mark:
+// a run too large for the machine marks the field that weighs most (its message says
+// "config field 'd_model' (with layers): ...", which names no field the way others do).
+void RunPanelTest::aRunOverTheMemoryMarksTheFieldThatWeighsMost() {
+  MainWindow w(false);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowActive(&w));
+  RunPanel* p = w.runPanel();
+  auto* start = child<QPushButton>(p, "start");
+  auto* message = child<QLabel>(p, "run-message");
+  auto* dmodel = child<QSpinBox>(p, "d_model");
+  auto* layers = child<QSpinBox>(p, "layers");
+  QVERIFY(start && message && dmodel && layers);
+  QVERIFY(p->applyPreset(RunPanel::presetNames().front()));
+  RunConfig c = p->config();
+  c.model = ModelKind::Gpt;
+  c.d_model = 8192;
+  c.layers = 256;
+  c.heads = 4;
+  p->setConfig(c);
+  QVERIFY(!start->isEnabled());
+  QVERIFY(dmodel->property("invalid").toBool());
+  QVERIFY(!layers->property("invalid").toBool());
+  const QString m = message->text();
+  QVERIFY2(m.startsWith(label_of(dmodel) + QStringLiteral(": with layers, the run would need")),
+           qPrintable(m));
+  QVERIFY2(m.contains(QStringLiteral("memory")), qPrintable(m));
+  QVERIFY2(dmodel->toolTip().startsWith(m), qPrintable(dmodel->toolTip()));
 }
 
 void RunPanelTest::outOfRangeIsRefusedNotRewritten() {

@@ -127,7 +127,7 @@ void RunTabsTest::presetFileParsesAndApplies() {
     }
     // A preset named "FP8 vs BF16" compares FP8 with a bf16 reference, not an fp32 one.
     if (p.name.contains(QLatin1String("vs BF16"))) {
-      QVERIFY2(c.fp8 && c.reference && c.dtype == "bf16", qPrintable(p.name));
+      QVERIFY2(c.fp8 && c.reference && c.dtype == ActivationDtype::Bf16, qPrintable(p.name));
     }
   }
   QCOMPARE(RunPanel::presetNames(), names);
@@ -147,7 +147,7 @@ void RunTabsTest::presetsAndValidation() {
   // An invalid combination is reported inline, naming the field.
   QVERIFY(p->applyPreset(QStringLiteral("Tiny GPT: FP8 vs BF16")));
   RunConfig c = p->config();
-  QCOMPARE(c.scaling, std::string("delayed"));
+  QVERIFY(c.scaling == ScalingMode::Delayed);
   // The fields outside the main form, with their messages inline.
   QCOMPARE(p->setAdvanced(QStringLiteral("batch"), QStringLiteral("32")), QString());
   QCOMPARE(p->config().batch, 32);

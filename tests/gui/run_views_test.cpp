@@ -88,7 +88,7 @@ TensorMetrics tensor_at(int64_t step, const std::string& layer, Role role, float
 std::string delayed_config(const std::string& name) {
   RunConfig c;
   c.name = name;
-  c.scaling = "delayed";
+  c.scaling = ScalingMode::Delayed;
   c.window = 16;
   return run_config_json(c);
 }
@@ -554,7 +554,7 @@ void RunViewsTest::currentScalingCaptionSaysSo() {
   RunData data;
   RunConfig c;
   c.name = "current";
-  c.scaling = "current";
+  c.scaling = ScalingMode::Current;
   data.setRun(1, "current", run_config_json(c));
   MetricBatch b;
   StepMetrics m;

@@ -535,7 +535,7 @@ void RunsListTest::runsOfOnePresetAreToldApartNewestFirst() {
   auto cfg = [](int margin, int window) {
     RunConfig c;
     c.recipe = Float8Recipe::Tensorwise;
-    c.scaling = "delayed";
+    c.scaling = ScalingMode::Delayed;
     c.margin = margin;
     c.window = window;
     return run_config_json(c);

@@ -195,7 +195,7 @@ void CheckpointEvalDialog::start() {
     if (!box->isChecked()) continue;
     RunConfig c;
     apply_override(c, std::string("recipe=") + name);
-    c.scaling = "current";  // an evaluation has no history
+    c.scaling = ScalingMode::Current;  // an evaluation has no history
     o.fp8.push_back(c);
   }
   cancelled_->store(false);

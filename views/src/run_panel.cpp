@@ -90,12 +90,11 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   // run's settings). Short: a combo box is never narrower than its placeholder, and the
   // form never narrower than its widest field.
   preset_->setPlaceholderText(tr("custom run settings"));
-  // The names each field takes (run_config_fields.h).
-  for (const auto& [box, key] : {std::pair{model_, "model"}, std::pair{scaling_, "scaling"},
-                                 std::pair{algo_, "amax_algo"}}) {
-    for (std::string_view n : find_run_config_field(key)->names)
-      box->addItem(QString::fromLatin1(n.data(), static_cast<int>(n.size())));
-  }
+  // The names each field takes (run_config_fields.h; the model's gpt first).
+  for (std::string_view n : find_run_config_field("model")->names)
+    model_->addItem(QString::fromLatin1(n.data(), static_cast<int>(n.size())));
+  fill_choices(scaling_, kScalingModes);
+  fill_choices(algo_, kAmaxAlgos);
   fill_choices(recipe_, kFloat8Recipes);
   fill_choices(formats_, kFormatPairings);
   device_->setEditable(true);

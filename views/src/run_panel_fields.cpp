@@ -1,5 +1,5 @@
 // defines: the run panel's field labels and help (the config's field table), the config
-// messages in their words (readable()) and the number boxes' free functions
+// errors in their words (readable(), error_field()) and the number boxes' free functions
 // (run_panel_fields.h).
 #include "run_panel_fields.h"
 
@@ -7,18 +7,11 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_config_fields.h"
 #include "fp8wb/views/run_panel.h"
 
 namespace fp8wb::detail {
-namespace {
-
-const QRegularExpression& field_pattern() {
-  static const QRegularExpression re(QStringLiteral("^config field '([^']*)': "));
-  return re;
-}
-
-}  // namespace
 
 QString field_label(const QString& key) {
   const RunConfigField* f = find_run_config_field(key.toStdString());
@@ -30,18 +23,15 @@ QString field_help(const QString& key) {
   return f ? key + QStringLiteral(": ") + RunPanel::tr(std::string(f->help).c_str()) : key;
 }
 
-// The key a config message names ("config field 'heads': ..."), or empty.
-QString field_key(const QString& message) {
-  return field_pattern().match(message).captured(1);
+QString error_field(const std::exception& e) {
+  const auto* c = dynamic_cast<const ConfigError*>(&e);
+  return c ? QString::fromStdString(c->field) : QString();
 }
 
-// A config message with the field as the form labels it: "Attention heads (GPT): must be
-// >= 1, not -5".
 QString readable(const std::exception& e) {
-  QString m = QString::fromStdString(e.what());
-  const QRegularExpressionMatch match = field_pattern().match(m);
-  if (!match.hasMatch()) return m;
-  QString why = m.mid(match.capturedLength());
+  const auto* c = dynamic_cast<const ConfigError*>(&e);
+  if (!c || c->field.empty()) return QString::fromStdString(e.what());
+  QString why = QString::fromStdString(c->reason);
   // Other fields the reason names, in words too ("5 does not divide model width (GPT) 64").
   for (const RunConfigField& f : run_config_fields()) {
     const QString key = QString::fromLatin1(f.key.data(), static_cast<int>(f.key.size()));
@@ -50,7 +40,7 @@ QString readable(const std::exception& e) {
     if (label.size() > 1 && label[1].isLower()) label[0] = label[0].toLower();
     why.replace(QRegularExpression(QStringLiteral("\\b%1\\b").arg(key)), label);
   }
-  return field_label(match.captured(1)) + QStringLiteral(": ") + why;
+  return field_label(QString::fromStdString(c->field)) + QStringLiteral(": ") + why;
 }
 
 bool box_refused(const QAbstractSpinBox* b) {

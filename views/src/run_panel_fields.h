@@ -1,6 +1,6 @@
 // defines: the run panel's fields as people read them (field_label(), field_help(),
 // set_field_bounds(): from the config's field table; readable(): a config
-// message naming the field by its label) and its number boxes (IntBox, RealBox: what was
+// error naming the field by its label) and its number boxes (IntBox, RealBox: what was
 // typed stays, a value outside the config's bounds refused, never clamped). Shared by
 // run_panel.cpp, run_panel_form.cpp and run_panel_validation.cpp.
 #pragma once
@@ -26,10 +26,10 @@ QString field_help(const QString& key);
 // Sets a number box's bounds to its field's (run_config_fields.h): an int box's at most
 // INT32_MAX (the seed's 2^53 does not fit a QSpinBox).
 void set_field_bounds(QAbstractSpinBox* box, const QString& key);
-// The key a config message names ("config field 'heads': ..."), or empty.
-QString field_key(const QString& message);
-// A config message with the field as the form labels it: "Attention heads (GPT): must be
-// >= 1, not -5".
+// The key of the field a config error names (ConfigError::field), or empty.
+QString error_field(const std::exception& e);
+// A config error with the field as the form labels it: "Attention heads (GPT): must be
+// >= 1, not -5"; another error's message as it is.
 QString readable(const std::exception& e);
 
 // A number box that never rewrites what was typed: text that is not a number within the

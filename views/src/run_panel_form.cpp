@@ -226,10 +226,10 @@ void RunPanel::setConfig(const RunConfig& c) {
     fp8_->setChecked(c.fp8);
     choose(recipe_, kFloat8Recipes, c.recipe);
     choose(formats_, kFormatPairings, c.formats);
-    scaling_->setCurrentText(QString::fromStdString(c.scaling));
+    choose(scaling_, kScalingModes, c.scaling);
     show_value(margin_, c.margin);
     show_value(window_, c.window);
-    algo_->setCurrentText(QString::fromStdString(c.amax_algo));
+    choose(algo_, kAmaxAlgos, c.amax_algo);
     fprop_->setChecked(c.fprop_fp8);
     dgrad_->setChecked(c.dgrad_fp8);
     wgrad_->setChecked(c.wgrad_fp8);
@@ -257,19 +257,17 @@ void RunPanel::setConfig(const RunConfig& c) {
 RunConfig RunPanel::config() const {
   RunConfig c = base_;
   c.name = name_->text().trimmed().toStdString();
-  const QString model = model_->currentText();
-  c.model = model == QLatin1String("mlp")     ? ModelKind::Mlp
-            : model == QLatin1String("llama") ? ModelKind::Llama
-                                              : ModelKind::Gpt;
+  c.model =
+      parse_table_name(kModelKinds, model_->currentText().toStdString()).value_or(ModelKind::Gpt);
   c.d_model = dmodel_->value();
   c.layers = layers_->value();
   c.fp8 = fp8_->isChecked();
   c.recipe = chosen(recipe_, kFloat8Recipes);
   c.formats = chosen(formats_, kFormatPairings);
-  c.scaling = scaling_->currentText().toStdString();
+  c.scaling = chosen(scaling_, kScalingModes);
   c.margin = margin_->value();
   c.window = window_->value();
-  c.amax_algo = algo_->currentText().toStdString();
+  c.amax_algo = chosen(algo_, kAmaxAlgos);
   c.fprop_fp8 = fprop_->isChecked();
   c.dgrad_fp8 = dgrad_->isChecked();
   c.wgrad_fp8 = wgrad_->isChecked();

@@ -41,8 +41,7 @@ void RunPanel::takeAdvanced(QHash<QWidget*, QString>& problems) {
     } catch (const std::exception& e) {
       // Refused with the rest of the form: this box's value is what does not fit. (A form
       // refused already names its own field; this value waits until that one is fixed.)
-      if (form_valid || field_key(QString::fromStdString(e.what())) == key)
-        problems.insert(edit, readable(e));
+      if (form_valid || error_field(e) == key) problems.insert(edit, readable(e));
     }
   }
 }
@@ -73,7 +72,7 @@ void RunPanel::validate() {
   try {
     validate_run_config(config());
   } catch (const std::exception& e) {
-    QWidget* field = fieldOf(field_key(QString::fromStdString(e.what())));
+    QWidget* field = fieldOf(error_field(e));
     if (!field) field = error_;  // a field the form does not show (the memory estimate)
     if (!problems.contains(field)) problems.insert(field, readable(e));
   }

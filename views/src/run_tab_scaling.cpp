@@ -382,7 +382,7 @@ void ScalingTab::drawSelected() {
   }
   fitAxes();
   const TensorMetrics& last = t->points.back();
-  const bool delayed = data_->hasConfig() && data_->config().scaling == "delayed";
+  const bool delayed = data_->hasConfig() && data_->config().scaling == ScalingMode::Delayed;
   const int window = data_->hasConfig() ? data_->config().window : 0;
   if (delayed && window > 0) {
     // The steps whose amaxes the next scale comes from.
@@ -449,7 +449,7 @@ void ScalingTab::drawWhatIf() {
     const QSignalBlocker a(what_if_margin_), b(what_if_window_), c(what_if_algo_);
     what_if_margin_->setValue(data_->config().margin);
     what_if_window_->setValue(data_->config().window);
-    what_if_algo_->setCurrentIndex(data_->config().amax_algo == "most_recent" ? 1 : 0);
+    what_if_algo_->setCurrentIndex(data_->config().amax_algo == AmaxAlgo::MostRecent ? 1 : 0);
     what_if_run_ = data_->runId();
   }
   size_t t = in.tensors.size();

@@ -69,7 +69,7 @@ RunConfig tiny(const std::string& scaling, int batch) {
   c.batch = batch;
   c.steps = 50;
   c.warmup = 5;
-  c.scaling = scaling;
+  c.scaling = parse_table_name(kScalingModes, scaling).value();
   c.stats_interval = 5;
   c.sqnr_interval = 0;
   c.reference = false;

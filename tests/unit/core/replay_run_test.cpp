@@ -49,7 +49,7 @@ RunConfig small_run(const std::string& scaling) {
   c.sqnr_interval = 0;
   c.log_interval = 7;  // the amax is recorded every step all the same
   c.reference = false;
-  c.scaling = scaling;
+  c.scaling = parse_table_name(kScalingModes, scaling).value();
   c.margin = 1;
   c.window = 4;
   c.lr = 3e-2;  // amaxes that move

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "fp8wb/core/run_config.h"
+#include "fp8wb/core/run_config_fields.h"
 
 namespace fp8wb {
 namespace {
@@ -35,7 +36,7 @@ TEST(RunConfig, ParsesFieldsAndOverrides) {
   apply_override(c, "fp8=false");
   apply_override(c, "name=\"quoted name\"");
   EXPECT_EQ(c.window, 1024);
-  EXPECT_EQ(c.amax_algo, "most_recent");
+  EXPECT_EQ(c.amax_algo, AmaxAlgo::MostRecent);
   EXPECT_FALSE(c.fp8);
   EXPECT_EQ(c.name, "quoted name");
 }
@@ -45,7 +46,7 @@ TEST(RunConfig, Float8ConfigFollowsTheRun) {
   c.formats = FormatPairing::E4M3;
   c.margin = 2;
   c.window = 128;
-  c.amax_algo = "most_recent";
+  c.amax_algo = AmaxAlgo::MostRecent;
   const Float8LinearConfig f = float8_config_of(c);
   EXPECT_TRUE(f.delayed);
   EXPECT_EQ(f.delayed_scaling.window, 128);
@@ -53,7 +54,7 @@ TEST(RunConfig, Float8ConfigFollowsTheRun) {
   EXPECT_EQ(f.delayed_scaling.algo, AmaxAlgo::MostRecent);
   EXPECT_EQ(f.grad_output.format, Format::E4M3FN);
   c.recipe = Float8Recipe::Blockwise;
-  c.scaling = "current";
+  c.scaling = ScalingMode::Current;
   c.formats = FormatPairing::HybridFnuz;
   const Float8LinearConfig b = float8_config_of(c);
   EXPECT_EQ(b.input.kind, ScalingKind::Block1x128);
@@ -80,8 +81,14 @@ TEST_P(BadRunConfig, IsRefusedNamingTheField) {
       parse_run_config(b.json);
     }
     FAIL() << "accepted: " << b.json;
-  } catch (const std::invalid_argument& e) {
+  } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find(b.field), std::string::npos)
+        << b.json << " -> " << e.what();
+    // The field as data: the key refused, or none where the config as a whole is (not an
+    // object, not JSON, an override without '=').
+    const bool whole = b.field == std::string("object") || b.field == std::string("JSON") ||
+                       (b.json[0] == '=' && std::string(b.json + 1).find('=') == std::string::npos);
+    EXPECT_EQ(e.field, whole ? std::string() : std::string(b.field))
         << b.json << " -> " << e.what();
   }
 }
@@ -227,9 +234,12 @@ TEST(RunConfigLimits, RunsThatWouldNotFitInMemoryAreRefused) {
   try {
     validate_run_config(c);
     FAIL() << "a run of " << estimate_run_memory(c).total << " bytes was accepted";
-  } catch (const std::invalid_argument& e) {
+  } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("'batch'"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("memory"), std::string::npos) << e.what();
+    EXPECT_EQ(e.field, "batch");  // the field that weighs most, as data
+    EXPECT_EQ(e.reason.rfind("with context, d_model, layers, the run would need about ", 0), 0u)
+        << e.reason;
   }
   RunConfig w;
   w.d_model = 8192;
@@ -237,8 +247,10 @@ TEST(RunConfigLimits, RunsThatWouldNotFitInMemoryAreRefused) {
   try {
     check_run_memory(w, uint64_t{1} << 34);
     FAIL();
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("'d_model'"), std::string::npos) << e.what();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("config field 'd_model' (with layers): the run ", 0), 0u)
+        << e.what();
+    EXPECT_EQ(e.field, "d_model");
   }
 }
 
@@ -271,6 +283,110 @@ TEST(RunConfigLimits, BacktracesAreStrippedFromMessages) {
   EXPECT_EQ(without_backtrace(m),
             "[enforce fail at alloc_cpu.cpp:75] data. DefaultCPUAllocator: not enough memory");
   EXPECT_EQ(without_backtrace("plain"), "plain");
+}
+
+// Every field's bad value is a ConfigError whose field is its key and whose message is
+// "config field 'KEY': REASON", from an override, a config file's JSON or validation.
+TEST(RunConfigErrors, EachFieldsBadValueNamesThatField) {
+  for (const RunConfigField& f : run_config_fields()) {
+    const std::string key(f.key);
+    // A value of the wrong type: a word for numbers and true/false, a number for text.
+    const std::string bad = f.type == FieldType::Text || f.type == FieldType::Name ? "5" : "\"x\"";
+    for (const bool as_file : {false, true}) {
+      try {
+        if (as_file) {
+          parse_run_config("{\"" + key + "\": " + bad + "}");
+        } else {
+          RunConfig c;
+          apply_override(c, key + "=" + bad);
+          validate_run_config(c);
+        }
+        ADD_FAILURE() << key << " took " << bad;
+      } catch (const ConfigError& e) {
+        EXPECT_EQ(e.field, key) << e.what();
+        EXPECT_FALSE(e.reason.empty()) << key;
+        EXPECT_EQ(std::string(e.what()), "config field '" + key + "': " + e.reason);
+      }
+    }
+  }
+  // Refused in validation (a combination), and in a file (the path before the message).
+  RunConfig c;
+  c.d_model = 60;
+  c.heads = 7;
+  try {
+    validate_run_config(c);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field, "heads");
+    EXPECT_EQ(e.reason, "7 does not divide d_model 60");
+  }
+  const std::string path = ::testing::TempDir() + "fp8wb-bad-config.json";
+  std::ofstream(path) << R"({"lr": -1})";
+  try {
+    read_run_config_file(path);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field, "lr");
+    EXPECT_EQ(std::string(e.what()).rfind(path + ": config field 'lr': ", 0), 0u) << e.what();
+  }
+  std::remove(path.c_str());
+}
+
+// Margins, windows and amax algorithms as users type them (configs, --set, replay's --grid)
+// are read once, by the config: whole numbers within the field's bounds, a name of the table.
+TEST(RunConfig, MarginWindowAndAmaxAlgoAreReadAsFields) {
+  RunConfig c;
+  apply_override(c, "margin=2");
+  EXPECT_EQ(c.margin, 2);
+  apply_override(c, "margin=-1");
+  EXPECT_EQ(c.margin, -1);
+  apply_override(c, "window=1024");
+  EXPECT_EQ(c.window, 1024);
+  apply_override(c, "amax_algo=most_recent");
+  EXPECT_EQ(c.amax_algo, AmaxAlgo::MostRecent);
+  EXPECT_NO_THROW(validate_run_config(c));
+  const auto refused = [](const std::string& key, const std::string& value) {
+    RunConfig r;
+    try {
+      apply_override(r, key + "=" + value);
+      validate_run_config(r);
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.field, key) << value << ": " << e.what();
+      return e.reason;
+    }
+    ADD_FAILURE() << key << " took " << value;
+    return std::string();
+  };
+  for (const char* bad : {"1.5", "", "two", "2x"})
+    EXPECT_NE(refused("margin", bad).find("expected an integer"), std::string::npos) << bad;
+  EXPECT_EQ(refused("margin", "100"), "must be an integer in [-64, 64]");
+  EXPECT_EQ(refused("margin", "1e3"), "must be an integer in [-64, 64]");
+  EXPECT_EQ(refused("window", "0"), "must be an integer in [1, 65536]");
+  EXPECT_EQ(refused("amax_algo", "mean"), "\"mean\" is not one of max, most_recent");
+  EXPECT_EQ(refused("scaling", "late"), "\"late\" is not one of delayed, current");
+  EXPECT_EQ(refused("on_nonfinite", "ignore"), "\"ignore\" is not one of stop, skip");
+  EXPECT_EQ(refused("dtype", "fp16"), "\"fp16\" is not one of fp32, bf16");
+}
+
+// The enum fields are written by name, so that configs stored in databases load as before.
+TEST(RunConfig, EnumFieldsAreWrittenAsTheirNames) {
+  RunConfig c;
+  c.scaling = ScalingMode::Current;
+  c.amax_algo = AmaxAlgo::MostRecent;
+  c.on_nonfinite = OnNonfinite::Skip;
+  c.dtype = ActivationDtype::Bf16;
+  c.model = ModelKind::Llama;
+  const std::string j = run_config_json(c);
+  for (const char* kv : {R"("scaling": "current")", R"("amax_algo": "most_recent")",
+                         R"("on_nonfinite": "skip")", R"("dtype": "bf16")", R"("model": "llama")"})
+    EXPECT_NE(j.find(kv), std::string::npos) << kv << " in " << j;
+  const RunConfig back = parse_run_config(
+      R"({"scaling": "current", "amax_algo": "most_recent", "on_nonfinite": "skip",
+          "dtype": "bf16", "model": "llama"})");
+  EXPECT_EQ(run_config_json(back), j);
+  EXPECT_EQ(back.scaling, ScalingMode::Current);
+  EXPECT_EQ(back.on_nonfinite, OnNonfinite::Skip);
+  EXPECT_EQ(back.dtype, ActivationDtype::Bf16);
 }
 
 }  // namespace

@@ -394,7 +394,7 @@ TEST(Trainer, NonFiniteLossMarksTheRunDivergedOrSkipsTheStep) {
     c.steps = 30;
     c.outlier_scale = 1e30;  // inputs so large that the squared error overflows fp32
     c.reference = false;
-    c.on_nonfinite = policy;
+    c.on_nonfinite = parse_table_name(kOnNonfinite, policy).value();
     auto bus = std::make_shared<MetricBus>();
     auto col = std::make_shared<Collect>();
     bus->add(col);

@@ -67,7 +67,7 @@ TEST(Vocabulary, RecipesRoundTripThroughConfigs) {
   expect_round_trips(kFloat8Recipes, "tensorwise, rowwise, blockwise, mx");
   for (const Float8RecipeEntry& r : kFloat8Recipes) {
     RunConfig c;
-    c.scaling = "current";
+    c.scaling = ScalingMode::Current;
     apply_override(c, "recipe=" + std::string(r.name));
     EXPECT_EQ(c.recipe, r.value);
     EXPECT_EQ(parse_run_config(run_config_json(c)).recipe, r.value);

@@ -144,22 +144,31 @@ TEST(DelayedScaler, BadConfigurations) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("window 0"), std::string::npos);
   }
-  EXPECT_EQ(parse_margin("2"), 2);
-  EXPECT_EQ(parse_margin("-1"), -1);
-  EXPECT_EQ(parse_window("1024"), 1024);
-  for (const char* bad : {"1.5", "", "two", "2x", "1e3"}) {
-    try {
-      parse_margin(bad);
-      ADD_FAILURE() << "accepted margin " << bad;
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("not an integer"), std::string::npos) << e.what();
-    }
+}
+
+// The kernels' vocabularies: one name per value, in the enum's order (name_table.h), the
+// names configs, statistics and inspect write.
+TEST(KernelNames, TablesNameEveryValue) {
+  EXPECT_EQ(table_names(kAmaxAlgos), "max, most_recent");
+  EXPECT_EQ(amax_algo_name(AmaxAlgo::MostRecent), "most_recent");
+  EXPECT_EQ(parse_table_name(kAmaxAlgos, "max"), AmaxAlgo::Max);
+  EXPECT_FALSE(parse_table_name(kAmaxAlgos, "mean").has_value());
+  EXPECT_EQ(table_names(kScalingKinds), "tensorwise, rowwise, 1x128, 128x128, mx, nvfp4");
+  for (const ScalingKindEntry& e : kScalingKinds) {
+    EXPECT_EQ(scaling_kind_name(e.value), e.name);
+    EXPECT_EQ(parse_scaling_kind(e.name), e.value);
   }
-  EXPECT_THROW(parse_margin("100"), std::invalid_argument);
-  EXPECT_THROW(parse_window("0"), std::invalid_argument);
-  EXPECT_THROW(parse_window("16.0"), std::invalid_argument);
-  EXPECT_EQ(parse_amax_algo("most_recent"), AmaxAlgo::MostRecent);
-  EXPECT_FALSE(parse_amax_algo("mean").has_value());
+  EXPECT_EQ(table_names(kMxRoundings), "floor, rceil");
+  QuantRecipe mx;
+  mx.kind = ScalingKind::MX;
+  mx.mx_rounding = MxRounding::RCeil;
+  EXPECT_EQ(recipe_name(mx), "E4M3FN mx rceil");
+  for (const FormatNameEntry& e : kFormatNames) {
+    EXPECT_EQ(format_info(e.value).name, e.name);
+    EXPECT_EQ(format_info(e.value).ml_dtypes, e.ml_dtypes);
+    EXPECT_EQ(parse_format(e.name), e.value);
+  }
+  EXPECT_EQ(format_names(), table_names(kFormatNames));
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fp8wb/core/name_table.h"
+#include "fp8wb/kernels/name_table.h"
 #include "fp8wb/kernels/quantize_cpu.h"
 
 namespace fp8wb {

@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
-#include "fp8wb/core/name_table.h"
 #include "fp8wb/core/role.h"
 #include "fp8wb/kernels/format.h"
+#include "fp8wb/kernels/name_table.h"
 #include "fp8wb/kernels/tensor_stats.h"
 
 namespace fp8wb {

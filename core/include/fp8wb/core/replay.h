@@ -70,8 +70,9 @@ struct ReplayError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// "margin=0,1,2" / "window=1,16" / "amax_algo=max,most_recent" into the grid's axis;
-// throws ReplayError naming the axis and the value. An axis given twice is refused.
+// "margin=0,1,2" / "window=1,16" / "amax_algo=max,most_recent" into the grid's axis, each
+// value read as a run config's field (its type, names and bounds); throws ReplayError naming
+// the axis and the value. An axis given twice is refused.
 void parse_replay_axis(const std::string& text, ReplayGrid& grid);
 
 // A sampled step's stored statistics of one tensor, for the underflow and saturation

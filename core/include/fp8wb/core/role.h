@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "fp8wb/core/name_table.h"
+#include "fp8wb/kernels/name_table.h"
 
 namespace fp8wb {
 

@@ -1,18 +1,19 @@
-// defines: ModelKind, Float8Recipe, FormatPairing (and their name tables), RunConfig,
-// parse_run_config(), apply_override(), run_config_json(), validate_run_config(),
-// float8_config_of(): what a training run is, as users write it (a flat JSON object, or
-// key=value overrides), checked with messages that name the field and the allowed values.
-// Plain structs, no torch.
+// defines: ModelKind, Float8Recipe, FormatPairing, ScalingMode, ActivationDtype,
+// OnNonfinite (and their name tables), RunConfig, ConfigError, parse_run_config(),
+// apply_override(), run_config_json(), validate_run_config(), float8_config_of(): what a
+// training run is, as users write it (a flat JSON object, or key=value overrides), checked
+// with messages that name the field and the allowed values. Plain structs, no torch.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "fp8wb/core/float8_config.h"
-#include "fp8wb/core/name_table.h"
+#include "fp8wb/kernels/name_table.h"
 
 namespace fp8wb {
 
@@ -23,6 +24,49 @@ enum class ModelKind : uint8_t {
   // from scratch, or a Hugging Face checkpoint's (`hf`)
   Llama,
 };
+struct ModelKindEntry {
+  ModelKind value;
+  std::string_view name;  // as configs spell it
+};
+inline constexpr ModelKindEntry kModelKinds[] = {
+    {ModelKind::Mlp, "mlp"}, {ModelKind::Gpt, "gpt"}, {ModelKind::Llama, "llama"}};
+static_assert(names_cover_enum(kModelKinds, ModelKind::Llama));
+
+// Where a run's FP8 scales come from.
+enum class ScalingMode : uint8_t {
+  Delayed,  // from an amax history of earlier steps (tensorwise only)
+  Current,  // from the tensor itself
+};
+struct ScalingModeEntry {
+  ScalingMode value;
+  std::string_view name;  // as configs spell it
+};
+inline constexpr ScalingModeEntry kScalingModes[] = {{ScalingMode::Delayed, "delayed"},
+                                                     {ScalingMode::Current, "current"}};
+static_assert(names_cover_enum(kScalingModes, ScalingMode::Current));
+
+// The activations' dtype (master weights stay fp32).
+enum class ActivationDtype : uint8_t { Fp32, Bf16 };
+struct ActivationDtypeEntry {
+  ActivationDtype value;
+  std::string_view name;  // as configs spell it
+};
+inline constexpr ActivationDtypeEntry kActivationDtypes[] = {{ActivationDtype::Fp32, "fp32"},
+                                                             {ActivationDtype::Bf16, "bf16"}};
+static_assert(names_cover_enum(kActivationDtypes, ActivationDtype::Bf16));
+
+// What a non-finite loss does.
+enum class OnNonfinite : uint8_t {
+  Stop,  // the run stops (failed)
+  Skip,  // the step's update is skipped
+};
+struct OnNonfiniteEntry {
+  OnNonfinite value;
+  std::string_view name;  // as configs spell it
+};
+inline constexpr OnNonfiniteEntry kOnNonfinite[] = {{OnNonfinite::Stop, "stop"},
+                                                    {OnNonfinite::Skip, "skip"}};
+static_assert(names_cover_enum(kOnNonfinite, OnNonfinite::Skip));
 
 // The scaling recipes a run chooses from; each sets the scaling of the three roles.
 enum class Float8Recipe : uint8_t {
@@ -123,23 +167,23 @@ struct RunConfig {
   double weight_decay = 0.01;
   double grad_clip = 1.0;  // global norm; 0: off
   uint64_t seed = 1;
-  std::string device = "cpu";  // cpu, cuda, cuda:N
-  std::string dtype = "fp32";  // fp32, bf16 (activations; master weights stay fp32)
+  std::string device = "cpu";                     // cpu, cuda, cuda:N
+  ActivationDtype dtype = ActivationDtype::Fp32;  // activations; master weights stay fp32
   // FP8
   bool fp8 = true;
   Float8Recipe recipe = Float8Recipe::Tensorwise;
   FormatPairing formats = FormatPairing::Hybrid;
-  std::string scaling = "delayed";  // delayed, current (delayed needs tensorwise)
+  ScalingMode scaling = ScalingMode::Delayed;  // delayed needs tensorwise
   int margin = 0;
   int window = 16;
-  std::string amax_algo = "max";  // max, most_recent
+  AmaxAlgo amax_algo = AmaxAlgo::Max;
   bool fprop_fp8 = true, dgrad_fp8 = true, wgrad_fp8 = true;
-  int stats_interval = 10;            // steps between full statistics (0: never)
-  int sqnr_interval = 50;             // steps between GEMM-output SQNR samples (0: never)
-  bool reference = true;              // a high-precision model trained in lockstep
-  std::string on_nonfinite = "stop";  // stop, skip (the step's update)
-  int log_interval = 1;               // steps between scalar records
-  std::string weights;                // write the final weights here (safetensors); empty: no
+  int stats_interval = 10;  // steps between full statistics (0: never)
+  int sqnr_interval = 50;   // steps between GEMM-output SQNR samples (0: never)
+  bool reference = true;    // a high-precision model trained in lockstep
+  OnNonfinite on_nonfinite = OnNonfinite::Stop;
+  int log_interval = 1;  // steps between scalar records
+  std::string weights;   // write the final weights here (safetensors); empty: no
   // Data-parallel runs (several ranks): each role's amax is the maximum over every rank's
   // before it sets a scale, so that all ranks quantize alike (false: each rank its own).
   bool amax_reduction = true;
@@ -153,13 +197,24 @@ const std::vector<std::string>& run_config_keys();
 constexpr size_t kMaxConfigBytes = size_t{1} << 20;
 constexpr int kMaxJsonDepth = 32;
 
-// Throws std::invalid_argument naming the field: unknown keys, wrong types, values out of
+// A config refused: the field (its key; empty where the config as a whole is refused: not
+// JSON, too large) and the reason. what() reads "config field 'KEY': REASON" (a field's) or
+// the reason alone. An invalid_argument, as config errors were.
+struct ConfigError : std::invalid_argument {
+  ConfigError(std::string field, std::string reason);
+  // With a message of its own: "runs.json: config field 'lr': ..." (a file's).
+  ConfigError(std::string field, std::string reason, const std::string& message);
+  std::string field;
+  std::string reason;
+};
+
+// Throws ConfigError naming the field: unknown keys, wrong types, values out of
 // range or not among the allowed ones (every number has an upper bound: docs/architecture.md,
 // "Limits"), a run that would not fit in memory.
 RunConfig parse_run_config(std::string_view json_text);
 // A config file: a regular file of at most kMaxConfigBytes, parsed as above.
 RunConfig read_run_config_file(const std::string& path);
-// Throws std::invalid_argument (naming `what`) for text over kMaxConfigBytes or nested
+// Throws ConfigError (naming `what`, no field) for text over kMaxConfigBytes or nested
 // deeper than kMaxJsonDepth: checked before any JSON is parsed, so nothing recurses deep.
 void check_json_nesting(std::string_view text, const std::string& what);
 // key=value (the value as JSON, or a bare word for strings): "window=1024", "fp8=false".
@@ -177,8 +232,8 @@ struct MemoryEstimate {
 };
 MemoryEstimate estimate_run_memory(const RunConfig& c);
 uint64_t run_memory_limit();  // this machine's physical memory
-// Throws std::invalid_argument naming the field that weighs most when the estimate is over
-// `limit` (0: run_memory_limit()). validate_run_config() calls it.
+// Throws ConfigError naming the field that weighs most (and those it is weighed with) when
+// the estimate is over `limit` (0: run_memory_limit()). validate_run_config() calls it.
 void check_run_memory(const RunConfig& c, uint64_t limit = 0);
 
 // A message without LibTorch's "Exception raised from ..." backtrace (frames and all).
@@ -201,7 +256,7 @@ struct HfModelConfig {
   std::string torch_dtype;  // as config.json says ("bfloat16"), or empty
   std::string weights;      // model.safetensors, or model.safetensors.index.json
 };
-// Reads DIR/config.json and finds the weights file. Throws std::invalid_argument naming
+// Reads DIR/config.json and finds the weights file. Throws ConfigError naming
 // config field 'hf' and what is wrong: no folder, no config.json, an architecture other
 // than the three (named), a field missing or out of range, rope scaling, a head size
 // other than hidden_size / heads, no model.safetensors nor its index.

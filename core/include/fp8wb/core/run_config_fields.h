@@ -14,8 +14,8 @@
 #include <variant>
 #include <vector>
 
-#include "fp8wb/core/name_table.h"
 #include "fp8wb/core/run_config.h"
+#include "fp8wb/kernels/name_table.h"
 
 namespace fp8wb {
 
@@ -52,7 +52,9 @@ inline constexpr uint8_t kAllModels = kMlpOnly | kDecoders;
 using FieldMember =
     std::variant<std::string RunConfig::*, int RunConfig::*, int64_t RunConfig::*,
                  uint64_t RunConfig::*, double RunConfig::*, bool RunConfig::*,
-                 ModelKind RunConfig::*, Float8Recipe RunConfig::*, FormatPairing RunConfig::*>;
+                 ModelKind RunConfig::*, Float8Recipe RunConfig::*, FormatPairing RunConfig::*,
+                 ScalingMode RunConfig::*, AmaxAlgo RunConfig::*, OnNonfinite RunConfig::*,
+                 ActivationDtype RunConfig::*>;
 
 struct RunConfigField {
   std::string_view key;  // as config files and --set spell it

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "fp8wb/core/final_loss.h"
-#include "fp8wb/core/name_table.h"
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
+#include "fp8wb/kernels/name_table.h"
 
 namespace fp8wb {
 

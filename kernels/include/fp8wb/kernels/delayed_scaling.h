@@ -9,17 +9,29 @@
 #include <vector>
 
 #include "fp8wb/kernels/format.h"
+#include "fp8wb/kernels/name_table.h"
 
 namespace fp8wb {
 
-enum class AmaxAlgo : uint8_t { Max, MostRecent };
+enum class AmaxAlgo : uint8_t {
+  Max,         // the largest amax of the history
+  MostRecent,  // the newest amax
+};
+struct AmaxAlgoEntry {
+  AmaxAlgo value;
+  std::string_view name;  // as configs spell it
+};
+inline constexpr AmaxAlgoEntry kAmaxAlgos[] = {{AmaxAlgo::Max, "max"},
+                                               {AmaxAlgo::MostRecent, "most_recent"}};
+static_assert(names_cover_enum(kAmaxAlgos, AmaxAlgo::MostRecent));
 enum class InitialScale : uint8_t {
   One,              // TE: step 0 runs with scale 1
   BootstrapCurrent  // step 0 uses current scaling from its own amax
 };
 
-std::string_view amax_algo_name(AmaxAlgo a);  // "max", "most_recent"
-std::optional<AmaxAlgo> parse_amax_algo(std::string_view name);
+inline std::string_view amax_algo_name(AmaxAlgo a) {  // "max", "most_recent"
+  return table_name(kAmaxAlgos, a);
+}
 
 struct DelayedScalingConfig {
   int window = 1024;  // amax_history_len (TE default 1024)
@@ -27,12 +39,6 @@ struct DelayedScalingConfig {
   AmaxAlgo algo = AmaxAlgo::Max;
   InitialScale initial = InitialScale::One;
 };
-
-// Margins and windows as users type them (configs, command lines): integers only, with a
-// message naming the field ("margin 1.5 is not an integer: ..."). Throws
-// std::invalid_argument.
-int parse_margin(std::string_view text);
-int parse_window(std::string_view text);
 
 // Throws std::invalid_argument for window < 1 or margin outside [-64, 64].
 void validate_delayed_config(const DelayedScalingConfig& c);

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "fp8wb/kernels/host_device.h"
+#include "fp8wb/kernels/name_table.h"
 
 namespace fp8wb {
 
@@ -31,6 +32,23 @@ inline constexpr int kFormatCount = 8;
 inline constexpr std::array<Format, kFormatCount> kAllFormats = {
     Format::E4M3FN,  Format::E5M2,   Format::E4M3FNUZ, Format::E5M2FNUZ,
     Format::E8M0FNU, Format::E2M1FN, Format::E3M2FN,   Format::E2M3FN};
+// The formats' names (name_table.h): as the workbench writes them, and ml_dtypes' names.
+struct FormatNameEntry {
+  Format value;
+  std::string_view name;       // "E4M3FN"
+  std::string_view ml_dtypes;  // "float8_e4m3fn"
+};
+inline constexpr FormatNameEntry kFormatNames[] = {
+    {Format::E4M3FN, "E4M3FN", "float8_e4m3fn"},
+    {Format::E5M2, "E5M2", "float8_e5m2"},
+    {Format::E4M3FNUZ, "E4M3FNUZ", "float8_e4m3fnuz"},
+    {Format::E5M2FNUZ, "E5M2FNUZ", "float8_e5m2fnuz"},
+    {Format::E8M0FNU, "E8M0FNU", "float8_e8m0fnu"},
+    {Format::E2M1FN, "E2M1FN", "float4_e2m1fn"},
+    {Format::E3M2FN, "E3M2FN", "float6_e3m2fn"},
+    {Format::E2M3FN, "E2M3FN", "float6_e2m3fn"},
+};
+static_assert(names_cover_enum(kFormatNames, Format::E2M3FN));
 
 // What happens to finite values beyond the largest finite value (and to +-Inf).
 enum class Overflow : uint8_t {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fp8wb/kernels/format.h"
+#include "fp8wb/kernels/name_table.h"
 
 namespace fp8wb {
 
@@ -24,11 +25,31 @@ enum class ScalingKind : uint8_t {
 inline constexpr ScalingKind kAllScalingKinds[] = {
     ScalingKind::Tensorwise,   ScalingKind::Rowwise, ScalingKind::Block1x128,
     ScalingKind::Block128x128, ScalingKind::MX,      ScalingKind::NVFP4};
+struct ScalingKindEntry {
+  ScalingKind value;
+  std::string_view name;  // as fp8wb inspect and the statistics name it
+};
+inline constexpr ScalingKindEntry kScalingKinds[] = {
+    {ScalingKind::Tensorwise, "tensorwise"},
+    {ScalingKind::Rowwise, "rowwise"},
+    {ScalingKind::Block1x128, "1x128"},
+    {ScalingKind::Block128x128, "128x128"},
+    {ScalingKind::MX, "mx"},
+    {ScalingKind::NVFP4, "nvfp4"},
+};
+static_assert(names_cover_enum(kScalingKinds, ScalingKind::NVFP4));
 
 enum class MxRounding : uint8_t {
   Floor,  // OCP spec: X = 2^(floor(log2 amax) - emax_elem)
   RCeil,  // torchao: X = 2^ceil(log2(amax / fmax))
 };
+struct MxRoundingEntry {
+  MxRounding value;
+  std::string_view name;
+};
+inline constexpr MxRoundingEntry kMxRoundings[] = {{MxRounding::Floor, "floor"},
+                                                   {MxRounding::RCeil, "rceil"}};
+static_assert(names_cover_enum(kMxRoundings, MxRounding::RCeil));
 
 struct QuantRecipe {
   ScalingKind kind = ScalingKind::Tensorwise;

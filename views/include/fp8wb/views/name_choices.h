@@ -1,5 +1,5 @@
 // defines: name_text(), fill_choices(), chosen(), choose(): a combo box whose items are a
-// vocabulary's table (core/include/fp8wb/core/name_table.h), in the table's order, so that
+// vocabulary's table (kernels/include/fp8wb/kernels/name_table.h), in the table's order, so that
 // the item's index is the entry's and nothing is parsed back from text.
 #pragma once
 

@@ -1,8 +1,9 @@
 // defines: names_cover_enum(), table_name(), parse_table_name(), table_names(): the one
-// pattern for the workbench's vocabularies (roles, recipes, format pairings, run
-// statuses, sweep metrics). Each is an enum with one table of entries {value, name, ...}, one entry
-// per value in the enum's order: text is parsed against the table once, where it comes in (a
-// config, the command line, the database), and everything else names values from it.
+// pattern for the workbench's vocabularies (formats, scaling kinds, amax algorithms, roles,
+// recipes, format pairings, config words, run statuses, sweep metrics). Each is an enum
+// with one table of entries {value, name, ...}, one entry per value in the enum's order:
+// text is parsed against the table once, where it comes in (a config, the command line,
+// the database), and everything else names values from it.
 #pragma once
 
 #include <cstddef>
