@@ -12,7 +12,7 @@
 
 #include "fp8wb/core/name_text.h"
 #include "fp8wb/core/sweep.h"
-#include "json_fields.h"
+#include "config/json_fields.h"
 
 namespace fp8wb {
 namespace {

@@ -25,7 +25,7 @@
 #include "fp8wb/core/file_io.h"
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
-#include "json_fields.h"
+#include "config/json_fields.h"
 
 extern char** environ;
 
