@@ -3,7 +3,11 @@
 add_library(fp8wb_checkpoint STATIC
   ${CMAKE_CURRENT_LIST_DIR}/src/checkpoint/file_io.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/checkpoint/safetensors.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/checkpoint/safetensors_header.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/checkpoint/safetensors_to_float.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/checkpoint/checkpoint_analysis.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/checkpoint/checkpoint_recommend.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/checkpoint/checkpoint_export.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/checkpoint/torch_pickle.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/checkpoint/torch_pickle_vm.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/checkpoint/torch_pickle_rebuild.cpp)
