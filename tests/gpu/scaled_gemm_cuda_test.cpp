@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "float8/scaled_gemm_cuda.h"
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/torch/float8_linear.h"
-#include "float8/scaled_gemm_cuda.h"
 
 namespace fp8wb {
 namespace {

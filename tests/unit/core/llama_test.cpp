@@ -21,8 +21,8 @@
 #include "fp8wb/core/safetensors.h"
 #include "fp8wb/core/token_file.h"
 #include "fp8wb/core/trainer.h"
-#include "train/llama.h"
 #include "temp_dir.h"
+#include "train/llama.h"
 
 namespace fp8wb::train {
 namespace {
