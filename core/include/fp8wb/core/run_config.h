@@ -154,7 +154,7 @@ constexpr size_t kMaxConfigBytes = size_t{1} << 20;
 constexpr int kMaxJsonDepth = 32;
 
 // Throws std::invalid_argument naming the field: unknown keys, wrong types, values out of
-// range or not among the allowed ones (every number has an upper bound: docs/architecture.md,
+// range or not among the allowed ones (every number has an upper bound: core/src/README.md,
 // "Limits"), a run that would not fit in memory.
 RunConfig parse_run_config(std::string_view json_text);
 // A config file: a regular file of at most kMaxConfigBytes, parsed as above.
