@@ -556,7 +556,7 @@ TEST_F(CliImport, RunsListAlignsNamesByDisplayWidth) {
   EXPECT_EQ(spaces_after(r.out, "a😀"), 24u - 3u + 1u) << r.out;
 }
 
-// Seeds go up to 2^53 (docs/architecture.md, "Limits"): one past it is refused, though
+// Seeds go up to 2^53 (core/src/README.md, "Limits"): one past it is refused, though
 // it converts to 2^53 as a double; 2^53 itself is taken.
 TEST_F(CliImport, SeedsPast2To53AreRefused) {
   Result r = run({"train", "--db", file("s.sqlite"), "--quiet", "--set", "model=mlp", "--set",

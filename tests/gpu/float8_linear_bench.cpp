@@ -27,10 +27,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "float8/scaled_gemm_cuda.h"
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/torch/float8_linear.h"
 #include "fp8wb/core/torch/gelu.h"
-#include "scaled_gemm_cuda.h"
 
 namespace {
 

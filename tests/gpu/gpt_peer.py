@@ -1,5 +1,5 @@
 """The engine's GPT written in plain PyTorch: the peer that `fp8wb train` is measured against
-(docs/performance.md, E1/E2/E5). The same model as core/src/models.cpp: token embedding plus
+(docs/performance.md, E1/E2/E5). The same model as core/src/train/models.cpp: token embedding plus
 learned positions, pre-LN blocks (LayerNorm, causal self-attention through one qkv linear and
 a projection, LayerNorm, GELU MLP 4x), a final LayerNorm and a linear head, every linear with
 a bias; fp32 master weights, AdamW (weight decay 0.01), the gradient's global norm clipped

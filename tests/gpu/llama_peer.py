@@ -1,5 +1,5 @@
 """The engine's llama written in plain PyTorch: the peer that `fp8wb train --set model=llama`
-is measured against. The same model as core/src/llama.cpp: token embedding, decoder layers
+is measured against. The same model as core/src/train/llama.cpp: token embedding, decoder layers
 of RMSNorm, grouped-query attention with rotary embeddings (Hugging Face's layout) through
 SDPA, RMSNorm, SwiGLU, a final RMSNorm and an untied head, no biases; fp32 master weights,
 AdamW (weight decay 0.01), the gradient's global norm clipped to 1, cross-entropy over fp32

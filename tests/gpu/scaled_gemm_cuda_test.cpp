@@ -1,5 +1,5 @@
 // The tensorwise FP8 GEMMs with the cuBLASLt algorithm measured fastest
-// (core/src/scaled_gemm_cuda.h) against at::_scaled_mm on the same operands: the same
+// (core/src/float8/scaled_gemm_cuda.h) against at::_scaled_mm on the same operands: the same
 // bits, for problems that are timed and for those that take the heuristic's first, called
 // again with other scales and with the codes as bytes; and
 // Float8Linear's outputs and gradients with and without the tuning. Built only with a
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "float8/scaled_gemm_cuda.h"
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/torch/float8_linear.h"
-#include "scaled_gemm_cuda.h"
 
 namespace fp8wb {
 namespace {

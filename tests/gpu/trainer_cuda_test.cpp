@@ -12,7 +12,7 @@
 #include <tuple>
 
 #include "fp8wb/core/trainer.h"
-#include "models.h"
+#include "train/models.h"
 
 namespace fp8wb {
 namespace {

@@ -1,4 +1,4 @@
-// The training step's fast paths (core/src/models.h) against the paths they replace, on
+// The training step's fast paths (core/src/train/models.h) against the paths they replace, on
 // the CPU in fp32: fused attention (at::scaled_dot_product_attention, where this LibTorch
 // has it) against two matmuls and a masked fp32 softmax, and against an fp64 softmax
 // written here from its definition; the trainer's AdamW against torch::optim::AdamW,
@@ -10,7 +10,7 @@
 
 #include <cmath>
 
-#include "models.h"
+#include "train/models.h"
 
 namespace fp8wb::train {
 namespace {

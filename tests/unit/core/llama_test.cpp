@@ -1,4 +1,4 @@
-// The Llama-family model (core/src/llama.h) against a Python reference written from the
+// The Llama-family model (core/src/train/llama.h) against a Python reference written from the
 // published equations (llama_reference.py, Debian's python3-torch): random tiny
 // checkpoints in Hugging Face's layout (Llama with grouped-query attention, Qwen2 with q/k/v
 // biases and tied embeddings, Mistral in bf16), whose logits the engine must give to 1e-5
@@ -21,8 +21,8 @@
 #include "fp8wb/core/safetensors.h"
 #include "fp8wb/core/token_file.h"
 #include "fp8wb/core/trainer.h"
-#include "llama.h"
 #include "temp_dir.h"
+#include "train/llama.h"
 
 namespace fp8wb::train {
 namespace {

@@ -2,7 +2,7 @@
 // data-parallel step sends between ranks, measured through this build's process group
 // (Gloo for CPU ranks, NCCL for GPU ranks): an all-reduce of fp32 values, and an
 // all-gather of a weight matrix as FP8 (E4M3FN codes as uint8 plus one fp32 scale a row)
-// against the same matrix as bf16. Plain structs, no torch (core/src/comm_bench.cpp).
+// against the same matrix as bf16. Plain structs, no torch (core/src/train/comm_bench.cpp).
 #pragma once
 
 #include <cstdint>

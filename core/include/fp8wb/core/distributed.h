@@ -1,7 +1,7 @@
 // defines: RankInfo, rank_info_from_env(), distributed_backends(): where this process
 // stands in a data-parallel run (its rank, the number of ranks, the rendezvous), as
 // `fp8wb train --nproc N`, torchrun or Slurm's srun describe it in the environment.
-// Plain structs, no torch (the process groups are in core/src/distributed.cpp).
+// Plain structs, no torch (the process groups are in core/src/train/distributed.cpp).
 #pragma once
 
 #include <cstdint>

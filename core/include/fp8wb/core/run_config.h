@@ -209,7 +209,7 @@ struct ConfigError : std::invalid_argument {
 };
 
 // Throws ConfigError naming the field: unknown keys, wrong types, values out of
-// range or not among the allowed ones (every number has an upper bound: docs/architecture.md,
+// range or not among the allowed ones (every number has an upper bound: core/src/README.md,
 // "Limits"), a run that would not fit in memory.
 RunConfig parse_run_config(std::string_view json_text);
 // A config file: a regular file of at most kMaxConfigBytes, parsed as above.

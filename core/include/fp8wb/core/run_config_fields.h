@@ -63,7 +63,7 @@ struct RunConfigField {
   std::string_view label;  // as the GUI's form labels it
   std::string_view help;   // what it means, for tooltips and help texts
   // Numbers: the least value (`min_excluded`: above it, not at it) and the largest, both
-  // refused past (docs/architecture.md, "Limits"); text: `max` is its length. NaN: no
+  // refused past (core/src/README.md, "Limits"); text: `max` is its length. NaN: no
   // bound beyond the checks of validate_run_config().
   double min = std::numeric_limits<double>::quiet_NaN();
   bool min_excluded = false;

@@ -10,9 +10,9 @@
 #include <set>
 #include <stdexcept>
 
+#include "config/json_fields.h"
 #include "fp8wb/core/name_text.h"
 #include "fp8wb/core/sweep.h"
-#include "json_fields.h"
 
 namespace fp8wb {
 namespace {

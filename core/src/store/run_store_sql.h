@@ -312,6 +312,9 @@ void bind_tensor_stat_fields(Stmt& s, int first, const TensorMetrics& t);
 void read_tensor_stat_fields(const Stmt& s, int first, TensorMetrics& t);
 // The SQL that takes the schema from version `to` - 1 to `to`.
 std::string migration_sql(int to);
+// Brings the file to RunStore::kSchemaVersion: every step in one immediate transaction,
+// the version read inside it; a newer file is refused (run_store_schema.cpp).
+void migrate(const Db& db, const std::string& path);
 
 // Shared by opening, writing and reading.
 std::string now_utc();
@@ -342,7 +345,7 @@ std::string foreign_file_text(const std::string& path, const std::vector<std::st
 // huge value) and its tables have no generated or hidden columns. Throws StoreError
 // naming the file and the object. Every file read or written as a run database is checked.
 void check_schema(const Db& db, const std::string& path);
-// A reading connection that changes nothing on disk (run_store_schema.cpp).
+// A reading connection that changes nothing on disk (run_store_open.cpp).
 std::unique_ptr<Db> open_reader(const std::string& path);
 // The identity of a row written before identities were stored: a hash of what the row
 // holds (its id too), the same in every copy of the file.

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "config_json.h"
+#include "config/config_json.h"
 
 namespace fp8wb {
 

@@ -21,11 +21,11 @@
 #include <stdexcept>
 #include <utility>
 
+#include "config/json_fields.h"
 #include "fp8wb/core/counted.h"
 #include "fp8wb/core/file_io.h"
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
-#include "json_fields.h"
 
 extern char** environ;
 
