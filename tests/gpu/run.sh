@@ -9,7 +9,8 @@
 #   PART=ranks    (two GPUs) data-parallel runs through NCCL: two ranks against one on the
 #                 tiny GPT (loss, per-rank scales, without the amax reduction), 2 GPUs
 #                 against 1 in tokens/s, and `fp8wb bench --comm` over NCCL
-#   PART=verify   build everything and run every test (GPU ones included), then stop
+#   PART=verify   build everything and run every test (GPU ones included), then stop;
+#                 CTEST_ARGS="-L gpu": only those ctest selects
 #   PART=kernels  only the GPU kernel and FP8 linear tests and benchmarks, and an ncu
 #                 profile of the statistics kernel, for work on the kernels;
 #                 PROFILE_STEP="fp8 rowwise current" (a variant of the MLP benchmark)
@@ -417,7 +418,7 @@ ninja -C "$BUILD" >>"$OUT/build.log" 2>&1 || { grep -E 'error|Error' -A3 "$OUT/b
 echo "built in $(( $(date +%s) - start )) s"
 
 log "tests"
-QT_QPA_PLATFORM=offscreen ctest --test-dir "$BUILD" -j 8 --output-on-failure >"$OUT/ctest.log" 2>&1
+QT_QPA_PLATFORM=offscreen ctest --test-dir "$BUILD" -j 8 --output-on-failure ${CTEST_ARGS:-} >"$OUT/ctest.log" 2>&1
 ctest_rc=$?
 tail -5 "$OUT/ctest.log"
 gpu_skipped=$(grep -cE '^\s+[0-9]+ - .*\(Skipped\)' "$OUT/ctest.log" || true)  # ctest's closing list
