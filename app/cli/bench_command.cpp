@@ -126,7 +126,7 @@ std::vector<TrainFigure> bench_training(const BenchOptions& opt) {
   base.device = opt.device;
   base.reference = false;
   base.steps = opt.steps + static_cast<int64_t>(kWarmUpSteps);
-  for (const auto& o : opt.overrides) apply_override(base, o);
+  apply_overrides(base, opt.overrides);  // a field given twice refused
   validate_run_config(base);
   constexpr ScalingMode kDelayed = ScalingMode::Delayed, kCurrent = ScalingMode::Current;
   const TrainVariant vs[] = {{"high precision", false, 0, kDelayed},

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "fp8wb/core/eval_checkpoint.h"
 #include "fp8wb/core/run_config.h"
+#include "fp8wb/core/run_config_fields.h"
 #include "run_command_common.h"
 
 namespace fp8wb::cli {
@@ -37,6 +39,33 @@ CLI::App* add_eval_command(CLI::App& app, EvalCommandOptions& opt) {
   return c;
 }
 
+namespace {
+
+// "4 of 14 layers in FP8; 10 kept in high precision: K=48 is not a multiple of 32 (and 1
+// other reason; each layer's below)", "14 of 14 layers in FP8", "no layer in FP8: ...".
+std::string eval_layers_text(const EvalFp8& e) {
+  const size_t total = e.layers.size() + e.kept.size();
+  std::string s = e.layers.empty() ? std::string("no layer in FP8")
+                                   : fmt::format("{} of {} layers in FP8", e.layers.size(), total);
+  if (e.kept.empty()) return s;
+  // The reasons ("layer: why"), the first named, how many others counted.
+  std::vector<std::string> reasons;
+  for (const std::string& k : e.kept) {
+    const size_t colon = k.find(": ");
+    const std::string why = colon == std::string::npos ? k : k.substr(colon + 2);
+    if (std::find(reasons.begin(), reasons.end(), why) == reasons.end()) reasons.push_back(why);
+  }
+  s += e.layers.empty() ? fmt::format(": all {} kept in high precision: ", total)
+                        : fmt::format("; {} kept in high precision: ", e.kept.size());
+  s += reasons.front();
+  if (reasons.size() > 1)
+    s +=
+        fmt::format(" (and {} other reason{})", reasons.size() - 1, reasons.size() == 2 ? "" : "s");
+  return s + "; each layer's below";
+}
+
+}  // namespace
+
 int run_eval(const EvalCommandOptions& opt, std::ostream& out, std::ostream& err) {
   (void)err;
   EvalOptions o;
@@ -50,9 +79,32 @@ int run_eval(const EvalCommandOptions& opt, std::ostream& out, std::ostream& err
   // The FP8 settings: every --set applied to one config, recipe=a,b giving one each.
   RunConfig base;
   std::vector<std::string> recipes;
+  // Only the fields the evaluation uses (FP8 in the forward pass, current scaling): any
+  // other (window=16) would be taken and change nothing, so it is refused, named.
+  static const std::vector<std::string> kEvalFields = {"recipe", "formats", "margin", "fprop_fp8"};
   for (const std::string& s : opt.overrides) {
-    if (s.rfind("recipe=", 0) == 0) {
-      std::string list = s.substr(7);
+    const std::string key = override_key(s);
+    if (!key.empty() && find_run_config_field(key) &&
+        std::find(kEvalFields.begin(), kEvalFields.end(), key) == kEvalFields.end()) {
+      throw ConfigError(key,
+                        "not used by eval, which takes only recipe, formats, margin and "
+                        "fprop_fp8 (the forward pass in FP8, with current scaling)");
+    }
+  }
+  {
+    RunConfig probe;  // a field given twice refused, before anything is evaluated
+    std::vector<std::string> others;
+    for (const std::string& s : opt.overrides)
+      if (override_key(s) != "recipe") others.push_back(s);
+    apply_overrides(probe, others);
+    int recipe_sets = 0;
+    for (const std::string& s : opt.overrides) recipe_sets += override_key(s) == "recipe";
+    if (recipe_sets > 1)
+      throw ConfigError("recipe", "given twice: give one list (recipe=tensorwise,rowwise)");
+  }
+  for (const std::string& s : opt.overrides) {
+    if (override_key(s) == "recipe") {
+      std::string list = s.substr(s.find('=') + 1);
       size_t at = 0;
       while (at <= list.size()) {
         const size_t comma = list.find(',', at);
@@ -103,6 +155,8 @@ int run_eval(const EvalCommandOptions& opt, std::ostream& out, std::ostream& err
            {"loss_delta",
             e.layers.empty() ? nlohmann::json(nullptr) : num(e.loss - r.loss_high_precision)},
            {"layers", layers},
+           {"layers_fp8", e.layers.size()},
+           {"layers_total", e.layers.size() + e.kept.size()},
            {"kept_high_precision", e.kept}});
     }
     out << dump(j, 2) << "\n";
@@ -113,14 +167,17 @@ int run_eval(const EvalCommandOptions& opt, std::ostream& out, std::ostream& err
   out << fmt::format("{:<28} {:>10} {:>10}\n", "", "loss", "delta");
   out << fmt::format("{:<28} {:>10.5f} {:>10}\n", "high precision (" + r.dtype + ")",
                      r.loss_high_precision, "");
+  // Each row says how many layers the recipe put in FP8, and why the others stayed in
+  // high precision: a loss with 4 of 14 layers in FP8 is no figure of the whole model.
   for (const EvalFp8& e : r.fp8) {
+    const std::string layers = eval_layers_text(e);
     if (e.layers.empty()) {  // every linear kept in high precision: no figure of FP8
-      out << fmt::format("{:<28} {:>10} {:>10}  no layer in FP8 (see below)\n",
-                         "fp8 " + e.recipe + " " + e.formats, "-", "-");
+      out << fmt::format("{:<28} {:>10} {:>10}  {}\n", "fp8 " + e.recipe + " " + e.formats, "-",
+                         "-", layers);
       continue;
     }
-    out << fmt::format("{:<28} {:>10.5f} {:>+10.5f}\n", "fp8 " + e.recipe + " " + e.formats, e.loss,
-                       e.loss - r.loss_high_precision);
+    out << fmt::format("{:<28} {:>10.5f} {:>+10.5f}  {}\n", "fp8 " + e.recipe + " " + e.formats,
+                       e.loss, e.loss - r.loss_high_precision, layers);
   }
   for (const EvalFp8& e : r.fp8) {
     out << "\noutput SQNR per layer, " << e.recipe << " " << e.formats << " (dB):\n";

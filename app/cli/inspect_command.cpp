@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -209,7 +210,10 @@ std::string tensor_json(const TensorAnalysis& a) {
 
 // A tensor's rows of the table: the best SQNR's recipe and its figures, the share the
 // recommended recipe (named under the row) turns into 0, then its notes.
-std::string table_rows(const TensorAnalysis& a) {
+// `name_width`: the tensor column's width (names longer are cut in the middle, where
+// two layers' names differ least); `other_best`: the formats whose best SQNR a row showed
+// beside another format's recommendation, for the footnote said once under the table.
+std::string table_rows(const TensorAnalysis& a, size_t name_width, std::set<Format>& other_best) {
   std::string shape;
   for (int64_t d : a.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
   if (a.shape.empty()) shape = "scalar";  // no dimension
@@ -226,10 +230,15 @@ std::string table_rows(const TensorAnalysis& a) {
   const std::string amax = a.has_figures() ? fmt::format("{:.4g}", a.amax) : std::string("-");
   const std::string range =
       a.has_figures() ? fmt::format("{:.1f}b", a.dynamic_range_bits) : std::string("-");
-  std::string out =
-      fmt::format("{} {:<8} {} {:>10} {:>7}  {:<26} {:>8} {:>9} {:>14}\n",
-                  fit_column(shown_text(a.name), 40), a.dtype, fit_column(shape, 14), amax, range,
-                  best ? best->name : std::string("-"), sqnr, underflow, rec_underflow);
+  // The best SQNR of another format than the recommendation's (E4M3FNUZ beside E4M3FN) is
+  // marked "*": the footnote under the table says why, once.
+  const bool other_format = best && rec && best->recipe.format != rec->recipe.format;
+  const std::string name = shown_text(a.name);
+  std::string out = fmt::format(
+      "{} {:<8} {} {:>10} {:>7}  {:<26} {:>8} {:>9} {:>14}\n",
+      fit_column(text_width(name) > name_width ? cut_middle(name, name_width) : name, name_width),
+      a.dtype, fit_column(shape, 14), amax, range, best ? best->name : std::string("-"),
+      other_format ? sqnr + "*" : sqnr, underflow, rec_underflow);
   if (!a.not_quantized.empty()) out += "    no SQNR: " + a.not_quantized + "\n";
   if (a.nan_count > 0 || a.inf_count > 0) {
     out += fmt::format("    non-finite: {} NaN, {} Inf (left out of every figure above)\n",
@@ -238,29 +247,38 @@ std::string table_rows(const TensorAnalysis& a) {
   for (const std::string& w : a.warnings) out += "    warning: " + w + "\n";
   if (!a.recommended.empty()) out += "    recommended: " + a.recommended + " (" + a.reason + ")\n";
   if (!a.no_recipe.empty()) out += "    recommended: none (" + a.no_recipe + ")\n";
-  // The best SQNR of another format than the recommendation's (E4M3FNUZ beside E4M3FN):
-  // said, with the best of the recommendation's format, so the two columns never seem to
-  // disagree unexplained.
-  if (best && rec && best->recipe.format != rec->recipe.format) {
+  // The row's best recipe of the recommendation's format, so the two columns never seem to
+  // disagree unexplained (the footnote says why once).
+  if (other_format) {
     const Format f = rec->recipe.format;
     const RecipeResult* own = nullptr;
     for (const auto& r : a.recipes) {
       if (r.recipe.format == f && (!own || r.sqnr_db > own->sqnr_db)) own = &r;
     }
+    other_best.insert(best->recipe.format);
+    out +=
+        fmt::format("    best {} recipe: {} ({:.1f} dB; the {:.1f} dB shown* is {}'s)\n",
+                    format_info(f).name, own ? own->name : std::string("-"),
+                    own ? own->sqnr_db : NAN, best->sqnr_db, format_info(best->recipe.format).name);
+  }
+  return out;
+}
+
+// The footnote of the rows marked "*", once per format: "* E4M3FNUZ: the best SQNR shown
+// is of a format the recommendations are not made in: ...".
+std::string other_format_note(const std::set<Format>& formats, Format recommend) {
+  std::string out;
+  for (const Format f : formats) {
     out += fmt::format(
-        "    note: the best SQNR is {}'s, a format recipes are not recommended in here "
-        "(they are among the {} recipes, the format this machine trains with{}); the best {} "
-        "recipe: {} ({:.1f} dB against {:.1f} dB)\n",
-        format_info(best->recipe.format).name, format_info(f).name,
-        best->recipe.format == Format::E4M3FNUZ
-            ? std::string("; E4M3FNUZ is AMD GPUs' and holds other values: max 240, not 448, "
-                          "and no negative zero")
-        : best->recipe.format == Format::E5M2FNUZ
+        "* {}: the best SQNR marked * is of a format that recommendations are not made in; "
+        "they are made among the {} recipes, the format this machine trains with{}\n",
+        format_info(f).name, format_info(recommend).name,
+        f == Format::E4M3FNUZ ? std::string("; E4M3FNUZ is AMD GPUs' and holds other values: "
+                                            "max 240, not 448, and no negative zero")
+        : f == Format::E5M2FNUZ
             ? std::string("; E5M2FNUZ is AMD GPUs' and holds other values: no Inf, no "
                           "negative zero")
-            : std::string(),
-        format_info(f).name, own ? own->name : std::string("-"), own ? own->sqnr_db : NAN,
-        best->sqnr_db);
+            : std::string());
   }
   return out;
 }
@@ -350,6 +368,9 @@ CLI::App* add_inspect_command(CLI::App& app, InspectOptions& opt) {
                 "Where the recipes run: auto (the GPU when there is one), cpu, gpu")
       ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
   c->add_flag("--json", opt.json, "Every figure as JSON");
+  c->add_flag("--wide", opt.wide,
+              "Tensor names whole in the table, however long (else those over 72 columns are "
+              "cut in the middle)");
   c->add_option("--export", opt.export_path,
                 std::string("Also write an FP8 copy: ") + kFp8ExportRule +
                     ", as E4M3 in 128x128 blocks with <name>_scale_inv; the rest as they are")
@@ -521,6 +542,14 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
   size_t combos = 0;
   int64_t with_nonfinite = 0, unknown = 0;
   bool analysed = false, recommended = false;
+  // The tensor column as wide as the longest name (at least its header's), up to 72
+  // columns unless --wide: long names stay readable, cut in the middle past that.
+  constexpr size_t kNameWidth = 72;
+  size_t name_width = 6;
+  for (const auto& r : ckpt->tensors())
+    name_width = std::max(name_width, text_width(shown_text(r.entry->name)));
+  if (!opt.wide) name_width = std::min(name_width, kNameWidth);
+  std::set<Format> other_best;
   const auto t0 = std::chrono::steady_clock::now();
   analyze_checkpoint(*ckpt, ao, [&](TensorAnalysis&& a) {
     combos = std::max(combos, a.recipes.size());
@@ -528,7 +557,7 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
     unknown += !a.values_known;
     analysed |= !a.recipes.empty();
     recommended |= !a.recommended.empty() || !a.no_recipe.empty();
-    const std::string text = opt.json ? tensor_json(a) : table_rows(a);
+    const std::string text = opt.json ? tensor_json(a) : table_rows(a, name_width, other_best);
     shown.push_back({worst_first_key(a), scratch.add(text), text.size()});
   });
   const double seconds =
@@ -567,10 +596,11 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
   // the JSON above holds them as they are.
   // The best SQNR's recipe and its figures, then the share the recommended recipe (named
   // under the row) turns into 0.
-  out << fmt::format("{:<40} {:<8} {:<14} {:>10} {:>7}  {:<26} {:>8} {:>9} {:>14}\n", "tensor",
-                     "dtype", "shape", "amax", "range", "recipe (best SQNR shown)", "SQNR dB",
-                     "underflow", "rec. underflow");
+  out << fmt::format("{} {:<8} {:<14} {:>10} {:>7}  {:<26} {:>8} {:>9} {:>14}\n",
+                     fit_column("tensor", name_width), "dtype", "shape", "amax", "range",
+                     "recipe (best SQNR shown)", "SQNR dB", "underflow", "rec. underflow");
   for (const Shown& s : shown) scratch.copy(s.at, s.size, out);
+  out << other_format_note(other_best, ao.recommend_format);
   const auto total = static_cast<int64_t>(shown.size());
   if (with_nonfinite > 0)
     out << with_nonfinite << " of " << counted(total, "tensor")

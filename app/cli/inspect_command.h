@@ -13,6 +13,7 @@ struct InspectOptions {
   std::string recipe;  // only this scaling (tensorwise, rowwise, 1x128, 128x128, mx, nvfp4)
   std::string device = "auto";  // auto, cpu or gpu
   bool json = false;
+  bool wide = false;        // tensor names whole, however long (else cut in the middle past 72)
   std::string export_path;  // write an FP8 (128x128 blocks) copy here
   bool terminal = false;    // stderr is a terminal: progress redrawn on one line
 };

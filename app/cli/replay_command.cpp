@@ -91,7 +91,7 @@ int run_replay(const ReplayCliOptions& opt, std::ostream& out, std::ostream& err
     const ReplayResult res = replay_amax(run.input, grid, ro);
     const ReplayCell& best = res.cells[res.ranking.front()];
     // A best at the grid's edge: what lies beyond it is unseen.
-    const ReplayGridEdge edge = replay_grid_edge(grid, best.setting);
+    const ReplayGridEdge edge = replay_grid_edge(grid, best.setting, best.all);
     const bool checked = !run.from_sampled_steps && res.own.compared > 0;
     const std::string own_text =
         run.run.delayed

@@ -53,13 +53,10 @@ double last_value(const RunStore& s, int64_t id, const char* series) {
 // The run's final loss and loss gap (final_loss.h), as JSON.
 json final_json(const RunStore& s, const RunInfo& r) {
   const FinalLoss f = final_loss(s, r);
-  return {{"loss", num(f.loss)},
-          {"ref_loss", num(f.ref_loss)},
-          {"loss_gap", num(f.gap)},
-          {"from_step", f.from_step},
-          {"to_step", f.to_step},
-          {"steps_averaged", f.points},
-          {"definition", kFinalLossDefinition}};
+  return {{"loss", num(f.loss)},        {"ref_loss", num(f.ref_loss)},
+          {"loss_gap", num(f.gap)},     {"ref_broken", f.ref_broken},
+          {"from_step", f.from_step},   {"to_step", f.to_step},
+          {"steps_averaged", f.points}, {"definition", kFinalLossDefinition}};
 }
 
 json config_of(const RunInfo& r) {
@@ -250,12 +247,16 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
     if (opt.json) {
       json j = json::array();
       for (const auto& r : runs) {
+        const FinalLoss f = final_loss(*store, r);
         j.push_back({{"id", r.id},
                      {"name", r.name},
                      {"status", run_status_text(r)},
                      {"steps", r.last_step + 1},
                      {"loss", num(last_value(*store, r.id, "loss"))},  // the last step's
-                     {"final_loss", num(final_loss(*store, r).loss)},
+                     {"final_loss", num(f.loss)},
+                     {"loss_gap", num(f.gap)},
+                     // the reference diverged or blew up: the gap is no comparison
+                     {"ref_broken", f.ref_broken},
                      {"tokens_per_s", num(run_speed(*store, r.id).median)},  // the median
                      {"device", r.device},
                      {"started_at", r.started_at},
@@ -283,17 +284,26 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
     out << fmt::format("{:>5}  {} {:<12} {:>7} {:>10} {:>9} {:>11}  {:<8} {:<20} {}\n", "id",
                        padded("name"), "status", "steps", "final loss", "loss gap", "tokens/s",
                        "device", "started", "source");
+    bool broken = false;
     for (const auto& r : runs) {
-      // None for a diverged run, and no gap without a finite reference loss: "-".
+      // None for a diverged run, and no gap without a finite reference loss: "-". A gap
+      // against a reference that diverged or blew up is marked "!" (the footnote says why).
       const FinalLoss f = final_loss(*store, r);
       const double tps = run_speed(*store, r.id).median;
+      std::string gap = std::isfinite(f.gap) ? fmt::format("{:+.4f}", f.gap) : std::string("-");
+      if (f.ref_broken) {
+        gap += "!";
+        broken = true;
+      }
       out << fmt::format("{:>5}  {} {:<12} {:>7} {:>10} {:>9} {:>11}  {:<8} {:<20} {}\n", r.id,
                          padded(r.name), run_status_text(r), r.last_step + 1,
                          std::isfinite(f.loss) ? fmt::format("{:.4f}", f.loss) : std::string("-"),
-                         std::isfinite(f.gap) ? fmt::format("{:+.4f}", f.gap) : std::string("-"),
-                         std::isfinite(tps) ? fmt::format("{:.0f}", tps) : std::string("-"),
+                         gap, std::isfinite(tps) ? fmt::format("{:.0f}", tps) : std::string("-"),
                          r.device, r.started_at, r.kind);
     }
+    if (broken)
+      out << "! the high-precision reference of that run diverged or blew up: its loss gap is "
+             "no comparison (`fp8wb runs show ID` says where)\n";
     out << "(" << kFinalLossDefinition << "; " << kSpeedDefinition << ")\n";
     return 0;
   }
@@ -327,6 +337,15 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
                            f.ref_loss);
       else
         out << "loss gap      none (no finite reference loss at each of those steps)\n";
+      if (f.ref_broken) {
+        const ReferenceTrouble t = reference_trouble(store->series(r->id, "ref_loss"));
+        out << "              ! no comparison: the high-precision reference "
+            << (t.diverged ? fmt::format("diverged (a loss that is not finite at step {})",
+                                         t.diverged_step)
+                           : fmt::format("blew up (up {:.3g} from its lowest {:.3g} at step {})",
+                                         t.rise, t.low, t.step))
+            << "\n";
+      }
       out << "              " << kFinalLossDefinition << "\n";
     }
     const double grad_norm = last_value(*store, r->id, "grad_norm");

@@ -92,7 +92,9 @@ void print_sweep_summary(const RunStore& store, int64_t sweep_id, std::ostream& 
       row += std::isfinite(p.spike_fraction)
                  ? fmt::format(" spiked +{:.0f}%", 100 * p.spike_fraction)
                  : std::string(" spiked");
-    if (p.reference_troubled > 0) row += " (reference spiked or diverged)";
+    if (p.reference_troubled > 0)
+      row += fmt::format(" (reference blew up in {}: gap of {} left out)", p.reference_troubled,
+                         p.gap_ref_broken);
     out << row << "\n";
   }
   out << fmt::format("{} of {} finished, {} diverged, {} spiked\n", counts.finished,
@@ -152,7 +154,7 @@ SweepSpec checked_spec(const SweepOptions& opt, std::ostream& err,
   SweepSpec spec;
   spec.name = opt.name;
   if (!opt.config_file.empty()) spec.base = read_run_config_file(opt.config_file);
-  for (const auto& o : opt.overrides) apply_override(spec.base, o);
+  apply_overrides(spec.base, opt.overrides);  // a field given twice refused
   for (const auto& g : opt.grid) spec.axes.push_back(parse_grid(g));
   spec.seeds = opt.seeds;
   std::vector<SweepTrial> expanded = expand_sweep(spec);
@@ -297,6 +299,7 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
                            {"loss_gap_max", num(p.loss_gap_max)},
                            {"spike_fraction", num(p.spike_fraction)},
                            {"reference_troubled", p.reference_troubled},
+                           {"gap_ref_broken", p.gap_ref_broken},
                            {"run_ids", p.run_ids}};
       for (const SweepMetricEntry& m : kSweepMetrics) {
         jp[std::string(m.name)] = m.value == SweepMetric::Diverged ? nlohmann::json(p.diverged)

@@ -126,7 +126,7 @@ class Console : public MetricConsumer {
 // Whether the config file or an override sets `formats`.
 bool names_formats(const TrainOptions& opt) {
   for (const auto& o : opt.overrides) {
-    if (o.rfind("formats=", 0) == 0) return true;
+    if (override_key(o) == "formats") return true;
   }
   if (opt.config_file.empty()) return false;
   const auto j = nlohmann::json::parse(read_regular_file(opt.config_file, kMaxConfigBytes));
@@ -235,7 +235,7 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   check_db_folder(opt.db);
   RunConfig cfg;
   if (!opt.config_file.empty()) cfg = read_run_config_file(opt.config_file);
-  for (const auto& o : opt.overrides) apply_override(cfg, o);
+  apply_overrides(cfg, opt.overrides);  // a field given twice refused
   if (!opt.device.empty()) cfg.device = opt.device;
   if (!opt.weights.empty()) cfg.weights = opt.weights;
   resolve_hf_config(cfg);  // hf=DIR: the model's shape from its config.json, stored with the run

@@ -85,7 +85,35 @@ TEST_F(CliEval, ARecipeNoLayerTakesHasNoFp8Loss) {
   const Result t = run({"eval", "--hf", dir_ + "/llama", "--data", dir_ + "/llama/tokens.bin",
                         "--context", "16", "--windows", "2", "--set", "recipe=blockwise"});
   ASSERT_EQ(t.rc, 0) << t.err;
-  EXPECT_NE(t.out.find("no layer in FP8"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("no layer in FP8: all "), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find(" kept in high precision: "), std::string::npos) << t.out;
+}
+
+// Issue #52: the mx row gave its loss with only some of the 14 layers in FP8 and did not
+// say so; each row says how many layers the recipe put in FP8 and why the others stayed in
+// high precision (the JSON counts them too).
+TEST_F(CliEval, EachRowSaysHowManyLayersAreInFp8) {
+  const Result t = run({"eval", "--hf", dir_ + "/llama", "--data", dir_ + "/llama/tokens.bin",
+                        "--context", "16", "--windows", "2", "--set", "recipe=tensorwise,mx"});
+  ASSERT_EQ(t.rc, 0) << t.err;
+  const auto line_of = [&](const std::string& start) {
+    const size_t at = t.out.find("\n" + start);
+    return at == std::string::npos ? std::string()
+                                   : t.out.substr(at + 1, t.out.find('\n', at + 1) - at - 1);
+  };
+  const std::string tensorwise = line_of("fp8 tensorwise");
+  EXPECT_NE(tensorwise.find("14 of "), std::string::npos) << t.out;
+  EXPECT_NE(tensorwise.find(" layers in FP8"), std::string::npos) << t.out;
+  const std::string mx = line_of("fp8 mx");
+  EXPECT_NE(mx.find(" layers in FP8; "), std::string::npos) << t.out;
+  EXPECT_NE(mx.find(" kept in high precision: "), std::string::npos) << t.out;
+  EXPECT_EQ(mx.find("14 of "), std::string::npos) << t.out;
+  const Result j = run({"eval", "--hf", dir_ + "/llama", "--data", dir_ + "/llama/tokens.bin",
+                        "--context", "16", "--windows", "2", "--set", "recipe=mx", "--json"});
+  ASSERT_EQ(j.rc, 0) << j.err;
+  const auto js = nlohmann::json::parse(j.out);
+  EXPECT_GE(js["recipes"][0]["layers_total"].get<int>(), 14) << j.out;
+  EXPECT_LT(js["recipes"][0]["layers_fp8"].get<int>(), 14) << j.out;
 }
 
 TEST_F(CliEval, BadInputIsRefusedByName) {
@@ -99,6 +127,21 @@ TEST_F(CliEval, BadInputIsRefusedByName) {
   r = run({"eval", "--hf", dir_ + "/llama", "--data", dir_ + "/llama/config.json"});
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("config field 'data'"), std::string::npos) << r.err;
+}
+
+// Issue #52: a field eval does not use (window: it evaluates with current scaling) was
+// taken silently and changed nothing; it is refused, naming the fields eval uses. A
+// field given twice is refused too.
+TEST_F(CliEval, AFieldEvalDoesNotUseIsRefused) {
+  Result r = run({"eval", "--hf", dir_ + "/llama", "--data", dir_ + "/llama/tokens.bin", "--set",
+                  "window=16"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("config field 'window': not used by eval"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("recipe, formats, margin and fprop_fp8"), std::string::npos) << r.err;
+  r = run({"eval", "--hf", dir_ + "/llama", "--data", dir_ + "/llama/tokens.bin", "--set",
+           "margin=1", "--set", "margin=2"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("config field 'margin': given twice"), std::string::npos) << r.err;
 }
 
 TEST_F(CliEval, TrainFromACheckpointStoresItsShapeAndHeldOutLoss) {

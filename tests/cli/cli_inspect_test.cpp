@@ -129,7 +129,8 @@ TEST(CliInspect, TableJsonAndFilters) {
 
 // Values E4M3FNUZ holds exactly (1 and 0.6: 240 and 144 once scaled) and E4M3FN does not
 // (0.6 x 448 = 268.8): the best SQNR shown is E4M3FNUZ's while the recommendation is an
-// E4M3FN recipe; a note under the row says why, with the best E4M3FN recipe's SQNR.
+// E4M3FN recipe; the row is marked "*", a footnote under the table says why once, and a
+// line under the row gives the best E4M3FN recipe's SQNR.
 TEST(CliInspect, ABestSqnrOfAnotherFormatThanTheRecommendationsIsExplained) {
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("fp8wb-inspect-fnuz-" + std::to_string(getpid()) + ".safetensors"))
@@ -138,7 +139,9 @@ TEST(CliInspect, ABestSqnrOfAnotherFormatThanTheRecommendationsIsExplained) {
   for (size_t i = 0; i < w.size(); ++i) w[i] = i % 2 ? 0.6f : 1.0f;
   std::vector<uint8_t> bytes(w.size() * 4);
   std::memcpy(bytes.data(), w.data(), bytes.size());
-  fp8wb::write_safetensors(path, {{"proj.weight", fp8wb::StDtype::F32, {128, 256}, bytes}});
+  // Two such tensors: the explanation is said once, not under each.
+  fp8wb::write_safetensors(path, {{"proj.weight", fp8wb::StDtype::F32, {128, 256}, bytes},
+                                  {"proj2.weight", fp8wb::StDtype::F32, {128, 256}, bytes}});
   const auto r = run({"inspect", path, "--device", "cpu"});
   std::filesystem::remove(path);
   ASSERT_EQ(r.rc, 0) << r.err;
@@ -146,15 +149,21 @@ TEST(CliInspect, ABestSqnrOfAnotherFormatThanTheRecommendationsIsExplained) {
   std::string header, row;
   std::getline(lines, header);
   std::getline(lines, row);
-  ASSERT_EQ(row.rfind("proj.weight ", 0), 0u) << r.out;
+  ASSERT_EQ(row.rfind("proj", 0), 0u) << r.out;
   EXPECT_NE(row.find("E4M3FNUZ"), std::string::npos) << row;
   EXPECT_NE(r.out.find("recommended: E4M3FN "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("note: the best SQNR is E4M3FNUZ's, a format recipes are not recommended "
-                       "in here (they are among the E4M3FN recipes"),
-            std::string::npos)
-      << r.out;
+  // Issue #52: the explanation, once worded right, under the table; the row marked "*"
+  // and given its best recipe of the recommendation's format.
+  EXPECT_NE(row.find("*"), std::string::npos) << row;
+  const std::string note =
+      "* E4M3FNUZ: the best SQNR marked * is of a format that recommendations are not made "
+      "in; they are made among the E4M3FN recipes, the format this machine trains with";
+  const size_t at = r.out.find(note);
+  EXPECT_NE(at, std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(note, at + 1), std::string::npos) << r.out;  // once
+  EXPECT_EQ(r.out.find("a format recipes"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("max 240, not 448"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("the best E4M3FN recipe: E4M3FN "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("    best E4M3FN recipe: E4M3FN "), std::string::npos) << r.out;
 }
 
 // --recipe takes a recipe as the table and the JSON name it, format and MX rounding
@@ -731,8 +740,11 @@ TEST(CliInspect, ZerosWithNanAndInfAreCountedNotAllZero) {
   std::filesystem::remove(path);
 }
 
-// Names too long for the table's column end in "…" where they are cut, never mid-character.
-TEST(CliInspect, CutNamesEndInAnEllipsis) {
+// Issue #52: tensor names were cut at 40 columns ("model.layers.17.self_attention.query_…").
+// The column is as wide as the longest name up to 72 columns: a 53-character name shows
+// whole; a longer one is cut in the middle ("…"), keeping both ends, never mid-character;
+// --wide shows every name whole.
+TEST(CliInspect, LongNamesStayReadable) {
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("fp8wb-inspect-longname-" + std::to_string(getpid()) + ".safetensors"))
                                .string();
@@ -741,18 +753,31 @@ TEST(CliInspect, CutNamesEndInAnEllipsis) {
   std::vector<uint8_t> bytes(w.size() * 4);
   std::memcpy(bytes.data(), w.data(), bytes.size());
   const std::string long_name = "model.layers.17.self_attention.query_key_value.weight";
-  const std::string greek = "βάρη.αβγδεζηθικλμνξοπρστυφχψωαβγδεζηθικλμν.weight";
+  std::string greek = "βάρη.";
+  for (int i = 0; i < 4; ++i) greek += "αβγδεζηθικλμνξοπρστυφχψω";
+  greek += ".weight";  // 108 characters, 2 bytes each but the dots and "weight"
   fp8wb::write_safetensors(path, {{long_name, fp8wb::StDtype::F32, {64, 64}, bytes},
                                   {greek, fp8wb::StDtype::F32, {64, 64}, bytes}});
-  const auto r = run({"inspect", path});
+  auto r = run({"inspect", path});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.out.find("\n" + long_name.substr(0, 39) + "… F32"), std::string::npos) << r.out;
-  // 39 characters of Greek (two bytes each, the dot one) and the mark.
-  size_t at = 0;
-  for (int chars = 0; chars < 39; ++at)
-    chars += (static_cast<unsigned char>(greek[at]) & 0xC0) != 0x80 ? 1 : 0;
-  while (at < greek.size() && (static_cast<unsigned char>(greek[at]) & 0xC0) == 0x80) ++at;
-  EXPECT_NE(r.out.find("\n" + greek.substr(0, at) + "… F32"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n" + long_name + " "), std::string::npos) << r.out;
+  // The Greek name: its start and its end, "…" between, each a whole character.
+  const size_t row = r.out.find("\nβάρη.");
+  ASSERT_NE(row, std::string::npos) << r.out;
+  const std::string line = r.out.substr(row + 1, r.out.find('\n', row + 1) - row - 1);
+  const size_t mark = line.find("…");
+  ASSERT_NE(mark, std::string::npos) << line;
+  EXPECT_EQ(greek.compare(0, mark, line, 0, mark), 0) << line;
+  const size_t tail = line.find(".weight ");
+  ASSERT_NE(tail, std::string::npos) << line;
+  const std::string kept_end =
+      line.substr(mark + std::string("…").size(), tail + 7 - mark - std::string("…").size());
+  EXPECT_EQ(greek.compare(greek.size() - kept_end.size(), kept_end.size(), kept_end), 0) << line;
+  // --wide: whole.
+  r = run({"inspect", path, "--wide"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("\n" + greek + " "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("…"), std::string::npos) << r.out;
   std::filesystem::remove(path);
 }
 

@@ -156,6 +156,26 @@ TEST_F(CliTrainInput, ASetValueGivingAKeyTwiceIsRefusedByName) {
   EXPECT_EQ(ok.rc, 0) << ok.err;
 }
 
+// Issue #52: `--set steps=1 --set steps=2` silently took the last; it is refused, naming
+// both, before any database is made. "margin = 2" (spaces kept by a shell quote) is the
+// field margin, not an unknown field 'margin '.
+TEST_F(CliTrainInput, AFieldSetTwiceIsRefusedAndSpacesAreTrimmed) {
+  for (const std::string cmd : {"train", "sweep"}) {
+    std::vector<std::string> args = {cmd,         "--db",  db_,       "--quiet", "--set",
+                                     "model=mlp", "--set", "steps=1", "--set",   "steps=2"};
+    if (cmd == "sweep") args.insert(args.end(), {"--grid", "window=1,2"});
+    const Result r = run(args);
+    EXPECT_EQ(r.rc, 1) << cmd;
+    EXPECT_NE(r.err.find("config field 'steps': given twice (steps=1, then steps=2)"),
+              std::string::npos)
+        << cmd << ": " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(db_)) << cmd;
+  }
+  const Result ok = run({"train", "--db", db_, "--quiet", "--set", "model=mlp", "--set",
+                         "steps = 1", "--set", "margin = 2", "--json"});
+  EXPECT_EQ(ok.rc, 0) << ok.err;
+}
+
 // A whole number too large for an integer field is said to be out of range, with the
 // field's range (not "not an integer"), from --set and from a config file, for every
 // integer field.

@@ -160,16 +160,23 @@ TEST_F(FinalLoss, OneFigureForTheSweepTheCliAndTheRun) {
           << r.out;
     } else {
       EXPECT_NE(r.out.find("loss gap      none"), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("! no comparison: the high-precision reference diverged (a loss "
+                           "that is not finite at step 99)"),
+                std::string::npos)
+          << r.out;
     }
     EXPECT_NE(r.out.find(std::string(kFinalLossDefinition)), std::string::npos) << r.out;
   }
   // fp8wb runs list's columns: the final loss, and the loss gap its footnote defines ("-"
-  // without a finite reference loss).
+  // without a finite reference loss; "!" where the reference diverged, as run 2's did).
   r = run({"runs", "list", "--db", path_});
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("final loss  loss gap"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("! the high-precision reference of that run diverged or blew up"),
+            std::string::npos)
+      << r.out;
   for (int t = 0; t < 2; ++t) {
-    const std::string gap = t == 0 ? fmt::format("{:+.4f}", hand[t].gap) : std::string("-");
+    const std::string gap = t == 0 ? fmt::format("{:+.4f}", hand[t].gap) : std::string("-!");
     EXPECT_NE(r.out.find(fmt::format(" {:.4f} {:>9} ", hand[t].loss, gap)), std::string::npos)
         << r.out;
   }

@@ -6,6 +6,7 @@
 #include <QCheckBox>
 #include <QDir>
 #include <QFile>
+#include <QLabel>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTableWidget>
@@ -44,6 +45,7 @@ class CheckpointEvalTest : public QObject {
   void theWindowGivesTheReferenceLossAndEveryRecipe();
   void aMissingTokenFileIsSaid();
   void aRecipeNoLayerTakesIsSaidNotScored();
+  void mxIsOfferedAndSaysItsLayersInFp8();
 
  private:
   QString llama() const { return dir_.filePath(QStringLiteral("llama")); }
@@ -147,6 +149,44 @@ void CheckpointEvalTest::aRecipeNoLayerTakesIsSaidNotScored() {
   QVERIFY2(losses->item(3, 2)->text().startsWith(QStringLiteral("no layer in FP8")),
            qPrintable(losses->item(3, 2)->text()));
   QVERIFY(number(losses->item(1, 1)) > 0);  // tensorwise still scored
+  // Issue #52: the reason, cut off in the narrow cell, is whole in a wrapped note under
+  // the table, and in the cell's tooltip.
+  QVERIFY2(d.keptNoteText().contains(QStringLiteral("blockwise: no layer in FP8, so no loss of "
+                                                    "its own: ")),
+           qPrintable(d.keptNoteText()));
+  QVERIFY(d.findChild<QLabel*>(QStringLiteral("evalKeptNote"))->wordWrap());
+  QVERIFY(!losses->item(3, 2)->toolTip().isEmpty());
+  QCOMPARE(losses->item(3, 3)->text().left(2), QStringLiteral("0 "));
+}
+
+// Issue #52: mx is offered; its row says how many layers it put in FP8 (the tiny model's
+// 48-wide projections take no 32-element blocks), the SQNR table lists each recipe's
+// layers by name, and the note says why the others stayed in high precision.
+void CheckpointEvalTest::mxIsOfferedAndSaysItsLayersInFp8() {
+  CheckpointEvalDialog d(llama());
+  d.setTokenFile(llama() + QStringLiteral("/tokens.bin"));
+  d.setContext(16);
+  d.setWindows(2);
+  auto* mx = d.findChild<QCheckBox*>(QStringLiteral("evalMx"));
+  QVERIFY(mx);
+  mx->setChecked(true);
+  QSignalSpy ended(&d, &CheckpointEvalDialog::evaluationEnded);
+  d.start();
+  QVERIFY(ended.wait(120000));
+  QCOMPARE(ended.at(0).at(0).toBool(), true);
+  QTableWidget* losses = d.losses();
+  QCOMPARE(losses->rowCount(), 4);  // high precision, tensorwise, rowwise, mx
+  QVERIFY(losses->item(3, 0)->text().contains(QStringLiteral("mx")));
+  const QString tensorwise = losses->item(1, 3)->text();
+  QVERIFY2(tensorwise.startsWith(QStringLiteral("14 of ")), qPrintable(tensorwise));
+  const QString in_fp8 = losses->item(3, 3)->text();
+  QVERIFY2(!in_fp8.startsWith(QStringLiteral("14 of ")), qPrintable(in_fp8));
+  QVERIFY2(d.keptNoteText().contains(QStringLiteral("mx: ")), qPrintable(d.keptNoteText()));
+  // mx's SQNR column: blank for the layers it kept, never another layer's figure.
+  QTableWidget* layers = d.layers();
+  int blank = 0;
+  for (int r = 0; r < layers->rowCount(); ++r) blank += layers->item(r, 3)->text().isEmpty();
+  QCOMPARE(blank, layers->rowCount() - in_fp8.section(QLatin1Char(' '), 0, 0).toInt());
 }
 
 QTEST_MAIN(CheckpointEvalTest)

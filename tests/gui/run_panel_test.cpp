@@ -753,12 +753,21 @@ void RunPanelTest::anEditedOpenedRunIsNamedAfterItsChanges() {
   leave(margin);
   QVERIFY2(kept->text().contains(QStringLiteral("all in the form above")),
            qPrintable(kept->text()));
-  // A name without a preset's: the run's own, then the fields.
+  // A name without a preset's: the run's whole name, then the fields.
   c.name = "my run";
   p->openConfig(c, QStringLiteral("run 6"));
   type_into(margin, QStringLiteral("2"));
   leave(margin);
-  QCOMPARE(name->text(), QStringLiteral("my run: margin=2"));
+  QCOMPARE(name->text(), QStringLiteral("my run, margin=2"));
+  // Issue #52: a sweep trial opened and edited is named after the trial's whole name and
+  // the change, never as if it were another trial of the sweep ("trysweep: margin=3").
+  c.name = "trysweep: margin=0 window=1 seed=1";
+  p->openConfig(c, QStringLiteral("run 7"));
+  QCOMPARE(name->text(), QStringLiteral("trysweep: margin=0 window=1 seed=1"));
+  type_into(margin, QStringLiteral("3"));
+  leave(margin);
+  QCOMPARE(name->text(), QStringLiteral("trysweep: margin=0 window=1 seed=1, margin=3"));
+  QCOMPARE(QString::fromStdString(p->config().name), name->text());
 }
 
 // A form that holds exactly a preset's config names that preset in the box (typed back to

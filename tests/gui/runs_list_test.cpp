@@ -107,6 +107,7 @@ class RunsListTest : public QObject {
   void anOverlaidLiveRunFollowsItsSteps();
   void everyColumnFitsWithoutScrolling();
   void aRunStillTrainingShowsItsLossSoFar();
+  void aGapAgainstABrokenReferenceIsMarked();
 
  private:
   QTemporaryDir dir_;
@@ -667,6 +668,57 @@ void RunsListTest::everyColumnFitsWithoutScrolling() {
         h->sectionSize(c) >= wants,
         qPrintable(
             QStringLiteral("column %1: %2 px of %3").arg(c).arg(h->sectionSize(c)).arg(wants)));
+  }
+}
+
+// Issue #52: a seed whose high-precision reference climbed to 35 and then 110 late in the
+// run showed a loss gap of -1.1 ("FP8 beats bf16") unmarked. The gap cell is marked and its
+// tooltip says why; a run whose reference held is not.
+void RunsListTest::aGapAgainstABrokenReferenceIsMarked() {
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  auto store = RunStore::open((dir.path() + QStringLiteral("/runs.sqlite")).toStdString());
+  auto add = [&](const std::string& name, bool blow_up) {
+    const int64_t id = store->create_run(name, "train", "{}", "cpu");
+    MetricBatch b;
+    b.run_id = id;
+    for (int64_t s = 0; s < 150; ++s) {
+      StepMetrics m;
+      m.step = s;
+      m.ref_loss = 2.0 / static_cast<double>(s + 1) + 0.4;
+      if (blow_up && s >= 110) m.ref_loss = s < 120 ? 35.0 : 110.0;
+      m.loss = 2.0 / static_cast<double>(s + 1) + 0.42;
+      m.loss_gap = m.loss - m.ref_loss;
+      b.steps.push_back(m);
+    }
+    b.final = true;
+    b.status = RunStatus::Finished;
+    store->write(std::move(b));
+    return id;
+  };
+  add("held", false);
+  add("broken", true);
+  store->flush();
+  std::vector<RunInfo> runs = store->runs();
+  std::vector<FinalLoss> finals;
+  for (const RunInfo& r : runs) finals.push_back(final_loss(*store, r));
+  RunListModel model;
+  model.setRuns(runs, finals);
+  QCOMPARE(model.rowCount(), 2);
+  for (int row = 0; row < 2; ++row) {
+    const QString name = model.index(row, RunListModel::Name).data().toString();
+    const QModelIndex gap = model.index(row, RunListModel::Gap);
+    const QString text = gap.data().toString();
+    const QString tip = gap.data(Qt::ToolTipRole).toString();
+    if (name == QStringLiteral("broken")) {
+      QVERIFY2(text.endsWith(QStringLiteral("!")), qPrintable(text));
+      QVERIFY2(tip.contains(QStringLiteral("No comparison")) &&
+                   tip.contains(QStringLiteral("reference diverged or blew up")),
+               qPrintable(tip));
+    } else {
+      QCOMPARE(text, QStringLiteral("+0.0200"));
+      QVERIFY2(!tip.contains(QStringLiteral("No comparison")), qPrintable(tip));
+    }
   }
 }
 

@@ -55,11 +55,13 @@ CheckpointEvalDialog::CheckpointEvalDialog(const QString& hf_dir, QWidget* paren
       tensorwise_(new QCheckBox(tr("tensorwise"), this)),
       rowwise_(new QCheckBox(tr("rowwise"), this)),
       blockwise_(new QCheckBox(tr("blockwise (1x128, 128x128)"), this)),
+      mx_(new QCheckBox(tr("mx (32-element blocks, E8M0 scales)"), this)),
       evaluate_(new QPushButton(tr("Evaluate"), this)),
       cancel_(new QPushButton(tr("Cancel"), this)),
       progress_(new QProgressBar(this)),
       status_(new QLabel(this)),
       losses_(new QTableWidget(this)),
+      kept_note_(new QLabel(this)),
       layers_(new QTableWidget(this)),
       cancelled_(std::make_shared<std::atomic<bool>>(false)),
       job_(this) {
@@ -91,12 +93,14 @@ CheckpointEvalDialog::CheckpointEvalDialog(const QString& hf_dir, QWidget* paren
       tr("Tokens a window (0: the config's max_position_embeddings, at most "
          "1024)"));
   blockwise_->setObjectName(QStringLiteral("evalBlockwise"));
+  mx_->setObjectName(QStringLiteral("evalMx"));
   tensorwise_->setChecked(true);
   rowwise_->setChecked(true);
   auto* recipes = new QHBoxLayout;
   recipes->addWidget(tensorwise_);
   recipes->addWidget(rowwise_);
   recipes->addWidget(blockwise_);
+  recipes->addWidget(mx_);
   recipes->addStretch(1);
   auto* form = new QFormLayout;
   form->addRow(tr("Checkpoint"), new QLabel(hf_dir.toHtmlEscaped(), this));
@@ -121,8 +125,15 @@ CheckpointEvalDialog::CheckpointEvalDialog(const QString& hf_dir, QWidget* paren
   buttons->addWidget(cancel_);
 
   losses_->setObjectName(QStringLiteral("evalLosses"));
-  losses_->setColumnCount(3);
-  losses_->setHorizontalHeaderLabels({tr("model"), tr("loss"), tr("vs high precision")});
+  losses_->setColumnCount(4);
+  losses_->setHorizontalHeaderLabels(
+      {tr("model"), tr("loss"), tr("vs high precision"), tr("layers in FP8")});
+  // Why a recipe kept layers in high precision, whole and wrapped (the table's cells are
+  // too narrow for it).
+  kept_note_->setObjectName(QStringLiteral("evalKeptNote"));
+  kept_note_->setWordWrap(true);
+  kept_note_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  kept_note_->hide();
   layers_->setObjectName(QStringLiteral("evalLayers"));
   for (QTableWidget* t : {losses_, layers_}) {
     t->verticalHeader()->hide();
@@ -137,6 +148,7 @@ CheckpointEvalDialog::CheckpointEvalDialog(const QString& hf_dir, QWidget* paren
   layout->addLayout(buttons);
   layout->addWidget(status_);
   layout->addWidget(losses_, 1);
+  layout->addWidget(kept_note_);
   layout->addWidget(new QLabel(tr("Output SQNR of each FP8 layer (dB; the FP8 product against "
                                   "the high-precision one, mean over batches):"),
                                this));
@@ -165,6 +177,11 @@ bool CheckpointEvalDialog::running() const {
   return job_.busy();
 }
 
+QString CheckpointEvalDialog::keptNoteText() const {
+  return kept_note_->isVisibleTo(const_cast<CheckpointEvalDialog*>(this)) ? kept_note_->text()
+                                                                          : QString();
+}
+
 QString CheckpointEvalDialog::statusText() const {
   return status_->text();
 }
@@ -174,7 +191,7 @@ void CheckpointEvalDialog::set_running(bool on) {
   cancel_->setEnabled(on);
   progress_->setVisible(on);
   for (QWidget* w : std::initializer_list<QWidget*>{data_, windows_, context_, tensorwise_,
-                                                    rowwise_, blockwise_})
+                                                    rowwise_, blockwise_, mx_})
     w->setEnabled(!on);
 }
 
@@ -191,7 +208,7 @@ void CheckpointEvalDialog::start() {
   o.windows = windows_->value();
   o.context = context_->value();
   for (auto [box, name] : {std::pair{tensorwise_, "tensorwise"}, std::pair{rowwise_, "rowwise"},
-                           std::pair{blockwise_, "blockwise"}}) {
+                           std::pair{blockwise_, "blockwise"}, std::pair{mx_, "mx"}}) {
     if (!box->isChecked()) continue;
     RunConfig c;
     apply_override(c, std::string("recipe=") + name);
@@ -222,6 +239,8 @@ void CheckpointEvalDialog::start() {
   };
   losses_->setRowCount(0);
   layers_->setRowCount(0);
+  kept_note_->clear();
+  kept_note_->hide();
   progress_->setRange(0, 100);
   progress_->setValue(0);
   status_->setText(tr("Reading the checkpoint..."));
@@ -251,8 +270,10 @@ void CheckpointEvalDialog::show_result(const EvalResult& r) {
   losses_->setItem(0, 0, cell(tr("high precision (%1)").arg(QString::fromStdString(r.dtype))));
   losses_->setItem(0, 1, cell(QString::number(r.loss_high_precision, 'f', 5), true));
   losses_->setItem(0, 2, cell(QString()));
+  losses_->setItem(0, 3, cell(QString()));
   layers_->setColumnCount(1 + static_cast<int>(r.fp8.size()));
   QStringList heads{tr("layer")};
+  QStringList notes;
   for (size_t i = 0; i < r.fp8.size(); ++i) {
     const EvalFp8& e = r.fp8[i];
     const int row = static_cast<int>(i) + 1;
@@ -260,15 +281,31 @@ void CheckpointEvalDialog::show_result(const EvalResult& r) {
         QStringLiteral("FP8 %1 %2")
             .arg(QString::fromStdString(e.recipe), QString::fromStdString(e.formats));
     losses_->setItem(row, 0, cell(name));
+    // How many layers the recipe put in FP8: a loss with 4 of 14 is no figure of the whole
+    // model. Why the others stayed in high precision: the tooltip (each layer) and the
+    // note under the table (wrapped, never cut off).
+    const int total = static_cast<int>(e.layers.size() + e.kept.size());
+    QStringList all;
+    for (const std::string& k : e.kept) all << QString::fromStdString(k);
+    QTableWidgetItem* count =
+        cell(tr("%1 of %2").arg(static_cast<int>(e.layers.size())).arg(total), true);
+    if (!all.isEmpty()) {
+      count->setToolTip(tr("Kept in high precision:\n%1").arg(all.join(QLatin1Char('\n'))));
+      const QString first = all.front().mid(all.front().indexOf(QStringLiteral(": ")) + 2);
+      notes << (e.layers.empty() ? tr("%1: no layer in FP8, so no loss of its own: %2")
+                                 : tr("%1: %3 of %4 layers kept in high precision: %2"))
+                       .arg(QString::fromStdString(e.recipe), first)
+                       .arg(all.size())
+                       .arg(total) +
+                   (all.size() > 1 ? tr(" (each layer's reason in the tooltip)") : QString());
+    }
+    losses_->setItem(row, 3, count);
     if (e.layers.empty()) {
       // Every linear kept in high precision: its loss is the high-precision one, which is
-      // no finding about FP8.
-      const QString first = e.kept.empty() ? tr("none could take the recipe")
-                                           : QString::fromStdString(e.kept.front());
-      QTableWidgetItem* why = cell(tr("no layer in FP8: %1").arg(first));
-      QStringList all;
-      for (const std::string& k : e.kept) all << QString::fromStdString(k);
-      why->setToolTip(all.join(QLatin1Char('\n')));
+      // no finding about FP8. The reason, whole, is in the note under the table.
+      QTableWidgetItem* why = cell(tr("no layer in FP8 (see below)"));
+      why->setToolTip(all.isEmpty() ? tr("none could take the recipe")
+                                    : all.join(QLatin1Char('\n')));
       losses_->setItem(row, 1, cell(QStringLiteral("-"), true));
       losses_->setItem(row, 2, why);
     } else {
@@ -278,18 +315,24 @@ void CheckpointEvalDialog::show_result(const EvalResult& r) {
     }
     heads << QString::fromStdString(e.recipe);
   }
+  kept_note_->setText(notes.join(QLatin1Char('\n')));
+  kept_note_->setVisible(!notes.isEmpty());
   layers_->setHorizontalHeaderLabels(heads);
-  if (!r.fp8.empty()) {
-    const auto& first = r.fp8.front().layers;
-    layers_->setRowCount(static_cast<int>(first.size()));
-    for (size_t l = 0; l < first.size(); ++l) {
-      const int row = static_cast<int>(l);
-      layers_->setItem(row, 0, cell(QString::fromStdString(first[l].layer)));
-      for (size_t i = 0; i < r.fp8.size(); ++i) {
-        const auto& ls = r.fp8[i].layers;
-        const QString v = l < ls.size() ? QString::number(ls[l].sqnr_db, 'f', 2) : QString();
-        layers_->setItem(row, static_cast<int>(i) + 1, cell(v, true));
-      }
+  // The rows: every layer any recipe put in FP8, in the order first seen; each recipe's
+  // SQNR by the layer's name (a recipe that kept some has fewer, not shifted rows).
+  QStringList names;
+  for (const EvalFp8& e : r.fp8)
+    for (const EvalLayer& l : e.layers)
+      if (!names.contains(QString::fromStdString(l.layer)))
+        names << QString::fromStdString(l.layer);
+  layers_->setRowCount(static_cast<int>(names.size()));
+  for (int row = 0; row < names.size(); ++row) {
+    layers_->setItem(row, 0, cell(names[row]));
+    for (size_t i = 0; i < r.fp8.size(); ++i) {
+      QString v;
+      for (const EvalLayer& l : r.fp8[i].layers)
+        if (QString::fromStdString(l.layer) == names[row]) v = QString::number(l.sqnr_db, 'f', 2);
+      layers_->setItem(row, static_cast<int>(i) + 1, cell(v, true));
     }
   }
   losses_->resizeColumnsToContents();

@@ -496,7 +496,7 @@ void ReplayPanel::redraw() {
                   .arg(b.all.min_headroom_binades, 0, 'f', 2);
   }
   // A best at the grid's edge: what lies beyond it is unseen.
-  if (const ReplayGridEdge edge = replay_grid_edge(grid_, b.setting); edge.any())
+  if (const ReplayGridEdge edge = replay_grid_edge(grid_, b.setting, b.all); edge.any())
     verdict += QStringLiteral("; ") + QString::fromStdString(edge.text(b.setting));
   best_->setText(verdict + tr(". Rule: %1.").arg(QString::fromUtf8(ReplayResult::kRule)));
   heat_->setExportTitle(tr("Replay of run %1: %2").arg(run_->run_id).arg(figure_->currentText()));

@@ -109,8 +109,11 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
         // A run still training has no final loss yet: its figure so far, marked.
         return still_training(*r) ? tr("%1 so far").arg(f.loss, 0, 'f', 4)
                                   : QString::number(f.loss, 'f', 4);
-      case Gap:  // as `fp8wb runs list` gives it
-        return std::isfinite(f.gap) ? QString::asprintf("%+.4f", f.gap) : QStringLiteral("-");
+      case Gap: {  // as `fp8wb runs list` gives it, "!" where the reference broke down
+        const QString gap =
+            std::isfinite(f.gap) ? QString::asprintf("%+.4f", f.gap) : QStringLiteral("-");
+        return f.ref_broken ? gap + QStringLiteral(" !") : gap;
+      }
       case Device: return qs(r->device);
       case Started: return qs(r->started_at);
       case Source: return qs(r->kind);
@@ -121,6 +124,12 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
     if (index.column() == Name) return qs(r->name);  // shown whole: the column elides it
     if (r->live && index.column() == Status)
       return tr("Another process is writing this run now: open it to follow it live");
+    if (index.column() == Gap && f.ref_broken)
+      return tr(
+          "No comparison: this run's high-precision reference diverged or blew up (its "
+          "loss rose far above its own earlier lowest, or was not finite), so the loss "
+          "gap does not say that FP8 did better or worse. Open the run to see the "
+          "reference's loss curve.");
     if (index.column() == Loss && still_training(*r) && std::isfinite(f.loss))
       return tr("The run is still training: the mean loss over the last 10% of the %1 steps "
                 "stored so far (steps %2-%3), not yet its final loss")
@@ -131,6 +140,8 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
   }
   if (role == Qt::ForegroundRole && index.column() == Status && r->live)
     return QColor(0x2c, 0xa0, 0x2c);
+  if (role == Qt::ForegroundRole && index.column() == Gap && f.ref_broken)
+    return QColor(0xc0, 0x30, 0x30);
   if (role == Qt::TextAlignmentRole &&
       (index.column() == Id || index.column() == Steps || index.column() == Loss ||
        index.column() == Gap || index.column() == Margin || index.column() == Window)) {

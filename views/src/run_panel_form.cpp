@@ -99,9 +99,11 @@ QString RunPanel::applyOverrides(const QStringList& key_values) {
   }
   const int preset = preset_->currentIndex();
   const QString named = named_preset_, auto_name = auto_name_;
+  const bool from_run = name_from_run_;
   setConfig(c);
   named_preset_ = named;
   auto_name_ = auto_name;
+  name_from_run_ = from_run;
   {
     const QSignalBlocker b(preset_);
     preset_->setCurrentIndex(preset);
@@ -113,7 +115,9 @@ QString RunPanel::applyOverrides(const QStringList& key_values) {
 void RunPanel::nameAfterSettings() {
   // Only a name the form gave: one typed by hand stays.
   if (named_preset_.isEmpty() || name_->text().trimmed() != auto_name_) return;
-  const QString name = run_name_after(named_preset_, preset_config_, comparable_json(config()));
+  const QString name =
+      name_from_run_ ? run_name_from_run(named_preset_, preset_config_, comparable_json(config()))
+                     : run_name_after(named_preset_, preset_config_, comparable_json(config()));
   if (name == auto_name_) return;
   auto_name_ = name;
   const QSignalBlocker b(name_);
@@ -142,12 +146,16 @@ void RunPanel::openConfig(const RunConfig& c, const QString& run) {
   setConfig(c);
   opened_run_ = run;
   opened_config_ = comparable_json(config());
-  // Its name follows the fields changed from the opened run's settings, as a preset's does
-  // from the preset's ("Delayed scaling: margin=3", not "<its name> #2").
+  // Its name follows the fields changed from the opened run's settings: a run made from a
+  // preset as the preset's does ("Delayed scaling: margin=3", not "<its name> #2"); any
+  // other (a sweep trial "trysweep: margin=0 window=1 seed=1", "my run") after its whole
+  // name ("trysweep: margin=0 window=1 seed=1, margin=3"), never as if it were another
+  // trial of its sweep ("trysweep: margin=3").
   if (!c.name.empty()) {
     // "Delayed scaling: window 1 #2": its name without the number that kept it apart.
     static const QRegularExpression numbered(QStringLiteral(" #\\d+$"));
     named_preset_ = QString::fromStdString(c.name).remove(numbered);
+    name_from_run_ = !preset_stem_of(named_preset_);
     preset_config_ = opened_config_;
     auto_name_ = name_->text().trimmed();
   }
@@ -205,6 +213,7 @@ void RunPanel::setConfig(const RunConfig& c) {
     const QSignalBlocker b0(preset_);
     preset_->setCurrentIndex(-1);
     named_preset_.clear();  // the name given is the config's own (applyPreset() sets it after)
+    name_from_run_ = false;
   }
   {
     base_ = c;

@@ -53,9 +53,11 @@ std::vector<RunPreset> read_presets() {
 
 }  // namespace
 
-QString run_name_after(const QString& preset_name, const std::string& preset_json,
-                       const std::string& now_json) {
-  const QJsonObject was = QJsonDocument::fromJson(QByteArray::fromStdString(preset_json)).object();
+namespace {
+
+// "margin=2, window=1024" (four at most, then how many more); empty where none differs.
+QString changed_text(const std::string& was_json, const std::string& now_json) {
+  const QJsonObject was = QJsonDocument::fromJson(QByteArray::fromStdString(was_json)).object();
   const QJsonObject now = QJsonDocument::fromJson(QByteArray::fromStdString(now_json)).object();
   QStringList changed;
   for (auto it = now.begin(); it != now.end(); ++it) {
@@ -65,13 +67,37 @@ QString run_name_after(const QString& preset_name, const std::string& preset_jso
     if (it.value().isString()) v = it.value().toString();  // margin=2, scaling=current
     changed << it.key() + QLatin1Char('=') + v;
   }
-  if (changed.isEmpty()) return preset_name;
-  const qsizetype colon = preset_name.indexOf(QLatin1Char(':'));
-  const QString stem = colon > 0 ? preset_name.left(colon) : preset_name;
   constexpr qsizetype kNamed = 4;
   QString fields = QStringList(changed.mid(0, kNamed)).join(QStringLiteral(", "));
   if (changed.size() > kNamed) fields += QObject::tr(" and %1 more").arg(changed.size() - kNamed);
-  return stem + QStringLiteral(": ") + fields;
+  return fields;
+}
+
+QString stem_of(const QString& name) {
+  const qsizetype colon = name.indexOf(QLatin1Char(':'));
+  return colon > 0 ? name.left(colon) : name;
+}
+
+}  // namespace
+
+QString run_name_after(const QString& preset_name, const std::string& preset_json,
+                       const std::string& now_json) {
+  const QString fields = changed_text(preset_json, now_json);
+  if (fields.isEmpty()) return preset_name;
+  return stem_of(preset_name) + QStringLiteral(": ") + fields;
+}
+
+bool preset_stem_of(const QString& name) {
+  const QString stem = stem_of(name);
+  for (const RunPreset& p : run_presets())
+    if (stem_of(p.name) == stem) return true;
+  return false;
+}
+
+QString run_name_from_run(const QString& run_name, const std::string& run_json,
+                          const std::string& now_json) {
+  const QString fields = changed_text(run_json, now_json);
+  return fields.isEmpty() ? run_name : run_name + QStringLiteral(", ") + fields;
 }
 
 QStringList changed_fields(const std::string& was_json, const std::string& now_json) {

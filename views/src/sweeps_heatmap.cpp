@@ -474,8 +474,8 @@ QString SweepsTab::cellTip(int x, int y) const {
                   .arg(100 * p->spike_fraction, 0, 'f', 0);
   }
   if (p && p->reference_troubled > 0)
-    what += tr("; the high-precision reference itself spiked or diverged in %1 of %2 runs: a "
-               "spike measured against it means little")
+    what += tr("; the high-precision reference itself blew up or diverged in %1 of %2 runs: "
+               "their loss gaps are left out of the mean gap")
                 .arg(p->reference_troubled)
                 .arg(p->runs);
   return where.join(QStringLiteral(", ")) + QStringLiteral(": ") + what;

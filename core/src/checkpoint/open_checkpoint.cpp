@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <vector>
@@ -43,8 +44,10 @@ bool is_regular(const std::string& path) {
 
 // A folder's checkpoint, as Hugging Face lays one out: model.safetensors, else its sharded
 // index, else pytorch_model.bin, else the folder's only .safetensors file. Empty when the
-// folder holds none of these (or several .safetensors files and no index naming them).
-std::string checkpoint_in_folder(const std::string& dir, std::string& why) {
+// folder holds none of these (or several .safetensors files and no index naming them);
+// `why` then says so, naming the subfolders (one level down) that hold one, if any.
+std::string checkpoint_in_folder(const std::string& dir, std::string& why,
+                                 bool look_in_subfolders = true) {
   for (const char* name :
        {"model.safetensors", "model.safetensors.index.json", "pytorch_model.bin"}) {
     if (is_regular(dir + "/" + name)) return dir + "/" + name;
@@ -61,6 +64,31 @@ std::string checkpoint_in_folder(const std::string& dir, std::string& why) {
     return {};
   }
   if (found.size() == 1) return dir + "/" + found.front();
+  if (found.empty() && look_in_subfolders) {
+    // A folder of model folders (a models/ directory): the subfolders that hold one, named.
+    std::vector<std::string> models;
+    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      std::error_code dec;
+      if (!it->is_directory(dec)) continue;
+      std::string inner;
+      if (!checkpoint_in_folder(it->path().string(), inner, false).empty())
+        models.push_back(it->path().filename().string());
+    }
+    if (!models.empty()) {
+      std::sort(models.begin(), models.end());
+      constexpr size_t kNamed = 8;
+      std::string names;
+      for (size_t i = 0; i < models.size() && i < kNamed; ++i)
+        names += (i ? ", " : "") + dir + "/" + models[i];
+      if (models.size() > kNamed)
+        names += " and " + std::to_string(models.size() - kNamed) + " more";
+      why = dir + " holds no checkpoint itself, but " +
+            (models.size() == 1 ? std::string("this subfolder does: ")
+                                : "these " + std::to_string(models.size()) + " subfolders do: ") +
+            names + "; give one of them";
+      return {};
+    }
+  }
   why = dir + " is a folder with " +
         (found.empty() ? std::string("no checkpoint in it")
                        : std::string("several .safetensors files and no index naming them")) +

@@ -41,6 +41,19 @@ std::string recipe_hint(const std::string& word) {
          "recipe uses it)";
 }
 
+// " (delayed is a value of scaling: scaling=delayed)": a word given to one field that is a
+// value of another (recipe=delayed), where there is one.
+std::string other_field_hint(const RunConfigField& f, const std::string& word) {
+  for (const RunConfigField& o : run_config_fields()) {
+    if (o.key == f.key) continue;
+    for (const std::string_view n : o.names)
+      if (n == word)
+        return " (" + word + " is a value of " + std::string(o.key) + ": " + std::string(o.key) +
+               "=" + word + ")";
+  }
+  return {};
+}
+
 [[noreturn]] void fail(const std::string& key, const std::string& why) {
   throw ConfigError(key, why);
 }
@@ -192,7 +205,8 @@ void set_value(RunConfig& c, const RunConfigField& f, const json& j) {
           const std::optional<V> e = parse_table_name(names_of(V{}), s);
           if (!e)
             fail(k, "\"" + quote_text(s) + "\" is not one of " + field_names_text(f) +
-                        (k == std::string("recipe") ? recipe_hint(s) : std::string()));
+                        (k == std::string("recipe") ? recipe_hint(s) : std::string()) +
+                        other_field_hint(f, s));
           c.*m = *e;
         }
       },
@@ -349,17 +363,50 @@ RunConfig read_run_config_file(const std::string& path) {
   }
 }
 
+std::string override_key(std::string_view assignment) {
+  const size_t eq = assignment.find('=');
+  if (eq == std::string_view::npos) return {};
+  std::string_view k = assignment.substr(0, eq);
+  while (!k.empty() && (k.front() == ' ' || k.front() == '\t')) k.remove_prefix(1);
+  while (!k.empty() && (k.back() == ' ' || k.back() == '\t')) k.remove_suffix(1);
+  return std::string(k);
+}
+
+void apply_overrides(RunConfig& c, const std::vector<std::string>& assignments) {
+  for (size_t i = 0; i < assignments.size(); ++i) {
+    const std::string key = override_key(assignments[i]);
+    if (key.empty()) continue;  // apply_override() says what is wrong with it
+    for (size_t j = i + 1; j < assignments.size(); ++j) {
+      if (override_key(assignments[j]) == key)
+        fail(quote_text(key), "given twice (" + quote_text(assignments[i]) + ", then " +
+                                  quote_text(assignments[j]) + "): give it once");
+    }
+  }
+  for (const std::string& a : assignments) apply_override(c, a);
+}
+
 void apply_override(RunConfig& c, std::string_view assignment) {
   const size_t eq = assignment.find('=');
   if (eq == std::string_view::npos || eq == 0) {
     throw ConfigError("", "override '" + quote_text(std::string(assignment)) +
                               "' is not key=value (e.g. window=1024)");
   }
-  const std::string key(assignment.substr(0, eq));
+  // Spaces around the key and the value are no part of them ("margin = 2", as a shell
+  // quote keeps them).
+  const auto trimmed = [](std::string_view v) {
+    const size_t b = v.find_first_not_of(" \t");
+    if (b == std::string_view::npos) return std::string();
+    return std::string(v.substr(b, v.find_last_not_of(" \t") - b + 1));
+  };
+  const std::string key = trimmed(assignment.substr(0, eq));
+  if (key.empty()) {
+    throw ConfigError("", "override '" + quote_text(std::string(assignment)) +
+                              "' is not key=value (e.g. window=1024)");
+  }
   if (key.size() > 64 || !find_field(key)) {
     fail(quote_text(key), "unknown field (known: " + key_list() + ")");
   }
-  const std::string text(assignment.substr(eq + 1));
+  const std::string text = trimmed(assignment.substr(eq + 1));
   try {
     check_json_nesting(text, "the value");
   } catch (const std::invalid_argument& e) {

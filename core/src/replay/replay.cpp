@@ -560,7 +560,8 @@ ReplayResult replay_amax(const ReplayInput& in, const ReplayGrid& grid, const Re
   return res;
 }
 
-ReplayGridEdge replay_grid_edge(const ReplayGrid& grid, const ReplayCellSetting& s) {
+ReplayGridEdge replay_grid_edge(const ReplayGrid& grid, const ReplayCellSetting& s,
+                                const ReplayFigures& f) {
   ReplayGridEdge e;
   auto at = [](const std::vector<int>& axis, int v, bool& low, bool& high) {
     if (axis.size() < 2) return;  // one value: no neighbours to go beyond
@@ -571,7 +572,27 @@ ReplayGridEdge replay_grid_edge(const ReplayGrid& grid, const ReplayCellSetting&
   };
   at(grid.margins, s.margin, e.margin_low, e.margin_high);
   at(grid.windows, s.window, e.window_low, e.window_high);
+  // Only where going beyond could change the answer under the rule (ReplayResult::kRule).
+  // A larger margin, or a longer window of the history's largest amax, gives every
+  // (step, tensor) at least as much headroom (the scale is max / (amax x 2^margin), amax
+  // the largest of a longer history), a smaller one at most as much. A safe best (no
+  // saturation, 0.5 binade at its closest approach) is the safe cell with the least median
+  // headroom: beyond its larger edge a cell only has more, so ranks lower; beyond its
+  // smaller edge one may still be safe with less. A best that is not safe ranks by its
+  // room (fewest saturating steps, most headroom at the closest approach): only more
+  // margin or a longer window can give more. The most recent amax takes no window.
+  const bool safe =
+      f.saturating_steps == 0 && f.min_headroom_binades >= ReplayResult::kSafeHeadroomBinades;
+  if (safe) {
+    e.margin_high = e.window_high = false;
+  } else {
+    e.margin_low = e.window_low = false;
+  }
+  e.margin_low = e.margin_low && s.margin > -64;  // the margin's bounds (run_config_fields)
+  e.margin_high = e.margin_high && s.margin < 64;
   e.window_low = e.window_low && s.window > 1;  // no window below 1 to try
+  e.window_high = e.window_high && s.window < 65536;
+  if (s.algo != AmaxAlgo::Max) e.window_low = e.window_high = false;
   return e;
 }
 

@@ -5,6 +5,12 @@
 
 namespace fp8wb {
 
+int64_t warmup_end(int64_t last_step) {
+  const int64_t steps = last_step + 1;
+  const auto tenth = static_cast<int64_t>(kWarmupFraction * static_cast<double>(steps));
+  return std::min(std::max(kWarmupSteps, tenth), steps / 2);
+}
+
 FinalLoss final_loss(const std::vector<SeriesPoint>& loss,
                      const std::vector<SeriesPoint>& ref_loss) {
   FinalLoss f;
@@ -34,6 +40,7 @@ FinalLoss final_loss(const std::vector<SeriesPoint>& loss,
     f.ref_loss = ref_sum / n;
     f.gap = f.loss - f.ref_loss;
   }
+  f.ref_broken = reference_trouble(ref_loss).troubled();
   return f;
 }
 
@@ -45,9 +52,11 @@ FinalLoss final_loss(const RunStore& store, const RunInfo& run) {
 LossSpike loss_spike(const std::vector<SeriesPoint>& loss,
                      const std::vector<SeriesPoint>& ref_loss) {
   LossSpike s;
+  if (loss.empty()) return s;
+  const int64_t from = warmup_end(loss.back().step);
   auto ref = ref_loss.begin();
   for (const SeriesPoint& p : loss) {
-    if (!std::isfinite(p.value)) continue;
+    if (p.step < from || !std::isfinite(p.value)) continue;
     ref = std::lower_bound(ref, ref_loss.end(), p.step,
                            [](const SeriesPoint& r, int64_t step) { return r.step < step; });
     if (ref == ref_loss.end()) break;
@@ -68,20 +77,25 @@ LossSpike loss_spike(const RunStore& store, int64_t run_id) {
 
 ReferenceTrouble reference_trouble(const std::vector<SeriesPoint>& ref_loss) {
   ReferenceTrouble t;
+  if (ref_loss.empty()) return t;
+  const int64_t from = warmup_end(ref_loss.back().step);
   double low = NAN;
   for (const SeriesPoint& p : ref_loss) {
     if (!std::isfinite(p.value)) {
+      // A run without a reference stores none (NaN) from its first step: no reference,
+      // not a diverged one.
+      if (std::isnan(t.first)) continue;
       if (!t.diverged) t.diverged_step = p.step;
       t.diverged = true;
       continue;
     }
     if (std::isnan(t.first)) t.first = p.value;
-    if (std::isfinite(low)) {
+    if (std::isfinite(low) && p.step >= from) {
       const double rise = p.value - low;
       // The rise that passes the threshold by the most (a rise early, when little was
       // gained, weighs against the drop so far).
       const auto over = [&](double r, double l) {
-        return r - kSpikeFraction * std::max(l, t.first - l);
+        return r - std::max({l, t.first - l, kSpikeAbsolute});
       };
       if (std::isnan(t.rise) || over(rise, low) > over(t.rise, t.low)) {
         t.rise = rise;

@@ -330,6 +330,22 @@ TEST_F(CheckpointReading, AFolderOpensTheCheckpointItHolds) {
                                       "model.safetensors, model.safetensors.index.json"),
             std::string::npos)
       << none;
+  // Issue #52: a folder of model folders names the subfolders that hold a checkpoint.
+  fs::create_directories(dir_ / "models" / "notes");
+  fs::create_directories(dir_ / "models" / "b-model");
+  fs::create_directories(dir_ / "models" / "a-model");
+  write_safetensors(path("models/a-model/model.safetensors"),
+                    {{"w", StDtype::F32, {2}, f32_bytes({1, 2})}});
+  write_safetensors(path("models/b-model/model.safetensors"),
+                    {{"w", StDtype::F32, {2}, f32_bytes({1, 2})}});
+  const std::string models = error_of([&] { open_any_checkpoint(path("models")); });
+  EXPECT_NE(
+      models.find(path("models") +
+                  " holds no checkpoint itself, but these 2 subfolders "
+                  "do: " +
+                  path("models/a-model") + ", " + path("models/b-model") + "; give one of them"),
+      std::string::npos)
+      << models;
 }
 
 // bf16 and converted dtypes go through the same reads.

@@ -168,9 +168,10 @@ TEST(Replay, ACellWithoutRoomAtItsClosestApproachIsNotCalledBest) {
   }
 }
 
-// The best at the largest margin given is said to be at the grid's edge (what lies beyond
-// is unseen); with a larger margin in the grid, the same best is inside it.
-TEST(Replay, ABestAtTheGridsEdgeIsSaid) {
+// A best at an edge of the grid is said only where going beyond it could change the
+// answer under the rule (issue #52: a safe best at the largest margin was told to "try
+// beyond it", where a larger margin only adds headroom and so ranks lower).
+TEST(Replay, ABestAtTheGridsEdgeIsSaidOnlyWhereBeyondCouldRankBetter) {
   std::vector<float> a(300, 1.0f);
   a[100] = 4.0f;
   const ReplayInput in = one_tensor(a);
@@ -181,28 +182,57 @@ TEST(Replay, ABestAtTheGridsEdgeIsSaid) {
   ReplayOptions opt;
   opt.run.config = {200, 2, AmaxAlgo::Max, InitialScale::One};
   ReplayResult r = replay_amax(in, g, opt);
-  ReplayCellSetting best = r.cells[r.ranking.front()].setting;
-  ASSERT_EQ(best.margin, 3);
-  ASSERT_EQ(best.window, 1);
-  ReplayGridEdge e = replay_grid_edge(g, best);
-  EXPECT_TRUE(e.any());
-  EXPECT_TRUE(e.margin_high);
-  EXPECT_FALSE(e.window_low);  // no window below 1 to try
-  EXPECT_EQ(e.text(best), "at the edge of the grid (margin 3, the largest given): try beyond it");
-  EXPECT_EQ(e.names(), std::vector<std::string>{"margin_max"});
-  // The largest window given.
-  e = replay_grid_edge(g, {3, 200, AmaxAlgo::Max});
-  EXPECT_EQ(e.names(), (std::vector<std::string>{"margin_max", "window_max"}));
-  // Margin 4 given too: margin 3 is inside the grid.
-  g.margins = {0, 1, 2, 3, 4};
+  const ReplayCell* best = &r.cells[r.ranking.front()];
+  // Margin 3 is safe (1 binade at the spike) with the least median headroom of the safe
+  // cells: margin 4 would have more and rank lower; no window below 1. Nothing to say.
+  ASSERT_EQ(best->setting.margin, 3);
+  ASSERT_EQ(best->setting.window, 1);
+  ASSERT_EQ(best->all.saturating_steps, 0);
+  ASSERT_GE(best->all.min_headroom_binades, ReplayResult::kSafeHeadroomBinades);
+  ReplayGridEdge e = replay_grid_edge(g, best->setting, best->all);
+  EXPECT_FALSE(e.any()) << e.text(best->setting);
+  EXPECT_EQ(e.text(best->setting), "");
+
+  // Margins 0-2: no cell is safe (margin 2 meets the spike with no room); the best, the
+  // most room at the closest approach, is at the largest margin: a larger one could be safe.
+  g.margins = {0, 1, 2};
   r = replay_amax(in, g, opt);
-  best = r.cells[r.ranking.front()].setting;
-  ASSERT_EQ(best.margin, 3);
-  EXPECT_FALSE(replay_grid_edge(g, best).any());
-  EXPECT_EQ(replay_grid_edge(g, best).text(best), "");
+  best = &r.cells[r.ranking.front()];
+  ASSERT_EQ(best->setting.margin, 2);
+  ASSERT_LT(best->all.min_headroom_binades, ReplayResult::kSafeHeadroomBinades);
+  e = replay_grid_edge(g, best->setting, best->all);
+  EXPECT_EQ(e.names(), std::vector<std::string>{"margin_max"});
+  EXPECT_EQ(e.text(best->setting),
+            "at the edge of the grid (margin 2, the largest given): try beyond it");
+
+  // Margins 3-4: the safe best at the smallest margin given: a smaller one may be safe
+  // with less headroom, so it is worth trying.
+  g.margins = {3, 4};
+  r = replay_amax(in, g, opt);
+  best = &r.cells[r.ranking.front()];
+  ASSERT_EQ(best->setting.margin, 3);
+  e = replay_grid_edge(g, best->setting, best->all);
+  EXPECT_EQ(e.names(), std::vector<std::string>{"margin_min"});
+
+  // By hand: a safe best at the largest window has nothing beyond; one that is not safe
+  // does (a longer history of the largest amax adds room), but not for the most recent
+  // amax, which keeps no history.
+  ReplayGrid h;
+  h.margins = {0, 1};
+  h.windows = {1, 16, 128};
+  ReplayFigures safe, unsafe;
+  safe.min_headroom_binades = 1;
+  unsafe.min_headroom_binades = 0.2;
+  EXPECT_FALSE(replay_grid_edge(h, {0, 128, AmaxAlgo::Max}, safe).window_high);
+  EXPECT_TRUE(replay_grid_edge(h, {0, 128, AmaxAlgo::Max}, safe).margin_low);
+  EXPECT_EQ(replay_grid_edge(h, {1, 128, AmaxAlgo::Max}, unsafe).names(),
+            (std::vector<std::string>{"margin_max", "window_max"}));
+  EXPECT_EQ(replay_grid_edge(h, {1, 128, AmaxAlgo::MostRecent}, unsafe).names(),
+            std::vector<std::string>{"margin_max"});
+  EXPECT_FALSE(replay_grid_edge(h, {1, 1, AmaxAlgo::Max}, safe).any());
   // An axis of one value has no edge to go beyond.
-  g.margins = {3};
-  EXPECT_FALSE(replay_grid_edge(g, best).any());
+  h.margins = {1};
+  EXPECT_FALSE(replay_grid_edge(h, {1, 16, AmaxAlgo::Max}, unsafe).any());
 }
 
 // One sample: 100 elements in each of bins 0 and 5 (|x s| in [1, 2) and [32, 64)) at

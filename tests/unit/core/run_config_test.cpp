@@ -115,6 +115,41 @@ INSTANTIATE_TEST_SUITE_P(
                       Bad{"=window", "window"}, Bad{R"([1, 2])", "object"},
                       Bad{R"({"window": 16,)", "JSON"}));
 
+// Issue #52: "margin = 2" (spaces a shell quote keeps) is margin=2, not an unknown field
+// 'margin '; recipe=delayed says that delayed is a value of scaling; a field given twice
+// is refused, naming both values, instead of silently taking the last.
+TEST(RunConfigMessages, OverridesAreTrimmedHintedAndGivenOnce) {
+  RunConfig c;
+  apply_override(c, " margin = 2 ");
+  EXPECT_EQ(c.margin, 2);
+  apply_override(c, "recipe =\trowwise");
+  EXPECT_EQ(c.recipe, Float8Recipe::Rowwise);
+  EXPECT_EQ(override_key(" steps =3"), "steps");
+  try {
+    apply_override(c, "recipe=delayed");
+    FAIL() << "recipe=delayed accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field, "recipe");
+    EXPECT_NE(std::string(e.what()).find("(delayed is a value of scaling: scaling=delayed)"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    RunConfig d;
+    apply_overrides(d, {"steps=1", "window=4", "steps = 2"});
+    FAIL() << "steps given twice accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field, "steps");
+    EXPECT_NE(std::string(e.what()).find("given twice (steps=1, then steps = 2)"),
+              std::string::npos)
+        << e.what();
+  }
+  RunConfig d;
+  apply_overrides(d, {"steps=7", "window=4"});
+  EXPECT_EQ(d.steps, 7);
+  EXPECT_EQ(d.window, 4);
+}
+
 // A tensor's scaling as fp8wb inspect names it, given as a training recipe, says which
 // recipe uses it (blockwise: x and dy in 1x128 groups, w in 128x128 tiles) or that none does.
 TEST(RunConfigMessages, AnInspectScalingAsRecipeNamesTheRecipeWithIt) {

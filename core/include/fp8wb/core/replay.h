@@ -178,9 +178,12 @@ OwnScalesCheck own_scales_check(const ReplayInput& in, const RunScalingSettings&
 // The smallest fp32 value that the format's nearest-even encoding takes beyond its max.
 float saturation_threshold(Format f);
 
-// Where a cell (the best) sits at the edge of the grid: its margin or window the smallest or
-// largest of an axis given two values or more. The grid does not show what lies beyond it,
-// which may be better still.
+// Where a cell (the best, with its figures) sits at an edge of the grid beyond which a
+// setting could rank better under ReplayResult::kRule: its margin or window the smallest or
+// largest of an axis given two values or more, in the direction that could help. A safe
+// best (the least median headroom among safe cells): only a smaller margin or window (a
+// larger one only adds headroom); a best that is not safe: only a larger one; no window
+// edge for the most recent amax, which keeps no history. Nothing where neither could.
 struct ReplayGridEdge {
   bool margin_low = false, margin_high = false, window_low = false, window_high = false;
   bool any() const { return margin_low || margin_high || window_low || window_high; }
@@ -190,6 +193,7 @@ struct ReplayGridEdge {
   // The edges as names: "margin_max", "margin_min", "window_max", "window_min".
   std::vector<std::string> names() const;
 };
-ReplayGridEdge replay_grid_edge(const ReplayGrid& grid, const ReplayCellSetting& s);
+ReplayGridEdge replay_grid_edge(const ReplayGrid& grid, const ReplayCellSetting& s,
+                                const ReplayFigures& f);
 
 }  // namespace fp8wb

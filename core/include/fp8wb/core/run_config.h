@@ -219,6 +219,11 @@ RunConfig read_run_config_file(const std::string& path);
 void check_json_nesting(std::string_view text, const std::string& what);
 // key=value (the value as JSON, or a bare word for strings): "window=1024", "fp8=false".
 void apply_override(RunConfig& c, std::string_view assignment);
+// The field an assignment names, spaces around it trimmed ("" where it has no '=').
+std::string override_key(std::string_view assignment);
+// Several, in order; a field given twice (steps=1, steps=2) is refused (ConfigError naming
+// it and both values) before any is applied: which one was meant is not guessed.
+void apply_overrides(RunConfig& c, const std::vector<std::string>& assignments);
 void validate_run_config(const RunConfig& c);
 std::string run_config_json(const RunConfig& c);  // every key, pretty-printed
 

@@ -80,7 +80,7 @@ struct SweepTrialFigures {
   bool diverged = false;
   double final_loss = NAN;     // NaN if it diverged
   LossSpike spike;             // none without a reference
-  ReferenceTrouble reference;  // whether the reference itself spiked or diverged
+  ReferenceTrouble reference;  // whether the reference itself blew up or diverged
   double loss_gap = NAN;       // its final loss gap (NaN without a reference)
   // Diverged, or its loss spiked over the reference's: never the sweep's best while a
   // point without a flagged trial is there.
@@ -95,18 +95,22 @@ struct SweepPoint {
   int runs = 0, finished = 0, diverged = 0;
   int spiked = 0;                                   // runs whose loss spiked (LossSpike::spiked())
   bool complete() const { return runs >= trials; }  // every trial has ended
-  double final_loss = 0;        // final_loss() (final_loss.h) of each run; NaN if one diverged
-  double loss_gap = 0;          // the same for the gap (NaN without a reference)
+  double final_loss = 0;  // final_loss() (final_loss.h) of each run; NaN if one diverged
+  // The same for the gap, over the runs whose reference held (NaN without a reference, or
+  // where every run's reference diverged or blew up: FinalLoss::ref_broken).
+  double loss_gap = 0;
+  int gap_ref_broken = 0;       // runs whose gap is left out of it, their reference broken
   double spike = NAN;           // the largest of its runs' loss spikes (NaN without a reference)
   double spike_fraction = NAN;  // the largest of its runs' spike / the reference's loss there
-  int reference_troubled = 0;   // runs whose reference spiked or diverged (ReferenceTrouble)
+  int reference_troubled = 0;   // runs whose reference blew up or diverged (ReferenceTrouble)
   double saturated_pct = 0;     // mean over the runs' tensor statistics
   double underflow_pct = 0;
   // The lowest and highest final loss of its seeds' runs (equal with one seed; NaN if one
   // diverged): the spread across seeds.
   double final_loss_min = NAN, final_loss_max = NAN;
   double final_loss_spread() const { return final_loss_max - final_loss_min; }
-  // The same for the loss gap: never only its mean where the seeds differ.
+  // The same for the loss gap (of the runs whose reference held): never only its mean
+  // where the seeds differ.
   double loss_gap_min = NAN, loss_gap_max = NAN;
   double loss_gap_spread() const { return loss_gap_max - loss_gap_min; }
   std::vector<int64_t> run_ids;
@@ -162,10 +166,12 @@ inline constexpr double kSweepNoiseFraction = 0.02;
 // The rule sweep_verdict() follows, as users read it (the Sweeps tab, `fp8wb sweep`).
 inline constexpr std::string_view kSweepVerdictRule =
     "The best is the lowest final loss among grid points whose trials all finished, passing "
-    "over points with a flagged trial (diverged, or its loss spiked more than 50% over the "
-    "reference's) while an unflagged one is there. Final losses within 2% of the lowest, or "
-    "within the seeds' spread (highest minus lowest seed) where that is larger, are within "
-    "the noise: then no best is named.";
+    "over points with a flagged trial (diverged, or its loss spiked: after the warm-up, more "
+    "than 50% and more than 0.5 over the reference's loss at the same step) while an "
+    "unflagged one is there. Final losses within 2% of the lowest, or within the seeds' "
+    "spread (highest minus lowest seed) where that is larger, are within the noise: then no "
+    "best is named. A run whose reference diverged or blew up keeps its flags; its loss gap "
+    "is left out of the mean gap.";
 
 // The rule in short, for a line beside the heatmap.
 inline constexpr std::string_view kSweepVerdictRuleShort =
@@ -192,8 +198,9 @@ struct SweepVerdict {
   std::vector<const SweepPoint*> passed_over;
   // AllFlagged: the point with the mildest spike (spike_fraction), where not `lowest`.
   const SweepPoint* mildest = nullptr;
-  // Runs (of every point) whose high-precision reference itself spiked or diverged: a spike
-  // measured against it means little. The first such run's, for the text.
+  // Runs (of every point) whose high-precision reference itself blew up or diverged: their
+  // loss gaps are no comparison (left out of the mean gap); a spike of the FP8 loss over
+  // the reference still counts. The first such run's, for the text.
   int reference_troubled = 0;
   int64_t troubled_run = 0;
   ReferenceTrouble trouble;

@@ -40,6 +40,8 @@ class CheckpointEvalDialog : public QDialog {
   void start();                 // what Evaluate does
   bool running() const;
   QTableWidget* losses() const { return losses_; }
+  // Why recipes kept layers in high precision, wrapped under the losses ("" where none did).
+  QString keptNoteText() const;
   QTableWidget* layers() const { return layers_; }
   QString statusText() const;
 
@@ -57,11 +59,13 @@ class CheckpointEvalDialog : public QDialog {
   QCheckBox* tensorwise_;
   QCheckBox* rowwise_;
   QCheckBox* blockwise_;
+  QCheckBox* mx_;
   QPushButton* evaluate_;
   QPushButton* cancel_;
   QProgressBar* progress_;
   QLabel* status_;
   QTableWidget* losses_;
+  QLabel* kept_note_;  // under the losses: why each recipe kept layers in high precision
   QTableWidget* layers_;
   std::shared_ptr<std::atomic<bool>> cancelled_;
   BackgroundJob job_;  // last: destroyed first, waiting for the work that uses the above

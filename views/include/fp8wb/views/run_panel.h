@@ -116,6 +116,7 @@ class RunPanel : public QWidget {
   std::string preset_config_;  // the named preset's config as the form held it (no name, device)
   QString named_preset_;       // the preset last chosen, while the form started from it
   QString auto_name_;          // the run name the form last gave (not typed by hand)
+  bool name_from_run_ = false;  // named_preset_ is an opened run's own name (run_name_from_run())
   QComboBox *preset_, *model_, *recipe_, *formats_, *scaling_, *algo_, *device_;
   QSpinBox *steps_, *margin_, *window_, *seed_, *stats_, *dmodel_, *layers_;
   QDoubleSpinBox* lr_;

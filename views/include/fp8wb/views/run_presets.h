@@ -1,6 +1,7 @@
-// defines: RunPreset, run_presets(), run_name_after(): the run panel's presets, read from
-// resources/presets/run_presets.json (compiled in as :/presets/run_presets.json). A new
-// preset is one more entry in that file: a name and the config fields it sets.
+// defines: RunPreset, run_presets(), run_name_after(), run_name_from_run(): the run panel's
+// presets, read from resources/presets/run_presets.json (compiled in as
+// :/presets/run_presets.json). A new preset is one more entry in that file: a name and the config
+// fields it sets.
 #pragma once
 
 #include <QString>
@@ -30,6 +31,18 @@ const std::vector<RunPreset>& run_presets();
 // name for other settings.
 QString run_name_after(const QString& preset_name, const std::string& preset_json,
                        const std::string& now_json);
+
+// Whether `name` is a preset's or a run made from one: its part before the first ':' is a
+// preset's ("Delayed scaling: window 1 #2").
+bool preset_stem_of(const QString& name);
+
+// The name of a run made from an opened run that came from no preset (a sweep trial "sweep:
+// margin=0 window=1 seed=1", "my run") with the config `now_json`: its whole name where
+// nothing differs from `run_json`, else it and the fields that differ: "sweep: margin=0
+// window=1 seed=1, margin=3" (four at most, then how many more). Never the sweep's name
+// with other values, which would read as another trial of the sweep.
+QString run_name_from_run(const QString& run_name, const std::string& run_json,
+                          const std::string& now_json);
 
 // The fields of `now_json` that differ from `was_json` (both run_config_json() without
 // name and device), in the config's order, each with the value it had: "margin=3 (was 0)".
