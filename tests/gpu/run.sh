@@ -289,7 +289,7 @@ if [ "${PART:-}" = gpt ] || [ "${PART:-}" = gpttrace ]; then
       log "Kineto traces of five steps, $tag: the engine's bf16 and FP8 steps, the eager peer's"
       for fp8 in false true; do
         FP8WB_TRACE="$OUT/trace_${tag}_fp8$fp8.json" "$FP8WB" train --db "$OUT/traced.sqlite" --device cuda \
-          --quiet "${SHAPE[@]}" --set steps=30 --set reference=false --set stats_interval=0 --set fp8=$fp8 \
+          --quiet "${SHAPE[@]/#steps=$n/steps=30}" --set reference=false --set stats_interval=0 --set fp8=$fp8 \
           --set name="traced fp8=$fp8" >/dev/null || exit 1
         python3 tests/gpu/gpt_table.py --trace "$OUT/trace_${tag}_fp8$fp8.json"
       done
