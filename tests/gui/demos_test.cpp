@@ -2,6 +2,7 @@
 // setValue, the plotted data checked against figures worked out here and against the
 // core's demo functions.
 #include <QApplication>
+#include <QComboBox>
 #include <QLabel>
 #include <QSlider>
 #include <QtTest>
@@ -49,6 +50,7 @@ class DemosTest : public QObject {
   void masterWeightsFooterFollowsTheSliders();
   void lossScalingLegendsBelowThePlots();
   void outlierTickLabelsApart();
+  void outlierMapColoursFixedOverEveryK();
 };
 
 void DemosTest::masterWeightsFollowTheSliders() {
@@ -391,6 +393,60 @@ void DemosTest::outlierTickLabelsApart() {
       last_right = px + w / 2.0;
     }
   }
+}
+
+// The outlier maps' colours: auto follows this k's errors (the range moves with k); fixed
+// is one range for every k of the slider, holding each k's cells, so that a colour is the
+// same error as the slider moves. The colour bar says which.
+void DemosTest::outlierMapColoursFixedOverEveryK() {
+  OutlierDemoView view;
+  QComboBox* box = view.colourRangeBox();
+  QVERIFY(box);
+  QCOMPARE(box->objectName(), QStringLiteral("colourRange"));
+  QVERIFY(!fixed_colour_range(box));  // auto at first, as the other heatmaps
+  view.setFactorStep(0);
+  const QCPRange auto1 = view.colourRange();
+  view.setFactorStep(16);
+  const QCPRange auto4 = view.colourRange();
+  QVERIFY2(auto1.lower != auto4.lower || auto1.upper != auto4.upper,
+           "the auto range does not follow k");
+  box->setCurrentIndex(1);
+  QVERIFY(fixed_colour_range(box));
+  QList<QCPRange> fixed;
+  for (int step : {0, 7, 16, 20}) {
+    view.setFactorStep(step);
+    const QCPRange r = view.colourRange();
+    fixed << r;
+    // Every cell of both maps at this k within the range.
+    for (const TensorStats* stats :
+         {&view.result().rows.front().tensorwise, &view.result().rows.front().block}) {
+      for (const float e : stats->map_rel_error()) {
+        const double v = e > 0 ? std::log10(e) : -6.0;
+        QVERIFY2(v >= r.lower - 1e-9 && v <= r.upper + 1e-9,
+                 qPrintable(QStringLiteral("k step %1: %2 outside %3..%4")
+                                .arg(step)
+                                .arg(v)
+                                .arg(r.lower)
+                                .arg(r.upper)));
+      }
+    }
+  }
+  for (const QCPRange& r : fixed) {
+    QCOMPARE(r.lower, fixed.front().lower);
+    QCOMPARE(r.upper, fixed.front().upper);
+  }
+  QVERIFY(fixed.front().lower <= std::min(auto1.lower, auto4.lower));
+  QVERIFY(fixed.front().upper >= std::max(auto1.upper, auto4.upper));
+  QCPColorScale* scale = nullptr;
+  for (int i = 0; i < view.mapPlot()->plotLayout()->elementCount(); ++i)
+    if (auto* s = qobject_cast<QCPColorScale*>(view.mapPlot()->plotLayout()->elementAt(i)))
+      scale = s;
+  QVERIFY(scale);
+  QVERIFY2(scale->axis()->label().contains(QStringLiteral("fixed range")),
+           qPrintable(scale->axis()->label()));
+  box->setCurrentIndex(0);
+  QVERIFY2(scale->axis()->label().contains(QStringLiteral("auto range")),
+           qPrintable(scale->axis()->label()));
 }
 
 QTEST_MAIN(DemosTest)
