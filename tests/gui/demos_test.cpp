@@ -1,13 +1,20 @@
 // The Formats tab's classroom demos, offscreen: sliders moved by key presses and
 // setValue, the plotted data checked against figures worked out here and against the
 // core's demo functions.
+#include <QAbstractTextDocumentLayout>
 #include <QApplication>
 #include <QComboBox>
 #include <QLabel>
 #include <QSlider>
+#include <QTextBlock>
+#include <QTextDocument>
+#include <QTextFrame>
+#include <QTextLayout>
+#include <QTextTable>
 #include <QtTest>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "fp8wb/core/demos.h"
 #include "fp8wb/views/demo_views.h"
@@ -35,6 +42,37 @@ std::vector<double> values(QCPGraph* g) {
   return v;
 }
 
+// The smallest gap, in px, between the text of a rich-text table's neighbouring header
+// cells (its first row), laid out in `font` as a label lays it out; -1 without a table.
+double smallest_header_gap(const QString& html, const QFont& font) {
+  QTextDocument doc;
+  doc.setDefaultFont(font);
+  doc.setHtml(html);
+  QTextTable* table = nullptr;
+  for (QTextFrame* f : doc.rootFrame()->childFrames())
+    if ((table = qobject_cast<QTextTable*>(f))) break;
+  if (!table) return -1;
+  double gap = std::numeric_limits<double>::infinity();
+  double last_right = 0;
+  for (int c = 0; c < table->columns(); ++c) {
+    const QTextTableCell cell = table->cellAt(0, c);
+    double left = std::numeric_limits<double>::infinity(), right = -left;
+    for (QTextBlock b = cell.firstCursorPosition().block();
+         b.isValid() && b.position() <= cell.lastCursorPosition().position(); b = b.next()) {
+      const QRectF box = doc.documentLayout()->blockBoundingRect(b);
+      for (int i = 0; i < b.layout()->lineCount(); ++i) {
+        const QRectF r = b.layout()->lineAt(i).naturalTextRect();
+        if (r.width() <= 0) continue;
+        left = std::min(left, box.left() + r.left());
+        right = std::max(right, box.left() + r.right());
+      }
+    }
+    if (c > 0) gap = std::min(gap, left - last_right);
+    last_right = right;
+  }
+  return gap;
+}
+
 }  // namespace
 
 class DemosTest : public QObject {
@@ -51,6 +89,7 @@ class DemosTest : public QObject {
   void lossScalingLegendsBelowThePlots();
   void outlierTickLabelsApart();
   void outlierMapColoursFixedOverEveryK();
+  void demoTableHeadersStandApart();
 };
 
 void DemosTest::masterWeightsFollowTheSliders() {
@@ -447,6 +486,24 @@ void DemosTest::outlierMapColoursFixedOverEveryK() {
   box->setCurrentIndex(0);
   QVERIFY2(scale->axis()->label().contains(QStringLiteral("auto range")),
            qPrintable(scale->axis()->label()));
+}
+
+// The master-weights and loss-scaling tables: no header runs into the next ("E5M2 bf16,
+// stochastic rounding" read as one); long headers on two lines keep the columns narrow.
+void DemosTest::demoTableHeadersStandApart() {
+  MasterWeightsDemoView master;
+  LossScalingDemoView loss;
+  for (const auto& [what, html] :
+       {std::pair{QStringLiteral("master weights"), master.summaryText()},
+        std::pair{QStringLiteral("loss scaling"), loss.summaryText()}}) {
+    QFont big = QApplication::font();
+    big.setPixelSize(20);  // presentation mode's smallest text, and a desktop's
+    for (const QFont& font : {QApplication::font(), big}) {
+      const double gap = smallest_header_gap(html, font);
+      QVERIFY2(gap >= 8, qPrintable(QStringLiteral("%1: headers %2 px apart").arg(what).arg(gap)));
+    }
+  }
+  QVERIFY(master.summaryText().contains(QStringLiteral("bf16,<br>stochastic rounding")));
 }
 
 QTEST_MAIN(DemosTest)

@@ -139,9 +139,10 @@ void LossScalingDemoView::rerun() {
   scale_plot_->replot(QCustomPlot::rpQueuedReplot);
   underflow_plot_->replot(QCustomPlot::rpQueuedReplot);
   summary_->setText(
-      tr("<table cellspacing=6><tr><th align=left>gradients in</th><th align=left>loss "
-         "scaling</th><th>flushed to zero (mean over steps)</th><th>skipped steps</th><th>final "
-         "scale</th><th>final loss</th></tr>%1</table>")
+      // Headers on two lines, cells apart: no header runs into the next.
+      tr("<table cellspacing=12><tr><th align=left>gradients in</th><th align=left>loss<br>"
+         "scaling</th><th>flushed to zero<br>(mean over steps)</th><th>skipped<br>steps</th>"
+         "<th>final<br>scale</th><th>final<br>loss</th></tr>%1</table>")
           .arg(rows.join(QString())));
 }
 
