@@ -160,7 +160,8 @@ void MasterWeightsDemoView::rerun() {
   plot_->xAxis->setRange(0, cfg.steps);
   plot_->yAxis->setRange(lo - 0.08 * pad, hi + 0.35 * pad);
   plot_->replot(QCustomPlot::rpQueuedReplot);
-  summary_->setText(tr("<table cellspacing=12><tr><th align=left>format</th>%3</tr>"
+  summary_->setText(tr("<style>th, td { padding-left: 6px; padding-right: 6px; }</style>"
+                       "<table cellspacing=2><tr><th align=left>format</th>%3</tr>"
                        "<tr><th align=left>spacing at the start</th>%4</tr>"
                        "<tr><th align=left>weight after %1 steps<br>(exact %2)</th>%5</tr>"
                        "</table>")
