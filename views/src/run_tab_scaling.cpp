@@ -120,6 +120,23 @@ ScalingTab::ScalingTab(const RunData* run, QWidget* parent)
   // between samples (a share at one sample and none at the next drew a triangle, as if it
   // had risen and fallen over the steps between, which no sample saw).
   for (int g = 0; g < 2; ++g) counts_->graph(g)->setLineStyle(QCPGraph::lsStepLeft);
+  // The three plots' axes start at the same x, whatever their tick labels' widths ("3.5"
+  // against "0.0015"): each plot's left margin at least the widest of the three, once
+  // they are laid out (a margin only grows, so that live refreshes never jitter).
+  for (ExportablePlot* p : {amax_, scale_, counts_}) {
+    connect(p, &QCustomPlot::afterReplot, this, [this] {
+      int widest = 0;
+      for (ExportablePlot* q : {amax_, scale_, counts_})
+        widest = std::max(widest, q->axisRect()->margins().left());
+      for (ExportablePlot* q : {amax_, scale_, counts_}) {
+        QMargins m = q->axisRect()->minimumMargins();
+        if (m.left() >= widest) continue;
+        m.setLeft(widest);
+        q->axisRect()->setMinimumMargins(m);
+        q->replot(QCustomPlot::rpQueuedReplot);
+      }
+    });
+  }
   counts_->legend->setVisible(true);
   place_legend_below(counts_, 2);
   connect(tree_, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem* item) {
