@@ -142,7 +142,7 @@ void LossScalingDemoView::rerun() {
       // Headers on two lines, cells 6 px padded left and right (not above and below,
       // which would take the plot's height): no header runs into the next.
       tr("<style>th, td { padding-left: 6px; padding-right: 6px; }</style>"
-         "<table cellspacing=2><tr><th align=left>gradients in</th><th align=left>loss<br>"
+         "<table cellspacing=0><tr><th align=left>gradients in</th><th align=left>loss<br>"
          "scaling</th><th>flushed to zero<br>(mean over steps)</th><th>skipped<br>steps</th>"
          "<th>final<br>scale</th><th>final<br>loss</th></tr>%1</table>")
           .arg(rows.join(QString())));

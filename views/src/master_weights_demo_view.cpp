@@ -161,7 +161,7 @@ void MasterWeightsDemoView::rerun() {
   plot_->yAxis->setRange(lo - 0.08 * pad, hi + 0.35 * pad);
   plot_->replot(QCustomPlot::rpQueuedReplot);
   summary_->setText(tr("<style>th, td { padding-left: 6px; padding-right: 6px; }</style>"
-                       "<table cellspacing=2><tr><th align=left>format</th>%3</tr>"
+                       "<table cellspacing=0><tr><th align=left>format</th>%3</tr>"
                        "<tr><th align=left>spacing at the start</th>%4</tr>"
                        "<tr><th align=left>weight after %1 steps<br>(exact %2)</th>%5</tr>"
                        "</table>")
