@@ -69,6 +69,41 @@ json config_of(const RunInfo& r) {
   }
 }
 
+// A run's FP8 settings from its stored config, as the GUI's Runs list gives them: recipe,
+// scaling, margin and window as the config spells them; a run without FP8 has the recipe
+// "no FP8" and none of the others; a config without a field (or not JSON) gives "".
+struct RunSettings {
+  std::string model, recipe, scaling, margin, window;
+  bool fp8 = true;
+};
+RunSettings settings_of(const RunInfo& r) {
+  const json c = config_of(r);
+  RunSettings s;
+  if (!c.is_object()) return s;
+  auto text = [&c](const char* key) {
+    const auto it = c.find(key);
+    if (it == c.end() || it->is_null()) return std::string();
+    return it->is_string() ? it->get<std::string>() : it->dump();
+  };
+  s.model = text("model");
+  const auto fp8 = c.find("fp8");
+  s.fp8 = fp8 == c.end() || !fp8->is_boolean() || fp8->get<bool>();
+  if (!s.fp8) {
+    s.recipe = "no FP8";
+    return s;
+  }
+  s.recipe = text("recipe");
+  s.scaling = text("scaling");
+  s.margin = text("margin");
+  s.window = text("window");
+  return s;
+}
+
+// A JSON string, or null where the config does not say.
+json text_or_null(const std::string& s) {
+  return s.empty() ? json() : json(s);
+}
+
 // Why `-o path` must not be written: an existing, non-empty file that is not an earlier
 // export (text beginning as the CSV formats' "step" header or the JSON format's "{" does),
 // as inspect --export and --save-weights keep a file that is not a safetensors file.
@@ -248,8 +283,19 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
       json j = json::array();
       for (const auto& r : runs) {
         const FinalLoss f = final_loss(*store, r);
+        const RunSettings set = settings_of(r);
+        // margin and window as numbers, as the config holds them.
+        auto number = [](const std::string& v) {
+          return v.empty() ? json() : json::parse(v, nullptr, false);
+        };
         j.push_back({{"id", r.id},
                      {"name", r.name},
+                     {"model", text_or_null(set.model)},
+                     {"fp8", set.fp8},
+                     {"recipe", set.fp8 ? text_or_null(set.recipe) : json()},
+                     {"scaling", text_or_null(set.scaling)},
+                     {"margin", number(set.margin)},
+                     {"window", number(set.window)},
                      {"status", run_status_text(r)},
                      {"steps", r.last_step + 1},
                      {"loss", num(last_value(*store, r.id, "loss"))},  // the last step's
@@ -281,9 +327,12 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
       const std::string t = cut_middle(shown_text(s), width);
       return t + std::string(width - text_width(t), ' ');
     };
-    out << fmt::format("{:>5}  {} {:<12} {:>7} {:>10} {:>9} {:>11}  {:<8} {:<20} {}\n", "id",
-                       padded("name"), "status", "steps", "final loss", "loss gap", "tokens/s",
-                       "device", "started", "source");
+    // The FP8 settings, as the GUI's Runs list gives them ("-" where a run has none).
+    auto cell = [](const std::string& v) { return v.empty() ? std::string("-") : shown_text(v); };
+    out << fmt::format(
+        "{:>5}  {} {:<12} {:<10} {:<8} {:>6} {:>6} {:>7} {:>10} {:>9} {:>11}  {:<8} {:<20} {}\n",
+        "id", padded("name"), "status", "recipe", "scaling", "margin", "window", "steps",
+        "final loss", "loss gap", "tokens/s", "device", "started", "source");
     bool broken = false;
     for (const auto& r : runs) {
       // None for a diverged run, and no gap without a finite reference loss: "-". A gap
@@ -295,11 +344,14 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
         gap += "!";
         broken = true;
       }
-      out << fmt::format("{:>5}  {} {:<12} {:>7} {:>10} {:>9} {:>11}  {:<8} {:<20} {}\n", r.id,
-                         padded(r.name), run_status_text(r), r.last_step + 1,
-                         std::isfinite(f.loss) ? fmt::format("{:.4f}", f.loss) : std::string("-"),
-                         gap, std::isfinite(tps) ? fmt::format("{:.0f}", tps) : std::string("-"),
-                         r.device, r.started_at, r.kind);
+      const RunSettings set = settings_of(r);
+      out << fmt::format(
+          "{:>5}  {} {:<12} {:<10} {:<8} {:>6} {:>6} {:>7} {:>10} {:>9} {:>11}  {:<8} {:<20} {}\n",
+          r.id, padded(r.name), run_status_text(r), cell(set.recipe), cell(set.scaling),
+          cell(set.margin), cell(set.window), r.last_step + 1,
+          std::isfinite(f.loss) ? fmt::format("{:.4f}", f.loss) : std::string("-"), gap,
+          std::isfinite(tps) ? fmt::format("{:.0f}", tps) : std::string("-"), r.device,
+          r.started_at, r.kind);
     }
     if (broken)
       out << "! the high-precision reference of that run diverged or blew up: its loss gap is "

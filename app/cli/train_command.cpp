@@ -123,15 +123,50 @@ class Console : public MetricConsumer {
   StepMetrics last_;
 };
 
-// Whether the config file or an override sets `formats`.
-bool names_formats(const TrainOptions& opt) {
+// Whether the config file or an override sets the field `key` ("formats", "name").
+bool names_field(const TrainOptions& opt, const std::string& key) {
   for (const auto& o : opt.overrides) {
-    if (override_key(o) == "formats") return true;
+    if (override_key(o) == key) return true;
   }
   if (opt.config_file.empty()) return false;
   const auto j = nlohmann::json::parse(read_regular_file(opt.config_file, kMaxConfigBytes));
-  return j.is_object() && j.contains("formats");
+  return j.is_object() && j.contains(key);
 }
+
+}  // namespace
+
+// The fields the name's start already says (or that say nothing of the run's numerics).
+constexpr std::string_view kNamedByStem[] = {"name", "model", "fp8", "recipe", "scaling", "device"};
+
+std::string default_run_name(const RunConfig& cfg, const std::vector<std::string>& overrides) {
+  const nlohmann::json j = nlohmann::json::parse(run_config_json(cfg));
+  auto text = [&j](const char* key) {
+    const auto it = j.find(key);
+    if (it == j.end()) return std::string();
+    return it->is_string() ? it->get<std::string>() : it->dump();
+  };
+  std::string name = text("model") + (cfg.fp8 ? " " + text("recipe") + " " + text("scaling")
+                                              : std::string(", no FP8"));
+  std::vector<std::string> given;
+  for (const auto& o : overrides) {
+    const std::string key = o.substr(0, o.find('='));
+    if (std::find(std::begin(kNamedByStem), std::end(kNamedByStem), key) != std::end(kNamedByStem))
+      continue;
+    // The value as the config holds it ("lr=0.002", "margin=2"), each field once.
+    const std::string field = key + "=" + text(key.c_str());
+    given.erase(std::remove_if(given.begin(), given.end(),
+                               [&key](const std::string& g) { return g.rfind(key + "=", 0) == 0; }),
+                given.end());
+    given.push_back(field);
+  }
+  constexpr size_t kNamed = 4;
+  for (size_t i = 0; i < std::min(given.size(), kNamed); ++i)
+    name += (i == 0 ? ": " : ", ") + given[i];
+  if (given.size() > kNamed) name += fmt::format(" and {} more", given.size() - kNamed);
+  return name;
+}
+
+namespace {
 
 // A rank's share of this machine's cores.
 int compute_threads_per_rank(const RankInfo& r) {
@@ -236,11 +271,14 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   RunConfig cfg;
   if (!opt.config_file.empty()) cfg = read_run_config_file(opt.config_file);
   apply_overrides(cfg, opt.overrides);  // a field given twice refused
+  // Not "run" for every run: named after its settings, as the GUI names a run after its
+  // preset and the fields changed.
+  if (!names_field(opt, "name")) cfg.name = default_run_name(cfg, opt.overrides);
   if (!opt.device.empty()) cfg.device = opt.device;
   if (!opt.weights.empty()) cfg.weights = opt.weights;
   resolve_hf_config(cfg);  // hf=DIR: the model's shape from its config.json, stored with the run
   // A run on a GPU whose config names no formats takes the GPU's own (hybrid_fnuz on AMD).
-  if (cfg.device != "cpu" && !names_formats(opt))
+  if (cfg.device != "cpu" && !names_field(opt, "formats"))
     cfg.formats = default_run_formats(probe_backend(), cfg);
   validate_run_config(cfg);
   // The weights written over the run database (or the config file read) would replace it.

@@ -1,10 +1,14 @@
-// defines: TrainOptions, add_train_command(), run_train(): `fp8wb train`.
+// defines: TrainOptions, add_train_command(), run_train(), default_run_name(): `fp8wb train`.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
+
+namespace fp8wb {
+struct RunConfig;
+}
 
 namespace fp8wb::cli {
 
@@ -26,5 +30,11 @@ struct TrainOptions {
 
 CLI::App* add_train_command(CLI::App& app, TrainOptions& opt);
 int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err);
+
+// The name of a run whose config file and --set give none: its model, recipe and scaling
+// ("gpt tensorwise delayed"; "mlp, no FP8"), then the --set fields given, with the values
+// the config holds, in the order given: "gpt tensorwise delayed: margin=2, window=1024"
+// (four at most, then how many more).
+std::string default_run_name(const RunConfig& cfg, const std::vector<std::string>& overrides);
 
 }  // namespace fp8wb::cli

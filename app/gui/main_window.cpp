@@ -12,13 +12,17 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPainter>
 #include <QRegularExpression>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTextBrowser>
+#include <QTimer>
 #include <QUrl>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/file_io.h"
@@ -36,6 +40,28 @@
 #include "fp8wb/views/training_run_button.h"
 
 namespace fp8wb {
+
+namespace {
+
+// A label that gives up width down to none, its text cut with "..." (the whole of it in
+// its tooltip): the status bar's GEMM line at 1280 px would otherwise run under the
+// database label beside it.
+class ElidedLabel : public QLabel {
+ public:
+  using QLabel::QLabel;
+  QSize minimumSizeHint() const override { return {0, QLabel::minimumSizeHint().height()}; }
+
+ protected:
+  void paintEvent(QPaintEvent*) override {
+    QPainter p(this);
+    const QRect r = contentsRect();
+    p.setPen(palette().color(foregroundRole()));
+    p.drawText(r, Qt::AlignLeft | Qt::AlignVCenter,
+               fontMetrics().elidedText(text(), Qt::ElideRight, r.width()));
+  }
+};
+
+}  // namespace
 
 MainWindow::MainWindow(bool remember_layout, QWidget* parent)
     : QMainWindow(parent),
@@ -66,13 +92,29 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
 
   const BackendInfo b = probe_backend();
   auto* device = new QLabel(tr("Device: %1").arg(QString::fromStdString(b.device_name)), this);
-  auto* gemm = new QLabel(tr("FP8 GEMM: %1").arg(QString::fromStdString(b.fp8_gemm)), this);
-  gemm->setToolTip(tr("LibTorch %1").arg(QString::fromStdString(b.torch_version)));
+  auto* gemm = new ElidedLabel(tr("FP8 GEMM: %1").arg(QString::fromStdString(b.fp8_gemm)), this);
+  device->setObjectName(QStringLiteral("deviceLabel"));
+  gemm->setObjectName(QStringLiteral("gemmLabel"));
+  run_status_->setObjectName(QStringLiteral("runStatus"));
+  gemm->setToolTip(
+      tr("%1 (LibTorch %2)").arg(gemm->text(), QString::fromStdString(b.torch_version)));
   statusBar()->addWidget(device);
   statusBar()->addWidget(gemm, 1);
   statusBar()->addPermanentWidget(run_status_);
   // While another run is shown, the way back to the one training here.
-  statusBar()->addPermanentWidget(new TrainingRunButton(engine_, this));
+  back_button_ = new TrainingRunButton(engine_, this);
+  statusBar()->addPermanentWidget(back_button_);
+  // QStatusBar hides its normal widgets only where they are visible when a message comes:
+  // one said while the bar was hidden left them to show up under it later, two texts drawn
+  // on top of each other. Here they are hidden while any message shows, and back after.
+  connect(statusBar(), &QStatusBar::messageChanged, this, [device, gemm](const QString& m) {
+    device->setVisible(m.isEmpty());
+    gemm->setVisible(m.isEmpty());
+  });
+  // The permanent widgets grow and move ("run 1 opened; run 2 trains on", "Back to run
+  // 2"): the message is cut again to the room they leave, never clipped under them.
+  run_status_->installEventFilter(this);
+  back_button_->installEventFilter(this);
 
   // The run panel: presets, the config form, Start / Pause / Stop.
   auto* dock = run_dock_ = new QDockWidget(tr("Run"), this);
@@ -628,8 +670,9 @@ void MainWindow::sayInStatusBar(const QString& message) {
   // message there; before the window shows, its layout is not known: showEvent() says it
   // again.
   if (isVisible()) {
-    const int right =
-        run_status_->isVisible() ? run_status_->geometry().left() : statusBar()->width();
+    int right = statusBar()->width();
+    for (QWidget* w : {static_cast<QWidget*>(run_status_), back_button_})
+      if (w->isVisible()) right = std::min(right, w->geometry().left());
     const int room = right - 24;
     if (room > 0)
       said_shown_ = statusBar()->fontMetrics().elidedText(message, Qt::ElideRight, room);
@@ -679,6 +722,26 @@ void MainWindow::showEvent(QShowEvent* e) {
     statusBar()->clearMessage();
     sayInStatusBar(said_);  // cut to the room it now has
   }
+}
+
+bool MainWindow::eventFilter(QObject* watched, QEvent* e) {
+  switch (e->type()) {
+    case QEvent::Move:
+    case QEvent::Resize:
+    case QEvent::Show:
+    case QEvent::Hide:
+      // After the status bar's layout has placed them all.
+      if (!resay_pending_ && saying()) {
+        resay_pending_ = true;
+        QTimer::singleShot(0, this, [this] {
+          resay_pending_ = false;
+          if (saying()) sayInStatusBar(said_);
+        });
+      }
+      break;
+    default: break;
+  }
+  return QMainWindow::eventFilter(watched, e);
 }
 
 void MainWindow::resizeEvent(QResizeEvent* e) {

@@ -99,6 +99,7 @@ class MainWindow : public QMainWindow {
   void closeEvent(QCloseEvent* e) override;
   void showEvent(QShowEvent* e) override;
   void resizeEvent(QResizeEvent* e) override;
+  bool eventFilter(QObject* watched, QEvent* e) override;
   void changeEvent(QEvent* e) override;
 
  private:
@@ -126,9 +127,11 @@ class MainWindow : public QMainWindow {
   CheckpointTab* checkpoint_;
   SweepsTab* sweeps_;
   QLabel* run_status_;
-  QStringList notices_;        // the latest notices
-  QStringList failures_;       // the latest failures
-  QString said_, said_shown_;  // sayInStatusBar()'s last message, and as it was shown
+  QWidget* back_button_ = nullptr;  // "Back to run N", right of run_status_
+  bool resay_pending_ = false;      // a message to cut again once the bar is laid out
+  QStringList notices_;             // the latest notices
+  QStringList failures_;            // the latest failures
+  QString said_, said_shown_;       // sayInStatusBar()'s last message, and as it was shown
   QMessageBox* failure_box_ = nullptr;
   QAction* presentation_action_ = nullptr;
   QAction* leave_presentation_action_ = nullptr;

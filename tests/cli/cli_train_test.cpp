@@ -761,3 +761,64 @@ TEST_F(CliTrain, ARunEndingWhileItsLossIsBlownUpIsDiverged) {
 }
 
 }  // namespace
+
+// A run given no name is named after its settings and the --set fields given (not "run"
+// for every run); `runs list` gives each run's recipe, scaling, margin and window, as the
+// GUI's list does, and --json the same fields beside the ones it had.
+TEST_F(CliTrain, UnnamedRunsAreNamedAfterTheirSettingsAndListed) {
+  Result r = run({"train", "--db", db_, "--set", "model=mlp", "--set", "steps=2", "--set",
+                  "margin=2", "--set", "window=4", "--quiet", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  r = run({"train", "--db", db_, "--set", "model=mlp", "--set", "steps=2", "--set", "fp8=false",
+           "--quiet", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  r = run({"train", "--db", db_, "--set", "model=mlp", "--set", "steps=2", "--set", "name=run",
+           "--quiet", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  r = run({"runs", "list", "--db", db_, "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 3u) << r.out;
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& run : j) by_name[run["name"].get<std::string>()] = run;
+  ASSERT_TRUE(by_name.count("mlp tensorwise delayed: steps=2, margin=2, window=4")) << r.out;
+  ASSERT_TRUE(by_name.count("mlp, no FP8: steps=2")) << r.out;
+  ASSERT_TRUE(by_name.count("run")) << r.out;  // a name given is kept, even "run"
+  const auto& fp8 = by_name["mlp tensorwise delayed: steps=2, margin=2, window=4"];
+  EXPECT_EQ(fp8["model"], "mlp");
+  EXPECT_EQ(fp8["fp8"], true);
+  EXPECT_EQ(fp8["recipe"], "tensorwise");
+  EXPECT_EQ(fp8["scaling"], "delayed");
+  EXPECT_EQ(fp8["margin"], 2);
+  EXPECT_EQ(fp8["window"], 4);
+  EXPECT_TRUE(fp8.contains("final_loss"));  // the fields it had stay
+  EXPECT_EQ(by_name["mlp, no FP8: steps=2"]["fp8"], false);
+  EXPECT_TRUE(by_name["mlp, no FP8: steps=2"]["recipe"].is_null());
+
+  r = run({"runs", "list", "--db", db_});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string header;
+  std::getline(lines, header);
+  for (const char* column : {"recipe", "scaling", "margin", "window"})
+    EXPECT_NE(header.find(column), std::string::npos) << header;
+  std::string line, fp8_line, plain_line;
+  while (std::getline(lines, line)) {
+    if (line.find("window=4") != std::string::npos) fp8_line = line;
+    if (line.find("no FP8: steps=2") != std::string::npos) plain_line = line;
+  }
+  // The row's cells under their headers: "tensorwise delayed 2 4".
+  const auto words = [](const std::string& s) {
+    std::istringstream in(s);
+    std::vector<std::string> w;
+    for (std::string x; in >> x;) w.push_back(x);
+    return w;
+  };
+  const auto after = words(fp8_line.substr(fp8_line.find("finished")));
+  ASSERT_GE(after.size(), 5u) << fp8_line;
+  EXPECT_EQ(after[1], "tensorwise") << fp8_line;
+  EXPECT_EQ(after[2], "delayed") << fp8_line;
+  EXPECT_EQ(after[3], "2") << fp8_line;
+  EXPECT_EQ(after[4], "4") << fp8_line;
+  EXPECT_NE(plain_line.find("no FP8"), std::string::npos) << r.out;
+}

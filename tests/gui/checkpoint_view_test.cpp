@@ -291,6 +291,27 @@ void CheckpointViewTest::recommendedAndSelectedAreMarked() {
   QVERIFY(sel && rec);
   QCOMPARE(right_end(rec), rec_sqnr);
   QVERIFY(c->xAxis->coordToPixel(right_end(sel)) - c->xAxis->coordToPixel(right_end(rec)) >= 3);
+  // Both outlines whole inside the plot, their pens too, the first group's included: none
+  // drawn at the plot's top or bottom edge.
+  recipe->setCurrentIndex(recipe->findText(QStringLiteral("E4M3FN tensorwise")));
+  QVERIFY(recipe->currentText() == QStringLiteral("E4M3FN tensorwise"));  // the first group
+  sel = mark(QStringLiteral("selectedMark"));
+  rec = mark(QStringLiteral("recommendedMark"));
+  QVERIFY(sel && rec);
+  c->replot();
+  for (const QCPItemRect* box : {sel, rec}) {
+    const double a = c->yAxis->coordToPixel(box->topLeft->coords().y());
+    const double b = c->yAxis->coordToPixel(box->bottomRight->coords().y());
+    const double spare = box->pen().widthF() / 2 + 3;
+    const QRect area = c->axisRect()->rect();
+    QVERIFY2(std::min(a, b) >= area.top() + spare && std::max(a, b) <= area.bottom() - spare,
+             qPrintable(QStringLiteral("%1: %2..%3 px in %4..%5")
+                            .arg(box->objectName())
+                            .arg(std::min(a, b))
+                            .arg(std::max(a, b))
+                            .arg(area.top())
+                            .arg(area.bottom())));
+  }
   // Choose the one the best column names for this tensor: its cell is highlighted.
   const int bc = column_titled(tab->proxy(), QStringLiteral("highest SQNR"));
   QVERIFY(bc >= 0);

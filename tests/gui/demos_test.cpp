@@ -1,12 +1,20 @@
 // The Formats tab's classroom demos, offscreen: sliders moved by key presses and
 // setValue, the plotted data checked against figures worked out here and against the
 // core's demo functions.
+#include <QAbstractTextDocumentLayout>
 #include <QApplication>
+#include <QComboBox>
 #include <QLabel>
 #include <QSlider>
+#include <QTextBlock>
+#include <QTextDocument>
+#include <QTextFrame>
+#include <QTextLayout>
+#include <QTextTable>
 #include <QtTest>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "fp8wb/core/demos.h"
 #include "fp8wb/views/demo_views.h"
@@ -34,6 +42,37 @@ std::vector<double> values(QCPGraph* g) {
   return v;
 }
 
+// The smallest gap, in px, between the text of a rich-text table's neighbouring header
+// cells (its first row), laid out in `font` as a label lays it out; -1 without a table.
+double smallest_header_gap(const QString& html, const QFont& font) {
+  QTextDocument doc;
+  doc.setDefaultFont(font);
+  doc.setHtml(html);
+  QTextTable* table = nullptr;
+  for (QTextFrame* f : doc.rootFrame()->childFrames())
+    if ((table = qobject_cast<QTextTable*>(f))) break;
+  if (!table) return -1;
+  double gap = std::numeric_limits<double>::infinity();
+  double last_right = 0;
+  for (int c = 0; c < table->columns(); ++c) {
+    const QTextTableCell cell = table->cellAt(0, c);
+    double left = std::numeric_limits<double>::infinity(), right = -left;
+    for (QTextBlock b = cell.firstCursorPosition().block();
+         b.isValid() && b.position() <= cell.lastCursorPosition().position(); b = b.next()) {
+      const QRectF box = doc.documentLayout()->blockBoundingRect(b);
+      for (int i = 0; i < b.layout()->lineCount(); ++i) {
+        const QRectF r = b.layout()->lineAt(i).naturalTextRect();
+        if (r.width() <= 0) continue;
+        left = std::min(left, box.left() + r.left());
+        right = std::max(right, box.left() + r.right());
+      }
+    }
+    if (c > 0) gap = std::min(gap, left - last_right);
+    last_right = right;
+  }
+  return gap;
+}
+
 }  // namespace
 
 class DemosTest : public QObject {
@@ -49,6 +88,8 @@ class DemosTest : public QObject {
   void masterWeightsFooterFollowsTheSliders();
   void lossScalingLegendsBelowThePlots();
   void outlierTickLabelsApart();
+  void outlierMapColoursFixedOverEveryK();
+  void demoTableHeadersStandApart();
 };
 
 void DemosTest::masterWeightsFollowTheSliders() {
@@ -391,6 +432,78 @@ void DemosTest::outlierTickLabelsApart() {
       last_right = px + w / 2.0;
     }
   }
+}
+
+// The outlier maps' colours: auto follows this k's errors (the range moves with k); fixed
+// is one range for every k of the slider, holding each k's cells, so that a colour is the
+// same error as the slider moves. The colour bar says which.
+void DemosTest::outlierMapColoursFixedOverEveryK() {
+  OutlierDemoView view;
+  QComboBox* box = view.colourRangeBox();
+  QVERIFY(box);
+  QCOMPARE(box->objectName(), QStringLiteral("colourRange"));
+  QVERIFY(!fixed_colour_range(box));  // auto at first, as the other heatmaps
+  view.setFactorStep(0);
+  const QCPRange auto1 = view.colourRange();
+  view.setFactorStep(16);
+  const QCPRange auto4 = view.colourRange();
+  QVERIFY2(auto1.lower != auto4.lower || auto1.upper != auto4.upper,
+           "the auto range does not follow k");
+  box->setCurrentIndex(1);
+  QVERIFY(fixed_colour_range(box));
+  QList<QCPRange> fixed;
+  for (int step : {0, 7, 16, 20}) {
+    view.setFactorStep(step);
+    const QCPRange r = view.colourRange();
+    fixed << r;
+    // Every cell of both maps at this k within the range.
+    for (const TensorStats* stats :
+         {&view.result().rows.front().tensorwise, &view.result().rows.front().block}) {
+      for (const float e : stats->map_rel_error()) {
+        const double v = e > 0 ? std::log10(e) : -6.0;
+        QVERIFY2(v >= r.lower - 1e-9 && v <= r.upper + 1e-9,
+                 qPrintable(QStringLiteral("k step %1: %2 outside %3..%4")
+                                .arg(step)
+                                .arg(v)
+                                .arg(r.lower)
+                                .arg(r.upper)));
+      }
+    }
+  }
+  for (const QCPRange& r : fixed) {
+    QCOMPARE(r.lower, fixed.front().lower);
+    QCOMPARE(r.upper, fixed.front().upper);
+  }
+  QVERIFY(fixed.front().lower <= std::min(auto1.lower, auto4.lower));
+  QVERIFY(fixed.front().upper >= std::max(auto1.upper, auto4.upper));
+  QCPColorScale* scale = nullptr;
+  for (int i = 0; i < view.mapPlot()->plotLayout()->elementCount(); ++i)
+    if (auto* s = qobject_cast<QCPColorScale*>(view.mapPlot()->plotLayout()->elementAt(i)))
+      scale = s;
+  QVERIFY(scale);
+  QVERIFY2(scale->axis()->label().contains(QStringLiteral("fixed range")),
+           qPrintable(scale->axis()->label()));
+  box->setCurrentIndex(0);
+  QVERIFY2(scale->axis()->label().contains(QStringLiteral("auto range")),
+           qPrintable(scale->axis()->label()));
+}
+
+// The master-weights and loss-scaling tables: no header runs into the next ("E5M2 bf16,
+// stochastic rounding" read as one); long headers on two lines keep the columns narrow.
+void DemosTest::demoTableHeadersStandApart() {
+  MasterWeightsDemoView master;
+  LossScalingDemoView loss;
+  for (const auto& [what, html] :
+       {std::pair{QStringLiteral("master weights"), master.summaryText()},
+        std::pair{QStringLiteral("loss scaling"), loss.summaryText()}}) {
+    QFont big = QApplication::font();
+    big.setPixelSize(20);  // presentation mode's smallest text, and a desktop's
+    for (const QFont& font : {QApplication::font(), big}) {
+      const double gap = smallest_header_gap(html, font);
+      QVERIFY2(gap >= 8, qPrintable(QStringLiteral("%1: headers %2 px apart").arg(what).arg(gap)));
+    }
+  }
+  QVERIFY(master.summaryText().contains(QStringLiteral("bf16,<br>stochastic rounding")));
 }
 
 QTEST_MAIN(DemosTest)

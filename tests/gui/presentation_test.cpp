@@ -9,6 +9,7 @@
 #include <QFile>
 #include <QHeaderView>
 #include <QLabel>
+#include <QMenu>
 #include <QPushButton>
 #include <QScreen>
 #include <QScrollArea>
@@ -129,6 +130,7 @@ class PresentationTest : public QObject {
   void explorerPlotsKeepLabelsApart();
   void demosFitTheScreen_data();
   void demosFitTheScreen();
+  void menusTakeThePresentationFont();
 
  private:
   // A main window filling the screen `index` (0: 1280x720, 1: 1920x1080), shown and active.
@@ -429,6 +431,34 @@ void PresentationTest::demosFitTheScreen() {
                               .arg(data.height())));
     }
   }
+}
+
+// A plot's context menu (a window of its own, which takes the application's font) is as
+// large as the window's text while presenting, and back to the usual size after.
+void PresentationTest::menusTakeThePresentationFont() {
+  MainWindow w(false);
+  place(w, 0);
+  auto* plot = w.findChild<ExportablePlot*>();
+  QVERIFY(plot);
+  const int usual = QFontInfo(QApplication::font()).pixelSize();
+  QTest::keyClick(&w, Qt::Key_F11);
+  QVERIFY(w.presentationMode());
+  settle();
+  {
+    QMenu menu(plot);
+    menu.addAction(QStringLiteral("Reset zoom"));
+    menu.ensurePolished();  // as QMenu::popup() does before laying out its items
+    const int shown = QFontInfo(menu.font()).pixelSize();
+    QCOMPARE(shown, QFontInfo(w.font()).pixelSize());
+    QVERIFY2(shown >= usual * 1.2,
+             qPrintable(QStringLiteral("%1 px, usually %2").arg(shown).arg(usual)));
+  }
+  QTest::keyClick(&w, Qt::Key_Escape);
+  QVERIFY(!w.presentationMode());
+  settle();
+  QMenu after(plot);
+  after.ensurePolished();
+  QCOMPARE(QFontInfo(after.font()).pixelSize(), usual);
 }
 
 void PresentationTest::escapeLeaves() {

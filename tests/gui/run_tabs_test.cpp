@@ -254,6 +254,26 @@ void RunTabsTest::shortRunFillsTheTabsAndTheStore() {
   w.refreshRunTabs(true);
   QCOMPARE(w.scalingTab()->plots()[0]->graph(0)->dataCount(), 29);
   QCOMPARE(w.scalingTab()->plots()[1]->graph(0)->dataCount(), 3);
+  // The three plots, one under the other, span the same steps (the scale's samples start
+  // at step 10, the amax at step 1); the sampled shares hold from one sample to the next,
+  // not lines between samples (triangles where one sample had some and the next none).
+  {
+    const auto plots = w.scalingTab()->plots();
+    const QCPRange steps = plots[0]->xAxis->range();
+    QVERIFY2(steps.lower <= 1 && steps.upper >= 29,
+             qPrintable(QStringLiteral("%1..%2").arg(steps.lower).arg(steps.upper)));
+    for (int p : {1, 2}) {
+      QCOMPARE(plots[p]->xAxis->range().lower, steps.lower);
+      QCOMPARE(plots[p]->xAxis->range().upper, steps.upper);
+    }
+    for (int g = 0; g < 2; ++g) QCOMPARE(plots[2]->graph(g)->lineStyle(), QCPGraph::lsStepLeft);
+    // Their axes start at the same x, whatever their tick labels' widths.
+    for (int round = 0; round < 3; ++round) {
+      for (int p : {0, 1, 2}) plots[p]->replot();
+      QCoreApplication::processEvents();
+    }
+    for (int p : {1, 2}) QCOMPARE(plots[p]->axisRect()->left(), plots[0]->axisRect()->left());
+  }
   w.selectTab(QStringLiteral("Quantization"));
   w.refreshRunTabs(true);
   // The exponent histogram is the chosen tensor's last sample: every nonzero finite element

@@ -2,7 +2,8 @@
 // 1920x1080 screen: no splitter pane is ever squeezed or dragged to nothing (also after
 // presentation mode was on while a run started); the run form's labels are whole, the form
 // never scrolled sideways; another database opened leaves nothing of the run shown before
-// in the status bar's run label or the run panel's progress.
+// in the status bar's run label or the run panel's progress; a status message is never
+// drawn over the device labels or under the run label and "Back to run N".
 #include <QAction>
 #include <QCheckBox>
 #include <QDockWidget>
@@ -135,6 +136,7 @@ class WindowLayoutTest : public QObject {
   void noSplitterPaneIsSqueezedToNothing();
   void runFormLabelsAreWholeWithoutSidewaysScrolling();
   void anotherDatabaseLeavesNoRunShown();
+  void statusMessageNeverDrawnOverOtherText();
 
  private:
   QTemporaryDir dir_;
@@ -259,6 +261,51 @@ void WindowLayoutTest::anotherDatabaseLeavesNoRunShown() {
   auto* progress = w.runPanel()->findChild<QProgressBar*>();
   QVERIFY(progress);
   QVERIFY2(progress->value() <= progress->minimum(), qPrintable(progress->text()));
+}
+
+// A notice said while the status bar was hidden, and the run label grown after it ("run 1
+// opened; run 2 trains on"): the device and GEMM labels stay hidden while the message shows
+// (they were drawn under it), and the message is cut with "..." to the room left of the
+// permanent widgets rather than clipped under them.
+void WindowLayoutTest::statusMessageNeverDrawnOverOtherText() {
+  MainWindow w(false);
+  w.resize(1280, 720);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  auto* device = w.statusBar()->findChild<QLabel*>(QStringLiteral("deviceLabel"));
+  auto* gemm = w.statusBar()->findChild<QLabel*>(QStringLiteral("gemmLabel"));
+  auto* run = w.statusBar()->findChild<QLabel*>(QStringLiteral("runStatus"));
+  QVERIFY(device && gemm && run);
+  w.statusBar()->hide();
+  const QString notice =
+      QStringLiteral("Notice: 8 FP8 linear layers kept in high precision on the CPU; ").repeated(4);
+  w.showNotice(notice);
+  w.statusBar()->show();
+  settle();
+  QVERIFY(!w.statusBar()->currentMessage().isEmpty());
+  QVERIFY2(!device->isVisible() && !gemm->isVisible(),
+           "the device labels show under the status message");
+  run->setText(QStringLiteral("run 1 opened; run 2 trains on, a label that has grown long"));
+  settle();
+  const QString shown = w.statusBar()->currentMessage();
+  QVERIFY(!shown.isEmpty());
+  QVERIFY2(shown.endsWith(QChar(0x2026)), qPrintable(shown));
+  const int width = w.statusBar()->fontMetrics().horizontalAdvance(shown);
+  QVERIFY2(6 + width <= run->geometry().left(),
+           qPrintable(QStringLiteral("message %1 px wide, run label at x %2")
+                          .arg(width)
+                          .arg(run->geometry().left())));
+  w.statusBar()->clearMessage();
+  settle();
+  QVERIFY(device->isVisible() && gemm->isVisible());
+  // Without a message, the labels side by side at 1280 px: the GEMM line gives up width
+  // (cut with "...") rather than running under the run label.
+  QVERIFY2(device->geometry().right() < gemm->geometry().left(), "device under the GEMM line");
+  QVERIFY2(gemm->geometry().right() < run->geometry().left(),
+           qPrintable(QStringLiteral("GEMM line to x %1, run label from x %2")
+                          .arg(gemm->geometry().right())
+                          .arg(run->geometry().left())));
+  QVERIFY(run->geometry().right() <= w.statusBar()->width());
 }
 
 // A 1920x1080 screen: the default 1400x900 window and a 1280x800 one fit on it.

@@ -316,7 +316,10 @@ void CheckpointTab::drawChart(const TensorAnalysis& t) {
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
   for (int i = 0; i < scalings.size(); ++i) ticker->addTick(i, scalings[i]);
   chart_->yAxis->setTicker(ticker);
-  chart_->yAxis->setRange(-0.6, static_cast<double>(scalings.size()) - 0.4);
+  // Room above the first group (the axis is reversed) and below the last for the outlines
+  // of the recommended and the selected bar, which reach past a group's bars: drawn at the
+  // plot's edge they were cut, and the top bar looked clipped.
+  chart_->yAxis->setRange(-0.85, static_cast<double>(scalings.size()) - 0.15);
   // An exact recipe's bar (+inf dB) ends past the largest finite one, at a dashed line
   // marked "inf": its length is no figure.
   const bool any_exact = std::any_of(t.recipes.begin(), t.recipes.end(), is_exact);

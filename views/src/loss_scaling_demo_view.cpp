@@ -139,9 +139,12 @@ void LossScalingDemoView::rerun() {
   scale_plot_->replot(QCustomPlot::rpQueuedReplot);
   underflow_plot_->replot(QCustomPlot::rpQueuedReplot);
   summary_->setText(
-      tr("<table cellspacing=6><tr><th align=left>gradients in</th><th align=left>loss "
-         "scaling</th><th>flushed to zero (mean over steps)</th><th>skipped steps</th><th>final "
-         "scale</th><th>final loss</th></tr>%1</table>")
+      // Headers on two lines, cells 6 px padded left and right (not above and below,
+      // which would take the plot's height): no header runs into the next.
+      tr("<style>th, td { padding-left: 6px; padding-right: 6px; }</style>"
+         "<table cellspacing=0><tr><th align=left>gradients in</th><th align=left>loss<br>"
+         "scaling</th><th>flushed to zero<br>(mean over steps)</th><th>skipped<br>steps</th>"
+         "<th>final<br>scale</th><th>final<br>loss</th></tr>%1</table>")
           .arg(rows.join(QString())));
 }
 

@@ -121,7 +121,12 @@ void MasterWeightsDemoView::rerun() {
     if (t.rounding == Rounding::Stochastic) {
       final += tr(" \u00b1 %2<br>(std, %1 seeds)").arg(cfg.seeds).arg(t.final_std, 0, 'f', 4);
     }
-    names += QStringLiteral("<th>%1</th>").arg(track_label(t).toHtmlEscaped());
+    // A long name on two lines ("bf16,<br>stochastic rounding"): the columns stay narrow
+    // enough for a projector's 1280 px without running into each other.
+    QString name = track_label(t).toHtmlEscaped();
+    name.replace(QStringLiteral(", "), QStringLiteral(",<br>"));
+    name.replace(QStringLiteral(" ("), QStringLiteral("<br>("));
+    names += QStringLiteral("<th>%1</th>").arg(name);
     spacings +=
         QStringLiteral("<td align=center>2<sup>%1</sup></td>").arg(std::ilogb(t.spacing_at_start));
     finals += QStringLiteral("<td align=center>%1</td>").arg(final);
@@ -155,7 +160,8 @@ void MasterWeightsDemoView::rerun() {
   plot_->xAxis->setRange(0, cfg.steps);
   plot_->yAxis->setRange(lo - 0.08 * pad, hi + 0.35 * pad);
   plot_->replot(QCustomPlot::rpQueuedReplot);
-  summary_->setText(tr("<table cellspacing=3><tr><th align=left>format</th>%3</tr>"
+  summary_->setText(tr("<style>th, td { padding-left: 6px; padding-right: 6px; }</style>"
+                       "<table cellspacing=0><tr><th align=left>format</th>%3</tr>"
                        "<tr><th align=left>spacing at the start</th>%4</tr>"
                        "<tr><th align=left>weight after %1 steps<br>(exact %2)</th>%5</tr>"
                        "</table>")

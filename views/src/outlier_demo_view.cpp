@@ -1,7 +1,7 @@
 // OutlierDemoView (demo_views.h): an activation with outlier channels scaled by k, per
 // tensor against 1x128 blocks: the error outside the first block over k, the two block
-// error maps side by side at the slider's k, and a reference result's figures beside this
-// tensor's.
+// error maps side by side at the slider's k (colours auto or fixed over every k), and a reference
+// result's figures beside this tensor's.
 #include "fp8wb/views/demo_views.h"
 
 #include <QComboBox>
@@ -12,6 +12,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "demo_views_internal.h"
 #include "fp8wb/views/exportable_plot.h"
@@ -19,6 +20,13 @@
 namespace fp8wb {
 
 using namespace demo_detail;  // qs() (demo_views_internal.h)
+
+namespace {
+// A cell's colour figure: log10 of its relative error, -6 for none.
+double log_error(double e) {
+  return e > 0 ? std::log10(e) : -6.0;
+}
+}  // namespace
 
 OutlierDemoView::OutlierDemoView(QWidget* parent)
     : QWidget(parent),
@@ -30,6 +38,7 @@ OutlierDemoView::OutlierDemoView(QWidget* parent)
       map_tensor_(nullptr),
       map_block_(nullptr),
       color_scale_(nullptr),
+      range_(make_colour_range_box(this)),
       summary_(new QLabel(this)),
       footer_(new QLabel(this)) {
   auto* layout = new QVBoxLayout(this);
@@ -52,6 +61,14 @@ OutlierDemoView::OutlierDemoView(QWidget* parent)
   for (Format f : {Format::E4M3FN, Format::E5M2, Format::E4M3FNUZ})
     format_->addItem(qs(format_info(f).name), static_cast<int>(f));
   row->addWidget(format_);
+  // Auto: this k's own lowest to highest error; fixed: the range over every k of the
+  // slider, so that the colours mean the same as the slider moves.
+  row->addWidget(new QLabel(tr("Colours:"), this));
+  range_->setToolTip(
+      tr("The colours' range: auto, from this k's lowest error to its highest "
+         "(the range moves with k), or fixed, over every k of the slider (the "
+         "same colour is the same error at any k); the colour bar says which"));
+  row->addWidget(range_);
   layout->addLayout(row);
 
   curve_->xAxis->setLabel(tr("outlier factor k"));
@@ -113,6 +130,7 @@ OutlierDemoView::OutlierDemoView(QWidget* parent)
     rebuildCurve();
     rerun();
   });
+  connect(range_, &QComboBox::currentIndexChanged, this, [this] { rerun(); });
   rebuildCurve();
   rerun();
 }
@@ -128,8 +146,22 @@ void OutlierDemoView::rebuildCurve() {
   OutlierDemoConfig cfg;
   cfg.format = static_cast<Format>(format_->currentData().toInt());
   cfg.factors.clear();
-  for (int step = 0; step <= 20; step += 2) cfg.factors.push_back(std::pow(10.0, step / 4.0));
+  // Every k of the slider: the curve's points, and the fixed colour range over all of them.
+  for (int step = 0; step <= 20; ++step) cfg.factors.push_back(std::pow(10.0, step / 4.0));
   curve_data_ = run_outlier_demo(cfg);
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (const auto& r : curve_data_.rows) {
+    for (const TensorStats* stats : {&r.tensorwise, &r.block}) {
+      for (const float e : stats->map_rel_error()) {
+        const double v = log_error(e);
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+      }
+    }
+  }
+  has_fixed_range_ = lo <= hi;
+  fixed_lo_ = lo;
+  fixed_hi_ = hi;
   curve_->clearGraphs();
   QCPGraph* t = curve_->addGraph();
   t->setName(tr("per tensor"));
@@ -137,7 +169,9 @@ void OutlierDemoView::rebuildCurve() {
   QCPGraph* b = curve_->addGraph();
   b->setName(tr("1x128 blocks"));
   b->setPen(QPen(QColor(0x1f, 0x77, 0xb4), 2));
-  for (const auto& row : curve_data_.rows) {
+  // A point every other step of the slider (k = 1, 10^0.5, 10, ...).
+  for (size_t i = 0; i < curve_data_.rows.size(); i += 2) {
+    const OutlierDemoRow& row = curve_data_.rows[i];
     t->addData(row.factor, row.tensorwise_error_pct);
     b->addData(row.factor, row.block_error_pct);
   }
@@ -182,7 +216,7 @@ void OutlierDemoView::rerun() {
   marker->setPen(QPen(QColor(0, 0, 0, 150), 1.5, Qt::DashLine));
   curve_->replot(QCustomPlot::rpQueuedReplot);
 
-  double lo = 0, hi = -6;
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   for (const auto& [map, stats] :
        {std::pair{map_tensor_, &row.tensorwise}, std::pair{map_block_, &row.block}}) {
     const MapGrid& g = stats->map_grid;
@@ -192,8 +226,7 @@ void OutlierDemoView::rerun() {
                           QCPRange(0, static_cast<double>(cfg.rows)));
     for (int64_t r = 0; r < g.rows; ++r) {
       for (int64_t c = 0; c < g.cols; ++c) {
-        const double e = rel[static_cast<size_t>(r * g.cols + c)];
-        const double v = e > 0 ? std::log10(e) : -6.0;
+        const double v = log_error(rel[static_cast<size_t>(r * g.cols + c)]);
         map->data()->setCell(static_cast<int>(c), static_cast<int>(r), v);
         lo = std::min(lo, v);
         hi = std::max(hi, v);
@@ -202,8 +235,11 @@ void OutlierDemoView::rerun() {
     map->keyAxis()->setRange(0, static_cast<double>(cfg.cols));
     map->valueAxis()->setRange(0, static_cast<double>(cfg.rows));
   }
-  color_scale_->setDataRange(
-      QCPRange(std::floor(std::min(lo, -2.0)), std::ceil(std::max(hi, -1.0))));
+  // One colour scale for both maps: setting the range of one sets it for the other.
+  apply_colour_range(
+      map_tensor_, tr("log10 relative error"), lo, hi, kAnyValue,
+      has_fixed_range_ ? std::optional<QCPRange>(QCPRange(fixed_lo_, fixed_hi_)) : std::nullopt,
+      fixed_colour_range(range_));
   maps_->replot(QCustomPlot::rpQueuedReplot);
   summary_->setText(
       tr("k = %1: per tensor <b>%2%</b> error, %3% underflow; 1x128 blocks <b>%4%</b> error, %5% "
@@ -213,6 +249,10 @@ void OutlierDemoView::rerun() {
           .arg(row.tensorwise_underflow_pct, 0, 'f', 2)
           .arg(row.block_error_pct, 0, 'f', 2)
           .arg(row.block_underflow_pct, 0, 'f', 2));
+}
+
+QCPRange OutlierDemoView::colourRange() const {
+  return color_scale_->dataRange();
 }
 
 QString OutlierDemoView::footerText() const {

@@ -7,6 +7,7 @@
 #include <QDockWidget>
 #include <QHeaderView>
 #include <QMainWindow>
+#include <QMenu>
 #include <QMetaProperty>
 #include <QScreen>
 #include <QScrollArea>
@@ -32,6 +33,8 @@ constexpr char kSetPrefix[] = "fp8wb_presentation_set_";
 constexpr char kScatter[] = "scatterSize";
 // A tab page's size policy before presenting.
 constexpr char kPagePolicy[] = "fp8wb_presentation_page_policy";
+// A menu given the window's scaled font while presenting (menus are windows of their own).
+constexpr char kMenuScaled[] = "fp8wb_presentation_menu_scaled";
 
 double font_size(const QFont& f) {
   return f.pointSizeF() > 0 ? f.pointSizeF() : f.pixelSize();
@@ -314,6 +317,11 @@ void PresentationMode::restorePlot(QCustomPlot* plot) {
 void PresentationMode::leave() {
   qApp->removeEventFilter(this);
   active_ = false;
+  for (QWidget* w : QApplication::allWidgets()) {
+    if (!w->property(kMenuScaled).isValid()) continue;
+    w->setProperty(kMenuScaled, QVariant());
+    w->setFont(QFont());  // the application's again
+  }
   for (const QMetaObject::Connection& c : plot_connections_) disconnect(c);
   plot_connections_.clear();
   for (const QPointer<QCustomPlot>& p : plots_) {
@@ -391,6 +399,19 @@ void PresentationMode::showDock(QWidget* dock, bool shown) {
 }
 
 bool PresentationMode::eventFilter(QObject* watched, QEvent* event) {
+  // Menus (context menus, the menu bar's) are windows of their own, which take the
+  // application's font, not the window's: given the window's scaled one before they lay
+  // out their items (QMenu::popup() polishes first), and again if shown since.
+  if (event->type() == QEvent::Polish || event->type() == QEvent::Show) {
+    if (auto* menu = qobject_cast<QMenu*>(watched)) {
+      QWidget* owner = menu->parentWidget();
+      while (qobject_cast<QMenu*>(owner)) owner = owner->parentWidget();
+      if (owner && owner->window() == window_ && menu->font() != window_->font()) {
+        menu->setFont(window_->font());
+        menu->setProperty(kMenuScaled, true);
+      }
+    }
+  }
   // Widgets shown for the first time while presenting (a demo page built on first use,
   // a card added): fonts follow the window; plots, item views and hooks need a word.
   if (event->type() == QEvent::Show && watched->isWidgetType()) {

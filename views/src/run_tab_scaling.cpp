@@ -116,6 +116,27 @@ ScalingTab::ScalingTab(const RunData* run, QWidget* parent)
   use_log_axis(scale_->yAxis);
   add_graph(counts_, label_of(kUnderflowPct), QColor(0x2c, 0xa0, 0x2c));
   add_graph(counts_, label_of(kSaturatedPct), QColor(0xd6, 0x27, 0x28));
+  // Sampled every few steps: a share held from its sample to the next, not lines drawn
+  // between samples (a share at one sample and none at the next drew a triangle, as if it
+  // had risen and fallen over the steps between, which no sample saw).
+  for (int g = 0; g < 2; ++g) counts_->graph(g)->setLineStyle(QCPGraph::lsStepLeft);
+  // The three plots' axes start at the same x, whatever their tick labels' widths ("3.5"
+  // against "0.0015"): each plot's left margin at least the widest of the three, once
+  // they are laid out (a margin only grows, so that live refreshes never jitter).
+  for (ExportablePlot* p : {amax_, scale_, counts_}) {
+    connect(p, &QCustomPlot::afterReplot, this, [this] {
+      int widest = 0;
+      for (ExportablePlot* q : {amax_, scale_, counts_})
+        widest = std::max(widest, q->axisRect()->margins().left());
+      for (ExportablePlot* q : {amax_, scale_, counts_}) {
+        QMargins m = q->axisRect()->minimumMargins();
+        if (m.left() >= widest) continue;
+        m.setLeft(widest);
+        q->axisRect()->setMinimumMargins(m);
+        q->replot(QCustomPlot::rpQueuedReplot);
+      }
+    });
+  }
   counts_->legend->setVisible(true);
   place_legend_below(counts_, 2);
   connect(tree_, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem* item) {
@@ -211,6 +232,26 @@ QString ScalingTab::captionText() const {
 
 void ScalingTab::fitAxes() {
   for (ExportablePlot* p : plots()) fit_axes(p, include_step0_->isChecked());
+  // One step axis for the three plots, stacked one under the other: the amax of every
+  // step, the scale and the shares sampled every few steps, each step at the same x.
+  QCPRange steps;
+  bool any = false;
+  for (ExportablePlot* p : {amax_, scale_, counts_}) {
+    for (int g = 0; g < p->graphCount(); ++g) {
+      bool found = false;
+      const QCPRange r = p->graph(g)->getKeyRange(found);
+      if (!found) continue;
+      if (any) {
+        steps.expand(r);
+      } else {
+        steps = r;
+        any = true;
+      }
+    }
+  }
+  if (any && steps.size() > 0) {
+    for (ExportablePlot* p : {amax_, scale_, counts_}) p->xAxis->setRange(steps);
+  }
 }
 
 bool ScalingTab::select(const QString& layer, const QString& role) {

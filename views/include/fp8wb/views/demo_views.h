@@ -17,6 +17,7 @@ class QComboBox;
 class QCheckBox;
 class QCPColorMap;
 class QCPColorScale;
+class QCPRange;
 
 namespace fp8wb {
 
@@ -53,6 +54,10 @@ class OutlierDemoView : public QWidget {
   const OutlierDemoResult& result() const { return result_; }
   ExportablePlot* errorPlot() const { return curve_; }
   ExportablePlot* mapPlot() const { return maps_; }
+  // The maps' colour range box (make_colour_range_box(): auto, this k's own lowest to
+  // highest, or fixed, over every k of the slider) and the range the maps now span.
+  QComboBox* colourRangeBox() const { return range_; }
+  QCPRange colourRange() const;
   QString summaryText() const;  // the figures at the slider's k, then the footer
   // A reference result's figures beside this tensor's, and why they differ.
   QString footerText() const;
@@ -68,6 +73,10 @@ class OutlierDemoView : public QWidget {
   QCPColorMap* map_tensor_;
   QCPColorMap* map_block_;
   QCPColorScale* color_scale_;
+  QComboBox* range_;
+  // The fixed range: log10 error over every k of the slider (none before it is known).
+  bool has_fixed_range_ = false;
+  double fixed_lo_ = 0, fixed_hi_ = 0;
   QLabel* summary_;
   QLabel* footer_;
   OutlierDemoResult result_;
