@@ -138,7 +138,23 @@ class SlurmSweep : public ::testing::Test {
                                      "--slurm-dir",
                                      (dir_ / folder).string(),
                                      "--json"};
-    args.insert(args.end(), extra.begin(), extra.end());
+    // A --set of extra replaces the same field's here (fp8wb refuses a field given twice).
+    for (size_t i = 0; i < extra.size(); ++i) {
+      if (extra[i] == "--set" && i + 1 < extra.size()) {
+        const std::string key = extra[i + 1].substr(0, extra[i + 1].find('=') + 1);
+        bool replaced = false;
+        for (std::string& a : args) {
+          if (!replaced && a.rfind(key, 0) == 0) {
+            a = extra[i + 1];
+            replaced = true;
+          }
+        }
+        if (!replaced) args.insert(args.end(), {extra[i], extra[i + 1]});
+        ++i;
+      } else {
+        args.push_back(extra[i]);
+      }
+    }
     const ProgramResult r = fp8wb_cmd(args);
     EXPECT_EQ(r.status, 0) << r.err << r.out;
     return json::parse(r.out);
