@@ -406,7 +406,9 @@ void apply_override(RunConfig& c, std::string_view assignment) {
   if (key.size() > 64 || !find_field(key)) {
     fail(quote_text(key), "unknown field (known: " + key_list() + ")");
   }
-  const std::string text = trimmed(assignment.substr(eq + 1));
+  std::string text = trimmed(assignment.substr(eq + 1));
+  // Blanks alone stay as given: the field's own check names them ("is blank").
+  if (text.empty()) text = std::string(assignment.substr(eq + 1));
   try {
     check_json_nesting(text, "the value");
   } catch (const std::invalid_argument& e) {
