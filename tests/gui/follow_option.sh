@@ -18,8 +18,8 @@ done
 QT_QPA_PLATFORM=offscreen "$gui" --db "$db" --follow --wait-steps 10 --tab overview,scaling \
   --screenshot "$out/follow-option-{tab}.png"
 test -s "$out/follow-option-overview.png" && test -s "$out/follow-option-scaling.png"
-# The run is still being written: the list says so, with its step.
-"$cli" runs list --db "$db" | grep -E 'followed +running +[0-9]+'
+# The run is still being written: the list says so, with its step (after its FP8 settings).
+"$cli" runs list --db "$db" | grep -E 'followed +running +[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +[0-9]+'  # recipe, scaling, margin, window, steps
 kill -9 $writer; wait $writer 2>/dev/null || true
 "$cli" runs list --db "$db" | grep -E 'followed +interrupted'
 echo "followed, then interrupted: ok"
