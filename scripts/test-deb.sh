@@ -124,7 +124,15 @@ grep -Eq '^E4M3FN +0x1d .* 0\.1015625 ' "$tmp/formats.txt" ||
 echo "== fp8wb train --set steps=20"
 fp8wb train --set steps=20 --db "$tmp/runs.sqlite" --quiet
 fp8wb runs list --db "$tmp/runs.sqlite" --json >"$tmp/runs.json"
-grep -q '"status":"finished","steps":20' "$tmp/runs.json" ||
+run_stored() { # name-or-empty source steps: is such a run stored as finished?
+  python3 - "$tmp/runs.json" "$@" <<'PY'
+import json, sys
+runs, name, source, steps = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], int(sys.argv[4])
+sys.exit(not any(r["source"] == source and r["status"] == "finished" and r["steps"] == steps
+                 and (not name or r["name"] == name) for r in runs))
+PY
+}
+run_stored "" train 20 ||
   { cat "$tmp/runs.json"; fail "the training run is not stored as finished after 20 steps"; }
 
 echo "== python3 -c 'import fp8wb' (Debian's python3)"
@@ -142,7 +150,7 @@ with fp8wb.watch(model, db=sys.argv[1], name="watched", stats_interval=2) as w:
         opt.zero_grad(); loss.backward(); opt.step(); w.step(loss=loss)
 PY
   fp8wb runs list --db "$tmp/runs.sqlite" --json >"$tmp/runs.json"
-  grep -q '"name":"watched","source":"python",[^}]*"status":"finished","steps":5,' "$tmp/runs.json" ||
+  run_stored watched python 5 ||
     { cat "$tmp/runs.json"; fail "the watched run is not stored as finished after 5 steps"; }
 fi
 
