@@ -352,7 +352,7 @@ void PresentationTest::demosFitTheScreen_data() {
   QTest::addColumn<int>("screen");
   QTest::addColumn<QString>("page");
   for (int screen : {0, 1}) {
-    for (const char* page : {"gradients", "outliers", "master-weights", "loss-scaling"})
+    for (const char* page : {"explorer", "gradients", "outliers", "master-weights", "loss-scaling"})
       QTest::newRow(qPrintable(
           QStringLiteral("%1 %2")
               .arg(screen == 0 ? QStringLiteral("1280x720") : QStringLiteral("1920x1080"))
@@ -374,6 +374,7 @@ void PresentationTest::demosFitTheScreen() {
   QVERIFY(w.presentationMode());
   QVERIFY(w.formatsTab()->showPage(page));
   settle();
+  // The explorer's cards scroll sideways when there are more than fit; two do.
   for (QScrollArea* area : w.findChildren<QScrollArea*>()) {
     if (!area->isVisible()) continue;
     QVERIFY2(
@@ -418,6 +419,40 @@ void PresentationTest::demosFitTheScreen() {
                qPrintable(QStringLiteral("legend %1 px over a %2 px plot")
                               .arg(p->legend->outerRect().height())
                               .arg(data.height())));
+    // Tick labels side by side along a horizontal axis leave a space between them.
+    for (QCPAxisRect* rect : p->axisRects()) {
+      QCPAxis* axis = rect->axis(QCPAxis::atBottom);
+      if (!axis || !axis->visible() || !axis->tickLabels()) continue;
+      const QFontMetrics fm(axis->tickLabelFont());
+      const QVector<double> ticks = axis->tickVector();
+      const QVector<QString> labels = axis->tickVectorLabels();
+      double last_right = -1e9;
+      for (int i = 0; i < ticks.size(); ++i) {
+        const double at = axis->coordToPixel(ticks[i]);
+        if (at < axis->axisRect()->left() - 1 || at > axis->axisRect()->right() + 1) continue;
+        // Powers of ten ("eb": "1e-02") are drawn as "10" and a raised exponent ("-2") at
+        // three quarters of the size, as QCustomPlot's axis painter draws them.
+        const QString text = labels.value(i);
+        double width = fm.horizontalAdvance(text);
+        if (axis->numberFormat().startsWith(QLatin1String("eb")) &&
+            text.contains(QLatin1Char('e'))) {
+          QString exponent = text.section(QLatin1Char('e'), 1);
+          exponent.remove(QLatin1Char('+'));
+          const bool negative = exponent.startsWith(QLatin1Char('-'));
+          exponent = QString::number(std::abs(exponent.toInt()));
+          if (negative) exponent.prepend(QLatin1Char('-'));
+          width = fm.horizontalAdvance(QStringLiteral("10")) + 0.75 * fm.horizontalAdvance(exponent);
+        }
+        const double half = width / 2.0;
+        QVERIFY2(at - half >= last_right + fm.horizontalAdvance(QLatin1Char(' ')) / 2.0,
+                 qPrintable(QStringLiteral("%1: tick labels '%2' and the one before it touch")
+                                .arg(p->objectName().isEmpty()
+                                         ? QString::fromLatin1(p->metaObject()->className())
+                                         : p->objectName())
+                                .arg(labels.value(i))));
+        last_right = at + half;
+      }
+    }
     for (QCPAxis* axis : {p->yAxis, p->yAxis2}) {
       if (!axis->visible() || axis->label().isEmpty()) continue;
       const QFontMetrics fm(axis->labelFont());

@@ -1,6 +1,7 @@
 #include "fp8wb/views/format_card.h"
 
 #include <QFormLayout>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QPalette>
 #include <QVBoxLayout>
@@ -40,11 +41,17 @@ FormatCard::FormatCard(Format format, QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(bits_);
   auto* form = new QFormLayout;
-  form->addRow(tr("code"), code_);
+  // The flags (exact, subnormal, saturated, ...) follow the code on its line: a card is a
+  // line shorter, and the explorer fits a projector's 1280x720 at presentation size.
+  auto* code_line = new QHBoxLayout;
+  code_line->setContentsMargins(0, 0, 0, 0);
+  code_line->addWidget(code_);
+  code_line->addWidget(flags_);
+  code_line->addStretch(1);
+  form->addRow(tr("code"), code_line);
   form->addRow(tr("decoded"), decoded_);
   form->addRow(tr("error"), error_);
   form->addRow(tr("neighbours"), neighbours_);
-  form->addRow(tr("flags"), flags_);
   layout->addLayout(form);
   note_->setWordWrap(true);
   note_->setObjectName(QStringLiteral("cardNote"));
@@ -78,7 +85,9 @@ void FormatCard::showReport(const ValueReport& r) {
   neighbours_->setText(QStringLiteral("%1  <  ·  <  %2")
                            .arg(r.below ? qs(format_number(*r.below)) : QStringLiteral("—"),
                                 r.above ? qs(format_number(*r.above)) : QStringLiteral("—")));
-  flags_->setText(flagsText());
+  const QString flags = flagsText();
+  flags_->setText(QStringLiteral("<b>%1</b>").arg(flags.toHtmlEscaped()));
+  flags_->setVisible(flags != QStringLiteral("—"));
   note_->setText(qs(r.note));
   note_->setVisible(!r.note.empty());
 }

@@ -134,6 +134,8 @@ void NumberLinePlot::presentationScaleChanged(double factor) {
 // Each row as tall as one and a half lines of its label, the x axis's ticks and label
 // below.
 void NumberLinePlot::sizeForPresentation() {
+  // Presenting, the plot is a third of a projector's width: ticks 10 apart, not 5.
+  xAxis->ticker()->setTickCount(factor_ > 1 ? 3 : 5);
   if (factor_ <= 1) {
     setMinimumHeight(0);
     return;
@@ -157,7 +159,7 @@ SpacingPlot::SpacingPlot(QWidget* parent)
           [this] { setMarker(value_); });
   xAxis->setLabel(tr("|value|"));
   // Short enough for the plot's height at the default window size; the tab's heading
-  // says what it is ("Spacing (ULP) against magnitude").
+  // says what it is ("Spacing (ULP) by magnitude").
   yAxis->setLabel(tr("spacing (ULP)"));
   for (QCPAxis* a : {xAxis, yAxis}) {
     a->setScaleType(QCPAxis::stLogarithmic);
@@ -202,16 +204,34 @@ void SpacingPlot::setFormats(const std::vector<Format>& formats) {
   replot(QCustomPlot::rpQueuedReplot);
 }
 
-// Room for about six tick labels a line and a half apart, the legend's rows and the x
-// axis below.
+// Room for about four tick labels a line and a half apart (a decade or more each), the
+// legend's rows and the x axis below: at 1280x720 it stands beside the number line.
+// Presenting two formats, the legend sits in the empty top-left corner (the curves rise
+// from bottom left to top right) and the plot keeps its rows for the data.
 void SpacingPlot::presentationScaleChanged(double factor) {
   factor_ = factor;
+  // Presenting, a third of a projector's width: a label every few decades (the log
+  // ticker rounds the decades per label to 1, 2 or 5).
+  xAxis->ticker()->setTickCount(factor_ > 1 ? 2 : 5);
+  const bool inset = factor_ > 1 && graphCount() <= 2;
+  QCPLayoutInset* corner = axisRect()->insetLayout();
+  if (inset && legend->layout() != corner) {
+    plotLayout()->take(legend);
+    plotLayout()->simplify();
+    corner->addElement(legend, Qt::AlignTop | Qt::AlignLeft);
+    legend->setWrap(0);
+    legend->setFillOrder(QCPLayoutGrid::foRowsFirst);
+    legend->setBrush(QBrush(QColor(255, 255, 255, 230)));
+  } else if (!inset && legend->layout() == corner) {
+    place_legend_below(this, 4);
+  }
   if (factor_ <= 1) {
     setMinimumHeight(0);
     return;
   }
   const double line = QFontMetricsF(font()).height() * factor_;
-  setMinimumHeight(static_cast<int>(line * (6 * 1.6 + 1.3 * legend_rows_ + 4)));
+  const double legend_lines = inset ? 0 : 1.3 * legend_rows_;
+  setMinimumHeight(static_cast<int>(line * (4 * 1.5 + legend_lines + 3)));
 }
 
 void SpacingPlot::setMarker(std::optional<double> value) {

@@ -64,6 +64,7 @@ FormatsTab::FormatsTab(QWidget* parent)
   auto* explorer_scroll = new QScrollArea(pages_);
   explorer_scroll->setWidgetResizable(true);
   explorer_scroll->setFrameShape(QFrame::NoFrame);
+  explorer_scroll->setObjectName(QStringLiteral("demo-explorer"));
   auto* explorer = new QWidget(explorer_scroll);
   auto* layout = new QVBoxLayout(explorer);
 
@@ -103,8 +104,11 @@ FormatsTab::FormatsTab(QWidget* parent)
   scroll->setWidget(cards_host);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
+  // Cards that do not fit side by side scroll sideways; their height is never cut.
+  scroll->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   // The cards are never cut in height: their area is as tall as they are at any font.
   cards_host->installEventFilter(this);
+  scroll->installEventFilter(this);
 
   for (Format f : kAllFormats) table_format_->addItem(qs(format_info(f).name), static_cast<int>(f));
   table_view_->setModel(table_model_);
@@ -114,9 +118,9 @@ FormatsTab::FormatsTab(QWidget* parent)
   table_view_->setAlternatingRowColors(true);
   table_view_->resizeColumnsToContents();
 
-  auto* plots = new QSplitter(Qt::Vertical, this);
-  plots->addWidget(titled(tr("Number line: every representable value"), number_line_, plots));
-  plots->addWidget(titled(tr("Spacing (ULP) against magnitude"), spacing_, plots));
+  auto* plots = plots_split_ = new QSplitter(Qt::Vertical, this);
+  plots->addWidget(titled(tr("Every value (number line)"), number_line_, plots));
+  plots->addWidget(titled(tr("Spacing (ULP) by magnitude"), spacing_, plots));
   auto* bottom = new QSplitter(Qt::Horizontal, this);
   bottom->addWidget(plots);
   bottom->addWidget(titled(tr("All codes"), table_view_, bottom, table_format_));
@@ -152,10 +156,20 @@ FormatsTab::FormatsTab(QWidget* parent)
   edit_->setText(QStringLiteral("0.1"));
 }
 
+void FormatsTab::presentationScaleChanged(double factor) {
+  plots_split_->setOrientation(factor > 1 ? Qt::Horizontal : Qt::Vertical);
+}
+
 bool FormatsTab::eventFilter(QObject* watched, QEvent* event) {
-  if (watched == cards_host_ && event->type() == QEvent::LayoutRequest) {
-    const int bar = cards_scroll_->horizontalScrollBar()->sizeHint().height();
-    cards_scroll_->setMinimumHeight(cards_host_->minimumSizeHint().height() + bar);
+  const bool relayout = watched == cards_host_ && event->type() == QEvent::LayoutRequest;
+  const bool resized = watched == cards_scroll_ && event->type() == QEvent::Resize;
+  if (relayout || resized) {
+    // Room for the sideways scroll bar only where the cards are wider than their area.
+    const QSize hint = cards_host_->minimumSizeHint();
+    const int bar = hint.width() > cards_scroll_->width()
+                        ? cards_scroll_->horizontalScrollBar()->sizeHint().height()
+                        : 0;
+    cards_scroll_->setMinimumHeight(hint.height() + bar);
   }
   return QWidget::eventFilter(watched, event);
 }

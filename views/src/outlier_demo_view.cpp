@@ -102,7 +102,9 @@ OutlierDemoView::OutlierDemoView(QWidget* parent)
   map_block_ = new QCPColorMap(right->axis(QCPAxis::atBottom), right->axis(QCPAxis::atLeft));
   for (const auto& [rect, title] :
        {std::pair{left, tr("per tensor")}, std::pair{right, tr("1x128 blocks")}}) {
-    rect->axis(QCPAxis::atBottom)->setLabel(tr("channel (K) — %1").arg(title));
+    // Two lines and ticks 500 apart: each map is a fifth of a projector's width.
+    rect->axis(QCPAxis::atBottom)->setLabel(tr("channel (K)\n%1").arg(title));
+    rect->axis(QCPAxis::atBottom)->ticker()->setTickCount(3);
     rect->axis(QCPAxis::atLeft)->setLabel(tr("token"));
     rect->axis(QCPAxis::atLeft)->setRangeReversed(true);
   }
@@ -117,6 +119,9 @@ OutlierDemoView::OutlierDemoView(QWidget* parent)
   split->addWidget(maps_);
   split->setStretchFactor(0, 2);
   split->setStretchFactor(1, 3);
+  // Two fifths for the error curve from the start: stretch factors alone share only what
+  // is left over the plots' size hints, which left the curve a quarter of a projector.
+  split->setSizes({2000, 3000});
   split->setChildrenCollapsible(false);  // neither plot dragged or squeezed to nothing
   layout->addWidget(split, 1);
   summary_->setTextFormat(Qt::RichText);

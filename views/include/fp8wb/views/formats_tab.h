@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fp8wb/core/value_report.h"
+#include "fp8wb/views/presentation_mode.h"
 
 class QLineEdit;
 class QComboBox;
@@ -17,6 +18,7 @@ class QLabel;
 class QHBoxLayout;
 class QTableView;
 class QScrollArea;
+class QSplitter;
 class QTabWidget;
 
 namespace fp8wb {
@@ -31,7 +33,7 @@ class NumberLinePlot;
 class SpacingPlot;
 class ExportablePlot;
 
-class FormatsTab : public QWidget {
+class FormatsTab : public QWidget, public PresentationHook {
   Q_OBJECT
  public:
   explicit FormatsTab(QWidget* parent = nullptr);
@@ -52,6 +54,10 @@ class FormatsTab : public QWidget {
   NumberLinePlot* numberLinePlot() const { return number_line_; }
   SpacingPlot* spacingPlot() const { return spacing_; }
   std::vector<ExportablePlot*> plots() const;
+
+  // Presenting, the number line and the spacing plot stand side by side, so the explorer
+  // fits a projector's 1280x720 without scrolling; otherwise one above the other.
+  void presentationScaleChanged(double factor) override;
 
   // The tab's pages: "explorer", "gradients" (E4M3 vs E5M2 gradients), "outliers"
   // (per-tensor vs 1x128 scaling), "master-weights", "loss-scaling". Demo pages are built
@@ -86,6 +92,7 @@ class FormatsTab : public QWidget {
   QHBoxLayout* cards_layout_;
   QWidget* cards_host_ = nullptr;
   QScrollArea* cards_scroll_ = nullptr;
+  QSplitter* plots_split_ = nullptr;  // the number line and the spacing plot
   std::vector<FormatCard*> cards_;
   NumberLinePlot* number_line_;
   SpacingPlot* spacing_;
