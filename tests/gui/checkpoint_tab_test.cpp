@@ -1,8 +1,10 @@
 // The Checkpoint tab, offscreen: a checkpoint written by the project's writer is
 // analysed in the background and fills the table (worst first) and the plots; filter;
 // the model under QAbstractItemModelTester; bad files give their message.
+#include <sys/stat.h>
 #include <QAbstractItemModelTester>
 #include <QComboBox>
+
 #include <QFile>
 #include <QLabel>
 #include <QLineEdit>
@@ -152,6 +154,16 @@ void CheckpointTabTest::badFilesShowTheirMessage() {
   QVERIFY(loaded.wait(30000));
   QCOMPARE(tab.model()->rowCount(), 0);
   QCOMPARE(tab.statusText(), empty + QStringLiteral(": no tensors in this file"));
+  // Whatever the shape of the reader's message ("PATH is a FIFO, ..."), the status line
+  // says it from the error's parts: the file once, then what is wrong with it.
+  const QString pipe = dir_.filePath(QStringLiteral("pipe.safetensors"));
+  QCOMPARE(::mkfifo(pipe.toLocal8Bit().constData(), 0600), 0);
+  tab.openCheckpoint(pipe);
+  QVERIFY(failed.wait(30000));
+  QVERIFY2(tab.statusText().startsWith(
+               pipe + QStringLiteral(" could not be analysed: is a FIFO, not a regular file")),
+           qPrintable(tab.statusText()));
+  QCOMPARE(tab.statusText().count(pipe), 1);
 }
 
 void CheckpointTabTest::singleColumnBlockMapsAreDrawn() {

@@ -24,6 +24,7 @@
 #include <QTableView>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <optional>
 
 #include "checkpoint_tab_internal.h"
 #include "fp8wb/core/open_checkpoint.h"
@@ -404,11 +405,20 @@ void CheckpointTab::openCheckpoint(const QString& given) {
     bool cancelled = false;
     QString unindexed;  // what the shards hold beyond the index's weight_map, said
     int cut_off = 0;    // tensors that a truncated file (or shard) cuts off
+    // A file that could not be read: which (the checkpoint or one of its shards) and why.
+    std::optional<PathError> refused;
   };
   job_.run(
       [this, path] {
         // The tab outlives this work (its destructor waits for it).
-        const std::shared_ptr<Checkpoint> ckpt = open_any_checkpoint(path.toStdString());
+        std::shared_ptr<Checkpoint> ckpt;
+        try {
+          ckpt = open_any_checkpoint(path.toStdString());
+        } catch (const PathError& e) {
+          Analysed a;
+          a.refused = e;
+          return a;
+        }
         const int n = static_cast<int>(ckpt->tensors().size());
         QMetaObject::invokeMethod(
             this,
@@ -442,26 +452,31 @@ void CheckpointTab::openCheckpoint(const QString& given) {
         return a;
       },
       [this, path](Analysed a) {
+        if (a.refused) {
+          const PathError& e = *a.refused;
+          // The file named once: the checkpoint, or the shard of it that failed.
+          const QString file = QString::fromStdString(e.path);
+          const QString why = QString::fromStdString(e.reason);
+          if (file.isEmpty() || file == path)
+            refuse(path, tr("%1 could not be analysed: %2").arg(path, why));
+          else
+            refuse(path, tr("%1 could not be analysed: %2: %3").arg(path, file, why));
+          return;
+        }
         finishLoad(path, std::move(a.tensors), a.cancelled, a.unindexed, a.cut_off);
       },
       [this, path](const QString& message) {
-        showBusy(false);
-        // The analysis shown before stays (a failed open costs nothing), and the status
-        // line and the box both name the checkpoint it belongs to.
-        selectShownInRecent();
-        // The reader's messages name the file: name it once.
-        QString text;
-        if (message.startsWith(path + QStringLiteral(": "))) {
-          text = tr("%1 could not be analysed: %2").arg(path, message.mid(path.size() + 2));
-        } else if (message.contains(path)) {
-          text = tr("Not analysed: %1").arg(message);
-        } else {
-          text = tr("%1 could not be analysed: %2").arg(path, message);
-        }
-        if (!path_.isEmpty()) text += tr(" (still showing %1)").arg(path_);
-        status_->setText(text);
-        Q_EMIT failed(message.contains(path) ? message : tr("%1: %2").arg(path, message));
+        refuse(path, tr("%1 could not be analysed: %2").arg(path, message));
       });
+}
+
+void CheckpointTab::refuse(const QString& path, const QString& text) {
+  showBusy(false);
+  // The analysis shown before stays (a failed open costs nothing), and the status line and
+  // the box both name the checkpoint it belongs to.
+  selectShownInRecent();
+  status_->setText(path_.isEmpty() ? text : text + tr(" (still showing %1)").arg(path_));
+  Q_EMIT failed(text);
 }
 
 void CheckpointTab::showBusy(bool busy) {

@@ -89,7 +89,9 @@ class TempFile {
       fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
       if (fd_ >= 0 || errno != EEXIST) break;
     }
-    if (fd_ < 0) throw FileError("cannot write " + target + ": " + errno_text(errno));
+    if (fd_ < 0)
+      throw FileError("cannot write " + target + ": " + errno_text(errno), target,
+                      "cannot write: " + errno_text(errno), -1);
   }
   ~TempFile() {
     if (fd_ >= 0) ::close(fd_);
@@ -117,16 +119,21 @@ class TempFile {
 
 int open_regular_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) throw FileError("cannot open " + path + ": " + errno_text(errno));
+  if (fd < 0) {
+    const std::string why = errno_text(errno);
+    throw FileError("cannot open " + path + ": " + why, path, "cannot open: " + why, -1);
+  }
   struct stat st {};
   if (fstat(fd, &st) != 0) {
     const int e = errno;
     ::close(fd);
-    throw FileError("cannot open " + path + ": " + errno_text(e));
+    throw FileError("cannot open " + path + ": " + errno_text(e), path,
+                    "cannot open: " + errno_text(e), -1);
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw FileError(path + " is " + kind_of(st.st_mode) + ", not a regular file");
+    throw FileError(path + " is " + kind_of(st.st_mode) + ", not a regular file", path,
+                    std::string("is ") + kind_of(st.st_mode) + ", not a regular file", -1);
   }
   // Reads from here on block as usual (O_NONBLOCK only kept open() from waiting).
   const int flags = fcntl(fd, F_GETFL);
@@ -144,12 +151,14 @@ std::string read_regular_file(const std::string& path, uint64_t max_bytes) {
       if (errno == EINTR) continue;
       const int e = errno;
       ::close(fd);
-      throw FileError("cannot read " + path + ": " + errno_text(e));
+      throw FileError("cannot read " + path + ": " + errno_text(e), path,
+                      "cannot read: " + errno_text(e), -1);
     }
     if (r == 0) break;
     if (out.size() + static_cast<size_t>(r) > max_bytes) {
       ::close(fd);
-      throw FileError(path + " is larger than " + std::to_string(max_bytes) + " bytes");
+      throw FileError(path + " is larger than " + std::to_string(max_bytes) + " bytes", path,
+                      "is larger than " + std::to_string(max_bytes) + " bytes", -1);
     }
     out.append(buf, static_cast<size_t>(r));
   }
@@ -169,8 +178,9 @@ uint64_t read_at(int fd, uint64_t offset, void* out, uint64_t n, const std::stri
                               static_cast<off_t>(at));
     if (r < 0) {
       if (errno == EINTR) continue;
-      throw FileError("cannot read " + path + " at byte " + std::to_string(at) + ": " +
-                      errno_text(errno));
+      const std::string why = errno_text(errno);
+      throw FileError("cannot read " + path + " at byte " + std::to_string(at) + ": " + why, path,
+                      "cannot read: " + why, static_cast<int64_t>(at));
     }
     if (r == 0) break;  // the end of the file
     done += static_cast<uint64_t>(r);

@@ -33,7 +33,7 @@ std::string first_bytes(const std::string& path, size_t n) {
     return head;
   } catch (const FileError& e) {
     if (fd >= 0) ::close(fd);
-    throw CheckpointError(e.what());
+    throw CheckpointError(e);
   }
 }
 

@@ -79,7 +79,7 @@ uint64_t le(const uint8_t* p, int n) {
 // the archive's top folder (as PyTorchStreamReader names them). Throws CheckpointError.
 std::map<std::string, ZipRecord> zip_directory(const FdAdapter& in, const std::string& path) {
   auto bad = [&](const std::string& why) -> CheckpointError {
-    return CheckpointError(path + ": not an archive torch.save wrote (" + why + ")");
+    return CheckpointError(path, "not an archive torch.save wrote (" + why + ")");
   };
   const uint64_t size = in.size();
   if (size < 22) throw bad("too short for a zip archive");
@@ -165,18 +165,18 @@ void check_declared_sizes(const std::map<std::string, ZipRecord>& records, uint6
   uint64_t total = 0;
   for (const auto& [name, r] : records) {
     if (r.method != 0 && r.size > kSmallRecord && r.size / kMaxInflateRatio > r.compressed) {
-      throw CheckpointError(path + ": record '" + name + "' inflates " +
-                            std::to_string(r.compressed) + " bytes to " + std::to_string(r.size) +
-                            ", more than " + std::to_string(kMaxInflateRatio) +
-                            "x (a limit against zip bombs)");
+      throw CheckpointError(path, "record '" + name + "' inflates " + std::to_string(r.compressed) +
+                                      " bytes to " + std::to_string(r.size) + ", more than " +
+                                      std::to_string(kMaxInflateRatio) +
+                                      "x (a limit against zip bombs)");
     }
     if (__builtin_add_overflow(total, r.size, &total)) total = UINT64_MAX;
   }
   const uint64_t limit = std::max(kTotalFloor, kMaxTotalRatio * file_size);
   if (total > limit) {
-    throw CheckpointError(path + ": its records inflate to " + mb(total) + ", more than " +
-                          mb(limit) + " (" + std::to_string(kMaxTotalRatio) + "x the " +
-                          mb(file_size) + " file; a limit against zip bombs)");
+    throw CheckpointError(path, "its records inflate to " + mb(total) + ", more than " + mb(limit) +
+                                    " (" + std::to_string(kMaxTotalRatio) + "x the " +
+                                    mb(file_size) + " file; a limit against zip bombs)");
   }
 }
 
@@ -185,13 +185,13 @@ std::vector<uint8_t> record(caffe2::serialize::PyTorchStreamReader& zip, const F
                             const std::string& name, const std::string& path) {
   const auto it = records.find(name);
   if (it == records.end() || !zip.hasRecord(name))
-    throw CheckpointError(path + ": the archive has no record '" + name + "'");
+    throw CheckpointError(path, "the archive has no record '" + name + "'");
   if (it->second.method == 0) {  // stored: read once, straight from the file
     const uint64_t offset = zip.getRecordOffset(name);
     std::vector<uint8_t> out(static_cast<size_t>(it->second.size));
     if (offset > in.size() || out.size() > in.size() - offset ||
         in.read(offset, out.data(), out.size()) != out.size())
-      throw CheckpointError(path + ": record '" + name + "' runs past the end of the file");
+      throw CheckpointError(path, "record '" + name + "' runs past the end of the file");
     return out;
   }
   auto [data, size] = zip.getRecord(name);
@@ -206,7 +206,7 @@ std::unique_ptr<Checkpoint> read_pt_checkpoint(const std::string& path) {
   try {
     fd = open_regular_file(path);  // a FIFO or a device is refused, not waited on
   } catch (const FileError& e) {
-    throw CheckpointError(e.what());
+    throw CheckpointError(e);
   }
   const off_t end = ::lseek(fd, 0, SEEK_END);
   auto in = std::make_shared<FdAdapter>(fd, end > 0 ? static_cast<uint64_t>(end) : 0);
@@ -260,7 +260,7 @@ std::unique_ptr<Checkpoint> read_pt_checkpoint(const std::string& path) {
     throw CheckpointError(
         path + " is not a PyTorch checkpoint: LibTorch's zip reader refused it (" + why + ")");
   }
-  if (tensors.empty()) throw CheckpointError(path + ": holds no tensors");
+  if (tensors.empty()) throw CheckpointError(path, "holds no tensors");
   return Checkpoint::from_image(safetensors_image(tensors), path);
 }
 

@@ -66,7 +66,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : label_(path) {
   try {
     fd_ = open_regular_file(path);  // a FIFO or a device is refused, not waited on
   } catch (const FileError& e) {
-    throw CheckpointError(e.what());
+    throw CheckpointError(e);
   }
   try {
     struct stat st {};
@@ -89,7 +89,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : label_(path) {
     parse(head.data(), head.size(), size_);
   } catch (const FileError& e) {
     ::close(fd_);
-    throw CheckpointError(e.what());
+    throw CheckpointError(e);
   } catch (...) {
     ::close(fd_);
     throw;
@@ -133,8 +133,8 @@ void SafetensorsFile::read(const TensorEntry& t, void* out) const {
     return;
   }
   auto gone = [&](const std::string& why) {
-    return CheckpointError(label_ + ": tensor '" + t.name + "': " + why +
-                           "; the file was truncated or rewritten while it was read");
+    return CheckpointError(label_, "tensor '" + t.name + "': " + why +
+                                       "; the file was truncated or rewritten while it was read");
   };
   const std::string range = "[" + std::to_string(from) + ", " + std::to_string(from + n) + ")";
   struct stat st {};
@@ -180,7 +180,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {
     try {
       text = read_regular_file(path, kMaxHeader);
     } catch (const FileError& e) {
-      throw CheckpointError(e.what());
+      throw CheckpointError(e);
     }
     json j;
     std::string duplicate;
@@ -188,15 +188,15 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {
     try {
       j = parse_json_once(text, duplicate, duplicate_depth);
     } catch (const json::parse_error& e) {
-      throw CheckpointError(path + ": the index is not valid JSON (at byte " +
-                            std::to_string(std::min<size_t>(e.byte, text.size())) + " of its " +
-                            std::to_string(text.size()) + ")");
+      throw CheckpointError(path, "the index is not valid JSON (at byte " +
+                                      std::to_string(std::min<size_t>(e.byte, text.size())) +
+                                      " of its " + std::to_string(text.size()) + ")");
     } catch (const json::exception&) {
-      throw CheckpointError(path + ": the index is not valid JSON");
+      throw CheckpointError(path, "the index is not valid JSON");
     }
     if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
-      throw CheckpointError(path + ": no weight_map object");
-    if (!duplicate.empty()) throw CheckpointError(path + ": '" + duplicate + "' appears twice");
+      throw CheckpointError(path, "no weight_map object");
+    if (!duplicate.empty()) throw CheckpointError(path, "'" + duplicate + "' appears twice");
     namespace fs = std::filesystem;
     const fs::path parent = fs::path(path).parent_path();
     std::error_code ec;
@@ -205,7 +205,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {
     std::map<std::string, size_t> shard_index;
     for (const auto& [name, shard] : j["weight_map"].items()) {
       if (!shard.is_string())
-        throw CheckpointError(path + ": shard of '" + name + "' is not a string");
+        throw CheckpointError(path, "shard of '" + name + "' is not a string");
       const std::string file = shard.get<std::string>();
       if (!shard_index.count(file)) {
         // The shard as it resolves (symbolic links followed) must lie in the index's
@@ -213,21 +213,21 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {
         // "../x" or a link to /etc is not.
         const fs::path resolved = fs::weakly_canonical(dir / file, ec);
         if (file.empty() || fs::path(file).is_absolute() || ec || !inside(dir, resolved))
-          throw CheckpointError(path + ": shard '" + file +
-                                "' lies outside the checkpoint's folder");
+          throw CheckpointError(path, "shard '" + file + "' lies outside the checkpoint's folder");
         shard_index[file] = c->files_.size();
         // A shard that cannot be opened (missing from a download, say) is named with the
         // index and a tensor it should hold.
         try {
           c->files_.push_back(std::make_unique<SafetensorsFile>((dir / file).string()));
         } catch (const CheckpointError& e) {
-          throw CheckpointError(path + ": shard '" + file + "' (of '" + name +
-                                "' and any other tensor the index puts there): " + e.what());
+          throw CheckpointError(path,
+                                "shard '" + file + "' (of '" + name +
+                                    "' and any other tensor the index puts there): " + e.what());
         }
       }
       const SafetensorsFile& f = *c->files_[shard_index[file]];
       const TensorEntry* e = f.find(name);
-      if (!e) throw CheckpointError(path + ": '" + name + "' is not in its shard " + file);
+      if (!e) throw CheckpointError(path, "'" + name + "' is not in its shard " + file);
       c->index_[name] = c->refs_.size();
       c->refs_.push_back({&f, e});
     }
@@ -333,7 +333,7 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
                 static_cast<std::streamsize>(image.size()));
     });
   } catch (const FileError& e) {
-    throw CheckpointError(e.what());
+    throw CheckpointError(e);
   }
 }
 

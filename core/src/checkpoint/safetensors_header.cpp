@@ -254,7 +254,7 @@ json parse_json_once(std::string_view text, std::string& duplicate, int& duplica
 }  // namespace safetensors_detail
 
 void SafetensorsFile::parse(const uint8_t* head, size_t head_size, uint64_t size) {
-  auto fail = [&](const std::string& why) { throw CheckpointError(label_ + ": " + why); };
+  auto fail = [&](const std::string& why) { throw CheckpointError(label_, why); };
   if (head_size < 8)
     fail("truncated: " + std::to_string(head_size) + " bytes, not even the 8-byte header length");
   const uint64_t n = load<uint64_t>(head);

@@ -46,8 +46,8 @@ class Collector {
           label_ +
           ": more than 4M objects to visit: a file of shared objects nested in themselves");
     if (depth > kMaxDepth)
-      throw CheckpointError(label_ + ": objects nested deeper than " + std::to_string(kMaxDepth) +
-                            " levels (at '" + prefix + "')");
+      throw CheckpointError(label_, "objects nested deeper than " + std::to_string(kMaxDepth) +
+                                        " levels (at '" + prefix + "')");
     auto join = [&](const std::string& k) { return prefix.empty() ? k : prefix + "." + k; };
     switch (v->kind) {
       case Kind::Tensor: emit(*v, prefix); break;
@@ -84,14 +84,14 @@ class Collector {
   void emit(const Value& v, const std::string& name) {
     const TensorView& t = *v.tensor;
     if (!t.unsupported.empty())
-      throw CheckpointError(label_ + ": tensor '" + name + "' has dtype " + t.unsupported +
-                            ", which the workbench does not read");
+      throw CheckpointError(label_, "tensor '" + name + "' has dtype " + t.unsupported +
+                                        ", which the workbench does not read");
     const uint64_t esize = st_dtype_size(t.dtype);
     bytes_ += t.numel * esize;  // numel <= 2^48: no overflow
     if (bytes_ > max_bytes_)
-      throw CheckpointError(label_ + ": its tensors add up to more than " +
-                            std::to_string(max_bytes_) +
-                            " bytes, several times what its storages hold");
+      throw CheckpointError(label_, "its tensors add up to more than " +
+                                        std::to_string(max_bytes_) +
+                                        " bytes, several times what its storages hold");
     std::string unique = name.empty() ? "tensor" : name;
     for (int k = 2; !names_.insert(unique).second; ++k) unique = name + "~" + std::to_string(k);
     TensorToWrite& out_t = out.emplace_back();

@@ -5,6 +5,7 @@
 // they hold, not by their names; NaN and Inf are counted, not folded into the figures;
 // MX scales (F8_E8M0) and unsigned integers are read as their values.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -151,6 +152,55 @@ TEST_F(CheckpointReading, ATensorCutOffInAShardNamesTheShard) {
       EXPECT_EQ(t.not_quantized,
                 "values unknown: cut off by the end of shard b.safetensors (200 of its 256 bytes "
                 "there)");
+  }
+}
+
+// The errors carry their parts (#51: structured errors): the file, what is wrong with it
+// without the path, and where that is about one byte, its offset; what() is the whole
+// message as the CLI prints it.
+TEST_F(CheckpointReading, ErrorsCarryTheFileAndTheReasonApart) {
+  std::ofstream(path("tiny.safetensors")) << "tiny";
+  try {
+    open_any_checkpoint(path("tiny.safetensors"));
+    FAIL() << "a 4-byte file opened";
+  } catch (const CheckpointError& e) {
+    EXPECT_EQ(e.path, path("tiny.safetensors"));
+    EXPECT_EQ(std::string(e.what()), e.path + ": " + e.reason);
+    EXPECT_EQ(e.reason.find(e.path), std::string::npos) << e.reason;
+    EXPECT_NE(e.reason.find("truncated"), std::string::npos) << e.reason;
+  }
+  // A missing file: the reader's own words ("cannot open PATH: ...") and the parts.
+  try {
+    open_any_checkpoint(path("missing.safetensors"));
+    FAIL() << "a missing file opened";
+  } catch (const PathError& e) {
+    EXPECT_EQ(e.path, path("missing.safetensors"));
+    EXPECT_EQ(e.offset, -1);
+    EXPECT_NE(std::string(e.what()).find(e.path), std::string::npos) << e.what();
+    EXPECT_EQ(e.reason.find(e.path), std::string::npos) << e.reason;
+  }
+  // A FIFO is refused by kind, its path kept apart.
+  ASSERT_EQ(::mkfifo(path("pipe.safetensors").c_str(), 0600), 0);
+  try {
+    open_any_checkpoint(path("pipe.safetensors"));
+    FAIL() << "a FIFO opened";
+  } catch (const PathError& e) {
+    EXPECT_EQ(e.path, path("pipe.safetensors"));
+    EXPECT_EQ(e.reason, "is a FIFO, not a regular file");
+  }
+  // A shard's error is the index's, its reason naming the shard and what is wrong there.
+  write_safetensors(path("a.safetensors"), {{"x", StDtype::F32, {2}, f32_bytes({1, 2})}});
+  std::ofstream(path("b.safetensors")) << "tiny";
+  std::ofstream(path("set.index.json"))
+      << R"({"weight_map": {"x": "a.safetensors", "y": "b.safetensors"}})";
+  try {
+    open_any_checkpoint(path("set.index.json"));
+    FAIL() << "a set with a 4-byte shard opened";
+  } catch (const PathError& e) {
+    EXPECT_EQ(e.path, path("set.index.json"));
+    EXPECT_EQ(e.reason.rfind("shard 'b.safetensors'", 0), 0u) << e.reason;
+    EXPECT_NE(e.reason.find("truncated"), std::string::npos) << e.reason;
+    EXPECT_EQ(e.reason.find(e.path), std::string::npos) << e.reason;
   }
 }
 

@@ -1,4 +1,4 @@
-// defines: FileError, open_regular_file(), read_regular_file(), read_at(),
+// defines: PathError, FileError, open_regular_file(), read_regular_file(), read_at(),
 // write_file_atomically(), sqlite_database_at(), link_problem():
 // how the workbench opens the files it reads (configs, checkpoints, shards) and writes
 // the files it produces (exports, weights). A FIFO, a device or a folder given where a
@@ -14,8 +14,28 @@
 
 namespace fp8wb {
 
-struct FileError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// An error about one file. what() is the whole message, as the CLI prints it; `path`,
+// `offset` and `reason` are its parts, for a caller that says them in its own words (the
+// GUI's status line names the file once, whatever the message's shape).
+struct PathError : std::runtime_error {
+  std::string path;     // the file the error is about ("" where the message names none)
+  int64_t offset = -1;  // the byte of the file it is at; -1 where it is about the whole file
+  std::string reason;   // what is wrong, without the path
+
+  // A message with no parts known: the reason is the whole message.
+  explicit PathError(const std::string& message) : std::runtime_error(message), reason(message) {}
+  // "PATH: REASON".
+  PathError(const std::string& path_, const std::string& reason_, int64_t offset_ = -1)
+      : std::runtime_error(path_ + ": " + reason_), path(path_), offset(offset_), reason(reason_) {}
+  // A message of another shape ("cannot open PATH: ...") with its parts.
+  PathError(const std::string& message, const std::string& path_, const std::string& reason_,
+            int64_t offset_)
+      : std::runtime_error(message), path(path_), offset(offset_), reason(reason_) {}
+};
+
+// A file that cannot be opened, read or written as asked.
+struct FileError : PathError {
+  using PathError::PathError;
 };
 
 // An open file descriptor for an existing regular file (opened without blocking, so a

@@ -14,10 +14,16 @@
 #include <utility>
 #include <vector>
 
+#include "fp8wb/core/file_io.h"
+
 namespace fp8wb {
 
-struct CheckpointError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// A checkpoint that cannot be read: the file (`path`) and what is wrong with it (`reason`)
+// where the reader knows them apart, as PathError gives them.
+struct CheckpointError : PathError {
+  using PathError::PathError;
+  // A file error met while reading a checkpoint, its parts kept.
+  explicit CheckpointError(const PathError& e) : PathError(e) {}
 };
 
 // A tensor whose bytes were read but hold no values as the file defines them (a BOOL byte
