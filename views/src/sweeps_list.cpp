@@ -1,12 +1,20 @@
 // SweepsTab's "Sweep" list (sweeps_tab.h): the database's stored sweeps, newest first,
 // read off the GUI thread when the tab is shown, when the database changes and as the
-// tab's own sweeps start and end; the one chosen is shown (sweeps_heatmap.cpp).
+// tab's own sweeps start and end; the one chosen is shown (sweeps_heatmap.cpp). Under
+// it, the line describing the sweep shown and "Copy to new sweep".
 #include <QComboBox>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QListWidget>
+#include <QPlainTextEdit>
+#include <QPushButton>
 #include <QShowEvent>
+#include <QSpinBox>
 #include <filesystem>
 
+#include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
@@ -172,6 +180,91 @@ void SweepsTab::databaseChanged() {
     best_->clear();
   }
   refreshSweeps();
+}
+
+namespace {
+
+// A config field's value as a key=value line writes it: "mlp", "150", "0.003", "true".
+QString field_text(const QJsonValue& v) {
+  if (v.isString()) return v.toString();
+  if (v.isBool()) return v.toBool() ? QStringLiteral("true") : QStringLiteral("false");
+  if (v.isDouble()) return QString::number(v.toDouble(), 'g', 15);
+  if (v.isArray())
+    return QString::fromUtf8(QJsonDocument(v.toArray()).toJson(QJsonDocument::Compact));
+  if (v.isObject())
+    return QString::fromUtf8(QJsonDocument(v.toObject()).toJson(QJsonDocument::Compact));
+  return {};
+}
+
+// The fields a sweep's base config sets apart from the defaults, as key=value lines (the
+// run's name, which each trial replaces, left out).
+QStringList base_overrides(const RunConfig& base) {
+  const QJsonObject defaults =
+      QJsonDocument::fromJson(QByteArray::fromStdString(run_config_json(RunConfig{}))).object();
+  const QJsonObject fields =
+      QJsonDocument::fromJson(QByteArray::fromStdString(run_config_json(base))).object();
+  QStringList lines;
+  for (auto f = fields.begin(); f != fields.end(); ++f)
+    if (f.key() != QLatin1String("name") && defaults.value(f.key()) != f.value())
+      lines << f.key() + QLatin1Char('=') + field_text(f.value());
+  return lines;
+}
+
+// A grid axis as the form writes it: "margin=0,1,2".
+QString axis_text(const SweepAxis& a) {
+  QStringList values;
+  for (const std::string& v : a.values) values << QString::fromStdString(v);
+  return QString::fromStdString(a.key) + QLatin1Char('=') + values.join(QLatin1Char(','));
+}
+
+// An axis as the line describing the shown sweep names it: a long one by its first
+// values and its last, "window=1,2,3,…,400 (400 values)", which wraps within the tab
+// (the whole list, one word, would not).
+QString short_axis_text(const SweepAxis& a) {
+  constexpr size_t kShown = 6;
+  if (a.values.size() <= kShown + 1) return axis_text(a);
+  QStringList values;
+  for (size_t i = 0; i < kShown - 1; ++i) values << QString::fromStdString(a.values[i]);
+  values << QStringLiteral("…") << QString::fromStdString(a.values.back());
+  return QString::fromStdString(a.key) + QLatin1Char('=') + values.join(QLatin1Char(',')) +
+         QObject::tr(" (%1 values)").arg(a.values.size());
+}
+
+}  // namespace
+
+void SweepsTab::describeShownSweep() {
+  copy_spec_->setEnabled(!spec_.axes.empty());
+  if (spec_.axes.empty()) {
+    shown_spec_->clear();
+    shown_spec_->setToolTip(QString());
+    return;
+  }
+  QStringList grid, whole;
+  for (const SweepAxis& a : spec_.axes) {
+    grid << short_axis_text(a);
+    whole << axis_text(a);
+  }
+  const QStringList base = base_overrides(spec_.base);
+  const QString seeds =
+      spec_.seeds == 1 ? tr("1 seed a point") : tr("%1 seeds a point").arg(spec_.seeds);
+  const QString config = base.isEmpty() ? tr("the defaults") : base.join(QStringLiteral(", "));
+  shown_spec_->setText(tr("Shown: grid %1 · %2 · base config %3")
+                           .arg(grid.join(QStringLiteral(" x ")), seeds, config));
+  // Every value of every axis, wrapped where the tooltip is too narrow for a line.
+  shown_spec_->setToolTip(QStringLiteral("<p style='white-space:pre-wrap'>%1</p>")
+                              .arg(tr("Grid %1 · %2 · base config %3")
+                                       .arg(whole.join(QStringLiteral(" x ")), seeds, config)
+                                       .replace(QLatin1Char(','), QStringLiteral(", "))
+                                       .toHtmlEscaped()));
+}
+
+void SweepsTab::copyShownToForm() {
+  if (spec_.axes.empty()) return;
+  QStringList grid;
+  for (const SweepAxis& a : spec_.axes) grid << axis_text(a);
+  base_->setPlainText(base_overrides(spec_.base).join(QLatin1Char('\n')));
+  grid_->setPlainText(grid.join(QLatin1Char('\n')));
+  seeds_->setValue(spec_.seeds);
 }
 
 }  // namespace fp8wb
