@@ -12,12 +12,12 @@
 #include <QPushButton>
 #include <QShowEvent>
 #include <QSpinBox>
-#include <filesystem>
 
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/store_reader.h"
 #include "fp8wb/views/sweeps_tab.h"
 #include "sweeps_tab_internal.h"
 
@@ -70,10 +70,8 @@ void SweepsTab::refreshSweeps() {
   list_job_.run(
       [path] {
         std::vector<ListedSweep> listed;
-        std::error_code ec;
-        if (path.empty() || !std::filesystem::exists(path, ec)) return listed;  // none yet
-        // A connection of its own: a read that waits on a busy database waits here.
-        const auto store = RunStore::open_read_only(path);
+        const auto store = open_store_reader_if_made(path);
+        if (!store) return listed;  // none yet
         const std::vector<SweepInfo> sweeps = store->sweeps();
         for (auto s = sweeps.rbegin(); s != sweeps.rend(); ++s) listed.push_back(list_entry(*s));
         return listed;
@@ -134,10 +132,7 @@ void SweepsTab::pollShownSweep() {
   const std::string path = engine_->databasePath().toStdString();
   const int64_t id = sweep_id_;
   poll_job_.run(
-      [path, id] {
-        // A connection of its own: a read that waits on a busy database waits here.
-        return sweeps_detail::sweep_runs_state(*RunStore::open_read_only(path), id);
-      },
+      [path, id] { return sweeps_detail::sweep_runs_state(*open_store_reader(path), id); },
       [this, id](std::string state) {
         if (id != sweep_id_ || state.empty() || state == shown_runs_state_ || isReading()) return;
         rereadShownSweep();
