@@ -109,6 +109,30 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
       held_none_(new QLabel(this)),
       heat_(new ExportablePlot(this)),
       curves_(new ExportablePlot(this)) {
+  // The form of a new sweep on the left, the sweep shown on the right.
+  QWidget* left = makeNewSweepSide();
+  QWidget* right = makeShownSweepSide();
+  // Two pages: the sweeps (the form, the stored sweeps' heatmap) and "Replay a run".
+  auto* sweeps_page = new QWidget(this);
+  auto* layout = new QHBoxLayout(sweeps_page);
+  layout->addWidget(left);
+  layout->addWidget(right, 1);
+  pages_ = new QTabWidget(this);
+  pages_->setObjectName(QStringLiteral("sweepsPages"));
+  pages_->addTab(sweeps_page, tr("Sweeps"));
+  replay_ = new ReplayPanel(engine_, this);
+  pages_->addTab(replay_, tr("Replay a run"));
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 0);
+  outer->addWidget(pages_);
+  connectSignals();
+  applyPreset(preset_->currentText());
+  describeShownSweep();  // none yet
+  showNoSweep();
+}
+
+// The "New sweep" form, Collect, the status line and the trials' list.
+QWidget* SweepsTab::makeNewSweepSide() {
   preset_->addItems(presetNames());
   preset_->setObjectName(QStringLiteral("sweepPreset"));
   // Narrower than its longest preset where the window is (1280 px): the tab's form and
@@ -178,7 +202,12 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   // come while the tab's children are destroyed, after the tab itself.
   showTrialsOrHint();
   left->setMaximumWidth(420);
+  return left;
+}
 
+// The "Sweep" list, the line describing the sweep shown, the axis choices, the heatmap and
+// the overlaid curves.
+QWidget* SweepsTab::makeShownSweepSide() {
   map_ = new QCPColorMap(heat_->xAxis, heat_->yAxis);
   map_->setName(tr("sweep"));
   scale_ = new QCPColorScale(heat_);
@@ -276,19 +305,10 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   overlay_title_->setWordWrap(true);
   rl->addWidget(overlay_title_);
   rl->addWidget(curves_, 2);
-  // Two pages: the sweeps (the form, the stored sweeps' heatmap) and "Replay a run".
-  auto* sweeps_page = new QWidget(this);
-  auto* layout = new QHBoxLayout(sweeps_page);
-  layout->addWidget(left);
-  layout->addWidget(right, 1);
-  pages_ = new QTabWidget(this);
-  pages_->setObjectName(QStringLiteral("sweepsPages"));
-  pages_->addTab(sweeps_page, tr("Sweeps"));
-  replay_ = new ReplayPanel(engine_, this);
-  pages_->addTab(replay_, tr("Replay a run"));
-  auto* outer = new QVBoxLayout(this);
-  outer->setContentsMargins(0, 0, 0, 0);
-  outer->addWidget(pages_);
+  return right;
+}
+
+void SweepsTab::connectSignals() {
   connect(pages_, &QTabWidget::currentChanged, this, [this](int page) {
     if (page == 1) replay_->refreshRuns();
   });
@@ -376,9 +396,6 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   poll->start();
   connect(overlay_, &QComboBox::currentIndexChanged, this,
           [this](int column) { overlayLine(overlaid_cell_.x(), overlaid_cell_.y(), column == 1); });
-  applyPreset(preset_->currentText());
-  describeShownSweep();  // none yet
-  showNoSweep();
 }
 
 SweepsTab::~SweepsTab() {

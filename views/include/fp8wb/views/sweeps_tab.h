@@ -137,6 +137,10 @@ class SweepsTab : public QWidget {
   void showEvent(QShowEvent* e) override;
 
  private:
+  // The constructor's parts: the two sides' widgets laid out, the signals connected.
+  QWidget* makeNewSweepSide();
+  QWidget* makeShownSweepSide();
+  void connectSignals();
   // The database was switched: what is shown is the other database's; forget it, list
   // this one's.
   void databaseChanged();
