@@ -13,6 +13,7 @@
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/trainer.h"
 #include "fp8wb/views/run_database_guard.h"
+#include "fp8wb/views/store_reader.h"
 
 namespace fp8wb {
 
@@ -224,8 +225,7 @@ void EngineController::openRun(int64_t run_id) {
   const std::string path = db_path_.toStdString();
   open_job_.run(
       [path, run_id] {
-        // A connection of its own: a read that waits on a busy database waits here.
-        const auto store = RunStore::open_read_only(path);
+        const auto store = open_store_reader(path);
         const std::optional<RunInfo> info = store->run(run_id);
         if (!info) throw StoreError("no run " + std::to_string(run_id) + " in " + path);
         OpenedRun r;

@@ -6,11 +6,12 @@
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/store_reader.h"
 
 namespace fp8wb {
 
 std::vector<LossCurve> read_loss_curves(const std::string& db_path, std::vector<LossCurve> curves) {
-  const auto store = RunStore::open_read_only(db_path);
+  const auto store = open_store_reader(db_path);
   std::vector<LossCurve> out;
   for (LossCurve& c : curves) {
     const auto info = store->run(c.run_id);

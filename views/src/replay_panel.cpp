@@ -18,6 +18,7 @@
 #include "fp8wb/core/watch.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/store_reader.h"
 #include "sweeps_tab_internal.h"
 
 namespace fp8wb {
@@ -189,7 +190,7 @@ void ReplayPanel::refreshRuns() {
   list_job_.run(
       [path] {
         std::vector<std::pair<int64_t, std::string>> out;
-        const auto store = RunStore::open_read_only(path);
+        const auto store = open_store_reader(path);
         for (const RunInfo& r : store->runs()) out.emplace_back(r.id, r.name);
         return out;
       },
@@ -278,7 +279,7 @@ void ReplayPanel::replay() {
   const std::string path = engine_->databasePath().toStdString();
   job_.run(
       [path, id, grid] {
-        const auto store = RunStore::open_read_only(path);
+        const auto store = open_store_reader(path);
         Loaded l;
         l.run = std::make_shared<ReplayRun>(load_replay_run(*store, id));
         l.config_json = store->run(id)->config_json;

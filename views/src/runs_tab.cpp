@@ -1,7 +1,6 @@
 #include "fp8wb/views/runs_tab.h"
 
 #include <QFile>
-#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QInputDialog>
@@ -22,6 +21,7 @@
 #include "fp8wb/views/file_dialogs.h"
 #include "fp8wb/views/loss_curves.h"
 #include "fp8wb/views/run_database_guard.h"
+#include "fp8wb/views/store_reader.h"
 
 namespace fp8wb {
 namespace {
@@ -243,12 +243,11 @@ struct RunList {
   std::vector<FinalLoss> finals;
 };
 
-// On a connection of its own: a read that waits on a busy database waits there. A
-// database not created yet holds no runs.
+// A database not created yet holds no runs.
 RunList read_run_list(const std::string& path) {
   RunList l;
-  if (!QFileInfo::exists(QString::fromStdString(path))) return l;
-  const auto s = RunStore::open_read_only(path);
+  const auto s = open_store_reader_if_made(path);
+  if (!s) return l;
   l.runs = s->runs();
   for (const RunInfo& r : l.runs) {
     l.finals.push_back(final_loss(*s, r));

@@ -13,6 +13,7 @@
 
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/watch.h"
+#include "fp8wb/views/store_reader.h"
 
 namespace fp8wb {
 
@@ -28,7 +29,7 @@ constexpr int kStderrChars = 1 << 20;
 // `name` (FP8WB_RUN_NAME, which watch() takes unless the script names its run itself),
 // else the newest the process writes.
 int64_t find_run(const std::string& db, const std::string& name, qint64 pid) {
-  const auto store = RunStore::open_read_only(db);
+  const auto store = open_store_reader(db);
   int64_t newest = 0;
   for (const RunInfo& r : store->runs()) {
     if (r.kind != kWatchRunKind || r.writer_pid != pid) continue;

@@ -27,6 +27,7 @@
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/loss_curves.h"
 #include "fp8wb/views/name_choices.h"
+#include "fp8wb/views/store_reader.h"
 #include "sweeps_tab_internal.h"
 
 namespace fp8wb {
@@ -48,7 +49,7 @@ QCPColorGradient heat_gradient() {
 }
 
 SweepRead read_sweep(const std::string& path, int64_t sweep_id) {
-  const auto store = RunStore::open_read_only(path);
+  const auto store = open_store_reader(path);
   const auto info = store->sweep(sweep_id);
   if (!info) throw StoreError("no sweep " + std::to_string(sweep_id) + " in " + path);
   SweepRead r;

@@ -1,15 +1,23 @@
 // SweepsTab's "Sweep" list (sweeps_tab.h): the database's stored sweeps, newest first,
 // read off the GUI thread when the tab is shown, when the database changes and as the
-// tab's own sweeps start and end; the one chosen is shown (sweeps_heatmap.cpp).
+// tab's own sweeps start and end; the one chosen is shown (sweeps_heatmap.cpp). Under
+// it, the line describing the sweep shown and "Copy to new sweep".
 #include <QComboBox>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QListWidget>
+#include <QPlainTextEdit>
+#include <QPushButton>
 #include <QShowEvent>
-#include <filesystem>
+#include <QSpinBox>
 
+#include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/store_reader.h"
 #include "fp8wb/views/sweeps_tab.h"
 #include "sweeps_tab_internal.h"
 
@@ -62,10 +70,8 @@ void SweepsTab::refreshSweeps() {
   list_job_.run(
       [path] {
         std::vector<ListedSweep> listed;
-        std::error_code ec;
-        if (path.empty() || !std::filesystem::exists(path, ec)) return listed;  // none yet
-        // A connection of its own: a read that waits on a busy database waits here.
-        const auto store = RunStore::open_read_only(path);
+        const auto store = open_store_reader_if_made(path);
+        if (!store) return listed;  // none yet
         const std::vector<SweepInfo> sweeps = store->sweeps();
         for (auto s = sweeps.rbegin(); s != sweeps.rend(); ++s) listed.push_back(list_entry(*s));
         return listed;
@@ -126,10 +132,7 @@ void SweepsTab::pollShownSweep() {
   const std::string path = engine_->databasePath().toStdString();
   const int64_t id = sweep_id_;
   poll_job_.run(
-      [path, id] {
-        // A connection of its own: a read that waits on a busy database waits here.
-        return sweeps_detail::sweep_runs_state(*RunStore::open_read_only(path), id);
-      },
+      [path, id] { return sweeps_detail::sweep_runs_state(*open_store_reader(path), id); },
       [this, id](std::string state) {
         if (id != sweep_id_ || state.empty() || state == shown_runs_state_ || isReading()) return;
         rereadShownSweep();
@@ -172,6 +175,91 @@ void SweepsTab::databaseChanged() {
     best_->clear();
   }
   refreshSweeps();
+}
+
+namespace {
+
+// A config field's value as a key=value line writes it: "mlp", "150", "0.003", "true".
+QString field_text(const QJsonValue& v) {
+  if (v.isString()) return v.toString();
+  if (v.isBool()) return v.toBool() ? QStringLiteral("true") : QStringLiteral("false");
+  if (v.isDouble()) return QString::number(v.toDouble(), 'g', 15);
+  if (v.isArray())
+    return QString::fromUtf8(QJsonDocument(v.toArray()).toJson(QJsonDocument::Compact));
+  if (v.isObject())
+    return QString::fromUtf8(QJsonDocument(v.toObject()).toJson(QJsonDocument::Compact));
+  return {};
+}
+
+// The fields a sweep's base config sets apart from the defaults, as key=value lines (the
+// run's name, which each trial replaces, left out).
+QStringList base_overrides(const RunConfig& base) {
+  const QJsonObject defaults =
+      QJsonDocument::fromJson(QByteArray::fromStdString(run_config_json(RunConfig{}))).object();
+  const QJsonObject fields =
+      QJsonDocument::fromJson(QByteArray::fromStdString(run_config_json(base))).object();
+  QStringList lines;
+  for (auto f = fields.begin(); f != fields.end(); ++f)
+    if (f.key() != QLatin1String("name") && defaults.value(f.key()) != f.value())
+      lines << f.key() + QLatin1Char('=') + field_text(f.value());
+  return lines;
+}
+
+// A grid axis as the form writes it: "margin=0,1,2".
+QString axis_text(const SweepAxis& a) {
+  QStringList values;
+  for (const std::string& v : a.values) values << QString::fromStdString(v);
+  return QString::fromStdString(a.key) + QLatin1Char('=') + values.join(QLatin1Char(','));
+}
+
+// An axis as the line describing the shown sweep names it: a long one by its first
+// values and its last, "window=1,2,3,…,400 (400 values)", which wraps within the tab
+// (the whole list, one word, would not).
+QString short_axis_text(const SweepAxis& a) {
+  constexpr size_t kShown = 6;
+  if (a.values.size() <= kShown + 1) return axis_text(a);
+  QStringList values;
+  for (size_t i = 0; i < kShown - 1; ++i) values << QString::fromStdString(a.values[i]);
+  values << QStringLiteral("…") << QString::fromStdString(a.values.back());
+  return QString::fromStdString(a.key) + QLatin1Char('=') + values.join(QLatin1Char(',')) +
+         QObject::tr(" (%1 values)").arg(a.values.size());
+}
+
+}  // namespace
+
+void SweepsTab::describeShownSweep() {
+  copy_spec_->setEnabled(!spec_.axes.empty());
+  if (spec_.axes.empty()) {
+    shown_spec_->clear();
+    shown_spec_->setToolTip(QString());
+    return;
+  }
+  QStringList grid, whole;
+  for (const SweepAxis& a : spec_.axes) {
+    grid << short_axis_text(a);
+    whole << axis_text(a);
+  }
+  const QStringList base = base_overrides(spec_.base);
+  const QString seeds =
+      spec_.seeds == 1 ? tr("1 seed a point") : tr("%1 seeds a point").arg(spec_.seeds);
+  const QString config = base.isEmpty() ? tr("the defaults") : base.join(QStringLiteral(", "));
+  shown_spec_->setText(tr("Shown: grid %1 · %2 · base config %3")
+                           .arg(grid.join(QStringLiteral(" x ")), seeds, config));
+  // Every value of every axis, wrapped where the tooltip is too narrow for a line.
+  shown_spec_->setToolTip(QStringLiteral("<p style='white-space:pre-wrap'>%1</p>")
+                              .arg(tr("Grid %1 · %2 · base config %3")
+                                       .arg(whole.join(QStringLiteral(" x ")), seeds, config)
+                                       .replace(QLatin1Char(','), QStringLiteral(", "))
+                                       .toHtmlEscaped()));
+}
+
+void SweepsTab::copyShownToForm() {
+  if (spec_.axes.empty()) return;
+  QStringList grid;
+  for (const SweepAxis& a : spec_.axes) grid << axis_text(a);
+  base_->setPlainText(base_overrides(spec_.base).join(QLatin1Char('\n')));
+  grid_->setPlainText(grid.join(QLatin1Char('\n')));
+  seeds_->setValue(spec_.seeds);
 }
 
 }  // namespace fp8wb

@@ -1,18 +1,15 @@
-// SweepsTab (sweeps_tab.h): the tab's widgets and layout, its presets, the "New sweep"
-// form (base config, grid, seeds, trials side by side), the line describing the sweep
-// shown and "Copy to new sweep", start and stop with each trial's state as a
-// BackgroundJob, and "Collect from folder…": a cluster sweep's folder collected as a
-// BackgroundJob with a progress bar a trial, a failure named over the heatmap. The
-// heatmap, its cells and the overlaid curves are in sweeps_heatmap.cpp.
+// SweepsTab (sweeps_tab.h): the tab's widgets and layout, its presets and the "New sweep"
+// form (base config, grid, seeds, trials side by side), whose Start and Stop go to the
+// SweepController (sweep_controller.h) and whose trials' list, status line and heatmap
+// follow what it says. Elsewhere: the heatmap, its cells and the overlaid curves
+// (sweeps_heatmap.cpp), the "Sweep" list and the line describing the sweep shown
+// (sweeps_list.cpp), "Collect from folder…" (sweeps_collect.cpp).
 #include "fp8wb/views/sweeps_tab.h"
 
 #include <QComboBox>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
-#include <QJsonArray>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QLabel>
 #include <QListWidget>
 #include <QPlainTextEdit>
@@ -26,12 +23,12 @@
 #include <algorithm>
 
 #include "fp8wb/core/run_config.h"
-#include "fp8wb/core/sweep_collect.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/file_dialogs.h"
 #include "fp8wb/views/name_choices.h"
 #include "fp8wb/views/replay_panel.h"
+#include "fp8wb/views/sweep_controller.h"
 #include "sweeps_tab_internal.h"
 
 namespace fp8wb {
@@ -84,6 +81,7 @@ QStringList SweepsTab::presetNames() {
 SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
     : QWidget(parent),
       engine_(engine),
+      controller_(new SweepController(engine, this)),
       stored_(new QComboBox(this)),
       preset_(new QComboBox(this)),
       x_axis_(new QComboBox(this)),
@@ -111,6 +109,30 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
       held_none_(new QLabel(this)),
       heat_(new ExportablePlot(this)),
       curves_(new ExportablePlot(this)) {
+  // The form of a new sweep on the left, the sweep shown on the right.
+  QWidget* left = makeNewSweepSide();
+  QWidget* right = makeShownSweepSide();
+  // Two pages: the sweeps (the form, the stored sweeps' heatmap) and "Replay a run".
+  auto* sweeps_page = new QWidget(this);
+  auto* layout = new QHBoxLayout(sweeps_page);
+  layout->addWidget(left);
+  layout->addWidget(right, 1);
+  pages_ = new QTabWidget(this);
+  pages_->setObjectName(QStringLiteral("sweepsPages"));
+  pages_->addTab(sweeps_page, tr("Sweeps"));
+  replay_ = new ReplayPanel(engine_, this);
+  pages_->addTab(replay_, tr("Replay a run"));
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 0);
+  outer->addWidget(pages_);
+  connectSignals();
+  applyPreset(preset_->currentText());
+  describeShownSweep();  // none yet
+  showNoSweep();
+}
+
+// The "New sweep" form, Collect, the status line and the trials' list.
+QWidget* SweepsTab::makeNewSweepSide() {
   preset_->addItems(presetNames());
   preset_->setObjectName(QStringLiteral("sweepPreset"));
   // Narrower than its longest preset where the window is (1280 px): the tab's form and
@@ -180,7 +202,12 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   // come while the tab's children are destroyed, after the tab itself.
   showTrialsOrHint();
   left->setMaximumWidth(420);
+  return left;
+}
 
+// The "Sweep" list, the line describing the sweep shown, the axis choices, the heatmap and
+// the overlaid curves.
+QWidget* SweepsTab::makeShownSweepSide() {
   map_ = new QCPColorMap(heat_->xAxis, heat_->yAxis);
   map_->setName(tr("sweep"));
   scale_ = new QCPColorScale(heat_);
@@ -278,19 +305,10 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   overlay_title_->setWordWrap(true);
   rl->addWidget(overlay_title_);
   rl->addWidget(curves_, 2);
-  // Two pages: the sweeps (the form, the stored sweeps' heatmap) and "Replay a run".
-  auto* sweeps_page = new QWidget(this);
-  auto* layout = new QHBoxLayout(sweeps_page);
-  layout->addWidget(left);
-  layout->addWidget(right, 1);
-  pages_ = new QTabWidget(this);
-  pages_->setObjectName(QStringLiteral("sweepsPages"));
-  pages_->addTab(sweeps_page, tr("Sweeps"));
-  replay_ = new ReplayPanel(engine_, this);
-  pages_->addTab(replay_, tr("Replay a run"));
-  auto* outer = new QVBoxLayout(this);
-  outer->setContentsMargins(0, 0, 0, 0);
-  outer->addWidget(pages_);
+  return right;
+}
+
+void SweepsTab::connectSignals() {
   connect(pages_, &QTabWidget::currentChanged, this, [this](int page) {
     if (page == 1) replay_->refreshRuns();
   });
@@ -339,6 +357,17 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
     chosen_ = 0;
     overlayLine(0, 0, overlay_->currentIndex() == 1);
   });
+  // The sweep run here goes through its controller, which says how it goes.
+  connect(controller_, &SweepController::started, this, &SweepsTab::sweepStarted);
+  connect(controller_, &SweepController::trialFinished, this,
+          [this](qint64, int index, RunStatus status) { trialEnded(index, status); });
+  connect(controller_, &SweepController::finished, this, &SweepsTab::sweepEnded);
+  connect(controller_, &SweepController::failed, this, &SweepsTab::failed);
+  connect(controller_, &SweepController::notice, this, [this](const QString& n) {
+    // Grid values dropped as another spelling of a number: on the tab's line too.
+    status_->setText(status_->text() + QLatin1Char('\n') + n);
+    Q_EMIT notice(n);
+  });
   connect(engine_, &EngineController::databaseChanged, this, &SweepsTab::databaseChanged);
   connect(engine_, &EngineController::runsDeleted, this, &SweepsTab::runsDeleted);
   // A database that cannot be written takes no sweeps: the buttons say why, as Start does.
@@ -367,14 +396,10 @@ SweepsTab::SweepsTab(EngineController* engine, QWidget* parent)
   poll->start();
   connect(overlay_, &QComboBox::currentIndexChanged, this,
           [this](int column) { overlayLine(overlaid_cell_.x(), overlaid_cell_.y(), column == 1); });
-  applyPreset(preset_->currentText());
-  describeShownSweep();  // none yet
-  showNoSweep();
 }
 
 SweepsTab::~SweepsTab() {
-  stop();
-  run_job_.wait();  // its trials write through the engine's store
+  stop();  // the controller, a child, waits for the trials as it goes
 }
 
 QString SweepsTab::fail(const QString& message) {
@@ -422,91 +447,6 @@ void SweepsTab::showWhetherPreset() {
   preset_->setCurrentIndex(match);
 }
 
-namespace {
-
-// A config field's value as a key=value line writes it: "mlp", "150", "0.003", "true".
-QString field_text(const QJsonValue& v) {
-  if (v.isString()) return v.toString();
-  if (v.isBool()) return v.toBool() ? QStringLiteral("true") : QStringLiteral("false");
-  if (v.isDouble()) return QString::number(v.toDouble(), 'g', 15);
-  if (v.isArray())
-    return QString::fromUtf8(QJsonDocument(v.toArray()).toJson(QJsonDocument::Compact));
-  if (v.isObject())
-    return QString::fromUtf8(QJsonDocument(v.toObject()).toJson(QJsonDocument::Compact));
-  return {};
-}
-
-// The fields a sweep's base config sets apart from the defaults, as key=value lines (the
-// run's name, which each trial replaces, left out).
-QStringList base_overrides(const RunConfig& base) {
-  const QJsonObject defaults =
-      QJsonDocument::fromJson(QByteArray::fromStdString(run_config_json(RunConfig{}))).object();
-  const QJsonObject fields =
-      QJsonDocument::fromJson(QByteArray::fromStdString(run_config_json(base))).object();
-  QStringList lines;
-  for (auto f = fields.begin(); f != fields.end(); ++f)
-    if (f.key() != QLatin1String("name") && defaults.value(f.key()) != f.value())
-      lines << f.key() + QLatin1Char('=') + field_text(f.value());
-  return lines;
-}
-
-// A grid axis as the form writes it: "margin=0,1,2".
-QString axis_text(const SweepAxis& a) {
-  QStringList values;
-  for (const std::string& v : a.values) values << QString::fromStdString(v);
-  return QString::fromStdString(a.key) + QLatin1Char('=') + values.join(QLatin1Char(','));
-}
-
-// An axis as the line describing the shown sweep names it: a long one by its first
-// values and its last, "window=1,2,3,…,400 (400 values)", which wraps within the tab
-// (the whole list, one word, would not).
-QString short_axis_text(const SweepAxis& a) {
-  constexpr size_t kShown = 6;
-  if (a.values.size() <= kShown + 1) return axis_text(a);
-  QStringList values;
-  for (size_t i = 0; i < kShown - 1; ++i) values << QString::fromStdString(a.values[i]);
-  values << QStringLiteral("…") << QString::fromStdString(a.values.back());
-  return QString::fromStdString(a.key) + QLatin1Char('=') + values.join(QLatin1Char(',')) +
-         QObject::tr(" (%1 values)").arg(a.values.size());
-}
-
-}  // namespace
-
-void SweepsTab::describeShownSweep() {
-  copy_spec_->setEnabled(!spec_.axes.empty());
-  if (spec_.axes.empty()) {
-    shown_spec_->clear();
-    shown_spec_->setToolTip(QString());
-    return;
-  }
-  QStringList grid, whole;
-  for (const SweepAxis& a : spec_.axes) {
-    grid << short_axis_text(a);
-    whole << axis_text(a);
-  }
-  const QStringList base = base_overrides(spec_.base);
-  const QString seeds =
-      spec_.seeds == 1 ? tr("1 seed a point") : tr("%1 seeds a point").arg(spec_.seeds);
-  const QString config = base.isEmpty() ? tr("the defaults") : base.join(QStringLiteral(", "));
-  shown_spec_->setText(tr("Shown: grid %1 · %2 · base config %3")
-                           .arg(grid.join(QStringLiteral(" x ")), seeds, config));
-  // Every value of every axis, wrapped where the tooltip is too narrow for a line.
-  shown_spec_->setToolTip(QStringLiteral("<p style='white-space:pre-wrap'>%1</p>")
-                              .arg(tr("Grid %1 · %2 · base config %3")
-                                       .arg(whole.join(QStringLiteral(" x ")), seeds, config)
-                                       .replace(QLatin1Char(','), QStringLiteral(", "))
-                                       .toHtmlEscaped()));
-}
-
-void SweepsTab::copyShownToForm() {
-  if (spec_.axes.empty()) return;
-  QStringList grid;
-  for (const SweepAxis& a : spec_.axes) grid << axis_text(a);
-  base_->setPlainText(base_overrides(spec_.base).join(QLatin1Char('\n')));
-  grid_->setPlainText(grid.join(QLatin1Char('\n')));
-  seeds_->setValue(spec_.seeds);
-}
-
 void SweepsTab::showReplay() {
   pages_->setCurrentIndex(1);
 }
@@ -524,7 +464,6 @@ void SweepsTab::setSeeds(int seeds) {
 }
 
 QString SweepsTab::start() {
-  if (busy()) return fail(tr("a sweep is running"));
   SweepSpec spec;
   try {
     // Named after its preset where the form is one's; else the default name ("sweep").
@@ -534,84 +473,58 @@ QString SweepsTab::start() {
     for (const QString& line : grid_->toPlainText().split(QLatin1Char('\n'), Qt::SkipEmptyParts))
       spec.axes.push_back(parse_grid(line.trimmed().toStdString()));
     spec.seeds = seeds_->value();
-    runner_ = std::make_shared<SweepRunner>(spec, engine_->store(), parallel_->value());
   } catch (const std::exception& e) {
     return fail(QString::fromStdString(e.what()));
   }
+  // A refusal is said by the controller's failed(), which is the tab's.
+  return controller_->start(spec, parallel_->value());
+}
+
+void SweepsTab::sweepStarted(qint64 id, int trials) {
   points_job_.drop();
   setReading(false);
-  spec_ = spec;
+  spec_ = controller_->spec();
   points_.clear();
-  sweep_id_ = runner_->sweepId();
+  sweep_id_ = id;
   clearOverlay();                       // the curves of the sweep shown before
   collect_failure_->setVisible(false);  // the sweep shown now is this one
   collect_failure_->clear();
   trials_->clear();
-  for (const SweepTrial& t : runner_->trials())
+  for (const SweepTrial& t : controller_->trials())
     trials_->addItem(QString::fromStdString(t.key) + tr(": waiting"));
   showTrialsOrHint();
-  status_->setText(tr("sweep %1: %2 trials").arg(sweep_id_).arg(runner_->trials().size()));
-  // Grid values dropped as another spelling of a number given before (lr=0.1,1e-1): said
-  // on the tab's line and as notices.
-  QStringList dropped;
-  for (const SweepAxis& a : spec.axes) {
-    for (const std::string& n : merged_value_notes(a)) dropped << QString::fromStdString(n);
-  }
-  if (!dropped.isEmpty()) {
-    status_->setText(status_->text() + QLatin1Char('\n') + dropped.join(QLatin1Char('\n')));
-    for (const QString& n : dropped) Q_EMIT notice(n);
-  }
+  status_->setText(tr("sweep %1: %2 trials").arg(id).arg(trials));
   start_->setEnabled(false);
   stop_->setEnabled(true);
   rebuildSlicers();
   redraw();
   refreshSweeps();  // lists the new sweep, chosen
-  const int64_t id = sweep_id_;
-  const std::string path = engine_->databasePath().toStdString();
-  std::shared_ptr<SweepRunner> runner = runner_;
-  auto ended = [this, id] {
-    stop_->setEnabled(false);
-    updateWriteButtons();
-  };
-  run_job_.run(
-      [this, runner, path, id] {
-        // Each trial that ends: its line, and the heatmap with the points so far. The tab
-        // outlives this work (its destructor waits for it).
-        runner->run([this](size_t i, RunStatus st) {
-          QMetaObject::invokeMethod(
-              this,
-              [this, i, st] {
-                if (QListWidgetItem* item = trials_->item(static_cast<int>(i))) {
-                  const QString key = item->text().section(QLatin1Char(':'), 0, 0);
-                  item->setText(key + QStringLiteral(": ") +
-                                QString::fromLatin1(run_status_name(st)));
-                }
-                if (busy()) showSweep(sweep_id_);
-              },
-              Qt::QueuedConnection);
-        });
-        return read_sweep(path, id);
-      },
-      [this, ended, id](SweepRead r) {
-        ended();
-        const QString status = QString::fromStdString(r.status);
-        showPoints(id, std::move(r.spec), std::move(r.points), r.status);
-        overlayLine(
-            0, 0,
-            overlay_->currentIndex() == 1);  // the first row's curves, until a cell is clicked
-        status_->setText(tr("sweep %1 %2").arg(id).arg(status));
-        Q_EMIT notice(tr("sweep %1 %2").arg(id).arg(status));
-        refreshSweeps();  // its status
-        Q_EMIT sweepFinished(id, status);
-      },
-      [this, ended, id](const QString& message) {
-        ended();
-        status_->setText(tr("sweep %1 failed").arg(id));
-        refreshSweeps();
-        fail(message);
-        Q_EMIT sweepFinished(id, QStringLiteral("failed"));
-      });
-  return {};
+}
+
+void SweepsTab::trialEnded(int index, RunStatus status) {
+  if (QListWidgetItem* item = trials_->item(index)) {
+    const QString key = item->text().section(QLatin1Char(':'), 0, 0);
+    item->setText(key + QStringLiteral(": ") + QString::fromLatin1(run_status_name(status)));
+  }
+  if (busy()) showSweep(sweep_id_);  // the heatmap with the points so far
+}
+
+void SweepsTab::sweepEnded(const SweepOutcome& o) {
+  stop_->setEnabled(false);
+  updateWriteButtons();
+  const int64_t id = o.sweep_id;
+  const QString status = QString::fromStdString(o.status);
+  if (o.status == "failed") {  // failed() said why
+    status_->setText(tr("sweep %1 failed").arg(id));
+  } else {
+    showPoints(id, o.spec, o.points, o.status);
+    // The first row's curves, until a cell is clicked.
+    overlayLine(0, 0, overlay_->currentIndex() == 1);
+    status_->setText(tr("sweep %1 %2").arg(id).arg(status));
+    Q_EMIT notice(tr("sweep %1 %2").arg(id).arg(status));
+  }
+  refreshSweeps();  // its status
+  Q_EMIT sweepFinished(id, status);
 }
 
 void SweepsTab::updateWriteButtons() {
@@ -627,98 +540,12 @@ void SweepsTab::updateWriteButtons() {
           : read_only);
 }
 
-void SweepsTab::setFolderChooser(std::function<QString(QWidget*)> chooser) {
-  folder_chooser_ = std::move(chooser);
-}
-
-void SweepsTab::collectFolder(const QString& dir) {
-  const std::string folder = dir.toStdString();
-  const std::string db = engine_->databasePath().toStdString();
-  collect_->setEnabled(false);
-  collect_failure_->setVisible(false);
-  collect_failure_->clear();
-  collecting_->setRange(0, 0);  // busy until the folder says how many trials it has
-  collecting_->setVisible(true);
-  status_->setText(tr("collecting %1…").arg(dir.toHtmlEscaped()));
-  auto ended = [this] {
-    collecting_->setVisible(false);
-    updateWriteButtons();
-  };
-  collect_job_.run(
-      [this, folder, db] {
-        // The tab outlives this work (the job's destructor waits for it).
-        try {
-          return collect_sweep_folder(folder, db, [this](size_t done, size_t total) {
-            QMetaObject::invokeMethod(
-                this,
-                [this, done, total] {
-                  collecting_->setRange(0, static_cast<int>(total));
-                  collecting_->setValue(static_cast<int>(done));
-                },
-                Qt::QueuedConnection);
-          });
-        } catch (const SweepNotInDatabase& e) {
-          // Said as the workbench does it: another database is opened from the File menu.
-          throw std::runtime_error(
-              tr("the sweep in it (\"%1\") was submitted from the database %2, and the database "
-                 "open here, %3, does not hold it. Open %2 (File > Open database...) and "
-                 "collect the folder again.")
-                  .arg(QString::fromStdString(e.sweep_name),
-                       QString::fromStdString(e.submitted_from), QString::fromStdString(e.database))
-                  .toStdString());
-        }
-      },
-      [this, ended](SweepCollection c) {
-        ended();
-        trials_->clear();
-        for (const CollectedTrial& t : c.trials) {
-          QString line = QString::fromStdString(t.key) + QStringLiteral(": ") +
-                         QString::fromStdString(t.state);
-          if (!t.message.empty())
-            line += QStringLiteral(" (") + QString::fromStdString(t.message) + QChar(')');
-          trials_->addItem(line);
-        }
-        showTrialsOrHint();
-        status_->setText(tr("sweep %1 (%2): %3 collected now, %4 still to come; %5")
-                             .arg(c.sweep_id)
-                             .arg(QString::fromStdString(c.sweep_name).toHtmlEscaped())
-                             .arg(c.added)
-                             .arg(c.waiting)
-                             .arg(QString::fromStdString(c.status)));
-        if (!c.problems.empty()) {
-          QStringList problems;
-          for (const std::string& p : c.problems) problems << QString::fromStdString(p);
-          fail(tr("Some trials could not be collected: %1")
-                   .arg(problems.join(QStringLiteral("; "))));
-        }
-        showSweep(c.sweep_id);
-        refreshSweeps();  // lists it, chosen, once shown
-        Q_EMIT collected(c.sweep_id, c.added, c.waiting);
-      },
-      [this, ended, dir](const QString& message) {
-        ended();
-        // The folder, then the problem (which may begin with the folder: "it" there).
-        QString why = message.trimmed();
-        if (why.startsWith(dir + QLatin1Char(' '))) why = tr("it") + why.mid(dir.size());
-        if (!why.endsWith(QLatin1Char('.'))) why += QLatin1Char('.');
-        const QString what = tr("Nothing was collected from the folder %1: %2").arg(dir, why);
-        // Whatever the tab shows is the sweep from before: said over it, so that it is not
-        // taken for this folder's.
-        const QString shown =
-            spec_.axes.empty()
-                ? QString()
-                : tr(" The heatmap and the list still show sweep %1 (\"%2\"), unchanged.")
-                      .arg(sweep_id_)
-                      .arg(QString::fromStdString(spec_.name));
-        collect_failure_->setText(what + shown);
-        collect_failure_->setVisible(true);
-        status_->setText(tr("collecting %1 failed").arg(dir.toHtmlEscaped()));
-        fail(what);
-      });
+bool SweepsTab::busy() const {
+  return controller_->busy();
 }
 
 void SweepsTab::stop() {
-  if (runner_) runner_->stop();
+  controller_->stop();
 }
 
 void SweepsTab::showTrialsOrHint() {

@@ -1,18 +1,19 @@
 // defines: SweepsTab: define a grid (a line per axis, key=v1,v2,...), start and stop a
-// sweep on a worker thread with each trial's progress; a heatmap of two chosen axes
-// coloured by a chosen metric (final loss, loss gap, saturation, underflow, divergence)
-// with the other axes as slicers; clicking a cell overlays the loss curves of its row or
-// column, double-clicking opens its run; the best setting named with its figures. Cells
-// whose trials have not all ended are grey with "…", cells with a diverged run hatched
-// with "diverged": neither takes a colour of the scale. The best is named among grid
-// points whose trials all finished, with how many of the sweep's trials have. A "Sweep"
-// list over the heatmap names the open database's stored sweeps, newest first (those run
-// here, by `fp8wb sweep` or collected from a cluster's folder alike): choosing one shows it,
-// and a line under it says what the shown sweep was run with; the form on the left is that
-// of a new sweep, apart. While the tab is shown, the shown sweep follows the database once
-// a second (trials another process ends or deletes), as the Runs tab's list does.
-// A second page, "Replay a run" (ReplayPanel), replays a stored run's per-step amax under
-// other delayed-scaling settings.
+// sweep (through a SweepController, which runs it on a pool thread) with each trial's
+// progress; a heatmap of two chosen axes coloured by a chosen metric (final loss, loss
+// gap, saturation, underflow, divergence) with the other axes as slicers; clicking a
+// cell overlays the loss curves of its row or column, double-clicking opens its run; the
+// best setting named with its figures. Cells whose trials have not all ended are grey
+// with "…", cells with a diverged run hatched with "diverged": neither takes a colour of
+// the scale. The best is named among grid points whose trials all finished, with how
+// many of the sweep's trials have. A "Sweep" list over the heatmap names the open
+// database's stored sweeps, newest first (those run here, by `fp8wb sweep` or collected
+// from a cluster's folder alike): choosing one shows it, and a line under it says what
+// the shown sweep was run with; the form on the left is that of a new sweep, apart.
+// While the tab is shown, the shown sweep follows the database once a second (trials
+// another process ends or deletes), as the Runs tab's list does. A second page, "Replay
+// a run" (ReplayPanel), replays a stored run's per-step amax under other delayed-scaling
+// settings.
 #pragma once
 
 #include <QWidget>
@@ -46,6 +47,8 @@ namespace fp8wb {
 
 class EngineController;
 class ExportablePlot;
+class SweepController;
+struct SweepOutcome;
 class ReplayPanel;
 
 class SweepsTab : public QWidget {
@@ -59,11 +62,13 @@ class SweepsTab : public QWidget {
   void setGridText(const QString& text);
   void setBaseOverrides(const QString& text);  // key=value lines for the base config
   void setSeeds(int seeds);
-  // Starts a sweep; returns an error message (an invalid grid, naming the field; failed()
-  // says it too) or empty. sweepFinished() follows.
+  // Starts a sweep of the form's settings through the tab's SweepController
+  // (sweep_controller.h), which owns its runner and thread; returns an error message (an
+  // invalid grid, naming the field; failed() says it too) or empty. sweepFinished()
+  // follows.
   QString start();
   void stop();
-  bool busy() const { return run_job_.busy(); }
+  bool busy() const;
   // Reads a stored sweep's points on a pool thread and shows its heatmap: sweepShown()
   // (or failed()) follows. A newer call supersedes one still reading.
   void showSweep(int64_t sweep_id);
@@ -132,6 +137,10 @@ class SweepsTab : public QWidget {
   void showEvent(QShowEvent* e) override;
 
  private:
+  // The constructor's parts: the two sides' widgets laid out, the signals connected.
+  QWidget* makeNewSweepSide();
+  QWidget* makeShownSweepSide();
+  void connectSignals();
   // The database was switched: what is shown is the other database's; forget it, list
   // this one's.
   void databaseChanged();
@@ -190,9 +199,15 @@ class SweepsTab : public QWidget {
   // The heatmap cell (x, y)'s tooltip: its settings and its figure ("margin 1, window 16:
   // final loss 3.21"), or what it waits for.
   QString cellTip(int x, int y) const;
+  // The controller's sweep started, a trial of it ended, it ended: the list, the status
+  // line and the heatmap follow.
+  void sweepStarted(qint64 sweep_id, int trials);
+  void trialEnded(int index, RunStatus status);
+  void sweepEnded(const SweepOutcome& outcome);
   // The trials' list where it holds any, else the grey line saying what it will hold.
   void showTrialsOrHint();
   EngineController* engine_;
+  SweepController* controller_;  // runs the sweep started here
   QTabWidget* pages_ = nullptr;
   ReplayPanel* replay_ = nullptr;
   QComboBox* stored_;  // the database's sweeps, newest first; choosing one shows it
@@ -220,7 +235,6 @@ class SweepsTab : public QWidget {
   QPoint pressed_at_;                    // where the heatmap was last pressed
   QPoint overlaid_cell_{0, 0};           // the cell whose row or column is overlaid
   std::vector<QCPAbstractItem*> marks_;  // the marked cells' items, drawn over the map
-  std::shared_ptr<SweepRunner> runner_;
   int64_t sweep_id_ = 0;
   SweepSpec spec_;
   std::vector<SweepPoint> points_;
@@ -232,7 +246,6 @@ class SweepsTab : public QWidget {
   mutable std::map<std::vector<std::string>, size_t> point_index_;
   mutable const SweepPoint* indexed_ = nullptr;
   mutable size_t indexed_size_ = 0;
-  BackgroundJob run_job_{this};      // the sweep's trials
   BackgroundJob points_job_{this};   // reads of its points
   BackgroundJob curves_job_{this};   // reads of the overlaid loss curves
   BackgroundJob collect_job_{this};  // a cluster sweep's folder collected
