@@ -11,6 +11,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "command_registry.h"
 #include "fp8wb/core/comm_bench.h"
 #include "fp8wb/core/counted.h"
 #include "fp8wb/core/distributed.h"
@@ -443,5 +444,10 @@ int run_bench(const BenchOptions& opt, std::ostream& out, std::ostream& err) {
   }
   return 0;
 }
+
+namespace {
+const CommandRegistrar kCommand{"bench", 60,
+                                command_with<BenchOptions>(add_bench_command, run_bench)};
+}  // namespace
 
 }  // namespace fp8wb::cli

@@ -1,24 +1,18 @@
 #include "cli.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <exception>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "bench_command.h"
 #include "bounded_words.h"
-#include "demo_command.h"
-#include "eval_command.h"
-#include "formats_command.h"
+#include "command_registry.h"
 #include "fp8wb/core/backend_info.h"
-#include "fp8wb/core/default_formats.h"
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/core/value_report.h"
-#include "inspect_command.h"
-#include "replay_command.h"
-#include "runs_command.h"
-#include "sweep_command.h"
-#include "train_command.h"
 
 namespace fp8wb::cli {
 
@@ -30,23 +24,16 @@ std::string version_text() {
          "; FP8 GEMM " + b.fp8_gemm + ")";
 }
 
-int run_info(std::ostream& out) {
-  const BackendInfo b = probe_backend();
-  out << "workbench     " << b.workbench_version << "\n"
-      << "LibTorch      " << b.torch_version
-      << (b.rocm               ? " (ROCm build)"
-          : b.torch_cuda_build ? " (CUDA build)"
-                               : " (CPU build)")
-      << (b.torch_float8 ? ", float8 dtypes" : ", no float8 dtypes") << "\n"
-      << "device        " << b.device_name << "\n"
-      << "CUDA devices  " << b.cuda_devices << "\n"
-      << "CUDA kernels  " << (b.cuda_kernels_built ? "built" : "not built") << "\n"
-      << "CPU threads   " << b.cpu_threads << "\n"
-      << "FP8 GEMM      " << b.fp8_gemm << "\n";
-  const FormatPairingEntry& f = table_entry(kFormatPairings, default_format_pairing(b));
-  out << "FP8 formats   " << f.name << " (" << format_info(f.input).name << ", "
-      << format_info(f.grad_output).name << ") by default\n";
-  return 0;
+// The registry: filled by the commands' registrars before main(), whatever the order in
+// which their files' statics are made (a function's static is made at its first use).
+struct Registry {
+  std::vector<RegisteredCommand> commands;  // in help order
+  std::string duplicate;                    // a name registered twice, if any
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
 }
 
 // `formats`' arguments, with each negative value that the parser would take for an option
@@ -73,6 +60,27 @@ std::vector<std::string> with_negative_values(int argc, const char* const* argv)
 
 }  // namespace
 
+CommandRegistrar::CommandRegistrar(std::string name, int help_order, CommandAdder add) {
+  Registry& r = registry();
+  for (const RegisteredCommand& c : r.commands) {
+    if (c.name == name) r.duplicate = name;
+  }
+  // After those of a lower or equal help order: commands of one order in the order registered.
+  const auto at =
+      std::upper_bound(r.commands.begin(), r.commands.end(), help_order,
+                       [](int order, const RegisteredCommand& c) { return order < c.help_order; });
+  r.commands.insert(at, RegisteredCommand{std::move(name), help_order, std::move(add)});
+}
+
+const std::vector<RegisteredCommand>& registered_commands() {
+  const Registry& r = registry();
+  if (!r.duplicate.empty()) {
+    throw std::logic_error("two fp8wb commands are registered as '" + r.duplicate +
+                           "': give each NAME_command.cpp's CommandRegistrar a name of its own");
+  }
+  return r.commands;
+}
+
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err_to, bool color,
             bool err_terminal) {
   // Every message goes through BoundedWords: a long input quoted back is cut.
@@ -83,25 +91,24 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   app.require_subcommand(0, 1);
   bool version = false;
   app.add_flag("-V,--version", version, "Print the version and the compute backend");
-  FormatsOptions formats;
-  add_formats_command(app, formats);
-  DemoOptions demo;
-  add_demo_command(app, demo);
-  auto* info = app.add_subcommand("info", "Show the compute backend: device, LibTorch, FP8 GEMMs");
-  TrainOptions train;
-  auto* train_cmd = add_train_command(app, train);
-  RunsOptions runs;
-  auto* runs_cmd = add_runs_command(app, runs);
-  BenchOptions bench;
-  auto* bench_cmd = add_bench_command(app, bench);
-  InspectOptions inspect;
-  auto* inspect_cmd = add_inspect_command(app, inspect);
-  SweepOptions sweep;
-  auto* sweep_cmd = add_sweep_command(app, sweep);
-  ReplayCliOptions replay;
-  auto* replay_cmd = add_replay_command(app, replay);
-  EvalCommandOptions eval;
-  auto* eval_cmd = add_eval_command(app, eval);
+  // Every registered command, each with its subcommand and what runs it.
+  std::vector<std::pair<CLI::App*, CommandRunner>> commands;
+  try {
+    for (const RegisteredCommand& c : registered_commands()) {
+      CommandRunner runner = c.add(app);
+      CLI::App* sub = nullptr;
+      try {
+        sub = app.get_subcommand(c.name);
+      } catch (const CLI::OptionNotFound&) {
+        throw std::logic_error("the fp8wb command registered as '" + c.name +
+                               "' added no subcommand of that name");
+      }
+      commands.emplace_back(sub, std::move(runner));
+    }
+  } catch (const std::exception& e) {
+    err << "fp8wb: " << e.what() << "\n";
+    return 1;
+  }
   try {
     const std::vector<std::string> args = with_negative_values(argc, argv);
     std::vector<const char*> arg_ptrs;
@@ -119,25 +126,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       out << version_text() << "\n";
       return 0;
     }
-    if (app.got_subcommand("formats")) {
-      formats.color = color;
-      return run_formats(formats, out, err);
+    const CliContext context{color, err_terminal};
+    for (const auto& [sub, runner] : commands) {
+      if (sub->parsed()) return runner(context, out, err);
     }
-    if (info->parsed()) return run_info(out);
-    if (app.got_subcommand("demo")) return run_demo(demo, out, err);
-    if (train_cmd->parsed()) {
-      train.terminal = err_terminal;
-      return run_train(train, out, err);
-    }
-    if (runs_cmd->parsed()) return run_runs(runs, out, err);
-    if (bench_cmd->parsed()) return run_bench(bench, out, err);
-    if (inspect_cmd->parsed()) {
-      inspect.terminal = err_terminal;
-      return run_inspect(inspect, out, err);
-    }
-    if (sweep_cmd->parsed()) return run_sweep(sweep, out, err);
-    if (replay_cmd->parsed()) return run_replay(replay, out, err);
-    if (eval_cmd->parsed()) return run_eval(eval, out, err);
     out << app.help();
     return 0;
   } catch (const std::exception& e) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "command_registry.h"
 #include "fp8wb/core/demos.h"
 #include "fp8wb/core/value_report.h"
 
@@ -332,5 +333,9 @@ int run_demo(const DemoOptions& opt, std::ostream& out, std::ostream& err) {
     return 2;
   }
 }
+
+namespace {
+const CommandRegistrar kCommand{"demo", 20, command_with<DemoOptions>(add_demo_command, run_demo)};
+}  // namespace
 
 }  // namespace fp8wb::cli

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "command_registry.h"
 #include "fp8wb/core/eval_checkpoint.h"
 #include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_config_fields.h"
@@ -187,5 +188,10 @@ int run_eval(const EvalCommandOptions& opt, std::ostream& out, std::ostream& err
   }
   return 0;
 }
+
+namespace {
+const CommandRegistrar kCommand{"eval", 100,
+                                command_with<EvalCommandOptions>(add_eval_command, run_eval)};
+}  // namespace
 
 }  // namespace fp8wb::cli

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "command_registry.h"
 #include "fp8wb/core/value_report.h"
 
 namespace fp8wb::cli {
@@ -224,5 +225,15 @@ int run_formats(const FormatsOptions& opt, std::ostream& out, std::ostream& err)
     return 2;
   }
 }
+
+namespace {
+const CommandRegistrar kCommand{
+    "formats", 10,
+    command_with<FormatsOptions>(add_formats_command, [](FormatsOptions& opt, const CliContext& ctx,
+                                                         std::ostream& out, std::ostream& err) {
+      opt.color = ctx.color;
+      return run_formats(opt, out, err);
+    })};
+}  // namespace
 
 }  // namespace fp8wb::cli

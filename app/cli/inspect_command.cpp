@@ -21,6 +21,7 @@
 #include <system_error>
 #include <vector>
 
+#include "command_registry.h"
 #include "fp8wb/core/checkpoint_analysis.h"
 #include "fp8wb/core/counted.h"
 #include "fp8wb/core/default_formats.h"
@@ -619,5 +620,15 @@ int run_inspect(const InspectOptions& opt, std::ostream& out, std::ostream& err)
   out << analysis_line(bytes, seconds, combos, on_gpu);
   return status;
 }
+
+namespace {
+const CommandRegistrar kCommand{
+    "inspect", 70,
+    command_with<InspectOptions>(add_inspect_command, [](InspectOptions& opt, const CliContext& ctx,
+                                                         std::ostream& out, std::ostream& err) {
+      opt.terminal = ctx.err_terminal;
+      return run_inspect(opt, out, err);
+    })};
+}  // namespace
 
 }  // namespace fp8wb::cli

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "command_registry.h"
 #include "fp8wb/core/file_io.h"
 #include "fp8wb/core/replay_run.h"
 #include "run_command_common.h"
@@ -219,5 +220,10 @@ int run_replay(const ReplayCliOptions& opt, std::ostream& out, std::ostream& err
     return 1;
   }
 }
+
+namespace {
+const CommandRegistrar kCommand{"replay", 90,
+                                command_with<ReplayCliOptions>(add_replay_command, run_replay)};
+}  // namespace
 
 }  // namespace fp8wb::cli

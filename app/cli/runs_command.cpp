@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "command_registry.h"
 #include "fp8wb/core/file_io.h"
 #include "fp8wb/core/final_loss.h"
 #include "fp8wb/core/run_config.h"
@@ -483,5 +484,9 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
   out << "deleted run " << r->id << "\n";
   return 0;
 }
+
+namespace {
+const CommandRegistrar kCommand{"runs", 50, command_with<RunsOptions>(add_runs_command, run_runs)};
+}  // namespace
 
 }  // namespace fp8wb::cli

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "command_registry.h"
 #include "fp8wb/core/counted.h"
 #include "fp8wb/core/file_io.h"
 #include "fp8wb/core/final_loss.h"
@@ -338,5 +339,10 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
   }
   return 0;
 }
+
+namespace {
+const CommandRegistrar kCommand{"sweep", 80,
+                                command_with<SweepOptions>(add_sweep_command, run_sweep)};
+}  // namespace
 
 }  // namespace fp8wb::cli

@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "command_registry.h"
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/counted.h"
 #include "fp8wb/core/default_formats.h"
@@ -470,5 +471,15 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   }
   return st == RunStatus::Diverged ? 2 : 0;
 }
+
+namespace {
+const CommandRegistrar kCommand{
+    "train", 40,
+    command_with<TrainOptions>(add_train_command, [](TrainOptions& opt, const CliContext& ctx,
+                                                     std::ostream& out, std::ostream& err) {
+      opt.terminal = ctx.err_terminal;
+      return run_train(opt, out, err);
+    })};
+}  // namespace
 
 }  // namespace fp8wb::cli

@@ -1,5 +1,6 @@
-// defines: OverviewTab: the run's summary line, its loss beside the reference's, the loss
-// gap, tokens/s and peak memory; a live run's new points appended.
+// defines: OverviewTab: the run's summary line, a plot for each kStepSeries row marked for
+// the Overview (the loss beside the reference's, the loss gap, tokens/s) with the rows that
+// share it, and the peak-memory bars; a live run's new points appended.
 #include "fp8wb/views/run_tabs.h"
 
 #include <QHBoxLayout>
@@ -7,6 +8,11 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
 
 #include "fp8wb/core/final_loss.h"
 #include "fp8wb/views/exportable_plot.h"
@@ -18,24 +24,120 @@ namespace fp8wb {
 
 using namespace detail;  // the helpers the run tabs share (run_tab_helpers.h)
 
-OverviewTab::OverviewTab(const RunData* run, QWidget* parent)
-    : RunTabBase(run, parent),
-      summary_(new QLabel(this)),
-      loss_(make_plot(this, tr("step"), tr("loss"))),
-      gap_(make_plot(this, tr("step"), tr("FP8 loss -\nreference loss"))),
-      speed_(make_plot(this, tr("step"), tr("tokens/s (one model's step)"))),
-      memory_(make_plot(this, QString(), tr("peak memory (GB)"))),
-      memory_bars_(new QCPBars(memory_->xAxis, memory_->yAxis)) {
+namespace {
+
+// How the Overview draws the series it knows. A kStepSeries row not named here is drawn
+// plainly: a line in a colour of kPalette, its plot's axis its label (and unit).
+struct SeriesLook {
+  std::string_view series;
+  QRgb colour;
+  const char* axis;     // a plot of its own: its value axis (nullptr: label and unit)
+  bool underneath;      // drawn first on its plot, under the others, dashed
+  const char* markers;  // its non-finite values as red crosses, named so (nullptr: none)
+  bool points;          // points joined by lines, in the legend once it has any
+};
+const SeriesLook kLooks[] = {
+    {"loss", 0x1f77b4, "loss", false, "non-finite loss", false},
+    // The reference underneath, dashed: the FP8 curve usually lies on top of it.
+    {"ref_loss", 0x7f7f7f, nullptr, true, nullptr, false},
+    {"loss_gap", 0xd62728, "FP8 loss -\nreference loss", false, nullptr, false},
+    {"tokens_per_s", 0x2ca02c, "tokens/s (one model's step)", false, nullptr, false},
+    // Runs on a token file: the held-out losses (eval_interval), points joined by lines.
+    {"eval_loss", 0xff7f0e, nullptr, false, nullptr, true},
+    {"ref_eval_loss", 0x8c564b, nullptr, false, nullptr, true},
+};
+const QRgb kPalette[] = {0xe377c2, 0x17becf, 0xbcbd22, 0x393b79};
+
+const SeriesLook* look_of(const StepSeries& k) {
+  for (const SeriesLook& l : kLooks) {
+    if (l.series == k.name) return &l;
+  }
+  return nullptr;
+}
+
+QString axis_of(const StepSeries& k) {
+  const SeriesLook* l = look_of(k);
+  if (l != nullptr && l->axis != nullptr) return OverviewTab::tr(l->axis);
+  const QString label = QString::fromUtf8(k.label);
+  return *k.unit != '\0'
+             ? label + QStringLiteral(" (") + QString::fromUtf8(k.unit) + QLatin1Char(')')
+             : label;
+}
+
+}  // namespace
+
+OverviewTab::OverviewTab(const RunData* run, QWidget* parent, std::vector<StepSeries> series)
+    : RunTabBase(run, parent), series_(std::move(series)), summary_(new QLabel(this)) {
+  // A plot for each row drawn here with a plot of its own, in the table's order.
+  for (const StepSeries& k : series_) {
+    if (k.tab == StepTab::Overview && k.plot == nullptr)
+      step_plots_.push_back(make_plot(this, tr("step"), axis_of(k)));
+  }
+  memory_ = make_plot(this, QString(), tr("peak memory (GB)"));
+  memory_bars_ = new QCPBars(memory_->xAxis, memory_->yAxis);
+  // Each row's plot: its own, or that of the row it names.
+  std::vector<std::pair<const StepSeries*, ExportablePlot*>> placed;
+  size_t own = 0;  // the next plot of its own
+  for (const StepSeries& k : series_) {
+    if (k.tab != StepTab::Overview) continue;
+    ExportablePlot* plot = nullptr;
+    if (k.plot == nullptr) {
+      plot = step_plots_[own++];
+    } else {
+      for (const auto& [o, o_plot] : placed) {
+        if (std::string_view(o->name) == k.plot) plot = o_plot;
+      }
+    }
+    if (plot == nullptr) {  // kStepSeries: step_plots_resolve() in metrics.h
+      throw std::logic_error(std::string("step series '") + k.name + "' shares the plot of '" +
+                             k.plot + "', which is no earlier row with a plot of its own");
+    }
+    placed.emplace_back(&k, plot);
+  }
+  // Each row's curve on its plot: those drawn underneath first, then the others in the
+  // table's order (the graphs' order is their stacking and the legend's order).
+  size_t plain = 0;  // rows drawn plainly so far: each takes the palette's next colour
+  for (const bool under : {true, false}) {
+    for (const auto& [k, plot] : placed) {
+      const SeriesLook* look = look_of(*k);
+      if ((look != nullptr && look->underneath) != under) continue;
+      const QColor colour(look != nullptr ? look->colour : kPalette[plain++ % std::size(kPalette)]);
+      QCPGraph* g = add_graph(plot, QString::fromUtf8(k->label), colour);
+      QCPGraph* markers = nullptr;
+      if (look != nullptr && look->underneath) g->setPen(QPen(colour, 2.0, Qt::DashLine));
+      if (look != nullptr && look->markers != nullptr)
+        markers = add_graph(plot, tr(look->markers), Qt::red, true);
+      if (look != nullptr && look->points) {
+        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
+        g->removeFromLegend();  // in the legend once the run has any
+      }
+      curves_.push_back({k, plot, StepCurve(g, markers)});
+    }
+  }
+  // The curves in the table's order, whatever order they were made in.
+  std::sort(curves_.begin(), curves_.end(),
+            [](const SeriesCurve& a, const SeriesCurve& b) { return a.series < b.series; });
+  loss_ = plotOf("loss");
+  gap_ = plotOf("loss_gap");
+  speed_ = plotOf("tokens_per_s");
   auto* layout = new QVBoxLayout(this);
   summary_->setTextFormat(Qt::RichText);
   summary_->setWordWrap(true);  // a long message (why a run ended) must not widen the window
   layout->addWidget(summary_);
-  layout->addWidget(loss_, 3);
+  // The first plot (the loss) across the tab, the others and the memory bars in a row under it.
+  layout->addWidget(step_plots_.front(), 3);
   auto* row = new QHBoxLayout;
-  row->addWidget(gap_);
-  row->addWidget(speed_);
+  for (size_t i = 1; i < step_plots_.size(); ++i) row->addWidget(step_plots_[i]);
   row->addWidget(memory_);
   layout->addLayout(row, 2);
+  // A legend where curves share a plot, under it: the curves stay visible.
+  for (ExportablePlot* p : step_plots_) {
+    if (std::count_if(curves_.begin(), curves_.end(),
+                      [p](const SeriesCurve& c) { return c.plot == p; }) > 1) {
+      p->legend->setVisible(true);
+      place_legend_below(p, 3);
+    }
+  }
   memory_bars_->setName(tr("peak memory"));
   memory_bars_->setBrush(QColor(0x94, 0x67, 0xbd));
   memory_bars_->setPen(Qt::NoPen);
@@ -46,29 +148,30 @@ OverviewTab::OverviewTab(const RunData* run, QWidget* parent)
          "not high-precision copies, for the backward. On the CPU: the peak resident set "
          "of the whole process that trained (every model, the data and the program; for "
          "a run the GUI trained, the GUI and its earlier runs too)."));
-  // The reference underneath, dashed: the FP8 curve usually lies on top of it.
-  add_graph(loss_, tr("reference loss"), QColor(0x7f, 0x7f, 0x7f));
-  loss_->graph(0)->setPen(QPen(QColor(0x7f, 0x7f, 0x7f), 2.0, Qt::DashLine));
-  add_graph(loss_, tr("FP8 loss"), QColor(0x1f, 0x77, 0xb4));
-  add_graph(loss_, tr("non-finite loss"), Qt::red, true);
-  // Runs on a token file: the held-out losses (eval_interval), points joined by lines.
-  add_graph(loss_, tr("held-out loss (FP8)"), QColor(0xff, 0x7f, 0x0e));
-  add_graph(loss_, tr("held-out loss (reference)"), QColor(0x8c, 0x56, 0x4b));
-  for (int g : {3, 4}) {
-    loss_->graph(g)->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
-    loss_->graph(g)->removeFromLegend();  // in the legend once the run has any
-  }
-  loss_->legend->setVisible(true);
-  place_legend_below(loss_, 3);  // under the plot: the curves stay visible
-  add_graph(gap_, tr("loss gap"), QColor(0xd6, 0x27, 0x28));
-  add_graph(speed_, tr("tokens/s"), QColor(0x2c, 0xa0, 0x2c));
-  loss_curve_ = {loss_->graph(1), loss_->graph(2)};
-  eval_curve_ = {loss_->graph(3), nullptr};
-  ref_eval_curve_ = {loss_->graph(4), nullptr};
-  ref_curve_ = {loss_->graph(0), nullptr};
-  gap_curve_ = {gap_->graph(0), nullptr};
-  speed_curve_ = {speed_->graph(0), nullptr};
   summary_->setText(tr("<i>Start a run from the run panel, or open one in the Runs tab.</i>"));
+}
+
+std::vector<ExportablePlot*> OverviewTab::plots() const {
+  std::vector<ExportablePlot*> out = step_plots_;
+  out.push_back(memory_);
+  return out;
+}
+
+const OverviewTab::SeriesCurve* OverviewTab::curveOf(const char* series) const {
+  for (const SeriesCurve& c : curves_) {
+    if (std::string_view(c.series->name) == series) return &c;
+  }
+  return nullptr;
+}
+
+ExportablePlot* OverviewTab::plotOf(const char* series) const {
+  const SeriesCurve* c = curveOf(series);
+  return c != nullptr ? c->plot : nullptr;
+}
+
+QCPGraph* OverviewTab::seriesGraph(const char* series) const {
+  const SeriesCurve* c = curveOf(series);
+  return c != nullptr ? c->curve.graph : nullptr;
 }
 
 std::vector<std::pair<QString, double>> OverviewTab::memoryBars() const {
@@ -94,32 +197,29 @@ void OverviewTab::rebuild() {
   const auto& s = data_->steps();
   size_t from = 0;
   drawn_.append_from(data_->generation(), QString(), s.size(), from);
-  loss_curve_.draw(s, from, [](const StepMetrics& m) { return m.loss; });
-  ref_curve_.draw(s, from, [](const StepMetrics& m) { return m.ref_loss; });
-  // The reference's legend entry only for a run that trains one (or has its losses).
-  const bool has_ref = !ref_curve_.graph->data()->isEmpty() ||
-                       (data_->hasConfig() && data_->config().reference && data_->config().fp8);
-  if (has_ref != loss_->legend->hasItemWithPlottable(ref_curve_.graph)) {
-    if (has_ref) {
-      ref_curve_.graph->addToLegend();
+  // Each curve's new points, and which are in the legend: a series drawn as points (the
+  // held-out losses) once the run has any, the reference only for a run that trains one
+  // (or has its losses).
+  for (SeriesCurve& c : curves_) {
+    c.curve.draw(s, from, [field = c.series->field](const StepMetrics& m) { return m.*field; });
+    const SeriesLook* look = look_of(*c.series);
+    bool listed = false;
+    if (std::string_view(c.series->name) == "ref_loss") {
+      listed = !c.curve.graph->data()->isEmpty() ||
+               (data_->hasConfig() && data_->config().reference && data_->config().fp8);
+    } else if (look != nullptr && look->points) {
+      listed = !c.curve.graph->data()->isEmpty();
     } else {
-      ref_curve_.graph->removeFromLegend();
+      continue;
     }
-  }
-  eval_curve_.draw(s, from, [](const StepMetrics& m) { return m.eval_loss; });
-  ref_eval_curve_.draw(s, from, [](const StepMetrics& m) { return m.ref_eval_loss; });
-  for (const StepCurve* c : {&eval_curve_, &ref_eval_curve_}) {
-    const bool has = !c->graph->data()->isEmpty();
-    if (has != loss_->legend->hasItemWithPlottable(c->graph)) {
-      if (has) {
-        c->graph->addToLegend();
+    if (listed != c.plot->legend->hasItemWithPlottable(c.curve.graph)) {
+      if (listed) {
+        c.curve.graph->addToLegend();
       } else {
-        c->graph->removeFromLegend();
+        c.curve.graph->removeFromLegend();
       }
     }
   }
-  gap_curve_.draw(s, from, [](const StepMetrics& m) { return m.loss_gap; });
-  speed_curve_.draw(s, from, [](const StepMetrics& m) { return m.tokens_per_s; });
   // Peak memory: the latest figure of each (they are running maxima).
   const auto bars = memoryBars();
   QVector<double> keys, values;
@@ -134,7 +234,7 @@ void OverviewTab::rebuild() {
   for (ExportablePlot* p : plots()) p->rescaleAxes();
   // The curves' highest and lowest points inside the frame, not on it (a line there is cut
   // in half by the axis rect and reads as running off it).
-  for (ExportablePlot* p : {loss_, gap_, speed_}) {
+  for (ExportablePlot* p : step_plots_) {
     const QCPRange r = p->yAxis->range();
     const double pad = r.size() > 0 ? r.size() * 0.05 : std::max(std::abs(r.upper) * 0.1, 0.5);
     p->yAxis->setRange(r.lower - pad, r.upper + pad);

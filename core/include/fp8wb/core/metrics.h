@@ -1,4 +1,4 @@
-// defines: RunStatus, StepMetrics (and kStepSeries), TensorMetrics (and
+// defines: RunStatus, StepMetrics (and kStepSeries, StepTab), TensorMetrics (and
 // kTensorStatFields, kTensorStatFigures), SqnrMetrics, RunEvent, MetricBatch,
 // MetricConsumer, MetricBus: what a training run reports, step by step, to whoever
 // listens (the run store, the console, the GUI). Plain structs, no torch.
@@ -85,28 +85,65 @@ struct StepMetrics {
   double ref_eval_loss = std::numeric_limits<double>::quiet_NaN();
 };
 
+// Which run tab draws a step series, step by step.
+enum class StepTab : uint8_t {
+  None,     // stored and exported only (peak memory: the Overview's bars, from its last value)
+  Overview  // a curve on the Overview tab (views/src/run_tab_overview.cpp)
+};
+
 // The stored series of StepMetrics, one row each: the run store's series names, what
-// the GUI reloads and what CSV export writes come from this one table.
+// the GUI reloads and what CSV export writes come from this one table, and the Overview
+// tab draws every row marked for it. A new per-step plot is a StepMetrics member, its row
+// here (tab Overview) and its value in the trainer.
 struct StepSeries {
   const char* name;
   double StepMetrics::*field;
   bool only_where_measured;  // NaN takes no row (memory on another device, say)
+  const char* label;         // for people: its curve's legend entry (its plot's axis)
+  const char* unit;          // "" for a plain number
+  StepTab tab;               // the run tab that draws it (None: not drawn step by step)
+  const char* plot;  // on that tab: the row whose plot it shares, nullptr: a plot of its own
 };
 inline constexpr StepSeries kStepSeries[] = {
-    {"loss", &StepMetrics::loss, false},
-    {"ref_loss", &StepMetrics::ref_loss, false},
-    {"loss_gap", &StepMetrics::loss_gap, false},
-    {"grad_norm", &StepMetrics::grad_norm, false},
-    {"lr", &StepMetrics::lr, false},
-    {"tokens_per_s", &StepMetrics::tokens_per_s, false},
-    {"step_ms", &StepMetrics::step_ms, false},
-    {"wall_tokens_per_s", &StepMetrics::wall_tokens_per_s, true},
-    {"mem_fp8", &StepMetrics::mem_fp8, true},
-    {"mem_ref", &StepMetrics::mem_ref, true},
-    {"peak_rss", &StepMetrics::peak_rss, true},
-    {"eval_loss", &StepMetrics::eval_loss, true},
-    {"ref_eval_loss", &StepMetrics::ref_eval_loss, true},
+    {"loss", &StepMetrics::loss, false, "FP8 loss", "", StepTab::Overview, nullptr},
+    {"ref_loss", &StepMetrics::ref_loss, false, "reference loss", "", StepTab::Overview, "loss"},
+    {"loss_gap", &StepMetrics::loss_gap, false, "loss gap", "", StepTab::Overview, nullptr},
+    {"grad_norm", &StepMetrics::grad_norm, false, "gradient norm", "", StepTab::None, nullptr},
+    {"lr", &StepMetrics::lr, false, "learning rate", "", StepTab::None, nullptr},
+    {"tokens_per_s", &StepMetrics::tokens_per_s, false, "tokens/s", "", StepTab::Overview, nullptr},
+    {"step_ms", &StepMetrics::step_ms, false, "step time", "ms", StepTab::None, nullptr},
+    {"wall_tokens_per_s", &StepMetrics::wall_tokens_per_s, true, "tokens/s per wall-clock step", "",
+     StepTab::None, nullptr},
+    {"mem_fp8", &StepMetrics::mem_fp8, true, "peak memory of the FP8 model", "bytes", StepTab::None,
+     nullptr},
+    {"mem_ref", &StepMetrics::mem_ref, true, "peak memory of the reference", "bytes", StepTab::None,
+     nullptr},
+    {"peak_rss", &StepMetrics::peak_rss, true, "resident memory the run added", "bytes",
+     StepTab::None, nullptr},
+    {"eval_loss", &StepMetrics::eval_loss, true, "held-out loss (FP8)", "", StepTab::Overview,
+     "loss"},
+    {"ref_eval_loss", &StepMetrics::ref_eval_loss, true, "held-out loss (reference)", "",
+     StepTab::Overview, "loss"},
 };
+
+// Every row that shares a plot names an earlier row of the same tab with a plot of its own.
+constexpr bool step_plots_resolve() {
+  for (size_t i = 0; i < std::size(kStepSeries); ++i) {
+    const StepSeries& r = kStepSeries[i];
+    if (r.plot == nullptr) continue;
+    if (r.tab == StepTab::None) return false;
+    bool found = false;
+    for (size_t j = 0; j < i; ++j) {
+      const StepSeries& o = kStepSeries[j];
+      if (std::string_view(o.name) == r.plot && o.tab == r.tab && o.plot == nullptr) found = true;
+    }
+    if (!found) return false;
+  }
+  return true;
+}
+static_assert(
+    step_plots_resolve(),
+    "a kStepSeries row's plot must name an earlier row of its tab with a plot of its own");
 
 // Every statistic of one quantization (a layer's role at a sampled step).
 struct TensorMetrics {

@@ -7,6 +7,7 @@
 #include <QVector>
 #include <QWidget>
 #include <cstdint>
+#include <iterator>
 #include <vector>
 
 #include "fp8wb/core/metrics.h"
@@ -82,11 +83,21 @@ class RunTabBase : public QWidget {
   int64_t drawn_revision_ = -1;
 };
 
+// The run's summary and its per-step plots: one plot for each kStepSeries row marked
+// StepTab::Overview without a `plot`, every such row drawn as a curve on its plot (the
+// series it knows with their own looks, run_tab_overview.cpp's kLooks; a new one plainly),
+// and the peak-memory bars.
 class OverviewTab : public RunTabBase {
   Q_OBJECT
  public:
-  OverviewTab(const RunData* run, QWidget* parent = nullptr);
-  std::vector<ExportablePlot*> plots() const override { return {loss_, gap_, speed_, memory_}; }
+  // `series`: the table it draws the rows marked StepTab::Overview of (a test gives its own).
+  explicit OverviewTab(const RunData* run, QWidget* parent = nullptr,
+                       std::vector<StepSeries> series = {std::begin(kStepSeries),
+                                                         std::end(kStepSeries)});
+  // The step plots in kStepSeries' order (loss, loss gap, tokens/s), then the memory bars.
+  std::vector<ExportablePlot*> plots() const override;
+  // The curve of the kStepSeries row named `series`, nullptr where the tab draws none.
+  QCPGraph* seriesGraph(const char* series) const;
   QString summaryText() const;
   // The peak-memory bars as drawn: (label, bytes) each.
   std::vector<std::pair<QString, double>> memoryBars() const;
@@ -97,11 +108,20 @@ class OverviewTab : public RunTabBase {
   QString emptyHintFor(const ExportablePlot* plot) const override;
 
  private:
+  // A kStepSeries row drawn here: its plot and curve.
+  struct SeriesCurve {
+    const StepSeries* series;
+    ExportablePlot* plot;
+    StepCurve curve;
+  };
+  const SeriesCurve* curveOf(const char* series) const;
+  ExportablePlot* plotOf(const char* series) const;
+  std::vector<StepSeries> series_;
   QLabel* summary_;
+  std::vector<ExportablePlot*> step_plots_;  // a plot per row with a plot of its own
+  std::vector<SeriesCurve> curves_;          // in kStepSeries' order
   ExportablePlot *loss_, *gap_, *speed_, *memory_;
   QCPBars* memory_bars_;
-  StepCurve loss_curve_, ref_curve_, gap_curve_, speed_curve_;
-  StepCurve eval_curve_, ref_eval_curve_;  // held-out losses (runs on a token file)
   DrawnPoints drawn_;
 };
 
