@@ -24,8 +24,10 @@
 #include "fp8wb/core/safetensors.h"
 #include "fp8wb/core/sweep.h"
 #include "fp8wb/views/checkpoint_tab.h"
+#include "fp8wb/views/demo_views.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
+#include "fp8wb/views/formats_tab.h"
 #include "fp8wb/views/run_data.h"
 #include "fp8wb/views/run_tabs.h"
 #include "fp8wb/views/sweeps_tab.h"
@@ -134,6 +136,7 @@ class PlotCsvTest : public QObject {
   void theCheckpointTableExportsEveryRowFromItsContextMenu();
   void theQuantizationHeatmapsCsvHoldsEveryCell();
   void theSweepHeatmapsCsvHoldsEveryCell();
+  void theOutlierDemosMapsCsvNamesEachMapAndItsIndices();
   void fileExportNamesWhatTheTabCanExport();
 
  private:
@@ -431,6 +434,47 @@ void PlotCsvTest::theSweepHeatmapsCsvHoldsEveryCell() {
 // File > Export: greyed, and saying so, where the tab shown has nothing to export (the
 // Checkpoint tab before a file, the Overview without a run); else each thing by its name:
 // the Checkpoint tab's plots and its table (written through the menu), no run there.
+// The outlier demo's two error maps: each cell once per map, the map named, the cell by
+// the tensor's token and channel indices it covers, and its relative error itself.
+void PlotCsvTest::theOutlierDemosMapsCsvNamesEachMapAndItsIndices() {
+  FormatsTab tab;
+  QVERIFY(tab.showPage(QStringLiteral("outliers")));
+  OutlierDemoView* demo = tab.outlierDemo();
+  QVERIFY(demo && !demo->result().rows.empty());
+  ExportablePlot* maps = nullptr;
+  for (ExportablePlot* p : demo->findChildren<ExportablePlot*>()) {
+    for (int i = 0; i < p->plottableCount(); ++i)
+      if (qobject_cast<QCPColorMap*>(p->plottable(i))) maps = p;
+  }
+  QVERIFY(maps);
+  const QList<QStringList> rows = exported(maps, file(QStringLiteral("outlier-maps.csv")));
+  QVERIFY(!rows.isEmpty());
+  QCOMPARE(rows.front(), (QStringList{"map", "tokens", "channels", "relative_error"}));
+  const OutlierDemoRow& r = demo->result().rows.front();
+  const OutlierDemoConfig& cfg = demo->result().config;
+  qsizetype i = 1;
+  for (const auto& [name, stats] : {std::pair{QStringLiteral("per tensor"), &r.tensorwise},
+                                    std::pair{QStringLiteral("1x128 blocks"), &r.block}}) {
+    const MapGrid& g = stats->map_grid;
+    QVERIFY(g.cell_count() > 1);
+    QCOMPARE(g.rows * g.cell_rows, cfg.rows);  // the cells cover the tensor, no more
+    const auto rel = stats->map_rel_error();
+    for (int64_t y = 0; y < g.rows; ++y) {
+      for (int64_t x = 0; x < g.cols; ++x, ++i) {
+        QVERIFY(i < rows.size());
+        QCOMPARE(rows[i][0], name);
+        QCOMPARE(rows[i][1],
+                 QStringLiteral("%1-%2").arg(y * g.cell_rows).arg((y + 1) * g.cell_rows - 1));
+        QCOMPARE(rows[i][2],
+                 QStringLiteral("%1-%2").arg(x * g.cell_cols).arg((x + 1) * g.cell_cols - 1));
+        QVERIFY(same(number(rows[i][3]),
+                     static_cast<double>(rel[static_cast<size_t>(y * g.cols + x)])));
+      }
+    }
+  }
+  QCOMPARE(i, rows.size());
+}
+
 void PlotCsvTest::fileExportNamesWhatTheTabCanExport() {
   MainWindow w(false);
   w.resize(1400, 900);

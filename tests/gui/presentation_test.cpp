@@ -441,7 +441,8 @@ void PresentationTest::demosFitTheScreen() {
           const bool negative = exponent.startsWith(QLatin1Char('-'));
           exponent = QString::number(std::abs(exponent.toInt()));
           if (negative) exponent.prepend(QLatin1Char('-'));
-          width = fm.horizontalAdvance(QStringLiteral("10")) + 0.75 * fm.horizontalAdvance(exponent);
+          width =
+              fm.horizontalAdvance(QStringLiteral("10")) + 0.75 * fm.horizontalAdvance(exponent);
         }
         const double half = width / 2.0;
         QVERIFY2(at - half >= last_right + fm.horizontalAdvance(QLatin1Char(' ')) / 2.0,

@@ -12,6 +12,7 @@
 #include <QGroupBox>
 #include <QLabel>
 #include <QLineEdit>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSpinBox>
@@ -513,6 +514,13 @@ void RunPanelTest::fieldsFollowTheModelKind() {
   QVERIFY(shown_of(QStringLiteral("(Llama)")).contains(QStringLiteral("Key/value heads (Llama)")));
   QVERIFY(shown_of(QStringLiteral("(Llama)")).contains(QStringLiteral("Smooth-SwiGLU (Llama)")));
   QVERIFY(shown_of(QStringLiteral("(GPT")).contains(QStringLiteral("Model width (GPT, Llama)")));
+  // The llama trains on a token file as a GPT does: its field and label stay.
+  auto* data = child<QLineEdit>(p, "data");
+  QVERIFY(data && data->isVisible());
+  QVERIFY2(
+      shown_of(QStringLiteral("Token file")).contains(QStringLiteral("Token file (GPT, Llama)")),
+      qPrintable(shown_of(QStringLiteral("(")).join(QStringLiteral(", "))));
+  QVERIFY(shown_of(QStringLiteral("Hugging Face checkpoint")).size() == 1);
   QVERIFY(shown_of(QStringLiteral("(MLP)")).isEmpty());
   QCOMPARE(p->config().model, ModelKind::Llama);
   QCOMPARE(p->setAdvanced(QStringLiteral("kv_heads"), QStringLiteral("1")), QString());
@@ -593,6 +601,13 @@ void RunPanelTest::progressCountsStepsDone() {
   QVERIFY2(!p->statusText().contains(QStringLiteral("step 10")), qPrintable(p->statusText()));
   Q_EMIT w.engine()->progress(3, 10, 42);
   QVERIFY2(p->statusText().startsWith(QStringLiteral("3/10 steps")), qPrintable(p->statusText()));
+  // Another run opened while nothing trains: the progress and status were the run
+  // before's, and go.
+  Q_EMIT w.engine()->finished(RunStatus::Stopped, QStringLiteral("stopped after 3 steps"));
+  QVERIFY(!p->statusText().isEmpty());
+  p->openConfig(RunConfig{}, QStringLiteral("run 1"));
+  QCOMPARE(p->statusText(), QString());
+  QCOMPARE(p->findChild<QProgressBar*>()->value(), -1);
 }
 
 // Every plot of the window whose x axis is steps (run tabs, Runs, Sweeps, demos) ticks
@@ -798,6 +813,16 @@ void RunPanelTest::aFormThatMatchesAPresetShowsIt() {
   QVERIFY(p->presetName() != preset);
   p->openConfig(c, QStringLiteral("run 3"));
   QCOMPARE(p->presetName(), preset);
+  QCOMPARE(child<QLineEdit>(p, "run-name")->text(), QStringLiteral("a run of mine"));
+  // The Llama preset made a GPT is the Tiny GPT preset: the box and the run's name say so
+  // (not "Llama: model=gpt").
+  QVERIFY(p->applyPreset(QStringLiteral("Llama: FP8 vs BF16")));
+  // Its token file and checkpoint fields are there to fill.
+  QTRY_VERIFY(child<QLineEdit>(p, "data")->isVisible());
+  QVERIFY(child<QLineEdit>(p, "hf")->isVisible());
+  child<QComboBox>(p, "model")->setCurrentText(QStringLiteral("gpt"));
+  QCOMPARE(p->presetName(), QStringLiteral("Tiny GPT: FP8 vs BF16"));
+  QCOMPARE(child<QLineEdit>(p, "run-name")->text(), QStringLiteral("Tiny GPT: FP8 vs BF16"));
   // So for every preset: its settings, opened from a run, name it.
   for (const QString& name : RunPanel::presetNames()) {
     QVERIFY(p->applyPreset(name));

@@ -458,19 +458,19 @@ void CheckpointTab::openCheckpoint(const QString& given) {
           const QString file = QString::fromStdString(e.path);
           const QString why = QString::fromStdString(e.reason);
           if (file.isEmpty() || file == path)
-            refuse(path, tr("%1 could not be analysed: %2").arg(path, why));
+            refuse(tr("%1 could not be analysed: %2").arg(path, why));
           else
-            refuse(path, tr("%1 could not be analysed: %2: %3").arg(path, file, why));
+            refuse(tr("%1 could not be analysed: %2: %3").arg(path, file, why));
           return;
         }
         finishLoad(path, std::move(a.tensors), a.cancelled, a.unindexed, a.cut_off);
       },
       [this, path](const QString& message) {
-        refuse(path, tr("%1 could not be analysed: %2").arg(path, message));
+        refuse(tr("%1 could not be analysed: %2").arg(path, message));
       });
 }
 
-void CheckpointTab::refuse(const QString& path, const QString& text) {
+void CheckpointTab::refuse(const QString& text) {
   showBusy(false);
   // The analysis shown before stays (a failed open costs nothing), and the status line and
   // the box both name the checkpoint it belongs to.

@@ -108,6 +108,35 @@ OutlierDemoView::OutlierDemoView(QWidget* parent)
     rect->axis(QCPAxis::atLeft)->setLabel(tr("token"));
     rect->axis(QCPAxis::atLeft)->setRangeReversed(true);
   }
+  map_tensor_->setName(tr("per tensor"));
+  map_block_->setName(tr("1x128 blocks"));
+  // The CSV holds the maps' cells by the tensor's indices they cover (tokens, channels)
+  // and their relative error itself, each map named: not the drawn log10 by the cells'
+  // centres.
+  maps_->setCsvTable([this] {
+    CsvTable t{{QStringLiteral("map"), QStringLiteral("tokens"), QStringLiteral("channels"),
+                QStringLiteral("relative_error")},
+               {}};
+    if (result_.rows.empty()) return t;
+    const OutlierDemoRow& row = result_.rows.front();
+    const int64_t rows = result_.config.rows, cols = result_.config.cols;
+    auto span = [](int64_t cell, int64_t extent, int64_t end) {
+      const int64_t first = cell * extent, last = std::min(end, first + extent) - 1;
+      return first == last ? QString::number(first) : QStringLiteral("%1-%2").arg(first).arg(last);
+    };
+    for (const auto& [name, stats] : {std::pair{map_tensor_->name(), &row.tensorwise},
+                                      std::pair{map_block_->name(), &row.block}}) {
+      const MapGrid& g = stats->map_grid;
+      const auto rel = stats->map_rel_error();
+      for (int64_t r = 0; r < g.rows; ++r) {
+        for (int64_t c = 0; c < g.cols; ++c) {
+          t.rows << QStringList{name, span(r, g.cell_rows, rows), span(c, g.cell_cols, cols),
+                                csv_number(rel[static_cast<size_t>(r * g.cols + c)])};
+        }
+      }
+    }
+    return t;
+  });
   for (QCPColorMap* m : {map_tensor_, map_block_}) {
     m->setColorScale(color_scale_);
     m->setGradient(thermal_on_white());

@@ -396,13 +396,16 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
           });
   // Another database: the progress shown was of a run of the one before.
   connect(engine_, &EngineController::databaseChanged, this, [this] {
-    if (engine_->isRunning()) return;
-    done_ = total_ = 0;
-    eta_seconds_ = -1;
-    progress_->reset();
-    eta_->clear();
+    if (!engine_->isRunning()) clearProgress();
   });
   applyPreset(preset_->currentText());
+}
+
+void RunPanel::clearProgress() {
+  done_ = total_ = 0;
+  eta_seconds_ = -1;
+  progress_->reset();
+  eta_->clear();
 }
 
 void RunPanel::showProgress() {

@@ -18,8 +18,10 @@
 
 #include "fp8wb/core/default_formats.h"
 #include "fp8wb/core/run_config_fields.h"
+#include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/name_choices.h"
 #include "fp8wb/views/run_presets.h"
+#include "fp8wb/views/script_runner.h"
 #include "run_panel_fields.h"
 
 namespace fp8wb {
@@ -125,24 +127,46 @@ void RunPanel::nameAfterSettings() {
 }
 
 void RunPanel::showWhetherPreset() {
-  nameAfterSettings();
   const std::string now = comparable_json(config());
-  if (preset_->currentIndex() >= 0 && now == preset_config_) return;
+  if (preset_->currentIndex() >= 0 && now == preset_config_) {
+    nameAfterSettings();
+    return;
+  }
   // The preset whose config the form holds, whichever way it got there (typed back, an
   // opened run made from it): the box names it; else the placeholder, custom.
   int at = -1;
   for (const RunPreset& p : run_presets()) {
     if (comparable_json(presetConfig(p)) == now) {
       at = preset_->findText(p.name);
+      // A name the form gave follows where the preset is of another kind: the Llama
+      // preset turned into a GPT is the Tiny GPT preset, not "Llama: model=gpt". (Within
+      // one kind, "Delayed scaling: window=1024", the changed fields say it already; a run
+      // opened under a name of its own keeps it.)
+      const auto stem = [](const QString& n) { return n.section(QLatin1Char(':'), 0, 0); };
+      const bool auto_named =
+          name_->text().trimmed().isEmpty() ||
+          (!name_from_run_ && !named_preset_.isEmpty() && name_->text().trimmed() == auto_name_);
+      if (at >= 0 && auto_named && stem(named_preset_) != stem(p.name)) {
+        named_preset_ = p.name;
+        name_from_run_ = false;
+        preset_config_ = now;
+        auto_name_ = p.name;
+        const QSignalBlocker b(name_);
+        name_->setText(p.name);
+      }
       break;
     }
   }
+  nameAfterSettings();
   if (preset_->currentIndex() == at) return;
   const QSignalBlocker b(preset_);
   preset_->setCurrentIndex(at);
 }
 
 void RunPanel::openConfig(const RunConfig& c, const QString& run) {
+  // The progress and status shown were of the run before (nothing trains: the form would
+  // be the training run's); a run opened live shows its own as it is followed.
+  if (!engine_->isRunning() && !runner_->isRunning()) clearProgress();
   setConfig(c);
   opened_run_ = run;
   opened_config_ = comparable_json(config());

@@ -137,7 +137,7 @@ class CheckpointTab : public QWidget {
   void showBusy(bool busy);
   // A checkpoint that could not be opened or analysed: `text` in the status line and
   // failed(), what was shown before kept.
-  void refuse(const QString& path, const QString& text);
+  void refuse(const QString& text);
   void remember(const QString& path);
   void fillRecent(const QStringList& paths, int current);
   // The recent files' box names the checkpoint shown (none: its placeholder).

@@ -87,6 +87,8 @@ class RunPanel : public QWidget {
   // Only the fields of the model kind chosen: a GPT's width and layers, or an MLP's.
   void showModelFields();
   void showProgress();
+  // No progress and no status line (another run opened, another database).
+  void clearProgress();
   // A form that is no longer the preset's config (a field changed, overrides taken): the
   // preset box names none ("custom"). Its name and device do not count.
   void showWhetherPreset();
