@@ -12,6 +12,7 @@
 #include "command_registry.h"
 #include "fp8wb/core/demos.h"
 #include "fp8wb/core/value_report.h"
+#include "stat_figures_json.h"
 
 namespace fp8wb::cli {
 namespace {
@@ -93,13 +94,13 @@ int outliers(const DemoOptions& opt, Format f, std::ostream& out) {
   if (opt.json) {
     json rows = json::array();
     for (const auto& row : r.rows) {
-      rows.push_back({{"factor", row.factor},
-                      {"tensorwise_error_pct", row.tensorwise_error_pct},
-                      {"block_1x128_error_pct", row.block_error_pct},
-                      {"tensorwise_underflow_pct", row.tensorwise_underflow_pct},
-                      {"block_1x128_underflow_pct", row.block_underflow_pct},
-                      {"tensorwise_sqnr_db", number(row.tensorwise.sqnr_db())},
-                      {"block_1x128_sqnr_db", number(row.block.sqnr_db())}});
+      json o = {{"factor", row.factor},
+                {"tensorwise_error_pct", row.tensorwise_error_pct},
+                {"block_1x128_error_pct", row.block_error_pct}};
+      // tensorwise_underflow_pct, block_1x128_sqnr_db, ...: kTensorStatFigures
+      put_stat_figures(o, row.tensorwise.raw, "tensorwise_");
+      put_stat_figures(o, row.block.raw, "block_1x128_");
+      rows.push_back(std::move(o));
     }
     out << json({{"demo", "outliers"},
                  {"format", std::string(format_info(f).name)},
@@ -137,16 +138,14 @@ int gradients(const DemoOptions& opt, std::ostream& out) {
     json cases = json::array();
     for (const auto& c : r.cases) {
       const std::string note = gradient_clamp_note(c);
-      cases.push_back({{"format", std::string(format_info(c.format).name)},
-                       {"scaling", c.scaled ? "per-tensor" : "none"},
-                       {"scale", c.scale},
-                       {"underflow_pct", c.stats.underflow_pct()},
-                       {"subnormal_pct", c.stats.subnormal_pct()},
-                       {"saturated", c.stats.raw.saturated},
-                       {"saturated_pct", c.stats.saturated_pct()},
-                       {"sqnr_db", number(c.stats.sqnr_db())},
-                       {"note", note.empty() ? json() : json(note)},
-                       {"histogram", hist_json(c.stats)}});
+      json o = {{"format", std::string(format_info(c.format).name)},
+                {"scaling", c.scaled ? "per-tensor" : "none"},
+                {"scale", c.scale},
+                {"saturated", c.stats.raw.saturated},
+                {"note", note.empty() ? json() : json(note)},
+                {"histogram", hist_json(c.stats)}};
+      put_stat_figures(o, c.stats.raw);  // underflow_pct, sqnr_db, ...: kTensorStatFigures
+      cases.push_back(std::move(o));
     }
     out << json({{"demo", "gradients"},
                  {"n", cfg.n},

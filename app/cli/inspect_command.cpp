@@ -30,6 +30,7 @@
 #include "fp8wb/core/safetensors.h"
 #include "fp8wb/core/value_report.h"
 #include "same_file.h"
+#include "stat_figures_json.h"
 #include "table_text.h"
 
 namespace fp8wb::cli {
@@ -189,14 +190,9 @@ std::string tensor_json(const TensorAnalysis& a) {
   }
   t["recipes"] = nlohmann::json::array();
   for (const auto& r : a.recipes) {
-    t["recipes"].push_back(
-        {{"recipe", r.name},
-         // An exact recipe's +inf as "inf", as the other commands write what JSON's
-         // numbers cannot hold; null would read as "no figure".
-         {"sqnr_db", std::isfinite(r.sqnr_db) ? nlohmann::json(r.sqnr_db)
-                                              : nlohmann::json(format_number(r.sqnr_db))},
-         {"underflow_pct", r.underflow_pct},
-         {"saturated_pct", r.saturated_pct}});
+    nlohmann::json recipe = {{"recipe", r.name}};
+    put_stat_figures(recipe, r.raw);  // sqnr_db, underflow_pct, ...: kTensorStatFigures
+    t["recipes"].push_back(std::move(recipe));
   }
   // One level in: every line indented by 2 more (JSON strings hold no raw line breaks).
   const std::string text = t.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli_run.h"
+#include "fp8wb/core/metrics.h"
 #include "fp8wb/core/value_report.h"
 
 namespace {
@@ -153,6 +154,26 @@ TEST(CliDemo, GradientsJson) {
   EXPECT_GT(doc["cases"][1]["histogram"]["bins"].size(), 10u);
   const Result t = run({"demo", "gradients"});
   EXPECT_TRUE(has_line(t.out, "E4M3FN", "per-tensor")) << t.out;
+}
+
+// Every derived figure of kTensorStatFigures is in the demos' JSON (each recipe's, in the
+// outlier demo): a figure added to the table is written without another list to change.
+TEST(CliDemo, JsonWritesEveryTensorStatFigure) {
+  const Result o = run({"demo", "outliers", "--json", "-k", "100"});
+  ASSERT_EQ(o.rc, 0) << o.err;
+  const auto rows = nlohmann::json::parse(o.out)["rows"];
+  ASSERT_EQ(rows.size(), 1u);
+  const Result g = run({"demo", "gradients", "--json"});
+  ASSERT_EQ(g.rc, 0) << g.err;
+  const auto cases = nlohmann::json::parse(g.out)["cases"];
+  ASSERT_EQ(cases.size(), 4u);
+  for (const fp8wb::TensorStatFigure& f : fp8wb::kTensorStatFigures) {
+    for (const char* prefix : {"tensorwise_", "block_1x128_"})
+      EXPECT_TRUE(rows[0].contains(prefix + std::string(f.name))) << prefix << f.name;
+    for (const auto& c : cases) EXPECT_TRUE(c.contains(f.name)) << f.name << " in " << c.dump();
+  }
+  // An exact figure JSON cannot hold is its text, as before.
+  EXPECT_TRUE(cases[0]["sqnr_db"].is_number() || cases[0]["sqnr_db"].is_string());
 }
 
 TEST(CliDemo, BadArguments) {

@@ -23,6 +23,7 @@
 #include "cli_run.h"
 #include "fifo.h"
 #include "fp8wb/core/checkpoint_analysis.h"
+#include "fp8wb/core/metrics.h"
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/safetensors.h"
 #include "peak_memory.h"
@@ -131,6 +132,25 @@ TEST(CliInspect, TableJsonAndFilters) {
 // (0.6 x 448 = 268.8): the best SQNR shown is E4M3FNUZ's while the recommendation is an
 // E4M3FN recipe; the row is marked "*", a footnote under the table says why once, and a
 // line under the row gives the best E4M3FN recipe's SQNR.
+// Every derived figure of kTensorStatFigures is in each recipe of --json, the keys
+// written before (sqnr_db, underflow_pct, saturated_pct) among them: a figure added to
+// the table is written without another list to change.
+TEST(CliInspect, JsonWritesEveryTensorStatFigure) {
+  const std::string path = write_demo();
+  const auto r = run({"inspect", path, "--json", "--device", "cpu"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  int recipes = 0;
+  for (const auto& t : nlohmann::json::parse(r.out)) {
+    for (const auto& recipe : t["recipes"]) {
+      ++recipes;
+      for (const fp8wb::TensorStatFigure& f : fp8wb::kTensorStatFigures)
+        EXPECT_TRUE(recipe.contains(f.name)) << f.name << " in " << recipe.dump();
+      EXPECT_TRUE(recipe["underflow_pct"].is_number()) << recipe.dump();
+    }
+  }
+  EXPECT_GT(recipes, 3);
+}
+
 TEST(CliInspect, ABestSqnrOfAnotherFormatThanTheRecommendationsIsExplained) {
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("fp8wb-inspect-fnuz-" + std::to_string(getpid()) + ".safetensors"))

@@ -108,6 +108,7 @@ void fill_delayed(RunData& d, int samples = 4) {
     for (const char* layer : {"fc1", "fc2"}) {
       const float scale = i == 0 ? 1.0f : 448.0f / amax[i - 1];
       b.tensors.push_back(tensor_at(m.step, layer, Role::Input, amax[i], scale, i == 0 ? 50 : 0));
+      b.tensors.back().scaling = ScalingMode::Delayed;  // as the statistics say it
     }
     d.append(b);
   }

@@ -51,8 +51,6 @@ void fit_log_counts(QCPAxis* a, const QVector<double>& counts);
 void fit_axes(QCustomPlot* p, bool include_step0);
 // "Include step 0", unticked.
 QCheckBox* make_step0_box(QWidget* parent);
-// The format the run's config quantizes `role` to.
-Format role_format(const RunData& d, Role role);
 QString role_text(Role r);
 QString label_of(const TensorStatFigure& f);
 

@@ -287,7 +287,7 @@ void QuantizationTab::rebuild() {
     counts << static_cast<double>(p.raw.hist[b]);
   }
   bars_->setData(keys, counts);
-  const Format f = role_format(*data_, t.role);
+  const Format f = p.recipe.format;  // what the statistics were measured under
   const FormatInfo& fi = format_info(f);
   const double lo = std::floor(std::log2(fi.min_subnormal > 0 ? fi.min_subnormal : fi.min_normal));
   const double hi = std::floor(std::log2(fi.max_finite));

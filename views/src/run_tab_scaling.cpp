@@ -347,8 +347,16 @@ void ScalingTab::drawSelected() {
     return;
   }
   drawRanks();
-  const Format f = role_format(*data_, t->role);
+  // What the statistics were measured under is theirs (TensorMetrics::recipe, ::scaling),
+  // whatever the run's config says or whether it has one.
+  const TensorMetrics& last = t->points.back();
+  const Format f = last.recipe.format;
   const double fmax = format_info(f).max_finite;
+  const bool delayed = last.scaling == ScalingMode::Delayed;
+  // The window: the run's setting, else the length of the amax history the step kept.
+  const int window =
+      data_->hasConfig() ? data_->config().window : static_cast<int>(last.amax_history.size());
+  const int margin = last.recipe.margin;
   // Without "Include step 0", step 0 is not drawn (where later steps are).
   const bool skip0 = !include_step0_->isChecked() && t->points.back().step > 0;
   // A live run's new points are appended; another tensor or run, or step 0 shown or
@@ -391,18 +399,21 @@ void ScalingTab::drawSelected() {
   // every step's, not the samples' joined: delayed scaling moves its scale every step. The
   // orange line is then the run's own setting replayed (replay.h's run_scales(), which
   // reproduces the stored scales bit for bit: `fp8wb replay` checks it).
-  if (data_->hasConfig()) {
+  // Delayed scaling replays with the run's window and algorithm: a run with a config.
+  if (!delayed || data_->hasConfig()) {
     const ReplayInput& in = data_->stepAmax();
     size_t ti = in.tensors.size();
     for (size_t k = 0; k < in.tensors.size(); ++k) {
       if (qs(in.tensors[k].layer) == layer_ && in.tensors[k].role == role_) ti = k;
     }
     if (ti < in.tensors.size() && in.step_count() > 0) {
-      const Float8LinearConfig fc = float8_config_of(data_->config());
       RunScalingSettings run;
-      run.delayed = fc.delayed;
-      run.config = fc.delayed_scaling;
-      run.config.margin = data_->config().margin;
+      run.delayed = delayed;
+      if (delayed) {
+        run.config.window = window;
+        run.config.algo = data_->config().amax_algo;
+      }
+      run.config.margin = margin;
       const std::vector<float> s = run_scales(in, ti, run);
       QVector<double> px, pa, pm;
       for (size_t i = 0; i < in.step_count(); ++i) {
@@ -422,9 +433,6 @@ void ScalingTab::drawSelected() {
     steps->addData(newest + interval, steps->data()->at(n - 1)->value);
   }
   fitAxes();
-  const TensorMetrics& last = t->points.back();
-  const bool delayed = data_->hasConfig() && data_->config().scaling == ScalingMode::Delayed;
-  const int window = data_->hasConfig() ? data_->config().window : 0;
   if (delayed && window > 0) {
     // The steps whose amaxes the next scale comes from.
     window_->topLeft->setCoords(static_cast<double>(last.step - window + 1), 0);
@@ -433,7 +441,6 @@ void ScalingTab::drawSelected() {
   } else {
     window_->setVisible(false);
   }
-  const int margin = data_->hasConfig() ? data_->config().margin : 0;
   double headroom =
       last.scale > 0 && last.amax > 0 ? std::log2(fmax / (last.amax * last.scale)) : 0.0;
   if (std::abs(headroom) < 0.005) headroom = 0;  // no "2^-0.00"

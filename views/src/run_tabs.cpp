@@ -10,7 +10,6 @@
 #include <cmath>
 #include <limits>
 
-#include "fp8wb/core/run_config.h"
 #include "fp8wb/views/exportable_plot.h"
 #include "fp8wb/views/name_choices.h"
 #include "fp8wb/views/run_data.h"
@@ -175,10 +174,6 @@ QCheckBox* make_step0_box(QWidget* parent) {
       "its figures are usually far from every later step's, and the axes and colours would "
       "stretch to them."));
   return box;
-}
-
-Format role_format(const RunData& d, Role role) {
-  return float8_config_of(d.hasConfig() ? d.config() : RunConfig{}).recipe(role).format;
 }
 
 QString role_text(Role r) {

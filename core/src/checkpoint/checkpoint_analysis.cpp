@@ -176,6 +176,7 @@ TensorAnalysis analyze_ref(const std::string& name, const std::string& dtype,
     RecipeResult res;
     res.recipe = recipes[i];
     res.name = recipe_name(recipes[i]);
+    res.raw = stats[i].raw;
     res.sqnr_db = stats[i].sqnr_db();
     res.underflow_pct = stats[i].underflow_pct();
     res.saturated_pct = stats[i].saturated_pct();

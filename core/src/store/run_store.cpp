@@ -131,12 +131,15 @@ std::vector<TensorMetrics> RunStore::tensor_stats(int64_t run_id, const std::str
     Stmt q(db, sql.c_str());
     q.bind(1, run_id).bind(2, layer).bind(3, layer).bind(4, role).bind(5, role);
     std::vector<TensorMetrics> out;
+    std::optional<Float8LinearConfig> measured_under;  // read once there is a row
     while (q.step()) {
       TensorMetrics& t = out.emplace_back();
       t.step = q.i(0);
       t.layer = q.s(1);
       t.role = stored_role(q.s(2), run_id);
       read_tensor_stat_fields(q, 3, t);
+      if (!measured_under) measured_under = stored_run_float8_config(db, run_id);
+      set_recipe(t, *measured_under);
     }
     return out;
   });

@@ -5,12 +5,20 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
 #include <tuple>
 
+#include "fp8wb/core/watch.h"
 #include "run_store_sql.h"
 
 namespace fp8wb {
 namespace store {
+
+Float8LinearConfig stored_run_float8_config(const Db& db, int64_t run_id) {
+  Stmt q(db, "SELECT config_json FROM runs WHERE id = ?");
+  q.bind(1, run_id);
+  return stored_float8_config(q.step() ? q.s(0) : std::string());
+}
 
 void read_new_in(const Db& db, int64_t run_id, RunCursor& cursor, MetricBatch& b) {
   // Scalars: the step series and the per-layer SQNR series ("sqnr/<layer>/<gemm>").
@@ -66,12 +74,15 @@ void read_new_in(const Db& db, int64_t run_id, RunCursor& cursor, MetricBatch& b
     q.bind(1, run_id).bind(2, cursor.tensor_step);
     std::map<std::tuple<int64_t, std::string, Role>, size_t> index;
     int64_t last = cursor.tensor_step;
+    std::optional<Float8LinearConfig> measured_under;  // read once there is a row
     while (q.step()) {
       TensorMetrics t;
       t.step = q.i(0);
       t.layer = q.s(1);
       t.role = stored_role(q.s(2), run_id);
       read_tensor_stat_fields(q, 3, t);
+      if (!measured_under) measured_under = stored_run_float8_config(db, run_id);
+      set_recipe(t, *measured_under);
       last = std::max(last, t.step);
       index[{t.step, t.layer, t.role}] = b.tensors.size();
       b.tensors.push_back(std::move(t));

@@ -310,6 +310,10 @@ void bind_tensor_stat_fields(Stmt& s, int first, const TensorMetrics& t);
 // Reads t's fields from column `first` on, in the table's order (a histogram's counts,
 // and the amax's bits into t.raw: the statistics as the trainer published them).
 void read_tensor_stat_fields(const Stmt& s, int first, TensorMetrics& t);
+// What run `run_id`'s tensor statistics were measured under, from its stored config
+// (watch.h: stored_float8_config()): set_recipe() gives each row read back its role's
+// recipe and the scaling mode (run_store_reads.cpp).
+Float8LinearConfig stored_run_float8_config(const Db& db, int64_t run_id);
 // The SQL that takes the schema from version `to` - 1 to `to`.
 std::string migration_sql(int to);
 // Brings the file to RunStore::kSchemaVersion: every step in one immediate transaction,

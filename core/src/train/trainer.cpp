@@ -241,13 +241,15 @@ class StepMemory {
   double max_ordinary_ = 0, max_sampling_ = 0;
 };
 
+// `fc`: the layer's own FP8 config (what its statistics were measured under).
 void add_role(MetricBatch& b, int64_t step, const std::string& layer, Role role, const RoleStats& r,
-              std::vector<float> amax_history) {
+              std::vector<float> amax_history, const Float8LinearConfig& fc) {
   if (!r.valid) return;
   TensorMetrics t;
   t.step = step;
   t.layer = layer;
   t.role = role;
+  set_recipe(t, fc);
   t.amax = r.stats.amax();
   t.scale = r.scale;
   t.raw = r.stats.raw;
@@ -266,6 +268,7 @@ struct LayerSample {
   const std::string* name = nullptr;
   Float8Probe probe;
   std::function<bool(Float8Probe&, bool wait)> pending;
+  const Float8LinearConfig* config = nullptr;  // the layer's, while it is FP8
   bool delayed = false;
   std::array<Float8LinearState::AmaxHistoryCopy, kRoleCount> history;  // by role_index()
 
@@ -274,7 +277,8 @@ struct LayerSample {
     probe = s.probe;
     pending = std::move(s.pending);
     s.pending = nullptr;
-    delayed = l.config() && l.config()->delayed;
+    config = l.config();
+    delayed = config && config->delayed;
     if (delayed) {
       for (const RoleEntry& r : kRoles)
         history[role_index(r.value)] = s.amax_history_copy(r.value, /*wait=*/false);
@@ -475,11 +479,14 @@ void Trainer::Impl::body() {
   std::string started = std::string(model_kind_name(cfg.model)) +
                         (cfg.hf.empty() ? std::string() : " (weights from " + cfg.hf + ")") +
                         " on " + device.str();
+  // What the FP8 layers quantize with (and what their statistics say they were measured
+  // under, where a layer has no config of its own).
+  const Float8LinearConfig run_fp8 = float8_config_of(cfg);
   if (cfg.fp8) {
     ConvertOptions opt;
     opt.skip_names = {"head", "lm_head"};  // the output head stays in high precision
     opt.gpu_min_weight_elements = 0;       // the workbench shows FP8 on every layer it can take
-    const ConvertReport r = convert_to_float8(*fp8.model, float8_config_of(cfg), opt);
+    const ConvertReport r = convert_to_float8(*fp8.model, run_fp8, opt);
     for (auto& [name, l] : train::linear_layers(*fp8.model)) {
       if (l->is_float8()) layers.emplace_back(name, l);
     }
@@ -494,11 +501,10 @@ void Trainer::Impl::body() {
   std::vector<Float8LinearState*> amax_layers;
   std::vector<AmaxTensor> amax_tensors;
   if (cfg.fp8 && cfg.recipe == Float8Recipe::Tensorwise) {
-    const Float8LinearConfig fc = float8_config_of(cfg);
     for (auto& [name, l] : layers) {
       amax_layers.push_back(&l->state());
       for (const RoleEntry& r : kRoles)
-        amax_tensors.push_back({name, r.value, fc.recipe(r.value).format});
+        amax_tensors.push_back({name, r.value, run_fp8.recipe(r.value).format});
     }
   }
   if (group) {
@@ -695,24 +701,29 @@ void Trainer::Impl::body() {
       if (group && !layers.empty() && layers.front().second->probe().stats_step == step)
         b.ranks = gather_rank_scales(*group, step, layers, device);
       const auto add_layer = [&](const std::string& name, const Float8Probe& pr,
-                                 const auto& amax_history) {
+                                 const auto& amax_history, const Float8LinearConfig* lc) {
         if (pr.stats_step == step) {
           for (const RoleEntry& r : kRoles)
-            add_role(b, step, name, r.value, pr.stats(r.value), amax_history(r.value));
+            add_role(b, step, name, r.value, pr.stats(r.value), amax_history(r.value),
+                     lc ? *lc : run_fp8);
         }
         if (pr.sqnr_step == step)
           b.sqnr.push_back({step, name, pr.fprop_sqnr_db, pr.dgrad_sqnr_db, pr.wgrad_sqnr_db});
       };
       if (!p.samples.empty()) {
         for (LayerSample& ls : p.samples)
-          add_layer(*ls.name, ls.settled(), [&](Role r) { return ls.amax_history(r); });
+          add_layer(
+              *ls.name, ls.settled(), [&](Role r) { return ls.amax_history(r); }, ls.config);
       } else {
         for (auto& [name, l] : layers) {
           LinearLayerImpl& layer = *l;
-          add_layer(name, layer.probe(), [&](Role r) {
-            return layer.config() && layer.config()->delayed ? layer.state().amax_history(r)
-                                                             : std::vector<float>();
-          });
+          add_layer(
+              name, layer.probe(),
+              [&](Role r) {
+                return layer.config() && layer.config()->delayed ? layer.state().amax_history(r)
+                                                                 : std::vector<float>();
+              },
+              layer.config());
         }
       }
     }

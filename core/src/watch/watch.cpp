@@ -81,13 +81,30 @@ std::optional<RunConfig> watched_run_config(const std::string& config_json) {
   }
 }
 
-Watch::Watch(const std::string& db_path, const WatchSettings& settings)
-    : config_(watch_run_config(settings)), fp8_(float8_config_of(config_)) {
-  for (QuantRecipe* r : {&fp8_.input, &fp8_.weight, &fp8_.grad_output}) {
+Float8LinearConfig watch_float8_config(const RunConfig& c) {
+  Float8LinearConfig f = float8_config_of(c);
+  for (QuantRecipe* r : {&f.input, &f.weight, &f.grad_output}) {
     // A user's tensors have whatever shape their model gives them: a last, smaller block
     // where the blocks do not divide it.
     r->partial_blocks = r->kind != ScalingKind::Tensorwise && r->kind != ScalingKind::Rowwise;
   }
+  return f;
+}
+
+Float8LinearConfig stored_float8_config(const std::string& config_json) {
+  try {
+    return float8_config_of(parse_run_config(config_json));
+  } catch (const std::exception&) {
+  }
+  if (const std::optional<RunConfig> w = watched_run_config(config_json))
+    return watch_float8_config(*w);
+  RunConfig defaults;
+  defaults.scaling = ScalingMode::Current;
+  return float8_config_of(defaults);
+}
+
+Watch::Watch(const std::string& db_path, const WatchSettings& settings)
+    : config_(watch_run_config(settings)), fp8_(watch_float8_config(config_)) {
   const std::string stored = watch_config_json(settings, config_);
   store_ = RunStore::open(db_path);
   run_id_ = store_->create_run(settings.name, kWatchRunKind, stored, settings.device);
@@ -196,6 +213,7 @@ void Watch::observe_stats(const std::string& layer, Role role, const TensorStats
   t.step = step_;
   t.layer = layer;
   t.role = role;
+  set_recipe(t, fp8_);
   t.amax = taken.amax();
   t.scale = scale;
   t.raw = taken.raw;

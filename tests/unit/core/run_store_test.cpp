@@ -23,6 +23,7 @@
 #include "sql_file.h"
 #include "temp_dir_test.h"
 
+#include "fp8wb/core/run_config.h"
 #include "fp8wb/core/run_store.h"
 
 namespace fp8wb {
@@ -651,6 +652,60 @@ TEST_F(RunStoreTest, AnotherUsersDatabaseReadsReadOnly) {
     return ro->series(id, "loss").size() == 11 ? 0 : 1;  // step 10 is in the -wal only
   });
   EXPECT_EQ(live, 0);
+}
+
+// A stored run's tensor statistics read back carry what they were measured under: their
+// role's recipe and the scaling mode from the run's config, whether read whole
+// (tensor_stats()) or followed (read_new()); a run whose config is not one (another
+// program's text) gets the default formats with current scaling.
+TEST_F(RunStoreTest, ReloadedStatisticsCarryTheirRunsRecipe) {
+  RunConfig c;
+  c.recipe = Float8Recipe::Rowwise;
+  c.formats = FormatPairing::E4M3;
+  c.scaling = ScalingMode::Current;
+  c.margin = 2;
+  RunConfig d;  // HYBRID, tensorwise, delayed
+  d.margin = 1;
+  int64_t rowwise = 0, delayed = 0, other = 0;
+  {
+    auto s = RunStore::open(path_);
+    rowwise = s->create_run("rowwise", "train", run_config_json(c), "cpu");
+    delayed = s->create_run("delayed", "train", run_config_json(d), "cpu");
+    other = s->create_run("other", "train", "not a config", "cpu");
+    for (const int64_t id : {rowwise, delayed, other}) {
+      MetricBatch b = step_batch(id, 0);
+      TensorMetrics g = b.tensors.front();
+      g.role = Role::GradOutput;
+      b.tensors.push_back(g);
+      s->write(b);
+    }
+    s->flush();
+  }
+  auto s = RunStore::open_read_only(path_);
+  struct Want {
+    int64_t id;
+    Format grad;
+    ScalingKind kind;
+    ScalingMode scaling;
+    int margin;
+  };
+  for (const Want& w :
+       {Want{rowwise, Format::E4M3FN, ScalingKind::Rowwise, ScalingMode::Current, 2},
+        Want{delayed, Format::E5M2, ScalingKind::Tensorwise, ScalingMode::Delayed, 1},
+        Want{other, Format::E5M2, ScalingKind::Tensorwise, ScalingMode::Current, 0}}) {
+    RunCursor cursor;
+    for (const std::vector<TensorMetrics>& rows :
+         {s->tensor_stats(w.id), s->read_new(w.id, cursor).tensors}) {
+      ASSERT_EQ(rows.size(), 2u) << w.id;
+      for (const TensorMetrics& t : rows) {
+        SCOPED_TRACE(std::to_string(w.id) + " " + std::string(role_name(t.role)));
+        EXPECT_EQ(t.recipe.format, t.role == Role::GradOutput ? w.grad : Format::E4M3FN);
+        EXPECT_EQ(t.recipe.kind, w.kind);
+        EXPECT_EQ(t.recipe.margin, w.margin);
+        EXPECT_EQ(t.scaling, w.scaling);
+      }
+    }
+  }
 }
 
 TEST(RunStorePath, DefaultFollowsXdg) {

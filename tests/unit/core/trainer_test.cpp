@@ -387,6 +387,45 @@ TEST(Trainer, ARunShorterThanItsStatisticsIntervalSamplesItsLastStep) {
   EXPECT_EQ(said, forward);
 }
 
+// A sampled step's statistics, as published, carry what their layer quantized with: the
+// role's recipe (kind, format, margin) and the scaling mode.
+TEST(Trainer, SampledStatisticsCarryTheirRecipe) {
+  for (const bool delayed : {false, true}) {
+    SCOPED_TRACE(delayed ? "delayed" : "current");
+    RunConfig c;
+    c.model = ModelKind::Mlp;
+    c.steps = 2;
+    c.stats_interval = 1;
+    c.sqnr_interval = 0;
+    c.reference = false;
+    c.scaling = delayed ? ScalingMode::Delayed : ScalingMode::Current;
+    c.recipe = delayed ? Float8Recipe::Tensorwise : Float8Recipe::Rowwise;
+    c.formats = delayed ? FormatPairing::Hybrid : FormatPairing::E4M3;
+    c.margin = delayed ? 1 : 2;
+    auto bus = std::make_shared<MetricBus>();
+    auto collect = std::make_shared<Collect>();
+    bus->add(collect);
+    Trainer t(c, bus);
+    t.start();
+    t.join();
+    ASSERT_EQ(t.status(), RunStatus::Finished) << t.message();
+    const std::lock_guard<std::mutex> lock(collect->mutex);
+    int seen = 0;
+    for (const MetricBatch& b : collect->batches) {
+      for (const TensorMetrics& m : b.tensors) {
+        SCOPED_TRACE(m.layer + " " + std::string(role_name(m.role)));
+        ++seen;
+        EXPECT_EQ(m.scaling, c.scaling);
+        EXPECT_EQ(m.recipe.kind, delayed ? ScalingKind::Tensorwise : ScalingKind::Rowwise);
+        EXPECT_EQ(m.recipe.format,
+                  delayed && m.role == Role::GradOutput ? Format::E5M2 : Format::E4M3FN);
+        EXPECT_EQ(m.recipe.margin, c.margin);
+      }
+    }
+    EXPECT_GE(seen, 6);
+  }
+}
+
 TEST(Trainer, NonFiniteLossMarksTheRunDivergedOrSkipsTheStep) {
   for (const char* policy : {"stop", "skip"}) {
     RunConfig c;

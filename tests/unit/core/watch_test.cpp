@@ -207,6 +207,46 @@ TEST_F(WatchTest, AmaxesReadBackLateStoreWhatHostTensorsStore) {
   }
 }
 
+// A watched run's statistics read back carry what the script's tensors were quantized
+// under: its recipe (blocks that may end smaller, as the Watch quantizes them), formats,
+// margin and scaling mode.
+TEST_F(WatchTest, StoredStatisticsCarryTheWatchedRecipe) {
+  for (const std::string scaling : {"delayed", "current"}) {
+    SCOPED_TRACE(scaling);
+    WatchSettings ws = settings(scaling);
+    if (scaling == "current")
+      ws.settings_json =
+          R"({"recipe": "blockwise", "formats": "e4m3", "margin": 1, "scaling": "current"})";
+    const std::string db = (dir_ / ("recipe-" + scaling + ".sqlite")).string();
+    int64_t run = 0;
+    {
+      Watch w(db, ws);
+      for (const Tensor& t : step_tensors(0))
+        w.observe(t.layer, t.role, TensorRef::of(t.x.data(), t.rows, t.cols));
+      w.next_step();
+      w.end(RunStatus::Finished, "");
+      run = w.run_id();
+    }
+    const std::vector<TensorMetrics> rows = RunStore::open_read_only(db)->tensor_stats(run);
+    ASSERT_EQ(rows.size(), 6u);
+    for (const TensorMetrics& m : rows) {
+      SCOPED_TRACE(m.layer + " " + std::string(role_name(m.role)));
+      EXPECT_EQ(m.recipe.margin, 1);
+      if (scaling == "delayed") {
+        EXPECT_EQ(m.scaling, ScalingMode::Delayed);
+        EXPECT_EQ(m.recipe.kind, ScalingKind::Tensorwise);
+        EXPECT_EQ(m.recipe.format, m.role == Role::GradOutput ? Format::E5M2 : Format::E4M3FN);
+      } else {
+        EXPECT_EQ(m.scaling, ScalingMode::Current);
+        EXPECT_EQ(m.recipe.kind,
+                  m.role == Role::Weight ? ScalingKind::Block128x128 : ScalingKind::Block1x128);
+        EXPECT_EQ(m.recipe.format, Format::E4M3FN);
+        EXPECT_TRUE(m.recipe.partial_blocks);
+      }
+    }
+  }
+}
+
 TEST_F(WatchTest, AmaxesOutOfStepOrderAreRefusedByName) {
   Watch w(path_, settings("delayed"));
   w.observe_amax("fc1", Role::Input, 0, 1.0f);

@@ -21,8 +21,11 @@ namespace fp8wb {
 
 struct RecipeResult {
   QuantRecipe recipe;
-  std::string name;  // recipe_name()
-  double sqnr_db = 0, underflow_pct = 0, saturated_pct = 0;
+  std::string name;                                          // recipe_name()
+  double sqnr_db = 0, underflow_pct = 0, saturated_pct = 0;  // of raw, for the recommendation
+  // The quantization's counters: every figure of kTensorStatFigures (metrics.h) is of(raw),
+  // as `fp8wb inspect --json` writes them.
+  StatsBuffer raw{};
   MapGrid map_grid;
   // Per block (cell), when maps were asked for: sqrt(sq_err / sq_sum); NaN for a block
   // without finite nonzero values (all zero, NaN or Inf), which has no relative error.

@@ -1,16 +1,32 @@
-// defines: Float8LinearConfig, RoleStats, Float8Probe: how a Float8Linear quantizes its
-// three operands and runs its three GEMMs, and what it reports. Plain structs, no torch.
+// defines: ScalingMode (and its name table), Float8LinearConfig, RoleStats, Float8Probe:
+// how a Float8Linear quantizes its three operands and runs its three GEMMs, and what it
+// reports. Plain structs, no torch.
 #pragma once
 
 #include <cstdint>
 #include <stdexcept>
+#include <string_view>
 
 #include "fp8wb/core/role.h"
 #include "fp8wb/kernels/delayed_scaling.h"
+#include "fp8wb/kernels/name_table.h"
 #include "fp8wb/kernels/recipe.h"
 #include "fp8wb/kernels/tensor_stats.h"
 
 namespace fp8wb {
+
+// Where a run's FP8 scales come from (a RunConfig's `scaling`, a TensorMetrics' own).
+enum class ScalingMode : uint8_t {
+  Delayed,  // from an amax history of earlier steps (tensorwise only)
+  Current,  // from the tensor itself
+};
+struct ScalingModeEntry {
+  ScalingMode value;
+  std::string_view name;  // as configs spell it
+};
+inline constexpr ScalingModeEntry kScalingModes[] = {{ScalingMode::Delayed, "delayed"},
+                                                     {ScalingMode::Current, "current"}};
+static_assert(names_cover_enum(kScalingModes, ScalingMode::Current));
 
 struct Float8LinearConfig {
   // Per role: input x, weight w, output gradient dy. HYBRID by default: E4M3, E4M3, E5M2.
@@ -45,6 +61,8 @@ struct Float8LinearConfig {
   // amax pass precedes the quantization. Off: current scaling from the step's own amax.
   bool delayed = false;
   DelayedScalingConfig delayed_scaling;
+
+  ScalingMode scaling() const { return delayed ? ScalingMode::Delayed : ScalingMode::Current; }
 
   const QuantRecipe& recipe(Role r) const {
     switch (r) {

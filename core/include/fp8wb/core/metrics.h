@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fp8wb/core/float8_config.h"
 #include "fp8wb/core/role.h"
 #include "fp8wb/kernels/format.h"
 #include "fp8wb/kernels/name_table.h"
@@ -156,7 +157,20 @@ struct TensorMetrics {
   MapGrid map_grid;
   std::vector<float> map_rel_error;  // per cell; empty when no map was taken
   std::vector<float> amax_history;   // delayed scaling: the window, newest first (else empty)
+  // What the statistics were measured under: the role's recipe (format, scaling kind,
+  // margin, ...) and where its scale came from. The trainer and a watched script fill them
+  // as they quantize; a stored run's rows get them from the run's config (RunStore), the
+  // defaults' (HYBRID, current scaling) where it has none. Views read them here, not from
+  // a config.
+  QuantRecipe recipe;
+  ScalingMode scaling = ScalingMode::Current;
 };
+
+// Sets `t`'s recipe and scaling mode to those `fc` quantizes t's role with.
+inline void set_recipe(TensorMetrics& t, const Float8LinearConfig& fc) {
+  t.recipe = fc.recipe(t.role);
+  t.scaling = fc.scaling();
+}
 
 // The stored fields of TensorMetrics, one row each, in the order of the run store's
 // tensor_stats columns: the store's CREATE, INSERT and SELECT, the reload into a

@@ -1,8 +1,9 @@
-// defines: ModelKind, Float8Recipe, FormatPairing, ScalingMode, ActivationDtype,
-// OnNonfinite (and their name tables), RunConfig, ConfigError, parse_run_config(),
-// apply_override(), run_config_json(), validate_run_config(), float8_config_of(): what a
-// training run is, as users write it (a flat JSON object, or key=value overrides), checked
-// with messages that name the field and the allowed values. Plain structs, no torch.
+// defines: ModelKind, Float8Recipe, FormatPairing, ActivationDtype, OnNonfinite (and
+// their name tables; ScalingMode is float8_config.h's), RunConfig, ConfigError,
+// parse_run_config(), apply_override(), run_config_json(), validate_run_config(),
+// float8_config_of(): what a training run is, as users write it (a flat JSON object, or
+// key=value overrides), checked with messages that name the field and the allowed values.
+// Plain structs, no torch.
 #pragma once
 
 #include <cstdint>
@@ -31,19 +32,6 @@ struct ModelKindEntry {
 inline constexpr ModelKindEntry kModelKinds[] = {
     {ModelKind::Mlp, "mlp"}, {ModelKind::Gpt, "gpt"}, {ModelKind::Llama, "llama"}};
 static_assert(names_cover_enum(kModelKinds, ModelKind::Llama));
-
-// Where a run's FP8 scales come from.
-enum class ScalingMode : uint8_t {
-  Delayed,  // from an amax history of earlier steps (tensorwise only)
-  Current,  // from the tensor itself
-};
-struct ScalingModeEntry {
-  ScalingMode value;
-  std::string_view name;  // as configs spell it
-};
-inline constexpr ScalingModeEntry kScalingModes[] = {{ScalingMode::Delayed, "delayed"},
-                                                     {ScalingMode::Current, "current"}};
-static_assert(names_cover_enum(kScalingModes, ScalingMode::Current));
 
 // The activations' dtype (master weights stay fp32).
 enum class ActivationDtype : uint8_t { Fp32, Bf16 };

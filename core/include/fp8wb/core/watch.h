@@ -1,10 +1,10 @@
 // defines: WatchSettings, watch_run_config(), watch_config_json(), watched_run_config(),
-// Watch: a training loop that is not the engine's (a user's PyTorch script, through the
-// fp8wb Python package and the C ABI of watch_abi.h) recorded into the run store as one of
-// its runs: each observed tensor of a layer's role is quantized by the project's kernels
-// under the chosen recipe (delayed scaling keeps its amax history every step), its
-// statistics taken every stats_interval steps, and each step's scalars stored. Plain
-// types, no torch.
+// watch_float8_config(), stored_float8_config(), Watch: a training loop that is not the
+// engine's (a user's PyTorch script, through the fp8wb Python package and the C ABI of
+// watch_abi.h) recorded into the run store as one of its runs: each observed tensor of a
+// layer's role is quantized by the project's kernels under the chosen recipe (delayed
+// scaling keeps its amax history every step), its statistics taken every stats_interval
+// steps, and each step's scalars stored. Plain types, no torch.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +44,14 @@ std::string watch_config_json(const WatchSettings& s, const RunConfig& c);
 // A stored config of a watched run read back as a RunConfig (its FP8 keys; the rest
 // RunConfig's defaults, no reference); nullopt for any other text.
 std::optional<RunConfig> watched_run_config(const std::string& config_json);
+// What a watched run quantizes with: the config's FP8 settings, where a block recipe's
+// last block along a dimension may be smaller (a user's tensors have any shape).
+Float8LinearConfig watch_float8_config(const RunConfig& c);
+// What a stored run's tensor statistics were measured under (RunStore fills each row's
+// recipe and scaling mode with it): a training run's config (parse_run_config()) or a
+// watched script's (watched_run_config()); for any other text, RunConfig's default
+// formats and recipe with current scaling (nothing says a scale came from a history).
+Float8LinearConfig stored_float8_config(const std::string& config_json);
 
 // The run kind (runs.kind) and the config's "source" of a watched run.
 inline constexpr char kWatchRunKind[] = "python";
