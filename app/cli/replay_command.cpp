@@ -56,6 +56,70 @@ json figures_json(const ReplayFigures& f) {
           {"sampled", f.sampled}};
 }
 
+// `replay --json`: the run's own setting and its check, the best cell, every cell with
+// each tensor's figures, and the notes.
+void print_replay_json(int64_t id, const ReplayRun& run, const ReplayResult& res,
+                       const ReplayCell& best, const ReplayGridEdge& edge, bool checked,
+                       std::ostream& out) {
+  const auto tensor_name = [&](size_t t) { return amax_tensor_label(run.input.tensors.at(t)); };
+  json j;
+  j["run"] = id;
+  j["name"] = run.name;
+  j["steps"] = run.input.step_count();
+  j["tensors"] = json::array();
+  for (size_t t = 0; t < run.input.tensor_count(); ++t) j["tensors"].push_back(tensor_name(t));
+  j["run_setting"] = {
+      {"scaling", run.run.delayed ? "delayed" : "current"},
+      {"margin", run.run.config.margin},
+      {"window", run.run.delayed ? json(run.run.config.window) : json()},
+      {"amax_algo",
+       run.run.delayed ? json(std::string(amax_algo_name(run.run.config.algo))) : json()}};
+  json own = {{"matches_stored_scales", checked ? json(res.own.matches) : json()},
+              {"compared", res.own.compared}};
+  if (checked && !res.own.matches) {
+    own["first_difference"] = {{"step", res.own.first_step},
+                               {"tensor", tensor_name(res.own.first_tensor)},
+                               {"stored", res.own.stored},
+                               {"replayed", res.own.replayed}};
+  }
+  j["own_settings_check"] = own;
+  j["from_sampled_steps"] = run.from_sampled_steps;
+  j["rule"] = ReplayResult::kRule;
+  j["best"] = {{"margin", best.setting.margin},
+               {"window", best.setting.window},
+               {"amax_algo", std::string(amax_algo_name(best.setting.algo))},
+               {"saturates", best.all.saturating_steps > 0},
+               // Whether it keeps kSafeHeadroomBinades at its closest approach.
+               {"safe", best.all.saturating_steps == 0 &&
+                            best.all.min_headroom_binades >= ReplayResult::kSafeHeadroomBinades},
+               // The axes whose smallest or largest value it takes ("margin_max", "window_max"):
+               // the grid does not show what lies beyond.
+               {"at_grid_edge", edge.names()},
+               {"grid_edge_note", edge.any() ? json(edge.text(best.setting)) : json()}};
+  j["cells"] = json::array();
+  for (const ReplayCell& c : res.cells) {
+    json cj = {{"margin", c.setting.margin},
+               {"window", c.setting.window},
+               {"amax_algo", std::string(amax_algo_name(c.setting.algo))},
+               {"rank", c.rank}};
+    cj.update(figures_json(c.all));
+    if (c.is_run_setting && checked) {
+      cj["matches_stored_scales"] = res.own.matches;
+      if (!res.own.matches) cj["first_difference"] = own["first_difference"];
+    }
+    json per = json::array();
+    for (size_t t = 0; t < c.tensors.size(); ++t) {
+      json tj = {{"tensor", tensor_name(t)}};
+      tj.update(figures_json(c.tensors[t]));
+      per.push_back(tj);
+    }
+    cj["tensors"] = per;
+    j["cells"].push_back(cj);
+  }
+  j["notes"] = run.notes;
+  out << dump(j, 1) << "\n";
+}
+
 }  // namespace
 
 int run_replay(const ReplayCliOptions& opt, std::ostream& out, std::ostream& err) {
@@ -101,63 +165,7 @@ int run_replay(const ReplayCliOptions& opt, std::ostream& out, std::ostream& err
             : fmt::format("current scaling, margin {}", run.run.config.margin);
     const auto tensor_name = [&](size_t t) { return amax_tensor_label(run.input.tensors.at(t)); };
     if (opt.json) {
-      json j;
-      j["run"] = id;
-      j["name"] = run.name;
-      j["steps"] = run.input.step_count();
-      j["tensors"] = json::array();
-      for (size_t t = 0; t < run.input.tensor_count(); ++t) j["tensors"].push_back(tensor_name(t));
-      j["run_setting"] = {
-          {"scaling", run.run.delayed ? "delayed" : "current"},
-          {"margin", run.run.config.margin},
-          {"window", run.run.delayed ? json(run.run.config.window) : json()},
-          {"amax_algo",
-           run.run.delayed ? json(std::string(amax_algo_name(run.run.config.algo))) : json()}};
-      json own = {{"matches_stored_scales", checked ? json(res.own.matches) : json()},
-                  {"compared", res.own.compared}};
-      if (checked && !res.own.matches) {
-        own["first_difference"] = {{"step", res.own.first_step},
-                                   {"tensor", tensor_name(res.own.first_tensor)},
-                                   {"stored", res.own.stored},
-                                   {"replayed", res.own.replayed}};
-      }
-      j["own_settings_check"] = own;
-      j["from_sampled_steps"] = run.from_sampled_steps;
-      j["rule"] = ReplayResult::kRule;
-      j["best"] = {
-          {"margin", best.setting.margin},
-          {"window", best.setting.window},
-          {"amax_algo", std::string(amax_algo_name(best.setting.algo))},
-          {"saturates", best.all.saturating_steps > 0},
-          // Whether it keeps kSafeHeadroomBinades at its closest approach.
-          {"safe", best.all.saturating_steps == 0 &&
-                       best.all.min_headroom_binades >= ReplayResult::kSafeHeadroomBinades},
-          // The axes whose smallest or largest value it takes ("margin_max", "window_max"):
-          // the grid does not show what lies beyond.
-          {"at_grid_edge", edge.names()},
-          {"grid_edge_note", edge.any() ? json(edge.text(best.setting)) : json()}};
-      j["cells"] = json::array();
-      for (const ReplayCell& c : res.cells) {
-        json cj = {{"margin", c.setting.margin},
-                   {"window", c.setting.window},
-                   {"amax_algo", std::string(amax_algo_name(c.setting.algo))},
-                   {"rank", c.rank}};
-        cj.update(figures_json(c.all));
-        if (c.is_run_setting && checked) {
-          cj["matches_stored_scales"] = res.own.matches;
-          if (!res.own.matches) cj["first_difference"] = own["first_difference"];
-        }
-        json per = json::array();
-        for (size_t t = 0; t < c.tensors.size(); ++t) {
-          json tj = {{"tensor", tensor_name(t)}};
-          tj.update(figures_json(c.tensors[t]));
-          per.push_back(tj);
-        }
-        cj["tensors"] = per;
-        j["cells"].push_back(cj);
-      }
-      j["notes"] = run.notes;
-      out << dump(j, 1) << "\n";
+      print_replay_json(id, run, res, best, edge, checked, out);
       return 0;
     }
     out << fmt::format("run {} \"{}\": {} steps x {} FP8 tensor{}; its own scaling: {}\n", id,

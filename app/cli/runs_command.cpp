@@ -235,6 +235,213 @@ int import_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
   return 0;
 }
 
+// `runs list`: every run, a line each (or --json).
+int list_runs(RunStore& store, const RunsOptions& opt, std::ostream& out) {
+  const auto runs = store.runs();
+  if (opt.json) {
+    json j = json::array();
+    for (const auto& r : runs) {
+      const FinalLoss f = final_loss(store, r);
+      const RunSettings set = settings_of(r);
+      // margin and window as numbers, as the config holds them.
+      auto number = [](const std::string& v) {
+        return v.empty() ? json() : json::parse(v, nullptr, false);
+      };
+      j.push_back({{"id", r.id},
+                   {"name", r.name},
+                   {"model", text_or_null(set.model)},
+                   {"fp8", set.fp8},
+                   {"recipe", set.fp8 ? text_or_null(set.recipe) : json()},
+                   {"scaling", text_or_null(set.scaling)},
+                   {"margin", number(set.margin)},
+                   {"window", number(set.window)},
+                   {"status", run_status_text(r)},
+                   {"steps", r.last_step + 1},
+                   {"loss", num(last_value(store, r.id, "loss"))},  // the last step's
+                   {"final_loss", num(f.loss)},
+                   {"loss_gap", num(f.gap)},
+                   // the reference diverged or blew up: the gap is no comparison
+                   {"ref_broken", f.ref_broken},
+                   {"tokens_per_s", num(run_speed(store, r.id).median)},  // the median
+                   {"device", r.device},
+                   {"started_at", r.started_at},
+                   {"source", r.kind}});
+    }
+    out << dump(j) << "\n";
+    return 0;
+  }
+  if (runs.empty()) {
+    out << "no runs in " << store.path() << "\n";
+    return 0;
+  }
+  // The column as wide as the longest name up to kRunNameWidth, counted in terminal
+  // columns (a CJK character or an emoji takes two), not bytes; a longer name is cut in
+  // the middle (two sweep trials may differ only at the end: `runs show` and --json
+  // give it whole); a name stored elsewhere with a control character shows it escaped.
+  constexpr size_t kRunNameWidth = 48;
+  size_t width = 24;
+  for (const auto& r : runs)
+    width = std::max(width, std::min(kRunNameWidth, text_width(shown_text(r.name))));
+  auto padded = [&](const std::string& s) {
+    const std::string t = cut_middle(shown_text(s), width);
+    return t + std::string(width - text_width(t), ' ');
+  };
+  // The FP8 settings, as the GUI's Runs list gives them ("-" where a run has none).
+  auto cell = [](const std::string& v) { return v.empty() ? std::string("-") : shown_text(v); };
+  out << fmt::format(
+      "{:>5}  {} {:<12} {:<10} {:<8} {:>6} {:>6} {:>7} {:>10} {:>9} {:>11}  {:<8} {:<20} {}\n",
+      "id", padded("name"), "status", "recipe", "scaling", "margin", "window", "steps",
+      "final loss", "loss gap", "tokens/s", "device", "started", "source");
+  bool broken = false;
+  for (const auto& r : runs) {
+    // None for a diverged run, and no gap without a finite reference loss: "-". A gap
+    // against a reference that diverged or blew up is marked "!" (the footnote says why).
+    const FinalLoss f = final_loss(store, r);
+    const double tps = run_speed(store, r.id).median;
+    std::string gap = std::isfinite(f.gap) ? fmt::format("{:+.4f}", f.gap) : std::string("-");
+    if (f.ref_broken) {
+      gap += "!";
+      broken = true;
+    }
+    const RunSettings set = settings_of(r);
+    out << fmt::format(
+        "{:>5}  {} {:<12} {:<10} {:<8} {:>6} {:>6} {:>7} {:>10} {:>9} {:>11}  {:<8} {:<20} {}\n",
+        r.id, padded(r.name), run_status_text(r), cell(set.recipe), cell(set.scaling),
+        cell(set.margin), cell(set.window), r.last_step + 1,
+        std::isfinite(f.loss) ? fmt::format("{:.4f}", f.loss) : std::string("-"), gap,
+        std::isfinite(tps) ? fmt::format("{:.0f}", tps) : std::string("-"), r.device, r.started_at,
+        r.kind);
+  }
+  if (broken)
+    out << "! the high-precision reference of that run diverged or blew up: its loss gap is "
+           "no comparison (`fp8wb runs show ID` says where)\n";
+  out << "(" << kFinalLossDefinition << "; " << kSpeedDefinition << ")\n";
+  return 0;
+}
+
+// `runs show ID`: the run's status, losses, speed, memory, events and config (or --json).
+void show_run(RunStore& store, const RunInfo& r, const RunsOptions& opt, std::ostream& out) {
+  if (opt.json) {
+    export_run(store, r, "json", out);
+    return;
+  }
+  out << fmt::format("run {}: {} ({})\nstatus   {}{}\ndevice   {}\nstarted  {}\nended    {}\n",
+                     r.id, r.name, r.kind, run_status_text(r),
+                     r.message.empty() ? "" : " - " + r.message, r.device, r.started_at,
+                     r.ended_at.empty() ? "-" : r.ended_at);
+  out << "steps    " << r.last_step + 1 << "\n";
+  const FinalLoss f = final_loss(store, r);
+  if (r.status == RunStatus::Diverged) {
+    out << "final loss    none (the run diverged)\n";
+  } else if (std::isfinite(f.loss)) {
+    out << fmt::format("final loss    {:.6g} (mean over {})\n", f.loss,
+                       step_range_text(f.from_step, f.to_step));
+    if (std::isfinite(f.gap))
+      out << fmt::format("loss gap      {:+.6g} (the reference's final loss {:.6g})\n", f.gap,
+                         f.ref_loss);
+    else
+      out << "loss gap      none (no finite reference loss at each of those steps)\n";
+    if (f.ref_broken) {
+      const ReferenceTrouble t = reference_trouble(store.series(r.id, "ref_loss"));
+      out << "              ! no comparison: the high-precision reference "
+          << (t.diverged
+                  ? fmt::format("diverged (a loss that is not finite at step {})", t.diverged_step)
+                  : fmt::format("blew up (up {:.3g} from its lowest {:.3g} at step {})", t.rise,
+                                t.low, t.step))
+          << "\n";
+    }
+    out << "              " << kFinalLossDefinition << "\n";
+  }
+  const double grad_norm = last_value(store, r.id, "grad_norm");
+  if (std::isfinite(grad_norm))
+    out << fmt::format("{:<14}{:.6g} (last step)\n", "grad norm", grad_norm);
+  // The figure `runs list` gives, named as such.
+  if (const RunSpeed sp = run_speed(store, r.id); sp.steps > 0) {
+    out << fmt::format(
+        "{:<14}{:.0f} (median over {} stored steps, as `runs list` gives it; "
+        "the last step {:.0f}): one model's step, the FP8 model's alone\n",
+        "tokens/s", sp.median, sp.steps, sp.last);
+  }
+  if (const RunSpeed w = run_speed(store, r.id, "wall_tokens_per_s"); w.steps > 0) {
+    out << fmt::format(
+        "{:<14}{:.0f} tokens/s per wall-clock step (median over {}): the whole run, its "
+        "reference, statistics and storing included\n",
+        "wall-clock", w.median, w.steps);
+  }
+  const double mem_fp8 = last_value(store, r.id, "mem_fp8");
+  const double mem_ref = last_value(store, r.id, "mem_ref");
+  const double rss = last_value(store, r.id, "peak_rss");
+  if (std::isfinite(mem_fp8)) {
+    out << fmt::format("peak memory   FP8 model {:.3f} GB", mem_fp8 / 1e9);
+    if (std::isfinite(mem_ref)) out << fmt::format(", reference {:.3f} GB", mem_ref / 1e9);
+    out << " (GPU: the allocator's peak while each model stepped, with its parameters and "
+           "optimizer state)\n";
+  }
+  if (std::isfinite(rss)) {
+    out << fmt::format(
+        "run memory    {:.3f} GB (resident memory the run added to its process: the "
+        "largest resident set since it started, less the one at its start)\n",
+        rss / 1e9);
+  }
+  const auto ts = store.tensor_stats(r.id);
+  out << "tensor statistics: " << ts.size() << " rows\n";
+  out << "events:\n";
+  for (const auto& e : store.events(r.id))
+    out << fmt::format("  step {:>6}  {:<10} {}\n", e.step, e.kind, e.message);
+  out << "config:\n" << r.config_json << "\n";
+}
+
+// `runs export ID`: to stdout, or to -o's file, refused over the database, any SQLite file
+// or a file that is no earlier export.
+int export_run_file(RunStore& store, const RunInfo& r, const RunsOptions& opt,
+                    const std::string& path, std::ostream& out, std::ostream& err) {
+  if (opt.out_file.empty()) {
+    export_run(store, r, opt.format, out);
+  } else {
+    // Written over the database (or its write-ahead log), the export would replace every
+    // run in it.
+    if (const std::string in = same_file_as(opt.out_file, {path, path + "-wal", path + "-shm"});
+        !in.empty()) {
+      err << "fp8wb runs export: -o " << opt.out_file << " is the same file as "
+          << (in == path ? "the run database " : "the run database's companion file ") << in
+          << ": the export would replace it; give another path\n";
+      return 1;
+    }
+    // Nor over another run database (or any SQLite file).
+    if (const std::string no = sqlite_refusal("-o", opt.out_file); !no.empty()) {
+      err << "fp8wb runs export: " << no << "\n";
+      return 1;
+    }
+    // Nor over any other file that is not an earlier export (a checkpoint, say).
+    if (const std::string no = export_replace_refusal(opt.out_file); !no.empty()) {
+      err << "fp8wb runs export: " << no << "\n";
+      return 1;
+    }
+    // All or nothing: a full disk leaves no truncated file, a device is not replaced.
+    write_file_atomically(opt.out_file,
+                          [&](std::ostream& f) { export_run(store, r, opt.format, f); });
+    out << "wrote run " << r.id << " to " << opt.out_file << "\n";
+  }
+  return 0;
+}
+
+// `runs delete ID --yes`: not a run being written.
+int delete_stored_run(RunStore& store, const RunInfo& r, const RunsOptions& opt, std::ostream& out,
+                      std::ostream& err) {
+  if (r.live) {
+    err << "fp8wb: run " << r.id << " (" << r.name
+        << ") is being written now (live): stop it first where it was started, then delete it\n";
+    return 1;
+  }
+  if (!opt.yes) {
+    err << "fp8wb: deleting run " << r.id << " (" << r.name << ") needs --yes\n";
+    return 1;
+  }
+  store.delete_run(r.id);
+  out << "deleted run " << r.id << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
@@ -278,88 +485,7 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
     return 1;
   }
   auto store = opt.action == "delete" ? RunStore::open(path) : RunStore::open_read_only(path);
-  if (opt.action == "list") {
-    const auto runs = store->runs();
-    if (opt.json) {
-      json j = json::array();
-      for (const auto& r : runs) {
-        const FinalLoss f = final_loss(*store, r);
-        const RunSettings set = settings_of(r);
-        // margin and window as numbers, as the config holds them.
-        auto number = [](const std::string& v) {
-          return v.empty() ? json() : json::parse(v, nullptr, false);
-        };
-        j.push_back({{"id", r.id},
-                     {"name", r.name},
-                     {"model", text_or_null(set.model)},
-                     {"fp8", set.fp8},
-                     {"recipe", set.fp8 ? text_or_null(set.recipe) : json()},
-                     {"scaling", text_or_null(set.scaling)},
-                     {"margin", number(set.margin)},
-                     {"window", number(set.window)},
-                     {"status", run_status_text(r)},
-                     {"steps", r.last_step + 1},
-                     {"loss", num(last_value(*store, r.id, "loss"))},  // the last step's
-                     {"final_loss", num(f.loss)},
-                     {"loss_gap", num(f.gap)},
-                     // the reference diverged or blew up: the gap is no comparison
-                     {"ref_broken", f.ref_broken},
-                     {"tokens_per_s", num(run_speed(*store, r.id).median)},  // the median
-                     {"device", r.device},
-                     {"started_at", r.started_at},
-                     {"source", r.kind}});
-      }
-      out << dump(j) << "\n";
-      return 0;
-    }
-    if (runs.empty()) {
-      out << "no runs in " << store->path() << "\n";
-      return 0;
-    }
-    // The column as wide as the longest name up to kRunNameWidth, counted in terminal
-    // columns (a CJK character or an emoji takes two), not bytes; a longer name is cut in
-    // the middle (two sweep trials may differ only at the end: `runs show` and --json
-    // give it whole); a name stored elsewhere with a control character shows it escaped.
-    constexpr size_t kRunNameWidth = 48;
-    size_t width = 24;
-    for (const auto& r : runs)
-      width = std::max(width, std::min(kRunNameWidth, text_width(shown_text(r.name))));
-    auto padded = [&](const std::string& s) {
-      const std::string t = cut_middle(shown_text(s), width);
-      return t + std::string(width - text_width(t), ' ');
-    };
-    // The FP8 settings, as the GUI's Runs list gives them ("-" where a run has none).
-    auto cell = [](const std::string& v) { return v.empty() ? std::string("-") : shown_text(v); };
-    out << fmt::format(
-        "{:>5}  {} {:<12} {:<10} {:<8} {:>6} {:>6} {:>7} {:>10} {:>9} {:>11}  {:<8} {:<20} {}\n",
-        "id", padded("name"), "status", "recipe", "scaling", "margin", "window", "steps",
-        "final loss", "loss gap", "tokens/s", "device", "started", "source");
-    bool broken = false;
-    for (const auto& r : runs) {
-      // None for a diverged run, and no gap without a finite reference loss: "-". A gap
-      // against a reference that diverged or blew up is marked "!" (the footnote says why).
-      const FinalLoss f = final_loss(*store, r);
-      const double tps = run_speed(*store, r.id).median;
-      std::string gap = std::isfinite(f.gap) ? fmt::format("{:+.4f}", f.gap) : std::string("-");
-      if (f.ref_broken) {
-        gap += "!";
-        broken = true;
-      }
-      const RunSettings set = settings_of(r);
-      out << fmt::format(
-          "{:>5}  {} {:<12} {:<10} {:<8} {:>6} {:>6} {:>7} {:>10} {:>9} {:>11}  {:<8} {:<20} {}\n",
-          r.id, padded(r.name), run_status_text(r), cell(set.recipe), cell(set.scaling),
-          cell(set.margin), cell(set.window), r.last_step + 1,
-          std::isfinite(f.loss) ? fmt::format("{:.4f}", f.loss) : std::string("-"), gap,
-          std::isfinite(tps) ? fmt::format("{:.0f}", tps) : std::string("-"), r.device,
-          r.started_at, r.kind);
-    }
-    if (broken)
-      out << "! the high-precision reference of that run diverged or blew up: its loss gap is "
-             "no comparison (`fp8wb runs show ID` says where)\n";
-    out << "(" << kFinalLossDefinition << "; " << kSpeedDefinition << ")\n";
-    return 0;
-  }
+  if (opt.action == "list") return list_runs(*store, opt, out);
   if (opt.target.empty()) {
     err << "fp8wb runs " << opt.action << ": which run? (give its id; `fp8wb runs list`)\n";
     return 1;
@@ -370,119 +496,11 @@ int run_runs(const RunsOptions& opt, std::ostream& out, std::ostream& err) {
     return 1;
   }
   if (opt.action == "show") {
-    if (opt.json) {
-      export_run(*store, *r, "json", out);
-      return 0;
-    }
-    out << fmt::format("run {}: {} ({})\nstatus   {}{}\ndevice   {}\nstarted  {}\nended    {}\n",
-                       r->id, r->name, r->kind, run_status_text(*r),
-                       r->message.empty() ? "" : " - " + r->message, r->device, r->started_at,
-                       r->ended_at.empty() ? "-" : r->ended_at);
-    out << "steps    " << r->last_step + 1 << "\n";
-    const FinalLoss f = final_loss(*store, *r);
-    if (r->status == RunStatus::Diverged) {
-      out << "final loss    none (the run diverged)\n";
-    } else if (std::isfinite(f.loss)) {
-      out << fmt::format("final loss    {:.6g} (mean over {})\n", f.loss,
-                         step_range_text(f.from_step, f.to_step));
-      if (std::isfinite(f.gap))
-        out << fmt::format("loss gap      {:+.6g} (the reference's final loss {:.6g})\n", f.gap,
-                           f.ref_loss);
-      else
-        out << "loss gap      none (no finite reference loss at each of those steps)\n";
-      if (f.ref_broken) {
-        const ReferenceTrouble t = reference_trouble(store->series(r->id, "ref_loss"));
-        out << "              ! no comparison: the high-precision reference "
-            << (t.diverged ? fmt::format("diverged (a loss that is not finite at step {})",
-                                         t.diverged_step)
-                           : fmt::format("blew up (up {:.3g} from its lowest {:.3g} at step {})",
-                                         t.rise, t.low, t.step))
-            << "\n";
-      }
-      out << "              " << kFinalLossDefinition << "\n";
-    }
-    const double grad_norm = last_value(*store, r->id, "grad_norm");
-    if (std::isfinite(grad_norm))
-      out << fmt::format("{:<14}{:.6g} (last step)\n", "grad norm", grad_norm);
-    // The figure `runs list` gives, named as such.
-    if (const RunSpeed sp = run_speed(*store, r->id); sp.steps > 0) {
-      out << fmt::format(
-          "{:<14}{:.0f} (median over {} stored steps, as `runs list` gives it; "
-          "the last step {:.0f}): one model's step, the FP8 model's alone\n",
-          "tokens/s", sp.median, sp.steps, sp.last);
-    }
-    if (const RunSpeed w = run_speed(*store, r->id, "wall_tokens_per_s"); w.steps > 0) {
-      out << fmt::format(
-          "{:<14}{:.0f} tokens/s per wall-clock step (median over {}): the whole run, its "
-          "reference, statistics and storing included\n",
-          "wall-clock", w.median, w.steps);
-    }
-    const double mem_fp8 = last_value(*store, r->id, "mem_fp8");
-    const double mem_ref = last_value(*store, r->id, "mem_ref");
-    const double rss = last_value(*store, r->id, "peak_rss");
-    if (std::isfinite(mem_fp8)) {
-      out << fmt::format("peak memory   FP8 model {:.3f} GB", mem_fp8 / 1e9);
-      if (std::isfinite(mem_ref)) out << fmt::format(", reference {:.3f} GB", mem_ref / 1e9);
-      out << " (GPU: the allocator's peak while each model stepped, with its parameters and "
-             "optimizer state)\n";
-    }
-    if (std::isfinite(rss)) {
-      out << fmt::format(
-          "run memory    {:.3f} GB (resident memory the run added to its process: the "
-          "largest resident set since it started, less the one at its start)\n",
-          rss / 1e9);
-    }
-    const auto ts = store->tensor_stats(r->id);
-    out << "tensor statistics: " << ts.size() << " rows\n";
-    out << "events:\n";
-    for (const auto& e : store->events(r->id))
-      out << fmt::format("  step {:>6}  {:<10} {}\n", e.step, e.kind, e.message);
-    out << "config:\n" << r->config_json << "\n";
+    show_run(*store, *r, opt, out);
     return 0;
   }
-  if (opt.action == "export") {
-    if (opt.out_file.empty()) {
-      export_run(*store, *r, opt.format, out);
-    } else {
-      // Written over the database (or its write-ahead log), the export would replace every
-      // run in it.
-      if (const std::string in = same_file_as(opt.out_file, {path, path + "-wal", path + "-shm"});
-          !in.empty()) {
-        err << "fp8wb runs export: -o " << opt.out_file << " is the same file as "
-            << (in == path ? "the run database " : "the run database's companion file ") << in
-            << ": the export would replace it; give another path\n";
-        return 1;
-      }
-      // Nor over another run database (or any SQLite file).
-      if (const std::string no = sqlite_refusal("-o", opt.out_file); !no.empty()) {
-        err << "fp8wb runs export: " << no << "\n";
-        return 1;
-      }
-      // Nor over any other file that is not an earlier export (a checkpoint, say).
-      if (const std::string no = export_replace_refusal(opt.out_file); !no.empty()) {
-        err << "fp8wb runs export: " << no << "\n";
-        return 1;
-      }
-      // All or nothing: a full disk leaves no truncated file, a device is not replaced.
-      write_file_atomically(opt.out_file,
-                            [&](std::ostream& f) { export_run(*store, *r, opt.format, f); });
-      out << "wrote run " << r->id << " to " << opt.out_file << "\n";
-    }
-    return 0;
-  }
-  // delete
-  if (r->live) {
-    err << "fp8wb: run " << r->id << " (" << r->name
-        << ") is being written now (live): stop it first where it was started, then delete it\n";
-    return 1;
-  }
-  if (!opt.yes) {
-    err << "fp8wb: deleting run " << r->id << " (" << r->name << ") needs --yes\n";
-    return 1;
-  }
-  store->delete_run(r->id);
-  out << "deleted run " << r->id << "\n";
-  return 0;
+  if (opt.action == "export") return export_run_file(*store, *r, opt, path, out, err);
+  return delete_stored_run(*store, *r, opt, out, err);  // delete
 }
 
 namespace {

@@ -166,6 +166,55 @@ SweepSpec checked_spec(const SweepOptions& opt, std::ostream& err,
   return spec;
 }
 
+// `sweep --json`: the sweep's axes, its points with every metric, the verdict and counts.
+void print_sweep_json(int64_t sweep_id, const SweepInfo& sweep, const SweepSpec& spec,
+                      const std::vector<SweepPoint>& points, const SweepVerdict& verdict,
+                      const SweepCounts& counts, std::ostream& out) {
+  auto label = [&](const SweepPoint& p) {
+    std::string s;
+    for (size_t k = 0; k < p.values.size(); ++k)
+      s += (k ? " " : "") + spec.axes[k].key + "=" + p.values[k];
+    return s;
+  };
+  nlohmann::json j;
+  j["sweep"] = sweep_id;
+  j["status"] = sweep.status;
+  j["axes"] = nlohmann::json::array();
+  for (const auto& a : spec.axes) j["axes"].push_back({{"key", a.key}, {"values", a.values}});
+  j["points"] = nlohmann::json::array();
+  for (const auto& p : points) {
+    nlohmann::json jp = {{"values", p.values},
+                         {"trials", p.trials},
+                         {"runs", p.runs},
+                         {"finished", p.finished},
+                         {"spiked", p.spiked},
+                         {"final_loss_min", num(p.final_loss_min)},
+                         {"final_loss_max", num(p.final_loss_max)},
+                         {"loss_gap_min", num(p.loss_gap_min)},
+                         {"loss_gap_max", num(p.loss_gap_max)},
+                         {"spike_fraction", num(p.spike_fraction)},
+                         {"reference_troubled", p.reference_troubled},
+                         {"gap_ref_broken", p.gap_ref_broken},
+                         {"run_ids", p.run_ids}};
+    for (const SweepMetricEntry& m : kSweepMetrics) {
+      jp[std::string(m.name)] = m.value == SweepMetric::Diverged ? nlohmann::json(p.diverged)
+                                                                 : num(sweep_metric(p, m.value));
+    }
+    j["points"].push_back(std::move(jp));
+  }
+  // "best": only where one point wins by more than the noise (kSweepVerdictRule).
+  j["best"] = verdict.kind == SweepVerdict::Kind::Best ? nlohmann::json(label(*verdict.lowest))
+                                                       : nlohmann::json();
+  j["verdict"] = sweep_verdict_text(verdict, label);
+  j["rule"] = kSweepVerdictRule;
+  j["trials"] = counts.trials;
+  j["finished"] = counts.finished;
+  j["diverged"] = counts.diverged;
+  j["spiked"] = counts.spiked;
+  j["definition"] = std::string(kFinalLossDefinition) + "; " + std::string(kSpikeDefinition);
+  out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
 }  // namespace
 
 int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
@@ -275,50 +324,8 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
   const std::vector<SweepPoint> points = sweep_points(*store, runner->sweepId());
   const SweepVerdict verdict = sweep_verdict(points);
   const SweepCounts counts = sweep_counts(spec, points);
-  auto label = [&](const SweepPoint& p) {
-    std::string s;
-    for (size_t k = 0; k < p.values.size(); ++k)
-      s += (k ? " " : "") + spec.axes[k].key + "=" + p.values[k];
-    return s;
-  };
   if (opt.json) {
-    nlohmann::json j;
-    j["sweep"] = runner->sweepId();
-    j["status"] = sweep->status;
-    j["axes"] = nlohmann::json::array();
-    for (const auto& a : spec.axes) j["axes"].push_back({{"key", a.key}, {"values", a.values}});
-    j["points"] = nlohmann::json::array();
-    for (const auto& p : points) {
-      nlohmann::json jp = {{"values", p.values},
-                           {"trials", p.trials},
-                           {"runs", p.runs},
-                           {"finished", p.finished},
-                           {"spiked", p.spiked},
-                           {"final_loss_min", num(p.final_loss_min)},
-                           {"final_loss_max", num(p.final_loss_max)},
-                           {"loss_gap_min", num(p.loss_gap_min)},
-                           {"loss_gap_max", num(p.loss_gap_max)},
-                           {"spike_fraction", num(p.spike_fraction)},
-                           {"reference_troubled", p.reference_troubled},
-                           {"gap_ref_broken", p.gap_ref_broken},
-                           {"run_ids", p.run_ids}};
-      for (const SweepMetricEntry& m : kSweepMetrics) {
-        jp[std::string(m.name)] = m.value == SweepMetric::Diverged ? nlohmann::json(p.diverged)
-                                                                   : num(sweep_metric(p, m.value));
-      }
-      j["points"].push_back(std::move(jp));
-    }
-    // "best": only where one point wins by more than the noise (kSweepVerdictRule).
-    j["best"] = verdict.kind == SweepVerdict::Kind::Best ? nlohmann::json(label(*verdict.lowest))
-                                                         : nlohmann::json();
-    j["verdict"] = sweep_verdict_text(verdict, label);
-    j["rule"] = kSweepVerdictRule;
-    j["trials"] = counts.trials;
-    j["finished"] = counts.finished;
-    j["diverged"] = counts.diverged;
-    j["spiked"] = counts.spiked;
-    j["definition"] = std::string(kFinalLossDefinition) + "; " + std::string(kSpikeDefinition);
-    out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    print_sweep_json(runner->sweepId(), *sweep, spec, points, verdict, counts, out);
   } else {
     print_sweep_summary(*store, runner->sweepId(), out);
     out << fmt::format("sweep {} {} in {}\n", runner->sweepId(), sweep->status, store->path());

@@ -267,6 +267,142 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& opt) {
   return c;
 }
 
+namespace {
+
+// The weights written over the run database (or the config file read) would replace it:
+// refused, as is any SQLite file or a file that is no safetensors file written before.
+void check_weights_path(const TrainOptions& opt, const RunConfig& cfg) {
+  if (cfg.weights.empty()) return;
+  // Named as the user gave it: the option, or the field of the config file or --set.
+  const std::string given = opt.weights.empty() ? "config field 'weights':" : "--save-weights";
+  const std::string db = db_path(opt.db);
+  std::vector<std::string> inputs{db, db + "-wal", db + "-shm"};
+  if (!opt.config_file.empty()) inputs.push_back(opt.config_file);
+  if (const std::string in = same_file_as(cfg.weights, inputs); !in.empty()) {
+    throw std::invalid_argument(given + " " + cfg.weights + " is the same file as " +
+                                (in == opt.config_file ? "the config file " : "the run database ") +
+                                in + ": the weights would replace it; give another path");
+  }
+  if (const std::string no = sqlite_refusal(given, cfg.weights); !no.empty()) {
+    throw std::invalid_argument(no);
+  }
+  // Said before the run rather than when its weights are written at the end.
+  if (const std::string no = safetensors_replace_refusal(cfg.weights); !no.empty()) {
+    throw std::invalid_argument(given + " " + no);
+  }
+}
+
+// --nproc N on one machine: the batch split, the ranks' backend, GPUs and memory checked,
+// then N processes started (launch_ranks()); returns their exit status.
+int launch_local_ranks(const TrainOptions& opt, const RunConfig& cfg, const std::string& device,
+                       std::ostream& err) {
+  if (cfg.batch % opt.nproc != 0) {
+    throw std::invalid_argument(fmt::format(
+        "config field 'batch': {} does not split evenly across {} ranks (the batch is the "
+        "global one)",
+        cfg.batch, opt.nproc));
+  }
+  if (device != "cpu" && !distributed_backend_available("nccl")) {
+    throw std::invalid_argument(
+        "ranks on GPUs exchange gradients through NCCL, which this build's LibTorch does not "
+        "have; use --device cpu (Gloo)");
+  }
+  if (device != "cpu" && opt.nproc > Trainer::cuda_device_count()) {
+    throw std::invalid_argument(
+        fmt::format("--nproc {} asks for more ranks than the {} GPU(s) visible: with NCCL each "
+                    "rank needs a GPU of its own (or use --device cpu)",
+                    opt.nproc, Trainer::cuda_device_count()));
+  }
+  // Every rank a process with LibTorch and its own copy of the model: refused before any
+  // starts where they cannot all fit.
+  RunConfig per_rank = cfg;
+  per_rank.batch = cfg.batch / opt.nproc;
+  if (const std::string no =
+          ranks_refusal("--nproc", opt.nproc, estimate_run_memory(per_rank).total,
+                        device == "cpu" ? run_memory_limit() : 0, process_limit());
+      !no.empty()) {
+    throw std::invalid_argument(no);
+  }
+  LaunchOptions lo;
+  lo.nproc = opt.nproc;
+  lo.master_port = opt.master_port;
+  // Rank 0 gives its run this identity, by which the launcher finds the run afterwards.
+  lo.db = db_path(opt.db);
+  lo.run_uuid = opt.run_uuid.empty() ? new_uuid() : opt.run_uuid;
+  return launch_ranks(lo, err);
+}
+
+// Trains until the run ends; Ctrl-C, SIGTERM, SIGHUP stop it after the step in progress.
+// Returns the signal that stopped it, 0 for none.
+int train_until_done(Trainer& trainer, const TrainOptions& opt, std::ostream& err) {
+  const StopSignals signals;  // Ctrl-C, SIGTERM, SIGHUP: stop after this step, keep the run
+  trainer.start();
+  bool asked = false;
+  while (trainer.status() == RunStatus::Running || trainer.status() == RunStatus::Paused) {
+    if (signals.requested() && !asked) {
+      trainer.stop();
+      asked = true;
+      if (!opt.quiet)
+        err << (opt.terminal ? "\n" : "")
+            << "interrupted: stopping after this step (the run is kept)\n";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  trainer.join();
+  return signals.signal();
+}
+
+// The run's result: its status, the last step's losses, the final loss and gap, tokens/s
+// (as `runs list` gives them), the message and the database; --json: the same as JSON.
+void print_train_result(RunStore& store, int64_t id, RunStatus st, int64_t steps_done,
+                        const std::string& message, const std::optional<StepMetrics>& last,
+                        const TrainOptions& opt, std::ostream& out) {
+  // The run's final loss and gap as `runs show`, `runs list` and the GUI give them (the last
+  // step's loss is not the run's result); none where the store cannot be read back.
+  FinalLoss fin;
+  RunSpeed speed;  // tokens/s as `runs list` and `runs show` give it
+  try {
+    if (const auto info = store.run(id)) fin = final_loss(store, *info);
+    speed = run_speed(store, id);
+  } catch (const StoreError&) {
+  }
+  if (opt.json) {
+    json j;
+    j["run"] = id;
+    j["status"] = run_status_name(st);
+    j["steps"] = steps_done;
+    j["loss"] = last ? num(last->loss) : json();
+    j["ref_loss"] = last ? num(last->ref_loss) : json();
+    j["final_loss"] = num(fin.loss);
+    j["loss_gap"] = num(fin.gap);
+    j["tokens_per_s"] = num(speed.median);  // the median over the stored steps
+    j["message"] = message;
+    j["db"] = store.path();
+    out << dump(j) << "\n";
+  } else {
+    out << fmt::format("run {} {} after {}", id, run_status_name(st), counted(steps_done, "step"));
+    if (last) {
+      out << fmt::format(": loss {:.4f}", last->loss);
+      if (std::isfinite(last->ref_loss)) out << fmt::format(", reference {:.4f}", last->ref_loss);
+      out << " at the last step";
+      if (std::isfinite(fin.loss)) {
+        out << fmt::format("; final loss {:.4f}", fin.loss);
+        if (std::isfinite(fin.gap)) out << fmt::format(", gap {:+.4g}", fin.gap);
+        out << " (mean over " << step_range_text(fin.from_step, fin.to_step) << ")";
+      }
+      if (speed.steps > 0) {
+        out << fmt::format("; {:.0f} tokens/s (median over {})", speed.median,
+                           counted(static_cast<int64_t>(speed.steps), "stored step"));
+      }
+    }
+    out << "\n";
+    if (!message.empty()) out << message << "\n";
+    out << "database: " << store.path() << "\n";
+  }
+}
+
+}  // namespace
+
 int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   check_db_folder(opt.db);
   RunConfig cfg;
@@ -282,27 +418,7 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   if (cfg.device != "cpu" && !names_field(opt, "formats"))
     cfg.formats = default_run_formats(probe_backend(), cfg);
   validate_run_config(cfg);
-  // The weights written over the run database (or the config file read) would replace it.
-  if (!cfg.weights.empty()) {
-    // Named as the user gave it: the option, or the field of the config file or --set.
-    const std::string given = opt.weights.empty() ? "config field 'weights':" : "--save-weights";
-    const std::string db = db_path(opt.db);
-    std::vector<std::string> inputs{db, db + "-wal", db + "-shm"};
-    if (!opt.config_file.empty()) inputs.push_back(opt.config_file);
-    if (const std::string in = same_file_as(cfg.weights, inputs); !in.empty()) {
-      throw std::invalid_argument(
-          given + " " + cfg.weights + " is the same file as " +
-          (in == opt.config_file ? "the config file " : "the run database ") + in +
-          ": the weights would replace it; give another path");
-    }
-    if (const std::string no = sqlite_refusal(given, cfg.weights); !no.empty()) {
-      throw std::invalid_argument(no);
-    }
-    // Said before the run rather than when its weights are written at the end.
-    if (const std::string no = safetensors_replace_refusal(cfg.weights); !no.empty()) {
-      throw std::invalid_argument(given + " " + no);
-    }
-  }
+  check_weights_path(opt, cfg);
   if (!opt.run_uuid.empty() && !is_uuid(opt.run_uuid)) {
     throw std::invalid_argument("--run-uuid takes a UUID (8-4-4-4-12 hex digits), not \"" +
                                 opt.run_uuid.substr(0, 40) + "\"");
@@ -323,42 +439,7 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
         slurm ? "the SLURM_ variables (or run outside srun)" : "RANK and WORLD_SIZE"));
   }
   check_master_addr(ranks);  // a host name that does not resolve: said now, not after retries
-  if (opt.nproc > 1 && !ranks.distributed()) {
-    if (cfg.batch % opt.nproc != 0) {
-      throw std::invalid_argument(fmt::format(
-          "config field 'batch': {} does not split evenly across {} ranks (the batch is the "
-          "global one)",
-          cfg.batch, opt.nproc));
-    }
-    if (device != "cpu" && !distributed_backend_available("nccl")) {
-      throw std::invalid_argument(
-          "ranks on GPUs exchange gradients through NCCL, which this build's LibTorch does not "
-          "have; use --device cpu (Gloo)");
-    }
-    if (device != "cpu" && opt.nproc > Trainer::cuda_device_count()) {
-      throw std::invalid_argument(
-          fmt::format("--nproc {} asks for more ranks than the {} GPU(s) visible: with NCCL each "
-                      "rank needs a GPU of its own (or use --device cpu)",
-                      opt.nproc, Trainer::cuda_device_count()));
-    }
-    // Every rank a process with LibTorch and its own copy of the model: refused before any
-    // starts where they cannot all fit.
-    RunConfig per_rank = cfg;
-    per_rank.batch = cfg.batch / opt.nproc;
-    if (const std::string no =
-            ranks_refusal("--nproc", opt.nproc, estimate_run_memory(per_rank).total,
-                          device == "cpu" ? run_memory_limit() : 0, process_limit());
-        !no.empty()) {
-      throw std::invalid_argument(no);
-    }
-    LaunchOptions lo;
-    lo.nproc = opt.nproc;
-    lo.master_port = opt.master_port;
-    // Rank 0 gives its run this identity, by which the launcher finds the run afterwards.
-    lo.db = db_path(opt.db);
-    lo.run_uuid = opt.run_uuid.empty() ? new_uuid() : opt.run_uuid;
-    return launch_ranks(lo, err);
-  }
+  if (opt.nproc > 1 && !ranks.distributed()) return launch_local_ranks(opt, cfg, device, err);
   if (ranks.distributed()) stop_with_launcher();
   if (ranks.distributed() && ranks.rank != 0) return run_other_rank(cfg, ranks, err);
 
@@ -375,24 +456,7 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
     trainer.setComputeThreads(compute_threads_per_rank(ranks));
   }
 
-  int stop_signal = 0;  // the signal that stopped the run; 0: none
-  {
-    const StopSignals signals;  // Ctrl-C, SIGTERM, SIGHUP: stop after this step, keep the run
-    trainer.start();
-    bool asked = false;
-    while (trainer.status() == RunStatus::Running || trainer.status() == RunStatus::Paused) {
-      if (signals.requested() && !asked) {
-        trainer.stop();
-        asked = true;
-        if (!opt.quiet)
-          err << (opt.terminal ? "\n" : "")
-              << "interrupted: stopping after this step (the run is kept)\n";
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    trainer.join();
-    stop_signal = signals.signal();
-  }
+  const int stop_signal = train_until_done(trainer, opt, err);  // 0: none
   RunStatus st = trainer.status();
   std::string message = without_backtrace(trainer.message());
   try {
@@ -406,50 +470,7 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
   }
   if (!opt.quiet && !opt.json && opt.terminal) err << "\n";  // below the bar
 
-  const std::optional<StepMetrics> last = console->last();
-  // The run's final loss and gap as `runs show`, `runs list` and the GUI give them (the last
-  // step's loss is not the run's result); none where the store cannot be read back.
-  FinalLoss fin;
-  RunSpeed speed;  // tokens/s as `runs list` and `runs show` give it
-  try {
-    if (const auto info = store->run(id)) fin = final_loss(*store, *info);
-    speed = run_speed(*store, id);
-  } catch (const StoreError&) {
-  }
-  if (opt.json) {
-    json j;
-    j["run"] = id;
-    j["status"] = run_status_name(st);
-    j["steps"] = trainer.steps_done();
-    j["loss"] = last ? num(last->loss) : json();
-    j["ref_loss"] = last ? num(last->ref_loss) : json();
-    j["final_loss"] = num(fin.loss);
-    j["loss_gap"] = num(fin.gap);
-    j["tokens_per_s"] = num(speed.median);  // the median over the stored steps
-    j["message"] = message;
-    j["db"] = store->path();
-    out << dump(j) << "\n";
-  } else {
-    out << fmt::format("run {} {} after {}", id, run_status_name(st),
-                       counted(trainer.steps_done(), "step"));
-    if (last) {
-      out << fmt::format(": loss {:.4f}", last->loss);
-      if (std::isfinite(last->ref_loss)) out << fmt::format(", reference {:.4f}", last->ref_loss);
-      out << " at the last step";
-      if (std::isfinite(fin.loss)) {
-        out << fmt::format("; final loss {:.4f}", fin.loss);
-        if (std::isfinite(fin.gap)) out << fmt::format(", gap {:+.4g}", fin.gap);
-        out << " (mean over " << step_range_text(fin.from_step, fin.to_step) << ")";
-      }
-      if (speed.steps > 0) {
-        out << fmt::format("; {:.0f} tokens/s (median over {})", speed.median,
-                           counted(static_cast<int64_t>(speed.steps), "stored step"));
-      }
-    }
-    out << "\n";
-    if (!message.empty()) out << message << "\n";
-    out << "database: " << store->path() << "\n";
-  }
+  print_train_result(*store, id, st, trainer.steps_done(), message, console->last(), opt, out);
   if (st == RunStatus::Failed) {
     err << "fp8wb: the run failed: " << message << "\n";
     return 1;

@@ -15,22 +15,9 @@ bool has_display() {
   return std::getenv("DISPLAY") != nullptr || std::getenv("WAYLAND_DISPLAY") != nullptr;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // Without a display: render offscreen unless told otherwise, so that screenshots,
-  // --help, --version and argument errors work; a window to look at needs a display.
-  const bool no_display = !has_display() && std::getenv("QT_QPA_PLATFORM") == nullptr;
-  if (no_display) setenv("QT_QPA_PLATFORM", "offscreen", 1);
-  QApplication app(argc, argv);
-  QApplication::setOrganizationName(QStringLiteral("fp8wb"));
-  QApplication::setApplicationName(QStringLiteral("FP8 Workbench"));
-  QApplication::setApplicationVersion(QString::fromStdString(fp8wb::workbench_version()));
-  // The installed desktop entry and icon (packaging/): Wayland compositors match the
-  // window to its entry by this name; the icon comes from the hicolor theme when installed.
-  QGuiApplication::setDesktopFileName(QStringLiteral(FP8WB_APP_ID));
-  QApplication::setWindowIcon(QIcon::fromTheme(QStringLiteral("fp8-workbench")));
-
+// Reads the command line into o (--help and --version answered and the program ended by
+// the parser; the compute threads set up after them). Returns 0, or 2 for a value refused.
+int read_options(const QApplication& app, fp8wb::GuiOptions& o) {
   QCommandLineParser parser;
   parser.setApplicationDescription(QStringLiteral("FP8 Workbench: see what FP8 does to numbers"));
   parser.addHelpOption();
@@ -95,7 +82,6 @@ int main(int argc, char** argv) {
   parser.process(app);
 
   fp8wb::init_compute_threads();
-  fp8wb::GuiOptions o;
   o.screenshot = parser.value(shot);
   o.tab = parser.value(tab);
   o.value = parser.value(value);
@@ -133,20 +119,20 @@ int main(int argc, char** argv) {
     }
     o.size = QSize(w, h);
   }
+  return 0;
+}
 
-  fp8wb::MainWindow window(/*remember_layout=*/o.screenshot.isEmpty());
-  if (const QString err = fp8wb::apply_gui_options(window, o); !err.isEmpty()) {
-    std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
-    return 2;
-  }
-  int exit_code = 0;
+// --preset, --follow, --sweep and --checkpoint, in this order. Returns the exit code where
+// the program ends here (an error said), else -1; *exit_code becomes 1 where a preset's run
+// failed midway and a screenshot still shows what it stored.
+int run_start_options(fp8wb::MainWindow& window, const fp8wb::GuiOptions& o, int* exit_code) {
   if (!o.preset.isEmpty()) {
     window.show();
     if (const QString err = fp8wb::run_preset(window, o); !err.isEmpty()) {
       std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
       // A run that failed midway still shows what it stored: the screenshot says so.
       if (o.screenshot.isEmpty() || !err.startsWith(QLatin1String("the run failed"))) return 1;
-      exit_code = 1;
+      *exit_code = 1;
     }
     if (!o.tab.isEmpty()) window.selectTab(o.tab.section(QLatin1Char(','), 0, 0));
   }
@@ -176,23 +162,52 @@ int main(int argc, char** argv) {
     }
     if (o.tab.isEmpty()) window.selectTab(QStringLiteral("Checkpoint"));
   }
-  if (!o.screenshot.isEmpty()) {
-    if (o.tab.contains(QLatin1Char(','))) {
-      if (const QString err = fp8wb::save_screenshots(window, o.screenshot, o.tab);
-          !err.isEmpty()) {
-        std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
-        return 1;
-      }
-      return exit_code;
-    }
-    if (const QString err = fp8wb::save_screenshot(window, o.screenshot); !err.isEmpty()) {
+  return -1;
+}
+
+// --screenshot: the tab, or each tab of a list, saved. Returns the exit code.
+int take_screenshots(fp8wb::MainWindow& window, const fp8wb::GuiOptions& o, int exit_code) {
+  if (o.tab.contains(QLatin1Char(','))) {
+    if (const QString err = fp8wb::save_screenshots(window, o.screenshot, o.tab); !err.isEmpty()) {
       std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
       return 1;
     }
-    std::printf("saved %s (tab %s)\n", qPrintable(o.screenshot),
-                qPrintable(window.currentTabName()));
     return exit_code;
   }
+  if (const QString err = fp8wb::save_screenshot(window, o.screenshot); !err.isEmpty()) {
+    std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
+    return 1;
+  }
+  std::printf("saved %s (tab %s)\n", qPrintable(o.screenshot), qPrintable(window.currentTabName()));
+  return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Without a display: render offscreen unless told otherwise, so that screenshots,
+  // --help, --version and argument errors work; a window to look at needs a display.
+  const bool no_display = !has_display() && std::getenv("QT_QPA_PLATFORM") == nullptr;
+  if (no_display) setenv("QT_QPA_PLATFORM", "offscreen", 1);
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName(QStringLiteral("fp8wb"));
+  QApplication::setApplicationName(QStringLiteral("FP8 Workbench"));
+  QApplication::setApplicationVersion(QString::fromStdString(fp8wb::workbench_version()));
+  // The installed desktop entry and icon (packaging/): Wayland compositors match the
+  // window to its entry by this name; the icon comes from the hicolor theme when installed.
+  QGuiApplication::setDesktopFileName(QStringLiteral(FP8WB_APP_ID));
+  QApplication::setWindowIcon(QIcon::fromTheme(QStringLiteral("fp8-workbench")));
+  fp8wb::GuiOptions o;
+  if (const int code = read_options(app, o)) return code;
+
+  fp8wb::MainWindow window(/*remember_layout=*/o.screenshot.isEmpty());
+  if (const QString err = fp8wb::apply_gui_options(window, o); !err.isEmpty()) {
+    std::fprintf(stderr, "fp8-workbench: %s\n", qPrintable(err));
+    return 2;
+  }
+  int exit_code = 0;
+  if (const int code = run_start_options(window, o, &exit_code); code >= 0) return code;
+  if (!o.screenshot.isEmpty()) return take_screenshots(window, o, exit_code);
   if (no_display) {
     std::fprintf(stderr,
                  "fp8-workbench: no display (DISPLAY and WAYLAND_DISPLAY are unset): start it in "

@@ -103,7 +103,12 @@ class MainWindow : public QMainWindow {
   void changeEvent(QEvent* e) override;
 
  private:
-  void buildMenus();
+  // The constructor's steps (buildStatusBar(): main_window_status.cpp).
+  void buildStatusBar();
+  void connectRun();
+  void connectTabs();
+  void connectRunShown();
+  void buildMenus();  // main_window_menus.cpp
   // While presenting: the run panel shows only while a run trains.
   void showRunPanelForPresentation();
   void fillRecentMenu();

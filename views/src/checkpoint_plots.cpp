@@ -61,33 +61,45 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
     model_->setSelectedRecipe(recipe_->currentText());
   }
   if (!t) {
-    // Nothing chosen (no file, or one that could not be read): no figures of another.
-    hist_bars_->data()->clear();
-    hist_->clearItems();
-    for (QCPBars* b : chart_bars_) chart_->removePlottable(b);
-    chart_bars_.clear();
-    chart_->clearItems();
-    chart_->setCsvTable(nullptr);
-    block_map_->data()->clear();
-    blocks_->clearItems();
-    caption_->clear();
-    // No axes of another tensor's ranges (the next tensor shown sets each plot's own).
-    for (ExportablePlot* p : plots()) {
-      for (QCPAxis* a : {p->xAxis, p->yAxis}) a->setVisible(false);
-    }
-    block_scale_->setVisible(false);
-    chart_->legend->setVisible(false);
-    for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
+    clearFigures();
     return;
   }
-  // log2 histogram, with each FP8 format's range as a tensorwise scale places it
-  // (its largest exponent at the tensor's amax).
+  drawHistogram(*t);
+  drawChart(*t);
+  drawBlockMap(*t);
+  showCaption(*t);
+  for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
+}
+
+// Nothing chosen (no file, or one that could not be read): no figures of another.
+void CheckpointTab::clearFigures() {
+  hist_bars_->data()->clear();
+  hist_->clearItems();
+  for (QCPBars* b : chart_bars_) chart_->removePlottable(b);
+  chart_bars_.clear();
+  chart_->clearItems();
+  chart_->setCsvTable(nullptr);
+  block_map_->data()->clear();
+  blocks_->clearItems();
+  caption_->clear();
+  // No axes of another tensor's ranges (the next tensor shown sets each plot's own).
+  for (ExportablePlot* p : plots()) {
+    for (QCPAxis* a : {p->xAxis, p->yAxis}) a->setVisible(false);
+  }
+  block_scale_->setVisible(false);
+  chart_->legend->setVisible(false);
+  for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
+}
+
+// The log2 histogram, with each FP8 format's range as a tensorwise scale places it (its
+// largest exponent at the tensor's amax).
+void CheckpointTab::drawHistogram(const TensorAnalysis& t) {
   QVector<double> keys, counts;
   // A bin for every fp32 exponent (kValueHistMinExp..kValueHistMaxExp): each value where it is.
-  for (int b = 0; b < kValueHistExpBins && b < static_cast<int>(t->log2_hist.size()); ++b) {
-    if (t->log2_hist[static_cast<size_t>(b)] == 0) continue;
+  for (int b = 0; b < kValueHistExpBins && b < static_cast<int>(t.log2_hist.size()); ++b) {
+    if (t.log2_hist[static_cast<size_t>(b)] == 0) continue;
     keys << static_cast<double>(b + kValueHistMinExp);
-    counts << static_cast<double>(t->log2_hist[static_cast<size_t>(b)]);
+    counts << static_cast<double>(t.log2_hist[static_cast<size_t>(b)]);
   }
   hist_bars_->setData(keys, counts);
   hist_->clearItems();
@@ -100,12 +112,12 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
     none->setClipToAxisRect(false);  // the whole sentence, whatever the plot's margins
     none->position->setType(QCPItemPosition::ptViewportRatio);
     none->position->setCoords(0.5, 0.5);
-    none->setText(wrapped(!t->not_quantized.empty() ? qs(t->not_quantized)
-                          : t->numel == 0           ? tr("empty tensor (0 elements)")
-                                                    : tr("no finite nonzero values")));
+    none->setText(wrapped(!t.not_quantized.empty() ? qs(t.not_quantized)
+                          : t.numel == 0           ? tr("empty tensor (0 elements)")
+                                                   : tr("no finite nonzero values")));
     none->setColor(palette().color(QPalette::Disabled, QPalette::WindowText));
   }
-  const double top = t->amax > 0 ? std::floor(std::log2(t->amax)) : 0;
+  const double top = t.amax > 0 ? std::floor(std::log2(t.amax)) : 0;
   int lane = 0;
   for (Format f : {machine_formats().input, machine_formats().grad_output}) {
     if (!has_hist) break;
@@ -140,11 +152,13 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
     hist_->xAxis->setRange(std::min(keys.front() - 1, top - 32), std::max(keys.back(), top) + 2);
     detail::fit_log_counts(hist_->yAxis, counts);
   }
-  drawChart(*t);
-  // Block errors of the chosen recipe.
+}
+
+// The block errors of the chosen recipe, or why there are none.
+void CheckpointTab::drawBlockMap(const TensorAnalysis& t) {
   const int ri = recipe_->currentIndex();
-  const RecipeResult* chosen = ri >= 0 && ri < static_cast<int>(t->recipes.size())
-                                   ? &t->recipes[static_cast<size_t>(ri)]
+  const RecipeResult* chosen = ri >= 0 && ri < static_cast<int>(t.recipes.size())
+                                   ? &t.recipes[static_cast<size_t>(ri)]
                                    : nullptr;
   if (chosen) {
     fill_block_map(block_map_, chosen->map_grid.rows, chosen->map_grid.cols, chosen->map_rel_error);
@@ -177,35 +191,40 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
     none->position->setType(QCPItemPosition::ptViewportRatio);
     none->position->setCoords(0.5, 0.5);
     none->setText(
-        wrapped(!t->not_quantized.empty() ? tr("no block errors: %1").arg(qs(t->not_quantized))
-                : t->recipes.empty() ? tr("no block errors: %1 is not quantized").arg(qs(t->dtype))
-                                     : tr("no block error map for this recipe")));
+        wrapped(!t.not_quantized.empty() ? tr("no block errors: %1").arg(qs(t.not_quantized))
+                : t.recipes.empty() ? tr("no block errors: %1 is not quantized").arg(qs(t.dtype))
+                                    : tr("no block error map for this recipe")));
     none->setColor(palette().color(QPalette::Disabled, QPalette::WindowText));
   }
+}
+
+// The plots' export titles and the caption: the tensor's figures, the highest SQNR and the
+// recommendation with their criteria.
+void CheckpointTab::showCaption(const TensorAnalysis& t) {
   const QString file = QFileInfo(path_).fileName();
-  const QString name = short_name(t->name);
+  const QString name = short_name(t.name);
   hist_->setExportTitle(tr("log2 histogram of %1 (%2)").arg(name, file));
   chart_->setExportTitle(tr("SQNR of every recipe x format: %1 (%2)").arg(name, file));
   blocks_->setExportTitle(
       tr("Block errors of %1: %2 (%3)").arg(recipe_->currentText(), name, file));
   const RecipeResult* best = nullptr;
-  best_sqnr(*t, &best);
+  best_sqnr(t, &best);
   // No figures where no value is known and finite (an amax of 0 would be made up).
-  QString caption = t->has_figures()
+  QString caption = t.has_figures()
                         ? tr("<b>%1</b> %2: amax %3, mean %4, std %5, dynamic range %6 bits.")
-                              .arg(name.toHtmlEscaped(), qs(t->dtype))
-                              .arg(t->amax, 0, 'g', 5)
-                              .arg(t->mean, 0, 'g', 4)
-                              .arg(t->std, 0, 'g', 4)
-                              .arg(t->dynamic_range_bits, 0, 'f', 1)
-                        : tr("<b>%1</b> %2.").arg(name.toHtmlEscaped(), qs(t->dtype));
-  if (t->nan_count + t->inf_count > 0) {
+                              .arg(name.toHtmlEscaped(), qs(t.dtype))
+                              .arg(t.amax, 0, 'g', 5)
+                              .arg(t.mean, 0, 'g', 4)
+                              .arg(t.std, 0, 'g', 4)
+                              .arg(t.dynamic_range_bits, 0, 'f', 1)
+                        : tr("<b>%1</b> %2.").arg(name.toHtmlEscaped(), qs(t.dtype));
+  if (t.nan_count + t.inf_count > 0) {
     caption += tr(" <span style='color:#d62728'><b>%1 NaN, %2 Inf</b></span> (left out of "
                   "every figure).")
-                   .arg(t->nan_count)
-                   .arg(t->inf_count);
+                   .arg(t.nan_count)
+                   .arg(t.inf_count);
   }
-  for (const std::string& w : t->warnings) {
+  for (const std::string& w : t.warnings) {
     caption +=
         tr(" <span style='color:#d62728'><b>Warning:</b> %1.</span>").arg(qs(w).toHtmlEscaped());
   }
@@ -217,7 +236,7 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
   }
   // The blocks of the recipe chosen under "Block errors of": the tensor's SQNR is carried by
   // its largest values, so an outlier can hide what most blocks get, or the reverse.
-  for (const RecipeResult& r : t->recipes) {
+  for (const RecipeResult& r : t.recipes) {
     if (qs(r.name) != recipe_->currentText()) continue;
     if (const BlockSqnr b = median_block_sqnr(r); b.blocks > 1) {
       caption += tr(" %1: the block map's median cell has an SQNR of %2 dB (of %3 cells with "
@@ -227,26 +246,25 @@ void CheckpointTab::showTensor(const TensorAnalysis* t) {
                      .arg(sqnr_text(r.sqnr_db));
     }
   }
-  if (!t->not_quantized.empty()) {
-    caption += tr(" No SQNR and no recommendation: %1.").arg(qs(t->not_quantized).toHtmlEscaped());
+  if (!t.not_quantized.empty()) {
+    caption += tr(" No SQNR and no recommendation: %1.").arg(qs(t.not_quantized).toHtmlEscaped());
   }
-  if (!t->no_recipe.empty()) {
+  if (!t.no_recipe.empty()) {
     caption += tr(" <span style='color:#d62728'><b>No recommendation:</b> %1.</span>")
-                   .arg(qs(t->no_recipe).toHtmlEscaped());
+                   .arg(qs(t.no_recipe).toHtmlEscaped());
   }
-  if (!t->recommended.empty()) {
+  if (!t.recommended.empty()) {
     caption += tr(" <span style='color:%1'>Recommended for %4 (within 1 dB of its best, no "
                   "saturation: the fewest values turned into 0, then the simplest): "
                   "<b>%2</b></span>: %3.")
-                   .arg(kRecommendedColor.darker(140).name(), qs(t->recommended),
-                        qs(t->reason).toHtmlEscaped(), format_name(recommend_format()));
+                   .arg(kRecommendedColor.darker(140).name(), qs(t.recommended),
+                        qs(t.reason).toHtmlEscaped(), format_name(recommend_format()));
   }
   caption_->setText(caption);
   // The whole name first where the caption shows it cut.
   caption_->setToolTip(
-      (name != shown_name(t->name) ? shown_name(t->name) + QStringLiteral("\n\n") : QString()) +
+      (name != shown_name(t.name) ? shown_name(t.name) + QStringLiteral("\n\n") : QString()) +
       tr("Highest SQNR: %1.\nRecommended: %2.").arg(tr(kBestCriterion), recommended_criterion()));
-  for (ExportablePlot* p : plots()) p->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void CheckpointTab::drawChart(const TensorAnalysis& t) {

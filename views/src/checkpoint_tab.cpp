@@ -68,6 +68,14 @@ CheckpointTab::CheckpointTab(QWidget* parent)
   blocks_->setObjectName(QStringLiteral("checkpointBlockMap"));
   recipe_->setObjectName(QStringLiteral("checkpointRecipe"));
   status_->setObjectName(QStringLiteral("checkpointStatus"));
+  QPushButton* open = buildControls();
+  setUpPlots();
+  buildLayout(open);
+}
+
+// The open button (returned), recent files, filter, table, progress, Cancel, "Evaluate
+// loss..." and the recipe box, with their connections.
+QPushButton* CheckpointTab::buildControls() {
   auto* open = new QPushButton(tr("Open checkpoint..."), this);
   connect(open, &QPushButton::clicked, this, [this] {
     const QString path = open_file_name(
@@ -123,7 +131,11 @@ CheckpointTab::CheckpointTab(QWidget* parent)
     model_->setSelectedRecipe(recipe_->currentText());
     showTensor(shown_);
   });
+  return open;
+}
 
+// The histogram, the SQNR chart and the block map: axes, bars, colour scale.
+void CheckpointTab::setUpPlots() {
   hist_->xAxis->setLabel(tr("floor(log2 |x|)"));
   hist_->yAxis->setLabel(tr("elements (log scale)"));
   // Exponents are whole numbers: no tick at 0.5.
@@ -155,7 +167,11 @@ CheckpointTab::CheckpointTab(QWidget* parent)
   thermal.setNanColor(QColor(0xb0, 0xb0, 0xb0));
   block_map_->setGradient(thermal);
   block_map_->setInterpolate(false);
+}
 
+// The row of controls over the status line, and the placeholder or the table, its legend,
+// the caption and the plots under it.
+void CheckpointTab::buildLayout(QPushButton* open) {
   auto* top = new QHBoxLayout;
   top->addWidget(open);
   top->addWidget(recent_, 1);

@@ -1,14 +1,12 @@
 // defines: RunPanel's construction (the form, More fields, the scrolling body with the
 // message, Start / Pause / Stop and the progress below it; the signals) and the run control:
 // start(), the buttons' states, the progress and the time left. The form's contents and the
-// presets: run_panel_form.cpp; validation: run_panel_validation.cpp.
+// presets: run_panel_form.cpp; validation: run_panel_validation.cpp; the Python script:
+// run_panel_script.cpp.
 #include "fp8wb/views/run_panel.h"
 
 #include <QCheckBox>
 #include <QComboBox>
-#include <QDialog>
-#include <QDialogButtonBox>
-#include <QFileInfo>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -26,7 +24,6 @@
 #include "fp8wb/core/backend_info.h"
 #include "fp8wb/core/run_config_fields.h"
 #include "fp8wb/views/engine_controller.h"
-#include "fp8wb/views/file_dialogs.h"
 #include "fp8wb/views/name_choices.h"
 #include "run_panel_fields.h"
 
@@ -85,6 +82,21 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
       script_log_(new QPlainTextEdit(this)),
       runner_(new ScriptRunner(this)),
       progress_(new QProgressBar(this)) {
+  fillChoices();
+  nameFields();
+  QFormLayout* form = buildForm();
+  addMoreFields(form);
+  buildBody(form);
+  connectFields();
+  connectRunControl();
+  connectScript();  // run_panel_script.cpp
+  connectEngine();
+  applyPreset(preset_->currentText());
+}
+
+// The preset, model, recipe, formats, scaling, algorithm and device choices; the number
+// boxes' bounds.
+void RunPanel::fillChoices() {
   preset_->addItems(presetNames());
   // Shown while the form holds what no preset gave it (a preset's fields changed, an opened
   // run's settings). Short: a combo box is never narrower than its placeholder, and the
@@ -117,6 +129,10 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   static_cast<IntBox*>(stats_)->setZeroText(tr("never"));
   dmodel_->setSingleStep(16);
   lr_->setSingleStep(1e-4);
+}
+
+// Each field's object name (its config key) and tooltip; the combo boxes' widths.
+void RunPanel::nameFields() {
   const std::pair<QWidget*, const char*> keys[] = {
       {preset_, "preset"},        {name_, "name"},       {model_, "model"},
       {dmodel_, "d_model"},       {layers_, "layers"},   {fp8_, "fp8"},
@@ -136,15 +152,19 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
       tr("Fills the form; every field can be changed after (\"custom run settings\": a "
          "preset's field changed, or an opened run's settings)"));
   device_->setToolTip(
-      backend.cuda_device_names.empty()
+      backend_.cuda_device_names.empty()
           ? tr("device: no CUDA device here: runs emulate FP8 bit-exactly on the CPU")
-          : tr("device: FP8 GEMMs on the GPU: %1").arg(QString::fromStdString(backend.fp8_gemm)));
+          : tr("device: FP8 GEMMs on the GPU: %1").arg(QString::fromStdString(backend_.fp8_gemm)));
   // The form fits a narrow dock: combo boxes shrink below their longest entry, and a row
   // whose field would not fit beside its label goes below it.
   for (QComboBox* c : {preset_, model_, recipe_, formats_, scaling_, algo_, device_}) {
     c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     c->setMinimumContentsLength(8);
   }
+}
+
+// The form's rows, in the order they are shown.
+QFormLayout* RunPanel::buildForm() {
   auto* form = new QFormLayout;
   form->setRowWrapPolicy(QFormLayout::WrapLongRows);
   form->addRow(tr("Preset"), preset_);
@@ -170,6 +190,11 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   form->addRow(field_label(QStringLiteral("stats_interval")), stats_);
   form->addRow(field_label(QStringLiteral("device")), device_);
   form->addRow(reference_);
+  return form;
+}
+
+// "More fields": every field the form above does not hold, and the fields' wheel and help.
+void RunPanel::addMoreFields(QFormLayout* form) {
   // Every other field of the config, as users would type it in key=value.
   auto* advanced = new QGroupBox(tr("More fields"), this);
   advanced->setObjectName(QStringLiteral("more-fields"));
@@ -237,7 +262,10 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
     }
   }
   for (QWidget* w : fields_) w->setProperty("help", w->toolTip());
+}
 
+// The scrolling form with the message, the buttons, the progress and the script's log below.
+void RunPanel::buildBody(QFormLayout* form) {
   // The form scrolls; the message, the buttons and the progress stay in view below it.
   auto* body = new QWidget;
   body->setLayout(form);
@@ -293,7 +321,10 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   layout->addWidget(script_log_);
   pause_->setEnabled(false);
   stop_->setEnabled(false);
+}
 
+// The preset, the model kind's fields and every field's validation.
+void RunPanel::connectFields() {
   connect(preset_, &QComboBox::currentTextChanged, this,
           [this](const QString& n) { applyPreset(n); });
   // The fields of one model kind (their row's models): only those of the kind chosen
@@ -317,6 +348,10 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   for (QCheckBox* c : {fprop_, dgrad_, wgrad_, fp8_, reference_})
     connect(c, &QCheckBox::toggled, this, &RunPanel::validate);
   connect(name_, &QLineEdit::textChanged, this, &RunPanel::validate);
+}
+
+// Start, Pause / Resume, Stop and the script's button.
+void RunPanel::connectRunControl() {
   connect(start_, &QPushButton::clicked, this, [this] { start(); });
   connect(pause_, &QPushButton::clicked, this, [this] {
     if (engine_->isPaused()) {
@@ -338,42 +373,10 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
     engine_->stop();
   });
   connect(script_, &QPushButton::clicked, this, &RunPanel::chooseScript);
-  connect(runner_, &ScriptRunner::stderrReceived, this, [this](const QString& text) {
-    script_log_->moveCursor(QTextCursor::End);
-    script_log_->insertPlainText(text);
-    script_log_->moveCursor(QTextCursor::End);
-  });
-  connect(runner_, &ScriptRunner::runCreated, this, [this](qint64 id) {
-    engine_->openRun(id);  // followed live, as a run of any other process
-  });
-  connect(runner_, &ScriptRunner::finished, this, [this](int code, bool crashed, bool created) {
-    const bool stopping = runner_->wasStopped();
-    if (total_ <= 0 && !engine_->isFollowing()) {
-      progress_->setRange(0, 1);  // no longer busy
-      progress_->setValue(created ? 1 : 0);
-    }
-    // A script that Stop interrupted ends by SIGINT, as Python does on a KeyboardInterrupt
-    // it did not catch.
-    const QString how = !crashed   ? tr("the script exited with code %1").arg(code)
-                        : stopping ? tr("the script ended on SIGINT (Stop)")
-                                   : tr("the script was ended by a signal");
-    if (!created) {
-      // The likely cause first: an interpreter that cannot import the package or torch.
-      const QString err = runner_->stderrText();
-      const QString why =
-          err.contains(QStringLiteral("No module named 'fp8wb'"))
-              ? tr("the interpreter cannot import fp8wb: choose one that can (Debian's "
-                   "/usr/bin/python3 with the package installed), or set PYTHONPATH")
-          : err.contains(QStringLiteral("No module named 'torch'"))
-              ? tr("the interpreter cannot import torch: choose the python of the environment "
-                   "that has PyTorch")
-              : tr("does it call fp8wb.watch()?");
-      eta_->setText(tr("%1 without creating a run (%2); see its stderr below").arg(how, why));
-    } else if (!engine_->isFollowing()) {
-      eta_->setText(eta_->text().isEmpty() ? how : eta_->text() + QStringLiteral("; ") + how);
-    }
-    updateScriptButtons();
-  });
+}
+
+// The engine's progress, end, read-only state and database.
+void RunPanel::connectEngine() {
   connect(engine_, &EngineController::readOnlyChanged, this,
           [this] { updateStart(engine_->isRunning()); });
   connect(engine_, &EngineController::progress, this,
@@ -398,7 +401,6 @@ RunPanel::RunPanel(EngineController* engine, QWidget* parent)
   connect(engine_, &EngineController::databaseChanged, this, [this] {
     if (!engine_->isRunning()) clearProgress();
   });
-  applyPreset(preset_->currentText());
 }
 
 void RunPanel::clearProgress() {
@@ -487,106 +489,6 @@ void RunPanel::setRunning(bool running) {
   stop_->setEnabled(running);
   pause_->setText(tr("Pause"));
   updateScriptButtons();
-}
-
-void RunPanel::updateScriptButtons() {
-  const bool script = runner_->isRunning();
-  const bool training = engine_->isRunning();
-  const QString read_only = engine_->readOnlyReason();
-  script_->setEnabled(!script && !training && read_only.isEmpty());
-  script_->setToolTip(!read_only.isEmpty()
-                          ? read_only
-                          : tr("Run a PyTorch script of yours that calls fp8wb.watch(model): its "
-                               "run goes to this database and is followed here"));
-  if (script) {
-    start_->setEnabled(false);
-    pause_->setEnabled(false);
-    stop_->setEnabled(true);
-  } else if (!training) {
-    stop_->setEnabled(false);
-    updateStart(false);
-  }
-}
-
-void RunPanel::chooseScript() {
-  ScriptLaunch l = ScriptRunner::remembered();
-  QDialog d(this);
-  d.setWindowTitle(tr("Run a Python script"));
-  d.setMinimumWidth(d.fontMetrics().averageCharWidth() * 80);  // a path in view
-  auto* form = new QFormLayout;
-  auto* script = new QLineEdit(l.script, &d);
-  script->setObjectName(QStringLiteral("script-path"));
-  auto* browse = new QPushButton(tr("Browse…"), &d);
-  auto* script_row = new QHBoxLayout;
-  script_row->addWidget(script, 1);
-  script_row->addWidget(browse);
-  auto* args = new QLineEdit(l.arguments.join(QLatin1Char(' ')), &d);
-  args->setObjectName(QStringLiteral("script-arguments"));
-  auto* interpreter = new QLineEdit(l.interpreter, &d);
-  interpreter->setObjectName(QStringLiteral("script-interpreter"));
-  interpreter->setToolTip(tr("python3 on PATH, or your virtual environment's python"));
-  auto* name = new QLineEdit(&d);
-  name->setObjectName(QStringLiteral("script-run-name"));
-  name->setPlaceholderText(tr("the script's file name"));
-  form->addRow(tr("Script (.py)"), script_row);
-  form->addRow(tr("Arguments"), args);
-  form->addRow(tr("Interpreter"), interpreter);
-  form->addRow(tr("Run name"), name);
-  auto* note = new QLabel(tr("Started with FP8WB_DB (this database) and FP8WB_RUN_NAME set: "
-                             "fp8wb.watch(model) in it needs no db= or name=."),
-                          &d);
-  note->setWordWrap(true);
-  auto* message = new QLabel(&d);
-  message->setStyleSheet(QStringLiteral("color: #c62828"));
-  message->setWordWrap(true);
-  auto* box = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &d);
-  box->button(QDialogButtonBox::Ok)->setText(tr("Run"));
-  auto* layout = new QVBoxLayout(&d);
-  layout->addLayout(form);
-  layout->addWidget(note);
-  layout->addWidget(message);
-  layout->addWidget(box);
-  connect(browse, &QPushButton::clicked, &d, [&] {
-    // The workbench's dialog: Qt's own reads files' first bytes, the database's too.
-    const QString f = open_file_name(&d, tr("Python script"), script->text(),
-                                     tr("Python scripts (*.py);;All files (*)"));
-    if (!f.isEmpty()) script->setText(f);
-  });
-  connect(box, &QDialogButtonBox::rejected, &d, &QDialog::reject);
-  connect(box, &QDialogButtonBox::accepted, &d, [&] {
-    QString err;
-    ScriptLaunch chosen;
-    chosen.script = script->text().trimmed();
-    chosen.interpreter = interpreter->text().trimmed();
-    chosen.arguments = ScriptRunner::splitArguments(args->text(), &err);
-    chosen.run_name = name->text().trimmed();
-    if (err.isEmpty()) err = startScript(chosen);
-    if (!err.isEmpty()) {
-      message->setText(err);
-      return;
-    }
-    d.accept();
-  });
-  d.exec();
-}
-
-QString RunPanel::startScript(const ScriptLaunch& launch) {
-  if (engine_->isRunning()) return tr("a run is training: stop it before running a script");
-  if (const QString ro = engine_->readOnlyReason(); !ro.isEmpty()) return ro;
-  engine_->stopFollowing();
-  const QString err = runner_->start(launch, engine_->databasePath());
-  if (!err.isEmpty()) return err;
-  ScriptLaunch kept = launch;
-  kept.run_name.clear();  // the name is the run's, not the script's
-  ScriptRunner::remember(kept);
-  script_log_->clear();
-  script_log_->show();
-  done_ = total_ = 0;
-  progress_->setRange(0, 0);  // busy: a script's steps are not known ahead
-  eta_->setText(tr("running %1 (its run appears once fp8wb.watch() starts it)...")
-                    .arg(QFileInfo(launch.script).fileName()));
-  updateScriptButtons();
-  return {};
 }
 
 QString RunPanel::start() {

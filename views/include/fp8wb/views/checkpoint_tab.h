@@ -128,8 +128,17 @@ class CheckpointTab : public QWidget {
   bool eventFilter(QObject* watched, QEvent* e) override;
 
  private:
+  // The constructor's steps (checkpoint_tab.cpp).
+  QPushButton* buildControls();
+  void setUpPlots();
+  void buildLayout(QPushButton* open);
   void showTensor(const TensorAnalysis* t);
+  // showTensor()'s steps (checkpoint_plots.cpp).
+  void clearFigures();
+  void drawHistogram(const TensorAnalysis& t);
   void drawChart(const TensorAnalysis& t);
+  void drawBlockMap(const TensorAnalysis& t);
+  void showCaption(const TensorAnalysis& t);
   // `note`: said after the status line's count (a sharded set's tensors outside its index);
   // `cut_off`: the tensors a truncated file cuts off (said once, not only in their rows).
   void finishLoad(const QString& path, std::vector<TensorAnalysis> result, bool cancelled,

@@ -78,6 +78,16 @@ class RunPanel : public QWidget {
   bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
+  // The constructor's steps, in order (run_panel.cpp; connectScript(): run_panel_script.cpp).
+  void fillChoices();
+  void nameFields();
+  QFormLayout* buildForm();
+  void addMoreFields(QFormLayout* form);
+  void buildBody(QFormLayout* form);
+  void connectFields();
+  void connectRunControl();
+  void connectScript();
+  void connectEngine();
   void validate();
   void setRunning(bool running);
   // Start: enabled where nothing trains, the form is valid and the database can be
