@@ -1,6 +1,7 @@
 // Delayed scaling replayed from a run's recorded amax (replay.h): per tensor, the amax_h of
 // each (window, algorithm) once (a sliding maximum), then per margin the scales as
-// DelayedScaler::update() sets them, the figures, and the ranking.
+// DelayedScaler::update() sets them, the figures, and the ranking. The grid's axes and
+// edges are in replay_grid.cpp.
 #include "fp8wb/core/replay.h"
 
 #include <algorithm>
@@ -8,36 +9,15 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
-#include <deque>
 #include <numeric>
 #include <string>
 
-#include "fp8wb/core/run_config.h"
 #include "fp8wb/kernels/codec.h"
 #include "fp8wb/kernels/recipe.h"
 
 namespace fp8wb {
 
 namespace {
-
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  for (;;) {
-    const size_t c = s.find(',', at);
-    out.push_back(s.substr(at, c == std::string::npos ? std::string::npos : c - at));
-    if (c == std::string::npos) break;
-    at = c + 1;
-  }
-  return out;
-}
-
-std::string trimmed(const std::string& s) {
-  const size_t a = s.find_first_not_of(" \t");
-  if (a == std::string::npos) return "";
-  const size_t b = s.find_last_not_of(" \t");
-  return s.substr(a, b - a + 1);
-}
 
 uint32_t bits_of(float f) {
   uint32_t u = 0;
@@ -206,53 +186,6 @@ double count_below(const SamplePrep& p, const uint64_t* hist, double t) {
 
 }  // namespace
 
-void parse_replay_axis(const std::string& text, ReplayGrid& grid) {
-  const size_t eq = text.find('=');
-  if (eq == std::string::npos) {
-    throw ReplayError("--grid '" + text +
-                      "': expected AXIS=V1,V2,... with AXIS one of margin, window, amax_algo");
-  }
-  const std::string axis = trimmed(text.substr(0, eq));
-  const std::vector<std::string> values = split_commas(text.substr(eq + 1));
-  const auto once = [&](bool empty) {
-    if (!empty) throw ReplayError("--grid " + axis + " is given twice");
-  };
-  for (const std::string& raw : values) {
-    if (trimmed(raw).empty())
-      throw ReplayError("--grid " + axis + ": an empty value in '" + text + "'");
-  }
-  // A value as a run's config takes it (its type, names and bounds: the field table).
-  const auto value = [&axis](const std::string& v) {
-    RunConfig c;
-    try {
-      apply_override(c, axis + "=" + trimmed(v));
-      validate_run_config(c);
-    } catch (const ConfigError& e) {
-      throw ReplayError("--grid " + axis + "=" + trimmed(v) + ": " + e.reason);
-    }
-    return c;
-  };
-  try {
-    if (axis == "margin") {
-      once(grid.margins.empty());
-      for (const auto& v : values) grid.margins.push_back(value(v).margin);
-    } else if (axis == "window") {
-      once(grid.windows.empty());
-      for (const auto& v : values) grid.windows.push_back(value(v).window);
-    } else if (axis == "amax_algo") {
-      once(grid.algos.empty());
-      for (const auto& v : values) grid.algos.push_back(value(v).amax_algo);
-    } else {
-      throw ReplayError("--grid: unknown axis '" + axis +
-                        "' (replay takes margin, window, amax_algo)");
-    }
-  } catch (const ReplayError&) {
-    throw;
-  } catch (const std::invalid_argument& e) {
-    throw ReplayError("--grid " + axis + ": " + e.what());
-  }
-}
-
 float saturation_threshold(Format f) {
   const CodecSpec spec = codec_spec(f);
   const float fmax = fmax_of(f);
@@ -325,7 +258,11 @@ OwnScalesCheck own_scales_check(const ReplayInput& in, const RunScalingSettings&
   return c;
 }
 
-ReplayResult replay_amax(const ReplayInput& in, const ReplayGrid& grid, const ReplayOptions& opt) {
+namespace {
+
+// Refuses a grid without values on an axis or of too many cells, a value out of its
+// bounds, and an input whose amax does not hold one value a step and tensor.
+void check_replay_request(const ReplayInput& in, const ReplayGrid& grid) {
   const auto empty_axis = [](const char* name) {
     return ReplayError(std::string("--grid ") + name + " is empty: give at least one value");
   };
@@ -344,83 +281,230 @@ ReplayResult replay_amax(const ReplayInput& in, const ReplayGrid& grid, const Re
     throw ReplayError("the recorded amax has " + std::to_string(in.amax.size()) + " values for " +
                       std::to_string(N) + " steps of " + std::to_string(T) + " tensors");
   }
-  const InitialScale initial = opt.run.config.initial;
+}
 
-  ReplayResult res;
+// The grid's cells in its order (margin, then window, then algorithm), their figures empty.
+std::vector<ReplayCell> grid_cells(const ReplayGrid& grid, const RunScalingSettings& run,
+                                   size_t tensors) {
+  std::vector<ReplayCell> cells;
   for (int m : grid.margins)
     for (int w : grid.windows)
       for (AmaxAlgo a : grid.algos) {
         ReplayCell c;
         c.setting = {m, w, a};
-        c.tensors.resize(T);
-        c.is_run_setting = opt.run.delayed && m == opt.run.config.margin &&
-                           w == opt.run.config.window && a == opt.run.config.algo;
-        res.cells.push_back(std::move(c));
+        c.tensors.resize(tensors);
+        c.is_run_setting =
+            run.delayed && m == run.config.margin && w == run.config.window && a == run.config.algo;
+        cells.push_back(std::move(c));
       }
-  const auto cell_index = [&](size_t mi, size_t wi, size_t ai) {
-    return (mi * grid.windows.size() + wi) * grid.algos.size() + ai;
-  };
+  return cells;
+}
 
-  // Per tensor: its quantized steps, format figures, samples (with their prefix sums).
-  std::vector<Track> tracks(T);
-  std::vector<float> fmax(T), thr(T);
-  std::vector<double> under_log(T), sat_log(T);
-  std::vector<std::vector<SamplePrep>> preps(T);
-  std::vector<std::vector<const ReplaySample*>> sample_of(T);
-  size_t counted_max = 0;
-  // Every tensor's quantized steps, read row by row (one pass over the input).
+size_t cell_index(const ReplayGrid& grid, size_t mi, size_t wi, size_t ai) {
+  return (mi * grid.windows.size() + wi) * grid.algos.size() + ai;
+}
+
+// What a replay reads of its input once, per tensor: its quantized steps, its format's
+// figures, its samples (with their prefix sums).
+struct Prepared {
+  size_t T = 0;
+  std::vector<Track> tracks;
+  std::vector<float> fmax, thr;
+  std::vector<double> under_log, sat_log;
+  std::vector<std::vector<SamplePrep>> preps;
+  std::vector<std::vector<const ReplaySample*>> sample_of;
+  size_t counted_max = 0;  // the tensors' quantized steps, all told
+  bool one_format = true;
+  std::vector<float> inv_fmax;  // 1 / fmax, or 1 where every tensor has one format
+};
+
+// Every tensor's quantized steps, read row by row (one pass over the input), and its
+// format's figures.
+void read_tracks(const ReplayInput& in, Prepared& p) {
+  const size_t T = p.T, N = in.step_count();
+  p.tracks.resize(T);
   for (size_t t = 0; t < T; ++t) {
-    tracks[t].a.reserve(N);
-    tracks[t].pos.reserve(N);
+    p.tracks[t].a.reserve(N);
+    p.tracks[t].pos.reserve(N);
   }
   for (size_t i = 0; i < N; ++i) {
     const float* row = in.amax.data() + i * T;
     for (size_t t = 0; t < T; ++t) {
       if (std::isnan(row[t])) continue;
-      tracks[t].a.push_back(row[t]);
-      tracks[t].pos.push_back(static_cast<uint32_t>(i));
+      p.tracks[t].a.push_back(row[t]);
+      p.tracks[t].pos.push_back(static_cast<uint32_t>(i));
     }
   }
+  p.fmax.resize(T);
+  p.thr.resize(T);
+  p.under_log.resize(T);
+  p.sat_log.resize(T);
   for (size_t t = 0; t < T; ++t) {
     const Format f = in.tensors[t].format;
-    fmax[t] = fmax_of(f);
-    thr[t] = saturation_threshold(f);
-    under_log[t] = std::log2(format_info(f).min_subnormal / 2);
-    sat_log[t] = std::log2(static_cast<double>(thr[t]));
-    counted_max += tracks[t].a.size();
+    p.fmax[t] = fmax_of(f);
+    p.thr[t] = saturation_threshold(f);
+    p.under_log[t] = std::log2(format_info(f).min_subnormal / 2);
+    p.sat_log[t] = std::log2(static_cast<double>(p.thr[t]));
+    p.counted_max += p.tracks[t].a.size();
   }
-  for (const ReplaySample& s : opt.samples) {
-    if (s.tensor >= T) continue;
+  for (size_t t = 1; t < T; ++t) p.one_format = p.one_format && p.fmax[t] == p.fmax[0];
+  p.inv_fmax.resize(T);
+  for (size_t t = 0; t < T; ++t) p.inv_fmax[t] = p.one_format ? 1.0f : 1.0f / p.fmax[t];
+}
+
+// The samples at a quantized step of their tensor with a stored histogram, with their
+// prefix sums.
+void prepare_samples(const ReplayInput& in, const std::vector<ReplaySample>& samples, Prepared& p) {
+  p.preps.resize(p.T);
+  p.sample_of.resize(p.T);
+  for (const ReplaySample& s : samples) {
+    if (s.tensor >= p.T) continue;
     const auto it = std::lower_bound(in.steps.begin(), in.steps.end(), s.step);
     if (it == in.steps.end() || *it != s.step) continue;
     const auto pos = static_cast<uint32_t>(it - in.steps.begin());
-    const Track& k = tracks[s.tensor];
+    const Track& k = p.tracks[s.tensor];
     const auto kt = std::lower_bound(k.pos.begin(), k.pos.end(), pos);
     if (kt == k.pos.end() || *kt != pos || !(s.scale > 0) || !std::isfinite(s.scale)) continue;
-    SamplePrep p;
-    p.k = static_cast<size_t>(kt - k.pos.begin());
-    p.stored_scale = s.scale;
-    if (const float a = k.a[p.k]; a > 0 && std::isfinite(a))
-      p.top = std::log2(static_cast<double>(a)) + std::log2(static_cast<double>(s.scale));
+    SamplePrep sp;
+    sp.k = static_cast<size_t>(kt - k.pos.begin());
+    sp.stored_scale = s.scale;
+    if (const float a = k.a[sp.k]; a > 0 && std::isfinite(a))
+      sp.top = std::log2(static_cast<double>(a)) + std::log2(static_cast<double>(s.scale));
     for (int i = 0; i < kHistExpBins; ++i)
-      p.prefix[static_cast<size_t>(i) + 1] =
-          p.prefix[static_cast<size_t>(i)] + static_cast<double>(s.hist[i]);
-    p.total = p.prefix[kHistExpBins];
-    if (p.total <= 0) continue;
-    preps[s.tensor].push_back(p);
-    sample_of[s.tensor].push_back(&s);
+      sp.prefix[static_cast<size_t>(i) + 1] =
+          sp.prefix[static_cast<size_t>(i)] + static_cast<double>(s.hist[i]);
+    sp.total = sp.prefix[kHistExpBins];
+    if (sp.total <= 0) continue;
+    p.preps[s.tensor].push_back(sp);
+    p.sample_of[s.tensor].push_back(&s);
   }
+}
 
-  bool one_format = true;
-  for (size_t t = 1; t < T; ++t) one_format = one_format && fmax[t] == fmax[0];
-  std::vector<std::vector<float>> hist_amax(T);
-  std::vector<float> sc;
+// Buffers kept across cells.
+struct CellScratch {
+  std::vector<float> sc;  // a tensor's replayed scales
   // Each counted step's key for the cell's median: amax x scale (one format: exact), else
   // amax x scale / max in fp32 (E4M3 and E5M2 tensors on one scale, to fp32's precision).
-  std::vector<uint32_t> products(counted_max);
-  std::vector<uint32_t> counts(size_t{1} << 16);  // the keys' upper 16 bits
-  std::vector<float> inv_fmax(T);
-  for (size_t t = 0; t < T; ++t) inv_fmax[t] = one_format ? 1.0f : 1.0f / fmax[t];
+  std::vector<uint32_t> products;
+  std::vector<uint32_t> counts;  // the keys' upper 16 bits
+  size_t at = 0;                 // the keys written so far in the cell
+};
+
+// A tensor's figures from its quantized steps under the scales in w.sc: its keys appended
+// to w.products (and counted), the saturating steps, the headroom.
+void step_figures(const Prepared& p, size_t t, bool per_tensor_median, CellScratch& w,
+                  ReplayFigures& f) {
+  const Track& k = p.tracks[t];
+  size_t at = w.at;
+  const size_t begin = at;
+  const float th = p.thr[t], inv = p.inv_fmax[t];
+  float worst = 0, top = 0;  // the largest saturating and the largest product
+  int64_t saturating = 0;
+  const float* av = k.a.data();
+  const float* sv = w.sc.data();
+  uint32_t* out = w.products.data();
+  uint32_t* cnt = w.counts.data();
+  const float mul = p.one_format ? 1.0f : inv;  // x 1 is exact
+  for (size_t i = 0, n = k.a.size(); i < n; ++i) {
+    const float a = av[i];
+    if (!(a > 0) || !(a <= FLT_MAX)) continue;
+    const float pr = a * sv[i];
+    top = std::max(top, pr);
+    const uint32_t kb = bits_of(pr * mul);
+    out[at++] = kb;
+    ++cnt[kb >> 16];
+    if (pr >= th) {
+      ++saturating;
+      worst = std::max(worst, pr);
+    }
+  }
+  w.at = at;
+  f.steps = static_cast<int64_t>(at - begin);
+  f.saturating_steps = saturating;
+  f.worst_over_binades =
+      saturating > 0 ? std::log2(static_cast<double>(worst) / static_cast<double>(p.fmax[t])) : 0;
+  f.min_headroom_binades =
+      at > begin ? std::log2(static_cast<double>(p.fmax[t]) / static_cast<double>(top))
+                 : std::nan("");
+  f.median_headroom_binades = std::nan("");
+  if (per_tensor_median || p.T == 1) {
+    std::vector<uint32_t> seg;  // the products themselves (exact)
+    seg.reserve(at - begin);
+    for (size_t i = 0, n = k.a.size(); i < n; ++i)
+      if (av[i] > 0 && av[i] <= FLT_MAX) seg.push_back(bits_of(av[i] * sv[i]));
+    f.median_headroom_binades = median_headroom(seg.data(), seg.size(), p.fmax[t], nullptr);
+  }
+}
+
+// Elements of a tensor's samples under the scales `sc`: below the format's smallest
+// subnormal's half (`under`), at or past its saturation threshold (`sat`), all (`total`).
+struct SampledCounts {
+  double under = 0, sat = 0, total = 0;
+};
+
+// The sampled steps' histograms, shifted to the replayed scale.
+SampledCounts sampled_counts(const Prepared& p, size_t t, const std::vector<float>& sc) {
+  SampledCounts c;
+  for (size_t j = 0; j < p.preps[t].size(); ++j) {
+    const SamplePrep& sp = p.preps[t][j];
+    const uint64_t* h = p.sample_of[t][j]->hist;
+    const double d =
+        std::log2(static_cast<double>(sc[sp.k])) - std::log2(static_cast<double>(sp.stored_scale));
+    c.under += count_below(sp, h, p.under_log[t] - d);
+    c.sat += sp.total - count_below(sp, h, p.sat_log[t] - d);
+    c.total += sp.total;
+  }
+  return c;
+}
+
+// One cell's figures, per tensor and over all, from the tensors' amax_h (`hist_amax`)
+// under `margin`.
+void replay_cell(const Prepared& p, const std::vector<std::vector<float>>& hist_amax, int margin,
+                 InitialScale initial, bool per_tensor_median, CellScratch& w, ReplayCell& cell) {
+  SampledCounts all;
+  bool t_min_seen = false;  // a tensor's closest approach taken into cell.all's
+  w.at = 0;
+  std::fill(w.counts.begin(), w.counts.end(), 0u);
+  for (size_t t = 0; t < p.T; ++t) {
+    scales_from(p.tracks[t].a, hist_amax[t], p.fmax[t], margin, initial, w.sc);
+    ReplayFigures& f = cell.tensors[t];
+    step_figures(p, t, per_tensor_median, w, f);
+    const SampledCounts c = sampled_counts(p, t, w.sc);
+    f.sampled = static_cast<int64_t>(p.preps[t].size());
+    f.est_underflow_pct = c.total > 0 ? 100.0 * c.under / c.total : std::nan("");
+    f.est_saturated_pct = c.total > 0 ? 100.0 * c.sat / c.total : std::nan("");
+    all.under += c.under;
+    all.sat += c.sat;
+    all.total += c.total;
+    cell.all.steps += f.steps;
+    cell.all.saturating_steps += f.saturating_steps;
+    cell.all.worst_over_binades = std::max(cell.all.worst_over_binades, f.worst_over_binades);
+    cell.all.sampled += f.sampled;
+    if (f.steps > 0)
+      cell.all.min_headroom_binades =
+          t_min_seen ? std::min(cell.all.min_headroom_binades, f.min_headroom_binades)
+                     : f.min_headroom_binades;
+    t_min_seen = t_min_seen || f.steps > 0;
+  }
+  if (!t_min_seen) cell.all.min_headroom_binades = std::nan("");
+  if (p.T == 1) {
+    cell.all.median_headroom_binades = cell.tensors[0].median_headroom_binades;
+  } else {
+    cell.all.median_headroom_binades =
+        median_headroom(w.products.data(), w.at, p.one_format ? p.fmax[0] : 1.0f, &w.counts);
+  }
+  cell.all.est_underflow_pct = all.total > 0 ? 100.0 * all.under / all.total : std::nan("");
+  cell.all.est_saturated_pct = all.total > 0 ? 100.0 * all.sat / all.total : std::nan("");
+}
+
+// Every cell's figures: per (window, algorithm) the tensors' amax_h once, then per margin.
+void replay_cells(const Prepared& p, const ReplayGrid& grid, const ReplayOptions& opt,
+                  std::vector<ReplayCell>& cells) {
+  const InitialScale initial = opt.run.config.initial;
+  std::vector<std::vector<float>> hist_amax(p.T);
+  CellScratch w;
+  w.products.resize(p.counted_max);
+  w.counts.resize(size_t{1} << 16);
   // With one entry, max over the history is its newest entry, and most_recent does not read
   // the window: such cells share one amax_h (window 0 below) and are computed once.
   std::vector<std::pair<int, size_t>> done;  // (window key, the (window, algorithm) index)
@@ -433,106 +517,26 @@ ReplayResult replay_amax(const ReplayInput& in, const ReplayGrid& grid, const Re
       if (same != done.end()) {
         const size_t swi = same->second / grid.algos.size(), sai = same->second % grid.algos.size();
         for (size_t mi = 0; mi < grid.margins.size(); ++mi) {
-          ReplayCell& cell = res.cells[cell_index(mi, wi, ai)];
-          const ReplayCell& from = res.cells[cell_index(mi, swi, sai)];
+          ReplayCell& cell = cells[cell_index(grid, mi, wi, ai)];
+          const ReplayCell& from = cells[cell_index(grid, mi, swi, sai)];
           cell.all = from.all;
           cell.tensors = from.tensors;
         }
         continue;
       }
       done.emplace_back(key, wi * grid.algos.size() + ai);
-      for (size_t t = 0; t < T; ++t)
-        history_amax(tracks[t].a, grid.windows[wi], algo, hist_amax[t]);
+      for (size_t t = 0; t < p.T; ++t)
+        history_amax(p.tracks[t].a, grid.windows[wi], algo, hist_amax[t]);
       for (size_t mi = 0; mi < grid.margins.size(); ++mi) {
-        const int margin = grid.margins[mi];
-        ReplayCell& cell = res.cells[cell_index(mi, wi, ai)];
-        size_t at = 0;
-        double under = 0, sat = 0, total = 0;
-        bool t_min_seen = false;  // a tensor's closest approach taken into cell.all's
-        std::fill(counts.begin(), counts.end(), 0u);
-        for (size_t t = 0; t < T; ++t) {
-          const Track& k = tracks[t];
-          scales_from(k.a, hist_amax[t], fmax[t], margin, initial, sc);
-          ReplayFigures& f = cell.tensors[t];
-          const size_t begin = at;
-          const float th = thr[t], inv = inv_fmax[t];
-          float worst = 0, top = 0;  // the largest saturating and the largest product
-          int64_t saturating = 0;
-          const float* av = k.a.data();
-          const float* sv = sc.data();
-          uint32_t* out = products.data();
-          uint32_t* cnt = counts.data();
-          const float mul = one_format ? 1.0f : inv;  // x 1 is exact
-          for (size_t i = 0, n = k.a.size(); i < n; ++i) {
-            const float a = av[i];
-            if (!(a > 0) || !(a <= FLT_MAX)) continue;
-            const float p = a * sv[i];
-            top = std::max(top, p);
-            const uint32_t kb = bits_of(p * mul);
-            out[at++] = kb;
-            ++cnt[kb >> 16];
-            if (p >= th) {
-              ++saturating;
-              worst = std::max(worst, p);
-            }
-          }
-          f.steps = static_cast<int64_t>(at - begin);
-          f.saturating_steps = saturating;
-          f.worst_over_binades =
-              saturating > 0 ? std::log2(static_cast<double>(worst) / static_cast<double>(fmax[t]))
-                             : 0;
-          f.min_headroom_binades =
-              at > begin ? std::log2(static_cast<double>(fmax[t]) / static_cast<double>(top))
-                         : std::nan("");
-          f.median_headroom_binades = std::nan("");
-          if (opt.per_tensor_median || T == 1) {
-            std::vector<uint32_t> seg;  // the products themselves (exact)
-            seg.reserve(at - begin);
-            for (size_t i = 0, n = k.a.size(); i < n; ++i)
-              if (av[i] > 0 && av[i] <= FLT_MAX) seg.push_back(bits_of(av[i] * sv[i]));
-            f.median_headroom_binades = median_headroom(seg.data(), seg.size(), fmax[t], nullptr);
-          }
-          // The sampled steps' histograms, shifted to the replayed scale.
-          double tu = 0, ts = 0, tt = 0;
-          for (size_t j = 0; j < preps[t].size(); ++j) {
-            const SamplePrep& p = preps[t][j];
-            const uint64_t* h = sample_of[t][j]->hist;
-            const double d = std::log2(static_cast<double>(sc[p.k])) -
-                             std::log2(static_cast<double>(p.stored_scale));
-            tu += count_below(p, h, under_log[t] - d);
-            ts += p.total - count_below(p, h, sat_log[t] - d);
-            tt += p.total;
-          }
-          f.sampled = static_cast<int64_t>(preps[t].size());
-          f.est_underflow_pct = tt > 0 ? 100.0 * tu / tt : std::nan("");
-          f.est_saturated_pct = tt > 0 ? 100.0 * ts / tt : std::nan("");
-          under += tu;
-          sat += ts;
-          total += tt;
-          cell.all.steps += f.steps;
-          cell.all.saturating_steps += f.saturating_steps;
-          cell.all.worst_over_binades = std::max(cell.all.worst_over_binades, f.worst_over_binades);
-          cell.all.sampled += f.sampled;
-          if (f.steps > 0)
-            cell.all.min_headroom_binades =
-                t_min_seen ? std::min(cell.all.min_headroom_binades, f.min_headroom_binades)
-                           : f.min_headroom_binades;
-          t_min_seen = t_min_seen || f.steps > 0;
-        }
-        if (!t_min_seen) cell.all.min_headroom_binades = std::nan("");
-        if (T == 1) {
-          cell.all.median_headroom_binades = cell.tensors[0].median_headroom_binades;
-        } else {
-          cell.all.median_headroom_binades =
-              median_headroom(products.data(), at, one_format ? fmax[0] : 1.0f, &counts);
-        }
-        cell.all.est_underflow_pct = total > 0 ? 100.0 * under / total : std::nan("");
-        cell.all.est_saturated_pct = total > 0 ? 100.0 * sat / total : std::nan("");
+        replay_cell(p, hist_amax, grid.margins[mi], initial, opt.per_tensor_median, w,
+                    cells[cell_index(grid, mi, wi, ai)]);
       }
     }
   }
+}
 
-  // The ranking (ReplayResult::kRule); ties keep the grid's order.
+// The ranking (ReplayResult::kRule); ties keep the grid's order.
+void rank_cells(ReplayResult& res) {
   res.ranking.resize(res.cells.size());
   std::iota(res.ranking.begin(), res.ranking.end(), size_t{0});
   const auto key_headroom = [](const ReplayFigures& f) {
@@ -556,64 +560,22 @@ ReplayResult replay_amax(const ReplayInput& in, const ReplayGrid& grid, const Re
   });
   for (size_t r = 0; r < res.ranking.size(); ++r)
     res.cells[res.ranking[r]].rank = static_cast<int>(r + 1);
+}
+
+}  // namespace
+
+ReplayResult replay_amax(const ReplayInput& in, const ReplayGrid& grid, const ReplayOptions& opt) {
+  check_replay_request(in, grid);
+  ReplayResult res;
+  res.cells = grid_cells(grid, opt.run, in.tensor_count());
+  Prepared p;
+  p.T = in.tensor_count();
+  read_tracks(in, p);
+  prepare_samples(in, opt.samples, p);
+  replay_cells(p, grid, opt, res.cells);
+  rank_cells(res);
   if (!opt.stored.empty()) res.own = own_scales_check(in, opt.run, opt.stored);
   return res;
-}
-
-ReplayGridEdge replay_grid_edge(const ReplayGrid& grid, const ReplayCellSetting& s,
-                                const ReplayFigures& f) {
-  ReplayGridEdge e;
-  auto at = [](const std::vector<int>& axis, int v, bool& low, bool& high) {
-    if (axis.size() < 2) return;  // one value: no neighbours to go beyond
-    const auto [lo, hi] = std::minmax_element(axis.begin(), axis.end());
-    if (*lo == *hi) return;
-    low = v == *lo;
-    high = v == *hi;
-  };
-  at(grid.margins, s.margin, e.margin_low, e.margin_high);
-  at(grid.windows, s.window, e.window_low, e.window_high);
-  // Only where going beyond could change the answer under the rule (ReplayResult::kRule).
-  // A larger margin, or a longer window of the history's largest amax, gives every
-  // (step, tensor) at least as much headroom (the scale is max / (amax x 2^margin), amax
-  // the largest of a longer history), a smaller one at most as much. A safe best (no
-  // saturation, 0.5 binade at its closest approach) is the safe cell with the least median
-  // headroom: beyond its larger edge a cell only has more, so ranks lower; beyond its
-  // smaller edge one may still be safe with less. A best that is not safe ranks by its
-  // room (fewest saturating steps, most headroom at the closest approach): only more
-  // margin or a longer window can give more. The most recent amax takes no window.
-  const bool safe =
-      f.saturating_steps == 0 && f.min_headroom_binades >= ReplayResult::kSafeHeadroomBinades;
-  if (safe) {
-    e.margin_high = e.window_high = false;
-  } else {
-    e.margin_low = e.window_low = false;
-  }
-  e.margin_low = e.margin_low && s.margin > -64;  // the margin's bounds (run_config_fields)
-  e.margin_high = e.margin_high && s.margin < 64;
-  e.window_low = e.window_low && s.window > 1;  // no window below 1 to try
-  e.window_high = e.window_high && s.window < 65536;
-  if (s.algo != AmaxAlgo::Max) e.window_low = e.window_high = false;
-  return e;
-}
-
-std::string ReplayGridEdge::text(const ReplayCellSetting& s) const {
-  if (!any()) return {};
-  std::string parts;
-  auto add = [&parts](const std::string& p) { parts += (parts.empty() ? "" : "; ") + p; };
-  if (margin_low) add("margin " + std::to_string(s.margin) + ", the smallest given");
-  if (margin_high) add("margin " + std::to_string(s.margin) + ", the largest given");
-  if (window_low) add("window " + std::to_string(s.window) + ", the smallest given");
-  if (window_high) add("window " + std::to_string(s.window) + ", the largest given");
-  return "at the edge of the grid (" + parts + "): try beyond it";
-}
-
-std::vector<std::string> ReplayGridEdge::names() const {
-  std::vector<std::string> n;
-  if (margin_low) n.push_back("margin_min");
-  if (margin_high) n.push_back("margin_max");
-  if (window_low) n.push_back("window_min");
-  if (window_high) n.push_back("window_max");
-  return n;
 }
 
 }  // namespace fp8wb

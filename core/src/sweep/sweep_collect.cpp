@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -326,6 +327,199 @@ Manifest read_manifest(const fs::path& dir) {
   return m;
 }
 
+// Without --db, the database sweep.json names (the one the sweep was submitted from) is
+// collected into only where it is there already, an SQLite database: a path written in
+// the folder never makes folders or a database anywhere.
+void check_named_database(const fs::path& dir, const Manifest& m) {
+  std::error_code ec;
+  const std::string named = m.db.size() > 200 ? m.db.substr(0, 200) + "…" : m.db;
+  const std::string manifest = (dir / kSweepManifest).string();
+  if (m.db.empty() || !fs::path(m.db).is_absolute()) {
+    throw std::runtime_error(manifest + " names the database '" + named +
+                             "', not an absolute path: give the database to collect into "
+                             "(--db); nothing was created");
+  }
+  if (!fs::exists(m.db, ec)) {
+    throw std::runtime_error(manifest + " names the database " + named +
+                             ", which is not there: give the database the sweep was submitted "
+                             "from (--db); nothing was created");
+  }
+  if (sqlite_database_at(m.db) != m.db) {
+    throw std::runtime_error(manifest + " names the database " + named +
+                             ", which is not an SQLite database: give the database the sweep "
+                             "was submitted from (--db); nothing was written");
+  }
+}
+
+bool run_done(const RunInfo& r) {
+  return r.status == RunStatus::Finished || r.status == RunStatus::Stopped ||
+         r.status == RunStatus::Diverged;
+}
+
+// One collection: the folder, its sweep in the database, the runs there, what Slurm says;
+// collect() looks at every trial, into `c`.
+struct Collector {
+  fs::path dir, root;
+  Manifest m;
+  std::unique_ptr<RunStore> store;
+  SweepInfo sweep;
+  std::map<std::string, RunInfo> have;  // by identity
+  SlurmView slurm;
+  SweepCollection c;
+
+  // A trial as it stands, with its paths and its task.
+  struct Trial {
+    size_t i = 0;
+    const Manifest::Trial* t = nullptr;
+    fs::path db, log;
+    std::optional<TaskState> task;
+    bool task_active = false, task_ended = false;
+    const RunInfo* existing = nullptr;  // the database's run of its identity
+  };
+
+  void collect(const std::function<void(size_t, size_t)>& progress);
+  CollectedTrial collect_trial(const Trial& tr);
+  CollectedTrial import_trial(const Trial& tr);
+  CollectedTrial without_database(const Trial& tr);
+  void problem(const Trial& tr, const std::string& what) {
+    c.problems.push_back("trial " + std::to_string(tr.i) + " (" + tr.t->key + "): " + what);
+  }
+};
+
+void Collector::collect(const std::function<void(size_t, size_t)>& progress) {
+  for (size_t i = 0; i < m.trials.size(); ++i) {
+    if (progress && i > 0) progress(i, m.trials.size());
+    Trial tr;
+    tr.i = i;
+    tr.t = &m.trials[i];
+    tr.db = dir / "trials" / (std::to_string(i) + ".sqlite");
+    tr.log = dir / "logs" / (std::to_string(i) + ".log");
+    if (const auto it = slurm.tasks.find(static_cast<long>(i)); it != slurm.tasks.end())
+      tr.task = it->second;
+    tr.task_active = tr.task && active_state(tr.task->state);
+    tr.task_ended = slurm.asked && !tr.task_active;
+    if (const auto it = have.find(tr.t->uuid); it != have.end()) tr.existing = &it->second;
+    c.trials.push_back(collect_trial(tr));
+  }
+}
+
+CollectedTrial Collector::collect_trial(const Trial& tr) {
+  CollectedTrial row{tr.t->key, "", "", 0};
+  if (tr.existing && run_done(*tr.existing)) {
+    row.state = "collected before";
+    row.run = tr.existing->id;
+    return row;
+  }
+  // The trial's database is read only inside the folder (a link out of it is refused,
+  // naming it), and only where it is a regular file.
+  std::error_code ec;
+  std::string refused = outside_folder(root, tr.db);
+  if (refused.empty() && fs::exists(tr.db, ec) && !fs::is_regular_file(tr.db, ec))
+    refused = tr.db.string() + " is not a regular file: not read";
+  if (!refused.empty()) {
+    row.state = "error";
+    row.message = refused;
+    problem(tr, refused);
+    return row;
+  }
+  if (fs::exists(tr.db, ec)) return import_trial(tr);
+  return without_database(tr);
+}
+
+// A trial's database: its run imported where it ended (or its task did), else waited for.
+CollectedTrial Collector::import_trial(const Trial& tr) {
+  const Manifest::Trial& t = *tr.t;
+  CollectedTrial row{t.key, "", "", 0};
+  try {
+    std::optional<RunInfo> run;
+    auto trial = RunStore::open_read_only(tr.db.string());
+    const std::vector<RunInfo> runs = trial->runs();
+    for (const RunInfo& r : runs) {
+      if (r.uuid == t.uuid) run = r;
+    }
+    if (!run) {
+      std::string held = runs.empty() ? "no run" : "run \"" + runs.front().name + "\"";
+      throw std::runtime_error("it holds " + held + ", not this sweep's trial " + t.key +
+                               " (a database from another sweep?)");
+    }
+    ImportOptions io;
+    io.uuid = t.uuid;
+    io.parent_sweep = sweep.id;
+    io.name = t.name;
+    const bool ended = run->status != RunStatus::Running && run->status != RunStatus::Paused &&
+                       run->status != RunStatus::Interrupted;
+    if (!ended) {
+      if (!tr.task_ended) {
+        row.state = tr.task ? "running" : "running?";
+        row.message = counted(run->last_step + 1, "step") + " done";
+        ++c.waiting;
+        return row;
+      }
+      // The cluster ended the task before the trial ended its run (a time limit, a
+      // node lost, the task killed).
+      io.status = RunStatus::Failed;
+      io.message =
+          "the trial did not finish on the cluster: " + failure_reason(tr.task, root, tr.log);
+    }
+    if (tr.existing && !io.status && run->status == tr.existing->status &&
+        run->last_step <= tr.existing->last_step) {
+      row.state = "collected before";
+      row.run = tr.existing->id;
+      return row;
+    }
+    const ImportReport rep = store->import_runs(tr.db.string(), io);
+    row.run = rep.run_ids.empty() ? 0 : rep.run_ids.front();
+    const bool changed = rep.added + rep.updated > 0;
+    c.added += changed ? 1 : 0;
+    const RunStatus st = io.status ? *io.status : run->status;
+    row.state = changed ? std::string(run_status_name(st)) : "collected before";
+    if (st == RunStatus::Failed) row.message = io.status ? io.message : run->message;
+  } catch (const std::exception& e) {
+    if (tr.task_active) {
+      // A task that has only begun its database, or one written on another node that
+      // this one cannot read while it is written: judged when the task has ended.
+      row.state = "running";
+      row.message = std::string("not readable yet: ") + e.what();
+      ++c.waiting;
+    } else {
+      row.state = "error";
+      row.message = tr.db.string() + ": " + e.what();
+      problem(tr, row.message);
+    }
+  }
+  return row;
+}
+
+// No trial database (yet): collected before, still to come, or a task that ended without
+// a trial, recorded as a failed run with Slurm's reason.
+CollectedTrial Collector::without_database(const Trial& tr) {
+  const Manifest::Trial& t = *tr.t;
+  CollectedTrial row{t.key, "", "", 0};
+  if (tr.existing) {
+    row.state = "collected before";  // recorded as failed by an earlier collection
+    row.run = tr.existing->id;
+    row.message = tr.existing->message;
+  } else if (tr.task_active) {
+    row.state = tr.task->state == "PENDING" ? "pending" : "running";
+    if (!tr.task->reason.empty() && tr.task->reason != "None") row.message = tr.task->reason;
+    ++c.waiting;
+  } else if (!slurm.asked) {
+    row.state = "unknown";
+    row.message = "no trial database yet, and Slurm cannot be asked here";
+    ++c.waiting;
+  } else {
+    const std::string reason = failure_reason(tr.task, root, tr.log);
+    RunConfig cfg = parse_run_config(t.config_json);
+    row.run = store->create_run(t.name, "sweep-trial", run_config_json(cfg), "", sweep.id, t.uuid);
+    store->set_status(row.run, RunStatus::Failed, reason);
+    store->flush();
+    row.state = "failed";
+    row.message = reason;
+    ++c.added;
+  }
+  return row;
+}
+
 }  // namespace
 
 SweepNotInDatabase::SweepNotInDatabase(std::string folder_, std::string sweep_name_,
@@ -340,195 +534,41 @@ SweepNotInDatabase::SweepNotInDatabase(std::string folder_, std::string sweep_na
 
 SweepCollection collect_sweep_folder(const std::string& dir_text, const std::string& db,
                                      const std::function<void(size_t, size_t)>& progress) {
-  const fs::path dir = fs::absolute(dir_text).lexically_normal();
-  const Manifest m = read_manifest(dir);
+  Collector k;
+  k.dir = fs::absolute(dir_text).lexically_normal();
+  k.m = read_manifest(k.dir);
   std::error_code ec;
-  const fs::path root = fs::canonical(dir, ec);
+  k.root = fs::canonical(k.dir, ec);
   if (ec)
-    throw std::runtime_error("cannot read the sweep folder " + dir.string() + ": " + ec.message());
-  // Without --db, the database sweep.json names (the one the sweep was submitted from) is
-  // collected into only where it is there already, an SQLite database: a path written in
-  // the folder never makes folders or a database anywhere.
-  if (db.empty()) {
-    const std::string named = m.db.size() > 200 ? m.db.substr(0, 200) + "…" : m.db;
-    const std::string manifest = (dir / kSweepManifest).string();
-    if (m.db.empty() || !fs::path(m.db).is_absolute()) {
-      throw std::runtime_error(manifest + " names the database '" + named +
-                               "', not an absolute path: give the database to collect into "
-                               "(--db); nothing was created");
-    }
-    if (!fs::exists(m.db, ec)) {
-      throw std::runtime_error(manifest + " names the database " + named +
-                               ", which is not there: give the database the sweep was submitted "
-                               "from (--db); nothing was created");
-    }
-    if (sqlite_database_at(m.db) != m.db) {
-      throw std::runtime_error(manifest + " names the database " + named +
-                               ", which is not an SQLite database: give the database the sweep "
-                               "was submitted from (--db); nothing was written");
-    }
-  }
-  auto store = RunStore::open(db.empty() ? m.db : db);
+    throw std::runtime_error("cannot read the sweep folder " + k.dir.string() + ": " +
+                             ec.message());
+  if (db.empty()) check_named_database(k.dir, k.m);
+  k.store = RunStore::open(db.empty() ? k.m.db : db);
   std::optional<SweepInfo> sweep;
-  for (const SweepInfo& s : store->sweeps()) {
-    if (s.uuid == m.sweep_uuid) sweep = s;
+  for (const SweepInfo& s : k.store->sweeps()) {
+    if (s.uuid == k.m.sweep_uuid) sweep = s;
   }
-  if (!sweep) throw SweepNotInDatabase(dir.string(), m.sweep_name, m.db, store->path());
-  std::map<std::string, RunInfo> have;  // by identity
-  for (RunInfo& r : store->runs()) have.emplace(r.uuid, std::move(r));
-  const SlurmView slurm = ask_slurm(m.job);
-
-  struct Row {
-    std::string key, state, message;
-    int64_t run = 0;
-  };
-  std::vector<Row> rows;
-  std::vector<std::string> problems;
-  int added = 0, waiting = 0;
-  for (size_t i = 0; i < m.trials.size(); ++i) {
-    if (progress && i > 0) progress(i, m.trials.size());
-    const Manifest::Trial& t = m.trials[i];
-    Row row{t.key, "", "", 0};
-    const fs::path trial_db = dir / "trials" / (std::to_string(i) + ".sqlite");
-    const fs::path log = dir / "logs" / (std::to_string(i) + ".log");
-    std::optional<TaskState> task;
-    if (const auto it = slurm.tasks.find(static_cast<long>(i)); it != slurm.tasks.end())
-      task = it->second;
-    const bool task_active = task && active_state(task->state);
-    const bool task_ended = slurm.asked && !task_active;
-    const auto existing = have.find(t.uuid);
-    auto done = [&](const RunInfo& r) {
-      return r.status == RunStatus::Finished || r.status == RunStatus::Stopped ||
-             r.status == RunStatus::Diverged;
-    };
-    if (existing != have.end() && done(existing->second)) {
-      row.state = "collected before";
-      row.run = existing->second.id;
-      rows.push_back(row);
-      continue;
-    }
-    // The trial's database is read only inside the folder (a link out of it is refused,
-    // naming it), and only where it is a regular file.
-    std::string refused = outside_folder(root, trial_db);
-    if (refused.empty() && fs::exists(trial_db, ec) && !fs::is_regular_file(trial_db, ec))
-      refused = trial_db.string() + " is not a regular file: not read";
-    if (!refused.empty()) {
-      row.state = "error";
-      row.message = refused;
-      problems.push_back("trial " + std::to_string(i) + " (" + t.key + "): " + refused);
-      rows.push_back(row);
-      continue;
-    }
-    if (fs::exists(trial_db, ec)) {
-      std::optional<RunInfo> run;
-      try {
-        auto trial = RunStore::open_read_only(trial_db.string());
-        const std::vector<RunInfo> runs = trial->runs();
-        for (const RunInfo& r : runs) {
-          if (r.uuid == t.uuid) run = r;
-        }
-        if (!run) {
-          std::string held = runs.empty() ? "no run" : "run \"" + runs.front().name + "\"";
-          throw std::runtime_error("it holds " + held + ", not this sweep's trial " + t.key +
-                                   " (a database from another sweep?)");
-        }
-        ImportOptions io;
-        io.uuid = t.uuid;
-        io.parent_sweep = sweep->id;
-        io.name = t.name;
-        const bool ended = run->status != RunStatus::Running && run->status != RunStatus::Paused &&
-                           run->status != RunStatus::Interrupted;
-        if (!ended) {
-          if (!task_ended) {
-            row.state = task ? "running" : "running?";
-            row.message = counted(run->last_step + 1, "step") + " done";
-            ++waiting;
-            rows.push_back(row);
-            continue;
-          }
-          // The cluster ended the task before the trial ended its run (a time limit, a
-          // node lost, the task killed).
-          io.status = RunStatus::Failed;
-          io.message =
-              "the trial did not finish on the cluster: " + failure_reason(task, root, log);
-        }
-        if (existing != have.end() && !io.status && run->status == existing->second.status &&
-            run->last_step <= existing->second.last_step) {
-          row.state = "collected before";
-          row.run = existing->second.id;
-          rows.push_back(row);
-          continue;
-        }
-        const ImportReport rep = store->import_runs(trial_db.string(), io);
-        row.run = rep.run_ids.empty() ? 0 : rep.run_ids.front();
-        const bool changed = rep.added + rep.updated > 0;
-        added += changed ? 1 : 0;
-        const RunStatus st = io.status ? *io.status : run->status;
-        row.state = changed ? std::string(run_status_name(st)) : "collected before";
-        if (st == RunStatus::Failed) row.message = io.status ? io.message : run->message;
-      } catch (const std::exception& e) {
-        if (task_active) {
-          // A task that has only begun its database, or one written on another node that
-          // this one cannot read while it is written: judged when the task has ended.
-          row.state = "running";
-          row.message = std::string("not readable yet: ") + e.what();
-          ++waiting;
-        } else {
-          row.state = "error";
-          row.message = trial_db.string() + ": " + e.what();
-          problems.push_back("trial " + std::to_string(i) + " (" + t.key + "): " + row.message);
-        }
-      }
-      rows.push_back(row);
-      continue;
-    }
-    // No trial database (yet).
-    if (existing != have.end()) {
-      row.state = "collected before";  // recorded as failed by an earlier collection
-      row.run = existing->second.id;
-      row.message = existing->second.message;
-    } else if (task_active) {
-      row.state = task->state == "PENDING" ? "pending" : "running";
-      if (!task->reason.empty() && task->reason != "None") row.message = task->reason;
-      ++waiting;
-    } else if (!slurm.asked) {
-      row.state = "unknown";
-      row.message = "no trial database yet, and Slurm cannot be asked here";
-      ++waiting;
-    } else {
-      // The task ended without a trial: recorded as a failed run with Slurm's reason.
-      const std::string reason = failure_reason(task, root, log);
-      RunConfig cfg = parse_run_config(t.config_json);
-      row.run =
-          store->create_run(t.name, "sweep-trial", run_config_json(cfg), "", sweep->id, t.uuid);
-      store->set_status(row.run, RunStatus::Failed, reason);
-      store->flush();
-      row.state = "failed";
-      row.message = reason;
-      ++added;
-    }
-    rows.push_back(row);
-  }
+  if (!sweep) throw SweepNotInDatabase(k.dir.string(), k.m.sweep_name, k.m.db, k.store->path());
+  k.sweep = *sweep;
+  for (RunInfo& r : k.store->runs()) k.have.emplace(r.uuid, std::move(r));
+  k.slurm = ask_slurm(k.m.job);
+  k.collect(progress);
   // Every trial has its result: the sweep is complete. A trial whose database could not be
   // read (damaged, another sweep's) has none yet: it can be run again and collected.
-  const std::string status = waiting == 0 && problems.empty() ? "finished" : "running";
-  if (sweep->status != status) store->set_sweep_status(sweep->id, status);
-  store->flush();
+  SweepCollection& c = k.c;
+  const std::string status = c.waiting == 0 && c.problems.empty() ? "finished" : "running";
+  if (k.sweep.status != status) k.store->set_sweep_status(k.sweep.id, status);
+  k.store->flush();
 
-  if (progress) progress(m.trials.size(), m.trials.size());
-  SweepCollection c;
-  c.sweep_id = sweep->id;
-  c.sweep_name = m.sweep_name;
-  c.job = m.job;
+  if (progress) progress(k.m.trials.size(), k.m.trials.size());
+  c.sweep_id = k.sweep.id;
+  c.sweep_name = k.m.sweep_name;
+  c.job = k.m.job;
   c.status = status;
-  c.db = store->path();
-  c.slurm_asked = slurm.asked;
-  c.slurm_source = slurm.source;
-  c.added = added;
-  c.waiting = waiting;
-  for (Row& r : rows) c.trials.push_back({r.key, r.state, r.message, r.run});
-  c.problems = std::move(problems);
-  return c;
+  c.db = k.store->path();
+  c.slurm_asked = k.slurm.asked;
+  c.slurm_source = k.slurm.source;
+  return std::move(c);
 }
 
 }  // namespace fp8wb
