@@ -85,12 +85,14 @@ int run_eval(const EvalCommandOptions& opt, std::ostream& out, std::ostream& err
   static const std::vector<std::string> kEvalFields = {"recipe", "formats", "margin", "fprop_fp8"};
   for (const std::string& s : opt.overrides) {
     const std::string key = override_key(s);
-    if (!key.empty() && find_run_config_field(key) &&
-        std::find(kEvalFields.begin(), kEvalFields.end(), key) == kEvalFields.end()) {
-      throw ConfigError(key,
-                        "not used by eval, which takes only recipe, formats, margin and "
-                        "fprop_fp8 (the forward pass in FP8, with current scaling)");
-    }
+    if (key.empty() || std::find(kEvalFields.begin(), kEvalFields.end(), key) != kEvalFields.end())
+      continue;
+    // A field of no config at all is named as unknown with eval's four, not with the
+    // fifty-odd fields a training run takes.
+    throw ConfigError(
+        key, std::string(find_run_config_field(key) ? "not used by eval" : "unknown field") +
+                 ", which takes only recipe, formats, margin and fprop_fp8 (the "
+                 "forward pass in FP8, with current scaling)");
   }
   {
     RunConfig probe;  // a field given twice refused, before anything is evaluated

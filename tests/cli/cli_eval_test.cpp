@@ -138,6 +138,15 @@ TEST_F(CliEval, AFieldEvalDoesNotUseIsRefused) {
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("config field 'window': not used by eval"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("recipe, formats, margin and fprop_fp8"), std::string::npos) << r.err;
+  // A field of no config: unknown, with eval's four, not the training run's whole list.
+  r = run(
+      {"eval", "--hf", dir_ + "/llama", "--data", dir_ + "/llama/tokens.bin", "--set", "foo=1"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("config field 'foo': unknown field, which takes only recipe, formats, "
+                       "margin and fprop_fp8"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("stats_interval"), std::string::npos) << r.err;
   r = run({"eval", "--hf", dir_ + "/llama", "--data", dir_ + "/llama/tokens.bin", "--set",
            "margin=1", "--set", "margin=2"});
   EXPECT_EQ(r.rc, 1);

@@ -343,7 +343,8 @@ void CheckpointGuardTest::aCheckpointOptionThatFailsOpensTheWindowAnyway() {
   // Waits for what it waits for, the error said, however long a busy machine takes to start
   // the program (a fixed 8 s failed there); then the program must still be running, where it
   // had ended at once.
-  const QByteArray want = bad.toUtf8() + ": header length 642 runs past the end of the file";
+  const QByteArray want =
+      bad.toUtf8() + " could not be analysed: header length 642 runs past the end of the file";
   QByteArray said;
   QElapsedTimer waited;
   waited.start();

@@ -137,6 +137,7 @@ class PlotCsvTest : public QObject {
   void theQuantizationHeatmapsCsvHoldsEveryCell();
   void theSweepHeatmapsCsvHoldsEveryCell();
   void theOutlierDemosMapsCsvNamesEachMapAndItsIndices();
+  void exportDialogsSuggestANameAfterThePlot();
   void fileExportNamesWhatTheTabCanExport();
 
  private:
@@ -417,6 +418,8 @@ void PlotCsvTest::theSweepHeatmapsCsvHoldsEveryCell() {
   for (const char* margin : {"0", "1", "2"}) {
     for (const char* window : {"1", "16"}) {
       const QStringList& row = rows[i++];
+      // The map named by its figure and its axes (a tryout's CSV said "sweep").
+      QCOMPARE(row[0], QStringLiteral("final loss: rows margin, columns window"));
       QCOMPARE(row[1], QString::fromLatin1(margin));
       QCOMPARE(row[2], QString::fromLatin1(window));
       const auto f = finals.find({margin, window});
@@ -473,6 +476,23 @@ void PlotCsvTest::theOutlierDemosMapsCsvNamesEachMapAndItsIndices() {
     }
   }
   QCOMPARE(i, rows.size());
+}
+
+// The export dialog suggests a file name made of the plot's title (a tryout found it
+// empty): lower-case words joined by '-', at most 60 characters before the suffix.
+void PlotCsvTest::exportDialogsSuggestANameAfterThePlot() {
+  QCOMPARE(export_file_name(QStringLiteral("Spacing (ULP) by magnitude: E4M3FN, E5M2"),
+                            QStringLiteral("png")),
+           QStringLiteral("spacing-ulp-by-magnitude-e4m3fn-e5m2.png"));
+  QCOMPARE(export_file_name(QString(), QStringLiteral("csv")), QStringLiteral("plot.csv"));
+  QCOMPARE(export_file_name(QStringLiteral(" -- "), QStringLiteral("pdf")),
+           QStringLiteral("plot.pdf"));
+  const QString long_name = export_file_name(
+      QString(40, QLatin1Char('a')) + QStringLiteral(" b ") + QString(40, QLatin1Char('c')),
+      QStringLiteral("csv"));
+  QVERIFY2(long_name.size() <= 64 && long_name.endsWith(QStringLiteral(".csv")) &&
+               !long_name.contains(QStringLiteral("-.")),
+           qPrintable(long_name));
 }
 
 void PlotCsvTest::fileExportNamesWhatTheTabCanExport() {

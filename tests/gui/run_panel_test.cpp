@@ -417,6 +417,11 @@ void RunPanelTest::pausedReadsPausedEverywhere() {
   QVERIFY2(w.statusText().contains(QStringLiteral("training")), qPrintable(w.statusText()));
   QTRY_VERIFY(w.overviewTab()->summaryText().contains(QStringLiteral("running")));
   QCOMPARE(pause->text(), QStringLiteral("Pause"));
+  // While it trains, the form is the next run's: the llama's token file and checkpoint
+  // fields show as its preset is chosen.
+  QVERIFY(p->applyPreset(QStringLiteral("Llama: FP8 vs BF16")));
+  QTRY_VERIFY(child<QLineEdit>(p, "data")->isVisible());
+  QVERIFY(child<QLineEdit>(p, "hf")->isVisible());
   w.engine()->stop();
   QVERIFY(wait_finished(w.engine()));
 }

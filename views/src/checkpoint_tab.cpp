@@ -473,7 +473,9 @@ void CheckpointTab::openCheckpoint(const QString& given) {
           // The file named once: the checkpoint, or the shard of it that failed.
           const QString file = QString::fromStdString(e.path);
           const QString why = QString::fromStdString(e.reason);
-          if (file.isEmpty() || file == path)
+          if (file.isEmpty() && why.contains(path))  // a message whose parts are not known
+            refuse(tr("Not analysed: %1").arg(why));
+          else if (file.isEmpty() || file == path)
             refuse(tr("%1 could not be analysed: %2").arg(path, why));
           else
             refuse(tr("%1 could not be analysed: %2: %3").arg(path, file, why));

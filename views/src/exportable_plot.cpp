@@ -12,6 +12,7 @@
 #include <QMessageBox>
 #include <QPageLayout>
 #include <QPdfWriter>
+#include <QRegularExpression>
 #include <QTextStream>
 #include <QToolTip>
 #include <algorithm>
@@ -458,6 +459,16 @@ QString ExportablePlot::exportTo(const QString& path) {
   return write_output_file(path, bytes);
 }
 
+QString export_file_name(const QString& title, const QString& suffix) {
+  static const QRegularExpression not_word(QStringLiteral("[^a-z0-9]+"));
+  QString stem = title.toLower().replace(not_word, QStringLiteral("-"));
+  stem = stem.left(60);
+  while (stem.startsWith(QLatin1Char('-'))) stem.remove(0, 1);
+  while (stem.endsWith(QLatin1Char('-'))) stem.chop(1);
+  if (stem.isEmpty()) stem = QStringLiteral("plot");
+  return stem + QLatin1Char('.') + suffix;
+}
+
 void ExportablePlot::showExportMenu(const QPoint& pos) {
   QMenu menu(this);
   menu.addAction(tr("Reset zoom"), this, [this] {
@@ -465,11 +476,17 @@ void ExportablePlot::showExportMenu(const QPoint& pos) {
     replot();
   });
   menu.addSeparator();
-  for (const auto& [label, filter] : {std::pair{tr("Export PNG…"), tr("PNG image (*.png)")},
-                                      std::pair{tr("Export PDF…"), tr("PDF (*.pdf)")},
-                                      std::pair{tr("Export data as CSV…"), tr("CSV (*.csv)")}}) {
-    menu.addAction(label, this, [this, filter = filter] {
-      const QString path = save_file_name(this, tr("Export"), QString(), filter);
+  struct Kind {
+    QString label, filter, suffix;
+  };
+  for (const Kind& k :
+       {Kind{tr("Export PNG…"), tr("PNG image (*.png)"), QStringLiteral("png")},
+        Kind{tr("Export PDF…"), tr("PDF (*.pdf)"), QStringLiteral("pdf")},
+        Kind{tr("Export data as CSV…"), tr("CSV (*.csv)"), QStringLiteral("csv")}}) {
+    menu.addAction(k.label, this, [this, k] {
+      // The dialog suggests a name after the plot's title, in the working folder.
+      const QString path =
+          save_file_name(this, tr("Export"), export_file_name(exportTitle(), k.suffix), k.filter);
       if (path.isEmpty()) return;
       const QString err = exportTo(path);
       if (!err.isEmpty()) QMessageBox::warning(this, tr("Export failed"), err);

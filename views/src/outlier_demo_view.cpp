@@ -118,14 +118,14 @@ OutlierDemoView::OutlierDemoView(QWidget* parent)
                 QStringLiteral("relative_error")},
                {}};
     if (result_.rows.empty()) return t;
-    const OutlierDemoRow& row = result_.rows.front();
+    const OutlierDemoRow& shown = result_.rows.front();
     const int64_t rows = result_.config.rows, cols = result_.config.cols;
     auto span = [](int64_t cell, int64_t extent, int64_t end) {
       const int64_t first = cell * extent, last = std::min(end, first + extent) - 1;
       return first == last ? QString::number(first) : QStringLiteral("%1-%2").arg(first).arg(last);
     };
-    for (const auto& [name, stats] : {std::pair{map_tensor_->name(), &row.tensorwise},
-                                      std::pair{map_block_->name(), &row.block}}) {
+    for (const auto& [name, stats] : {std::pair{map_tensor_->name(), &shown.tensorwise},
+                                      std::pair{map_block_->name(), &shown.block}}) {
       const MapGrid& g = stats->map_grid;
       const auto rel = stats->map_rel_error();
       for (int64_t r = 0; r < g.rows; ++r) {

@@ -559,6 +559,13 @@ void SweepsTab::redraw() {
   held_none_->setVisible(!held);
   const SweepMetric metric = chosen(metric_, kSweepMetrics);
   const auto& xv = spec_.axes[static_cast<size_t>(xa)].values;
+  // The CSV's map column names the figure and which axis its rows and columns are.
+  const QString x_key = QString::fromStdString(spec_.axes[static_cast<size_t>(xa)].key);
+  map_->setName(xa == ya ? tr("%1 by %2").arg(metric_->currentText(), x_key)
+                         : tr("%1: rows %2, columns %3")
+                               .arg(metric_->currentText(),
+                                    QString::fromStdString(spec_.axes[static_cast<size_t>(ya)].key),
+                                    x_key));
   // The same axis across and up (a one-axis sweep, or one axis chosen for both): one row
   // of cells, no values up.
   const bool one_row = xa == ya;

@@ -274,11 +274,14 @@ uint64_t header_length(const std::string& label, const uint8_t* head, size_t hea
   // A file of its 8-byte length alone (cut right after it) is a cut safetensors file.
   const bool cut_after_length = size == 8 && n <= kMaxHeader;
   if (!(head_size > 8 && head[8] == '{') && !cut_after_length && (n > kMaxHeader || n > size - 8)) {
-    throw CheckpointError(label + " is not a safetensors file: its first 8 bytes do not " +
-                          "give a header length (expected a little-endian length below 100 " +
-                          "MB followed by '{')" + looks_like(head, head_size) +
-                          ". A checkpoint is a .safetensors file, its .index.json, or a " +
-                          "PyTorch .pt/.pth/.bin file");
+    const std::string why =
+        "is not a safetensors file: its first 8 bytes do not give a "
+        "header length (expected a little-endian length below 100 MB "
+        "followed by '{')" +
+        looks_like(head, head_size) +
+        ". A checkpoint is a .safetensors file, its .index.json, or a "
+        "PyTorch .pt/.pth/.bin file";
+    throw CheckpointError(label + " " + why, label, why, -1);
   }
   if (n > kMaxHeader)
     fail_in(label, "header length " + std::to_string(n) + " is over the 100 MB limit");

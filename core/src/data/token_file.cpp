@@ -80,8 +80,8 @@ TokenFile::TokenFile(const std::string& path, int64_t min_tokens) : path_(path) 
   if (count_ < min_tokens) {
     refuse("holds " + std::to_string(count_) + " tokens, fewer than the " +
            std::to_string(min_tokens) +
-           " the run needs (context + 1 for training and the "
-           "held-out windows)");
+           " needed (two windows of the context + 1: one to train on, "
+           "one held out for the loss)");
   }
 }
 

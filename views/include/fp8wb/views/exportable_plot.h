@@ -47,6 +47,11 @@ QString csv_number(double v);
 // open (run_database_guard.h), which an export would destroy.
 QString write_csv_file(const QString& path, const QString& text);
 
+// The file name an export dialog suggests for a plot titled `title`: its words in lower
+// case joined by '-', at most 60 characters, then `suffix` ("png"); "plot.<suffix>" for a
+// title without words.
+QString export_file_name(const QString& title, const QString& suffix);
+
 class ExportablePlot : public QCustomPlot {
   Q_OBJECT
  public:
