@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -175,27 +176,33 @@ int compute_threads_per_rank(const RankInfo& r) {
   return std::max(1, cores / std::max(1, r.local_world));
 }
 
+// Trains until the run ends: Ctrl-C, SIGTERM or SIGHUP stop it after the step in progress
+// (the run kept), `on_stop` called then, once. Returns the signal that stopped it; 0: none.
+int train_until_done(Trainer& trainer, const std::function<void()>& on_stop) {
+  const StopSignals signals;
+  trainer.start();
+  bool asked = false;
+  while (trainer.status() == RunStatus::Running || trainer.status() == RunStatus::Paused) {
+    if (signals.requested() && !asked) {
+      trainer.stop();
+      asked = true;
+      on_stop();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  trainer.join();
+  return signals.signal();
+}
+
 // A rank other than 0: the same training, nothing written (rank 0 keeps the run); a
 // failure is reported with the rank's number.
 int run_other_rank(const RunConfig& cfg, const RankInfo& ranks, std::ostream& err) {
   Trainer trainer(cfg, nullptr);
   trainer.setRanks(ranks);
   trainer.setComputeThreads(compute_threads_per_rank(ranks));
-  int stop_signal = 0;  // the signal that stopped this rank; 0: none
-  {
-    const StopSignals signals;  // a stop is agreed on by all ranks after a step
-    trainer.start();
-    bool asked = false;
-    while (trainer.status() == RunStatus::Running || trainer.status() == RunStatus::Paused) {
-      if (signals.requested() && !asked) {
-        trainer.stop();
-        asked = true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    trainer.join();
-    stop_signal = signals.signal();
-  }
+  // The signal that stopped this rank (0: none); a stop is agreed on by all ranks after a
+  // step.
+  const int stop_signal = train_until_done(trainer, [] {});
   if (trainer.status() == RunStatus::Failed) {
     err << "fp8wb: rank " << ranks.rank
         << ": the run failed: " << without_backtrace(trainer.message()) << "\n";
@@ -332,26 +339,6 @@ int launch_local_ranks(const TrainOptions& opt, const RunConfig& cfg, const std:
   return launch_ranks(lo, err);
 }
 
-// Trains until the run ends; Ctrl-C, SIGTERM, SIGHUP stop it after the step in progress.
-// Returns the signal that stopped it, 0 for none.
-int train_until_done(Trainer& trainer, const TrainOptions& opt, std::ostream& err) {
-  const StopSignals signals;  // Ctrl-C, SIGTERM, SIGHUP: stop after this step, keep the run
-  trainer.start();
-  bool asked = false;
-  while (trainer.status() == RunStatus::Running || trainer.status() == RunStatus::Paused) {
-    if (signals.requested() && !asked) {
-      trainer.stop();
-      asked = true;
-      if (!opt.quiet)
-        err << (opt.terminal ? "\n" : "")
-            << "interrupted: stopping after this step (the run is kept)\n";
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  trainer.join();
-  return signals.signal();
-}
-
 // The run's result: its status, the last step's losses, the final loss and gap, tokens/s
 // (as `runs list` gives them), the message and the database; --json: the same as JSON.
 void print_train_result(RunStore& store, int64_t id, RunStatus st, int64_t steps_done,
@@ -456,7 +443,11 @@ int run_train(const TrainOptions& opt, std::ostream& out, std::ostream& err) {
     trainer.setComputeThreads(compute_threads_per_rank(ranks));
   }
 
-  const int stop_signal = train_until_done(trainer, opt, err);  // 0: none
+  const int stop_signal = train_until_done(trainer, [&] {  // 0: none
+    if (!opt.quiet)
+      err << (opt.terminal ? "\n" : "")
+          << "interrupted: stopping after this step (the run is kept)\n";
+  });
   RunStatus st = trainer.status();
   std::string message = without_backtrace(trainer.message());
   try {

@@ -182,16 +182,7 @@ std::vector<RankScale> RunStore::rank_scales(int64_t run_id, const std::string& 
            "SELECT step, layer, role, rank, amax, scale FROM rank_scales WHERE run_id = ?1 AND "
            "(?2 = '' OR layer = ?2) AND (?3 = '' OR role = ?3) ORDER BY layer, role, step, rank");
     q.bind(1, run_id).bind(2, layer).bind(3, role);
-    while (q.step()) {
-      RankScale r;
-      r.step = q.i(0);
-      r.layer = q.s(1);
-      r.role = stored_role(q.s(2), run_id);
-      r.rank = static_cast<int>(q.i(3));
-      r.amax = q.null(4) ? NAN : static_cast<float>(q.d(4));
-      r.scale = q.null(5) ? NAN : static_cast<float>(q.d(5));
-      out.push_back(std::move(r));
-    }
+    while (q.step()) out.push_back(rank_scale_row(q, run_id));
     return out;
   });
 }

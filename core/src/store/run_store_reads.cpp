@@ -134,13 +134,7 @@ void read_new_rank_scales(const Db& db, int64_t run_id, RunCursor& cursor, Metri
          "step > ? ORDER BY step, layer, role, rank");
   q.bind(1, run_id).bind(2, cursor.rank_step);
   while (q.step()) {
-    RankScale r;
-    r.step = q.i(0);
-    r.layer = q.s(1);
-    r.role = stored_role(q.s(2), run_id);
-    r.rank = static_cast<int>(q.i(3));
-    r.amax = q.null(4) ? NAN : static_cast<float>(q.d(4));
-    r.scale = q.null(5) ? NAN : static_cast<float>(q.d(5));
+    RankScale r = rank_scale_row(q, run_id);
     cursor.rank_step = std::max(cursor.rank_step, r.step);
     b.ranks.push_back(std::move(r));
   }

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
@@ -273,6 +274,18 @@ inline Role stored_role(const std::string& name, int64_t run_id) {
   if (const auto r = parse_role(name)) return *r;
   throw StoreError("run " + std::to_string(run_id) + ": tensor statistics of an unknown role \"" +
                    name.substr(0, 40) + "\" (known: " + role_names() + ")");
+}
+
+// A rank_scales row as the query "SELECT step, layer, role, rank, amax, scale" gives it.
+inline RankScale rank_scale_row(Stmt& q, int64_t run_id) {
+  RankScale r;
+  r.step = q.i(0);
+  r.layer = q.s(1);
+  r.role = stored_role(q.s(2), run_id);
+  r.rank = static_cast<int>(q.i(3));
+  r.amax = q.null(4) ? NAN : static_cast<float>(q.d(4));
+  r.scale = q.null(5) ? NAN : static_cast<float>(q.d(5));
+  return r;
 }
 
 // A blob's shape as stored ("2,3"); text that is not whole numbers and commas (a file
