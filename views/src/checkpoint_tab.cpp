@@ -475,6 +475,8 @@ void CheckpointTab::openCheckpoint(const QString& given) {
           const QString why = QString::fromStdString(e.reason);
           if (file.isEmpty() && why.contains(path))  // a message whose parts are not known
             refuse(tr("Not analysed: %1").arg(why));
+          else if (why.startsWith(QStringLiteral("is ")))  // what the file is: "PATH is a FIFO"
+            refuse(tr("Not analysed: %1 %2").arg(file.isEmpty() ? path : file, why));
           else if (file.isEmpty() || file == path)
             refuse(tr("%1 could not be analysed: %2").arg(path, why));
           else
