@@ -28,6 +28,7 @@
 
 #include "fp8wb/core/run_store.h"
 #include "fp8wb/core/safetensors.h"
+#include "fp8wb/views/background_job.h"
 #include "fp8wb/views/checkpoint_tab.h"
 #include "fp8wb/views/engine_controller.h"
 #include "fp8wb/views/exportable_plot.h"
@@ -90,6 +91,23 @@ void write_checkpoint(const QString& path) {
 
 }  // namespace
 
+namespace {
+
+// Until every read the views started in the background has ended, and no new one starts:
+// a read's connection closed after this test takes its locks would drop them (a process's
+// POSIX locks on a file go with any close of it), and the views start reads of their own
+// (the sweeps list, the replay panel's runs, the run it replays...).
+void settle_background_reads() {
+  for (int quiet = 0; quiet < 3;) {
+    const bool idle = background_pool()->activeThreadCount() == 0;
+    background_pool()->waitForDone();
+    QTest::qWait(20);  // results delivered: a delivery may start the next read
+    quiet = idle ? quiet + 1 : 0;
+  }
+}
+
+}  // namespace
+
 class CheckpointGuardTest : public QObject {
   Q_OBJECT
  private Q_SLOTS:
@@ -139,6 +157,7 @@ void CheckpointGuardTest::theRunDatabaseIsRefusedByEveryPath() {
   w.engine()->setDatabasePath(db);
   QVERIFY(listed.wait(30000));
   w.engine()->store();  // open, as while the window shows its runs
+  settle_background_reads();
   QVERIFY(QFile::exists(db + QStringLiteral("-wal")));
   QVERIFY(QFile::exists(db + QStringLiteral("-shm")));
   HeldLock db_lock(db);
