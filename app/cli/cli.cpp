@@ -10,9 +10,9 @@
 
 #include "bounded_words.h"
 #include "command_registry.h"
-#include "fp8wb/core/backend_info.h"
-#include "fp8wb/core/run_config.h"
-#include "fp8wb/core/value_report.h"
+#include "fp8wb/core/backend/backend_info.h"
+#include "fp8wb/core/config/run_config.h"
+#include "fp8wb/core/formats/value_report.h"
 
 namespace fp8wb::cli {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "fp8wb/core/run_store.h"
+#include "fp8wb/core/store/run_store.h"
 
 namespace fp8wb::cli {
 

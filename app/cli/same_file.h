@@ -8,7 +8,7 @@
 #include <system_error>
 #include <vector>
 
-#include "fp8wb/core/file_io.h"
+#include "fp8wb/core/checkpoint/file_io.h"
 
 namespace fp8wb::cli {
 

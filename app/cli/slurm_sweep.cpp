@@ -19,10 +19,10 @@
 #include <stdexcept>
 
 #include "fp8wb/core/counted.h"
-#include "fp8wb/core/file_io.h"
-#include "fp8wb/core/run_config.h"
-#include "fp8wb/core/sweep_collect.h"
-#include "sweep_command.h"
+#include "fp8wb/core/checkpoint/file_io.h"
+#include "fp8wb/core/config/run_config.h"
+#include "fp8wb/core/sweep/sweep_collect.h"
+#include "commands/sweep_command.h"
 #include "table_text.h"
 
 extern char** environ;

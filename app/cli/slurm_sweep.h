@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "fp8wb/core/run_store.h"
-#include "fp8wb/core/sweep.h"
-#include "fp8wb/core/sweep_collect.h"
+#include "fp8wb/core/store/run_store.h"
+#include "fp8wb/core/sweep/sweep.h"
+#include "fp8wb/core/sweep/sweep_collect.h"
 
 namespace fp8wb::cli {
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "fp8wb/core/metrics.h"
-#include "fp8wb/core/value_report.h"
+#include "fp8wb/core/formats/value_report.h"
 
 namespace fp8wb::cli {
 

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "fp8wb/core/backend_info.h"
-#include "fp8wb/views/presentation_mode.h"
+#include "fp8wb/core/backend/backend_info.h"
+#include "fp8wb/views/common/presentation_mode.h"
 #include "main_window.h"
 #include "screenshot.h"
 

@@ -12,14 +12,14 @@
 #include <QSettings>
 #include <QTabWidget>
 
-#include "fp8wb/views/checkpoint_tab.h"
-#include "fp8wb/views/engine_controller.h"
-#include "fp8wb/views/formats_tab.h"
-#include "fp8wb/views/presentation_mode.h"
-#include "fp8wb/views/run_panel.h"
-#include "fp8wb/views/run_tabs.h"
-#include "fp8wb/views/runs_tab.h"
-#include "fp8wb/views/sweeps_tab.h"
+#include "fp8wb/views/checkpoint/checkpoint_tab.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
+#include "fp8wb/views/formats/formats_tab.h"
+#include "fp8wb/views/common/presentation_mode.h"
+#include "fp8wb/views/run_panel/run_panel.h"
+#include "fp8wb/views/run_tabs/run_tabs.h"
+#include "fp8wb/views/runs/runs_tab.h"
+#include "fp8wb/views/sweeps/sweeps_tab.h"
 
 namespace fp8wb {
 

@@ -5,11 +5,11 @@
 #include <QFile>
 #include <QFileInfo>
 
-#include "fp8wb/core/file_io.h"
-#include "fp8wb/core/run_store.h"
-#include "fp8wb/views/engine_controller.h"
-#include "fp8wb/views/runs_tab.h"
-#include "fp8wb/views/sweeps_tab.h"
+#include "fp8wb/core/checkpoint/file_io.h"
+#include "fp8wb/core/store/run_store.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
+#include "fp8wb/views/runs/runs_tab.h"
+#include "fp8wb/views/sweeps/sweeps_tab.h"
 #include "main_window.h"
 
 namespace fp8wb {

@@ -16,14 +16,14 @@
 #include <QUrl>
 #include <QVBoxLayout>
 
-#include "fp8wb/core/backend_info.h"
-#include "fp8wb/views/checkpoint_tab.h"
-#include "fp8wb/views/engine_controller.h"
-#include "fp8wb/views/exportable_plot.h"
-#include "fp8wb/views/file_dialogs.h"
-#include "fp8wb/views/run_tabs.h"
-#include "fp8wb/views/runs_tab.h"
-#include "fp8wb/views/sweeps_tab.h"
+#include "fp8wb/core/backend/backend_info.h"
+#include "fp8wb/views/checkpoint/checkpoint_tab.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
+#include "fp8wb/views/common/exportable_plot.h"
+#include "fp8wb/views/common/file_dialogs.h"
+#include "fp8wb/views/run_tabs/run_tabs.h"
+#include "fp8wb/views/runs/runs_tab.h"
+#include "fp8wb/views/sweeps/sweeps_tab.h"
 #include "main_window.h"
 
 namespace fp8wb {

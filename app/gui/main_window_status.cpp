@@ -9,8 +9,8 @@
 
 #include <algorithm>
 
-#include "fp8wb/core/backend_info.h"
-#include "fp8wb/views/training_run_button.h"
+#include "fp8wb/core/backend/backend_info.h"
+#include "fp8wb/views/common/training_run_button.h"
 #include "main_window.h"
 
 namespace fp8wb {

@@ -10,14 +10,14 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "fp8wb/views/checkpoint_tab.h"
-#include "fp8wb/views/engine_controller.h"
-#include "fp8wb/views/exportable_plot.h"
-#include "fp8wb/views/formats_tab.h"
-#include "fp8wb/views/run_database_guard.h"
-#include "fp8wb/views/run_panel.h"
-#include "fp8wb/views/runs_tab.h"
-#include "fp8wb/views/sweeps_tab.h"
+#include "fp8wb/views/checkpoint/checkpoint_tab.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
+#include "fp8wb/views/common/exportable_plot.h"
+#include "fp8wb/views/formats/formats_tab.h"
+#include "fp8wb/views/common/run_database_guard.h"
+#include "fp8wb/views/run_panel/run_panel.h"
+#include "fp8wb/views/runs/runs_tab.h"
+#include "fp8wb/views/sweeps/sweeps_tab.h"
 #include "main_window.h"
 
 namespace fp8wb {

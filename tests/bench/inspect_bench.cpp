@@ -19,8 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fp8wb/core/checkpoint_analysis.h"
-#include "fp8wb/core/safetensors.h"
+#include "fp8wb/core/checkpoint/checkpoint_analysis.h"
+#include "fp8wb/core/checkpoint/safetensors.h"
 #include "temp_dir.h"
 
 namespace {

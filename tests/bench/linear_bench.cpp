@@ -5,7 +5,7 @@
 
 #include <thread>
 
-#include "fp8wb/core/backend_info.h"
+#include "fp8wb/core/backend/backend_info.h"
 #include "fp8wb/core/torch/float8_linear.h"
 
 namespace {

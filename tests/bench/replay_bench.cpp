@@ -20,8 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fp8wb/core/replay.h"
-#include "fp8wb/core/run_store.h"
+#include "fp8wb/core/replay/replay.h"
+#include "fp8wb/core/store/run_store.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 
 #include "cli_run.h"
 #include "fp8wb/core/metrics.h"
-#include "fp8wb/core/value_report.h"
+#include "fp8wb/core/formats/value_report.h"
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "cli_run.h"
-#include "fp8wb/core/run_store.h"
+#include "fp8wb/core/store/run_store.h"
 #include "peak_memory.h"
 #include "sql_file.h"
 #include "temp_dir_test.h"

@@ -22,10 +22,10 @@
 
 #include "cli_run.h"
 #include "fifo.h"
-#include "fp8wb/core/checkpoint_analysis.h"
+#include "fp8wb/core/checkpoint/checkpoint_analysis.h"
 #include "fp8wb/core/metrics.h"
-#include "fp8wb/core/run_store.h"
-#include "fp8wb/core/safetensors.h"
+#include "fp8wb/core/store/run_store.h"
+#include "fp8wb/core/checkpoint/safetensors.h"
 #include "peak_memory.h"
 #include "range_tensors.h"
 #include "temp_dir.h"

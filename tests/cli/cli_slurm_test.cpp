@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
-#include "fp8wb/core/run_store.h"
-#include "fp8wb/core/sweep.h"
+#include "fp8wb/core/store/run_store.h"
+#include "fp8wb/core/sweep/sweep.h"
 #include "slurm_sweep.h"
 #include "temp_dir.h"
 

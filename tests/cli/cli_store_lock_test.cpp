@@ -16,7 +16,7 @@
 
 #include "cli_run.h"
 #include "db_lock.h"
-#include "fp8wb/core/run_store.h"
+#include "fp8wb/core/store/run_store.h"
 #include "temp_dir_test.h"
 
 namespace {

@@ -14,9 +14,9 @@
 
 #include "cli_run.h"
 #include "fifo.h"
-#include "fp8wb/core/backend_info.h"
-#include "fp8wb/core/run_store.h"
-#include "fp8wb/core/sweep_collect.h"
+#include "fp8wb/core/backend/backend_info.h"
+#include "fp8wb/core/store/run_store.h"
+#include "fp8wb/core/sweep/sweep_collect.h"
 #include "sql_file.h"
 #include "table_text.h"
 #include "temp_dir.h"

@@ -28,8 +28,8 @@
 
 #include "cli_run.h"
 #include "fifo.h"
-#include "fp8wb/core/run_config_fields.h"
-#include "fp8wb/core/run_store.h"
+#include "fp8wb/core/config/run_config_fields.h"
+#include "fp8wb/core/store/run_store.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <QSignalSpy>
 #include <QtTest>
 
-#include "fp8wb/views/checkpoint_tab.h"
+#include "fp8wb/views/checkpoint/checkpoint_tab.h"
 
 namespace fp8wb::test {
 

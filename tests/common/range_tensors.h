@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "fp8wb/core/safetensors.h"
+#include "fp8wb/core/checkpoint/safetensors.h"
 
 namespace fp8wb::test {
 

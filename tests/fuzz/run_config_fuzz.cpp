@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "fp8wb/core/run_config.h"
-#include "fp8wb/core/sweep.h"
+#include "fp8wb/core/config/run_config.h"
+#include "fp8wb/core/sweep/sweep.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include <sstream>
 #include <string>
 
-#include "fp8wb/core/run_store.h"
+#include "fp8wb/core/store/run_store.h"
 
 namespace {
 

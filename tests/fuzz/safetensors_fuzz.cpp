@@ -8,7 +8,7 @@
 #include <set>
 #include <string>
 
-#include "fp8wb/core/safetensors.h"
+#include "fp8wb/core/checkpoint/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "fp8wb/core/torch_pickle.h"
+#include "fp8wb/core/checkpoint/torch_pickle.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto fetch = [](const std::string& key) {

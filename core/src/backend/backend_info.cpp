@@ -1,5 +1,5 @@
 // Torch translation unit: backend discovery.
-#include "fp8wb/core/backend_info.h"
+#include "fp8wb/core/backend/backend_info.h"
 
 #include <torch/torch.h>
 #include <torch/version.h>

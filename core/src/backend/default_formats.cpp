@@ -1,4 +1,4 @@
-#include "fp8wb/core/default_formats.h"
+#include "fp8wb/core/backend/default_formats.h"
 
 #include <string_view>
 

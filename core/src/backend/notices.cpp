@@ -1,4 +1,4 @@
-#include "fp8wb/core/notices.h"
+#include "fp8wb/core/backend/notices.h"
 
 #include <cstdio>
 #include <mutex>

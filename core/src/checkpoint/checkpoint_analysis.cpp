@@ -1,4 +1,4 @@
-#include "fp8wb/core/checkpoint_analysis.h"
+#include "fp8wb/core/checkpoint/checkpoint_analysis.h"
 
 #include <algorithm>
 #include <cmath>

@@ -3,7 +3,7 @@
 // checkpoint_recommend.cpp (which picks among them). Private to core.
 #pragma once
 
-#include "fp8wb/core/checkpoint_analysis.h"
+#include "fp8wb/core/checkpoint/checkpoint_analysis.h"
 #include "fp8wb/kernels/format.h"
 
 namespace fp8wb::analysis_detail {

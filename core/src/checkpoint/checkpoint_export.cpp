@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "fp8wb/core/checkpoint_analysis.h"
+#include "fp8wb/core/checkpoint/checkpoint_analysis.h"
 #include "fp8wb/kernels/quantize_cpu.h"
 
 namespace fp8wb {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "checkpoint_analysis_internal.h"
-#include "fp8wb/core/checkpoint_analysis.h"
+#include "fp8wb/core/checkpoint/checkpoint_analysis.h"
 #include "fp8wb/core/median.h"
 #include "fp8wb/kernels/format.h"
 

@@ -1,4 +1,4 @@
-#include "fp8wb/core/file_io.h"
+#include "fp8wb/core/checkpoint/file_io.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,7 +1,7 @@
 // open_any_checkpoint(): which reader a checkpoint file goes to, by what the file holds
 // (its first bytes), not by its name. A new checkpoint format is one more branch here and
 // a reader of its own.
-#include "fp8wb/core/open_checkpoint.h"
+#include "fp8wb/core/checkpoint/open_checkpoint.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "fp8wb/core/file_io.h"
+#include "fp8wb/core/checkpoint/file_io.h"
 #include "pt_reader.h"
 
 namespace fp8wb {

@@ -17,9 +17,9 @@
 #include <cstring>
 #include <map>
 
-#include "fp8wb/core/file_io.h"
+#include "fp8wb/core/checkpoint/file_io.h"
 #include "fp8wb/core/name_text.h"
-#include "fp8wb/core/torch_pickle.h"
+#include "fp8wb/core/checkpoint/torch_pickle.h"
 #include "pt_reader.h"
 
 namespace fp8wb {

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "fp8wb/core/safetensors.h"
+#include "fp8wb/core/checkpoint/safetensors.h"
 
 namespace fp8wb {
 

@@ -9,7 +9,7 @@
 #include <numeric>
 #include <set>
 
-#include "fp8wb/core/safetensors.h"
+#include "fp8wb/core/checkpoint/safetensors.h"
 #include "safetensors_internal.h"
 
 namespace fp8wb {

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fp8wb/core/safetensors.h"
+#include "fp8wb/core/checkpoint/safetensors.h"
 
 namespace fp8wb::safetensors_detail {
 

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <limits>
 
-#include "fp8wb/core/safetensors.h"
+#include "fp8wb/core/checkpoint/safetensors.h"
 #include "fp8wb/kernels/codec.h"
 #include "safetensors_internal.h"
 

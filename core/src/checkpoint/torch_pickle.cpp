@@ -2,7 +2,7 @@
 // (torch_pickle_vm.h), then every tensor reachable from its root collected under its path,
 // each view gathered from its storage into contiguous bytes, within bounds on nesting,
 // visits and the bytes the tensors add up to.
-#include "fp8wb/core/torch_pickle.h"
+#include "fp8wb/core/checkpoint/torch_pickle.h"
 
 #include <cstring>
 #include <set>

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "fp8wb/core/torch_pickle.h"
+#include "fp8wb/core/checkpoint/torch_pickle.h"
 
 namespace fp8wb::pickle {
 

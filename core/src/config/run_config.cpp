@@ -1,4 +1,4 @@
-#include "fp8wb/core/run_config.h"
+#include "fp8wb/core/config/run_config.h"
 
 #include <nlohmann/json.hpp>
 
@@ -20,7 +20,7 @@
 
 #include "config_json.h"
 #include "fp8wb/core/name_text.h"
-#include "fp8wb/core/run_config_fields.h"
+#include "fp8wb/core/config/run_config_fields.h"
 
 namespace fp8wb {
 namespace {

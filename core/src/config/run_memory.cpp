@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "fp8wb/core/run_config.h"
+#include "fp8wb/core/config/run_config.h"
 
 namespace fp8wb {
 

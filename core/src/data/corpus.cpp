@@ -1,4 +1,4 @@
-#include "fp8wb/core/corpus.h"
+#include "fp8wb/core/data/corpus.h"
 
 extern "C" const char fp8wb_corpus_begin[];
 extern "C" const char fp8wb_corpus_end[];

@@ -1,5 +1,5 @@
 // Token files (token_file.h): read with pread, the header checked against the file's size.
-#include "fp8wb/core/token_file.h"
+#include "fp8wb/core/data/token_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "fp8wb/core/file_io.h"
+#include "fp8wb/core/checkpoint/file_io.h"
 
 namespace fp8wb {
 namespace {

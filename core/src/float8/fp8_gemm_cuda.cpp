@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-#include "fp8wb/core/notices.h"
+#include "fp8wb/core/backend/notices.h"
 #include "scaled_gemm_cuda.h"
 
 namespace fp8wb::detail {

@@ -7,7 +7,7 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <torch/torch.h>
 
-#include "fp8wb/core/float8_config.h"
+#include "fp8wb/core/config/float8_config.h"
 #include "fp8wb/kernels/quantize_cuda.h"
 
 namespace fp8wb::detail {

@@ -22,8 +22,8 @@ namespace fp8wb::detail {
 // runs back to back, in each of two rounds), and the fastest is kept for the problem if it
 // beats the first by 2%; smaller problems, and calls while the stream is being captured,
 // take the first. Without split-K each output sums along K in one pass; on an H200 every
-// such algorithm gave at::_scaled_mm's bits (tests/gpu/scaled_gemm_cuda_test.cpp,
-// tests/gpu/gemm_algo_bench.cpp). nullopt where cuBLASLt offers nothing for the problem:
+// such algorithm gave at::_scaled_mm's bits (tests/gpu/cuda_tests/scaled_gemm_cuda_test.cpp,
+// tests/gpu/bench/gemm_algo_bench.cpp). nullopt where cuBLASLt offers nothing for the problem:
 // the caller takes at::_scaled_mm.
 std::optional<at::Tensor> tuned_scaled_gemm(const at::Tensor& a, const at::Tensor& b,
                                             const at::Tensor& sa, const at::Tensor& sb,

@@ -1,4 +1,4 @@
-#include "fp8wb/core/demos.h"
+#include "fp8wb/core/formats/demos.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "fp8wb/core/value_report.h"
+#include "fp8wb/core/formats/value_report.h"
 #include "fp8wb/kernels/codec.h"
 #include "fp8wb/kernels/float16.h"
 

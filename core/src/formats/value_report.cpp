@@ -1,4 +1,4 @@
-#include "fp8wb/core/value_report.h"
+#include "fp8wb/core/formats/value_report.h"
 
 #include <algorithm>
 #include <cctype>

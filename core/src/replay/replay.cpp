@@ -2,7 +2,7 @@
 // each (window, algorithm) once (a sliding maximum), then per margin the scales as
 // DelayedScaler::update() sets them, the figures, and the ranking. The grid's axes and
 // edges are in replay_grid.cpp.
-#include "fp8wb/core/replay.h"
+#include "fp8wb/core/replay/replay.h"
 
 #include <algorithm>
 #include <array>

@@ -1,5 +1,5 @@
 // A stored run made ready for a replay (replay_run.h).
-#include "fp8wb/core/replay_run.h"
+#include "fp8wb/core/replay/replay_run.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,8 +8,8 @@
 #include <string>
 
 #include "fp8wb/core/counted.h"
-#include "fp8wb/core/run_config.h"
-#include "fp8wb/core/watch.h"
+#include "fp8wb/core/config/run_config.h"
+#include "fp8wb/core/watch/watch.h"
 
 namespace fp8wb {
 

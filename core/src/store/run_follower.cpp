@@ -1,4 +1,4 @@
-#include "fp8wb/core/run_follower.h"
+#include "fp8wb/core/store/run_follower.h"
 
 #include <atomic>
 #include <condition_variable>

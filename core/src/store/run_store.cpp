@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "fp8wb/core/run_store.h"
+#include "fp8wb/core/store/run_store.h"
 #include "run_store_sql.h"
 
 namespace fp8wb {

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "fp8wb/core/file_io.h"
+#include "fp8wb/core/checkpoint/file_io.h"
 #include "run_store_import.h"
 
 namespace fp8wb::store {

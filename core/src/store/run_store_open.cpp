@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "fp8wb/core/file_io.h"
+#include "fp8wb/core/checkpoint/file_io.h"
 #include "run_store_sql.h"
 
 namespace fp8wb {

@@ -8,7 +8,7 @@
 #include <optional>
 #include <tuple>
 
-#include "fp8wb/core/watch.h"
+#include "fp8wb/core/watch/watch.h"
 #include "run_store_sql.h"
 
 namespace fp8wb {

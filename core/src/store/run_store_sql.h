@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "fp8wb/core/role.h"
-#include "fp8wb/core/run_store.h"
+#include "fp8wb/core/store/run_store.h"
 
 namespace fp8wb::store {
 

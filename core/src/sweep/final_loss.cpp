@@ -1,4 +1,4 @@
-#include "fp8wb/core/final_loss.h"
+#include "fp8wb/core/sweep/final_loss.h"
 
 #include <algorithm>
 #include <utility>

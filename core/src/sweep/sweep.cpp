@@ -1,6 +1,6 @@
-#include "fp8wb/core/sweep.h"
+#include "fp8wb/core/sweep/sweep.h"
 
-#include "fp8wb/core/run_start.h"
+#include "fp8wb/core/train/run_start.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,9 +11,9 @@
 #include <stdexcept>
 #include <thread>
 
-#include "fp8wb/core/backend_info.h"
-#include "fp8wb/core/final_loss.h"
-#include "fp8wb/core/trainer.h"
+#include "fp8wb/core/backend/backend_info.h"
+#include "fp8wb/core/sweep/final_loss.h"
+#include "fp8wb/core/train/trainer.h"
 
 namespace fp8wb {
 

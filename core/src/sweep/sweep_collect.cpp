@@ -1,7 +1,7 @@
 // The collection of a cluster sweep's trials (sweep_collect.h): what Slurm says of the
 // array's tasks (sacct, else scontrol), each trial database checked and imported with
 // RunStore::import_runs(), tasks that ended without a trial recorded as failed runs.
-#include "fp8wb/core/sweep_collect.h"
+#include "fp8wb/core/sweep/sweep_collect.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -24,9 +24,9 @@
 
 #include "config/json_fields.h"
 #include "fp8wb/core/counted.h"
-#include "fp8wb/core/file_io.h"
-#include "fp8wb/core/run_config.h"
-#include "fp8wb/core/run_store.h"
+#include "fp8wb/core/checkpoint/file_io.h"
+#include "fp8wb/core/config/run_config.h"
+#include "fp8wb/core/store/run_store.h"
 
 extern char** environ;
 

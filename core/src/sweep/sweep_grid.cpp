@@ -12,7 +12,7 @@
 
 #include "config/json_fields.h"
 #include "fp8wb/core/name_text.h"
-#include "fp8wb/core/sweep.h"
+#include "fp8wb/core/sweep/sweep.h"
 
 namespace fp8wb {
 namespace {

@@ -1,7 +1,7 @@
 // Torch translation unit: `fp8wb bench --comm` (comm_bench.h). Each rank's weight matrix
 // comes from its rank alone (a counter-based generator), so every rank can rebuild what
 // the others sent and check what the process group handed back, byte for byte.
-#include "fp8wb/core/comm_bench.h"
+#include "fp8wb/core/train/comm_bench.h"
 
 #include <algorithm>
 #include <chrono>

@@ -2,7 +2,7 @@
 // distributed_group.h): where this process stands, from the environment, and its process
 // group through LibTorch's c10d (TCPStore rendezvous; ProcessGroupGloo for CPU tensors,
 // ProcessGroupNCCL for CUDA tensors where the LibTorch has it).
-#include "fp8wb/core/distributed.h"
+#include "fp8wb/core/train/distributed.h"
 
 #include <algorithm>
 #include <atomic>
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "distributed_group.h"
-#include "fp8wb/core/run_config.h"
+#include "fp8wb/core/config/run_config.h"
 
 // The c10d headers declare their process groups only where the LibTorch was built with
 // them; Debian's and PyTorch's LibTorch both ship Gloo (its headers: Debian's libgloo-dev).

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "fp8wb/core/distributed.h"
+#include "fp8wb/core/train/distributed.h"
 
 namespace fp8wb::dist {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "fp8wb/core/run_config.h"
+#include "fp8wb/core/config/run_config.h"
 
 namespace fp8wb::train {
 

@@ -8,8 +8,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "fp8wb/core/file_io.h"
-#include "fp8wb/core/run_config.h"
+#include "fp8wb/core/checkpoint/file_io.h"
+#include "fp8wb/core/config/run_config.h"
 
 namespace fp8wb {
 namespace {

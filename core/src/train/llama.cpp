@@ -4,10 +4,10 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "fp8wb/core/eval_checkpoint.h"
-#include "fp8wb/core/safetensors.h"
-#include "fp8wb/core/token_file.h"
-#include "fp8wb/core/trainer.h"
+#include "fp8wb/core/checkpoint/eval_checkpoint.h"
+#include "fp8wb/core/checkpoint/safetensors.h"
+#include "fp8wb/core/data/token_file.h"
+#include "fp8wb/core/train/trainer.h"
 
 namespace fp8wb::train {
 namespace {

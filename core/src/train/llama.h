@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "fp8wb/core/run_config.h"
+#include "fp8wb/core/config/run_config.h"
 #include "models.h"
 
 namespace fp8wb::train {

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "fp8wb/core/corpus.h"
+#include "fp8wb/core/data/corpus.h"
 #include "fp8wb/core/torch/gelu.h"
 #include "llama.h"
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "fp8wb/core/run_config.h"
-#include "fp8wb/core/token_file.h"
+#include "fp8wb/core/config/run_config.h"
+#include "fp8wb/core/data/token_file.h"
 #include "fp8wb/core/torch/float8_linear.h"
 
 namespace fp8wb::train {
@@ -43,7 +43,7 @@ class DataSource {
   virtual std::string describe() const { return {}; }
 };
 
-// A token file (fp8wb/core/token_file.h): training windows drawn at random from its first
+// A token file (fp8wb/core/data/token_file.h): training windows drawn at random from its first
 // nine tenths, the evaluation's non-overlapping windows in order from the last tenth (at
 // most 4 batches of them).
 class TokenData : public DataSource {

@@ -1,5 +1,5 @@
 // start_run(): the one way a training run starts (run_start.h).
-#include "fp8wb/core/run_start.h"
+#include "fp8wb/core/train/run_start.h"
 
 #include <algorithm>
 #include <set>

@@ -15,11 +15,11 @@
 #include <torch/version.h>
 
 #include "divergence.h"
-#include "fp8wb/core/backend_info.h"
+#include "fp8wb/core/backend/backend_info.h"
 #include "fp8wb/core/counted.h"
-#include "fp8wb/core/file_io.h"
-#include "fp8wb/core/notices.h"
-#include "fp8wb/core/safetensors.h"
+#include "fp8wb/core/checkpoint/file_io.h"
+#include "fp8wb/core/backend/notices.h"
+#include "fp8wb/core/checkpoint/safetensors.h"
 #include "trainer_impl.h"
 #include "trainer_step.h"
 

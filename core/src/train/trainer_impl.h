@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "fp8wb/core/trainer.h"
+#include "fp8wb/core/train/trainer.h"
 
 namespace torch::nn {
 class Module;

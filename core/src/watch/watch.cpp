@@ -1,4 +1,4 @@
-#include "fp8wb/core/watch.h"
+#include "fp8wb/core/watch/watch.h"
 
 #include <cmath>
 #include <limits>

@@ -1,6 +1,6 @@
 // The C ABI of libfp8wb_watch.so (watch_abi.h) over Watch and the quantize kernels: every
 // exception stops here and becomes this thread's fp8wb_last_error().
-#include "fp8wb/core/watch_abi.h"
+#include "fp8wb/core/watch/watch_abi.h"
 
 #include <cstring>
 #include <deque>
@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "fp8wb/core/watch.h"
+#include "fp8wb/core/watch/watch.h"
 #include "fp8wb/kernels/quantize_cpu.h"
 #if FP8WB_WATCH_CUDA
 #include "fp8wb/kernels/watch_cuda.h"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes small PyTorch files that ask for far more memory than their size, for the
-readers' regression tests (tests/unit/core/torch_pickle_test.cpp). Python's standard
+readers' regression tests (tests/unit/core/checkpoint/torch_pickle_test.cpp). Python's standard
 library only: the archives are laid out as torch.save lays them out, with deflated
 records where torch.save would store them."""
 import struct

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fp8wb/core/float8_config.h"
+#include "fp8wb/core/config/float8_config.h"
 #include "fp8wb/core/role.h"
 #include "fp8wb/kernels/format.h"
 #include "fp8wb/kernels/name_table.h"
@@ -89,7 +89,7 @@ struct StepMetrics {
 // Which run tab draws a step series, step by step.
 enum class StepTab : uint8_t {
   None,     // stored and exported only (peak memory: the Overview's bars, from its last value)
-  Overview  // a curve on the Overview tab (views/src/run_tab_overview.cpp)
+  Overview  // a curve on the Overview tab (views/src/run_tabs/run_tab_overview.cpp)
 };
 
 // The stored series of StepMetrics, one row each: the run store's series names, what

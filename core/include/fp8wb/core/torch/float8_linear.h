@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "fp8wb/core/float8_config.h"
+#include "fp8wb/core/config/float8_config.h"
 
 namespace fp8wb {
 
