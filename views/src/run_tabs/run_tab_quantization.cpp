@@ -161,6 +161,11 @@ void QuantizationTab::refillChoices() {
 
 void QuantizationTab::rebuild() {
   refillChoices();
+  drawHeatmap();
+  drawChosenTensor();
+}
+
+void QuantizationTab::drawHeatmap() {
   // Heatmap: layers (rows) x sampled steps (columns) for the chosen role.
   const Role role = chosen(role_, kRoles);
   std::vector<const TensorSeries*> rows;
@@ -261,7 +266,9 @@ void QuantizationTab::rebuild() {
     heat_->xAxis->setRange(steps_in_view);
     heat_->yAxis->setRange(rows_in_view);
   }
+}
 
+void QuantizationTab::drawChosenTensor() {
   // The chosen tensor's last sampled step: exponent histogram and block errors.
   bool chosen_ok = false;
   const qulonglong ti = tensor_->currentData().toULongLong(&chosen_ok);

@@ -324,24 +324,7 @@ void ScalingTab::rebuild() {
 void ScalingTab::drawSelected() {
   const TensorSeries* t = data_->tensor(layer_.toStdString(), role_);
   if (!t || t->points.empty()) {
-    // Nothing of another run or tensor stays under this caption.
-    size_t from = 0;
-    drawn_.append_from(data_->generation(), QString(), 0, from);
-    for (ExportablePlot* p : plots()) {
-      for (int g = 0; g < p->graphCount(); ++g) p->graph(g)->data()->clear();
-    }
-    window_->setVisible(false);
-    const int interval = data_->hasConfig() ? data_->config().stats_interval : -1;
-    const QString when = interval == 0  ? tr("this run records none")
-                         : interval > 0 ? tr("they arrive every %n step(s)", "", interval)
-                                        : tr("they arrive every few steps");
-    caption_->setText(
-        data_->runId() == 0
-            ? tr("<i>Start a run from the run panel, or open one in the Runs tab.</i>")
-            : tr("<i>%1 (run %2): no tensor statistics yet; %3.</i>")
-                  .arg(qs(data_->name()).toHtmlEscaped())
-                  .arg(data_->runId())
-                  .arg(when));
+    showNoStatistics();
     drawRanks();
     drawWhatIf();  // nothing to replay: the row disabled, saying why
     return;
@@ -396,37 +379,8 @@ void ScalingTab::drawSelected() {
     }
   }
   // Where the run recorded every step's amax of this tensor, the blue and orange lines are
-  // every step's, not the samples' joined: delayed scaling moves its scale every step. The
-  // orange line is then the run's own setting replayed (replay.h's run_scales(), which
-  // reproduces the stored scales bit for bit: `fp8wb replay` checks it).
-  // Delayed scaling replays with the run's window and algorithm: a run with a config.
-  if (!delayed || data_->hasConfig()) {
-    const ReplayInput& in = data_->stepAmax();
-    size_t ti = in.tensors.size();
-    for (size_t k = 0; k < in.tensors.size(); ++k) {
-      if (qs(in.tensors[k].layer) == layer_ && in.tensors[k].role == role_) ti = k;
-    }
-    if (ti < in.tensors.size() && in.step_count() > 0) {
-      RunScalingSettings run;
-      run.delayed = delayed;
-      if (delayed) {
-        run.config.window = window;
-        run.config.algo = data_->config().amax_algo;
-      }
-      run.config.margin = margin;
-      const std::vector<float> s = run_scales(in, ti, run);
-      QVector<double> px, pa, pm;
-      for (size_t i = 0; i < in.step_count(); ++i) {
-        const float a = in.at(i, ti);
-        if (std::isnan(a) || (skip0 && in.steps[i] == 0)) continue;
-        px << static_cast<double>(in.steps[i]);
-        pa << (a > 0 ? a : NAN);
-        pm << (s[i] > 0 ? fmax / s[i] : NAN);
-      }
-      amax_->graph(0)->setData(px, pa, true);
-      steps->setData(px, pm, true);
-    }
-  }
+  // every step's, not the samples' joined.
+  drawEveryStepAmax(fmax, delayed, window, margin, skip0);
   if (const int n = amax_->graph(0)->dataCount(); n > 0) {
     const double newest = amax_->graph(0)->data()->at(n - 1)->key;
     const double interval = n > 1 ? newest - amax_->graph(0)->data()->at(n - 2)->key : 1.0;
@@ -441,6 +395,65 @@ void ScalingTab::drawSelected() {
   } else {
     window_->setVisible(false);
   }
+  describeSelected(last, delayed, window, margin);
+  drawWhatIf();
+}
+
+void ScalingTab::showNoStatistics() {
+  // Nothing of another run or tensor stays under this caption.
+  size_t from = 0;
+  drawn_.append_from(data_->generation(), QString(), 0, from);
+  for (ExportablePlot* p : plots()) {
+    for (int g = 0; g < p->graphCount(); ++g) p->graph(g)->data()->clear();
+  }
+  window_->setVisible(false);
+  const int interval = data_->hasConfig() ? data_->config().stats_interval : -1;
+  const QString when = interval == 0  ? tr("this run records none")
+                       : interval > 0 ? tr("they arrive every %n step(s)", "", interval)
+                                      : tr("they arrive every few steps");
+  caption_->setText(data_->runId() == 0
+                        ? tr("<i>Start a run from the run panel, or open one in the Runs tab.</i>")
+                        : tr("<i>%1 (run %2): no tensor statistics yet; %3.</i>")
+                              .arg(qs(data_->name()).toHtmlEscaped())
+                              .arg(data_->runId())
+                              .arg(when));
+}
+
+void ScalingTab::drawEveryStepAmax(double fmax, bool delayed, int window, int margin, bool skip0) {
+  // Delayed scaling moves its scale every step: the orange line is then the run's own
+  // setting replayed (replay.h's run_scales(), which reproduces the stored scales bit for
+  // bit: `fp8wb replay` checks it). Delayed scaling replays with the run's window and
+  // algorithm: a run with a config.
+  if (delayed && !data_->hasConfig()) return;
+  const ReplayInput& in = data_->stepAmax();
+  size_t ti = in.tensors.size();
+  for (size_t k = 0; k < in.tensors.size(); ++k) {
+    if (qs(in.tensors[k].layer) == layer_ && in.tensors[k].role == role_) ti = k;
+  }
+  if (ti >= in.tensors.size() || in.step_count() == 0) return;
+  RunScalingSettings run;
+  run.delayed = delayed;
+  if (delayed) {
+    run.config.window = window;
+    run.config.algo = data_->config().amax_algo;
+  }
+  run.config.margin = margin;
+  const std::vector<float> s = run_scales(in, ti, run);
+  QVector<double> px, pa, pm;
+  for (size_t i = 0; i < in.step_count(); ++i) {
+    const float a = in.at(i, ti);
+    if (std::isnan(a) || (skip0 && in.steps[i] == 0)) continue;
+    px << static_cast<double>(in.steps[i]);
+    pa << (a > 0 ? a : NAN);
+    pm << (s[i] > 0 ? fmax / s[i] : NAN);
+  }
+  amax_->graph(0)->setData(px, pa, true);
+  amax_->graph(1)->setData(px, pm, true);
+}
+
+void ScalingTab::describeSelected(const TensorMetrics& last, bool delayed, int window, int margin) {
+  const Format f = last.recipe.format;
+  const double fmax = format_info(f).max_finite;
   double headroom =
       last.scale > 0 && last.amax > 0 ? std::log2(fmax / (last.amax * last.scale)) : 0.0;
   if (std::abs(headroom) < 0.005) headroom = 0;  // no "2^-0.00"
@@ -472,7 +485,6 @@ void ScalingTab::drawSelected() {
           .arg(headroom, 0, 'f', 2)
           .arg(margin)
           .arg(delayed ? tr(", window %1").arg(window) : QString(), how, over, meaning));
-  drawWhatIf();
 }
 
 void ScalingTab::setWhatIf(bool on, int margin, int window, AmaxAlgo algo) {

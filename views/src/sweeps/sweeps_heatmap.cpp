@@ -1,10 +1,9 @@
-// SweepsTab's results (sweeps_tab.h): a stored sweep's points read off the GUI thread,
-// the heatmap of two chosen axes with the others as slicers on a line of their own (one
-// row of cells for a one-axis sweep or the same axis across and up, said on the y axis;
-// the heatmap's margin pinned, so that choosing axes does not move it; cells still to
-// run grey with "…", cells with a diverged run hatched), a click on a cell and its row's
-// or column's loss curves overlaid, a double click opening its run, and the best setting
-// among the finished; the sweep chosen in the "Sweep" list (sweeps_list.cpp) shown. The
+// SweepsTab's heatmap (sweeps_tab.h): two chosen axes with the others as slicers on a line
+// of their own (one row of cells for a one-axis sweep or the same axis across and up, said
+// on the y axis; the heatmap's margin pinned, so that choosing axes does not move it;
+// cells still to run grey with "…", cells with a diverged run hatched), and the best
+// setting among the finished. The sweep shown is read in sweeps_store_reads.cpp, what a
+// cell holds is sweeps_cells.cpp's, the overlaid loss curves sweeps_overlay.cpp's; the
 // form, start, stop and collection are in sweeps_tab.cpp.
 #include "fp8wb/views/sweeps/sweeps_tab.h"
 
@@ -13,21 +12,14 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLayout>
-#include <QMouseEvent>
-#include <QProgressBar>
-#include <QShowEvent>
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <iterator>
+#include <utility>
 
 #include "fp8wb/core/sweep/final_loss.h"
-#include "fp8wb/core/store/run_store.h"
-#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/common/exportable_plot.h"
-#include "fp8wb/views/common/loss_curves.h"
 #include "fp8wb/views/common/name_choices.h"
-#include "fp8wb/views/common/store_reader.h"
 #include "sweeps/sweeps_tab_internal.h"
 
 namespace fp8wb {
@@ -48,33 +40,7 @@ QCPColorGradient heat_gradient() {
   return g;
 }
 
-SweepRead read_sweep(const std::string& path, int64_t sweep_id) {
-  const auto store = open_store_reader(path);
-  const auto info = store->sweep(sweep_id);
-  if (!info) throw StoreError("no sweep " + std::to_string(sweep_id) + " in " + path);
-  SweepRead r;
-  r.spec = sweep_from_json(info->grid_json);
-  r.points = sweep_points(*store, sweep_id);
-  r.status = info->status;
-  r.runs_state = sweep_runs_state(*store, sweep_id);
-  return r;
-}
-
-std::string sweep_runs_state(const RunStore& store, int64_t sweep_id) {
-  const auto info = store.sweep(sweep_id);
-  if (!info) return {};
-  std::string state = info->status;
-  for (const RunInfo& r : store.runs()) {
-    if (r.parent_sweep != sweep_id) continue;
-    state += ' ' + std::to_string(r.id) + ':' + std::string(run_status_name(r.status)) +
-             (r.live ? "+" : "");
-  }
-  return state;
-}
-
 }  // namespace sweeps_detail
-
-using namespace sweeps_detail;  // SweepRead, read_sweep() (sweeps_tab_internal.h)
 
 namespace {
 
@@ -197,19 +163,6 @@ QString scale_label(SweepMetric m, const QString& label) {
 
 }  // namespace
 
-void SweepsTab::cellClicked(QMouseEvent* e, bool twice) {
-  if (e->button() != Qt::LeftButton || !heat_->axisRect()->rect().contains(e->position().toPoint()))
-    return;
-  double kx = 0, ky = 0;
-  map_->pixelsToCoords(e->position(), kx, ky);
-  const int x = static_cast<int>(std::lround(kx)), y = static_cast<int>(std::lround(ky));
-  if (!twice) {
-    overlayLine(x, y, overlay_->currentIndex() == 1);
-    return;
-  }
-  const auto ids = runsAt(x, y);
-  if (!ids.empty()) Q_EMIT openRunRequested(ids.front());
-}
 void SweepsTab::ticksFollowTheLayout() {
   // Ticks made for another length than the one laid out: made again, once, for this one.
   connect(heat_, &QCustomPlot::afterLayout, this, [this] {
@@ -221,61 +174,6 @@ void SweepsTab::ticksFollowTheLayout() {
       }
     }
   });
-}
-
-void SweepsTab::showSweep(int64_t sweep_id) {
-  const std::string path = engine_->databasePath().toStdString();
-  if (sweep_id != sweep_id_ && !busy()) {
-    // Another sweep: the one shown comes down at once, not left under the new one's name
-    // while it is read.
-    sweep_id_ = 0;
-    spec_ = SweepSpec{};
-    points_.clear();
-    seen_runs_.clear();
-    rebuildSlicers();
-    showNoSweep(tr("reading sweep %1…").arg(sweep_id));
-    best_->clear();
-  }
-  setReading(true);
-  points_job_.run([path, sweep_id] { return read_sweep(path, sweep_id); },
-                  [this, sweep_id](SweepRead r) {
-                    setReading(false);
-                    showPoints(sweep_id, std::move(r.spec), std::move(r.points), r.status);
-                    shown_runs_state_ = std::move(r.runs_state);
-                    Q_EMIT sweepShown(sweep_id);
-                  },
-                  [this](const QString& message) {
-                    setReading(false);
-                    fail(message);
-                  });
-}
-
-void SweepsTab::setReading(bool reading) {
-  reading_->setVisible(reading);
-}
-
-void SweepsTab::showPoints(int64_t sweep_id, SweepSpec spec, std::vector<SweepPoint> points,
-                           const std::string& status) {
-  points_job_.drop();  // what it would bring is older
-  setReading(false);
-  collect_failure_->setVisible(false);  // what is shown now is this sweep
-  collect_failure_->clear();
-  const bool axes_changed = spec.axes.size() != spec_.axes.size() || sweep_id != sweep_id_;
-  if (sweep_id != sweep_id_) {
-    clearOverlay();  // the curves of the sweep shown before
-    seen_runs_.clear();
-  }
-  spec_ = std::move(spec);
-  sweep_id_ = sweep_id;
-  points_ = std::move(points);
-  status_of_shown_ = status;
-  shown_runs_state_.clear();  // set by showSweep() after this, where it read the sweep
-  for (const SweepPoint& p : points_)
-    seen_runs_[p.values].insert(p.run_ids.begin(), p.run_ids.end());
-  if (axes_changed || static_cast<int>(slicers_.size()) != static_cast<int>(spec_.axes.size()))
-    rebuildSlicers();
-  redraw();
-  selectShownSweep();
 }
 
 void SweepsTab::rebuildSlicers() {
@@ -345,153 +243,6 @@ void SweepsTab::setMetric(SweepMetric metric) {
   choose(metric_, kSweepMetrics, metric);
   redraw();
 }
-
-std::vector<std::string> SweepsTab::valuesAt(int x, int y) const {
-  const int xa = x_axis_->currentIndex(), ya = y_axis_->currentIndex();
-  if (xa < 0 || ya < 0 || spec_.axes.empty()) return {};
-  // The same axis across and up (a one-axis sweep): one row of cells.
-  const bool one_row = xa == ya;
-  const auto& xv = spec_.axes[static_cast<size_t>(xa)].values;
-  const auto& yv = spec_.axes[static_cast<size_t>(ya)].values;
-  const int rows = one_row ? 1 : static_cast<int>(yv.size());
-  if (x < 0 || y < 0 || x >= static_cast<int>(xv.size()) || y >= rows) return {};
-  std::vector<std::string> values;
-  for (size_t k = 0; k < spec_.axes.size(); ++k) {
-    const auto& v = spec_.axes[k].values;
-    size_t at = static_cast<int>(k) == xa ? static_cast<size_t>(x)
-                : static_cast<int>(k) == ya
-                    ? static_cast<size_t>(y)
-                    : static_cast<size_t>(
-                          std::max(0, k < slicers_.size() ? slicers_[k]->currentIndex() : 0));
-    if (at >= v.size()) at = 0;
-    values.push_back(v[at]);
-  }
-  return values;
-}
-
-const SweepPoint* SweepsTab::pointAt(int x, int y) const {
-  const std::vector<std::string> values = valuesAt(x, y);
-  if (values.empty()) return nullptr;
-  if (indexed_ != points_.data() || indexed_size_ != points_.size()) {
-    point_index_.clear();
-    for (size_t i = 0; i < points_.size(); ++i) point_index_.emplace(points_[i].values, i);
-    indexed_ = points_.data();
-    indexed_size_ = points_.size();
-  }
-  const auto at = point_index_.find(values);
-  return at == point_index_.end() ? nullptr : &points_[at->second];
-}
-
-int SweepsTab::deletedAt(int x, int y) const {
-  const std::vector<std::string> values = valuesAt(x, y);
-  if (values.empty()) return 0;
-  return deletedOf(values, pointAt(x, y));
-}
-
-int SweepsTab::deletedTrials() const {
-  size_t points = 1;
-  for (const SweepAxis& a : spec_.axes) points *= a.values.size();
-  if (spec_.axes.empty()) return 0;
-  int gone = 0;
-  std::set<std::vector<std::string>> counted;
-  for (const SweepPoint& p : points_) {
-    if (counted.insert(p.values).second) gone += deletedOf(p.values, &p);
-  }
-  for (const auto& [values, runs] : seen_runs_) {
-    if (counted.insert(values).second) gone += deletedOf(values, nullptr);
-  }
-  // A finished sweep's points without a run at all had every trial deleted.
-  if (status_of_shown_ == "finished" && points > counted.size())
-    gone += static_cast<int>(points - counted.size()) * std::max(1, spec_.seeds);
-  return gone;
-}
-
-int SweepsTab::deletedOf(const std::vector<std::string>& values, const SweepPoint* p) const {
-  const int runs = p ? p->runs : 0;
-  const int trials = p ? p->trials : std::max(1, spec_.seeds);
-  int gone = 0;
-  if (const auto seen = seen_runs_.find(values); seen != seen_runs_.end()) {
-    for (int64_t id : seen->second) {
-      if (!p || std::find(p->run_ids.begin(), p->run_ids.end(), id) == p->run_ids.end()) ++gone;
-    }
-  }
-  // Every trial of a finished sweep ran: one without its run had it deleted.
-  if (status_of_shown_ == "finished") gone = std::max(gone, trials - runs);
-  return std::clamp(gone, 0, std::max(0, trials - runs));
-}
-
-QString SweepsTab::cellTip(int x, int y) const {
-  const int xa = x_axis_->currentIndex(), ya = y_axis_->currentIndex();
-  if (xa < 0 || ya < 0 || spec_.axes.empty()) return {};
-  const bool one_row = xa == ya;
-  const auto& xv = spec_.axes[static_cast<size_t>(xa)].values;
-  const auto& yv = spec_.axes[static_cast<size_t>(ya)].values;
-  if (x < 0 || y < 0 || x >= static_cast<int>(xv.size()) ||
-      y >= (one_row ? 1 : static_cast<int>(yv.size())))
-    return {};
-  // Every axis's value, in the grid's order: the cell's own, the slicers' for the rest.
-  QStringList where;
-  for (size_t k = 0; k < spec_.axes.size(); ++k) {
-    const auto& values = spec_.axes[k].values;
-    int at = static_cast<int>(k) == xa   ? x
-             : static_cast<int>(k) == ya ? y
-             : k < slicers_.size()       ? std::max(0, slicers_[k]->currentIndex())
-                                         : 0;
-    if (at >= static_cast<int>(values.size())) at = 0;
-    where << QString::fromStdString(spec_.axes[k].key + " " + values[static_cast<size_t>(at)]);
-  }
-  const SweepPoint* p = pointAt(x, y);
-  const SweepMetric metric = chosen(metric_, kSweepMetrics);
-  const double v = p ? sweep_metric(*p, metric) : NAN;
-  QString what;
-  if (const int gone = deletedAt(x, y); gone > 0) {
-    what = tr("%1 of %2 trials' runs deleted (no figure; run the sweep again for them)")
-               .arg(gone)
-               .arg(p ? p->trials : std::max(1, spec_.seeds));
-  } else if (!p || !p->complete()) {
-    what = tr("trials still to run (%1 of %2 ended)")
-               .arg(p ? p->runs : 0)
-               .arg(p ? p->trials : std::max(1, spec_.seeds));
-  } else if (p->diverged > 0 && metric != SweepMetric::Diverged) {
-    what = tr("diverged (%1 of %2 runs)").arg(p->diverged).arg(p->runs);
-  } else if (!std::isfinite(v)) {
-    what = tr("%1: no figure").arg(metric_->currentText());
-  } else {
-    what = metric_->currentText() + QLatin1Char(' ') + QString::number(v, 'g', 6);
-    if (p->runs > 1) what += tr(" (mean of %1 seeds)").arg(p->runs);
-    if (p->runs > 1 && std::isfinite(p->final_loss_spread()))
-      what += tr("; seeds' final losses %1 to %2")
-                  .arg(p->final_loss_min, 0, 'f', 4)
-                  .arg(p->final_loss_max, 0, 'f', 4);
-    if (p->runs > 1 && std::isfinite(p->loss_gap_spread()))
-      what += tr("; seeds' loss gaps %1 to %2")
-                  .arg(p->loss_gap_min, 0, 'g', 4)
-                  .arg(p->loss_gap_max, 0, 'g', 4);
-    if (p->spiked > 0)
-      what += tr("; the loss of %1 of %2 runs spiked (up to %3 over the reference, +%4 %)")
-                  .arg(p->spiked)
-                  .arg(p->runs)
-                  .arg(p->spike, 0, 'g', 3)
-                  .arg(100 * p->spike_fraction, 0, 'f', 0);
-  }
-  if (p && p->reference_troubled > 0)
-    what += tr("; the high-precision reference itself blew up or diverged in %1 of %2 runs: "
-               "their loss gaps are left out of the mean gap")
-                .arg(p->reference_troubled)
-                .arg(p->runs);
-  return where.join(QStringLiteral(", ")) + QStringLiteral(": ") + what;
-}
-
-std::vector<int64_t> SweepsTab::runsAt(int x, int y) const {
-  const SweepPoint* p = pointAt(x, y);
-  return p ? p->run_ids : std::vector<int64_t>{};
-}
-
-double SweepsTab::cellValue(int x, int y) const {
-  const SweepPoint* p = pointAt(x, y);
-  return p ? sweep_metric(*p, chosen(metric_, kSweepMetrics)) : NAN;
-}
-
 QString SweepsTab::bestText() const {
   return best_->text();
 }
@@ -534,7 +285,6 @@ void SweepsTab::markCells(int x0, int x1, int y, const QString& kind) {
   r->setSelectable(false);
   marks_.push_back(r);
 }
-
 void SweepsTab::redraw() {
   for (QCPAbstractItem* item : marks_) heat_->removeItem(item);
   marks_.clear();
@@ -550,13 +300,7 @@ void SweepsTab::redraw() {
     a->setTickLabels(true);
     a->setTicks(true);
   }
-  bool held = false;
-  for (size_t k = 0; k < slicers_.size(); ++k) {
-    slicers_[k]->setVisible(static_cast<int>(k) != xa && static_cast<int>(k) != ya);
-    held = held || slicers_[k]->isVisibleTo(this);
-  }
-  held_none_->setText(held ? QString() : tr("none: every axis is across or up"));
-  held_none_->setVisible(!held);
+  showHeldAxes(xa, ya);
   const SweepMetric metric = chosen(metric_, kSweepMetrics);
   const auto& xv = spec_.axes[static_cast<size_t>(xa)].values;
   // The CSV's map column names the figure and which axis its rows and columns are.
@@ -580,13 +324,48 @@ void SweepsTab::redraw() {
     return n > 1 ? QCPRange(0, static_cast<double>(n - 1)) : QCPRange(-0.5, 0.5);
   };
   map_->data()->setRange(cells(xv.size()), cells(yv.size()));
+  const auto [lo, hi] =
+      colourCells(metric, static_cast<int>(xv.size()), static_cast<int>(yv.size()));
+  apply_colour_range(map_, scale_label(metric, metric_->currentText()), lo, hi,
+                     metric_domain(metric), fixed_metric_range(metric, lo, hi, spec_.seeds),
+                     fixed_colour_range(range_));
+  QSharedPointer<QCPAxisTickerText> tx(new CellTicker(heat_->xAxis)),
+      ty(new CellTicker(heat_->yAxis));
+  for (size_t i = 0; i < xv.size(); ++i)
+    tx->addTick(static_cast<double>(i), QString::fromStdString(xv[i]));
+  for (size_t i = 0; i < yv.size(); ++i)
+    ty->addTick(static_cast<double>(i), QString::fromStdString(yv[i]));
+  heat_->xAxis->setTicker(tx);
+  heat_->yAxis->setTicker(ty);
+  heat_->xAxis->setLabel(QString::fromStdString(spec_.axes[static_cast<size_t>(xa)].key));
+  // The same axis across and up: the y axis says that the one row is x alone (the other
+  // axes held by their slicers).
+  heat_->yAxis->setLabel(one_row ? one_row_label(spec_, xa)
+                                 : QString::fromStdString(spec_.axes[static_cast<size_t>(ya)].key));
+  heat_->rescaleAxes();
+  heat_->xAxis->setRange(-0.5, static_cast<double>(xv.size()) - 0.5);
+  heat_->yAxis->setRange(-0.5, static_cast<double>(yv.size()) - 0.5);
+  describeBest();
+  heat_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void SweepsTab::showHeldAxes(int xa, int ya) {
+  bool held = false;
+  for (size_t k = 0; k < slicers_.size(); ++k) {
+    slicers_[k]->setVisible(static_cast<int>(k) != xa && static_cast<int>(k) != ya);
+    held = held || slicers_[k]->isVisibleTo(this);
+  }
+  held_none_->setText(held ? QString() : tr("none: every axis is across or up"));
+  held_none_->setVisible(!held);
+}
+
+std::pair<double, double> SweepsTab::colourCells(SweepMetric metric, int nx, int ny) {
   // Only cells whose trials have all ended take a colour of the scale, and the scale
   // spans only them.
   double lo = INFINITY, hi = -INFINITY;
   // Each cell's mark (kind and text), made once every cell is known: on a large grid the
   // cells of a row alike are one item (tens of thousands of items would hold the window
   // for seconds, and their texts could not be read in cells a few pixels wide).
-  const int nx = static_cast<int>(xv.size()), ny = static_cast<int>(yv.size());
   std::vector<std::pair<QString, QString>> cell_marks(static_cast<size_t>(nx) * ny);
   auto mark = [&](int x, int y, const QString& kind, const QString& text) {
     cell_marks[static_cast<size_t>(y) * nx + x] = {kind, text};
@@ -623,6 +402,12 @@ void SweepsTab::redraw() {
       map_->data()->setCell(x, y, shown);
     }
   }
+  placeMarks(cell_marks, nx, ny);
+  return {lo, hi};
+}
+
+void SweepsTab::placeMarks(const std::vector<std::pair<QString, QString>>& cell_marks, int nx,
+                           int ny) {
   constexpr int kManyCells = 2500;
   for (int y = 0; y < ny; ++y) {
     for (int x = 0; x < nx;) {
@@ -637,25 +422,9 @@ void SweepsTab::redraw() {
       x = end;
     }
   }
-  apply_colour_range(map_, scale_label(metric, metric_->currentText()), lo, hi,
-                     metric_domain(metric), fixed_metric_range(metric, lo, hi, spec_.seeds),
-                     fixed_colour_range(range_));
-  QSharedPointer<QCPAxisTickerText> tx(new CellTicker(heat_->xAxis)),
-      ty(new CellTicker(heat_->yAxis));
-  for (size_t i = 0; i < xv.size(); ++i)
-    tx->addTick(static_cast<double>(i), QString::fromStdString(xv[i]));
-  for (size_t i = 0; i < yv.size(); ++i)
-    ty->addTick(static_cast<double>(i), QString::fromStdString(yv[i]));
-  heat_->xAxis->setTicker(tx);
-  heat_->yAxis->setTicker(ty);
-  heat_->xAxis->setLabel(QString::fromStdString(spec_.axes[static_cast<size_t>(xa)].key));
-  // The same axis across and up: the y axis says that the one row is x alone (the other
-  // axes held by their slicers).
-  heat_->yAxis->setLabel(one_row ? one_row_label(spec_, xa)
-                                 : QString::fromStdString(spec_.axes[static_cast<size_t>(ya)].key));
-  heat_->rescaleAxes();
-  heat_->xAxis->setRange(-0.5, static_cast<double>(xv.size()) - 0.5);
-  heat_->yAxis->setRange(-0.5, static_cast<double>(yv.size()) - 0.5);
+}
+
+void SweepsTab::describeBest() {
   const SweepCounts counts = sweep_counts(spec_, points_);
   QString progress =
       (counts.trials == 1 ? tr("%1 of %2 trial finished") : tr("%1 of %2 trials finished"))
@@ -714,7 +483,6 @@ void SweepsTab::redraw() {
     best_->setMinimumHeight(h);
     if (QLayout* l = best_->parentWidget()->layout()) l->activate();
   }
-  heat_->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void SweepsTab::showNoSweep(const QString& why) {
@@ -739,117 +507,4 @@ void SweepsTab::showNoSweep(const QString& why) {
   heat_->replot(QCustomPlot::rpQueuedReplot);
   clearOverlay();
 }
-
-void SweepsTab::clearOverlay() {
-  curves_job_.drop();
-  overlay_title_->clear();
-  curves_->setExportTitle(QString());
-  show_loss_curves(curves_, {});
-}
-
-QString SweepsTab::overlayTitle() const {
-  return overlay_title_->text();
-}
-
-void SweepsTab::overlayLine(int x, int y, bool column) {
-  // A one-axis sweep's row: along its axis, with nothing else of the grid held.
-  const bool one_row = x_axis_->currentIndex() == y_axis_->currentIndex();
-  const int along = column && !one_row ? y_axis_->currentIndex() : x_axis_->currentIndex();
-  const int fixed = one_row ? -1 : column ? x_axis_->currentIndex() : y_axis_->currentIndex();
-  overlaid_cell_ = QPoint(x, y);
-  // Several seeds a point: a curve a seed, each named by its seed.
-  const bool seeds = spec_.seeds > 1;
-  // The title names what is held: the clicked cell's value of the other axis and the
-  // slicers' values of the rest.
-  QString title;
-  if (along >= 0 && !spec_.axes.empty()) {
-    QStringList held;
-    if (fixed >= 0) {
-      const auto& fv = spec_.axes[static_cast<size_t>(fixed)].values;
-      const int at = column ? x : y;
-      if (at >= 0 && at < static_cast<int>(fv.size()))
-        held << QString::fromStdString(spec_.axes[static_cast<size_t>(fixed)].key + "=" +
-                                       fv[static_cast<size_t>(at)]);
-    }
-    for (size_t k = 0; k < spec_.axes.size() && k < slicers_.size(); ++k)
-      if (static_cast<int>(k) != along && static_cast<int>(k) != fixed)
-        held << slicers_[k]->currentText();
-    const QString each = QString::fromStdString(spec_.axes[static_cast<size_t>(along)].key);
-    const QString curves_of = seeds ? tr("one curve for each %1 and seed").arg(each)
-                                    : tr("one curve for each %1").arg(each);
-    title = held.isEmpty() ? tr("Loss, %1").arg(curves_of)
-                           : tr("Loss at %1, %2").arg(held.join(QStringLiteral(", ")), curves_of);
-  }
-  std::vector<LossCurve> curves;
-  if (along >= 0 && !spec_.axes.empty()) {
-    const auto& values = spec_.axes[static_cast<size_t>(along)].values;
-    auto runs_of = [&](int i) { return column && !one_row ? runsAt(x, i) : runsAt(i, y); };
-    // The values with runs; of a long axis, a few evenly spaced (the clicked cell's among
-    // them): more curves could not be told apart, and their legend would crush the plot.
-    std::vector<int> with_runs;
-    for (int i = 0; i < static_cast<int>(values.size()); ++i)
-      if (!runs_of(i).empty()) with_runs.push_back(i);
-    constexpr size_t kMostCurves = 6;  // the loss curves' six colours, each once
-    std::vector<int> shown = with_runs;
-    if (with_runs.size() > kMostCurves) {
-      shown.clear();
-      for (size_t j = 0; j < kMostCurves; ++j)
-        shown.push_back(with_runs[j * (with_runs.size() - 1) / (kMostCurves - 1)]);
-      // The clicked cell's value in place of the nearest of them.
-      const int clicked = column && !one_row ? y : x;
-      if (std::find(with_runs.begin(), with_runs.end(), clicked) != with_runs.end()) {
-        auto nearest = std::min_element(shown.begin(), shown.end(), [clicked](int a, int b) {
-          return std::abs(a - clicked) < std::abs(b - clicked);
-        });
-        *nearest = clicked;
-        std::sort(shown.begin(), shown.end());
-        shown.erase(std::unique(shown.begin(), shown.end()), shown.end());
-      }
-      QStringList named;
-      for (int i : shown) named << QString::fromStdString(values[static_cast<size_t>(i)]);
-      const QString key = QString::fromStdString(spec_.axes[static_cast<size_t>(along)].key);
-      title += with_runs.size() == values.size()
-                   ? tr(" (%1 of %2 %3 values shown: %4)")
-                         .arg(shown.size())
-                         .arg(values.size())
-                         .arg(key, named.join(QStringLiteral(", ")))
-                   : tr(" (%1 of the %2 %3 values with runs shown, of %4: %5)")
-                         .arg(shown.size())
-                         .arg(with_runs.size())
-                         .arg(key)
-                         .arg(values.size())
-                         .arg(named.join(QStringLiteral(", ")));
-    }
-    for (size_t n = 0; n < shown.size(); ++n) {
-      const int i = shown[n];
-      int seed = 0;  // the point's runs in one colour, each in a line style of its own
-      for (int64_t id : runs_of(i)) {
-        LossCurve c;
-        c.dashes = seed++;
-        c.run_id = id;
-        c.name = QString::fromStdString(spec_.axes[static_cast<size_t>(along)].key + "=" +
-                                        values[static_cast<size_t>(i)]);
-        c.colour = static_cast<int>(n);
-        c.name_seed = seeds;
-        curves.push_back(std::move(c));
-      }
-    }
-  }
-  overlay_title_->setText(title);
-  curves_->setExportTitle(title);
-  if (curves.empty()) {
-    curves_job_.drop();
-    show_loss_curves(curves_, {});
-    Q_EMIT curvesShown();
-    return;
-  }
-  const std::string path = engine_->databasePath().toStdString();
-  curves_job_.run([path, curves] { return read_loss_curves(path, curves); },
-                  [this](std::vector<LossCurve> c) {
-                    show_loss_curves(curves_, c);
-                    Q_EMIT curvesShown();
-                  },
-                  [this](const QString& message) { fail(message); });
-}
-
 }  // namespace fp8wb

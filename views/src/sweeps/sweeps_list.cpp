@@ -1,6 +1,6 @@
 // SweepsTab's "Sweep" list (sweeps_tab.h): the database's stored sweeps, newest first,
 // read off the GUI thread when the tab is shown, when the database changes and as the
-// tab's own sweeps start and end; the one chosen is shown (sweeps_heatmap.cpp). Under
+// tab's own sweeps start and end; the one chosen is shown (sweeps_store_reads.cpp). Under
 // it, the line describing the sweep shown and "Copy to new sweep".
 #include <QComboBox>
 #include <QJsonArray>

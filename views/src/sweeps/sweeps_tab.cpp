@@ -1,8 +1,9 @@
 // SweepsTab (sweeps_tab.h): the tab's widgets and layout, its presets and the "New sweep"
 // form (base config, grid, seeds, trials side by side), whose Start and Stop go to the
 // SweepController (sweep_controller.h) and whose trials' list, status line and heatmap
-// follow what it says. Elsewhere: the heatmap, its cells and the overlaid curves
-// (sweeps_heatmap.cpp), the "Sweep" list and the line describing the sweep shown
+// follow what it says. Elsewhere: the sweep shown read (sweeps_store_reads.cpp), the
+// heatmap (sweeps_heatmap.cpp), its cells (sweeps_cells.cpp) and the overlaid curves
+// (sweeps_overlay.cpp), the "Sweep" list and the line describing the sweep shown
 // (sweeps_list.cpp), "Collect from folder…" (sweeps_collect.cpp).
 #include "fp8wb/views/sweeps/sweeps_tab.h"
 

@@ -1,8 +1,9 @@
 // defines: what the Sweeps tab's files share (sweeps_tab.cpp: the form, start, stop and
-// collection; sweeps_heatmap.cpp: the heatmap, its slicers and cells, the best setting and
-// the overlaid loss curves): SweepRead and read_sweep(), a sweep's grid, points and status
-// read on a connection of its own, and heat_gradient(), the heatmap's colours. Internal to
-// views.
+// collection; sweeps_store_reads.cpp: the sweep shown read; sweeps_heatmap.cpp: the
+// heatmap, its slicers and the best setting; sweeps_cells.cpp: what a cell holds;
+// sweeps_overlay.cpp: the overlaid loss curves): SweepRead and read_sweep(), a sweep's
+// grid, points and status read on a connection of its own, and heat_gradient(), the
+// heatmap's colours. Internal to views.
 #pragma once
 
 #include <cstdint>

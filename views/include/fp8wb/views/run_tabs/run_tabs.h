@@ -156,7 +156,16 @@ class ScalingTab : public RunTabBase {
   void drawWhatIf();
   void rebuildTree();
   void selectInTree();
+  // The selected tensor's amax, scale and shares, the window band and the caption; its
+  // steps:
   void drawSelected();
+  // No statistics of the selected tensor: the plots emptied, the caption saying why.
+  void showNoStatistics();
+  // Where the run recorded every step's amax of the selected tensor: the amax and the
+  // orange line drawn for every step, the run's own scaling replayed.
+  void drawEveryStepAmax(double fmax, bool delayed, int window, int margin, bool skip0);
+  // The caption: the last sampled step's format, amax, scale, headroom and what they mean.
+  void describeSelected(const TensorMetrics& last, bool delayed, int window, int margin);
   void fitAxes();
   void drawRanks();
   QTreeWidget* tree_;
@@ -190,6 +199,11 @@ class QuantizationTab : public RunTabBase {
 
  private:
   void refillChoices();
+  // The layers x sampled steps heatmap of the chosen figure and role, and its CSV.
+  void drawHeatmap();
+  // The chosen tensor's last sampled step: its exponent histogram beside the format's
+  // range, its block error map and the caption.
+  void drawChosenTensor();
   QComboBox *metric_, *role_, *tensor_;
   QComboBox* range_ = nullptr;  // the colour scales' range (both maps): auto or fixed
   QCheckBox* include_step0_;

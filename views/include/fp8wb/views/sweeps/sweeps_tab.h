@@ -22,6 +22,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fp8wb/core/sweep/sweep.h"
@@ -146,7 +147,18 @@ class SweepsTab : public QWidget {
   void databaseChanged();
   // The "Sweep" list's entry of the sweep shown, chosen (without showing it again).
   void selectShownSweep();
+  // The heatmap of the chosen axes, metric and slice, and the best setting; its steps:
   void redraw();
+  // The slicers of the axes neither across (xa) nor up (ya) shown; "none" where none is.
+  void showHeldAxes(int xa, int ya);
+  // The nx x ny cells' colours (the metric's figure where every trial ended) and the marks
+  // of those that take none; returns the lowest and highest figure coloured.
+  std::pair<double, double> colourCells(SweepMetric metric, int nx, int ny);
+  // Each cell's mark (kind and text; empty: none) placed: alone on a small grid, the
+  // cells of a row alike as one item on a large one.
+  void placeMarks(const std::vector<std::pair<QString, QString>>& cell_marks, int nx, int ny);
+  // The line over the heatmap: the best setting (kSweepVerdictRule) and the trials ended.
+  void describeBest();
   // The heatmap's tick labels follow its size: replotted where they were made for another.
   void ticksFollowTheLayout();
   // No sweep shown: the heatmap without cells, ticks, axis labels or colour scale, saying
