@@ -27,8 +27,8 @@
 #include <thread>
 #include <vector>
 
-#include "fp8wb/core/train/distributed.h"
 #include "fp8wb/core/store/run_store.h"
+#include "fp8wb/core/train/distributed.h"
 #include "stop_signals.h"
 
 extern char** environ;

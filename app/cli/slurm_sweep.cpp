@@ -18,11 +18,11 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "fp8wb/core/counted.h"
+#include "commands/sweep_command.h"
 #include "fp8wb/core/checkpoint/file_io.h"
 #include "fp8wb/core/config/run_config.h"
+#include "fp8wb/core/counted.h"
 #include "fp8wb/core/sweep/sweep_collect.h"
-#include "commands/sweep_command.h"
 #include "table_text.h"
 
 extern char** environ;

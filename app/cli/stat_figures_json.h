@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "fp8wb/core/metrics.h"
 #include "fp8wb/core/formats/value_report.h"
+#include "fp8wb/core/metrics.h"
 
 namespace fp8wb::cli {
 

@@ -13,9 +13,9 @@
 #include <QTabWidget>
 
 #include "fp8wb/views/checkpoint/checkpoint_tab.h"
-#include "fp8wb/views/run_panel/engine_controller.h"
-#include "fp8wb/views/formats/formats_tab.h"
 #include "fp8wb/views/common/presentation_mode.h"
+#include "fp8wb/views/formats/formats_tab.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/run_panel/run_panel.h"
 #include "fp8wb/views/run_tabs/run_tabs.h"
 #include "fp8wb/views/runs/runs_tab.h"

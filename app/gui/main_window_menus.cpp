@@ -18,9 +18,9 @@
 
 #include "fp8wb/core/backend/backend_info.h"
 #include "fp8wb/views/checkpoint/checkpoint_tab.h"
-#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/common/exportable_plot.h"
 #include "fp8wb/views/common/file_dialogs.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/run_tabs/run_tabs.h"
 #include "fp8wb/views/runs/runs_tab.h"
 #include "fp8wb/views/sweeps/sweeps_tab.h"

@@ -11,10 +11,10 @@
 #include <cstdio>
 
 #include "fp8wb/views/checkpoint/checkpoint_tab.h"
-#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/common/exportable_plot.h"
-#include "fp8wb/views/formats/formats_tab.h"
 #include "fp8wb/views/common/run_database_guard.h"
+#include "fp8wb/views/formats/formats_tab.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/run_panel/run_panel.h"
 #include "fp8wb/views/runs/runs_tab.h"
 #include "fp8wb/views/sweeps/sweeps_tab.h"

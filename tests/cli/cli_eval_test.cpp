@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "cli_run.h"
-#include "fp8wb/core/store/run_store.h"
 #include "fp8wb/core/checkpoint/safetensors.h"
+#include "fp8wb/core/store/run_store.h"
 #include "temp_dir.h"
 
 namespace {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "cli_run.h"
-#include "fp8wb/core/metrics.h"
 #include "fp8wb/core/formats/value_report.h"
+#include "fp8wb/core/metrics.h"
 
 namespace {
 

@@ -26,10 +26,10 @@
 #include <vector>
 
 #include "cli_run.h"
-#include "fp8wb/core/train/comm_bench.h"
-#include "fp8wb/core/train/distributed.h"
 #include "fp8wb/core/config/run_config.h"
 #include "fp8wb/core/store/run_store.h"
+#include "fp8wb/core/train/comm_bench.h"
+#include "fp8wb/core/train/distributed.h"
 #include "fp8wb/core/train/trainer.h"
 #include "rank_launcher.h"
 #include "temp_dir.h"

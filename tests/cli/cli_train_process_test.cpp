@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "cli_run.h"
-#include "fp8wb/core/train/distributed.h"
 #include "fp8wb/core/store/run_store.h"
+#include "fp8wb/core/train/distributed.h"
 #include "temp_dir_test.h"
 
 namespace {

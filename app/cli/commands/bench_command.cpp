@@ -12,12 +12,12 @@
 #include <nlohmann/json.hpp>
 
 #include "command_registry.h"
-#include "fp8wb/core/train/comm_bench.h"
-#include "fp8wb/core/counted.h"
-#include "fp8wb/core/train/distributed.h"
-#include "fp8wb/core/median.h"
 #include "fp8wb/core/config/run_config.h"
+#include "fp8wb/core/counted.h"
+#include "fp8wb/core/median.h"
 #include "fp8wb/core/store/run_store.h"
+#include "fp8wb/core/train/comm_bench.h"
+#include "fp8wb/core/train/distributed.h"
 #include "fp8wb/core/train/trainer.h"
 #include "rank_launcher.h"
 #include "run_command_common.h"

@@ -22,12 +22,12 @@
 #include <vector>
 
 #include "command_registry.h"
-#include "fp8wb/core/checkpoint/checkpoint_analysis.h"
-#include "fp8wb/core/counted.h"
 #include "fp8wb/core/backend/default_formats.h"
+#include "fp8wb/core/checkpoint/checkpoint_analysis.h"
 #include "fp8wb/core/checkpoint/open_checkpoint.h"
-#include "fp8wb/core/config/run_config.h"
 #include "fp8wb/core/checkpoint/safetensors.h"
+#include "fp8wb/core/config/run_config.h"
+#include "fp8wb/core/counted.h"
 #include "fp8wb/core/formats/value_report.h"
 #include "inspect_output.h"
 #include "same_file.h"

@@ -12,9 +12,9 @@
 
 #include "command_registry.h"
 #include "fp8wb/core/checkpoint/file_io.h"
-#include "fp8wb/core/sweep/final_loss.h"
 #include "fp8wb/core/config/run_config.h"
 #include "fp8wb/core/store/run_store.h"
+#include "fp8wb/core/sweep/final_loss.h"
 #include "run_command_common.h"
 #include "same_file.h"
 #include "table_text.h"

@@ -13,10 +13,10 @@
 #include <thread>
 
 #include "command_registry.h"
-#include "fp8wb/core/counted.h"
 #include "fp8wb/core/checkpoint/file_io.h"
-#include "fp8wb/core/sweep/final_loss.h"
+#include "fp8wb/core/counted.h"
 #include "fp8wb/core/store/run_store.h"
+#include "fp8wb/core/sweep/final_loss.h"
 #include "fp8wb/core/sweep/sweep.h"
 #include "run_command_common.h"
 #include "slurm_sweep.h"

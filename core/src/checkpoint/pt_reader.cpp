@@ -18,8 +18,8 @@
 #include <map>
 
 #include "fp8wb/core/checkpoint/file_io.h"
-#include "fp8wb/core/name_text.h"
 #include "fp8wb/core/checkpoint/torch_pickle.h"
+#include "fp8wb/core/name_text.h"
 #include "pt_reader.h"
 
 namespace fp8wb {

@@ -19,8 +19,8 @@
 #include <variant>
 
 #include "config_json.h"
-#include "fp8wb/core/name_text.h"
 #include "fp8wb/core/config/run_config_fields.h"
+#include "fp8wb/core/name_text.h"
 
 namespace fp8wb {
 namespace {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "fp8wb/core/replay/replay.h"
 #include "fp8wb/core/config/run_config.h"
+#include "fp8wb/core/replay/replay.h"
 
 namespace fp8wb {
 

@@ -7,8 +7,8 @@
 #include <set>
 #include <string>
 
-#include "fp8wb/core/counted.h"
 #include "fp8wb/core/config/run_config.h"
+#include "fp8wb/core/counted.h"
 #include "fp8wb/core/watch/watch.h"
 
 namespace fp8wb {

@@ -23,9 +23,9 @@
 #include <utility>
 
 #include "config/json_fields.h"
-#include "fp8wb/core/counted.h"
 #include "fp8wb/core/checkpoint/file_io.h"
 #include "fp8wb/core/config/run_config.h"
+#include "fp8wb/core/counted.h"
 #include "fp8wb/core/store/run_store.h"
 
 extern char** environ;

@@ -16,10 +16,10 @@
 
 #include "divergence.h"
 #include "fp8wb/core/backend/backend_info.h"
-#include "fp8wb/core/counted.h"
-#include "fp8wb/core/checkpoint/file_io.h"
 #include "fp8wb/core/backend/notices.h"
+#include "fp8wb/core/checkpoint/file_io.h"
 #include "fp8wb/core/checkpoint/safetensors.h"
+#include "fp8wb/core/counted.h"
 #include "trainer_impl.h"
 #include "trainer_step.h"
 

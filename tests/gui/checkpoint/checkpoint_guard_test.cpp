@@ -26,12 +26,12 @@
 #include <QtTest>
 #include <cstring>
 
-#include "fp8wb/core/store/run_store.h"
 #include "fp8wb/core/checkpoint/safetensors.h"
-#include "fp8wb/views/common/background_job.h"
+#include "fp8wb/core/store/run_store.h"
 #include "fp8wb/views/checkpoint/checkpoint_tab.h"
-#include "fp8wb/views/run_panel/engine_controller.h"
+#include "fp8wb/views/common/background_job.h"
 #include "fp8wb/views/common/exportable_plot.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/runs/runs_tab.h"
 #include "fp8wb/views/sweeps/sweeps_tab.h"
 #include "main_window.h"

@@ -24,9 +24,9 @@
 #include "fp8wb/kernels/format.h"
 #include "fp8wb/views/checkpoint/checkpoint_tab.h"
 #include "fp8wb/views/common/exportable_plot.h"
+#include "fp8wb/views/common/loss_curves.h"
 #include "fp8wb/views/formats/format_plots.h"
 #include "fp8wb/views/formats/formats_tab.h"
-#include "fp8wb/views/common/loss_curves.h"
 #include "fp8wb/views/run_tabs/run_tabs.h"
 #include "main_window.h"
 

@@ -17,8 +17,8 @@
 #include <limits>
 
 #include "fp8wb/core/formats/demos.h"
-#include "fp8wb/views/formats/demo_views.h"
 #include "fp8wb/views/common/exportable_plot.h"
+#include "fp8wb/views/formats/demo_views.h"
 #include "fp8wb/views/formats/formats_tab.h"
 
 using namespace fp8wb;

@@ -22,14 +22,14 @@
 #include <cmath>
 #include <functional>
 
+#include "fp8wb/views/common/exportable_plot.h"
+#include "fp8wb/views/common/presentation_mode.h"
 #include "fp8wb/views/formats/bit_field_widget.h"
 #include "fp8wb/views/formats/code_table_model.h"
 #include "fp8wb/views/formats/demo_views.h"
-#include "fp8wb/views/run_panel/engine_controller.h"
-#include "fp8wb/views/common/exportable_plot.h"
 #include "fp8wb/views/formats/format_plots.h"
 #include "fp8wb/views/formats/formats_tab.h"
-#include "fp8wb/views/common/presentation_mode.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/run_panel/run_panel.h"
 #include "fp8wb/views/run_tabs/run_tabs.h"
 #include "main_window.h"

@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "fp8wb/core/metrics.h"
 #include "fp8wb/core/config/run_config.h"
+#include "fp8wb/core/metrics.h"
 #include "fp8wb/core/store/run_store.h"
 #include "fp8wb/views/common/exportable_plot.h"
 #include "fp8wb/views/run_tabs/run_data.h"

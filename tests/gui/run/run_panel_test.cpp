@@ -22,10 +22,10 @@
 #include <cmath>
 
 #include "fp8wb/core/config/run_config_fields.h"
-#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/common/exportable_plot.h"
-#include "fp8wb/views/run_tabs/run_data.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/run_panel/run_panel.h"
+#include "fp8wb/views/run_tabs/run_data.h"
 #include "fp8wb/views/run_tabs/run_tabs.h"
 #include "main_window.h"
 

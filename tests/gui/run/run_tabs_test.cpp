@@ -14,11 +14,11 @@
 
 #include "fp8wb/core/store/run_store.h"
 #include "fp8wb/kernels/tensor_stats.h"
-#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/common/exportable_plot.h"
-#include "fp8wb/views/run_tabs/run_data.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/run_panel/run_panel.h"
 #include "fp8wb/views/run_panel/run_presets.h"
+#include "fp8wb/views/run_tabs/run_data.h"
 #include "fp8wb/views/run_tabs/run_tabs.h"
 #include "fp8wb/views/runs/runs_tab.h"
 #include "main_window.h"

@@ -24,12 +24,12 @@
 #include <string>
 #include <vector>
 
+#include "fp8wb/core/checkpoint/safetensors.h"
 #include "fp8wb/core/config/run_config.h"
 #include "fp8wb/core/store/run_store.h"
-#include "fp8wb/core/checkpoint/safetensors.h"
 #include "fp8wb/views/checkpoint/checkpoint_tab.h"
-#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/common/exportable_plot.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/run_tabs/run_data.h"
 #include "fp8wb/views/run_tabs/run_tabs.h"
 #include "fp8wb/views/runs/runs_tab.h"

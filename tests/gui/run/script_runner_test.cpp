@@ -14,10 +14,10 @@
 
 #include "fp8wb/core/store/run_store.h"
 #include "fp8wb/views/run_panel/engine_controller.h"
-#include "fp8wb/views/runs/run_list_model.h"
 #include "fp8wb/views/run_panel/run_panel.h"
-#include "fp8wb/views/runs/runs_tab.h"
 #include "fp8wb/views/run_panel/script_runner.h"
+#include "fp8wb/views/runs/run_list_model.h"
+#include "fp8wb/views/runs/runs_tab.h"
 #include "main_window.h"
 
 using namespace fp8wb;

@@ -34,13 +34,13 @@
 #include <cmath>
 #include <string>
 
-#include "fp8wb/core/sweep/final_loss.h"
 #include "fp8wb/core/config/run_config.h"
 #include "fp8wb/core/store/run_store.h"
-#include "fp8wb/views/run_panel/engine_controller.h"
+#include "fp8wb/core/sweep/final_loss.h"
 #include "fp8wb/views/common/exportable_plot.h"
-#include "fp8wb/views/runs/run_list_model.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/run_panel/run_panel.h"
+#include "fp8wb/views/runs/run_list_model.h"
 #include "fp8wb/views/runs/runs_tab.h"
 
 using namespace fp8wb;

@@ -14,11 +14,11 @@
 
 #include "fp8wb/core/config/run_config.h"
 #include "fp8wb/core/store/run_store.h"
-#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/common/exportable_plot.h"
-#include "fp8wb/views/sweeps/replay_panel.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/run_tabs/run_data.h"
 #include "fp8wb/views/run_tabs/run_tabs.h"
+#include "fp8wb/views/sweeps/replay_panel.h"
 #include "fp8wb/views/sweeps/sweeps_tab.h"
 
 using namespace fp8wb;

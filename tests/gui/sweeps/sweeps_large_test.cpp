@@ -17,8 +17,8 @@
 
 #include "fp8wb/core/store/run_store.h"
 #include "fp8wb/core/sweep/sweep.h"
-#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/common/exportable_plot.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/sweeps/sweeps_tab.h"
 #include "main_window.h"
 

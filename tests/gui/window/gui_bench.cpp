@@ -15,8 +15,8 @@
 
 #include "fp8wb/core/backend/backend_info.h"
 #include "fp8wb/core/train/trainer.h"
-#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/common/exportable_plot.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/runs/runs_tab.h"
 #include "main_window.h"
 

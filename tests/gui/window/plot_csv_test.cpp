@@ -20,14 +20,14 @@
 #include <map>
 #include <memory>
 
-#include "fp8wb/core/store/run_store.h"
 #include "fp8wb/core/checkpoint/safetensors.h"
+#include "fp8wb/core/store/run_store.h"
 #include "fp8wb/core/sweep/sweep.h"
 #include "fp8wb/views/checkpoint/checkpoint_tab.h"
-#include "fp8wb/views/formats/demo_views.h"
-#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/common/exportable_plot.h"
+#include "fp8wb/views/formats/demo_views.h"
 #include "fp8wb/views/formats/formats_tab.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/run_tabs/run_data.h"
 #include "fp8wb/views/run_tabs/run_tabs.h"
 #include "fp8wb/views/sweeps/sweeps_tab.h"

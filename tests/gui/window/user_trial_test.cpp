@@ -15,12 +15,12 @@
 #include <map>
 
 #include "checkpoint_tab_shown.h"
-#include "fp8wb/core/store/run_store.h"
 #include "fp8wb/core/checkpoint/safetensors.h"
+#include "fp8wb/core/store/run_store.h"
 #include "fp8wb/views/checkpoint/checkpoint_tab.h"
-#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/common/exportable_plot.h"
 #include "fp8wb/views/formats/formats_tab.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/runs/runs_tab.h"
 #include "fp8wb/views/sweeps/sweeps_tab.h"
 

@@ -14,8 +14,8 @@
 #include <string_view>
 
 #include "fp8wb/core/backend/backend_info.h"
-#include "fp8wb/core/checkpoint/checkpoint_analysis.h"
 #include "fp8wb/core/backend/default_formats.h"
+#include "fp8wb/core/checkpoint/checkpoint_analysis.h"
 #include "fp8wb/core/name_text.h"
 
 namespace fp8wb::checkpoint_detail {

@@ -9,8 +9,8 @@
 
 #include "fp8wb/core/backend/notices.h"
 #include "fp8wb/core/store/run_follower.h"
-#include "fp8wb/core/train/run_start.h"
 #include "fp8wb/core/store/run_store.h"
+#include "fp8wb/core/train/run_start.h"
 #include "fp8wb/core/train/trainer.h"
 #include "fp8wb/views/common/run_database_guard.h"
 #include "fp8wb/views/common/store_reader.h"

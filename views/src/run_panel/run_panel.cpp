@@ -23,8 +23,8 @@
 
 #include "fp8wb/core/backend/backend_info.h"
 #include "fp8wb/core/config/run_config_fields.h"
-#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/common/name_choices.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
 #include "run_panel/run_panel_fields.h"
 
 namespace fp8wb {

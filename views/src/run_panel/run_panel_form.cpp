@@ -18,8 +18,8 @@
 
 #include "fp8wb/core/backend/default_formats.h"
 #include "fp8wb/core/config/run_config_fields.h"
-#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/common/name_choices.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/run_panel/run_presets.h"
 #include "fp8wb/views/run_panel/script_runner.h"
 #include "run_panel/run_panel_fields.h"

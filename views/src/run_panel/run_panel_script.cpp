@@ -12,8 +12,8 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
-#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/common/file_dialogs.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/run_panel/run_panel.h"
 
 namespace fp8wb {

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "fp8wb/core/config/run_config.h"
 #include "fp8wb/core/metrics.h"
 #include "fp8wb/core/role.h"
-#include "fp8wb/core/config/run_config.h"
 #include "fp8wb/views/run_tabs/run_tabs.h"
 
 class QCheckBox;

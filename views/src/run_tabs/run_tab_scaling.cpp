@@ -18,8 +18,8 @@
 #include <optional>
 #include <set>
 
-#include "fp8wb/core/replay/replay.h"
 #include "fp8wb/core/config/run_config_fields.h"
+#include "fp8wb/core/replay/replay.h"
 #include "fp8wb/views/common/exportable_plot.h"
 #include "fp8wb/views/common/name_choices.h"
 #include "fp8wb/views/run_tabs/run_data.h"

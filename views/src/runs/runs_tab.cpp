@@ -16,12 +16,12 @@
 #include <sstream>
 
 #include "fp8wb/core/sweep/final_loss.h"
-#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/common/exportable_plot.h"
 #include "fp8wb/views/common/file_dialogs.h"
 #include "fp8wb/views/common/loss_curves.h"
 #include "fp8wb/views/common/run_database_guard.h"
 #include "fp8wb/views/common/store_reader.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
 
 namespace fp8wb {
 namespace {

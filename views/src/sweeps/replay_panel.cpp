@@ -19,9 +19,9 @@
 
 #include "fp8wb/core/config/run_config.h"
 #include "fp8wb/core/watch/watch.h"
-#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/common/exportable_plot.h"
 #include "fp8wb/views/common/store_reader.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
 #include "sweeps/sweeps_tab_internal.h"
 
 namespace fp8wb {

@@ -15,9 +15,9 @@
 
 #include "fp8wb/core/config/run_config.h"
 #include "fp8wb/core/store/run_store.h"
-#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/common/exportable_plot.h"
 #include "fp8wb/views/common/store_reader.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/sweeps/sweeps_tab.h"
 #include "sweeps/sweeps_tab_internal.h"
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/common/exportable_plot.h"
 #include "fp8wb/views/common/loss_curves.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
 
 namespace fp8wb {
 

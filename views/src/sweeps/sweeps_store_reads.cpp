@@ -10,8 +10,8 @@
 #include <utility>
 
 #include "fp8wb/core/store/run_store.h"
-#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/common/store_reader.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
 #include "sweeps/sweeps_tab_internal.h"
 
 namespace fp8wb {

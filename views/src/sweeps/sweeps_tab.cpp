@@ -24,10 +24,10 @@
 #include <algorithm>
 
 #include "fp8wb/core/config/run_config.h"
-#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/common/exportable_plot.h"
 #include "fp8wb/views/common/file_dialogs.h"
 #include "fp8wb/views/common/name_choices.h"
+#include "fp8wb/views/run_panel/engine_controller.h"
 #include "fp8wb/views/sweeps/replay_panel.h"
 #include "fp8wb/views/sweeps/sweep_controller.h"
 #include "sweeps/sweeps_tab_internal.h"

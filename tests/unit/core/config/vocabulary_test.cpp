@@ -8,8 +8,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "fp8wb/core/metrics.h"
 #include "fp8wb/core/config/run_config.h"
+#include "fp8wb/core/metrics.h"
 #include "fp8wb/core/sweep/sweep.h"
 
 namespace fp8wb {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "fp8wb/core/backend/backend_info.h"
-#include "fp8wb/core/checkpoint/checkpoint_analysis.h"
 #include "fp8wb/core/backend/default_formats.h"
+#include "fp8wb/core/checkpoint/checkpoint_analysis.h"
 
 namespace fp8wb {
 namespace {

@@ -10,8 +10,8 @@
 #include <map>
 #include <string>
 
-#include "fp8wb/core/sweep/final_loss.h"
 #include "fp8wb/core/store/run_store.h"
+#include "fp8wb/core/sweep/final_loss.h"
 #include "fp8wb/core/sweep/sweep.h"
 #include "temp_dir_test.h"
 

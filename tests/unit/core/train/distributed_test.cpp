@@ -16,8 +16,8 @@
 #include <thread>
 #include <tuple>
 
-#include "fp8wb/core/train/distributed.h"
 #include "fp8wb/core/store/run_store.h"
+#include "fp8wb/core/train/distributed.h"
 #include "fp8wb/core/train/trainer.h"
 
 namespace fp8wb {

@@ -17,8 +17,8 @@
 #include <map>
 
 #include "fp8wb/core/checkpoint/eval_checkpoint.h"
-#include "fp8wb/core/config/run_config.h"
 #include "fp8wb/core/checkpoint/safetensors.h"
+#include "fp8wb/core/config/run_config.h"
 #include "fp8wb/core/data/token_file.h"
 #include "fp8wb/core/train/trainer.h"
 #include "temp_dir.h"

@@ -17,8 +17,8 @@
 #include <tuple>
 
 #include "fp8wb/core/backend/backend_info.h"
-#include "fp8wb/core/store/run_store.h"
 #include "fp8wb/core/checkpoint/safetensors.h"
+#include "fp8wb/core/store/run_store.h"
 #include "fp8wb/core/train/trainer.h"
 
 namespace fp8wb {

@@ -18,9 +18,9 @@
 #include <utility>
 #include <vector>
 
-#include "fp8wb/core/sweep/final_loss.h"
 #include "fp8wb/core/config/run_config.h"
 #include "fp8wb/core/store/run_store.h"
+#include "fp8wb/core/sweep/final_loss.h"
 #include "fp8wb/kernels/name_table.h"
 
 namespace fp8wb {

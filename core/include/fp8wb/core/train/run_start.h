@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "fp8wb/core/metrics.h"
 #include "fp8wb/core/config/run_config.h"
+#include "fp8wb/core/metrics.h"
 #include "fp8wb/core/store/run_store.h"
 #include "fp8wb/core/train/trainer.h"
 

@@ -9,9 +9,9 @@
 #include <memory>
 #include <string>
 
-#include "fp8wb/core/train/distributed.h"
-#include "fp8wb/core/metrics.h"
 #include "fp8wb/core/config/run_config.h"
+#include "fp8wb/core/metrics.h"
+#include "fp8wb/core/train/distributed.h"
 
 namespace fp8wb {
 

@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "fp8wb/core/metrics.h"
 #include "fp8wb/core/config/run_config.h"
+#include "fp8wb/core/metrics.h"
 #include "fp8wb/core/store/run_store.h"
 #include "fp8wb/kernels/delayed_scaling.h"
 #include "fp8wb/kernels/quantize_cpu.h"

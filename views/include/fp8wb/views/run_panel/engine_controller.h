@@ -14,8 +14,8 @@
 #include <memory>
 #include <vector>
 
-#include "fp8wb/core/metrics.h"
 #include "fp8wb/core/config/run_config.h"
+#include "fp8wb/core/metrics.h"
 #include "fp8wb/views/common/background_job.h"
 #include "fp8wb/views/run_tabs/run_data.h"
 

@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "fp8wb/core/config/run_config.h"
 #include "fp8wb/core/metrics.h"
 #include "fp8wb/core/replay/replay.h"
-#include "fp8wb/core/config/run_config.h"
 #include "fp8wb/core/store/run_store.h"
 
 namespace fp8wb {

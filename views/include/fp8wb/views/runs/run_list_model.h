@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "fp8wb/core/sweep/final_loss.h"
 #include "fp8wb/core/store/run_store.h"
+#include "fp8wb/core/sweep/final_loss.h"
 
 namespace fp8wb {
 
