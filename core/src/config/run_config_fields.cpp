@@ -47,7 +47,7 @@ using C = RunConfig;
 std::vector<RunConfigField> make_fields() {
   return {
       row("name", &C::name, T::Text, "Name", "the run's name in lists, plots and exports", kNone,
-          200, G::Run),
+          static_cast<double>(kMaxRunNameLength), G::Run),
       row("model", &C::model, T::Name, "Model",
           "gpt: a character-level transformer; mlp: a synthetic regression with outlier "
           "channels; llama: a Llama-family decoder",

@@ -184,6 +184,8 @@ const std::vector<std::string>& run_config_keys();
 // What a config may be: its JSON text at most 1 MB, nested at most 32 levels.
 constexpr size_t kMaxConfigBytes = size_t{1} << 20;
 constexpr int kMaxJsonDepth = 32;
+// The longest `name` a config may have, in bytes (its field's bound).
+constexpr size_t kMaxRunNameLength = 200;
 
 // A config refused: the field (its key; empty where the config as a whole is refused: not
 // JSON, too large) and the reason. what() reads "config field 'KEY': REASON" (a field's) or
