@@ -20,6 +20,7 @@
 #include "fp8wb/views/run_tabs/run_tabs.h"
 #include "fp8wb/views/runs/runs_tab.h"
 #include "fp8wb/views/sweeps/sweeps_tab.h"
+#include "status_label.h"
 
 namespace fp8wb {
 
@@ -35,7 +36,7 @@ MainWindow::MainWindow(bool remember_layout, QWidget* parent)
       panel_(new RunPanel(engine_, this)),
       checkpoint_(new CheckpointTab(this)),
       sweeps_(new SweepsTab(engine_, this)),
-      run_status_(new QLabel(this)),
+      run_status_(new StatusLabel(this)),
       presentation_(new PresentationMode(this)),
       remember_layout_(remember_layout) {
   setWindowTitle(tr("FP8 Workbench"));

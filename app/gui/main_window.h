@@ -18,6 +18,7 @@ class QDockWidget;
 namespace fp8wb {
 
 class FormatsTab;
+class StatusLabel;
 class EngineController;
 class OverviewTab;
 class ScalingTab;
@@ -131,7 +132,7 @@ class MainWindow : public QMainWindow {
   RunPanel* panel_;
   CheckpointTab* checkpoint_;
   SweepsTab* sweeps_;
-  QLabel* run_status_;
+  StatusLabel* run_status_;         // the run shown or training, cut at a word where long
   QWidget* back_button_ = nullptr;  // "Back to run N", right of run_status_
   bool resay_pending_ = false;      // a message to cut again once the bar is laid out
   QStringList notices_;             // the latest notices

@@ -6,12 +6,14 @@
 #include <QPainter>
 #include <QStatusBar>
 #include <QTimer>
+#include <QToolTip>
 
 #include <algorithm>
 
 #include "fp8wb/core/backend/backend_info.h"
 #include "fp8wb/views/common/training_run_button.h"
 #include "main_window.h"
+#include "status_label.h"
 
 namespace fp8wb {
 
@@ -36,6 +38,57 @@ class ElidedLabel : public QLabel {
 };
 
 }  // namespace
+
+QString elide_at_word(const QFontMetrics& fm, const QString& text, int width) {
+  if (fm.horizontalAdvance(text) <= width) return text;
+  const QString ellipsis(QChar(0x2026));
+  for (qsizetype i = text.lastIndexOf(QLatin1Char(' ')); i > 0;
+       i = text.lastIndexOf(QLatin1Char(' '), i - 1)) {
+    QString head = text.left(i);
+    while (!head.isEmpty() && QStringLiteral(" ,;:").contains(head.back())) head.chop(1);
+    if (!head.isEmpty() && fm.horizontalAdvance(head + ellipsis) <= width) return head + ellipsis;
+  }
+  return fm.elidedText(text, Qt::ElideRight, width);
+}
+
+QSize StatusLabel::sizeHint() const {
+  QSize s = QLabel::sizeHint();
+  if (parentWidget() && parentWidget()->width() > 0)
+    s.setWidth(std::min(s.width(), parentWidget()->width() / 2));
+  return s;
+}
+
+QSize StatusLabel::minimumSizeHint() const {
+  // Its width (at most half the bar) before the GEMM line beside it gives up any of its own:
+  // that one is cut first.
+  return sizeHint();
+}
+
+QString StatusLabel::shownText() const {
+  return elide_at_word(fontMetrics(), text(), contentsRect().width());
+}
+
+QString StatusLabel::fullToolTip() const {
+  QStringList parts;
+  if (shownText() != text()) parts << text();
+  if (!notes_.isEmpty()) parts << notes_;
+  return parts.join(QStringLiteral("\n\n"));
+}
+
+void StatusLabel::setNotes(const QString& notes) {
+  notes_ = notes;
+}
+
+bool StatusLabel::event(QEvent* e) {
+  if (e->type() == QEvent::ToolTip) setToolTip(fullToolTip());  // as it is now
+  return QLabel::event(e);
+}
+
+void StatusLabel::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.setPen(palette().color(foregroundRole()));
+  p.drawText(contentsRect(), Qt::AlignLeft | Qt::AlignVCenter, shownText());
+}
 
 // The device, the FP8 GEMMs, the run label and "Back to run N".
 void MainWindow::buildStatusBar() {
@@ -64,6 +117,8 @@ void MainWindow::buildStatusBar() {
   // 2"): the message is cut again to the room they leave, never clipped under them.
   run_status_->installEventFilter(this);
   back_button_->installEventFilter(this);
+  // The run label's width is at most half the bar's: asked again as the bar's changes.
+  statusBar()->installEventFilter(this);
 }
 
 void MainWindow::sayInStatusBar(const QString& message) {
@@ -77,8 +132,7 @@ void MainWindow::sayInStatusBar(const QString& message) {
     for (QWidget* w : {static_cast<QWidget*>(run_status_), back_button_})
       if (w->isVisible()) right = std::min(right, w->geometry().left());
     const int room = right - 24;
-    if (room > 0)
-      said_shown_ = statusBar()->fontMetrics().elidedText(message, Qt::ElideRight, room);
+    if (room > 0) said_shown_ = elide_at_word(statusBar()->fontMetrics(), message, room);
   }
   statusBar()->setToolTip(said_shown_ != message ? message : QString());
   statusBar()->showMessage(said_shown_, 20000);
@@ -128,6 +182,10 @@ void MainWindow::showEvent(QShowEvent* e) {
 }
 
 bool MainWindow::eventFilter(QObject* watched, QEvent* e) {
+  if (watched == statusBar()) {
+    if (e->type() == QEvent::Resize) run_status_->updateGeometry();
+    return QMainWindow::eventFilter(watched, e);
+  }
   switch (e->type()) {
     case QEvent::Move:
     case QEvent::Resize:
@@ -159,7 +217,7 @@ void MainWindow::showNotice(const QString& message) {
   sayInStatusBar(message);
   notices_ << message;
   while (notices_.size() > 20) notices_.removeFirst();
-  run_status_->setToolTip(notices_.join(QLatin1Char('\n')));
+  run_status_->setNotes(notices_.join(QLatin1Char('\n')));
 }
 
 QString MainWindow::statusText() const {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "cli_run.h"
@@ -18,6 +19,7 @@
 #include "fp8wb/core/store/run_store.h"
 #include "fp8wb/core/sweep/sweep_collect.h"
 #include "sql_file.h"
+#include "sweep_command.h"
 #include "table_text.h"
 #include "temp_dir.h"
 #include "temp_dir_test.h"
@@ -227,6 +229,62 @@ TEST(CliSweep, TableJsonAndBadGrids) {
                }(),
            "-q"});
   EXPECT_NE(r.rc, 0);
+  fp8wb::test::remove_tree(dir.string());
+}
+
+// The summary's row that begins with `point` (its grid point's label).
+std::string row_of(const std::string& table, const std::string& point) {
+  std::istringstream in(table);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(point + " ", 0) == 0) return line;
+  return {};
+}
+
+// A grid point with one of its two seeds' runs ended has no seed spread: "n/a", not
+// "0.00000". Resumed, the sweep runs that seed's trial again under a name of its own
+// ("NAME #2"): no two runs in the list share a name, and the new run counts for its point.
+TEST(CliSweep, OneSeedHasNoSpreadAndAResumedTrialIsNamedApart) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("fp8wb-cli-resumed-" + std::to_string(getpid()));
+  fp8wb::test::remove_tree(dir.string());
+  std::filesystem::create_directories(dir);
+  const std::string db = (dir / "runs.sqlite").string();
+  auto r = run({"sweep", "--db", db, "--name", "again", "--set", "model=mlp", "--set", "steps=2",
+                "--set", "reference=false", "--grid", "margin=0,1", "--seeds", "2", "-q"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  // The last trial of margin=0 interrupted (its process gone mid-run).
+  fp8wb::test::sql::exec(db,
+                         "UPDATE runs SET status = 'stopped' WHERE id = (SELECT max(id) FROM runs "
+                         "WHERE name LIKE 'again: margin=0 %'); "
+                         "UPDATE sweeps SET status = 'stopped'");
+  std::ostringstream table;
+  fp8wb::cli::print_sweep_summary(*fp8wb::RunStore::open_read_only(db), 1, table);
+  const std::string one = row_of(table.str(), "margin=0");
+  ASSERT_FALSE(one.empty()) << table.str();
+  EXPECT_NE(one.find(" 1 "), std::string::npos) << one;  // one run
+  EXPECT_EQ(one.find("0.00000"), std::string::npos) << one;
+  EXPECT_NE(one.find("n/a"), std::string::npos) << one;
+  const std::string two = row_of(table.str(), "margin=1");
+  EXPECT_EQ(two.find("n/a"), std::string::npos) << two;  // two runs: a spread
+
+  r = run({"sweep", "--db", db, "--resume", "1", "-q"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::map<std::string, int> names;
+  std::string again;
+  for (const fp8wb::RunInfo& run_info : fp8wb::RunStore::open_read_only(db)->runs()) {
+    ++names[run_info.name];
+    if (run_info.status == fp8wb::RunStatus::Finished && run_info.name.size() > 3 &&
+        run_info.name.compare(run_info.name.size() - 3, 3, " #2") == 0)
+      again = run_info.name;
+  }
+  for (const auto& [name, n] : names) EXPECT_EQ(n, 1) << "'" << name << "' " << n << " times";
+  EXPECT_EQ(names.size(), 5u);
+  EXPECT_EQ(again.rfind("again: margin=0 ", 0), 0u) << again;
+  // The trial run again counts for its point: both seeds, a spread, the sweep finished.
+  const std::string resumed = row_of(r.out, "margin=0");
+  EXPECT_NE(resumed.find(" 2 "), std::string::npos) << r.out;
+  EXPECT_EQ(resumed.find("n/a"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sweep 1 finished"), std::string::npos) << r.out;
   fp8wb::test::remove_tree(dir.string());
 }
 

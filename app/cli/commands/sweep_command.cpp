@@ -84,8 +84,10 @@ void print_sweep_summary(const RunStore& store, int64_t sweep_id, std::ostream& 
     for (const SweepMetricEntry& m : kSweepMetrics)
       row += fmt::format(" {:>{}}", cell(p, m.value), column(m.value).width);
     if (seeds)
-      row += fmt::format(" {:>12} {:>12}", fixed(p.final_loss_spread(), 5),
-                         fixed(p.loss_gap_spread(), 5));
+      // One run of the point's seeds ended: its spread is unknown ("n/a"), not 0.
+      row += fmt::format(" {:>12} {:>12}",
+                         p.final_loss_spread_known() ? fixed(p.final_loss_spread(), 5) : "n/a",
+                         p.loss_gap_spread_known() ? fixed(p.loss_gap_spread(), 5) : "n/a");
     // The spike's size, not a yes/no; a reference that spiked itself is said.
     if (p.diverged > 0)
       row += " diverged";

@@ -33,19 +33,18 @@ std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep_id) {
   const auto info = store.sweep(sweep_id);
   if (!info) throw StoreError("no sweep " + std::to_string(sweep_id) + " in " + store.path());
   const SweepSpec spec = sweep_from_json(info->grid_json, stored_grid_name(sweep_id, store.path()));
-  std::map<std::string, const SweepTrial*> by_name;
   const std::vector<SweepTrial> trials = expand_sweep(spec);
-  for (const auto& t : trials) by_name[t.config.name] = &t;
   std::map<std::vector<std::string>, SweepPoint> points;
   std::map<std::vector<std::string>, int> counted, gap_counted;
   for (const RunInfo& r : store.runs()) {
     if (r.parent_sweep != sweep_id) continue;
-    const auto it = by_name.find(r.name);
-    if (it == by_name.end()) continue;
+    // A trial run again after an interruption is "NAME #2" (SweepRunner::resume()).
+    const size_t trial = sweep_trial_of_run(trials, r.name);
+    if (trial == trials.size()) continue;
     if (r.status != RunStatus::Finished && r.status != RunStatus::Diverged)
       continue;  // only complete trials
-    SweepPoint& p = points[it->second->values];
-    p.values = it->second->values;
+    SweepPoint& p = points[trials[trial].values];
+    p.values = trials[trial].values;
     p.trials = spec.seeds;
     p.runs++;
     p.run_ids.push_back(r.id);
@@ -329,24 +328,31 @@ std::unique_ptr<SweepRunner> SweepRunner::resume(RunStore& store, int64_t sweep_
   r->done_.assign(r->trials_.size(), 0);
   r->sweep_id_ = sweep_id;
   auto complete = [](RunStatus s) { return s == RunStatus::Finished || s == RunStatus::Diverged; };
-  std::map<std::string, RunStatus> status;
+  std::set<std::string> taken;  // the names of the sweep's runs
   for (const RunInfo& run : store.runs()) {
-    if (run.parent_sweep == sweep_id) {
-      // A finished trial stays finished even if a later, interrupted attempt exists.
-      const auto [s, added] = status.emplace(run.name, run.status);
-      if (!added && !complete(s->second)) s->second = run.status;
-    }
-  }
-  for (size_t i = 0; i < r->trials_.size(); ++i) {
-    const auto it = status.find(r->trials_[i].config.name);
-    if (it != status.end() && complete(it->second)) {
+    if (run.parent_sweep != sweep_id) continue;
+    taken.insert(run.name);
+    // A finished trial stays finished even if a later, interrupted attempt exists.
+    const size_t i = sweep_trial_of_run(r->trials_, run.name);
+    if (i < r->trials_.size() && !r->done_[i] && complete(run.status)) {
       r->done_[i] = 1;
       r->skipped_++;
     }
   }
   std::vector<SweepTrial> pending;  // checked before the sweep is marked running again
   for (size_t i = 0; i < r->trials_.size(); ++i) {
-    if (!r->done_[i]) pending.push_back(r->trials_[i]);
+    if (r->done_[i]) continue;
+    // An interrupted trial's run stays in the list: the new attempt is "NAME #2", "NAME #3",
+    // ..., never a second run of the same name (sweep_trial_of_run() reads either).
+    std::string& name = r->trials_[i].config.name;
+    const std::string trial_name = name;
+    for (int k = 2; taken.count(name); ++k) {
+      const std::string suffix = " #" + std::to_string(k);
+      name = trial_name.substr(0, std::min(trial_name.size(), kMaxRunNameLength - suffix.size())) +
+             suffix;
+    }
+    taken.insert(name);
+    pending.push_back(r->trials_[i]);
   }
   check_trial_devices(pending);
   store.set_sweep_status(sweep_id, "running");

@@ -194,6 +194,30 @@ std::string sweep_json(const SweepSpec& spec) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+size_t sweep_trial_of_run(const std::vector<SweepTrial>& trials, const std::string& run_name) {
+  for (size_t i = 0; i < trials.size(); ++i)
+    if (trials[i].config.name == run_name) return i;
+  // "NAME #k", k >= 2: a trial run again (distinct_run_name()).
+  const size_t hash = run_name.rfind(" #");
+  if (hash == std::string::npos || hash + 2 >= run_name.size()) return trials.size();
+  const std::string digits = run_name.substr(hash + 2);
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+      digits[0] == '0' || (digits.size() == 1 && digits[0] == '1'))
+    return trials.size();
+  const std::string base = run_name.substr(0, hash);
+  size_t cut = trials.size(), cuts = 0;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const std::string& name = trials[i].config.name;
+    if (name == base) return i;
+    // The name cut to make room for the suffix: the one trial whose name it begins.
+    if (name.size() > base.size() && name.compare(0, base.size(), base) == 0) {
+      cut = i;
+      ++cuts;
+    }
+  }
+  return cuts == 1 && run_name.size() >= kMaxRunNameLength ? cut : trials.size();
+}
+
 std::string stored_grid_name(int64_t sweep_id, const std::string& db_path) {
   return "sweep " + std::to_string(sweep_id) + "'s stored grid (in " + db_path + ")";
 }

@@ -7,10 +7,6 @@
 
 namespace fp8wb {
 
-namespace {
-constexpr size_t kMaxNameLength = 200;  // a config's bound on `name`
-}  // namespace
-
 std::string distinct_run_name(const RunStore& store, const std::string& name) {
   if (name.empty()) return name;
   std::set<std::string> taken;
@@ -19,7 +15,7 @@ std::string distinct_run_name(const RunStore& store, const std::string& name) {
   for (int k = 2;; ++k) {
     const std::string suffix = " #" + std::to_string(k);
     const std::string candidate =
-        name.substr(0, std::min(name.size(), kMaxNameLength - suffix.size())) + suffix;
+        name.substr(0, std::min(name.size(), kMaxRunNameLength - suffix.size())) + suffix;
     if (!taken.count(candidate)) return candidate;
   }
 }

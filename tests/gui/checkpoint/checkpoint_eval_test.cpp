@@ -6,7 +6,9 @@
 #include <QCheckBox>
 #include <QDir>
 #include <QFile>
+#include <QHeaderView>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTableWidget>
@@ -46,6 +48,7 @@ class CheckpointEvalTest : public QObject {
   void aMissingTokenFileIsSaid();
   void aRecipeNoLayerTakesIsSaidNotScored();
   void mxIsOfferedAndSaysItsLayersInFp8();
+  void theFolderTokenFileIsPrefilledAndHeadingsWhole();
 
  private:
   QString llama() const { return dir_.filePath(QStringLiteral("llama")); }
@@ -56,6 +59,51 @@ class CheckpointEvalTest : public QObject {
   }
   QTemporaryDir dir_;
 };
+
+// The model folder's tokens.bin fills the token field (a folder without one leaves it
+// empty); shown at its size within a 1280x720 screen, every heading of the losses table is
+// whole and the layers' heading wraps rather than being cut.
+void CheckpointEvalTest::theFolderTokenFileIsPrefilledAndHeadingsWhole() {
+  CheckpointTab tab;
+  load(tab, llama() + QStringLiteral("/model.safetensors"));
+  CheckpointEvalDialog* d = tab.openEvaluation();
+  QVERIFY(d);
+  auto* tokens = d->findChild<QLineEdit*>(QStringLiteral("evalTokenFile"));
+  QVERIFY(tokens);
+  QCOMPARE(tokens->text(), QDir::toNativeSeparators(llama() + QStringLiteral("/tokens.bin")));
+  d->resize(std::min(d->width(), 1280), std::min(d->height(), 680));
+  d->show();
+  QVERIFY(QTest::qWaitForWindowExposed(d));
+  auto* losses = d->findChild<QTableWidget*>(QStringLiteral("evalLosses"));
+  QVERIFY(losses);
+  QHeaderView* head = losses->horizontalHeader();
+  for (int c = 0; c < losses->columnCount(); ++c) {
+    QVERIFY2(head->sectionSize(c) >= head->sectionSizeHint(c),
+             qPrintable(QStringLiteral("'%1': %2 of %3 px")
+                            .arg(losses->horizontalHeaderItem(c)->text())
+                            .arg(head->sectionSize(c))
+                            .arg(head->sectionSizeHint(c))));
+  }
+  for (QLabel* l : d->findChildren<QLabel*>()) {
+    if (!l->isVisible() || l->text().isEmpty()) continue;
+    QVERIFY2(l->wordWrap() || l->width() >= l->sizeHint().width(),
+             qPrintable(QStringLiteral("'%1' cut: %2 of %3 px")
+                            .arg(l->text().left(40))
+                            .arg(l->width())
+                            .arg(l->sizeHint().width())));
+  }
+  d->close();
+  // Without a tokens.bin in the folder, nothing is put in.
+  const QString bare = dir_.filePath(QStringLiteral("bare"));
+  QVERIFY(QDir().mkpath(bare));
+  for (const char* f : {"config.json", "model.safetensors"})
+    QVERIFY(QFile::copy(llama() + QLatin1Char('/') + QLatin1String(f),
+                        bare + QLatin1Char('/') + QLatin1String(f)));
+  load(tab, bare + QStringLiteral("/model.safetensors"));
+  CheckpointEvalDialog* other = tab.openEvaluation();
+  QVERIFY(other);
+  QVERIFY(other->findChild<QLineEdit*>(QStringLiteral("evalTokenFile"))->text().isEmpty());
+}
 
 void CheckpointEvalTest::onlyACheckpointWithItsConfigIsEvaluable() {
   CheckpointTab tab;
@@ -116,7 +164,8 @@ void CheckpointEvalTest::theWindowGivesTheReferenceLossAndEveryRecipe() {
 
 void CheckpointEvalTest::aMissingTokenFileIsSaid() {
   CheckpointEvalDialog d(llama());
-  d.start();  // no file chosen
+  d.setTokenFile(QString());  // the folder's tokens.bin, prefilled, taken out
+  d.start();                  // no file chosen
   QVERIFY(d.statusText().contains(QStringLiteral("Choose a token file")));
   QVERIFY(!d.running());
   const QString missing = dir_.filePath(QStringLiteral("no-such-tokens.bin"));

@@ -84,6 +84,7 @@ class DemosTest : public QObject {
   void gradientDemoSaysWhatIsClamped();
   void gradientAxisTakesInEveryBin();
   void gradientRangeLabelsLieOnNoOtherBand();
+  void gradientLegendCoversNoBar();
   void outlierFooterCitesAndComputes();
   void masterWeightsFooterFollowsTheSliders();
   void lossScalingLegendsBelowThePlots();
@@ -328,6 +329,54 @@ void DemosTest::gradientRangeLabelsLieOnNoOtherBand() {
       }
     }
     QVERIFY(!labels[0].second.intersects(labels[1].second));
+  }
+}
+
+// The histogram's legend covers none of its bars (each bin a step one wide about its
+// exponent, from 0 to its count) nor the ranges' rows, at any slider value, scaled or not,
+// in a large plot and a short one.
+void DemosTest::gradientLegendCoversNoBar() {
+  GradientDemoView view;
+  view.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&view));
+  QCustomPlot* hist = view.histogramPlot();
+  for (const QSize size : {QSize(1000, 900), QSize(900, 0)}) {
+    view.resize(size.width(),
+                size.height() > 0 ? size.height() : view.height() - hist->height() + 240);
+    for (bool scaled : {false, true}) {
+      for (int k : {-8, 0, 8, 24}) {
+        view.setPerTensorScaling(scaled);
+        view.setScaleExponent(k);
+        QCoreApplication::processEvents();
+        hist->replot();
+        QVERIFY(hist->legend->visible());
+        const QRectF legend = hist->legend->outerRect();
+        const QRectF area = hist->axisRect()->rect();
+        if (!legend.intersects(area)) continue;  // outside the data area
+        for (int g = 0; g < hist->graphCount(); ++g) {
+          QCPGraph* graph = hist->graph(g);
+          for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it) {
+            if (it->value <= 0) continue;
+            const QRectF bar = QRectF(QPointF(hist->xAxis->coordToPixel(it->key - 0.5),
+                                              hist->yAxis->coordToPixel(it->value)),
+                                      QPointF(hist->xAxis->coordToPixel(it->key + 0.5),
+                                              hist->yAxis->coordToPixel(0)))
+                                   .normalized()
+                                   .intersected(area);
+            QVERIFY2(bar.isEmpty() || !legend.intersects(bar),
+                     qPrintable(QStringLiteral("scale 2^%1%2: the legend covers the bar at %3")
+                                    .arg(k)
+                                    .arg(scaled ? QStringLiteral(", scaled") : QString())
+                                    .arg(it->key)));
+          }
+        }
+        for (int i = 0; i < hist->itemCount(); ++i) {
+          if (auto* r = qobject_cast<QCPItemRect*>(hist->item(i)))
+            QVERIFY(!legend.intersects(
+                QRectF(r->topLeft->pixelPosition(), r->bottomRight->pixelPosition()).normalized()));
+        }
+      }
+    }
   }
 }
 

@@ -17,6 +17,7 @@
 #include <QSignalSpy>
 #include <QTabBar>
 #include <QTableView>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cmath>
@@ -27,6 +28,7 @@
 #include "fp8wb/views/formats/bit_field_widget.h"
 #include "fp8wb/views/formats/code_table_model.h"
 #include "fp8wb/views/formats/demo_views.h"
+#include "fp8wb/views/formats/format_card.h"
 #include "fp8wb/views/formats/format_plots.h"
 #include "fp8wb/views/formats/formats_tab.h"
 #include "fp8wb/views/run_panel/engine_controller.h"
@@ -351,13 +353,15 @@ void PresentationTest::explorerPlotsKeepLabelsApart() {
 void PresentationTest::demosFitTheScreen_data() {
   QTest::addColumn<int>("screen");
   QTest::addColumn<QString>("page");
+  QTest::addColumn<bool>("all_formats");
   for (int screen : {0, 1}) {
+    const QString size = screen == 0 ? QStringLiteral("1280x720") : QStringLiteral("1920x1080");
     for (const char* page : {"explorer", "gradients", "outliers", "master-weights", "loss-scaling"})
-      QTest::newRow(qPrintable(
-          QStringLiteral("%1 %2")
-              .arg(screen == 0 ? QStringLiteral("1280x720") : QStringLiteral("1920x1080"))
-              .arg(QLatin1String(page))))
-          << screen << QString::fromLatin1(page);
+      QTest::newRow(qPrintable(QStringLiteral("%1 %2").arg(size).arg(QLatin1String(page))))
+          << screen << QString::fromLatin1(page) << false;
+    // `fp8-workbench --presentation --tab Formats --page explorer --all-formats`
+    QTest::newRow(qPrintable(QStringLiteral("%1 explorer, all formats").arg(size)))
+        << screen << QStringLiteral("explorer") << true;
   }
 }
 
@@ -368,12 +372,40 @@ void PresentationTest::demosFitTheScreen_data() {
 void PresentationTest::demosFitTheScreen() {
   QFETCH(int, screen);
   QFETCH(QString, page);
+  QFETCH(bool, all_formats);
   MainWindow w(false);
   place(w, screen);
   QTest::keyClick(&w, Qt::Key_F11);
   QVERIFY(w.presentationMode());
   QVERIFY(w.formatsTab()->showPage(page));
+  w.formatsTab()->setShowAllFormats(all_formats);
   settle();
+  if (all_formats) {
+    // Every format in the table of formats, each row and column whole, no scroll bar.
+    QTableWidget* table = w.formatsTab()->formatsSummary();
+    QVERIFY(table->isVisible());
+    QCOMPARE(table->rowCount(), static_cast<int>(kAllFormats.size()));
+    QVERIFY(!table->verticalScrollBar()->isVisible() && !table->horizontalScrollBar()->isVisible());
+    int rows = 0, columns = 0;
+    for (int r = 0; r < table->rowCount(); ++r) rows += table->rowHeight(r);
+    for (int c = 0; c < table->columnCount(); ++c) columns += table->columnWidth(c);
+    QVERIFY2(rows <= table->viewport()->height() && columns <= table->viewport()->width(),
+             qPrintable(QStringLiteral("rows %1 px in %2, columns %3 px in %4")
+                            .arg(rows)
+                            .arg(table->viewport()->height())
+                            .arg(columns)
+                            .arg(table->viewport()->width())));
+    QVERIFY(QFontInfo(table->font()).pixelSize() >= 20);
+    const QFontMetrics fm(table->font());
+    for (int r = 0; r < table->rowCount(); ++r) {
+      for (int c = 0; c < table->columnCount(); ++c) {
+        QVERIFY(table->item(r, c));
+        QVERIFY2(fm.horizontalAdvance(table->item(r, c)->text()) <= table->columnWidth(c),
+                 qPrintable(table->item(r, c)->text()));
+      }
+    }
+    QCOMPARE(table->item(0, 2)->text(), w.formatsTab()->card(Format::E4M3FN)->decodedText());
+  }
   // The explorer's cards scroll sideways when there are more than fit; two do.
   for (QScrollArea* area : w.findChildren<QScrollArea*>()) {
     if (!area->isVisible()) continue;

@@ -25,6 +25,7 @@
 #include "fp8wb/views/run_panel/run_panel.h"
 #include "fp8wb/views/runs/runs_tab.h"
 #include "main_window.h"
+#include "status_label.h"
 
 using namespace fp8wb;
 
@@ -137,6 +138,7 @@ class WindowLayoutTest : public QObject {
   void runFormLabelsAreWholeWithoutSidewaysScrolling();
   void anotherDatabaseLeavesNoRunShown();
   void statusMessageNeverDrawnOverOtherText();
+  void statusTextCutAtAWordWholeInItsTooltip();
 
  private:
   QTemporaryDir dir_;
@@ -306,6 +308,62 @@ void WindowLayoutTest::statusMessageNeverDrawnOverOtherText() {
                           .arg(gemm->geometry().right())
                           .arg(run->geometry().left())));
   QVERIFY(run->geometry().right() <= w.statusBar()->width());
+}
+
+namespace {
+
+// `shown` is `whole`, or a beginning of it cut after a whole word, with "…".
+bool cut_at_a_word(const QString& whole, const QString& shown) {
+  if (shown == whole) return true;
+  if (!shown.endsWith(QChar(0x2026))) return false;
+  const QString head = shown.chopped(1);
+  if (head.isEmpty() || !whole.startsWith(head)) return false;
+  const QChar next = whole.at(head.size());
+  return next == QLatin1Char(' ') || QStringLiteral(",;:").contains(next);
+}
+
+}  // namespace
+
+// At 1280x720 a long run label ("run stopped: ..." was drawn "run stopped: s") and a long
+// message are cut after a whole word with "…", never mid-word or clipped; the whole text
+// is in the tooltip.
+void WindowLayoutTest::statusTextCutAtAWordWholeInItsTooltip() {
+  MainWindow w(false);
+  w.engine()->setDatabasePath(dir_.filePath(QStringLiteral("status.sqlite")));
+  w.resize(1280, 720);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  settle();
+  auto* run = w.statusBar()->findChild<QLabel*>(QStringLiteral("runStatus"));
+  QVERIFY(run);
+  const QString message = QStringLiteral(
+      "stopped by the user at step 1234 of 100000, after the loss had risen "
+      "three times above the reference's; the last checkpoint, written at step "
+      "1200, is in /home/someone/experiments/fp8-workbench/checkpoints/run-17");
+  const QString label = QStringLiteral("run stopped: ") + message;
+  run->setText(label);
+  w.showNotice(QStringLiteral("Notice: ") + message);
+  settle();
+  QVERIFY(run->geometry().right() <= w.statusBar()->width());
+  QVERIFY(run->geometry().width() < run->fontMetrics().horizontalAdvance(label));  // it is cut
+  auto* status = dynamic_cast<StatusLabel*>(run);
+  QVERIFY2(status, "the run label draws its whole text, clipped where it is long");
+  const QString shown = status->shownText();
+  QVERIFY2(cut_at_a_word(label, shown), qPrintable(shown));
+  QVERIFY(shown.size() > QStringLiteral("run stopped: ").size());
+  QVERIFY(run->fontMetrics().horizontalAdvance(shown) <= run->contentsRect().width());
+  QVERIFY2(status->fullToolTip().startsWith(label), qPrintable(status->fullToolTip()));
+  QVERIFY(status->fullToolTip().contains(QStringLiteral("Notice: ")));  // the notices after
+  // The message beside it.
+  const QString said = w.statusBar()->currentMessage();
+  QVERIFY(!said.isEmpty());
+  QVERIFY2(cut_at_a_word(QStringLiteral("Notice: ") + message, said), qPrintable(said));
+  QCOMPARE(w.statusBar()->toolTip(), QStringLiteral("Notice: ") + message);
+  // A label that fits is drawn whole, and its tooltip is the notices alone.
+  run->setText(QStringLiteral("run 3 training"));
+  settle();
+  QCOMPARE(status->shownText(), QStringLiteral("run 3 training"));
+  QVERIFY(!status->fullToolTip().contains(QStringLiteral("run 3 training")));
 }
 
 // A 1920x1080 screen: the default 1400x900 window and a 1280x800 one fit on it.

@@ -69,6 +69,10 @@ CheckpointEvalDialog::CheckpointEvalDialog(const QString& hf_dir, QWidget* paren
   setObjectName(QStringLiteral("checkpointEvalDialog"));
   data_->setObjectName(QStringLiteral("evalTokenFile"));
   data_->setPlaceholderText(tr("a token file: llm.c's .bin (header + uint16) or raw uint16"));
+  // The model folder's own tokens.bin, where it has one (as llama_reference.py writes it).
+  if (const QString tokens = QDir(hf_dir).filePath(QStringLiteral("tokens.bin"));
+      !hf_dir.isEmpty() && QFileInfo(tokens).isFile())
+    data_->setText(QDir::toNativeSeparators(tokens));
   auto* browse = new QPushButton(tr("Browse..."), this);
   connect(browse, &QPushButton::clicked, this, [this] {
     const QString p =
@@ -140,6 +144,9 @@ CheckpointEvalDialog::CheckpointEvalDialog(const QString& hf_dir, QWidget* paren
     t->horizontalHeader()->setStretchLastSection(true);
     t->setEditTriggers(QAbstractItemView::NoEditTriggers);
   }
+  // The headings whole before any result ("vs high precision" was cut to its column's
+  // default width).
+  losses_->resizeColumnsToContents();
   auto* close = new QDialogButtonBox(QDialogButtonBox::Close, this);
   connect(close, &QDialogButtonBox::rejected, this, &QDialog::reject);
 
@@ -149,9 +156,12 @@ CheckpointEvalDialog::CheckpointEvalDialog(const QString& hf_dir, QWidget* paren
   layout->addWidget(status_);
   layout->addWidget(losses_, 1);
   layout->addWidget(kept_note_);
-  layout->addWidget(new QLabel(tr("Output SQNR of each FP8 layer (dB; the FP8 product against "
-                                  "the high-precision one, mean over batches):"),
-                               this));
+  auto* layers_heading =
+      new QLabel(tr("Output SQNR of each FP8 layer (dB; the FP8 product against the "
+                    "high-precision one, mean over batches):"),
+                 this);
+  layers_heading->setWordWrap(true);  // whole in a narrow dialog
+  layout->addWidget(layers_heading);
   layout->addWidget(layers_, 2);
   layout->addWidget(close);
   resize(720, 640);

@@ -131,8 +131,8 @@ void NumberLinePlot::presentationScaleChanged(double factor) {
   sizeForPresentation();
 }
 
-// Each row as tall as one and a half lines of its label, the x axis's ticks and label
-// below.
+// Each row as tall as one and a half lines of its label (a line and a quarter with more
+// than four formats), the x axis's ticks and label below.
 void NumberLinePlot::sizeForPresentation() {
   // Presenting, the plot is a third of a projector's width: ticks 10 apart, not 5.
   xAxis->ticker()->setTickCount(factor_ > 1 ? 3 : 5);
@@ -140,8 +140,11 @@ void NumberLinePlot::sizeForPresentation() {
     setMinimumHeight(0);
     return;
   }
+  // All eight formats: a line and a quarter a row, the plot beside the code table within
+  // a projector's 720 px (the labels still a line apart).
   const double line = QFontMetricsF(font()).height() * factor_;
-  setMinimumHeight(static_cast<int>(line * (1.5 * static_cast<double>(formats_.size()) + 4)));
+  const double row = formats_.size() > 4 ? 1.25 : 1.5;
+  setMinimumHeight(static_cast<int>(line * (row * static_cast<double>(formats_.size()) + 4)));
 }
 
 void NumberLinePlot::setMarker(std::optional<double> value) {
@@ -199,7 +202,8 @@ void SpacingPlot::setFormats(const std::vector<Format>& formats) {
     xAxis->setRange(lo / 4, hi * 4);
     yAxis->setRange(slo / 4, shi * 4);
   }
-  legend_rows_ = std::max(1, (static_cast<int>(formats.size()) + 3) / 4);
+  format_count_ = static_cast<int>(formats.size());
+  legend_rows_ = std::max(1, (format_count_ + legend_columns_ - 1) / legend_columns_);
   presentationScaleChanged(factor_);
   replot(QCustomPlot::rpQueuedReplot);
 }
@@ -222,8 +226,8 @@ void SpacingPlot::presentationScaleChanged(double factor) {
     legend->setWrap(0);
     legend->setFillOrder(QCPLayoutGrid::foRowsFirst);
     legend->setBrush(QBrush(QColor(255, 255, 255, 230)));
-  } else if (!inset && legend->layout() == corner) {
-    place_legend_below(this, 4);
+  } else if (!inset) {
+    place_legend_below(this, legend_columns_);  // below, or its columns changed
   }
   if (factor_ <= 1) {
     setMinimumHeight(0);
@@ -232,6 +236,15 @@ void SpacingPlot::presentationScaleChanged(double factor) {
   const double line = QFontMetricsF(font()).height() * factor_;
   const double legend_lines = inset ? 0 : 1.3 * legend_rows_;
   setMinimumHeight(static_cast<int>(line * (4 * 1.5 + legend_lines + 3)));
+}
+
+void SpacingPlot::setLegendColumns(int columns) {
+  columns = std::max(1, columns);
+  if (columns == legend_columns_) return;
+  legend_columns_ = columns;
+  legend_rows_ = std::max(1, (format_count_ + legend_columns_ - 1) / legend_columns_);
+  presentationScaleChanged(factor_);
+  replot(QCustomPlot::rpQueuedReplot);
 }
 
 void SpacingPlot::setMarker(std::optional<double> value) {

@@ -10,7 +10,9 @@
 #include <QScrollBar>
 #include <QSplitter>
 #include <QTableView>
+#include <QTableWidget>
 #include <QVBoxLayout>
+#include <cmath>
 #include <stdexcept>
 
 #include <QTabWidget>
@@ -38,6 +40,19 @@ QWidget* titled(const QString& title, QWidget* body, QWidget* parent, QWidget* e
   layout->addLayout(head);
   layout->addWidget(body, 1);
   return box;
+}
+
+QString percent(double rel) {
+  if (std::isnan(rel)) return QStringLiteral("nan");
+  if (std::isinf(rel)) return QStringLiteral("inf");
+  return QString::number(rel * 100, 'g', 4) + QLatin1Char('%');
+}
+
+QTableWidgetItem* summary_cell(const QString& text, bool number = false) {
+  auto* item = new QTableWidgetItem(text);
+  item->setFlags(Qt::ItemIsSelectable | Qt::ItemIsEnabled);
+  item->setTextAlignment((number ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter);
+  return item;
 }
 
 }  // namespace
@@ -110,6 +125,20 @@ FormatsTab::FormatsTab(QWidget* parent)
   cards_host->installEventFilter(this);
   scroll->installEventFilter(this);
 
+  // Presenting all formats: one row a format (eight cards side by side would scroll).
+  summary_ = new QTableWidget(this);
+  summary_->setObjectName(QStringLiteral("formats-summary"));
+  summary_->setColumnCount(4);
+  summary_->setHorizontalHeaderLabels({tr("Format"), tr("Bits"), tr("Decoded"), tr("Rel. error")});
+  summary_->verticalHeader()->setVisible(false);
+  summary_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  summary_->setSelectionMode(QAbstractItemView::NoSelection);
+  summary_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  summary_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  summary_->setToolTip(tr("A row's tooltip: its code, absolute error and neighbours"));
+  summary_->setVisible(false);
+  summary_->installEventFilter(this);
+
   for (Format f : kAllFormats) table_format_->addItem(qs(format_info(f).name), static_cast<int>(f));
   table_view_->setModel(table_model_);
   table_view_->verticalHeader()->setVisible(false);
@@ -121,17 +150,19 @@ FormatsTab::FormatsTab(QWidget* parent)
   auto* plots = plots_split_ = new QSplitter(Qt::Vertical, this);
   plots->addWidget(titled(tr("Every value (number line)"), number_line_, plots));
   plots->addWidget(titled(tr("Spacing (ULP) by magnitude"), spacing_, plots));
-  auto* bottom = new QSplitter(Qt::Horizontal, this);
+  auto* bottom = bottom_split_ = new QSplitter(Qt::Horizontal, this);
   bottom->addWidget(plots);
   bottom->addWidget(titled(tr("All codes"), table_view_, bottom, table_format_));
   bottom->setStretchFactor(0, 3);
   bottom->setStretchFactor(1, 2);
 
-  auto* main_split = new QSplitter(Qt::Vertical, this);
+  auto* main_split = main_split_ = new QSplitter(Qt::Vertical, this);
   main_split->addWidget(scroll);
+  main_split->addWidget(summary_);
   main_split->addWidget(bottom);
   main_split->setStretchFactor(0, 2);
-  main_split->setStretchFactor(1, 3);
+  main_split->setStretchFactor(1, 2);
+  main_split->setStretchFactor(2, 3);
   // No pane is ever dragged or squeezed to nothing: each keeps its minimum size.
   for (QSplitter* s : {plots, bottom, main_split}) s->setChildrenCollapsible(false);
   layout->addWidget(main_split, 1);
@@ -157,10 +188,45 @@ FormatsTab::FormatsTab(QWidget* parent)
 }
 
 void FormatsTab::presentationScaleChanged(double factor) {
-  plots_split_->setOrientation(factor > 1 ? Qt::Horizontal : Qt::Vertical);
+  presenting_ = factor > 1;
+  plots_split_->setOrientation(presenting_ ? Qt::Horizontal : Qt::Vertical);
+  arrange();
+}
+
+// Every row and column of the summary shown whole, at any font: the table as tall as its
+// rows and as wide as its columns.
+void FormatsTab::fitSummary() {
+  summary_->resizeColumnsToContents();
+  summary_->resizeRowsToContents();
+  int height = summary_->horizontalHeader()->sizeHint().height() + 2 * summary_->frameWidth();
+  for (int row = 0; row < summary_->rowCount(); ++row) height += summary_->rowHeight(row);
+  int width = 2 * summary_->frameWidth();
+  for (int col = 0; col < summary_->columnCount(); ++col) width += summary_->columnWidth(col);
+  summary_->setMinimumSize(width, height);
+}
+
+// Presenting all formats at a projector's 1280x720: the summary table on the left, the
+// plots and the code table on the right, nothing scrolled. Otherwise the cards above.
+void FormatsTab::arrange() {
+  const bool summary = presenting_ && all_formats_->isChecked();
+  fitSummary();
+  if (summary == summary_->isVisibleTo(this) &&
+      main_split_->orientation() == (summary ? Qt::Horizontal : Qt::Vertical))
+    return;
+  cards_scroll_->setVisible(!summary);
+  summary_->setVisible(summary);
+  main_split_->setOrientation(summary ? Qt::Horizontal : Qt::Vertical);
+  spacing_->setLegendColumns(summary ? 2 : 4);
+  bottom_split_->setOrientation(summary ? Qt::Vertical : Qt::Horizontal);
+  if (summary) {
+    // The table as wide as its columns; the plots have the rest.
+    const int table = summary_->sizeHint().width();
+    main_split_->setSizes({0, table, std::max(1, main_split_->width() - table)});
+  }
 }
 
 bool FormatsTab::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == summary_ && event->type() == QEvent::FontChange) fitSummary();
   const bool relayout = watched == cards_host_ && event->type() == QEvent::LayoutRequest;
   const bool resized = watched == cards_scroll_ && event->type() == QEvent::Resize;
   if (relayout || resized) {
@@ -189,7 +255,9 @@ void FormatsTab::rebuildCards() {
   }
   number_line_->setFormats(shownFormats());
   spacing_->setFormats(shownFormats());
+  summary_->setRowCount(static_cast<int>(shownFormats().size()));
   refresh();
+  arrange();
 }
 
 void FormatsTab::refresh() {
@@ -214,6 +282,7 @@ void FormatsTab::refresh() {
     error_->setText(message);
     error_->setVisible(true);
     for (FormatCard* c : cards_) c->setEnabled(false);
+    summary_->setEnabled(false);
     return;
   }
   value_ = parsed.value;
@@ -229,10 +298,35 @@ void FormatsTab::refresh() {
     fp64_note_->setVisible(true);
   }
   const auto ov = static_cast<Overflow>(overflow_->currentData().toInt());
-  for (FormatCard* c : cards_) {
+  summary_->setEnabled(true);
+  for (size_t i = 0; i < cards_.size(); ++i) {
+    FormatCard* c = cards_[i];
+    const ValueReport r = explain_value(parsed, c->format(), ov);
     c->setEnabled(true);
-    c->showReport(explain_value(parsed, c->format(), ov));
+    c->showReport(r);
+    // The card's figures on one row; what does not fit (code, absolute error, neighbours,
+    // flags, note) in its tooltip.
+    const int row = static_cast<int>(i);
+    const QString name = c->title();
+    summary_->setItem(row, 0, summary_cell(name));
+    summary_->setItem(row, 1, summary_cell(c->bitsText()));
+    summary_->setItem(row, 2, summary_cell(c->decodedText(), true));
+    summary_->setItem(row, 3, summary_cell(percent(r.rel_error), true));
+    QString tip =
+        tr("%1: code 0x%2 (%3), %4 absolute error; neighbours %5 and %6; %7")
+            .arg(name)
+            .arg(r.code, 2, 16, QLatin1Char('0'))
+            .arg(QString::fromLatin1(code_kind_name(r.kind).data(),
+                                     static_cast<int>(code_kind_name(r.kind).size())))
+            .arg(QString::fromStdString(format_short(r.abs_error)))
+            .arg(r.below ? QString::fromStdString(format_number(*r.below)) : QStringLiteral("—"))
+            .arg(r.above ? QString::fromStdString(format_number(*r.above)) : QStringLiteral("—"))
+            .arg(c->flagsText());
+    if (!r.note.empty()) tip += QStringLiteral("\n") + QString::fromStdString(r.note);
+    for (int col = 0; col < summary_->columnCount(); ++col)
+      summary_->item(row, col)->setToolTip(tip);
   }
+  fitSummary();
   number_line_->setMarker(value_);
   spacing_->setMarker(value_);
   // Point at the typed value's code in the table.

@@ -90,7 +90,9 @@ GradientDemoView::GradientDemoView(QWidget* parent)
   hist_->xAxis->setLabel(tr("log2 |g × scale|"));
   hist_->yAxis->setLabel(tr("values"));
   hist_->legend->setVisible(true);
-  hist_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+  // Below the plot: inside it, it covered the bars (at any slider value some lie under
+  // whichever corner it takes) or the ranges' rows at the top.
+  place_legend_below(hist_, 2);
   layout->addWidget(hist_, 1);
   summary_->setTextFormat(Qt::RichText);
   summary_->setWordWrap(true);  // the notes on clamped values

@@ -127,11 +127,11 @@ QString SweepsTab::cellTip(int x, int y) const {
   } else {
     what = metric_->currentText() + QLatin1Char(' ') + QString::number(v, 'g', 6);
     if (p->runs > 1) what += tr(" (mean of %1 seeds)").arg(p->runs);
-    if (p->runs > 1 && std::isfinite(p->final_loss_spread()))
+    if (p->final_loss_spread_known() && std::isfinite(p->final_loss_spread()))
       what += tr("; seeds' final losses %1 to %2")
                   .arg(p->final_loss_min, 0, 'f', 4)
                   .arg(p->final_loss_max, 0, 'f', 4);
-    if (p->runs > 1 && std::isfinite(p->loss_gap_spread()))
+    if (p->loss_gap_spread_known() && std::isfinite(p->loss_gap_spread()))
       what += tr("; seeds' loss gaps %1 to %2")
                   .arg(p->loss_gap_min, 0, 'g', 4)
                   .arg(p->loss_gap_max, 0, 'g', 4);

@@ -451,9 +451,9 @@ void SweepsTab::describeBest() {
     const SweepPoint* best = verdict.lowest;
     QString gap = std::isfinite(best->loss_gap) ? QString::number(best->loss_gap, 'g', 3)
                                                 : tr("none (no reference)");
-    if (best->runs > 1 && std::isfinite(best->loss_gap_spread()))
+    if (best->loss_gap_spread_known() && std::isfinite(best->loss_gap_spread()))
       gap += tr(" (mean of %1 seeds, %2 to %3)")
-                 .arg(best->runs)
+                 .arg(best->runs - best->gap_ref_broken)
                  .arg(best->loss_gap_min, 0, 'g', 3)
                  .arg(best->loss_gap_max, 0, 'g', 3);
     text += tr(" Its loss gap %1, saturated %2 %, underflow %3 %.")

@@ -147,6 +147,29 @@ TEST(Sweep, InterruptedSweepResumesWithoutRerunningFinishedTrials) {
   std::filesystem::remove(path);
 }
 
+// A run is of a trial by the trial's name, or that name with " #k" (k >= 2) after it: a
+// trial run again after an interruption; where the name was cut to make room, the one
+// trial it begins.
+TEST(Sweep, ARunAgainIsOfItsTrial) {
+  SweepSpec s = small_spec();
+  const std::vector<SweepTrial> trials = expand_sweep(s);
+  const std::string& name = trials[1].config.name;
+  EXPECT_EQ(sweep_trial_of_run(trials, name), 1u);
+  EXPECT_EQ(sweep_trial_of_run(trials, name + " #2"), 1u);
+  EXPECT_EQ(sweep_trial_of_run(trials, name + " #12"), 1u);
+  for (const std::string other : {name + " #1", name + " #0", name + " #", name + " #2x",
+                                  name + "#2", std::string("small"), std::string()})
+    EXPECT_EQ(sweep_trial_of_run(trials, other), trials.size()) << other;
+  // Trials' names kMaxRunNameLength long: " #2" takes the place of their last 3 characters.
+  s.axes = {parse_grid("margin=0,1")};
+  const size_t rest = expand_sweep(s)[0].config.name.size() - s.name.size();
+  s.name = std::string(kMaxRunNameLength - rest, 'n');
+  const std::vector<SweepTrial> full = expand_sweep(s);
+  ASSERT_EQ(full[1].config.name.size(), kMaxRunNameLength);
+  const std::string cut = full[1].config.name.substr(0, kMaxRunNameLength - 3) + " #2";
+  EXPECT_EQ(sweep_trial_of_run(full, cut), 1u);
+}
+
 TEST(Sweep, InvalidGridIsRefusedBeforeAnyTrial) {
   const std::string path = temp_db("invalid");
   auto store = RunStore::open(path);

@@ -241,6 +241,9 @@ struct RunConfigField {
   bool has_max() const { return !std::isnan(max); }
 };
 
+// The longest `name` a config may have, in bytes (its field's bound).
+inline constexpr size_t kMaxRunNameLength = 200;
+
 // RunConfig's fields, a row each, in the order config JSON writes them. A field is its
 // member above and its row here: parsing, the bounds checks, JSON in and out, help texts,
 // the man page's check and the run panel's form follow (run_config_fields.h).
@@ -287,7 +290,7 @@ inline std::vector<RunConfigField> run_config_field_rows() {
   using C = RunConfig;
   return {
       row("name", &C::name, T::Text, "Name", "the run's name in lists, plots and exports", kNone,
-          200, G::Run),
+          static_cast<double>(kMaxRunNameLength), G::Run),
       row("model", &C::model, T::Name, "Model",
           "gpt: a character-level transformer; mlp: a synthetic regression with outlier "
           "channels; llama: a Llama-family decoder",

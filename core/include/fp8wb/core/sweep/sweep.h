@@ -73,6 +73,11 @@ SweepSpec sweep_from_json(const std::string& json,
                           const std::string& what = "a stored sweep's grid");
 // "sweep 3's stored grid (in /path/runs.sqlite)": sweep_from_json()'s `what` for a stored one.
 std::string stored_grid_name(int64_t sweep_id, const std::string& db_path);
+// The trial a sweep's run is of, by the run's name: the trial's name, or, for a trial
+// run again after an interruption (a resumed sweep), that name with " #2", " #3", ...
+// (distinct_run_name(), run_start.h: the name cut to make room where it is long).
+// trials.size() where the name is of none.
+size_t sweep_trial_of_run(const std::vector<SweepTrial>& trials, const std::string& run_name);
 
 // One trial's figures: its run's final loss and loss spike (final_loss.h).
 struct SweepTrialFigures {
@@ -109,10 +114,13 @@ struct SweepPoint {
   // diverged): the spread across seeds.
   double final_loss_min = NAN, final_loss_max = NAN;
   double final_loss_spread() const { return final_loss_max - final_loss_min; }
+  // A spread needs two runs: with one (the other seeds not ended), it is unknown, not 0.
+  bool final_loss_spread_known() const { return runs > 1; }
   // The same for the loss gap (of the runs whose reference held): never only its mean
   // where the seeds differ.
   double loss_gap_min = NAN, loss_gap_max = NAN;
   double loss_gap_spread() const { return loss_gap_max - loss_gap_min; }
+  bool loss_gap_spread_known() const { return runs - gap_ref_broken > 1; }
   std::vector<int64_t> run_ids;
   std::vector<SweepTrialFigures> trial_figures;  // one a run, in run_ids' order
 };

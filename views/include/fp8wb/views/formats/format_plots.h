@@ -38,10 +38,15 @@ class SpacingPlot : public ExportablePlot, public PresentationHook {
   // As NumberLinePlot's: a line at |value|, a note where it is not on the axis.
   void setMarker(std::optional<double> value);
   void presentationScaleChanged(double factor) override;
+  // The legend's entries a row below the plot (4; 2 where the plot is narrow: presenting
+  // all formats beside their table).
+  void setLegendColumns(int columns);
 
  private:
   double factor_ = 1;
+  int legend_columns_ = 4;
   int legend_rows_ = 1;
+  int format_count_ = 0;
   QCPItemStraightLine* marker_;
   QCPItemText* note_;
   std::optional<double> value_;

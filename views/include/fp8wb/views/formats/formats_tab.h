@@ -17,6 +17,7 @@ class QCheckBox;
 class QLabel;
 class QHBoxLayout;
 class QTableView;
+class QTableWidget;
 class QScrollArea;
 class QSplitter;
 class QTabWidget;
@@ -56,8 +57,12 @@ class FormatsTab : public QWidget, public PresentationHook {
   std::vector<ExportablePlot*> plots() const;
 
   // Presenting, the number line and the spacing plot stand side by side, so the explorer
-  // fits a projector's 1280x720 without scrolling; otherwise one above the other.
+  // fits a projector's 1280x720 without scrolling; otherwise one above the other. With all
+  // formats, the cards (eight side by side would scroll) give way to a table of one row a
+  // format (formatsSummary()) beside the plots.
   void presentationScaleChanged(double factor) override;
+  // The formats' table shown instead of the cards (presenting with all formats).
+  QTableWidget* formatsSummary() const { return summary_; }
 
   // The tab's pages: "explorer", "gradients" (E4M3 vs E5M2 gradients), "outliers"
   // (per-tensor vs 1x128 scaling), "master-weights", "loss-scaling". Demo pages are built
@@ -80,6 +85,8 @@ class FormatsTab : public QWidget, public PresentationHook {
   void rebuildCards();
   void refresh();
   std::vector<Format> shownFormats() const;
+  void arrange();  // the cards or the summary table, and the panes' orientation
+  void fitSummary();
   template <class View>
   View* ensurePage(View*& slot, int index, const QString& title);
   void ensurePageAt(int index);
@@ -92,7 +99,11 @@ class FormatsTab : public QWidget, public PresentationHook {
   QHBoxLayout* cards_layout_;
   QWidget* cards_host_ = nullptr;
   QScrollArea* cards_scroll_ = nullptr;
-  QSplitter* plots_split_ = nullptr;  // the number line and the spacing plot
+  QSplitter* plots_split_ = nullptr;   // the number line and the spacing plot
+  QSplitter* bottom_split_ = nullptr;  // the plots and the code table
+  QSplitter* main_split_ = nullptr;    // the cards (or summary) and the rest
+  QTableWidget* summary_ = nullptr;    // one row a format: presenting all formats
+  bool presenting_ = false;
   std::vector<FormatCard*> cards_;
   NumberLinePlot* number_line_;
   SpacingPlot* spacing_;
