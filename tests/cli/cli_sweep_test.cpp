@@ -14,12 +14,12 @@
 #include <string>
 
 #include "cli_run.h"
+#include "commands/sweep_command.h"
 #include "fifo.h"
 #include "fp8wb/core/backend/backend_info.h"
 #include "fp8wb/core/store/run_store.h"
 #include "fp8wb/core/sweep/sweep_collect.h"
 #include "sql_file.h"
-#include "sweep_command.h"
 #include "table_text.h"
 #include "temp_dir.h"
 #include "temp_dir_test.h"

@@ -1,7 +1,7 @@
 // defines: `fp8wb inspect CKPT`: its options, the filters and --export checked before any
 // work, the FP8 copy, the analysis in bounded memory, and the table or JSON
 // (inspect_output.cpp writes a tensor's rows and object).
-#include "inspect_command.h"
+#include "commands/inspect_command.h"
 
 #include <fmt/format.h>
 
