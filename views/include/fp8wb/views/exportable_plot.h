@@ -174,6 +174,8 @@ bool fixed_colour_range(const QComboBox* box);  // "fixed range" chosen
 // to `label` with the range said on a line of its own (the bar is no longer than its
 // map): "underflow %", then "(auto range: 0.001 to 0.003)" or "(fixed range: 0 to 100)".
 // lo > hi: no figure, the range left as it is.
+// The pixels kept free right of a colour bar's title (apply_colour_range()).
+inline constexpr int kColourBarGap = 10;
 void apply_colour_range(QCPColorMap* map, const QString& label, double lo, double hi,
                         const QCPRange& domain, const std::optional<QCPRange>& fixed,
                         bool use_fixed);
