@@ -288,6 +288,8 @@ void PlotCsvTest::theCheckpointTableExportsEveryRowFromItsContextMenu() {
                     .toString()
                     .replace(QLatin1Char('\n'), QLatin1Char(' '));
   }
+  // Issue #52: then the recommendation's reason and the recommended recipe's SQNR.
+  header << QStringLiteral("recommendation reason") << QStringLiteral("recommended SQNR (dB)");
   QCOMPARE(rows.front(), header);
   // Worst first, as the table sorts (without the filter); each cell as the table shows it.
   QSortFilterProxyModel all;
@@ -299,6 +301,18 @@ void PlotCsvTest::theCheckpointTableExportsEveryRowFromItsContextMenu() {
     for (int c = 0; c < CheckpointModel::ColumnCount; ++c) {
       if (c != CheckpointModel::Dtype) want << all.index(r, c).data(Qt::DisplayRole).toString();
     }
+    const TensorAnalysis* t = tab.model()->tensorAt(all.mapToSource(all.index(r, 0)).row());
+    QVERIFY(t);
+    const RecipeResult* rec = t->recommended_result();
+    want << (!t->not_quantized.empty()
+                 ? QStringLiteral("No SQNR: ") + QString::fromStdString(t->not_quantized)
+             : !t->no_recipe.empty()
+                 ? QStringLiteral("No recommendation: ") + QString::fromStdString(t->no_recipe)
+                 : QString::fromStdString(t->reason))
+         << (!rec                       ? QStringLiteral("-")
+             : std::isinf(rec->sqnr_db) ? QStringLiteral("inf")
+                                        : QString::number(rec->sqnr_db, 'f', 1));
+    QVERIFY2(!rows[r + 1][rows[r + 1].size() - 2].isEmpty(), qPrintable(rows[r + 1].join('|')));
     QCOMPARE(rows[r + 1], want);
   }
 }

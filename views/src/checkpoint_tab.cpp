@@ -310,10 +310,15 @@ QString CheckpointTab::tableCsv() const {
                  .toString()
                  .replace(QLatin1Char('\n'), QLatin1Char(' '));
   }
+  // Then what the table says only in part: the recommendation's whole reason (the cell's
+  // tooltip) and the recommended recipe's SQNR.
+  names << tr("recommendation reason") << tr("recommended SQNR (dB)");
   QString out = csv_line(names) + QLatin1Char('\n');
   for (int r = 0; r < all.rowCount(); ++r) {
     QStringList cells;
     for (int c : columns) cells << all.index(r, c).data(Qt::DisplayRole).toString();
+    const int row = all.mapToSource(all.index(r, 0)).row();
+    cells << model_->recommendationReason(row) << model_->recommendedSqnr(row);
     out += csv_line(cells) + QLatin1Char('\n');
   }
   return out;
