@@ -161,6 +161,11 @@ void CheckpointTab::setUpPlots() {
   blocks_->plotLayout()->addElement(0, 1, block_scale_);
   block_scale_->axis()->setLabel(tr("relative RMS error"));
   block_map_->setColorScale(block_scale_);
+  // The colour bar spans the map's height, not down beside the axis label under the map
+  // ("block column (blocks of 4 x 4)", wider than a narrow map, ran into its bottom).
+  auto* group = new QCPMarginGroup(blocks_);
+  blocks_->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+  block_scale_->setMarginGroup(QCP::msBottom | QCP::msTop, group);
   // Blocks without finite nonzero values (NaN in the map) in grey, apart from the scale.
   QCPColorGradient thermal = thermal_on_white();
   thermal.setNanHandling(QCPColorGradient::nhNanColor);

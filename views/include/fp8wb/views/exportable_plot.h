@@ -27,7 +27,8 @@ class QComboBox;
 namespace fp8wb {
 
 // `text` in lines no wider than `width` pixels in `font`: broken at spaces, and a word
-// wider than a line alone (a long tensor name) where it must be.
+// wider than a line alone (a long tensor name) after a '.', '_', '/' or '-' of it, never
+// inside a word; a part with none that fits is elided in its middle ("…").
 QStringList wrapped_lines(const QString& text, const QFont& font, int width);
 
 // A table as a CSV export writes it: a header, then a line of fields for each row.
