@@ -246,7 +246,8 @@ std::string spike_of(const SweepPoint& p) {
 }
 
 // "; note: the high-precision reference itself blew up in 2 runs (run 7: ...): their loss
-// gaps are left out of the mean gap". A spike of the FP8 loss is never dismissed for it.
+// gaps are left out of the mean gap, their spikes measured only before it". A spike of the
+// FP8 loss while the reference held is never dismissed for it.
 std::string reference_note(const SweepVerdict& v) {
   if (v.reference_troubled <= 0) return {};
   const ReferenceTrouble& t = v.trouble;
@@ -260,7 +261,8 @@ std::string reference_note(const SweepVerdict& v) {
     s += ": up " + figure_g(t.rise) + " from its lowest " + figure_g(t.low) + " at step " +
          std::to_string(t.step);
   return s + "): " + (v.reference_troubled == 1 ? "its loss gap is" : "their loss gaps are") +
-         " left out of the mean gap";
+         " left out of the mean gap, " +
+         (v.reference_troubled == 1 ? "its spike" : "their spikes") + " measured only before it";
 }
 
 }  // namespace

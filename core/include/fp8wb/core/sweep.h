@@ -217,7 +217,8 @@ struct SweepVerdict {
   const SweepPoint* mildest = nullptr;
   // Runs (of every point) whose high-precision reference itself blew up or diverged: their
   // loss gaps are no comparison (left out of the mean gap); a spike of the FP8 loss over
-  // the reference still counts. The first such run's, for the text.
+  // the reference counts only before it broke (LossSpike::ref_broke_step). The first such
+  // run's, for the text.
   int reference_troubled = 0;
   int64_t troubled_run = 0;
   ReferenceTrouble trouble;
