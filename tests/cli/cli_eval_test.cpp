@@ -121,9 +121,22 @@ TEST_F(CliEval, BadInputIsRefusedByName) {
                   "recipe=fp4"});
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("config field 'recipe'"), std::string::npos) << r.err;
+  // Issue #52: a folder of model folders (the reference's) names the subfolders that hold
+  // a model, as `fp8wb inspect DIR` does, not only "cannot open DIR/config.json".
   r = run({"eval", "--hf", dir_, "--data", dir_ + "/llama/tokens.bin"});
   EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.err.find("config.json"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("cannot open"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("config field 'hf'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(dir_ + " holds no checkpoint itself, but these"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(dir_ + "/llama"), std::string::npos) << r.err;
+  const Result inspect = run({"inspect", dir_});
+  EXPECT_EQ(inspect.rc, 1);
+  std::string said = inspect.err;
+  if (said.rfind("fp8wb: ", 0) == 0) said = said.substr(7);
+  while (!said.empty() && said.back() == '\n') said.pop_back();
+  ASSERT_FALSE(said.empty());
+  EXPECT_NE(r.err.find(said), std::string::npos) << r.err << "\ninspect: " << said;
   r = run({"eval", "--hf", dir_ + "/llama", "--data", dir_ + "/llama/config.json"});
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("config field 'data'"), std::string::npos) << r.err;

@@ -96,8 +96,9 @@ void print_sweep_summary(const RunStore& store, int64_t sweep_id, std::ostream& 
                  ? fmt::format(" spiked +{:.0f}%", 100 * p.spike_fraction)
                  : std::string(" spiked");
     if (p.reference_troubled > 0)
-      row += fmt::format(" (reference blew up in {}: gap of {} left out)", p.reference_troubled,
-                         p.gap_ref_broken);
+      row += fmt::format(
+          " (reference blew up in {}: spike measured only before it, gap of {} left out)",
+          p.reference_troubled, p.gap_ref_broken);
     out << row << "\n";
   }
   out << fmt::format("{} of {} finished, {} diverged, {} spiked\n", counts.finished,

@@ -66,28 +66,8 @@ std::string checkpoint_in_folder(const std::string& dir, std::string& why,
   if (found.size() == 1) return dir + "/" + found.front();
   if (found.empty() && look_in_subfolders) {
     // A folder of model folders (a models/ directory): the subfolders that hold one, named.
-    std::vector<std::string> models;
-    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-      std::error_code dec;
-      if (!it->is_directory(dec)) continue;
-      std::string inner;
-      if (!checkpoint_in_folder(it->path().string(), inner, false).empty())
-        models.push_back(it->path().filename().string());
-    }
-    if (!models.empty()) {
-      std::sort(models.begin(), models.end());
-      constexpr size_t kNamed = 8;
-      std::string names;
-      for (size_t i = 0; i < models.size() && i < kNamed; ++i)
-        names += (i ? ", " : "") + dir + "/" + models[i];
-      if (models.size() > kNamed)
-        names += " and " + std::to_string(models.size() - kNamed) + " more";
-      why = dir + " holds no checkpoint itself, but " +
-            (models.size() == 1 ? std::string("this subfolder does: ")
-                                : "these " + std::to_string(models.size()) + " subfolders do: ") +
-            names + "; give one of them";
-      return {};
-    }
+    why = models_in_subfolders(dir);
+    if (!why.empty()) return {};
   }
   why = dir + " is a folder with " +
         (found.empty() ? std::string("no checkpoint in it")
@@ -98,6 +78,29 @@ std::string checkpoint_in_folder(const std::string& dir, std::string& why,
 }
 
 }  // namespace
+
+std::string models_in_subfolders(const std::string& dir) {
+  std::vector<std::string> models;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code dec;
+    if (!it->is_directory(dec)) continue;
+    std::string inner;
+    if (!checkpoint_in_folder(it->path().string(), inner, false).empty())
+      models.push_back(it->path().filename().string());
+  }
+  if (models.empty()) return {};
+  std::sort(models.begin(), models.end());
+  constexpr size_t kNamed = 8;
+  std::string names;
+  for (size_t i = 0; i < models.size() && i < kNamed; ++i)
+    names += (i ? ", " : "") + dir + "/" + models[i];
+  if (models.size() > kNamed) names += " and " + std::to_string(models.size() - kNamed) + " more";
+  return dir + " holds no checkpoint itself, but " +
+         (models.size() == 1 ? std::string("this subfolder does: ")
+                             : "these " + std::to_string(models.size()) + " subfolders do: ") +
+         names + "; give one of them";
+}
 
 std::unique_ptr<Checkpoint> open_any_checkpoint(const std::string& path) {
   // A Hugging Face folder: the checkpoint it holds (config.json beside it is not needed).

@@ -54,8 +54,11 @@ LossSpike loss_spike(const std::vector<SeriesPoint>& loss,
   LossSpike s;
   if (loss.empty()) return s;
   const int64_t from = warmup_end(loss.back().step);
+  // Against the reference only while it held: past its blow-up it is no yardstick.
+  s.ref_broke_step = reference_trouble(ref_loss).broke_step;
   auto ref = ref_loss.begin();
   for (const SeriesPoint& p : loss) {
+    if (s.ref_broke_step >= 0 && p.step >= s.ref_broke_step) break;
     if (p.step < from || !std::isfinite(p.value)) continue;
     ref = std::lower_bound(ref, ref_loss.end(), p.step,
                            [](const SeriesPoint& r, int64_t step) { return r.step < step; });
@@ -80,12 +83,14 @@ ReferenceTrouble reference_trouble(const std::vector<SeriesPoint>& ref_loss) {
   if (ref_loss.empty()) return t;
   const int64_t from = warmup_end(ref_loss.back().step);
   double low = NAN;
+  int64_t low_step = -1;
   for (const SeriesPoint& p : ref_loss) {
     if (!std::isfinite(p.value)) {
       // A run without a reference stores none (NaN) from its first step: no reference,
       // not a diverged one.
       if (std::isnan(t.first)) continue;
       if (!t.diverged) t.diverged_step = p.step;
+      if (t.broke_step < 0) t.broke_step = p.step;
       t.diverged = true;
       continue;
     }
@@ -97,13 +102,18 @@ ReferenceTrouble reference_trouble(const std::vector<SeriesPoint>& ref_loss) {
       const auto over = [&](double r, double l) {
         return r - std::max({l, t.first - l, kSpikeAbsolute});
       };
+      // It broke where its climb to the first blow-up began: at its lowest loss before it.
+      if (t.broke_step < 0 && over(rise, low) > 0) t.broke_step = low_step;
       if (std::isnan(t.rise) || over(rise, low) > over(t.rise, t.low)) {
         t.rise = rise;
         t.low = low;
         t.step = p.step;
       }
     }
-    if (!(p.value >= low)) low = p.value;
+    if (!(p.value >= low)) {
+      low = p.value;
+      low_step = p.step;
+    }
   }
   return t;
 }

@@ -145,13 +145,21 @@ SweepVerdict sweep_verdict(const std::vector<SweepPoint>& points) {
   // The finished points (every trial finished, none diverged), those with a spiked
   // trial apart.
   std::vector<const SweepPoint*> clean, spiked;
+  int broken_runs = 0;
+  v.one_seed = true;
   for (const SweepPoint& p : points) {
     if (p.trials <= 0 || p.finished < p.trials || !std::isfinite(p.final_loss)) continue;
     (p.spiked > 0 ? spiked : clean).push_back(&p);
+    v.judged_runs += p.runs;
+    broken_runs += p.reference_troubled;
+    if (p.runs > 1) v.one_seed = false;
   }
   const bool all_flagged = clean.empty();
   std::vector<const SweepPoint*>& pool = all_flagged ? spiked : clean;
-  if (pool.empty()) return v;
+  if (pool.empty()) {
+    v.one_seed = false;
+    return v;
+  }
   std::stable_sort(pool.begin(), pool.end(), [](const SweepPoint* a, const SweepPoint* b) {
     return a->final_loss < b->final_loss;
   });
@@ -163,7 +171,9 @@ SweepVerdict sweep_verdict(const std::vector<SweepPoint>& points) {
   };
   // The noise: a fraction of the lowest, or the seeds' spread of the lowest where larger;
   // each other point is within it, or within its own seeds' spread, of the lowest.
-  v.noise = std::max(kSweepNoiseFraction * std::abs(lowest), spread(v.lowest));
+  v.noise =
+      std::max((v.one_seed ? kSweepOneSeedNoiseFraction : kSweepNoiseFraction) * std::abs(lowest),
+               spread(v.lowest));
   for (const SweepPoint* p : pool) {
     if (p->final_loss - lowest <= std::max(v.noise, spread(p)))
       v.tied.push_back(p);
@@ -176,7 +186,16 @@ SweepVerdict sweep_verdict(const std::vector<SweepPoint>& points) {
     const double fb = std::isfinite(b->spike_fraction) ? b->spike_fraction : INFINITY;
     return fa < fb;
   };
-  if (all_flagged) {
+  if (v.judged_runs > 0 && broken_runs >= v.judged_runs) {
+    // Nothing was measured against a reference that held: no spike past the break, no gap.
+    // The lowest final loss is named, as no more than that.
+    std::vector<const SweepPoint*> all = clean;
+    all.insert(all.end(), spiked.begin(), spiked.end());
+    v.lowest = *std::min_element(all.begin(), all.end(), [](const auto* a, const auto* b) {
+      return a->final_loss < b->final_loss;
+    });
+    v.kind = SweepVerdict::Kind::ReferencesBroken;
+  } else if (all_flagged) {
     v.kind = SweepVerdict::Kind::AllFlagged;
     const SweepPoint* mildest = *std::min_element(pool.begin(), pool.end(), milder);
     if (mildest != v.lowest && milder(mildest, v.lowest)) v.mildest = mildest;
@@ -226,7 +245,8 @@ std::string spike_of(const SweepPoint& p) {
 }
 
 // "; note: the high-precision reference itself blew up in 2 runs (run 7: ...): their loss
-// gaps are left out of the mean gap". A spike of the FP8 loss is never dismissed for it.
+// gaps are left out of the mean gap, their spikes measured only before it". A spike of the
+// FP8 loss while the reference held is never dismissed for it.
 std::string reference_note(const SweepVerdict& v) {
   if (v.reference_troubled <= 0) return {};
   const ReferenceTrouble& t = v.trouble;
@@ -240,7 +260,8 @@ std::string reference_note(const SweepVerdict& v) {
     s += ": up " + figure_g(t.rise) + " from its lowest " + figure_g(t.low) + " at step " +
          std::to_string(t.step);
   return s + "): " + (v.reference_troubled == 1 ? "its loss gap is" : "their loss gaps are") +
-         " left out of the mean gap";
+         " left out of the mean gap, " +
+         (v.reference_troubled == 1 ? "its spike" : "their spikes") + " measured only before it";
 }
 
 }  // namespace
@@ -260,15 +281,35 @@ std::string sweep_verdict_text(const SweepVerdict& v,
                  1) +
              "% below the next, " + label(*v.next) + " (" + figure(v.next->final_loss) + ")";
       }
+      if (v.one_seed) s += " (one seed per point: beyond 5%, the margin assumed for its noise)";
       break;
     case Kind::WithinNoise: {
       s = "no clear best: " + std::to_string(v.tied.size()) + " settings are within the noise (" +
-          figure_g(v.noise) + ") of the lowest final loss: ";
+          figure_g(v.noise) +
+          (v.one_seed ? ", 5% of the lowest: one seed per point measures no noise; more seeds "
+                        "tell"
+                      : "") +
+          ") of the lowest final loss: ";
       constexpr size_t kNamed = 5;
       for (size_t i = 0; i < v.tied.size() && i < kNamed; ++i)
         s += (i ? ", " : "") + label(*v.tied[i]) + " (" + figure(v.tied[i]->final_loss) + ")";
       if (v.tied.size() > kNamed) s += " and " + std::to_string(v.tied.size() - kNamed) + " more";
       break;
+    }
+    case Kind::ReferencesBroken: {
+      const ReferenceTrouble& t = v.trouble;
+      s = "no clear best: the high-precision reference itself " +
+          std::string(t.diverged ? "diverged" : "blew up") + " in all " +
+          std::to_string(v.judged_runs) + (v.judged_runs == 1 ? " run" : " runs") + " (run " +
+          std::to_string(v.troubled_run) +
+          (t.diverged ? ": a loss that is not finite at step " + std::to_string(t.diverged_step)
+                      : ": up " + figure_g(t.rise) + " from its lowest " + figure_g(t.low) +
+                            " at step " + std::to_string(t.step)) +
+          "), so no spike past its break nor any loss gap could be measured against it; the "
+          "lowest final loss, " +
+          label(*v.lowest) + " (" + loss_of(*v.lowest) + "), is no more than that";
+      if (v.one_seed) s += ", from one seed per point";
+      return s;
     }
     case Kind::AllFlagged:
       s = "no best: every finished grid point has a trial whose loss spiked; the lowest, " +

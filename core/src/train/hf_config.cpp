@@ -9,6 +9,7 @@
 #include <string>
 
 #include "fp8wb/core/checkpoint/file_io.h"
+#include "fp8wb/core/checkpoint/open_checkpoint.h"
 #include "fp8wb/core/config/run_config.h"
 
 namespace fp8wb {
@@ -63,6 +64,11 @@ HfModelConfig read_hf_config(const std::string& dir) {
     fail(dir + " is not a folder (a Hugging Face checkpoint's: config.json, model.safetensors)");
   const std::string file = dir + "/config.json";
   std::string text;
+  // A folder of model folders (llama_reference.py's): the subfolders that hold a model
+  // named, as `fp8wb inspect DIR` names them, rather than a missing config.json.
+  if (struct stat cs{}; stat(file.c_str(), &cs) != 0) {
+    if (const std::string models = models_in_subfolders(dir); !models.empty()) fail(models);
+  }
   try {
     text = read_regular_file(file, size_t{1} << 20);
   } catch (const FileError& e) {

@@ -115,6 +115,7 @@ class CheckpointViewTest : public QObject {
   void theExportMenuNamesEveryPlotByItsTitle();
   void longReasonsKeepTheRecommendationColumnNarrow();
   void exportedTitlesAreWholeAndTheColourBarShows();
+  void aLongTensorNameWrapsAtItsDotsAndTheColourBarKeepsItsGap();
 
  private:
   // The main window at the default size, shown (offscreen), on `tab`.
@@ -712,6 +713,80 @@ void CheckpointViewTest::exportedTitlesAreWholeAndTheColourBarShows() {
                             .arg(image.width())));
   }
   QVERIFY(wrapped);  // the block map's title is longer than its plot is wide
+}
+
+// Issue #52: the block map's exported title broke a tensor's name mid-word
+// ("down_proj.weigh" / "t"): a name wider than the line breaks after a '.' or '_' (or is
+// elided), never inside a word. And the colour bar keeps a gap from the axis label under
+// the map, which ran into its bottom.
+void CheckpointViewTest::aLongTensorNameWrapsAtItsDotsAndTheColourBarKeepsItsGap() {
+  const QString name = QStringLiteral("model.layers.0.mlp.down_proj.weight");
+  const QFont font = QApplication::font();
+  const QFontMetrics fm(font);
+  const QString title = QStringLiteral("Block errors of e4m3 blockwise: ") + name +
+                        QStringLiteral(" (model.safetensors)");
+  // Widths that break the name: a little narrower than it, and narrower than half of it.
+  for (const int room : {fm.horizontalAdvance(name) - 4, fm.horizontalAdvance(name) / 2}) {
+    const QStringList lines = wrapped_lines(title, font, room);
+    QVERIFY(lines.size() > 1);
+    for (const QString& line : lines)
+      QVERIFY2(fm.horizontalAdvance(line) <= room, qPrintable(line));
+    for (qsizetype i = 0; i + 1 < lines.size(); ++i) {
+      const QString a = lines[i].section(QLatin1Char(' '), -1);
+      const QString b = lines[i + 1].section(QLatin1Char(' '), 0, 0);
+      // Broken between words, or after a '.' or '_' of one.
+      const bool between = title.contains(a + QLatin1Char(' ') + b);
+      const bool at_boundary =
+          title.contains(a + b) && (a.endsWith(QLatin1Char('.')) || a.endsWith(QLatin1Char('_')));
+      QVERIFY2(between || at_boundary || a.contains(QChar(0x2026)),
+               qPrintable(QStringLiteral("%1 px: \"%2\" / \"%3\"").arg(room).arg(a, b)));
+    }
+  }
+  const QString path = dir_.filePath(QStringLiteral("long.safetensors"));
+  std::vector<float> w(256 * 256);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.02f * std::sin(0.1f * static_cast<float>(i));
+  write_safetensors(path.toStdString(),
+                    {{name.toStdString(), StDtype::F32, {256, 256}, f32_bytes(w)}});
+  auto win = window(QStringLiteral("Checkpoint"));
+  QVERIFY(load(*win, path));
+  win->checkpointTab()->selectTensor(name);
+  QCoreApplication::processEvents();
+  ExportablePlot* blocks =
+      win->checkpointTab()->findChild<ExportablePlot*>(QStringLiteral("checkpointBlockMap"));
+  QVERIFY(blocks);
+  blocks->replot(QCustomPlot::rpImmediateRefresh);
+  const QString file = dir_.filePath(QStringLiteral("blocks.png"));
+  QCOMPARE(blocks->exportTo(file), QString());
+  QCPColorScale* scale = nullptr;
+  for (int i = 0; i < blocks->plotLayout()->elementCount() && !scale; ++i)
+    scale = qobject_cast<QCPColorScale*>(blocks->plotLayout()->elementAt(i));
+  QVERIFY(scale);
+  // The colour bar (its bar: the scale's inner rect) keeps a gap from the x axis' label
+  // ("block column (blocks of 4 x 4)", wider than the map), which ran into it.
+  QRect label;
+  for (int y = 0; y < blocks->height(); ++y)
+    for (int x = 0; x < blocks->width(); ++x)
+      if (blocks->xAxis->getPartAt(QPointF(x, y)) == QCPAxis::spAxisLabel)
+        label |= QRect(x, y, 1, 1);
+  QVERIFY(!label.isEmpty());
+  // The box QCustomPlot keeps is the axis rect's width; the text, centred on it, is drawn
+  // unclipped past its ends where it is wider.
+  const int text = QFontMetrics(blocks->xAxis->labelFont())
+                       .boundingRect(QRect(), Qt::TextDontClip, blocks->xAxis->label())
+                       .width();
+  if (text > label.width())
+    label = QRect(label.center().x() - text / 2, label.y(), text, label.height());
+  const QRect bar = scale->rect();
+  QVERIFY2(!label.adjusted(-4, -4, 4, 4).intersects(bar),
+           qPrintable(QStringLiteral("the label %1,%2 %3x%4 against the bar %5,%6 %7x%8")
+                          .arg(label.x())
+                          .arg(label.y())
+                          .arg(label.width())
+                          .arg(label.height())
+                          .arg(bar.x())
+                          .arg(bar.y())
+                          .arg(bar.width())
+                          .arg(bar.height())));
 }
 
 QTEST_MAIN(CheckpointViewTest)

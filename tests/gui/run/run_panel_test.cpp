@@ -58,6 +58,7 @@ class RunPanelTest : public QObject {
   void anOpenedRunSaysWhatStartKeeps();
   void aChangedPresetsRunIsNamedAfterItsChanges();
   void anEditedOpenedRunIsNamedAfterItsChanges();
+  void aPresetsNameKeepsWhatTellsItApart();
   void aFormThatMatchesAPresetShowsIt();
 
  private:
@@ -727,7 +728,7 @@ void RunPanelTest::aChangedPresetsRunIsNamedAfterItsChanges() {
   // Back to the preset's window: named after what still differs.
   type_into(window, QStringLiteral("1"));
   leave(window);
-  QCOMPARE(name->text(), QStringLiteral("Delayed scaling: margin=2"));
+  QCOMPARE(name->text(), QStringLiteral("Delayed scaling: window 1, margin=2"));
   // A name of the user's own is kept.
   type_into(name, QStringLiteral("my run"));
   type_into(window, QStringLiteral("16"));
@@ -762,7 +763,7 @@ void RunPanelTest::anEditedOpenedRunIsNamedAfterItsChanges() {
            qPrintable(kept->text()));
   type_into(margin, QStringLiteral("3"));
   leave(margin);
-  QCOMPARE(name->text(), QStringLiteral("Delayed scaling: margin=3"));
+  QCOMPARE(name->text(), QStringLiteral("Delayed scaling: window 1, margin=3"));
   QCOMPARE(QString::fromStdString(p->config().name), name->text());
   QVERIFY2(kept->text().contains(QStringLiteral("run 5's settings, changed: margin=3 (was 0)")),
            qPrintable(kept->text()));
@@ -788,6 +789,54 @@ void RunPanelTest::anEditedOpenedRunIsNamedAfterItsChanges() {
   leave(margin);
   QCOMPARE(name->text(), QStringLiteral("trysweep: margin=0 window=1 seed=1, margin=3"));
   QCOMPARE(QString::fromStdString(p->config().name), name->text());
+}
+
+// Issue #52: the run's name keeps what the preset's name says and adds the fields edited
+// away from it, so "window 1" and "window 1024" with the same edits are two names, not
+// "Delayed scaling: margin=1, steps=100" and the same "#2"; a run opened under such a
+// name, edited again, keeps its other settings; a preset's name that names a model is
+// dropped where the model changes ("Tiny GPT: ..., model=llama" is no Tiny GPT).
+void RunPanelTest::aPresetsNameKeepsWhatTellsItApart() {
+  MainWindow w(false);
+  w.resize(1300, 900);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  RunPanel* p = w.runPanel();
+  auto* name = child<QLineEdit>(p, "run-name");
+  auto* margin = child<QSpinBox>(p, "margin");
+  auto* steps = child<QSpinBox>(p, "steps");
+  QVERIFY(name && margin && steps);
+  for (const QString window : {QStringLiteral("1024"), QStringLiteral("1")}) {
+    QVERIFY(p->applyPreset(QStringLiteral("Delayed scaling: window ") + window));
+    type_into(margin, QStringLiteral("1"));
+    leave(margin);
+    type_into(steps, QStringLiteral("100"));
+    leave(steps);
+    QCOMPARE(name->text(),
+             QStringLiteral("Delayed scaling: window %1, margin=1, steps=100").arg(window));
+    QCOMPARE(QString::fromStdString(p->config().name), name->text());
+  }
+  // Opened again under that kind of name and edited: the other settings it names stay.
+  QVERIFY(p->applyPreset(QStringLiteral("Delayed scaling: window 1024")));
+  RunConfig c = p->config();
+  c.name = "Delayed scaling: margin=2, window=16";
+  c.margin = 2;
+  c.window = 16;
+  p->openConfig(c, QStringLiteral("run 8"));
+  type_into(margin, QStringLiteral("3"));
+  leave(margin);
+  QCOMPARE(name->text(), QStringLiteral("Delayed scaling: window=16, margin=3"));
+  // Tiny GPT, edited, made a Llama: named after the model, not "Tiny GPT: ..., model=llama".
+  QVERIFY(p->applyPreset(QStringLiteral("Tiny GPT: FP8 vs BF16")));
+  type_into(margin, QStringLiteral("2"));
+  leave(margin);
+  QCOMPARE(name->text(), QStringLiteral("Tiny GPT: FP8 vs BF16, margin=2"));
+  child<QComboBox>(p, "model")->setCurrentText(QStringLiteral("llama"));
+  QVERIFY2(name->text().startsWith(QStringLiteral("Llama: FP8 vs BF16, ")),
+           qPrintable(name->text()));
+  QVERIFY2(name->text().contains(QStringLiteral("margin=2")), qPrintable(name->text()));
+  QVERIFY2(!name->text().contains(QStringLiteral("GPT")), qPrintable(name->text()));
+  QVERIFY2(!name->text().contains(QStringLiteral("model=")), qPrintable(name->text()));
 }
 
 // A form that holds exactly a preset's config names that preset in the box (typed back to

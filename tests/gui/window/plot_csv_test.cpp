@@ -135,6 +135,7 @@ class PlotCsvTest : public QObject {
   void theBlockMapsCsvHoldsEveryBlock();
   void theCheckpointTableExportsEveryRowFromItsContextMenu();
   void theQuantizationHeatmapsCsvHoldsEveryCell();
+  void theQuantizationColourBarsTitleFitsItsPlot();
   void theSweepHeatmapsCsvHoldsEveryCell();
   void theOutlierDemosMapsCsvNamesEachMapAndItsIndices();
   void exportDialogsSuggestANameAfterThePlot();
@@ -287,6 +288,8 @@ void PlotCsvTest::theCheckpointTableExportsEveryRowFromItsContextMenu() {
                     .toString()
                     .replace(QLatin1Char('\n'), QLatin1Char(' '));
   }
+  // Issue #52: then the recommendation's reason and the recommended recipe's SQNR.
+  header << QStringLiteral("recommendation reason") << QStringLiteral("recommended SQNR (dB)");
   QCOMPARE(rows.front(), header);
   // Worst first, as the table sorts (without the filter); each cell as the table shows it.
   QSortFilterProxyModel all;
@@ -298,7 +301,110 @@ void PlotCsvTest::theCheckpointTableExportsEveryRowFromItsContextMenu() {
     for (int c = 0; c < CheckpointModel::ColumnCount; ++c) {
       if (c != CheckpointModel::Dtype) want << all.index(r, c).data(Qt::DisplayRole).toString();
     }
+    const TensorAnalysis* t = tab.model()->tensorAt(all.mapToSource(all.index(r, 0)).row());
+    QVERIFY(t);
+    const RecipeResult* rec = t->recommended_result();
+    want << (!t->not_quantized.empty()
+                 ? QStringLiteral("No SQNR: ") + QString::fromStdString(t->not_quantized)
+             : !t->no_recipe.empty()
+                 ? QStringLiteral("No recommendation: ") + QString::fromStdString(t->no_recipe)
+                 : QString::fromStdString(t->reason))
+         << (!rec                       ? QStringLiteral("-")
+             : std::isinf(rec->sqnr_db) ? QStringLiteral("inf")
+                                        : QString::number(rec->sqnr_db, 'f', 1));
+    QVERIFY2(!rows[r + 1][rows[r + 1].size() - 2].isEmpty(), qPrintable(rows[r + 1].join('|')));
     QCOMPARE(rows[r + 1], want);
+  }
+}
+
+namespace {
+// The rectangle the axis' label is drawn in, in the plot's pixels, found by asking the
+// axis which of its parts each point is (the label's box is kept as it is drawn), over the
+// plot and 400 pixels around it: empty where none is found.
+QRect label_rect(QCustomPlot* plot, QCPAxis* axis) {
+  QRect r;
+  for (int y = -400; y < plot->height() + 400; y += 2)
+    for (int x = -400; x < plot->width() + 400; x += 2)
+      if (axis->getPartAt(QPointF(x, y)) == QCPAxis::spAxisLabel) r |= QRect(x, y, 1, 1);
+  return r;
+}
+}  // namespace
+
+// Issue #52: with the colour range fixed, the Quantization heatmap's colour bar title
+// ("underflow % (of nonzero)" and the range under it) lies within the plot in a default
+// window, with a gap before its right edge (it was drawn 2 px from it, its glyphs cut).
+void PlotCsvTest::theQuantizationColourBarsTitleFitsItsPlot() {
+  const QString path = file(QStringLiteral("bar.sqlite"));
+  int64_t id = 0;
+  {
+    auto store = RunStore::open(path.toStdString());
+    id = store->create_run("bar", "train", "{}", "cpu");
+    for (int64_t s : {0, 10, 20, 30}) {
+      MetricBatch b;
+      b.run_id = id;
+      StepMetrics m;
+      m.step = s;
+      m.loss = 2.0;
+      b.steps.push_back(m);
+      for (const char* layer : {"blocks.0.attn.qkv", "blocks.0.attn.proj", "blocks.0.mlp.fc1"}) {
+        TensorMetrics t;
+        t.step = s;
+        t.layer = layer;
+        t.role = Role::Input;
+        t.amax = 1;
+        t.scale = 1;
+        t.raw.numel = 1000;
+        t.raw.underflow = static_cast<uint64_t>(s + 3);
+        t.raw.sq_sum = 10.0;
+        t.raw.sq_err = 0.01;
+        b.tensors.push_back(t);
+      }
+      store->write(b);
+    }
+    store->flush();
+  }
+  MainWindow w(false);  // its default size
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  w.engine()->setDatabasePath(path);
+  QSignalSpy opened(w.engine(), &EngineController::opened);
+  w.engine()->openRun(id);
+  QVERIFY(opened.wait(30000));
+  w.selectTab(QStringLiteral("Quantization"));
+  w.refreshRunTabs(true);
+  QuantizationTab& tab = *w.quantizationTab();
+  auto* range = tab.findChild<QComboBox*>(QStringLiteral("colourRange"));
+  QVERIFY(range);
+  for (int fixed : {0, 1}) {
+    range->setCurrentIndex(fixed);
+    w.refreshRunTabs(true);
+    ExportablePlot* heat = tab.plots()[0];
+    QCPColorScale* scale = nullptr;
+    for (int i = 0; i < heat->plotLayout()->elementCount() && !scale; ++i)
+      scale = qobject_cast<QCPColorScale*>(heat->plotLayout()->elementAt(i));
+    QVERIFY(scale);
+    QVERIFY2(scale->axis()->label().startsWith(QStringLiteral("underflow % (of nonzero)")),
+             qPrintable(scale->axis()->label()));
+    for (int round = 0; round < 3; ++round) {
+      heat->replot(QCustomPlot::rpImmediateRefresh);
+      QCoreApplication::processEvents();
+    }
+    const QRect title = label_rect(heat, scale->axis());
+    QVERIFY2(!title.isEmpty(), "no colour bar title drawn");
+    // Within the plot and the window, with a gap at the right (antialiased glyphs drawn
+    // against the edge read as cut off).
+    const QRect shown(heat->mapFrom(&w, QPoint(0, 0)), w.size());
+    QVERIFY2(
+        heat->rect().intersected(shown).adjusted(0, 0, -kColourBarGap / 2, 0).contains(title),
+        qPrintable(QStringLiteral("%1: title %2,%3 %4x%5 in a plot of %6x%7, %8 px of it shown")
+                       .arg(range->currentText())
+                       .arg(title.x())
+                       .arg(title.y())
+                       .arg(title.width())
+                       .arg(title.height())
+                       .arg(heat->width())
+                       .arg(heat->height())
+                       .arg(heat->rect().intersected(shown).width())));
   }
 }
 

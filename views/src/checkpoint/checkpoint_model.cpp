@@ -172,6 +172,20 @@ QVariant CheckpointModel::data(const QModelIndex& index, int role) const {
   return {};
 }
 
+QString CheckpointModel::recommendationReason(int row) const {
+  const TensorAnalysis* t = tensorAt(row);
+  if (!t) return {};
+  return !t->not_quantized.empty() ? tr("No SQNR: %1").arg(qs(t->not_quantized))
+         : !t->no_recipe.empty()   ? tr("No recommendation: %1").arg(qs(t->no_recipe))
+                                   : qs(t->reason);
+}
+
+QString CheckpointModel::recommendedSqnr(int row) const {
+  const TensorAnalysis* t = tensorAt(row);
+  const RecipeResult* rec = t ? t->recommended_result() : nullptr;
+  return rec ? sqnr_text(rec->sqnr_db) : QStringLiteral("-");
+}
+
 void CheckpointModel::setSelectedRecipe(const QString& name) {
   if (name == selected_) return;
   selected_ = name;

@@ -161,6 +161,11 @@ void CheckpointTab::setUpPlots() {
   blocks_->plotLayout()->addElement(0, 1, block_scale_);
   block_scale_->axis()->setLabel(tr("relative RMS error"));
   block_map_->setColorScale(block_scale_);
+  // The colour bar spans the map's height, not down beside the axis label under the map
+  // ("block column (blocks of 4 x 4)", wider than a narrow map, ran into its bottom).
+  auto* group = new QCPMarginGroup(blocks_);
+  blocks_->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+  block_scale_->setMarginGroup(QCP::msBottom | QCP::msTop, group);
   // Blocks without finite nonzero values (NaN in the map) in grey, apart from the scale.
   QCPColorGradient thermal = thermal_on_white();
   thermal.setNanHandling(QCPColorGradient::nhNanColor);
@@ -310,10 +315,15 @@ QString CheckpointTab::tableCsv() const {
                  .toString()
                  .replace(QLatin1Char('\n'), QLatin1Char(' '));
   }
+  // Then what the table says only in part: the recommendation's whole reason (the cell's
+  // tooltip) and the recommended recipe's SQNR.
+  names << tr("recommendation reason") << tr("recommended SQNR (dB)");
   QString out = csv_line(names) + QLatin1Char('\n');
   for (int r = 0; r < all.rowCount(); ++r) {
     QStringList cells;
     for (int c : columns) cells << all.index(r, c).data(Qt::DisplayRole).toString();
+    const int row = all.mapToSource(all.index(r, 0)).row();
+    cells << model_->recommendationReason(row) << model_->recommendedSqnr(row);
     out += csv_line(cells) + QLatin1Char('\n');
   }
   return out;

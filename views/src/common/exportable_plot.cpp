@@ -61,12 +61,25 @@ QStringList wrapped_lines(const QString& text, const QFont& font, int width) {
       continue;
     }
     if (!line.isEmpty()) lines << line;
-    // A word wider than the line alone (a long tensor name) is broken where it must be.
+    // A word wider than the line alone (a long tensor name) is broken after the last '.',
+    // '_', '/' or '-' that fits ("model.layers.0.mlp." / "down_proj.weight"), never inside
+    // a word; a part with no such place that fits is elided in its middle.
     while (word.size() > 1 && fm.horizontalAdvance(word) > width) {
-      qsizetype fit = 1;
-      while (fit < word.size() && fm.horizontalAdvance(word.left(fit + 1)) <= width) ++fit;
-      lines << word.left(fit);
-      word = word.mid(fit);
+      qsizetype cut = 0;
+      for (qsizetype i = 1; i < word.size(); ++i) {
+        const QChar c = word[i - 1];
+        const bool boundary = c == QLatin1Char('.') || c == QLatin1Char('_') ||
+                              c == QLatin1Char('/') || c == QLatin1Char('-');
+        if (!boundary) continue;
+        if (fm.horizontalAdvance(word.left(i)) > width) break;
+        cut = i;
+      }
+      if (cut == 0) {
+        word = fm.elidedText(word, Qt::ElideMiddle, width);
+        break;
+      }
+      lines << word.left(cut);
+      word = word.mid(cut);
     }
     line = word;
   }

@@ -72,6 +72,10 @@ void apply_colour_range(QCPColorMap* map, const QString& label, double lo, doubl
   const QCPRange r = is_fixed ? *fixed : colour_scale_range(lo, hi, domain);
   map->setDataRange(r);
   if (scale) {
+    // The colour bar's title is the plot's rightmost text: a gap past it, so that its two
+    // lines are never drawn against (or, rounded, past) the plot's right edge.
+    if (QCPLayoutGrid* layout = map->parentPlot()->plotLayout())
+      layout->setMargins(QMargins(0, 0, kColourBarGap, 0));
     scale->axis()->setLabel(
         QStringLiteral("%1\n(%2: %3 to %4)")
             .arg(label, is_fixed ? QObject::tr("fixed range") : QObject::tr("auto range"),

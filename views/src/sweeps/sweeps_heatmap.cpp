@@ -449,7 +449,10 @@ void SweepsTab::describeBest() {
                progress);
   if (verdict.kind == SweepVerdict::Kind::Best) {
     const SweepPoint* best = verdict.lowest;
+    // No gap: its reference blew up or diverged (a gap against it is no comparison), or it
+    // had none.
     QString gap = std::isfinite(best->loss_gap) ? QString::number(best->loss_gap, 'g', 3)
+                  : best->gap_ref_broken > 0    ? tr("none (the reference blew up)")
                                                 : tr("none (no reference)");
     if (best->loss_gap_spread_known() && std::isfinite(best->loss_gap_spread()))
       gap += tr(" (mean of %1 seeds, %2 to %3)")

@@ -64,17 +64,24 @@ int64_t warmup_end(int64_t last_step);
 // and large in absolute terms, so a rise of 0.2 over a loss of 0.34 is no spike while a
 // loss of 6.2 where the reference had 2.2 is. A diverged or spiked run is flagged, and a
 // sweep never calls a flagged point its best while an unflagged one is there (sweep.h,
-// sweep_verdict()). A spike is flagged whatever the reference did elsewhere.
+// sweep_verdict()). A spike is measured only over the steps before the reference itself
+// broke (reference_trouble(): blew up or diverged): past that the reference is no yardstick,
+// and a trial whose loss stays below a reference that exploded is no spike; the reference's
+// break is said instead. An FP8-only spike while the reference held is never dismissed.
 inline constexpr double kSpikeFraction = 0.5;
 inline constexpr double kSpikeAbsolute = 0.5;
 inline constexpr std::string_view kSpikeDefinition =
     "loss spike = the largest excess of a run's loss over the reference's loss at the same "
     "step after the warm-up (the first 20 steps or 10% of the run); a run spiked where that "
-    "excess passed both 50% of the reference's loss there and 0.5";
+    "excess passed both 50% of the reference's loss there and 0.5 (measured only before the "
+    "reference's own climb to a blow-up, or its divergence, began)";
 struct LossSpike {
   double excess = NAN;  // loss - ref_loss at `step`
   double ref = NAN;     // the reference's loss at `step`
   int64_t step = -1;
+  // The step from which the reference broke (ReferenceTrouble::broke_step): steps from it on
+  // were not measured. -1 where it held.
+  int64_t ref_broke_step = -1;
   // excess / ref at the step of the largest excess
   double fraction() const { return ref > 0 ? excess / ref : NAN; }
   bool spiked() const {
@@ -103,6 +110,10 @@ struct ReferenceTrouble {
   double low = NAN;   // that lowest loss
   double first = NAN;
   int64_t step = -1;  // the step of the largest rise
+  // The step from which it is no yardstick: its first non-finite loss, or where its climb
+  // to its first blow-up began (the step of its lowest loss before the first rise that
+  // passed the threshold), whichever came first (-1: it held).
+  int64_t broke_step = -1;
   bool blew_up() const {
     return std::isfinite(rise) && rise > std::max({low, first - low, kSpikeAbsolute});
   }

@@ -170,21 +170,30 @@ SweepCounts sweep_counts(const SweepSpec& spec, const std::vector<SweepPoint>& p
 // Within this fraction of the lowest final loss (or within the seeds' spread, where that
 // is larger) final losses are called the same: no winner is crowned among them.
 inline constexpr double kSweepNoiseFraction = 0.02;
+// The same with one seed per point, where no seeds' spread measures the run-to-run noise:
+// a wider margin, since one seed's final loss moves by more than 2% from run to run on a
+// noisy task (docs/sweeps.md).
+inline constexpr double kSweepOneSeedNoiseFraction = 0.05;
 
 // The rule sweep_verdict() follows, as users read it (the Sweeps tab, `fp8wb sweep`).
 inline constexpr std::string_view kSweepVerdictRule =
     "The best is the lowest final loss among grid points whose trials all finished, passing "
-    "over points with a flagged trial (diverged, or its loss spiked: after the warm-up, more "
-    "than 50% and more than 0.5 over the reference's loss at the same step) while an "
-    "unflagged one is there. Final losses within 2% of the lowest, or within the seeds' "
-    "spread (highest minus lowest seed) where that is larger, are within the noise: then no "
-    "best is named. A run whose reference diverged or blew up keeps its flags; its loss gap "
-    "is left out of the mean gap.";
+    "over points with a flagged trial (diverged, or its loss spiked: after the warm-up and "
+    "before the reference's own climb to a blow-up (or its divergence) began, more than 50% and "
+    "more than 0.5 over "
+    "the reference's loss at the same step) while an unflagged one is there. Final losses "
+    "within 2% of the lowest (5% with one seed per point, where the noise is not measured), "
+    "or within the seeds' spread (highest minus lowest seed) where that is larger, are within "
+    "the noise: then no best is named. Where the reference blew up or diverged in every "
+    "trial, nothing was measured against it: no best is named either. A run whose reference "
+    "broke has its spike measured only before the break; its loss gap is left out of the "
+    "mean gap.";
 
 // The rule in short, for a line beside the heatmap.
 inline constexpr std::string_view kSweepVerdictRuleShort =
     "the lowest final loss of the finished points, passing over spiked or diverged ones; "
-    "none where the lowest are within 2% (or the seeds' spread)";
+    "none where the lowest are within 2% (5% with one seed, or the seeds' spread) or every "
+    "reference broke";
 
 // What a sweep's figures say of its best setting (kSweepVerdictRule).
 struct SweepVerdict {
@@ -193,6 +202,10 @@ struct SweepVerdict {
     Best,         // `lowest` is the best, by more than the noise
     WithinNoise,  // `tied` (two or more, `lowest` first) are within the noise of each other
     AllFlagged,   // every finished point has a flagged trial: `lowest` of them, flagged
+    // The reference blew up or diverged in every run of the finished points: no spike nor
+    // gap could be measured past its break, so no best is named; `lowest` is the lowest
+    // final loss, named as no more than that.
+    ReferencesBroken,
   };
   Kind kind = Kind::None;
   const SweepPoint* lowest = nullptr;
@@ -201,6 +214,10 @@ struct SweepVerdict {
   // The next lowest after the tied ones, where there is one (Best: by how much it won).
   const SweepPoint* next = nullptr;
   double noise = NAN;  // the margin the tied are within
+  // Every finished point has one seed: the noise is kSweepOneSeedNoiseFraction of the
+  // lowest, not measured.
+  bool one_seed = false;
+  int judged_runs = 0;  // the runs of the finished points
   // Finished points with a spiked trial and a lower final loss than `lowest`, passed over,
   // ranked by their spike (spike_fraction), the mildest first.
   std::vector<const SweepPoint*> passed_over;
@@ -208,7 +225,8 @@ struct SweepVerdict {
   const SweepPoint* mildest = nullptr;
   // Runs (of every point) whose high-precision reference itself blew up or diverged: their
   // loss gaps are no comparison (left out of the mean gap); a spike of the FP8 loss over
-  // the reference still counts. The first such run's, for the text.
+  // the reference counts only before it broke (LossSpike::ref_broke_step). The first such
+  // run's, for the text.
   int reference_troubled = 0;
   int64_t troubled_run = 0;
   ReferenceTrouble trouble;

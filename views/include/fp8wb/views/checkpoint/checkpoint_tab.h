@@ -62,6 +62,10 @@ class CheckpointModel : public QAbstractTableModel {
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role) const override;
   QVariant headerData(int section, Qt::Orientation o, int role) const override;
+  // What the table's cells say only in part, for the CSV: why the row's tensor has its
+  // recommendation (or none), whole, and the recommended recipe's SQNR ("-" where none).
+  QString recommendationReason(int row) const;
+  QString recommendedSqnr(int row) const;
   // The recipe chosen for the block error map: cells naming it are highlighted.
   void setSelectedRecipe(const QString& name);
   QString selectedRecipe() const { return selected_; }

@@ -27,7 +27,8 @@ class QComboBox;
 namespace fp8wb {
 
 // `text` in lines no wider than `width` pixels in `font`: broken at spaces, and a word
-// wider than a line alone (a long tensor name) where it must be.
+// wider than a line alone (a long tensor name) after a '.', '_', '/' or '-' of it, never
+// inside a word; a part with none that fits is elided in its middle ("…").
 QStringList wrapped_lines(const QString& text, const QFont& font, int width);
 
 // A table as a CSV export writes it: a header, then a line of fields for each row.
@@ -174,6 +175,8 @@ bool fixed_colour_range(const QComboBox* box);  // "fixed range" chosen
 // to `label` with the range said on a line of its own (the bar is no longer than its
 // map): "underflow %", then "(auto range: 0.001 to 0.003)" or "(fixed range: 0 to 100)".
 // lo > hi: no figure, the range left as it is.
+// The pixels kept free right of a colour bar's title (apply_colour_range()).
+inline constexpr int kColourBarGap = 10;
 void apply_colour_range(QCPColorMap* map, const QString& label, double lo, double hi,
                         const QCPRange& domain, const std::optional<QCPRange>& fixed,
                         bool use_fixed);

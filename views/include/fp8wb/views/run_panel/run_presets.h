@@ -25,10 +25,12 @@ const std::vector<RunPreset>& run_presets();
 
 // The name of a run made from the preset `preset_name` (whose config is `preset_json`,
 // run_config_json() without name and device) with the config `now_json` (the same way):
-// the preset's name where nothing differs, else the part of it before its first ':' and
-// the fields that differ, with their values, in the config's order: "Delayed scaling:
-// margin=2, window=1024" (four at most, then how many more). Never the preset's whole
-// name for other settings.
+// the preset's name where nothing differs, else what the name says (its parts after the
+// first ':', but those that name a field changed, by key or former value) and the fields
+// that differ, with their values, in the config's order: "Delayed scaling: window 1024,
+// margin=1, steps=100" (four fields at most, then how many more); "window 1" with window
+// changed: "Delayed scaling: window=1024". Where the model changes and the name names the
+// preset's model, that name is dropped for the new model's: "Llama: FP8 vs BF16, margin=2".
 QString run_name_after(const QString& preset_name, const std::string& preset_json,
                        const std::string& now_json);
 
