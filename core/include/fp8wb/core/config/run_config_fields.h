@@ -1,10 +1,9 @@
-// defines: RunConfigField, run_config_fields(), find_run_config_field(), FieldType,
-// FieldGroup (kFieldGroups), model_bit(): the one table of RunConfig's fields, a row each
-// (key, member, type, label, help, bounds, allowed names, the models it applies to, its
-// group). Parsing, the bounds checks, JSON in and out, `fp8wb train --help`, the man page's
-// check and the GUI run panel's form all read it. A field is its RunConfig member and its
-// row, both in run_config.h (run_config_field_rows()).
-// Plain C++: no torch, no Qt.
+// defines: run_config_fields(), find_run_config_field(), field_names_text(),
+// field_bounds_text(): lookups over RunConfig's one field table. The table's types
+// (RunConfigField, FieldType, FieldGroup, model_bit()) and its rows
+// (run_config_field_rows(), a row beside each member) are in run_config.h. Parsing, the
+// bounds checks, JSON in and out, `fp8wb train --help` and the GUI run panel's form all
+// read it. Plain C++: no torch, no Qt.
 #pragma once
 
 #include <cmath>
