@@ -75,11 +75,13 @@ struct BlockImpl : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, bool fused_attention) {
     const int64_t b = x.size(0), t = x.size(1), d = x.size(2), dh = d / heads_;
     const torch::Tensor qkv_out = qkv->forward(ln1->forward(x));
-    // q, k, v [B, H, T, dh] by unbind, whose backward stacks their gradients in one pass
-    // (indexing would give each a zero-filled [3, B, H, T, dh] and add the three up).
-    const auto parts =
-        qkv_out.view({b, t, 3, heads_, dh}).permute({2, 0, 3, 1, 4}).unbind(0);  // 3,B,H,T,dh
-    const torch::Tensor y = causal_attention(parts[0], parts[1], parts[2], fused_attention)
+    // q, k, v [B, H, T, dh] by unbind along the three, whose backward stacks their
+    // gradients straight into qkv's [B, T, 3, H, dh] layout in one pass (indexing would
+    // give each a zero-filled [B, T, 3, H, dh] and add the three up; unbinding a permuted
+    // [3, B, H, T, dh] view would stack them there and copy the stack into qkv's layout).
+    const auto parts = qkv_out.view({b, t, 3, heads_, dh}).unbind(2);  // 3 x B,T,H,dh
+    const torch::Tensor y = causal_attention(parts[0].transpose(1, 2), parts[1].transpose(1, 2),
+                                             parts[2].transpose(1, 2), fused_attention)
                                 .transpose(1, 2)
                                 .reshape({b, t, d});
     const torch::Tensor h = x + proj->forward(y);
