@@ -496,7 +496,9 @@ torch::Tensor LinearLayerImpl::forward(const torch::Tensor& x) {
   // GPU through ATen's linear, as PyTorch's nn.Linear: a contiguous 3-D input flattened, its
   // bias added in cuBLASLt's epilogue; torch::nn::functional::linear adds a 3-D input's bias
   // by a broadcast add afterwards, ATen's strided loop (2 ms of a GPT-2-small step on an
-  // H100). The CPU keeps its path and its bits.
+  // H100). With FP8 on the GPU built, its backward is the project's (linear_cuda.cpp). The
+  // CPU keeps its path and its bits.
+  if (x.is_cuda() && detail::linear_cuda_built()) return detail::linear_cuda(x, weight, bias);
   const auto t = x.scalar_type();
   const torch::Tensor b = bias.defined() ? bias.to(t) : bias;
   if (x.is_cuda()) return torch::linear(x, weight.to(t), b);
@@ -567,6 +569,10 @@ at::Tensor float8_linear_cuda(const at::Tensor& x, const at::Tensor&, const at::
       "the input is on " + x.device().str() +
       ", but this build runs FP8 linear layers on the CPU only (it needs a CUDA LibTorch >= 2.4 "
       "and the project's CUDA kernels)");
+}
+at::Tensor linear_cuda(const at::Tensor& x, const at::Tensor&, const at::Tensor&) {
+  throw std::invalid_argument("the project's GPU linear layer is not built here (input on " +
+                              x.device().str() + ")");
 }
 }  // namespace fp8wb::detail
 #endif

@@ -517,7 +517,7 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
         probe->wgrad_sqnr_db = sqnr_db(at::matmul(dyf.t(), x_hp.to(at::kFloat)), dw);
     }
     at::Tensor db;
-    if (plan->has_bias) db = dy.sum(0).to(weight.scalar_type());
+    if (plan->has_bias) db = bias_grad_cuda(dy, weight.scalar_type());
     if (g.dim() != 2) {
       std::vector<int64_t> x_shape = g.sizes().vec();
       x_shape.back() = k;

@@ -51,6 +51,64 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// The bias's gradient, pass 1: block (x, y) sums rows y, y + gridDim.y, ... of columns
+// [256 x, 256 x + 256): thread (tx, ty) 8 columns of every 8th of those rows, 16 bytes a
+// load; the 8 row sums of a column are added in ty's order and written to share y.
+constexpr int kGradCols = 256;  // columns a block: 32 threads x 8
+constexpr int kGradRowThreads = 8;
+
+__global__ void __launch_bounds__(32 * kGradRowThreads)
+    bias_grad_shares_kernel(const uint4* __restrict__ dy, int64_t rows, int64_t per_row,
+                            int64_t rows_per_share, float* __restrict__ shares, int64_t cols) {
+  __shared__ float part[kGradRowThreads][kGradCols + 4];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t group = int64_t{blockIdx.x} * 32 + tx;  // 8 columns from 8 * group
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  const int64_t r0 = int64_t{blockIdx.y} * rows_per_share;
+  const int64_t r1 = r0 + rows_per_share < rows ? r0 + rows_per_share : rows;
+  if (group < per_row) {
+    for (int64_t r = r0 + ty; r < r1; r += kGradRowThreads) {
+      const uint4 v = dy[r * per_row + group];
+      const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        acc[2 * j] += __uint_as_float(w[j] << 16);
+        acc[2 * j + 1] += __uint_as_float(w[j] & 0xFFFF0000u);
+      }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < 8; ++j) part[ty][tx * 8 + j] = acc[j];
+  __syncthreads();
+  // 256 threads, one column each: the 8 row threads' sums in order.
+  const int c = ty * 32 + tx;
+  const int64_t col = int64_t{blockIdx.x} * kGradCols + c;
+  if (col < cols) {
+    float s = 0;
+#pragma unroll
+    for (int t = 0; t < kGradRowThreads; ++t) s += part[t][c];
+    shares[int64_t{blockIdx.y} * cols + col] = s;
+  }
+}
+
+// Pass 2: each column's shares added in order, rounded to bf16 and widened.
+__global__ void bias_grad_sum_kernel(const float* __restrict__ shares, int64_t count, int64_t cols,
+                                     float* __restrict__ out) {
+  const int64_t c = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (c >= cols) return;
+  float s = 0;
+  for (int64_t i = 0; i < count; ++i) s += shares[i * cols + c];
+  out[c] = __uint_as_float(to_bf16(s) << 16);
+}
+
+// Shares a gradient's rows are cut into: about four blocks an SM, at least 64 rows a share.
+int64_t grad_shares(int64_t rows, int64_t cols) {
+  const int64_t col_blocks = (cols + kGradCols - 1) / kGradCols;
+  const int64_t want = (4 * 132 + col_blocks - 1) / col_blocks;
+  const int64_t most = (rows + 63) / 64;
+  return std::clamp<int64_t>(std::min(want, most), 1, 65535);
+}
+
 // Four groups a thread at most: enough blocks to fill the GPU, few enough to reuse a
 // thread's setup.
 unsigned grid_for(int64_t groups) {
@@ -74,6 +132,32 @@ void add_bias_rows_bf16_cuda(uint16_t* y, const uint16_t* bias, int64_t rows, in
   const int64_t groups = rows * cols / 8;
   bias_bf16_kernel<<<grid_for(groups), kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(
       reinterpret_cast<uint4*>(y), reinterpret_cast<const uint4*>(bias), groups, cols / 8);
+  FP8WB_GPU_CHECK(cudaGetLastError());
+}
+
+int64_t bias_grad_workspace(int64_t rows, int64_t cols) {
+  return rows > 0 && cols > 0 ? grad_shares(rows, cols) * cols : 0;
+}
+
+void bias_grad_bf16_cuda(const uint16_t* dy, int64_t rows, int64_t cols, float* workspace,
+                         float* out, fp8wb_stream_t stream) {
+  if (cols <= 0) return;
+  const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  if (rows <= 0) {
+    FP8WB_GPU_CHECK(cudaMemsetAsync(out, 0, static_cast<size_t>(cols) * sizeof(float), s));
+    return;
+  }
+  if (!bias_rows_vectorisable(dy, out, cols, 2))
+    throw GpuError("bias gradient: columns not a multiple of 8 or tensors not 16-byte aligned");
+  const int64_t shares = grad_shares(rows, cols);
+  const int64_t rows_per_share = (rows + shares - 1) / shares;
+  const dim3 grid(static_cast<unsigned>((cols + kGradCols - 1) / kGradCols),
+                  static_cast<unsigned>(shares));
+  bias_grad_shares_kernel<<<grid, dim3(32, kGradRowThreads), 0, s>>>(
+      reinterpret_cast<const uint4*>(dy), rows, cols / 8, rows_per_share, workspace, cols);
+  FP8WB_GPU_CHECK(cudaGetLastError());
+  bias_grad_sum_kernel<<<static_cast<unsigned>((cols + 255) / 256), 256, 0, s>>>(workspace, shares,
+                                                                                 cols, out);
   FP8WB_GPU_CHECK(cudaGetLastError());
 }
 

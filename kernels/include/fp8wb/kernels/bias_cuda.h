@@ -3,6 +3,8 @@
 // an [M, N] tensor through its strided (unvectorised) loop, at about a third of the
 // memory's bandwidth; these read and write 16 bytes a thread. The sum is rounded as ATen's
 // add rounds it on the GPU (fp32 sum, bf16 to nearest even), so the bits are the same.
+// bias_grad_bf16_cuda(): the bias's gradient, the column sums of the output's gradient, at
+// the memory's bandwidth (ATen's column reduction runs at about a third of it).
 #pragma once
 
 #include <cstdint>
@@ -23,5 +25,17 @@ void add_bias_rows_bf16_cuda(uint16_t* y, const uint16_t* bias, int64_t rows, in
 // y[r, c] += bias[c] in fp32. Requires bias_rows_vectorisable().
 void add_bias_rows_f32_cuda(float* y, const float* bias, int64_t rows, int64_t cols,
                             fp8wb_stream_t stream = nullptr);
+
+// The floats bias_grad_bf16_cuda() needs as its workspace for a rows x cols gradient.
+int64_t bias_grad_workspace(int64_t rows, int64_t cols);
+
+// out[c] = float(bf16(sum over r of float(dy[r, c]))) for a row-major rows x cols dy (device
+// pointers, bf16 bits): the column sums in fp32, rounded to bf16 as ATen's sum of a bf16
+// tensor returns them, then widened. Deterministic: each block sums its rows' share of 256
+// columns in a fixed order into `workspace` (bias_grad_workspace() floats), and a second
+// pass adds the shares in order. Requires bias_rows_vectorisable(dy, out, cols, 2) and
+// cols a multiple of 8.
+void bias_grad_bf16_cuda(const uint16_t* dy, int64_t rows, int64_t cols, float* workspace,
+                         float* out, fp8wb_stream_t stream = nullptr);
 
 }  // namespace fp8wb
