@@ -129,10 +129,32 @@ def main(db_path, peers_path, out_path):
               + ", ".join(f"{m} {p[m]['peak_gb']:.2f} GB" for m in p if p[m].get("peak_gb")))
 
 
+CATEGORIES = [  # (kind, substrings of a kernel's name), first match wins
+    ("attention", ("sdpa", "flash", "fmha", "cudnn", "attention")),
+    ("gemm", ("nvjet", "gemm", "cutlass", "xmma", "cublas")),
+    ("layer norm", ("layer_norm", "GammaBeta")),
+    ("optimizer", ("FusedOptimizer", "LpNorm", "multi_tensor_apply")),
+    ("fp8wb", ("fp8wb",)),
+    ("triton", ("triton",)),
+    ("copy/cast", ("copy", "Cat", "Memcpy")),
+    ("reduce", ("reduce_kernel",)),
+    ("memset", ("Memset", "Fill")),
+]
+
+
+def category(name):
+    for kind, keys in CATEGORIES:
+        if any(k in name for k in keys):
+            return kind
+    return "elementwise/other"
+
+
 def trace(path, steps=5):
     events = json.load(open(path))
-    # Kineto's GPU-side copy of the "fp8wb_step" annotation is no GPU work.
-    gpu = sorted((e for e in events if e["cuda"] and e["name"] != "fp8wb_step"),
+    # Kineto's GPU-side copies of annotations ("fp8wb_step", "Optimizer.step#AdamW.step")
+    # are no GPU work.
+    gpu = sorted((e for e in events if e["cuda"] and e["name"] != "fp8wb_step"
+                  and not e["name"].startswith(("Optimizer.", "ProfilerStep"))),
                  key=lambda e: e["start_ns"])
     if not gpu:
         print(f"{path}: no GPU operations")
@@ -147,6 +169,12 @@ def trace(path, steps=5):
     host = sum(e["dur_ns"] for e in events if not e["cuda"] and e["name"] == "fp8wb_step")
     print(f"{path}: per step GPU busy {busy / steps / 1e6:.3f} ms, span {span / steps / 1e6:.3f} ms, "
           f"host in steps {host / steps / 1e6:.3f} ms, {len(gpu) / steps:.0f} GPU operations")
+    cats = {}
+    for e in gpu:
+        c = category(e["name"])
+        cats[c] = cats.get(c, 0) + e["dur_ns"]
+    print("  by kind: " + ", ".join(f"{c} {v / steps / 1e6:.2f} ms"
+                                    for c, v in sorted(cats.items(), key=lambda kv: -kv[1])))
     tot, cnt = {}, {}
     for e in gpu:
         k = e["name"][:110]
