@@ -21,7 +21,7 @@ at::Tensor gelu_tables_cuda(const at::Tensor& x);  // gelu_cuda.cpp
 }  // namespace detail
 #endif
 
-bool detail::gelu_uses_tables(const torch::Tensor& x) {
+bool detail::gelu_tables_take(const torch::Tensor& x) {
 #if defined(FP8WB_FLOAT8_CUDA)
   return x.is_cuda() && x.scalar_type() == torch::kBFloat16 && x.is_contiguous() &&
          reinterpret_cast<uintptr_t>(x.data_ptr()) % 16 == 0;
@@ -31,10 +31,23 @@ bool detail::gelu_uses_tables(const torch::Tensor& x) {
 #endif
 }
 
-torch::Tensor gelu(const torch::Tensor& x) {
+bool detail::gelu_uses_tables(const torch::Tensor& x) {
+  return x.numel() >= kGeluTablesFrom && gelu_tables_take(x);
+}
+
+torch::Tensor detail::gelu_tables(const torch::Tensor& x) {
+  if (!gelu_tables_take(x))
+    throw std::invalid_argument(
+        "the GELU tables take contiguous, 16-byte aligned CUDA bf16 tensors in CUDA builds");
 #if defined(FP8WB_FLOAT8_CUDA)
-  if (detail::gelu_uses_tables(x)) return detail::gelu_tables_cuda(x);
+  return detail::gelu_tables_cuda(x);
+#else
+  return torch::gelu(x);  // not reached: nothing passes gelu_tables_take() here
 #endif
+}
+
+torch::Tensor gelu(const torch::Tensor& x) {
+  if (detail::gelu_uses_tables(x)) return detail::gelu_tables(x);
   return torch::gelu(x);
 }
 

@@ -1,11 +1,13 @@
-// fp8wb::gelu() on CUDA bf16 tensors (the table kernels) against PyTorch's own GELU and GELU
-// backward, bit for bit: every bf16 input, and every input under many gradients.
+// The GELU table kernels (detail::gelu_tables(), which fp8wb::gelu() takes for large CUDA
+// bf16 tensors) against PyTorch's own GELU and GELU backward, bit for bit: every bf16
+// input, and every input under many gradients.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cstdint>
 #include <numeric>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "fp8wb/core/torch/gelu.h"
@@ -41,8 +43,8 @@ int64_t differing(const torch::Tensor& a, const torch::Tensor& b) {
 TEST(GeluCuda, ForwardGivesTorchsBitsForEveryBf16Input) {
   SKIP_WITHOUT_CUDA();
   const torch::Tensor x = bf16_of_bits(every_pattern());
-  ASSERT_TRUE(detail::gelu_uses_tables(x));
-  EXPECT_EQ(differing(fp8wb::gelu(x), torch::gelu(x)), 0);
+  ASSERT_TRUE(detail::gelu_tables_take(x));
+  EXPECT_EQ(differing(detail::gelu_tables(x), torch::gelu(x)), 0);
 }
 
 // Every bf16 x under each of 256 gradients (zeros, infinities, NaN, the extremes,
@@ -67,7 +69,7 @@ TEST(GeluCuda, BackwardGivesTorchsBitsForEveryInputUnderManyGradients) {
   }
   const torch::Tensor x0 = bf16_of_bits(xb), dy = bf16_of_bits(gb);
   const torch::Tensor a = x0.clone().requires_grad_(true), b = x0.clone().requires_grad_(true);
-  fp8wb::gelu(a).backward(dy);
+  detail::gelu_tables(a).backward(dy);
   torch::gelu(b).backward(dy);
   EXPECT_EQ(differing(a.grad(), b.grad()), 0);
 }
@@ -83,20 +85,29 @@ TEST(GeluCuda, TailsAndOtherTensorsGiveTorchsBits) {
     for (auto& e : g) e = static_cast<int16_t>(rng() & 0xFFFF);
     const torch::Tensor x0 = bf16_of_bits(v), dy = bf16_of_bits(g);
     const torch::Tensor a = x0.clone().requires_grad_(true), b = x0.clone().requires_grad_(true);
-    fp8wb::gelu(a).backward(dy);
+    detail::gelu_tables(a).backward(dy);
     torch::gelu(b).backward(dy);
-    EXPECT_EQ(differing(fp8wb::gelu(x0), torch::gelu(x0)), 0) << n;
+    EXPECT_EQ(differing(detail::gelu_tables(x0), torch::gelu(x0)), 0) << n;
     EXPECT_EQ(differing(a.grad(), b.grad()), 0) << n;
   }
   const torch::Tensor m =
       torch::randn({64, 96}, torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA));
   const torch::Tensor t = m.t(), shifted = m.view({-1}).narrow(0, 1, 1000);
-  EXPECT_FALSE(detail::gelu_uses_tables(t));
-  EXPECT_FALSE(detail::gelu_uses_tables(shifted));
-  EXPECT_FALSE(detail::gelu_uses_tables(m.to(torch::kFloat)));
+  EXPECT_FALSE(detail::gelu_tables_take(t));
+  EXPECT_FALSE(detail::gelu_tables_take(shifted));
+  EXPECT_FALSE(detail::gelu_tables_take(m.to(torch::kFloat)));
+  EXPECT_THROW(detail::gelu_tables(t), std::invalid_argument);
   EXPECT_EQ(differing(fp8wb::gelu(t), torch::gelu(t)), 0);
   EXPECT_EQ(differing(fp8wb::gelu(shifted), torch::gelu(shifted)), 0);
   EXPECT_TRUE(torch::equal(fp8wb::gelu(m.to(torch::kFloat)), torch::gelu(m.to(torch::kFloat))));
+}
+
+// gelu() takes the tables from kGeluTablesFrom elements: below, PyTorch's GELU.
+TEST(GeluCuda, TablesFromTheirSize) {
+  SKIP_WITHOUT_CUDA();
+  const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+  EXPECT_FALSE(detail::gelu_uses_tables(torch::empty({detail::kGeluTablesFrom - 8}, bf16)));
+  EXPECT_TRUE(detail::gelu_uses_tables(torch::empty({detail::kGeluTablesFrom}, bf16)));
 }
 
 }  // namespace
