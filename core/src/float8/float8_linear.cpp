@@ -496,7 +496,7 @@ torch::Tensor LinearLayerImpl::forward(const torch::Tensor& x) {
   // GPU through ATen's linear, as PyTorch's nn.Linear: a contiguous 3-D input flattened, its
   // bias added in cuBLASLt's epilogue; torch::nn::functional::linear adds a 3-D input's bias
   // by a broadcast add afterwards, ATen's strided loop (2 ms of a GPT-2-small step on an
-  // H100). With FP8 on the GPU built, its backward is the project's (linear_cuda.cpp). The
+  // H100). With FP8 on the GPU built, its backward is the project's (layers_cuda.cpp). The
   // CPU keeps its path and its bits.
   if (x.is_cuda() && detail::linear_cuda_built()) return detail::linear_cuda(x, weight, bias);
   const auto t = x.scalar_type();

@@ -46,7 +46,7 @@ at::Tensor float8_linear_cuda(const at::Tensor& x, const at::Tensor& weight, con
                               const Float8LinearConfig& config, Float8LinearState* state,
                               bool stats, bool sqnr);
 
-// CUDA builds with FP8 on the GPU (linear_cuda.cpp): a high-precision linear layer (ATen's
+// CUDA builds with FP8 on the GPU (layers_cuda.cpp): a high-precision linear layer (ATen's
 // linear forward; its own backward), and a bias's gradient from the output's gradient
 // dy [M, N] (ATen's dy.sum(0).to(out_t), by the project's column sums for bf16).
 // Without them linear_cuda_built() is false and linear_cuda() refuses.

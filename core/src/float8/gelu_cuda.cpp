@@ -9,7 +9,7 @@
 #include <numeric>
 #include <vector>
 
-#include "fp8wb/core/torch/gelu.h"
+#include "fp8wb/core/torch/layers.h"
 #include "fp8wb/kernels/gelu_cuda.h"
 
 namespace fp8wb {

@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "fp8wb/core/data/corpus.h"
-#include "fp8wb/core/torch/gelu.h"
+#include "fp8wb/core/torch/layers.h"
 #include "llama.h"
 
 namespace fp8wb {
@@ -190,7 +190,11 @@ torch::Tensor layer_norm(const torch::Tensor& x, const torch::Tensor& weight,
                          const torch::Tensor& bias, double eps, bool in_compute_dtype) {
   const auto t = x.scalar_type();
   if (in_compute_dtype && x.is_cuda() && t == torch::kBFloat16) {
+#if defined(FP8WB_FLOAT8_CUDA)
+    return detail::layer_norm_cuda(x, weight, bias, eps);
+#else
     return torch::layer_norm(x, {x.size(-1)}, weight.to(t), bias.to(t), eps);
+#endif
   }
   return torch::layer_norm(x.to(torch::kFloat), {x.size(-1)}, weight, bias, eps).to(t);
 }

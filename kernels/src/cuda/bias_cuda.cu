@@ -101,6 +101,55 @@ __global__ void bias_grad_sum_kernel(const float* __restrict__ shares, int64_t c
   out[c] = __uint_as_float(to_bf16(s) << 16);
 }
 
+// A layer norm's weight and bias gradients, pass 1: as bias_grad_shares_kernel, two sums.
+__global__ void __launch_bounds__(32 * kGradRowThreads)
+    norm_grad_shares_kernel(const uint4* __restrict__ dy, const uint4* __restrict__ x,
+                            const float* __restrict__ mean, const float* __restrict__ rstd,
+                            int64_t rows, int64_t per_row, int64_t rows_per_share,
+                            float* __restrict__ shares_w, float* __restrict__ shares_b,
+                            int64_t cols) {
+  __shared__ float part[2][kGradRowThreads][kGradCols + 4];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t group = int64_t{blockIdx.x} * 32 + tx;
+  float aw[8] = {0, 0, 0, 0, 0, 0, 0, 0}, ab[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  const int64_t r0 = int64_t{blockIdx.y} * rows_per_share;
+  const int64_t r1 = r0 + rows_per_share < rows ? r0 + rows_per_share : rows;
+  if (group < per_row) {
+    for (int64_t r = r0 + ty; r < r1; r += kGradRowThreads) {
+      const float m = mean[r], s = rstd[r];
+      const uint4 gv = dy[r * per_row + group], xv = x[r * per_row + group];
+      const uint32_t g[4] = {gv.x, gv.y, gv.z, gv.w}, v[4] = {xv.x, xv.y, xv.z, xv.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float g0 = __uint_as_float(g[j] << 16), g1 = __uint_as_float(g[j] & 0xFFFF0000u);
+        const float x0 = __uint_as_float(v[j] << 16), x1 = __uint_as_float(v[j] & 0xFFFF0000u);
+        aw[2 * j] += g0 * (x0 - m) * s;
+        aw[2 * j + 1] += g1 * (x1 - m) * s;
+        ab[2 * j] += g0;
+        ab[2 * j + 1] += g1;
+      }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    part[0][ty][tx * 8 + j] = aw[j];
+    part[1][ty][tx * 8 + j] = ab[j];
+  }
+  __syncthreads();
+  const int c = ty * 32 + tx;
+  const int64_t col = int64_t{blockIdx.x} * kGradCols + c;
+  if (col < cols) {
+    float sw = 0, sb = 0;
+#pragma unroll
+    for (int t = 0; t < kGradRowThreads; ++t) {
+      sw += part[0][t][c];
+      sb += part[1][t][c];
+    }
+    shares_w[int64_t{blockIdx.y} * cols + col] = sw;
+    shares_b[int64_t{blockIdx.y} * cols + col] = sb;
+  }
+}
+
 // Shares a gradient's rows are cut into: about four blocks an SM, at least 64 rows a share.
 int64_t grad_shares(int64_t rows, int64_t cols) {
   const int64_t col_blocks = (cols + kGradCols - 1) / kGradCols;
@@ -158,6 +207,41 @@ void bias_grad_bf16_cuda(const uint16_t* dy, int64_t rows, int64_t cols, float* 
   FP8WB_GPU_CHECK(cudaGetLastError());
   bias_grad_sum_kernel<<<static_cast<unsigned>((cols + 255) / 256), 256, 0, s>>>(workspace, shares,
                                                                                  cols, out);
+  FP8WB_GPU_CHECK(cudaGetLastError());
+}
+
+int64_t layer_norm_affine_grad_workspace(int64_t rows, int64_t cols) {
+  return 2 * bias_grad_workspace(rows, cols);
+}
+
+void layer_norm_affine_grad_bf16_cuda(const uint16_t* dy, const uint16_t* x, const float* mean,
+                                      const float* rstd, int64_t rows, int64_t cols,
+                                      float* workspace, float* dw, float* db,
+                                      fp8wb_stream_t stream) {
+  if (cols <= 0) return;
+  const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  if (rows <= 0) {
+    FP8WB_GPU_CHECK(cudaMemsetAsync(dw, 0, static_cast<size_t>(cols) * sizeof(float), s));
+    FP8WB_GPU_CHECK(cudaMemsetAsync(db, 0, static_cast<size_t>(cols) * sizeof(float), s));
+    return;
+  }
+  if (!bias_rows_vectorisable(dy, x, cols, 2))
+    throw GpuError(
+        "layer norm gradient: columns not a multiple of 8 or tensors not 16-byte aligned");
+  const int64_t shares = grad_shares(rows, cols);
+  const int64_t rows_per_share = (rows + shares - 1) / shares;
+  const dim3 grid(static_cast<unsigned>((cols + kGradCols - 1) / kGradCols),
+                  static_cast<unsigned>(shares));
+  float* shares_w = workspace;
+  float* shares_b = workspace + shares * cols;
+  norm_grad_shares_kernel<<<grid, dim3(32, kGradRowThreads), 0, s>>>(
+      reinterpret_cast<const uint4*>(dy), reinterpret_cast<const uint4*>(x), mean, rstd, rows,
+      cols / 8, rows_per_share, shares_w, shares_b, cols);
+  FP8WB_GPU_CHECK(cudaGetLastError());
+  const unsigned blocks = static_cast<unsigned>((cols + 255) / 256);
+  bias_grad_sum_kernel<<<blocks, 256, 0, s>>>(shares_w, shares, cols, dw);
+  FP8WB_GPU_CHECK(cudaGetLastError());
+  bias_grad_sum_kernel<<<blocks, 256, 0, s>>>(shares_b, shares, cols, db);
   FP8WB_GPU_CHECK(cudaGetLastError());
 }
 

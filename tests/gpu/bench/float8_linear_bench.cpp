@@ -30,7 +30,7 @@
 #include "float8/scaled_gemm_cuda.h"
 #include "fp8wb/core/backend/backend_info.h"
 #include "fp8wb/core/torch/float8_linear.h"
-#include "fp8wb/core/torch/gelu.h"
+#include "fp8wb/core/torch/layers.h"
 
 namespace {
 

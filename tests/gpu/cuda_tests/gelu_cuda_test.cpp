@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "fp8wb/core/torch/gelu.h"
+#include "fp8wb/core/torch/layers.h"
 
 namespace fp8wb {
 namespace {

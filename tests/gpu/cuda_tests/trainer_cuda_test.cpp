@@ -140,6 +140,57 @@ TEST(TrainerCuda, LayerNormInBf16) {
   EXPECT_LT(rel(fast.dw, ref.dw), 1e-2);
 }
 
+// Whether a and b (fp32 tensors of bf16-rounded values) are at most one bf16 step apart
+// everywhere, and how many elements differ at all.
+std::pair<bool, int64_t> within_a_bf16_step(const torch::Tensor& a, const torch::Tensor& b) {
+  const torch::Tensor big = torch::max(a.abs(), b.abs()).clamp_min(1e-30);
+  const torch::Tensor step = torch::pow(2.0, torch::floor(torch::log2(big)) - 7);
+  return {((a - b).abs() <= step).all().item<bool>(), (a != b).sum().item<int64_t>()};
+}
+
+// The GPU layer norm's own backward against ATen's layer norm with the weight and bias
+// rounded to bf16 as it rounds them: the output and the input's gradient bit for bit (the
+// same kernels); the weight's and bias's gradients (fp32 sums in another order, rounded to
+// bf16) within one bf16 step of ATen's, few apart at all, and the same on every run; rows
+// that no share divides.
+TEST(TrainerCuda, LayerNormGradsAreAtens) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(12);
+  const auto o = torch::TensorOptions().device(torch::kCUDA);
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{8, 1024, 768}, {3, 333, 1024}}) {
+    const int64_t d = shape.back();
+    SCOPED_TRACE("width " + std::to_string(d));
+    const torch::Tensor x0 = (torch::randn(shape, o) * 2 + 0.5).to(torch::kBFloat16);
+    const torch::Tensor dy = torch::randn(shape, o).to(torch::kBFloat16);
+    const torch::Tensor w0 = 1 + 0.1 * torch::randn({d}, o), b0 = 0.1 * torch::randn({d}, o);
+    const auto ours = [&] {
+      torch::Tensor x = x0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true),
+                    b = b0.clone().requires_grad_(true);
+      torch::Tensor y = train::layer_norm(x, w, b, 1e-5, true);
+      y.backward(dy);
+      return std::make_tuple(y.detach(), x.grad(), w.grad(), b.grad());
+    };
+    torch::Tensor xa = x0.clone().requires_grad_(true), wa = w0.clone().requires_grad_(true),
+                  ba = b0.clone().requires_grad_(true);
+    torch::Tensor ya =
+        torch::layer_norm(xa, {d}, wa.to(torch::kBFloat16), ba.to(torch::kBFloat16), 1e-5);
+    ya.backward(dy);
+    const auto [y, dx, dw, db] = ours();
+    const auto [y2, dx2, dw2, db2] = ours();
+    EXPECT_TRUE(torch::equal(y, ya.detach()));
+    EXPECT_TRUE(torch::equal(dx, xa.grad()));
+    ASSERT_EQ(dw.scalar_type(), torch::kFloat);
+    ASSERT_EQ(db.scalar_type(), torch::kFloat);
+    EXPECT_TRUE(torch::equal(dw, dw2) && torch::equal(db, db2)) << "not deterministic";
+    for (const auto& [got, want, what] :
+         {std::make_tuple(dw, wa.grad(), "weight"), std::make_tuple(db, ba.grad(), "bias")}) {
+      const auto [close, apart] = within_a_bf16_step(got, want);
+      EXPECT_TRUE(close) << what;
+      EXPECT_LE(apart, d / 20) << what << ": elements apart from ATen's";
+    }
+  }
+}
+
 // The fused AdamW (one kernel, skips on the device) against torch::optim::AdamW in fp32.
 TEST(TrainerCuda, FusedAdamWIsTorchAdamW) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";

@@ -4,7 +4,9 @@
 // memory's bandwidth; these read and write 16 bytes a thread. The sum is rounded as ATen's
 // add rounds it on the GPU (fp32 sum, bf16 to nearest even), so the bits are the same.
 // bias_grad_bf16_cuda(): the bias's gradient, the column sums of the output's gradient, at
-// the memory's bandwidth (ATen's column reduction runs at about a third of it).
+// the memory's bandwidth (ATen's column reduction runs at about a third of it);
+// layer_norm_affine_grad_bf16_cuda(): a layer norm's weight and bias gradients, the same
+// way (ATen's kernel for them ran at a quarter of the bandwidth).
 #pragma once
 
 #include <cstdint>
@@ -37,5 +39,19 @@ int64_t bias_grad_workspace(int64_t rows, int64_t cols);
 // cols a multiple of 8.
 void bias_grad_bf16_cuda(const uint16_t* dy, int64_t rows, int64_t cols, float* workspace,
                          float* out, fp8wb_stream_t stream = nullptr);
+
+// The floats layer_norm_affine_grad_bf16_cuda() needs as its workspace.
+int64_t layer_norm_affine_grad_workspace(int64_t rows, int64_t cols);
+
+// A layer norm y = (x - mean) * rstd * w + b over rows of a row-major rows x cols x: the
+// gradients of w and b from dy (bf16 bits, as x), fp32 mean[rows] and rstd[rows]:
+// dw[c] = sum over r of dy * (x - mean) * rstd, db[c] = sum over r of dy, each in fp32,
+// rounded to bf16 (as ATen's gradients of a bf16 layer norm's weight and bias are) and
+// widened. Deterministic, in a fixed order as bias_grad_bf16_cuda(). Requires dy and x
+// 16-byte aligned and cols a multiple of 8.
+void layer_norm_affine_grad_bf16_cuda(const uint16_t* dy, const uint16_t* x, const float* mean,
+                                      const float* rstd, int64_t rows, int64_t cols,
+                                      float* workspace, float* dw, float* db,
+                                      fp8wb_stream_t stream = nullptr);
 
 }  // namespace fp8wb
