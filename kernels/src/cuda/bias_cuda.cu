@@ -91,14 +91,40 @@ __global__ void __launch_bounds__(32 * kGradRowThreads)
   }
 }
 
-// Pass 2: each column's shares added in order, rounded to bf16 and widened.
-__global__ void bias_grad_sum_kernel(const float* __restrict__ shares, int64_t count, int64_t cols,
-                                     float* __restrict__ out) {
-  const int64_t c = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  if (c >= cols) return;
+// Pass 2: the shares of each column added in a fixed order, rounded to bf16 and widened.
+// A block takes 32 columns with 8 lanes each: lane l adds shares l, l + 8, ... in turn,
+// then the lanes' sums are added in lane order (a lone thread a column waited on 100 and
+// more loads one after another: 7 us a launch). blockIdx.y picks the second of two share
+// arrays (a layer norm's weight and bias), which follows the first.
+constexpr int kSumLanes = 8;
+
+__global__ void __launch_bounds__(32 * kSumLanes)
+    grad_sum_kernel(const float* __restrict__ shares, int64_t count, int64_t cols,
+                    float* __restrict__ out, float* __restrict__ out2) {
+  __shared__ float part[kSumLanes][33];
+  const int tx = threadIdx.x, lane = threadIdx.y;
+  const int64_t c = int64_t{blockIdx.x} * 32 + tx;
+  const float* sh = shares + int64_t{blockIdx.y} * count * cols;
   float s = 0;
-  for (int64_t i = 0; i < count; ++i) s += shares[i * cols + c];
-  out[c] = __uint_as_float(to_bf16(s) << 16);
+  if (c < cols) {
+#pragma unroll 4
+    for (int64_t i = lane; i < count; i += kSumLanes) s += sh[i * cols + c];
+  }
+  part[lane][tx] = s;
+  __syncthreads();
+  if (lane == 0 && c < cols) {
+    float t = 0;
+#pragma unroll
+    for (int j = 0; j < kSumLanes; ++j) t += part[j][tx];
+    (blockIdx.y == 0 ? out : out2)[c] = __uint_as_float(to_bf16(t) << 16);
+  }
+}
+
+void launch_grad_sum(const float* shares, int64_t count, int64_t cols, float* out, float* out2,
+                     cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>((cols + 31) / 32), out2 ? 2u : 1u);
+  grad_sum_kernel<<<grid, dim3(32, kSumLanes), 0, s>>>(shares, count, cols, out, out2);
+  FP8WB_GPU_CHECK(cudaGetLastError());
 }
 
 // A layer norm's weight and bias gradients, pass 1: as bias_grad_shares_kernel, two sums.
@@ -205,9 +231,7 @@ void bias_grad_bf16_cuda(const uint16_t* dy, int64_t rows, int64_t cols, float* 
   bias_grad_shares_kernel<<<grid, dim3(32, kGradRowThreads), 0, s>>>(
       reinterpret_cast<const uint4*>(dy), rows, cols / 8, rows_per_share, workspace, cols);
   FP8WB_GPU_CHECK(cudaGetLastError());
-  bias_grad_sum_kernel<<<static_cast<unsigned>((cols + 255) / 256), 256, 0, s>>>(workspace, shares,
-                                                                                 cols, out);
-  FP8WB_GPU_CHECK(cudaGetLastError());
+  launch_grad_sum(workspace, shares, cols, out, nullptr, s);
 }
 
 int64_t layer_norm_affine_grad_workspace(int64_t rows, int64_t cols) {
@@ -232,17 +256,13 @@ void layer_norm_affine_grad_bf16_cuda(const uint16_t* dy, const uint16_t* x, con
   const int64_t rows_per_share = (rows + shares - 1) / shares;
   const dim3 grid(static_cast<unsigned>((cols + kGradCols - 1) / kGradCols),
                   static_cast<unsigned>(shares));
-  float* shares_w = workspace;
+  float* shares_w = workspace;  // the bias's shares follow: launch_grad_sum() takes both
   float* shares_b = workspace + shares * cols;
   norm_grad_shares_kernel<<<grid, dim3(32, kGradRowThreads), 0, s>>>(
       reinterpret_cast<const uint4*>(dy), reinterpret_cast<const uint4*>(x), mean, rstd, rows,
       cols / 8, rows_per_share, shares_w, shares_b, cols);
   FP8WB_GPU_CHECK(cudaGetLastError());
-  const unsigned blocks = static_cast<unsigned>((cols + 255) / 256);
-  bias_grad_sum_kernel<<<blocks, 256, 0, s>>>(shares_w, shares, cols, dw);
-  FP8WB_GPU_CHECK(cudaGetLastError());
-  bias_grad_sum_kernel<<<blocks, 256, 0, s>>>(shares_b, shares, cols, db);
-  FP8WB_GPU_CHECK(cudaGetLastError());
+  launch_grad_sum(shares_w, shares, cols, dw, db, s);
 }
 
 void add_bias_rows_f32_cuda(float* y, const float* bias, int64_t rows, int64_t cols,
