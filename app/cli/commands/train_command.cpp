@@ -62,8 +62,11 @@ class Console : public MetricConsumer {
   void consume(const MetricBatch& b) override {
     const std::lock_guard<std::mutex> lock(mutex_);
     for (const RunEvent& e : b.events) {
-      if (e.kind == "started" || e.kind == "skipped" || e.kind == "diverged") {
-        if (!quiet_) err_ << (terminal_ ? "\r\033[K" : "") << e.kind << ": " << e.message << "\n";
+      if (e.kind == RunEventKind::Started || e.kind == RunEventKind::Skipped ||
+          e.kind == RunEventKind::Diverged) {
+        if (!quiet_)
+          err_ << (terminal_ ? "\r\033[K" : "") << run_event_kind_name(e.kind) << ": " << e.message
+               << "\n";
       }
     }
     if (b.steps.empty()) return;
