@@ -249,7 +249,7 @@ int collect_slurm_sweep(const std::string& dir_text, const std::string& db, bool
     json j;
     j["sweep"] = c.sweep_id;
     j["job"] = c.job;
-    j["status"] = c.status;
+    j["status"] = std::string(sweep_status_name(c.status));
     j["collected"] = c.added;
     j["waiting"] = c.waiting;
     j["trials"] = json::array();
@@ -278,7 +278,7 @@ int collect_slurm_sweep(const std::string& dir_text, const std::string& db, bool
       print_sweep_summary(*store, c.sweep_id, out);
     }
     out << fmt::format("{} collected now, {} still to come; sweep {} {} in {}\n", c.added,
-                       c.waiting, c.sweep_id, c.status, c.db);
+                       c.waiting, c.sweep_id, sweep_status_name(c.status), c.db);
   }
   for (const std::string& p : c.problems) err << "fp8wb sweep --collect: " << p << "\n";
   return c.problems.empty() ? 0 : 1;

@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
                                  .string();
     {
       auto st = RunStore::open(path);
-      const int64_t id = st->create_run("bench", "train", "{}", "cpu");
+      const int64_t id = st->create_run("bench", fp8wb::RunKind::Train, "{}", "cpu");
       MetricBatch first;
       first.run_id = id;
       first.amax_tensors = in.tensors;

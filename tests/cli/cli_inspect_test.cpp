@@ -862,7 +862,7 @@ TEST(CliInspect, ExportNeverDestroysAnSqliteDatabase) {
   for (size_t i = 0; i < bytes.size(); i += 4) bytes[i + 3] = 0x3f;  // 0.5f
   fp8wb::write_safetensors(model, {{"proj.weight", fp8wb::StDtype::F32, {16, 16}, bytes}});
   const std::string db = (dir / "runs.sqlite").string();
-  fp8wb::RunStore::open(db)->create_run("kept", "train", "{}", "cpu");
+  fp8wb::RunStore::open(db)->create_run("kept", fp8wb::RunKind::Train, "{}", "cpu");
   std::filesystem::create_symlink(db, dir / "export.csv");
   for (const std::string& out :
        {db, db + "-wal", db + "-shm", db + "-journal", (dir / "export.csv").string()}) {

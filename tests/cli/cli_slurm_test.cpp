@@ -213,7 +213,7 @@ TEST_F(SlurmSweep, GridRunsAsAnArrayAndIsCollected) {
     EXPECT_EQ(names, (std::vector<std::string>{"grid: margin=0 window=1 seed=1",
                                                "grid: margin=2 window=16 seed=1"}));
     // Two trials without a result: the sweep is not finished.
-    EXPECT_NE(s->sweep(sweep_id)->status, "finished");
+    EXPECT_NE(s->sweep(sweep_id)->status, fp8wb::SweepStatus::Finished);
   }
 
   // The real folder: the other two come in, the first two stay as they are.
@@ -225,7 +225,7 @@ TEST_F(SlurmSweep, GridRunsAsAnArrayAndIsCollected) {
   EXPECT_EQ(col["status"], "finished");
 
   auto store = fp8wb::RunStore::open_read_only(db_);
-  EXPECT_EQ(store->sweep(sweep_id)->status, "finished");
+  EXPECT_EQ(store->sweep(sweep_id)->status, fp8wb::SweepStatus::Finished);
   std::map<std::string, fp8wb::RunInfo> by_uuid;
   for (const auto& r : store->runs()) by_uuid[r.uuid] = r;
   ASSERT_EQ(by_uuid.size(), 4u);

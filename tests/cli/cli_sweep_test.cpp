@@ -150,7 +150,7 @@ TEST(CliSweep, OneSlurmTrialAndOneStepDoneAreSingular) {
     u >> uuid;
     auto trial = fp8wb::RunStore::open((folder / "trials" / "0.sqlite").string());
     fp8wb::MetricBatch b;
-    b.run_id = trial->create_run("trial 0", "train", "{}", "cpu", 0, uuid);
+    b.run_id = trial->create_run("trial 0", fp8wb::RunKind::Train, "{}", "cpu", 0, uuid);
     fp8wb::StepMetrics m;
     m.step = 0;
     m.loss = 2.5;
@@ -321,7 +321,7 @@ TEST(CliSweep, CutLabelsEndInAnEllipsis) {
     u >> uuid;
     auto trial = fp8wb::RunStore::open((folder / "trials" / "0.sqlite").string());
     fp8wb::MetricBatch b;
-    b.run_id = trial->create_run("trial 0", "train", "{}", "cpu", 0, uuid);
+    b.run_id = trial->create_run("trial 0", fp8wb::RunKind::Train, "{}", "cpu", 0, uuid);
     fp8wb::StepMetrics m;
     m.step = 0;
     m.loss = 2.5;
@@ -379,7 +379,7 @@ TEST(CliSweep, CollectReadsOnlyRegularFilesInsideTheFolder) {
   fs::create_symlink(dir / "secret.txt", folder / "logs" / "2.log");
   {
     auto other = fp8wb::RunStore::open((dir / "other.sqlite").string());
-    other->create_run("other", "train", "{}", "cpu");
+    other->create_run("other", fp8wb::RunKind::Train, "{}", "cpu");
     other->flush();
   }
   fs::create_symlink(dir / "other.sqlite", folder / "trials" / "3.sqlite");

@@ -360,7 +360,7 @@ TEST_F(CliTrainProcess, ASweepStoppedBySignalsSaysHowToResumeAndExits128PlusTheS
     EXPECT_EQ(WEXITSTATUS(r.status), 128 + sig);
     auto s = fp8wb::RunStore::open_read_only(db);
     ASSERT_TRUE(s->sweep(1).has_value());
-    EXPECT_EQ(s->sweep(1)->status, "stopped");
+    EXPECT_EQ(s->sweep(1)->status, fp8wb::SweepStatus::Stopped);
     const std::string& err = r.err;
     EXPECT_NE(err.find("fp8wb sweep: interrupted by " +
                        std::string(sig == SIGINT ? "SIGINT (Ctrl-C)" : "SIGTERM") +

@@ -132,7 +132,7 @@ TEST_F(CliTrain, ExportHoldsEveryStatisticAsWritten) {
   int64_t id = 0;
   {
     auto s = fp8wb::RunStore::open(db_);
-    id = s->create_run("stats", "train", "{}", "cpu");
+    id = s->create_run("stats", fp8wb::RunKind::Train, "{}", "cpu");
     fp8wb::MetricBatch b;
     b.run_id = id;
     b.tensors.push_back(t);
@@ -267,7 +267,7 @@ TEST_F(CliTrain, RunsExportWritesAllOrNothing) {
 TEST_F(CliTrain, RunsExportNeverReplacesTheDatabase) {
   {
     auto s = fp8wb::RunStore::open(db_);
-    s->create_run("kept", "train", "{}", "cpu");
+    s->create_run("kept", fp8wb::RunKind::Train, "{}", "cpu");
   }
   std::filesystem::create_symlink(db_, dir_ / "link.sqlite");
   std::filesystem::create_hard_link(db_, dir_ / "hard.sqlite");
@@ -301,7 +301,7 @@ TEST_F(CliTrain, RunsExportNeverReplacesTheDatabase) {
 TEST_F(CliTrain, SaveWeightsNeverReplacesAnInput) {
   {
     auto s = fp8wb::RunStore::open(db_);
-    s->create_run("kept", "train", "{}", "cpu");
+    s->create_run("kept", fp8wb::RunKind::Train, "{}", "cpu");
   }
   const std::string cfg = (dir_ / "mlp.json").string();
   const std::string cfg_text = R"({"model": "mlp", "steps": 2})";
@@ -335,9 +335,9 @@ TEST_F(CliTrain, SaveWeightsNeverReplacesAnInput) {
 // one given (or one of its -wal files) are refused with it named: the export or weights
 // would have destroyed its runs.
 TEST_F(CliTrain, ExportsAndWeightsNeverDestroyAnotherDatabase) {
-  fp8wb::RunStore::open(db_)->create_run("here", "train", "{}", "cpu");
+  fp8wb::RunStore::open(db_)->create_run("here", fp8wb::RunKind::Train, "{}", "cpu");
   const std::string other = (dir_ / "other.sqlite").string();
-  fp8wb::RunStore::open(other)->create_run("kept", "train", "{}", "cpu");
+  fp8wb::RunStore::open(other)->create_run("kept", fp8wb::RunKind::Train, "{}", "cpu");
   for (const std::string& out : {other, other + "-wal"}) {
     const std::string said =
         out == other ? " is an SQLite database" : " belongs to the SQLite database " + other;
@@ -428,7 +428,7 @@ TEST_F(CliTrain, RunsListShowsWholeNamesAligned) {
                                        "short", "Schrödinger’s run: µ-scale ≥ 2⁻⁹ and a long tail"};
   {
     auto s = fp8wb::RunStore::open(db_);
-    for (const auto& n : names) s->create_run(n, "train", "{}", "cpu");
+    for (const auto& n : names) s->create_run(n, fp8wb::RunKind::Train, "{}", "cpu");
   }
   const Result r = run({"runs", "list", "--db", db_});
   ASSERT_EQ(r.rc, 0) << r.err;
@@ -467,7 +467,7 @@ TEST_F(CliTrain, RunsListCutsLongNamesInTheMiddle) {
   const std::vector<std::string> names{stem + " trial=1", stem + " trial=2", cjk, "short"};
   {
     auto s = fp8wb::RunStore::open(db_);
-    for (const auto& n : names) s->create_run(n, "train", "{}", "cpu");
+    for (const auto& n : names) s->create_run(n, fp8wb::RunKind::Train, "{}", "cpu");
   }
   const Result r = run({"runs", "list", "--db", db_});
   ASSERT_EQ(r.rc, 0) << r.err;
@@ -523,7 +523,7 @@ TEST_F(CliTrain, RunsListCutsLongNamesInTheMiddle) {
 TEST_F(CliTrain, ADamagedDatabaseEndsTheRunFailed) {
   {
     auto s = fp8wb::RunStore::open(db_);
-    s->create_run("earlier", "train", "{}", "cpu");
+    s->create_run("earlier", fp8wb::RunKind::Train, "{}", "cpu");
   }
   {
     // Pages 1-2 (the schema, the runs table) stay; every page after them is garbage.

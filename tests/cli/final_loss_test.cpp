@@ -84,7 +84,7 @@ TEST_F(FinalLoss, OneFigureForTheSweepTheCliAndTheRun) {
     auto store = RunStore::open(path_);
     sweep = store->create_sweep(spec.name, sweep_json(spec));
     for (int t = 0; t < 2; ++t) {
-      ids[t] = store->create_run(trials[t].config.name, "sweep-trial",
+      ids[t] = store->create_run(trials[t].config.name, fp8wb::RunKind::SweepTrial,
                                  run_config_json(trials[t].config), "cpu", sweep);
       MetricBatch b;
       b.run_id = ids[t];
@@ -100,7 +100,7 @@ TEST_F(FinalLoss, OneFigureForTheSweepTheCliAndTheRun) {
       b.status = RunStatus::Finished;
       store->write(std::move(b));
     }
-    store->set_sweep_status(sweep, "finished");
+    store->set_sweep_status(sweep, fp8wb::SweepStatus::Finished);
     store->flush();
   }
   const Hand hand[2] = {by_hand(w[0]), by_hand(w[1])};
@@ -191,7 +191,7 @@ TEST_F(FinalLoss, ListAndShowGiveOneSpeedAndNameIt) {
   int64_t id = 0;
   {
     auto store = RunStore::open(path_);
-    id = store->create_run("speed", "train", "{}", "cpu");
+    id = store->create_run("speed", fp8wb::RunKind::Train, "{}", "cpu");
     MetricBatch b;
     b.run_id = id;
     for (int64_t s = 0; s < 10; ++s) {

@@ -172,7 +172,7 @@ StoreFigures bench_store() {
   for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(path + ext);
   {
     auto store = RunStore::open(path);
-    const int64_t run = store->create_run("ingest", "bench", json::object().dump(), "cpu");
+    const int64_t run = store->create_run("ingest", RunKind::Bench, json::object().dump(), "cpu");
     // Tensor statistics as a 48-layer model with 3 roles sends them: batches of 144 rows.
     const int64_t steps = 1400;
     const auto t0 = std::chrono::steady_clock::now();
@@ -200,7 +200,7 @@ StoreFigures bench_store() {
         static_cast<double>(f.rows) /
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     // A 1M-step run's scalars (7 series a step), in batches of 1000 steps.
-    const int64_t big = store->create_run("1M steps", "bench", json::object().dump(), "cpu");
+    const int64_t big = store->create_run("1M steps", RunKind::Bench, json::object().dump(), "cpu");
     const auto t1 = std::chrono::steady_clock::now();
     for (int64_t s0 = 0; s0 < 1000000; s0 += 1000) {
       MetricBatch b;

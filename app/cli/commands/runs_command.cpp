@@ -141,7 +141,7 @@ void export_run(const RunStore& s, const RunInfo& r, const std::string& format, 
               {"device", r.device},
               {"started_at", r.started_at},
               {"ended_at", r.ended_at},
-              {"source", r.kind},
+              {"source", run_kind_text(r)},
               {"config", config_of(r)}};
   j["final"] = final_json(s, r);
   const RunSpeed sp = run_speed(s, r.id);
@@ -189,7 +189,7 @@ void export_run(const RunStore& s, const RunInfo& r, const std::string& format, 
   j["rank_scales"] = std::move(rs);
   json ev = json::array();
   for (const auto& e : s.events(r.id)) {
-    ev.push_back({{"step", e.step}, {"kind", e.kind}, {"message", e.message}});
+    ev.push_back({{"step", e.step}, {"kind", run_event_kind_text(e)}, {"message", e.message}});
   }
   j["events"] = std::move(ev);
   o << dump(j) << "\n";
@@ -265,7 +265,7 @@ int list_runs(RunStore& store, const RunsOptions& opt, std::ostream& out) {
                    {"tokens_per_s", num(run_speed(store, r.id).median)},  // the median
                    {"device", r.device},
                    {"started_at", r.started_at},
-                   {"source", r.kind}});
+                   {"source", run_kind_text(r)}});
     }
     out << dump(j) << "\n";
     return 0;
@@ -310,7 +310,7 @@ int list_runs(RunStore& store, const RunsOptions& opt, std::ostream& out) {
         cell(set.margin), cell(set.window), r.last_step + 1,
         std::isfinite(f.loss) ? fmt::format("{:.4f}", f.loss) : std::string("-"), gap,
         std::isfinite(tps) ? fmt::format("{:.0f}", tps) : std::string("-"), r.device, r.started_at,
-        r.kind);
+        run_kind_text(r));
   }
   if (broken)
     out << "! the high-precision reference of that run diverged or blew up: its loss gap is "
@@ -326,7 +326,7 @@ void show_run(RunStore& store, const RunInfo& r, const RunsOptions& opt, std::os
     return;
   }
   out << fmt::format("run {}: {} ({})\nstatus   {}{}\ndevice   {}\nstarted  {}\nended    {}\n",
-                     r.id, r.name, r.kind, run_status_text(r),
+                     r.id, r.name, run_kind_text(r), run_status_text(r),
                      r.message.empty() ? "" : " - " + r.message, r.device, r.started_at,
                      r.ended_at.empty() ? "-" : r.ended_at);
   out << "steps    " << r.last_step + 1 << "\n";
@@ -387,7 +387,7 @@ void show_run(RunStore& store, const RunInfo& r, const RunsOptions& opt, std::os
   out << "tensor statistics: " << ts.size() << " rows\n";
   out << "events:\n";
   for (const auto& e : store.events(r.id))
-    out << fmt::format("  step {:>6}  {:<10} {}\n", e.step, e.kind, e.message);
+    out << fmt::format("  step {:>6}  {:<10} {}\n", e.step, run_event_kind_text(e), e.message);
   out << "config:\n" << r.config_json << "\n";
 }
 

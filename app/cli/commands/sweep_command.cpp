@@ -181,7 +181,7 @@ void print_sweep_json(int64_t sweep_id, const SweepInfo& sweep, const SweepSpec&
   };
   nlohmann::json j;
   j["sweep"] = sweep_id;
-  j["status"] = sweep.status;
+  j["status"] = sweep_status_text(sweep);
   j["axes"] = nlohmann::json::array();
   for (const auto& a : spec.axes) j["axes"].push_back({{"key", a.key}, {"values", a.values}});
   j["points"] = nlohmann::json::array();
@@ -331,7 +331,8 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
     print_sweep_json(runner->sweepId(), *sweep, spec, points, verdict, counts, out);
   } else {
     print_sweep_summary(*store, runner->sweepId(), out);
-    out << fmt::format("sweep {} {} in {}\n", runner->sweepId(), sweep->status, store->path());
+    out << fmt::format("sweep {} {} in {}\n", runner->sweepId(), sweep_status_text(*sweep),
+                       store->path());
   }
   if (!failure.empty()) {
     err << "fp8wb sweep: " << without_backtrace(failure) << "\n";
@@ -339,7 +340,7 @@ int run_sweep(const SweepOptions& opt, std::ostream& out, std::ostream& err) {
   }
   // Stopped by a signal: said, with how to go on, and an exit status of 128 + the signal
   // (130 for Ctrl-C), as train gives.
-  if (stop_signal != 0 && sweep->status != "finished") {
+  if (stop_signal != 0 && sweep->status != SweepStatus::Finished) {
     err << fmt::format(
         "fp8wb sweep: interrupted by {}: sweep {} is kept as stopped with {} of {} trials "
         "finished; `fp8wb sweep --resume {} --db {}` runs the rest\n",

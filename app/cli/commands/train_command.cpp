@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "command_registry.h"
+#include "config_field_text.h"
 #include "fp8wb/core/backend/backend_info.h"
 #include "fp8wb/core/backend/default_formats.h"
 #include "fp8wb/core/checkpoint/file_io.h"
@@ -61,8 +62,11 @@ class Console : public MetricConsumer {
   void consume(const MetricBatch& b) override {
     const std::lock_guard<std::mutex> lock(mutex_);
     for (const RunEvent& e : b.events) {
-      if (e.kind == "started" || e.kind == "skipped" || e.kind == "diverged") {
-        if (!quiet_) err_ << (terminal_ ? "\r\033[K" : "") << e.kind << ": " << e.message << "\n";
+      if (e.kind == RunEventKind::Started || e.kind == RunEventKind::Skipped ||
+          e.kind == RunEventKind::Diverged) {
+        if (!quiet_)
+          err_ << (terminal_ ? "\r\033[K" : "") << run_event_kind_name(e.kind) << ": " << e.message
+               << "\n";
       }
     }
     if (b.steps.empty()) return;
@@ -230,15 +234,7 @@ std::string fields_help() {
     for (const RunConfigField& f : run_config_fields()) {
       if (f.group != g.value) continue;
       std::string item(f.key);
-      if (!f.names.empty()) {
-        std::string names;
-        for (std::string_view n : f.names) (names += names.empty() ? "" : "|") += n;
-        item += " (" + names + ")";
-      } else if (f.type == FieldType::Boolean) {
-        item += " (true|false)";
-      } else if (const std::string b = field_bounds_text(f); !b.empty()) {
-        item += " " + b;
-      }
+      if (const std::string takes = field_takes_text(f); !takes.empty()) item += " " + takes;
       line += (line.empty() ? "" : "; ") + item;
     }
     s += "\n  " + std::string(g.name) + ": " + line;

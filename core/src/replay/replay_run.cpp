@@ -65,7 +65,7 @@ ReplayRun load_replay_run(const RunStore& store, int64_t run_id, const std::stri
   }
   const Float8LinearConfig fc = float8_config_of(cfg);
   r.run.delayed = fc.delayed;
-  r.run.scale_stored_as_is = info->kind == kWatchRunKind;
+  r.run.scale_stored_as_is = info->kind == RunKind::Python;
   r.run.config = fc.delayed_scaling;
   r.run.config.margin = cfg.margin;
   r.notes.push_back(kReplayAssumption);

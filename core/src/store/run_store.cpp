@@ -21,7 +21,21 @@ std::vector<SweepInfo> RunStore::sweeps() const {
     Stmt q(db, sql.c_str());
     std::vector<SweepInfo> out;
     while (q.step()) {
-      out.push_back({q.i(0), q.s(1), q.s(2), q.s(3), q.s(4), stored_uuid(q.s(5), has_uuid)});
+      SweepInfo s;
+      s.id = q.i(0);
+      s.name = q.s(1);
+      s.grid_json = q.s(2);
+      // A status this fp8wb does not know (a newer program's): the sweep reads as stopped,
+      // never finished, and the name is kept to be shown.
+      if (const auto status = parse_table_name(kSweepStatuses, q.s(3))) {
+        s.status = *status;
+      } else {
+        s.status = SweepStatus::Stopped;
+        s.unknown_status = q.s(3).empty() ? "none" : q.s(3).substr(0, 40);
+      }
+      s.created_at = q.s(4);
+      s.uuid = stored_uuid(q.s(5), has_uuid);
+      out.push_back(std::move(s));
     }
     return out;
   });
@@ -51,7 +65,12 @@ std::vector<RunInfo> RunStore::runs() const {
       RunInfo r;
       r.id = q.i(0);
       r.name = q.s(1);
-      r.kind = q.s(2);
+      // A kind this fp8wb does not know (a newer program's) is kept, as the status is.
+      if (const auto kind = parse_table_name(kRunKinds, q.s(2))) {
+        r.kind = *kind;
+      } else {
+        r.unknown_kind = q.s(2).empty() ? "none" : q.s(2).substr(0, 40);
+      }
       // A status this fp8wb does not know (written by hand, or by a newer program): the
       // run is listed all the same, unfinished, and the others stay readable.
       const bool unknown = !parse_run_status(q.s(3), r.status);
@@ -166,7 +185,7 @@ std::vector<RunEvent> RunStore::events(int64_t run_id) const {
     Stmt q(db, "SELECT step, kind, message FROM events WHERE run_id = ? ORDER BY id");
     q.bind(1, run_id);
     std::vector<RunEvent> out;
-    while (q.step()) out.push_back({q.i(0), q.s(1), q.s(2)});
+    while (q.step()) out.push_back(stored_run_event(q.i(0), q.s(1), q.s(2)));
     return out;
   });
 }

@@ -71,10 +71,12 @@ std::map<int64_t, int64_t> import_sweeps(const Db& w, const Source& src, Identit
     if (const auto it = here.sweeps.find(s.uuid); it != here.sweeps.end()) {
       sweep_ids[s.id] = it->second;
       // A copy made while the sweep ran takes the source's later status, as its trials
-      // are replaced by their finished runs below.
-      if (s.status != "running") {
-        Stmt u(w, "UPDATE sweeps SET status = ? WHERE id = ? AND status = 'running'");
-        u.bind(1, s.status).bind(2, it->second).run();
+      // are replaced by their finished runs below (a status this fp8wb does not know, as
+      // the source stored it).
+      const std::string running(sweep_status_name(SweepStatus::Running));
+      if (parse_table_name(kSweepStatuses, s.status) != SweepStatus::Running) {
+        Stmt u(w, "UPDATE sweeps SET status = ? WHERE id = ? AND status = ?");
+        u.bind(1, s.status).bind(2, it->second).bind(3, running).run();
       }
       continue;
     }
@@ -119,7 +121,8 @@ int64_t insert_run(const Db& w, const SourceRun& r, const ImportOptions& opt, Ru
            "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (replace) ins.bind(1, replace);
   ins.bind(2, opt.name.empty() ? r.name : opt.name);
-  ins.bind(3, opt.parent_sweep > 0 ? std::string("sweep-trial") : r.kind);
+  // The source's kind as it stored it (one this fp8wb does not know too).
+  ins.bind(3, opt.parent_sweep > 0 ? std::string(run_kind_name(RunKind::SweepTrial)) : r.kind);
   ins.bind(4, std::string(run_status_name(status))).bind(5, r.config_json);
   ins.bind(6, r.device).bind(7, r.started_at);
   if (!ended_at.empty()) ins.bind(8, ended_at);

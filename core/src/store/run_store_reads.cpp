@@ -171,7 +171,7 @@ void read_new_events(const Db& db, int64_t run_id, RunCursor& cursor, MetricBatc
   q.bind(1, run_id).bind(2, cursor.event_id);
   while (q.step()) {
     cursor.event_id = q.i(0);
-    b.events.push_back({q.i(1), q.s(2), q.s(3)});
+    b.events.push_back(stored_run_event(q.i(1), q.s(2), q.s(3)));
   }
 }
 

@@ -273,7 +273,8 @@ void RunStore::Impl::write_batch(const MetricBatch& b) {
   if (!b.events.empty()) {
     Stmt ev(*writer, "INSERT INTO events(run_id, step, kind, message) VALUES(?, ?, ?, ?)");
     for (const RunEvent& e : b.events) {
-      ev.bind(1, b.run_id).bind(2, e.step).bind(3, e.kind).bind(4, e.message).run();
+      ev.bind(1, b.run_id).bind(2, e.step).bind(3, run_event_kind_stored(e));
+      ev.bind(4, e.message).run();
     }
   }
   if (b.final) write_status(b.run_id, b.status, b.message);
@@ -298,9 +299,9 @@ void RunStore::exec_on_writer_for_testing(const std::string& sql) {
   flush();
 }
 
-int64_t RunStore::create_run(const std::string& name, const std::string& kind,
-                             const std::string& config_json, const std::string& device,
-                             int64_t parent_sweep, const std::string& uuid) {
+int64_t RunStore::create_run(const std::string& name, RunKind kind, const std::string& config_json,
+                             const std::string& device, int64_t parent_sweep,
+                             const std::string& uuid) {
   // The writer fills in the id; flush() orders that write before the read below.
   auto id = std::make_shared<int64_t>(0);
   Impl* im = impl_.get();
@@ -323,7 +324,8 @@ int64_t RunStore::create_run(const std::string& name, const std::string& kind,
                "INSERT INTO runs(name, kind, status, config_json, device, started_at, "
                "parent_sweep, owner_host, owner_pid, uuid) "
                "VALUES(?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)");
-      ins.bind(1, name).bind(2, kind).bind(3, config_json).bind(4, device).bind(5, now_utc());
+      ins.bind(1, name).bind(2, std::string(run_kind_name(kind))).bind(3, config_json);
+      ins.bind(4, device).bind(5, now_utc());
       if (parent_sweep > 0) ins.bind(6, parent_sweep);
       ins.bind(7, host_name()).bind(8, static_cast<int64_t>(getpid())).bind(9, identity);
       ins.run();
@@ -344,7 +346,7 @@ size_t batch_bytes(const MetricBatch& b) {
     n += sizeof t + t.layer.size() + (t.map_rel_error.size() + t.amax_history.size()) * 4;
   }
   for (const SqnrMetrics& q : b.sqnr) n += sizeof q + q.layer.size();
-  for (const RunEvent& e : b.events) n += sizeof e + e.kind.size() + e.message.size();
+  for (const RunEvent& e : b.events) n += sizeof e + e.unknown_kind.size() + e.message.size();
   for (const RankScale& r : b.ranks) n += r.layer.size();
   return n;
 }
@@ -417,19 +419,21 @@ int64_t RunStore::create_sweep(const std::string& name, const std::string& grid_
   im->enqueue([=] {
     Stmt ins(*im->writer,
              "INSERT INTO sweeps(name, grid_json, status, created_at, uuid) "
-             "VALUES(?, ?, 'running', ?, ?)");
-    ins.bind(1, name).bind(2, grid_json).bind(3, now_utc()).bind(4, identity).run();
+             "VALUES(?, ?, ?, ?, ?)");
+    const std::string running(sweep_status_name(SweepStatus::Running));
+    ins.bind(1, name).bind(2, grid_json).bind(3, running).bind(4, now_utc()).bind(5, identity);
+    ins.run();
     *id = sqlite3_last_insert_rowid(im->writer->get());
   });
   flush();
   return *id;
 }
 
-void RunStore::set_sweep_status(int64_t sweep_id, const std::string& status) {
+void RunStore::set_sweep_status(int64_t sweep_id, SweepStatus status) {
   Impl* im = impl_.get();
   im->enqueue([=] {
     Stmt u(*im->writer, "UPDATE sweeps SET status = ? WHERE id = ?");
-    u.bind(1, status).bind(2, sweep_id).run();
+    u.bind(1, std::string(sweep_status_name(status))).bind(2, sweep_id).run();
   });
   flush();
 }

@@ -396,7 +396,7 @@ std::unique_ptr<SweepRunner> SweepRunner::resume(RunStore& store, int64_t sweep_
     pending.push_back(r->trials_[i]);
   }
   check_trial_devices(pending);
-  store.set_sweep_status(sweep_id, "running");
+  store.set_sweep_status(sweep_id, SweepStatus::Running);
   return r;
 }
 
@@ -472,7 +472,7 @@ void SweepRunner::run(std::function<void(size_t, RunStatus)> on_trial) {
       if (cuda) cfg.device = "cuda:" + std::to_string(w % cuda_devices);
       try {
         RunStartOptions how;
-        how.kind = "sweep-trial";
+        how.kind = RunKind::SweepTrial;
         how.sweep_id = sweep_id_;
         StartedRun started = start_run(store_, cfg, how);
         Trainer& t = *started.trainer;
@@ -507,7 +507,7 @@ void SweepRunner::run(std::function<void(size_t, RunStatus)> on_trial) {
   for (int w = 0; w < workers; ++w) pool.emplace_back(worker, w);
   for (auto& t : pool) t.join();
   const bool all = std::all_of(done_.begin(), done_.end(), [](uint8_t d) { return d != 0; });
-  store_.set_sweep_status(sweep_id_, all ? "finished" : "stopped");
+  store_.set_sweep_status(sweep_id_, all ? SweepStatus::Finished : SweepStatus::Stopped);
   if (!error.empty()) throw std::runtime_error(error);
 }
 

@@ -510,7 +510,8 @@ CollectedTrial Collector::without_database(const Trial& tr) {
   } else {
     const std::string reason = failure_reason(tr.task, root, tr.log);
     RunConfig cfg = parse_run_config(t.config_json);
-    row.run = store->create_run(t.name, "sweep-trial", run_config_json(cfg), "", sweep.id, t.uuid);
+    row.run =
+        store->create_run(t.name, RunKind::SweepTrial, run_config_json(cfg), "", sweep.id, t.uuid);
     store->set_status(row.run, RunStatus::Failed, reason);
     store->flush();
     row.state = "failed";
@@ -556,8 +557,10 @@ SweepCollection collect_sweep_folder(const std::string& dir_text, const std::str
   // Every trial has its result: the sweep is complete. A trial whose database could not be
   // read (damaged, another sweep's) has none yet: it can be run again and collected.
   SweepCollection& c = k.c;
-  const std::string status = c.waiting == 0 && c.problems.empty() ? "finished" : "running";
-  if (k.sweep.status != status) k.store->set_sweep_status(k.sweep.id, status);
+  const SweepStatus status =
+      c.waiting == 0 && c.problems.empty() ? SweepStatus::Finished : SweepStatus::Running;
+  if (k.sweep.status != status || !k.sweep.unknown_status.empty())
+    k.store->set_sweep_status(k.sweep.id, status);
   k.store->flush();
 
   if (progress) progress(k.m.trials.size(), k.m.trials.size());

@@ -239,13 +239,13 @@ std::string RunLoop::started_text() {
 
 void RunLoop::publish_started() {
   MetricBatch b;
-  b.events.push_back({0, "started", started_text()});
+  b.events.push_back({0, RunEventKind::Started, started_text(), {}});
   // The FP8 layers in the model's order, for those who list them (RunData::layers(): the
   // stored statistics come back by name).
   if (!layers_.empty()) {
     std::string names;
     for (const auto& [name, l] : layers_) names += (names.empty() ? "" : ", ") + name;
-    b.events.push_back({0, "layers", names});
+    b.events.push_back({0, RunEventKind::Layers, names, {}});
   }
   b.amax_tensors = amax_tensors_;
   t_.publish(b);
@@ -408,7 +408,7 @@ bool RunLoop::complete(Pending& p) {
       t_.finish(RunStatus::Diverged, what);
       return true;
     }
-    b.events.push_back({step, "skipped", what + ": update skipped"});
+    b.events.push_back({step, RunEventKind::Skipped, what + ": update skipped", {}});
   }
   divergence_.observe(loss, p.ref_read != nullptr, m.ref_loss);
   if (divergence_.blew_up()) {
@@ -529,7 +529,8 @@ void Trainer::Impl::save_weights(torch::nn::Module& model) {
     }
   }
   MetricBatch b;
-  b.events.push_back({steps.load(), "weights", "final weights written to " + cfg.weights + also});
+  b.events.push_back(
+      {steps.load(), RunEventKind::Weights, "final weights written to " + cfg.weights + also, {}});
   publish(b);
 }
 

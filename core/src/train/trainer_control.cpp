@@ -30,7 +30,7 @@ void Trainer::Impl::finish(RunStatus s, const std::string& msg, std::vector<RunE
   b.status = s;
   b.message = msg;
   b.events = std::move(events);
-  b.events.push_back({steps.load(), run_status_name(s), msg});
+  b.events.push_back({steps.load(), run_event_kind_of(s), msg, {}});
   // Every consumer gets the final batch; one that cannot take it (the run store, failed
   // already) has said so, and the run's status says it: nothing leaves the thread.
   try {
@@ -48,7 +48,7 @@ bool Trainer::Impl::wait_if_paused(int64_t step) {
   if (!pause_flag) return !stop_flag;
   status = RunStatus::Paused;
   MetricBatch p;
-  p.events.push_back({step, "paused", ""});
+  p.events.push_back({step, RunEventKind::Paused, "", {}});
   publish(p);
   std::unique_lock<std::mutex> lock(mutex);
   cv.wait(lock, [&] { return !pause_flag || stop_flag; });
@@ -56,7 +56,7 @@ bool Trainer::Impl::wait_if_paused(int64_t step) {
   if (stop_flag) return false;
   status = RunStatus::Running;
   MetricBatch r;
-  r.events.push_back({step, "resumed", ""});
+  r.events.push_back({step, RunEventKind::Resumed, "", {}});
   publish(r);
   return true;
 }

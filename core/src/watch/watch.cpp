@@ -107,7 +107,7 @@ Watch::Watch(const std::string& db_path, const WatchSettings& settings)
     : config_(watch_run_config(settings)), fp8_(watch_float8_config(config_)) {
   const std::string stored = watch_config_json(settings, config_);
   store_ = RunStore::open(db_path);
-  run_id_ = store_->create_run(settings.name, kWatchRunKind, stored, settings.device);
+  run_id_ = store_->create_run(settings.name, RunKind::Python, stored, settings.device);
   pending_.run_id = run_id_;
 }
 
@@ -302,7 +302,8 @@ void Watch::next_step() {
 
 void Watch::event(const std::string& kind, const std::string& message) {
   if (ended_) throw std::logic_error("the watched run has ended");
-  pending_.events.push_back({step_, kind, message});
+  // A kind this fp8wb does not know is stored as given (stored_run_event()).
+  pending_.events.push_back(stored_run_event(step_, kind, message));
 }
 
 void Watch::end(RunStatus status, const std::string& message) {
@@ -313,7 +314,7 @@ void Watch::end(RunStatus status, const std::string& message) {
   std::swap(b, pending_);  // statistics of a step that did not end are kept too
   b.run_id = run_id_;
   b.steps.clear();
-  b.events.push_back({step_, run_status_name(status), message});
+  b.events.push_back({step_, run_event_kind_of(status), message, {}});
   b.final = true;
   b.status = status;
   b.message = message;

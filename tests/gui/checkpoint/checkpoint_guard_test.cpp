@@ -133,7 +133,7 @@ void CheckpointGuardTest::theRunDatabaseIsRefusedByEveryPath() {
   const QString db = file(QStringLiteral("runs.sqlite"));
   {
     auto store = RunStore::open(db.toStdString());
-    store->create_run("one", "train", "{}", "cpu");
+    store->create_run("one", fp8wb::RunKind::Train, "{}", "cpu");
     store->flush();
   }
   const QString good = file(QStringLiteral("good.safetensors"));
@@ -305,7 +305,7 @@ void CheckpointGuardTest::exportsNeverWriteOverTheRunDatabase() {
   const QString db = file(QStringLiteral("exports.sqlite"));
   {
     auto store = RunStore::open(db.toStdString());
-    store->create_run("kept", "train", "{}", "cpu");
+    store->create_run("kept", fp8wb::RunKind::Train, "{}", "cpu");
     store->flush();
   }
   const QString sym = file(QStringLiteral("plot.csv"));
@@ -403,7 +403,7 @@ void CheckpointGuardTest::exportsNeverWriteOverAnotherDatabase() {
   const QString other = dir.filePath(QStringLiteral("other.sqlite"));
   {
     auto store = RunStore::open(other.toStdString());
-    store->create_run("theirs", "train", "{}", "cpu");
+    store->create_run("theirs", fp8wb::RunKind::Train, "{}", "cpu");
     store->flush();
   }
   const QByteArray before = file_bytes(other);
@@ -441,7 +441,7 @@ void CheckpointGuardTest::aScreenshotNeverWritesOverADatabase() {
   QVERIFY(dir.isValid());
   const QString db = dir.filePath(QStringLiteral("live.sqlite"));
   auto store = RunStore::open(db.toStdString());
-  const int64_t run = store->create_run("live", "train", "{}", "cpu");
+  const int64_t run = store->create_run("live", fp8wb::RunKind::Train, "{}", "cpu");
   store->flush();
   QVERIFY(run > 0);
   const QByteArray before = file_bytes(db);

@@ -41,7 +41,7 @@ void load_stored_run(const QString& db, RunData& data) {
     auto store = RunStore::open(db.toStdString());
     RunConfig c;
     c.name = "every series";
-    const int64_t id = store->create_run(c.name, "train", run_config_json(c), "cpu");
+    const int64_t id = store->create_run(c.name, fp8wb::RunKind::Train, run_config_json(c), "cpu");
     MetricBatch b;
     b.run_id = id;
     for (int i = 0; i < kSteps; ++i) {

@@ -397,7 +397,8 @@ void RunPanelTest::pausedReadsPausedEverywhere() {
   QTRY_VERIFY(w.overviewTab()->summaryText().contains(QStringLiteral("running")));
   QTest::mouseClick(pause, Qt::LeftButton);
   QTRY_VERIFY_WITH_TIMEOUT(
-      !w.engine()->data().events().empty() && w.engine()->data().events().back().kind == "paused",
+      !w.engine()->data().events().empty() &&
+          w.engine()->data().events().back().kind == fp8wb::RunEventKind::Paused,
       30000);
   QTest::qWait(200);
   w.refreshRunTabs(true);

@@ -326,7 +326,8 @@ void RunTabsTest::pauseAndStop() {
   QTRY_VERIFY_WITH_TIMEOUT(w.engine()->data().steps().size() >= 3, 60000);
   w.engine()->pause();
   QTRY_VERIFY_WITH_TIMEOUT(
-      !w.engine()->data().events().empty() && w.engine()->data().events().back().kind == "paused",
+      !w.engine()->data().events().empty() &&
+          w.engine()->data().events().back().kind == fp8wb::RunEventKind::Paused,
       30000);
   const size_t at = w.engine()->data().steps().size();
   QTest::qWait(300);

@@ -120,7 +120,7 @@ int64_t store_run(RunStore& s, const std::string& name, const std::vector<std::s
   RunConfig c;
   c.name = name;
   c.model = ModelKind::Mlp;
-  const int64_t id = s.create_run(name, "train", run_config_json(c), "cpu");
+  const int64_t id = s.create_run(name, fp8wb::RunKind::Train, run_config_json(c), "cpu");
   MetricBatch b;
   b.run_id = id;
   for (int i = 0; i < steps; ++i) {
@@ -730,7 +730,7 @@ void RunViewsTest::layersKeepOneOrderLiveAndStored() {
     RunData d;
     d.setRun(3, "r", "{}");
     MetricBatch b;
-    b.events.push_back({0, "layers", said});
+    b.events.push_back({0, fp8wb::RunEventKind::Layers, said, {}});
     for (const std::string& l : order) b.tensors.push_back(tensor_at(0, l, Role::Input, 1, 1, 0));
     b.tensors.push_back(tensor_at(0, "head", Role::Input, 1, 1, 0));  // not said: after them
     d.append(b);

@@ -101,7 +101,7 @@ class ScalingRanksTest : public QObject {
 void ScalingRanksTest::ranksSideBySideGrowLive() {
   QVERIFY(dir_.isValid());
   auto store = RunStore::open(dir_.filePath(QStringLiteral("dp.sqlite")).toStdString());
-  const int64_t id = store->create_run("two ranks", "train", "{}", "cpu");
+  const int64_t id = store->create_run("two ranks", fp8wb::RunKind::Train, "{}", "cpu");
   for (int64_t s : {0, 10, 20}) store->write(step(id, s, 2));
   store->flush();
 
@@ -161,7 +161,7 @@ void ScalingRanksTest::ranksSideBySideGrowLive() {
 
 void ScalingRanksTest::oneRankShowsNoRankCurves() {
   auto store = RunStore::open(dir_.filePath(QStringLiteral("one.sqlite")).toStdString());
-  const int64_t id = store->create_run("one rank", "train", "{}", "cpu");
+  const int64_t id = store->create_run("one rank", fp8wb::RunKind::Train, "{}", "cpu");
   for (int64_t s : {0, 10}) store->write(step(id, s, 1));
   store->flush();
   RunData data;
@@ -185,7 +185,7 @@ void ScalingRanksTest::oneRankShowsNoRankCurves() {
 // extension moves to the new newest sample (no stale point left behind).
 void ScalingRanksTest::theNewestSampleIsDrawn() {
   auto store = RunStore::open(dir_.filePath(QStringLiteral("newest.sqlite")).toStdString());
-  const int64_t id = store->create_run("saturating", "train", "{}", "cpu");
+  const int64_t id = store->create_run("saturating", fp8wb::RunKind::Train, "{}", "cpu");
   // Each step's scale maps half of its amax to 448: every step saturates.
   auto saturating = [&](int64_t s) {
     MetricBatch b = step(id, s, 1);

@@ -40,7 +40,7 @@ namespace {
 
 void write_db(const QString& path) {
   auto store = RunStore::open(path.toStdString());
-  const int64_t id = store->create_run("stored", "train", "{}", "cpu");
+  const int64_t id = store->create_run("stored", fp8wb::RunKind::Train, "{}", "cpu");
   MetricBatch b;
   b.run_id = id;
   StepMetrics m;

@@ -50,7 +50,7 @@ namespace {
 // Ten steps of loss 1 / (step + 1); with a reference, the reference's loss 0.0625 below.
 int64_t add_run(RunStore& store, const std::string& name, bool finish, bool reference = false,
                 const std::string& config = "{}") {
-  const int64_t id = store.create_run(name, "train", config, "cpu");
+  const int64_t id = store.create_run(name, fp8wb::RunKind::Train, config, "cpu");
   MetricBatch b;
   b.run_id = id;
   for (int64_t s = 0; s < 10; ++s) {
@@ -679,7 +679,7 @@ void RunsListTest::aGapAgainstABrokenReferenceIsMarked() {
   QVERIFY(dir.isValid());
   auto store = RunStore::open((dir.path() + QStringLiteral("/runs.sqlite")).toStdString());
   auto add = [&](const std::string& name, bool blow_up) {
-    const int64_t id = store->create_run(name, "train", "{}", "cpu");
+    const int64_t id = store->create_run(name, fp8wb::RunKind::Train, "{}", "cpu");
     MetricBatch b;
     b.run_id = id;
     for (int64_t s = 0; s < 150; ++s) {

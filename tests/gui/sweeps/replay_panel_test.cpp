@@ -44,7 +44,8 @@ int64_t write_run(RunStore& store) {
   c.stats_interval = 4;
   c.margin = 2;
   c.window = 200;
-  const int64_t id = store.create_run("hand-made", "train", run_config_json(c), "cpu");
+  const int64_t id =
+      store.create_run("hand-made", fp8wb::RunKind::Train, run_config_json(c), "cpu");
   MetricBatch b;
   b.run_id = id;
   b.amax_tensors = {{"fc1", Role::Input, Format::E4M3FN}};

@@ -68,7 +68,7 @@ void SweepControllerTest::tinySweepSaysEachStep() {
   QCOMPARE(progress.at(1).at(2).toInt(), 2);
   const auto o = finished.at(0).at(0).value<SweepOutcome>();
   QCOMPARE(o.sweep_id, id);
-  QCOMPARE(o.status, std::string("finished"));
+  QVERIFY(o.status == fp8wb::SweepStatus::Finished);
   QVERIFY(o.error.empty());
   QCOMPARE(o.spec.axes.size(), size_t{1});
   QCOMPARE(o.points.size(), size_t{2});
@@ -98,10 +98,10 @@ void SweepControllerTest::stopEndsTheSweep() {
   sweeps.stop();
   QVERIFY(finished.wait(60000));
   const auto o = finished.at(0).at(0).value<SweepOutcome>();
-  QCOMPARE(o.status, std::string("stopped"));
+  QVERIFY(o.status == fp8wb::SweepStatus::Stopped);
   for (int i = 1; i < trial.count(); ++i)
     QCOMPARE(trial.at(i).at(2).value<RunStatus>(), RunStatus::Stopped);
-  QCOMPARE(engine.store().sweep(o.sweep_id)->status, std::string("stopped"));
+  QVERIFY(engine.store().sweep(o.sweep_id)->status == fp8wb::SweepStatus::Stopped);
   QCOMPARE(engine.store().sweeps().size(), size_t{1});  // the refused start stored nothing
 }
 

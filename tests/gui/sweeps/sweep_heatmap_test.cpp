@@ -62,8 +62,8 @@ double final_by_hand(double base) {
 
 int64_t add_run(RunStore& store, int64_t sweep, const SweepTrial& t, double base,
                 std::optional<RunStatus> ended) {
-  const int64_t id =
-      store.create_run(t.config.name, "sweep-trial", run_config_json(t.config), "cpu", sweep);
+  const int64_t id = store.create_run(t.config.name, fp8wb::RunKind::SweepTrial,
+                                      run_config_json(t.config), "cpu", sweep);
   MetricBatch b;
   b.run_id = id;
   const bool diverged = ended == RunStatus::Diverged;
@@ -95,7 +95,8 @@ int64_t finished_sweep(RunStore& store, const char* name, const std::vector<cons
   const int64_t sweep = store.create_sweep(spec.name, sweep_json(spec));
   for (const SweepTrial& t : expand_sweep(spec))
     add_run(store, sweep, t, base(t), RunStatus::Finished);
-  store.set_sweep_status(sweep, "finished");  // as a sweep whose every trial ran ends
+  store.set_sweep_status(sweep,
+                         fp8wb::SweepStatus::Finished);  // as a sweep whose every trial ran ends
   store.flush();
   return sweep;
 }
@@ -367,7 +368,7 @@ void SweepHeatmapTest::aSweepOverSeedsTellsItsCurvesApart() {
   const int64_t sweep = store.create_sweep(spec.name, sweep_json(spec));
   for (const SweepTrial& t : expand_sweep(spec))
     add_run(store, sweep, t, 0.5 + 0.1 * static_cast<double>(t.seed_index), RunStatus::Finished);
-  store.set_sweep_status(sweep, "finished");
+  store.set_sweep_status(sweep, fp8wb::SweepStatus::Finished);
   store.flush();
   const int64_t grid = finished_sweep(store, "grid", {"margin=0,2", "window=1,16"},
                                       [](const SweepTrial&) { return 0.8; });
@@ -743,7 +744,7 @@ void SweepHeatmapTest::theShownSweepIsDescribedApartFromTheNewSweepForm() {
   const int64_t sweep = engine.store().create_sweep(spec.name, sweep_json(spec));
   for (const SweepTrial& t : expand_sweep(spec))
     add_run(engine.store(), sweep, t, 0.5, RunStatus::Finished);
-  engine.store().set_sweep_status(sweep, "finished");
+  engine.store().set_sweep_status(sweep, fp8wb::SweepStatus::Finished);
   engine.store().flush();
 
   SweepsTab tab(&engine);
@@ -1054,8 +1055,8 @@ int64_t spiking_sweep(RunStore& store, const std::vector<const char*>& axes,
   for (const char* a : axes) spec.axes.push_back(parse_grid(a));
   const int64_t sweep = store.create_sweep(spec.name, sweep_json(spec));
   for (const SweepTrial& t : expand_sweep(spec)) {
-    const int64_t id =
-        store.create_run(t.config.name, "sweep-trial", run_config_json(t.config), "cpu", sweep);
+    const int64_t id = store.create_run(t.config.name, fp8wb::RunKind::SweepTrial,
+                                        run_config_json(t.config), "cpu", sweep);
     MetricBatch b;
     b.run_id = id;
     for (int64_t s = 0; s < 100; ++s) {
@@ -1071,7 +1072,7 @@ int64_t spiking_sweep(RunStore& store, const std::vector<const char*>& axes,
     b.status = RunStatus::Finished;
     store.write(std::move(b));
   }
-  store.set_sweep_status(sweep, "finished");
+  store.set_sweep_status(sweep, fp8wb::SweepStatus::Finished);
   store.flush();
   return sweep;
 }

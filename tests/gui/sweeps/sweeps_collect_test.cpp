@@ -83,7 +83,7 @@ void SweepsCollectTest::collectsAFolderInTheBackground() {
     QVERIFY(u.open(QIODevice::ReadOnly));
     uuid = u.readAll().trimmed().toStdString();
     auto trial = RunStore::open((folder + QStringLiteral("/trials/0.sqlite")).toStdString());
-    const int64_t id = trial->create_run("trial 0", "train", "{}", "cpu", 0, uuid);
+    const int64_t id = trial->create_run("trial 0", fp8wb::RunKind::Train, "{}", "cpu", 0, uuid);
     MetricBatch b;
     b.run_id = id;
     for (int64_t s = 0; s < 3; ++s) {
@@ -129,7 +129,7 @@ void SweepsCollectTest::collectsAFolderInTheBackground() {
   const auto sweep = store->sweep(sweep_id);
   QVERIFY(sweep);
   QCOMPARE(QString::fromStdString(sweep->name), QStringLiteral("cluster"));
-  QCOMPARE(QString::fromStdString(sweep->status), QStringLiteral("finished"));
+  QCOMPARE(sweep->status, SweepStatus::Finished);
   int finished = 0, failed_runs = 0;
   for (const RunInfo& r : store->runs()) {
     if (r.parent_sweep != sweep_id) continue;

@@ -28,8 +28,8 @@ namespace {
 
 // A run of `steps` falling losses in the sweep.
 void add_run(RunStore& store, int64_t sweep, const SweepTrial& t, double base) {
-  const int64_t id =
-      store.create_run(t.config.name, "sweep-trial", run_config_json(t.config), "cpu", sweep);
+  const int64_t id = store.create_run(t.config.name, fp8wb::RunKind::SweepTrial,
+                                      run_config_json(t.config), "cpu", sweep);
   MetricBatch b;
   b.run_id = id;
   for (int64_t s = 0; s < 20; ++s) {
@@ -55,7 +55,7 @@ int64_t make_sweep(RunStore& store, const char* name, const std::vector<std::str
   int k = 0;
   for (const SweepTrial& t : expand_sweep(spec))
     if (ran(t)) add_run(store, sweep, t, 1.0 + 0.001 * k++);
-  store.set_sweep_status(sweep, "stopped");
+  store.set_sweep_status(sweep, fp8wb::SweepStatus::Stopped);
   store.flush();
   return sweep;
 }

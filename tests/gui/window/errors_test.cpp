@@ -60,7 +60,7 @@ namespace {
 // `every` steps for `layers` layers: large enough that reading it takes a while.
 int64_t write_run(const QString& path, int64_t steps, int64_t every, int layers) {
   auto store = RunStore::open(path.toStdString());
-  const int64_t id = store->create_run("large", "train", "{}", "cpu");
+  const int64_t id = store->create_run("large", fp8wb::RunKind::Train, "{}", "cpu");
   for (int64_t s = 0; s < steps; s += every) {
     MetricBatch b;
     b.run_id = id;

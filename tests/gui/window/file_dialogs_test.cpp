@@ -49,7 +49,7 @@ void FileDialogsTest::theDatabaseKeepsItsLocks() {
   QVERIFY(dir.isValid());
   const QString db = dir.filePath(QStringLiteral("runs.db"));
   std::unique_ptr<RunStore> store = RunStore::open(db.toStdString());
-  store->create_run("one", "train", "{}", "cpu");
+  store->create_run("one", fp8wb::RunKind::Train, "{}", "cpu");
   (void)store->runs();
   QVERIFY2(holds_lock(db), "SQLite holds no lock on the database to begin with");
 

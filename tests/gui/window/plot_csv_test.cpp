@@ -338,7 +338,7 @@ void PlotCsvTest::theQuantizationColourBarsTitleFitsItsPlot() {
   int64_t id = 0;
   {
     auto store = RunStore::open(path.toStdString());
-    id = store->create_run("bar", "train", "{}", "cpu");
+    id = store->create_run("bar", fp8wb::RunKind::Train, "{}", "cpu");
     for (int64_t s : {0, 10, 20, 30}) {
       MetricBatch b;
       b.run_id = id;
@@ -412,7 +412,7 @@ void PlotCsvTest::theQuantizationColourBarsTitleFitsItsPlot() {
 // stored it (an exact SQNR "inf", drawn past the scale's top); step 0 as drawn (left out).
 void PlotCsvTest::theQuantizationHeatmapsCsvHoldsEveryCell() {
   auto store = RunStore::open(file(QStringLiteral("quant.sqlite")).toStdString());
-  const int64_t id = store->create_run("csv", "train", "{}", "cpu");
+  const int64_t id = store->create_run("csv", fp8wb::RunKind::Train, "{}", "cpu");
   const std::vector<std::string> layers{"blocks.0.fc1", "blocks.0.fc2"};
   auto raw_of = [](size_t layer, int64_t s) {
     StatsBuffer raw{};
@@ -489,8 +489,8 @@ void PlotCsvTest::theSweepHeatmapsCsvHoldsEveryCell() {
   for (const SweepTrial& t : expand_sweep(spec)) {
     if (t.values[0] == "2" && t.values[1] == "16") continue;  // still to run
     const double base = 1.0 + std::stod(t.values[0]) + 0.01 * std::stod(t.values[1]);
-    const int64_t run =
-        store.create_run(t.config.name, "sweep-trial", run_config_json(t.config), "cpu", sweep);
+    const int64_t run = store.create_run(t.config.name, fp8wb::RunKind::SweepTrial,
+                                         run_config_json(t.config), "cpu", sweep);
     MetricBatch b;
     b.run_id = run;
     double sum = 0;

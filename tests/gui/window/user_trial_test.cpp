@@ -33,7 +33,7 @@ void one_run_database(const QString& path, const std::string& name) {
   auto store = RunStore::open(path.toStdString());
   RunConfig c;
   c.name = name;
-  const int64_t id = store->create_run(name, "train", run_config_json(c), "cpu");
+  const int64_t id = store->create_run(name, fp8wb::RunKind::Train, run_config_json(c), "cpu");
   MetricBatch b;
   b.run_id = id;
   for (int64_t s = 0; s < 10; ++s) {

@@ -113,7 +113,7 @@ QString form_cut(MainWindow& w, const QString& when) {
 void one_run_database(const QString& path) {
   auto store = RunStore::open(path.toStdString());
   RunConfig c;
-  const int64_t id = store->create_run("stored", "train", run_config_json(c), "cpu");
+  const int64_t id = store->create_run("stored", fp8wb::RunKind::Train, run_config_json(c), "cpu");
   MetricBatch b;
   b.run_id = id;
   for (int64_t s = 0; s < 10; ++s) {

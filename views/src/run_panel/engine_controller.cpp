@@ -398,7 +398,7 @@ Ending take_batches(std::vector<MetricBatch>& batches, RunData& run, Say&& say) 
   for (MetricBatch& b : batches) {
     for (const RunEvent& e : b.events) {
       RunStatus ending;
-      if (!e.message.empty() && e.kind != "layers" && !parse_run_status(e.kind, ending))
+      if (!e.message.empty() && e.kind != RunEventKind::Layers && !run_status_of(e.kind, ending))
         say(QString::fromStdString(e.message));
     }
     if (b.final) {

@@ -32,7 +32,7 @@ int64_t find_run(const std::string& db, const std::string& name, qint64 pid) {
   const auto store = open_store_reader(db);
   int64_t newest = 0;
   for (const RunInfo& r : store->runs()) {
-    if (r.kind != kWatchRunKind || r.writer_pid != pid) continue;
+    if (r.kind != RunKind::Python || r.writer_pid != pid) continue;
     if (r.name == name) return r.id;
     newest = std::max(newest, r.id);
   }

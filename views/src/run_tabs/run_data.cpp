@@ -98,7 +98,7 @@ std::vector<std::string> RunData::layers() const {
   // event), the others after them by name, numbers as numbers.
   std::map<std::string, size_t> model_order;
   for (const RunEvent& e : events_) {
-    if (e.kind != "layers") continue;
+    if (e.kind != RunEventKind::Layers) continue;
     for (size_t from = 0; from <= e.message.size();) {
       const size_t comma = std::min(e.message.find(", ", from), e.message.size());
       model_order.emplace(e.message.substr(from, comma - from), model_order.size());

@@ -116,7 +116,7 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
       }
       case Device: return qs(r->device);
       case Started: return qs(r->started_at);
-      case Source: return qs(r->kind);
+      case Source: return qs(run_kind_text(*r));
       default: return {};
     }
   }

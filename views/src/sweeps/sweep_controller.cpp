@@ -60,7 +60,8 @@ QString SweepController::start(const SweepSpec& spec, int parallel) {
         sweeps_detail::SweepRead r = sweeps_detail::read_sweep(path, id);
         SweepOutcome o;
         o.sweep_id = id;
-        o.status = std::move(r.status);
+        o.status = r.status;
+        o.status_text = std::move(r.status_text);
         o.spec = std::move(r.spec);
         o.points = std::move(r.points);
         return o;
@@ -70,7 +71,8 @@ QString SweepController::start(const SweepSpec& spec, int parallel) {
         fail(message);
         SweepOutcome o;
         o.sweep_id = id;
-        o.status = "failed";
+        o.failed = true;
+        o.status_text = "failed";
         o.error = message.toStdString();
         o.spec = spec_;
         Q_EMIT finished(o);

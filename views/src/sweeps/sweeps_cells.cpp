@@ -69,7 +69,7 @@ int SweepsTab::deletedTrials() const {
     if (counted.insert(values).second) gone += deletedOf(values, nullptr);
   }
   // A finished sweep's points without a run at all had every trial deleted.
-  if (status_of_shown_ == "finished" && points > counted.size())
+  if (status_of_shown_ == SweepStatus::Finished && points > counted.size())
     gone += static_cast<int>(points - counted.size()) * std::max(1, spec_.seeds);
   return gone;
 }
@@ -84,7 +84,7 @@ int SweepsTab::deletedOf(const std::vector<std::string>& values, const SweepPoin
     }
   }
   // Every trial of a finished sweep ran: one without its run had it deleted.
-  if (status_of_shown_ == "finished") gone = std::max(gone, trials - runs);
+  if (status_of_shown_ == SweepStatus::Finished) gone = std::max(gone, trials - runs);
   return std::clamp(gone, 0, std::max(0, trials - runs));
 }
 

@@ -66,12 +66,13 @@ void SweepsTab::collectFolder(const QString& dir) {
           trials_->addItem(line);
         }
         showTrialsOrHint();
+        const std::string status(sweep_status_name(c.status));
         status_->setText(tr("sweep %1 (%2): %3 collected now, %4 still to come; %5")
                              .arg(c.sweep_id)
                              .arg(QString::fromStdString(c.sweep_name).toHtmlEscaped())
                              .arg(c.added)
                              .arg(c.waiting)
-                             .arg(QString::fromStdString(c.status)));
+                             .arg(QString::fromStdString(status)));
         if (!c.problems.empty()) {
           QStringList problems;
           for (const std::string& p : c.problems) problems << QString::fromStdString(p);

@@ -45,9 +45,9 @@ ListedSweep list_entry(const SweepInfo& s) {
     }
     what = axes.join(QStringLiteral(" x ")) + QStringLiteral(" (") +
            (trials == 1 ? QObject::tr("1 trial") : QObject::tr("%1 trials").arg(trials)) +
-           QStringLiteral(", ") + QString::fromStdString(s.status) + QChar(')');
+           QStringLiteral(", ") + QString::fromStdString(sweep_status_text(s)) + QChar(')');
   } catch (const std::exception&) {
-    what = QStringLiteral("(") + QString::fromStdString(s.status) + QChar(')');
+    what = QStringLiteral("(") + QString::fromStdString(sweep_status_text(s)) + QChar(')');
   }
   e.text = QStringLiteral("#%1 %2").arg(s.id).arg(what);
   const QString name = QString::fromStdString(s.name);

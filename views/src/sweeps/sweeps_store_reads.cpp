@@ -26,6 +26,7 @@ SweepRead read_sweep(const std::string& path, int64_t sweep_id) {
   r.spec = sweep_from_json(info->grid_json);
   r.points = sweep_points(*store, sweep_id);
   r.status = info->status;
+  r.status_text = sweep_status_text(*info);
   r.runs_state = sweep_runs_state(*store, sweep_id);
   return r;
 }
@@ -33,7 +34,7 @@ SweepRead read_sweep(const std::string& path, int64_t sweep_id) {
 std::string sweep_runs_state(const RunStore& store, int64_t sweep_id) {
   const auto info = store.sweep(sweep_id);
   if (!info) return {};
-  std::string state = info->status;
+  std::string state = sweep_status_text(*info);
   for (const RunInfo& r : store.runs()) {
     if (r.parent_sweep != sweep_id) continue;
     state += ' ' + std::to_string(r.id) + ':' + std::string(run_status_name(r.status)) +
@@ -78,7 +79,7 @@ void SweepsTab::setReading(bool reading) {
 }
 
 void SweepsTab::showPoints(int64_t sweep_id, SweepSpec spec, std::vector<SweepPoint> points,
-                           const std::string& status) {
+                           SweepStatus status) {
   points_job_.drop();  // what it would bring is older
   setReading(false);
   collect_failure_->setVisible(false);  // what is shown now is this sweep

@@ -514,8 +514,8 @@ void SweepsTab::sweepEnded(const SweepOutcome& o) {
   stop_->setEnabled(false);
   updateWriteButtons();
   const int64_t id = o.sweep_id;
-  const QString status = QString::fromStdString(o.status);
-  if (o.status == "failed") {  // failed() said why
+  const QString status = QString::fromStdString(o.status_text);
+  if (o.failed) {  // failed() said why
     status_->setText(tr("sweep %1 failed").arg(id));
   } else {
     showPoints(id, o.spec, o.points, o.status);

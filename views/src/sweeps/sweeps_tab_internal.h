@@ -24,8 +24,9 @@ namespace fp8wb::sweeps_detail {
 struct SweepRead {
   SweepSpec spec;
   std::vector<SweepPoint> points;
-  std::string status;
-  std::string runs_state;  // sweep_runs_state() when it was read
+  SweepStatus status = SweepStatus::Running;
+  std::string status_text;  // as shown (sweep_status_text())
+  std::string runs_state;   // sweep_runs_state() when it was read
 };
 
 // The sweep's status and its trials' runs (id, status, live), as one string: two reads

@@ -1,5 +1,5 @@
 // defines: RunStatus, StepMetrics (and kStepSeries, StepTab), TensorMetrics (and
-// kTensorStatFields, kTensorStatFigures), SqnrMetrics, RunEvent, MetricBatch,
+// kTensorStatFields, kTensorStatFigures), SqnrMetrics, RunEvent (and RunEventKind), MetricBatch,
 // MetricConsumer, MetricBus: what a training run reports, step by step, to whoever
 // listens (the run store, the console, the GUI). Plain structs, no torch.
 #pragma once
@@ -262,13 +262,85 @@ struct SqnrMetrics {
   double fprop_db = 0, dgrad_db = 0, wgrad_db = 0;
 };
 
+// What a run's event says (events.kind). The kinds that end or pause a run are named as
+// the run status they set.
+enum class RunEventKind : uint8_t {
+  Started,  // the run began: its device, model and recipe
+  Layers,   // the FP8 layers in the model's order, ", " between names
+  Skipped,  // a step's update skipped (a non-finite loss, on_nonfinite=skip)
+  Weights,  // the final weights written
+  Paused,
+  Resumed,
+  Finished,
+  Stopped,
+  Diverged,
+  Failed,
+  Interrupted,  // a watched script's run that its process left unfinished
+  Notice        // anything else a run says
+};
+struct RunEventKindEntry {
+  RunEventKind value;
+  std::string_view name;  // as stored in the run database (events.kind) and shown
+};
+inline constexpr RunEventKindEntry kRunEventKinds[] = {
+    {RunEventKind::Started, "started"},         {RunEventKind::Layers, "layers"},
+    {RunEventKind::Skipped, "skipped"},         {RunEventKind::Weights, "weights"},
+    {RunEventKind::Paused, "paused"},           {RunEventKind::Resumed, "resumed"},
+    {RunEventKind::Finished, "finished"},       {RunEventKind::Stopped, "stopped"},
+    {RunEventKind::Diverged, "diverged"},       {RunEventKind::Failed, "failed"},
+    {RunEventKind::Interrupted, "interrupted"}, {RunEventKind::Notice, "notice"},
+};
+static_assert(names_cover_enum(kRunEventKinds, RunEventKind::Notice));
+inline std::string_view run_event_kind_name(RunEventKind k) {
+  return table_name(kRunEventKinds, k);
+}
+// The event of a run's status: how the run ended (or paused; Running: resumed).
+inline RunEventKind run_event_kind_of(RunStatus s) {
+  switch (s) {
+    case RunStatus::Running: return RunEventKind::Resumed;
+    case RunStatus::Paused: return RunEventKind::Paused;
+    case RunStatus::Finished: return RunEventKind::Finished;
+    case RunStatus::Stopped: return RunEventKind::Stopped;
+    case RunStatus::Diverged: return RunEventKind::Diverged;
+    case RunStatus::Failed: return RunEventKind::Failed;
+    case RunStatus::Interrupted: return RunEventKind::Interrupted;
+  }
+  return RunEventKind::Notice;
+}
+// Whether the kind is a run status's (paused, finished, ...): that status in `out`.
+inline bool run_status_of(RunEventKind k, RunStatus& out) {
+  return parse_run_status(std::string(run_event_kind_name(k)), out);
+}
+
 struct RunEvent {
   int64_t step = 0;
-  std::string
-      kind;  // started, layers, diverged, skipped, paused, resumed, stopped, finished, failed,
-             // notice; "layers": the FP8 layers in the model's order, ", " between names
+  RunEventKind kind = RunEventKind::Notice;
   std::string message;
+  // A kind this fp8wb does not know (stored by a newer program, or given through the
+  // watch ABI) reads as Notice with the name here, as stored; it is written back as it was
+  // (run_event_kind_stored()) and shown as "unknown (NAME)" (run_event_kind_text()).
+  std::string unknown_kind;  // empty where the kind was read
 };
+// An event as the run database holds it: its kind parsed, a name this fp8wb does not know
+// kept in unknown_kind.
+inline RunEvent stored_run_event(int64_t step, const std::string& kind, std::string message) {
+  RunEvent e{step, RunEventKind::Notice, std::move(message), {}};
+  if (const std::optional<RunEventKind> k = parse_table_name(kRunEventKinds, kind)) {
+    e.kind = *k;
+  } else {
+    e.unknown_kind = kind.empty() ? "none" : kind;
+  }
+  return e;
+}
+// The kind as the database stores it: its name, or the unknown one as it was read.
+inline std::string run_event_kind_stored(const RunEvent& e) {
+  return e.unknown_kind.empty() ? std::string(run_event_kind_name(e.kind)) : e.unknown_kind;
+}
+// The kind as users read it: its name, or "unknown (NAME)" (at most 40 bytes of NAME).
+inline std::string run_event_kind_text(const RunEvent& e) {
+  if (e.unknown_kind.empty()) return std::string(run_event_kind_name(e.kind));
+  return "unknown (" + e.unknown_kind.substr(0, 40) + ")";
+}
 
 // What a run publishes after each step (and once at its end, with `final` set).
 // A data-parallel run: one rank's amax of a layer's role at a sampled step and the scale

@@ -113,7 +113,7 @@ TEST_F(StatFieldsTest, EveryFieldReadsBackThroughTheStoreAndTheExport) {
   int64_t id = 0;
   {
     auto s = RunStore::open(path_);
-    id = s->create_run("fields", "train", "{}", "cpu");
+    id = s->create_run("fields", fp8wb::RunKind::Train, "{}", "cpu");
     MetricBatch b;
     b.run_id = id;
     b.tensors.push_back(want);

@@ -1,6 +1,7 @@
-// The workbench's vocabularies (roles, recipes, format pairings, sweep metrics): every
-// value round-trips through its one name, unknown names are refused, and a config with an
-// unknown recipe or formats names the field and lists the allowed values from the table.
+// The workbench's vocabularies (roles, recipes, format pairings, sweep metrics, run kinds,
+// sweep statuses, event kinds): every value round-trips through its one name, unknown
+// names are refused, and a config with an unknown recipe or formats names the field and
+// lists the allowed values from the table.
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -10,6 +11,7 @@
 
 #include "fp8wb/core/config/run_config.h"
 #include "fp8wb/core/metrics.h"
+#include "fp8wb/core/store/run_store.h"
 #include "fp8wb/core/sweep/sweep.h"
 
 namespace fp8wb {
@@ -118,6 +120,40 @@ TEST(Vocabulary, SweepMetricsRoundTripAndReadTheirFigure) {
     EXPECT_FALSE(m.label.empty()) << m.name;
     EXPECT_EQ(parse_sweep_metric(sweep_metric_name(m.value)), m.value);
   }
+}
+
+// The store's words: run kinds, sweep statuses and event kinds, each its one name as the
+// database holds it; the kinds of a run status's events are named as the status.
+TEST(Vocabulary, RunKindsSweepStatusesAndEventKindsRoundTrip) {
+  expect_round_trips(kRunKinds, "train, sweep-trial, python, bench");
+  expect_round_trips(kSweepStatuses, "running, finished, stopped");
+  expect_round_trips(kRunEventKinds,
+                     "started, layers, skipped, weights, paused, resumed, finished, stopped, "
+                     "diverged, failed, interrupted, notice");
+  for (const RunStatusEntry& st : kRunStatuses) {
+    const RunEventKind k = run_event_kind_of(st.value);
+    RunStatus back = RunStatus::Running;
+    if (st.value == RunStatus::Running) {
+      EXPECT_EQ(k, RunEventKind::Resumed);
+      EXPECT_FALSE(run_status_of(k, back));
+      continue;
+    }
+    EXPECT_EQ(run_event_kind_name(k), st.name);
+    ASSERT_TRUE(run_status_of(k, back)) << st.name;
+    EXPECT_EQ(back, st.value);
+  }
+  for (RunEventKind k : {RunEventKind::Started, RunEventKind::Layers, RunEventKind::Notice}) {
+    RunStatus back = RunStatus::Running;
+    EXPECT_FALSE(run_status_of(k, back)) << run_event_kind_name(k);
+  }
+  const RunEvent known = stored_run_event(3, "layers", "a, b");
+  EXPECT_EQ(known.kind, RunEventKind::Layers);
+  EXPECT_TRUE(known.unknown_kind.empty());
+  EXPECT_EQ(run_event_kind_stored(known), "layers");
+  const RunEvent newer = stored_run_event(3, "checkpoint", "saved");
+  EXPECT_EQ(newer.unknown_kind, "checkpoint");
+  EXPECT_EQ(run_event_kind_stored(newer), "checkpoint");
+  EXPECT_EQ(run_event_kind_text(newer), "unknown (checkpoint)");
 }
 
 // An unknown recipe or formats, from a config file's JSON or from --set, names the field

@@ -58,7 +58,7 @@ MetricBatch step_batch(int64_t run, int64_t step, bool tensors) {
     b.tensors.push_back(t);
     b.sqnr.push_back({step, "blocks.0.fc1", 31.0, 22.0, std::nan("")});
   }
-  b.events.push_back({step, "notice", "step " + std::to_string(step)});
+  b.events.push_back({step, fp8wb::RunEventKind::Notice, "step " + std::to_string(step), {}});
   return b;
 }
 
@@ -66,7 +66,7 @@ MetricBatch step_batch(int64_t run, int64_t step, bool tensors) {
 // StoreError naming it and the known ones, for the reader and for a follower alike.
 TEST_F(FollowTest, AnUnknownStoredRoleIsRefusedByName) {
   auto w = RunStore::open(path_);
-  const int64_t id = w->create_run("followed", "train", "{}", "cpu");
+  const int64_t id = w->create_run("followed", fp8wb::RunKind::Train, "{}", "cpu");
   w->write(step_batch(id, 0, true));
   w->flush();
   {
@@ -96,7 +96,7 @@ TEST_F(FollowTest, AnUnknownStoredRoleIsRefusedByName) {
 // name, never as finished (the run's other rows, and other runs, read as ever).
 TEST_F(FollowTest, AnUnknownStoredStatusIsReadAsUnknownByName) {
   auto w = RunStore::open(path_);
-  const int64_t id = w->create_run("odd", "train", "{}", "cpu");
+  const int64_t id = w->create_run("odd", fp8wb::RunKind::Train, "{}", "cpu");
   w->set_status(id, RunStatus::Finished);
   w->flush();
   EXPECT_EQ(RunStore::open_read_only(path_)->run(id)->status, RunStatus::Finished);
@@ -111,7 +111,7 @@ TEST_F(FollowTest, AnUnknownStoredStatusIsReadAsUnknownByName) {
 
 TEST_F(FollowTest, ReadNewReturnsEachCommitOnceWithEveryField) {
   auto w = RunStore::open(path_);
-  const int64_t id = w->create_run("followed", "train", "{}", "cpu");
+  const int64_t id = w->create_run("followed", fp8wb::RunKind::Train, "{}", "cpu");
   auto r = RunStore::open_read_only(path_);
   RunCursor c;
   for (int64_t step = 0; step < 6; ++step) w->write(step_batch(id, step, step % 2 == 0));
@@ -155,7 +155,7 @@ TEST_F(FollowTest, ReadNewReturnsEachCommitOnceWithEveryField) {
 
 TEST_F(FollowTest, FollowerPublishesStepsAsTheyArriveAndTheEnd) {
   auto w = RunStore::open(path_);
-  const int64_t id = w->create_run("followed", "train", "{}", "cpu");
+  const int64_t id = w->create_run("followed", fp8wb::RunKind::Train, "{}", "cpu");
   struct Collect : MetricConsumer {
     std::mutex m;
     std::vector<int64_t> steps;
@@ -251,7 +251,7 @@ void expect_rank_rows(const std::vector<RankScale>& got, int64_t from, int64_t t
 // while the run goes on, also from a commit that holds nothing else.
 TEST_F(FollowTest, EveryRanksScalesArriveOnceAndLive) {
   auto w = RunStore::open(path_);
-  const int64_t id = w->create_run("ranks", "train", "{}", "cpu");
+  const int64_t id = w->create_run("ranks", fp8wb::RunKind::Train, "{}", "cpu");
   auto r = RunStore::open_read_only(path_);
   RunCursor c;
   for (int64_t step = 0; step < 3; ++step) {
@@ -325,7 +325,7 @@ TEST_F(FollowTest, AKilledWriterReadsAsInterrupted) {
   if (child == 0) {
     close(ready[0]);
     auto w = RunStore::open(path_);
-    const int64_t id = w->create_run("doomed", "train", "{}", "cpu");
+    const int64_t id = w->create_run("doomed", fp8wb::RunKind::Train, "{}", "cpu");
     w->write(step_batch(id, 0, true));
     w->flush();
     const char c = 1;

@@ -56,14 +56,14 @@ MetricBatch batch(int64_t run, int64_t step, double seed) {
   t.map_grid.cols = 2;
   t.map_rel_error = {0.25f, static_cast<float>(seed)};
   b.tensors.push_back(t);
-  b.events.push_back({step, "notice", "step " + std::to_string(step)});
+  b.events.push_back({step, fp8wb::RunEventKind::Notice, "step " + std::to_string(step), {}});
   return b;
 }
 
 // A run of `steps` steps, ended with `status`.
 int64_t write_run(RunStore& s, const std::string& name, double seed, int steps,
                   RunStatus status = RunStatus::Finished, int64_t sweep = 0) {
-  const int64_t id = s.create_run(name, "train", R"({"seed": 1})", "cpu", sweep);
+  const int64_t id = s.create_run(name, fp8wb::RunKind::Train, R"({"seed": 1})", "cpu", sweep);
   for (int k = 0; k < steps; ++k) s.write(batch(id, k, seed));
   s.set_status(id, status, status == RunStatus::Failed ? "it broke" : "");
   s.flush();
@@ -74,7 +74,7 @@ int64_t write_run(RunStore& s, const std::string& name, double seed, int steps,
 std::string content(const RunStore& s, int64_t id) {
   std::string out;
   const RunInfo r = *s.run(id);
-  out += r.name + "|" + r.kind + "|" + std::string(run_status_name(r.status)) + "|" +
+  out += r.name + "|" + run_kind_text(r) + "|" + std::string(run_status_name(r.status)) + "|" +
          r.config_json + "|" + r.device + "|" + r.started_at + "|" + r.ended_at + "|" + r.message +
          "|" + r.uuid + "\n";
   for (const std::string& n : s.series_names(id)) {
@@ -94,7 +94,8 @@ std::string content(const RunStore& s, int64_t id) {
     for (uint8_t c : b.data) out += " " + std::to_string(c);
     out += "\n";
   }
-  for (const RunEvent& e : s.events(id)) out += "ev " + e.kind + " " + e.message + "\n";
+  for (const RunEvent& e : s.events(id))
+    out += "ev " + run_event_kind_text(e) + " " + e.message + "\n";
   return out;
 }
 
@@ -185,7 +186,7 @@ TEST_F(RunImportTest, AnUnfinishedCopyIsReplacedByAFurtherOne) {
 TEST_F(RunImportTest, ACopyOfARunBeingWrittenIsNotLive) {
   auto a = RunStore::open(file("a.sqlite"));
   auto b = RunStore::open(file("b.sqlite"));
-  const int64_t id = a->create_run("live", "train", "{}", "cpu");
+  const int64_t id = a->create_run("live", fp8wb::RunKind::Train, "{}", "cpu");
   a->write(batch(id, 0, 3.0));
   a->flush();
   ASSERT_TRUE(a->run(id)->live);
@@ -214,10 +215,10 @@ TEST_F(RunImportTest, AnUnfinishedSweepsCopyIsReplacedByTheFinishedOne) {
   ASSERT_EQ(rep.added, 1);
   const int64_t copy = rep.run_ids[0];
   ASSERT_EQ(b->sweeps().size(), 1u);
-  EXPECT_EQ(b->sweeps()[0].status, "running");
+  EXPECT_EQ(b->sweeps()[0].status, fp8wb::SweepStatus::Running);
   for (int k = 3; k < 8; ++k) a->write(batch(id, k, 2.0));
   a->set_status(id, RunStatus::Finished);
-  a->set_sweep_status(sweep, "finished");
+  a->set_sweep_status(sweep, fp8wb::SweepStatus::Finished);
   a->flush();
   rep = b->import_runs(a->path());
   EXPECT_EQ(rep.updated, 1);
@@ -226,7 +227,7 @@ TEST_F(RunImportTest, AnUnfinishedSweepsCopyIsReplacedByTheFinishedOne) {
   EXPECT_EQ(b->run(copy)->status, RunStatus::Finished);
   EXPECT_EQ(b->run(copy)->parent_sweep, b->sweeps()[0].id);
   ASSERT_EQ(b->sweeps().size(), 1u);
-  EXPECT_EQ(b->sweeps()[0].status, "finished");
+  EXPECT_EQ(b->sweeps()[0].status, fp8wb::SweepStatus::Finished);
   EXPECT_EQ(b->integrity_check(), "ok");
 }
 
@@ -234,7 +235,7 @@ TEST_F(RunImportTest, OneRunAsTheTrialOfASweep) {
   auto a = RunStore::open(file("trial.sqlite"));
   auto b = RunStore::open(file("main.sqlite"));
   const std::string uuid = new_uuid();
-  const int64_t id = a->create_run("t", "train", "{}", "cpu", 0, uuid);
+  const int64_t id = a->create_run("t", fp8wb::RunKind::Train, "{}", "cpu", 0, uuid);
   for (int k = 0; k < 3; ++k) a->write(batch(id, k, 1.0));
   a->flush();  // left running: a cluster killed it
   write_run(*a, "another", 1.0, 1);
@@ -251,7 +252,7 @@ TEST_F(RunImportTest, OneRunAsTheTrialOfASweep) {
   const RunInfo r = b->runs()[0];
   EXPECT_EQ(r.uuid, uuid);
   EXPECT_EQ(r.name, "s: margin=0");
-  EXPECT_EQ(r.kind, "sweep-trial");
+  EXPECT_EQ(r.kind, RunKind::SweepTrial);
   EXPECT_EQ(r.parent_sweep, sweep);
   EXPECT_EQ(r.status, RunStatus::Failed);
   EXPECT_EQ(r.message, "Slurm: TIMEOUT");
@@ -306,7 +307,8 @@ TEST_F(RunImportTest, EveryRanksScalesComeAlong) {
   auto a = RunStore::open(file("a.sqlite"));
   auto b = RunStore::open(file("b.sqlite"));
   const std::string uuid = new_uuid();
-  const int64_t id = a->create_run("ranks", "train", R"({"nproc": 2})", "cpu", 0, uuid);
+  const int64_t id =
+      a->create_run("ranks", fp8wb::RunKind::Train, R"({"nproc": 2})", "cpu", 0, uuid);
   for (int k = 0; k < 2; ++k) a->write(rank_batch(id, k, 3.0));
   a->set_status(id, RunStatus::Interrupted, "");
   a->flush();

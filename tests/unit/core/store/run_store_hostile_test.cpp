@@ -27,7 +27,7 @@ class RunStoreHostileTest : public test::TempDirTest {
     const std::string path = file(name);
     {
       auto s = RunStore::open(path);
-      const int64_t id = s->create_run("victim", "train", "{}", "cpu");
+      const int64_t id = s->create_run("victim", fp8wb::RunKind::Train, "{}", "cpu");
       for (int64_t step = 0; step < 20; ++step) {
         MetricBatch b;
         b.run_id = id;

@@ -59,7 +59,7 @@ MetricBatch final_batch(int64_t run, int64_t step) {
   b.run_id = run;
   b.final = true;
   b.status = RunStatus::Finished;
-  b.events.push_back({step, "finished", ""});
+  b.events.push_back({step, fp8wb::RunEventKind::Finished, "", {}});
   return b;
 }
 
@@ -86,7 +86,7 @@ TEST_F(RunStoreLockTest, SixWritersAndALongLockLoseNoStep) {
     writers.emplace_back([&, w] {
       try {
         auto s = RunStore::open(path_);
-        ids[w] = s->create_run("writer" + std::to_string(w), "train", "{}", "cpu");
+        ids[w] = s->create_run("writer" + std::to_string(w), fp8wb::RunKind::Train, "{}", "cpu");
         ++started;
         for (int64_t step = 0; step < kSteps; ++step) {
           s->write(step_batch(ids[w], step));
@@ -119,7 +119,7 @@ TEST_F(RunStoreLockTest, SixWritersAndALongLockLoseNoStep) {
 // run ends finished with every step, none lost.
 TEST_F(RunStoreLockTest, ALockHeldForTwentySecondsLosesNoStep) {
   auto s = RunStore::open(path_);
-  const int64_t id = s->create_run("held", "train", "{}", "cpu");
+  const int64_t id = s->create_run("held", fp8wb::RunKind::Train, "{}", "cpu");
   for (int64_t step = 0; step < 10; ++step) s->write(step_batch(id, step));
   s->flush();
   {
@@ -140,7 +140,7 @@ TEST_F(RunStoreLockTest, ALockHeldForTwentySecondsLosesNoStep) {
 TEST_F(RunStoreLockTest, AFullBufferMakesTheWriterWaitNotGrow) {
   auto s = RunStore::open(path_);
   s->set_write_buffer_for_testing(64 << 10, std::chrono::seconds(60));
-  const int64_t id = s->create_run("bounded", "train", "{}", "cpu");
+  const int64_t id = s->create_run("bounded", fp8wb::RunKind::Train, "{}", "cpu");
   std::atomic<int64_t> written{0};
   std::thread producer;
   {
@@ -171,7 +171,7 @@ TEST_F(RunStoreLockTest, AFullBufferMakesTheWriterWaitNotGrow) {
 TEST_F(RunStoreLockTest, ALockPastTheWaitFailsTheRunClearly) {
   auto s = RunStore::open(path_);
   s->set_write_buffer_for_testing(RunStore::kWriteBufferBytes, std::chrono::seconds(1));
-  const int64_t id = s->create_run("outlasted", "train", "{}", "cpu");
+  const int64_t id = s->create_run("outlasted", fp8wb::RunKind::Train, "{}", "cpu");
   for (int64_t step = 0; step < 10; ++step) s->write(step_batch(id, step));
   s->flush();
   std::string what;

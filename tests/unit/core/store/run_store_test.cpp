@@ -70,13 +70,13 @@ TEST_F(RunStoreTest, ReopensWithIdenticalSeries) {
   {
     auto s = RunStore::open(path_);
     EXPECT_EQ(s->schema_version(), RunStore::kSchemaVersion);
-    id = s->create_run("first", "train", R"({"a": 1})", "cpu");
+    id = s->create_run("first", fp8wb::RunKind::Train, R"({"a": 1})", "cpu");
     for (int64_t step = 0; step < 50; ++step) s->write(step_batch(id, step));
     MetricBatch end;
     end.run_id = id;
     end.final = true;
     end.status = RunStatus::Finished;
-    end.events.push_back({49, "finished", ""});
+    end.events.push_back({49, fp8wb::RunEventKind::Finished, "", {}});
     s->write(end);
     s->flush();
   }
@@ -120,7 +120,7 @@ TEST_F(RunStoreTest, ReopensWithIdenticalSeries) {
 TEST_F(RunStoreTest, RunsLeftRunningBecomeInterrupted) {
   {
     auto s = RunStore::open(path_);
-    const int64_t id = s->create_run("killed", "train", "{}", "cpu");
+    const int64_t id = s->create_run("killed", fp8wb::RunKind::Train, "{}", "cpu");
     s->write(step_batch(id, 0));
     s->flush();
     // A run whose process is gone (pid 0 never exists as a user process).
@@ -146,7 +146,7 @@ TEST_F(RunStoreTest, RunsLeftRunningBecomeInterrupted) {
 // started before it (this process) is live.
 TEST_F(RunStoreTest, ALiveProcessStartedAfterTheRunIsNotItsWriter) {
   auto s = RunStore::open(path_);
-  const int64_t id = s->create_run("orphan", "train", "{}", "cpu");
+  const int64_t id = s->create_run("orphan", fp8wb::RunKind::Train, "{}", "cpu");
   s->write(step_batch(id, 0));
   s->flush();
   const pid_t other = ::fork();
@@ -167,7 +167,7 @@ TEST_F(RunStoreTest, ALiveProcessStartedAfterTheRunIsNotItsWriter) {
   ASSERT_EQ(::kill(other, 0), 0);  // alive
   EXPECT_FALSE(s->run(id)->live);
   EXPECT_EQ(s->run(id)->status, RunStatus::Interrupted);
-  const int64_t mine = s->create_run("mine", "train", "{}", "cpu");
+  const int64_t mine = s->create_run("mine", fp8wb::RunKind::Train, "{}", "cpu");
   EXPECT_TRUE(s->run(mine)->live);
   s.reset();
   {
@@ -184,10 +184,10 @@ TEST_F(RunStoreTest, ALiveProcessStartedAfterTheRunIsNotItsWriter) {
 TEST_F(RunStoreTest, HowARunEndedIsPutBeforeItsMessageAndNothingElse) {
   auto s = RunStore::open(path_);
   const std::string u1 = new_uuid(), u2 = new_uuid(), u3 = new_uuid(), u4 = new_uuid();
-  const int64_t failed = s->create_run("failed", "train", "{}", "cpu", 0, u1);
-  const int64_t finished = s->create_run("finished", "train", "{}", "cpu", 0, u2);
-  const int64_t quiet = s->create_run("quiet", "train", "{}", "cpu", 0, u3);
-  const int64_t live = s->create_run("live", "train", "{}", "cpu", 0, u4);
+  const int64_t failed = s->create_run("failed", fp8wb::RunKind::Train, "{}", "cpu", 0, u1);
+  const int64_t finished = s->create_run("finished", fp8wb::RunKind::Train, "{}", "cpu", 0, u2);
+  const int64_t quiet = s->create_run("quiet", fp8wb::RunKind::Train, "{}", "cpu", 0, u3);
+  const int64_t live = s->create_run("live", fp8wb::RunKind::Train, "{}", "cpu", 0, u4);
   for (int64_t i = 0; i < 3; ++i) s->write(step_batch(failed, i));
   s->set_status(failed, RunStatus::Failed, "rank 0: exchanging gradients failed");
   s->set_status(finished, RunStatus::Finished, "done");
@@ -214,7 +214,7 @@ TEST_F(RunStoreTest, HowARunEndedIsPutBeforeItsMessageAndNothingElse) {
   EXPECT_EQ(s->run(quiet)->message, "rank 1 (pid 7) ended with exit code 1");
   // A run left interrupted (rank 0, its writer, killed) failed: said so, not "interrupted".
   const std::string u5 = new_uuid();
-  const int64_t killed = s->create_run("killed", "train", "{}", "cpu", 0, u5);
+  const int64_t killed = s->create_run("killed", fp8wb::RunKind::Train, "{}", "cpu", 0, u5);
   s->set_status(killed, RunStatus::Interrupted, "the process writing this run ended");
   s->flush();
   EXPECT_TRUE(s->note_how_run_ended(u5, me, "rank 0 (pid 7) was killed by signal 9"));
@@ -226,7 +226,7 @@ TEST_F(RunStoreTest, HowARunEndedIsPutBeforeItsMessageAndNothingElse) {
 
 TEST_F(RunStoreTest, LiveRunsOfThisProcessStayRunning) {
   auto a = RunStore::open(path_);
-  const int64_t id = a->create_run("live", "train", "{}", "cpu");
+  const int64_t id = a->create_run("live", fp8wb::RunKind::Train, "{}", "cpu");
   auto b = RunStore::open(path_);  // a second connection, e.g. the GUI beside the CLI
   EXPECT_EQ(b->run(id)->status, RunStatus::Running);
   EXPECT_TRUE(b->run(id)->live);
@@ -247,8 +247,8 @@ TEST_F(RunStoreTest, LiveRunsOfThisProcessStayRunning) {
 
 TEST_F(RunStoreTest, DeleteCascadesAndRenameWorks) {
   auto s = RunStore::open(path_);
-  const int64_t keep = s->create_run("keep", "train", "{}", "cpu");
-  const int64_t gone = s->create_run("gone", "train", "{}", "cpu");
+  const int64_t keep = s->create_run("keep", fp8wb::RunKind::Train, "{}", "cpu");
+  const int64_t gone = s->create_run("gone", fp8wb::RunKind::Train, "{}", "cpu");
   for (int64_t i = 0; i < 5; ++i) {
     s->write(step_batch(keep, i));
     s->write(step_batch(gone, i));
@@ -264,7 +264,7 @@ TEST_F(RunStoreTest, DeleteCascadesAndRenameWorks) {
   EXPECT_EQ(s->run(keep)->name, "kept");
   EXPECT_EQ(s->series(keep, "loss").size(), 5u);
   // Series ids of the deleted run are not reused for a new run's writes.
-  const int64_t again = s->create_run("again", "train", "{}", "cpu");
+  const int64_t again = s->create_run("again", fp8wb::RunKind::Train, "{}", "cpu");
   s->write(step_batch(again, 0));
   s->flush();
   EXPECT_EQ(s->series(again, "loss").size(), 1u);
@@ -285,7 +285,7 @@ TEST_F(RunStoreTest, DeleteCascadesAndRenameWorks) {
 
 TEST_F(RunStoreTest, ReadersReadWhileTheWriterWrites) {
   auto s = RunStore::open(path_);
-  const int64_t id = s->create_run("busy", "train", "{}", "cpu");
+  const int64_t id = s->create_run("busy", fp8wb::RunKind::Train, "{}", "cpu");
   std::atomic<bool> done{false};
   std::thread writer([&] {
     for (int64_t i = 0; i < 2000; ++i) s->write(step_batch(id, i));
@@ -339,7 +339,7 @@ TEST_F(RunStoreTest, BadFilesGiveClearErrors) {
   sqlite3_exec(db, "PRAGMA user_version = 1", nullptr, nullptr, nullptr);
   sqlite3_close(db);
   auto ro = RunStore::open_read_only(path_);
-  EXPECT_THROW(ro->create_run("x", "train", "{}", "cpu"), StoreError);
+  EXPECT_THROW(ro->create_run("x", fp8wb::RunKind::Train, "{}", "cpu"), StoreError);
 }
 
 namespace sql = fp8wb::test::sql;
@@ -416,7 +416,7 @@ TEST_F(RunStoreTest, AnotherProgramsDatabaseIsRefusedAndLeftAsItIs) {
     EXPECT_EQ(std::filesystem::file_size(p), size) << p;
     auto s = RunStore::open(p);
     EXPECT_EQ(s->schema_version(), RunStore::kSchemaVersion) << p;
-    s->create_run("r", "train", "{}", "cpu");
+    s->create_run("r", fp8wb::RunKind::Train, "{}", "cpu");
     EXPECT_EQ(s->runs().size(), 1u) << p;
   }
   auto made = RunStore::open((dir_ / "new" / "made.sqlite").string());
@@ -429,7 +429,7 @@ TEST_F(RunStoreTest, ARunWithAnUnknownStatusLeavesTheOthersReadable) {
   {
     auto s = RunStore::open(path_);
     for (const char* name : {"bad", "good"}) {
-      const int64_t id = s->create_run(name, "train", "{}", "cpu");
+      const int64_t id = s->create_run(name, fp8wb::RunKind::Train, "{}", "cpu");
       s->write(step_batch(id, 0));
       s->set_status(id, RunStatus::Finished, "done");
     }
@@ -457,6 +457,82 @@ TEST_F(RunStoreTest, ARunWithAnUnknownStatusLeavesTheOthersReadable) {
   EXPECT_EQ(s->runs()[0].name, "good");
 }
 
+// One text value of a query on the file, as SQLite holds it.
+std::string stored_text(const std::string& path, const char* query) {
+  sqlite3* db = nullptr;
+  std::string out = "<no row>";
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* q = nullptr;
+    if (sqlite3_prepare_v2(db, query, -1, &q, nullptr) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+      out = reinterpret_cast<const char*>(sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+  }
+  sqlite3_close(db);
+  return out;
+}
+
+// A run kind, a sweep status and an event kind that this fp8wb does not know (a newer one
+// wrote them) read back kept, as the run status's are: shown as "unknown (NAME)", never
+// taken for a known one nor dropped; the file's rows stay as stored, and an import copies
+// them as they are.
+TEST_F(RunStoreTest, UnknownRunKindsSweepStatusesAndEventKindsAreKept) {
+  int64_t id = 0, sweep = 0;
+  {
+    auto s = RunStore::open(path_);
+    sweep = s->create_sweep("grid", "{}");
+    id = s->create_run("newer", RunKind::SweepTrial, "{}", "cpu", sweep);
+    MetricBatch b = step_batch(id, 0);
+    b.events.push_back({0, RunEventKind::Started, "began", {}});
+    s->write(b);
+    s->set_sweep_status(sweep, SweepStatus::Finished);
+    s->flush();
+  }
+  EXPECT_EQ(stored_text(path_, "SELECT kind FROM runs"), "sweep-trial");
+  EXPECT_EQ(stored_text(path_, "SELECT status FROM sweeps"), "finished");
+  EXPECT_EQ(stored_text(path_, "SELECT kind FROM events"), "started");
+  sql::exec(path_,
+            "UPDATE runs SET kind = 'notebook'; UPDATE sweeps SET status = 'queued'; "
+            "INSERT INTO events(run_id, step, kind, message) VALUES(1, 0, 'checkpoint', 'saved')");
+  auto check = [&](const RunStore& s) {
+    const auto r = s.run(id);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->unknown_kind, "notebook");
+    EXPECT_EQ(run_kind_text(*r), "unknown (notebook)");
+    EXPECT_EQ(r->name, "newer");
+    const auto sw = s.sweep(sweep);
+    ASSERT_TRUE(sw);
+    EXPECT_NE(sw->status, SweepStatus::Finished);
+    EXPECT_EQ(sw->unknown_status, "queued");
+    EXPECT_EQ(sweep_status_text(*sw), "unknown (queued)");
+    RunCursor cursor;
+    for (const std::vector<RunEvent>& events : {s.events(id), s.read_new(id, cursor).events}) {
+      ASSERT_EQ(events.size(), 2u);
+      EXPECT_EQ(events[0].kind, RunEventKind::Started);
+      EXPECT_EQ(run_event_kind_text(events[0]), "started");
+      EXPECT_EQ(events[1].unknown_kind, "checkpoint");
+      EXPECT_EQ(run_event_kind_text(events[1]), "unknown (checkpoint)");
+      EXPECT_EQ(run_event_kind_stored(events[1]), "checkpoint");
+      EXPECT_EQ(events[1].message, "saved");
+    }
+  };
+  check(*RunStore::open_read_only(path_));
+  {
+    auto s = RunStore::open(path_);
+    check(*s);
+    const std::string copy = (dir_ / "copy.sqlite").string();
+    auto t = RunStore::open(copy);
+    EXPECT_EQ(t->import_runs(path_).added, 1);
+    check(*t);
+    t.reset();
+    EXPECT_EQ(stored_text(copy, "SELECT kind FROM runs"), "notebook");
+    EXPECT_EQ(stored_text(copy, "SELECT status FROM sweeps"), "queued");
+    EXPECT_EQ(stored_text(copy, "SELECT group_concat(kind) FROM events"), "started,checkpoint");
+  }
+  EXPECT_EQ(stored_text(path_, "SELECT kind FROM runs"), "notebook");
+  EXPECT_EQ(stored_text(path_, "SELECT status FROM sweeps"), "queued");
+}
+
 // Many connections creating the same new file at once: each migrates it or finds it
 // migrated ("table runs already exists" and "database is locked" were the races).
 TEST_F(RunStoreTest, ConcurrentOpensOfANewDatabaseMigrateOnce) {
@@ -472,7 +548,7 @@ TEST_F(RunStoreTest, ConcurrentOpensOfANewDatabaseMigrateOnce) {
         while (ready < kThreads) std::this_thread::yield();
         try {
           auto s = RunStore::open(path);
-          s->create_run("r" + std::to_string(i), "train", "{}", "cpu");
+          s->create_run("r" + std::to_string(i), fp8wb::RunKind::Train, "{}", "cpu");
         } catch (const std::exception& e) {
           errors[i] = e.what();
           ++failures;
@@ -492,7 +568,7 @@ TEST_F(RunStoreTest, ConcurrentOpensOfANewDatabaseMigrateOnce) {
 // committed, marks this process's running runs failed, and names the cause.
 TEST_F(RunStoreTest, AFullDiskKeepsCommittedStepsAndFailsTheRun) {
   auto s = RunStore::open(path_);
-  const int64_t id = s->create_run("full", "train", "{}", "cpu");
+  const int64_t id = s->create_run("full", fp8wb::RunKind::Train, "{}", "cpu");
   for (int64_t step = 0; step < 20; ++step) s->write(step_batch(id, step));
   s->flush();
   s->exec_on_writer_for_testing("PRAGMA max_page_count = 1");  // no page more
@@ -517,7 +593,7 @@ TEST_F(RunStoreTest, AFullDiskKeepsCommittedStepsAndFailsTheRun) {
 // "disk I/O error" alone; what was committed stays.
 TEST_F(RunStoreTest, AFullDiskMetAsAnIOErrorIsSaidAsSuch) {
   auto s = RunStore::open(path_);
-  const int64_t id = s->create_run("limited", "train", "{}", "cpu");
+  const int64_t id = s->create_run("limited", fp8wb::RunKind::Train, "{}", "cpu");
   for (int64_t step = 0; step < 20; ++step) s->write(step_batch(id, step));
   s->flush();
   struct rlimit old {};
@@ -550,7 +626,7 @@ TEST_F(RunStoreTest, ReadingCreatesNothing) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "no"));
   {
     auto s = RunStore::open(path_);
-    s->create_run("one", "train", "{}", "cpu");
+    s->create_run("one", fp8wb::RunKind::Train, "{}", "cpu");
   }
   ASSERT_FALSE(std::filesystem::exists(path_ + "-wal"));
   {
@@ -616,7 +692,7 @@ TEST_F(RunStoreTest, AnotherUsersDatabaseReadsReadOnly) {
   int64_t id = 0;
   {
     auto s = RunStore::open(path_);
-    id = s->create_run("theirs", "train", "{}", "cpu");
+    id = s->create_run("theirs", fp8wb::RunKind::Train, "{}", "cpu");
     for (int64_t step = 0; step < 10; ++step) s->write(step_batch(id, step));
   }
   std::filesystem::permissions(
@@ -630,7 +706,7 @@ TEST_F(RunStoreTest, AnotherUsersDatabaseReadsReadOnly) {
     auto rw = RunStore::open_or_read_only(path_, &why);
     if (!rw->read_only() || why.empty()) return 2;
     try {
-      rw->create_run("mine", "train", "{}", "cpu");
+      rw->create_run("mine", fp8wb::RunKind::Train, "{}", "cpu");
       return 3;
     } catch (const StoreError&) {
     }
@@ -669,9 +745,9 @@ TEST_F(RunStoreTest, ReloadedStatisticsCarryTheirRunsRecipe) {
   int64_t rowwise = 0, delayed = 0, other = 0;
   {
     auto s = RunStore::open(path_);
-    rowwise = s->create_run("rowwise", "train", run_config_json(c), "cpu");
-    delayed = s->create_run("delayed", "train", run_config_json(d), "cpu");
-    other = s->create_run("other", "train", "not a config", "cpu");
+    rowwise = s->create_run("rowwise", fp8wb::RunKind::Train, run_config_json(c), "cpu");
+    delayed = s->create_run("delayed", fp8wb::RunKind::Train, run_config_json(d), "cpu");
+    other = s->create_run("other", fp8wb::RunKind::Train, "not a config", "cpu");
     for (const int64_t id : {rowwise, delayed, other}) {
       MetricBatch b = step_batch(id, 0);
       TensorMetrics g = b.tensors.front();

@@ -32,7 +32,7 @@ void train_into(StoredRun& r, const RunConfig& c, const std::string& name) {
                .string();
   for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(r.path + ext);
   r.store = RunStore::open(r.path);
-  r.id = r.store->create_run(name, "train", run_config_json(c), "cpu");
+  r.id = r.store->create_run(name, fp8wb::RunKind::Train, run_config_json(c), "cpu");
   auto bus = std::make_shared<MetricBus>();
   bus->add(r.store->consumer());
   Trainer t(c, bus, r.id);

@@ -54,7 +54,7 @@ TEST(Sweep, FinishesWithEveryChildRunAndItsFigures) {
     ++ended;
   });
   EXPECT_EQ(ended.load(), 4);
-  EXPECT_EQ(store->sweep(r.sweepId())->status, "finished");
+  EXPECT_EQ(store->sweep(r.sweepId())->status, fp8wb::SweepStatus::Finished);
   int children = 0;
   for (const RunInfo& run : store->runs()) {
     if (run.parent_sweep != r.sweepId()) continue;
@@ -129,14 +129,14 @@ TEST(Sweep, InterruptedSweepResumesWithoutRerunningFinishedTrials) {
     SweepRunner r(small_spec(), *store, 1);
     id = r.sweepId();
     r.run([&](size_t, RunStatus) { r.stop(); });  // interrupted after the first trial
-    EXPECT_EQ(store->sweep(id)->status, "stopped");
+    EXPECT_EQ(store->sweep(id)->status, fp8wb::SweepStatus::Stopped);
   }
   auto resumed = SweepRunner::resume(*store, id, 2);
   EXPECT_EQ(resumed->skipped(), 1u);
   std::atomic<int> ran{0};
   resumed->run([&](size_t, RunStatus) { ++ran; });
   EXPECT_EQ(ran.load(), 3);
-  EXPECT_EQ(store->sweep(id)->status, "finished");
+  EXPECT_EQ(store->sweep(id)->status, fp8wb::SweepStatus::Finished);
   std::map<std::string, int> finished;
   for (const RunInfo& run : store->runs()) {
     if (run.parent_sweep == id && run.status == RunStatus::Finished) finished[run.name]++;

@@ -42,8 +42,8 @@ class SweepVerdictTest : public test::TempDirTest {
     for (const char* a : axes) spec.axes.push_back(parse_grid(a));
     const int64_t id = store.create_sweep(spec.name, sweep_json(spec));
     for (const SweepTrial& t : expand_sweep(spec)) {
-      const int64_t run =
-          store.create_run(t.config.name, "sweep-trial", run_config_json(t.config), "cpu", id);
+      const int64_t run = store.create_run(t.config.name, fp8wb::RunKind::SweepTrial,
+                                           run_config_json(t.config), "cpu", id);
       MetricBatch b;
       b.run_id = run;
       for (int64_t s = 0; s < kSteps; ++s) {
@@ -58,7 +58,7 @@ class SweepVerdictTest : public test::TempDirTest {
       b.status = RunStatus::Finished;
       store.write(std::move(b));
     }
-    store.set_sweep_status(id, "finished");
+    store.set_sweep_status(id, fp8wb::SweepStatus::Finished);
     store.flush();
     return id;
   }
@@ -355,8 +355,8 @@ int64_t sweep_of_curves(RunStore& store, const std::vector<const char*>& axes, i
   for (const char* a : axes) spec.axes.push_back(parse_grid(a));
   const int64_t id = store.create_sweep(spec.name, sweep_json(spec));
   for (const SweepTrial& t : expand_sweep(spec)) {
-    const int64_t run =
-        store.create_run(t.config.name, "sweep-trial", run_config_json(t.config), "cpu", id);
+    const int64_t run = store.create_run(t.config.name, fp8wb::RunKind::SweepTrial,
+                                         run_config_json(t.config), "cpu", id);
     MetricBatch b;
     b.run_id = run;
     for (int64_t s = 0; s < kLongSteps; ++s) {
@@ -371,7 +371,7 @@ int64_t sweep_of_curves(RunStore& store, const std::vector<const char*>& axes, i
     b.status = RunStatus::Finished;
     store.write(std::move(b));
   }
-  store.set_sweep_status(id, "finished");
+  store.set_sweep_status(id, fp8wb::SweepStatus::Finished);
   store.flush();
   return id;
 }

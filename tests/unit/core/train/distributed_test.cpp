@@ -131,7 +131,8 @@ TEST_P(TwoRanks, WithHalfTheBatchEachReproduceOneRankStepByStep) {
   for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(path + ext);
   auto store = RunStore::open(path);
   const RunConfig c2 = tiny(scaling, 8);
-  const int64_t id = store->create_run("two ranks", "train", run_config_json(c2), "cpu");
+  const int64_t id =
+      store->create_run("two ranks", fp8wb::RunKind::Train, run_config_json(c2), "cpu");
   const auto two = run_ranks(c2, 2, store.get(), id);
   ASSERT_EQ(two[0].status, RunStatus::Finished) << two[0].message;
   ASSERT_EQ(two[1].status, RunStatus::Finished) << two[1].message;

@@ -413,7 +413,7 @@ TEST_F(LlamaReference, TrainsOnATokenFileWithHeldOutLoss) {
       }
     }
     for (const auto& e : b.events)
-      if (e.kind == "started") started = e.message;
+      if (e.kind == fp8wb::RunEventKind::Started) started = e.message;
   }
   EXPECT_EQ(evaluated, (std::vector<int64_t>{0, 2, 4, 5}));
   EXPECT_NE(started.find("llm.c, 200 tokens, the last 20 held out"), std::string::npos) << started;
@@ -571,7 +571,7 @@ TEST(LlamaTraining, LearnsWithFp8InEveryProjection) {
     for (const auto& s : b.steps) loss.push_back(s.loss);
     for (const auto& tm : b.tensors) roles[tm.layer]++;
     for (const auto& e : b.events)
-      if (e.kind == "layers") layers = e.message;
+      if (e.kind == fp8wb::RunEventKind::Layers) layers = e.message;
   }
   ASSERT_EQ(loss.size(), 60u);
   EXPECT_LT(loss.back(), loss.front() - 0.5) << loss.front() << " -> " << loss.back();

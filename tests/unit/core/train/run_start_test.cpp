@@ -67,7 +67,7 @@ TEST(RunStart, TheRunTrainsIntoTheStoreAndTheCallersConsumers) {
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].id, r.id);
   EXPECT_EQ(runs[0].name, "mlp");
-  EXPECT_EQ(runs[0].kind, "train");
+  EXPECT_EQ(runs[0].kind, fp8wb::RunKind::Train);
   EXPECT_EQ(runs[0].status, RunStatus::Finished);
   EXPECT_EQ(runs[0].last_step, 2);
   EXPECT_EQ(parse_run_config(runs[0].config_json).name, "mlp");

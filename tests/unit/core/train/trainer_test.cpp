@@ -61,7 +61,8 @@ TEST(Trainer, TinyGptLearnsWithFp8DelayedScalingAndTracksTheReference) {
   c.sqnr_interval = 100;
   const std::string path = temp_db("gpt");
   auto store = RunStore::open(path);
-  const int64_t id = store->create_run("tiny gpt", "train", run_config_json(c), "cpu");
+  const int64_t id =
+      store->create_run("tiny gpt", fp8wb::RunKind::Train, run_config_json(c), "cpu");
   auto bus = std::make_shared<MetricBus>();
   auto col = std::make_shared<Collect>();
   bus->add(store->consumer());
@@ -142,7 +143,7 @@ TEST(Trainer, DelayedScaleComesFromThePreviousStepsWindow) {
   c.window = 8;
   const std::string path = temp_db("delayed");
   auto store = RunStore::open(path);
-  const int64_t id = store->create_run("delayed", "train", run_config_json(c), "cpu");
+  const int64_t id = store->create_run("delayed", fp8wb::RunKind::Train, run_config_json(c), "cpu");
   auto bus = std::make_shared<MetricBus>();
   bus->add(store->consumer());
   Trainer t(c, bus, id);
@@ -225,9 +226,9 @@ TEST(Trainer, PauseResumeAndStopBetweenSteps) {
   bool paused = false, resumed = false, stopped = false;
   for (const auto& b : col->batches) {
     for (const auto& e : b.events) {
-      paused |= e.kind == "paused";
-      resumed |= e.kind == "resumed";
-      stopped |= e.kind == "stopped";
+      paused |= e.kind == fp8wb::RunEventKind::Paused;
+      resumed |= e.kind == fp8wb::RunEventKind::Resumed;
+      stopped |= e.kind == fp8wb::RunEventKind::Stopped;
     }
   }
   EXPECT_TRUE(paused && resumed && stopped);
@@ -256,7 +257,7 @@ TEST(Trainer, TheStartedEventSaysTheAttentionPath) {
   std::string started;
   for (const auto& b : col->batches)
     for (const auto& e : b.events)
-      if (e.kind == "started") started = e.message;
+      if (e.kind == fp8wb::RunEventKind::Started) started = e.message;
   const std::string torch_version = probe_backend().torch_version;
   if (torch_version.rfind("1.", 0) != 0) {
     EXPECT_NE(started.find("; attention: scaled_dot_product_attention"), std::string::npos)
@@ -370,7 +371,7 @@ TEST(Trainer, ARunShorterThanItsStatisticsIntervalSamplesItsLastStep) {
     const std::lock_guard<std::mutex> lock(collect->mutex);
     for (const MetricBatch& b : collect->batches) {
       for (const RunEvent& e : b.events) {
-        if (e.kind != "layers") continue;
+        if (e.kind != fp8wb::RunEventKind::Layers) continue;
         EXPECT_EQ(e.step, 0);
         EXPECT_TRUE(said.empty()) << "said twice";
         for (size_t from = 0; from <= e.message.size();) {
@@ -441,7 +442,7 @@ TEST(Trainer, NonFiniteLossMarksTheRunDivergedOrSkipsTheStep) {
     t.run();
     bool skipped = false;
     for (const auto& b : col->batches) {
-      for (const auto& e : b.events) skipped |= e.kind == "skipped";
+      for (const auto& e : b.events) skipped |= e.kind == fp8wb::RunEventKind::Skipped;
     }
     if (std::string(policy) == "stop") {
       EXPECT_EQ(t.status(), RunStatus::Diverged);
@@ -553,7 +554,7 @@ TEST_P(StoreFault, EndsTheRunFailedAndKeepsCommittedSteps) {
   c.model = ModelKind::Mlp;
   c.steps = 100000;
   c.stats_interval = 1;
-  const int64_t id = store->create_run("fault", "train", run_config_json(c), "cpu");
+  const int64_t id = store->create_run("fault", fp8wb::RunKind::Train, run_config_json(c), "cpu");
   // At step 20 the fault, in the writer's order: everything before it is committed.
   class Fault : public MetricConsumer {
    public:

@@ -12,6 +12,7 @@
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fp8wb/core/metrics.h"
@@ -22,9 +23,48 @@ struct StoreError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Who wrote a run (runs.kind): `fp8wb train` or the GUI, a sweep's trial, a watched
+// PyTorch script (the fp8wb Python package), `fp8wb bench`'s store benchmark.
+enum class RunKind : uint8_t { Train, SweepTrial, Python, Bench };
+struct RunKindEntry {
+  RunKind value;
+  std::string_view name;  // as stored in the run database and shown
+};
+inline constexpr RunKindEntry kRunKinds[] = {
+    {RunKind::Train, "train"},
+    {RunKind::SweepTrial, "sweep-trial"},
+    {RunKind::Python, "python"},
+    {RunKind::Bench, "bench"},
+};
+static_assert(names_cover_enum(kRunKinds, RunKind::Bench));
+inline std::string_view run_kind_name(RunKind k) {
+  return table_name(kRunKinds, k);
+}
+
+// A sweep's state (sweeps.status): its trials being run (or collected), all done, or
+// stopped before the last.
+enum class SweepStatus : uint8_t { Running, Finished, Stopped };
+struct SweepStatusEntry {
+  SweepStatus value;
+  std::string_view name;  // as stored in the run database and shown
+};
+inline constexpr SweepStatusEntry kSweepStatuses[] = {
+    {SweepStatus::Running, "running"},
+    {SweepStatus::Finished, "finished"},
+    {SweepStatus::Stopped, "stopped"},
+};
+static_assert(names_cover_enum(kSweepStatuses, SweepStatus::Stopped));
+inline std::string_view sweep_status_name(SweepStatus s) {
+  return table_name(kSweepStatuses, s);
+}
+
 struct RunInfo {
   int64_t id = 0;
-  std::string name, kind;
+  std::string name;
+  // Parsed from its stored name, as the status is. A kind this fp8wb does not know reads
+  // as Train, with the name in unknown_kind (shown as "unknown (NAME)" by run_kind_text()).
+  RunKind kind = RunKind::Train;
+  std::string unknown_kind;  // empty where the kind was read, else as stored
   // Parsed from its stored name. A name this fp8wb does not know reads as Failed (never as
   // finished), with the name in unknown_status and the message saying so: the run is
   // listed and can be deleted, and the other runs read as ever.
@@ -57,7 +97,12 @@ struct RunCursor {
 
 struct SweepInfo {
   int64_t id = 0;
-  std::string name, grid_json, status, created_at;
+  std::string name, grid_json;
+  // Parsed from its stored name. A status this fp8wb does not know reads as Stopped (never
+  // as finished), with the name in unknown_status (sweep_status_text(): "unknown (NAME)").
+  SweepStatus status = SweepStatus::Running;
+  std::string unknown_status;  // empty where the status was read, else as stored
+  std::string created_at;
   std::string uuid;  // the sweep's identity across databases
 };
 
@@ -131,9 +176,9 @@ class RunStore {
   // Writes (queued to the writer thread; create_run waits for its id).
   // `uuid`: the run's identity where the caller chose it (a trial of a sweep on a
   // cluster), else a new one.
-  int64_t create_run(const std::string& name, const std::string& kind,
-                     const std::string& config_json, const std::string& device,
-                     int64_t parent_sweep = 0, const std::string& uuid = {});
+  int64_t create_run(const std::string& name, RunKind kind, const std::string& config_json,
+                     const std::string& device, int64_t parent_sweep = 0,
+                     const std::string& uuid = {});
   void write(const MetricBatch& batch);  // a final batch also sets the run's status
   void write(MetricBatch&& batch);       // the same, without copying the batch
   void set_status(int64_t run_id, RunStatus status, const std::string& message = {});
@@ -146,7 +191,7 @@ class RunStore {
   bool note_how_run_ended(const std::string& uuid, int64_t writer_pid, const std::string& note);
   void rename_run(int64_t run_id, const std::string& name);
   int64_t create_sweep(const std::string& name, const std::string& grid_json);
-  void set_sweep_status(int64_t sweep_id, const std::string& status);
+  void set_sweep_status(int64_t sweep_id, SweepStatus status);
   void delete_run(int64_t run_id);
   // Copies runs from another run database (a GPU server's file) with everything they
   // recorded, and the sweeps they belong to. A run is recognised by its identity: one
@@ -215,6 +260,15 @@ class RunStore {
 
 // The run's status as shown to users: its name, or "unknown (<as stored>)".
 std::string run_status_text(const RunInfo& run);
+// The run's kind and a sweep's status, likewise.
+inline std::string run_kind_text(const RunInfo& run) {
+  if (run.unknown_kind.empty()) return std::string(run_kind_name(run.kind));
+  return "unknown (" + run.unknown_kind + ")";
+}
+inline std::string sweep_status_text(const SweepInfo& sweep) {
+  if (sweep.unknown_status.empty()) return std::string(sweep_status_name(sweep.status));
+  return "unknown (" + sweep.unknown_status + ")";
+}
 
 // A run's scalar series as CSV: a header `step,<series>...`, then a row a step (empty
 // cells where a series has no value). Throws StoreError.

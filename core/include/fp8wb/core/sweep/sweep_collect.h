@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "fp8wb/core/store/run_store.h"
+
 namespace fp8wb {
 
 struct ProgramResult {
@@ -38,8 +40,8 @@ struct CollectedTrial {
 struct SweepCollection {
   int64_t sweep_id = 0;
   std::string sweep_name, job;
-  std::string status;  // the sweep's, afterwards: "finished" or "running"
-  std::string db;      // the database collected into
+  SweepStatus status = SweepStatus::Running;  // the sweep's, afterwards: finished or running
+  std::string db;                             // the database collected into
   bool slurm_asked = false;
   std::string slurm_source;  // "sacct" or "scontrol"
   int added = 0;             // trials recorded now

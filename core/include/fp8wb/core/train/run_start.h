@@ -18,9 +18,9 @@
 namespace fp8wb {
 
 struct RunStartOptions {
-  std::string kind = "train";  // the run's kind in the store: "train" or "sweep-trial"
-  int64_t sweep_id = 0;        // a sweep's trial: its sweep
-  std::string uuid;            // the run's identity where the caller gave it one (ranks)
+  RunKind kind = RunKind::Train;  // the run's kind in the store: Train or SweepTrial
+  int64_t sweep_id = 0;           // a sweep's trial: its sweep
+  std::string uuid;               // the run's identity where the caller gave it one (ranks)
   // A name the store already holds gets " #2", " #3", ...: runs started from one preset
   // stay apart in the list, the overlays and the exports.
   bool distinct_name = false;

@@ -53,7 +53,7 @@ Float8LinearConfig watch_float8_config(const RunConfig& c);
 // formats and recipe with current scaling (nothing says a scale came from a history).
 Float8LinearConfig stored_float8_config(const std::string& config_json);
 
-// The run kind (runs.kind) and the config's "source" of a watched run.
+// The config's "source" of a watched run: its run kind's name (RunKind::Python).
 inline constexpr char kWatchRunKind[] = "python";
 
 class Watch {

@@ -105,6 +105,9 @@ FP8WB_ABI int fp8wb_watch_scalars(fp8wb_watch* w, int64_t step, const char* cons
                                   const double* values, int32_t count);
 /* Ends the current step: the statistics it took go to the store. */
 FP8WB_ABI int fp8wb_watch_next_step(fp8wb_watch* w);
+/* An event of the run at the current step: `kind` as the store names it ("started",
+ * "layers", "notice": kRunEventKinds in metrics.h); a kind not in that table is stored as
+ * given (shown as "unknown (KIND)"). */
 FP8WB_ABI int fp8wb_watch_event(fp8wb_watch* w, const char* kind, const char* message);
 /* Ends the run (enum fp8wb_end) and waits until the store has it. */
 FP8WB_ABI int fp8wb_watch_end(fp8wb_watch* w, int32_t how, const char* message);

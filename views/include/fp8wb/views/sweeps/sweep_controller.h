@@ -25,9 +25,11 @@ namespace fp8wb {
 // controller's thread once its trials ended (the GUI thread never waits on the store).
 struct SweepOutcome {
   int64_t sweep_id = 0;
-  // The sweep's stored status ("finished": every trial ended; "stopped": stop() or a
-  // trial left to run), or "failed", `error` saying why (after failed()).
-  std::string status;
+  // The sweep's stored status (Finished: every trial ended; Stopped: stop() or a trial
+  // left to run); `failed` where it failed, `error` saying why (after failed()).
+  SweepStatus status = SweepStatus::Stopped;
+  bool failed = false;
+  std::string status_text;  // as shown: sweep_status_text(), or "failed"
   std::string error;
   SweepSpec spec;                  // its grid, as stored
   std::vector<SweepPoint> points;  // its grid points' figures (none where it failed)

@@ -183,7 +183,7 @@ class SweepsTab : public QWidget {
   void cellClicked(QMouseEvent* e, bool twice);
   // Takes a sweep's grid, points and status (read on a pool thread) and draws them.
   void showPoints(int64_t sweep_id, SweepSpec spec, std::vector<SweepPoint> points,
-                  const std::string& status);
+                  SweepStatus status);
   // Runs were deleted (EngineController::runsDeleted): the sweep shown is read again and
   // the list too, so that a deleted trial reads as deleted.
   void runsDeleted();
@@ -250,7 +250,7 @@ class SweepsTab : public QWidget {
   int64_t sweep_id_ = 0;
   SweepSpec spec_;
   std::vector<SweepPoint> points_;
-  std::string status_of_shown_;  // the shown sweep's stored status ("finished", ...)
+  SweepStatus status_of_shown_ = SweepStatus::Running;  // the shown sweep's stored status
   // The runs seen for each grid point (its values) of the shown sweep: one gone since was
   // deleted.
   std::map<std::vector<std::string>, std::set<int64_t>> seen_runs_;
