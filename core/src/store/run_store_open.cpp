@@ -376,9 +376,10 @@ std::unique_ptr<RunStore> RunStore::open(const std::string& path) {
   // A run sampling statistics every step writes 2.4 MB a step (a GPT of 12 layers: 144
   // tensors, each with its 16 KB error map). With SQLite's default 2 MB page cache the
   // writer read its B-trees' pages back from the WAL for every insert, and checkpointed
-  // every 4 MB: a page cache of 64 MiB and a checkpoint every 64 MiB of WAL took such a
-  // CPU run from 3.8 s to 2.4 s (1.6 s without statistics; docs/performance.md).
-  w.exec("PRAGMA cache_size = -65536");
+  // every 4 MB. A 16 MiB cache (what it adds to a process's peak; CliImport holds an
+  // import's memory to its blob's 2.4 times) and a checkpoint every 64 MiB of WAL
+  // (docs/performance.md).
+  w.exec("PRAGMA cache_size = -16384");
   w.exec("PRAGMA wal_autocheckpoint = 16384");
   while_locked([&] { migrate(w, path); }, impl->lock_wait);
   while_locked([&] { mark_interrupted(w); }, impl->lock_wait);
