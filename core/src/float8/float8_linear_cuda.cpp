@@ -66,11 +66,14 @@ RoleStats read_stats(const uint8_t* host, const StatsSlot& slot) {
   s.raw.scale_inv_bits = 0;
   rs.scale = scale_inv != 0 ? 1.0f / scale_inv : 0.0f;
   s.map_grid = slot.grid;
-  const int64_t c = slot.grid.cell_count();
-  std::vector<double> m(static_cast<size_t>(2 * c));
-  if (c > 0) std::memcpy(m.data(), host + slot.offset + sizeof(StatsBuffer), m.size() * 8);
-  s.map_sq_err.assign(m.begin(), m.begin() + c);
-  s.map_sq_sum.assign(m.begin() + c, m.end());
+  const size_t c = static_cast<size_t>(slot.grid.cell_count());
+  s.map_sq_err.resize(c);
+  s.map_sq_sum.resize(c);
+  if (c > 0) {
+    const uint8_t* m = host + slot.offset + sizeof(StatsBuffer);
+    std::memcpy(s.map_sq_err.data(), m, c * sizeof(double));
+    std::memcpy(s.map_sq_sum.data(), m + c * sizeof(double), c * sizeof(double));
+  }
   return rs;
 }
 

@@ -125,7 +125,19 @@ const char* const kMigrations[] = {
          PRIMARY KEY(run_id, idx)) WITHOUT ROWID;
        CREATE TABLE step_amax(
          run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, step INTEGER NOT NULL,
-         amax BLOB NOT NULL, PRIMARY KEY(run_id, step)) WITHOUT ROWID;)"};
+         amax BLOB NOT NULL, PRIMARY KEY(run_id, step)) WITHOUT ROWID;)",
+    // 5: blobs keyed by step before kind, layer and role, so that a sampled step's error
+    // maps (16 KB each, 144 a step for a 12-layer GPT) append to the table instead of
+    // landing in as many places of it; tensor_stats likewise (kTensorStatsRekeyVersion).
+    R"(CREATE TABLE blobs_by_step(
+         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, step INTEGER NOT NULL,
+         layer TEXT NOT NULL, role TEXT NOT NULL, kind TEXT NOT NULL, shape TEXT NOT NULL,
+         data BLOB, PRIMARY KEY(run_id, step, kind, layer, role)) WITHOUT ROWID;
+       INSERT INTO blobs_by_step SELECT run_id, step, layer, role, kind, shape, data FROM blobs;
+       DROP TABLE blobs;
+       ALTER TABLE blobs_by_step RENAME TO blobs;)"};
+// The version that rebuilds tensor_stats with the key (run_id, step, layer, role).
+constexpr int kTensorStatsRekeyVersion = 5;
 constexpr int kLiteralMigrations = static_cast<int>(std::size(kMigrations));
 static_assert(kLiteralMigrations <= RunStore::kSchemaVersion);
 
@@ -142,6 +154,26 @@ std::string migration_sql(int to) {
       if (f.since == 1) sql += std::string(", ") + f.name + " " + sql_type(f.type);
     }
     sql += ",\n  PRIMARY KEY(run_id, layer, role, step)) WITHOUT ROWID;";
+  }
+  if (to == kTensorStatsRekeyVersion) {
+    // The columns as the older versions made them: version 1's, then each later version's
+    // in turn (so that `SELECT *` reads them in the same order after the rebuild).
+    std::string cols = "run_id, step, layer, role", defs;
+    for (int v = 1; v < to; ++v) {
+      for (const TensorStatField& f : kTensorStatFields) {
+        if (f.since != v) continue;
+        cols += std::string(", ") + f.name;
+        defs += std::string(", ") + f.name + " " + sql_type(f.type);
+      }
+    }
+    sql +=
+        "\nCREATE TABLE tensor_stats_by_step(\n"
+        "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, step INTEGER NOT "
+        "NULL,\n  layer TEXT NOT NULL, role TEXT NOT NULL" +
+        defs + ",\n  PRIMARY KEY(run_id, step, layer, role)) WITHOUT ROWID;\n" +
+        "INSERT INTO tensor_stats_by_step(" + cols + ") SELECT " + cols +
+        " FROM tensor_stats;\nDROP TABLE tensor_stats;\n"
+        "ALTER TABLE tensor_stats_by_step RENAME TO tensor_stats;";
   }
   for (const TensorStatField& f : kTensorStatFields) {
     if (f.since == to && to > 1) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cpu_target.h"
+
 namespace fp8wb {
 
 float TensorStats::amax() const {
@@ -50,12 +52,24 @@ double zeros_pct(const StatsBuffer& s) {
   return percent(s.zeros, s.numel);
 }
 
-std::vector<float> TensorStats::map_rel_error() const {
-  std::vector<float> out(map_sq_err.size());
-  for (size_t i = 0; i < out.size(); ++i) {
-    out[i] =
-        map_sq_sum[i] > 0 ? static_cast<float>(std::sqrt(map_sq_err[i] / map_sq_sum[i])) : 0.0f;
+namespace {
+// sqrt(err / sum) per cell, 0 where sum is not above 0. Both sides of the select are
+// computed (the division by 1 where it is not taken), so that the loop vectorizes (with
+// -fno-math-errno, kernels/CMakeLists.txt): correctly rounded division and square root,
+// the scalar loop's bits. A run sampling every step reads 144 maps of 4096 cells a step.
+FP8WB_TARGET_CLONES void cell_rel_errors(const double* err, const double* sum, float* out,
+                                         size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const bool some = sum[i] > 0;
+    const double q = err[i] / (some ? sum[i] : 1.0);
+    out[i] = some ? static_cast<float>(std::sqrt(q)) : 0.0f;
   }
+}
+}  // namespace
+
+std::vector<float> TensorStats::map_rel_error() const {
+  std::vector<float> out(std::min(map_sq_err.size(), map_sq_sum.size()));
+  cell_rel_errors(map_sq_err.data(), map_sq_sum.data(), out.data(), out.size());
   return out;
 }
 

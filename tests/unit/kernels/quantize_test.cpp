@@ -723,5 +723,42 @@ TEST(Quantize, BadInput) {
   EXPECT_EQ(n.result.stats.raw.sq_err, 0.0);
 }
 
+// The error map's relative error per cell, sqrt(err / sum) rounded to float and 0 where
+// the sum is not above 0 (numerics.md, "Statistics"), against the scalar recomputation
+// for cells of every kind: zeros, negative and NaN sums, infinities, subnormals, a
+// count not a multiple of any vector width.
+TEST(Quantize, ErrorMapRelativeErrorsAreTheScalarFormulas) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> mant(0.5, 1.0);
+  std::uniform_int_distribution<int> expo(-1070, 1020);
+  const double specials[] = {0.0,
+                             -0.0,
+                             -1.0,
+                             std::numeric_limits<double>::quiet_NaN(),
+                             std::numeric_limits<double>::infinity(),
+                             std::numeric_limits<double>::denorm_min(),
+                             std::numeric_limits<double>::max(),
+                             1e-300};
+  for (size_t n : {size_t{0}, size_t{1}, size_t{3}, size_t{4097}}) {
+    TensorStats t;
+    for (size_t i = 0; i < n; ++i) {
+      const bool special = i % 5 == 0;
+      t.map_sq_sum.push_back(special ? specials[(i / 5) % 8] : std::ldexp(mant(rng), expo(rng)));
+      t.map_sq_err.push_back(i % 7 == 0 ? specials[(i / 7) % 8] : std::ldexp(mant(rng), expo(rng)));
+    }
+    const std::vector<float> got = t.map_rel_error();
+    ASSERT_EQ(got.size(), n);
+    for (size_t i = 0; i < n; ++i) {
+      const double e = t.map_sq_err[i], s = t.map_sq_sum[i];
+      const float want = s > 0 ? static_cast<float>(std::sqrt(e / s)) : 0.0f;
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got[i])) << i;
+      } else {
+        EXPECT_EQ(float_bits(got[i]), float_bits(want)) << i << ": " << e << " / " << s;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fp8wb

@@ -7,7 +7,9 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <set>
 #include <sstream>
@@ -205,6 +207,47 @@ TEST_F(StatFieldsTest, EveryFieldReadsBackThroughTheStoreAndTheExport) {
   }
 }
 
+// A table's columns in order, or its primary key's, read with SQLite.
+std::vector<std::string> pragma_names(const std::string& path, const std::string& pragma,
+                                      int name_column) {
+  sqlite3* db = nullptr;
+  std::vector<std::string> out;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* q = nullptr;
+    if (sqlite3_prepare_v2(db, pragma.c_str(), -1, &q, nullptr) == SQLITE_OK) {
+      while (sqlite3_step(q) == SQLITE_ROW) {
+        out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(q, name_column)));
+      }
+    }
+    sqlite3_finalize(q);
+  }
+  sqlite3_close(db);
+  return out;
+}
+std::vector<std::string> columns(const std::string& path, const std::string& table) {
+  return pragma_names(path, "PRAGMA table_info(" + table + ")", 1);
+}
+std::vector<std::string> key_columns(const std::string& path, const std::string& table) {
+  std::vector<std::pair<int, std::string>> key;  // (position in the key, name)
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* q = nullptr;
+    const std::string sql = "PRAGMA table_info(" + table + ")";
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &q, nullptr) == SQLITE_OK) {
+      while (sqlite3_step(q) == SQLITE_ROW) {
+        const int pk = sqlite3_column_int(q, 5);
+        if (pk > 0) key.emplace_back(pk, reinterpret_cast<const char*>(sqlite3_column_text(q, 1)));
+      }
+    }
+    sqlite3_finalize(q);
+  }
+  sqlite3_close(db);
+  std::sort(key.begin(), key.end());
+  std::vector<std::string> out;
+  for (const auto& k : key) out.push_back(k.second);
+  return out;
+}
+
 // A database of schema version 1 as the first release wrote it (its SQL kept here as it
 // was): it opens, for writing and for reading, and its rows read back.
 TEST_F(StatFieldsTest, ADatabaseOfVersionOneOpens) {
@@ -243,6 +286,7 @@ TEST_F(StatFieldsTest, ADatabaseOfVersionOneOpens) {
          VALUES(1, 'old', 'train', 'finished', '{}', '2026-01-01T00:00:00Z');
        INSERT INTO tensor_stats VALUES(1, 3, 'fc', 'input', 2.5, 179.2, 1000, 100, 85, 19, 50,
          38, 0.01, 100.0, X'0207');
+       INSERT INTO blobs VALUES(1, 3, 'fc', 'input', 'error_map', '1,2', X'0000803F00000040');
        PRAGMA user_version = 1;)";
     char* err = nullptr;
     ASSERT_EQ(sqlite3_exec(db, v1, nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
@@ -277,6 +321,31 @@ TEST_F(StatFieldsTest, ADatabaseOfVersionOneOpens) {
   EXPECT_EQ(s->schema_version(), RunStore::kSchemaVersion);
   check(*s);
   EXPECT_EQ(s->integrity_check(), "ok");
+  const std::vector<BlobRow> maps = s->blobs(1, "error_map");
+  ASSERT_EQ(maps.size(), 1u);
+  EXPECT_EQ(maps[0].step, 3);
+  EXPECT_EQ(maps[0].shape, (std::vector<int64_t>{1, 2}));
+  std::vector<float> values(2);
+  ASSERT_EQ(maps[0].data.size(), 8u);
+  std::memcpy(values.data(), maps[0].data.data(), 8);
+  EXPECT_EQ(values, (std::vector<float>{1.0f, 2.0f}));
+  s.reset();
+
+  // Version 5 keyed both tables by step before layer (a sampled step's rows append), and
+  // the migrated file has a new file's columns in a new file's order (imports read
+  // `SELECT *`).
+  const std::string fresh = (dir_ / "fresh.sqlite").string();
+  RunStore::open(fresh).reset();
+  for (const std::string& p : {path_, fresh}) {
+    EXPECT_EQ(key_columns(p, "tensor_stats"),
+              (std::vector<std::string>{"run_id", "step", "layer", "role"}))
+        << p;
+    EXPECT_EQ(key_columns(p, "blobs"),
+              (std::vector<std::string>{"run_id", "step", "kind", "layer", "role"}))
+        << p;
+  }
+  EXPECT_EQ(columns(path_, "tensor_stats"), columns(fresh, "tensor_stats"));
+  EXPECT_EQ(columns(path_, "blobs"), columns(fresh, "blobs"));
 }
 
 // numerics.md, "Statistics": underflow as % of the finite nonzero elements, saturation and

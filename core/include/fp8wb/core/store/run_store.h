@@ -149,9 +149,10 @@ struct StepAmaxTable {
 class RunStore {
  public:
   // Version 2 (runs' and sweeps' identities), 3 (rank_scales: data-parallel runs), 4
-  // (amax_tensors, step_amax: every step's amax), or the newest that kTensorStatFields
-  // needs (a new statistic's column).
-  static constexpr int kSchemaVersion = std::max(4, tensor_stats_schema_version());
+  // (amax_tensors, step_amax: every step's amax), 5 (tensor_stats and blobs keyed by step
+  // before layer: a step's rows append), or the newest that kTensorStatFields needs (a new
+  // statistic's column).
+  static constexpr int kSchemaVersion = std::max(5, tensor_stats_schema_version());
 
   // Opens or creates the database (parent folders too) and migrates it; runs left
   // 'running' or 'paused' by a process that is gone become 'interrupted'. Throws
