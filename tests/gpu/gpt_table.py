@@ -167,8 +167,21 @@ def trace(path, steps=5):
             end = b
     span = max(e["start_ns"] + e["dur_ns"] for e in gpu) - gpu[0]["start_ns"]
     host = sum(e["dur_ns"] for e in events if not e["cuda"] and e["name"] == "fp8wb_step")
+    done = sum(e["dur_ns"] for e in events if not e["cuda"] and e["name"] == "fp8wb_complete")
     print(f"{path}: per step GPU busy {busy / steps / 1e6:.3f} ms, span {span / steps / 1e6:.3f} ms, "
-          f"host in steps {host / steps / 1e6:.3f} ms, {len(gpu) / steps:.0f} GPU operations")
+          f"host in steps {host / steps / 1e6:.3f} ms, reading the step before "
+          f"{done / steps / 1e6:.3f} ms, {len(gpu) / steps:.0f} GPU operations")
+    # The host's operators by inclusive time (nested ones count in their callers too).
+    cpu_tot, cpu_cnt = {}, {}
+    for e in events:
+        if e["cuda"] or e["name"] in ("fp8wb_step", "fp8wb_complete"):
+            continue
+        k = e["name"][:80]
+        cpu_tot[k] = cpu_tot.get(k, 0) + e["dur_ns"]
+        cpu_cnt[k] = cpu_cnt.get(k, 0) + 1
+    print("  host operators (inclusive): " + ", ".join(
+        f"{k} {cpu_tot[k] / steps / 1e3:.0f} us ({cpu_cnt[k] / steps:.0f}x)"
+        for k in sorted(cpu_tot, key=cpu_tot.get, reverse=True)[:14]))
     cats = {}
     for e in gpu:
         c = category(e["name"])

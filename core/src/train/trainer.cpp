@@ -297,6 +297,7 @@ Pending RunLoop::launch(int64_t step) {
   if (lookahead_ && p.sampling) {
     p.samples.reserve(layers_.size());
     for (auto& [name, l] : layers_) p.samples.emplace_back(name, *l);
+    train::LayerSample::copy_histories(p.samples);
   }
   p.fp8_read->end(fr,
                   amax_layers_.empty() ? torch::Tensor() : gather_step_amax(amax_layers_, device_));
@@ -454,7 +455,16 @@ void RunLoop::run() {
 #endif
       return launch(step);
     }();
-    if (complete_pending(pending)) return;
+    const bool ended = [&] {
+#if defined(FP8WB_TORCH_CUDA)
+      if (trace.on()) {
+        RECORD_USER_SCOPE("fp8wb_complete");  // the previous step read and published
+        return complete_pending(pending);
+      }
+#endif
+      return complete_pending(pending);
+    }();
+    if (ended) return;
     if (lookahead_) {
       pending = std::move(p);
     } else if (complete(p)) {

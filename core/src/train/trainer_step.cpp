@@ -163,9 +163,23 @@ LayerSample::LayerSample(const std::string& layer_name, LinearLayerImpl& l) : na
   s.pending = nullptr;
   config = l.config();
   delayed = config && config->delayed;
-  if (delayed) {
-    for (const RoleEntry& r : kRoles)
-      history[role_index(r.value)] = s.amax_history_copy(r.value, /*wait=*/false);
+  state = &s;
+}
+
+void LayerSample::copy_histories(std::vector<LayerSample>& samples) {
+  std::vector<std::pair<const Float8LinearState*, Role>> which;
+  for (const LayerSample& ls : samples) {
+    if (!ls.delayed) continue;
+    for (const RoleEntry& r : kRoles) which.emplace_back(ls.state, r.value);
+  }
+  std::vector<Float8LinearState::AmaxHistoryCopy> copies =
+      Float8LinearState::amax_history_copies(which);
+  size_t k = 0;
+  for (LayerSample& ls : samples) {
+    if (ls.delayed) {
+      for (const RoleEntry& r : kRoles) ls.history[role_index(r.value)] = std::move(copies[k++]);
+    }
+    ls.state = nullptr;
   }
 }
 

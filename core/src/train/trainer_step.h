@@ -126,8 +126,12 @@ struct LayerSample {
   const Float8LinearConfig* config = nullptr;  // the layer's, while it is FP8
   bool delayed = false;
   std::array<Float8LinearState::AmaxHistoryCopy, kRoleCount> history;  // by role_index()
+  const Float8LinearState* state = nullptr;  // until copy_histories()
 
   LayerSample(const std::string& layer_name, LinearLayerImpl& l);
+  // The delayed layers' amax histories of a step's samples, copied at once behind the
+  // step's work (read once the stream has passed it).
+  static void copy_histories(std::vector<LayerSample>& samples);
   // Once the step's work has run (its readback waited for): the probe with its statistics.
   const Float8Probe& settled() {
     if (pending && pending(probe, true)) pending = nullptr;
