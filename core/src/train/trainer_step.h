@@ -126,7 +126,7 @@ struct LayerSample {
   const Float8LinearConfig* config = nullptr;  // the layer's, while it is FP8
   bool delayed = false;
   std::array<Float8LinearState::AmaxHistoryCopy, kRoleCount> history;  // by role_index()
-  const Float8LinearState* state = nullptr;  // until copy_histories()
+  const Float8LinearState* state = nullptr;                            // until copy_histories()
 
   LayerSample(const std::string& layer_name, LinearLayerImpl& l);
   // The delayed layers' amax histories of a step's samples, copied at once behind the
