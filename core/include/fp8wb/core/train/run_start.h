@@ -24,7 +24,8 @@ struct RunStartOptions {
   // A name the store already holds gets " #2", " #3", ...: runs started from one preset
   // stay apart in the list, the overlays and the exports.
   bool distinct_name = false;
-  // Besides the store, in this order, after it (the console, the GUI's buffer).
+  // Besides the store, in this order, before it (the console, the GUI's buffer): each
+  // reads a batch, and the store, last, takes it into its writer's queue without a copy.
   std::vector<std::shared_ptr<MetricConsumer>> consumers;
 };
 
