@@ -67,28 +67,24 @@ int main(int argc, char** argv) {
   size_t read_rows = 0;
   {
     auto st = RunStore::open(path);
+    // One sampled step of a run, as the trainer hands it over.
+    const auto write_step = [&](int64_t run, long step) {
+      MetricBatch b;
+      b.run_id = run;
+      b.tensors = step_rows;
+      for (TensorMetrics& m : b.tensors) m.step = step;
+      st->write(std::move(b));
+    };
     const int64_t id = st->create_run("bench", RunKind::Train, "{}", "cpu");
     const auto t0 = std::chrono::steady_clock::now();
-    for (long s = 0; s < steps; ++s) {
-      MetricBatch b;
-      b.run_id = id;
-      b.tensors = step_rows;
-      for (TensorMetrics& m : b.tensors) m.step = s;
-      st->write(std::move(b));
-    }
+    for (long s = 0; s < steps; ++s) write_step(id, s);
     st->flush();
     write_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     // A follower of a second run: every 10 steps committed, what came since its cursor.
     const int64_t followed = st->create_run("followed", RunKind::Train, "{}", "cpu");
     RunCursor cursor;
     for (long s = 0; s < steps; s += 10) {
-      for (long k = s; k < std::min(steps, s + 10); ++k) {
-        MetricBatch b;
-        b.run_id = followed;
-        b.tensors = step_rows;
-        for (TensorMetrics& m : b.tensors) m.step = k;
-        st->write(std::move(b));
-      }
+      for (long k = s; k < std::min(steps, s + 10); ++k) write_step(followed, k);
       st->flush();
       const auto r0 = std::chrono::steady_clock::now();
       read_rows += st->read_new(followed, cursor).tensors.size();
