@@ -438,35 +438,6 @@ Float8LinearState::AmaxHistoryCopy Float8LinearState::amax_history_copy(Role rol
   return c;
 }
 
-std::vector<Float8LinearState::AmaxHistoryCopy> Float8LinearState::amax_history_copies(
-    const std::vector<std::pair<const Float8LinearState*, Role>>& which) {
-  std::vector<AmaxHistoryCopy> out(which.size());
-  std::vector<at::Tensor> rings;  // the CUDA rings of one device, in order
-  std::vector<size_t> places;     // their places in `out`
-  for (size_t i = 0; i < which.size(); ++i) {
-    const Float8RoleHistory& h = which[i].first->delayed.at(role_index(which[i].second));
-    const bool gathered = h.device.defined() && h.device.is_cuda() && !h.host &&
-                          (rings.empty() || rings.front().device() == h.device.device());
-    if (!gathered) {
-      out[i] = which[i].first->amax_history_copy(which[i].second, /*wait=*/false);
-      continue;
-    }
-    rings.push_back(h.device.narrow(0, 0, h.device.numel() - 4));
-    places.push_back(i);
-    out[i].head = h.head;
-  }
-  if (rings.empty()) return out;
-  const at::Tensor all = at::cat(rings);
-  at::Tensor host = at::empty(all.sizes(), all.options().device(at::kCPU).pinned_memory(true));
-  host.copy_(all, /*non_blocking=*/true);
-  int64_t offset = 0;
-  for (size_t k = 0; k < rings.size(); ++k) {
-    out[places[k]].ring = host.narrow(0, offset, rings[k].numel());
-    offset += rings[k].numel();
-  }
-  return out;
-}
-
 std::vector<float> Float8LinearState::AmaxHistoryCopy::history() const {
   if (!ring.defined()) return host;
   const int64_t w = ring.numel();

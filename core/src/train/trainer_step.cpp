@@ -166,14 +166,42 @@ LayerSample::LayerSample(const std::string& layer_name, LinearLayerImpl& l) : na
   state = &s;
 }
 
+std::vector<Float8LinearState::AmaxHistoryCopy> amax_history_copies(
+    const std::vector<std::pair<const Float8LinearState*, Role>>& which) {
+  std::vector<Float8LinearState::AmaxHistoryCopy> out(which.size());
+  std::vector<at::Tensor> rings;  // the CUDA rings of one device, in order
+  std::vector<size_t> places;     // their places in `out`
+  for (size_t i = 0; i < which.size(); ++i) {
+    const Float8RoleHistory& h = which[i].first->delayed.at(role_index(which[i].second));
+    const bool gathered = h.device.defined() && h.device.is_cuda() && !h.host &&
+                          (rings.empty() || rings.front().device() == h.device.device());
+    if (!gathered) {
+      out[i] = which[i].first->amax_history_copy(which[i].second, /*wait=*/false);
+      continue;
+    }
+    rings.push_back(h.device.narrow(0, 0, h.device.numel() - 4));
+    places.push_back(i);
+    out[i].head = h.head;
+  }
+  if (rings.empty()) return out;
+  const at::Tensor all = at::cat(rings);
+  at::Tensor host = at::empty(all.sizes(), all.options().device(at::kCPU).pinned_memory(true));
+  host.copy_(all, /*non_blocking=*/true);
+  int64_t offset = 0;
+  for (size_t k = 0; k < rings.size(); ++k) {
+    out[places[k]].ring = host.narrow(0, offset, rings[k].numel());
+    offset += rings[k].numel();
+  }
+  return out;
+}
+
 void LayerSample::copy_histories(std::vector<LayerSample>& samples) {
   std::vector<std::pair<const Float8LinearState*, Role>> which;
   for (const LayerSample& ls : samples) {
     if (!ls.delayed) continue;
     for (const RoleEntry& r : kRoles) which.emplace_back(ls.state, r.value);
   }
-  std::vector<Float8LinearState::AmaxHistoryCopy> copies =
-      Float8LinearState::amax_history_copies(which);
+  std::vector<Float8LinearState::AmaxHistoryCopy> copies = amax_history_copies(which);
   size_t k = 0;
   for (LayerSample& ls : samples) {
     if (ls.delayed) {

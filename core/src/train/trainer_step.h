@@ -114,6 +114,13 @@ class StepMemory {
 void add_role(MetricBatch& b, int64_t step, const std::string& layer, Role role, const RoleStats& r,
               std::vector<float> amax_history, const Float8LinearConfig& fc);
 
+// Several layers' roles' amax histories at once, as Float8LinearState::amax_history_copy
+// (role, false) copies each: the GPU rings gathered on the device into one page-locked
+// copy (a sampled step of a 12-layer GPT copies 144 rings; one copy each cost the host
+// 10 us). Read each once the stream has passed this point.
+std::vector<Float8LinearState::AmaxHistoryCopy> amax_history_copies(
+    const std::vector<std::pair<const Float8LinearState*, Role>>& which);
+
 // A sampled step's statistics, taken off an FP8 layer when the step is launched, so that
 // the host launches the next step before it reads them (on a GPU a sampling step then
 // runs behind the next one's launch like any other): the probe as the step left it, the

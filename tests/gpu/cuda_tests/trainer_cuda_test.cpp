@@ -13,6 +13,7 @@
 
 #include "fp8wb/core/train/trainer.h"
 #include "train/models.h"
+#include "train/trainer_step.h"
 
 namespace fp8wb {
 namespace {
@@ -282,6 +283,41 @@ TEST(TrainerCuda, SampledStepsReadAfterTheNextLaunchAreTheirOwn) {
     ++compared;
   }
   EXPECT_GT(compared, 0u);
+}
+
+// A sampled step's histories copied at once (one gather, one copy) equal each role's own
+// copy: GPU layers of two windows and a CPU layer among them, read after a sync.
+TEST(TrainerCuda, HistoriesCopiedAtOnceAreEachRolesOwn) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  std::vector<Float8Linear> layers;
+  for (int i = 0; i < 4; ++i) {
+    Float8LinearConfig cfg;
+    cfg.delayed = true;
+    cfg.delayed_scaling = {i == 1 ? 3 : 5, 0, AmaxAlgo::Max, InitialScale::BootstrapCurrent};
+    layers.emplace_back(64, 32, false, cfg);
+    if (i != 2) layers.back()->to(torch::kCUDA);
+  }
+  for (int step = 0; step < 7; ++step) {
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const torch::Device d = i == 2 ? torch::kCPU : torch::kCUDA;
+      const double gain = std::pow(2.0, step + static_cast<int>(i));
+      const torch::Tensor x = (torch::randn({16, 64}) * gain).to(d).requires_grad_(true);
+      layers[i]->forward(x).backward((torch::randn({16, 32}) * gain).to(d));
+    }
+  }
+  std::vector<std::pair<const Float8LinearState*, Role>> which;
+  for (Float8Linear& l : layers) {
+    for (const RoleEntry& r : kRoles) which.emplace_back(&l->state(), r.value);
+  }
+  std::swap(which[1], which[7]);  // not in layer order
+  const auto copies = train::amax_history_copies(which);
+  torch::cuda::synchronize();
+  ASSERT_EQ(copies.size(), which.size());
+  for (size_t k = 0; k < which.size(); ++k) {
+    const std::vector<float> want = which[k].first->amax_history(which[k].second);
+    EXPECT_EQ(want.size(), which[k].first == &layers[1]->state() ? 3u : 5u) << k;
+    EXPECT_EQ(copies[k].history(), want) << "entry " << k;
+  }
 }
 
 }  // namespace

@@ -75,11 +75,6 @@ struct Float8LinearState {
     std::vector<float> history() const;
   };
   AmaxHistoryCopy amax_history_copy(Role role, bool wait) const;
-  // Several states' roles at once, as amax_history_copy(role, false) copies each: the GPU
-  // rings gathered by one copy on the device into one page-locked copy (a sampled step of
-  // a 12-layer GPT copies 144 rings; one copy each cost the host 10 us).
-  static std::vector<AmaxHistoryCopy> amax_history_copies(
-      const std::vector<std::pair<const Float8LinearState*, Role>>& which);
   // The same by the role's place in kRoles (0 input, 1 weight, 2 grad_output).
   std::vector<float> amax_history(int index) const;
 };
