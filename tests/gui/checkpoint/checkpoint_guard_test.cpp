@@ -315,6 +315,7 @@ void CheckpointGuardTest::exportsNeverWriteOverTheRunDatabase() {
   w.engine()->setDatabasePath(db);
   QVERIFY(listed.wait(30000));
   w.engine()->store();
+  settle_background_reads();
   HeldLock db_lock(db);
   HeldLock wal_lock(db + QStringLiteral("-wal"));
   QVERIFY(db_lock.fd >= 0 && wal_lock.fd >= 0);
