@@ -179,9 +179,15 @@ def trace(path, steps=5):
         k = e["name"][:80]
         cpu_tot[k] = cpu_tot.get(k, 0) + e["dur_ns"]
         cpu_cnt[k] = cpu_cnt.get(k, 0) + 1
-    print("  host operators (inclusive): " + ", ".join(
-        f"{k} {cpu_tot[k] / steps / 1e3:.0f} us ({cpu_cnt[k] / steps:.0f}x)"
-        for k in sorted(cpu_tot, key=cpu_tot.get, reverse=True)[:14]))
+    def listed(keys):
+        return ", ".join(f"{k} {cpu_tot[k] / steps / 1e3:.0f} us ({cpu_cnt[k] / steps:.0f}x)"
+                         for k in sorted(keys, key=cpu_tot.get, reverse=True))
+    ours = [k for k in cpu_tot if k.startswith("fp8wb_")]
+    print("  host operators (inclusive): " +
+          listed(sorted((k for k in cpu_tot if k not in ours), key=cpu_tot.get)[-20:]))
+    # The engine's own spans (FP8WB_TRACE_SCOPE): its code between the operators.
+    if ours:
+        print("  engine's spans: " + listed(ours))
     cats = {}
     for e in gpu:
         c = category(e["name"])

@@ -39,6 +39,13 @@
 #                 engine's bf16 and FP8 runs only); with .deps/base.tar (a git
 #                 archive of an earlier commit) loss curves of both engines (BASE_SPEED=1:
 #                 its figures too); Kineto traces of the d_model 1024 steps (engine, eager)
+#   PART=stats    only what sampling statistics costs the GPT-2-small shape's FP8 steps
+#                 (E3): Kineto traces of five steps sampling every step and of five plain
+#                 ones, with the engine's own spans (FP8WB_TRACE_SCOPE: reading the step
+#                 before, settling each layer's statistics, the batch, its publishing), then
+#                 tests/gpu/stats_cost.py (statistics every step, every 25, none; tokens/s
+#                 near and far from a sample, page faults; with .deps/base.tar the base
+#                 engine's runs beside)
 #   PART=watch    only the fp8wb Python package with this machine's PyTorch: its tests
 #                 (tests/python, on the CPU), examples/watch_mlp.py on the GPU,
 #                 examples/watch_torchao.py where torchao imports, and what watch() costs a
@@ -89,6 +96,25 @@ if [ -z "${QUICK:-}" ] && [ "${PART:-}" != gpt ]; then
   python3 tests/gpu/mlp_gemms.py >>"$OUT/notes.txt" 2>&1
   cat "$OUT/notes.txt"
 fi
+
+# The engine before a change, for its figures beside the tree's in the same call:
+# .deps/base.tar (git archive of that commit), built beside; BASE_FP8WB names its CLI
+# (empty without the archive or when it does not build).
+build_base() {
+  BASE_FP8WB=""
+  [ -f .deps/base.tar ] || return 0
+  local start
+  start=$(date +%s)
+  rm -rf /tmp/fp8wb-base && mkdir -p /tmp/fp8wb-base && tar -xf .deps/base.tar -C /tmp/fp8wb-base
+  if cmake -S /tmp/fp8wb-base -B /tmp/fp8wb-base/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFP8WB_CUDA=ON \
+       -DCMAKE_PREFIX_PATH="$TORCH_PREFIX${QT_PREFIX:+;$QT_PREFIX}" "${extra[@]}" >"$OUT/base_build.log" 2>&1 \
+     && ninja -C /tmp/fp8wb-base/build fp8wb >>"$OUT/base_build.log" 2>&1; then
+    BASE_FP8WB=/tmp/fp8wb-base/build/app/fp8wb
+    echo "the base engine built in $(( $(date +%s) - start )) s"
+  else
+    tail -20 "$OUT/base_build.log"
+  fi
+}
 
 if [ "${PART:-}" = ranks ]; then
   log "build (fp8wb)"
@@ -207,6 +233,26 @@ if [ "${PART:-}" = cpu ]; then
   exit 0
 fi
 
+if [ "${PART:-}" = stats ]; then
+  log "build (CLI)"
+  ninja -C "$BUILD" fp8wb >>"$OUT/build.log" 2>&1 || { grep -E 'error|Error' -A3 "$OUT/build.log" | head -60; exit 1; }
+  nvidia-smi --query-gpu=name,clocks.sm,power.draw --format=csv,noheader
+  S=(--set d_model=768 --set layers=12 --set heads=12 --set context=1024 --set batch=8 --set dtype=bf16
+     --set sqnr_interval=0 --set lr=1e-4 --set warmup=10 --set reference=false)
+  for si in 1 0; do
+    log "Kineto trace, FP8, stats_interval=$si"
+    rm -f /tmp/fp8wb-traced.sqlite*
+    FP8WB_TRACE="$OUT/trace_stats$si.json" "$BUILD/app/fp8wb" train --db /tmp/fp8wb-traced.sqlite --device cuda \
+      --quiet "${S[@]}" --set steps=30 --set stats_interval=$si >/dev/null || exit 1
+    python3 tests/gpu/gpt_table.py --trace "$OUT/trace_stats$si.json"
+  done
+  gzip -f "$OUT"/trace_stats*.json
+  build_base
+  log "what statistics cost: every step, every 25, none (two rounds)${BASE_FP8WB:+; the base engine beside}"
+  python3 tests/gpu/stats_cost.py "$BUILD/app/fp8wb" ${BASE_FP8WB:+--base "$BASE_FP8WB"} "${S[@]}"
+  exit
+fi
+
 if [ "${PART:-}" = gpt ] || [ "${PART:-}" = gpttrace ]; then
   log "build (CLI, the trainer's GPU tests, the fast paths' CPU tests)"
   start=$(date +%s)
@@ -243,21 +289,7 @@ if [ "${PART:-}" = gpt ] || [ "${PART:-}" = gpttrace ]; then
     gzip -f "$OUT"/trace_*.json
     exit 0
   fi
-  # The engine before a change, for its figures and loss curves in the same call:
-  # .deps/base.tar (git archive of that commit), built beside.
-  BASE_FP8WB=""
-  if [ -f .deps/base.tar ]; then
-    start=$(date +%s)
-    rm -rf /tmp/fp8wb-base && mkdir -p /tmp/fp8wb-base && tar -xf .deps/base.tar -C /tmp/fp8wb-base
-    if cmake -S /tmp/fp8wb-base -B /tmp/fp8wb-base/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFP8WB_CUDA=ON \
-         -DCMAKE_PREFIX_PATH="$TORCH_PREFIX${QT_PREFIX:+;$QT_PREFIX}" "${extra[@]}" >"$OUT/base_build.log" 2>&1 \
-       && ninja -C /tmp/fp8wb-base/build fp8wb >>"$OUT/base_build.log" 2>&1; then
-      BASE_FP8WB=/tmp/fp8wb-base/build/app/fp8wb
-      echo "the base engine built in $(( $(date +%s) - start )) s"
-    else
-      tail -20 "$OUT/base_build.log"
-    fi
-  fi
+  build_base
   nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv,noheader
   n=${GPT_STEPS:-120}
   shapes=("1024 4 16 256 32" "768 12 12 1024 8")  # GPT_SHAPES="D L H T B;...": others

@@ -3,6 +3,7 @@
 // of fp8_gemm_cuda.cpp multiply the FP8 operands.
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
+#include <ATen/record_function.h>
 #include <c10/cuda/CUDAGuard.h>
 
 #include <array>
@@ -349,6 +350,7 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
     // The step's statistics: one zeroed device buffer for the three roles.
     std::shared_ptr<StatsInFlight> flight;
     if (stats) {
+      RECORD_USER_SCOPE("fp8wb_stats_buffer");
       flight = std::make_shared<StatsInFlight>();
       auto shape = [&](Role r) -> std::pair<int64_t, int64_t> {  // the role's [rows, cols]
         switch (r) {
@@ -411,7 +413,10 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
     // Earlier steps' statistics that have arrived, taken in now that this forward's kernels
     // are queued: before them, at a step's start, the GPU would wait for this host work.
     // Before this step's own flight joins the queue, whose copy its backward starts.
-    if (state) state->poll();
+    if (state) {
+      RECORD_USER_SCOPE("fp8wb_poll");
+      state->poll();
+    }
     if (flight) {
       state->in_flight = flight;
       post(*state, flight);
@@ -477,6 +482,7 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
         for (bool& taken : flight->roles) taken = taken && !was_consumed;
         flight->roles[role_index(Role::GradOutput)] = true;
         flight->consumed = false;
+        RECORD_USER_SCOPE("fp8wb_stats_copy");
         flight->restart();
         if (was_consumed) post(*state, flight);
       }

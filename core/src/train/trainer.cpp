@@ -295,6 +295,7 @@ Pending RunLoop::launch(int64_t step) {
   fp8_.update(fr);
   // Before the readback's end: waiting for it covers the histories' copies.
   if (lookahead_ && p.sampling) {
+    FP8WB_TRACE_SCOPE("fp8wb_take_samples");
     p.samples.reserve(layers_.size());
     for (auto& [name, l] : layers_) p.samples.emplace_back(name, *l);
     train::LayerSample::copy_histories(p.samples);
@@ -368,9 +369,15 @@ void RunLoop::add_samples(MetricBatch& b, Pending& p) {
       b.sqnr.push_back({step, name, pr.fprop_sqnr_db, pr.dgrad_sqnr_db, pr.wgrad_sqnr_db});
   };
   if (!p.samples.empty()) {
-    for (train::LayerSample& ls : p.samples)
+    for (train::LayerSample& ls : p.samples) {
+      {
+        FP8WB_TRACE_SCOPE("fp8wb_settle");
+        ls.settled();
+      }
+      FP8WB_TRACE_SCOPE("fp8wb_add_roles");
       add_layer(
           *ls.name, ls.settled(), [&](Role r) { return ls.amax_history(r); }, ls.config);
+    }
   } else {
     for (auto& [name, l] : layers_) {
       LinearLayerImpl& layer = *l;
@@ -388,8 +395,11 @@ void RunLoop::add_samples(MetricBatch& b, Pending& p) {
 // Reads a launched step and reports it; true when the run ended with it.
 bool RunLoop::complete(Pending& p) {
   const int64_t step = p.step;
-  p.fp8_read->wait();
-  if (p.ref_read) p.ref_read->wait();
+  {
+    FP8WB_TRACE_SCOPE("fp8wb_wait");
+    p.fp8_read->wait();
+    if (p.ref_read) p.ref_read->wait();
+  }
   const StepMetrics m = step_metrics(p);
   const double loss = m.loss;
   const bool finite = std::isfinite(loss) && std::isfinite(m.grad_norm);
@@ -398,7 +408,10 @@ bool RunLoop::complete(Pending& p) {
       std::isfinite(p.eval_loss))
     b.steps.push_back(m);
   if (!amax_layers_.empty()) b.step_amax.push_back({step, p.fp8_read->amax()});
-  if (p.sampling) add_samples(b, p);
+  if (p.sampling) {
+    FP8WB_TRACE_SCOPE("fp8wb_samples");
+    add_samples(b, p);
+  }
   t_.steps = step + 1;
   if (!finite) {
     const std::string what = "non-finite " +
@@ -417,7 +430,10 @@ bool RunLoop::complete(Pending& p) {
     t_.finish(RunStatus::Diverged, divergence_.blow_up_message(step));
     return true;
   }
-  t_.publish(b);
+  {
+    FP8WB_TRACE_SCOPE("fp8wb_publish");
+    t_.publish(b);
+  }
   if (p.stop_now) {
     t_.finish(RunStatus::Stopped, "stopped after " + counted(step + 1, "step"));
     return true;
