@@ -425,7 +425,7 @@ Float8LinearState::AmaxHistoryCopy Float8LinearState::amax_history_copy(Role rol
     return c;
   }
   if (!h.device.defined()) return c;
-  const at::Tensor ring = h.device.narrow(0, 0, h.device.numel() - 4);
+  const at::Tensor ring = h.ring();
   if (ring.is_cuda() && wait) {
     c.ring = ring.to(at::kCPU);
   } else if (ring.is_cuda()) {

@@ -179,7 +179,7 @@ std::vector<Float8LinearState::AmaxHistoryCopy> amax_history_copies(
       out[i] = which[i].first->amax_history_copy(which[i].second, /*wait=*/false);
       continue;
     }
-    rings.push_back(h.device.narrow(0, 0, h.device.numel() - 4));
+    rings.push_back(h.ring());
     places.push_back(i);
     out[i].head = h.head;
   }

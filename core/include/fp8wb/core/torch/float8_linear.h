@@ -26,6 +26,9 @@ struct Float8RoleHistory {
   torch::Tensor device;
   int head = 0;  // the ring's newest entry (device)
   int64_t steps = 0;
+  // The device history's ring of amaxes: [ring (window), scale, scale_inv, amax_h, amax
+  // word] without its last four.
+  torch::Tensor ring() const { return device.narrow(0, 0, device.numel() - 4); }
 };
 
 // Data-parallel runs: makes a float tensor of amaxes (on its own device) the maximum over
