@@ -512,6 +512,7 @@ void Trainer::Impl::body() {
   } else if (at::get_num_threads() <= 1) {
     init_compute_threads();
   }
+  train::keep_freed_host_memory();
   resolve_hf_config(cfg);  // the checkpoint's shape (already so where the caller resolved it)
   const torch::Device device(rank_device(Trainer::resolve_device(cfg.device), ranks));
   if (ranks.rank == 0) train::check_weights_path(cfg.weights);  // before any step: not to be lost

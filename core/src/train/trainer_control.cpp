@@ -1,13 +1,18 @@
 // Trainer's controls (trainer.h), which include no torch: construction, start, pause,
 // resume and stop between steps, the status other threads read, the final batch every
 // run ends with; and the loop's host-side helpers (the weights' path, the resident memory
-// a run adds). The loop itself is the torch translation unit trainer.cpp.
+// a run adds, the allocator's thresholds). The loop itself is the torch translation unit
+// trainer.cpp.
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
@@ -149,6 +154,19 @@ std::pair<double, double> resident_and_peak() {
 }
 
 }  // namespace
+
+bool keep_freed_host_memory() {
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  static const bool kept = [] {
+    for (const char* own : {"MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_"})
+      if (std::getenv(own)) return false;
+    return mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, 128 << 20) == 1;
+  }();
+  return kept;
+#else
+  return false;
+#endif
+}
 
 RunResidentMemory::RunResidentMemory() {
   // "5" resets the peak resident set to the current one (Linux 4.0 and later).
