@@ -334,7 +334,7 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
                             const at::Tensor& bias, const Float8LinearConfig& cfg,
                             Float8LinearState* state, bool stats, bool sqnr) {
-    const c10::cuda::CUDAGuard guard(x.device());
+    const c10::cuda::CUDAGuard on_device(x.device());
     Float8Probe* probe = state ? &state->probe : nullptr;
     stats = stats && state;
     const int64_t k = weight.size(1), n = weight.size(0);
@@ -442,7 +442,7 @@ struct Float8LinearCudaFunction : public torch::autograd::Function<Float8LinearC
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const at::Tensor& weight = saved[0];
-    const c10::cuda::CUDAGuard guard(weight.device());
+    const c10::cuda::CUDAGuard on_device(weight.device());
     const c10::intrusive_ptr<Float8Backward> plan = saved_for_backward(ctx);
     const Float8LinearConfig& cfg = plan->config;
     const QuantRecipe& rin = cfg.input;
