@@ -18,22 +18,22 @@
 #include <vector>
 
 #include "distributed_group.h"
-
-// A named span of host time in FP8WB_TRACE's trace (StepTrace), for the parts of a step
-// that are the engine's own code rather than ATen operators; nothing without CUDA.
-#if defined(FP8WB_TORCH_CUDA)
-#include <ATen/record_function.h>
-#define FP8WB_TRACE_SCOPE(name) RECORD_USER_SCOPE(name)
-#else
-#define FP8WB_TRACE_SCOPE(name) \
-  do {                          \
-  } while (false)
-#endif
 #include "fp8wb/core/metrics.h"
 #include "models.h"
 
 #if defined(FP8WB_TORCH_CUDA)
 #include <ATen/cuda/CUDAEvent.h>
+#include <ATen/record_function.h>
+#endif
+
+// A named span of host time in FP8WB_TRACE's trace (StepTrace), for the parts of a step
+// that are the engine's own code rather than ATen operators; nothing without CUDA.
+#if defined(FP8WB_TORCH_CUDA)
+#define FP8WB_TRACE_SCOPE(name) RECORD_USER_SCOPE(name)
+#else
+#define FP8WB_TRACE_SCOPE(name) \
+  do {                          \
+  } while (false)
 #endif
 
 namespace fp8wb::train {

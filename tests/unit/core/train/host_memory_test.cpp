@@ -55,7 +55,8 @@ TEST(HostMemory, ATrainingProcessReallocatesFreedMemoryWithoutFaults) {
   }
   for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + ext);
   const long after = faults_of_reallocation();
-  // (Asked after the measurement: the run has set the thresholds, or this does.)
+  // Whether glibc's thresholds could be set here at all, asked only after measuring
+  // (the call sets them where the run did not).
   if (!train::keep_freed_host_memory())
     GTEST_SKIP() << "glibc's thresholds are the environment's own, or no glibc allocator here";
   // 12 MB handed back and faulted in again is some 3,000 faults (4 KiB pages).
