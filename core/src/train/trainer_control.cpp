@@ -155,8 +155,18 @@ std::pair<double, double> resident_and_peak() {
 
 }  // namespace
 
+// A sanitizer's allocator is not glibc's (GCC says so by __SANITIZE_*__, clang by
+// __has_feature).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define FP8WB_SANITIZED_ALLOCATOR 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define FP8WB_SANITIZED_ALLOCATOR 1
+#endif
+#endif
+
 bool keep_freed_host_memory() {
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if defined(__GLIBC__) && !defined(FP8WB_SANITIZED_ALLOCATOR)
   static const bool kept = [] {
     for (const char* own : {"MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_"})
       if (std::getenv(own)) return false;
