@@ -23,10 +23,6 @@
 #include "trainer_impl.h"
 #include "trainer_step.h"
 
-#if defined(FP8WB_TORCH_CUDA)
-#include <torch/csrc/autograd/profiler_kineto.h>  // RECORD_USER_SCOPE
-#endif
-
 namespace fp8wb {
 
 using train::Batch;
@@ -463,21 +459,11 @@ void RunLoop::run() {
     }
     trace.before(step);
     Pending p = [&] {
-#if defined(FP8WB_TORCH_CUDA)
-      if (trace.on()) {
-        RECORD_USER_SCOPE("fp8wb_step");
-        return launch(step);
-      }
-#endif
+      FP8WB_TRACE_SCOPE("fp8wb_step");
       return launch(step);
     }();
     const bool ended = [&] {
-#if defined(FP8WB_TORCH_CUDA)
-      if (trace.on()) {
-        RECORD_USER_SCOPE("fp8wb_complete");  // the previous step read and published
-        return complete_pending(pending);
-      }
-#endif
+      FP8WB_TRACE_SCOPE("fp8wb_complete");  // the previous step read and published
       return complete_pending(pending);
     }();
     if (ended) return;

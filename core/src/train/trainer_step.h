@@ -162,16 +162,13 @@ struct LayerSample {
 
 // For developers profiling the engine on a GPU: with FP8WB_TRACE=PATH in the environment,
 // the Kineto profiler's events of steps 20 to 24 (CPU operators, GPU kernels, copies) are
-// written to PATH as JSON, each step in a "fp8wb_step" scope, for tests/gpu/trace_summary.py.
+// written to PATH as JSON, each step in a "fp8wb_step" scope, for tests/gpu/gpt_table.py --trace.
 class StepTrace {
  public:
   static constexpr int64_t kFirst = 20, kSteps = 5;
 #if defined(FP8WB_TORCH_CUDA)
   explicit StepTrace(const torch::Device& d);
   void before(int64_t step);
-  bool on() const {
-    return on_;
-  }
 
  private:
   std::string path_;
@@ -179,9 +176,6 @@ class StepTrace {
 #else
   explicit StepTrace(const torch::Device&) {}
   void before(int64_t) {}
-  bool on() const {
-    return false;
-  }
 #endif
 };
 
