@@ -21,14 +21,12 @@
 #include "fp8wb/core/metrics.h"
 #include "models.h"
 
+// FP8WB_TRACE_SCOPE: a named span of host time in FP8WB_TRACE's trace (StepTrace), for the
+// parts of a step that are the engine's own code rather than ATen operators; nothing
+// without CUDA.
 #if defined(FP8WB_TORCH_CUDA)
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/record_function.h>
-#endif
-
-// A named span of host time in FP8WB_TRACE's trace (StepTrace), for the parts of a step
-// that are the engine's own code rather than ATen operators; nothing without CUDA.
-#if defined(FP8WB_TORCH_CUDA)
 #define FP8WB_TRACE_SCOPE(name) RECORD_USER_SCOPE(name)
 #else
 #define FP8WB_TRACE_SCOPE(name) \
